@@ -1,0 +1,60 @@
+// ggml tensor element types as stored in GGUF files, their block layouts (as in llama.cpp's
+// ggml.c type traits) and the scalar conversions the reader, writer and tests need.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace specd {
+
+enum class GgmlType : uint32_t {
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
+  kQ8_0 = 8,
+  kQ8_1 = 9,
+  kQ2_K = 10,
+  kQ3_K = 11,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
+  kQ8_K = 15,
+  kI8 = 24,
+  kI16 = 25,
+  kI32 = 26,
+  kI64 = 27,
+  kF64 = 28,
+  kBF16 = 30,
+};
+
+struct GgmlTypeInfo {
+  const char* name;
+  uint32_t block_size;  // elements per block
+  uint32_t type_size;   // bytes per block
+};
+
+// Layout of a known type, or nullopt for ids this build does not understand.
+std::optional<GgmlTypeInfo> ggml_type_info(uint32_t type_id);
+const char* ggml_type_name(GgmlType type);
+// Bytes of a row of n elements; n must be a multiple of the block size.
+size_t ggml_row_size(GgmlType type, int64_t n);
+
+constexpr size_t kQ8_0BlockSize = 32;
+constexpr size_t kQ8_0BlockBytes = 2 + kQ8_0BlockSize;
+
+uint16_t f32_to_f16(float value);  // round to nearest even, overflow to inf, keeps NaN
+float f16_to_f32(uint16_t value);
+uint16_t f32_to_bf16(float value);  // round to nearest even, keeps NaN quiet
+float bf16_to_f32(uint16_t value);
+
+// q8_0: per 32 values an fp16 scale d = amax / 127 then 32 int8 q = round(x / d).
+// n must be a multiple of 32; out holds n / 32 * 34 bytes.
+void quantize_q8_0(const float* x, void* out, int64_t n);
+void dequantize_q8_0(const void* in, float* y, int64_t n);
+
+}  // namespace specd
