@@ -1,0 +1,47 @@
+# specd — the README's interface. `make demo` and `make test` work on a fresh Debian 12.
+#   make deps    install the Debian packages the build needs (skipped when present)
+#   make build   configure and build into build/ (CLI: build/bin/specd)
+#   make test    deps + build + every test (ctest)
+#   make demo    deps + build + the main job on the shipped default models
+#   make models  retrain the shipped models (train/, about 2 hours on 2 cores)
+SHELL := /bin/bash
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+DEMO_CONFIG ?= configs/default.toml
+DEMO_PROMPT ?= def fibonacci(n):
+
+# Debian packages: compiler and tools, Boost.DLL, oneDNN, toml++, doctest; PyTorch for the
+# golden tests and training; the HIP compiler so the HIP backend builds everywhere.
+DEPS_BUILD := build-essential cmake pkg-config libboost-dev libboost-filesystem-dev \
+              libdnnl-dev libtomlplusplus-dev doctest-dev
+DEPS_TEST  := python3 python3-numpy python3-torch libopenblas0-pthread python3-regex
+DEPS_GPU   := hipcc libamdhip64-dev
+
+.PHONY: all deps deps-build build test demo clean format models models-smoke install-sdk
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_GPU)
+
+deps-build:
+	@./scripts/install-deps.sh $(DEPS_BUILD)
+
+build:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: deps build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+demo: deps build
+	./scripts/demo.sh $(BUILD)/bin/specd $(DEMO_CONFIG) "$(DEMO_PROMPT)"
+
+format:
+	git ls-files '*.cpp' '*.hpp' '*.h' '*.cu' '*.cuh' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD)
+
+-include Makefile.models

@@ -1,0 +1,83 @@
+// specd — speculative decoding for LLMs. Entry point: dispatches to the subcommands and
+// turns errors into messages and exit statuses (2 usage/config, 1 runtime).
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "commands.hpp"
+#include "common/error.hpp"
+#include "specd/version.h"
+#if __has_include("cmd_audit.hpp")
+#include "cmd_audit.hpp"
+#define SPECD_HAVE_AUDIT 1
+#endif
+#if __has_include("cmd_bench.hpp")
+#include "cmd_bench.hpp"
+#define SPECD_HAVE_BENCH 1
+#endif
+
+namespace {
+
+const char* kHelp =
+    "specd — speculative decoding for LLMs\n"
+    "\n"
+    "usage: specd <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run -c FILE [-p PROMPT] [-n N] [--set section.key=value]... [--json]\n"
+    "                     generate text with the configured target, proposer and rule\n"
+    "  audit [--markov FILE] [--rule ID] [--json] ...\n"
+    "                     measure the lossless label of every installed acceptance rule\n"
+    "  plugins [--json] [--plugin-path DIR]...\n"
+    "                     list the plugins found (backends with their availability)\n"
+    "  check-config FILE [--set section.key=value]...\n"
+    "                     validate a configuration file and print every problem\n"
+    "\n"
+    "options:\n"
+    "  --version          print the version and ABI version\n"
+    "  --help             this text; `specd <command> --help` for a command's options\n"
+    "\n"
+    "Plugins are searched in [plugins] paths of the config, then SPECD_PLUGIN_PATH\n"
+    "(colon-separated), then the plugins/ folder beside this executable.\n"
+    "Exit status: 0 ok, 1 runtime error, 2 usage or configuration error.\n";
+
+int dispatch(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+      !std::strcmp(argv[1], "help")) {
+    std::fputs(kHelp, stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  std::string command = argv[1];
+  if (command == "--version" || command == "-V") {
+    std::printf("specd %s (ABI %u.%u)\n", SPECD_VERSION, SPECD_ABI_VERSION_MAJOR,
+                SPECD_ABI_VERSION_MINOR);
+    return 0;
+  }
+  int sub_argc = argc - 1;
+  char** sub_argv = argv + 1;
+  if (command == "run") return specd::cli::run_command(sub_argc, sub_argv);
+  if (command == "plugins") return specd::cli::plugins_command(sub_argc, sub_argv);
+  if (command == "check-config") return specd::cli::check_config_command(sub_argc, sub_argv);
+#ifdef SPECD_HAVE_AUDIT
+  if (command == "audit") return run_audit_command(sub_argc, sub_argv);
+#endif
+#ifdef SPECD_HAVE_BENCH
+  if (command == "bench" || command == "ab") return run_bench_command(sub_argc, sub_argv);
+#endif
+  throw specd::UsageError("unknown command '" + command + "' (see specd --help)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return dispatch(argc, argv);
+  } catch (const specd::UsageError& e) {
+    std::fprintf(stderr, "specd: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "specd: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,106 @@
+// The run configuration: one TOML file (schema in docs/CONFIG.md) plus --set overrides.
+//
+// Sections: [engine] [target] [proposer] [acceptance] [sampling] [plugins]. Keys of
+// [proposer] and [acceptance] that the core does not consume are handed to the chosen
+// plugin, which validates them; every other unknown key is an error.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace specd {
+
+// A value's place: "file:line:col", or "--set key" for a command-line override.
+struct SourceLocation {
+  std::string text;
+};
+
+// A plugin-specific key, kept with its TOML type and location.
+struct PluginParam {
+  enum class Type { boolean, integer, floating, string };
+  std::string key;
+  Type type = Type::string;
+  bool bool_value = false;
+  int64_t int_value = 0;
+  double float_value = 0;
+  std::string string_value;  // strings; arrays and tables as TOML text
+  std::string location;
+};
+
+struct EngineConfig {
+  std::string backend = "auto";  // "cpu" | "cuda" | "hip" | "auto" | a plugin id
+  int threads = 0;               // 0 = all hardware threads
+  uint64_t seed = 0;
+  int context = 0;               // KV capacity in tokens; 0 = the model's context length
+};
+
+struct TargetConfig {
+  std::string model;    // GGUF path (relative paths resolve against the config file)
+  std::string backend;  // empty = [engine] backend
+};
+
+struct ProposerConfig {
+  std::string kind = "none";  // "none" = plain decoding; else a proposer plugin id or name
+  std::string model;          // draft GGUF or head GGUF, for proposers that take one
+  int k = 4;                  // draft length (tokens per round)
+  bool k_auto = false;        // k = "auto"
+  std::string backend;        // empty = the target's backend
+  std::vector<PluginParam> params;  // every other key, for the plugin
+};
+
+struct AcceptanceConfig {
+  std::string rule;          // empty = the proposer's default
+  bool allow_lossy = false;
+  std::vector<PluginParam> params;  // every other key, for the plugin
+};
+
+struct SamplingConfig {
+  double temperature = 1.0;  // 0 = greedy (argmax, ties to the lowest id)
+  int top_k = 0;             // 0 = off
+  double top_p = 1.0;        // 1 = off
+  double min_p = 0.0;        // 0 = off
+  int max_tokens = 128;
+  std::vector<std::string> stop;  // stop strings; the output ends before them
+  bool ignore_eos = false;
+};
+
+struct PluginsConfig {
+  std::vector<std::string> paths;
+};
+
+struct Config {
+  std::string path;  // the file it came from ("" when built in code)
+  EngineConfig engine;
+  TargetConfig target;
+  ProposerConfig proposer;
+  AcceptanceConfig acceptance;
+  SamplingConfig sampling;
+  PluginsConfig plugins;
+  // Where each key was set ("section.key" -> location), for later messages.
+  std::map<std::string, std::string> locations;
+
+  // Location of a key, or the file name when it was not set.
+  std::string where(const std::string& dotted_key) const;
+};
+
+// Loads and validates a configuration. `overrides` are "section.key=value" strings (values
+// parsed as TOML, or taken as a string when they do not parse). Collects every problem and
+// throws one UsageError listing them all, one "file:line:col: message" per line.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// The same from TOML text (for tests); `name` stands in for the file name.
+Config parse_config(const std::string& toml_text, const std::string& name,
+                    const std::vector<std::string>& overrides = {});
+
+}  // namespace specd
+
+namespace specd {
+
+// Checks what `specd run` needs beyond the schema (a target model); throws UsageError
+// naming the file and the missing key.
+void check_required_for_run(const Config& config);
+
+}  // namespace specd

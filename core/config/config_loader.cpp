@@ -1,0 +1,443 @@
+#include <toml++/toml.h>
+
+#include <filesystem>
+#include <algorithm>
+#include <functional>
+#include <tuple>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "config/config.hpp"
+#include "config/did_you_mean.hpp"
+
+namespace specd {
+namespace {
+
+// Every problem found, reported together.
+class Problems {
+ public:
+  // `line`/`column` order the report as the file reads (0 for command-line overrides).
+  void add(const std::string& where, const std::string& message, uint32_t line = 0,
+           uint32_t column = 0) {
+    lines_.push_back({line, column, where + ": " + message});
+  }
+  bool empty() const { return lines_.empty(); }
+  std::string text() const {
+    auto sorted = lines_;
+    std::stable_sort(sorted.begin(), sorted.end(), [](const Line& a, const Line& b) {
+      return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+    });
+    std::string out;
+    for (const auto& l : sorted) out += (out.empty() ? "" : "\n") + l.text;
+    return out;
+  }
+
+ private:
+  struct Line {
+    uint32_t line, column;
+    std::string text;
+  };
+  std::vector<Line> lines_;
+};
+
+struct Context {
+  std::string name;  // file name for messages
+  std::map<const toml::node*, std::string> override_locations;
+  Problems problems;
+  Config* config;
+
+  void add(const toml::node& node, const std::string& message) {
+    problems.add(where(node), message, node.source().begin.line, node.source().begin.column);
+  }
+  void add(const toml::key& key, const std::string& message) {
+    const auto& src = key.source();
+    std::string at = src.begin.line == 0 ? name
+                                         : name + ":" + std::to_string(src.begin.line) + ":" +
+                                               std::to_string(src.begin.column);
+    problems.add(at, message, src.begin.line, src.begin.column);
+  }
+
+  std::string where(const toml::node& node) const {
+    auto it = override_locations.find(&node);
+    if (it != override_locations.end()) return it->second;
+    const auto& src = node.source();
+    if (src.begin.line == 0) return name;
+    return name + ":" + std::to_string(src.begin.line) + ":" + std::to_string(src.begin.column);
+  }
+};
+
+const char* type_name(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::table: return "a table";
+    default: return "a date/time";
+  }
+}
+
+// Typed readers: on a wrong type or a value out of range they record a problem and leave the
+// destination unchanged.
+void read_string(Context& c, const std::string& key, const toml::node& n, std::string& out) {
+  if (auto v = n.value<std::string>(); v && n.is_string()) {
+    out = *v;
+  } else {
+    c.add(n, "'" + key + "' must be a string, not " + type_name(n));
+  }
+}
+
+void read_bool(Context& c, const std::string& key, const toml::node& n, bool& out) {
+  if (n.is_boolean()) {
+    out = *n.value<bool>();
+  } else {
+    c.add(n, "'" + key + "' must be true or false, not " + type_name(n));
+  }
+}
+
+template <class Int>
+void read_int(Context& c, const std::string& key, const toml::node& n, Int& out, int64_t lo,
+              int64_t hi, const std::string& range_text) {
+  if (!n.is_integer()) {
+    c.add(n, "'" + key + "' must be an integer, not " + type_name(n));
+    return;
+  }
+  int64_t v = *n.value<int64_t>();
+  if (v < lo || v > hi) {
+    c.add(n, "'" + key + "' = " + std::to_string(v) + " is out of range (" +
+                                   range_text + ")");
+    return;
+  }
+  out = static_cast<Int>(v);
+}
+
+// `check` returns "" when the value is fine, else the range the value must be in.
+void read_float(Context& c, const std::string& key, const toml::node& n, double& out,
+                const std::function<std::string(double)>& check) {
+  if (!n.is_number()) {
+    c.add(n, "'" + key + "' must be a number, not " + type_name(n));
+    return;
+  }
+  double v = *n.value<double>();
+  std::string range = check(v);
+  if (!range.empty()) {
+    std::ostringstream s;
+    s << "'" << key << "' = " << v << " is out of range (" << range << ")";
+    c.add(n, s.str());
+    return;
+  }
+  out = v;
+}
+
+void read_string_array(Context& c, const std::string& key, const toml::node& n,
+                       std::vector<std::string>& out) {
+  const toml::array* a = n.as_array();
+  if (!a) {
+    if (n.is_string()) {  // a single string is accepted as a one-element list
+      out = {*n.value<std::string>()};
+      return;
+    }
+    c.add(n, "'" + key + "' must be an array of strings, not " + type_name(n));
+    return;
+  }
+  std::vector<std::string> values;
+  for (const auto& item : *a) {
+    if (!item.is_string()) {
+      c.add(item, "'" + key + "' must hold only strings, not " + type_name(item));
+      return;
+    }
+    values.push_back(*item.value<std::string>());
+  }
+  out = values;
+}
+
+PluginParam to_param(Context& c, const std::string& key, const toml::node& n) {
+  PluginParam p;
+  p.key = key;
+  p.location = c.where(n);
+  if (n.is_boolean()) {
+    p.type = PluginParam::Type::boolean;
+    p.bool_value = *n.value<bool>();
+  } else if (n.is_integer()) {
+    p.type = PluginParam::Type::integer;
+    p.int_value = *n.value<int64_t>();
+    p.float_value = static_cast<double>(p.int_value);
+  } else if (n.is_floating_point()) {
+    p.type = PluginParam::Type::floating;
+    p.float_value = *n.value<double>();
+  } else if (n.is_string()) {
+    p.string_value = *n.value<std::string>();
+  } else {
+    std::ostringstream s;
+    if (n.is_array()) s << *n.as_array();
+    else if (n.is_table()) s << *n.as_table();
+    p.string_value = s.str();
+  }
+  return p;
+}
+
+using KeyReader = std::function<void(Context&, const std::string& key, const toml::node&)>;
+
+struct SectionSchema {
+  std::map<std::string, KeyReader> keys;
+  bool passes_unknown_to_plugin = false;
+  std::vector<PluginParam>* plugin_params = nullptr;
+};
+
+std::string positive_or_zero(double v) { return v >= 0 ? "" : ">= 0"; }
+
+std::map<std::string, SectionSchema> make_schema(Config& cfg) {
+  std::map<std::string, SectionSchema> s;
+  auto& engine = s["engine"].keys;
+  engine["backend"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_string(c, k, n, cfg.engine.backend);
+  };
+  engine["threads"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_int(c, k, n, cfg.engine.threads, 0, 1024, "0 = all cores, up to 1024");
+  };
+  engine["seed"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_int(c, k, n, cfg.engine.seed, 0, INT64_MAX, ">= 0");
+  };
+  engine["context"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_int(c, k, n, cfg.engine.context, 0, 1 << 24, "0 = the model's, up to 16M");
+  };
+
+  auto& target = s["target"].keys;
+  target["model"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_string(c, k, n, cfg.target.model);
+  };
+  target["backend"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_string(c, k, n, cfg.target.backend);
+  };
+
+  auto& proposer = s["proposer"];
+  proposer.passes_unknown_to_plugin = true;
+  proposer.plugin_params = &cfg.proposer.params;
+  proposer.keys["kind"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_string(c, k, n, cfg.proposer.kind);
+  };
+  proposer.keys["model"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_string(c, k, n, cfg.proposer.model);
+  };
+  proposer.keys["backend"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_string(c, k, n, cfg.proposer.backend);
+  };
+  proposer.keys["k"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    if (n.is_string() && *n.value<std::string>() == "auto") {
+      cfg.proposer.k_auto = true;
+      return;
+    }
+    if (n.is_string()) {
+      c.add(n, "'k' must be an integer >= 1 or \"auto\"");
+      return;
+    }
+    read_int(c, k, n, cfg.proposer.k, 1, 64, "k >= 1, at most 64");
+  };
+
+  auto& acceptance = s["acceptance"];
+  acceptance.passes_unknown_to_plugin = true;
+  acceptance.plugin_params = &cfg.acceptance.params;
+  acceptance.keys["rule"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_string(c, k, n, cfg.acceptance.rule);
+  };
+  acceptance.keys["allow_lossy"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_bool(c, k, n, cfg.acceptance.allow_lossy);
+  };
+
+  auto& sampling = s["sampling"].keys;
+  sampling["temperature"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_float(c, k, n, cfg.sampling.temperature, positive_or_zero);
+  };
+  sampling["top_k"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_int(c, k, n, cfg.sampling.top_k, 0, INT32_MAX, "0 = off, else >= 1");
+  };
+  sampling["top_p"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_float(c, k, n, cfg.sampling.top_p,
+               [](double v) { return v > 0 && v <= 1 ? "" : "0 < top_p <= 1"; });
+  };
+  sampling["min_p"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_float(c, k, n, cfg.sampling.min_p,
+               [](double v) { return v >= 0 && v < 1 ? "" : "0 <= min_p < 1"; });
+  };
+  sampling["max_tokens"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_int(c, k, n, cfg.sampling.max_tokens, 1, 1 << 24, ">= 1");
+  };
+  sampling["stop"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_string_array(c, k, n, cfg.sampling.stop);
+  };
+  sampling["ignore_eos"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_bool(c, k, n, cfg.sampling.ignore_eos);
+  };
+
+  auto& plugins = s["plugins"].keys;
+  plugins["paths"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_string_array(c, k, n, cfg.plugins.paths);
+  };
+  return s;
+}
+
+std::vector<std::string> keys_of(const std::map<std::string, SectionSchema>& m) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : m) out.push_back(k);
+  return out;
+}
+
+std::vector<std::string> keys_of(const std::map<std::string, KeyReader>& m) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : m) out.push_back(k);
+  return out;
+}
+
+std::string suggestion(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string s = did_you_mean(word, candidates);
+  return s.empty() ? "" : " (did you mean '" + s + "'?)";
+}
+
+// Applies one "section.key=value" override to the parsed table.
+void apply_override(Context& c, toml::table& root, const std::string& text) {
+  std::string where = "--set " + text;
+  size_t eq = text.find('=');
+  size_t dot = text.find('.');
+  if (eq == std::string::npos || dot == std::string::npos || dot > eq || dot == 0 ||
+      dot + 1 == eq) {
+    c.problems.add(where, "expected section.key=value");
+    return;
+  }
+  std::string section = text.substr(0, dot);
+  std::string key = text.substr(dot + 1, eq - dot - 1);
+  std::string value = text.substr(eq + 1);
+  toml::table* table = root[section].as_table();
+  if (!table) {
+    if (root.contains(section)) {
+      c.problems.add(where, "'" + section + "' is not a table");
+      return;
+    }
+    root.insert(section, toml::table{});
+    table = root[section].as_table();
+  }
+  bool parsed_as_toml = false;
+  try {
+    toml::table parsed = toml::parse("v = " + value);
+    if (const toml::node* v = parsed.get("v")) {
+      table->insert_or_assign(key, *v);
+      parsed_as_toml = true;
+    }
+  } catch (const toml::parse_error&) {
+  }
+  if (!parsed_as_toml) table->insert_or_assign(key, value);  // not TOML: take it as a string
+  c.override_locations[table->get(key)] = "--set " + section + "." + key;
+}
+
+void walk(Context& c, toml::table& root) {
+  Config& cfg = *c.config;
+  auto schema = make_schema(cfg);
+  for (auto& [section_key, node] : root) {
+    std::string section(section_key.str());
+    auto it = schema.find(section);
+    if (it == schema.end()) {
+      c.add(section_key, "unknown section '" + section + "'" +
+                                        suggestion(section, keys_of(schema)));
+      continue;
+    }
+    toml::table* table = node.as_table();
+    if (!table) {
+      c.add(node, "'" + section + "' must be a table ([" + section + "])");
+      continue;
+    }
+    SectionSchema& s = it->second;
+    for (auto& [key_name, value] : *table) {
+      std::string key(key_name.str());
+      cfg.locations[section + "." + key] = c.where(value);
+      auto reader = s.keys.find(key);
+      if (reader != s.keys.end()) {
+        reader->second(c, key, value);
+      } else if (s.passes_unknown_to_plugin) {
+        s.plugin_params->push_back(to_param(c, key, value));
+      } else {
+        c.add(key_name, "unknown key '" + key + "' in [" + section + "]" +
+                                           suggestion(key, keys_of(s.keys)));
+      }
+    }
+  }
+}
+
+// Relative model paths are relative to the configuration file's folder.
+void resolve_paths(Config& cfg) {
+  if (cfg.path.empty()) return;
+  namespace fs = std::filesystem;
+  fs::path base = fs::path(cfg.path).parent_path();
+  auto resolve = [&](std::string& p) {
+    if (!p.empty() && fs::path(p).is_relative() && !fs::exists(p)) {
+      fs::path candidate = base / p;
+      if (fs::exists(candidate)) p = candidate.lexically_normal().string();
+    }
+  };
+  resolve(cfg.target.model);
+  resolve(cfg.proposer.model);
+  for (auto& p : cfg.plugins.paths) resolve(p);
+}
+
+Config parse_table(toml::table root, const std::string& name, const std::string& path,
+                   const std::vector<std::string>& overrides) {
+  Config cfg;
+  cfg.path = path;
+  Context c{name, {}, {}, &cfg};
+  for (const auto& o : overrides) apply_override(c, root, o);
+  walk(c, root);
+  // When plain decoding is chosen, other proposer keys are ignored (so one file serves
+  // both arms of a comparison).
+  if (cfg.proposer.kind == "none") cfg.proposer.params.clear();
+  if (!c.problems.empty()) throw UsageError(c.problems.text());
+  resolve_paths(cfg);
+  return cfg;
+}
+
+std::string parse_error_text(const std::string& name, const toml::parse_error& e) {
+  return name + ":" + std::to_string(e.source().begin.line) + ":" +
+         std::to_string(e.source().begin.column) + ": " + std::string(e.description());
+}
+
+}  // namespace
+
+std::string Config::where(const std::string& dotted_key) const {
+  auto it = locations.find(dotted_key);
+  return it != locations.end() ? it->second : (path.empty() ? "<config>" : path);
+}
+
+Config parse_config(const std::string& toml_text, const std::string& name,
+                    const std::vector<std::string>& overrides) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, name);
+  } catch (const toml::parse_error& e) {
+    throw UsageError(parse_error_text(name, e));
+  }
+  return parse_table(std::move(root), name, "", overrides);
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw UsageError(path + ": no such configuration file");
+  if (fs::is_directory(path, ec)) throw UsageError(path + ": is a directory, not a TOML file");
+  toml::table root;
+  try {
+    root = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    throw UsageError(parse_error_text(path, e));
+  }
+  return parse_table(std::move(root), path, path, overrides);
+}
+
+}  // namespace specd
+
+namespace specd {
+
+void check_required_for_run(const Config& config) {
+  if (config.target.model.empty())
+    throw UsageError((config.path.empty() ? std::string("<config>") : config.path) +
+                     ": missing required key 'model' in [target] (a GGUF file)");
+}
+
+}  // namespace specd

@@ -1,0 +1,24 @@
+// What `specd plugins` shows about a loaded plugin: the lossless label of an acceptance
+// rule, the availability of a backend on this machine.
+#pragma once
+
+#include <string>
+
+#include "plugin/registry.hpp"
+
+namespace specd {
+
+struct PluginInfo {
+  const LoadedPlugin* plugin = nullptr;
+  std::string label;       // acceptance rules: "exact", "greedy-exact", "lossy"
+  bool available = true;   // backends: score > 0
+  double score = 0;        // backends
+  std::string reason;      // backends: why not available (or a short description)
+};
+
+PluginInfo describe_plugin(const LoadedPlugin& plugin);
+
+// "exact", "greedy-exact", "lossy" or "unknown(N)".
+std::string label_name(uint32_t label);
+
+}  // namespace specd

@@ -1,0 +1,243 @@
+#include "plugin/registry.hpp"
+
+#include <boost/dll/shared_library.hpp>
+#include <boost/dll/runtime_symbol_info.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "common/error.hpp"
+#include "plugin/host_services.hpp"
+
+namespace fs = std::filesystem;
+
+namespace specd {
+
+struct PluginRegistry::Library {
+  boost::dll::shared_library library;
+  LoadedPlugin plugin;
+  bool initialised = false;
+  ~Library() {
+    // deinit runs before the library is unloaded (member destructors run after this).
+    if (initialised && plugin.descriptor && plugin.descriptor->deinit) plugin.descriptor->deinit();
+  }
+};
+
+const char* kind_name(specd_plugin_kind kind) {
+  switch (kind) {
+    case SPECD_KIND_BACKEND: return "backend";
+    case SPECD_KIND_PROPOSER: return "proposer";
+    case SPECD_KIND_VERIFIER: return "verifier";
+    case SPECD_KIND_ACCEPTANCE: return "acceptance";
+    default: return "unknown";
+  }
+}
+
+std::string executable_directory() {
+  boost::system::error_code ec;
+  auto path = boost::dll::program_location(ec);
+  if (ec) return fs::current_path().string();
+  return path.parent_path().string();
+}
+
+namespace {
+
+bool has_elf_magic(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  in.read(magic, 4);
+  return in.gcount() == 4 && std::memcmp(magic, "\x7f" "ELF", 4) == 0;
+}
+
+bool looks_like_plugin_file(const fs::path& path) {
+  std::string name = path.filename().string();
+  return path.extension() == ".so" || name.find(".so.") != std::string::npos;
+}
+
+std::vector<std::string> split_path_list(const char* list) {
+  std::vector<std::string> out;
+  if (!list) return out;
+  std::string s(list);
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(':', start);
+    if (end == std::string::npos) end = s.size();
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+PluginRegistry::PluginRegistry(const std::vector<std::string>& config_paths) {
+  search_path_ = config_paths;
+  for (auto& p : split_path_list(std::getenv("SPECD_PLUGIN_PATH"))) search_path_.push_back(p);
+  search_path_.push_back((fs::path(executable_directory()) / "plugins").string());
+
+  std::set<std::string> seen_files;
+  for (const std::string& entry : search_path_) {
+    std::error_code ec;
+    fs::path path(entry);
+    if (fs::is_regular_file(path, ec)) {
+      if (seen_files.insert(fs::weakly_canonical(path, ec).string()).second)
+        load_file(path.string());
+      continue;
+    }
+    if (!fs::is_directory(path, ec)) {
+      // Only paths the user named are worth a complaint; the default folder may be absent.
+      if (&entry != &search_path_.back())
+        errors_.push_back({entry, "plugin path '" + entry + "' does not exist"});
+      continue;
+    }
+    std::vector<fs::path> files;
+    for (const auto& item : fs::directory_iterator(path, ec))
+      if (item.is_regular_file(ec) && looks_like_plugin_file(item.path()))
+        files.push_back(item.path());
+    std::sort(files.begin(), files.end());  // deterministic order
+    for (const auto& file : files)
+      if (seen_files.insert(fs::weakly_canonical(file, ec).string()).second)
+        load_file(file.string());
+  }
+}
+
+PluginRegistry::~PluginRegistry() {
+  // Unload in reverse order of loading.
+  while (!libraries_.empty()) libraries_.pop_back();
+}
+
+const LoadedPlugin* PluginRegistry::load_file(const std::string& path) {
+  auto fail = [&](const std::string& message) -> const LoadedPlugin* {
+    errors_.push_back({path, path + ": " + message});
+    return nullptr;
+  };
+  std::error_code fec;
+  if (!fs::exists(path, fec)) return fail("no such file");
+  if (!has_elf_magic(path)) return fail("not a shared library (no ELF header)");
+
+  auto lib = std::make_unique<Library>();
+  boost::system::error_code ec;
+  lib->library.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local,
+                    ec);
+  if (ec) return fail("cannot be loaded as a shared library: " + ec.message());
+  if (!lib->library.has(SPECD_PLUGIN_ENTRY_SYMBOL))
+    return fail("not a specd plugin: it exports no '" SPECD_PLUGIN_ENTRY_SYMBOL "' symbol");
+
+  auto entry = lib->library.get<const specd_plugin_descriptor*(uint32_t, uint32_t)>(
+      SPECD_PLUGIN_ENTRY_SYMBOL);
+  const specd_plugin_descriptor* d = nullptr;
+  try {
+    d = entry(SPECD_ABI_VERSION_MAJOR, SPECD_ABI_VERSION_MINOR);
+  } catch (...) {
+    return fail("threw a C++ exception out of " SPECD_PLUGIN_ENTRY_SYMBOL
+                " (exceptions must not cross the ABI)");
+  }
+  if (!d)
+    return fail("refused host ABI " + std::to_string(SPECD_ABI_VERSION_MAJOR) + "." +
+                std::to_string(SPECD_ABI_VERSION_MINOR));
+  if (d->struct_size < offsetof(specd_plugin_descriptor, get_vtable) + sizeof(d->get_vtable))
+    return fail("descriptor is too small (struct_size " + std::to_string(d->struct_size) + ")");
+  std::string version = std::to_string(d->abi_major) + "." + std::to_string(d->abi_minor);
+  std::string host_version =
+      std::to_string(SPECD_ABI_VERSION_MAJOR) + "." + std::to_string(SPECD_ABI_VERSION_MINOR);
+  if (d->abi_major != SPECD_ABI_VERSION_MAJOR)
+    return fail("ABI major version differs: plugin built for ABI " + version + ", host has ABI " +
+                host_version);
+  if (d->abi_minor > SPECD_ABI_VERSION_MINOR)
+    return fail("plugin needs ABI " + version + ", newer than the host's ABI " + host_version +
+                "; upgrade specd");
+  if (!d->id || !*d->id) return fail("descriptor has no id");
+  if (!d->get_vtable) return fail("descriptor has no get_vtable");
+  if (d->kind < SPECD_KIND_BACKEND || d->kind > SPECD_KIND_ACCEPTANCE)
+    return fail("unknown plugin kind " + std::to_string(d->kind));
+  for (const auto& other : libraries_)
+    if (other->plugin.id == d->id)
+      return fail(std::string("duplicate plugin id '") + d->id + "' (already loaded from " +
+                  other->plugin.path + ")");
+
+  LoadedPlugin& p = lib->plugin;
+  p.id = d->id;
+  p.name = d->name ? d->name : d->id;
+  p.version = d->version ? d->version : "";
+  p.description = d->description ? d->description : "";
+  p.path = path;
+  p.kind = d->kind;
+  p.abi_major = d->abi_major;
+  p.abi_minor = d->abi_minor;
+  p.descriptor = d;
+
+  if (d->init) {
+    specd_status* status = nullptr;
+    try {
+      status = d->init(host_table());
+    } catch (...) {
+      return fail("init threw a C++ exception (exceptions must not cross the ABI)");
+    }
+    if (status) {
+      std::string message = status_message(status);
+      host_table()->status_free(nullptr, status);
+      return fail("init failed: " + message);
+    }
+  }
+  lib->initialised = true;
+  try {
+    p.vtable = d->get_vtable(d->kind);
+  } catch (...) {
+    return fail("get_vtable threw a C++ exception (exceptions must not cross the ABI)");
+  }
+  if (!p.vtable)
+    return fail(std::string("provides no ") + kind_name(d->kind) + " interface");
+  // Every vtable starts with uint32_t struct_size; it must at least hold that.
+  if (*static_cast<const uint32_t*>(p.vtable) < sizeof(uint32_t) * 2)
+    return fail("vtable is too small");
+  libraries_.push_back(std::move(lib));
+  return &libraries_.back()->plugin;
+}
+
+std::vector<const LoadedPlugin*> PluginRegistry::plugins() const {
+  std::vector<const LoadedPlugin*> out;
+  for (const auto& lib : libraries_) out.push_back(&lib->plugin);
+  return out;
+}
+
+std::vector<const LoadedPlugin*> PluginRegistry::of_kind(specd_plugin_kind kind) const {
+  std::vector<const LoadedPlugin*> out;
+  for (const auto& lib : libraries_)
+    if (lib->plugin.kind == kind) out.push_back(&lib->plugin);
+  return out;
+}
+
+const LoadedPlugin* PluginRegistry::find(std::string_view id_or_name,
+                                         specd_plugin_kind kind) const {
+  const LoadedPlugin* by_name = nullptr;
+  int name_matches = 0;
+  for (const auto& lib : libraries_) {
+    const LoadedPlugin& p = lib->plugin;
+    if (p.kind != kind) continue;
+    if (p.id == id_or_name) return &p;
+    if (p.name == id_or_name) {
+      by_name = &p;
+      ++name_matches;
+    }
+  }
+  return name_matches == 1 ? by_name : nullptr;
+}
+
+const LoadedPlugin& PluginRegistry::require(std::string_view id_or_name,
+                                            specd_plugin_kind kind) const {
+  if (const LoadedPlugin* p = find(id_or_name, kind)) return *p;
+  std::string known;
+  for (const LoadedPlugin* p : of_kind(kind))
+    known += (known.empty() ? "" : ", ") + p->name + " (" + p->id + ")";
+  std::string message = std::string("unknown ") + kind_name(kind) + " plugin '" +
+                        std::string(id_or_name) + "'";
+  message += known.empty() ? std::string(" (none is installed)") : " (known: " + known + ")";
+  for (const auto& e : errors_) message += "\n  note: " + e.message;
+  throw UsageError(message);
+}
+
+}  // namespace specd

@@ -1,0 +1,74 @@
+// The plugin registry: finds plugin libraries, loads them with Boost.DLL, checks their ABI
+// and keeps them loaded for the life of the registry (no unloading while anything from a
+// library is alive: destroy the registry last).
+//
+// Search order: the paths given (from [plugins] paths in the TOML), then the directories in
+// SPECD_PLUGIN_PATH (colon-separated), then the plugins/ folder beside the executable.
+// A path may name a directory (every *.so in it) or a single library file.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "specd/entry.h"
+
+namespace specd {
+
+struct LoadedPlugin {
+  std::string id;       // reverse-DNS id
+  std::string name;     // short name
+  std::string version;  // the plugin's own version
+  std::string description;
+  std::string path;     // the library file it came from
+  specd_plugin_kind kind = 0;
+  uint32_t abi_major = 0, abi_minor = 0;
+  const specd_plugin_descriptor* descriptor = nullptr;
+  const void* vtable = nullptr;  // the kind's vtable, e.g. const specd_acceptance_vtable*
+};
+
+// One problem met while loading, with the file it concerns. Loading goes on after it.
+struct PluginLoadError {
+  std::string path;
+  std::string message;  // complete sentence, names the file
+};
+
+class PluginRegistry {
+ public:
+  // Searches and loads every plugin found. Problems are collected in errors(), never thrown.
+  explicit PluginRegistry(const std::vector<std::string>& config_paths = {});
+  ~PluginRegistry();
+  PluginRegistry(const PluginRegistry&) = delete;
+  PluginRegistry& operator=(const PluginRegistry&) = delete;
+
+  // Loads one library file; returns nullptr and records an error on failure.
+  const LoadedPlugin* load_file(const std::string& path);
+
+  const std::vector<PluginLoadError>& errors() const { return errors_; }
+  std::vector<const LoadedPlugin*> plugins() const;
+  std::vector<const LoadedPlugin*> of_kind(specd_plugin_kind kind) const;
+
+  // Finds a plugin of `kind` by id or by short name (when the name is unique).
+  const LoadedPlugin* find(std::string_view id_or_name, specd_plugin_kind kind) const;
+
+  // Like find, but throws UsageError "unknown <kind> 'x' (known: a, b, c)" when absent.
+  const LoadedPlugin& require(std::string_view id_or_name, specd_plugin_kind kind) const;
+
+  // The directories searched, in order (for messages and `specd plugins`).
+  const std::vector<std::string>& search_path() const { return search_path_; }
+
+ private:
+  struct Library;
+  std::vector<std::string> search_path_;
+  std::vector<std::unique_ptr<Library>> libraries_;
+  std::vector<PluginLoadError> errors_;
+};
+
+// "backend", "proposer", "verifier", "acceptance" (or "unknown").
+const char* kind_name(specd_plugin_kind kind);
+
+// The folder of the running executable (for the plugins/ beside it).
+std::string executable_directory();
+
+}  // namespace specd

@@ -1,0 +1,277 @@
+/* specd ABI — hardware backends: devices, buffers and the op set models are written over.
+ *
+ * A backend plugin (SPECD_KIND_BACKEND) returns a `specd_backend_vtable` from get_vtable.
+ * The host first asks `score`; 0 means the backend cannot run on this machine (no GPU, no
+ * driver) and comes with a reason the host shows the user. `backend = "auto"` picks the
+ * highest score. The host then opens a device, allocates buffers on it, uploads weights and
+ * runs ops. Models (core/models) are written once over these ops.
+ *
+ * Data model.
+ * - A buffer is an opaque handle to device memory of a fixed byte size. The host never
+ *   dereferences it; it moves bytes with upload / download / copy.
+ * - A view (specd_view) is a 2-D row-major window into a buffer: `rows` rows of `cols`
+ *   elements of one dtype, each row contiguous, rows `row_stride` bytes apart. Every op
+ *   argument is a view. Quantized rows (q8_0) hold cols / 32 blocks; cols must then be a
+ *   multiple of 32. Index arguments (token ids, positions, row indices, masks) are int32
+ *   views in device buffers too, so a device never has to read host memory inside an op.
+ * - Dtype ids equal ggml's type ids, so GGUF tensor data is uploaded unchanged.
+ *
+ * Execution. Ops on one device run in the order they are called and may run asynchronously
+ * with the host: results are visible to the host after `download` (which waits for
+ * everything before it) or `synchronize`. An op's inputs may be released or overwritten by
+ * the host only after a later download/synchronize has returned. Outputs may alias inputs
+ * only where an op says so.
+ *
+ * Errors: functions return NULL or a specd_status* made with the host table passed to
+ * device_open (ownership passes to the caller). A bad shape or dtype is
+ * SPECD_STATUS_INVALID_ARGUMENT, a valid but unimplemented combination is
+ * SPECD_STATUS_UNSUPPORTED; the message names the op and the offending argument.
+ *
+ * Threads. `score` and `device_open` are [main-thread]. A device and everything created on
+ * it are [same-thread]: used by one thread at a time (the thread that owns the device);
+ * distinct devices may be used from distinct threads concurrently. A backend may run its
+ * own worker threads inside an op.
+ *
+ * Batch invariance (contract of every op, for m <= `invariant_max_rows` rows, declared with
+ * SPECD_BACKEND_BATCH_INVARIANT). Row i of an op's output is a deterministic function of
+ * row i's inputs only: the same bits whatever the number of rows m in the call, the row's
+ * position in the batch, the other rows' contents and the device's thread count. For
+ * `matmul` each output element is one reduction over k in a fixed order; for `attention`
+ * a query row's result depends only on the sequence of (key, value) rows it attends, in
+ * logical order (prefix rows first, then its extra slots in the order given), never on
+ * where other rows' keys are. Hence verifying k+1 draft tokens in one pass gives the
+ * same logits, bit for bit, as decoding them one at a time, and greedy speculative
+ * decoding is token-for-token identical to plain decoding. Above `invariant_max_rows`
+ * (prefill) a backend may use a faster library path whose rounding differs.
+ */
+#ifndef SPECD_BACKEND_H
+#define SPECD_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "specd/host.h"
+#include "specd/status.h"
+#include "specd/types.h"
+
+SPECD_EXTERN_C_BEGIN
+
+/* Element types (ggml type ids). */
+typedef uint32_t specd_dtype;
+#define SPECD_DTYPE_F32 ((specd_dtype)0)
+#define SPECD_DTYPE_F16 ((specd_dtype)1)  /* IEEE binary16 */
+#define SPECD_DTYPE_Q8_0 ((specd_dtype)8) /* blocks of 32: f16 scale d, then 32 int8 q; x = d*q */
+#define SPECD_DTYPE_I32 ((specd_dtype)26)
+#define SPECD_DTYPE_BF16 ((specd_dtype)30)
+
+/* Opaque device memory, created by buffer_alloc / buffer_wrap_host, released by buffer_free. */
+typedef struct specd_buffer specd_buffer;
+
+/* A 2-D window into a buffer. Passed by const pointer, borrowed for the call only. */
+typedef struct specd_view {
+  uint32_t struct_size;
+  specd_dtype dtype;
+  specd_buffer* buffer; /* borrowed; the device's */
+  uint64_t offset;      /* bytes from the start of the buffer to row 0 */
+  int64_t rows;         /* >= 0 */
+  int64_t cols;         /* elements per row, >= 1 (a multiple of 32 for q8_0) */
+  int64_t row_stride;   /* bytes from one row to the next, >= the row's byte size */
+} specd_view;
+
+/* Attention mask of m query rows over a KV cache, compactly: query row i attends cache rows
+ * [0, prefix_len[i]) and then the cache rows extra_slots[extra_begin[i] .. extra_begin[i+1])
+ * in that order (each >= prefix_len[i], strictly increasing). That is its whole key sequence,
+ * in logical order. A causal chain appended at rows P..P+m-1 is prefix_len[i] = P + i + 1
+ * with no extras; a draft tree appended at P..P+m-1 gives node i prefix_len P and as extras
+ * the slots of its ancestors in root-to-node order followed by its own slot. Each row must
+ * attend at least one key. */
+typedef struct specd_attention_mask {
+  uint32_t struct_size;
+  uint32_t reserved; /* 0 */
+  const specd_view* prefix_len;  /* int32 [1, m] */
+  const specd_view* extra_begin; /* int32 [1, m + 1]; extra_begin[0] = 0 */
+  const specd_view* extra_slots; /* int32 [1, extra_begin[m]]; NULL when that is 0 */
+} specd_attention_mask;
+
+/* Shape of an attention op. Query row r holds n_head heads of head_dim values; a key/value
+ * cache row holds n_head_kv heads. Query head h reads cache head h / (n_head / n_head_kv). */
+typedef struct specd_attention_params {
+  uint32_t struct_size;
+  uint32_t n_head;
+  uint32_t n_head_kv; /* divides n_head */
+  uint32_t head_dim;
+  float scale; /* scores are scale * dot(q, k), usually 1 / sqrt(head_dim) */
+} specd_attention_params;
+
+/* Shape of a RoPE op (llama.cpp "normal" mode). For each head, each pair (2j, 2j+1) with
+ * 2j < n_rot is rotated by angle pos * base^(-2j / n_rot); values at 2j >= n_rot pass
+ * through unchanged. */
+typedef struct specd_rope_params {
+  uint32_t struct_size;
+  uint32_t n_head;   /* heads per row: cols = n_head * head_dim */
+  uint32_t head_dim; /* even */
+  uint32_t n_rot;    /* even, <= head_dim */
+  float base;        /* theta base, e.g. 10000 */
+} specd_rope_params;
+
+typedef struct specd_device_params {
+  uint32_t struct_size;
+  uint32_t device_index; /* which device of this backend (GPU ordinal); 0 for the CPU */
+  uint32_t threads;      /* worker threads; 0 = the backend's choice (all cores) */
+  uint32_t reserved;     /* 0 */
+} specd_device_params;
+
+typedef struct specd_device_info {
+  uint32_t struct_size;
+  uint32_t threads;            /* worker threads in use */
+  uint64_t memory_bytes;       /* device memory; 0 if unknown */
+  uint32_t invariant_max_rows; /* largest m with the batch-invariance contract (>= 64) */
+  uint32_t reserved;
+  char name[64];               /* human-readable, NUL-terminated, e.g. "cpu (2 threads, avx512)" */
+} specd_device_info;
+
+/* Capability bits of a backend (uint64_t). */
+#define SPECD_BACKEND_BATCH_INVARIANT ((uint64_t)1 << 0) /* honours the contract above */
+#define SPECD_BACKEND_HOST_MEMORY ((uint64_t)1 << 1)     /* buffers live in host memory */
+
+typedef struct specd_backend_vtable {
+  uint32_t struct_size;
+  uint32_t reserved; /* 0 */
+  uint64_t flags;    /* SPECD_BACKEND_* bits */
+
+  /* ---- Backend ---------------------------------------------------------------------------
+   * Can this backend run here? Writes *out_score: 0 = no (then *out_reason says why, e.g.
+   * "no CUDA device: driver version is insufficient"), otherwise a preference (CPU: 1, GPUs:
+   * higher). *out_reason is set to a NUL-terminated string owned by the library, valid until
+   * the plugin's deinit; it may be "" when the score is > 0. Never crashes for a missing
+   * device. [main-thread] */
+  specd_status* (*score)(const specd_host* host, uint32_t* out_score, const char** out_reason);
+
+  /* Opens a device. `host` outlives the device; `params` is borrowed for the call.
+   * Ownership: *out_device is the caller's, released with device_close. [main-thread] */
+  specd_status* (*device_open)(const specd_host* host, const specd_device_params* params,
+                               void** out_device);
+
+  /* Closes a device after all its buffers were freed. NULL is allowed. [same-thread] */
+  void (*device_close)(void* device);
+
+  /* Fills `info` (caller-owned; the backend writes at most info->struct_size bytes).
+   * [same-thread] */
+  specd_status* (*device_info)(void* device, specd_device_info* info);
+
+  /* Waits until every op issued on the device has finished. [same-thread] */
+  specd_status* (*synchronize)(void* device);
+
+  /* ---- Buffers ---------------------------------------------------------------------------
+   * Allocates `size` bytes (contents undefined), aligned to at least 64 bytes.
+   * Ownership: *out is the caller's, released with buffer_free. [same-thread] */
+  specd_status* (*buffer_alloc)(void* device, uint64_t size, specd_buffer** out);
+
+  /* Releases a buffer. NULL is allowed. [same-thread] */
+  void (*buffer_free)(void* device, specd_buffer* buffer);
+
+  /* Copies `size` bytes from host memory `src` (borrowed for the call: the copy is done or
+   * staged before returning) to the buffer at `offset`. [same-thread] */
+  specd_status* (*buffer_upload)(void* device, specd_buffer* dst, uint64_t offset,
+                                 const void* src, uint64_t size);
+
+  /* Waits for pending ops, then copies `size` bytes at `offset` into host memory `dst`
+   * (caller-owned). [same-thread] */
+  specd_status* (*buffer_download)(void* device, const specd_buffer* src, uint64_t offset,
+                                   void* dst, uint64_t size);
+
+  /* Device-side copy of `size` bytes; the ranges may overlap (memmove). [same-thread] */
+  specd_status* (*buffer_copy)(void* device, specd_buffer* dst, uint64_t dst_offset,
+                               const specd_buffer* src, uint64_t src_offset, uint64_t size);
+
+  /* Optional (NULL allowed; only backends with SPECD_BACKEND_HOST_MEMORY): makes a
+   * read-only buffer of `size` bytes that refers to host memory `data` without copying
+   * (e.g. weights in a memory-mapped GGUF). `data` is borrowed and must stay valid and
+   * unchanged until buffer_free; the buffer must never be an op's output. Ownership: *out is
+   * the caller's. [same-thread] */
+  specd_status* (*buffer_wrap_host)(void* device, const void* data, uint64_t size,
+                                    specd_buffer** out);
+
+  /* ---- Ops -------------------------------------------------------------------------------
+   * All view pointers are borrowed for the call. Unless stated, activations are f32.
+   *
+   * GEMM: y[m, n] = x[m, k] · w[n, k]ᵀ. x f32 [m, k]; w f32/f16/bf16/q8_0 [n, k] (GGUF
+   * layout of a [out, in] matrix); y f32 [m, n]. y must not overlap x or w. [same-thread] */
+  specd_status* (*matmul)(void* device, const specd_view* x, const specd_view* w,
+                          const specd_view* y);
+
+  /* RMSNorm: y[i, :] = x[i, :] / sqrt(mean(x[i, :]²) + eps) * weight[0, :].
+   * x, y f32 [m, n]; weight f32 [1, n]. y may equal x (in place). [same-thread] */
+  specd_status* (*rms_norm)(void* device, const specd_view* x, const specd_view* weight,
+                            float eps, const specd_view* y);
+
+  /* RoPE in place on x f32 [m, n_head * head_dim]; row i rotated at position
+   * positions[0, i] (int32 [1, m]). [same-thread] */
+  specd_status* (*rope)(void* device, const specd_view* x, const specd_view* positions,
+                        const specd_rope_params* params);
+
+  /* Embedding gather: y[i, :] = table[ids[0, i], :] converted to f32. table
+   * f32/f16/bf16/q8_0 [V, d]; ids int32 [1, m], each in [0, V) (else INVALID_ARGUMENT);
+   * y f32 [m, d]. [same-thread] */
+  specd_status* (*get_rows)(void* device, const specd_view* table, const specd_view* ids,
+                            const specd_view* y);
+
+  /* Attention: for each query row i and head h, softmax over the keys the mask lets row i
+   * attend (see specd_attention_mask) of scale · q·k, times the values. q f32
+   * [m, n_head * head_dim]; k_cache, v_cache f32 [capacity, n_head_kv * head_dim] (every
+   * attended slot < capacity); out f32 [m, n_head * head_dim], not overlapping the inputs.
+   * [same-thread] */
+  specd_status* (*attention)(void* device, const specd_view* q, const specd_view* k_cache,
+                             const specd_view* v_cache, const specd_attention_mask* mask,
+                             const specd_attention_params* params, const specd_view* out);
+
+  /* SwiGLU: y = silu(gate) * up elementwise, silu(g) = g / (1 + exp(-g)). All f32 [m, n];
+   * y may equal gate or up. [same-thread] */
+  specd_status* (*swiglu)(void* device, const specd_view* gate, const specd_view* up,
+                          const specd_view* y);
+
+  /* y = a + b elementwise, all f32 [m, n]; y may equal a or b. [same-thread] */
+  specd_status* (*add)(void* device, const specd_view* a, const specd_view* b,
+                       const specd_view* y);
+
+  /* Row gather for KV compaction: dst[i, :] = src[indices[0, i], :] for i = 0..m-1, bytes
+   * copied verbatim (any dtype; src and dst have the same dtype and cols). indices int32
+   * [1, m]. src and dst may be the same rows of one buffer when indices are increasing and
+   * every indices[i] >= dst's row i in src's numbering (compaction towards the front):
+   * rows are then moved in increasing i. [same-thread] */
+  specd_status* (*copy_rows)(void* device, const specd_view* src, const specd_view* indices,
+                             const specd_view* dst);
+
+  /* Optional (NULL allowed): y[i, :] = softmax(x[i, :] / temperature), temperature > 0,
+   * x, y f32 [m, n]; y may equal x. [same-thread] */
+  specd_status* (*softmax)(void* device, const specd_view* x, float temperature,
+                           const specd_view* y);
+
+  /* Optional (NULL allowed): out[0, i] = argmax of x[i, :] (lowest index among ties);
+   * x f32 [m, n]; out int32 [1, m]. [same-thread] */
+  specd_status* (*argmax)(void* device, const specd_view* x, const specd_view* out);
+} specd_backend_vtable;
+
+/* True when vtable `vt` (struct_size as built) has slot `field`. */
+#define SPECD_BACKEND_HAS(vt, field) \
+  ((vt)->struct_size >= offsetof(specd_backend_vtable, field) + sizeof((vt)->field))
+
+#if UINTPTR_MAX == UINT64_MAX
+/* Layout of ABI 0.1 — frozen; do not modify above this line once released. */
+SPECD_STATIC_ASSERT(sizeof(specd_view) == 48, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_view, buffer) == 8, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_view, row_stride) == 40, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_attention_mask, extra_slots) == 24, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_attention_params, scale) == 16, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_rope_params, base) == 16, "frozen layout");
+SPECD_STATIC_ASSERT(sizeof(specd_device_params) == 16, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_device_info, name) == 24, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, score) == 16, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, buffer_alloc) == 56, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, matmul) == 104, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, argmax) == 176, "frozen layout");
+#endif
+
+SPECD_EXTERN_C_END
+
+#endif /* SPECD_BACKEND_H */

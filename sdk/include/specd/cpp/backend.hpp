@@ -1,0 +1,275 @@
+// specd SDK — write a backend plugin as one C++ device class plus one export macro.
+//
+//   class MyDevice {
+//    public:
+//     static uint32_t score(specd::sdk::Host host, std::string& reason);  // 0 = cannot run
+//     MyDevice(specd::sdk::Host host, const specd_device_params& params);
+//     void info(specd_device_info& info);
+//     void synchronize();
+//     specd_buffer* alloc(uint64_t size);
+//     void free(specd_buffer* buffer);  // must not throw
+//     void upload(specd_buffer* dst, uint64_t offset, const void* src, uint64_t size);
+//     void download(const specd_buffer* src, uint64_t offset, void* dst, uint64_t size);
+//     void copy(specd_buffer* dst, uint64_t dst_offset, const specd_buffer* src,
+//               uint64_t src_offset, uint64_t size);
+//     void matmul(const specd_view& x, const specd_view& w, const specd_view& y);
+//     void rms_norm(const specd_view& x, const specd_view& weight, float eps,
+//                   const specd_view& y);
+//     void rope(const specd_view& x, const specd_view& positions, const specd_rope_params& p);
+//     void get_rows(const specd_view& table, const specd_view& ids, const specd_view& y);
+//     void attention(const specd_view& q, const specd_view& k, const specd_view& v,
+//                    const specd_attention_mask& mask, const specd_attention_params& p,
+//                    const specd_view& out);
+//     void swiglu(const specd_view& gate, const specd_view& up, const specd_view& y);
+//     void add(const specd_view& a, const specd_view& b, const specd_view& y);
+//     void copy_rows(const specd_view& src, const specd_view& indices, const specd_view& dst);
+//     // optional:
+//     specd_buffer* wrap_host(const void* data, uint64_t size);
+//     void softmax(const specd_view& x, float temperature, const specd_view& y);
+//     void argmax(const specd_view& x, const specd_view& out);
+//   };
+//   SPECD_BACKEND_PLUGIN(MyDevice, "com.example.backend.mine", "mine", "1.0.0", "what it is",
+//                        SPECD_BACKEND_BATCH_INVARIANT)
+//
+// Methods throw (specd::sdk::PluginError or any std::exception); the macro's adapters turn
+// exceptions into statuses made with the host table the device was opened with. Optional
+// methods that the class does not define leave their vtable slot NULL.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <string>
+#include <utility>
+
+#include "specd/backend.h"
+#include "specd/cpp/host.hpp"
+#include "specd/cpp/plugin.hpp"
+#include "specd/entry.h"
+
+namespace specd::sdk {
+
+// Bytes of one row of `cols` elements of `dtype`, or 0 for an unknown dtype or a q8_0 row
+// whose length is not a multiple of 32.
+inline uint64_t dtype_row_bytes(specd_dtype dtype, int64_t cols) {
+  switch (dtype) {
+    case SPECD_DTYPE_F32:
+    case SPECD_DTYPE_I32:
+      return static_cast<uint64_t>(cols) * 4;
+    case SPECD_DTYPE_F16:
+    case SPECD_DTYPE_BF16:
+      return static_cast<uint64_t>(cols) * 2;
+    case SPECD_DTYPE_Q8_0:
+      return cols % 32 == 0 ? static_cast<uint64_t>(cols) / 32 * 34 : 0;
+    default:
+      return 0;
+  }
+}
+
+inline const char* dtype_name(specd_dtype dtype) {
+  switch (dtype) {
+    case SPECD_DTYPE_F32:
+      return "f32";
+    case SPECD_DTYPE_F16:
+      return "f16";
+    case SPECD_DTYPE_BF16:
+      return "bf16";
+    case SPECD_DTYPE_Q8_0:
+      return "q8_0";
+    case SPECD_DTYPE_I32:
+      return "i32";
+    default:
+      return "unknown";
+  }
+}
+
+// A packed view (row_stride = row size) of `rows` x `cols` at `offset`.
+inline specd_view make_view(specd_buffer* buffer, specd_dtype dtype, uint64_t offset,
+                            int64_t rows, int64_t cols) {
+  specd_view v{};
+  v.struct_size = sizeof(specd_view);
+  v.dtype = dtype;
+  v.buffer = buffer;
+  v.offset = offset;
+  v.rows = rows;
+  v.cols = cols;
+  v.row_stride = static_cast<int64_t>(dtype_row_bytes(dtype, cols));
+  return v;
+}
+
+namespace detail {
+
+template <class Device>
+struct BackendHolder {
+  Host host;
+  Device device;
+  BackendHolder(const specd_host* h, const specd_device_params& p) : host(h), device(host, p) {}
+};
+
+template <class Device>
+struct BackendAdapter {
+  using H = BackendHolder<Device>;
+  static H& self(void* d) { return *static_cast<H*>(d); }
+  template <class F>
+  static specd_status* call(void* d, F&& f) {
+    H& h = self(d);
+    return guard(h.host.raw(), [&] { f(h.device); });
+  }
+
+  static std::string& reason() {
+    static std::string r;
+    return r;
+  }
+  static specd_status* score(const specd_host* host, uint32_t* out, const char** why) {
+    return guard(host, [&] {
+      reason().clear();
+      *out = Device::score(Host(host), reason());
+      *why = reason().c_str();
+    });
+  }
+  static specd_status* open(const specd_host* host, const specd_device_params* params,
+                            void** out) {
+    return guard(host, [&] {
+      specd_device_params p{};
+      p.struct_size = sizeof(p);
+      if (params) {
+        p.device_index = params->device_index;
+        p.threads = params->threads;
+      }
+      *out = new H(host, p);
+    });
+  }
+  static void close(void* d) { delete static_cast<H*>(d); }
+  static specd_status* info(void* d, specd_device_info* out) {
+    return call(d, [&](Device& dev) {
+      specd_device_info full{};
+      full.struct_size = sizeof(full);
+      dev.info(full);
+      const uint32_t n = out->struct_size < sizeof(full) ? out->struct_size : sizeof(full);
+      const uint32_t size = out->struct_size;
+      std::memcpy(out, &full, n);
+      out->struct_size = size;
+    });
+  }
+  static specd_status* synchronize(void* d) {
+    return call(d, [&](Device& dev) { dev.synchronize(); });
+  }
+  static specd_status* alloc(void* d, uint64_t size, specd_buffer** out) {
+    return call(d, [&](Device& dev) { *out = dev.alloc(size); });
+  }
+  static void free(void* d, specd_buffer* b) {
+    if (b) self(d).device.free(b);
+  }
+  static specd_status* upload(void* d, specd_buffer* dst, uint64_t off, const void* src,
+                              uint64_t size) {
+    return call(d, [&](Device& dev) { dev.upload(dst, off, src, size); });
+  }
+  static specd_status* download(void* d, const specd_buffer* src, uint64_t off, void* dst,
+                                uint64_t size) {
+    return call(d, [&](Device& dev) { dev.download(src, off, dst, size); });
+  }
+  static specd_status* copy(void* d, specd_buffer* dst, uint64_t doff, const specd_buffer* src,
+                            uint64_t soff, uint64_t size) {
+    return call(d, [&](Device& dev) { dev.copy(dst, doff, src, soff, size); });
+  }
+  static constexpr bool has_wrap_host =
+      requires(Device& dev, const void* p, uint64_t n) { dev.wrap_host(p, n); };
+  static specd_status* wrap_host(void* d, const void* data, uint64_t size, specd_buffer** out) {
+    if constexpr (has_wrap_host) {
+      return call(d, [&](Device& dev) { *out = dev.wrap_host(data, size); });
+    } else {
+      return nullptr;
+    }
+  }
+  static specd_status* matmul(void* d, const specd_view* x, const specd_view* w,
+                              const specd_view* y) {
+    return call(d, [&](Device& dev) { dev.matmul(*x, *w, *y); });
+  }
+  static specd_status* rms_norm(void* d, const specd_view* x, const specd_view* w, float eps,
+                                const specd_view* y) {
+    return call(d, [&](Device& dev) { dev.rms_norm(*x, *w, eps, *y); });
+  }
+  static specd_status* rope(void* d, const specd_view* x, const specd_view* pos,
+                            const specd_rope_params* p) {
+    return call(d, [&](Device& dev) { dev.rope(*x, *pos, *p); });
+  }
+  static specd_status* get_rows(void* d, const specd_view* t, const specd_view* ids,
+                                const specd_view* y) {
+    return call(d, [&](Device& dev) { dev.get_rows(*t, *ids, *y); });
+  }
+  static specd_status* attention(void* d, const specd_view* q, const specd_view* k,
+                                 const specd_view* v, const specd_attention_mask* mask,
+                                 const specd_attention_params* p, const specd_view* out) {
+    return call(d, [&](Device& dev) { dev.attention(*q, *k, *v, *mask, *p, *out); });
+  }
+  static specd_status* swiglu(void* d, const specd_view* g, const specd_view* u,
+                              const specd_view* y) {
+    return call(d, [&](Device& dev) { dev.swiglu(*g, *u, *y); });
+  }
+  static specd_status* add(void* d, const specd_view* a, const specd_view* b,
+                           const specd_view* y) {
+    return call(d, [&](Device& dev) { dev.add(*a, *b, *y); });
+  }
+  static specd_status* copy_rows(void* d, const specd_view* src, const specd_view* idx,
+                                 const specd_view* dst) {
+    return call(d, [&](Device& dev) { dev.copy_rows(*src, *idx, *dst); });
+  }
+  static constexpr bool has_softmax =
+      requires(Device& dev, const specd_view& v, float t) { dev.softmax(v, t, v); };
+  static specd_status* softmax(void* d, const specd_view* x, float t, const specd_view* y) {
+    if constexpr (has_softmax) {
+      return call(d, [&](Device& dev) { dev.softmax(*x, t, *y); });
+    } else {
+      return nullptr;
+    }
+  }
+  static constexpr bool has_argmax =
+      requires(Device& dev, const specd_view& v) { dev.argmax(v, v); };
+  static specd_status* argmax(void* d, const specd_view* x, const specd_view* out) {
+    if constexpr (has_argmax) {
+      return call(d, [&](Device& dev) { dev.argmax(*x, *out); });
+    } else {
+      return nullptr;
+    }
+  }
+
+  static specd_backend_vtable make_vtable(uint64_t flags) {
+    specd_backend_vtable vt{};
+    vt.struct_size = sizeof(vt);
+    vt.flags = flags;
+    vt.score = &score;
+    vt.device_open = &open;
+    vt.device_close = &close;
+    vt.device_info = &info;
+    vt.synchronize = &synchronize;
+    vt.buffer_alloc = &alloc;
+    vt.buffer_free = &free;
+    vt.buffer_upload = &upload;
+    vt.buffer_download = &download;
+    vt.buffer_copy = &copy;
+    vt.buffer_wrap_host = has_wrap_host ? &wrap_host : nullptr;
+    vt.matmul = &matmul;
+    vt.rms_norm = &rms_norm;
+    vt.rope = &rope;
+    vt.get_rows = &get_rows;
+    vt.attention = &attention;
+    vt.swiglu = &swiglu;
+    vt.add = &add;
+    vt.copy_rows = &copy_rows;
+    vt.softmax = has_softmax ? &softmax : nullptr;
+    vt.argmax = has_argmax ? &argmax : nullptr;
+    return vt;
+  }
+};
+
+}  // namespace detail
+}  // namespace specd::sdk
+
+// Defines the backend vtable, the descriptor and the one exported entry point.
+#define SPECD_BACKEND_PLUGIN(CLASS, ID, NAME, VERSION, DESCRIPTION, FLAGS)                 \
+  namespace {                                                                            \
+  const specd_backend_vtable specd_sdk_backend_vtable =                                  \
+      specd::sdk::detail::BackendAdapter<CLASS>::make_vtable(FLAGS);                     \
+  }                                                                                      \
+  SPECD_DEFINE_PLUGIN_ENTRY(SPECD_KIND_BACKEND, ID, NAME, VERSION, DESCRIPTION,            \
+                            &specd_sdk_backend_vtable)

@@ -1,0 +1,144 @@
+// specd SDK (header-only C++ helpers) — the host table, errors and parameters.
+//
+// Plugin code throws specd::sdk::PluginError (or any std::exception); the export macros in
+// plugin.hpp catch everything at the ABI boundary and turn it into a specd_status*. Nothing
+// here needs a core header or library: plugins link against nothing from specd.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "specd/host.h"
+#include "specd/status.h"
+#include "specd/types.h"
+
+namespace specd::sdk {
+
+// An error with an ABI status code. Thrown inside plugins, converted at the boundary.
+class PluginError : public std::runtime_error {
+ public:
+  PluginError(specd_status_code code, const std::string& message)
+      : std::runtime_error(message), code_(code) {}
+  specd_status_code code() const { return code_; }
+
+ private:
+  specd_status_code code_;
+};
+
+inline PluginError invalid_argument(const std::string& message) {
+  return PluginError(SPECD_STATUS_INVALID_ARGUMENT, message);
+}
+
+// Thin view of the host table; copyable, does not own it.
+class Host {
+ public:
+  Host() = default;
+  explicit Host(const specd_host* host) : host_(host) {}
+  const specd_host* raw() const { return host_; }
+
+  void log(specd_log_level level, const char* plugin_id, const std::string& message) const {
+    if (host_ && host_->log) host_->log(host_->context, level, plugin_id, message.c_str());
+  }
+  specd_status* status(specd_status_code code, const std::string& message) const {
+    return host_->status_create(host_->context, code, message.c_str());
+  }
+  double uniform(specd_rng* rng) const { return host_->rng_uniform(host_->context, rng); }
+  uint64_t bits(specd_rng* rng) const { return host_->rng_bits(host_->context, rng); }
+
+ private:
+  const specd_host* host_ = nullptr;
+};
+
+// Runs `body`, converting any exception into a host status (NULL on success).
+template <class Body>
+specd_status* guard(const specd_host* host, Body&& body) noexcept {
+  try {
+    body();
+    return nullptr;
+  } catch (const PluginError& e) {
+    return host->status_create(host->context, e.code(), e.what());
+  } catch (const std::bad_alloc&) {
+    return host->status_create(host->context, SPECD_STATUS_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception& e) {
+    return host->status_create(host->context, SPECD_STATUS_INTERNAL, e.what());
+  } catch (...) {
+    return host->status_create(host->context, SPECD_STATUS_INTERNAL,
+                               "unknown exception inside plugin");
+  }
+}
+
+// Read access to a plugin's configuration table (specd_params).
+class Params {
+ public:
+  explicit Params(const specd_params* params) : params_(params) {}
+
+  const specd_param* find(std::string_view key) const {
+    if (!params_) return nullptr;
+    for (uint32_t i = 0; i < params_->count; ++i)
+      if (key == params_->items[i].key) return &params_->items[i];
+    return nullptr;
+  }
+
+  // Throws if any key is not in `known`, naming the key and where it is.
+  void require_known(std::initializer_list<std::string_view> known) const {
+    if (!params_) return;
+    for (uint32_t i = 0; i < params_->count; ++i) {
+      const specd_param& p = params_->items[i];
+      bool ok = false;
+      for (std::string_view k : known) ok = ok || k == p.key;
+      if (!ok) {
+        std::string list;
+        for (std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+        throw invalid_argument(where(p) + "unknown key '" + p.key + "'" +
+                               (list.empty() ? std::string(" (this plugin takes no keys)")
+                                             : " (known: " + list + ")"));
+      }
+    }
+  }
+
+  double get_float(std::string_view key, double fallback) const {
+    const specd_param* p = find(key);
+    if (!p) return fallback;
+    if (p->type != SPECD_PARAM_FLOAT && p->type != SPECD_PARAM_INT)
+      throw invalid_argument(where(*p) + "key '" + p->key + "' must be a number");
+    return p->float_value;
+  }
+
+  int64_t get_int(std::string_view key, int64_t fallback) const {
+    const specd_param* p = find(key);
+    if (!p) return fallback;
+    if (p->type != SPECD_PARAM_INT)
+      throw invalid_argument(where(*p) + "key '" + p->key + "' must be an integer");
+    return p->int_value;
+  }
+
+  bool get_bool(std::string_view key, bool fallback) const {
+    const specd_param* p = find(key);
+    if (!p) return fallback;
+    if (p->type != SPECD_PARAM_BOOL)
+      throw invalid_argument(where(*p) + "key '" + p->key + "' must be true or false");
+    return p->bool_value != 0;
+  }
+
+  std::string get_string(std::string_view key, const std::string& fallback) const {
+    const specd_param* p = find(key);
+    if (!p) return fallback;
+    if (p->type != SPECD_PARAM_STRING)
+      throw invalid_argument(where(*p) + "key '" + p->key + "' must be a string");
+    return p->string_value;
+  }
+
+  // "file:line:col: " prefix for messages about `p`, or "" when unknown.
+  static std::string where(const specd_param& p) {
+    return p.location && *p.location ? std::string(p.location) + ": " : std::string();
+  }
+
+ private:
+  const specd_params* params_;
+};
+
+}  // namespace specd::sdk

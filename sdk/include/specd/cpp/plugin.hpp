@@ -1,0 +1,98 @@
+// specd SDK — write a plugin as one C++ class plus one export macro.
+//
+//   class MyRule {
+//    public:
+//     MyRule(specd::sdk::Host host, const specd::sdk::Params& params);
+//     void accept(const specd_draft_tree& tree, const specd_target_dists& target,
+//                 specd_rng* rng, specd_accept_result& result);
+//     // optional: exact outcome probabilities
+//     void outcomes(const specd_draft_tree& tree, const specd_target_dists& target,
+//                   specd_outcome_fn emit, void* user);
+//   };
+//   SPECD_ACCEPTANCE_PLUGIN(MyRule, "com.example.accept.mine", "mine", "1.0.0",
+//                           "what it does", SPECD_LABEL_EXACT, SPECD_ACCEPT_NEEDS_Q | ...)
+//
+// The macro defines the vtable, the descriptor and the one exported symbol; every call is
+// wrapped so that no exception crosses the ABI. Build the plugin with specd_add_plugin()
+// from the CMake package so that only specd_plugin_entry is exported.
+#pragma once
+
+#include <new>
+
+#include "specd/acceptance.h"
+#include "specd/cpp/host.hpp"
+#include "specd/entry.h"
+
+namespace specd::sdk::detail {
+
+// The host table given to init; factories receive it again but callbacks do not.
+inline const specd_host*& plugin_host() {
+  static const specd_host* host = nullptr;
+  return host;
+}
+
+inline specd_status* store_host(const specd_host* host) {
+  plugin_host() = host;
+  return nullptr;
+}
+
+template <class Rule>
+struct AcceptanceAdapter {
+  static specd_status* create(const specd_host* host, const specd_params* params, void** out) {
+    return guard(host, [&] { *out = new Rule(Host(host), Params(params)); });
+  }
+  static void destroy(void* rule) { delete static_cast<Rule*>(rule); }
+  static specd_status* accept(void* rule, const specd_draft_tree* tree,
+                              const specd_target_dists* target, specd_rng* rng,
+                              specd_accept_result* result) {
+    return guard(plugin_host(),
+                 [&] { static_cast<Rule*>(rule)->accept(*tree, *target, rng, *result); });
+  }
+  static specd_status* outcomes(void* rule, const specd_draft_tree* tree,
+                                const specd_target_dists* target, specd_outcome_fn emit,
+                                void* user) {
+    if constexpr (requires(Rule& r) { r.outcomes(*tree, *target, emit, user); }) {
+      return guard(plugin_host(),
+                   [&] { static_cast<Rule*>(rule)->outcomes(*tree, *target, emit, user); });
+    } else {
+      return nullptr;
+    }
+  }
+  static constexpr bool has_outcomes =
+      requires(Rule& r, const specd_draft_tree& t, const specd_target_dists& d,
+               specd_outcome_fn f, void* u) { r.outcomes(t, d, f, u); };
+};
+
+}  // namespace specd::sdk::detail
+
+// Defines the descriptor and the exported entry point; `vtable_expr` is a pointer to the
+// kind's static vtable.
+#define SPECD_DEFINE_PLUGIN_ENTRY(KIND, ID, NAME, VERSION, DESCRIPTION, VTABLE_PTR)        \
+  namespace {                                                                            \
+  const void* specd_sdk_get_vtable(specd_plugin_kind kind) {                            \
+    return kind == (KIND) ? static_cast<const void*>(VTABLE_PTR) : nullptr;              \
+  }                                                                                      \
+  const specd_plugin_descriptor specd_sdk_descriptor = {                                 \
+      sizeof(specd_plugin_descriptor), SPECD_ABI_VERSION_MAJOR, SPECD_ABI_VERSION_MINOR,  \
+      (KIND), (ID), (VERSION), (NAME), (DESCRIPTION), &specd::sdk::detail::store_host,    \
+      nullptr, &specd_sdk_get_vtable};                                                   \
+  }                                                                                      \
+  extern "C" SPECD_EXPORT const specd_plugin_descriptor* specd_plugin_entry(uint32_t,     \
+                                                                           uint32_t) {   \
+    return &specd_sdk_descriptor;                                                        \
+  }
+
+#define SPECD_ACCEPTANCE_PLUGIN(CLASS, ID, NAME, VERSION, DESCRIPTION, LABEL, FLAGS)       \
+  namespace {                                                                            \
+  using specd_sdk_adapter = specd::sdk::detail::AcceptanceAdapter<CLASS>;                \
+  const specd_acceptance_vtable specd_sdk_acceptance_vtable = {                          \
+      sizeof(specd_acceptance_vtable),                                                   \
+      (LABEL),                                                                           \
+      (FLAGS),                                                                           \
+      &specd_sdk_adapter::create,                                                        \
+      &specd_sdk_adapter::destroy,                                                       \
+      &specd_sdk_adapter::accept,                                                        \
+      specd_sdk_adapter::has_outcomes ? &specd_sdk_adapter::outcomes : nullptr};         \
+  }                                                                                      \
+  SPECD_DEFINE_PLUGIN_ENTRY(SPECD_KIND_ACCEPTANCE, ID, NAME, VERSION, DESCRIPTION,         \
+                            &specd_sdk_acceptance_vtable)
