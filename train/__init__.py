@@ -1,0 +1,1 @@
+"""specd training package: corpus, tokenizer, models, GGUF export."""

@@ -1,0 +1,213 @@
+"""GGUF export / import for the llama target and drafts and for the specd heads."""
+import hashlib
+import os
+import sys
+
+import numpy as np
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from train.gguf import GGUFWriter, GGUFReader, I32, U32, F32, T_INT32  # noqa: E402
+from train.model import LlamaConfig, Llama, Block  # noqa: E402
+from train.tokenizer import Tokenizer  # noqa: E402
+
+BLOCK_MAP = [  # (torch suffix in Block, gguf suffix)
+    ("attn_norm.weight", "attn_norm.weight"),
+    ("attn.wq.weight", "attn_q.weight"),
+    ("attn.wk.weight", "attn_k.weight"),
+    ("attn.wv.weight", "attn_v.weight"),
+    ("attn.wo.weight", "attn_output.weight"),
+    ("ffn_norm.weight", "ffn_norm.weight"),
+    ("ffn.w_gate.weight", "ffn_gate.weight"),
+    ("ffn.w_up.weight", "ffn_up.weight"),
+    ("ffn.w_down.weight", "ffn_down.weight"),
+]
+
+
+def _np(t):
+    return t.detach().cpu().float().numpy()
+
+
+def add_tokenizer(w: GGUFWriter, tok: Tokenizer):
+    w.add("tokenizer.ggml.model", "gpt2")
+    w.add("tokenizer.ggml.pre", "gpt-2")
+    w.add("tokenizer.ggml.tokens", tok.tokens)
+    w.add("tokenizer.ggml.token_type", [I32(t) for t in tok.token_types], T_INT32)
+    w.add("tokenizer.ggml.merges", [a + " " + b for a, b in tok.merges])
+    w.add("tokenizer.ggml.bos_token_id", U32(tok.bos_id))
+    w.add("tokenizer.ggml.eos_token_id", U32(tok.eos_id))
+    w.add("tokenizer.ggml.add_bos_token", True)
+    w.add("tokenizer.ggml.add_eos_token", False)
+
+
+def add_block(w, prefix, block: Block):
+    sd = block.state_dict()
+    for ts, gs in BLOCK_MAP:
+        w.add_tensor(f"{prefix}.{gs}", _np(sd[ts]))
+
+
+def add_block_hparams(w, arch, c: LlamaConfig, n_blocks):
+    w.add(f"{arch}.context_length", U32(c.context_length))
+    w.add(f"{arch}.embedding_length", U32(c.dim))
+    w.add(f"{arch}.block_count", U32(n_blocks))
+    w.add(f"{arch}.feed_forward_length", U32(c.ffn_dim))
+    w.add(f"{arch}.attention.head_count", U32(c.n_heads))
+    w.add(f"{arch}.attention.head_count_kv", U32(c.n_kv_heads))
+    w.add(f"{arch}.rope.freq_base", F32(c.rope_base))
+    w.add(f"{arch}.rope.dimension_count", U32(c.head_dim))
+    w.add(f"{arch}.attention.layer_norm_rms_epsilon", F32(c.norm_eps))
+    w.add(f"{arch}.vocab_size", U32(c.vocab_size))
+
+
+def export_llama(model: Llama, tok: Tokenizer, name, path):
+    c = model.c
+    w = GGUFWriter()
+    w.add("general.architecture", "llama")
+    w.add("general.name", name)
+    w.add("general.file_type", U32(1))
+    w.add("general.alignment", U32(32))
+    add_block_hparams(w, "llama", c, c.n_layers)
+    add_tokenizer(w, tok)
+    w.add_tensor("token_embd.weight", _np(model.tok_embd.weight))
+    for i, b in enumerate(model.blocks):
+        add_block(w, f"blk.{i}", b)
+    w.add_tensor("output_norm.weight", _np(model.norm.weight))
+    if model.output is not None:
+        w.add_tensor("output.weight", _np(model.output.weight))
+    w.write(path)
+
+
+def config_from_meta(m, arch="llama"):
+    nh = int(m[f"{arch}.attention.head_count"])
+    return LlamaConfig(
+        vocab_size=int(m[f"{arch}.vocab_size"]),
+        dim=int(m[f"{arch}.embedding_length"]),
+        n_layers=int(m[f"{arch}.block_count"]),
+        n_heads=nh,
+        n_kv_heads=int(m.get(f"{arch}.attention.head_count_kv", nh)),
+        ffn_dim=int(m[f"{arch}.feed_forward_length"]),
+        context_length=int(m[f"{arch}.context_length"]),
+        rope_base=float(m.get(f"{arch}.rope.freq_base", 10000.0)),
+        norm_eps=float(m[f"{arch}.attention.layer_norm_rms_epsilon"]),
+        tie_embeddings=False,
+    )
+
+
+def _t(r, name):
+    return torch.from_numpy(r.f32(name).copy())
+
+
+def load_block(block: Block, r: GGUFReader, prefix):
+    sd = {ts: _t(r, f"{prefix}.{gs}") for ts, gs in BLOCK_MAP}
+    block.load_state_dict(sd)
+
+
+def load_llama(path):
+    """Load a llama GGUF into a float32 torch Llama (f16 weights upcast)."""
+    r = GGUFReader(path)
+    c = config_from_meta(r.meta, "llama")
+    c.tie_embeddings = "output.weight" not in r.tensors
+    m = Llama(c)
+    with torch.no_grad():
+        m.tok_embd.weight.copy_(_t(r, "token_embd.weight"))
+        for i, b in enumerate(m.blocks):
+            load_block(b, r, f"blk.{i}")
+        m.norm.weight.copy_(_t(r, "output_norm.weight"))
+        if m.output is not None:
+            m.output.weight.copy_(_t(r, "output.weight"))
+    m.eval()
+    return m, r
+
+
+def tokenizer_from_meta(m):
+    return Tokenizer(m["tokenizer.ggml.tokens"], m["tokenizer.ggml.merges"],
+                     list(m["tokenizer.ggml.token_type"]))
+
+
+def target_digest(target_reader: GGUFReader):
+    """sha256 (lowercase hex) of the raw bytes of the target's token_embd.weight tensor
+    data exactly as stored in the target GGUF (ne0*ne1 little-endian F16 values, no
+    padding)."""
+    return hashlib.sha256(target_reader.tensors["token_embd.weight"]["raw"]).hexdigest()
+
+
+def _head_common(w, arch, name, target_reader):
+    w.add("general.architecture", arch)
+    w.add("general.name", name)
+    w.add("general.file_type", U32(1))
+    w.add("general.alignment", U32(32))
+    w.add("specd.target.name", target_reader.meta["general.name"])
+    w.add("specd.target.digest", target_digest(target_reader))
+
+
+def export_medusa(heads, c: LlamaConfig, name, target_reader, path):
+    arch = "specd-medusa"
+    w = GGUFWriter()
+    _head_common(w, arch, name, target_reader)
+    w.add(f"{arch}.head_count", U32(len(heads.fc)))
+    w.add(f"{arch}.embedding_length", U32(c.dim))
+    w.add(f"{arch}.vocab_size", U32(c.vocab_size))
+    for i, l in enumerate(heads.fc):
+        w.add_tensor(f"medusa.{i}.fc.weight", _np(l.weight))
+        w.add_tensor(f"medusa.{i}.fc.bias", _np(l.bias))
+    w.write(path)
+
+
+def export_eagle(m, name, target_reader, path):
+    arch = "specd-eagle"
+    w = GGUFWriter()
+    _head_common(w, arch, name, target_reader)
+    add_block_hparams(w, arch, m.c, 1)
+    w.add_tensor("eagle.fc.weight", _np(m.fc.weight))
+    w.add_tensor("eagle.fc.bias", _np(m.fc.bias))
+    add_block(w, "eagle.blk.0", m.block)
+    w.write(path)
+
+
+def export_mtp(m, name, target_reader, path):
+    arch = "specd-mtp"
+    w = GGUFWriter()
+    _head_common(w, arch, name, target_reader)
+    add_block_hparams(w, arch, m.c, 1)
+    w.add(f"{arch}.predict_offset", U32(2))
+    w.add_tensor("mtp.hnorm.weight", _np(m.hnorm.weight))
+    w.add_tensor("mtp.enorm.weight", _np(m.enorm.weight))
+    w.add_tensor("mtp.eh_proj.weight", _np(m.fc.weight))
+    add_block(w, "mtp.blk.0", m.block)
+    w.write(path)
+
+
+def load_head(path):
+    """Returns (kind, module, config, reader)."""
+    from train.model import MedusaHeads, FusedBlockModel
+    r = GGUFReader(path)
+    arch = r.meta["general.architecture"]
+    if arch == "specd-medusa":
+        n = int(r.meta[f"{arch}.head_count"])
+        d = int(r.meta[f"{arch}.embedding_length"])
+        m = MedusaHeads(d, n)
+        with torch.no_grad():
+            for i, l in enumerate(m.fc):
+                l.weight.copy_(_t(r, f"medusa.{i}.fc.weight"))
+                l.bias.copy_(_t(r, f"medusa.{i}.fc.bias"))
+        return "medusa", m.eval(), None, r
+    c = config_from_meta(r.meta, arch)
+    if arch == "specd-eagle":
+        m = FusedBlockModel(c, input_norms=False, fc_bias=True)
+        with torch.no_grad():
+            m.fc.weight.copy_(_t(r, "eagle.fc.weight"))
+            m.fc.bias.copy_(_t(r, "eagle.fc.bias"))
+        load_block(m.block, r, "eagle.blk.0")
+        return "eagle", m.eval(), c, r
+    if arch == "specd-mtp":
+        m = FusedBlockModel(c, input_norms=True, fc_bias=False)
+        with torch.no_grad():
+            m.hnorm.weight.copy_(_t(r, "mtp.hnorm.weight"))
+            m.enorm.weight.copy_(_t(r, "mtp.enorm.weight"))
+            m.fc.weight.copy_(_t(r, "mtp.eh_proj.weight"))
+        load_block(m.block, r, "mtp.blk.0")
+        return "mtp", m.eval(), c, r
+    raise ValueError(f"unknown architecture {arch}")
