@@ -1,0 +1,145 @@
+// The sampling transform: one code path for target and draft rows.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "common/error.hpp"
+#include "sampling/sampling_transform.hpp"
+
+using specd::SamplingParams;
+using specd::transform_logits;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::vector<double> run(std::vector<double> logits, SamplingParams params) {
+  return transform_logits(std::span<const double>(logits), params);
+}
+
+void check_row(const std::vector<double>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-12));
+}
+
+}  // namespace
+
+TEST_CASE("temperature 1 is the softmax") {
+  const std::vector<double> logits = {1.0, 2.0, 0.5, -1.0};
+  double z = 0;
+  for (double v : logits) z += std::exp(v);
+  std::vector<double> want;
+  for (double v : logits) want.push_back(std::exp(v) / z);
+  check_row(run(logits, {}), want);
+}
+
+TEST_CASE("temperature scales the logits") {
+  const std::vector<double> logits = {1.0, 2.0};
+  SamplingParams p;
+  p.temperature = 0.5;
+  const double a = std::exp(2.0), b = std::exp(4.0);
+  check_row(run(logits, p), {a / (a + b), b / (a + b)});
+}
+
+TEST_CASE("temperature 0 is one-hot argmax with ties to the lowest id") {
+  SamplingParams p;
+  p.temperature = 0;
+  check_row(run({0.1, 3.0, 3.0, -kInf}, p), {0, 1, 0, 0});
+  check_row(run({-kInf, -kInf, 2.0}, p), {0, 0, 1});
+}
+
+TEST_CASE("top-k keeps exactly k, ties at the boundary to the lowest ids") {
+  SamplingParams p;
+  p.top_k = 2;
+  const auto row = run({1.0, 2.0, 2.0, 2.0}, p);
+  check_row(row, {0, 0.5, 0.5, 0});
+  p.top_k = 10;  // larger than the vocabulary: off
+  CHECK(run({1.0, 1.0}, p)[0] == doctest::Approx(0.5));
+}
+
+TEST_CASE("top-p keeps the smallest most-probable set reaching the mass") {
+  SamplingParams p;
+  p.top_p = 0.7;
+  // probabilities 0.5, 0.3, 0.2 (from their logs)
+  const auto row = run({std::log(0.5), std::log(0.3), std::log(0.2)}, p);
+  check_row(row, {0.5 / 0.8, 0.3 / 0.8, 0});
+  p.top_p = 0.4;  // the top token alone
+  check_row(run({std::log(0.5), std::log(0.3), std::log(0.2)}, p), {1, 0, 0});
+}
+
+TEST_CASE("min-p drops tokens below min_p times the top probability") {
+  SamplingParams p;
+  p.min_p = 0.5;
+  const auto row = run({std::log(0.5), std::log(0.3), std::log(0.2)}, p);
+  check_row(row, {0.5 / 0.8, 0.3 / 0.8, 0});
+}
+
+TEST_CASE("order: top-k, then top-p on the survivors, then min-p") {
+  SamplingParams p;
+  p.top_k = 3;
+  p.top_p = 0.9;
+  p.min_p = 0.3;
+  // probs 0.4 0.3 0.2 0.1 -> top-k: 0.4 0.3 0.2 (renorm /0.9: .444 .333 .222)
+  // -> top-p 0.9: .444+.333 = .777 < .9, add .222 -> all three kept
+  // -> min-p 0.3 * .444 = .133: all kept -> 4/9 3/9 2/9
+  const auto row = run({std::log(0.4), std::log(0.3), std::log(0.2), std::log(0.1)}, p);
+  check_row(row, {4.0 / 9, 3.0 / 9, 2.0 / 9, 0});
+}
+
+TEST_CASE("large and masked logits stay finite") {
+  const auto row = run({1000.0, 999.0, -kInf, -1000.0}, {});
+  const double e = std::exp(-1.0);
+  CHECK(row[0] == doctest::Approx(1 / (1 + e + std::exp(-2000.0))));
+  CHECK(row[2] == 0.0);
+  double total = 0;
+  for (double v : row) {
+    CHECK(std::isfinite(v));
+    total += v;
+  }
+  CHECK(total == doctest::Approx(1.0));
+}
+
+TEST_CASE("invalid rows are clear errors") {
+  CHECK_THROWS_AS(run({-kInf, -kInf}, {}), specd::Error);
+  CHECK_THROWS_AS(run({0.0, std::nan("")}, {}), specd::Error);
+  CHECK_THROWS_AS(run({0.0, kInf}, {}), specd::Error);
+  try {
+    run({-kInf}, {});
+  } catch (const specd::Error& e) {
+    CHECK(std::string(e.what()).find("masked") != std::string::npos);
+  }
+}
+
+TEST_CASE("float logits take the same path") {
+  const std::vector<float> f = {0.5f, 1.5f, -2.0f};
+  std::vector<double> out(3);
+  transform_logits(std::span<const float>(f), SamplingParams{}, std::span<double>(out));
+  const std::vector<double> d = {0.5, 1.5, -2.0};
+  check_row(out, run(d, {}));
+}
+
+TEST_CASE("transform_probs works on probability rows, zeros stay zero") {
+  SamplingParams p;
+  p.temperature = 0.5;
+  const std::vector<double> probs = {0.2, 0.0, 0.8};
+  const auto row = specd::transform_probs(probs, p);
+  check_row(row, {0.04 / 0.68, 0, 0.64 / 0.68});
+}
+
+TEST_CASE("parameters are validated") {
+  SamplingParams p;
+  CHECK_NOTHROW(specd::validate_sampling_params(p));
+  p.temperature = -1;
+  CHECK_THROWS_AS(specd::validate_sampling_params(p), specd::UsageError);
+  p = {};
+  p.top_p = 0;
+  CHECK_THROWS_AS(specd::validate_sampling_params(p), specd::UsageError);
+  p = {};
+  p.min_p = 1.5;
+  CHECK_THROWS_AS(specd::validate_sampling_params(p), specd::UsageError);
+  p = {};
+  p.top_k = -1;
+  CHECK_THROWS_AS(specd::validate_sampling_params(p), specd::UsageError);
+}
