@@ -1,0 +1,30 @@
+// The CPU backend's buffers and checked views of them.
+#pragma once
+
+#include <cstdint>
+
+#include "specd/backend.h"
+
+// Opaque to the host (backend.h); host memory, 64-byte aligned unless wrapped.
+struct specd_buffer {
+  uint8_t* data = nullptr;
+  uint64_t size = 0;
+  bool owned = false;  // false: wraps host memory (read-only)
+};
+
+namespace specd::cpu {
+
+// A validated view: rows x cols of dtype at p, rows `stride` bytes apart.
+struct Mat {
+  uint8_t* p = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t stride = 0;  // bytes
+  specd_dtype dtype = SPECD_DTYPE_F32;
+
+  float* f32_row(int64_t i) const { return reinterpret_cast<float*>(p + i * stride); }
+  int32_t* i32_row(int64_t i) const { return reinterpret_cast<int32_t*>(p + i * stride); }
+  uint8_t* row(int64_t i) const { return p + i * stride; }
+};
+
+}  // namespace specd::cpu

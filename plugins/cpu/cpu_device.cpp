@@ -1,0 +1,319 @@
+#include "cpu_device.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "ops.hpp"
+#include "specd/cpp/backend.hpp"
+
+namespace specd::cpu {
+namespace {
+
+[[noreturn]] void fail(const char* op, const std::string& what) {
+  throw sdk::invalid_argument(std::string(op) + ": " + what);
+}
+
+void same_shape(const Mat& a, const Mat& b, const char* op, const char* an, const char* bn) {
+  if (a.rows != b.rows || a.cols != b.cols)
+    fail(op, std::string(bn) + " is [" + std::to_string(b.rows) + ", " + std::to_string(b.cols) +
+                 "] but " + an + " is [" + std::to_string(a.rows) + ", " +
+                 std::to_string(a.cols) + "]");
+}
+
+void check_range(const specd_buffer* b, uint64_t offset, uint64_t size, const char* op) {
+  if (!b) fail(op, "null buffer");
+  if (offset > b->size || size > b->size - offset)
+    fail(op, "range [" + std::to_string(offset) + ", +" + std::to_string(size) +
+                 ") outside a buffer of " + std::to_string(b->size) + " bytes");
+}
+
+bool overlaps(const Mat& a, const Mat& b) {
+  if (a.rows == 0 || b.rows == 0) return false;
+  const uint8_t* a_end = a.p + (a.rows - 1) * a.stride + sdk::dtype_row_bytes(a.dtype, a.cols);
+  const uint8_t* b_end = b.p + (b.rows - 1) * b.stride + sdk::dtype_row_bytes(b.dtype, b.cols);
+  return a.p < b_end && b.p < a_end;
+}
+
+}  // namespace
+
+Mat check_view(const specd_view* v, const char* op, const char* arg,
+               std::initializer_list<specd_dtype> dtypes, bool output) {
+  const std::string where = std::string(arg) + ": ";
+  if (!v) fail(op, where + "missing view");
+  if (v->struct_size < sizeof(specd_view)) fail(op, where + "struct_size too small");
+  if (!v->buffer) fail(op, where + "null buffer");
+  bool ok = false;
+  std::string allowed;
+  for (specd_dtype d : dtypes) {
+    ok = ok || d == v->dtype;
+    allowed += std::string(allowed.empty() ? "" : "/") + sdk::dtype_name(d);
+  }
+  if (!ok)
+    throw sdk::PluginError(SPECD_STATUS_UNSUPPORTED, std::string(op) + ": " + where + "dtype " +
+                                                         sdk::dtype_name(v->dtype) + " (" +
+                                                         std::to_string(v->dtype) +
+                                                         ") not supported, expected " + allowed);
+  if (v->rows < 0 || v->cols < 1) fail(op, where + "bad shape");
+  const uint64_t row_bytes = sdk::dtype_row_bytes(v->dtype, v->cols);
+  if (row_bytes == 0) fail(op, where + "cols must be a multiple of 32 for q8_0");
+  if (v->row_stride < static_cast<int64_t>(row_bytes))
+    fail(op, where + "row_stride " + std::to_string(v->row_stride) + " < row size " +
+                 std::to_string(row_bytes));
+  const uint64_t extent =
+      v->rows == 0 ? 0 : static_cast<uint64_t>(v->rows - 1) * v->row_stride + row_bytes;
+  if (v->offset > v->buffer->size || extent > v->buffer->size - v->offset)
+    fail(op, where + "view [" + std::to_string(v->rows) + ", " + std::to_string(v->cols) +
+                 "] at offset " + std::to_string(v->offset) + " exceeds its buffer of " +
+                 std::to_string(v->buffer->size) + " bytes");
+  if (output && !v->buffer->owned) fail(op, where + "output into a read-only (wrapped) buffer");
+  if ((v->dtype == SPECD_DTYPE_F32 || v->dtype == SPECD_DTYPE_I32) &&
+      ((v->offset | static_cast<uint64_t>(v->row_stride)) % 4 != 0 ||
+       reinterpret_cast<uintptr_t>(v->buffer->data) % 4 != 0))
+    fail(op, where + "f32/i32 views must be 4-byte aligned");
+  Mat m;
+  m.p = v->buffer->data + v->offset;
+  m.rows = v->rows;
+  m.cols = v->cols;
+  m.stride = v->row_stride;
+  m.dtype = v->dtype;
+  return m;
+}
+
+uint32_t CpuDevice::score(sdk::Host, std::string& reason) {
+  reason.clear();
+  return 1;
+}
+
+CpuDevice::CpuDevice(sdk::Host host, const specd_device_params& params) : host_(host) {
+  int threads = static_cast<int>(params.threads);
+  if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
+  if (threads <= 0) threads = 1;
+  if (threads > 256) throw sdk::invalid_argument("cpu: threads must be <= 256");
+  pool_ = std::make_unique<ThreadPool>(threads);
+}
+
+void CpuDevice::info(specd_device_info& info) {
+  info.threads = static_cast<uint32_t>(pool_->size());
+  info.memory_bytes = 0;
+  info.invariant_max_rows = static_cast<uint32_t>(kSmallMaxRows);
+  const std::string name = "cpu (" + std::to_string(pool_->size()) + " threads, " +
+                           (avx512_available() ? "avx512" : "generic") + ")";
+  std::snprintf(info.name, sizeof(info.name), "%s", name.c_str());
+}
+
+specd_buffer* CpuDevice::alloc(uint64_t size) {
+  const uint64_t rounded = (size + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  if (!p)
+    throw sdk::PluginError(SPECD_STATUS_OUT_OF_MEMORY,
+                           "cpu: cannot allocate " + std::to_string(size) + " bytes");
+  auto* b = new specd_buffer;
+  b->data = static_cast<uint8_t*>(p);
+  b->size = size;
+  b->owned = true;
+  return b;
+}
+
+void CpuDevice::free(specd_buffer* buffer) {
+  if (buffer->owned) std::free(buffer->data);
+  delete buffer;
+}
+
+specd_buffer* CpuDevice::wrap_host(const void* data, uint64_t size) {
+  if (!data && size) throw sdk::invalid_argument("buffer_wrap_host: null data");
+  auto* b = new specd_buffer;
+  b->data = static_cast<uint8_t*>(const_cast<void*>(data));
+  b->size = size;
+  b->owned = false;
+  return b;
+}
+
+void CpuDevice::upload(specd_buffer* dst, uint64_t offset, const void* src, uint64_t size) {
+  check_range(dst, offset, size, "buffer_upload");
+  if (!dst->owned) fail("buffer_upload", "read-only (wrapped) buffer");
+  if (size) std::memcpy(dst->data + offset, src, size);
+}
+
+void CpuDevice::download(const specd_buffer* src, uint64_t offset, void* dst, uint64_t size) {
+  check_range(src, offset, size, "buffer_download");
+  if (size) std::memcpy(dst, src->data + offset, size);
+}
+
+void CpuDevice::copy(specd_buffer* dst, uint64_t dst_offset, const specd_buffer* src,
+                     uint64_t src_offset, uint64_t size) {
+  check_range(dst, dst_offset, size, "buffer_copy");
+  check_range(src, src_offset, size, "buffer_copy");
+  if (!dst->owned) fail("buffer_copy", "read-only (wrapped) destination");
+  if (size) std::memmove(dst->data + dst_offset, src->data + src_offset, size);
+}
+
+void CpuDevice::matmul(const specd_view& xv, const specd_view& wv, const specd_view& yv) {
+  const Mat x = check_view(&xv, "matmul", "x", {SPECD_DTYPE_F32});
+  const Mat w = check_view(&wv, "matmul", "w",
+                           {SPECD_DTYPE_F32, SPECD_DTYPE_F16, SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0});
+  const Mat y = check_view(&yv, "matmul", "y", {SPECD_DTYPE_F32}, true);
+  if (w.cols != x.cols)
+    fail("matmul", "x has k = " + std::to_string(x.cols) + " but w has k = " +
+                       std::to_string(w.cols));
+  if (y.rows != x.rows || y.cols != w.rows)
+    fail("matmul", "y is [" + std::to_string(y.rows) + ", " + std::to_string(y.cols) +
+                       "], expected [" + std::to_string(x.rows) + ", " + std::to_string(w.rows) +
+                       "]");
+  if (overlaps(y, x) || overlaps(y, w)) fail("matmul", "y overlaps an input");
+  if (x.rows == 0) return;
+  GemmArgs a{reinterpret_cast<const float*>(x.p), w.p, reinterpret_cast<float*>(y.p),
+             x.rows, w.rows, x.cols, x.stride / 4, w.stride, y.stride / 4, w.dtype};
+  if (x.rows <= kSmallMaxRows) {
+    gemm_small(*pool_, a);
+  } else {
+    large_.run(*pool_, a);
+  }
+}
+
+void CpuDevice::rms_norm(const specd_view& xv, const specd_view& wv, float eps,
+                         const specd_view& yv) {
+  const Mat x = check_view(&xv, "rms_norm", "x", {SPECD_DTYPE_F32});
+  const Mat w = check_view(&wv, "rms_norm", "weight", {SPECD_DTYPE_F32});
+  const Mat y = check_view(&yv, "rms_norm", "y", {SPECD_DTYPE_F32}, true);
+  same_shape(x, y, "rms_norm", "x", "y");
+  if (w.rows != 1 || w.cols != x.cols) fail("rms_norm", "weight must be [1, n]");
+  if (!(eps >= 0)) fail("rms_norm", "eps must be >= 0");
+  cpu::rms_norm(*pool_, x, w, eps, y);
+}
+
+void CpuDevice::rope(const specd_view& xv, const specd_view& pv, const specd_rope_params& p) {
+  const Mat x = check_view(&xv, "rope", "x", {SPECD_DTYPE_F32}, true);
+  const Mat pos = check_view(&pv, "rope", "positions", {SPECD_DTYPE_I32});
+  if (p.struct_size < sizeof(specd_rope_params)) fail("rope", "params struct_size too small");
+  if (p.head_dim == 0 || p.head_dim % 2 || p.n_rot % 2 || p.n_rot > p.head_dim || p.n_rot > 1024)
+    fail("rope", "need even head_dim and even n_rot <= min(head_dim, 1024)");
+  if (static_cast<int64_t>(p.n_head) * p.head_dim != x.cols)
+    fail("rope", "x has " + std::to_string(x.cols) + " cols, expected n_head * head_dim = " +
+                     std::to_string(static_cast<int64_t>(p.n_head) * p.head_dim));
+  if (pos.rows != 1 || pos.cols != x.rows) fail("rope", "positions must be [1, m]");
+  cpu::rope(*pool_, x, pos.i32_row(0), p);
+}
+
+void CpuDevice::get_rows(const specd_view& tv, const specd_view& iv, const specd_view& yv) {
+  const Mat t = check_view(&tv, "get_rows", "table",
+                           {SPECD_DTYPE_F32, SPECD_DTYPE_F16, SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0});
+  const Mat ids = check_view(&iv, "get_rows", "ids", {SPECD_DTYPE_I32});
+  const Mat y = check_view(&yv, "get_rows", "y", {SPECD_DTYPE_F32}, true);
+  if (ids.rows != 1 || ids.cols != y.rows) fail("get_rows", "ids must be [1, m] for y [m, d]");
+  if (y.cols != t.cols) fail("get_rows", "y and table differ in cols");
+  const int32_t* id = ids.i32_row(0);
+  for (int64_t i = 0; i < ids.cols; ++i)
+    if (id[i] < 0 || id[i] >= t.rows)
+      fail("get_rows", "id " + std::to_string(id[i]) + " at " + std::to_string(i) +
+                           " outside [0, " + std::to_string(t.rows) + ")");
+  cpu::get_rows(*pool_, t, id, y);
+}
+
+void CpuDevice::attention(const specd_view& qv, const specd_view& kv, const specd_view& vv,
+                          const specd_attention_mask& mask, const specd_attention_params& p,
+                          const specd_view& ov) {
+  const char* op = "attention";
+  const Mat q = check_view(&qv, op, "q", {SPECD_DTYPE_F32});
+  const Mat k = check_view(&kv, op, "k_cache", {SPECD_DTYPE_F32});
+  const Mat v = check_view(&vv, op, "v_cache", {SPECD_DTYPE_F32});
+  const Mat out = check_view(&ov, op, "out", {SPECD_DTYPE_F32}, true);
+  if (p.struct_size < sizeof(specd_attention_params)) fail(op, "params struct_size too small");
+  if (p.n_head == 0 || p.n_head_kv == 0 || p.n_head % p.n_head_kv || p.head_dim == 0)
+    fail(op, "need n_head a positive multiple of n_head_kv and head_dim > 0");
+  const int64_t m = q.rows;
+  if (q.cols != static_cast<int64_t>(p.n_head) * p.head_dim) fail(op, "q cols != n_head * head_dim");
+  if (k.cols != static_cast<int64_t>(p.n_head_kv) * p.head_dim || v.cols != k.cols ||
+      v.rows != k.rows)
+    fail(op, "k_cache/v_cache must be [capacity, n_head_kv * head_dim]");
+  same_shape(q, out, op, "q", "out");
+  if (overlaps(out, q) || overlaps(out, k) || overlaps(out, v)) fail(op, "out overlaps an input");
+  if (mask.struct_size < sizeof(specd_attention_mask)) fail(op, "mask struct_size too small");
+  const Mat pre = check_view(mask.prefix_len, op, "mask.prefix_len", {SPECD_DTYPE_I32});
+  const Mat beg = check_view(mask.extra_begin, op, "mask.extra_begin", {SPECD_DTYPE_I32});
+  if (pre.rows != 1 || pre.cols != m) fail(op, "mask.prefix_len must be [1, m]");
+  if (beg.rows != 1 || beg.cols != m + 1) fail(op, "mask.extra_begin must be [1, m + 1]");
+  const int32_t* prefix = pre.i32_row(0);
+  const int32_t* begin = beg.i32_row(0);
+  const int64_t n_extra = begin[m];
+  const int32_t* extra = nullptr;
+  if (n_extra > 0) {
+    const Mat ex = check_view(mask.extra_slots, op, "mask.extra_slots", {SPECD_DTYPE_I32});
+    if (ex.rows != 1 || ex.cols < n_extra) fail(op, "mask.extra_slots shorter than extra_begin[m]");
+    extra = ex.i32_row(0);
+  }
+  if (begin[0] != 0) fail(op, "mask.extra_begin[0] must be 0");
+  for (int64_t i = 0; i < m; ++i) {
+    if (prefix[i] < 0 || prefix[i] > k.rows) fail(op, "mask.prefix_len out of range at row " + std::to_string(i));
+    if (begin[i + 1] < begin[i]) fail(op, "mask.extra_begin not increasing");
+    if (prefix[i] + begin[i + 1] - begin[i] == 0) fail(op, "row " + std::to_string(i) + " attends no key");
+    int64_t last = static_cast<int64_t>(prefix[i]) - 1;
+    for (int32_t e = begin[i]; e < begin[i + 1]; ++e) {
+      if (extra[e] <= last || extra[e] >= k.rows)
+        fail(op, "mask.extra_slots of row " + std::to_string(i) +
+                     " must increase, start at or after prefix_len and stay below capacity");
+      last = extra[e];
+    }
+  }
+  cpu::attention(*pool_, q, k, v, MaskRows{prefix, begin, extra}, p, out);
+}
+
+void CpuDevice::swiglu(const specd_view& gv, const specd_view& uv, const specd_view& yv) {
+  const Mat g = check_view(&gv, "swiglu", "gate", {SPECD_DTYPE_F32});
+  const Mat u = check_view(&uv, "swiglu", "up", {SPECD_DTYPE_F32});
+  const Mat y = check_view(&yv, "swiglu", "y", {SPECD_DTYPE_F32}, true);
+  same_shape(g, u, "swiglu", "gate", "up");
+  same_shape(g, y, "swiglu", "gate", "y");
+  cpu::swiglu(*pool_, g, u, y);
+}
+
+void CpuDevice::add(const specd_view& av, const specd_view& bv, const specd_view& yv) {
+  const Mat a = check_view(&av, "add", "a", {SPECD_DTYPE_F32});
+  const Mat b = check_view(&bv, "add", "b", {SPECD_DTYPE_F32});
+  const Mat y = check_view(&yv, "add", "y", {SPECD_DTYPE_F32}, true);
+  same_shape(a, b, "add", "a", "b");
+  same_shape(a, y, "add", "a", "y");
+  cpu::add(*pool_, a, b, y);
+}
+
+void CpuDevice::copy_rows(const specd_view& sv, const specd_view& iv, const specd_view& dv) {
+  const std::initializer_list<specd_dtype> any = {SPECD_DTYPE_F32, SPECD_DTYPE_F16,
+                                                  SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0,
+                                                  SPECD_DTYPE_I32};
+  const Mat s = check_view(&sv, "copy_rows", "src", any);
+  const Mat idx = check_view(&iv, "copy_rows", "indices", {SPECD_DTYPE_I32});
+  const Mat d = check_view(&dv, "copy_rows", "dst", any, true);
+  if (s.dtype != d.dtype || s.cols != d.cols) fail("copy_rows", "src and dst differ in dtype or cols");
+  if (idx.rows != 1 || idx.cols != d.rows) fail("copy_rows", "indices must be [1, m] for dst [m, n]");
+  const int32_t* ix = idx.i32_row(0);
+  for (int64_t i = 0; i < d.rows; ++i)
+    if (ix[i] < 0 || ix[i] >= s.rows)
+      fail("copy_rows", "index " + std::to_string(ix[i]) + " outside [0, " +
+                            std::to_string(s.rows) + ")");
+  if (overlaps(s, d)) {
+    // Only compaction towards the front of the same rows is defined.
+    if (s.p != d.p || s.stride != d.stride) fail("copy_rows", "src and dst overlap differently");
+    for (int64_t i = 0; i < d.rows; ++i)
+      if (ix[i] < i || (i > 0 && ix[i] <= ix[i - 1]))
+        fail("copy_rows", "in-place indices must increase with indices[i] >= i");
+  }
+  cpu::copy_rows(s, ix, d, static_cast<int64_t>(sdk::dtype_row_bytes(s.dtype, s.cols)));
+}
+
+void CpuDevice::softmax(const specd_view& xv, float temperature, const specd_view& yv) {
+  const Mat x = check_view(&xv, "softmax", "x", {SPECD_DTYPE_F32});
+  const Mat y = check_view(&yv, "softmax", "y", {SPECD_DTYPE_F32}, true);
+  same_shape(x, y, "softmax", "x", "y");
+  if (!(temperature > 0)) fail("softmax", "temperature must be > 0");
+  cpu::softmax(*pool_, x, temperature, y);
+}
+
+void CpuDevice::argmax(const specd_view& xv, const specd_view& ov) {
+  const Mat x = check_view(&xv, "argmax", "x", {SPECD_DTYPE_F32});
+  const Mat o = check_view(&ov, "argmax", "out", {SPECD_DTYPE_I32}, true);
+  if (o.rows != 1 || o.cols != x.rows) fail("argmax", "out must be [1, m]");
+  cpu::argmax(x, o.i32_row(0));
+}
+
+}  // namespace specd::cpu

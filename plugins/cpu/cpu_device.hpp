@@ -1,0 +1,55 @@
+// The CPU device: host-memory buffers, a thread pool, argument checks and op dispatch.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+
+#include "cpu_buffer.hpp"
+#include "gemm.hpp"
+#include "specd/cpp/host.hpp"
+#include "thread_pool.hpp"
+
+namespace specd::cpu {
+
+class CpuDevice {
+ public:
+  static uint32_t score(sdk::Host host, std::string& reason);
+  CpuDevice(sdk::Host host, const specd_device_params& params);
+
+  void info(specd_device_info& info);
+  void synchronize() {}
+
+  specd_buffer* alloc(uint64_t size);
+  void free(specd_buffer* buffer);
+  specd_buffer* wrap_host(const void* data, uint64_t size);
+  void upload(specd_buffer* dst, uint64_t offset, const void* src, uint64_t size);
+  void download(const specd_buffer* src, uint64_t offset, void* dst, uint64_t size);
+  void copy(specd_buffer* dst, uint64_t dst_offset, const specd_buffer* src, uint64_t src_offset,
+            uint64_t size);
+
+  void matmul(const specd_view& x, const specd_view& w, const specd_view& y);
+  void rms_norm(const specd_view& x, const specd_view& weight, float eps, const specd_view& y);
+  void rope(const specd_view& x, const specd_view& positions, const specd_rope_params& p);
+  void get_rows(const specd_view& table, const specd_view& ids, const specd_view& y);
+  void attention(const specd_view& q, const specd_view& k, const specd_view& v,
+                 const specd_attention_mask& mask, const specd_attention_params& p,
+                 const specd_view& out);
+  void swiglu(const specd_view& gate, const specd_view& up, const specd_view& y);
+  void add(const specd_view& a, const specd_view& b, const specd_view& y);
+  void copy_rows(const specd_view& src, const specd_view& indices, const specd_view& dst);
+  void softmax(const specd_view& x, float temperature, const specd_view& y);
+  void argmax(const specd_view& x, const specd_view& out);
+
+ private:
+  sdk::Host host_;
+  std::unique_ptr<ThreadPool> pool_;
+  LargeGemm large_;
+};
+
+// Checks a view and returns its validated form; throws naming `op` and `arg`.
+Mat check_view(const specd_view* v, const char* op, const char* arg,
+               std::initializer_list<specd_dtype> dtypes, bool output = false);
+
+}  // namespace specd::cpu

@@ -1,0 +1,35 @@
+// GEMM y[m, n] = x[m, k] · w[n, k]ᵀ with f32 activations and f32/f16/bf16/q8_0 weights.
+//
+// gemm_small (m <= kSmallMaxRows) is batch invariant: output element (i, j) is one fixed
+// sequence of lane-wise fused multiply-adds over k followed by a fixed horizontal
+// reduction, the same whatever m, the row's place in the batch or the thread running it.
+// Each task owns a range of output columns, loads each weight row once and applies it to
+// all m rows. gemm_large hands big m (prefill) to oneDNN.
+#pragma once
+
+#include <cstdint>
+
+#include "gemm_kernels.hpp"
+#include "thread_pool.hpp"
+
+namespace specd::cpu {
+
+constexpr int64_t kSmallMaxRows = 64;
+
+void gemm_small(ThreadPool& pool, const GemmArgs& a);
+
+// oneDNN path for large m. `scratch` is reused between calls.
+class LargeGemm {
+ public:
+  LargeGemm();
+  ~LargeGemm();
+  LargeGemm(const LargeGemm&) = delete;
+  LargeGemm& operator=(const LargeGemm&) = delete;
+  void run(ThreadPool& pool, const GemmArgs& a);
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace specd::cpu

@@ -1,0 +1,25 @@
+// Column-range GEMM kernels. Kept free of C++ library headers: gemm_avx512.cpp is compiled
+// for AVX-512 and must not emit inline library code that the generic path could pick up.
+#pragma once
+
+#include <stdint.h>
+
+#include "specd/backend.h"
+
+namespace specd::cpu {
+
+struct GemmArgs {
+  const float* x;    // [m, k], row stride ldx floats
+  const uint8_t* w;  // [n, k] of dtype, row stride ldw bytes
+  float* y;          // [m, n], row stride ldy floats
+  int64_t m, n, k;
+  int64_t ldx, ldw, ldy;
+  specd_dtype dtype;
+};
+
+bool avx512_available();
+// y[:, j0:j1] for all m rows; each element's reduction order is fixed (see gemm.hpp).
+void gemm_cols_avx512(const GemmArgs& a, int64_t j0, int64_t j1);
+void gemm_cols_generic(const GemmArgs& a, int64_t j0, int64_t j1);
+
+}  // namespace specd::cpu

@@ -1,0 +1,195 @@
+#include "ops.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "convert.hpp"
+
+namespace specd::cpu {
+namespace {
+
+constexpr int64_t kSerialElements = 1 << 14;  // below this, threads cost more than they save
+
+template <class F>
+void for_rows(ThreadPool& pool, int64_t rows, int64_t cols, F&& fn) {
+  if (rows * cols < kSerialElements) {
+    for (int64_t i = 0; i < rows; ++i) fn(i);
+  } else {
+    pool.run(rows, [&](int64_t i) { fn(i); });
+  }
+}
+
+}  // namespace
+
+void rms_norm(ThreadPool& pool, const Mat& x, const Mat& weight, float eps, const Mat& y) {
+  const int64_t n = x.cols;
+  const float* w = weight.f32_row(0);
+  for_rows(pool, x.rows, n, [&](int64_t i) {
+    const float* xi = x.f32_row(i);
+    float* yi = y.f32_row(i);
+    double ss = 0;
+    for (int64_t j = 0; j < n; ++j) ss += static_cast<double>(xi[j]) * xi[j];
+    const float s = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+    for (int64_t j = 0; j < n; ++j) yi[j] = (xi[j] * s) * w[j];
+  });
+}
+
+void rope(ThreadPool& pool, const Mat& x, const int32_t* positions, const specd_rope_params& p) {
+  const int64_t half = p.n_rot / 2;
+  for_rows(pool, x.rows, x.cols, [&](int64_t i) {
+    float cs[512], sn[512];  // n_rot <= 1024 (checked by the device)
+    const double pos = positions[i];
+    for (int64_t j = 0; j < half; ++j) {
+      const double theta =
+          pos * std::pow(static_cast<double>(p.base), -2.0 * static_cast<double>(j) / p.n_rot);
+      cs[j] = static_cast<float>(std::cos(theta));
+      sn[j] = static_cast<float>(std::sin(theta));
+    }
+    float* xi = x.f32_row(i);
+    for (uint32_t h = 0; h < p.n_head; ++h) {
+      float* v = xi + static_cast<int64_t>(h) * p.head_dim;
+      for (int64_t j = 0; j < half; ++j) {
+        const float x0 = v[2 * j], x1 = v[2 * j + 1];
+        v[2 * j] = x0 * cs[j] - x1 * sn[j];
+        v[2 * j + 1] = x0 * sn[j] + x1 * cs[j];
+      }
+    }
+  });
+}
+
+void get_rows(ThreadPool& pool, const Mat& table, const int32_t* ids, const Mat& y) {
+  const int64_t d = table.cols;
+  for_rows(pool, y.rows, d, [&](int64_t i) {
+    const uint8_t* src = table.row(ids[i]);
+    float* dst = y.f32_row(i);
+    switch (table.dtype) {
+      case SPECD_DTYPE_F32:
+        std::memcpy(dst, src, static_cast<size_t>(d) * 4);
+        break;
+      case SPECD_DTYPE_F16:
+      case SPECD_DTYPE_BF16:
+        for (int64_t j = 0; j < d; ++j) {
+          uint16_t h;
+          std::memcpy(&h, src + 2 * j, 2);
+          dst[j] = table.dtype == SPECD_DTYPE_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+        }
+        break;
+      default:
+        for (int64_t b = 0; b < d / kQ8Block; ++b)
+          dequantize_q8_block(src + b * kQ8BlockBytes, dst + b * kQ8Block);
+        break;
+    }
+  });
+}
+
+void swiglu(ThreadPool& pool, const Mat& gate, const Mat& up, const Mat& y) {
+  const int64_t n = gate.cols;
+  for_rows(pool, gate.rows, n, [&](int64_t i) {
+    const float* g = gate.f32_row(i);
+    const float* u = up.f32_row(i);
+    float* o = y.f32_row(i);
+    for (int64_t j = 0; j < n; ++j) o[j] = g[j] / (1.0f + std::exp(-g[j])) * u[j];
+  });
+}
+
+void add(ThreadPool& pool, const Mat& a, const Mat& b, const Mat& y) {
+  const int64_t n = a.cols;
+  for_rows(pool, a.rows, n, [&](int64_t i) {
+    const float* pa = a.f32_row(i);
+    const float* pb = b.f32_row(i);
+    float* o = y.f32_row(i);
+    for (int64_t j = 0; j < n; ++j) o[j] = pa[j] + pb[j];
+  });
+}
+
+void copy_rows(const Mat& src, const int32_t* indices, const Mat& dst, int64_t row_bytes) {
+  for (int64_t i = 0; i < dst.rows; ++i)
+    std::memmove(dst.row(i), src.row(indices[i]), static_cast<size_t>(row_bytes));
+}
+
+void softmax(ThreadPool& pool, const Mat& x, float temperature, const Mat& y) {
+  const int64_t n = x.cols;
+  for_rows(pool, x.rows, n, [&](int64_t i) {
+    const float* xi = x.f32_row(i);
+    float* yi = y.f32_row(i);
+    float mx = xi[0];
+    for (int64_t j = 1; j < n; ++j) mx = xi[j] > mx ? xi[j] : mx;
+    double sum = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      yi[j] = std::exp((xi[j] - mx) / temperature);
+      sum += yi[j];
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int64_t j = 0; j < n; ++j) yi[j] *= inv;
+  });
+}
+
+void argmax(const Mat& x, int32_t* out) {
+  for (int64_t i = 0; i < x.rows; ++i) {
+    const float* xi = x.f32_row(i);
+    int64_t best = 0;
+    for (int64_t j = 1; j < x.cols; ++j)
+      if (xi[j] > xi[best]) best = j;
+    out[i] = static_cast<int32_t>(best);
+  }
+}
+
+namespace {
+
+// Fixed-order dot product: 16 interleaved lanes, then lanes added pairwise.
+float dot16(const float* a, const float* b, int64_t n) {
+  float lane[16] = {};
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16)
+    for (int l = 0; l < 16; ++l) lane[l] += a[k + l] * b[k + l];
+  for (int l = 0; k + l < n; ++l) lane[l] += a[k + l] * b[k + l];
+  for (int width = 8; width >= 1; width /= 2)
+    for (int l = 0; l < width; ++l) lane[l] += lane[l + width];
+  return lane[0];
+}
+
+}  // namespace
+
+void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const MaskRows& mask,
+               const specd_attention_params& p, const Mat& out) {
+  const int64_t hd = p.head_dim;
+  const uint32_t group = p.n_head / p.n_head_kv;
+  const int64_t tasks = q.rows * p.n_head;
+  auto run = [&](int64_t t) {
+    const int64_t i = t / p.n_head;
+    const uint32_t h = static_cast<uint32_t>(t % p.n_head);
+    const int64_t kv_off = static_cast<int64_t>(h / group) * hd;
+    const int64_t prefix = mask.prefix[i];
+    const int64_t n_keys = prefix + mask.begin[i + 1] - mask.begin[i];
+    const int32_t* extra = mask.extra + mask.begin[i];
+    auto slot = [&](int64_t j) { return j < prefix ? j : static_cast<int64_t>(extra[j - prefix]); };
+
+    thread_local std::vector<float> scores, acc;
+    scores.resize(static_cast<size_t>(n_keys));
+    acc.assign(static_cast<size_t>(hd), 0.0f);
+    const float* qi = q.f32_row(i) + h * hd;
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < n_keys; ++j) {
+      const float s = dot16(qi, k.f32_row(slot(j)) + kv_off, hd) * p.scale;
+      scores[j] = s;
+      mx = s > mx ? s : mx;
+    }
+    float sum = 0;
+    for (int64_t j = 0; j < n_keys; ++j) {  // keys in logical order
+      const float e = std::exp(scores[j] - mx);
+      sum += e;
+      const float* vj = v.f32_row(slot(j)) + kv_off;
+      for (int64_t d = 0; d < hd; ++d) acc[d] += e * vj[d];
+    }
+    float* o = out.f32_row(i) + h * hd;
+    for (int64_t d = 0; d < hd; ++d) o[d] = acc[d] / sum;
+  };
+  if (tasks * hd < 4096) {
+    for (int64_t t = 0; t < tasks; ++t) run(t);
+  } else {
+    pool.run(tasks, run);
+  }
+}
+
+}  // namespace specd::cpu

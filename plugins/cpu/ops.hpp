@@ -1,0 +1,30 @@
+// Row-wise ops of the CPU backend. Every output row depends on its own input row only and is
+// computed by one thread in a fixed order, so results do not depend on m or the thread count.
+#pragma once
+
+#include "cpu_buffer.hpp"
+#include "thread_pool.hpp"
+
+namespace specd::cpu {
+
+void rms_norm(ThreadPool& pool, const Mat& x, const Mat& weight, float eps, const Mat& y);
+void rope(ThreadPool& pool, const Mat& x, const int32_t* positions, const specd_rope_params& p);
+void get_rows(ThreadPool& pool, const Mat& table, const int32_t* ids, const Mat& y);
+void swiglu(ThreadPool& pool, const Mat& gate, const Mat& up, const Mat& y);
+void add(ThreadPool& pool, const Mat& a, const Mat& b, const Mat& y);
+// Rows moved in increasing i with memmove, so in-place compaction towards the front works.
+void copy_rows(const Mat& src, const int32_t* indices, const Mat& dst, int64_t row_bytes);
+void softmax(ThreadPool& pool, const Mat& x, float temperature, const Mat& y);
+void argmax(const Mat& x, int32_t* out);
+
+// Query rows of the mask, already validated: row i attends cache rows [0, prefix[i]) then
+// extra[begin[i] .. begin[i+1]).
+struct MaskRows {
+  const int32_t* prefix;
+  const int32_t* begin;
+  const int32_t* extra;
+};
+void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const MaskRows& mask,
+               const specd_attention_params& p, const Mat& out);
+
+}  // namespace specd::cpu

@@ -1,0 +1,77 @@
+#include "thread_pool.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define SPECD_CPU_RELAX() _mm_pause()
+#else
+#define SPECD_CPU_RELAX() ((void)0)
+#endif
+
+namespace specd::cpu {
+
+namespace {
+constexpr int kSpinIterations = 20000;  // ~ tens of microseconds before sleeping
+}
+
+ThreadPool::ThreadPool(int threads) {
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  stop_.store(true);
+  generation_.fetch_add(1);
+  generation_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::drain() {
+  for (;;) {
+    const int64_t t = next_.fetch_add(1, std::memory_order_relaxed);
+    if (t >= n_tasks_) break;
+    (*fn_)(t);
+  }
+}
+
+void ThreadPool::worker_loop() {
+  uint64_t seen = generation_.load();
+  for (;;) {
+    int spins = 0;
+    uint64_t g;
+    while ((g = generation_.load(std::memory_order_acquire)) == seen) {
+      if (++spins < kSpinIterations) {
+        SPECD_CPU_RELAX();
+      } else {
+        generation_.wait(seen);
+      }
+    }
+    seen = g;
+    if (stop_.load()) return;
+    drain();
+    busy_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+void ThreadPool::run(int64_t n_tasks, const std::function<void(int64_t)>& fn) {
+  if (n_tasks <= 0) return;
+  if (workers_.empty() || n_tasks == 1) {
+    for (int64_t t = 0; t < n_tasks; ++t) fn(t);
+    return;
+  }
+  fn_ = &fn;
+  n_tasks_ = n_tasks;
+  next_.store(0, std::memory_order_relaxed);
+  busy_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_release);
+  generation_.notify_all();
+  drain();
+  int spins = 0;
+  while (busy_.load(std::memory_order_acquire) != 0) {
+    if (++spins < kSpinIterations) {
+      SPECD_CPU_RELAX();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
+}  // namespace specd::cpu
