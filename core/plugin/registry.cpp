@@ -74,10 +74,12 @@ std::vector<std::string> split_path_list(const char* list) {
 
 }  // namespace
 
-PluginRegistry::PluginRegistry(const std::vector<std::string>& config_paths) {
+PluginRegistry::PluginRegistry(const std::vector<std::string>& config_paths,
+                               bool beside_executable) {
   search_path_ = config_paths;
   for (auto& p : split_path_list(std::getenv("SPECD_PLUGIN_PATH"))) search_path_.push_back(p);
-  search_path_.push_back((fs::path(executable_directory()) / "plugins").string());
+  std::string default_folder = (fs::path(executable_directory()) / "plugins").string();
+  if (beside_executable) search_path_.push_back(default_folder);
 
   std::set<std::string> seen_files;
   for (const std::string& entry : search_path_) {
@@ -90,7 +92,7 @@ PluginRegistry::PluginRegistry(const std::vector<std::string>& config_paths) {
     }
     if (!fs::is_directory(path, ec)) {
       // Only paths the user named are worth a complaint; the default folder may be absent.
-      if (&entry != &search_path_.back())
+      if (!beside_executable || entry != default_folder)
         errors_.push_back({entry, "plugin path '" + entry + "' does not exist"});
       continue;
     }

@@ -37,7 +37,10 @@ struct PluginLoadError {
 class PluginRegistry {
  public:
   // Searches and loads every plugin found. Problems are collected in errors(), never thrown.
-  explicit PluginRegistry(const std::vector<std::string>& config_paths = {});
+  // `beside_executable = false` skips the plugins/ folder beside the executable (for tests
+  // that need a registry holding exactly the plugins they name).
+  explicit PluginRegistry(const std::vector<std::string>& config_paths = {},
+                          bool beside_executable = true);
   ~PluginRegistry();
   PluginRegistry(const PluginRegistry&) = delete;
   PluginRegistry& operator=(const PluginRegistry&) = delete;

@@ -3,8 +3,6 @@
 # Builds a specd plugin: a MODULE library that links nothing from specd, exports only
 # specd_plugin_entry (hidden visibility plus a version script) and refuses undefined
 # symbols at link time. Used in tree and by the installed CMake package alike.
-set(_SPECD_PLUGIN_CMAKE_DIR ${CMAKE_CURRENT_LIST_DIR})
-
 function(specd_add_plugin name)
   add_library(${name} MODULE ${ARGN})
   set_target_properties(${name} PROPERTIES
@@ -18,7 +16,7 @@ function(specd_add_plugin name)
     target_link_libraries(${name} PRIVATE specd_sdk_headers)
   endif()
   target_link_options(${name} PRIVATE
-    "-Wl,--version-script=${_SPECD_PLUGIN_CMAKE_DIR}/specd_plugin.map" -Wl,-z,defs)
+    "-Wl,--version-script=${CMAKE_CURRENT_FUNCTION_LIST_DIR}/specd_plugin.map" -Wl,-z,defs)
   if(DEFINED SPECD_PLUGIN_OUTPUT_DIR)
     set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${SPECD_PLUGIN_OUTPUT_DIR})
   endif()

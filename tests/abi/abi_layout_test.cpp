@@ -1,0 +1,41 @@
+// ABI structs: struct_size comes first everywhere, and the frozen 0.1 layouts hold.
+// (Offsets are also frozen with static_asserts in the headers; this test makes a layout
+// change fail loudly in the test report, not only in a compiler message.)
+#include <doctest/doctest.h>
+
+#include <cstddef>
+
+#include "specd/acceptance.h"
+#include "specd/draft.h"
+#include "specd/entry.h"
+#include "specd/host.h"
+#include "specd/types.h"
+
+TEST_CASE("every ABI struct starts with struct_size") {
+  CHECK(offsetof(specd_plugin_descriptor, struct_size) == 0);
+  CHECK(offsetof(specd_host, struct_size) == 0);
+  CHECK(offsetof(specd_param, struct_size) == 0);
+  CHECK(offsetof(specd_params, struct_size) == 0);
+  CHECK(offsetof(specd_draft_tree, struct_size) == 0);
+  CHECK(offsetof(specd_target_dists, struct_size) == 0);
+  CHECK(offsetof(specd_accept_result, struct_size) == 0);
+  CHECK(offsetof(specd_acceptance_vtable, struct_size) == 0);
+}
+
+TEST_CASE("ABI 0.1 sizes on LP64") {
+  CHECK(sizeof(specd_plugin_descriptor) == 72);
+  CHECK(sizeof(specd_draft_tree) == 40);
+  CHECK(sizeof(specd_target_dists) == 24);
+  CHECK(sizeof(specd_accept_result) == 24);
+  CHECK(sizeof(specd_acceptance_vtable) == 48);
+  CHECK(sizeof(specd_host) == 80);
+}
+
+TEST_CASE("SPECD_HOST_HAS sees fields within struct_size only") {
+  specd_host host{};
+  host.struct_size = offsetof(specd_host, rng_uniform);
+  CHECK(SPECD_HOST_HAS(&host, status_message));
+  CHECK_FALSE(SPECD_HOST_HAS(&host, rng_uniform));
+  host.struct_size = sizeof(specd_host);
+  CHECK(SPECD_HOST_HAS(&host, rng_bits));
+}

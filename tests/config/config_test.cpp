@@ -1,0 +1,149 @@
+// The TOML configuration: every problem reported at once as file:line:col: message.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "common/error.hpp"
+#include "config/config.hpp"
+#include "config/did_you_mean.hpp"
+
+using specd::parse_config;
+
+namespace {
+
+// The message of the UsageError that parsing `text` throws ("" if none is thrown).
+std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  try {
+    parse_config(text, "t.toml", overrides);
+  } catch (const specd::UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("a complete configuration is read with its defaults") {
+  auto c = parse_config(R"(
+[engine]
+backend = "cpu"
+threads = 2
+seed = 7
+[target]
+model = "target.gguf"
+[proposer]
+kind = "draft-model"
+model = "draft.gguf"
+k = 5
+branching = [2, 1]
+[acceptance]
+rule = "typical"
+allow_lossy = true
+epsilon = 0.1
+[sampling]
+temperature = 0.7
+top_k = 40
+top_p = 0.95
+min_p = 0.05
+max_tokens = 64
+stop = ["\n\n"]
+[plugins]
+paths = ["/opt/plugins"]
+)",
+                        "t.toml");
+  CHECK(c.engine.backend == "cpu");
+  CHECK(c.engine.threads == 2);
+  CHECK(c.engine.seed == 7);
+  CHECK(c.target.model == "target.gguf");
+  CHECK(c.proposer.kind == "draft-model");
+  CHECK(c.proposer.k == 5);
+  REQUIRE(c.proposer.params.size() == 1);
+  CHECK(c.proposer.params[0].key == "branching");
+  CHECK(c.proposer.params[0].string_value == "[ 2, 1 ]");
+  CHECK(c.acceptance.rule == "typical");
+  CHECK(c.acceptance.allow_lossy);
+  REQUIRE(c.acceptance.params.size() == 1);
+  CHECK(c.acceptance.params[0].key == "epsilon");
+  CHECK(c.acceptance.params[0].float_value == doctest::Approx(0.1));
+  CHECK(c.acceptance.params[0].location == "t.toml:16:11");
+  CHECK(c.sampling.temperature == doctest::Approx(0.7));
+  CHECK(c.sampling.top_k == 40);
+  CHECK(c.sampling.stop == std::vector<std::string>{"\n\n"});
+  CHECK(c.plugins.paths == std::vector<std::string>{"/opt/plugins"});
+  CHECK(c.where("engine.threads") == "t.toml:4:11");
+}
+
+TEST_CASE("all problems at once, in file order, with did-you-mean") {
+  std::string e = error_of(R"([engine]
+threads = "two"
+temprature = 1
+[sampling]
+temperature = -0.5
+top_p = 0
+min_p = 1.5
+max_tokens = 0
+[proposer]
+k = 0
+[samplin]
+)");
+  CHECK(contains(e, "t.toml:2:11: 'threads' must be an integer, not a string"));
+  CHECK(contains(e, "t.toml:3:1: unknown key 'temprature' in [engine]"));
+  CHECK(contains(e, "t.toml:5:15: 'temperature' = -0.5 is out of range (>= 0)"));
+  CHECK(contains(e, "t.toml:6:9: 'top_p' = 0 is out of range (0 < top_p <= 1)"));
+  CHECK(contains(e, "t.toml:7:9: 'min_p' = 1.5 is out of range"));
+  CHECK(contains(e, "t.toml:8:14: 'max_tokens' = 0 is out of range (>= 1)"));
+  CHECK(contains(e, "t.toml:10:5: 'k' = 0 is out of range (k >= 1, at most 64)"));
+  CHECK(contains(e, "t.toml:11:2: unknown section 'samplin' (did you mean 'sampling'?)"));
+  CHECK(e.find(":2:11:") < e.find(":3:1:"));
+  CHECK(e.find(":3:1:") < e.find(":11:2:"));
+}
+
+TEST_CASE("TOML syntax errors give file:line:col") {
+  std::string e = error_of("[engine]\nthreads = = 2\n");
+  CHECK(contains(e, "t.toml:2:"));
+}
+
+TEST_CASE("--set overrides any key, checked like the file") {
+  auto c = parse_config("[sampling]\ntemperature = 1.0\n", "t.toml",
+                        {"sampling.temperature=0", "proposer.kind=ngram", "proposer.k=3",
+                         "target.model=m.gguf", "proposer.n=2"});
+  CHECK(c.sampling.temperature == 0);
+  CHECK(c.proposer.kind == "ngram");
+  CHECK(c.proposer.k == 3);
+  CHECK(c.target.model == "m.gguf");
+  REQUIRE(c.proposer.params.size() == 1);
+  CHECK(c.proposer.params[0].location == "--set proposer.n");
+  std::string e = error_of("", {"sampling.top_p=2", "engine.colour=red", "nodot"});
+  CHECK(contains(e, "--set sampling.top_p: 'top_p' = 2 is out of range"));
+  CHECK(contains(e, "unknown key 'colour' in [engine]"));
+  CHECK(contains(e, "--set nodot: expected section.key=value"));
+}
+
+TEST_CASE("proposer kind none drops the other proposer keys") {
+  auto c = parse_config("[proposer]\nkind = \"eagle\"\ndepth = 5\n", "t.toml",
+                        {"proposer.kind=none"});
+  CHECK(c.proposer.kind == "none");
+  CHECK(c.proposer.params.empty());
+}
+
+TEST_CASE("k = \"auto\"") {
+  auto c = parse_config("[proposer]\nk = \"auto\"\n", "t.toml");
+  CHECK(c.proposer.k_auto);
+  CHECK(contains(error_of("[proposer]\nk = \"many\"\n"), "t.toml:2:5: 'k' must be an integer"));
+}
+
+TEST_CASE("missing target model for run") {
+  auto c = parse_config("", "t.toml");
+  CHECK_THROWS_WITH_AS(specd::check_required_for_run(c),
+                       doctest::Contains("missing required key 'model' in [target]"),
+                       specd::UsageError);
+}
+
+TEST_CASE("did_you_mean") {
+  CHECK(specd::did_you_mean("temprature", {"temperature", "top_k"}) == "temperature");
+  CHECK(specd::did_you_mean("zzzzzz", {"temperature", "top_k"}).empty());
+}
