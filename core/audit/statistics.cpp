@@ -1,0 +1,127 @@
+#include "audit/statistics.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace specd {
+namespace {
+
+// Regularised lower incomplete gamma P(a, x) by its series (converges fast for x < a + 1).
+double gamma_p_series(double a, double x) {
+  double term = 1.0 / a, sum = term;
+  for (int n = 1; n < 10000; ++n) {
+    term *= x / (a + n);
+    sum += term;
+    if (std::fabs(term) < std::fabs(sum) * 1e-16) break;
+  }
+  return sum * std::exp(-x + a * std::log(x) - std::lgamma(a));
+}
+
+// Regularised upper incomplete gamma Q(a, x) by its continued fraction (x >= a + 1),
+// modified Lentz's method.
+double gamma_q_fraction(double a, double x) {
+  const double tiny = 1e-300;
+  double b = x + 1.0 - a, c = 1.0 / tiny, d = 1.0 / b, h = d;
+  for (int i = 1; i < 10000; ++i) {
+    const double an = -i * (i - a);
+    b += 2.0;
+    d = an * d + b;
+    if (std::fabs(d) < tiny) d = tiny;
+    c = b + an / c;
+    if (std::fabs(c) < tiny) c = tiny;
+    d = 1.0 / d;
+    const double delta = d * c;
+    h *= delta;
+    if (std::fabs(delta - 1.0) < 1e-16) break;
+  }
+  return std::exp(-x + a * std::log(x) - std::lgamma(a)) * h;
+}
+
+}  // namespace
+
+double total_variation(std::span<const double> a, std::span<const double> b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += std::fabs(a[i] - b[i]);
+  return 0.5 * s;
+}
+
+double chi2_survival(double x, double dof) {
+  if (dof <= 0) return 1.0;
+  if (x <= 0) return 1.0;
+  const double a = dof / 2, h = x / 2;
+  if (h < a + 1) return std::clamp(1.0 - gamma_p_series(a, h), 0.0, 1.0);
+  return std::clamp(gamma_q_fraction(a, h), 0.0, 1.0);
+}
+
+GTestResult g_test(std::span<const double> probs, std::span<const uint64_t> counts,
+                   double min_expected) {
+  GTestResult r;
+  uint64_t n = 0;
+  for (uint64_t c : counts) n += c;
+  if (n == 0) return r;
+  double pooled_e = 0, pooled_o = 0;
+  std::vector<std::pair<double, double>> bins;  // (observed, expected)
+  for (size_t i = 0; i < probs.size(); ++i) {
+    const double e = probs[i] * static_cast<double>(n);
+    if (!(probs[i] > 0)) {
+      if (counts[i] > 0) {  // an outcome of probability 0 happened: certainly wrong
+        r.p_value = 0;
+        r.g = INFINITY;
+        return r;
+      }
+      continue;
+    }
+    if (e < min_expected) {
+      pooled_e += e;
+      pooled_o += static_cast<double>(counts[i]);
+    } else {
+      bins.push_back({static_cast<double>(counts[i]), e});
+    }
+  }
+  if (pooled_e > 0) bins.push_back({pooled_o, pooled_e});
+  for (const auto& [o, e] : bins)
+    if (o > 0) r.g += 2 * o * std::log(o / e);
+  r.g = std::max(r.g, 0.0);
+  r.bins = bins.size();
+  r.dof = bins.size() > 1 ? static_cast<double>(bins.size() - 1) : 0.0;
+  r.p_value = chi2_survival(r.g, r.dof);
+  return r;
+}
+
+std::pair<double, double> bootstrap_tv_interval(std::span<const double> probs,
+                                                std::span<const uint64_t> counts, int resamples,
+                                                double level, Rng& rng) {
+  uint64_t n = 0;
+  for (uint64_t c : counts) n += c;
+  if (n == 0 || resamples <= 0) return {0.0, 1.0};
+  std::vector<double> tvs;
+  std::vector<double> empirical(counts.size());
+  for (int b = 0; b < resamples; ++b) {
+    // Multinomial(n, counts / n) as a chain of conditional binomials.
+    uint64_t left = n;
+    double mass_left = 1.0;
+    for (size_t i = 0; i < counts.size(); ++i) {
+      const double pi = static_cast<double>(counts[i]) / static_cast<double>(n);
+      uint64_t k = 0;
+      if (left > 0 && pi > 0) {
+        const double share = std::min(1.0, pi / mass_left);
+        k = share >= 1.0 ? left : std::binomial_distribution<uint64_t>(left, share)(rng.engine);
+      }
+      empirical[i] = static_cast<double>(k) / static_cast<double>(n);
+      left -= k;
+      mass_left -= pi;
+    }
+    tvs.push_back(total_variation(empirical, probs));
+  }
+  std::sort(tvs.begin(), tvs.end());
+  const double tail = (1.0 - level) / 2;
+  auto at = [&](double q) {
+    const size_t i = static_cast<size_t>(std::floor(q * (tvs.size() - 1) + 0.5));
+    return tvs[std::min(i, tvs.size() - 1)];
+  };
+  return {at(tail), at(1.0 - tail)};
+}
+
+}  // namespace specd
