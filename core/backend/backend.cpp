@@ -1,0 +1,222 @@
+#include "backend/backend.hpp"
+
+#include <cstring>
+#include <utility>
+
+#include "common/error.hpp"
+#include "plugin/host_services.hpp"
+
+namespace specd {
+
+uint64_t dtype_row_bytes(specd_dtype dtype, int64_t cols) {
+  switch (dtype) {
+    case SPECD_DTYPE_F32:
+    case SPECD_DTYPE_I32:
+      return static_cast<uint64_t>(cols) * 4;
+    case SPECD_DTYPE_F16:
+    case SPECD_DTYPE_BF16:
+      return static_cast<uint64_t>(cols) * 2;
+    case SPECD_DTYPE_Q8_0:
+      return cols % 32 == 0 ? static_cast<uint64_t>(cols) / 32 * 34 : 0;
+    default:
+      return 0;
+  }
+}
+
+const char* dtype_name(specd_dtype dtype) {
+  switch (dtype) {
+    case SPECD_DTYPE_F32: return "f32";
+    case SPECD_DTYPE_F16: return "f16";
+    case SPECD_DTYPE_BF16: return "bf16";
+    case SPECD_DTYPE_Q8_0: return "q8_0";
+    case SPECD_DTYPE_I32: return "i32";
+    default: return "unknown";
+  }
+}
+
+View View::slice_rows(int64_t first, int64_t count) const {
+  if (first < 0 || count < 0 || first + count > v_.rows)
+    throw Error("view rows [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                ") outside [0, " + std::to_string(v_.rows) + ")");
+  specd_view v = v_;
+  v.offset += static_cast<uint64_t>(first * v_.row_stride);
+  v.rows = count;
+  return View(v);
+}
+
+// ---- Buffer ----------------------------------------------------------------------------
+
+Buffer::~Buffer() { reset(); }
+
+Buffer::Buffer(Buffer&& o) noexcept
+    : device_(std::exchange(o.device_, nullptr)),
+      buffer_(std::exchange(o.buffer_, nullptr)),
+      size_(std::exchange(o.size_, 0)) {}
+
+Buffer& Buffer::operator=(Buffer&& o) noexcept {
+  if (this != &o) {
+    reset();
+    device_ = std::exchange(o.device_, nullptr);
+    buffer_ = std::exchange(o.buffer_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+  }
+  return *this;
+}
+
+void Buffer::reset() {
+  if (buffer_) device_->vt().buffer_free(device_->handle_, buffer_);
+  buffer_ = nullptr;
+  size_ = 0;
+}
+
+View Buffer::view(specd_dtype dtype, int64_t rows, int64_t cols, uint64_t offset,
+                  int64_t row_stride) const {
+  specd_view v{};
+  v.struct_size = sizeof(v);
+  v.dtype = dtype;
+  v.buffer = buffer_;
+  v.offset = offset;
+  v.rows = rows;
+  v.cols = cols;
+  v.row_stride = row_stride ? row_stride : static_cast<int64_t>(dtype_row_bytes(dtype, cols));
+  return View(v);
+}
+
+void Buffer::upload(const void* src, uint64_t size, uint64_t offset) {
+  device_->backend_->check(
+      device_->vt().buffer_upload(device_->handle_, buffer_, offset, src, size), "buffer_upload");
+}
+
+void Buffer::download(void* dst, uint64_t size, uint64_t offset) const {
+  device_->backend_->check(
+      device_->vt().buffer_download(device_->handle_, buffer_, offset, dst, size),
+      "buffer_download");
+}
+
+// ---- Backend ---------------------------------------------------------------------------
+
+Backend::Backend(const LoadedPlugin& plugin) : plugin_(&plugin) {
+  if (plugin.kind != SPECD_KIND_BACKEND || !plugin.vtable)
+    throw Error("plugin '" + plugin.id + "' (" + plugin.path + ") is not a backend");
+  vt_ = static_cast<const specd_backend_vtable*>(plugin.vtable);
+  if (!SPECD_BACKEND_HAS(vt_, copy_rows) || !vt_->score || !vt_->device_open ||
+      !vt_->device_close || !vt_->buffer_alloc || !vt_->buffer_free || !vt_->buffer_upload ||
+      !vt_->buffer_download || !vt_->buffer_copy || !vt_->matmul || !vt_->rms_norm ||
+      !vt_->rope || !vt_->get_rows || !vt_->attention || !vt_->swiglu || !vt_->add ||
+      !vt_->copy_rows || !vt_->device_info || !vt_->synchronize)
+    throw Error(label() + " (" + plugin.path + "): incomplete backend vtable");
+}
+
+std::string Backend::label() const {
+  return "backend '" + plugin_->name + "' (" + plugin_->id + ")";
+}
+
+void Backend::check(specd_status* status, const char* what) const {
+  if (status) throw_if_error(status, label() + ": " + what);
+}
+
+uint32_t Backend::score(std::string* reason) const {
+  uint32_t s = 0;
+  const char* why = nullptr;
+  check(vt_->score(host_table(), &s, &why), "score");
+  if (reason) *reason = why ? why : "";
+  return s;
+}
+
+std::unique_ptr<Device> Backend::open(const DeviceOptions& options) const {
+  std::string reason;
+  if (score(&reason) == 0)
+    throw Error(label() + " cannot run on this machine: " +
+                (reason.empty() ? std::string("no reason given") : reason));
+  specd_device_params p{};
+  p.struct_size = sizeof(p);
+  p.device_index = options.device_index;
+  p.threads = options.threads;
+  void* handle = nullptr;
+  check(vt_->device_open(host_table(), &p, &handle), "device_open");
+  return std::unique_ptr<Device>(new Device(this, handle));
+}
+
+// ---- Device ----------------------------------------------------------------------------
+
+Device::~Device() { vt().device_close(handle_); }
+
+specd_device_info Device::info() const {
+  specd_device_info info{};
+  info.struct_size = sizeof(info);
+  backend_->check(vt().device_info(handle_, &info), "device_info");
+  info.name[sizeof(info.name) - 1] = '\0';
+  return info;
+}
+
+Buffer Device::alloc(uint64_t size) {
+  specd_buffer* b = nullptr;
+  backend_->check(vt().buffer_alloc(handle_, size, &b), "buffer_alloc");
+  return Buffer(this, b, size);
+}
+
+Buffer Device::wrap_host(const void* data, uint64_t size) {
+  if (vt().buffer_wrap_host && (backend_->flags() & SPECD_BACKEND_HOST_MEMORY)) {
+    specd_buffer* b = nullptr;
+    backend_->check(vt().buffer_wrap_host(handle_, data, size, &b), "buffer_wrap_host");
+    return Buffer(this, b, size);
+  }
+  Buffer b = alloc(size);
+  b.upload(data, size);
+  return b;
+}
+
+void Device::synchronize() { backend_->check(vt().synchronize(handle_), "synchronize"); }
+
+void Device::matmul(const View& x, const View& w, const View& y) {
+  backend_->check(vt().matmul(handle_, x.raw(), w.raw(), y.raw()), "matmul");
+}
+
+void Device::rms_norm(const View& x, const View& weight, float eps, const View& y) {
+  backend_->check(vt().rms_norm(handle_, x.raw(), weight.raw(), eps, y.raw()), "rms_norm");
+}
+
+void Device::rope(const View& x, const View& positions, const specd_rope_params& params) {
+  backend_->check(vt().rope(handle_, x.raw(), positions.raw(), &params), "rope");
+}
+
+void Device::get_rows(const View& table, const View& ids, const View& y) {
+  backend_->check(vt().get_rows(handle_, table.raw(), ids.raw(), y.raw()), "get_rows");
+}
+
+void Device::attention(const View& q, const View& k_cache, const View& v_cache,
+                       const View& prefix_len, const View& extra_begin, const View* extra_slots,
+                       const specd_attention_params& params, const View& out) {
+  specd_attention_mask mask{};
+  mask.struct_size = sizeof(mask);
+  mask.prefix_len = prefix_len.raw();
+  mask.extra_begin = extra_begin.raw();
+  mask.extra_slots = extra_slots ? extra_slots->raw() : nullptr;
+  backend_->check(vt().attention(handle_, q.raw(), k_cache.raw(), v_cache.raw(), &mask, &params,
+                                 out.raw()),
+                  "attention");
+}
+
+void Device::swiglu(const View& gate, const View& up, const View& y) {
+  backend_->check(vt().swiglu(handle_, gate.raw(), up.raw(), y.raw()), "swiglu");
+}
+
+void Device::add(const View& a, const View& b, const View& y) {
+  backend_->check(vt().add(handle_, a.raw(), b.raw(), y.raw()), "add");
+}
+
+void Device::copy_rows(const View& src, const View& indices, const View& dst) {
+  backend_->check(vt().copy_rows(handle_, src.raw(), indices.raw(), dst.raw()), "copy_rows");
+}
+
+void Device::softmax(const View& x, float temperature, const View& y) {
+  if (!has_softmax()) throw Error(backend_->label() + ": softmax is not implemented");
+  backend_->check(vt().softmax(handle_, x.raw(), temperature, y.raw()), "softmax");
+}
+
+void Device::argmax(const View& x, const View& out) {
+  if (!has_argmax()) throw Error(backend_->label() + ": argmax is not implemented");
+  backend_->check(vt().argmax(handle_, x.raw(), out.raw()), "argmax");
+}
+
+}  // namespace specd

@@ -1,0 +1,143 @@
+// Host-side C++ view of a backend plugin (sdk/include/specd/backend.h): Backend (the loaded
+// plugin), Device (an open device), Buffer (device memory, RAII) and View (a 2-D window into
+// a buffer). Every failed call throws specd::Error (UsageError for invalid arguments) whose
+// message starts with "backend '<name>' (<id>): <op>: ".
+//
+// Lifetimes: the PluginRegistry outlives every Backend, a Backend outlives its Devices, a
+// Device outlives its Buffers. Thread rule: as the ABI — a Device and its Buffers are used
+// by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "plugin/registry.hpp"
+#include "specd/backend.h"
+
+namespace specd {
+
+class Device;
+
+// Rows [0, rows) of `cols` elements of one dtype in a buffer, rows `row_stride` bytes apart.
+class View {
+ public:
+  View() = default;
+  explicit View(const specd_view& v) : v_(v) {}
+  const specd_view* raw() const { return &v_; }
+  specd_dtype dtype() const { return v_.dtype; }
+  int64_t rows() const { return v_.rows; }
+  int64_t cols() const { return v_.cols; }
+  int64_t row_stride() const { return v_.row_stride; }
+  uint64_t offset() const { return v_.offset; }
+  // Rows [first, first + count) of this view.
+  View slice_rows(int64_t first, int64_t count) const;
+
+ private:
+  specd_view v_{};
+};
+
+// Bytes of one packed row (0 for an unknown dtype or a q8_0 row not a multiple of 32).
+uint64_t dtype_row_bytes(specd_dtype dtype, int64_t cols);
+const char* dtype_name(specd_dtype dtype);
+
+class Buffer {
+ public:
+  Buffer() = default;
+  ~Buffer();
+  Buffer(Buffer&& other) noexcept;
+  Buffer& operator=(Buffer&& other) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  explicit operator bool() const { return buffer_ != nullptr; }
+  specd_buffer* get() const { return buffer_; }
+  uint64_t size() const { return size_; }
+
+  // A view at `offset`; row_stride 0 means packed rows.
+  View view(specd_dtype dtype, int64_t rows, int64_t cols, uint64_t offset = 0,
+            int64_t row_stride = 0) const;
+  void upload(const void* src, uint64_t size, uint64_t offset = 0);
+  void download(void* dst, uint64_t size, uint64_t offset = 0) const;
+
+ private:
+  friend class Device;
+  Buffer(Device* device, specd_buffer* buffer, uint64_t size)
+      : device_(device), buffer_(buffer), size_(size) {}
+  void reset();
+  Device* device_ = nullptr;
+  specd_buffer* buffer_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+struct DeviceOptions {
+  uint32_t threads = 0;  // 0 = the backend's choice
+  uint32_t device_index = 0;
+};
+
+class Backend {
+ public:
+  // Checks that `plugin` is a backend with a complete vtable; throws otherwise.
+  explicit Backend(const LoadedPlugin& plugin);
+
+  const std::string& id() const { return plugin_->id; }
+  const std::string& name() const { return plugin_->name; }
+  const specd_backend_vtable& vtable() const { return *vt_; }
+  uint64_t flags() const { return vt_->flags; }
+
+  // 0 when the backend cannot run here; `reason` (optional) receives why.
+  uint32_t score(std::string* reason = nullptr) const;
+  // Opens a device; throws naming the reason when the score is 0.
+  std::unique_ptr<Device> open(const DeviceOptions& options = {}) const;
+
+  // Throws for a non-NULL status, prefixed with this backend and `what`.
+  void check(specd_status* status, const char* what) const;
+  std::string label() const;  // "backend 'cpu' (org.specd.backend.cpu)"
+
+ private:
+  const LoadedPlugin* plugin_;
+  const specd_backend_vtable* vt_;
+};
+
+class Device {
+ public:
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const Backend& backend() const { return *backend_; }
+  specd_device_info info() const;
+  bool batch_invariant() const { return (backend_->flags() & SPECD_BACKEND_BATCH_INVARIANT) != 0; }
+
+  Buffer alloc(uint64_t size);
+  // A read-only buffer over host memory that must outlive it; copies (alloc + upload) when
+  // the backend cannot refer to host memory.
+  Buffer wrap_host(const void* data, uint64_t size);
+  void synchronize();
+
+  // Ops (see backend.h for shapes and dtypes).
+  void matmul(const View& x, const View& w, const View& y);
+  void rms_norm(const View& x, const View& weight, float eps, const View& y);
+  void rope(const View& x, const View& positions, const specd_rope_params& params);
+  void get_rows(const View& table, const View& ids, const View& y);
+  void attention(const View& q, const View& k_cache, const View& v_cache, const View& prefix_len,
+                 const View& extra_begin, const View* extra_slots,
+                 const specd_attention_params& params, const View& out);
+  void swiglu(const View& gate, const View& up, const View& y);
+  void add(const View& a, const View& b, const View& y);
+  void copy_rows(const View& src, const View& indices, const View& dst);
+  bool has_softmax() const { return vt().softmax != nullptr; }
+  void softmax(const View& x, float temperature, const View& y);
+  bool has_argmax() const { return vt().argmax != nullptr; }
+  void argmax(const View& x, const View& out);
+
+ private:
+  friend class Backend;
+  friend class Buffer;
+  Device(const Backend* backend, void* handle) : backend_(backend), handle_(handle) {}
+  const specd_backend_vtable& vt() const { return backend_->vtable(); }
+  const Backend* backend_;
+  void* handle_;
+};
+
+}  // namespace specd
