@@ -1,21 +1,10 @@
 #include "plugin/plugin_info.hpp"
 
+#include "acceptance/labels.hpp"
 #include "specd/acceptance.h"
-#if __has_include("backend/backend_score.hpp")
-#include "backend/backend_score.hpp"
-#define SPECD_HAVE_BACKEND_SCORE 1
-#endif
+#include "backend/backend.hpp"
 
 namespace specd {
-
-std::string label_name(uint32_t label) {
-  switch (label) {
-    case SPECD_LABEL_EXACT: return "exact";
-    case SPECD_LABEL_GREEDY_EXACT: return "greedy-exact";
-    case SPECD_LABEL_LOSSY: return "lossy";
-    default: return "unknown(" + std::to_string(label) + ")";
-  }
-}
 
 PluginInfo describe_plugin(const LoadedPlugin& plugin) {
   PluginInfo info;
@@ -24,14 +13,15 @@ PluginInfo describe_plugin(const LoadedPlugin& plugin) {
     auto* vt = static_cast<const specd_acceptance_vtable*>(plugin.vtable);
     info.label = label_name(vt->label);
   }
-#ifdef SPECD_HAVE_BACKEND_SCORE
   if (plugin.kind == SPECD_KIND_BACKEND) {
-    BackendScore s = backend_score(plugin);
-    info.available = s.score > 0;
-    info.score = s.score;
-    info.reason = s.reason;
+    try {
+      info.score = Backend(plugin).score(&info.reason);
+    } catch (const std::exception& e) {  // a broken backend is unavailable, not fatal
+      info.score = 0;
+      info.reason = e.what();
+    }
+    info.available = info.score > 0;
   }
-#endif
   return info;
 }
 

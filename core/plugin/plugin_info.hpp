@@ -18,7 +18,4 @@ struct PluginInfo {
 
 PluginInfo describe_plugin(const LoadedPlugin& plugin);
 
-// "exact", "greedy-exact", "lossy" or "unknown(N)".
-std::string label_name(uint32_t label);
-
 }  // namespace specd
