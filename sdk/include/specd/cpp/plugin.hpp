@@ -18,10 +18,12 @@
 #pragma once
 
 #include <new>
+#include <span>
 
 #include "specd/acceptance.h"
 #include "specd/cpp/host.hpp"
 #include "specd/entry.h"
+#include "specd/proposer.h"
 
 namespace specd::sdk::detail {
 
@@ -63,7 +65,62 @@ struct AcceptanceAdapter {
                specd_outcome_fn f, void* u) { r.outcomes(t, d, f, u); };
 };
 
+template <class Proposer>
+struct ProposerAdapter {
+  static specd_status* create(const specd_host* host, const specd_params* params,
+                              const char* model_path, const specd_proposer_context* context,
+                              const specd_transform* transform, void** out) {
+    return guard(host, [&] {
+      *out = new Proposer(Host(host), Params(params), model_path, *context, *transform);
+    });
+  }
+  static void destroy(void* proposer) { delete static_cast<Proposer*>(proposer); }
+  static specd_status* begin(void* proposer, const specd_token* tokens, uint32_t n,
+                             const float* hidden) {
+    return guard(plugin_host(), [&] {
+      static_cast<Proposer*>(proposer)->begin(std::span<const specd_token>(tokens, n), hidden);
+    });
+  }
+  static specd_status* propose(void* proposer, const specd_token* tokens, uint32_t n,
+                               specd_rng* rng, specd_draft_output* out) {
+    return guard(plugin_host(), [&] {
+      static_cast<Proposer*>(proposer)->propose(std::span<const specd_token>(tokens, n), rng,
+                                                *out);
+    });
+  }
+  static specd_status* commit(void* proposer, const specd_token* accepted, uint32_t n,
+                              specd_token next, const float* hidden) {
+    return guard(plugin_host(), [&] {
+      static_cast<Proposer*>(proposer)->commit(std::span<const specd_token>(accepted, n), next,
+                                               hidden);
+    });
+  }
+};
+
 }  // namespace specd::sdk::detail
+
+// A proposer plugin: CLASS has
+//   CLASS(specd::sdk::Host, const specd::sdk::Params&, const char* model_path,
+//         const specd_proposer_context&, const specd_transform&);
+//   void begin(std::span<const specd_token> prompt, const float* hidden);
+//   void propose(std::span<const specd_token> sequence, specd_rng* rng, specd_draft_output& out);
+//   void commit(std::span<const specd_token> accepted, specd_token next, const float* hidden);
+#define SPECD_PROPOSER_PLUGIN(CLASS, ID, NAME, VERSION, DESCRIPTION, FLAGS, DEFAULT_RULE)   \
+  namespace {                                                                            \
+  using specd_sdk_proposer_adapter = specd::sdk::detail::ProposerAdapter<CLASS>;         \
+  const specd_proposer_vtable specd_sdk_proposer_vtable = {                              \
+      sizeof(specd_proposer_vtable),                                                     \
+      0,                                                                                 \
+      (FLAGS),                                                                           \
+      (DEFAULT_RULE),                                                                    \
+      &specd_sdk_proposer_adapter::create,                                               \
+      &specd_sdk_proposer_adapter::destroy,                                              \
+      &specd_sdk_proposer_adapter::begin,                                                \
+      &specd_sdk_proposer_adapter::propose,                                              \
+      &specd_sdk_proposer_adapter::commit};                                              \
+  }                                                                                      \
+  SPECD_DEFINE_PLUGIN_ENTRY(SPECD_KIND_PROPOSER, ID, NAME, VERSION, DESCRIPTION,           \
+                            &specd_sdk_proposer_vtable)
 
 // Defines the descriptor and the exported entry point; `vtable_expr` is a pointer to the
 // kind's static vtable.
