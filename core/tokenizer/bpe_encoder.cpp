@@ -1,0 +1,98 @@
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "tokenizer/unicode.hpp"
+#include "tokenizer/vocab.hpp"
+
+namespace specd {
+
+namespace {
+
+struct Symbol {
+  int prev;
+  int next;
+  size_t start;  // byte range of the word
+  size_t len;
+};
+
+struct Bigram {
+  int32_t rank;
+  int left;
+  int right;
+  size_t len;
+};
+
+// Lowest rank first, then leftmost.
+struct BigramOrder {
+  bool operator()(const Bigram& a, const Bigram& b) const {
+    return a.rank != b.rank ? a.rank > b.rank : a.left > b.left;
+  }
+};
+
+std::string mapped(std::string_view bytes) {
+  std::string s;
+  s.reserve(bytes.size() * 2);
+  for (char c : bytes) utf8_append(s, gpt2_byte_to_codepoint(static_cast<uint8_t>(c)));
+  return s;
+}
+
+}  // namespace
+
+void bpe_encode_word(const Vocab& vocab, std::string_view word, std::vector<int32_t>& out) {
+  if (word.empty()) return;
+  std::vector<Symbol> sym;
+  sym.reserve(word.size());
+  for (size_t k = 0; k < word.size(); ++k) {
+    sym.push_back(
+        {static_cast<int>(k) - 1, k + 1 < word.size() ? static_cast<int>(k) + 1 : -1, k, 1});
+  }
+  std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue;
+  auto try_add = [&](int left, int right) {
+    if (left < 0 || right < 0) return;
+    const Symbol& l = sym[left];
+    const Symbol& r = sym[right];
+    std::string key = mapped(word.substr(l.start, l.len));
+    key += ' ';
+    key += mapped(word.substr(r.start, r.len));
+    auto it = vocab.merge_rank.find(key);
+    if (it != vocab.merge_rank.end()) queue.push({it->second, left, right, l.len + r.len});
+  };
+  for (size_t k = 1; k < sym.size(); ++k) try_add(static_cast<int>(k) - 1, static_cast<int>(k));
+
+  while (!queue.empty()) {
+    const Bigram b = queue.top();
+    queue.pop();
+    Symbol& l = sym[b.left];
+    Symbol& r = sym[b.right];
+    // Stale entries: one side was merged away or grew since the pair was queued.
+    if (l.len == 0 || r.len == 0 || l.next != b.right || l.len + r.len != b.len) continue;
+    l.len += r.len;
+    l.next = r.next;
+    if (r.next >= 0) sym[r.next].prev = b.left;
+    r.len = 0;
+    try_add(l.prev, b.left);
+    try_add(b.left, l.next);
+  }
+
+  for (int k = 0; k >= 0; k = sym[k].next) {
+    const Symbol& s = sym[k];
+    const std::string_view piece = word.substr(s.start, s.len);
+    const int32_t id = vocab.find(mapped(piece));
+    if (id >= 0) {
+      out.push_back(id);
+      continue;
+    }
+    // A merge result missing from the vocabulary: spell it with byte tokens.
+    for (char c : piece) {
+      const int32_t bid = vocab.byte_to_id[static_cast<uint8_t>(c)];
+      if (bid >= 0) {
+        out.push_back(bid);
+      } else if (vocab.unk_id >= 0) {
+        out.push_back(vocab.unk_id);
+      }
+    }
+  }
+}
+
+}  // namespace specd

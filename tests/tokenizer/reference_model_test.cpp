@@ -1,0 +1,97 @@
+// Compares our encoding of a few strings with the Python tokenizer used for training, when
+// the project model and its script are present (they are produced separately).
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+
+#include "gguf/gguf_reader.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+using namespace specd;
+
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+// Runs a command and returns its stdout, or nullopt if it fails.
+std::optional<std::string> run(const std::string& cmd) {
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  if (!pipe) return std::nullopt;
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe.get())) > 0) out.append(buf.data(), n);
+  const int status = pclose(pipe.release());
+  if (status != 0) return std::nullopt;
+  return out;
+}
+
+// Pulls every integer out of the script's output ("[1, 2, 3]" or "1 2 3").
+std::vector<int32_t> parse_ids(const std::string& s) {
+  std::vector<int32_t> ids;
+  std::string cur;
+  for (char c : s + " ") {
+    if ((c >= '0' && c <= '9') || (c == '-' && cur.empty())) {
+      cur += c;
+    } else if (!cur.empty() && cur != "-") {
+      ids.push_back(std::stoi(cur));
+      cur.clear();
+    } else {
+      cur.clear();
+    }
+  }
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("encoding matches the training tokenizer of models/target.gguf") {
+  const std::filesystem::path root = SPECD_SOURCE_DIR;
+  const auto model = root / "models" / "target.gguf";
+  const auto script = root / "train" / "reference_forward.py";
+  const char* python = "/usr/bin/python3";
+  if (!std::filesystem::exists(model) || !std::filesystem::exists(script)) {
+    MESSAGE("skipped: needs " << model.string() << " and " << script.string());
+    return;
+  }
+  if (!run(std::string(python) + " -c 'import torch' 2>/dev/null")) {
+    MESSAGE("skipped: " << python << " has no torch");
+    return;
+  }
+  const Tokenizer tok = Tokenizer::from_gguf(GgufFile::open(model.string()));
+  for (const std::string text :
+       {"Hello world", "def main():\n    return 42\n", "naïve café Ωμέγα 123",
+        "  multiple   spaces\tand\ttabs", "x = [i ** 2 for i in range(10)]  # squares"}) {
+    CAPTURE(text);
+    const auto out =
+        run("cd " + shell_quote(root.string()) + " && " + python + " " +
+            shell_quote(script.string()) + " --tokenize " + shell_quote(text) + " 2>/dev/null");
+    if (!out) {
+      MESSAGE("skipped: " << script.string() << " --tokenize failed");
+      return;
+    }
+    const auto want = parse_ids(*out);
+    // The script may or may not add BOS; compare the text tokens.
+    auto got = tok.encode(text, false);
+    auto want_text = want;
+    if (!want_text.empty() && tok.bos_id() >= 0 && want_text.front() == tok.bos_id() &&
+        (got.empty() || got.front() != tok.bos_id())) {
+      want_text.erase(want_text.begin());
+    }
+    CHECK(got == want_text);
+  }
+}
