@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <vector>
 
 namespace specd {
@@ -90,38 +89,13 @@ GTestResult g_test(std::span<const double> probs, std::span<const uint64_t> coun
   return r;
 }
 
-std::pair<double, double> bootstrap_tv_interval(std::span<const double> probs,
-                                                std::span<const uint64_t> counts, int resamples,
-                                                double level, Rng& rng) {
-  uint64_t n = 0;
-  for (uint64_t c : counts) n += c;
-  if (n == 0 || resamples <= 0) return {0.0, 1.0};
-  std::vector<double> tvs;
-  std::vector<double> empirical(counts.size());
-  for (int b = 0; b < resamples; ++b) {
-    // Multinomial(n, counts / n) as a chain of conditional binomials.
-    uint64_t left = n;
-    double mass_left = 1.0;
-    for (size_t i = 0; i < counts.size(); ++i) {
-      const double pi = static_cast<double>(counts[i]) / static_cast<double>(n);
-      uint64_t k = 0;
-      if (left > 0 && pi > 0) {
-        const double share = std::min(1.0, pi / mass_left);
-        k = share >= 1.0 ? left : std::binomial_distribution<uint64_t>(left, share)(rng.engine);
-      }
-      empirical[i] = static_cast<double>(k) / static_cast<double>(n);
-      left -= k;
-      mass_left -= pi;
-    }
-    tvs.push_back(total_variation(empirical, probs));
-  }
-  std::sort(tvs.begin(), tvs.end());
-  const double tail = (1.0 - level) / 2;
-  auto at = [&](double q) {
-    const size_t i = static_cast<size_t>(std::floor(q * (tvs.size() - 1) + 0.5));
-    return tvs[std::min(i, tvs.size() - 1)];
-  };
-  return {at(tail), at(1.0 - tail)};
+std::pair<double, double> tv_interval(double measured_tv, uint64_t n, size_t outcomes,
+                                      double level) {
+  if (n == 0) return {0.0, 1.0};
+  const double k = static_cast<double>(std::max<size_t>(outcomes, 1));
+  const double l =
+      std::sqrt(2.0 * (k * std::log(2.0) - std::log(1.0 - level)) / static_cast<double>(n));
+  return {std::max(0.0, measured_tv - l / 2), std::min(1.0, measured_tv + l / 2)};
 }
 
 }  // namespace specd

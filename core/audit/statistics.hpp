@@ -1,5 +1,5 @@
 // Small statistics toolkit for checking distributions: total variation, the G-test of
-// observed counts against exact probabilities, and a bootstrap interval for a measured TV.
+// observed counts against exact probabilities, and a confidence interval for a measured TV.
 #pragma once
 
 #include <cstdint>
@@ -30,12 +30,13 @@ struct GTestResult {
 GTestResult g_test(std::span<const double> probs, std::span<const uint64_t> counts,
                    double min_expected = 5.0);
 
-// Percentile bootstrap interval (level, e.g. 0.95) of the plug-in TV between the empirical
-// distribution of `counts` and `probs`: `resamples` multinomial resamples of the counts.
-// The plug-in TV is biased upward by roughly sqrt(categories / n), so an exact rule shows a
-// small positive TV whose interval reaches towards 0; the exact TV is the authoritative one.
-std::pair<double, double> bootstrap_tv_interval(std::span<const double> probs,
-                                                std::span<const uint64_t> counts, int resamples,
-                                                double level, Rng& rng);
+// A confidence interval for TV(true, reference) from a plug-in estimate `measured_tv` =
+// TV(empirical, reference) of `n` samples over at most `outcomes` possible outcomes.
+// By the triangle inequality |measured - true| <= TV(empirical, true), and by the
+// Bretagnolle-Huber-Carol inequality P(||empirical - true||_1 >= l) <= 2^K exp(-n l^2 / 2),
+// so with probability >= level: |measured - true| <= l / 2, l = sqrt(2 (K ln 2 - ln(1 -
+// level)) / n). Distribution-free and conservative; clipped to [0, 1].
+std::pair<double, double> tv_interval(double measured_tv, uint64_t n, size_t outcomes,
+                                      double level);
 
 }  // namespace specd

@@ -1,0 +1,192 @@
+#include "audit/audit_engine.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "acceptance/labels.hpp"
+#include "audit/audit_case.hpp"
+#include "audit/statistics.hpp"
+#include "common/error.hpp"
+
+namespace specd {
+namespace {
+
+constexpr double kExactTolerance = 1e-9;
+
+struct Plan {
+  const AcceptanceRule* rule;
+  const MarkovModel* table;
+  SamplingParams sampling;
+};
+
+specd_sibling_scheme scheme_for(const AcceptanceRule& rule) {
+  const specd_sibling_scheme sampled[] = {SPECD_SIBLINGS_IID, SPECD_SIBLINGS_WITHOUT_REPLACEMENT};
+  if (rule.needs_q()) {
+    for (specd_sibling_scheme s : sampled)
+      if (rule.supports_scheme(s)) return s;
+  }
+  if (rule.supports_scheme(SPECD_SIBLINGS_DETERMINISTIC)) return SPECD_SIBLINGS_DETERMINISTIC;
+  for (specd_sibling_scheme s : sampled)
+    if (rule.supports_scheme(s)) return s;
+  throw Error("acceptance rule '" + rule.id() + "' declares no sibling scheme it supports");
+}
+
+DraftSpec spec_for(const AcceptanceRule& rule, const AuditOptions& o, std::string& shape) {
+  DraftSpec spec;
+  if (!o.tree.empty() && rule.supports_trees()) {
+    spec.branching = o.tree;
+    shape = "tree ";
+    for (size_t i = 0; i < o.tree.size(); ++i) {
+      if (i) shape += ',';
+      shape += std::to_string(o.tree[i]);
+    }
+  } else {
+    spec.branching.assign(o.k, 1);
+    shape = "chain k=" + std::to_string(o.k);
+  }
+  spec.scheme = scheme_for(rule);
+  spec.with_q = spec.scheme != SPECD_SIBLINGS_DETERMINISTIC || rule.needs_q();
+  return spec;
+}
+
+std::string format_tv(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+void aggregate(RuleAudit& r, specd_lossless_label label) {
+  bool any = false, wrong = false;
+  const AuditCase* worst_wrong = nullptr;
+  double other_tv = 0;  // greedy-exact: worst TV where it makes no claim
+  for (const AuditCase& c : r.cases) {
+    if (!c.applicable && label != SPECD_LABEL_LOSSY) {
+      other_tv = std::max(other_tv, c.has_exact ? c.exact_tv : c.mc_tv);
+      continue;
+    }
+    if (!any || (c.has_exact && c.exact_tv > r.exact_tv)) r.exact_tv = c.has_exact ? c.exact_tv : 0;
+    if (!any || c.mc_tv > r.mc_tv) {
+      r.mc_tv = c.mc_tv;
+      r.mc_tv_ci = c.mc_tv_ci;
+    }
+    r.p_value = any ? std::min(r.p_value, c.p_value) : c.p_value;
+    r.has_exact = r.has_exact || c.has_exact;
+    any = true;
+    if (c.verdict == "label-wrong") {
+      wrong = true;
+      if (!worst_wrong) worst_wrong = &c;
+    }
+  }
+  if (label == SPECD_LABEL_LOSSY ||
+      (label != SPECD_LABEL_EXACT && label != SPECD_LABEL_GREEDY_EXACT)) {
+    r.verdict = "lossy";
+    r.summary = "lossy (measured TV " + format_tv(r.has_exact ? r.exact_tv : r.mc_tv) + ")";
+    return;
+  }
+  if (wrong) {
+    r.verdict = "label-wrong";
+    r.summary = "LABEL WRONG (" + worst_wrong->table + ": exact TV " +
+                (worst_wrong->has_exact ? format_tv(worst_wrong->exact_tv) : "n/a") + ", p-value " +
+                format_tv(worst_wrong->p_value) + ")";
+    return;
+  }
+  r.verdict = "lossless";
+  r.summary = r.has_exact ? "lossless (verified)" : "lossless (Monte-Carlo only: no outcomes)";
+  if (label == SPECD_LABEL_GREEDY_EXACT) {
+    r.summary = "greedy-exact: lossless at T=0 (verified)";
+    if (other_tv > 0 || r.cases.size() > 1)
+      for (const AuditCase& c : r.cases)
+        if (!c.applicable) {
+          r.summary += "; not applicable at T=" + format_tv(c.temperature) + " (measured TV " +
+                       format_tv(other_tv) + ")";
+          break;
+        }
+  }
+}
+
+}  // namespace
+
+bool AuditReport::any_label_wrong() const {
+  for (const RuleAudit& r : rules)
+    if (r.verdict == "label-wrong") return true;
+  return false;
+}
+
+AuditReport run_audit(const std::vector<const AcceptanceRule*>& rules,
+                      const std::vector<MarkovModel>& tables, const AuditOptions& options) {
+  validate_sampling_params(options.sampling);
+  if (options.tokens < 1) throw UsageError("--tokens must be at least 1");
+  if (options.k < 1) throw UsageError("--k must be at least 1");
+  if (!(options.alpha > 0 && options.alpha < 1)) throw UsageError("--alpha must be in (0, 1)");
+  for (uint32_t b : options.tree)
+    if (b < 1) throw UsageError("--tree branching factors must be at least 1");
+  for (const MarkovModel& t : tables) sequence_space(t.vocab, options.tokens, 1u << 22);
+
+  // Plan every case first: the per-case significance depends on how many there are.
+  std::vector<std::vector<Plan>> plans(rules.size());
+  size_t n_cases = 0;
+  for (size_t i = 0; i < rules.size(); ++i) {
+    for (const MarkovModel& t : tables) {
+      plans[i].push_back({rules[i], &t, options.sampling});
+      if (rules[i]->label() == SPECD_LABEL_GREEDY_EXACT && options.sampling.temperature != 0) {
+        SamplingParams greedy = options.sampling;
+        greedy.temperature = 0;
+        plans[i].push_back({rules[i], &t, greedy});
+      }
+    }
+    n_cases += plans[i].size();
+  }
+  AuditReport report;
+  report.cases = n_cases;
+  report.alpha_per_case = options.alpha / static_cast<double>(std::max<size_t>(n_cases, 1));
+
+  uint64_t case_no = 0;
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const AcceptanceRule& rule = *rules[i];
+    RuleAudit ra;
+    ra.id = rule.id();
+    ra.name = rule.name();
+    ra.label = label_name(rule.label());
+    for (const Plan& plan : plans[i]) {
+      AuditCase c;
+      c.table = plan.table->name;
+      c.temperature = plan.sampling.temperature;
+      CaseSetup setup;
+      setup.model = plan.table;
+      setup.sampling = plan.sampling;
+      setup.spec = spec_for(rule, options, c.shape);
+      setup.tokens = options.tokens;
+      c.scheme = scheme_name(setup.spec.scheme);
+      Rng rng(options.seed * 0x9E3779B97F4A7C15ull + (++case_no));
+      const CaseNumbers n = measure_case(rule, setup, options.samples, rng);
+      c.has_exact = n.has_exact;
+      c.exact_tv = n.has_exact ? total_variation(n.exact, n.target) : 0;
+      std::vector<double> empirical(n.counts.size());
+      for (size_t j = 0; j < n.counts.size(); ++j)
+        empirical[j] = static_cast<double>(n.counts[j]) / static_cast<double>(options.samples);
+      c.mc_tv = options.samples ? total_variation(empirical, n.target) : 0;
+      size_t outcomes = 0;  // cells the sampler can reach: possible under either side
+      for (size_t j = 0; j < n.target.size(); ++j)
+        if (n.target[j] > 0 || n.counts[j] > 0 || (n.has_exact && n.exact[j] > 0)) ++outcomes;
+      c.mc_tv_ci = tv_interval(c.mc_tv, options.samples, outcomes, 0.95);
+      c.p_value = g_test(n.target, n.counts).p_value;
+      const bool exact_claim = rule.label() == SPECD_LABEL_EXACT ||
+                               (rule.label() == SPECD_LABEL_GREEDY_EXACT && c.temperature == 0);
+      c.applicable = exact_claim;
+      if (exact_claim) {
+        const bool wrong = (c.has_exact && c.exact_tv > kExactTolerance) ||
+                           (options.samples > 0 && c.p_value < report.alpha_per_case);
+        c.verdict = wrong ? "label-wrong" : "lossless";
+      } else {
+        c.verdict = rule.label() == SPECD_LABEL_GREEDY_EXACT ? "not-applicable" : "lossy";
+      }
+      ra.cases.push_back(c);
+    }
+    aggregate(ra, rule.label());
+    report.rules.push_back(std::move(ra));
+  }
+  return report;
+}
+
+}  // namespace specd

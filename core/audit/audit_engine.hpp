@@ -1,0 +1,88 @@
+// `specd audit`: measures the lossless label of acceptance rules on Markov toy models.
+//
+// For one rule, one table and one sampling setting (a "case"):
+//   - The target chain is T'(a, .) = transform(T(a, .)) and the draft D'(a, .) likewise (the
+//     core's sampling transform applied to the log of each row). The first root token t0 is
+//     drawn from `initial` (it stands for the prompt); then n tokens are generated.
+//   - Exact: for every root token the round's distribution of emitted tokens (accepted path
+//     tokens + next token) is computed by enumerating every draft with its probability and
+//     the rule's `outcomes`. A dynamic program over prefixes chains rounds (truncating the
+//     last round at n tokens, as the engine does) and gives the exact distribution of
+//     (t0, t1..tn). exact_tv = TV to the target chain's distribution of (t0, t1..tn).
+//   - Monte-Carlo: `samples` runs of the real sampler (`accept`, host RNG, fixed seed);
+//     mc_tv is the plug-in TV of the empirical distribution (biased upward by about
+//     sqrt(outcomes / samples); the exact TV is the authoritative number) with a
+//     distribution-free 95% interval (statistics.hpp, tv_interval), and p_value is a G-test
+//     against the target's exact distribution (outcomes with expected count < 5 pooled).
+//   - Verdict: a rule declared exact (or greedy-exact, at temperature 0) is "label-wrong"
+//     when exact_tv > 1e-9 or p_value < alpha / (number of cases) (Bonferroni: alpha is the
+//     family-wise false-alarm rate of one audit run); otherwise "lossless". Lossy rules are
+//     "lossy" whatever they measure. Greedy-exact rules at temperature > 0 make no claim:
+//     those cases are reported as not applicable, and the audit adds temperature-0 cases.
+// Drafts: a chain of k tokens, or the --tree shape for rules that support trees. Children
+// are drawn i.i.d. from q for rules that need q (without replacement if that is all the rule
+// supports), else deterministically (the top-b draft tokens; b = 1 is the draft's argmax).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "acceptance/acceptance_rule.hpp"
+#include "audit/markov_model.hpp"
+#include "sampling/sampling_transform.hpp"
+
+namespace specd {
+
+struct AuditOptions {
+  uint32_t tokens = 3;         // n: tokens generated after the prompt token
+  uint32_t k = 2;              // chain length of a draft
+  std::vector<uint32_t> tree;  // branching per depth for tree rules; empty = chains
+  SamplingParams sampling;     // applied to target and draft rows alike
+  uint64_t samples = 20000;    // Monte-Carlo runs per case
+  uint64_t seed = 1;
+  double alpha = 1e-3;  // family-wise significance of the whole audit
+};
+
+struct AuditCase {
+  std::string table;
+  double temperature = 1;
+  std::string shape;       // "chain k=2" or "tree 2,2"
+  std::string scheme;      // sibling scheme of the drafts
+  bool applicable = true;  // the rule's label makes a claim here
+  bool has_exact = false;  // the rule reports outcomes
+  double exact_tv = 0;
+  double mc_tv = 0;
+  std::pair<double, double> mc_tv_ci{0, 0};
+  double p_value = 1;
+  std::string verdict;  // "lossless", "lossy", "label-wrong", "not-applicable"
+};
+
+struct RuleAudit {
+  std::string id, name, label;
+  std::vector<AuditCase> cases;
+  // Aggregate over the cases the label applies to (all cases for lossy rules): worst TVs,
+  // smallest p-value.
+  bool has_exact = false;
+  double exact_tv = 0;
+  double mc_tv = 0;
+  std::pair<double, double> mc_tv_ci{0, 0};
+  double p_value = 1;
+  std::string verdict;  // "lossless", "lossy", "label-wrong"
+  std::string summary;  // human text, e.g. "lossless (verified)"
+};
+
+struct AuditReport {
+  std::vector<RuleAudit> rules;
+  size_t cases = 0;
+  double alpha_per_case = 0;
+  bool any_label_wrong() const;
+};
+
+// Audits every rule on every table. Throws UsageError for options that cannot work (e.g. a
+// state space too large to enumerate).
+AuditReport run_audit(const std::vector<const AcceptanceRule*>& rules,
+                      const std::vector<MarkovModel>& tables, const AuditOptions& options);
+
+}  // namespace specd

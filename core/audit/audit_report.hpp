@@ -1,0 +1,23 @@
+// Text and JSON renderings of an audit report.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "audit/audit_engine.hpp"
+
+namespace specd {
+
+// A header line with the settings, one row per rule (worst case over tables), and with
+// `details` one row per case.
+std::string format_audit_text(const AuditReport& report, const AuditOptions& options,
+                              const std::vector<MarkovModel>& tables, bool details);
+
+// {"rules": [{"id", "name", "label", "exact_tv", "mc_tv", "mc_tv_ci": [lo, hi], "p_value",
+//   "verdict", "summary", "cases": [...]}], "settings": {...}}; exact_tv is null for a rule
+// without outcomes; verdict is "lossless", "lossy" or "label-wrong" ("not-applicable" only
+// inside cases).
+std::string format_audit_json(const AuditReport& report, const AuditOptions& options,
+                              const std::vector<MarkovModel>& tables);
+
+}  // namespace specd
