@@ -1,0 +1,107 @@
+// `specd audit` measures what the bundled rules claim, and catches rules that claim too much:
+// one whose exact outcomes are lossy, and one whose sampler disagrees with its outcomes.
+#include <doctest/doctest.h>
+
+#include <memory>
+
+#include "audit/audit_engine.hpp"
+#include "audit/audit_report.hpp"
+#include "plugin/registry.hpp"
+
+namespace {
+
+struct Rules {
+  specd::PluginRegistry registry;
+  std::vector<std::unique_ptr<specd::AcceptanceRule>> owned;
+  std::vector<const specd::AcceptanceRule*> views;
+
+  explicit Rules(const std::string& dir) : registry({dir}) {
+    for (const auto* p : registry.of_kind(SPECD_KIND_ACCEPTANCE))
+      if (p->path.find(dir) == 0) {
+        owned.push_back(std::make_unique<specd::AcceptanceRule>(*p, nullptr));
+        views.push_back(owned.back().get());
+      }
+  }
+};
+
+const specd::RuleAudit& find(const specd::AuditReport& r, const std::string& name) {
+  for (const auto& x : r.rules)
+    if (x.name == name) return x;
+  FAIL("rule not audited: " << name);
+  return r.rules.front();
+}
+
+specd::AuditOptions quick() {
+  specd::AuditOptions o;
+  o.samples = 4000;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("the bundled rules' labels hold on the built-in tables") {
+  Rules rules(SPECD_BINARY_DIR "/bin/plugins");
+  REQUIRE(rules.views.size() >= 6);
+  const auto tables = specd::builtin_markov_models();
+  const specd::AuditReport report = specd::run_audit(rules.views, tables, quick());
+  CHECK_FALSE(report.any_label_wrong());
+  for (const char* exact : {"rejection", "tree-rejection", "exact-match"}) {
+    const auto& r = find(report, exact);
+    INFO(exact);
+    CHECK(r.verdict == "lossless");
+    CHECK(r.exact_tv < 1e-12);
+  }
+  const auto& greedy = find(report, "greedy");
+  CHECK(greedy.verdict == "lossless");
+  CHECK(greedy.cases.size() == 2 * tables.size());  // T=1 (not applicable) and T=0
+  for (const char* lossy : {"typical", "relaxed-topk"}) {
+    const auto& r = find(report, lossy);
+    CHECK(r.verdict == "lossy");
+    CHECK(r.exact_tv > 0.1);
+  }
+  const std::string json = specd::format_audit_json(report, quick(), tables);
+  CHECK(json.find("\"verdict\": \"lossless\"") != std::string::npos);
+  CHECK(json.find("\"mc_tv_ci\": [") != std::string::npos);
+  CHECK(json.find("\"label_wrong\": false") != std::string::npos);
+}
+
+TEST_CASE("tree drafts, temperature 0 and the truncating transforms keep exact rules exact") {
+  Rules rules(SPECD_BINARY_DIR "/bin/plugins");
+  auto tables = specd::builtin_markov_models();
+  tables.resize(3);
+  auto o = quick();
+  o.tree = {2, 2};
+  o.sampling.top_k = 3;
+  o.sampling.top_p = 0.9;
+  o.sampling.temperature = 0.7;
+  auto report = specd::run_audit(rules.views, tables, o);
+  CHECK_FALSE(report.any_label_wrong());
+  o.tree.clear();
+  o.sampling = {};
+  o.sampling.temperature = 0;
+  report = specd::run_audit(rules.views, tables, o);
+  CHECK_FALSE(report.any_label_wrong());
+  CHECK(find(report, "greedy").cases.size() == tables.size());
+}
+
+TEST_CASE("a lossy rule labelled exact is caught by the exact TV") {
+  Rules rules(SPECD_AUDIT_TEST_PLUGIN_DIR);
+  const specd::AuditReport report =
+      specd::run_audit(rules.views, specd::builtin_markov_models(), quick());
+  const auto& r = find(report, "test-mislabelled");
+  CHECK(r.verdict == "label-wrong");
+  CHECK(r.exact_tv > 1e-3);
+  CHECK(report.any_label_wrong());
+  CHECK(specd::format_audit_text(report, quick(), specd::builtin_markov_models(), false)
+            .find("LABEL WRONG") != std::string::npos);
+}
+
+TEST_CASE("a sampler that disagrees with its outcomes is caught by the p-value") {
+  Rules rules(SPECD_AUDIT_TEST_PLUGIN_DIR);
+  const specd::AuditReport report =
+      specd::run_audit(rules.views, specd::builtin_markov_models(), quick());
+  const auto& r = find(report, "test-lying-sampler");
+  CHECK(r.exact_tv < 1e-12);  // its outcomes are exact-match's, which are exact
+  CHECK(r.verdict == "label-wrong");
+  CHECK(r.p_value < report.alpha_per_case);
+}
