@@ -111,15 +111,17 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
     }
   }
 
-  std::unordered_map<std::string, int32_t> any_text;  // every token, lowest id first
+  // A string that appears twice maps to its last id, as in llama.cpp (and in trainers that
+  // add one token per merge even when two merges spell the same string).
+  std::unordered_map<std::string, int32_t> any_text;
   any_text.reserve(n);
   v.text_to_id.reserve(n);
   for (size_t k = 0; k < n; ++k) {
     const auto id = static_cast<int32_t>(k);
-    any_text.emplace(v.text[k], id);
+    any_text[v.text[k]] = id;
     const TokenType t = v.type[k];
     if (t != TokenType::kControl && t != TokenType::kUnknown && t != TokenType::kByte) {
-      v.text_to_id.emplace(v.text[k], id);
+      v.text_to_id[v.text[k]] = id;
     }
   }
 

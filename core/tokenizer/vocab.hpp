@@ -28,7 +28,7 @@ struct Vocab {
   std::vector<float> score;
   std::vector<TokenType> type;
   // Text of tokens plain text may produce (not control, unknown or byte tokens); the
-  // lowest id wins for duplicated strings.
+  // highest id wins for duplicated strings, as in llama.cpp.
   std::unordered_map<std::string, int32_t> text_to_id;
   // BPE: "left right" (as stored in tokenizer.ggml.merges) -> rank.
   std::unordered_map<std::string, int32_t> merge_rank;

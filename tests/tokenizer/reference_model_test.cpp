@@ -40,7 +40,7 @@ std::optional<std::string> run(const std::string& cmd) {
   return out;
 }
 
-// Pulls every integer out of the script's output ("[1, 2, 3]" or "1 2 3").
+// Pulls every integer out of the script's output ({"tokens": [1, 2, 3]}).
 std::vector<int32_t> parse_ids(const std::string& s) {
   std::vector<int32_t> ids;
   std::string cur;
@@ -77,9 +77,9 @@ TEST_CASE("encoding matches the training tokenizer of models/target.gguf") {
        {"Hello world", "def main():\n    return 42\n", "naïve café Ωμέγα 123",
         "  multiple   spaces\tand\ttabs", "x = [i ** 2 for i in range(10)]  # squares"}) {
     CAPTURE(text);
-    const auto out =
-        run("cd " + shell_quote(root.string()) + " && " + python + " " +
-            shell_quote(script.string()) + " --tokenize " + shell_quote(text) + " 2>/dev/null");
+    const auto out = run("cd " + shell_quote(root.string()) + " && " + python + " " +
+                         shell_quote(script.string()) + " " + shell_quote(model.string()) +
+                         " --tokenize " + shell_quote(text) + " 2>/dev/null");
     if (!out) {
       MESSAGE("skipped: " << script.string() << " --tokenize failed");
       return;
