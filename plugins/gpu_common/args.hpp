@@ -1,0 +1,47 @@
+// Plain argument blocks passed by value from the host-side device to the kernel launchers.
+// Pointers are device pointers; strides are in elements of the pointed-to type unless named
+// `_bytes`.
+#pragma once
+
+#include <stdint.h>
+
+namespace specd::gpu {
+
+// A validated 2-D view: `rows` rows of `cols` elements, rows `stride_bytes` apart.
+struct Mat {
+  uint8_t* p = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t stride_bytes = 0;
+  uint32_t dtype = 0;
+};
+
+// y[m, n] = x[m, k] · w[n, k]ᵀ; x, y f32.
+struct GemmArgs {
+  const float* x;
+  const uint8_t* w;  // rows ldw_bytes apart, dtype `dtype`
+  float* y;
+  int64_t m, n, k;
+  int64_t ldx, ldw_bytes, ldy;
+  uint32_t dtype;
+};
+
+// Attention over the KV cache; see backend.h. Mask arrays are int32 device rows.
+struct AttentionArgs {
+  const float* q;
+  const float* k;
+  const float* v;
+  float* out;
+  int64_t ldq, ldk, ldv, ldo;
+  const int32_t* prefix;  // [m]
+  const int32_t* begin;   // [m + 1]
+  const int32_t* extra;   // [n_extra_cols], may be null when n_extra_cols is 0
+  int64_t n_extra_cols;
+  int64_t capacity;  // rows of the caches
+  int64_t m;
+  int n_head, n_head_kv, head_dim;
+  float scale;
+  int* error;  // set to nonzero by a block whose mask row is invalid
+};
+
+}  // namespace specd::gpu

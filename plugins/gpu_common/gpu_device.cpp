@@ -1,0 +1,372 @@
+#include "gpu_device.hpp"
+
+#include <cstdio>
+
+#include "check.hpp"
+#include "launch.hpp"
+#include "specd/cpp/backend.hpp"
+#include "validate.hpp"
+
+namespace specd::gpu {
+namespace {
+
+constexpr std::initializer_list<specd_dtype> kWeightTypes = {
+    SPECD_DTYPE_F32, SPECD_DTYPE_F16, SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0};
+
+const float* f32(const Mat& a) { return reinterpret_cast<const float*>(a.p); }
+const int32_t* i32(const Mat& a) { return reinterpret_cast<const int32_t*>(a.p); }
+
+}  // namespace
+
+uint32_t GpuDevice::score(sdk::Host, std::string& reason) { return vendor_score(reason); }
+
+GpuDevice::GpuDevice(sdk::Host host, const specd_device_params& params) : host_(host) {
+  int count = 0;
+  SPECD_GPU_CHECK(cudaGetDeviceCount(&count));
+  if (params.device_index >= static_cast<uint32_t>(count))
+    throw sdk::invalid_argument(std::string(vendor().name) + ": device_index " +
+                                std::to_string(params.device_index) + " but " +
+                                std::to_string(count) + " device(s)");
+  index_ = static_cast<int>(params.device_index);
+  SPECD_GPU_CHECK(cudaSetDevice(index_));
+  cudaDeviceProp prop{};
+  SPECD_GPU_CHECK(cudaGetDeviceProperties(&prop, index_));
+  name_ = std::string(vendor().name) + ":" + std::to_string(index_) + " " + prop.name;
+  memory_ = prop.totalGlobalMem;
+  units_ = static_cast<uint32_t>(prop.multiProcessorCount);
+  SPECD_GPU_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  try {
+    void* flag = nullptr;
+    SPECD_GPU_CHECK(cudaMalloc(&flag, sizeof(int)));
+    error_ = static_cast<int*>(flag);
+    SPECD_GPU_CHECK(cudaMemsetAsync(error_, 0, sizeof(int), stream_));
+    scratch_ = std::make_unique<Scratch>(stream_);
+    large_ = std::make_unique<LargeGemm>(stream_);
+  } catch (...) {
+    scratch_.reset();
+    if (error_) SPECD_GPU_CHECK_NOEXCEPT(cudaFree(error_));
+    SPECD_GPU_CHECK_NOEXCEPT(cudaStreamDestroy(stream_));
+    throw;
+  }
+}
+
+GpuDevice::~GpuDevice() {
+  large_.reset();
+  scratch_.reset();
+  std::string err = SPECD_GPU_CHECK_NOEXCEPT(cudaSetDevice(index_));
+  if (err.empty()) err = SPECD_GPU_CHECK_NOEXCEPT(cudaStreamSynchronize(stream_));
+  if (err.empty()) err = SPECD_GPU_CHECK_NOEXCEPT(cudaFree(error_));
+  if (err.empty()) err = SPECD_GPU_CHECK_NOEXCEPT(cudaStreamDestroy(stream_));
+  if (!err.empty()) host_.log(SPECD_LOG_WARN, vendor().id, "device_close: " + err);
+}
+
+void GpuDevice::bind() { SPECD_GPU_CHECK(cudaSetDevice(index_)); }
+
+void GpuDevice::finish() {
+  int flag = 0;
+  SPECD_GPU_CHECK(cudaMemcpyAsync(&flag, error_, sizeof(int), cudaMemcpyDeviceToHost, stream_));
+  SPECD_GPU_CHECK(cudaStreamSynchronize(stream_));
+  if (flag) {
+    SPECD_GPU_CHECK(cudaMemsetAsync(error_, 0, sizeof(int), stream_));
+    throw sdk::invalid_argument(
+        "attention: an earlier call had an invalid mask (prefix_len, extra_begin or "
+        "extra_slots out of range or not increasing); its output rows are NaN");
+  }
+}
+
+std::vector<int32_t> GpuDevice::read_i32_row(const Mat& row) {
+  std::vector<int32_t> v(static_cast<size_t>(row.cols));
+  SPECD_GPU_CHECK(cudaMemcpyAsync(v.data(), row.p, v.size() * 4, cudaMemcpyDeviceToHost,
+                                  stream_));
+  SPECD_GPU_CHECK(cudaStreamSynchronize(stream_));
+  return v;
+}
+
+void GpuDevice::info(specd_device_info& info) {
+  info.threads = units_;
+  info.memory_bytes = memory_;
+  info.invariant_max_rows = static_cast<uint32_t>(kInvariantRows);
+  std::snprintf(info.name, sizeof(info.name), "%s", name_.c_str());
+}
+
+void GpuDevice::synchronize() {
+  bind();
+  finish();
+}
+
+specd_buffer* GpuDevice::alloc(uint64_t size) {
+  bind();
+  const uint64_t rounded = size == 0 ? 256 : (size + 255) / 256 * 256;
+  void* p = nullptr;
+  SPECD_GPU_CHECK(cudaMalloc(&p, rounded));
+  auto* b = new (std::nothrow) specd_buffer;
+  if (!b) {
+    SPECD_GPU_CHECK_NOEXCEPT(cudaFree(p));
+    throw sdk::PluginError(SPECD_STATUS_OUT_OF_MEMORY, "buffer_alloc: out of host memory");
+  }
+  b->data = static_cast<uint8_t*>(p);
+  b->size = size;
+  return b;
+}
+
+void GpuDevice::free(specd_buffer* buffer) {
+  // cudaFree waits for queued work on the device, so a buffer still read by an op is safe.
+  std::string err = SPECD_GPU_CHECK_NOEXCEPT(cudaSetDevice(index_));
+  if (err.empty()) err = SPECD_GPU_CHECK_NOEXCEPT(cudaFree(buffer->data));
+  if (!err.empty()) host_.log(SPECD_LOG_WARN, vendor().id, "buffer_free: " + err);
+  delete buffer;
+}
+
+void GpuDevice::upload(specd_buffer* dst, uint64_t offset, const void* src, uint64_t size) {
+  check_range(dst, offset, size, "buffer_upload");
+  if (!size) return;
+  bind();
+  // `src` is borrowed for the call only: wait for the copy (pageable or pinned alike).
+  SPECD_GPU_CHECK(
+      cudaMemcpyAsync(dst->data + offset, src, size, cudaMemcpyHostToDevice, stream_));
+  SPECD_GPU_CHECK(cudaStreamSynchronize(stream_));
+}
+
+void GpuDevice::download(const specd_buffer* src, uint64_t offset, void* dst, uint64_t size) {
+  check_range(src, offset, size, "buffer_download");
+  bind();
+  if (size)
+    SPECD_GPU_CHECK(
+        cudaMemcpyAsync(dst, src->data + offset, size, cudaMemcpyDeviceToHost, stream_));
+  finish();
+}
+
+void GpuDevice::copy(specd_buffer* dst, uint64_t dst_offset, const specd_buffer* src,
+                     uint64_t src_offset, uint64_t size) {
+  check_range(dst, dst_offset, size, "buffer_copy");
+  check_range(src, src_offset, size, "buffer_copy");
+  if (!size) return;
+  bind();
+  uint8_t* d = dst->data + dst_offset;
+  const uint8_t* s = src->data + src_offset;
+  if (d == s) return;
+  if (d < s + size && s < d + size) {  // memmove semantics: stage through scratch
+    void* tmp = scratch_->get(size);
+    SPECD_GPU_CHECK(cudaMemcpyAsync(tmp, s, size, cudaMemcpyDeviceToDevice, stream_));
+    SPECD_GPU_CHECK(cudaMemcpyAsync(d, tmp, size, cudaMemcpyDeviceToDevice, stream_));
+  } else {
+    SPECD_GPU_CHECK(cudaMemcpyAsync(d, s, size, cudaMemcpyDeviceToDevice, stream_));
+  }
+}
+
+void GpuDevice::matmul(const specd_view& xv, const specd_view& wv, const specd_view& yv) {
+  const Mat x = check_view(&xv, "matmul", "x", {SPECD_DTYPE_F32});
+  const Mat w = check_view(&wv, "matmul", "w", kWeightTypes);
+  const Mat y = check_view(&yv, "matmul", "y", {SPECD_DTYPE_F32});
+  if (w.cols != x.cols)
+    fail("matmul", "x has k = " + std::to_string(x.cols) + " but w has k = " +
+                       std::to_string(w.cols));
+  if (y.rows != x.rows || y.cols != w.rows)
+    fail("matmul", "y is [" + std::to_string(y.rows) + ", " + std::to_string(y.cols) +
+                       "], expected [" + std::to_string(x.rows) + ", " + std::to_string(w.rows) +
+                       "]");
+  if (overlaps(y, x) || overlaps(y, w)) fail("matmul", "y overlaps an input");
+  if (x.rows == 0 || w.rows == 0) return;
+  bind();
+  const GemmArgs a{f32(x),          w.p,        reinterpret_cast<float*>(y.p),
+                   x.rows,          w.rows,     x.cols,
+                   x.stride_bytes / 4, w.stride_bytes, y.stride_bytes / 4,
+                   w.dtype};
+  if (x.rows <= kInvariantRows) {
+    SPECD_GPU_CHECK(launch_gemm_rows(a, stream_));
+  } else {
+    large_->run(a, *scratch_);
+  }
+}
+
+void GpuDevice::rms_norm(const specd_view& xv, const specd_view& wv, float eps,
+                         const specd_view& yv) {
+  const Mat x = check_view(&xv, "rms_norm", "x", {SPECD_DTYPE_F32});
+  const Mat w = check_view(&wv, "rms_norm", "weight", {SPECD_DTYPE_F32});
+  const Mat y = check_view(&yv, "rms_norm", "y", {SPECD_DTYPE_F32});
+  same_shape(x, y, "rms_norm", "x", "y");
+  if (w.rows != 1 || w.cols != x.cols) fail("rms_norm", "weight must be [1, n]");
+  if (!(eps >= 0)) fail("rms_norm", "eps must be >= 0");
+  if (x.rows == 0) return;
+  bind();
+  SPECD_GPU_CHECK(launch_rms_norm(x, f32(w), eps, y, stream_));
+}
+
+void GpuDevice::rope(const specd_view& xv, const specd_view& pv, const specd_rope_params& p) {
+  const Mat x = check_view(&xv, "rope", "x", {SPECD_DTYPE_F32});
+  const Mat pos = check_view(&pv, "rope", "positions", {SPECD_DTYPE_I32});
+  if (p.struct_size < sizeof(specd_rope_params)) fail("rope", "params struct_size too small");
+  if (p.head_dim == 0 || p.head_dim % 2 || p.n_rot % 2 || p.n_rot > p.head_dim || p.n_rot > 1024)
+    fail("rope", "need even head_dim and even n_rot <= min(head_dim, 1024)");
+  if (static_cast<int64_t>(p.n_head) * p.head_dim != x.cols)
+    fail("rope", "x has " + std::to_string(x.cols) + " cols, expected n_head * head_dim = " +
+                     std::to_string(static_cast<int64_t>(p.n_head) * p.head_dim));
+  if (pos.rows != 1 || pos.cols != x.rows) fail("rope", "positions must be [1, m]");
+  if (x.rows == 0 || p.n_rot == 0) return;
+  bind();
+  SPECD_GPU_CHECK(launch_rope(x, i32(pos), static_cast<int>(p.n_head),
+                              static_cast<int>(p.head_dim), static_cast<int>(p.n_rot), p.base,
+                              stream_));
+}
+
+void GpuDevice::get_rows(const specd_view& tv, const specd_view& iv, const specd_view& yv) {
+  const Mat t = check_view(&tv, "get_rows", "table", kWeightTypes);
+  const Mat ids = check_view(&iv, "get_rows", "ids", {SPECD_DTYPE_I32});
+  const Mat y = check_view(&yv, "get_rows", "y", {SPECD_DTYPE_F32});
+  if (ids.rows != 1 || ids.cols != y.rows) fail("get_rows", "ids must be [1, m] for y [m, d]");
+  if (y.cols != t.cols) fail("get_rows", "y and table differ in cols");
+  if (y.rows == 0) return;
+  bind();
+  // Ids are checked on the host (one small copy per call) so a bad id is reported by this
+  // call, as on the CPU, and never read out of range.
+  const std::vector<int32_t> id = read_i32_row(ids);
+  for (size_t i = 0; i < id.size(); ++i)
+    if (id[i] < 0 || id[i] >= t.rows)
+      fail("get_rows", "id " + std::to_string(id[i]) + " at " + std::to_string(i) +
+                           " outside [0, " + std::to_string(t.rows) + ")");
+  SPECD_GPU_CHECK(launch_get_rows(t, i32(ids), y, stream_));
+}
+
+void GpuDevice::attention(const specd_view& qv, const specd_view& kv, const specd_view& vv,
+                          const specd_attention_mask& mask, const specd_attention_params& p,
+                          const specd_view& ov) {
+  const char* op = "attention";
+  const Mat q = check_view(&qv, op, "q", {SPECD_DTYPE_F32});
+  const Mat k = check_view(&kv, op, "k_cache", {SPECD_DTYPE_F32});
+  const Mat v = check_view(&vv, op, "v_cache", {SPECD_DTYPE_F32});
+  const Mat out = check_view(&ov, op, "out", {SPECD_DTYPE_F32});
+  if (p.struct_size < sizeof(specd_attention_params)) fail(op, "params struct_size too small");
+  if (p.n_head == 0 || p.n_head_kv == 0 || p.n_head % p.n_head_kv || p.head_dim == 0)
+    fail(op, "need n_head a positive multiple of n_head_kv and head_dim > 0");
+  if (p.head_dim > static_cast<uint32_t>(kMaxHeadDim))
+    throw sdk::PluginError(SPECD_STATUS_UNSUPPORTED,
+                           std::string(op) + ": head_dim " + std::to_string(p.head_dim) +
+                               " > " + std::to_string(kMaxHeadDim));
+  const int64_t m = q.rows;
+  if (m > 65535)
+    throw sdk::PluginError(SPECD_STATUS_UNSUPPORTED, std::string(op) + ": more than 65535 rows");
+  if (q.cols != static_cast<int64_t>(p.n_head) * p.head_dim)
+    fail(op, "q cols != n_head * head_dim");
+  if (k.cols != static_cast<int64_t>(p.n_head_kv) * p.head_dim || v.cols != k.cols ||
+      v.rows != k.rows)
+    fail(op, "k_cache/v_cache must be [capacity, n_head_kv * head_dim]");
+  same_shape(q, out, op, "q", "out");
+  if (overlaps(out, q) || overlaps(out, k) || overlaps(out, v)) fail(op, "out overlaps an input");
+  if (mask.struct_size < sizeof(specd_attention_mask)) fail(op, "mask struct_size too small");
+  const Mat pre = check_view(mask.prefix_len, op, "mask.prefix_len", {SPECD_DTYPE_I32});
+  const Mat beg = check_view(mask.extra_begin, op, "mask.extra_begin", {SPECD_DTYPE_I32});
+  if (pre.rows != 1 || pre.cols != m) fail(op, "mask.prefix_len must be [1, m]");
+  if (beg.rows != 1 || beg.cols != m + 1) fail(op, "mask.extra_begin must be [1, m + 1]");
+  Mat ex;
+  if (mask.extra_slots) {
+    ex = check_view(mask.extra_slots, op, "mask.extra_slots", {SPECD_DTYPE_I32});
+    if (ex.rows != 1) fail(op, "mask.extra_slots must be [1, n]");
+  }
+  if (m == 0) return;
+  bind();
+  AttentionArgs a{};
+  a.q = f32(q);
+  a.k = f32(k);
+  a.v = f32(v);
+  a.out = reinterpret_cast<float*>(out.p);
+  a.ldq = q.stride_bytes / 4;
+  a.ldk = k.stride_bytes / 4;
+  a.ldv = v.stride_bytes / 4;
+  a.ldo = out.stride_bytes / 4;
+  a.prefix = i32(pre);
+  a.begin = i32(beg);
+  a.extra = ex.p ? i32(ex) : nullptr;
+  a.n_extra_cols = ex.p ? ex.cols : 0;
+  a.capacity = k.rows;
+  a.m = m;
+  a.n_head = static_cast<int>(p.n_head);
+  a.n_head_kv = static_cast<int>(p.n_head_kv);
+  a.head_dim = static_cast<int>(p.head_dim);
+  a.scale = p.scale;
+  a.error = error_;
+  SPECD_GPU_CHECK(launch_attention(a, stream_));
+}
+
+void GpuDevice::swiglu(const specd_view& gv, const specd_view& uv, const specd_view& yv) {
+  const Mat g = check_view(&gv, "swiglu", "gate", {SPECD_DTYPE_F32});
+  const Mat u = check_view(&uv, "swiglu", "up", {SPECD_DTYPE_F32});
+  const Mat y = check_view(&yv, "swiglu", "y", {SPECD_DTYPE_F32});
+  same_shape(g, u, "swiglu", "gate", "up");
+  same_shape(g, y, "swiglu", "gate", "y");
+  if (g.rows == 0) return;
+  bind();
+  SPECD_GPU_CHECK(launch_swiglu(g, u, y, stream_));
+}
+
+void GpuDevice::add(const specd_view& av, const specd_view& bv, const specd_view& yv) {
+  const Mat a = check_view(&av, "add", "a", {SPECD_DTYPE_F32});
+  const Mat b = check_view(&bv, "add", "b", {SPECD_DTYPE_F32});
+  const Mat y = check_view(&yv, "add", "y", {SPECD_DTYPE_F32});
+  same_shape(a, b, "add", "a", "b");
+  same_shape(a, y, "add", "a", "y");
+  if (a.rows == 0) return;
+  bind();
+  SPECD_GPU_CHECK(launch_add(a, b, y, stream_));
+}
+
+void GpuDevice::copy_rows(const specd_view& sv, const specd_view& iv, const specd_view& dv) {
+  const std::initializer_list<specd_dtype> any = {SPECD_DTYPE_F32, SPECD_DTYPE_F16,
+                                                  SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0,
+                                                  SPECD_DTYPE_I32};
+  const Mat s = check_view(&sv, "copy_rows", "src", any);
+  const Mat idx = check_view(&iv, "copy_rows", "indices", {SPECD_DTYPE_I32});
+  const Mat d = check_view(&dv, "copy_rows", "dst", any);
+  if (s.dtype != d.dtype || s.cols != d.cols)
+    fail("copy_rows", "src and dst differ in dtype or cols");
+  if (idx.rows != 1 || idx.cols != d.rows)
+    fail("copy_rows", "indices must be [1, m] for dst [m, n]");
+  if (d.rows == 0) return;
+  bind();
+  const std::vector<int32_t> ix = read_i32_row(idx);
+  for (size_t i = 0; i < ix.size(); ++i)
+    if (ix[i] < 0 || ix[i] >= s.rows)
+      fail("copy_rows", "index " + std::to_string(ix[i]) + " outside [0, " +
+                            std::to_string(s.rows) + ")");
+  const int64_t rb = static_cast<int64_t>(row_bytes(s));
+  if (!overlaps(s, d)) {
+    SPECD_GPU_CHECK(launch_copy_rows(s, i32(idx), d, rb, stream_));
+    return;
+  }
+  // Only compaction towards the front of the same rows is defined (backend.h). Its sequential
+  // meaning is "every source read before it is overwritten", i.e. a gather from the original
+  // rows: gather into scratch, then copy back.
+  if (s.p != d.p || s.stride_bytes != d.stride_bytes)
+    fail("copy_rows", "src and dst overlap differently");
+  for (size_t i = 0; i < ix.size(); ++i)
+    if (ix[i] < static_cast<int64_t>(i) || (i > 0 && ix[i] <= ix[i - 1]))
+      fail("copy_rows", "in-place indices must increase with indices[i] >= i");
+  Mat staged = d;
+  staged.p = static_cast<uint8_t*>(scratch_->get(static_cast<uint64_t>(d.rows * rb)));
+  staged.stride_bytes = rb;
+  SPECD_GPU_CHECK(launch_copy_rows(s, i32(idx), staged, rb, stream_));
+  SPECD_GPU_CHECK(cudaMemcpy2DAsync(d.p, static_cast<size_t>(d.stride_bytes), staged.p,
+                                    static_cast<size_t>(rb), static_cast<size_t>(rb),
+                                    static_cast<size_t>(d.rows), cudaMemcpyDeviceToDevice,
+                                    stream_));
+}
+
+void GpuDevice::softmax(const specd_view& xv, float temperature, const specd_view& yv) {
+  const Mat x = check_view(&xv, "softmax", "x", {SPECD_DTYPE_F32});
+  const Mat y = check_view(&yv, "softmax", "y", {SPECD_DTYPE_F32});
+  same_shape(x, y, "softmax", "x", "y");
+  if (!(temperature > 0)) fail("softmax", "temperature must be > 0");
+  if (x.rows == 0) return;
+  bind();
+  SPECD_GPU_CHECK(launch_softmax(x, temperature, y, stream_));
+}
+
+void GpuDevice::argmax(const specd_view& xv, const specd_view& ov) {
+  const Mat x = check_view(&xv, "argmax", "x", {SPECD_DTYPE_F32});
+  const Mat o = check_view(&ov, "argmax", "out", {SPECD_DTYPE_I32});
+  if (o.rows != 1 || o.cols != x.rows) fail("argmax", "out must be [1, m]");
+  if (x.rows == 0) return;
+  bind();
+  SPECD_GPU_CHECK(launch_argmax(x, reinterpret_cast<int32_t*>(o.p), stream_));
+}
+
+}  // namespace specd::gpu

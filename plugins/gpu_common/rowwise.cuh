@@ -1,0 +1,241 @@
+// Row-wise kernels: every output row is computed from its own input row by one block (or, for
+// elementwise ops, each element by one thread) in a fixed order, so results do not depend on
+// m or the row's place in the batch. Semantics mirror plugins/cpu/ops.cpp.
+#include <math.h>
+
+#include "launch.hpp"
+#include "numeric.hpp"
+
+namespace specd::gpu {
+namespace {
+
+constexpr int kRowThreads = 256;  // threads per row for reductions (a power of two)
+
+unsigned grid_1d(int64_t total, int threads) {
+  const int64_t blocks = (total + threads - 1) / threads;
+  return static_cast<unsigned>(blocks < 65535 ? (blocks < 1 ? 1 : blocks) : 65535);
+}
+
+__device__ inline float* f32_row(const Mat& a, int64_t i) {
+  return reinterpret_cast<float*>(a.p + i * a.stride_bytes);
+}
+
+// Block-wide sum of one value per thread, in a fixed tree order; every thread gets the result.
+__device__ float block_sum(float v, float* scratch) {
+  const int t = static_cast<int>(threadIdx.x);
+  scratch[t] = v;
+  __syncthreads();
+  for (int w = kRowThreads / 2; w > 0; w /= 2) {
+    if (t < w) scratch[t] += scratch[t + w];
+    __syncthreads();
+  }
+  const float r = scratch[0];
+  __syncthreads();  // scratch may be reused right after
+  return r;
+}
+
+__device__ float block_max(float v, float* scratch) {
+  const int t = static_cast<int>(threadIdx.x);
+  scratch[t] = v;
+  __syncthreads();
+  for (int w = kRowThreads / 2; w > 0; w /= 2) {
+    if (t < w) scratch[t] = fmaxf(scratch[t], scratch[t + w]);
+    __syncthreads();
+  }
+  const float r = scratch[0];
+  __syncthreads();
+  return r;
+}
+
+__global__ void rms_norm_kernel(Mat x, const float* weight, float eps, Mat y) {
+  __shared__ float scratch[kRowThreads];
+  const int64_t i = blockIdx.x;
+  const int64_t n = x.cols;
+  const float* xi = f32_row(x, i);
+  float* yi = f32_row(y, i);
+  float ss = 0.0f;
+  for (int64_t j = threadIdx.x; j < n; j += kRowThreads) ss = fmaf(xi[j], xi[j], ss);
+  ss = block_sum(ss, scratch);  // all reads of xi end here, so y may equal x
+  const float s = 1.0f / sqrtf(ss / static_cast<float>(n) + eps);
+  for (int64_t j = threadIdx.x; j < n; j += kRowThreads) yi[j] = (xi[j] * s) * weight[j];
+}
+
+// One thread per rotated pair (row i, head h, pair p); the angle in double as on the CPU, since
+// f32 loses ~1e-5 relative accuracy at positions in the hundreds.
+__global__ void rope_kernel(Mat x, const int32_t* positions, int n_head, int head_dim, int n_rot,
+                            float base) {
+  const int64_t half = n_rot / 2;
+  const int64_t total = x.rows * n_head * half;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t p = e % half;
+    const int64_t h = (e / half) % n_head;
+    const int64_t i = e / (half * n_head);
+    const double theta = static_cast<double>(positions[i]) *
+                         pow(static_cast<double>(base), -2.0 * static_cast<double>(p) / n_rot);
+    const float cs = static_cast<float>(cos(theta));
+    const float sn = static_cast<float>(sin(theta));
+    float* v = f32_row(x, i) + h * head_dim + 2 * p;
+    const float x0 = v[0], x1 = v[1];
+    v[0] = x0 * cs - x1 * sn;
+    v[1] = x0 * sn + x1 * cs;
+  }
+}
+
+template <int DT>
+__global__ void get_rows_kernel(Mat table, const int32_t* ids, Mat y) {
+  const int64_t total = y.rows * y.cols;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = e / y.cols, c = e % y.cols;
+    f32_row(y, i)[c] = load_element<DT>(table.p + ids[i] * table.stride_bytes, c);
+  }
+}
+
+__global__ void swiglu_kernel(Mat gate, Mat up, Mat y) {
+  const int64_t total = gate.rows * gate.cols;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = e / gate.cols, c = e % gate.cols;
+    const float g = f32_row(gate, i)[c];
+    const float u = f32_row(up, i)[c];
+    f32_row(y, i)[c] = g / (1.0f + expf(-g)) * u;
+  }
+}
+
+__global__ void add_kernel(Mat a, Mat b, Mat y) {
+  const int64_t total = a.rows * a.cols;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = e / a.cols, c = e % a.cols;
+    f32_row(y, i)[c] = f32_row(a, i)[c] + f32_row(b, i)[c];
+  }
+}
+
+// dst[i, :] = src[indices[i], :] bytewise, one thread per byte (rows of any dtype and size).
+__global__ void copy_rows_kernel(Mat src, const int32_t* indices, Mat dst, int64_t row_bytes) {
+  const int64_t total = dst.rows * row_bytes;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = e / row_bytes, b = e % row_bytes;
+    dst.p[i * dst.stride_bytes + b] = src.p[indices[i] * src.stride_bytes + b];
+  }
+}
+
+__global__ void softmax_kernel(Mat x, float temperature, Mat y) {
+  __shared__ float scratch[kRowThreads];
+  const int64_t i = blockIdx.x;
+  const int64_t n = x.cols;
+  const float* xi = f32_row(x, i);
+  float* yi = f32_row(y, i);
+  float mx = -INFINITY;
+  for (int64_t j = threadIdx.x; j < n; j += kRowThreads) mx = fmaxf(mx, xi[j]);
+  mx = block_max(mx, scratch);
+  float sum = 0.0f;
+  for (int64_t j = threadIdx.x; j < n; j += kRowThreads) {
+    const float e = expf((xi[j] - mx) / temperature);
+    yi[j] = e;  // same thread, same element: y may equal x
+    sum += e;
+  }
+  sum = block_sum(sum, scratch);
+  const float inv = 1.0f / sum;
+  for (int64_t j = threadIdx.x; j < n; j += kRowThreads) yi[j] *= inv;
+}
+
+// Lowest index among ties (as the CPU's strict '>' scan from index 0).
+__global__ void argmax_kernel(Mat x, int32_t* out) {
+  __shared__ float best_v[kRowThreads];
+  __shared__ int64_t best_i[kRowThreads];
+  const int t = static_cast<int>(threadIdx.x);
+  const float* xi = f32_row(x, blockIdx.x);
+  float bv = -INFINITY;
+  int64_t bi = -1;
+  for (int64_t j = t; j < x.cols; j += kRowThreads) {
+    if (bi < 0 || xi[j] > bv) {
+      bv = xi[j];
+      bi = j;
+    }
+  }
+  best_v[t] = bv;
+  best_i[t] = bi;
+  __syncthreads();
+  for (int w = kRowThreads / 2; w > 0; w /= 2) {
+    if (t < w) {
+      const float ov = best_v[t + w];
+      const int64_t oi = best_i[t + w];
+      const bool take = oi >= 0 && (best_i[t] < 0 || ov > best_v[t] ||
+                                    (ov == best_v[t] && oi < best_i[t]));
+      if (take) {
+        best_v[t] = ov;
+        best_i[t] = oi;
+      }
+    }
+    __syncthreads();
+  }
+  if (t == 0) out[blockIdx.x] = static_cast<int32_t>(best_i[0]);
+}
+
+}  // namespace
+
+cudaError_t launch_rms_norm(const Mat& x, const float* weight, float eps, const Mat& y,
+                            cudaStream_t stream) {
+  rms_norm_kernel<<<static_cast<unsigned>(x.rows), kRowThreads, 0, stream>>>(x, weight, eps, y);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_rope(const Mat& x, const int32_t* positions, int n_head, int head_dim,
+                        int n_rot, float base, cudaStream_t stream) {
+  const int64_t total = x.rows * n_head * (n_rot / 2);
+  rope_kernel<<<grid_1d(total, 256), 256, 0, stream>>>(x, positions, n_head, head_dim, n_rot,
+                                                       base);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_get_rows(const Mat& table, const int32_t* ids, const Mat& y,
+                            cudaStream_t stream) {
+  const unsigned grid = grid_1d(y.rows * y.cols, 256);
+  switch (table.dtype) {
+    case kF32:
+      get_rows_kernel<kF32><<<grid, 256, 0, stream>>>(table, ids, y);
+      break;
+    case kF16:
+      get_rows_kernel<kF16><<<grid, 256, 0, stream>>>(table, ids, y);
+      break;
+    case kBF16:
+      get_rows_kernel<kBF16><<<grid, 256, 0, stream>>>(table, ids, y);
+      break;
+    default:
+      get_rows_kernel<kQ8_0><<<grid, 256, 0, stream>>>(table, ids, y);
+      break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_swiglu(const Mat& gate, const Mat& up, const Mat& y, cudaStream_t stream) {
+  swiglu_kernel<<<grid_1d(gate.rows * gate.cols, 256), 256, 0, stream>>>(gate, up, y);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_add(const Mat& a, const Mat& b, const Mat& y, cudaStream_t stream) {
+  add_kernel<<<grid_1d(a.rows * a.cols, 256), 256, 0, stream>>>(a, b, y);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_copy_rows(const Mat& src, const int32_t* indices, const Mat& dst,
+                             int64_t row_bytes, cudaStream_t stream) {
+  copy_rows_kernel<<<grid_1d(dst.rows * row_bytes, 256), 256, 0, stream>>>(src, indices, dst,
+                                                                          row_bytes);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_softmax(const Mat& x, float temperature, const Mat& y, cudaStream_t stream) {
+  softmax_kernel<<<static_cast<unsigned>(x.rows), kRowThreads, 0, stream>>>(x, temperature, y);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_argmax(const Mat& x, int32_t* out, cudaStream_t stream) {
+  argmax_kernel<<<static_cast<unsigned>(x.rows), kRowThreads, 0, stream>>>(x, out);
+  return cudaGetLastError();
+}
+
+}  // namespace specd::gpu

@@ -1,0 +1,25 @@
+// Host-side argument checks of the GPU backends: the same rules and messages as the CPU
+// backend (plugins/cpu/cpu_device.cpp), plus the alignment the kernels' loads need.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+
+#include "args.hpp"
+#include "buffer.hpp"
+
+namespace specd::gpu {
+
+[[noreturn]] void fail(const char* op, const std::string& what);
+
+// Checks a view and returns its validated form; throws naming `op` and `arg` (UNSUPPORTED
+// for a dtype outside `dtypes`, INVALID_ARGUMENT otherwise).
+Mat check_view(const specd_view* v, const char* op, const char* arg,
+               std::initializer_list<specd_dtype> dtypes);
+
+void same_shape(const Mat& a, const Mat& b, const char* op, const char* an, const char* bn);
+void check_range(const specd_buffer* b, uint64_t offset, uint64_t size, const char* op);
+bool overlaps(const Mat& a, const Mat& b);
+uint64_t row_bytes(const Mat& a);
+
+}  // namespace specd::gpu

@@ -1,0 +1,2 @@
+// hipcc translation unit of plugins/gpu_common/rowwise.cuh.
+#include "../gpu_common/rowwise.cuh"
