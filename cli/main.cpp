@@ -8,10 +8,7 @@
 #include "commands.hpp"
 #include "common/error.hpp"
 #include "specd/version.h"
-#if __has_include("cmd_audit.hpp")
 #include "cmd_audit.hpp"
-#define SPECD_HAVE_AUDIT 1
-#endif
 #if __has_include("cmd_bench.hpp")
 #include "cmd_bench.hpp"
 #define SPECD_HAVE_BENCH 1
@@ -59,9 +56,7 @@ int dispatch(int argc, char** argv) {
   if (command == "run") return specd::cli::run_command(sub_argc, sub_argv);
   if (command == "plugins") return specd::cli::plugins_command(sub_argc, sub_argv);
   if (command == "check-config") return specd::cli::check_config_command(sub_argc, sub_argv);
-#ifdef SPECD_HAVE_AUDIT
   if (command == "audit") return run_audit_command(sub_argc, sub_argv);
-#endif
 #ifdef SPECD_HAVE_BENCH
   if (command == "bench" || command == "ab") return run_bench_command(sub_argc, sub_argv);
 #endif
