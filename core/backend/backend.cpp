@@ -84,13 +84,13 @@ View Buffer::view(specd_dtype dtype, int64_t rows, int64_t cols, uint64_t offset
 
 void Buffer::upload(const void* src, uint64_t size, uint64_t offset) {
   device_->backend_->check(
-      device_->vt().buffer_upload(device_->handle_, buffer_, offset, src, size), "buffer_upload");
+      device_->vt().buffer_upload(device_->handle_, buffer_, offset, src, size), nullptr);
 }
 
 void Buffer::download(void* dst, uint64_t size, uint64_t offset) const {
   device_->backend_->check(
       device_->vt().buffer_download(device_->handle_, buffer_, offset, dst, size),
-      "buffer_download");
+      nullptr);
 }
 
 // ---- Backend ---------------------------------------------------------------------------
@@ -112,7 +112,7 @@ std::string Backend::label() const {
 }
 
 void Backend::check(specd_status* status, const char* what) const {
-  if (status) throw_if_error(status, label() + ": " + what);
+  if (status) throw_if_error(status, what && *what ? label() + ": " + what : label());
 }
 
 uint32_t Backend::score(std::string* reason) const {
@@ -169,19 +169,19 @@ Buffer Device::wrap_host(const void* data, uint64_t size) {
 void Device::synchronize() { backend_->check(vt().synchronize(handle_), "synchronize"); }
 
 void Device::matmul(const View& x, const View& w, const View& y) {
-  backend_->check(vt().matmul(handle_, x.raw(), w.raw(), y.raw()), "matmul");
+  backend_->check(vt().matmul(handle_, x.raw(), w.raw(), y.raw()), nullptr);
 }
 
 void Device::rms_norm(const View& x, const View& weight, float eps, const View& y) {
-  backend_->check(vt().rms_norm(handle_, x.raw(), weight.raw(), eps, y.raw()), "rms_norm");
+  backend_->check(vt().rms_norm(handle_, x.raw(), weight.raw(), eps, y.raw()), nullptr);
 }
 
 void Device::rope(const View& x, const View& positions, const specd_rope_params& params) {
-  backend_->check(vt().rope(handle_, x.raw(), positions.raw(), &params), "rope");
+  backend_->check(vt().rope(handle_, x.raw(), positions.raw(), &params), nullptr);
 }
 
 void Device::get_rows(const View& table, const View& ids, const View& y) {
-  backend_->check(vt().get_rows(handle_, table.raw(), ids.raw(), y.raw()), "get_rows");
+  backend_->check(vt().get_rows(handle_, table.raw(), ids.raw(), y.raw()), nullptr);
 }
 
 void Device::attention(const View& q, const View& k_cache, const View& v_cache,
@@ -194,29 +194,29 @@ void Device::attention(const View& q, const View& k_cache, const View& v_cache,
   mask.extra_slots = extra_slots ? extra_slots->raw() : nullptr;
   backend_->check(vt().attention(handle_, q.raw(), k_cache.raw(), v_cache.raw(), &mask, &params,
                                  out.raw()),
-                  "attention");
+                  nullptr);
 }
 
 void Device::swiglu(const View& gate, const View& up, const View& y) {
-  backend_->check(vt().swiglu(handle_, gate.raw(), up.raw(), y.raw()), "swiglu");
+  backend_->check(vt().swiglu(handle_, gate.raw(), up.raw(), y.raw()), nullptr);
 }
 
 void Device::add(const View& a, const View& b, const View& y) {
-  backend_->check(vt().add(handle_, a.raw(), b.raw(), y.raw()), "add");
+  backend_->check(vt().add(handle_, a.raw(), b.raw(), y.raw()), nullptr);
 }
 
 void Device::copy_rows(const View& src, const View& indices, const View& dst) {
-  backend_->check(vt().copy_rows(handle_, src.raw(), indices.raw(), dst.raw()), "copy_rows");
+  backend_->check(vt().copy_rows(handle_, src.raw(), indices.raw(), dst.raw()), nullptr);
 }
 
 void Device::softmax(const View& x, float temperature, const View& y) {
   if (!has_softmax()) throw Error(backend_->label() + ": softmax is not implemented");
-  backend_->check(vt().softmax(handle_, x.raw(), temperature, y.raw()), "softmax");
+  backend_->check(vt().softmax(handle_, x.raw(), temperature, y.raw()), nullptr);
 }
 
 void Device::argmax(const View& x, const View& out) {
   if (!has_argmax()) throw Error(backend_->label() + ": argmax is not implemented");
-  backend_->check(vt().argmax(handle_, x.raw(), out.raw()), "argmax");
+  backend_->check(vt().argmax(handle_, x.raw(), out.raw()), nullptr);
 }
 
 }  // namespace specd

@@ -90,7 +90,8 @@ class Backend {
   // Opens a device; throws naming the reason when the score is 0.
   std::unique_ptr<Device> open(const DeviceOptions& options = {}) const;
 
-  // Throws for a non-NULL status, prefixed with this backend and `what`.
+  // Throws for a non-NULL status, prefixed with this backend and `what` (may be null: op
+  // messages from a backend already name the op).
   void check(specd_status* status, const char* what) const;
   std::string label() const;  // "backend 'cpu' (org.specd.backend.cpu)"
 

@@ -292,11 +292,14 @@ void CpuDevice::copy_rows(const specd_view& sv, const specd_view& iv, const spec
       fail("copy_rows", "index " + std::to_string(ix[i]) + " outside [0, " +
                             std::to_string(s.rows) + ")");
   if (overlaps(s, d)) {
-    // Only compaction towards the front of the same rows is defined.
-    if (s.p != d.p || s.stride != d.stride) fail("copy_rows", "src and dst overlap differently");
+    // Only compaction towards the front, dst being rows d0.. of src, is defined.
+    const int64_t delta = d.p - s.p;
+    if (delta < 0 || s.stride != d.stride || delta % s.stride != 0)
+      fail("copy_rows", "dst overlaps src but is not a row range of it");
+    const int64_t d0 = delta / s.stride;
     for (int64_t i = 0; i < d.rows; ++i)
-      if (ix[i] < i || (i > 0 && ix[i] <= ix[i - 1]))
-        fail("copy_rows", "in-place indices must increase with indices[i] >= i");
+      if (ix[i] < d0 + i || (i > 0 && ix[i] <= ix[i - 1]))
+        fail("copy_rows", "in-place indices must increase and not precede their destination row");
   }
   cpu::copy_rows(s, ix, d, static_cast<int64_t>(sdk::dtype_row_bytes(s.dtype, s.cols)));
 }

@@ -18,9 +18,12 @@ ThreadPool::ThreadPool(int threads) {
 }
 
 ThreadPool::~ThreadPool() {
-  stop_.store(true);
-  generation_.fetch_add(1);
-  generation_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_.store(true);
+    generation_.fetch_add(1);
+  }
+  wake_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
@@ -33,7 +36,7 @@ void ThreadPool::drain() {
 }
 
 void ThreadPool::worker_loop() {
-  uint64_t seen = generation_.load();
+  uint64_t seen = 0;  // the generation at construction: no run() may be missed
   for (;;) {
     int spins = 0;
     uint64_t g;
@@ -41,7 +44,8 @@ void ThreadPool::worker_loop() {
       if (++spins < kSpinIterations) {
         SPECD_CPU_RELAX();
       } else {
-        generation_.wait(seen);
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return generation_.load() != seen; });
       }
     }
     seen = g;
@@ -61,8 +65,11 @@ void ThreadPool::run(int64_t n_tasks, const std::function<void(int64_t)>& fn) {
   n_tasks_ = n_tasks;
   next_.store(0, std::memory_order_relaxed);
   busy_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);
-  generation_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  wake_.notify_all();
   drain();
   int spins = 0;
   while (busy_.load(std::memory_order_acquire) != 0) {

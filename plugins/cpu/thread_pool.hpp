@@ -4,8 +4,10 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -34,6 +36,8 @@ class ThreadPool {
   std::atomic<int> busy_{0};
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stop_{false};
+  std::mutex mutex_;  // guards sleeping: generation_ changes under it
+  std::condition_variable wake_;
 };
 
 }  // namespace specd::cpu

@@ -1,0 +1,412 @@
+// Every op of every available backend against a naive double-precision reference.
+// Tolerances are relative to the magnitude of the terms summed (stated per op).
+#include <algorithm>
+#include <cstring>
+
+#include "backend_test_util.hpp"
+
+using namespace specd;
+using namespace specd::test;
+
+namespace {
+
+// max |a - b| / (scale + tiny) over all elements, scale per element.
+void check_close(const std::vector<float>& got, const std::vector<double>& want,
+                 const std::vector<double>& scale, double tol, const std::string& what) {
+  REQUIRE(got.size() == want.size());
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double err = std::fabs(got[i] - want[i]) / (scale[i] + 1e-30);
+    if (!(err <= worst)) {
+      worst = err;
+      at = i;
+    }
+  }
+  INFO(what << ": worst relative error " << worst << " at " << at << " (got " << got[at]
+            << ", want " << want[at] << ")");
+  CHECK(worst <= tol);
+}
+
+}  // namespace
+
+TEST_CASE("matmul matches a double reference for every weight dtype, small and large m") {
+  std::mt19937 rng(1);
+  for (auto& ob : open_backends()) {
+    Device& dev = *ob.device;
+    for (specd_dtype dt : kWeightTypes) {
+      for (int64_t m : {1, 3, 17, 64, 65, 130}) {
+        for (int64_t k : {64, 96, 160}) {
+          const int64_t n = 37;
+          if (dt != SPECD_DTYPE_Q8_0 && k == 96) continue;
+          const int64_t kk = (dt == SPECD_DTYPE_Q8_0 || k != 160) ? k : 150;  // odd tail
+          auto x = random_floats(rng, m * kk);
+          auto wf = random_floats(rng, n * kk);
+          auto wb = encode(dt, wf, n, kk);
+          auto wd = decode(dt, wb, n, kk);
+          Buffer bx = upload_vec(dev, x), bw = upload_vec(dev, wb), by = dev.alloc(m * n * 4);
+          dev.matmul(bx.view(SPECD_DTYPE_F32, m, kk), bw.view(dt, n, kk),
+                     by.view(SPECD_DTYPE_F32, m, n));
+          auto y = download_vec<float>(by, m * n);
+          std::vector<double> ref(m * n), scale(m * n);
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              double s = 0, a = 0;
+              for (int64_t c = 0; c < kk; ++c) {
+                s += static_cast<double>(x[i * kk + c]) * wd[j * kk + c];
+                a += std::fabs(static_cast<double>(x[i * kk + c]) * wd[j * kk + c]);
+              }
+              ref[i * n + j] = s;
+              scale[i * n + j] = a;
+            }
+          check_close(y, ref, scale, 1e-5,
+                      ob.backend->name() + " matmul " + dtype_name(dt) + " m=" +
+                          std::to_string(m) + " k=" + std::to_string(kk));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul writes into a strided output view (rows of a larger matrix)") {
+  std::mt19937 rng(2);
+  for (auto& ob : open_backends()) {
+    Device& dev = *ob.device;
+    const int64_t m = 5, k = 64, n = 16, ld = 40;
+    auto x = random_floats(rng, m * k);
+    auto w = random_floats(rng, n * k);
+    std::vector<float> canvas(m * ld, 7.0f);
+    Buffer bx = upload_vec(dev, x), bw = upload_vec(dev, w), by = upload_vec(dev, canvas);
+    dev.matmul(bx.view(SPECD_DTYPE_F32, m, k), bw.view(SPECD_DTYPE_F32, n, k),
+               by.view(SPECD_DTYPE_F32, m, n, 8 * 4, ld * 4));
+    auto y = download_vec<float>(by, m * ld);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < ld; ++j) {
+        if (j >= 8 && j < 8 + n) {
+          double s = 0;
+          for (int64_t c = 0; c < k; ++c) s += double(x[i * k + c]) * w[(j - 8) * k + c];
+          CHECK(std::fabs(y[i * ld + j] - s) < 1e-4);
+        } else {
+          CHECK(y[i * ld + j] == 7.0f);
+        }
+      }
+  }
+}
+
+TEST_CASE("rms_norm, swiglu, add") {
+  std::mt19937 rng(3);
+  for (auto& ob : open_backends()) {
+    Device& dev = *ob.device;
+    const int64_t m = 7, n = 200;
+    auto x = random_floats(rng, m * n, 3.0f);
+    auto w = random_floats(rng, n);
+    auto u = random_floats(rng, m * n);
+    Buffer bx = upload_vec(dev, x), bw = upload_vec(dev, w), bu = upload_vec(dev, u);
+    Buffer by = dev.alloc(m * n * 4);
+    const View vx = bx.view(SPECD_DTYPE_F32, m, n), vy = by.view(SPECD_DTYPE_F32, m, n),
+               vu = bu.view(SPECD_DTYPE_F32, m, n);
+
+    dev.rms_norm(vx, bw.view(SPECD_DTYPE_F32, 1, n), 1e-5f, vy);
+    auto y = download_vec<float>(by, m * n);
+    std::vector<double> ref(m * n), scale(m * n);
+    for (int64_t i = 0; i < m; ++i) {
+      double ss = 0;
+      for (int64_t j = 0; j < n; ++j) ss += double(x[i * n + j]) * x[i * n + j];
+      const double r = 1.0 / std::sqrt(ss / n + 1e-5);
+      for (int64_t j = 0; j < n; ++j) {
+        ref[i * n + j] = x[i * n + j] * r * w[j];
+        scale[i * n + j] = std::fabs(ref[i * n + j]);
+      }
+    }
+    check_close(y, ref, scale, 1e-5, "rms_norm");
+
+    dev.swiglu(vx, vu, vy);
+    y = download_vec<float>(by, m * n);
+    for (int64_t e = 0; e < m * n; ++e) {
+      const double g = x[e];
+      ref[e] = g / (1 + std::exp(-g)) * u[e];
+      scale[e] = std::fabs(ref[e]);
+    }
+    check_close(y, ref, scale, 1e-5, "swiglu");
+
+    dev.add(vx, vu, vy);
+    y = download_vec<float>(by, m * n);
+    for (int64_t e = 0; e < m * n; ++e) {
+      ref[e] = double(x[e]) + u[e];
+      scale[e] = std::fabs(x[e]) + std::fabs(u[e]);
+    }
+    check_close(y, ref, scale, 1e-6, "add");
+
+    dev.add(vx, vu, vx);  // in place
+    auto x2 = download_vec<float>(bx, m * n);
+    for (int64_t e = 0; e < m * n; ++e) CHECK(x2[e] == y[e]);
+  }
+}
+
+TEST_CASE("rope rotates adjacent pairs at base^(-2i/n_rot), partial rotation passes through") {
+  std::mt19937 rng(4);
+  for (auto& ob : open_backends()) {
+    Device& dev = *ob.device;
+    const int64_t m = 4, n_head = 3, hd = 16;
+    for (uint32_t n_rot : {16u, 8u}) {
+      auto x = random_floats(rng, m * n_head * hd);
+      std::vector<int32_t> pos = {0, 1, 17, 500};
+      Buffer bx = upload_vec(dev, x), bp = upload_vec(dev, pos);
+      specd_rope_params p{sizeof(p), n_head, hd, n_rot, 10000.0f};
+      dev.rope(bx.view(SPECD_DTYPE_F32, m, n_head * hd), bp.view(SPECD_DTYPE_I32, 1, m), p);
+      auto y = download_vec<float>(bx, x.size());
+      std::vector<double> ref(x.size()), scale(x.size());
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t h = 0; h < n_head; ++h)
+          for (int64_t j = 0; j < hd / 2; ++j) {
+            const int64_t e = i * n_head * hd + h * hd + 2 * j;
+            double c = 1, s = 0;
+            if (2 * j < n_rot) {
+              const double th = pos[i] * std::pow(10000.0, -2.0 * j / n_rot);
+              c = std::cos(th);
+              s = std::sin(th);
+            }
+            ref[e] = x[e] * c - x[e + 1] * s;
+            ref[e + 1] = x[e] * s + x[e + 1] * c;
+            scale[e] = scale[e + 1] = std::fabs(x[e]) + std::fabs(x[e + 1]);
+          }
+      check_close(y, ref, scale, 1e-5, "rope n_rot=" + std::to_string(n_rot));
+    }
+  }
+}
+
+TEST_CASE("get_rows gathers rows of every table dtype") {
+  std::mt19937 rng(5);
+  for (auto& ob : open_backends()) {
+    Device& dev = *ob.device;
+    const int64_t V = 11, d = 64;
+    std::vector<int32_t> ids = {3, 0, 10, 3};
+    for (specd_dtype dt : kWeightTypes) {
+      auto tf = random_floats(rng, V * d);
+      auto tb = encode(dt, tf, V, d);
+      auto td = decode(dt, tb, V, d);
+      Buffer bt = upload_vec(dev, tb), bi = upload_vec(dev, ids), by = dev.alloc(4 * d * 4);
+      dev.get_rows(bt.view(dt, V, d), bi.view(SPECD_DTYPE_I32, 1, 4), by.view(SPECD_DTYPE_F32, 4, d));
+      auto y = download_vec<float>(by, 4 * d);
+      for (int64_t i = 0; i < 4; ++i)
+        for (int64_t j = 0; j < d; ++j) CHECK(y[i * d + j] == td[ids[i] * d + j]);
+    }
+    std::vector<int32_t> bad = {11};
+    Buffer bt = dev.alloc(V * d * 4), bi = upload_vec(dev, bad), by = dev.alloc(d * 4);
+    CHECK_THROWS_AS(dev.get_rows(bt.view(SPECD_DTYPE_F32, V, d), bi.view(SPECD_DTYPE_I32, 1, 1),
+                                 by.view(SPECD_DTYPE_F32, 1, d)),
+                    Error);
+  }
+}
+
+namespace {
+
+struct TreeMask {
+  std::vector<int32_t> prefix, begin, extra;
+};
+
+// Row i of a tree appended at cache rows P..P+m-1: prefix P, extras = ancestors then itself.
+TreeMask tree_mask(int32_t P, const std::vector<int32_t>& parents) {
+  TreeMask t;
+  t.begin.push_back(0);
+  for (size_t i = 0; i < parents.size(); ++i) {
+    std::vector<int32_t> path;
+    for (int32_t a = static_cast<int32_t>(i); a >= 0; a = parents[a]) path.push_back(P + a);
+    std::reverse(path.begin(), path.end());
+    t.prefix.push_back(P);
+    t.extra.insert(t.extra.end(), path.begin(), path.end());
+    t.begin.push_back(static_cast<int32_t>(t.extra.size()));
+  }
+  return t;
+}
+
+std::vector<float> run_attention(Device& dev, const std::vector<float>& q,
+                                 const std::vector<float>& k, const std::vector<float>& v,
+                                 int64_t cap, const TreeMask& t, const specd_attention_params& p) {
+  const int64_t m = static_cast<int64_t>(t.prefix.size());
+  const int64_t qc = p.n_head * p.head_dim, kc = p.n_head_kv * p.head_dim;
+  Buffer bq = upload_vec(dev, q), bk = upload_vec(dev, k), bv = upload_vec(dev, v);
+  Buffer bp = upload_vec(dev, t.prefix), bb = upload_vec(dev, t.begin);
+  Buffer be = upload_vec(dev, t.extra), bo = dev.alloc(m * qc * 4);
+  const View ve = be.view(SPECD_DTYPE_I32, 1, std::max<int64_t>(1, t.extra.size()));
+  dev.attention(bq.view(SPECD_DTYPE_F32, m, qc), bk.view(SPECD_DTYPE_F32, cap, kc),
+                bv.view(SPECD_DTYPE_F32, cap, kc), bp.view(SPECD_DTYPE_I32, 1, m),
+                bb.view(SPECD_DTYPE_I32, 1, m + 1), t.extra.empty() ? nullptr : &ve, p,
+                bo.view(SPECD_DTYPE_F32, m, qc));
+  return download_vec<float>(bo, m * qc);
+}
+
+}  // namespace
+
+TEST_CASE("attention with GQA and a tree mask matches the reference") {
+  std::mt19937 rng(6);
+  for (auto& ob : open_backends()) {
+    Device& dev = *ob.device;
+    const uint32_t n_head = 4, n_kv = 2, hd = 32;
+    const int64_t P = 9, cap = 32;
+    const std::vector<int32_t> parents = {-1, 0, 0, 1, 2, 4};
+    const int64_t m = parents.size();
+    const TreeMask t = tree_mask(P, parents);
+    auto q = random_floats(rng, m * n_head * hd);
+    auto k = random_floats(rng, cap * n_kv * hd);
+    auto v = random_floats(rng, cap * n_kv * hd);
+    specd_attention_params p{sizeof(p), n_head, n_kv, hd, 1.0f / std::sqrt(float(hd))};
+    auto out = run_attention(dev, q, k, v, cap, t, p);
+    std::vector<double> ref(out.size()), scale(out.size());
+    for (int64_t i = 0; i < m; ++i)
+      for (uint32_t h = 0; h < n_head; ++h) {
+        std::vector<int64_t> keys;
+        for (int64_t j = 0; j < t.prefix[i]; ++j) keys.push_back(j);
+        for (int32_t e = t.begin[i]; e < t.begin[i + 1]; ++e) keys.push_back(t.extra[e]);
+        const int64_t kh = h / (n_head / n_kv);
+        std::vector<double> s(keys.size());
+        double mx = -1e300, sum = 0;
+        for (size_t j = 0; j < keys.size(); ++j) {
+          double d = 0;
+          for (uint32_t c = 0; c < hd; ++c)
+            d += double(q[(i * n_head + h) * hd + c]) * k[(keys[j] * n_kv + kh) * hd + c];
+          s[j] = d * p.scale;
+          mx = std::max(mx, s[j]);
+        }
+        for (double& x : s) sum += (x = std::exp(x - mx));
+        for (uint32_t c = 0; c < hd; ++c) {
+          double o = 0, a = 0;
+          for (size_t j = 0; j < keys.size(); ++j) {
+            o += s[j] / sum * v[(keys[j] * n_kv + kh) * hd + c];
+            a += s[j] / sum * std::fabs(v[(keys[j] * n_kv + kh) * hd + c]);
+          }
+          ref[(i * n_head + h) * hd + c] = o;
+          scale[(i * n_head + h) * hd + c] = a;
+        }
+      }
+    check_close(out, ref, scale, 1e-5, ob.backend->name() + " attention");
+  }
+}
+
+TEST_CASE("attention row results are batch invariant and chain masks equal tree masks") {
+  std::mt19937 rng(7);
+  for (auto& ob : open_backends()) {
+    Device& dev = *ob.device;
+    const uint32_t n_head = 4, n_kv = 1, hd = 64;
+    const int64_t P = 20, cap = 64;
+    const std::vector<int32_t> parents = {-1, 0, 1, 0, 3, 2, 5};
+    const int64_t m = parents.size();
+    auto q = random_floats(rng, m * n_head * hd);
+    auto k = random_floats(rng, cap * n_kv * hd);
+    auto v = random_floats(rng, cap * n_kv * hd);
+    specd_attention_params p{sizeof(p), n_head, n_kv, hd, 0.125f};
+    const TreeMask t = tree_mask(P, parents);
+    auto all = run_attention(dev, q, k, v, cap, t, p);
+    const int64_t qc = n_head * hd;
+    for (int64_t i = 0; i < m; ++i) {
+      // Row i alone, with the same key sequence.
+      TreeMask one;
+      one.prefix = {t.prefix[i]};
+      one.begin = {0, t.begin[i + 1] - t.begin[i]};
+      one.extra.assign(t.extra.begin() + t.begin[i], t.extra.begin() + t.begin[i + 1]);
+      std::vector<float> qi(q.begin() + i * qc, q.begin() + (i + 1) * qc);
+      auto alone = run_attention(dev, qi, k, v, cap, one, p);
+      CHECK(std::memcmp(alone.data(), all.data() + i * qc, qc * 4) == 0);
+    }
+    // A chain expressed as a prefix equals the same keys listed as extras.
+    TreeMask as_prefix{{static_cast<int32_t>(P + 3)}, {0, 0}, {}};
+    TreeMask as_extra{{static_cast<int32_t>(P)}, {0, 3}, {int32_t(P), int32_t(P + 1), int32_t(P + 2)}};
+    std::vector<float> q0(q.begin(), q.begin() + qc);
+    auto a = run_attention(dev, q0, k, v, cap, as_prefix, p);
+    auto b = run_attention(dev, q0, k, v, cap, as_extra, p);
+    CHECK(std::memcmp(a.data(), b.data(), qc * 4) == 0);
+  }
+}
+
+TEST_CASE("copy_rows gathers and compacts in place") {
+  for (auto& ob : open_backends()) {
+    Device& dev = *ob.device;
+    const int64_t rows = 10, cols = 8;
+    std::vector<float> src(rows * cols);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = float(i);
+    Buffer bs = upload_vec(dev, src);
+    std::vector<int32_t> idx = {5, 7, 9};  // kept pending rows 5, 7, 9 -> rows 4, 5, 6
+    Buffer bi = upload_vec(dev, idx);
+    const View all = bs.view(SPECD_DTYPE_F32, rows, cols);
+    dev.copy_rows(all, bi.view(SPECD_DTYPE_I32, 1, 3), all.slice_rows(4, 3));
+    auto got = download_vec<float>(bs, rows * cols);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        const int64_t from = r < 4 ? r : r < 7 ? idx[r - 4] : r;
+        CHECK(got[r * cols + c] == float(from * cols + c));
+      }
+    // Out-of-place gather into another buffer, any order.
+    std::vector<int32_t> perm = {2, 0, 2};
+    Buffer bp = upload_vec(dev, perm), bd = dev.alloc(3 * cols * 4);
+    dev.copy_rows(all, bp.view(SPECD_DTYPE_I32, 1, 3), bd.view(SPECD_DTYPE_F32, 3, cols));
+    auto g2 = download_vec<float>(bd, 3 * cols);
+    for (int64_t r = 0; r < 3; ++r) CHECK(g2[r * cols] == got[perm[r] * cols]);
+  }
+}
+
+TEST_CASE("softmax with temperature and argmax (optional ops)") {
+  std::mt19937 rng(8);
+  for (auto& ob : open_backends()) {
+    Device& dev = *ob.device;
+    const int64_t m = 3, n = 50;
+    auto x = random_floats(rng, m * n, 4.0f);
+    x[1 * n + 7] = x[1 * n + 9] = 100.0f;  // a tie: the lowest index wins
+    Buffer bx = upload_vec(dev, x), by = dev.alloc(m * n * 4), bo = dev.alloc(m * 4);
+    if (dev.has_softmax()) {
+      dev.softmax(bx.view(SPECD_DTYPE_F32, m, n), 0.7f, by.view(SPECD_DTYPE_F32, m, n));
+      auto y = download_vec<float>(by, m * n);
+      std::vector<double> ref(m * n), scale(m * n);
+      for (int64_t i = 0; i < m; ++i) {
+        double mx = -1e300, s = 0;
+        for (int64_t j = 0; j < n; ++j) mx = std::max(mx, double(x[i * n + j]));
+        for (int64_t j = 0; j < n; ++j) s += std::exp((x[i * n + j] - mx) / 0.7);
+        for (int64_t j = 0; j < n; ++j) {
+          ref[i * n + j] = std::exp((x[i * n + j] - mx) / 0.7) / s;
+          scale[i * n + j] = ref[i * n + j] + 1e-12;
+        }
+      }
+      check_close(y, ref, scale, 1e-5, "softmax");
+    } else {
+      MESSAGE(ob.backend->name() << ": no softmax");
+    }
+    if (dev.has_argmax()) {
+      dev.argmax(bx.view(SPECD_DTYPE_F32, m, n), bo.view(SPECD_DTYPE_I32, 1, m));
+      auto o = download_vec<int32_t>(bo, m);
+      for (int64_t i = 0; i < m; ++i) {
+        const int64_t want = std::max_element(x.begin() + i * n, x.begin() + (i + 1) * n) -
+                             (x.begin() + i * n);
+        CHECK(o[i] == want);
+      }
+      CHECK(o[1] == 7);
+    }
+  }
+}
+
+TEST_CASE("bad arguments are reported with the op and argument, never a crash") {
+  for (auto& ob : open_backends()) {
+    Device& dev = *ob.device;
+    Buffer a = dev.alloc(64 * 4), b = dev.alloc(64 * 4), y = dev.alloc(64 * 4);
+    // k mismatch
+    try {
+      dev.matmul(a.view(SPECD_DTYPE_F32, 2, 32), b.view(SPECD_DTYPE_F32, 2, 16),
+                 y.view(SPECD_DTYPE_F32, 2, 2));
+      FAIL("no error");
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      CHECK(msg.find("matmul") != std::string::npos);
+      CHECK(msg.find(ob.backend->id()) != std::string::npos);
+    }
+    // view past the end of its buffer
+    CHECK_THROWS_AS(dev.add(a.view(SPECD_DTYPE_F32, 2, 64), b.view(SPECD_DTYPE_F32, 2, 64),
+                            y.view(SPECD_DTYPE_F32, 2, 64)),
+                    Error);
+    // q8_0 row length not a multiple of 32
+    CHECK_THROWS_AS(dev.matmul(a.view(SPECD_DTYPE_F32, 1, 16), b.view(SPECD_DTYPE_Q8_0, 1, 16),
+                               y.view(SPECD_DTYPE_F32, 1, 1)),
+                    Error);
+    // unsupported dtype for an activation
+    CHECK_THROWS_AS(dev.add(a.view(SPECD_DTYPE_F16, 1, 8), b.view(SPECD_DTYPE_F32, 1, 8),
+                            y.view(SPECD_DTYPE_F32, 1, 8)),
+                    Error);
+  }
+}
