@@ -1,0 +1,320 @@
+#include "models/llama_model.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "common/error.hpp"
+#include "gguf/ggml_types.hpp"
+#include "models/batch_mask.hpp"
+
+namespace specd {
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& ne) {
+  std::string s = "[";
+  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+  return s + "]";
+}
+
+int32_t positive_key(const GgufFile& f, const std::string& key) {
+  const uint32_t v = f.get_u32(key);
+  if (v == 0 || v > (1u << 30)) throw Error(f.path() + ": " + key + " = " + std::to_string(v) + " is out of range");
+  return static_cast<int32_t>(v);
+}
+
+}  // namespace
+
+LlamaModel::LlamaModel(GgufFile file, Device& device) : file_(std::move(file)), device_(&device) {}
+LlamaModel::~LlamaModel() = default;
+
+std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& gguf_path, Device& device) {
+  GgufFile file = GgufFile::open(gguf_path);
+  const auto arch = file.get_string_opt("general.architecture");
+  if (!arch) throw Error(gguf_path + ": no general.architecture: not a model file");
+  if (*arch != "llama")
+    throw Error(gguf_path + ": architecture '" + *arch + "' is not supported (expected 'llama')");
+  std::unique_ptr<LlamaModel> model(new LlamaModel(std::move(file), device));
+  ModelInfo& in = model->info_;
+  const GgufFile& f = model->file_;
+  in.path = gguf_path;
+  in.architecture = *arch;
+  in.name = f.get_string_opt("general.name").value_or("");
+  in.n_embd = positive_key(f, "llama.embedding_length");
+  in.n_layer = positive_key(f, "llama.block_count");
+  in.n_ff = positive_key(f, "llama.feed_forward_length");
+  in.n_head = positive_key(f, "llama.attention.head_count");
+  in.n_head_kv = f.has("llama.attention.head_count_kv")
+                     ? positive_key(f, "llama.attention.head_count_kv")
+                     : in.n_head;
+  in.n_ctx = f.has("llama.context_length") ? positive_key(f, "llama.context_length") : 2048;
+  in.head_dim = f.has("llama.attention.key_length") ? positive_key(f, "llama.attention.key_length")
+                                                    : in.n_embd / in.n_head;
+  if (f.has("llama.attention.key_length") && f.get_u32("llama.attention.key_length") !=
+                                                 f.get_u32_opt("llama.attention.value_length")
+                                                     .value_or(f.get_u32("llama.attention.key_length")))
+    throw Error(gguf_path + ": key_length != value_length is not supported");
+  if (!f.has("llama.attention.key_length") && in.n_embd % in.n_head != 0)
+    throw Error(gguf_path + ": embedding_length " + std::to_string(in.n_embd) +
+                " is not a multiple of head_count " + std::to_string(in.n_head));
+  if (in.n_head % in.n_head_kv != 0)
+    throw Error(gguf_path + ": head_count " + std::to_string(in.n_head) +
+                " is not a multiple of head_count_kv " + std::to_string(in.n_head_kv));
+  in.n_rot = f.has("llama.rope.dimension_count") ? positive_key(f, "llama.rope.dimension_count")
+                                                 : in.head_dim;
+  if (in.n_rot > in.head_dim || in.n_rot % 2 != 0 || in.head_dim % 2 != 0)
+    throw Error(gguf_path + ": rope.dimension_count " + std::to_string(in.n_rot) +
+                " must be even and <= head dim " + std::to_string(in.head_dim));
+  in.rope_base = f.get_f32_opt("llama.rope.freq_base").value_or(10000.0f);
+  in.rms_eps = f.get_f32_opt("llama.attention.layer_norm_rms_epsilon").value_or(1e-5f);
+  if (f.has("llama.rope.scaling.type") &&
+      f.get_string("llama.rope.scaling.type") != "none")
+    throw Error(gguf_path + ": rope scaling '" + f.get_string("llama.rope.scaling.type") +
+                "' is not supported");
+  model->load_weights();
+  return model;
+}
+
+View LlamaModel::weight(const std::string& name, std::vector<int64_t> ne, bool matrix) {
+  const GgufTensor& t = file_.require_tensor(name);
+  std::vector<int64_t> got(t.ne.begin(), t.ne.begin() + t.n_dims);
+  while (got.size() > ne.size() && got.back() == 1) got.pop_back();
+  if (got != ne)
+    throw Error(info_.path + ": tensor '" + name + "' has shape " + shape_str(got) +
+                ", expected " + shape_str(ne) + " (ne, fastest first)");
+  const int64_t cols = ne[0];
+  const int64_t rows = ne.size() > 1 ? ne[1] : 1;
+  info_.n_params += t.n_elements;
+  const auto type = t.type;
+  if (!matrix) {  // norm vectors: the ops take f32
+    std::vector<float> v(static_cast<size_t>(cols));
+    if (type == GgmlType::kF32) {
+      std::memcpy(v.data(), t.data, v.size() * 4);
+    } else if (type == GgmlType::kF16 || type == GgmlType::kBF16) {
+      const auto* h = static_cast<const uint16_t*>(t.data);
+      for (int64_t i = 0; i < cols; ++i) v[i] = type == GgmlType::kF16 ? f16_to_f32(h[i]) : bf16_to_f32(h[i]);
+    } else {
+      throw Error(info_.path + ": tensor '" + name + "' has type " + ggml_type_name(type) +
+                  "; norm weights must be f32, f16 or bf16");
+    }
+    Buffer b = device_->alloc(v.size() * 4);
+    b.upload(v.data(), v.size() * 4);
+    View view = b.view(SPECD_DTYPE_F32, 1, cols);
+    buffers_.push_back(std::move(b));
+    return view;
+  }
+  specd_dtype dt;
+  switch (type) {
+    case GgmlType::kF32: dt = SPECD_DTYPE_F32; break;
+    case GgmlType::kF16: dt = SPECD_DTYPE_F16; break;
+    case GgmlType::kBF16: dt = SPECD_DTYPE_BF16; break;
+    case GgmlType::kQ8_0: dt = SPECD_DTYPE_Q8_0; break;
+    default:
+      throw Error(info_.path + ": tensor '" + name + "' has type " + ggml_type_name(type) +
+                  "; supported: f32, f16, bf16, q8_0");
+  }
+  if (dt == SPECD_DTYPE_Q8_0 && cols % 32 != 0)
+    throw Error(info_.path + ": tensor '" + name + "': q8_0 rows must be a multiple of 32");
+  Buffer b = device_->wrap_host(t.data, t.n_bytes);
+  View view = b.view(dt, rows, cols);
+  buffers_.push_back(std::move(b));
+  return view;
+}
+
+void LlamaModel::load_weights() {
+  ModelInfo& in = info_;
+  const GgufTensor& embd = file_.require_tensor("token_embd.weight");
+  if (embd.n_dims != 2 || embd.ne[0] != in.n_embd)
+    throw Error(in.path + ": tensor 'token_embd.weight' must have ne = [" +
+                std::to_string(in.n_embd) + ", vocab]");
+  in.vocab_size = static_cast<int32_t>(embd.ne[1]);
+  if (auto vs = file_.get_u32_opt("llama.vocab_size"); vs && *vs != embd.ne[1])
+    throw Error(in.path + ": llama.vocab_size " + std::to_string(*vs) +
+                " does not match token_embd.weight (" + std::to_string(embd.ne[1]) + " rows)");
+  const int64_t d = in.n_embd, V = in.vocab_size, F = in.n_ff;
+  const int64_t qd = static_cast<int64_t>(in.n_head) * in.head_dim;
+  const int64_t kvd = static_cast<int64_t>(in.n_head_kv) * in.head_dim;
+  tok_embd_ = weight("token_embd.weight", {d, V}, true);  // [V, d]
+  for (int32_t l = 0; l < in.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    Layer L;
+    L.attn_norm = weight(p + "attn_norm.weight", {d}, false);  // [1, d]
+    L.wq = weight(p + "attn_q.weight", {d, qd}, true);         // [H*hd, d]
+    L.wk = weight(p + "attn_k.weight", {d, kvd}, true);        // [Hkv*hd, d]
+    L.wv = weight(p + "attn_v.weight", {d, kvd}, true);        // [Hkv*hd, d]
+    L.wo = weight(p + "attn_output.weight", {qd, d}, true);    // [d, H*hd]
+    L.ffn_norm = weight(p + "ffn_norm.weight", {d}, false);    // [1, d]
+    L.w_gate = weight(p + "ffn_gate.weight", {d, F}, true);    // [F, d]
+    L.w_up = weight(p + "ffn_up.weight", {d, F}, true);        // [F, d]
+    L.w_down = weight(p + "ffn_down.weight", {F, d}, true);    // [d, F]
+    layers_.push_back(L);
+  }
+  output_norm_ = weight("output_norm.weight", {d}, false);
+  in.tied_output = file_.tensor("output.weight") == nullptr;
+  output_ = in.tied_output ? tok_embd_ : weight("output.weight", {d, V}, true);  // [V, d]
+  in.weight_type = dtype_name(layers_.empty() ? tok_embd_.dtype() : layers_[0].wq.dtype());
+}
+
+std::unique_ptr<KvCache> LlamaModel::new_cache(int32_t max_tokens) const {
+  if (max_tokens <= 0) throw Error("new_cache: max_tokens must be > 0");
+  std::unique_ptr<KvCache> c(new KvCache);
+  c->capacity_ = max_tokens;
+  const int64_t kvd = static_cast<int64_t>(info_.n_head_kv) * info_.head_dim;
+  const uint64_t bytes = static_cast<uint64_t>(max_tokens) * kvd * 4;
+  for (int32_t l = 0; l < info_.n_layer; ++l) {
+    c->k_.push_back(device_->alloc(bytes));
+    c->v_.push_back(device_->alloc(bytes));
+  }
+  c->index_ = device_->alloc(static_cast<uint64_t>(max_tokens) * 4);
+  return c;
+}
+
+void LlamaModel::ensure_scratch(int32_t m, size_t n_ints) {
+  if (m > s_.rows) {
+    const int64_t d = info_.n_embd, F = info_.n_ff, V = info_.vocab_size;
+    const int64_t qd = static_cast<int64_t>(info_.n_head) * info_.head_dim;
+    s_.x = device_->alloc(m * d * 4);
+    s_.h = device_->alloc(m * d * 4);
+    s_.q = device_->alloc(m * qd * 4);
+    s_.attn = device_->alloc(m * qd * 4);
+    s_.gate = device_->alloc(m * F * 4);
+    s_.up = device_->alloc(m * F * 4);
+    s_.logits = device_->alloc(m * V * 4);
+    s_.rows = m;
+  }
+  if (!s_.ints || s_.ints.size() < n_ints * 4) s_.ints = device_->alloc(n_ints * 4 * 2);
+}
+
+void LlamaModel::forward(KvCache& cache, std::span<const int32_t> tokens,
+                         std::span<const int32_t> positions, std::span<const int32_t> parents,
+                         float* logits, float* hidden) {
+  const int32_t m = static_cast<int32_t>(tokens.size());
+  const ModelInfo& in = info_;
+  if (m == 0) throw Error("forward: no tokens");
+  if (positions.size() != tokens.size() || parents.size() != tokens.size())
+    throw Error("forward: tokens, positions and parents differ in length");
+  if (cache.size() + m > cache.capacity())
+    throw Error("forward: " + std::to_string(cache.size()) + " committed + " +
+                std::to_string(m) + " new rows exceed the cache capacity " +
+                std::to_string(cache.capacity()));
+  if (cache.k_.size() != static_cast<size_t>(in.n_layer))
+    throw Error("forward: the cache belongs to a different model");
+  for (int32_t i = 0; i < m; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= in.vocab_size)
+      throw Error("forward: token " + std::to_string(tokens[i]) + " at row " +
+                  std::to_string(i) + " is outside the vocabulary [0, " +
+                  std::to_string(in.vocab_size) + ")");
+    if (positions[i] < 0) throw Error("forward: negative position at row " + std::to_string(i));
+  }
+  const BatchMask mask = build_batch_mask(cache.size(), parents);
+
+  // One upload of every int32 input: tokens, positions, prefix_len, extra_begin, extra_slots.
+  std::vector<int32_t> ints;
+  ints.reserve(4 * m + 1 + mask.extra_slots.size());
+  ints.insert(ints.end(), tokens.begin(), tokens.end());
+  ints.insert(ints.end(), positions.begin(), positions.end());
+  ints.insert(ints.end(), mask.prefix_len.begin(), mask.prefix_len.end());
+  ints.insert(ints.end(), mask.extra_begin.begin(), mask.extra_begin.end());
+  ints.insert(ints.end(), mask.extra_slots.begin(), mask.extra_slots.end());
+  ensure_scratch(m, ints.size());
+  s_.ints.upload(ints.data(), ints.size() * 4);
+  const View v_tokens = s_.ints.view(SPECD_DTYPE_I32, 1, m, 0);
+  const View v_pos = s_.ints.view(SPECD_DTYPE_I32, 1, m, 4ull * m);
+  const View v_prefix = s_.ints.view(SPECD_DTYPE_I32, 1, m, 8ull * m);
+  const View v_begin = s_.ints.view(SPECD_DTYPE_I32, 1, m + 1, 12ull * m);
+  const int64_t n_extra = static_cast<int64_t>(mask.extra_slots.size());
+  const View v_extra = s_.ints.view(SPECD_DTYPE_I32, 1, n_extra ? n_extra : 1, 16ull * m + 4);
+
+  const int64_t d = in.n_embd, F = in.n_ff;
+  const int64_t qd = static_cast<int64_t>(in.n_head) * in.head_dim;
+  const int64_t kvd = static_cast<int64_t>(in.n_head_kv) * in.head_dim;
+  const View x = s_.x.view(SPECD_DTYPE_F32, m, d);        // residual stream [m, d]
+  const View h = s_.h.view(SPECD_DTYPE_F32, m, d);        // normed / projected [m, d]
+  const View q = s_.q.view(SPECD_DTYPE_F32, m, qd);       // [m, H*hd]
+  const View attn = s_.attn.view(SPECD_DTYPE_F32, m, qd); // [m, H*hd]
+  const View gate = s_.gate.view(SPECD_DTYPE_F32, m, F);  // [m, F]
+  const View up = s_.up.view(SPECD_DTYPE_F32, m, F);      // [m, F]
+  const specd_rope_params rq{sizeof(specd_rope_params), static_cast<uint32_t>(in.n_head),
+                             static_cast<uint32_t>(in.head_dim), static_cast<uint32_t>(in.n_rot),
+                             in.rope_base};
+  specd_rope_params rk = rq;
+  rk.n_head = static_cast<uint32_t>(in.n_head_kv);
+  const specd_attention_params ap{sizeof(specd_attention_params), static_cast<uint32_t>(in.n_head),
+                                  static_cast<uint32_t>(in.n_head_kv),
+                                  static_cast<uint32_t>(in.head_dim),
+                                  1.0f / std::sqrt(static_cast<float>(in.head_dim))};
+  Device& dev = *device_;
+
+  dev.get_rows(tok_embd_, v_tokens, x);
+  for (int32_t l = 0; l < in.n_layer; ++l) {
+    const Layer& L = layers_[l];
+    const View kc = cache.k_[l].view(SPECD_DTYPE_F32, cache.capacity(), kvd);  // [cap, Hkv*hd]
+    const View vc = cache.v_[l].view(SPECD_DTYPE_F32, cache.capacity(), kvd);  // [cap, Hkv*hd]
+    const View k_new = kc.slice_rows(cache.size(), m);
+    const View v_new = vc.slice_rows(cache.size(), m);
+    dev.rms_norm(x, L.attn_norm, in.rms_eps, h);
+    dev.matmul(h, L.wq, q);
+    dev.matmul(h, L.wk, k_new);
+    dev.matmul(h, L.wv, v_new);
+    dev.rope(q, v_pos, rq);
+    dev.rope(k_new, v_pos, rk);
+    dev.attention(q, kc, vc, v_prefix, v_begin, n_extra ? &v_extra : nullptr, ap, attn);
+    dev.matmul(attn, L.wo, h);
+    dev.add(x, h, x);
+    dev.rms_norm(x, L.ffn_norm, in.rms_eps, h);
+    dev.matmul(h, L.w_gate, gate);
+    dev.matmul(h, L.w_up, up);
+    dev.swiglu(gate, up, gate);
+    dev.matmul(gate, L.w_down, h);
+    dev.add(x, h, x);
+  }
+  if (hidden) s_.x.download(hidden, static_cast<uint64_t>(m) * d * 4);
+  dev.rms_norm(x, output_norm_, in.rms_eps, h);
+  const View out = s_.logits.view(SPECD_DTYPE_F32, m, in.vocab_size);  // [m, V]
+  dev.matmul(h, output_, out);
+  s_.logits.download(logits, static_cast<uint64_t>(m) * in.vocab_size * 4);
+  cache.parents_.assign(parents.begin(), parents.end());
+}
+
+void LlamaModel::commit(KvCache& cache, std::span<const int32_t> kept_rows) {
+  const int32_t k = static_cast<int32_t>(kept_rows.size());
+  for (int32_t j = 0; j < k; ++j) {
+    const int32_t r = kept_rows[j];
+    if (r < 0 || r >= cache.pending())
+      throw Error("commit: row " + std::to_string(r) + " is not a pending row (there are " +
+                  std::to_string(cache.pending()) + ")");
+    const int32_t want_parent = j == 0 ? -1 : kept_rows[j - 1];
+    if (cache.parents_[r] != want_parent)
+      throw Error("commit: row " + std::to_string(r) + " is not the child of " +
+                  (j == 0 ? std::string("the committed prefix") : "row " + std::to_string(want_parent)));
+  }
+  bool identity = true;
+  for (int32_t j = 0; j < k; ++j) identity = identity && kept_rows[j] == j;
+  if (!identity) {
+    // Rows n + kept[j] move to n + j; kept rows increase (parents precede children).
+    std::vector<int32_t> idx(k);
+    for (int32_t j = 0; j < k; ++j) idx[j] = cache.size() + kept_rows[j];
+    cache.index_.upload(idx.data(), idx.size() * 4);
+    const View vi = cache.index_.view(SPECD_DTYPE_I32, 1, k);
+    const int64_t kvd = static_cast<int64_t>(info_.n_head_kv) * info_.head_dim;
+    for (int32_t l = 0; l < info_.n_layer; ++l) {
+      for (Buffer* b : {&cache.k_[l], &cache.v_[l]}) {
+        const View all = b->view(SPECD_DTYPE_F32, cache.capacity(), kvd);
+        device_->copy_rows(all, vi, all.slice_rows(cache.size(), k));
+      }
+    }
+  }
+  device_->synchronize();  // the index buffer may be rewritten by the next commit
+  cache.committed_ += k;
+  cache.parents_.clear();
+}
+
+void LlamaModel::truncate(KvCache& cache, int32_t n_committed) {
+  if (n_committed < 0 || n_committed > cache.size())
+    throw Error("truncate: " + std::to_string(n_committed) + " is outside [0, " +
+                std::to_string(cache.size()) + "]");
+  cache.committed_ = n_committed;
+  cache.parents_.clear();
+}
+
+}  // namespace specd

@@ -1,0 +1,89 @@
+// The llama-family model (llama.cpp's "llama" architecture in GGUF), written once over the
+// backend ops: RMSNorm, RoPE (adjacent pairs), grouped-query attention, SwiGLU.
+//
+// Typical use by the engine:
+//   auto model = LlamaModel::load("models/target.gguf", device);
+//   auto cache = model->new_cache(model->info().n_ctx);
+//   // prompt (all but its last token): one chain, then commit every row
+//   model->forward(*cache, prompt, positions, chain_parents, logits);
+//   model->commit(*cache, all_rows);
+//   // each round: [root, draft nodes...]; keep the accepted path
+//   model->forward(*cache, round_tokens, round_positions, round_parents, logits);
+//   model->commit(*cache, accepted_rows);
+//
+// Batch invariance: for m <= the device's invariant_max_rows (64 on the CPU), each row's
+// logits are bit-identical to running its path one token at a time; larger m (prefill) may
+// round differently. Thread rule: a model may serve several caches but is used by one
+// thread at a time, like its device. The device must outlive the model and its caches.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "gguf/gguf_reader.hpp"
+#include "models/kv_cache.hpp"
+#include "models/model_info.hpp"
+
+namespace specd {
+
+class LlamaModel {
+ public:
+  // Reads and checks the GGUF file (architecture, hyperparameters, every tensor's presence,
+  // type and shape) and puts the weights on `device`. Throws specd::Error naming the file
+  // and, where it applies, the tensor.
+  static std::unique_ptr<LlamaModel> load(const std::string& gguf_path, Device& device);
+  ~LlamaModel();
+
+  const ModelInfo& info() const { return info_; }
+  Device& device() const { return *device_; }
+
+  // A cache for up to max_tokens rows (committed plus pending), on this model's device.
+  std::unique_ptr<KvCache> new_cache(int32_t max_tokens) const;
+
+  // Runs m = tokens.size() tokens. Row i is at position positions[i] and attends to the
+  // committed prefix (cache.size() rows) plus its ancestors within this batch:
+  // parents[i] = index of its parent row in the batch, or -1 when its parent is the last
+  // committed row (a chain is parents[i] = i - 1, parents[0] = -1). Their KV rows are written
+  // after the committed prefix and stay pending until commit (a new forward replaces them).
+  // Writes logits [m x vocab_size] (host memory) and, if hidden != nullptr, the last hidden
+  // state before the final norm [m x n_embd].
+  void forward(KvCache& cache, std::span<const int32_t> tokens,
+               std::span<const int32_t> positions, std::span<const int32_t> parents,
+               float* logits, float* hidden = nullptr);
+
+  // Keeps the pending rows listed (batch indices, in order, each the child of the previous,
+  // the first a child of the prefix) and drops the other pending rows; the kept rows become
+  // committed, in that order. An empty list just drops the pending rows.
+  void commit(KvCache& cache, std::span<const int32_t> kept_rows);
+
+  // Keeps the first n_committed committed rows (n_committed <= cache.size()); drops pending.
+  void truncate(KvCache& cache, int32_t n_committed);
+
+ private:
+  struct Layer {
+    View attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
+  };
+  struct Scratch {
+    int32_t rows = 0;
+    Buffer x, h, q, attn, gate, up, logits, ints;
+  };
+
+  LlamaModel(GgufFile file, Device& device);
+  void load_weights();
+  View weight(const std::string& name, std::vector<int64_t> ne, bool matrix);
+  void ensure_scratch(int32_t m, size_t n_ints);
+
+  GgufFile file_;  // keeps the mapping alive: weights may refer to it
+  Device* device_;
+  ModelInfo info_;
+  std::vector<Buffer> buffers_;  // weights (and converted norm vectors)
+  View tok_embd_, output_norm_, output_;
+  std::vector<Layer> layers_;
+  Scratch s_;
+};
+
+}  // namespace specd
