@@ -1,0 +1,194 @@
+// Random-weight llama GGUF fixtures (written with the GGUF writer; nothing binary is
+// committed) and an independent naive double-precision llama forward to check against.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gguf/ggml_types.hpp"
+#include "gguf/gguf_reader.hpp"
+#include "gguf/gguf_writer.hpp"
+
+namespace specd::test {
+
+struct FixtureSpec {
+  int64_t d = 64, n_head = 4, n_head_kv = 2, n_ff = 128, n_layer = 2, vocab = 96;
+  GgmlType matrix_type = GgmlType::kF16;
+  bool tied = false;
+  uint32_t seed = 1;
+  std::string architecture = "llama";
+  std::string skip_tensor;                   // leave this tensor out
+  std::string bad_shape_tensor;              // give this tensor a wrong shape
+};
+
+inline std::string fixture_dir() {
+  const std::string dir = std::string(SPECD_BINARY_DIR) + "/test-fixtures/models";
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+inline std::string write_fixture(const FixtureSpec& s, const std::string& file) {
+  std::mt19937 rng(s.seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  GgufWriter w;
+  w.set_string("general.architecture", s.architecture);
+  w.set_string("general.name", "fixture");
+  const std::string a = s.architecture;
+  w.set_u32(a + ".context_length", 256);
+  w.set_u32(a + ".embedding_length", static_cast<uint32_t>(s.d));
+  w.set_u32(a + ".block_count", static_cast<uint32_t>(s.n_layer));
+  w.set_u32(a + ".feed_forward_length", static_cast<uint32_t>(s.n_ff));
+  w.set_u32(a + ".attention.head_count", static_cast<uint32_t>(s.n_head));
+  w.set_u32(a + ".attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
+  w.set_u32(a + ".rope.dimension_count", static_cast<uint32_t>(s.d / s.n_head));
+  w.set_f32(a + ".rope.freq_base", 10000.0f);
+  w.set_f32(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
+  w.set_u32(a + ".vocab_size", static_cast<uint32_t>(s.vocab));
+  auto add = [&](const std::string& name, std::vector<int64_t> ne, GgmlType type, float scale,
+                 float mean = 0.0f) {
+    if (name == s.skip_tensor) return;
+    if (name == s.bad_shape_tensor) ne[0] += 32;
+    int64_t n = 1;
+    for (int64_t e : ne) n *= e;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = mean + scale * nd(rng);
+    w.add_tensor_f32(name, type, ne, v.data());
+  };
+  const int64_t hd = s.d / s.n_head, qd = s.n_head * hd, kvd = s.n_head_kv * hd;
+  const float ws = 1.0f / std::sqrt(static_cast<float>(s.d));
+  add("token_embd.weight", {s.d, s.vocab}, s.matrix_type, 1.0f);
+  for (int64_t l = 0; l < s.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    add(p + "attn_norm.weight", {s.d}, GgmlType::kF32, 0.1f, 1.0f);
+    add(p + "attn_q.weight", {s.d, qd}, s.matrix_type, ws * 2);
+    add(p + "attn_k.weight", {s.d, kvd}, s.matrix_type, ws * 2);
+    add(p + "attn_v.weight", {s.d, kvd}, s.matrix_type, ws);
+    add(p + "attn_output.weight", {qd, s.d}, s.matrix_type, ws);
+    add(p + "ffn_norm.weight", {s.d}, GgmlType::kF32, 0.1f, 1.0f);
+    add(p + "ffn_gate.weight", {s.d, s.n_ff}, s.matrix_type, ws);
+    add(p + "ffn_up.weight", {s.d, s.n_ff}, s.matrix_type, ws);
+    add(p + "ffn_down.weight", {s.n_ff, s.d}, s.matrix_type, 1.0f / std::sqrt(float(s.n_ff)));
+  }
+  add("output_norm.weight", {s.d}, GgmlType::kF32, 0.1f, 1.0f);
+  if (!s.tied) add("output.weight", {s.d, s.vocab}, s.matrix_type, ws);
+  const std::string path = fixture_dir() + "/" + file;
+  w.write(path);
+  return path;
+}
+
+// ---- Naive reference: double precision, whole sequence, causal ------------------------
+
+inline std::vector<double> tensor_values(const GgufFile& f, const std::string& name) {
+  const GgufTensor& t = f.require_tensor(name);
+  std::vector<float> v(static_cast<size_t>(t.n_elements));
+  const auto* b = static_cast<const uint8_t*>(t.data);
+  switch (t.type) {
+    case GgmlType::kF32: std::memcpy(v.data(), b, v.size() * 4); break;
+    case GgmlType::kF16:
+    case GgmlType::kBF16:
+      for (size_t i = 0; i < v.size(); ++i) {
+        uint16_t h;
+        std::memcpy(&h, b + 2 * i, 2);
+        v[i] = t.type == GgmlType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
+      }
+      break;
+    case GgmlType::kQ8_0: dequantize_q8_0(b, v.data(), t.n_elements); break;
+    default: throw std::runtime_error("fixture: unexpected type");
+  }
+  return std::vector<double>(v.begin(), v.end());
+}
+
+// logits [T][V] for tokens at positions 0..T-1 (and hidden [T][d] before the final norm).
+inline std::vector<std::vector<double>> naive_forward(const std::string& path,
+                                                      const std::vector<int32_t>& tokens,
+                                                      std::vector<std::vector<double>>* hidden = nullptr) {
+  GgufFile f = GgufFile::open(path);
+  const int64_t d = f.get_u32("llama.embedding_length"), H = f.get_u32("llama.attention.head_count");
+  const int64_t Hkv = f.get_u32("llama.attention.head_count_kv"), F = f.get_u32("llama.feed_forward_length");
+  const int64_t L = f.get_u32("llama.block_count"), hd = d / H;
+  const double eps = f.get_f32("llama.attention.layer_norm_rms_epsilon");
+  const double base = f.get_f32("llama.rope.freq_base");
+  const auto emb = tensor_values(f, "token_embd.weight");
+  const int64_t V = static_cast<int64_t>(emb.size()) / d;
+  const int64_t T = static_cast<int64_t>(tokens.size());
+  auto matvec = [](const std::vector<double>& W, const std::vector<double>& x, int64_t out) {
+    const int64_t in = static_cast<int64_t>(x.size());
+    std::vector<double> y(out, 0.0);
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t i = 0; i < in; ++i) y[o] += W[o * in + i] * x[i];
+    return y;
+  };
+  auto rmsnorm = [&](const std::vector<double>& x, const std::vector<double>& w) {
+    double ss = 0;
+    for (double v : x) ss += v * v;
+    const double r = 1.0 / std::sqrt(ss / x.size() + eps);
+    std::vector<double> y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * r * w[i];
+    return y;
+  };
+  auto rope = [&](std::vector<double>& v, int64_t heads, int64_t pos) {
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < hd / 2; ++i) {
+        const double th = pos * std::pow(base, -2.0 * i / hd);
+        const double a = v[h * hd + 2 * i], b = v[h * hd + 2 * i + 1];
+        v[h * hd + 2 * i] = a * std::cos(th) - b * std::sin(th);
+        v[h * hd + 2 * i + 1] = a * std::sin(th) + b * std::cos(th);
+      }
+  };
+  std::vector<std::vector<double>> e(T);
+  for (int64_t t = 0; t < T; ++t) e[t].assign(emb.begin() + tokens[t] * d, emb.begin() + (tokens[t] + 1) * d);
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    const auto an = tensor_values(f, p + "attn_norm.weight"), fn = tensor_values(f, p + "ffn_norm.weight");
+    const auto wq = tensor_values(f, p + "attn_q.weight"), wk = tensor_values(f, p + "attn_k.weight");
+    const auto wv = tensor_values(f, p + "attn_v.weight"), wo = tensor_values(f, p + "attn_output.weight");
+    const auto wg = tensor_values(f, p + "ffn_gate.weight"), wu = tensor_values(f, p + "ffn_up.weight");
+    const auto wd = tensor_values(f, p + "ffn_down.weight");
+    std::vector<std::vector<double>> q(T), k(T), v(T);
+    for (int64_t t = 0; t < T; ++t) {
+      const auto n = rmsnorm(e[t], an);
+      q[t] = matvec(wq, n, H * hd);
+      k[t] = matvec(wk, n, Hkv * hd);
+      v[t] = matvec(wv, n, Hkv * hd);
+      rope(q[t], H, t);
+      rope(k[t], Hkv, t);
+    }
+    for (int64_t t = 0; t < T; ++t) {
+      std::vector<double> a(H * hd, 0.0);
+      for (int64_t h = 0; h < H; ++h) {
+        const int64_t kh = h / (H / Hkv);
+        std::vector<double> s(t + 1);
+        double mx = -1e300, sum = 0;
+        for (int64_t j = 0; j <= t; ++j) {
+          double dot = 0;
+          for (int64_t c = 0; c < hd; ++c) dot += q[t][h * hd + c] * k[j][kh * hd + c];
+          s[j] = dot / std::sqrt(double(hd));
+          mx = std::max(mx, s[j]);
+        }
+        for (double& x : s) sum += (x = std::exp(x - mx));
+        for (int64_t j = 0; j <= t; ++j)
+          for (int64_t c = 0; c < hd; ++c) a[h * hd + c] += s[j] / sum * v[j][kh * hd + c];
+      }
+      const auto o = matvec(wo, a, d);
+      for (int64_t i = 0; i < d; ++i) e[t][i] += o[i];
+      const auto n = rmsnorm(e[t], fn);
+      auto g = matvec(wg, n, F);
+      const auto u = matvec(wu, n, F);
+      for (int64_t i = 0; i < F; ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
+      const auto dn = matvec(wd, g, d);
+      for (int64_t i = 0; i < d; ++i) e[t][i] += dn[i];
+    }
+  }
+  if (hidden) *hidden = e;
+  const auto on = tensor_values(f, "output_norm.weight");
+  const auto wout = f.tensor("output.weight") ? tensor_values(f, "output.weight") : emb;
+  std::vector<std::vector<double>> logits(T);
+  for (int64_t t = 0; t < T; ++t) logits[t] = matvec(wout, rmsnorm(e[t], on), V);
+  return logits;
+}
+
+}  // namespace specd::test

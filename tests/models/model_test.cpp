@@ -1,0 +1,286 @@
+// The llama model over the CPU backend: golden test against a naive double-precision
+// forward, batch invariance of verification (chains and trees), KV commit/compaction,
+// truncation, bad files, and (when available) the PyTorch reference on models/target.gguf.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "../backend/backend_test_util.hpp"
+#include "model_fixture.hpp"
+#include "models/llama_model.hpp"
+
+using namespace specd;
+using namespace specd::test;
+
+namespace {
+
+Device& cpu_device() {
+  static std::unique_ptr<Backend> backend;
+  static std::unique_ptr<Device> device;
+  if (!device) {
+    backend = std::make_unique<Backend>(registry().require("cpu", SPECD_KIND_BACKEND));
+    DeviceOptions opt;
+    opt.threads = 2;
+    device = backend->open(opt);
+  }
+  return *device;
+}
+
+std::vector<int32_t> iota_n(int32_t n, int32_t start = 0) {
+  std::vector<int32_t> v(n);
+  for (int32_t i = 0; i < n; ++i) v[i] = start + i;
+  return v;
+}
+
+std::vector<int32_t> chain_parents(int32_t n) {
+  std::vector<int32_t> p(n);
+  for (int32_t i = 0; i < n; ++i) p[i] = i - 1;
+  return p;
+}
+
+// Runs a chain of tokens from position cache.size() and commits them all.
+std::vector<float> run_chain(LlamaModel& model, KvCache& cache, const std::vector<int32_t>& t) {
+  const int32_t n = static_cast<int32_t>(t.size());
+  std::vector<float> logits(static_cast<size_t>(n) * model.info().vocab_size);
+  model.forward(cache, t, iota_n(n, cache.size()), chain_parents(n), logits.data());
+  model.commit(cache, iota_n(n));
+  return logits;
+}
+
+std::vector<int32_t> random_tokens(std::mt19937& rng, int32_t n, int32_t vocab) {
+  std::uniform_int_distribution<int32_t> u(0, vocab - 1);
+  std::vector<int32_t> t(n);
+  for (int32_t& x : t) x = u(rng);
+  return t;
+}
+
+void compare_to_naive(const std::string& path, const std::vector<int32_t>& tokens, double tol) {
+  auto model = LlamaModel::load(path, cpu_device());
+  auto cache = model->new_cache(static_cast<int32_t>(tokens.size()) + 4);
+  const int32_t V = model->info().vocab_size, d = model->info().n_embd;
+  const int32_t T = static_cast<int32_t>(tokens.size());
+  std::vector<float> logits(static_cast<size_t>(T) * V), hidden(static_cast<size_t>(T) * d);
+  model->forward(*cache, tokens, iota_n(T), chain_parents(T), logits.data(), hidden.data());
+  std::vector<std::vector<double>> ref_hidden;
+  const auto ref = naive_forward(path, tokens, &ref_hidden);
+  double worst = 0, worst_h = 0, scale = 0;
+  for (int32_t t = 0; t < T; ++t) {
+    for (int32_t v = 0; v < V; ++v) {
+      worst = std::max(worst, std::fabs(logits[t * V + v] - ref[t][v]));
+      scale = std::max(scale, std::fabs(ref[t][v]));
+    }
+    for (int32_t i = 0; i < d; ++i)
+      worst_h = std::max(worst_h, std::fabs(hidden[t * d + i] - ref_hidden[t][i]));
+  }
+  MESSAGE(path << ": max |logit - naive| = " << worst << " (max |logit| " << scale
+            << "), hidden " << worst_h);
+  CHECK(worst <= tol * std::max(1.0, scale));
+  CHECK(worst_h <= tol * 10);
+}
+
+}  // namespace
+
+TEST_CASE("model forward matches the naive reference for f32, f16, bf16 and q8_0 weights") {
+  for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0}) {
+    FixtureSpec s;
+    s.matrix_type = type;
+    s.seed = 7;
+    const std::string path = write_fixture(s, std::string("golden-") + ggml_type_name(type) + ".gguf");
+    std::mt19937 rng(3);
+    compare_to_naive(path, random_tokens(rng, 12, static_cast<int32_t>(s.vocab)), 1e-4);
+  }
+}
+
+TEST_CASE("model forward with tied output and a prefill beyond 64 rows (library GEMM path)") {
+  FixtureSpec s;
+  s.tied = true;
+  s.n_head_kv = 4;
+  const std::string path = write_fixture(s, "tied.gguf");
+  std::mt19937 rng(4);
+  compare_to_naive(path, random_tokens(rng, 90, static_cast<int32_t>(s.vocab)), 1e-4);
+}
+
+TEST_CASE("verifying a chain of m tokens is bit-identical to m single steps") {
+  FixtureSpec s;
+  const std::string path = write_fixture(s, "invariance.gguf");
+  auto model = LlamaModel::load(path, cpu_device());
+  const int32_t V = model->info().vocab_size;
+  std::mt19937 rng(5);
+  const auto prompt = random_tokens(rng, 7, V);
+  for (int32_t m : {1, 2, 3, 5, 8, 16, 33, 64}) {
+    const auto draft = random_tokens(rng, m, V);
+    auto batch_cache = model->new_cache(128);
+    run_chain(*model, *batch_cache, prompt);
+    std::vector<float> batch(static_cast<size_t>(m) * V);
+    model->forward(*batch_cache, draft, iota_n(m, 7), chain_parents(m), batch.data());
+
+    auto step_cache = model->new_cache(128);
+    run_chain(*model, *step_cache, prompt);
+    for (int32_t i = 0; i < m; ++i) {
+      const auto one = run_chain(*model, *step_cache, {draft[i]});
+      INFO("m=" << m << " row " << i);
+      CHECK(std::memcmp(one.data(), batch.data() + static_cast<size_t>(i) * V, V * 4) == 0);
+    }
+  }
+}
+
+TEST_CASE("verifying a draft tree is bit-identical to decoding each path, and commit compacts") {
+  FixtureSpec s;
+  s.matrix_type = GgmlType::kQ8_0;
+  const std::string path = write_fixture(s, "tree.gguf");
+  auto model = LlamaModel::load(path, cpu_device());
+  const int32_t V = model->info().vocab_size, d = model->info().n_embd;
+  std::mt19937 rng(6);
+  const auto prompt = random_tokens(rng, 9, V);
+  //        0
+  //      /   \      (batch rows; row 0 is the root, the last accepted token)
+  //     1     2
+  //    / \    |
+  //   3   4   5
+  //   |       |
+  //   6       7
+  const std::vector<int32_t> parents = {-1, 0, 0, 1, 1, 2, 3, 5};
+  const int32_t m = static_cast<int32_t>(parents.size());
+  const auto tokens = random_tokens(rng, m, V);
+  std::vector<int32_t> positions(m);
+  for (int32_t i = 0; i < m; ++i) positions[i] = parents[i] < 0 ? 9 : positions[parents[i]] + 1;
+
+  auto cache = model->new_cache(64);
+  run_chain(*model, *cache, prompt);
+  std::vector<float> tree(static_cast<size_t>(m) * V), tree_hidden(static_cast<size_t>(m) * d);
+  model->forward(*cache, tokens, positions, parents, tree.data(), tree_hidden.data());
+
+  auto path_of = [&](int32_t i) {
+    std::vector<int32_t> p;
+    for (int32_t a = i; a >= 0; a = parents[a]) p.push_back(a);
+    std::reverse(p.begin(), p.end());
+    return p;
+  };
+  for (int32_t i = 0; i < m; ++i) {
+    auto c = model->new_cache(64);
+    run_chain(*model, *c, prompt);
+    std::vector<float> last, hid(d);
+    for (int32_t r : path_of(i)) {
+      last.assign(V, 0.0f);
+      model->forward(*c, std::vector<int32_t>{tokens[r]}, std::vector<int32_t>{c->size()},
+                     std::vector<int32_t>{-1}, last.data(), hid.data());
+      model->commit(*c, std::vector<int32_t>{0});
+    }
+    INFO("tree node " << i);
+    CHECK(std::memcmp(last.data(), tree.data() + static_cast<size_t>(i) * V, V * 4) == 0);
+    CHECK(std::memcmp(hid.data(), tree_hidden.data() + static_cast<size_t>(i) * d, d * 4) == 0);
+  }
+
+  // Accept the path 0 -> 2 -> 5 -> 7, then decode one more token: it must equal decoding
+  // prompt + that path one token at a time.
+  const std::vector<int32_t> kept = {0, 2, 5, 7};
+  CHECK_THROWS_AS(model->commit(*cache, std::vector<int32_t>{0, 3}), Error);  // 3 is not 0's child
+  model->commit(*cache, kept);
+  CHECK(cache->size() == 9 + 4);
+  const int32_t next = tokens[4];
+  std::vector<float> after(V);
+  model->forward(*cache, std::vector<int32_t>{next}, std::vector<int32_t>{13},
+                 std::vector<int32_t>{-1}, after.data());
+
+  auto ref = model->new_cache(64);
+  run_chain(*model, *ref, prompt);
+  for (int32_t r : kept) run_chain(*model, *ref, {tokens[r]});
+  const auto want = run_chain(*model, *ref, {next});
+  CHECK(std::memcmp(after.data(), want.data(), V * 4) == 0);
+
+  // Truncate back into the prompt and continue: equals a fresh decode.
+  model->commit(*cache, std::vector<int32_t>{});
+  model->truncate(*cache, 5);
+  CHECK(cache->size() == 5);
+  const auto again = run_chain(*model, *cache, {prompt[5]});
+  auto fresh = model->new_cache(64);
+  run_chain(*model, *fresh, std::vector<int32_t>(prompt.begin(), prompt.begin() + 5));
+  const auto want2 = run_chain(*model, *fresh, {prompt[5]});
+  CHECK(std::memcmp(again.data(), want2.data(), V * 4) == 0);
+}
+
+TEST_CASE("bad model files and bad calls give clear errors naming the file and tensor") {
+  auto message_of = [](const FixtureSpec& s, const std::string& file) {
+    const std::string path = write_fixture(s, file);
+    try {
+      LlamaModel::load(path, cpu_device());
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  FixtureSpec arch;
+  arch.architecture = "gpt2";
+  std::string msg = message_of(arch, "bad-arch.gguf");
+  CHECK(msg.find("bad-arch.gguf") != std::string::npos);
+  CHECK(msg.find("gpt2") != std::string::npos);
+
+  FixtureSpec missing;
+  missing.skip_tensor = "blk.1.ffn_up.weight";
+  msg = message_of(missing, "missing.gguf");
+  CHECK(msg.find("missing.gguf") != std::string::npos);
+  CHECK(msg.find("blk.1.ffn_up.weight") != std::string::npos);
+
+  FixtureSpec shape;
+  shape.bad_shape_tensor = "blk.0.attn_k.weight";
+  msg = message_of(shape, "bad-shape.gguf");
+  CHECK(msg.find("bad-shape.gguf") != std::string::npos);
+  CHECK(msg.find("blk.0.attn_k.weight") != std::string::npos);
+  CHECK(msg.find("expected") != std::string::npos);
+
+  const std::string path = write_fixture(FixtureSpec{}, "calls.gguf");
+  auto model = LlamaModel::load(path, cpu_device());
+  auto cache = model->new_cache(4);
+  std::vector<float> logits(8 * model->info().vocab_size);
+  CHECK_THROWS_AS(model->forward(*cache, std::vector<int32_t>{1000}, std::vector<int32_t>{0},
+                                 std::vector<int32_t>{-1}, logits.data()),
+                  Error);
+  CHECK_THROWS_AS(model->forward(*cache, std::vector<int32_t>{1, 2}, std::vector<int32_t>{0, 1},
+                                 std::vector<int32_t>{-1, 1}, logits.data()),
+                  Error);
+  CHECK_THROWS_AS(model->forward(*cache, iota_n(5), iota_n(5), chain_parents(5), logits.data()),
+                  Error);  // exceeds capacity 4
+  CHECK_THROWS_AS(model->truncate(*cache, 1), Error);
+}
+
+TEST_CASE("logits match the PyTorch reference on models/target.gguf") {
+  const std::string src = SPECD_SOURCE_DIR;
+  const std::string model_path = src + "/models/target.gguf";
+  const std::string script = src + "/train/reference_forward.py";
+  if (!std::filesystem::exists(model_path) || !std::filesystem::exists(script)) {
+    MESSAGE("skipping: " << model_path << " or " << script << " does not exist");
+    return;
+  }
+  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+    MESSAGE("skipping: /usr/bin/python3 cannot import torch");
+    return;
+  }
+  const std::vector<int32_t> tokens = {1, 2, 3};
+  const std::string cmd = "/usr/bin/python3 " + script + " " + model_path + " --tokens 1,2,3";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buf[65536];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), pipe)) > 0;) out.append(buf, n);
+  REQUIRE(pclose(pipe) == 0);
+  std::vector<double> ref;
+  for (size_t i = out.find("\"logits\""); i != std::string::npos && i < out.size();) {
+    const size_t j = out.find_first_of("-0123456789", i);
+    if (j == std::string::npos) break;
+    char* end = nullptr;
+    ref.push_back(std::strtod(out.c_str() + j, &end));
+    i = static_cast<size_t>(end - out.c_str());
+  }
+  auto model = LlamaModel::load(model_path, cpu_device());
+  const int32_t V = model->info().vocab_size;
+  REQUIRE(ref.size() == static_cast<size_t>(3 * V));
+  auto cache = model->new_cache(8);
+  std::vector<float> logits(3 * V);
+  model->forward(*cache, tokens, iota_n(3), chain_parents(3), logits.data());
+  double worst = 0;
+  for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::fabs(logits[i] - ref[i]));
+  MESSAGE("max |specd - PyTorch| over 3 x " << V << " logits: " << worst);
+  CHECK(worst <= 1e-4);
+}
