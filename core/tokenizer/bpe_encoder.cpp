@@ -41,6 +41,13 @@ std::string mapped(std::string_view bytes) {
 
 void bpe_encode_word(const Vocab& vocab, std::string_view word, std::vector<int32_t>& out) {
   if (word.empty()) return;
+  if (vocab.ignore_merges) {
+    const int32_t id = vocab.find(mapped(word));
+    if (id >= 0) {
+      out.push_back(id);
+      return;
+    }
+  }
   std::vector<Symbol> sym;
   sym.reserve(word.size());
   for (size_t k = 0; k < word.size(); ++k) {

@@ -13,3 +13,14 @@ namespace specd {
 std::vector<std::string_view> pretokenize_gpt2(std::string_view text);
 
 }  // namespace specd
+
+namespace specd {
+
+// Splits like the Llama 3 regex (llama.cpp's "llama3" / "llama-bpe" pre-tokenizer)
+//   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
+//   \s*[\r\n]+|\s+(?!\S)|\s+
+// with max_digits = 3; Qwen2's variant is the same with single digits (max_digits = 1).
+// Contractions are matched case-insensitively for ASCII letters only.
+std::vector<std::string_view> pretokenize_llama3(std::string_view text, size_t max_digits);
+
+}  // namespace specd

@@ -159,8 +159,14 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
     const std::string pre = f.get_string_opt("tokenizer.ggml.pre").value_or("default");
     if (pre == "default" || pre == "gpt-2") {
       tok.pre_ = PreTokenizer::kGpt2;
+    } else if (pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe") {
+      tok.pre_ = PreTokenizer::kLlama3;
+      v.ignore_merges = true;
+    } else if (pre == "qwen2") {
+      tok.pre_ = PreTokenizer::kQwen2;
     } else {
-      fail("unsupported tokenizer.ggml.pre '" + pre + "' (supported: default, gpt-2)");
+      fail("unsupported tokenizer.ggml.pre '" + pre +
+           "' (supported: default, gpt-2, llama3, llama-v3, llama-bpe, qwen2)");
     }
     tok.bos_id_ = special_id(f, "tokenizer.ggml.bos_token_id", -1, n32);
     tok.eos_id_ = special_id(f, "tokenizer.ggml.eos_token_id", -1, n32);
@@ -168,8 +174,9 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
   }
   tok.pad_id_ = special_id(f, "tokenizer.ggml.padding_token_id", -1, n32);
   // llama.cpp's defaults: SentencePiece vocabularies add BOS and a space prefix, GPT-2 style
-  // BPE adds neither.
-  tok.add_bos_ = f.get_bool_opt("tokenizer.ggml.add_bos_token").value_or(spm);
+  // BPE adds neither except with the Llama 3 pre-tokenizer, which adds BOS.
+  const bool bos_default = spm || tok.pre_ == PreTokenizer::kLlama3;
+  tok.add_bos_ = f.get_bool_opt("tokenizer.ggml.add_bos_token").value_or(bos_default);
   tok.add_eos_ = f.get_bool_opt("tokenizer.ggml.add_eos_token").value_or(false);
   tok.add_space_prefix_ = spm && f.get_bool_opt("tokenizer.ggml.add_space_prefix").value_or(true);
   if (tok.add_bos_ && tok.bos_id_ < 0) fail("add_bos_token is set but there is no BOS token");
@@ -212,7 +219,19 @@ void Tokenizer::encode_text(std::string_view text, bool after_special,
     spm_encode(vocab_, spm_escape(s), out);
     return;
   }
-  for (std::string_view word : pretokenize_gpt2(text)) bpe_encode_word(vocab_, word, out);
+  std::vector<std::string_view> words;
+  switch (pre_) {
+    case PreTokenizer::kLlama3:
+      words = pretokenize_llama3(text, 3);
+      break;
+    case PreTokenizer::kQwen2:
+      words = pretokenize_llama3(text, 1);
+      break;
+    default:
+      words = pretokenize_gpt2(text);
+      break;
+  }
+  for (std::string_view word : words) bpe_encode_word(vocab_, word, out);
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,

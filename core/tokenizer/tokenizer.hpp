@@ -1,5 +1,6 @@
 // Tokenizer built from GGUF metadata (llama.cpp conventions):
-//   tokenizer.ggml.model "gpt2": byte-level BPE with merge ranks and a GPT-2 pre-tokenizer;
+//   tokenizer.ggml.model "gpt2": byte-level BPE with merge ranks after a pre-tokenizer chosen
+//     by tokenizer.ggml.pre (GPT-2's regex; Llama 3's and Qwen2's);
 //   tokenizer.ggml.model "llama": SentencePiece-style highest-score merging with byte fallback.
 #pragma once
 
@@ -16,8 +17,10 @@ namespace specd {
 class GgufFile;
 
 enum class PreTokenizer {
-  kNone,  // SPM: no pre-tokenizer
-  kGpt2,  // "gpt-2" and "default"
+  kNone,    // SPM: no pre-tokenizer
+  kGpt2,    // "gpt-2" and "default"
+  kLlama3,  // "llama3", "llama-v3", "llama-bpe"
+  kQwen2,   // "qwen2"
 };
 
 class Tokenizer {

@@ -35,6 +35,8 @@ struct Vocab {
   // Token for each raw byte (BPE: the mapped character; SPM: "<0xXX>"), -1 if none.
   std::array<int32_t, 256> byte_to_id{};
   int32_t unk_id = -1;
+  // BPE: a word that is a token as a whole is emitted without merging (Llama 3).
+  bool ignore_merges = false;
 
   int32_t size() const { return static_cast<int32_t>(text.size()); }
   int32_t find(const std::string& s) const {

@@ -146,6 +146,43 @@ TEST_CASE("bpe add_bos / add_eos keys") {
   CHECK(tok.decode(ids) == "the");
 }
 
+TEST_CASE("bpe with the llama3 pre-tokenizer emits whole-word tokens first") {
+  auto with_the = [](const std::string& pre) {
+    return [pre](GgufWriter& w) {
+      test::BpeSpec s = test::bpe_spec();
+      s.tokens.push_back("the");
+      s.types.push_back(1);
+      w.set("tokenizer.ggml.tokens", GgufValue::string_array(s.tokens));
+      w.set("tokenizer.ggml.token_type", GgufValue::int32_array(s.types));
+      w.set_string("tokenizer.ggml.pre", pre);
+    };
+  };
+  const Tokenizer llama3 = test::load(test::write_bpe("bpe_llama3.gguf", with_the("llama-bpe")));
+  CHECK(llama3.pre_tokenizer() == PreTokenizer::kLlama3);
+  CHECK(llama3.add_bos());
+  CHECK(llama3.encode("the", false) == std::vector<int32_t>{id_of(llama3, "the")});
+  CHECK(llama3.encode("12345", false) ==
+        std::vector<int32_t>{id_of(llama3, "123"), id_of(llama3, "4"), id_of(llama3, "5")});
+  const Tokenizer qwen2 = test::load(test::write_bpe("bpe_qwen2.gguf", with_the("qwen2")));
+  CHECK(qwen2.pre_tokenizer() == PreTokenizer::kQwen2);
+  CHECK(!qwen2.add_bos());
+  CHECK(qwen2.encode("the") == std::vector<int32_t>{id_of(qwen2, "t"), id_of(qwen2, "he")});
+  CHECK(qwen2.encode("123").size() == 3);
+  const Tokenizer gpt2 = test::load(test::write_bpe("bpe_gpt2.gguf", with_the("gpt-2")));
+  CHECK(gpt2.encode("the") == std::vector<int32_t>{id_of(gpt2, "t"), id_of(gpt2, "he")});
+}
+
+TEST_CASE("bpe duplicated token strings map to the last id") {
+  const Tokenizer tok = test::load(test::write_bpe("bpe_dup.gguf", [](GgufWriter& w) {
+    test::BpeSpec s = test::bpe_spec();
+    s.tokens.push_back("hello");
+    s.types.push_back(1);
+    w.set("tokenizer.ggml.tokens", GgufValue::string_array(s.tokens));
+    w.set("tokenizer.ggml.token_type", GgufValue::int32_array(s.types));
+  }));
+  CHECK(tok.encode("hello") == std::vector<int32_t>{tok.n_tokens() - 1});
+}
+
 TEST_CASE("tokenizer metadata errors name the file") {
   auto expect = [](const std::function<void(GgufWriter&)>& tweak, const std::string& what) {
     const std::string path = test::write_bpe("bad_tok.gguf", tweak);

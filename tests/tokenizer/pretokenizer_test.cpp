@@ -84,3 +84,31 @@ TEST_CASE("unicode classes and utf-8 decoding") {
   CHECK(gpt2_byte_to_codepoint('\n') == 0x10A);  // 'Ċ'
   CHECK(gpt2_byte_to_codepoint('a') == 'a');
 }
+
+namespace {
+
+std::vector<std::string> split3(const std::string& s, size_t digits) {
+  std::vector<std::string> out;
+  for (auto w : pretokenize_llama3(s, digits)) out.emplace_back(w);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("llama3 and qwen2 pre-tokenizers match their regexes on known cases") {
+  using V = std::vector<std::string>;
+  CHECK(split3("Hello world's  12345 foo\n\n  bar", 3) ==
+        V{"Hello", " world", "'s", " ", " ", "123", "45", " foo", "\n\n", " ", " bar"});
+  CHECK(split3("Hello world's  12345 foo\n\n  bar", 1) ==
+        V{"Hello", " world", "'s", " ", " ", "1", "2", "3", "4", "5", " foo", "\n\n", " ", " bar"});
+  CHECK(split3("I'M DON'T we'Ve", 3) == V{"I", "'M", " DON", "'T", " we", "'Ve"});
+  CHECK(split3("x = (a+b);\r\n\tif y:\n    return", 3) ==
+        V{"x", " =", " (", "a", "+b", ");\r\n", "\tif", " y", ":\n", "   ", " return"});
+  CHECK(split3("na\u00efve caf\u00e9 \U0001F44B\U0001F3FD!!\n", 3) ==
+        V{"na\u00efve", " caf\u00e9", " \U0001F44B\U0001F3FD!!\n"});
+  CHECK(split3("$100.50  \n \n", 3) == V{"$", "100", ".", "50", "  \n \n"});
+  CHECK(split3("$100.50  \n \n", 1) == V{"$", "1", "0", "0", ".", "5", "0", "  \n \n"});
+  std::string joined;
+  for (auto w : pretokenize_llama3("a\xff\xfe b\xc3", 3)) joined += w;
+  CHECK(joined == "a\xff\xfe b\xc3");
+}
