@@ -1,6 +1,7 @@
 // Pre-tokenizers split text into words before BPE; BPE merges never cross word boundaries.
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 #include <vector>
 
@@ -11,10 +12,6 @@ namespace specd {
 // evaluated over codepoints. Invalid UTF-8 bytes count as [^\s\p{L}\p{N}] characters.
 // The pieces are views into text and concatenate back to it.
 std::vector<std::string_view> pretokenize_gpt2(std::string_view text);
-
-}  // namespace specd
-
-namespace specd {
 
 // Splits like the Llama 3 regex (llama.cpp's "llama3" / "llama-bpe" pre-tokenizer)
 //   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|

@@ -1,49 +1,14 @@
 #include <cstdint>
 
 #include "tokenizer/pretokenizer.hpp"
-#include "tokenizer/unicode.hpp"
+#include "tokenizer/text_units.hpp"
 
 namespace specd {
 
-namespace {
-
-enum class CharClass : uint8_t { kLetter, kNumber, kSpace, kOther };
-
-struct Unit {
-  uint32_t cp;  // 0xFFFFFFFF for an invalid byte, so it never equals an ASCII character
-  size_t offset;
-  CharClass cls;
-};
-
-std::vector<Unit> decode_units(std::string_view text) {
-  std::vector<Unit> units;
-  units.reserve(text.size());
-  for (size_t pos = 0; pos < text.size();) {
-    const Utf8Unit u = utf8_next(text, pos);
-    CharClass cls = CharClass::kOther;
-    uint32_t cp = 0xFFFFFFFFu;
-    if (u.valid) {
-      cp = u.cp;
-      if (unicode_is_letter(cp)) {
-        cls = CharClass::kLetter;
-      } else if (unicode_is_number(cp)) {
-        cls = CharClass::kNumber;
-      } else if (unicode_is_whitespace(cp)) {
-        cls = CharClass::kSpace;
-      }
-    }
-    units.push_back({cp, pos, cls});
-    pos += u.len;
-  }
-  return units;
-}
-
-}  // namespace
-
 std::vector<std::string_view> pretokenize_gpt2(std::string_view text) {
-  const std::vector<Unit> u = decode_units(text);
+  const std::vector<TextUnit> u = decode_text_units(text);
   const size_t n = u.size();
-  auto cp_at = [&](size_t k) { return k < n ? u[k].cp : 0xFFFFFFFFu; };
+  auto cp_at = [&](size_t k) { return k < n ? u[k].cp : kInvalidCodepoint; };
   auto cls_at = [&](size_t k) { return k < n ? u[k].cls : CharClass::kOther; };
   auto offset_at = [&](size_t k) { return k < n ? u[k].offset : text.size(); };
 
