@@ -14,9 +14,8 @@ inline void check_cublas(cublasStatus_t status, const char* what) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
   std::string name(what);
   name.resize(name.find('(') == std::string::npos ? name.size() : name.find('('));
-  const specd_status_code code = status == CUBLAS_STATUS_ALLOC_FAILED
-                                     ? SPECD_STATUS_OUT_OF_MEMORY
-                                     : SPECD_STATUS_UNAVAILABLE;
+  const specd_status_code code =
+      status == CUBLAS_STATUS_ALLOC_FAILED ? SPECD_STATUS_OUT_OF_MEMORY : SPECD_STATUS_UNAVAILABLE;
   throw sdk::PluginError(code, name + ": " + cublasGetStatusString(status) + " (status " +
                                    std::to_string(static_cast<int>(status)) + ")");
 }

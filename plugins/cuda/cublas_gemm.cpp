@@ -51,10 +51,10 @@ void LargeGemm::run(const GemmArgs& a, Scratch& scratch) {
   const int m = as_int(a.m, "m"), k = as_int(a.k, "k");
   const int ldx = as_int(a.ldx, "x row stride"), ldy = as_int(a.ldy, "y row stride");
   if (a.dtype == kF32 && a.ldw_bytes % 4 == 0) {
-    SPECD_CUBLAS_CHECK(cublasSgemm(impl_->handle, CUBLAS_OP_T, CUBLAS_OP_N, as_int(a.n, "n"), m,
-                                   k, &one, reinterpret_cast<const float*>(a.w),
-                                   as_int(a.ldw_bytes / 4, "w row stride"), a.x, ldx, &zero,
-                                   a.y, ldy));
+    SPECD_CUBLAS_CHECK(cublasSgemm(impl_->handle, CUBLAS_OP_T, CUBLAS_OP_N, as_int(a.n, "n"), m, k,
+                                   &one, reinterpret_cast<const float*>(a.w),
+                                   as_int(a.ldw_bytes / 4, "w row stride"), a.x, ldx, &zero, a.y,
+                                   ldy));
     return;
   }
   int64_t panel_rows = static_cast<int64_t>(kPanelBytes / (static_cast<uint64_t>(a.k) * 4));

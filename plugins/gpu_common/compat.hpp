@@ -4,7 +4,10 @@
 // (warp shuffles: HIP wavefronts are 64 wide) are wrapped here too.
 #pragma once
 
-#if defined(SPECD_GPU_HIP)
+#if defined(SPECD_GPU_NO_RUNTIME)
+// Host-only unit tests of numeric.hpp: no vendor runtime needed.
+#define SPECD_GPU_API "none"
+#elif defined(SPECD_GPU_HIP)
 #ifndef __HIP_PLATFORM_AMD__
 #define __HIP_PLATFORM_AMD__ 1
 #endif

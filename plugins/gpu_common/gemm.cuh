@@ -27,6 +27,8 @@ __global__ void gemm_rows_kernel(GemmArgs a) {
   float acc[MR];
 #pragma unroll
   for (int r = 0; r < MR; ++r) acc[r] = 0.0f;
+    // Unrolling keeps several weight loads in flight; each accumulator's chain stays in order.
+#pragma unroll 4
   for (int64_t c = lane; c < a.k; c += kLanes) {
     const float wv = load_element<DT>(w, c);
 #pragma unroll

@@ -10,15 +10,21 @@
 namespace specd::gpu {
 namespace {
 
-constexpr std::initializer_list<specd_dtype> kWeightTypes = {
-    SPECD_DTYPE_F32, SPECD_DTYPE_F16, SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0};
+constexpr std::initializer_list<specd_dtype> kWeightTypes = {SPECD_DTYPE_F32, SPECD_DTYPE_F16,
+                                                             SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0};
 
-const float* f32(const Mat& a) { return reinterpret_cast<const float*>(a.p); }
-const int32_t* i32(const Mat& a) { return reinterpret_cast<const int32_t*>(a.p); }
+const float* f32(const Mat& a) {
+  return reinterpret_cast<const float*>(a.p);
+}
+const int32_t* i32(const Mat& a) {
+  return reinterpret_cast<const int32_t*>(a.p);
+}
 
 }  // namespace
 
-uint32_t GpuDevice::score(sdk::Host, std::string& reason) { return vendor_score(reason); }
+uint32_t GpuDevice::score(sdk::Host, std::string& reason) {
+  return vendor_score(reason);
+}
 
 GpuDevice::GpuDevice(sdk::Host host, const specd_device_params& params) : host_(host) {
   int count = 0;
@@ -60,7 +66,9 @@ GpuDevice::~GpuDevice() {
   if (!err.empty()) host_.log(SPECD_LOG_WARN, vendor().id, "device_close: " + err);
 }
 
-void GpuDevice::bind() { SPECD_GPU_CHECK(cudaSetDevice(index_)); }
+void GpuDevice::bind() {
+  SPECD_GPU_CHECK(cudaSetDevice(index_));
+}
 
 void GpuDevice::finish() {
   int flag = 0;
@@ -76,8 +84,7 @@ void GpuDevice::finish() {
 
 std::vector<int32_t> GpuDevice::read_i32_row(const Mat& row) {
   std::vector<int32_t> v(static_cast<size_t>(row.cols));
-  SPECD_GPU_CHECK(cudaMemcpyAsync(v.data(), row.p, v.size() * 4, cudaMemcpyDeviceToHost,
-                                  stream_));
+  SPECD_GPU_CHECK(cudaMemcpyAsync(v.data(), row.p, v.size() * 4, cudaMemcpyDeviceToHost, stream_));
   SPECD_GPU_CHECK(cudaStreamSynchronize(stream_));
   return v;
 }
@@ -122,8 +129,7 @@ void GpuDevice::upload(specd_buffer* dst, uint64_t offset, const void* src, uint
   if (!size) return;
   bind();
   // `src` is borrowed for the call only: wait for the copy (pageable or pinned alike).
-  SPECD_GPU_CHECK(
-      cudaMemcpyAsync(dst->data + offset, src, size, cudaMemcpyHostToDevice, stream_));
+  SPECD_GPU_CHECK(cudaMemcpyAsync(dst->data + offset, src, size, cudaMemcpyHostToDevice, stream_));
   SPECD_GPU_CHECK(cudaStreamSynchronize(stream_));
 }
 
@@ -159,8 +165,8 @@ void GpuDevice::matmul(const specd_view& xv, const specd_view& wv, const specd_v
   const Mat w = check_view(&wv, "matmul", "w", kWeightTypes);
   const Mat y = check_view(&yv, "matmul", "y", {SPECD_DTYPE_F32});
   if (w.cols != x.cols)
-    fail("matmul", "x has k = " + std::to_string(x.cols) + " but w has k = " +
-                       std::to_string(w.cols));
+    fail("matmul",
+         "x has k = " + std::to_string(x.cols) + " but w has k = " + std::to_string(w.cols));
   if (y.rows != x.rows || y.cols != w.rows)
     fail("matmul", "y is [" + std::to_string(y.rows) + ", " + std::to_string(y.cols) +
                        "], expected [" + std::to_string(x.rows) + ", " + std::to_string(w.rows) +
@@ -168,9 +174,15 @@ void GpuDevice::matmul(const specd_view& xv, const specd_view& wv, const specd_v
   if (overlaps(y, x) || overlaps(y, w)) fail("matmul", "y overlaps an input");
   if (x.rows == 0 || w.rows == 0) return;
   bind();
-  const GemmArgs a{f32(x),          w.p,        reinterpret_cast<float*>(y.p),
-                   x.rows,          w.rows,     x.cols,
-                   x.stride_bytes / 4, w.stride_bytes, y.stride_bytes / 4,
+  const GemmArgs a{f32(x),
+                   w.p,
+                   reinterpret_cast<float*>(y.p),
+                   x.rows,
+                   w.rows,
+                   x.cols,
+                   x.stride_bytes / 4,
+                   w.stride_bytes,
+                   y.stride_bytes / 4,
                    w.dtype};
   if (x.rows <= kInvariantRows) {
     SPECD_GPU_CHECK(launch_gemm_rows(a, stream_));
@@ -204,9 +216,8 @@ void GpuDevice::rope(const specd_view& xv, const specd_view& pv, const specd_rop
   if (pos.rows != 1 || pos.cols != x.rows) fail("rope", "positions must be [1, m]");
   if (x.rows == 0 || p.n_rot == 0) return;
   bind();
-  SPECD_GPU_CHECK(launch_rope(x, i32(pos), static_cast<int>(p.n_head),
-                              static_cast<int>(p.head_dim), static_cast<int>(p.n_rot), p.base,
-                              stream_));
+  SPECD_GPU_CHECK(launch_rope(x, i32(pos), static_cast<int>(p.n_head), static_cast<int>(p.head_dim),
+                              static_cast<int>(p.n_rot), p.base, stream_));
 }
 
 void GpuDevice::get_rows(const specd_view& tv, const specd_view& iv, const specd_view& yv) {
@@ -239,9 +250,9 @@ void GpuDevice::attention(const specd_view& qv, const specd_view& kv, const spec
   if (p.n_head == 0 || p.n_head_kv == 0 || p.n_head % p.n_head_kv || p.head_dim == 0)
     fail(op, "need n_head a positive multiple of n_head_kv and head_dim > 0");
   if (p.head_dim > static_cast<uint32_t>(kMaxHeadDim))
-    throw sdk::PluginError(SPECD_STATUS_UNSUPPORTED,
-                           std::string(op) + ": head_dim " + std::to_string(p.head_dim) +
-                               " > " + std::to_string(kMaxHeadDim));
+    throw sdk::PluginError(SPECD_STATUS_UNSUPPORTED, std::string(op) + ": head_dim " +
+                                                         std::to_string(p.head_dim) + " > " +
+                                                         std::to_string(kMaxHeadDim));
   const int64_t m = q.rows;
   if (m > 65535)
     throw sdk::PluginError(SPECD_STATUS_UNSUPPORTED, std::string(op) + ": more than 65535 rows");
@@ -310,9 +321,8 @@ void GpuDevice::add(const specd_view& av, const specd_view& bv, const specd_view
 }
 
 void GpuDevice::copy_rows(const specd_view& sv, const specd_view& iv, const specd_view& dv) {
-  const std::initializer_list<specd_dtype> any = {SPECD_DTYPE_F32, SPECD_DTYPE_F16,
-                                                  SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0,
-                                                  SPECD_DTYPE_I32};
+  const std::initializer_list<specd_dtype> any = {
+      SPECD_DTYPE_F32, SPECD_DTYPE_F16, SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0, SPECD_DTYPE_I32};
   const Mat s = check_view(&sv, "copy_rows", "src", any);
   const Mat idx = check_view(&iv, "copy_rows", "indices", {SPECD_DTYPE_I32});
   const Mat d = check_view(&dv, "copy_rows", "dst", any);
@@ -325,29 +335,31 @@ void GpuDevice::copy_rows(const specd_view& sv, const specd_view& iv, const spec
   const std::vector<int32_t> ix = read_i32_row(idx);
   for (size_t i = 0; i < ix.size(); ++i)
     if (ix[i] < 0 || ix[i] >= s.rows)
-      fail("copy_rows", "index " + std::to_string(ix[i]) + " outside [0, " +
-                            std::to_string(s.rows) + ")");
+      fail("copy_rows",
+           "index " + std::to_string(ix[i]) + " outside [0, " + std::to_string(s.rows) + ")");
   const int64_t rb = static_cast<int64_t>(row_bytes(s));
   if (!overlaps(s, d)) {
     SPECD_GPU_CHECK(launch_copy_rows(s, i32(idx), d, rb, stream_));
     return;
   }
-  // Only compaction towards the front of the same rows is defined (backend.h). Its sequential
-  // meaning is "every source read before it is overwritten", i.e. a gather from the original
-  // rows: gather into scratch, then copy back.
-  if (s.p != d.p || s.stride_bytes != d.stride_bytes)
-    fail("copy_rows", "src and dst overlap differently");
+  // Only compaction towards the front is defined (backend.h): dst is rows first.. of src (same
+  // stride), indices strictly increasing with indices[i] >= first + i. Moving rows in
+  // increasing i then reads every source before it is overwritten, i.e. it is a gather from
+  // the original rows: gather into scratch, then copy back.
+  const int64_t delta = d.p - s.p;
+  if (delta < 0 || s.stride_bytes != d.stride_bytes || delta % s.stride_bytes != 0)
+    fail("copy_rows", "dst overlaps src but is not a row range of it");
+  const int64_t first = delta / s.stride_bytes;
   for (size_t i = 0; i < ix.size(); ++i)
-    if (ix[i] < static_cast<int64_t>(i) || (i > 0 && ix[i] <= ix[i - 1]))
-      fail("copy_rows", "in-place indices must increase with indices[i] >= i");
+    if (ix[i] < first + static_cast<int64_t>(i) || (i > 0 && ix[i] <= ix[i - 1]))
+      fail("copy_rows", "in-place indices must increase and not precede their destination row");
   Mat staged = d;
   staged.p = static_cast<uint8_t*>(scratch_->get(static_cast<uint64_t>(d.rows * rb)));
   staged.stride_bytes = rb;
   SPECD_GPU_CHECK(launch_copy_rows(s, i32(idx), staged, rb, stream_));
-  SPECD_GPU_CHECK(cudaMemcpy2DAsync(d.p, static_cast<size_t>(d.stride_bytes), staged.p,
-                                    static_cast<size_t>(rb), static_cast<size_t>(rb),
-                                    static_cast<size_t>(d.rows), cudaMemcpyDeviceToDevice,
-                                    stream_));
+  SPECD_GPU_CHECK(cudaMemcpy2DAsync(
+      d.p, static_cast<size_t>(d.stride_bytes), staged.p, static_cast<size_t>(rb),
+      static_cast<size_t>(rb), static_cast<size_t>(d.rows), cudaMemcpyDeviceToDevice, stream_));
 }
 
 void GpuDevice::softmax(const specd_view& xv, float temperature, const specd_view& yv) {

@@ -18,8 +18,8 @@ cudaError_t launch_decode_rows(const GemmArgs& a, int64_t row0, int64_t rows, fl
 // Row-wise ops (rowwise.cuh). Shapes were validated by the caller.
 cudaError_t launch_rms_norm(const Mat& x, const float* weight, float eps, const Mat& y,
                             cudaStream_t stream);
-cudaError_t launch_rope(const Mat& x, const int32_t* positions, int n_head, int head_dim,
-                        int n_rot, float base, cudaStream_t stream);
+cudaError_t launch_rope(const Mat& x, const int32_t* positions, int n_head, int head_dim, int n_rot,
+                        float base, cudaStream_t stream);
 cudaError_t launch_get_rows(const Mat& table, const int32_t* ids, const Mat& y,
                             cudaStream_t stream);
 cudaError_t launch_swiglu(const Mat& gate, const Mat& up, const Mat& y, cudaStream_t stream);

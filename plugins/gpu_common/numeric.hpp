@@ -40,7 +40,9 @@ SPECD_HD inline float f16_to_f32(uint16_t h) {
   return bits_to_float(o | sign);
 }
 
-SPECD_HD inline float bf16_to_f32(uint16_t h) { return bits_to_float(static_cast<uint32_t>(h) << 16); }
+SPECD_HD inline float bf16_to_f32(uint16_t h) {
+  return bits_to_float(static_cast<uint32_t>(h) << 16);
+}
 
 SPECD_HD inline uint16_t load_u16(const uint8_t* p) {
   uint16_t v;
@@ -102,6 +104,8 @@ SPECD_HD inline int64_t key_slot(const MaskRow& r, const int32_t* extra, int64_t
   return j < r.prefix ? j : static_cast<int64_t>(extra[r.begin + (j - r.prefix)]);
 }
 
-SPECD_HD inline int64_t key_count(const MaskRow& r) { return r.prefix + (r.end - r.begin); }
+SPECD_HD inline int64_t key_count(const MaskRow& r) {
+  return r.prefix + (r.end - r.begin);
+}
 
 }  // namespace specd::gpu

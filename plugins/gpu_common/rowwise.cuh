@@ -163,8 +163,8 @@ __global__ void argmax_kernel(Mat x, int32_t* out) {
     if (t < w) {
       const float ov = best_v[t + w];
       const int64_t oi = best_i[t + w];
-      const bool take = oi >= 0 && (best_i[t] < 0 || ov > best_v[t] ||
-                                    (ov == best_v[t] && oi < best_i[t]));
+      const bool take =
+          oi >= 0 && (best_i[t] < 0 || ov > best_v[t] || (ov == best_v[t] && oi < best_i[t]));
       if (take) {
         best_v[t] = ov;
         best_i[t] = oi;
@@ -183,11 +183,10 @@ cudaError_t launch_rms_norm(const Mat& x, const float* weight, float eps, const 
   return cudaGetLastError();
 }
 
-cudaError_t launch_rope(const Mat& x, const int32_t* positions, int n_head, int head_dim,
-                        int n_rot, float base, cudaStream_t stream) {
+cudaError_t launch_rope(const Mat& x, const int32_t* positions, int n_head, int head_dim, int n_rot,
+                        float base, cudaStream_t stream) {
   const int64_t total = x.rows * n_head * (n_rot / 2);
-  rope_kernel<<<grid_1d(total, 256), 256, 0, stream>>>(x, positions, n_head, head_dim, n_rot,
-                                                       base);
+  rope_kernel<<<grid_1d(total, 256), 256, 0, stream>>>(x, positions, n_head, head_dim, n_rot, base);
   return cudaGetLastError();
 }
 
@@ -224,7 +223,7 @@ cudaError_t launch_add(const Mat& a, const Mat& b, const Mat& y, cudaStream_t st
 cudaError_t launch_copy_rows(const Mat& src, const int32_t* indices, const Mat& dst,
                              int64_t row_bytes, cudaStream_t stream) {
   copy_rows_kernel<<<grid_1d(dst.rows * row_bytes, 256), 256, 0, stream>>>(src, indices, dst,
-                                                                          row_bytes);
+                                                                           row_bytes);
   return cudaGetLastError();
 }
 

@@ -8,7 +8,9 @@ void fail(const char* op, const std::string& what) {
   throw sdk::invalid_argument(std::string(op) + ": " + what);
 }
 
-uint64_t row_bytes(const Mat& a) { return sdk::dtype_row_bytes(a.dtype, a.cols); }
+uint64_t row_bytes(const Mat& a) {
+  return sdk::dtype_row_bytes(a.dtype, a.cols);
+}
 
 Mat check_view(const specd_view* v, const char* op, const char* arg,
                std::initializer_list<specd_dtype> dtypes) {
@@ -23,10 +25,10 @@ Mat check_view(const specd_view* v, const char* op, const char* arg,
     allowed += std::string(allowed.empty() ? "" : "/") + sdk::dtype_name(d);
   }
   if (!ok)
-    throw sdk::PluginError(SPECD_STATUS_UNSUPPORTED,
-                           std::string(op) + ": " + where + "dtype " + sdk::dtype_name(v->dtype) +
-                               " (" + std::to_string(v->dtype) + ") not supported, expected " +
-                               allowed);
+    throw sdk::PluginError(SPECD_STATUS_UNSUPPORTED, std::string(op) + ": " + where + "dtype " +
+                                                         sdk::dtype_name(v->dtype) + " (" +
+                                                         std::to_string(v->dtype) +
+                                                         ") not supported, expected " + allowed);
   if (v->rows < 0 || v->cols < 1) fail(op, where + "bad shape");
   const uint64_t rb = sdk::dtype_row_bytes(v->dtype, v->cols);
   if (rb == 0) fail(op, where + "cols must be a multiple of 32 for q8_0");
@@ -57,8 +59,8 @@ Mat check_view(const specd_view* v, const char* op, const char* arg,
 void same_shape(const Mat& a, const Mat& b, const char* op, const char* an, const char* bn) {
   if (a.rows != b.rows || a.cols != b.cols)
     fail(op, std::string(bn) + " is [" + std::to_string(b.rows) + ", " + std::to_string(b.cols) +
-                 "] but " + an + " is [" + std::to_string(a.rows) + ", " +
-                 std::to_string(a.cols) + "]");
+                 "] but " + an + " is [" + std::to_string(a.rows) + ", " + std::to_string(a.cols) +
+                 "]");
 }
 
 void check_range(const specd_buffer* b, uint64_t offset, uint64_t size, const char* op) {
