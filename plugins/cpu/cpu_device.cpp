@@ -91,6 +91,7 @@ CpuDevice::CpuDevice(sdk::Host host, const specd_device_params& params) : host_(
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
   if (threads <= 0) threads = 1;
   if (threads > 256) throw sdk::invalid_argument("cpu: threads must be <= 256");
+  kernel_ = select_kernel();
   pool_ = std::make_unique<ThreadPool>(threads);
 }
 
@@ -99,7 +100,7 @@ void CpuDevice::info(specd_device_info& info) {
   info.memory_bytes = 0;
   info.invariant_max_rows = static_cast<uint32_t>(kSmallMaxRows);
   const std::string name = "cpu (" + std::to_string(pool_->size()) + " threads, " +
-                           (avx512_available() ? "avx512" : "generic") + ")";
+                           kernel_name(kernel_) + ")";
   std::snprintf(info.name, sizeof(info.name), "%s", name.c_str());
 }
 
@@ -166,7 +167,7 @@ void CpuDevice::matmul(const specd_view& xv, const specd_view& wv, const specd_v
   GemmArgs a{reinterpret_cast<const float*>(x.p), w.p, reinterpret_cast<float*>(y.p),
              x.rows, w.rows, x.cols, x.stride / 4, w.stride, y.stride / 4, w.dtype};
   if (x.rows <= kSmallMaxRows) {
-    gemm_small(*pool_, a);
+    gemm_small(*pool_, kernel_, a);
   } else {
     large_.run(*pool_, a);
   }

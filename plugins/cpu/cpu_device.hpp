@@ -45,6 +45,7 @@ class CpuDevice {
  private:
   sdk::Host host_;
   std::unique_ptr<ThreadPool> pool_;
+  GemmKernel kernel_ = GemmKernel::kGeneric;
   LargeGemm large_;
 };
 

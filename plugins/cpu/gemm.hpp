@@ -16,7 +16,11 @@ namespace specd::cpu {
 
 constexpr int64_t kSmallMaxRows = 64;
 
-void gemm_small(ThreadPool& pool, const GemmArgs& a);
+void gemm_small(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a);
+
+// The best kernel this CPU runs, unless $SPECD_CPU_KERNEL (generic, avx2, avx512) asks for
+// another one it can run; throws for an unknown or unsupported request.
+GemmKernel select_kernel();
 
 // oneDNN path for large m. `scratch` is reused between calls.
 class LargeGemm {

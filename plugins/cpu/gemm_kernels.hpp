@@ -17,9 +17,17 @@ struct GemmArgs {
   specd_dtype dtype;
 };
 
+// Kernel variants; one is chosen per device (the best the CPU runs, or $SPECD_CPU_KERNEL).
+// Each is batch invariant on its own; different variants round differently.
+enum class GemmKernel { kGeneric, kAvx2, kAvx512 };
+
+bool avx2_available();
 bool avx512_available();
+const char* kernel_name(GemmKernel kernel);
+
 // y[:, j0:j1] for all m rows; each element's reduction order is fixed (see gemm.hpp).
 void gemm_cols_avx512(const GemmArgs& a, int64_t j0, int64_t j1);
+void gemm_cols_avx2(const GemmArgs& a, int64_t j0, int64_t j1);
 void gemm_cols_generic(const GemmArgs& a, int64_t j0, int64_t j1);
 
 }  // namespace specd::cpu

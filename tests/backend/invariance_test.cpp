@@ -1,11 +1,58 @@
 // Batch invariance (backend.h contract): for m <= 64 every output row has the same bits
 // whatever m, the row's place in the batch and the thread count.
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "backend_test_util.hpp"
 
 using namespace specd;
 using namespace specd::test;
+
+namespace {
+
+// Rows of every m in 1..max_m (taken at shifting places of one batch) against each row alone.
+void check_gemm_invariance(Device& dev, std::mt19937& rng) {
+  const uint32_t max_m = std::min<uint32_t>(64, dev.info().invariant_max_rows);
+  for (specd_dtype dt : kWeightTypes) {
+    const int64_t k = dt == SPECD_DTYPE_Q8_0 ? 192 : 203, n = 45;
+    auto x = random_floats(rng, max_m * k);
+    auto wf = random_floats(rng, n * k);
+    auto wb = encode(dt, wf, n, k);
+    auto wd = decode(dt, wb, n, k);
+    Buffer bx = upload_vec(dev, x), bw = upload_vec(dev, wb), by = dev.alloc(max_m * n * 4);
+    const View w = bw.view(dt, n, k);
+    std::vector<float> single(max_m * n);
+    for (uint32_t i = 0; i < max_m; ++i) {
+      dev.matmul(bx.view(SPECD_DTYPE_F32, max_m, k).slice_rows(i, 1), w,
+                 by.view(SPECD_DTYPE_F32, 1, n));
+      by.download(single.data() + i * n, n * 4);
+    }
+    // The single rows are also accurate (so a broken kernel cannot pass by being constant).
+    double worst = 0;
+    for (uint32_t i = 0; i < max_m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0, a = 0;
+        for (int64_t c = 0; c < k; ++c) {
+          s += double(x[i * k + c]) * wd[j * k + c];
+          a += std::fabs(double(x[i * k + c]) * wd[j * k + c]);
+        }
+        worst = std::max(worst, std::fabs(single[i * n + j] - s) / a);
+      }
+    CHECK_MESSAGE(worst < 1e-5, dtype_name(dt) << " relative error " << worst);
+    int mismatches = 0;
+    for (uint32_t m = 1; m <= max_m; ++m) {
+      const uint32_t first = max_m - m;
+      dev.matmul(bx.view(SPECD_DTYPE_F32, max_m, k).slice_rows(first, m), w,
+                 by.view(SPECD_DTYPE_F32, m, n));
+      auto y = download_vec<float>(by, m * n);
+      if (std::memcmp(y.data(), single.data() + first * n, m * n * 4) != 0) ++mismatches;
+    }
+    CHECK_MESSAGE(mismatches == 0, dtype_name(dt) << ": " << mismatches << " values of m differ");
+  }
+}
+
+}  // namespace
 
 TEST_CASE("matmul rows are bit-identical for m = 1..64, every weight dtype") {
   std::mt19937 rng(11);
@@ -15,36 +62,27 @@ TEST_CASE("matmul rows are bit-identical for m = 1..64, every weight dtype") {
       MESSAGE("skipping " << ob.backend->name() << ": does not declare batch invariance");
       continue;
     }
-    const uint32_t max_m = std::min<uint32_t>(64, dev.info().invariant_max_rows);
-    for (specd_dtype dt : kWeightTypes) {
-      const int64_t k = dt == SPECD_DTYPE_Q8_0 ? 192 : 200, n = 45;
-      auto x = random_floats(rng, max_m * k);
-      auto wb = encode(dt, random_floats(rng, n * k), n, k);
-      Buffer bx = upload_vec(dev, x), bw = upload_vec(dev, wb), by = dev.alloc(max_m * n * 4);
-      const View w = bw.view(dt, n, k);
-      // Reference: every row alone (m = 1).
-      std::vector<float> single(max_m * n);
-      for (uint32_t i = 0; i < max_m; ++i) {
-        dev.matmul(bx.view(SPECD_DTYPE_F32, max_m, k).slice_rows(i, 1), w,
-                   by.view(SPECD_DTYPE_F32, 1, n));
-        by.download(single.data() + i * n, n * 4);
-      }
-      bool all_same = true;
-      for (uint32_t m = 1; m <= max_m; ++m) {
-        // Rows [max_m - m, max_m): every row lands at a different place in the batch.
-        const uint32_t first = max_m - m;
-        dev.matmul(bx.view(SPECD_DTYPE_F32, max_m, k).slice_rows(first, m), w,
-                   by.view(SPECD_DTYPE_F32, m, n));
-        auto y = download_vec<float>(by, m * n);
-        if (std::memcmp(y.data(), single.data() + first * n, m * n * 4) != 0) {
-          all_same = false;
-          INFO(dtype_name(dt) << " m=" << m);
-          CHECK(false);
-        }
-      }
-      CHECK_MESSAGE(all_same, dtype_name(dt));
-    }
+    MESSAGE("device: " << std::string(dev.info().name));
+    check_gemm_invariance(dev, rng);
   }
+}
+
+TEST_CASE("cpu: every GEMM kernel this CPU runs is accurate and batch invariant") {
+  std::mt19937 rng(13);
+  for (const char* kernel : {"generic", "avx2", "avx512"}) {
+    setenv("SPECD_CPU_KERNEL", kernel, 1);
+    Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
+    std::unique_ptr<Device> dev;
+    try {
+      dev = backend.open();
+    } catch (const Error& e) {
+      MESSAGE("skipping kernel " << std::string(kernel) << ": " << std::string(e.what()));
+      continue;
+    }
+    MESSAGE("kernel " << std::string(kernel) << ": " << std::string(dev->info().name));
+    check_gemm_invariance(*dev, rng);
+  }
+  unsetenv("SPECD_CPU_KERNEL");
 }
 
 TEST_CASE("matmul results do not depend on the thread count") {

@@ -1,0 +1,242 @@
+// specd-model-bench: decode and prefill speed of a llama GGUF on a backend, and the
+// verification cost curve v(m) = time(forward of m tokens) / time(forward of 1 token).
+//
+//   specd-model-bench MODEL.gguf [--backend cpu] [--threads N] [--repeats R] [--json]
+//   specd-model-bench --write-random OUT.gguf [--seed S]   (a ~5 M-parameter f16 model)
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "common/error.hpp"
+#include "gguf/gguf_writer.hpp"
+#include "models/llama_model.hpp"
+#include "plugin/registry.hpp"
+
+using namespace specd;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// A llama model with random weights: vocab 4096, d 256, 4 layers, FFN 768, 8 heads (4 KV).
+void write_random(const std::string& path, uint32_t seed) {
+  const int64_t V = 4096, d = 256, L = 4, F = 768, H = 8, Hkv = 4, hd = d / H;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  w.set_string("general.name", "random-5m");
+  w.set_u32("llama.context_length", 512);
+  w.set_u32("llama.embedding_length", d);
+  w.set_u32("llama.block_count", L);
+  w.set_u32("llama.feed_forward_length", F);
+  w.set_u32("llama.attention.head_count", H);
+  w.set_u32("llama.attention.head_count_kv", Hkv);
+  w.set_u32("llama.rope.dimension_count", hd);
+  w.set_f32("llama.rope.freq_base", 10000.0f);
+  w.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  w.set_u32("llama.vocab_size", V);
+  auto add = [&](const std::string& name, std::vector<int64_t> ne, GgmlType type, float scale,
+                 float mean) {
+    int64_t n = 1;
+    for (int64_t e : ne) n *= e;
+    std::vector<float> v(n);
+    for (float& x : v) x = mean + scale * nd(rng);
+    w.add_tensor_f32(name, type, ne, v.data());
+  };
+  const float s = 1.0f / std::sqrt(float(d));
+  add("token_embd.weight", {d, V}, GgmlType::kF16, 1.0f, 0.0f);
+  for (int64_t l = 0; l < L; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    add(p + "attn_norm.weight", {d}, GgmlType::kF32, 0.0f, 1.0f);
+    add(p + "attn_q.weight", {d, H * hd}, GgmlType::kF16, s, 0.0f);
+    add(p + "attn_k.weight", {d, Hkv * hd}, GgmlType::kF16, s, 0.0f);
+    add(p + "attn_v.weight", {d, Hkv * hd}, GgmlType::kF16, s, 0.0f);
+    add(p + "attn_output.weight", {H * hd, d}, GgmlType::kF16, s, 0.0f);
+    add(p + "ffn_norm.weight", {d}, GgmlType::kF32, 0.0f, 1.0f);
+    add(p + "ffn_gate.weight", {d, F}, GgmlType::kF16, s, 0.0f);
+    add(p + "ffn_up.weight", {d, F}, GgmlType::kF16, s, 0.0f);
+    add(p + "ffn_down.weight", {F, d}, GgmlType::kF16, 1.0f / std::sqrt(float(F)), 0.0f);
+  }
+  add("output_norm.weight", {d}, GgmlType::kF32, 0.0f, 1.0f);
+  add("output.weight", {d, V}, GgmlType::kF16, s, 0.0f);
+  w.write(path);
+}
+
+int usage() {
+  std::cerr << "usage: specd-model-bench MODEL.gguf [--backend ID] [--threads N] [--repeats R] "
+               "[--json]\n       specd-model-bench --write-random OUT.gguf [--seed S]\n";
+  return 2;
+}
+
+struct Args {
+  std::string model, backend = "cpu", write_random;
+  uint32_t threads = 0, seed = 1;
+  int repeats = 5;
+  bool json = false;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string s = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw UsageError(s + " needs a value");
+      return argv[++i];
+    };
+    if (s == "--threads") a.threads = static_cast<uint32_t>(std::stoul(value()));
+    else if (s == "--repeats") a.repeats = std::max(1, std::stoi(value()));
+    else if (s == "--backend") a.backend = value();
+    else if (s == "--json") a.json = true;
+    else if (s == "--write-random") a.write_random = value();
+    else if (s == "--seed") a.seed = static_cast<uint32_t>(std::stoul(value()));
+    else if (!s.empty() && s[0] == '-') throw UsageError("unknown option " + s);
+    else a.model = s;
+  }
+  if (a.model.empty() && a.write_random.empty()) throw UsageError("no model given");
+  return a;
+}
+
+struct Bench {
+  LlamaModel& model;
+  std::vector<float> logits;
+  std::mt19937 rng{42};
+
+  std::vector<int32_t> tokens(int32_t n) {
+    std::uniform_int_distribution<int32_t> u(0, model.info().vocab_size - 1);
+    std::vector<int32_t> t(n);
+    for (int32_t& x : t) x = u(rng);
+    return t;
+  }
+  // Time of one forward of an m-token chain after `prefix` committed tokens (not committed).
+  double forward_time(KvCache& cache, int32_t m) {
+    const auto t = tokens(m);
+    std::vector<int32_t> pos(m), par(m);
+    for (int32_t i = 0; i < m; ++i) {
+      pos[i] = cache.size() + i;
+      par[i] = i - 1;
+    }
+    logits.resize(static_cast<size_t>(m) * model.info().vocab_size);
+    const auto t0 = Clock::now();
+    model.forward(cache, t, pos, par, logits.data());
+    return seconds_since(t0);
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Args a = parse(argc, argv);
+    if (!a.write_random.empty()) {
+      write_random(a.write_random, a.seed);
+      std::cout << "wrote " << a.write_random << "\n";
+      return 0;
+    }
+    PluginRegistry registry;
+    Backend backend(registry.require(a.backend, SPECD_KIND_BACKEND));
+    DeviceOptions opt;
+    opt.threads = a.threads;
+    auto device = backend.open(opt);
+    auto model = LlamaModel::load(a.model, *device);
+    const ModelInfo& in = model->info();
+    Bench b{*model, {}};
+    const int32_t n_prefill = std::min<int32_t>(128, in.n_ctx / 2);
+    const int32_t n_ctx = std::min<int32_t>(in.n_ctx, 256);
+    const int32_t prefix = std::min<int32_t>(64, n_ctx / 4);
+
+    // Prefill: one chain of n_prefill tokens from an empty cache.
+    auto cache = model->new_cache(n_ctx);
+    std::vector<double> prefill;
+    b.forward_time(*cache, n_prefill);  // warm-up
+    for (int r = 0; r < a.repeats; ++r) prefill.push_back(b.forward_time(*cache, n_prefill));
+
+    // Decode: one token at a time, committed, after `prefix` tokens.
+    std::vector<double> decode;
+    const int32_t n_decode = std::min<int32_t>(64, n_ctx - prefix - 1);
+    for (int r = 0; r < a.repeats; ++r) {
+      model->truncate(*cache, 0);
+      b.forward_time(*cache, prefix);
+      std::vector<int32_t> all(prefix);
+      for (int32_t i = 0; i < prefix; ++i) all[i] = i;
+      model->commit(*cache, all);
+      double total = 0;
+      for (int32_t i = 0; i < n_decode; ++i) {
+        total += b.forward_time(*cache, 1);
+        model->commit(*cache, std::vector<int32_t>{0});
+      }
+      decode.push_back(total / n_decode);
+    }
+
+    // v(m): forwards of m tokens after the same committed prefix (never committed).
+    std::vector<int32_t> ms;
+    for (int32_t m = 1; m <= 16; ++m) ms.push_back(m);
+    ms.push_back(32);
+    model->truncate(*cache, prefix);
+    std::vector<double> t_m;
+    for (int32_t m : ms) {
+      std::vector<double> reps;
+      for (int r = 0; r < a.repeats; ++r) {
+        double total = 0;
+        int iters = 0;
+        while (iters < 3 || total < 0.02) {
+          total += b.forward_time(*cache, m);
+          ++iters;
+        }
+        reps.push_back(total / iters);
+      }
+      t_m.push_back(median(reps));
+    }
+
+    const double decode_tps = 1.0 / median(decode);
+    const double prefill_tps = n_prefill / median(prefill);
+    const specd_device_info di = device->info();
+    if (a.json) {
+      std::printf("{\"model\": \"%s\", \"params\": %lld, \"weight_type\": \"%s\", \"device\": \"%s\", "
+                  "\"threads\": %u, \"repeats\": %d, \"decode_tokens_per_s\": %.2f, "
+                  "\"prefill_tokens\": %d, \"prefill_tokens_per_s\": %.2f, \"forward_ms\": {",
+                  in.path.c_str(), static_cast<long long>(in.n_params), in.weight_type.c_str(),
+                  di.name, di.threads, a.repeats, decode_tps, n_prefill, prefill_tps);
+      for (size_t i = 0; i < ms.size(); ++i)
+        std::printf("%s\"%d\": %.4f", i ? ", " : "", ms[i], t_m[i] * 1e3);
+      std::printf("}, \"v\": {");
+      for (size_t i = 0; i < ms.size(); ++i)
+        std::printf("%s\"%d\": %.3f", i ? ", " : "", ms[i], t_m[i] / t_m[0]);
+      std::printf("}}\n");
+    } else {
+      std::printf("model     %s (%s, %.2f M params, %s)\n", in.path.c_str(), in.name.c_str(),
+                  in.n_params / 1e6, in.weight_type.c_str());
+      std::printf("device    %s, median of %d repeats\n", di.name, a.repeats);
+      std::printf("decode    %.1f tokens/s (m = 1 after %d tokens)\n", decode_tps, prefix);
+      std::printf("prefill   %.1f tokens/s (%d tokens in one forward)\n", prefill_tps, n_prefill);
+      std::printf("v(m) = time(m tokens) / time(1 token), after %d committed tokens\n", prefix);
+      std::printf("   m   time_ms   v(m)\n");
+      for (size_t i = 0; i < ms.size(); ++i)
+        std::printf("%4d %9.3f %6.2f\n", ms[i], t_m[i] * 1e3, t_m[i] / t_m[0]);
+    }
+    return 0;
+  } catch (const UsageError& e) {
+    std::cerr << "specd-model-bench: " << e.what() << "\n";
+    return usage();
+  } catch (const std::exception& e) {
+    std::cerr << "specd-model-bench: " << e.what() << "\n";
+    return 1;
+  }
+}
