@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <new>
 
 #include "common/error.hpp"
 #include "gguf/gguf_format.hpp"
@@ -269,7 +270,12 @@ GgufFile GgufFile::open(const std::string& path) {
   GgufFile file;
   file.path_ = path;
   file.map_ = std::make_shared<MappedFile>(MappedFile::open(path));
-  GgufParser(file, file.map_->data(), file.map_->size()).parse();
+  try {
+    GgufParser(file, file.map_->data(), file.map_->size()).parse();
+  } catch (const std::bad_alloc&) {
+    // Counts are bounded by the file size, but metadata still expands in memory.
+    throw Error(path + ": out of memory while reading the metadata");
+  }
   return file;
 }
 

@@ -1,9 +1,10 @@
 // Compares our encoding of a few strings with the Python tokenizer used for training, when
-// the project model and its script are present (they are produced separately).
+// the project model and its script are present (they are produced separately by train/).
 #include <doctest/doctest.h>
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <sstream>
@@ -61,7 +62,10 @@ std::vector<int32_t> parse_ids(const std::string& s) {
 
 TEST_CASE("encoding matches the training tokenizer of models/target.gguf") {
   const std::filesystem::path root = SPECD_SOURCE_DIR;
-  const auto model = root / "models" / "target.gguf";
+  // SPECD_TEST_TARGET_GGUF points the test at another model made by train/.
+  const char* env = std::getenv("SPECD_TEST_TARGET_GGUF");
+  const std::filesystem::path model =
+      env && *env ? std::filesystem::path(env) : root / "models" / "target.gguf";
   const auto script = root / "train" / "reference_forward.py";
   const char* python = "/usr/bin/python3";
   if (!std::filesystem::exists(model) || !std::filesystem::exists(script)) {
