@@ -110,19 +110,54 @@ void tile_cols(int nr, const float* x, int64_t ldx, const uint8_t* w, int64_t ld
   }
 }
 
+// Decodes rows [0, nr) of w (k values each) into an f32 panel, exactly as load_w does, so
+// that tiles over the panel compute the same bits as tiles over the raw weights.
 template <int DT>
-void cols(const GemmArgs& a, int64_t j0, int64_t j1) {
+void decode_panel(const uint8_t* w, int64_t ldw, int nr, int64_t k, float* panel) {
+  for (int c = 0; c < nr; ++c) {
+    int64_t kk = 0;
+    for (; kk + 8 <= k; kk += 8) _mm256_storeu_ps(panel + c * k + kk, load_w<DT>(w + c * ldw, kk));
+    if constexpr (DT != kQ8) {
+      if (kk < k) {
+        float tail[8];
+        _mm256_storeu_ps(tail, load_w_tail<DT>(w + c * ldw, kk, static_cast<int>(k - kk)));
+        for (int64_t i = kk; i < k; ++i) panel[c * k + i] = tail[i - kk];
+      }
+    }
+  }
+}
+
+template <int DT>
+void cols(const GemmArgs& a, int64_t j0, int64_t j1, float* panel) {
   for (int64_t j = j0; j < j1; j += 8) {  // weights outer: 8 rows of w, all m rows of x
     const int nr = static_cast<int>(j1 - j < 8 ? j1 - j : 8);
     const uint8_t* w = a.w + j * a.ldw;
+    int64_t ldw = a.ldw;
+    bool decoded = false;
+    if (DT != kF32 && a.m > 4 && panel) {  // several row blocks: decode the weights once
+      decode_panel<DT>(w, a.ldw, nr, a.k, panel);
+      w = reinterpret_cast<const uint8_t*>(panel);
+      ldw = a.k * 4;
+      decoded = true;
+    }
     for (int64_t i = 0; i < a.m; i += 4) {
       const float* x = a.x + i * a.ldx;
       float* y = a.y + i * a.ldy + j;
-      switch (a.m - i < 4 ? a.m - i : 4) {
-        case 4: tile_cols<DT, 4>(nr, x, a.ldx, w, a.ldw, y, a.ldy, a.k); break;
-        case 3: tile_cols<DT, 3>(nr, x, a.ldx, w, a.ldw, y, a.ldy, a.k); break;
-        case 2: tile_cols<DT, 2>(nr, x, a.ldx, w, a.ldw, y, a.ldy, a.k); break;
-        default: tile_cols<DT, 1>(nr, x, a.ldx, w, a.ldw, y, a.ldy, a.k); break;
+      const int64_t mr = a.m - i < 4 ? a.m - i : 4;
+      if (decoded) {
+        switch (mr) {
+          case 4: tile_cols<kF32, 4>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
+          case 3: tile_cols<kF32, 3>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
+          case 2: tile_cols<kF32, 2>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
+          default: tile_cols<kF32, 1>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
+        }
+        continue;
+      }
+      switch (mr) {
+        case 4: tile_cols<DT, 4>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
+        case 3: tile_cols<DT, 3>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
+        case 2: tile_cols<DT, 2>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
+        default: tile_cols<DT, 1>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
       }
     }
   }
@@ -130,12 +165,12 @@ void cols(const GemmArgs& a, int64_t j0, int64_t j1) {
 
 }  // namespace
 
-void gemm_cols_avx2(const GemmArgs& a, int64_t j0, int64_t j1) {
+void gemm_cols_avx2(const GemmArgs& a, int64_t j0, int64_t j1, float* panel) {
   switch (a.dtype) {
-    case SPECD_DTYPE_F32: return cols<kF32>(a, j0, j1);
-    case SPECD_DTYPE_F16: return cols<kF16>(a, j0, j1);
-    case SPECD_DTYPE_BF16: return cols<kBF16>(a, j0, j1);
-    default: return cols<kQ8>(a, j0, j1);
+    case SPECD_DTYPE_F32: return cols<kF32>(a, j0, j1, panel);
+    case SPECD_DTYPE_F16: return cols<kF16>(a, j0, j1, panel);
+    case SPECD_DTYPE_BF16: return cols<kBF16>(a, j0, j1, panel);
+    default: return cols<kQ8>(a, j0, j1, panel);
   }
 }
 

@@ -5,6 +5,9 @@
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
+#ifdef SPECD_CPU_OPENMP
+#include <omp.h>
+#endif
 
 #include "convert.hpp"
 #include "gemm.hpp"
@@ -67,6 +70,11 @@ LargeGemm::LargeGemm() : impl_(new Impl) {}
 LargeGemm::~LargeGemm() { delete impl_; }
 
 void LargeGemm::run(ThreadPool& pool, const GemmArgs& a) {
+#ifdef SPECD_CPU_OPENMP
+  // oneDNN's OpenMP team follows this thread's setting: use the device's thread count, not
+  // every core (the ICV is per calling thread, so other devices keep theirs).
+  omp_set_num_threads(pool.size());
+#endif
   if (a.dtype == SPECD_DTYPE_F32 && a.ldw % 4 == 0) {
     impl_->matmul(a.x, reinterpret_cast<const float*>(a.w), a.y, a.m, a.n, a.k, a.ldx,
                   a.ldw / 4, a.ldy);

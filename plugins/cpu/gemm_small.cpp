@@ -1,6 +1,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "gemm.hpp"
 
@@ -59,11 +60,15 @@ void gemm_small(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
   if (cols < 16) cols = 16;
   const int64_t tasks = (a.n + cols - 1) / cols;
   pool.run(tasks, [&](int64_t t) {
+    thread_local std::vector<float> panel;
+    if (kernel != GemmKernel::kGeneric && a.m > 4 && panel.size() < static_cast<size_t>(8 * a.k))
+      panel.resize(static_cast<size_t>(8 * a.k));
+    float* p = a.m > 4 ? panel.data() : nullptr;
     const int64_t j0 = t * cols;
     const int64_t j1 = j0 + cols < a.n ? j0 + cols : a.n;
     switch (kernel) {
-      case GemmKernel::kAvx512: gemm_cols_avx512(a, j0, j1); break;
-      case GemmKernel::kAvx2: gemm_cols_avx2(a, j0, j1); break;
+      case GemmKernel::kAvx512: gemm_cols_avx512(a, j0, j1, p); break;
+      case GemmKernel::kAvx2: gemm_cols_avx2(a, j0, j1, p); break;
       default: gemm_cols_generic(a, j0, j1); break;
     }
   });
