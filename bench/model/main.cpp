@@ -2,6 +2,7 @@
 // verification cost curve v(m) = time(forward of m tokens) / time(forward of 1 token).
 //
 //   specd-model-bench MODEL.gguf [--backend cpu] [--threads N] [--repeats R] [--json]
+//                     [--cpu-time]   (process CPU time instead of wall time)
 //   specd-model-bench --write-random OUT.gguf [--seed S]   (a ~5 M-parameter f16 model)
 #include <algorithm>
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <ctime>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,8 +27,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
+// Wall time, or with --cpu-time the CPU time of the whole process (all threads, spinning
+// included): steadier on a machine shared with other jobs.
+bool g_cpu_time = false;
+
+double now_seconds() {
+  if (g_cpu_time) {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+  }
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
 }
 
 double median(std::vector<double> v) {
@@ -82,7 +93,7 @@ void write_random(const std::string& path, uint32_t seed) {
 
 int usage() {
   std::cerr << "usage: specd-model-bench MODEL.gguf [--backend ID] [--threads N] [--repeats R] "
-               "[--json]\n       specd-model-bench --write-random OUT.gguf [--seed S]\n";
+               "[--json] [--cpu-time]\n       specd-model-bench --write-random OUT.gguf [--seed S]\n";
   return 2;
 }
 
@@ -105,6 +116,7 @@ Args parse(int argc, char** argv) {
     else if (s == "--repeats") a.repeats = std::max(1, std::stoi(value()));
     else if (s == "--backend") a.backend = value();
     else if (s == "--json") a.json = true;
+    else if (s == "--cpu-time") g_cpu_time = true;
     else if (s == "--write-random") a.write_random = value();
     else if (s == "--seed") a.seed = static_cast<uint32_t>(std::stoul(value()));
     else if (!s.empty() && s[0] == '-') throw UsageError("unknown option " + s);
@@ -134,9 +146,9 @@ struct Bench {
       par[i] = i - 1;
     }
     logits.resize(static_cast<size_t>(m) * model.info().vocab_size);
-    const auto t0 = Clock::now();
+    const double t0 = now_seconds();
     model.forward(cache, t, pos, par, logits.data());
-    return seconds_since(t0);
+    return now_seconds() - t0;
   }
 };
 
@@ -210,10 +222,10 @@ int main(int argc, char** argv) {
     const specd_device_info di = device->info();
     if (a.json) {
       std::printf("{\"model\": \"%s\", \"params\": %lld, \"weight_type\": \"%s\", \"device\": \"%s\", "
-                  "\"threads\": %u, \"repeats\": %d, \"decode_tokens_per_s\": %.2f, "
+                  "\"threads\": %u, \"repeats\": %d, \"clock\": \"%s\", \"decode_tokens_per_s\": %.2f, "
                   "\"prefill_tokens\": %d, \"prefill_tokens_per_s\": %.2f, \"forward_ms\": {",
                   in.path.c_str(), static_cast<long long>(in.n_params), in.weight_type.c_str(),
-                  di.name, di.threads, a.repeats, decode_tps, n_prefill, prefill_tps);
+                  di.name, di.threads, a.repeats, g_cpu_time ? "cpu" : "wall", decode_tps, n_prefill, prefill_tps);
       for (size_t i = 0; i < ms.size(); ++i)
         std::printf("%s\"%d\": %.4f", i ? ", " : "", ms[i], t_m[i] * 1e3);
       std::printf("}, \"v\": {");
@@ -223,7 +235,8 @@ int main(int argc, char** argv) {
     } else {
       std::printf("model     %s (%s, %.2f M params, %s)\n", in.path.c_str(), in.name.c_str(),
                   in.n_params / 1e6, in.weight_type.c_str());
-      std::printf("device    %s, median of %d repeats\n", di.name, a.repeats);
+      std::printf("device    %s, median of %d repeats, %s\n", di.name, a.repeats,
+                  g_cpu_time ? "process CPU time" : "wall time");
       std::printf("decode    %.1f tokens/s (m = 1 after %d tokens)\n", decode_tps, prefix);
       std::printf("prefill   %.1f tokens/s (%d tokens in one forward)\n", prefill_tps, n_prefill);
       std::printf("v(m) = time(m tokens) / time(1 token), after %d committed tokens\n", prefix);

@@ -87,7 +87,7 @@ void tile(const float* x, int64_t ldx, const uint8_t* w, int64_t ldw, float* y, 
 template <int DT, int MR>
 void tile_cols(int nr, const float* x, int64_t ldx, const uint8_t* w, int64_t ldw, float* y,
                int64_t ldy, int64_t k) {
-  constexpr int kMaxNr = MR <= 2 ? 4 : 2;  // 16 ymm registers
+  constexpr int kMaxNr = MR <= 2 ? 4 : 3;  // MR x NR accumulators + NR weights + 1 row <= 16
   while (nr > 0) {
     const int c = nr < kMaxNr ? nr : kMaxNr;
     if constexpr (kMaxNr == 4) {
@@ -98,10 +98,10 @@ void tile_cols(int nr, const float* x, int64_t ldx, const uint8_t* w, int64_t ld
         default: tile<DT, MR, 1>(x, ldx, w, ldw, y, ldy, k); break;
       }
     } else {
-      if (c == 2) {
-        tile<DT, MR, 2>(x, ldx, w, ldw, y, ldy, k);
-      } else {
-        tile<DT, MR, 1>(x, ldx, w, ldw, y, ldy, k);
+      switch (c) {
+        case 3: tile<DT, MR, 3>(x, ldx, w, ldw, y, ldy, k); break;
+        case 2: tile<DT, MR, 2>(x, ldx, w, ldw, y, ldy, k); break;
+        default: tile<DT, MR, 1>(x, ldx, w, ldw, y, ldy, k); break;
       }
     }
     w += c * ldw;
@@ -134,7 +134,7 @@ void cols(const GemmArgs& a, int64_t j0, int64_t j1, float* panel) {
     const uint8_t* w = a.w + j * a.ldw;
     int64_t ldw = a.ldw;
     bool decoded = false;
-    if (DT != kF32 && a.m > 4 && panel) {  // several row blocks: decode the weights once
+    if (DT == kQ8 && a.m > 4 && panel) {  // several row blocks: decode q8_0 once
       decode_panel<DT>(w, a.ldw, nr, a.k, panel);
       w = reinterpret_cast<const uint8_t*>(panel);
       ldw = a.k * 4;

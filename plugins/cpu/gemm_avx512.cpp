@@ -129,7 +129,7 @@ void cols(const GemmArgs& a, int64_t j0, int64_t j1, float* panel) {
     const uint8_t* w = a.w + j * a.ldw;
     int64_t ldw = a.ldw;
     bool decoded = false;
-    if (DT != kF32 && a.m > 4 && panel) {  // several row blocks: decode the weights once
+    if (DT == kQ8 && a.m > 4 && panel) {  // several row blocks: decode q8_0 once
       decode_panel<DT>(w, a.ldw, nr, a.k, panel);
       w = reinterpret_cast<const uint8_t*>(panel);
       ldw = a.k * 4;
