@@ -30,19 +30,26 @@ struct BigramOrder {
   }
 };
 
-std::string mapped(std::string_view bytes) {
-  std::string s;
-  s.reserve(bytes.size() * 2);
-  for (char c : bytes) utf8_append(s, gpt2_byte_to_codepoint(static_cast<uint8_t>(c)));
-  return s;
-}
-
 }  // namespace
 
 void bpe_encode_word(const Vocab& vocab, std::string_view word, std::vector<int32_t>& out) {
   if (word.empty()) return;
+  // The word in GPT-2's mapped characters, and where each original byte starts in it.
+  std::string m;
+  m.reserve(word.size() * 2);
+  std::vector<size_t> at(word.size() + 1);
+  for (size_t k = 0; k < word.size(); ++k) {
+    at[k] = m.size();
+    utf8_append(m, gpt2_byte_to_codepoint(static_cast<uint8_t>(word[k])));
+  }
+  at[word.size()] = m.size();
+  auto text_of = [&](size_t start, size_t len) {
+    return std::string_view(m).substr(at[start], at[start + len] - at[start]);
+  };
+  std::string key;  // reused so lookups do not allocate
+
   if (vocab.ignore_merges) {
-    const int32_t id = vocab.find(mapped(word));
+    const int32_t id = vocab.find(m);
     if (id >= 0) {
       out.push_back(id);
       return;
@@ -59,9 +66,9 @@ void bpe_encode_word(const Vocab& vocab, std::string_view word, std::vector<int3
     if (left < 0 || right < 0) return;
     const Symbol& l = sym[left];
     const Symbol& r = sym[right];
-    std::string key = mapped(word.substr(l.start, l.len));
+    key.assign(text_of(l.start, l.len));
     key += ' ';
-    key += mapped(word.substr(r.start, r.len));
+    key.append(text_of(r.start, r.len));
     auto it = vocab.merge_rank.find(key);
     if (it != vocab.merge_rank.end()) queue.push({it->second, left, right, l.len + r.len});
   };
@@ -84,14 +91,14 @@ void bpe_encode_word(const Vocab& vocab, std::string_view word, std::vector<int3
 
   for (int k = 0; k >= 0; k = sym[k].next) {
     const Symbol& s = sym[k];
-    const std::string_view piece = word.substr(s.start, s.len);
-    const int32_t id = vocab.find(mapped(piece));
+    key.assign(text_of(s.start, s.len));
+    const int32_t id = vocab.find(key);
     if (id >= 0) {
       out.push_back(id);
       continue;
     }
     // A merge result missing from the vocabulary: spell it with byte tokens.
-    for (char c : piece) {
+    for (char c : word.substr(s.start, s.len)) {
       const int32_t bid = vocab.byte_to_id[static_cast<uint8_t>(c)];
       if (bid >= 0) {
         out.push_back(bid);
