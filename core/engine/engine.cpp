@@ -1,0 +1,310 @@
+#include "engine/engine.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "acceptance/acceptance_rule.hpp"
+#include "acceptance/pairing.hpp"
+#include "acceptance/tree_validation.hpp"
+#include "backend/backend.hpp"
+#include "common/error.hpp"
+#include "engine/backend_selection.hpp"
+#include "engine/plugin_params.hpp"
+#include "engine/proposer.hpp"
+#include "engine/verifier.hpp"
+#include "gguf/gguf_reader.hpp"
+#include "models/llama_model.hpp"
+#include "plugin/host_services.hpp"
+#include "sampling/sample_row.hpp"
+#include "sampling/sampling_transform.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+namespace specd {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+SamplingParams sampling_params(const SamplingConfig& s) {
+  SamplingParams p;
+  p.temperature = s.temperature;
+  p.top_k = s.top_k;
+  p.top_p = s.top_p;
+  p.min_p = s.min_p;
+  return p;
+}
+
+// Emits generated tokens one at a time, applying the stop conditions exactly as plain
+// decoding does after each token.
+class Emitter {
+ public:
+  Emitter(const Tokenizer& tokenizer, const SamplingConfig& sampling, int max_tokens,
+          const std::function<void(const std::string&)>& on_text)
+      : tokenizer_(tokenizer),
+        stops_(sampling.stop),
+        ignore_eos_(sampling.ignore_eos),
+        max_tokens_(max_tokens),
+        on_text_(on_text),
+        detok_(tokenizer) {}
+
+  // Returns false when generation must end after this token.
+  bool push(int32_t token, GenerationResult& result) {
+    ++count_;
+    if (!ignore_eos_ && token == tokenizer_.eos_id()) {
+      result.stop_reason = "eos";
+      return false;
+    }
+    result.tokens.push_back(token);
+    std::string piece = detok_.push(token);
+    size_t before = result.text.size();
+    result.text += piece;
+    for (const std::string& stop : stops_) {
+      if (stop.empty()) continue;
+      // Only a match that ends in the new text is new.
+      size_t from = before >= stop.size() ? before - stop.size() + 1 : 0;
+      size_t at = result.text.find(stop, from);
+      if (at != std::string::npos) {
+        result.text.resize(at);
+        if (on_text_ && at > before) on_text_(result.text.substr(before));
+        result.stop_reason = "stop";
+        stopped_ = true;
+        return false;
+      }
+    }
+    if (on_text_ && !piece.empty()) on_text_(piece);
+    if (count_ >= max_tokens_) {
+      result.stop_reason = "length";
+      return false;
+    }
+    return true;
+  }
+
+  void finish(GenerationResult& result) {
+    if (stopped_) return;
+    std::string rest = detok_.flush();
+    result.text += rest;
+    if (on_text_ && !rest.empty()) on_text_(rest);
+  }
+
+  int remaining() const { return max_tokens_ - count_; }
+
+ private:
+  const Tokenizer& tokenizer_;
+  const std::vector<std::string>& stops_;
+  bool ignore_eos_;
+  int max_tokens_;
+  const std::function<void(const std::string&)>& on_text_;
+  StreamingDetokenizer detok_;
+  int count_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace
+
+Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(config) {
+  check_required_for_run(config_);
+  validate_sampling_params(sampling_params(config_.sampling));
+
+  // Choose the rule and proposer first: configuration mistakes are reported before the
+  // slow part (loading models).
+  const LoadedPlugin* proposer_plugin = nullptr;
+  if (config_.proposer.kind != "none") {
+    try {
+      proposer_plugin = &registry.require(config_.proposer.kind, SPECD_KIND_PROPOSER);
+    } catch (const UsageError& e) {
+      throw UsageError(config_.where("proposer.kind") + ": " + e.what());
+    }
+  }
+
+  std::string target_backend =
+      config_.target.backend.empty() ? config_.engine.backend : config_.target.backend;
+  backend_ = std::make_unique<Backend>(select_backend(registry, target_backend));
+  DeviceOptions device_options;
+  device_options.threads = static_cast<uint32_t>(config_.engine.threads);
+  device_ = backend_->open(device_options);
+
+  target_file_ = std::make_unique<GgufFile>(GgufFile::open(config_.target.model));
+  tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*target_file_));
+  target_ = LlamaModel::load(config_.target.model, *device_);
+  verifier_ = make_target_verifier(*target_, static_cast<uint32_t>(config_.engine.context));
+  if (tokenizer_->n_tokens() > static_cast<int32_t>(verifier_->vocab_size()))
+    throw Error(config_.target.model + ": the tokenizer has " +
+                std::to_string(tokenizer_->n_tokens()) + " tokens but the model's output has " +
+                std::to_string(verifier_->vocab_size()));
+  rng_ = std::make_unique<specd_rng>(config_.engine.seed);
+
+  if (proposer_plugin) {
+    ProposerSetup setup;
+    setup.vocab_size = verifier_->vocab_size();
+    setup.hidden_dim = verifier_->hidden_dim();
+    setup.max_nodes = 64;
+    setup.target_path = config_.target.model;
+    for (int32_t i = 0; i < tokenizer_->n_tokens(); ++i)
+      setup.token_texts.push_back(tokenizer_->token_text(i));
+    setup.token_texts.resize(setup.vocab_size);
+    setup.sampling = sampling_params(config_.sampling);
+    proposer_ = std::make_unique<Proposer>(*proposer_plugin, config_.proposer, setup);
+
+    std::string rule_name = config_.acceptance.rule;
+    if (rule_name.empty()) rule_name = proposer_->default_rule();
+    if (rule_name.empty()) rule_name = "exact-match";
+    const LoadedPlugin* rule_plugin;
+    try {
+      rule_plugin = &registry.require(rule_name, SPECD_KIND_ACCEPTANCE);
+    } catch (const UsageError& e) {
+      throw UsageError(config_.where("acceptance.rule") + ": " + e.what());
+    }
+    PluginParams params(config_.acceptance.params);
+    rule_ = std::make_unique<AcceptanceRule>(*rule_plugin, params.raw());
+    check_lossy_allowed(rule_->info(), config_.acceptance.allow_lossy);
+    DraftShape shape;
+    shape.proposer = proposer_->name();
+    shape.has_q = proposer_->flags() & SPECD_PROPOSER_PROVIDES_Q;
+    shape.is_tree = proposer_->flags() & SPECD_PROPOSER_TREES;
+    // The scheme is known per tree; the per-round check catches a mismatch.
+    shape.scheme = shape.has_q ? SPECD_SIBLINGS_IID : SPECD_SIBLINGS_DETERMINISTIC;
+    check_pairing(rule_->info(), shape);
+  }
+}
+
+Engine::~Engine() = default;
+
+std::string Engine::backend_name() const { return backend_->name(); }
+std::string Engine::proposer_name() const { return proposer_ ? proposer_->name() : "none"; }
+std::string Engine::rule_name() const { return rule_ ? rule_->name() : ""; }
+void Engine::reseed(uint64_t seed) { *rng_ = specd_rng(seed); }
+
+GenerationResult Engine::generate(const std::string& prompt, const GenerateOptions& options) {
+  std::vector<int32_t> tokens = tokenizer_->encode(prompt, /*add_special=*/true);
+  if (tokens.empty())
+    throw UsageError("the prompt is empty and the model adds no BOS token to start from");
+  return generate_tokens(tokens, options);
+}
+
+GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
+                                         const GenerateOptions& options) {
+  int max_tokens = options.max_tokens.value_or(config_.sampling.max_tokens);
+  if (max_tokens < 1) throw UsageError("the number of tokens to generate must be at least 1");
+  const uint32_t vocab = verifier_->vocab_size();
+  for (int32_t t : prompt)
+    if (t < 0 || static_cast<uint32_t>(t) >= vocab)
+      throw UsageError("prompt token " + std::to_string(t) + " is outside the vocabulary");
+  if (prompt.size() >= verifier_->context_length())
+    throw UsageError("the prompt has " + std::to_string(prompt.size()) +
+                     " tokens; the context holds " + std::to_string(verifier_->context_length()) +
+                     ", leaving no room to generate");
+
+  GenerationResult result;
+  GenerationStats& stats = result.stats;
+  stats.prompt_tokens = prompt.size();
+  const SamplingParams sampling = sampling_params(config_.sampling);
+  const uint32_t hidden_dim = proposer_ && proposer_->needs_hidden() ? verifier_->hidden_dim() : 0;
+
+  auto start = Clock::now();
+  std::vector<float> hidden(hidden_dim ? (prompt.size() - 1) * hidden_dim : 0);
+  verifier_->begin(prompt, hidden_dim ? hidden.data() : nullptr);
+  stats.prefill_s = seconds_since(start);
+  if (proposer_) proposer_->begin(prompt, hidden_dim ? hidden.data() : nullptr);
+
+  Emitter emitter(*tokenizer_, config_.sampling, max_tokens, options.on_text);
+  std::vector<int32_t> sequence = prompt;
+  Draft draft;
+  std::vector<float> logits;
+  std::vector<double> p;
+  std::vector<int32_t> emitted;
+  std::vector<float> kept_hidden;
+  auto generate_start = Clock::now();
+  bool going = true;
+  while (going) {
+    // Room left in the context: the root takes one row, each draft node one more.
+    uint32_t room = verifier_->context_length() - verifier_->committed();
+    if (room == 0) {
+      result.stop_reason = "context";
+      break;
+    }
+    auto t0 = Clock::now();
+    draft.n_nodes = 0;
+    draft.vocab = vocab;
+    if (proposer_) {
+      uint32_t capacity = std::min<uint32_t>(room - 1, static_cast<uint32_t>(config_.proposer.k) *
+                                                           64u);
+      if (capacity > 0) proposer_->propose(sequence, capacity, *rng_, draft);
+    }
+    specd_draft_tree tree = draft.tree();
+    if (draft.n_nodes > 0) {
+      validate_tree(tree, vocab, "proposer '" + proposer_->name() + "'");
+      check_tree_pairing(rule_->info(), tree, proposer_->name());
+    }
+    auto t1 = Clock::now();
+    stats.draft_s += std::chrono::duration<double>(t1 - t0).count();
+
+    const size_t rows = draft.n_nodes + 1;
+    logits.resize(rows * vocab);
+    hidden.resize(hidden_dim * rows);
+    verifier_->verify(sequence.back(), tree, logits.data(), hidden_dim ? hidden.data() : nullptr);
+    p.resize(rows * vocab);
+    for (size_t r = 0; r < rows; ++r)
+      transform_logits(std::span<const float>(logits.data() + r * vocab, vocab), sampling,
+                       std::span<double>(p.data() + r * vocab, vocab));
+    auto t2 = Clock::now();
+    stats.verify_s += std::chrono::duration<double>(t2 - t1).count();
+
+    AcceptResult accepted;
+    if (draft.n_nodes == 0) {
+      accepted.next_token = static_cast<specd_token>(sample(std::span<const double>(p.data(), vocab), *rng_));
+    } else {
+      specd_target_dists dists{sizeof(specd_target_dists), static_cast<uint32_t>(rows), vocab,
+                               p.data()};
+      validate_target(dists, tree, "verifier");
+      accepted = rule_->accept(tree, dists, *rng_);
+    }
+    auto t3 = Clock::now();
+    stats.accept_s += std::chrono::duration<double>(t3 - t2).count();
+
+    verifier_->commit(accepted.path);
+    ++stats.rounds;
+    stats.drafted += draft.n_nodes;
+    stats.accepted += accepted.path.size();
+    uint32_t depth = tree_depth(tree);
+    if (stats.drafted_at.size() < depth) {
+      stats.drafted_at.resize(depth, 0);
+      stats.accepted_at.resize(depth, 0);
+    }
+    for (uint32_t d = 0; d < depth; ++d) {
+      ++stats.drafted_at[d];
+      if (d < accepted.path.size()) ++stats.accepted_at[d];
+    }
+
+    emitted.clear();
+    for (int32_t node : accepted.path) emitted.push_back(draft.tokens[node - 1]);
+    emitted.push_back(accepted.next_token);
+    for (int32_t token : emitted) {
+      sequence.push_back(token);
+      if (!emitter.push(token, result)) {
+        going = false;
+        break;
+      }
+    }
+    if (going && proposer_) {
+      // Features of the root and the accepted nodes, in sequence order.
+      kept_hidden.resize(hidden_dim * (accepted.path.size() + 1));
+      for (size_t i = 0; hidden_dim && i <= accepted.path.size(); ++i) {
+        size_t row = i == 0 ? 0 : static_cast<size_t>(accepted.path[i - 1]);
+        std::copy_n(hidden.data() + row * hidden_dim, hidden_dim,
+                    kept_hidden.data() + i * hidden_dim);
+      }
+      std::vector<specd_token> accepted_tokens(emitted.begin(), emitted.end() - 1);
+      proposer_->commit(accepted_tokens, accepted.next_token,
+                        hidden_dim ? kept_hidden.data() : nullptr);
+    }
+  }
+  emitter.finish(result);
+  stats.generated_tokens = result.tokens.size() + (result.stop_reason == "eos" ? 1 : 0);
+  stats.generate_s = seconds_since(generate_start);
+  return result;
+}
+
+}  // namespace specd

@@ -1,0 +1,69 @@
+// The engine: the speculative round (BRIEF §3) over a verifier, an optional proposer and
+// an acceptance rule, all chosen from the configuration.
+//
+//   propose → verify (one target pass over root + tree) → accept → commit → emit
+//
+// With [proposer] kind = "none" a round drafts nothing: one target pass per token, the same
+// sampling transform and the same sampler — plain decoding.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "engine/generation_stats.hpp"
+#include "plugin/registry.hpp"
+
+namespace specd {
+
+class Backend;
+class Device;
+class GgufFile;
+class LlamaModel;
+class Tokenizer;
+class Verifier;
+class Proposer;
+class AcceptanceRule;
+
+struct GenerateOptions {
+  std::optional<int> max_tokens;  // overrides [sampling] max_tokens
+  // Called with each piece of complete UTF-8 text as it is accepted (for streaming).
+  std::function<void(const std::string&)> on_text;
+};
+
+class Engine {
+ public:
+  // Loads backend, target, tokenizer, proposer and rule; checks their pairing. Throws
+  // UsageError for configuration problems, Error for runtime ones.
+  Engine(const Config& config, const PluginRegistry& registry);
+  ~Engine();
+
+  GenerationResult generate(const std::string& prompt, const GenerateOptions& options = {});
+  // The same from token ids (BOS already applied as the caller wants).
+  GenerationResult generate_tokens(const std::vector<int32_t>& prompt,
+                                   const GenerateOptions& options = {});
+
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  std::string backend_name() const;
+  std::string proposer_name() const;  // "none" for plain decoding
+  std::string rule_name() const;      // "" for plain decoding
+  void reseed(uint64_t seed);
+
+ private:
+  Config config_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<GgufFile> target_file_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<LlamaModel> target_;
+  std::unique_ptr<Verifier> verifier_;
+  std::unique_ptr<Proposer> proposer_;
+  std::unique_ptr<AcceptanceRule> rule_;
+  std::unique_ptr<struct specd_rng> rng_;
+  std::vector<int32_t> stop_ids_;
+};
+
+}  // namespace specd

@@ -1,0 +1,44 @@
+// What one generation measured (definitions follow vLLM and Spec-Bench; see docs/METRICS.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace specd {
+
+struct GenerationStats {
+  uint64_t prompt_tokens = 0;
+  uint64_t generated_tokens = 0;
+  uint64_t rounds = 0;     // target passes after the prompt (one per round)
+  uint64_t drafted = 0;    // draft nodes proposed, all rounds
+  uint64_t accepted = 0;   // draft nodes accepted, all rounds
+  // Per depth d (0-based): rounds whose draft reached depth d, and how many of those
+  // accepted a node at depth d.
+  std::vector<uint64_t> drafted_at;
+  std::vector<uint64_t> accepted_at;
+  double prefill_s = 0;  // prompt processing (the first target pass)
+  double draft_s = 0;    // proposer time
+  double verify_s = 0;   // target passes + the sampling transform of their logits
+  double accept_s = 0;   // acceptance rule
+  double generate_s = 0; // everything after the prompt
+
+  // τ: mean tokens emitted per target pass, the bonus/correction token included.
+  double tau() const { return rounds ? double(generated_tokens) / double(rounds) : 0; }
+  // α: accepted / drafted (0 when nothing was drafted).
+  double acceptance_rate() const { return drafted ? double(accepted) / double(drafted) : 0; }
+  double tokens_per_s() const { return generate_s > 0 ? double(generated_tokens) / generate_s : 0; }
+  double prefill_tokens_per_s() const {
+    return prefill_s > 0 ? double(prompt_tokens) / prefill_s : 0;
+  }
+  std::vector<double> per_position() const;
+};
+
+struct GenerationResult {
+  std::string text;                  // the continuation only
+  std::vector<int32_t> tokens;       // its token ids
+  std::string stop_reason;           // "eos", "stop", "length", "context"
+  GenerationStats stats;
+};
+
+}  // namespace specd

@@ -1,0 +1,183 @@
+// The engine end to end: plain decoding, speculative decoding with every proposer at
+// temperature 0 (token-for-token equal to plain decoding), stop conditions cut inside
+// accepted runs exactly where plain decoding stops.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "config/config.hpp"
+#include "engine/engine.hpp"
+#include "plugin/registry.hpp"
+#include "random_llama.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+using namespace specd;
+
+namespace {
+
+std::string join(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (int32_t t : ids) s += (s.empty() ? "" : ",") + std::to_string(t);
+  return s;
+}
+
+Config make_config(const std::string& model, const std::vector<std::string>& overrides) {
+  std::vector<std::string> all = {"target.model=\"" + model + "\"", "engine.backend=cpu",
+                                  "engine.threads=1", "sampling.temperature=0",
+                                  "sampling.ignore_eos=true"};
+  all.insert(all.end(), overrides.begin(), overrides.end());
+  return parse_config("", "test.toml", all);
+}
+
+const std::vector<std::string> kPrompts = {
+    "def fibonacci(n):",
+    "The quick brown fox",
+    "import os\nimport sys\n\nfor",
+    "aaaa bbbb aaaa bbbb aaaa",
+    "x",
+    "Speculative decoding verifies several tokens in one pass.",
+};
+
+struct Fixture {
+  std::string dir = test::temp_dir("engine");
+  PluginRegistry registry{{SPECD_TEST_PLUGINS}};
+};
+
+}  // namespace
+
+TEST_CASE("greedy speculative output equals plain greedy output, every proposer and weight type") {
+  Fixture f;
+  const std::pair<GgmlType, const char*> types[] = {
+      {GgmlType::kF32, "f32"}, {GgmlType::kF16, "f16"}, {GgmlType::kBF16, "bf16"},
+      {GgmlType::kQ8_0, "q8_0"}};
+  for (auto [type, type_name] : types) {
+    test::RandomLlamaSpec spec;
+    spec.weight_type = type;
+    spec.seed = 11 + static_cast<uint64_t>(type);
+    spec.tied_output = type == GgmlType::kQ8_0;
+    std::string model = f.dir + "/random-" + type_name + ".gguf";
+    test::write_random_llama(model, spec);
+    Engine plain(make_config(model, {"sampling.max_tokens=40"}), f.registry);
+    for (const std::string& prompt : kPrompts) {
+      CAPTURE(type_name);
+      CAPTURE(prompt);
+      GenerationResult base = plain.generate(prompt);
+      REQUIRE(base.tokens.size() == 40);
+      CHECK(base.stats.rounds == 40);
+
+      Engine ngram(make_config(model, {"sampling.max_tokens=40", "proposer.kind=ngram",
+                                       "proposer.k=5", "acceptance.rule=greedy"}),
+                   f.registry);
+      GenerationResult spec_out = ngram.generate(prompt);
+      CHECK(join(spec_out.tokens) == join(base.tokens));
+      CHECK(spec_out.text == base.text);
+
+      size_t prompt_length = plain.tokenizer().encode(prompt).size();
+      for (bool tree : {false, true}) {
+        CAPTURE(tree);
+        Engine oracle(
+            make_config(model, {"sampling.max_tokens=40", "proposer.kind=oracle", "proposer.k=6",
+                                "proposer.oracle=\"" + join(base.tokens) + "\"",
+                                "proposer.prompt_length=" + std::to_string(prompt_length),
+                                std::string("proposer.tree=") + (tree ? "true" : "false"),
+                                "acceptance.rule=exact-match"}),
+            f.registry);
+        GenerationResult out = oracle.generate(prompt);
+        CHECK(join(out.tokens) == join(base.tokens));
+        // Rounds accept different lengths, so the KV cache was compacted at many positions.
+        CHECK(out.stats.rounds < base.stats.rounds);
+        CHECK(out.stats.accepted > 0);
+        CHECK(out.stats.accepted < out.stats.drafted);
+      }
+    }
+  }
+}
+
+TEST_CASE("stop strings and max tokens cut inside accepted runs exactly as plain decoding") {
+  Fixture f;
+  test::RandomLlamaSpec spec;
+  spec.seed = 5;
+  std::string model = f.dir + "/stop.gguf";
+  test::write_random_llama(model, spec);
+  Engine plain(make_config(model, {"sampling.max_tokens=30"}), f.registry);
+  GenerationResult base = plain.generate("hello");
+  REQUIRE(base.text.size() > 6);
+  // A stop string taken from the middle of the plain output.
+  std::string stop = base.text.substr(base.text.size() / 2, 2);
+  std::string expected = base.text.substr(0, base.text.find(stop));
+  std::string stop_toml = "sampling.stop=[\"";
+  for (unsigned char c : stop) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\u%04x", c);
+    stop_toml += buf;
+  }
+  stop_toml += "\"]";
+  size_t prompt_length = plain.tokenizer().encode("hello").size();
+  for (int max_tokens : {1, 7, 13, 30}) {
+    CAPTURE(max_tokens);
+    std::vector<std::string> common = {"sampling.max_tokens=" + std::to_string(max_tokens)};
+    Engine p2(make_config(model, common), f.registry);
+    auto o = common;
+    o.insert(o.end(), {"proposer.kind=oracle", "proposer.k=8",
+                       "proposer.oracle=\"" + join(base.tokens) + "\"",
+                       "proposer.prompt_length=" + std::to_string(prompt_length)});
+    Engine s2(make_config(model, o), f.registry);
+    GenerationResult a = p2.generate("hello"), b = s2.generate("hello");
+    CHECK(a.tokens.size() == static_cast<size_t>(max_tokens));
+    CHECK(join(a.tokens) == join(b.tokens));
+    CHECK(a.stop_reason == "length");
+    CHECK(b.stop_reason == "length");
+  }
+  if (stop.find('\0') == std::string::npos && (stop[0] & 0x80) == 0 && (stop[1] & 0x80) == 0) {
+    Engine p3(make_config(model, {"sampling.max_tokens=30", stop_toml}), f.registry);
+    Engine s3(make_config(model, {"sampling.max_tokens=30", stop_toml, "proposer.kind=oracle",
+                                  "proposer.k=8", "proposer.oracle=\"" + join(base.tokens) + "\"",
+                                  "proposer.prompt_length=" + std::to_string(prompt_length)}),
+              f.registry);
+    GenerationResult a = p3.generate("hello"), b = s3.generate("hello");
+    CHECK(a.text == expected);
+    CHECK(b.text == expected);
+    CHECK(a.stop_reason == "stop");
+    CHECK(join(a.tokens) == join(b.tokens));
+  }
+}
+
+TEST_CASE("bad requests fail cleanly and the engine goes on") {
+  Fixture f;
+  test::RandomLlamaSpec spec;
+  spec.n_ctx = 32;
+  std::string model = f.dir + "/small-ctx.gguf";
+  test::write_random_llama(model, spec);
+  Engine engine(make_config(model, {"sampling.max_tokens=4"}), f.registry);
+  CHECK_THROWS_WITH_AS(engine.generate(std::string(100, 'a')),
+                       doctest::Contains("leaving no room to generate"), UsageError);
+  CHECK(engine.generate("ok").tokens.size() == 4);
+  // A long generation stops at the context instead of overflowing it.
+  GenerationResult r = engine.generate("ok", {.max_tokens = 100, .on_text = {}});
+  CHECK(r.stop_reason == "context");
+  CHECK(r.tokens.size() < 32);
+}
+
+TEST_CASE("configuration mistakes name the file position") {
+  Fixture f;
+  test::RandomLlamaSpec spec;
+  std::string model = f.dir + "/cfg.gguf";
+  test::write_random_llama(model, spec);
+  CHECK_THROWS_WITH_AS(Engine(make_config(model, {"proposer.kind=ngrm"}), f.registry),
+                       doctest::Contains("unknown proposer plugin 'ngrm'"), UsageError);
+  CHECK_THROWS_WITH_AS(Engine(make_config(model, {"proposer.kind=ngram",
+                                                  "acceptance.rule=typical"}),
+                              f.registry),
+                       doctest::Contains("allow_lossy"), UsageError);
+  CHECK_THROWS_WITH_AS(Engine(make_config(model, {"proposer.kind=ngram",
+                                                  "acceptance.rule=rejection"}),
+                              f.registry),
+                       doctest::Contains("q"), UsageError);
+  CHECK_THROWS_WITH_AS(Engine(make_config(model, {"proposer.kind=ngram", "proposer.max_n=0"}),
+                              f.registry),
+                       doctest::Contains("min_n <= max_n"), UsageError);
+  CHECK_THROWS_WITH_AS(Engine(make_config(f.dir + "/missing.gguf", {}), f.registry),
+                       doctest::Contains("missing.gguf"), Error);
+}
