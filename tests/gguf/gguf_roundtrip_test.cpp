@@ -212,3 +212,13 @@ TEST_CASE("gguf writer rejects inconsistent input") {
   w.set("bad", GgufValue::make_array(GgufType::kInt32, {GgufValue::string("s")}));
   CHECK_THROWS_AS(w.serialize(), Error);
 }
+
+TEST_CASE("gguf metadata-only file without trailing padding opens") {
+  test::RawGguf r;
+  r.header(0, 1).kv_u32("a", 7);
+  const std::string path = test::scratch_path("meta_only.gguf");
+  test::write_bytes(path, r.b);
+  const GgufFile f = GgufFile::open(path);
+  CHECK(f.get_u32("a") == 7);
+  CHECK(f.tensors().empty());
+}

@@ -160,3 +160,20 @@ TEST_CASE("spm special tokens") {
   CHECK_THROWS_AS(tok.token_to_piece(-1), Error);
   CHECK_THROWS_AS(tok.token_to_piece(tok.n_tokens()), Error);
 }
+
+TEST_CASE("spm without byte tokens falls back to the unknown token") {
+  const std::string path = test::tok_scratch("spm_nobytes.gguf");
+  GgufWriter w;
+  w.set_string("tokenizer.ggml.model", "llama");
+  w.set("tokenizer.ggml.tokens",
+        GgufValue::string_array({"<unk>", "<s>", "</s>", "\xe2\x96\x81", "a",
+                                 "\xe2\x96\x81"
+                                 "a"}));
+  w.set("tokenizer.ggml.scores", GgufValue::float32_array({0, 0, 0, -1, -1, -0.5f}));
+  w.set("tokenizer.ggml.token_type", GgufValue::int32_array({2, 3, 3, 1, 1, 1}));
+  w.write(path);
+  const Tokenizer tok = test::load(path);
+  CHECK(tok.encode("a\xc3\xa9"
+                   "a") == std::vector<int32_t>{1, 5, 0, 0, 4});
+  CHECK(tok.decode(tok.encode("a a")) == "a a");
+}
