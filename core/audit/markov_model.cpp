@@ -118,8 +118,7 @@ MarkovModel load_markov_model(const std::string& path) {
     const auto& src = e.source();
     const std::string file = src.path ? std::string(*src.path) : path;
     if (src.begin.line == 0)  // no position: the file could not be read at all
-      throw UsageError("cannot read Markov table '" + file + "': " +
-                       std::string(e.description()));
+      throw UsageError("cannot read Markov table '" + file + "': " + std::string(e.description()));
     throw UsageError(file + ":" + std::to_string(src.begin.line) + ":" +
                      std::to_string(src.begin.column) + ": " + std::string(e.description()));
   }
