@@ -245,9 +245,12 @@ TEST_CASE("bad model files and bad calls give clear errors naming the file and t
   CHECK_THROWS_AS(model->truncate(*cache, 1), Error);
 }
 
-TEST_CASE("logits match the PyTorch reference on models/target.gguf") {
+TEST_CASE("logits match the PyTorch reference (train/reference_forward.py) on models/target.gguf") {
+  // $SPECD_TEST_TORCH_MODEL may name another llama GGUF to compare.
   const std::string src = SPECD_SOURCE_DIR;
-  const std::string model_path = src + "/models/target.gguf";
+  const char* env_model = std::getenv("SPECD_TEST_TORCH_MODEL");
+  const std::string model_path =
+      env_model && *env_model ? std::string(env_model) : src + "/models/target.gguf";
   const std::string script = src + "/train/reference_forward.py";
   if (!std::filesystem::exists(model_path) || !std::filesystem::exists(script)) {
     MESSAGE("skipping: " << model_path << " or " << script << " does not exist");
