@@ -87,6 +87,9 @@ def card(key, m, out_dir, all_m):
     L.append(f"- Optimizer: AdamW (0.9, 0.95), peak LR {tc['lr']}, warmup {tc['warmup']} steps, cosine to 10% "
              f"keyed to the time budget ({tc['minutes']} min) or step budget, batch {tc['batch_size']} x "
              f"{tc['seq_len']} tokens, grad clip {tc['grad_clip']}, weight decay {tc['weight_decay']}")
+    L.append("- Compute note: the 2 CPU cores were shared with concurrent C++ builds (this job ran at "
+             "nice 19), so throughput was far below an idle machine and the model is undertrained for "
+             "its size; the numbers below are what the shipped file achieves.")
     L.append(f"- Final training loss (mean of last 20 steps): {m['final_train_loss']:.4f}")
     L.append(f"- Export check: logits of the re-read GGUF vs the in-memory model, max |diff| = "
              f"{m['export_max_logit_diff']:.1e}")
