@@ -9,8 +9,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
 #include <ctime>
+#include <iostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -92,8 +92,9 @@ void write_random(const std::string& path, uint32_t seed) {
 }
 
 int usage() {
-  std::cerr << "usage: specd-model-bench MODEL.gguf [--backend ID] [--threads N] [--repeats R] "
-               "[--json] [--cpu-time]\n       specd-model-bench --write-random OUT.gguf [--seed S]\n";
+  std::cerr
+      << "usage: specd-model-bench MODEL.gguf [--backend ID] [--threads N] [--repeats R] "
+         "[--json] [--cpu-time]\n       specd-model-bench --write-random OUT.gguf [--seed S]\n";
   return 2;
 }
 
@@ -112,15 +113,24 @@ Args parse(int argc, char** argv) {
       if (i + 1 >= argc) throw UsageError(s + " needs a value");
       return argv[++i];
     };
-    if (s == "--threads") a.threads = static_cast<uint32_t>(std::stoul(value()));
-    else if (s == "--repeats") a.repeats = std::max(1, std::stoi(value()));
-    else if (s == "--backend") a.backend = value();
-    else if (s == "--json") a.json = true;
-    else if (s == "--cpu-time") g_cpu_time = true;
-    else if (s == "--write-random") a.write_random = value();
-    else if (s == "--seed") a.seed = static_cast<uint32_t>(std::stoul(value()));
-    else if (!s.empty() && s[0] == '-') throw UsageError("unknown option " + s);
-    else a.model = s;
+    if (s == "--threads")
+      a.threads = static_cast<uint32_t>(std::stoul(value()));
+    else if (s == "--repeats")
+      a.repeats = std::max(1, std::stoi(value()));
+    else if (s == "--backend")
+      a.backend = value();
+    else if (s == "--json")
+      a.json = true;
+    else if (s == "--cpu-time")
+      g_cpu_time = true;
+    else if (s == "--write-random")
+      a.write_random = value();
+    else if (s == "--seed")
+      a.seed = static_cast<uint32_t>(std::stoul(value()));
+    else if (!s.empty() && s[0] == '-')
+      throw UsageError("unknown option " + s);
+    else
+      a.model = s;
   }
   if (a.model.empty() && a.write_random.empty()) throw UsageError("no model given");
   return a;
@@ -221,11 +231,12 @@ int main(int argc, char** argv) {
     const double prefill_tps = n_prefill / median(prefill);
     const specd_device_info di = device->info();
     if (a.json) {
-      std::printf("{\"model\": \"%s\", \"params\": %lld, \"weight_type\": \"%s\", \"device\": \"%s\", "
-                  "\"threads\": %u, \"repeats\": %d, \"clock\": \"%s\", \"decode_tokens_per_s\": %.2f, "
-                  "\"prefill_tokens\": %d, \"prefill_tokens_per_s\": %.2f, \"forward_ms\": {",
-                  in.path.c_str(), static_cast<long long>(in.n_params), in.weight_type.c_str(),
-                  di.name, di.threads, a.repeats, g_cpu_time ? "cpu" : "wall", decode_tps, n_prefill, prefill_tps);
+      std::printf(
+          "{\"model\": \"%s\", \"params\": %lld, \"weight_type\": \"%s\", \"device\": \"%s\", "
+          "\"threads\": %u, \"repeats\": %d, \"clock\": \"%s\", \"decode_tokens_per_s\": %.2f, "
+          "\"prefill_tokens\": %d, \"prefill_tokens_per_s\": %.2f, \"forward_ms\": {",
+          in.path.c_str(), static_cast<long long>(in.n_params), in.weight_type.c_str(), di.name,
+          di.threads, a.repeats, g_cpu_time ? "cpu" : "wall", decode_tps, n_prefill, prefill_tps);
       for (size_t i = 0; i < ms.size(); ++i)
         std::printf("%s\"%d\": %.4f", i ? ", " : "", ms[i], t_m[i] * 1e3);
       std::printf("}, \"v\": {");

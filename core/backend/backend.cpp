@@ -25,12 +25,18 @@ uint64_t dtype_row_bytes(specd_dtype dtype, int64_t cols) {
 
 const char* dtype_name(specd_dtype dtype) {
   switch (dtype) {
-    case SPECD_DTYPE_F32: return "f32";
-    case SPECD_DTYPE_F16: return "f16";
-    case SPECD_DTYPE_BF16: return "bf16";
-    case SPECD_DTYPE_Q8_0: return "q8_0";
-    case SPECD_DTYPE_I32: return "i32";
-    default: return "unknown";
+    case SPECD_DTYPE_F32:
+      return "f32";
+    case SPECD_DTYPE_F16:
+      return "f16";
+    case SPECD_DTYPE_BF16:
+      return "bf16";
+    case SPECD_DTYPE_Q8_0:
+      return "q8_0";
+    case SPECD_DTYPE_I32:
+      return "i32";
+    default:
+      return "unknown";
   }
 }
 
@@ -46,7 +52,9 @@ View View::slice_rows(int64_t first, int64_t count) const {
 
 // ---- Buffer ----------------------------------------------------------------------------
 
-Buffer::~Buffer() { reset(); }
+Buffer::~Buffer() {
+  reset();
+}
 
 Buffer::Buffer(Buffer&& o) noexcept
     : device_(std::exchange(o.device_, nullptr)),
@@ -89,8 +97,7 @@ void Buffer::upload(const void* src, uint64_t size, uint64_t offset) {
 
 void Buffer::download(void* dst, uint64_t size, uint64_t offset) const {
   device_->backend_->check(
-      device_->vt().buffer_download(device_->handle_, buffer_, offset, dst, size),
-      nullptr);
+      device_->vt().buffer_download(device_->handle_, buffer_, offset, dst, size), nullptr);
 }
 
 // ---- Backend ---------------------------------------------------------------------------
@@ -101,9 +108,9 @@ Backend::Backend(const LoadedPlugin& plugin) : plugin_(&plugin) {
   vt_ = static_cast<const specd_backend_vtable*>(plugin.vtable);
   if (!SPECD_BACKEND_HAS(vt_, copy_rows) || !vt_->score || !vt_->device_open ||
       !vt_->device_close || !vt_->buffer_alloc || !vt_->buffer_free || !vt_->buffer_upload ||
-      !vt_->buffer_download || !vt_->buffer_copy || !vt_->matmul || !vt_->rms_norm ||
-      !vt_->rope || !vt_->get_rows || !vt_->attention || !vt_->swiglu || !vt_->add ||
-      !vt_->copy_rows || !vt_->device_info || !vt_->synchronize)
+      !vt_->buffer_download || !vt_->buffer_copy || !vt_->matmul || !vt_->rms_norm || !vt_->rope ||
+      !vt_->get_rows || !vt_->attention || !vt_->swiglu || !vt_->add || !vt_->copy_rows ||
+      !vt_->device_info || !vt_->synchronize)
     throw Error(label() + " (" + plugin.path + "): incomplete backend vtable");
 }
 
@@ -139,7 +146,9 @@ std::unique_ptr<Device> Backend::open(const DeviceOptions& options) const {
 
 // ---- Device ----------------------------------------------------------------------------
 
-Device::~Device() { vt().device_close(handle_); }
+Device::~Device() {
+  vt().device_close(handle_);
+}
 
 specd_device_info Device::info() const {
   specd_device_info info{};
@@ -166,7 +175,9 @@ Buffer Device::wrap_host(const void* data, uint64_t size) {
   return b;
 }
 
-void Device::synchronize() { backend_->check(vt().synchronize(handle_), "synchronize"); }
+void Device::synchronize() {
+  backend_->check(vt().synchronize(handle_), "synchronize");
+}
 
 void Device::matmul(const View& x, const View& w, const View& y) {
   backend_->check(vt().matmul(handle_, x.raw(), w.raw(), y.raw()), nullptr);
@@ -192,9 +203,9 @@ void Device::attention(const View& q, const View& k_cache, const View& v_cache,
   mask.prefix_len = prefix_len.raw();
   mask.extra_begin = extra_begin.raw();
   mask.extra_slots = extra_slots ? extra_slots->raw() : nullptr;
-  backend_->check(vt().attention(handle_, q.raw(), k_cache.raw(), v_cache.raw(), &mask, &params,
-                                 out.raw()),
-                  nullptr);
+  backend_->check(
+      vt().attention(handle_, q.raw(), k_cache.raw(), v_cache.raw(), &mask, &params, out.raw()),
+      nullptr);
 }
 
 void Device::swiglu(const View& gate, const View& up, const View& y) {

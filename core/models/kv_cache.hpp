@@ -15,7 +15,7 @@ namespace specd {
 
 class KvCache {
  public:
-  int32_t size() const { return committed_; }     // committed rows
+  int32_t size() const { return committed_; }  // committed rows
   int32_t pending() const { return static_cast<int32_t>(parents_.size()); }
   int32_t capacity() const { return capacity_; }  // most rows, committed plus pending
 

@@ -19,7 +19,8 @@ std::string shape_str(const std::vector<int64_t>& ne) {
 
 int32_t positive_key(const GgufFile& f, const std::string& key) {
   const uint32_t v = f.get_u32(key);
-  if (v == 0 || v > (1u << 30)) throw Error(f.path() + ": " + key + " = " + std::to_string(v) + " is out of range");
+  if (v == 0 || v > (1u << 30))
+    throw Error(f.path() + ": " + key + " = " + std::to_string(v) + " is out of range");
   return static_cast<int32_t>(v);
 }
 
@@ -50,9 +51,10 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& gguf_path, Devic
   in.n_ctx = f.has("llama.context_length") ? positive_key(f, "llama.context_length") : 2048;
   in.head_dim = f.has("llama.attention.key_length") ? positive_key(f, "llama.attention.key_length")
                                                     : in.n_embd / in.n_head;
-  if (f.has("llama.attention.key_length") && f.get_u32("llama.attention.key_length") !=
-                                                 f.get_u32_opt("llama.attention.value_length")
-                                                     .value_or(f.get_u32("llama.attention.key_length")))
+  if (f.has("llama.attention.key_length") &&
+      f.get_u32("llama.attention.key_length") !=
+          f.get_u32_opt("llama.attention.value_length")
+              .value_or(f.get_u32("llama.attention.key_length")))
     throw Error(gguf_path + ": key_length != value_length is not supported");
   if (!f.has("llama.attention.key_length") && in.n_embd % in.n_head != 0)
     throw Error(gguf_path + ": embedding_length " + std::to_string(in.n_embd) +
@@ -67,8 +69,7 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& gguf_path, Devic
                 " must be even and <= head dim " + std::to_string(in.head_dim));
   in.rope_base = f.get_f32_opt("llama.rope.freq_base").value_or(10000.0f);
   in.rms_eps = f.get_f32_opt("llama.attention.layer_norm_rms_epsilon").value_or(1e-5f);
-  if (f.has("llama.rope.scaling.type") &&
-      f.get_string("llama.rope.scaling.type") != "none")
+  if (f.has("llama.rope.scaling.type") && f.get_string("llama.rope.scaling.type") != "none")
     throw Error(gguf_path + ": rope scaling '" + f.get_string("llama.rope.scaling.type") +
                 "' is not supported");
   model->load_weights();
@@ -80,8 +81,8 @@ View LlamaModel::weight(const std::string& name, std::vector<int64_t> ne, bool m
   std::vector<int64_t> got(t.ne.begin(), t.ne.begin() + t.n_dims);
   while (got.size() > ne.size() && got.back() == 1) got.pop_back();
   if (got != ne)
-    throw Error(info_.path + ": tensor '" + name + "' has shape " + shape_str(got) +
-                ", expected " + shape_str(ne) + " (ne, fastest first)");
+    throw Error(info_.path + ": tensor '" + name + "' has shape " + shape_str(got) + ", expected " +
+                shape_str(ne) + " (ne, fastest first)");
   const int64_t cols = ne[0];
   const int64_t rows = ne.size() > 1 ? ne[1] : 1;
   info_.n_params += t.n_elements;
@@ -92,7 +93,8 @@ View LlamaModel::weight(const std::string& name, std::vector<int64_t> ne, bool m
       std::memcpy(v.data(), t.data, v.size() * 4);
     } else if (type == GgmlType::kF16 || type == GgmlType::kBF16) {
       const auto* h = static_cast<const uint16_t*>(t.data);
-      for (int64_t i = 0; i < cols; ++i) v[i] = type == GgmlType::kF16 ? f16_to_f32(h[i]) : bf16_to_f32(h[i]);
+      for (int64_t i = 0; i < cols; ++i)
+        v[i] = type == GgmlType::kF16 ? f16_to_f32(h[i]) : bf16_to_f32(h[i]);
     } else {
       throw Error(info_.path + ": tensor '" + name + "' has type " + ggml_type_name(type) +
                   "; norm weights must be f32, f16 or bf16");
@@ -105,10 +107,18 @@ View LlamaModel::weight(const std::string& name, std::vector<int64_t> ne, bool m
   }
   specd_dtype dt;
   switch (type) {
-    case GgmlType::kF32: dt = SPECD_DTYPE_F32; break;
-    case GgmlType::kF16: dt = SPECD_DTYPE_F16; break;
-    case GgmlType::kBF16: dt = SPECD_DTYPE_BF16; break;
-    case GgmlType::kQ8_0: dt = SPECD_DTYPE_Q8_0; break;
+    case GgmlType::kF32:
+      dt = SPECD_DTYPE_F32;
+      break;
+    case GgmlType::kF16:
+      dt = SPECD_DTYPE_F16;
+      break;
+    case GgmlType::kBF16:
+      dt = SPECD_DTYPE_BF16;
+      break;
+    case GgmlType::kQ8_0:
+      dt = SPECD_DTYPE_Q8_0;
+      break;
     default:
       throw Error(info_.path + ": tensor '" + name + "' has type " + ggml_type_name(type) +
                   "; supported: f32, f16, bf16, q8_0");
@@ -194,16 +204,14 @@ void LlamaModel::forward(KvCache& cache, std::span<const int32_t> tokens,
   if (positions.size() != tokens.size() || parents.size() != tokens.size())
     throw Error("forward: tokens, positions and parents differ in length");
   if (cache.size() + m > cache.capacity())
-    throw Error("forward: " + std::to_string(cache.size()) + " committed + " +
-                std::to_string(m) + " new rows exceed the cache capacity " +
-                std::to_string(cache.capacity()));
+    throw Error("forward: " + std::to_string(cache.size()) + " committed + " + std::to_string(m) +
+                " new rows exceed the cache capacity " + std::to_string(cache.capacity()));
   if (cache.k_.size() != static_cast<size_t>(in.n_layer))
     throw Error("forward: the cache belongs to a different model");
   for (int32_t i = 0; i < m; ++i) {
     if (tokens[i] < 0 || tokens[i] >= in.vocab_size)
-      throw Error("forward: token " + std::to_string(tokens[i]) + " at row " +
-                  std::to_string(i) + " is outside the vocabulary [0, " +
-                  std::to_string(in.vocab_size) + ")");
+      throw Error("forward: token " + std::to_string(tokens[i]) + " at row " + std::to_string(i) +
+                  " is outside the vocabulary [0, " + std::to_string(in.vocab_size) + ")");
     if (positions[i] < 0) throw Error("forward: negative position at row " + std::to_string(i));
   }
   const BatchMask mask = build_batch_mask(cache.size(), parents);
@@ -228,12 +236,12 @@ void LlamaModel::forward(KvCache& cache, std::span<const int32_t> tokens,
   const int64_t d = in.n_embd, F = in.n_ff;
   const int64_t qd = static_cast<int64_t>(in.n_head) * in.head_dim;
   const int64_t kvd = static_cast<int64_t>(in.n_head_kv) * in.head_dim;
-  const View x = s_.x.view(SPECD_DTYPE_F32, m, d);        // residual stream [m, d]
-  const View h = s_.h.view(SPECD_DTYPE_F32, m, d);        // normed / projected [m, d]
-  const View q = s_.q.view(SPECD_DTYPE_F32, m, qd);       // [m, H*hd]
-  const View attn = s_.attn.view(SPECD_DTYPE_F32, m, qd); // [m, H*hd]
-  const View gate = s_.gate.view(SPECD_DTYPE_F32, m, F);  // [m, F]
-  const View up = s_.up.view(SPECD_DTYPE_F32, m, F);      // [m, F]
+  const View x = s_.x.view(SPECD_DTYPE_F32, m, d);         // residual stream [m, d]
+  const View h = s_.h.view(SPECD_DTYPE_F32, m, d);         // normed / projected [m, d]
+  const View q = s_.q.view(SPECD_DTYPE_F32, m, qd);        // [m, H*hd]
+  const View attn = s_.attn.view(SPECD_DTYPE_F32, m, qd);  // [m, H*hd]
+  const View gate = s_.gate.view(SPECD_DTYPE_F32, m, F);   // [m, F]
+  const View up = s_.up.view(SPECD_DTYPE_F32, m, F);       // [m, F]
   const specd_rope_params rq{sizeof(specd_rope_params), static_cast<uint32_t>(in.n_head),
                              static_cast<uint32_t>(in.head_dim), static_cast<uint32_t>(in.n_rot),
                              in.rope_base};
@@ -285,8 +293,9 @@ void LlamaModel::commit(KvCache& cache, std::span<const int32_t> kept_rows) {
                   std::to_string(cache.pending()) + ")");
     const int32_t want_parent = j == 0 ? -1 : kept_rows[j - 1];
     if (cache.parents_[r] != want_parent)
-      throw Error("commit: row " + std::to_string(r) + " is not the child of " +
-                  (j == 0 ? std::string("the committed prefix") : "row " + std::to_string(want_parent)));
+      throw Error(
+          "commit: row " + std::to_string(r) + " is not the child of " +
+          (j == 0 ? std::string("the committed prefix") : "row " + std::to_string(want_parent)));
   }
   bool identity = true;
   for (int32_t j = 0; j < k; ++j) identity = identity && kept_rows[j] == j;

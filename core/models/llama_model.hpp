@@ -51,9 +51,8 @@ class LlamaModel {
   // after the committed prefix and stay pending until commit (a new forward replaces them).
   // Writes logits [m x vocab_size] (host memory) and, if hidden != nullptr, the last hidden
   // state before the final norm [m x n_embd].
-  void forward(KvCache& cache, std::span<const int32_t> tokens,
-               std::span<const int32_t> positions, std::span<const int32_t> parents,
-               float* logits, float* hidden = nullptr);
+  void forward(KvCache& cache, std::span<const int32_t> tokens, std::span<const int32_t> positions,
+               std::span<const int32_t> parents, float* logits, float* hidden = nullptr);
 
   // Keeps the pending rows listed (batch indices, in order, each the child of the previous,
   // the first a child of the prefix) and drops the other pending rows; the kept rows become

@@ -21,9 +21,9 @@ struct ModelInfo {
   int32_t n_rot = 0;     // llama.rope.dimension_count (default head_dim)
   float rope_base = 10000.0f;
   float rms_eps = 1e-5f;
-  bool tied_output = false;   // no output.weight: logits use token_embd.weight
-  std::string weight_type;    // type of the attention/FFN matrices, e.g. "f16"
-  int64_t n_params = 0;       // elements of all tensors
+  bool tied_output = false;  // no output.weight: logits use token_embd.weight
+  std::string weight_type;   // type of the attention/FFN matrices, e.g. "f16"
+  int64_t n_params = 0;      // elements of all tensors
 };
 
 }  // namespace specd

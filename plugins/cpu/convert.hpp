@@ -7,7 +7,7 @@
 
 namespace specd::cpu {
 
-constexpr int64_t kQ8Block = 32;      // elements per q8_0 block
+constexpr int64_t kQ8Block = 32;       // elements per q8_0 block
 constexpr int64_t kQ8BlockBytes = 34;  // f16 scale + 32 int8
 
 inline float f16_to_f32(uint16_t h) {

@@ -18,8 +18,8 @@ namespace {
 void same_shape(const Mat& a, const Mat& b, const char* op, const char* an, const char* bn) {
   if (a.rows != b.rows || a.cols != b.cols)
     fail(op, std::string(bn) + " is [" + std::to_string(b.rows) + ", " + std::to_string(b.cols) +
-                 "] but " + an + " is [" + std::to_string(a.rows) + ", " +
-                 std::to_string(a.cols) + "]");
+                 "] but " + an + " is [" + std::to_string(a.rows) + ", " + std::to_string(a.cols) +
+                 "]");
 }
 
 void check_range(const specd_buffer* b, uint64_t offset, uint64_t size, const char* op) {
@@ -99,8 +99,8 @@ void CpuDevice::info(specd_device_info& info) {
   info.threads = static_cast<uint32_t>(pool_->size());
   info.memory_bytes = 0;
   info.invariant_max_rows = static_cast<uint32_t>(kSmallMaxRows);
-  const std::string name = "cpu (" + std::to_string(pool_->size()) + " threads, " +
-                           kernel_name(kernel_) + ")";
+  const std::string name =
+      "cpu (" + std::to_string(pool_->size()) + " threads, " + kernel_name(kernel_) + ")";
   std::snprintf(info.name, sizeof(info.name), "%s", name.c_str());
 }
 
@@ -156,16 +156,24 @@ void CpuDevice::matmul(const specd_view& xv, const specd_view& wv, const specd_v
                            {SPECD_DTYPE_F32, SPECD_DTYPE_F16, SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0});
   const Mat y = check_view(&yv, "matmul", "y", {SPECD_DTYPE_F32}, true);
   if (w.cols != x.cols)
-    fail("matmul", "x has k = " + std::to_string(x.cols) + " but w has k = " +
-                       std::to_string(w.cols));
+    fail("matmul",
+         "x has k = " + std::to_string(x.cols) + " but w has k = " + std::to_string(w.cols));
   if (y.rows != x.rows || y.cols != w.rows)
     fail("matmul", "y is [" + std::to_string(y.rows) + ", " + std::to_string(y.cols) +
                        "], expected [" + std::to_string(x.rows) + ", " + std::to_string(w.rows) +
                        "]");
   if (overlaps(y, x) || overlaps(y, w)) fail("matmul", "y overlaps an input");
   if (x.rows == 0) return;
-  GemmArgs a{reinterpret_cast<const float*>(x.p), w.p, reinterpret_cast<float*>(y.p),
-             x.rows, w.rows, x.cols, x.stride / 4, w.stride, y.stride / 4, w.dtype};
+  GemmArgs a{reinterpret_cast<const float*>(x.p),
+             w.p,
+             reinterpret_cast<float*>(y.p),
+             x.rows,
+             w.rows,
+             x.cols,
+             x.stride / 4,
+             w.stride,
+             y.stride / 4,
+             w.dtype};
   if (x.rows <= kSmallMaxRows) {
     gemm_small(*pool_, kernel_, a);
   } else {
@@ -224,7 +232,8 @@ void CpuDevice::attention(const specd_view& qv, const specd_view& kv, const spec
   if (p.n_head == 0 || p.n_head_kv == 0 || p.n_head % p.n_head_kv || p.head_dim == 0)
     fail(op, "need n_head a positive multiple of n_head_kv and head_dim > 0");
   const int64_t m = q.rows;
-  if (q.cols != static_cast<int64_t>(p.n_head) * p.head_dim) fail(op, "q cols != n_head * head_dim");
+  if (q.cols != static_cast<int64_t>(p.n_head) * p.head_dim)
+    fail(op, "q cols != n_head * head_dim");
   if (k.cols != static_cast<int64_t>(p.n_head_kv) * p.head_dim || v.cols != k.cols ||
       v.rows != k.rows)
     fail(op, "k_cache/v_cache must be [capacity, n_head_kv * head_dim]");
@@ -246,9 +255,11 @@ void CpuDevice::attention(const specd_view& qv, const specd_view& kv, const spec
   }
   if (begin[0] != 0) fail(op, "mask.extra_begin[0] must be 0");
   for (int64_t i = 0; i < m; ++i) {
-    if (prefix[i] < 0 || prefix[i] > k.rows) fail(op, "mask.prefix_len out of range at row " + std::to_string(i));
+    if (prefix[i] < 0 || prefix[i] > k.rows)
+      fail(op, "mask.prefix_len out of range at row " + std::to_string(i));
     if (begin[i + 1] < begin[i]) fail(op, "mask.extra_begin not increasing");
-    if (prefix[i] + begin[i + 1] - begin[i] == 0) fail(op, "row " + std::to_string(i) + " attends no key");
+    if (prefix[i] + begin[i + 1] - begin[i] == 0)
+      fail(op, "row " + std::to_string(i) + " attends no key");
     int64_t last = static_cast<int64_t>(prefix[i]) - 1;
     for (int32_t e = begin[i]; e < begin[i + 1]; ++e) {
       if (extra[e] <= last || extra[e] >= k.rows)
@@ -279,19 +290,20 @@ void CpuDevice::add(const specd_view& av, const specd_view& bv, const specd_view
 }
 
 void CpuDevice::copy_rows(const specd_view& sv, const specd_view& iv, const specd_view& dv) {
-  const std::initializer_list<specd_dtype> any = {SPECD_DTYPE_F32, SPECD_DTYPE_F16,
-                                                  SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0,
-                                                  SPECD_DTYPE_I32};
+  const std::initializer_list<specd_dtype> any = {
+      SPECD_DTYPE_F32, SPECD_DTYPE_F16, SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0, SPECD_DTYPE_I32};
   const Mat s = check_view(&sv, "copy_rows", "src", any);
   const Mat idx = check_view(&iv, "copy_rows", "indices", {SPECD_DTYPE_I32});
   const Mat d = check_view(&dv, "copy_rows", "dst", any, true);
-  if (s.dtype != d.dtype || s.cols != d.cols) fail("copy_rows", "src and dst differ in dtype or cols");
-  if (idx.rows != 1 || idx.cols != d.rows) fail("copy_rows", "indices must be [1, m] for dst [m, n]");
+  if (s.dtype != d.dtype || s.cols != d.cols)
+    fail("copy_rows", "src and dst differ in dtype or cols");
+  if (idx.rows != 1 || idx.cols != d.rows)
+    fail("copy_rows", "indices must be [1, m] for dst [m, n]");
   const int32_t* ix = idx.i32_row(0);
   for (int64_t i = 0; i < d.rows; ++i)
     if (ix[i] < 0 || ix[i] >= s.rows)
-      fail("copy_rows", "index " + std::to_string(ix[i]) + " outside [0, " +
-                            std::to_string(s.rows) + ")");
+      fail("copy_rows",
+           "index " + std::to_string(ix[i]) + " outside [0, " + std::to_string(s.rows) + ")");
   if (overlaps(s, d)) {
     // Only compaction towards the front, dst being rows d0.. of src, is defined.
     const int64_t delta = d.p - s.p;

@@ -92,16 +92,30 @@ void tile_cols(int nr, const float* x, int64_t ldx, const uint8_t* w, int64_t ld
     const int c = nr < kMaxNr ? nr : kMaxNr;
     if constexpr (kMaxNr == 4) {
       switch (c) {
-        case 4: tile<DT, MR, 4>(x, ldx, w, ldw, y, ldy, k); break;
-        case 3: tile<DT, MR, 3>(x, ldx, w, ldw, y, ldy, k); break;
-        case 2: tile<DT, MR, 2>(x, ldx, w, ldw, y, ldy, k); break;
-        default: tile<DT, MR, 1>(x, ldx, w, ldw, y, ldy, k); break;
+        case 4:
+          tile<DT, MR, 4>(x, ldx, w, ldw, y, ldy, k);
+          break;
+        case 3:
+          tile<DT, MR, 3>(x, ldx, w, ldw, y, ldy, k);
+          break;
+        case 2:
+          tile<DT, MR, 2>(x, ldx, w, ldw, y, ldy, k);
+          break;
+        default:
+          tile<DT, MR, 1>(x, ldx, w, ldw, y, ldy, k);
+          break;
       }
     } else {
       switch (c) {
-        case 3: tile<DT, MR, 3>(x, ldx, w, ldw, y, ldy, k); break;
-        case 2: tile<DT, MR, 2>(x, ldx, w, ldw, y, ldy, k); break;
-        default: tile<DT, MR, 1>(x, ldx, w, ldw, y, ldy, k); break;
+        case 3:
+          tile<DT, MR, 3>(x, ldx, w, ldw, y, ldy, k);
+          break;
+        case 2:
+          tile<DT, MR, 2>(x, ldx, w, ldw, y, ldy, k);
+          break;
+        default:
+          tile<DT, MR, 1>(x, ldx, w, ldw, y, ldy, k);
+          break;
       }
     }
     w += c * ldw;
@@ -146,18 +160,34 @@ void cols(const GemmArgs& a, int64_t j0, int64_t j1, float* panel) {
       const int64_t mr = a.m - i < 4 ? a.m - i : 4;
       if (decoded) {
         switch (mr) {
-          case 4: tile_cols<kF32, 4>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
-          case 3: tile_cols<kF32, 3>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
-          case 2: tile_cols<kF32, 2>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
-          default: tile_cols<kF32, 1>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
+          case 4:
+            tile_cols<kF32, 4>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k);
+            break;
+          case 3:
+            tile_cols<kF32, 3>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k);
+            break;
+          case 2:
+            tile_cols<kF32, 2>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k);
+            break;
+          default:
+            tile_cols<kF32, 1>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k);
+            break;
         }
         continue;
       }
       switch (mr) {
-        case 4: tile_cols<DT, 4>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
-        case 3: tile_cols<DT, 3>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
-        case 2: tile_cols<DT, 2>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
-        default: tile_cols<DT, 1>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
+        case 4:
+          tile_cols<DT, 4>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k);
+          break;
+        case 3:
+          tile_cols<DT, 3>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k);
+          break;
+        case 2:
+          tile_cols<DT, 2>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k);
+          break;
+        default:
+          tile_cols<DT, 1>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k);
+          break;
       }
     }
   }
@@ -167,10 +197,14 @@ void cols(const GemmArgs& a, int64_t j0, int64_t j1, float* panel) {
 
 void gemm_cols_avx2(const GemmArgs& a, int64_t j0, int64_t j1, float* panel) {
   switch (a.dtype) {
-    case SPECD_DTYPE_F32: return cols<kF32>(a, j0, j1, panel);
-    case SPECD_DTYPE_F16: return cols<kF16>(a, j0, j1, panel);
-    case SPECD_DTYPE_BF16: return cols<kBF16>(a, j0, j1, panel);
-    default: return cols<kQ8>(a, j0, j1, panel);
+    case SPECD_DTYPE_F32:
+      return cols<kF32>(a, j0, j1, panel);
+    case SPECD_DTYPE_F16:
+      return cols<kF16>(a, j0, j1, panel);
+    case SPECD_DTYPE_BF16:
+      return cols<kBF16>(a, j0, j1, panel);
+    default:
+      return cols<kQ8>(a, j0, j1, panel);
   }
 }
 

@@ -80,23 +80,39 @@ void tile_cols(int nr, const float* x, int64_t ldx, const uint8_t* w, int64_t ld
                int64_t ldy, int64_t k) {
   if constexpr (MR <= 2) {
     switch (nr) {
-      case 8: return tile<DT, MR, 8>(x, ldx, w, ldw, y, ldy, k);
-      case 7: return tile<DT, MR, 7>(x, ldx, w, ldw, y, ldy, k);
-      case 6: return tile<DT, MR, 6>(x, ldx, w, ldw, y, ldy, k);
-      case 5: return tile<DT, MR, 5>(x, ldx, w, ldw, y, ldy, k);
-      case 4: return tile<DT, MR, 4>(x, ldx, w, ldw, y, ldy, k);
-      case 3: return tile<DT, MR, 3>(x, ldx, w, ldw, y, ldy, k);
-      case 2: return tile<DT, MR, 2>(x, ldx, w, ldw, y, ldy, k);
-      default: return tile<DT, MR, 1>(x, ldx, w, ldw, y, ldy, k);
+      case 8:
+        return tile<DT, MR, 8>(x, ldx, w, ldw, y, ldy, k);
+      case 7:
+        return tile<DT, MR, 7>(x, ldx, w, ldw, y, ldy, k);
+      case 6:
+        return tile<DT, MR, 6>(x, ldx, w, ldw, y, ldy, k);
+      case 5:
+        return tile<DT, MR, 5>(x, ldx, w, ldw, y, ldy, k);
+      case 4:
+        return tile<DT, MR, 4>(x, ldx, w, ldw, y, ldy, k);
+      case 3:
+        return tile<DT, MR, 3>(x, ldx, w, ldw, y, ldy, k);
+      case 2:
+        return tile<DT, MR, 2>(x, ldx, w, ldw, y, ldy, k);
+      default:
+        return tile<DT, MR, 1>(x, ldx, w, ldw, y, ldy, k);
     }
   } else {
     while (nr > 0) {
       const int c = nr < 4 ? nr : 4;
       switch (c) {
-        case 4: tile<DT, MR, 4>(x, ldx, w, ldw, y, ldy, k); break;
-        case 3: tile<DT, MR, 3>(x, ldx, w, ldw, y, ldy, k); break;
-        case 2: tile<DT, MR, 2>(x, ldx, w, ldw, y, ldy, k); break;
-        default: tile<DT, MR, 1>(x, ldx, w, ldw, y, ldy, k); break;
+        case 4:
+          tile<DT, MR, 4>(x, ldx, w, ldw, y, ldy, k);
+          break;
+        case 3:
+          tile<DT, MR, 3>(x, ldx, w, ldw, y, ldy, k);
+          break;
+        case 2:
+          tile<DT, MR, 2>(x, ldx, w, ldw, y, ldy, k);
+          break;
+        default:
+          tile<DT, MR, 1>(x, ldx, w, ldw, y, ldy, k);
+          break;
       }
       w += c * ldw;
       y += c;
@@ -111,11 +127,13 @@ template <int DT>
 void decode_panel(const uint8_t* w, int64_t ldw, int nr, int64_t k, float* panel) {
   for (int c = 0; c < nr; ++c) {
     int64_t kk = 0;
-    for (; kk + 16 <= k; kk += 16) _mm512_storeu_ps(panel + c * k + kk, load_w<DT>(w + c * ldw, kk));
+    for (; kk + 16 <= k; kk += 16)
+      _mm512_storeu_ps(panel + c * k + kk, load_w<DT>(w + c * ldw, kk));
     if constexpr (DT != kQ8) {
       if (kk < k) {
         float tail[16];
-        _mm512_storeu_ps(tail, load_w_tail<DT>(w + c * ldw, kk, static_cast<__mmask16>((1u << (k - kk)) - 1u)));
+        _mm512_storeu_ps(
+            tail, load_w_tail<DT>(w + c * ldw, kk, static_cast<__mmask16>((1u << (k - kk)) - 1u)));
         for (int64_t i = kk; i < k; ++i) panel[c * k + i] = tail[i - kk];
       }
     }
@@ -141,18 +159,34 @@ void cols(const GemmArgs& a, int64_t j0, int64_t j1, float* panel) {
       const int64_t mr = a.m - i < 4 ? a.m - i : 4;
       if (decoded) {
         switch (mr) {
-          case 4: tile_cols<kF32, 4>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
-          case 3: tile_cols<kF32, 3>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
-          case 2: tile_cols<kF32, 2>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
-          default: tile_cols<kF32, 1>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
+          case 4:
+            tile_cols<kF32, 4>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k);
+            break;
+          case 3:
+            tile_cols<kF32, 3>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k);
+            break;
+          case 2:
+            tile_cols<kF32, 2>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k);
+            break;
+          default:
+            tile_cols<kF32, 1>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k);
+            break;
         }
         continue;
       }
       switch (mr) {
-        case 4: tile_cols<DT, 4>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
-        case 3: tile_cols<DT, 3>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
-        case 2: tile_cols<DT, 2>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
-        default: tile_cols<DT, 1>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k); break;
+        case 4:
+          tile_cols<DT, 4>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k);
+          break;
+        case 3:
+          tile_cols<DT, 3>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k);
+          break;
+        case 2:
+          tile_cols<DT, 2>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k);
+          break;
+        default:
+          tile_cols<DT, 1>(nr, x, a.ldx, w, ldw, y, a.ldy, a.k);
+          break;
       }
     }
   }
@@ -162,10 +196,14 @@ void cols(const GemmArgs& a, int64_t j0, int64_t j1, float* panel) {
 
 void gemm_cols_avx512(const GemmArgs& a, int64_t j0, int64_t j1, float* panel) {
   switch (a.dtype) {
-    case SPECD_DTYPE_F32: return cols<kF32>(a, j0, j1, panel);
-    case SPECD_DTYPE_F16: return cols<kF16>(a, j0, j1, panel);
-    case SPECD_DTYPE_BF16: return cols<kBF16>(a, j0, j1, panel);
-    default: return cols<kQ8>(a, j0, j1, panel);
+    case SPECD_DTYPE_F32:
+      return cols<kF32>(a, j0, j1, panel);
+    case SPECD_DTYPE_F16:
+      return cols<kF16>(a, j0, j1, panel);
+    case SPECD_DTYPE_BF16:
+      return cols<kBF16>(a, j0, j1, panel);
+    default:
+      return cols<kQ8>(a, j0, j1, panel);
   }
 }
 

@@ -40,8 +40,7 @@ struct LargeGemm::Impl {
   std::map<Key, dnnl::matmul> cache;
   std::vector<float> panel;
 
-  dnnl::matmul& primitive(int64_t m, int64_t n, int64_t k, int64_t ldx, int64_t ldw,
-                          int64_t ldy) {
+  dnnl::matmul& primitive(int64_t m, int64_t n, int64_t k, int64_t ldx, int64_t ldw, int64_t ldy) {
     const Key key{m, n, k, ldx, ldw, ldy};
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
@@ -67,7 +66,9 @@ struct LargeGemm::Impl {
 };
 
 LargeGemm::LargeGemm() : impl_(new Impl) {}
-LargeGemm::~LargeGemm() { delete impl_; }
+LargeGemm::~LargeGemm() {
+  delete impl_;
+}
 
 void LargeGemm::run(ThreadPool& pool, const GemmArgs& a) {
 #ifdef SPECD_CPU_OPENMP
@@ -76,8 +77,8 @@ void LargeGemm::run(ThreadPool& pool, const GemmArgs& a) {
   omp_set_num_threads(pool.size());
 #endif
   if (a.dtype == SPECD_DTYPE_F32 && a.ldw % 4 == 0) {
-    impl_->matmul(a.x, reinterpret_cast<const float*>(a.w), a.y, a.m, a.n, a.k, a.ldx,
-                  a.ldw / 4, a.ldy);
+    impl_->matmul(a.x, reinterpret_cast<const float*>(a.w), a.y, a.m, a.n, a.k, a.ldx, a.ldw / 4,
+                  a.ldy);
     return;
   }
   impl_->panel.resize(static_cast<size_t>(kPanel * a.k));
@@ -88,7 +89,9 @@ void LargeGemm::run(ThreadPool& pool, const GemmArgs& a) {
       for (int64_t j = 0; j < nc; ++j)
         std::memcpy(panel + j * a.k, a.w + (j0 + j) * a.ldw, static_cast<size_t>(a.k) * 4);
     } else {
-      pool.run(nc, [&](int64_t j) { decode_row(a.w + (j0 + j) * a.ldw, a.dtype, a.k, panel + j * a.k); });
+      pool.run(nc, [&](int64_t j) {
+        decode_row(a.w + (j0 + j) * a.ldw, a.dtype, a.k, panel + j * a.k);
+      });
     }
     impl_->matmul(a.x, panel, a.y + j0, a.m, nc, a.k, a.ldx, a.k, a.ldy);
   }

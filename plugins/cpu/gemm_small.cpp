@@ -20,8 +20,8 @@ bool avx2_available() {
 bool avx512_available() {
 #if defined(__x86_64__)
   static const bool ok = avx2_available() && __builtin_cpu_supports("avx512f") &&
-                         __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+                         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                         __builtin_cpu_supports("avx512dq");
   return ok;
 #else
   return false;
@@ -30,9 +30,12 @@ bool avx512_available() {
 
 const char* kernel_name(GemmKernel kernel) {
   switch (kernel) {
-    case GemmKernel::kAvx512: return "avx512";
-    case GemmKernel::kAvx2: return "avx2";
-    default: return "generic";
+    case GemmKernel::kAvx512:
+      return "avx512";
+    case GemmKernel::kAvx2:
+      return "avx2";
+    default:
+      return "generic";
   }
 }
 
@@ -46,9 +49,9 @@ GemmKernel select_kernel() {
   if (want == "generic") return GemmKernel::kGeneric;
   if (want == "avx2" && avx2_available()) return GemmKernel::kAvx2;
   if (want == "avx512" && avx512_available()) return GemmKernel::kAvx512;
-  throw std::invalid_argument("cpu: SPECD_CPU_KERNEL=" + want +
-                              " is unknown or not supported by this CPU (best: " +
-                              kernel_name(best) + ")");
+  throw std::invalid_argument(
+      "cpu: SPECD_CPU_KERNEL=" + want +
+      " is unknown or not supported by this CPU (best: " + kernel_name(best) + ")");
 }
 
 void gemm_small(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
@@ -67,9 +70,15 @@ void gemm_small(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
     const int64_t j0 = t * cols;
     const int64_t j1 = j0 + cols < a.n ? j0 + cols : a.n;
     switch (kernel) {
-      case GemmKernel::kAvx512: gemm_cols_avx512(a, j0, j1, p); break;
-      case GemmKernel::kAvx2: gemm_cols_avx2(a, j0, j1, p); break;
-      default: gemm_cols_generic(a, j0, j1); break;
+      case GemmKernel::kAvx512:
+        gemm_cols_avx512(a, j0, j1, p);
+        break;
+      case GemmKernel::kAvx2:
+        gemm_cols_avx2(a, j0, j1, p);
+        break;
+      default:
+        gemm_cols_generic(a, j0, j1);
+        break;
     }
   });
 }

@@ -97,8 +97,8 @@ inline std::vector<uint8_t> encode(specd_dtype dtype, const std::vector<float>& 
 }
 
 // The values `encode` represents, exactly, as f32.
-inline std::vector<float> decode(specd_dtype dtype, const std::vector<uint8_t>& bytes,
-                                 int64_t rows, int64_t cols) {
+inline std::vector<float> decode(specd_dtype dtype, const std::vector<uint8_t>& bytes, int64_t rows,
+                                 int64_t cols) {
   const uint64_t rb = dtype_row_bytes(dtype, cols);
   std::vector<float> out(rows * cols);
   for (int64_t r = 0; r < rows; ++r) {

@@ -60,8 +60,8 @@ TEST_CASE("matmul matches a double reference for every weight dtype, small and l
               scale[i * n + j] = a;
             }
           check_close(y, ref, scale, 1e-5,
-                      ob.backend->name() + " matmul " + dtype_name(dt) + " m=" +
-                          std::to_string(m) + " k=" + std::to_string(kk));
+                      ob.backend->name() + " matmul " + dtype_name(dt) + " m=" + std::to_string(m) +
+                          " k=" + std::to_string(kk));
         }
       }
     }
@@ -186,7 +186,8 @@ TEST_CASE("get_rows gathers rows of every table dtype") {
       auto tb = encode(dt, tf, V, d);
       auto td = decode(dt, tb, V, d);
       Buffer bt = upload_vec(dev, tb), bi = upload_vec(dev, ids), by = dev.alloc(4 * d * 4);
-      dev.get_rows(bt.view(dt, V, d), bi.view(SPECD_DTYPE_I32, 1, 4), by.view(SPECD_DTYPE_F32, 4, d));
+      dev.get_rows(bt.view(dt, V, d), bi.view(SPECD_DTYPE_I32, 1, 4),
+                   by.view(SPECD_DTYPE_F32, 4, d));
       auto y = download_vec<float>(by, 4 * d);
       for (int64_t i = 0; i < 4; ++i)
         for (int64_t j = 0; j < d; ++j) CHECK(y[i * d + j] == td[ids[i] * d + j]);
@@ -310,7 +311,8 @@ TEST_CASE("attention row results are batch invariant and chain masks equal tree 
     }
     // A chain expressed as a prefix equals the same keys listed as extras.
     TreeMask as_prefix{{static_cast<int32_t>(P + 3)}, {0, 0}, {}};
-    TreeMask as_extra{{static_cast<int32_t>(P)}, {0, 3}, {int32_t(P), int32_t(P + 1), int32_t(P + 2)}};
+    TreeMask as_extra{
+        {static_cast<int32_t>(P)}, {0, 3}, {int32_t(P), int32_t(P + 1), int32_t(P + 2)}};
     std::vector<float> q0(q.begin(), q.begin() + qc);
     auto a = run_attention(dev, q0, k, v, cap, as_prefix, p);
     auto b = run_attention(dev, q0, k, v, cap, as_extra, p);
@@ -373,8 +375,8 @@ TEST_CASE("softmax with temperature and argmax (optional ops)") {
       dev.argmax(bx.view(SPECD_DTYPE_F32, m, n), bo.view(SPECD_DTYPE_I32, 1, m));
       auto o = download_vec<int32_t>(bo, m);
       for (int64_t i = 0; i < m; ++i) {
-        const int64_t want = std::max_element(x.begin() + i * n, x.begin() + (i + 1) * n) -
-                             (x.begin() + i * n);
+        const int64_t want =
+            std::max_element(x.begin() + i * n, x.begin() + (i + 1) * n) - (x.begin() + i * n);
         CHECK(o[i] == want);
       }
       CHECK(o[1] == 7);

@@ -21,8 +21,8 @@ struct FixtureSpec {
   bool tied = false;
   uint32_t seed = 1;
   std::string architecture = "llama";
-  std::string skip_tensor;                   // leave this tensor out
-  std::string bad_shape_tensor;              // give this tensor a wrong shape
+  std::string skip_tensor;       // leave this tensor out
+  std::string bad_shape_tensor;  // give this tensor a wrong shape
 };
 
 inline std::string fixture_dir() {
@@ -87,7 +87,9 @@ inline std::vector<double> tensor_values(const GgufFile& f, const std::string& n
   std::vector<float> v(static_cast<size_t>(t.n_elements));
   const auto* b = static_cast<const uint8_t*>(t.data);
   switch (t.type) {
-    case GgmlType::kF32: std::memcpy(v.data(), b, v.size() * 4); break;
+    case GgmlType::kF32:
+      std::memcpy(v.data(), b, v.size() * 4);
+      break;
     case GgmlType::kF16:
     case GgmlType::kBF16:
       for (size_t i = 0; i < v.size(); ++i) {
@@ -96,19 +98,24 @@ inline std::vector<double> tensor_values(const GgufFile& f, const std::string& n
         v[i] = t.type == GgmlType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
       }
       break;
-    case GgmlType::kQ8_0: dequantize_q8_0(b, v.data(), t.n_elements); break;
-    default: throw std::runtime_error("fixture: unexpected type");
+    case GgmlType::kQ8_0:
+      dequantize_q8_0(b, v.data(), t.n_elements);
+      break;
+    default:
+      throw std::runtime_error("fixture: unexpected type");
   }
   return std::vector<double>(v.begin(), v.end());
 }
 
 // logits [T][V] for tokens at positions 0..T-1 (and hidden [T][d] before the final norm).
-inline std::vector<std::vector<double>> naive_forward(const std::string& path,
-                                                      const std::vector<int32_t>& tokens,
-                                                      std::vector<std::vector<double>>* hidden = nullptr) {
+inline std::vector<std::vector<double>> naive_forward(
+    const std::string& path, const std::vector<int32_t>& tokens,
+    std::vector<std::vector<double>>* hidden = nullptr) {
   GgufFile f = GgufFile::open(path);
-  const int64_t d = f.get_u32("llama.embedding_length"), H = f.get_u32("llama.attention.head_count");
-  const int64_t Hkv = f.get_u32("llama.attention.head_count_kv"), F = f.get_u32("llama.feed_forward_length");
+  const int64_t d = f.get_u32("llama.embedding_length"),
+                H = f.get_u32("llama.attention.head_count");
+  const int64_t Hkv = f.get_u32("llama.attention.head_count_kv"),
+                F = f.get_u32("llama.feed_forward_length");
   const int64_t L = f.get_u32("llama.block_count"), hd = d / H;
   const double eps = f.get_f32("llama.attention.layer_norm_rms_epsilon");
   const double base = f.get_f32("llama.rope.freq_base");
@@ -140,13 +147,18 @@ inline std::vector<std::vector<double>> naive_forward(const std::string& path,
       }
   };
   std::vector<std::vector<double>> e(T);
-  for (int64_t t = 0; t < T; ++t) e[t].assign(emb.begin() + tokens[t] * d, emb.begin() + (tokens[t] + 1) * d);
+  for (int64_t t = 0; t < T; ++t)
+    e[t].assign(emb.begin() + tokens[t] * d, emb.begin() + (tokens[t] + 1) * d);
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    const auto an = tensor_values(f, p + "attn_norm.weight"), fn = tensor_values(f, p + "ffn_norm.weight");
-    const auto wq = tensor_values(f, p + "attn_q.weight"), wk = tensor_values(f, p + "attn_k.weight");
-    const auto wv = tensor_values(f, p + "attn_v.weight"), wo = tensor_values(f, p + "attn_output.weight");
-    const auto wg = tensor_values(f, p + "ffn_gate.weight"), wu = tensor_values(f, p + "ffn_up.weight");
+    const auto an = tensor_values(f, p + "attn_norm.weight"),
+               fn = tensor_values(f, p + "ffn_norm.weight");
+    const auto wq = tensor_values(f, p + "attn_q.weight"),
+               wk = tensor_values(f, p + "attn_k.weight");
+    const auto wv = tensor_values(f, p + "attn_v.weight"),
+               wo = tensor_values(f, p + "attn_output.weight");
+    const auto wg = tensor_values(f, p + "ffn_gate.weight"),
+               wu = tensor_values(f, p + "ffn_up.weight");
     const auto wd = tensor_values(f, p + "ffn_down.weight");
     std::vector<std::vector<double>> q(T), k(T), v(T);
     for (int64_t t = 0; t < T; ++t) {

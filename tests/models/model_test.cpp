@@ -74,8 +74,8 @@ void compare_to_naive(const std::string& path, const std::vector<int32_t>& token
     for (int32_t i = 0; i < d; ++i)
       worst_h = std::max(worst_h, std::fabs(hidden[t * d + i] - ref_hidden[t][i]));
   }
-  MESSAGE(path << ": max |logit - naive| = " << worst << " (max |logit| " << scale
-            << "), hidden " << worst_h);
+  MESSAGE(path << ": max |logit - naive| = " << worst << " (max |logit| " << scale << "), hidden "
+               << worst_h);
   CHECK(worst <= tol * std::max(1.0, scale));
   CHECK(worst_h <= tol * 10);
 }
@@ -87,7 +87,8 @@ TEST_CASE("model forward matches the naive reference for f32, f16, bf16 and q8_0
     FixtureSpec s;
     s.matrix_type = type;
     s.seed = 7;
-    const std::string path = write_fixture(s, std::string("golden-") + ggml_type_name(type) + ".gguf");
+    const std::string path =
+        write_fixture(s, std::string("golden-") + ggml_type_name(type) + ".gguf");
     std::mt19937 rng(3);
     compare_to_naive(path, random_tokens(rng, 12, static_cast<int32_t>(s.vocab)), 1e-4);
   }

@@ -87,7 +87,7 @@ typedef struct specd_view {
  * attend at least one key. */
 typedef struct specd_attention_mask {
   uint32_t struct_size;
-  uint32_t reserved; /* 0 */
+  uint32_t reserved;             /* 0 */
   const specd_view* prefix_len;  /* int32 [1, m] */
   const specd_view* extra_begin; /* int32 [1, m + 1]; extra_begin[0] = 0 */
   const specd_view* extra_slots; /* int32 [1, extra_begin[m]]; NULL when that is 0 */
@@ -127,7 +127,7 @@ typedef struct specd_device_info {
   uint64_t memory_bytes;       /* device memory; 0 if unknown */
   uint32_t invariant_max_rows; /* largest m with the batch-invariance contract (>= 64) */
   uint32_t reserved;
-  char name[64];               /* human-readable, NUL-terminated, e.g. "cpu (2 threads, avx512)" */
+  char name[64]; /* human-readable, NUL-terminated, e.g. "cpu (2 threads, avx512)" */
 } specd_device_info;
 
 /* Capability bits of a backend (uint64_t). */
@@ -172,8 +172,8 @@ typedef struct specd_backend_vtable {
 
   /* Copies `size` bytes from host memory `src` (borrowed for the call: the copy is done or
    * staged before returning) to the buffer at `offset`. [same-thread] */
-  specd_status* (*buffer_upload)(void* device, specd_buffer* dst, uint64_t offset,
-                                 const void* src, uint64_t size);
+  specd_status* (*buffer_upload)(void* device, specd_buffer* dst, uint64_t offset, const void* src,
+                                 uint64_t size);
 
   /* Waits for pending ops, then copies `size` bytes at `offset` into host memory `dst`
    * (caller-owned). [same-thread] */
@@ -202,8 +202,8 @@ typedef struct specd_backend_vtable {
 
   /* RMSNorm: y[i, :] = x[i, :] / sqrt(mean(x[i, :]²) + eps) * weight[0, :].
    * x, y f32 [m, n]; weight f32 [1, n]. y may equal x (in place). [same-thread] */
-  specd_status* (*rms_norm)(void* device, const specd_view* x, const specd_view* weight,
-                            float eps, const specd_view* y);
+  specd_status* (*rms_norm)(void* device, const specd_view* x, const specd_view* weight, float eps,
+                            const specd_view* y);
 
   /* RoPE in place on x f32 [m, n_head * head_dim]; row i rotated at position
    * positions[0, i] (int32 [1, m]). [same-thread] */
@@ -231,8 +231,7 @@ typedef struct specd_backend_vtable {
                           const specd_view* y);
 
   /* y = a + b elementwise, all f32 [m, n]; y may equal a or b. [same-thread] */
-  specd_status* (*add)(void* device, const specd_view* a, const specd_view* b,
-                       const specd_view* y);
+  specd_status* (*add)(void* device, const specd_view* a, const specd_view* b, const specd_view* y);
 
   /* Row gather for KV compaction: dst[i, :] = src[indices[0, i], :] for i = 0..m-1, bytes
    * copied verbatim (any dtype; src and dst have the same dtype and cols). indices int32

@@ -84,8 +84,8 @@ inline const char* dtype_name(specd_dtype dtype) {
 }
 
 // A packed view (row_stride = row size) of `rows` x `cols` at `offset`.
-inline specd_view make_view(specd_buffer* buffer, specd_dtype dtype, uint64_t offset,
-                            int64_t rows, int64_t cols) {
+inline specd_view make_view(specd_buffer* buffer, specd_dtype dtype, uint64_t offset, int64_t rows,
+                            int64_t cols) {
   specd_view v{};
   v.struct_size = sizeof(specd_view);
   v.dtype = dtype;
@@ -127,8 +127,7 @@ struct BackendAdapter {
       *why = reason().c_str();
     });
   }
-  static specd_status* open(const specd_host* host, const specd_device_params* params,
-                            void** out) {
+  static specd_status* open(const specd_host* host, const specd_device_params* params, void** out) {
     return guard(host, [&] {
       specd_device_params p{};
       p.struct_size = sizeof(p);
@@ -172,8 +171,9 @@ struct BackendAdapter {
                             uint64_t soff, uint64_t size) {
     return call(d, [&](Device& dev) { dev.copy(dst, doff, src, soff, size); });
   }
-  static constexpr bool has_wrap_host =
-      requires(Device& dev, const void* p, uint64_t n) { dev.wrap_host(p, n); };
+  static constexpr bool has_wrap_host = requires(Device & dev, const void* p, uint64_t n) {
+    dev.wrap_host(p, n);
+  };
   static specd_status* wrap_host(void* d, const void* data, uint64_t size, specd_buffer** out) {
     if constexpr (has_wrap_host) {
       return call(d, [&](Device& dev) { *out = dev.wrap_host(data, size); });
@@ -206,16 +206,16 @@ struct BackendAdapter {
                               const specd_view* y) {
     return call(d, [&](Device& dev) { dev.swiglu(*g, *u, *y); });
   }
-  static specd_status* add(void* d, const specd_view* a, const specd_view* b,
-                           const specd_view* y) {
+  static specd_status* add(void* d, const specd_view* a, const specd_view* b, const specd_view* y) {
     return call(d, [&](Device& dev) { dev.add(*a, *b, *y); });
   }
   static specd_status* copy_rows(void* d, const specd_view* src, const specd_view* idx,
                                  const specd_view* dst) {
     return call(d, [&](Device& dev) { dev.copy_rows(*src, *idx, *dst); });
   }
-  static constexpr bool has_softmax =
-      requires(Device& dev, const specd_view& v, float t) { dev.softmax(v, t, v); };
+  static constexpr bool has_softmax = requires(Device & dev, const specd_view& v, float t) {
+    dev.softmax(v, t, v);
+  };
   static specd_status* softmax(void* d, const specd_view* x, float t, const specd_view* y) {
     if constexpr (has_softmax) {
       return call(d, [&](Device& dev) { dev.softmax(*x, t, *y); });
@@ -223,8 +223,9 @@ struct BackendAdapter {
       return nullptr;
     }
   }
-  static constexpr bool has_argmax =
-      requires(Device& dev, const specd_view& v) { dev.argmax(v, v); };
+  static constexpr bool has_argmax = requires(Device & dev, const specd_view& v) {
+    dev.argmax(v, v);
+  };
   static specd_status* argmax(void* d, const specd_view* x, const specd_view* out) {
     if constexpr (has_argmax) {
       return call(d, [&](Device& dev) { dev.argmax(*x, *out); });
@@ -266,10 +267,10 @@ struct BackendAdapter {
 }  // namespace specd::sdk
 
 // Defines the backend vtable, the descriptor and the one exported entry point.
-#define SPECD_BACKEND_PLUGIN(CLASS, ID, NAME, VERSION, DESCRIPTION, FLAGS)                 \
-  namespace {                                                                            \
-  const specd_backend_vtable specd_sdk_backend_vtable =                                  \
-      specd::sdk::detail::BackendAdapter<CLASS>::make_vtable(FLAGS);                     \
-  }                                                                                      \
-  SPECD_DEFINE_PLUGIN_ENTRY(SPECD_KIND_BACKEND, ID, NAME, VERSION, DESCRIPTION,            \
+#define SPECD_BACKEND_PLUGIN(CLASS, ID, NAME, VERSION, DESCRIPTION, FLAGS)      \
+  namespace {                                                                   \
+  const specd_backend_vtable specd_sdk_backend_vtable =                         \
+      specd::sdk::detail::BackendAdapter<CLASS>::make_vtable(FLAGS);            \
+  }                                                                             \
+  SPECD_DEFINE_PLUGIN_ENTRY(SPECD_KIND_BACKEND, ID, NAME, VERSION, DESCRIPTION, \
                             &specd_sdk_backend_vtable)
