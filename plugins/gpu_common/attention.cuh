@@ -23,7 +23,7 @@ constexpr int kTile = 32;
 constexpr int kDimsPerThread = kMaxHeadDim / kAttnThreads;
 
 __global__ void attention_kernel(AttentionArgs a) {
-  extern __shared__ float q_s[];  // head_dim floats
+  SPECD_DYNAMIC_SHARED(float, q_s);  // head_dim floats
   __shared__ float score_s[kTile];
   __shared__ int64_t slot_s[kTile];
   __shared__ int ok_s;
@@ -104,7 +104,7 @@ __global__ void attention_kernel(AttentionArgs a) {
 cudaError_t launch_attention(const AttentionArgs& a, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(a.n_head), static_cast<unsigned>(a.m));
   const size_t smem = static_cast<size_t>(a.head_dim) * sizeof(float);
-  attention_kernel<<<grid, kAttnThreads, smem, stream>>>(a);
+  SPECD_LAUNCH(grid, kAttnThreads, smem, stream, attention_kernel)(a);
   return cudaGetLastError();
 }
 

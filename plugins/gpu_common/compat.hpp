@@ -4,7 +4,12 @@
 // (warp shuffles: HIP wavefronts are 64 wide) are wrapped here too.
 #pragma once
 
-#if defined(SPECD_GPU_NO_RUNTIME)
+#if defined(SPECD_GPU_EMULATE)
+// Kernels and runtime calls emulated on the host (emulate.hpp), to test the kernel logic
+// without a GPU.
+#include "emulate.hpp"
+#define SPECD_GPU_API "emulated"
+#elif defined(SPECD_GPU_NO_RUNTIME)
 // Host-only unit tests of numeric.hpp: no vendor runtime needed.
 #define SPECD_GPU_API "none"
 #elif defined(SPECD_GPU_HIP)
@@ -54,7 +59,13 @@
 #define SPECD_HD
 #endif
 
+// Kernel launch and dynamically sized shared memory, spelled so the emulator can replace them.
 #if defined(__CUDACC__) || defined(__HIPCC__)
+#define SPECD_LAUNCH(grid, block, smem, stream, ...) __VA_ARGS__<<<grid, block, smem, stream>>>
+#define SPECD_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+#endif
+
+#if defined(__CUDACC__) || defined(__HIPCC__) || defined(SPECD_GPU_EMULATE)
 namespace specd::gpu {
 
 // Kernels reason in logical warps of 32 lanes on both vendors, so a reduction has the same
@@ -62,7 +73,9 @@ namespace specd::gpu {
 constexpr int kLanes = 32;
 
 __device__ inline float shfl_xor(float v, int mask) {
-#if defined(SPECD_GPU_HIP)
+#if defined(SPECD_GPU_EMULATE)
+  return emu::shfl_xor(v, mask);
+#elif defined(SPECD_GPU_HIP)
   return __shfl_xor(v, mask, kLanes);
 #else
   return __shfl_xor_sync(0xffffffffu, v, mask, kLanes);

@@ -60,12 +60,12 @@ cudaError_t gemm_rows_dt(const GemmArgs& a, cudaStream_t stream) {
   const unsigned cols = static_cast<unsigned>((a.n + kGemmWarps - 1) / kGemmWarps);
   // Row tile: few registers for decode (m = 1), 16 accumulators otherwise.
   if (a.m == 1) {
-    gemm_rows_kernel<DT, 1><<<dim3(cols, 1), block, 0, stream>>>(a);
+    SPECD_LAUNCH(dim3(cols, 1), block, 0, stream, gemm_rows_kernel<DT, 1>)(a);
   } else if (a.m <= 4) {
-    gemm_rows_kernel<DT, 4><<<dim3(cols, 1), block, 0, stream>>>(a);
+    SPECD_LAUNCH(dim3(cols, 1), block, 0, stream, gemm_rows_kernel<DT, 4>)(a);
   } else {
     const unsigned tiles = static_cast<unsigned>((a.m + 15) / 16);
-    gemm_rows_kernel<DT, 16><<<dim3(cols, tiles), block, 0, stream>>>(a);
+    SPECD_LAUNCH(dim3(cols, tiles), block, 0, stream, gemm_rows_kernel<DT, 16>)(a);
   }
   return cudaGetLastError();
 }
@@ -95,16 +95,16 @@ cudaError_t launch_decode_rows(const GemmArgs& a, int64_t row0, int64_t rows, fl
   const unsigned grid = grid_for(rows * a.k, 256);
   switch (a.dtype) {
     case kF32:
-      decode_rows_kernel<kF32><<<grid, 256, 0, stream>>>(a, row0, rows, out);
+      SPECD_LAUNCH(grid, 256, 0, stream, decode_rows_kernel<kF32>)(a, row0, rows, out);
       break;
     case kF16:
-      decode_rows_kernel<kF16><<<grid, 256, 0, stream>>>(a, row0, rows, out);
+      SPECD_LAUNCH(grid, 256, 0, stream, decode_rows_kernel<kF16>)(a, row0, rows, out);
       break;
     case kBF16:
-      decode_rows_kernel<kBF16><<<grid, 256, 0, stream>>>(a, row0, rows, out);
+      SPECD_LAUNCH(grid, 256, 0, stream, decode_rows_kernel<kBF16>)(a, row0, rows, out);
       break;
     default:
-      decode_rows_kernel<kQ8_0><<<grid, 256, 0, stream>>>(a, row0, rows, out);
+      SPECD_LAUNCH(grid, 256, 0, stream, decode_rows_kernel<kQ8_0>)(a, row0, rows, out);
       break;
   }
   return cudaGetLastError();

@@ -1,9 +1,9 @@
-// Large-m GEMM of the HIP backend. Debian ships no hipBLAS/rocBLAS, so every m runs the
-// batch-invariant kernel of plugins/gpu_common/gemm.cuh (row tiles of 16 over the grid):
-// slower than a vendor library for prefill, but exact to the same contract for all m.
-#include "../gpu_common/check.hpp"
-#include "../gpu_common/launch.hpp"
-#include "../gpu_common/vendor.hpp"
+// Large-m GEMM where there is no vendor BLAS (HIP: Debian ships no hipBLAS/rocBLAS; the host
+// emulator): every m runs the batch-invariant kernel of gemm.cuh (row tiles of 16 over the
+// grid), slower than a vendor library for prefill but exact to the same contract for all m.
+#include "check.hpp"
+#include "launch.hpp"
+#include "vendor.hpp"
 
 namespace specd::gpu {
 

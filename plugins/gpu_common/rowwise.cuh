@@ -179,14 +179,16 @@ __global__ void argmax_kernel(Mat x, int32_t* out) {
 
 cudaError_t launch_rms_norm(const Mat& x, const float* weight, float eps, const Mat& y,
                             cudaStream_t stream) {
-  rms_norm_kernel<<<static_cast<unsigned>(x.rows), kRowThreads, 0, stream>>>(x, weight, eps, y);
+  SPECD_LAUNCH(static_cast<unsigned>(x.rows), kRowThreads, 0, stream, rms_norm_kernel)
+  (x, weight, eps, y);
   return cudaGetLastError();
 }
 
 cudaError_t launch_rope(const Mat& x, const int32_t* positions, int n_head, int head_dim, int n_rot,
                         float base, cudaStream_t stream) {
   const int64_t total = x.rows * n_head * (n_rot / 2);
-  rope_kernel<<<grid_1d(total, 256), 256, 0, stream>>>(x, positions, n_head, head_dim, n_rot, base);
+  SPECD_LAUNCH(grid_1d(total, 256), 256, 0, stream, rope_kernel)
+  (x, positions, n_head, head_dim, n_rot, base);
   return cudaGetLastError();
 }
 
@@ -195,45 +197,46 @@ cudaError_t launch_get_rows(const Mat& table, const int32_t* ids, const Mat& y,
   const unsigned grid = grid_1d(y.rows * y.cols, 256);
   switch (table.dtype) {
     case kF32:
-      get_rows_kernel<kF32><<<grid, 256, 0, stream>>>(table, ids, y);
+      SPECD_LAUNCH(grid, 256, 0, stream, get_rows_kernel<kF32>)(table, ids, y);
       break;
     case kF16:
-      get_rows_kernel<kF16><<<grid, 256, 0, stream>>>(table, ids, y);
+      SPECD_LAUNCH(grid, 256, 0, stream, get_rows_kernel<kF16>)(table, ids, y);
       break;
     case kBF16:
-      get_rows_kernel<kBF16><<<grid, 256, 0, stream>>>(table, ids, y);
+      SPECD_LAUNCH(grid, 256, 0, stream, get_rows_kernel<kBF16>)(table, ids, y);
       break;
     default:
-      get_rows_kernel<kQ8_0><<<grid, 256, 0, stream>>>(table, ids, y);
+      SPECD_LAUNCH(grid, 256, 0, stream, get_rows_kernel<kQ8_0>)(table, ids, y);
       break;
   }
   return cudaGetLastError();
 }
 
 cudaError_t launch_swiglu(const Mat& gate, const Mat& up, const Mat& y, cudaStream_t stream) {
-  swiglu_kernel<<<grid_1d(gate.rows * gate.cols, 256), 256, 0, stream>>>(gate, up, y);
+  SPECD_LAUNCH(grid_1d(gate.rows * gate.cols, 256), 256, 0, stream, swiglu_kernel)(gate, up, y);
   return cudaGetLastError();
 }
 
 cudaError_t launch_add(const Mat& a, const Mat& b, const Mat& y, cudaStream_t stream) {
-  add_kernel<<<grid_1d(a.rows * a.cols, 256), 256, 0, stream>>>(a, b, y);
+  SPECD_LAUNCH(grid_1d(a.rows * a.cols, 256), 256, 0, stream, add_kernel)(a, b, y);
   return cudaGetLastError();
 }
 
 cudaError_t launch_copy_rows(const Mat& src, const int32_t* indices, const Mat& dst,
                              int64_t row_bytes, cudaStream_t stream) {
-  copy_rows_kernel<<<grid_1d(dst.rows * row_bytes, 256), 256, 0, stream>>>(src, indices, dst,
-                                                                           row_bytes);
+  SPECD_LAUNCH(grid_1d(dst.rows * row_bytes, 256), 256, 0, stream, copy_rows_kernel)
+  (src, indices, dst, row_bytes);
   return cudaGetLastError();
 }
 
 cudaError_t launch_softmax(const Mat& x, float temperature, const Mat& y, cudaStream_t stream) {
-  softmax_kernel<<<static_cast<unsigned>(x.rows), kRowThreads, 0, stream>>>(x, temperature, y);
+  SPECD_LAUNCH(static_cast<unsigned>(x.rows), kRowThreads, 0, stream, softmax_kernel)
+  (x, temperature, y);
   return cudaGetLastError();
 }
 
 cudaError_t launch_argmax(const Mat& x, int32_t* out, cudaStream_t stream) {
-  argmax_kernel<<<static_cast<unsigned>(x.rows), kRowThreads, 0, stream>>>(x, out);
+  SPECD_LAUNCH(static_cast<unsigned>(x.rows), kRowThreads, 0, stream, argmax_kernel)(x, out);
   return cudaGetLastError();
 }
 
