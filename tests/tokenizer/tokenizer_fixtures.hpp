@@ -17,9 +17,17 @@
 namespace specd::test {
 
 inline std::string tok_scratch(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("specd_tokenizer_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  // Removed again when the test program exits.
+  static const struct ScratchDir {
+    std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                 ("specd_tokenizer_test_" + std::to_string(::getpid()));
+    ScratchDir() { std::filesystem::create_directories(path); }
+    ~ScratchDir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } scratch;
+  const auto& dir = scratch.path;
   return (dir / name).string();
 }
 
