@@ -15,6 +15,7 @@
 #include "gguf/gguf_reader.hpp"
 #include "models/llama_model.hpp"
 #include "plugin/host_services.hpp"
+#include "plugin/model_service.hpp"
 #include "sampling/sample_row.hpp"
 #include "sampling/sampling_transform.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -146,7 +147,13 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
       setup.token_texts.push_back(tokenizer_->token_text(i));
     setup.token_texts.resize(setup.vocab_size);
     setup.sampling = sampling_params(config_.sampling);
-    proposer_ = std::make_unique<Proposer>(*proposer_plugin, config_.proposer, setup);
+    {
+      ModelServiceScope models(registry,
+                               config_.proposer.backend.empty() ? target_backend
+                                                                : config_.proposer.backend,
+                               static_cast<uint32_t>(config_.engine.threads));
+      proposer_ = std::make_unique<Proposer>(*proposer_plugin, config_.proposer, setup);
+    }
 
     std::string rule_name = config_.acceptance.rule;
     if (rule_name.empty()) rule_name = proposer_->default_rule();

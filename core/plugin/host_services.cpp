@@ -6,6 +6,7 @@
 
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "plugin/model_service.hpp"
 
 struct specd_status {
   specd_status_code code;
@@ -49,7 +50,7 @@ uint64_t host_rng_bits(void*, specd_rng* rng) { return rng->engine(); }
 const specd_host g_host = {
     sizeof(specd_host), SPECD_ABI_VERSION_MAJOR, SPECD_ABI_VERSION_MINOR, nullptr,
     &host_log,          &host_status_create,     &host_status_free,       &host_status_code,
-    &host_status_message, &host_rng_uniform,     &host_rng_bits,
+    &host_status_message, &host_rng_uniform,     &host_rng_bits,          model_service(),
 };
 
 }  // namespace

@@ -28,7 +28,7 @@ TEST_CASE("ABI 0.1 sizes on LP64") {
   CHECK(sizeof(specd_target_dists) == 24);
   CHECK(sizeof(specd_accept_result) == 24);
   CHECK(sizeof(specd_acceptance_vtable) == 48);
-  CHECK(sizeof(specd_host) == 80);
+  CHECK(sizeof(specd_host) == 88);
 }
 
 TEST_CASE("SPECD_HOST_HAS sees fields within struct_size only") {

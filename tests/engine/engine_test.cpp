@@ -10,6 +10,7 @@
 #include "config/config.hpp"
 #include "engine/engine.hpp"
 #include "plugin/registry.hpp"
+#include "gguf/gguf_reader.hpp"
 #include "random_llama.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -180,4 +181,72 @@ TEST_CASE("configuration mistakes name the file position") {
                        doctest::Contains("min_n <= max_n"), UsageError);
   CHECK_THROWS_WITH_AS(Engine(make_config(f.dir + "/missing.gguf", {}), f.registry),
                        doctest::Contains("missing.gguf"), Error);
+}
+
+TEST_CASE("draft-model proposer: exact at temperature 0, its own KV rolled back correctly") {
+  Fixture f;
+  test::RandomLlamaSpec spec;
+  spec.seed = 21;
+  std::string target = f.dir + "/dm-target.gguf";
+  test::write_random_llama(target, spec);
+  test::RandomLlamaSpec draft_spec = spec;
+  draft_spec.seed = 22;
+  draft_spec.n_layer = 1;
+  draft_spec.n_embd = 32;
+  draft_spec.n_ff = 64;
+  draft_spec.extra_vocab = 2;  // a padded vocabulary of another size is tolerated
+  std::string draft = f.dir + "/dm-draft.gguf";
+  test::write_random_llama(draft, draft_spec);
+
+  Engine plain(make_config(target, {"sampling.max_tokens=32"}), f.registry);
+  for (const std::string& prompt : kPrompts) {
+    CAPTURE(prompt);
+    GenerationResult base = plain.generate(prompt);
+    for (const std::string& model : {target, draft}) {
+      for (const char* mode : {"sample", "greedy"}) {
+        CAPTURE(model);
+        CAPTURE(mode);
+        Engine e(make_config(target, {"sampling.max_tokens=32", "proposer.kind=draft-model",
+                                      "proposer.model=\"" + model + "\"", "proposer.k=4",
+                                      std::string("proposer.mode=") + mode}),
+                 f.registry);
+        CHECK(e.rule_name() == "rejection");
+        GenerationResult out = e.generate(prompt);
+        CHECK(join(out.tokens) == join(base.tokens));
+        if (model == target) {  // the target drafting for itself is always right
+          CHECK(out.stats.accepted == out.stats.drafted);
+          CHECK(out.stats.tau() > 3.0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("draft-model proposer: a draft with another vocabulary is refused clearly") {
+  Fixture f;
+  test::RandomLlamaSpec spec;
+  std::string target = f.dir + "/vm-target.gguf";
+  test::write_random_llama(target, spec);
+  // Same size, but the byte tokens are written shifted: every id means something else.
+  std::string other = f.dir + "/vm-other.gguf";
+  {
+    GgufFile file = GgufFile::open(target);
+    (void)file;
+  }
+  test::RandomLlamaSpec small = spec;
+  small.extra_vocab = 0;
+  small.seed = 3;
+  test::write_random_llama(other, small);
+  // Padding-only differences pass ...
+  CHECK_NOTHROW(Engine(make_config(target, {"proposer.kind=draft-model",
+                                            "proposer.model=\"" + other + "\""}),
+                       f.registry));
+  // ... a missing file is named ...
+  CHECK_THROWS_WITH_AS(Engine(make_config(target, {"proposer.kind=draft-model",
+                                                   "proposer.model=\"" + f.dir + "/nope.gguf\""}),
+                              f.registry),
+                       doctest::Contains("nope.gguf"), Error);
+  // ... and so is a draft without a model.
+  CHECK_THROWS_WITH_AS(Engine(make_config(target, {"proposer.kind=draft-model"}), f.registry),
+                       doctest::Contains("needs [proposer] model"), UsageError);
 }

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "specd/model.h"
 #include "specd/status.h"
 #include "specd/types.h"
 
@@ -54,6 +55,11 @@ typedef struct specd_host {
 
   /* 64 uniformly random bits, from the same generator. Thread rule: as rng_uniform. */
   uint64_t (*rng_bits)(void* context, specd_rng* rng);
+
+  /* Models as a service (model.h): load a GGUF onto a backend and run it. Pass
+   * `context` as each function's host_context. Never NULL in a host of ABI >= 0.1.
+   * Ownership: the host's, valid for the life of the process. */
+  const specd_model_api* models;
 } specd_host;
 
 /* True when the host table has field `field` (it was appended in a minor we know of). */

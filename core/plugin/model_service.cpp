@@ -1,0 +1,164 @@
+#include "plugin/model_service.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "backend/backend.hpp"
+#include "common/error.hpp"
+#include "engine/backend_selection.hpp"
+#include "gguf/gguf_reader.hpp"
+#include "models/llama_model.hpp"
+#include "plugin/host_services.hpp"
+#include "plugin/registry.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+struct specd_model {
+  std::unique_ptr<specd::Backend> backend;
+  std::unique_ptr<specd::Device> device;
+  std::unique_ptr<specd::LlamaModel> model;
+  std::string path;
+  std::string name;
+  std::string backend_name;
+};
+
+struct specd_model_cache {
+  std::unique_ptr<specd::KvCache> cache;
+};
+
+namespace specd {
+namespace {
+
+struct RunContext {
+  const PluginRegistry* registry;
+  std::string default_backend;
+  uint32_t threads;
+};
+
+thread_local const RunContext* g_run = nullptr;
+
+template <class Body>
+specd_status* guarded(Body&& body) noexcept {
+  try {
+    body();
+    return nullptr;
+  } catch (const UsageError& e) {
+    return host_table()->status_create(nullptr, SPECD_STATUS_INVALID_ARGUMENT, e.what());
+  } catch (const std::exception& e) {
+    return host_table()->status_create(nullptr, SPECD_STATUS_IO, e.what());
+  }
+}
+
+specd_status* model_open(void*, const char* path, const char* backend, uint32_t threads,
+                         specd_model** out) {
+  return guarded([&] {
+    *out = nullptr;
+    if (!g_run) throw Error("models can be opened only while a proposer is created");
+    if (!path || !*path) throw UsageError("no model file given");
+    auto m = std::make_unique<specd_model>();
+    std::string name = backend && *backend ? backend : g_run->default_backend;
+    m->backend = std::make_unique<Backend>(select_backend(*g_run->registry, name));
+    DeviceOptions options;
+    options.threads = threads ? threads : g_run->threads;
+    m->device = m->backend->open(options);
+    m->model = LlamaModel::load(path, *m->device);
+    m->path = path;
+    m->name = m->model->info().name;
+    m->backend_name = m->backend->name();
+    *out = m.release();
+  });
+}
+
+void model_close(void*, specd_model* model) { delete model; }
+
+specd_status* model_info(void*, const specd_model* model, specd_model_info* info) {
+  return guarded([&] {
+    const ModelInfo& mi = model->model->info();
+    specd_model_info out{};
+    out.struct_size = sizeof(specd_model_info);
+    out.vocab_size = static_cast<uint32_t>(mi.vocab_size);
+    out.hidden_dim = static_cast<uint32_t>(mi.n_embd);
+    out.context_length = static_cast<uint32_t>(mi.n_ctx);
+    out.invariant_max_rows = model->device->info().invariant_max_rows;
+    out.name = model->name.c_str();
+    out.architecture = "llama";
+    out.backend = model->backend_name.c_str();
+    size_t n = std::min<size_t>(info->struct_size, sizeof(out));
+    std::memcpy(info, &out, n);
+    info->struct_size = static_cast<uint32_t>(n);
+  });
+}
+
+specd_status* model_check_vocabulary(void*, const specd_model* model, const char* target_path) {
+  return guarded([&] {
+    Tokenizer draft = Tokenizer::from_gguf(GgufFile::open(model->path));
+    Tokenizer target = Tokenizer::from_gguf(GgufFile::open(target_path));
+    std::string why;
+    if (!same_vocabulary(target, draft, &why))
+      throw UsageError("vocabulary mismatch between draft " + model->path + " and target " +
+                       target_path + ": " + why);
+  });
+}
+
+specd_status* cache_create(void*, specd_model* model, uint32_t max_tokens,
+                           specd_model_cache** out) {
+  return guarded([&] {
+    auto c = std::make_unique<specd_model_cache>();
+    c->cache = model->model->new_cache(static_cast<int32_t>(max_tokens));
+    *out = c.release();
+  });
+}
+
+void cache_free(void*, specd_model_cache* cache) { delete cache; }
+
+uint32_t cache_size(void*, const specd_model_cache* cache) {
+  return static_cast<uint32_t>(cache->cache->size());
+}
+
+specd_status* model_forward(void*, specd_model* model, specd_model_cache* cache,
+                            const specd_token* tokens, const int32_t* positions,
+                            const int32_t* parents, uint32_t m, float* logits, float* hidden) {
+  return guarded([&] {
+    model->model->forward(*cache->cache, std::span<const int32_t>(tokens, m),
+                          std::span<const int32_t>(positions, m),
+                          std::span<const int32_t>(parents, m), logits, hidden);
+  });
+}
+
+specd_status* model_commit(void*, specd_model* model, specd_model_cache* cache,
+                           const int32_t* rows, uint32_t n) {
+  return guarded([&] { model->model->commit(*cache->cache, std::span<const int32_t>(rows, n)); });
+}
+
+specd_status* model_truncate(void*, specd_model* model, specd_model_cache* cache, uint32_t n) {
+  return guarded([&] { model->model->truncate(*cache->cache, static_cast<int32_t>(n)); });
+}
+
+const specd_model_api g_api = {sizeof(specd_model_api),
+                               0,
+                               &model_open,
+                               &model_close,
+                               &model_info,
+                               &model_check_vocabulary,
+                               &cache_create,
+                               &cache_free,
+                               &cache_size,
+                               &model_forward,
+                               &model_commit,
+                               &model_truncate};
+
+}  // namespace
+
+const specd_model_api* model_service() { return &g_api; }
+
+ModelServiceScope::ModelServiceScope(const PluginRegistry& registry, std::string default_backend,
+                                     uint32_t threads) {
+  g_run = new RunContext{&registry, std::move(default_backend), threads};
+}
+
+ModelServiceScope::~ModelServiceScope() {
+  delete g_run;
+  g_run = nullptr;
+}
+
+}  // namespace specd

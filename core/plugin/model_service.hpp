@@ -1,0 +1,27 @@
+// The host's model service (sdk/include/specd/model.h): plugins load GGUF models onto a
+// backend and run them through the core's model code.
+#pragma once
+
+#include <string>
+
+#include "specd/model.h"
+
+namespace specd {
+
+class PluginRegistry;
+
+// The service table the host hands to plugins (host->models).
+const specd_model_api* model_service();
+
+// While alive, model_service()->open may load models for the run described here (the
+// engine holds one around proposer creation). Not reentrant across threads.
+class ModelServiceScope {
+ public:
+  ModelServiceScope(const PluginRegistry& registry, std::string default_backend,
+                    uint32_t threads);
+  ~ModelServiceScope();
+  ModelServiceScope(const ModelServiceScope&) = delete;
+  ModelServiceScope& operator=(const ModelServiceScope&) = delete;
+};
+
+}  // namespace specd
