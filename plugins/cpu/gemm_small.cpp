@@ -54,6 +54,10 @@ GemmKernel select_kernel() {
       " is unknown or not supported by this CPU (best: " + kernel_name(best) + ")");
 }
 
+namespace {
+constexpr int64_t kSerialMacs = int64_t{1} << 16;
+}
+
 void gemm_small(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
   // Tasks are column ranges: a multiple of 8 columns, small enough to balance threads.
   // Which task or thread computes a column never changes its bits.
@@ -62,7 +66,7 @@ void gemm_small(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
   cols = (cols + 7) / 8 * 8;
   if (cols < 16) cols = 16;
   const int64_t tasks = (a.n + cols - 1) / cols;
-  pool.run(tasks, [&](int64_t t) {
+  auto task = [&](int64_t t) {
     thread_local std::vector<float> panel;
     if (kernel != GemmKernel::kGeneric && a.m > 4 && panel.size() < static_cast<size_t>(8 * a.k))
       panel.resize(static_cast<size_t>(8 * a.k));
@@ -80,7 +84,12 @@ void gemm_small(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
         gemm_cols_generic(a, j0, j1);
         break;
     }
-  });
+  };
+  if (a.m * a.n * a.k < kSerialMacs) {  // waking threads would cost more than the work
+    for (int64_t t = 0; t < tasks; ++t) task(t);
+  } else {
+    pool.run(tasks, task);
+  }
 }
 
 }  // namespace specd::cpu

@@ -10,8 +10,10 @@
 namespace specd::cpu {
 
 namespace {
-constexpr int kSpinIterations = 20000;  // ~ tens of microseconds before sleeping
-}
+// Spin briefly before sleeping: long enough to catch back-to-back ops, short enough not to
+// burn a core that another thread (or process) needs when the machine is oversubscribed.
+constexpr int kSpinIterations = 4000;
+}  // namespace
 
 ThreadPool::ThreadPool(int threads) {
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
@@ -51,7 +53,10 @@ void ThreadPool::worker_loop() {
     seen = g;
     if (stop_.load()) return;
     drain();
-    busy_.fetch_sub(1, std::memory_order_acq_rel);
+    if (busy_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mutex_);  // pairs with the caller's predicate check
+      done_.notify_one();
+    }
   }
 }
 
@@ -71,12 +76,13 @@ void ThreadPool::run(int64_t n_tasks, const std::function<void(int64_t)>& fn) {
   }
   wake_.notify_all();
   drain();
-  int spins = 0;
-  while (busy_.load(std::memory_order_acquire) != 0) {
-    if (++spins < kSpinIterations) {
+  for (int spins = 0; busy_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < kSpinIterations) {
       SPECD_CPU_RELAX();
     } else {
-      std::this_thread::yield();
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_.wait(lock, [&] { return busy_.load(std::memory_order_acquire) == 0; });
+      break;
     }
   }
 }

@@ -38,6 +38,7 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
   std::mutex mutex_;  // guards sleeping: generation_ changes under it
   std::condition_variable wake_;
+  std::condition_variable done_;  // the caller sleeps on it when workers are slow
 };
 
 }  // namespace specd::cpu
