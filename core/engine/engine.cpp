@@ -141,7 +141,9 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
     ProposerSetup setup;
     setup.vocab_size = verifier_->vocab_size();
     setup.hidden_dim = verifier_->hidden_dim();
-    setup.max_nodes = 64;
+    // The verify pass holds the root plus the draft; keep it within the rows the device
+    // computes batch-invariantly, so greedy output never depends on the draft.
+    setup.max_nodes = device_->info().invariant_max_rows - 1;
     setup.target_path = config_.target.model;
     for (int32_t i = 0; i < tokenizer_->n_tokens(); ++i)
       setup.token_texts.push_back(tokenizer_->token_text(i));
@@ -236,8 +238,7 @@ GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
     draft.n_nodes = 0;
     draft.vocab = vocab;
     if (proposer_) {
-      uint32_t capacity = std::min<uint32_t>(room - 1, static_cast<uint32_t>(config_.proposer.k) *
-                                                           64u);
+      uint32_t capacity = room - 1;  // the proposer caps it further at its max_nodes
       if (capacity > 0) proposer_->propose(sequence, capacity, *rng_, draft);
     }
     specd_draft_tree tree = draft.tree();
