@@ -45,7 +45,7 @@ int plugins_command(int argc, char** argv) {
       if (!info.label.empty()) w.key("label").value(info.label);
       if (info.plugin->kind == SPECD_KIND_BACKEND) {
         w.key("available").value(info.available);
-        w.key("score").value(info.score);
+        w.key("score").value(static_cast<uint64_t>(info.score));
         w.key("reason").value(info.reason);
       }
       w.end_object();

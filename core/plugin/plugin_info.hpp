@@ -12,7 +12,7 @@ struct PluginInfo {
   const LoadedPlugin* plugin = nullptr;
   std::string label;       // acceptance rules: "exact", "greedy-exact", "lossy"
   bool available = true;   // backends: score > 0
-  double score = 0;        // backends
+  uint32_t score = 0;      // backends: 0 = cannot run here
   std::string reason;      // backends: why not available (or a short description)
 };
 
