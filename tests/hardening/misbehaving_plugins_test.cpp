@@ -24,9 +24,9 @@ struct Fixture {
   Fixture() { test::write_random_llama(model, {}); }
 
   Config config(const std::vector<std::string>& overrides) const {
-    std::vector<std::string> all = {"target.model=\"" + model + "\"", "engine.backend=cpu",
-                                    "engine.threads=1", "sampling.temperature=0",
-                                    "sampling.ignore_eos=true", "sampling.max_tokens=4"};
+    std::vector<std::string> all = {
+        "target.model=\"" + model + "\"", "engine.backend=cpu",       "engine.threads=1",
+        "sampling.temperature=0",         "sampling.ignore_eos=true", "sampling.max_tokens=4"};
     all.insert(all.end(), overrides.begin(), overrides.end());
     return parse_config("", "hardening.toml", all);
   }
@@ -83,11 +83,11 @@ TEST_CASE("a proposer breaking the draft-tree contract is refused, naming it") {
   };
   for (const Case& c : cases) {
     CAPTURE(c.mode);
-    expect_request_error(f,
-                         {"proposer.kind=bad-proposer", "proposer.k=2",
-                          std::string("proposer.mode=\"") + c.mode + "\"",
-                          "acceptance.rule=greedy"},
-                         c.needles);
+    expect_request_error(
+        f,
+        {"proposer.kind=bad-proposer", "proposer.k=2",
+         std::string("proposer.mode=\"") + c.mode + "\"", "acceptance.rule=greedy"},
+        c.needles);
   }
   f.check_still_works({"proposer.kind=bad-proposer", "proposer.k=2", "acceptance.rule=greedy"});
   f.check_still_works({});
@@ -108,8 +108,7 @@ TEST_CASE("an acceptance rule returning a result outside its contract is refused
   for (const Case& c : cases) {
     CAPTURE(c.mode);
     expect_request_error(f,
-                         {"proposer.kind=bad-proposer", "proposer.k=2",
-                          "acceptance.rule=bad-rule",
+                         {"proposer.kind=bad-proposer", "proposer.k=2", "acceptance.rule=bad-rule",
                           std::string("acceptance.mode=\"") + c.mode + "\""},
                          c.needles);
   }

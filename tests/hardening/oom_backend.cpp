@@ -42,9 +42,7 @@ class OomDevice {
   void rms_norm(const specd_view&, const specd_view&, float, const specd_view&) {
     unsupported("rms_norm");
   }
-  void rope(const specd_view&, const specd_view&, const specd_rope_params&) {
-    unsupported("rope");
-  }
+  void rope(const specd_view&, const specd_view&, const specd_rope_params&) { unsupported("rope"); }
   void get_rows(const specd_view&, const specd_view&, const specd_view&) {
     unsupported("get_rows");
   }

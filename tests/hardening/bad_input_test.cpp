@@ -1,0 +1,311 @@
+// The real `specd` binary over a table of bad inputs. Each case states the exact exit
+// status (0 ok, 1 runtime error, 2 usage error: cli/main.cpp) and a piece of the message,
+// so that a user who gets it wrong learns what to fix. A few good inputs that look bad
+// (invalid UTF-8, an empty prompt with BOS) are in the table too: they must work.
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cli_runner.hpp"
+#include "gguf/gguf_reader.hpp"
+#include "gguf/gguf_writer.hpp"
+#include "random_llama.hpp"
+
+using namespace specd;
+
+namespace {
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// Copies a GGUF file with its metadata changed by `edit` (tensors unchanged).
+void rewrite_gguf(const std::string& from, const std::string& to,
+                  const std::function<void(GgufWriter&)>& edit) {
+  GgufFile file = GgufFile::open(from);
+  GgufWriter w;
+  for (const auto& [key, value] : file.metadata())
+    if (key != "general.alignment") w.set(key, value);
+  w.set_alignment(file.alignment());
+  for (const GgufTensor& t : file.tensors()) {
+    const auto* bytes = static_cast<const uint8_t*>(t.data);
+    w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims),
+                 std::vector<uint8_t>(bytes, bytes + t.n_bytes));
+  }
+  edit(w);
+  w.write(to);
+}
+
+// Every file the table needs, written once.
+struct Files {
+  std::string dir = test::temp_dir("bad-input");
+  std::string model = dir + "/random.gguf";                 // byte-level BPE, adds BOS
+  std::string no_bos = dir + "/no-bos.gguf";                // the same without BOS
+  std::string gptneox = dir + "/gptneox.gguf";              // general.architecture = "gptneox"
+  std::string truncated = dir + "/truncated.gguf";          // cut inside the tensor data
+  std::string text_model = dir + "/not-a-model.gguf";       // a text file
+  std::string draft_bigger = dir + "/draft-bigger.gguf";    // 4 more padding tokens
+  std::string draft_extra = dir + "/draft-extra.gguf";      // ... the last one a real token
+  std::string draft_renamed = dir + "/draft-renamed.gguf";  // same size, one token differs
+  std::string good = dir + "/good.toml";
+  std::string unreadable = dir + "/unreadable.toml";
+  std::string folder = dir + "/a-folder.toml";
+
+  Files() {
+    test::RandomLlamaSpec spec;
+    test::write_random_llama(model, spec);
+    rewrite_gguf(model, no_bos,
+                 [](GgufWriter& w) { w.set_bool("tokenizer.ggml.add_bos_token", false); });
+    rewrite_gguf(model, gptneox,
+                 [](GgufWriter& w) { w.set_string("general.architecture", "gptneox"); });
+    {
+      std::ifstream in(model, std::ios::binary);
+      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      write_text(truncated, bytes.substr(0, bytes.size() - bytes.size() / 3));
+    }
+    write_text(text_model, "this is not a model\n");
+    test::RandomLlamaSpec bigger = spec;
+    bigger.extra_vocab += 4;
+    bigger.seed = 2;
+    test::write_random_llama(draft_bigger, bigger);
+    rewrite_gguf(draft_bigger, draft_extra, [&](GgufWriter& w) {
+      GgufFile f = GgufFile::open(draft_bigger);
+      GgufValue tokens = f.get_array("tokenizer.ggml.tokens");
+      GgufValue types = f.get_array("tokenizer.ggml.token_type");
+      tokens.array.back().str = "zz";
+      types.array.back().i = 1;  // normal
+      w.set("tokenizer.ggml.tokens", tokens);
+      w.set("tokenizer.ggml.token_type", types);
+    });
+    rewrite_gguf(model, draft_renamed, [&](GgufWriter& w) {
+      GgufFile f = GgufFile::open(model);
+      GgufValue tokens = f.get_array("tokenizer.ggml.tokens");
+      tokens.array.back().str = "[RENAMED]";
+      w.set("tokenizer.ggml.tokens", tokens);
+    });
+    write_text(good, config_for(model));
+    write_text(unreadable, config_for(model));
+    chmod(unreadable.c_str(), 0);
+    mkdir(folder.c_str(), 0755);
+  }
+
+  // A complete config for `model`; `extra` is appended (TOML tables may follow).
+  static std::string config_for(const std::string& model, const std::string& engine = "",
+                                const std::string& extra = "") {
+    return "[engine]\nbackend = \"cpu\"\nthreads = 1\n" + engine + "\n[target]\nmodel = \"" +
+           model + "\"\n\n[sampling]\ntemperature = 0.0\nmax_tokens = 4\nignore_eos = true\n" +
+           extra;
+  }
+
+  // Writes a config file named `name` and returns its path.
+  std::string config(const std::string& name, const std::string& text) const {
+    std::string path = dir + "/" + name + ".toml";
+    write_text(path, text);
+    return path;
+  }
+};
+
+const Files& files() {
+  static Files f;
+  return f;
+}
+
+struct Case {
+  std::string name;
+  std::vector<std::string> args;  // after `specd`
+  int status;
+  std::string needle;  // in stderr for failures, in stdout for successes
+  std::string stdin_text = "";
+  bool needs_non_root = false;  // root reads files whatever their mode
+};
+
+std::vector<Case> cases() {
+  const Files& f = files();
+  const std::string& good = f.good;
+  const std::string draft = "[proposer]\nkind = \"draft-model\"\nk = 3\nmodel = \"";
+  const std::string long_prompt(400, 'a');  // one token per byte; the context holds 256
+  return {
+      {"missing config file", {"run", "-c", f.dir + "/missing.toml", "-p", "x"}, 2, "missing.toml"},
+      {"unreadable config file",
+       {"run", "-c", f.unreadable, "-p", "x"},
+       2,
+       "unreadable.toml",
+       "",
+       true},
+      {"config path is a folder", {"run", "-c", f.folder, "-p", "x"}, 2, "a-folder.toml"},
+      {"TOML syntax error",
+       {"run", "-c", f.config("syntax", "[engine]\nthreads = = 1\n"), "-p", "x"},
+       2,
+       "syntax.toml:2:"},
+      {"unknown key with its location",
+       {"run", "-c", f.config("unknown-key", Files::config_for(f.model, "threds = 1\n")), "-p",
+        "x"},
+       2,
+       "unknown-key.toml:4:1"},
+      {"model of the wrong architecture",
+       {"run", "-c", f.config("gptneox", Files::config_for(f.gptneox)), "-p", "x"},
+       1,
+       "gptneox"},
+      {"truncated model",
+       {"run", "-c", f.config("truncated", Files::config_for(f.truncated)), "-p", "x"},
+       1,
+       "truncated.gguf"},
+      {"a text file as model",
+       {"run", "-c", f.config("text-model", Files::config_for(f.text_model)), "-p", "x"},
+       1,
+       "not-a-model.gguf"},
+      {"missing model file",
+       {"run", "-c", f.config("missing-model", Files::config_for(f.dir + "/nowhere.gguf")), "-p",
+        "x"},
+       1,
+       "nowhere.gguf"},
+      // Extra padding rows in the draft's embedding are common and allowed (same_vocabulary).
+      {"draft vocabulary larger by padding only works",
+       {"run", "-c",
+        f.config("draft-bigger", Files::config_for(f.model, "", draft + f.draft_bigger + "\"\n")),
+        "-p", "x"},
+       0,
+       "tokens"},
+      {"draft vocabulary with a real token the target lacks",
+       {"run", "-c",
+        f.config("draft-extra", Files::config_for(f.model, "", draft + f.draft_extra + "\"\n")),
+        "-p", "x"},
+       2,
+       "exists only in the larger vocabulary"},
+      {"draft vocabulary with a different token",
+       {"run", "-c",
+        f.config("draft-renamed", Files::config_for(f.model, "", draft + f.draft_renamed + "\"\n")),
+        "-p", "x"},
+       2,
+       "in one vocabulary and"},
+      {"draft model of the same vocabulary works",
+       {"run", "-c",
+        f.config("draft-same", Files::config_for(f.model, "", draft + f.model + "\"\n")), "-p",
+        "x"},
+       0,
+       "tokens"},
+      {"empty prompt without BOS",
+       {"run", "-c", f.config("no-bos", Files::config_for(f.no_bos)), "-p", ""},
+       2,
+       "the prompt is empty"},
+      {"empty prompt with BOS works", {"run", "-c", good, "-p", ""}, 0, "tokens"},
+      {"empty prompt from stdin with BOS works", {"run", "-c", good}, 0, "tokens"},
+      {"prompt longer than the context",
+       {"run", "-c", good, "-p", long_prompt},
+       2,
+       "the context holds 256"},
+      {"-n 0", {"run", "-c", good, "-p", "x", "-n", "0"}, 2, "-n must be at least 1"},
+      {"-n not a number", {"run", "-c", good, "-p", "x", "-n", "many"}, 2, "many"},
+      {"invalid UTF-8 in the prompt works",
+       {"run", "-c", good, "-p", "ab\xff\xfe\xc3("},
+       0,
+       "tokens"},
+      {"invalid UTF-8 from a prompt file works",
+       {"run", "-c", good, "-f", f.config("bad-utf8-prompt", "\x80\x80 \xed\xa0\x80 x")},
+       0,
+       "tokens"},
+      {"missing prompt file",
+       {"run", "-c", good, "-f", f.dir + "/no-prompt.txt"},
+       2,
+       "no-prompt.txt"},
+      {"-p and -f together",
+       {"run", "-c", good, "-p", "x", "-f", good},
+       2,
+       "give -p or -f, not both"},
+      {"unknown option", {"run", "-c", good, "--frobnicate"}, 2, "--frobnicate"},
+      {"option without its value", {"run", "-c", good, "-p"}, 2, "-p"},
+      {"no config", {"run", "-p", "x"}, 2, "run needs -c FILE"},
+      {"unknown command", {"frobnicate"}, 2, "unknown command 'frobnicate'"},
+      {"unknown proposer",
+       {"run", "-c", good, "-p", "x", "--set", "proposer.kind=\"no-such-proposer\""},
+       2,
+       "no-such-proposer"},
+      {"unknown rule",
+       {"run", "-c", good, "-p", "x", "--set", "proposer.kind=ngram", "--set",
+        "acceptance.rule=\"no-such-rule\""},
+       2,
+       "no-such-rule"},
+      {"unknown backend",
+       {"run", "-c", good, "-p", "x", "--set", "engine.backend=\"tpu\""},
+       2,
+       "tpu"},
+      {"lossy rule without allow_lossy",
+       {"run", "-c", good, "-p", "x", "--set", "proposer.kind=ngram", "--set",
+        "acceptance.rule=typical"},
+       2,
+       "allow_lossy = true"},
+      {"lossy rule with allow_lossy works",
+       {"run", "-c", good, "-p", "x", "--set", "proposer.kind=ngram", "--set",
+        "acceptance.rule=typical", "--set", "acceptance.allow_lossy=true"},
+       0,
+       "tokens"},
+      {"rule needing q with a deterministic proposer",
+       {"run", "-c", good, "-p", "x", "--set", "proposer.kind=ngram", "--set",
+        "acceptance.rule=rejection"},
+       2,
+       "needs the draft distributions q"},
+      {"unknown proposer parameter",
+       {"run", "-c", good, "-p", "x", "--set", "proposer.kind=ngram", "--set",
+        "proposer.frobnicate=1"},
+       2,
+       "frobnicate"},
+      {"k out of range", {"run", "-c", good, "-p", "x", "--set", "proposer.k=0"}, 2, "proposer.k"},
+      {"negative temperature",
+       {"run", "-c", good, "-p", "x", "--set", "sampling.temperature=-1"},
+       2,
+       "temperature"},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("specd run: exit status and message for every kind of bad input") {
+  const bool root = geteuid() == 0;
+  for (const Case& c : cases()) {
+    CAPTURE(c.name);
+    if (c.needs_non_root && root) {
+      MESSAGE("skipped as root (root reads any file): " << c.name);
+      continue;
+    }
+    std::vector<std::string> argv = {SPECD_CLI};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    test::CliResult r = test::run_program(argv, c.stdin_text);
+    INFO("stdout: " << r.out.substr(0, 2000));
+    INFO("stderr: " << r.err.substr(0, 2000));
+    CHECK(r.status == c.status);
+    const std::string& where = c.status == 0 ? r.out + r.err : r.err;
+    CHECK(where.find(c.needle) != std::string::npos);
+    if (c.status != 0) {
+      // One clear line starting with "specd: error:", never a stack of internals.
+      CHECK(r.err.rfind("specd: error: ", 0) == 0);
+    }
+  }
+}
+
+TEST_CASE("backend = \"cuda\" without a GPU names cuda and the reason") {
+  if (access("/dev/nvidia0", F_OK) == 0) {
+    MESSAGE("skipped: this machine has an NVIDIA device");
+    return;
+  }
+  const std::string cli = SPECD_CLI;
+  const std::string plugin = cli.substr(0, cli.rfind('/')) + "/plugins/specd-backend-cuda.so";
+  test::CliResult r = test::run_program(
+      {cli, "run", "-c", files().good, "-p", "x", "--set", "engine.backend=cuda"});
+  INFO("stderr: " << r.err);
+  CHECK(r.err.rfind("specd: error: ", 0) == 0);
+  if (access(plugin.c_str(), F_OK) == 0) {
+    // Built with CUDA: the plugin loads and reports why it cannot run (BRIEF §10).
+    CHECK(r.status == 1);
+    CHECK(r.err.find("backend 'cuda' (org.specd.backend.cuda) cannot run here: ") !=
+          std::string::npos);
+  } else {
+    // Built without CUDA: a configuration naming a backend this build lacks.
+    CHECK(r.status == 2);
+    CHECK(r.err.find("unknown backend plugin 'cuda'") != std::string::npos);
+  }
+}
