@@ -186,10 +186,21 @@ def output(name):
         if isinstance(doc, dict) and key in doc:
             return doc[key]
     return doc.get("result", {}).get("text") if isinstance(doc, dict) else None
+def stat(name, key):
+    try:
+        return json.load(open(os.path.join(work, name + ".out")))["stats"][key]
+    except Exception:
+        return None
 a, b = output("run_plain"), output("run_ngram")
 c = output("run_cpu_plain")
 res = {"plain_equals_ngram": None if a is None or b is None else a == b,
-       "equals_cpu": None if a is None or c is None else a == c}
+       "equals_cpu": None if a is None or c is None else a == c,
+       "tokens_per_s": {n: stat("run_" + n, "tokens_per_s")
+                        for n in ("plain", "ngram", "cpu_plain", "cpu_ngram")},
+       "tau_ngram": stat("run_ngram", "tau")}
+tps = res["tokens_per_s"]
+if tps["plain"] and tps["ngram"]:
+    res["speedup_ngram"] = tps["ngram"] / tps["plain"]
 print(json.dumps(res))
 EOF
 eq=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["plain_equals_ngram"])' "$work/compare.json")
