@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -275,6 +276,9 @@ TEST_CASE("specd run: exit status and message for every kind of bad input") {
     std::vector<std::string> argv = {SPECD_CLI};
     argv.insert(argv.end(), c.args.begin(), c.args.end());
     test::CliResult r = test::run_program(argv, c.stdin_text);
+    // SPECD_BAD_INPUT_PRINT=1 lists what the CLI says in every case, to review the messages.
+    if (std::getenv("SPECD_BAD_INPUT_PRINT"))
+      MESSAGE(c.name << " -> " << r.status << ": " << r.err.substr(0, r.err.find('\n')));
     INFO("stdout: " << r.out.substr(0, 2000));
     INFO("stderr: " << r.err.substr(0, 2000));
     CHECK(r.status == c.status);

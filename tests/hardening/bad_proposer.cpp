@@ -4,7 +4,7 @@
 //
 // Modes: good, parent-out-of-range, parent-negative, token-too-large, token-negative,
 // q-not-normalised, q-nan, too-many-nodes, duplicate-siblings, unknown-scheme,
-// sampled-without-q.
+// sampled-without-q, fail (propose reports SPECD_STATUS_INVALID_ARGUMENT).
 #include <specd/cpp/plugin.hpp>
 
 #include <cmath>
@@ -28,6 +28,7 @@ class BadProposer {
     out.scheme = SPECD_SIBLINGS_DETERMINISTIC;
     out.has_q = 0;
     out.n_nodes = 0;
+    if (mode_ == "fail") throw specd::sdk::invalid_argument("bad-proposer was asked to fail");
     if (out.capacity < 2) return;
     // Default shape: a chain of two nodes under the root.
     out.n_nodes = 2;
