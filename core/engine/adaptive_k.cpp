@@ -1,0 +1,130 @@
+#include "engine/adaptive_k.hpp"
+
+#include <algorithm>
+
+namespace specd {
+namespace {
+
+// Before any pass with more than one row is timed, each extra row is assumed to cost this
+// fraction of a 1-row pass (CPUs measure 0.1–0.7; a GPU less): pessimistic enough that
+// long drafts are not tried blindly.
+constexpr double kPriorRowCost = 0.3;
+
+}  // namespace
+
+AdaptiveK::AdaptiveK(const AdaptiveKOptions& options) : options_(options) {
+  options_.k_max = std::max<uint32_t>(1, options_.k_max);
+  options_.k_start = std::clamp<uint32_t>(options_.k_start, 1, options_.k_max);
+  tested_.assign(options_.k_max, 0);
+  accepted_.assign(options_.k_max, 0);
+  pass_s_.assign(options_.k_max + 2, 0);
+  seen_.assign(options_.k_max + 2, false);
+}
+
+uint32_t AdaptiveK::next_k() {
+  uint32_t k;
+  if (!seen_[1]) {
+    k = 0;  // time a plain pass first: every cost is relative to it
+  } else if (!draft_seen_) {
+    k = options_.k_start;  // then one speculative round to start the estimates
+  } else {
+    k = best_k();
+    if (k == 0) {
+      if (++since_probe_ >= options_.probe_interval) {
+        since_probe_ = 0;
+        // Probe short: it measures β_0 (the one that matters most) at the least cost.
+        k = std::max<uint32_t>(1, std::min(last_k_ ? last_k_ : 1u, 2u));
+      }
+    } else if (++since_refresh_ >= options_.refresh_interval) {
+      since_refresh_ = 0;
+      k = 0;
+    }
+  }
+  if (k > 0) last_k_ = k;
+  return k;
+}
+
+void AdaptiveK::observe(const AdaptiveKRound& round) {
+  ++rounds_;
+  const double keep = 1.0 - options_.decay;
+  const uint32_t rows = std::min<uint32_t>(round.drafted + 1, options_.k_max + 1);
+  if (round.verify_s > 0) {
+    pass_s_[rows] =
+        seen_[rows] ? keep * pass_s_[rows] + options_.decay * round.verify_s : round.verify_s;
+    seen_[rows] = true;
+  }
+  if (round.drafted == 0) return;
+  const double per_token = round.draft_s / round.drafted;
+  draft_per_token_s_ =
+      draft_seen_ ? keep * draft_per_token_s_ + options_.decay * per_token : per_token;
+  draft_seen_ = true;
+  // A chain tests depth d only when every node above it was accepted.
+  const uint32_t tested = std::min<uint32_t>(round.drafted, round.accepted + 1);
+  for (uint32_t d = 0; d < options_.k_max; ++d) {
+    tested_[d] *= keep;
+    accepted_[d] *= keep;
+  }
+  for (uint32_t d = 0; d < std::min<uint32_t>(tested, options_.k_max); ++d) {
+    tested_[d] += 1;
+    if (d < round.accepted) accepted_[d] += 1;
+  }
+}
+
+double AdaptiveK::expected_tokens(uint32_t k) const {
+  double e = 1, reach = 1, beta = 0.5;
+  for (uint32_t d = 0; d < k && d < options_.k_max; ++d) {
+    // Depths never tested borrow the deepest estimate above them.
+    if (tested_[d] > 0.5) beta = (accepted_[d] + 1) / (tested_[d] + 2);
+    reach *= beta;
+    e += reach;
+  }
+  return e;
+}
+
+double AdaptiveK::row_time(uint32_t rows) const {
+  const double t1 = seen_[1] ? pass_s_[1] : 1.0;
+  if (rows <= 1) return t1;
+  if (rows < seen_.size() && seen_[rows]) return pass_s_[rows];
+  // Interpolate between the nearest timed row counts; past the last one, extend its line.
+  uint32_t lo = 1, hi = 0;
+  for (uint32_t r = 1; r < seen_.size(); ++r) {
+    if (!seen_[r]) continue;
+    if (r < rows) lo = r;
+    if (r > rows && hi == 0) hi = r;
+  }
+  const double t_lo = lo == 1 ? t1 : pass_s_[lo];
+  if (hi) return t_lo + (pass_s_[hi] - t_lo) * double(rows - lo) / double(hi - lo);
+  double slope = kPriorRowCost * t1;
+  if (lo > 1) slope = std::max(0.0, (t_lo - t1) / double(lo - 1));
+  return t_lo + slope * double(rows - lo);
+}
+
+double AdaptiveK::verify_cost(uint32_t k) const {
+  if (k == 0) return 1;
+  return row_time(k + 1) / row_time(1);
+}
+
+double AdaptiveK::draft_cost() const {
+  if (!draft_seen_ || !seen_[1] || pass_s_[1] <= 0) return 0;
+  return draft_per_token_s_ / pass_s_[1];
+}
+
+double AdaptiveK::predicted_speedup(uint32_t k) const {
+  if (k == 0) return 1;
+  return expected_tokens(k) / (verify_cost(k) + double(k) * draft_cost());
+}
+
+uint32_t AdaptiveK::best_k() const {
+  uint32_t best = 0;
+  double best_s = options_.min_speedup;
+  for (uint32_t k = 1; k <= options_.k_max; ++k) {
+    double s = predicted_speedup(k);
+    if (s > best_s) {
+      best_s = s;
+      best = k;
+    }
+  }
+  return best;
+}
+
+}  // namespace specd

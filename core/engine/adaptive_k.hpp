@@ -1,0 +1,70 @@
+// Adaptive draft length ([proposer] k = "auto"): picks, before each round, the draft length
+// k that maximises the predicted speedup E(k) / (v(k) + k·c) from running estimates, and
+// drafts nothing (k = 0, plain decoding) when no k is predicted to beat plain decoding.
+//
+//   E(k)  expected tokens per round: 1 + Σ_{j=1..k} Π_{d<j} β_d, with β_d the measured
+//         probability that the node at depth d is accepted given that its parent was
+//   v(k)  verify cost: time of a target pass over k+1 rows ÷ time of a 1-row pass
+//   c     draft cost: proposer time per drafted token ÷ time of a 1-row pass
+//
+// Estimates decay exponentially so they follow the text (code vs prose, a copied passage).
+// While plain, it re-probes every `probe_interval` rounds so a change in acceptance is seen;
+// while speculating, every `refresh_interval`-th round is plain to keep the 1-row time fresh.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace specd {
+
+struct AdaptiveKOptions {
+  uint32_t k_max = 8;              // the longest draft ever asked for
+  uint32_t k_start = 4;            // the first speculative round's k
+  uint32_t probe_interval = 16;    // plain rounds between probes when speculation loses
+  uint32_t refresh_interval = 64;  // speculative rounds between plain rounds (1-row time)
+  double decay = 0.02;             // weight of one new observation in the running estimates
+  double min_speedup = 1.0;        // below this prediction, decode plainly
+};
+
+// What one round did, as the engine measured it.
+struct AdaptiveKRound {
+  uint32_t drafted = 0;   // chain length proposed (0 = a plain round)
+  uint32_t accepted = 0;  // draft nodes accepted (≤ drafted)
+  double draft_s = 0;     // proposer time
+  double verify_s = 0;    // target pass over drafted + 1 rows
+};
+
+class AdaptiveK {
+ public:
+  explicit AdaptiveK(const AdaptiveKOptions& options = {});
+
+  // The draft length for the next round: 0 = plain decoding, else 1..k_max.
+  uint32_t next_k();
+  void observe(const AdaptiveKRound& round);
+
+  // The model behind the choice (for reports and tests).
+  double expected_tokens(uint32_t k) const;
+  double verify_cost(uint32_t k) const;  // v(k); 1 at k = 0
+  double draft_cost() const;             // c
+  double predicted_speedup(uint32_t k) const;
+  // The k with the highest prediction (0 when none beats min_speedup).
+  uint32_t best_k() const;
+
+ private:
+  double row_time(uint32_t rows) const;  // estimated seconds of a pass over `rows` rows
+
+  AdaptiveKOptions options_;
+  // β_d as decayed counts: accepted_[d] / tested_[d], with a Beta(1, 1) prior.
+  std::vector<double> tested_, accepted_;
+  // Decayed mean pass time per row count (index = rows); seen_[rows] = observed at least once.
+  std::vector<double> pass_s_;
+  std::vector<bool> seen_;
+  double draft_per_token_s_ = 0;
+  bool draft_seen_ = false;
+  uint64_t rounds_ = 0;
+  uint32_t since_probe_ = 0;    // plain rounds since the last probe
+  uint32_t since_refresh_ = 0;  // speculative rounds since the last plain round
+  uint32_t last_k_ = 0;
+};
+
+}  // namespace specd
