@@ -1,0 +1,46 @@
+// Constructed llama models for system-speed measurements. The shipped models fit in cache;
+// these are as large as asked (0.1–1.5 B parameters), so decoding reads its weights from
+// memory like a real LLM, and their output is known in advance.
+//
+// Construction: a planted next-token map next(t), one cycle over the printable ASCII byte
+// tokens (every other token leads into the cycle). Token t embeds as a Gaussian vector E_t
+// (near-orthogonal to the others); the output matrix row of token j is s·E_prev(j), so the
+// logits of the final (normalised) residual state peak at next(t). The attention and FFN
+// weights are small Gaussians, nonzero, so every layer does its full work and perturbs the
+// residual stream a little without moving the argmax. Greedy decoding from t therefore
+// walks the cycle. A draft is the same construction, tiny, with the same map on a chosen
+// fraction of the cycle's tokens and a different next token elsewhere.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gguf/ggml_types.hpp"
+
+namespace specd::bench {
+
+struct ConstructedSpec {
+  std::string name = "constructed";
+  uint32_t n_embd = 256, n_layer = 2, n_head = 4, n_head_kv = 4, n_ff = 512, n_ctx = 1024;
+  GgmlType type = GgmlType::kF16;
+  uint64_t map_seed = 7;   // the planted map (targets and drafts of one sweep share it)
+  double agreement = 1.0;  // fraction of cycle tokens where this model follows the map
+  uint64_t seed = 1;       // weights
+};
+
+// Presets by size: "tiny" (≈2 M), "0.1b", "0.5b", "1.5b" (parameter counts approximate).
+ConstructedSpec constructed_preset(const std::string& size);
+// The drafts' shape: one small layer.
+ConstructedSpec constructed_draft(double agreement);
+uint64_t constructed_parameters(const ConstructedSpec& spec);
+GgmlType parse_weight_type(const std::string& name);  // "f16", "q8_0", "f32"
+
+// The map the model computes: next[t] for every token id (the planted map where the model
+// agrees, the disagreeing token elsewhere).
+std::vector<int32_t> constructed_next(const ConstructedSpec& spec);
+
+// Writes the GGUF (byte-level tokenizer, llama.cpp names); returns the vocabulary size.
+uint32_t write_constructed_model(const std::string& path, const ConstructedSpec& spec);
+
+}  // namespace specd::bench
