@@ -1,0 +1,142 @@
+// specd bench|ab -c FILE --out DIR [--set section.key=value]... [--plugin-path DIR]...
+// specd bench --construct --out DIR [--size S] [--type T] [--agreement A]...
+#include "cmd_bench.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+#include "bench/bench_config.hpp"
+#include "bench/bench_runner.hpp"
+#include "bench/constructed_model.hpp"
+#include "bench/constructed_sweep.hpp"
+#include "bench/report_files.hpp"
+#include "bench/rule_audit.hpp"
+#include "common/error.hpp"
+#include "plugin/registry.hpp"
+
+namespace {
+
+const char* kHelp =
+    "usage: specd bench -c FILE --out DIR [options]\n"
+    "       specd ab    -c FILE --out DIR [options]\n"
+    "       specd bench --construct --out DIR [--size S] [--type T] [--agreement A]...\n"
+    "\n"
+    "Runs every arm of the bench file and plain decoding on the same prompts, interleaved,\n"
+    "with the same seed per prompt, and writes report.json, report.md and SVG charts to DIR.\n"
+    "`ab` adds the pairwise comparison of each arm with the first. Schema: docs/BENCH.md.\n"
+    "\n"
+    "options:\n"
+    "  -c, --config FILE   the bench file\n"
+    "  --out DIR           where the reports go\n"
+    "  --set KEY=VALUE     override a [base] key (section.key=value); repeatable\n"
+    "  --repeats N         override [bench] repeats\n"
+    "  --prompts N         override [bench] prompts (first N of each task)\n"
+    "  --plugin-path DIR   also search DIR for plugins; repeatable\n"
+    "  --models-dir DIR    where constructed models are written (default: a temp folder)\n"
+    "  --construct         only write constructed models: target.gguf of --size (tiny,\n"
+    "                      0.1b, 0.5b, 1.5b) and --type (f16, q8_0), and draft-A.gguf per\n"
+    "                      --agreement A\n";
+
+int construct_only(const std::string& out, const std::string& size, const std::string& type,
+                   std::vector<double> agreements) {
+  std::filesystem::create_directories(out);
+  specd::bench::ConstructedSpec target = specd::bench::constructed_preset(size);
+  target.type = specd::bench::parse_weight_type(type);
+  const std::string path = out + "/target.gguf";
+  specd::bench::write_constructed_model(path, target);
+  std::printf("%s  (%s %s, %.1f M parameters, constructed model)\n", path.c_str(), size.c_str(),
+              type.c_str(), double(specd::bench::constructed_parameters(target)) / 1e6);
+  if (agreements.empty()) agreements = {1.0};
+  for (double a : agreements) {
+    char name[64];
+    std::snprintf(name, sizeof name, "/draft-%.2f.gguf", a);
+    specd::bench::write_constructed_model(out + name, specd::bench::constructed_draft(a));
+    std::printf("%s%s  (draft agreeing on %.0f%% of the map)\n", out.c_str(), name, a * 100);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_bench_command(int argc, char** argv) {
+  const std::string mode = argv[0];
+  specd::cli::Args args(argc, argv);
+  std::string config_path, out, models_dir, size = "tiny", type = "f16";
+  std::vector<std::string> sets, plugin_paths;
+  std::vector<double> agreements;
+  bool construct = false;
+  int repeats = -1, prompts = -1;
+  while (!args.done()) {
+    if (args.match("--help", "-h")) {
+      std::fputs(kHelp, stdout);
+      return 0;
+    } else if (args.match("--config", "-c")) {
+      config_path = args.value();
+    } else if (args.match("--out")) {
+      out = args.value();
+    } else if (args.match("--set")) {
+      sets.push_back(args.value());
+    } else if (args.match("--plugin-path")) {
+      plugin_paths.push_back(args.value());
+    } else if (args.match("--models-dir")) {
+      models_dir = args.value();
+    } else if (args.match("--repeats")) {
+      repeats = args.int_value();
+    } else if (args.match("--prompts")) {
+      prompts = args.int_value();
+    } else if (args.match("--construct")) {
+      construct = true;
+    } else if (args.match("--size")) {
+      size = args.value();
+    } else if (args.match("--type")) {
+      type = args.value();
+    } else if (args.match("--agreement")) {
+      agreements.push_back(args.float_value());
+    } else {
+      args.unknown();
+    }
+  }
+  if (out.empty()) throw specd::UsageError(mode + ": --out DIR is required");
+  if (construct) return construct_only(out, size, type, agreements);
+  if (config_path.empty()) throw specd::UsageError(mode + ": -c FILE is required");
+
+  specd::bench::BenchConfig config = specd::bench::load_bench_config(config_path);
+  config.base_overrides.insert(config.base_overrides.end(), sets.begin(), sets.end());
+  if (repeats > 0) config.repeats = static_cast<uint32_t>(repeats);
+  if (prompts > 0) config.prompts = static_cast<uint32_t>(prompts);
+
+  specd::bench::RunPlan plan;
+  if (config.construct.enabled) {
+    if (models_dir.empty())
+      models_dir = (std::filesystem::temp_directory_path() /
+                    ("specd-bench-models-" + std::to_string(::getpid())))
+                       .string();
+    std::fprintf(stderr, "writing constructed models to %s\n", models_dir.c_str());
+    plan = specd::bench::plan_constructed(config, mode, models_dir);
+  } else {
+    plan = specd::bench::plan_from_config(config, mode);
+  }
+  if (plan.cells.empty()) throw specd::UsageError(config_path + ": nothing to run");
+
+  // The base configuration's plugin paths, then the command line's.
+  specd::Config base = specd::bench::cell_config(plan, plan.cells[0], nullptr);
+  std::vector<std::string> paths = base.plugins.paths;
+  paths.insert(paths.end(), plugin_paths.begin(), plugin_paths.end());
+  specd::PluginRegistry registry(paths);
+  specd::bench::RuleAuditCache audits(registry, config.audit_samples);
+
+  specd::bench::BenchResults results = specd::bench::run_bench(plan, registry, audits);
+  specd::bench::write_reports(results, out);
+  if (config.construct.enabled && !models_dir.empty() &&
+      models_dir.find("specd-bench-models-") != std::string::npos)
+    std::filesystem::remove_all(models_dir);
+  std::printf("%s: %zu arms × %zu cells in %.1f s; reports in %s (report.md, report.json, *.svg)\n",
+              mode.c_str(), results.arms.size() - 1, plan.cells.size(), results.wall_s,
+              out.c_str());
+  return 0;
+}
