@@ -29,7 +29,7 @@ struct ConstructedSpec {
   uint64_t seed = 1;       // weights
 };
 
-// Presets by size: "tiny" (≈2 M), "0.1b", "0.5b", "1.5b" (parameter counts approximate).
+// Presets by size: "tiny" (≈1.4 M), "0.1b", "0.5b", "1.5b" (parameter counts approximate).
 ConstructedSpec constructed_preset(const std::string& size);
 // The drafts' shape: one small layer.
 ConstructedSpec constructed_draft(double agreement);
