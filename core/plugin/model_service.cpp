@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "backend/backend.hpp"
 #include "common/error.hpp"
 #include "engine/backend_selection.hpp"
 #include "gguf/gguf_reader.hpp"
+#include "models/heads/head_model.hpp"
 #include "models/llama_model.hpp"
 #include "plugin/host_services.hpp"
 #include "plugin/registry.hpp"
@@ -16,14 +18,16 @@
 struct specd_model {
   std::unique_ptr<specd::Backend> backend;
   std::unique_ptr<specd::Device> device;
-  std::unique_ptr<specd::LlamaModel> model;
+  std::unique_ptr<specd::LlamaModel> model;  // a llama model, or
+  std::unique_ptr<specd::HeadModel> head;    // a head bound to the target
   std::string path;
   std::string name;
   std::string backend_name;
 };
 
 struct specd_model_cache {
-  std::unique_ptr<specd::KvCache> cache;
+  std::unique_ptr<specd::KvCache> cache;      // of a llama model, or
+  std::unique_ptr<specd::HeadCache> head;     // of an EAGLE/MTP head
 };
 
 namespace specd {
@@ -49,18 +53,28 @@ specd_status* guarded(Body&& body) noexcept {
   }
 }
 
+std::unique_ptr<specd_model> open_device(const char* backend, uint32_t threads) {
+  auto m = std::make_unique<specd_model>();
+  std::string name = backend && *backend ? backend : g_run->default_backend;
+  m->backend = std::make_unique<Backend>(select_backend(*g_run->registry, name));
+  DeviceOptions options;
+  options.threads = threads ? threads : g_run->threads;
+  m->device = m->backend->open(options);
+  return m;
+}
+
+void require_llama(const specd_model* model, const char* what) {
+  if (!model->model)
+    throw UsageError(std::string(what) + ": " + model->path + " is a head; use head_forward");
+}
+
 specd_status* model_open(void*, const char* path, const char* backend, uint32_t threads,
                          specd_model** out) {
   return guarded([&] {
     *out = nullptr;
     if (!g_run) throw Error("models can be opened only while a proposer is created");
     if (!path || !*path) throw UsageError("no model file given");
-    auto m = std::make_unique<specd_model>();
-    std::string name = backend && *backend ? backend : g_run->default_backend;
-    m->backend = std::make_unique<Backend>(select_backend(*g_run->registry, name));
-    DeviceOptions options;
-    options.threads = threads ? threads : g_run->threads;
-    m->device = m->backend->open(options);
+    auto m = open_device(backend, threads);
     m->model = LlamaModel::load(path, *m->device);
     m->path = path;
     m->name = m->model->info().name;
@@ -73,15 +87,24 @@ void model_close(void*, specd_model* model) { delete model; }
 
 specd_status* model_info(void*, const specd_model* model, specd_model_info* info) {
   return guarded([&] {
-    const ModelInfo& mi = model->model->info();
     specd_model_info out{};
     out.struct_size = sizeof(specd_model_info);
-    out.vocab_size = static_cast<uint32_t>(mi.vocab_size);
-    out.hidden_dim = static_cast<uint32_t>(mi.n_embd);
-    out.context_length = static_cast<uint32_t>(mi.n_ctx);
+    if (model->head) {
+      const HeadInfo& hi = model->head->info();
+      out.vocab_size = static_cast<uint32_t>(hi.vocab_size);
+      out.hidden_dim = static_cast<uint32_t>(hi.n_embd);
+      out.context_length = static_cast<uint32_t>(hi.n_ctx);
+      out.architecture = hi.architecture.c_str();
+      out.head_count = static_cast<uint32_t>(hi.n_heads);
+    } else {
+      const ModelInfo& mi = model->model->info();
+      out.vocab_size = static_cast<uint32_t>(mi.vocab_size);
+      out.hidden_dim = static_cast<uint32_t>(mi.n_embd);
+      out.context_length = static_cast<uint32_t>(mi.n_ctx);
+      out.architecture = "llama";
+    }
     out.invariant_max_rows = model->device->info().invariant_max_rows;
     out.name = model->name.c_str();
-    out.architecture = "llama";
     out.backend = model->backend_name.c_str();
     size_t n = std::min<size_t>(info->struct_size, sizeof(out));
     std::memcpy(info, &out, n);
@@ -91,6 +114,7 @@ specd_status* model_info(void*, const specd_model* model, specd_model_info* info
 
 specd_status* model_check_vocabulary(void*, const specd_model* model, const char* target_path) {
   return guarded([&] {
+    require_llama(model, "check_vocabulary");
     Tokenizer draft = Tokenizer::from_gguf(GgufFile::open(model->path));
     Tokenizer target = Tokenizer::from_gguf(GgufFile::open(target_path));
     std::string why;
@@ -104,7 +128,10 @@ specd_status* cache_create(void*, specd_model* model, uint32_t max_tokens,
                            specd_model_cache** out) {
   return guarded([&] {
     auto c = std::make_unique<specd_model_cache>();
-    c->cache = model->model->new_cache(static_cast<int32_t>(max_tokens));
+    if (model->head)
+      c->head = model->head->new_cache(static_cast<int32_t>(max_tokens));
+    else
+      c->cache = model->model->new_cache(static_cast<int32_t>(max_tokens));
     *out = c.release();
   });
 }
@@ -112,13 +139,14 @@ specd_status* cache_create(void*, specd_model* model, uint32_t max_tokens,
 void cache_free(void*, specd_model_cache* cache) { delete cache; }
 
 uint32_t cache_size(void*, const specd_model_cache* cache) {
-  return static_cast<uint32_t>(cache->cache->size());
+  return static_cast<uint32_t>(cache->head ? cache->head->size() : cache->cache->size());
 }
 
 specd_status* model_forward(void*, specd_model* model, specd_model_cache* cache,
                             const specd_token* tokens, const int32_t* positions,
                             const int32_t* parents, uint32_t m, float* logits, float* hidden) {
   return guarded([&] {
+    require_llama(model, "forward");
     model->model->forward(*cache->cache, std::span<const int32_t>(tokens, m),
                           std::span<const int32_t>(positions, m),
                           std::span<const int32_t>(parents, m), logits, hidden);
@@ -127,11 +155,59 @@ specd_status* model_forward(void*, specd_model* model, specd_model_cache* cache,
 
 specd_status* model_commit(void*, specd_model* model, specd_model_cache* cache,
                            const int32_t* rows, uint32_t n) {
-  return guarded([&] { model->model->commit(*cache->cache, std::span<const int32_t>(rows, n)); });
+  return guarded([&] {
+    if (model->head)
+      model->head->commit(*cache->head, std::span<const int32_t>(rows, n));
+    else
+      model->model->commit(*cache->cache, std::span<const int32_t>(rows, n));
+  });
 }
 
 specd_status* model_truncate(void*, specd_model* model, specd_model_cache* cache, uint32_t n) {
-  return guarded([&] { model->model->truncate(*cache->cache, static_cast<int32_t>(n)); });
+  return guarded([&] {
+    if (model->head)
+      model->head->truncate(*cache->head, static_cast<int32_t>(n));
+    else
+      model->model->truncate(*cache->cache, static_cast<int32_t>(n));
+  });
+}
+
+specd_status* head_open(void*, const char* path, const char* target_path, const char* backend,
+                        uint32_t threads, specd_model** out) {
+  return guarded([&] {
+    *out = nullptr;
+    if (!g_run) throw Error("heads can be opened only while a proposer is created");
+    if (!path || !*path) throw UsageError("no head file given");
+    if (!target_path || !*target_path)
+      throw UsageError("no target file given for head " + std::string(path));
+    auto m = open_device(backend, threads);
+    m->head = HeadModel::load(path, target_path, *m->device);
+    m->path = path;
+    m->name = m->head->info().name;
+    m->backend_name = m->backend->name();
+    *out = m.release();
+  });
+}
+
+specd_status* head_forward(void*, specd_model* model, specd_model_cache* cache,
+                           const float* features, const specd_token* tokens,
+                           const int32_t* positions, const int32_t* parents, uint32_t m,
+                           float* logits, float* hidden) {
+  return guarded([&] {
+    if (!model->head) throw UsageError("head_forward: " + model->path + " is not a head");
+    if (m == 0) throw UsageError("head_forward: no rows");
+    if (!model->head->has_cache()) {
+      if (cache || tokens || positions || parents || hidden)
+        throw UsageError("head_forward: a Medusa head takes features only");
+      std::vector<int32_t> none(m, 0);
+      model->head->forward(nullptr, features, none, none, none, logits, nullptr);
+      return;
+    }
+    if (!cache || !cache->head) throw UsageError("head_forward: the head's cache is missing");
+    model->head->forward(cache->head.get(), features, std::span<const int32_t>(tokens, m),
+                         std::span<const int32_t>(positions, m),
+                         std::span<const int32_t>(parents, m), logits, hidden);
+  });
 }
 
 const specd_model_api g_api = {sizeof(specd_model_api),
@@ -145,7 +221,9 @@ const specd_model_api g_api = {sizeof(specd_model_api),
                                &cache_size,
                                &model_forward,
                                &model_commit,
-                               &model_truncate};
+                               &model_truncate,
+                               &head_open,
+                               &head_forward};
 
 }  // namespace
 

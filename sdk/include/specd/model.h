@@ -33,6 +33,9 @@ typedef struct specd_model_info {
   const char* name;         /* general.name; owned by the model, lives as long as it */
   const char* architecture; /* e.g. "llama"; owned by the model */
   const char* backend;      /* name of the backend it runs on; owned by the model */
+  uint32_t head_count; /* heads: Medusa's K (logit rows per feature row), 1 for EAGLE/MTP;
+                        * 0 for a llama model */
+  uint32_t reserved2;
 } specd_model_info;
 
 typedef struct specd_model_api {
@@ -80,6 +83,38 @@ typedef struct specd_model_api {
   /* Keeps the first n committed rows and drops pending ones. [same-thread] */
   specd_status* (*truncate)(void* host_context, specd_model* model, specd_model_cache* cache,
                             uint32_t n);
+
+  /* ---- Draft heads bound to the target (train/FORMATS.md, sections 3-6) ---------------
+   * A head is a specd_model whose general.architecture is specd-medusa, specd-eagle or
+   * specd-mtp; close, info, cache_create (EAGLE/MTP only), cache_free, cache_size, commit
+   * and truncate apply to it, forward does not (use head_forward). */
+
+  /* Loads the head at `path` with the parts of the target at `target_path` it uses (the
+   * target's token_embd, output_norm and output), onto `backend` with `threads` as in open.
+   * A head whose specd.target.digest (or, without one, specd.target.name) does not match
+   * that target is refused with INVALID_ARGUMENT naming both files, names and digests.
+   * `path`, `target_path` and `backend` are borrowed. Only valid inside a proposer's create.
+   * Ownership: *out is the caller's, released with close. [main-thread] */
+  specd_status* (*head_open)(void* host_context, const char* path, const char* target_path,
+                             const char* backend, uint32_t threads, specd_model** out);
+  /* Runs a head on m rows of target features (`features` [m, hidden_dim], the target's
+   * last hidden state BEFORE its final norm, as proposers receive it). All inputs borrowed,
+   * outputs caller-owned.
+   * Medusa: `cache`, `tokens`, `positions`, `parents` and `hidden` must be NULL; writes
+   * logits [m, head_count, vocab_size]: row i, head N predicts the token N+2 places after
+   * the token whose feature is row i.
+   * EAGLE/MTP: row i is the head element (features[i], tokens[i]) at RoPE position
+   * positions[i] (tokens[i] is the token that follows the feature's position); parents[i] is
+   * -1 when its parent is the last committed element, else the index of a pending element:
+   * pending elements accumulate over calls until commit/truncate (those of earlier calls
+   * first, then this call's rows), so a draft tree may grow one level per call. Writes
+   * logits [m, vocab_size] (the prediction of the token after tokens[i]) and, when not NULL,
+   * hidden [m, hidden_dim]: the element's output feature, the input feature of its children.
+   * commit keeps a path of pending elements (indices as above). [same-thread] */
+  specd_status* (*head_forward)(void* host_context, specd_model* head, specd_model_cache* cache,
+                                const float* features, const specd_token* tokens,
+                                const int32_t* positions, const int32_t* parents, uint32_t m,
+                                float* logits, float* hidden);
 } specd_model_api;
 
 #if UINTPTR_MAX == UINT64_MAX
@@ -87,6 +122,9 @@ typedef struct specd_model_api {
 SPECD_STATIC_ASSERT(offsetof(specd_model_info, name) == 24, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_model_api, open) == 8, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_model_api, truncate) == 80, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_model_info, head_count) == 48, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_model_api, head_open) == 88, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_model_api, head_forward) == 96, "frozen layout");
 #endif
 
 SPECD_EXTERN_C_END

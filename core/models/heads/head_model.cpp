@@ -1,0 +1,140 @@
+#include "models/heads/head_model.hpp"
+
+#include <utility>
+
+#include "common/error.hpp"
+#include "models/heads/target_binding.hpp"
+#include "models/heads/weight_loader.hpp"
+
+namespace specd {
+namespace {
+
+int32_t positive_key(const GgufFile& f, const std::string& key) {
+  const uint32_t v = f.get_u32(key);
+  if (v == 0 || v > (1u << 30))
+    throw Error(f.path() + ": " + key + " = " + std::to_string(v) + " is out of range");
+  return static_cast<int32_t>(v);
+}
+
+HeadKind kind_of(const GgufFile& f, const std::string& arch) {
+  if (arch == "specd-medusa") return HeadKind::kMedusa;
+  if (arch == "specd-eagle") return HeadKind::kEagle;
+  if (arch == "specd-mtp") return HeadKind::kMtp;
+  throw Error(f.path() + ": architecture '" + arch +
+              "' is not a head (expected specd-medusa, specd-eagle or specd-mtp)");
+}
+
+}  // namespace
+
+HeadModel::HeadModel(GgufFile head, GgufFile target, Device& device)
+    : head_file_(std::move(head)), target_file_(std::move(target)), device_(&device) {}
+HeadModel::~HeadModel() = default;
+
+std::unique_ptr<HeadModel> HeadModel::load(const std::string& head_path,
+                                           const std::string& target_path, Device& device) {
+  GgufFile head = GgufFile::open(head_path);
+  const auto arch = head.get_string_opt("general.architecture");
+  if (!arch) throw Error(head_path + ": no general.architecture: not a model file");
+  const HeadKind kind = kind_of(head, *arch);
+  GgufFile target = GgufFile::open(target_path);
+  if (target.get_string_opt("general.architecture").value_or("") != "llama")
+    throw Error(target_path + ": the target of a head must be a llama model");
+  check_target_binding(head, target);
+  std::unique_ptr<HeadModel> model(new HeadModel(std::move(head), std::move(target), device));
+  model->info_.path = head_path;
+  model->info_.architecture = *arch;
+  model->info_.kind = kind;
+  model->load_target();
+  model->load_head();
+  return model;
+}
+
+void HeadModel::load_target() {
+  const GgufFile& f = target_file_;
+  const GgufTensor& embd = f.require_tensor("token_embd.weight");
+  if (embd.n_dims != 2) throw Error(f.path() + ": token_embd.weight must be 2-D");
+  info_.n_embd = static_cast<int32_t>(embd.ne[0]);
+  info_.vocab_size = static_cast<int32_t>(embd.ne[1]);
+  info_.n_ctx = f.has("llama.context_length") ? positive_key(f, "llama.context_length") : 2048;
+  target_eps_ = f.get_f32_opt("llama.attention.layer_norm_rms_epsilon").value_or(1e-5f);
+  const int64_t d = info_.n_embd, V = info_.vocab_size;
+  WeightLoader load(f, *device_, buffers_);
+  tok_embd_ = load.matrix("token_embd.weight", d, V);                                    // [V, d]
+  output_norm_ = load.vector("output_norm.weight", d);                                   // [1, d]
+  output_ = f.tensor("output.weight") ? load.matrix("output.weight", d, V) : tok_embd_;  // [V, d]
+}
+
+void HeadModel::load_head() {
+  const GgufFile& f = head_file_;
+  HeadInfo& in = info_;
+  const std::string a = in.architecture + ".";
+  in.name = f.get_string_opt("general.name").value_or("");
+  in.target_name = f.get_string_opt("specd.target.name").value_or("");
+  const int32_t d = positive_key(f, a + "embedding_length");
+  if (d != in.n_embd)
+    throw Error(in.path + ": " + a + "embedding_length " + std::to_string(d) +
+                " differs from the target's " + std::to_string(in.n_embd));
+  if (auto v = f.get_u32_opt(a + "vocab_size"); v && static_cast<int32_t>(*v) != in.vocab_size)
+    throw Error(in.path + ": " + a + "vocab_size " + std::to_string(*v) +
+                " differs from the target's " + std::to_string(in.vocab_size));
+  WeightLoader load(f, *device_, buffers_);
+  if (in.kind == HeadKind::kMedusa) {
+    in.n_heads = positive_key(f, a + "head_count");
+    for (int32_t n = 0; n < in.n_heads; ++n) {
+      const std::string p = "medusa." + std::to_string(n) + ".fc.";
+      medusa_.push_back({load.matrix(p + "weight", d, d),  // [d, d]
+                         load.vector(p + "bias", d)});     // [1, d]
+    }
+    return;
+  }
+  BlockShape& s = in.block;
+  s.n_embd = d;
+  s.n_head = positive_key(f, a + "attention.head_count");
+  s.n_head_kv = f.has(a + "attention.head_count_kv")
+                    ? positive_key(f, a + "attention.head_count_kv")
+                    : s.n_head;
+  if (d % s.n_head != 0 || s.n_head % s.n_head_kv != 0)
+    throw Error(in.path + ": head counts " + std::to_string(s.n_head) + "/" +
+                std::to_string(s.n_head_kv) + " do not divide embedding_length " +
+                std::to_string(d));
+  s.head_dim = d / s.n_head;
+  s.n_ff = positive_key(f, a + "feed_forward_length");
+  s.n_rot =
+      f.has(a + "rope.dimension_count") ? positive_key(f, a + "rope.dimension_count") : s.head_dim;
+  if (s.n_rot > s.head_dim || s.n_rot % 2 != 0)
+    throw Error(in.path + ": rope.dimension_count must be even and <= the head dim");
+  s.rope_base = f.get_f32_opt(a + "rope.freq_base").value_or(10000.0f);
+  s.rms_eps = f.get_f32_opt(a + "attention.layer_norm_rms_epsilon").value_or(1e-5f);
+  if (f.has(a + "context_length")) in.n_ctx = positive_key(f, a + "context_length");
+  if (auto blocks = f.get_u32_opt(a + "block_count"); blocks && *blocks != 1)
+    throw Error(in.path + ": " + a + "block_count " + std::to_string(*blocks) +
+                " is not supported (1)");
+  if (in.kind == HeadKind::kEagle) {
+    fc_ = load.matrix("eagle.fc.weight", 2 * d, d);  // [d, 2d]
+    fc_bias_ = load.vector("eagle.fc.bias", d);      // [1, d]
+    block_ = std::make_unique<DecoderBlock>(*device_, s, load_block(load, "eagle.blk.0.", s));
+  } else {
+    if (f.has(a + "predict_offset")) in.predict_offset = positive_key(f, a + "predict_offset");
+    if (in.predict_offset != 2)
+      throw Error(in.path + ": predict_offset " + std::to_string(in.predict_offset) +
+                  " is not supported (2)");
+    hnorm_ = load.vector("mtp.hnorm.weight", d);        // [1, d]
+    enorm_ = load.vector("mtp.enorm.weight", d);        // [1, d]
+    eh_ = load.matrix("mtp.eh_proj.weight", 2 * d, d);  // [d, 2d]
+    block_ = std::make_unique<DecoderBlock>(*device_, s, load_block(load, "mtp.blk.0.", s));
+  }
+}
+
+std::unique_ptr<HeadCache> HeadModel::new_cache(int32_t max_rows) const {
+  if (!has_cache()) throw Error(info_.path + ": a Medusa head keeps no cache");
+  if (max_rows <= 0) throw Error("new_cache: max_rows must be > 0");
+  std::unique_ptr<HeadCache> c(new HeadCache);
+  c->capacity_ = max_rows;
+  const uint64_t bytes = static_cast<uint64_t>(max_rows) * info_.block.kv_dim() * 4;
+  c->k_ = device_->alloc(bytes);
+  c->v_ = device_->alloc(bytes);
+  c->index_ = device_->alloc(static_cast<uint64_t>(max_rows) * 4);
+  return c;
+}
+
+}  // namespace specd

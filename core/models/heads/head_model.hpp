@@ -1,0 +1,102 @@
+// Draft heads bound to a target (train/FORMATS.md, sections 3-6), written once over the
+// backend ops: Medusa-1 (K residual heads on the normed last hidden state), EAGLE-1 (a
+// fusion projection and one decoder block over target features) and DeepSeek-V3 style MTP
+// (normed hidden and embedding, a projection and one decoder block). All use the target's
+// token_embd, output_norm and output (LM head), read from the target file.
+//
+// Feature rows given to forward are the target's hidden_t (BEFORE output_norm), as the
+// engine hands them to proposers; Medusa applies the target's output_norm itself.
+//
+// Thread rule: used by one thread at a time, like its device. The device must outlive the
+// model and its caches.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "gguf/gguf_reader.hpp"
+#include "models/heads/decoder_block.hpp"
+#include "models/heads/head_cache.hpp"
+
+namespace specd {
+
+enum class HeadKind { kMedusa, kEagle, kMtp };
+
+struct HeadInfo {
+  std::string name;          // general.name of the head
+  std::string path;          // the head file
+  std::string architecture;  // specd-medusa | specd-eagle | specd-mtp
+  HeadKind kind = HeadKind::kMedusa;
+  std::string target_name;     // specd.target.name
+  int32_t n_embd = 0;          // d, equal to the target's
+  int32_t vocab_size = 0;      // V, the target's LM head rows
+  int32_t n_ctx = 0;           // trained context (EAGLE, MTP); the target's for Medusa
+  int32_t n_heads = 1;         // Medusa's K; 1 otherwise
+  int32_t predict_offset = 2;  // MTP: the module predicts token t + predict_offset
+  BlockShape block;            // EAGLE, MTP
+};
+
+class HeadModel {
+ public:
+  // Loads the head at `head_path` and the parts of the target at `target_path` it uses,
+  // after checking that the head is bound to that target (UsageError naming both when
+  // not). Throws specd::Error naming the file (and tensor) on any other problem.
+  static std::unique_ptr<HeadModel> load(const std::string& head_path,
+                                         const std::string& target_path, Device& device);
+  ~HeadModel();
+
+  const HeadInfo& info() const { return info_; }
+  bool has_cache() const { return info_.kind != HeadKind::kMedusa; }
+
+  // A cache for up to max_rows elements (EAGLE, MTP only).
+  std::unique_ptr<HeadCache> new_cache(int32_t max_rows) const;
+
+  // Medusa: `cache` is null, tokens/positions/parents unused; row i of `features` [m, d]
+  // gives logits[i, N, :] for heads N = 0..K-1 ([m, K, V]); `hidden` must be null.
+  // EAGLE/MTP: element i is (features[i], tokens[i]) at RoPE position positions[i]; its
+  // parent is parents[i]: -1 for the last committed element, else an index into the
+  // pending elements (those of earlier forward calls since the last commit first, then
+  // this call's). Writes logits [m, V] and, when not null, the output features [m, d].
+  void forward(HeadCache* cache, const float* features, std::span<const int32_t> tokens,
+               std::span<const int32_t> positions, std::span<const int32_t> parents, float* logits,
+               float* hidden);
+
+  // Keeps the pending elements listed (in order, each the child of the previous, the first
+  // a child of the committed prefix), drops the others.
+  void commit(HeadCache& cache, std::span<const int32_t> kept);
+  // Keeps the first n committed elements; drops pending ones.
+  void truncate(HeadCache& cache, int32_t n);
+
+ private:
+  struct MedusaHead {
+    View fc, bias;  // [d, d], [1, d]
+  };
+  HeadModel(GgufFile head, GgufFile target, Device& device);
+  void load_target();
+  void load_head();
+  void forward_medusa(const float* features, int64_t m, float* logits);
+  void forward_block(HeadCache& cache, const float* features, std::span<const int32_t> tokens,
+                     std::span<const int32_t> positions, std::span<const int32_t> parents,
+                     float* logits, float* hidden);
+  void ensure_scratch(int64_t m);
+  void broadcast(const View& row, const View& y);  // y[i, :] = row[0, :]
+
+  GgufFile head_file_, target_file_;  // keep the mappings alive: weights refer to them
+  Device* device_;
+  HeadInfo info_;
+  float target_eps_ = 1e-5f;
+  std::vector<Buffer> buffers_;
+  View tok_embd_, output_norm_, output_;  // target: [V, d], [1, d], [V, d]
+  std::vector<MedusaHead> medusa_;
+  View fc_, fc_bias_;        // EAGLE: [d, 2d], [1, d]
+  View hnorm_, enorm_, eh_;  // MTP: [1, d], [1, d], [d, 2d]
+  std::unique_ptr<DecoderBlock> block_;
+  int64_t rows_ = 0;
+  Buffer u_, x_, h_, t_, logits_, ones_, zero_ids_, ints_;
+};
+
+}  // namespace specd

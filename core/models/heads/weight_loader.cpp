@@ -1,0 +1,77 @@
+#include "models/heads/weight_loader.hpp"
+
+#include <cstring>
+
+#include "common/error.hpp"
+#include "gguf/ggml_types.hpp"
+
+namespace specd {
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& ne) {
+  std::string s = "[";
+  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+const GgufTensor& WeightLoader::require(const std::string& name, std::vector<int64_t> ne) {
+  const GgufTensor& t = file_.require_tensor(name);
+  std::vector<int64_t> got(t.ne.begin(), t.ne.begin() + t.n_dims);
+  while (got.size() > ne.size() && got.back() == 1) got.pop_back();
+  if (got != ne)
+    throw Error(file_.path() + ": tensor '" + name + "' has shape " + shape_str(got) +
+                ", expected " + shape_str(ne) + " (ne, fastest first)");
+  return t;
+}
+
+View WeightLoader::matrix(const std::string& name, int64_t cols, int64_t rows) {
+  const GgufTensor& t = require(name, {cols, rows});
+  specd_dtype dt;
+  switch (t.type) {
+    case GgmlType::kF32:
+      dt = SPECD_DTYPE_F32;
+      break;
+    case GgmlType::kF16:
+      dt = SPECD_DTYPE_F16;
+      break;
+    case GgmlType::kBF16:
+      dt = SPECD_DTYPE_BF16;
+      break;
+    case GgmlType::kQ8_0:
+      dt = SPECD_DTYPE_Q8_0;
+      if (cols % 32 != 0)
+        throw Error(file_.path() + ": tensor '" + name + "': q8_0 rows must be a multiple of 32");
+      break;
+    default:
+      throw Error(file_.path() + ": tensor '" + name + "' has type " + ggml_type_name(t.type) +
+                  "; supported: f32, f16, bf16, q8_0");
+  }
+  Buffer b = device_.wrap_host(t.data, t.n_bytes);
+  View view = b.view(dt, rows, cols);
+  buffers_.push_back(std::move(b));
+  return view;
+}
+
+View WeightLoader::vector(const std::string& name, int64_t n) {
+  const GgufTensor& t = require(name, {n});
+  std::vector<float> v(static_cast<size_t>(n));
+  if (t.type == GgmlType::kF32) {
+    std::memcpy(v.data(), t.data, v.size() * 4);
+  } else if (t.type == GgmlType::kF16 || t.type == GgmlType::kBF16) {
+    const auto* h = static_cast<const uint16_t*>(t.data);
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = t.type == GgmlType::kF16 ? f16_to_f32(h[i]) : bf16_to_f32(h[i]);
+  } else {
+    throw Error(file_.path() + ": tensor '" + name + "' has type " + ggml_type_name(t.type) +
+                "; vectors must be f32, f16 or bf16");
+  }
+  Buffer b = device_.alloc(v.size() * 4);
+  b.upload(v.data(), v.size() * 4);
+  View view = b.view(SPECD_DTYPE_F32, 1, n);
+  buffers_.push_back(std::move(b));
+  return view;
+}
+
+}  // namespace specd
