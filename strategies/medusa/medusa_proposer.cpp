@@ -1,0 +1,213 @@
+// Medusa-1 (train/FORMATS.md section 4): K heads on the target's last hidden state, head N
+// predicting the token N+2 places after the feature's position, i.e. draft depth N+1 after
+// the root. The draft is a static tree in Medusa's `choices` format: a list of paths, each
+// a list of top-k ranks per depth ([1, 0] = the 2nd-ranked token of head 0, then the top
+// token of head 1). Children are chosen deterministically (top-k by logit), no q, so the
+// default rule `exact-match` is exact at every temperature; the whole tree is verified in
+// one target pass with the tree mask.
+//
+// Parameters ([proposer]): model = the specd-medusa GGUF (bound to the run's target);
+// choices = the tree (TOML array of arrays of integers; default kDefaultChoices).
+#include <specd/model.h>
+#include <specd/cpp/plugin.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace {
+
+using specd::sdk::PluginError;
+using Path = std::vector<uint32_t>;
+
+// A 26-node tree over 4 heads, widest near the root where acceptance is likeliest.
+const char* const kDefaultChoices =
+    "[[0], [1], [2], [3], [0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [2, 0], [3, 0],"
+    " [0, 0, 0], [0, 0, 1], [0, 1, 0], [1, 0, 0], [0, 2, 0], [2, 0, 0], [0, 0, 2],"
+    " [0, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0], [0, 1, 0, 0], [1, 0, 0, 0],"
+    " [0, 0, 0, 2], [4], [0, 3]]";
+
+// Parses "[[0], [0, 1], ...]" (TOML text of an array of integer arrays).
+std::vector<Path> parse_choices(const std::string& text) {
+  auto fail = [&](const std::string& why) {
+    return specd::sdk::invalid_argument("medusa: choices " + why +
+                                        " (expected e.g. [[0], [0, 0], [1]])");
+  };
+  std::vector<Path> out;
+  size_t i = 0;
+  auto skip = [&] {
+    while (i < text.size() && (std::isspace(static_cast<unsigned char>(text[i])) || text[i] == ','))
+      ++i;
+  };
+  skip();
+  if (i >= text.size() || text[i] != '[') throw fail("must be an array");
+  ++i;
+  for (;;) {
+    skip();
+    if (i >= text.size()) throw fail("is not closed");
+    if (text[i] == ']') break;
+    if (text[i] != '[') throw fail("must hold arrays of ranks");
+    ++i;
+    Path path;
+    for (;;) {
+      skip();
+      if (i >= text.size()) throw fail("has an unclosed path");
+      if (text[i] == ']') break;
+      if (!std::isdigit(static_cast<unsigned char>(text[i])))
+        throw fail("ranks must be integers >= 0");
+      uint32_t v = 0;
+      while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+        v = v * 10 + static_cast<uint32_t>(text[i] - '0');
+        if (v > 1000000) throw fail("has a rank that is too large");
+        ++i;
+      }
+      path.push_back(v);
+    }
+    ++i;
+    if (path.empty()) throw fail("has an empty path");
+    out.push_back(path);
+  }
+  return out;
+}
+
+class MedusaProposer {
+ public:
+  MedusaProposer(specd::sdk::Host host, const specd::sdk::Params& params, const char* model_path,
+                 const specd_proposer_context& context, const specd_transform&)
+      : host_(host.raw()), api_(host.raw()->models), dim_(context.hidden_dim) {
+    params.require_known({"choices"});
+    const std::string choices = params.get_string("choices", kDefaultChoices);
+    if (!model_path || !*model_path)
+      throw specd::sdk::invalid_argument("medusa needs [proposer] model = \"path/to/medusa.gguf\"");
+    if (dim_ == 0)
+      throw specd::sdk::invalid_argument("medusa needs target features; the verifier offers none");
+    check(api_->head_open(host_->context, model_path, context.target_path, nullptr, 0, &head_));
+    try {
+      specd_model_info info{};
+      info.struct_size = sizeof(info);
+      check(api_->info(host_->context, head_, &info));
+      if (std::string(info.architecture) != "specd-medusa")
+        throw specd::sdk::invalid_argument(std::string("medusa: ") + model_path + " is a " +
+                                           info.architecture + " file, not specd-medusa");
+      if (info.hidden_dim != dim_)
+        throw specd::sdk::invalid_argument("medusa: the heads' width differs from the target's");
+      heads_ = info.head_count;
+      vocab_ = std::min(info.vocab_size, context.vocab_size);
+      head_vocab_ = info.vocab_size;
+      build_tree(parse_choices(choices));
+    } catch (...) {
+      release();
+      throw;
+    }
+    logits_.resize(static_cast<size_t>(heads_) * head_vocab_);
+  }
+
+  ~MedusaProposer() { release(); }
+
+  void begin(std::span<const specd_token> prompt, const float* hidden) {
+    feature_.clear();
+    if (hidden && prompt.size() > 1)
+      feature_.assign(hidden + (prompt.size() - 2) * dim_, hidden + (prompt.size() - 1) * dim_);
+  }
+
+  void propose(std::span<const specd_token>, specd_rng*, specd_draft_output& out) {
+    out.n_nodes = 0;
+    out.scheme = SPECD_SIBLINGS_DETERMINISTIC;
+    out.has_q = 0;
+    if (feature_.empty()) return;
+    check(api_->head_forward(host_->context, head_, nullptr, feature_.data(), nullptr, nullptr,
+                             nullptr, 1, logits_.data(), nullptr));
+    std::vector<std::vector<specd_token>> ranked(depth_width_.size());
+    for (size_t h = 0; h < depth_width_.size(); ++h)
+      ranked[h] = top_k(logits_.data() + h * head_vocab_, depth_width_[h]);
+    const uint32_t n = std::min<uint32_t>(static_cast<uint32_t>(nodes_.size()), out.capacity);
+    for (uint32_t i = 0; i < n; ++i) {
+      out.tokens[i] = ranked[nodes_[i].depth - 1][nodes_[i].rank];
+      out.parents[i] = nodes_[i].parent;
+    }
+    out.n_nodes = n;
+  }
+
+  void commit(std::span<const specd_token> accepted, specd_token, const float* hidden) {
+    if (hidden)
+      feature_.assign(hidden + accepted.size() * dim_, hidden + (accepted.size() + 1) * dim_);
+  }
+
+ private:
+  struct Node {
+    uint32_t depth;  // 1 = a child of the root
+    uint32_t rank;   // top-k rank within head depth-1
+    int32_t parent;  // node number, 0 = root
+  };
+
+  // Orders the paths by (length, ranks) so that parents precede children and numbers them.
+  void build_tree(std::vector<Path> paths) {
+    std::sort(paths.begin(), paths.end(), [](const Path& a, const Path& b) {
+      return a.size() != b.size() ? a.size() < b.size() : a < b;
+    });
+    paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+    std::map<Path, int32_t> number;
+    for (const Path& p : paths) {
+      if (p.size() > heads_)
+        throw specd::sdk::invalid_argument("medusa: a choices path is " + std::to_string(p.size()) +
+                                           " deep; the file has " + std::to_string(heads_) +
+                                           " heads");
+      int32_t parent = 0;
+      if (p.size() > 1) {
+        auto it = number.find(Path(p.begin(), p.end() - 1));
+        if (it == number.end())
+          throw specd::sdk::invalid_argument("medusa: a choices path lacks its prefix path");
+        parent = it->second;
+      }
+      if (p.back() >= vocab_)
+        throw specd::sdk::invalid_argument("medusa: a rank exceeds the vocabulary");
+      const uint32_t depth = static_cast<uint32_t>(p.size());
+      nodes_.push_back({depth, p.back(), parent});
+      number[p] = static_cast<int32_t>(nodes_.size());
+      if (depth_width_.size() < depth) depth_width_.resize(depth, 0);
+      depth_width_[depth - 1] = std::max(depth_width_[depth - 1], p.back() + 1);
+    }
+  }
+
+  // The k highest logits' ids, ties to the lower id.
+  std::vector<specd_token> top_k(const float* logits, uint32_t k) const {
+    std::vector<specd_token> ids(vocab_);
+    std::iota(ids.begin(), ids.end(), 0);
+    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](specd_token a, specd_token b) {
+      return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
+    });
+    ids.resize(k);
+    return ids;
+  }
+
+  void check(specd_status* status) {
+    if (!status) return;
+    std::string message = host_->status_message(host_->context, status);
+    specd_status_code code = host_->status_code(host_->context, status);
+    host_->status_free(host_->context, status);
+    throw PluginError(code, message);
+  }
+
+  void release() {
+    if (head_) api_->close(host_->context, head_);
+    head_ = nullptr;
+  }
+
+  const specd_host* host_;
+  const specd_model_api* api_;
+  uint32_t dim_, heads_ = 0, vocab_ = 0, head_vocab_ = 0;
+  specd_model* head_ = nullptr;
+  std::vector<Node> nodes_;            // the static tree, node i+1 at index i
+  std::vector<uint32_t> depth_width_;  // ranks needed per head
+  std::vector<float> feature_;         // [dim] feature of the token before the root
+  std::vector<float> logits_;          // [heads, head_vocab]
+};
+
+}  // namespace
+
+SPECD_PROPOSER_PLUGIN(MedusaProposer, "org.specd.propose.medusa", "medusa", "1.0.0",
+                      "Medusa heads on the target's last hidden state, static top-k tree",
+                      SPECD_PROPOSER_NEEDS_TARGET_HIDDEN | SPECD_PROPOSER_TREES, "exact-match")
