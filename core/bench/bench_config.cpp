@@ -112,16 +112,16 @@ ArmSpec parse_arm(const toml::table& t, const std::string& path, size_t index) {
     std::string key(key_name.str());
     if (key == "name") {
       arm.name = value.value<std::string>().value_or("");
+    } else if (value.is_table()) {
+      toml::table one;
+      one.insert(key, *value.as_table());
+      flatten(one, path, where, arm.overrides);
     } else if (const char* dotted = shorthand_key(key)) {
       std::string text = toml_text(value);
       if (key == "model" && value.is_string())
         text = json_quote(resolve(value.as_string()->get(), path));
       if (key == "k") arm.k_text = value.is_string() ? value.as_string()->get() : text;
       arm.overrides.push_back(std::string(dotted) + "=" + text);
-    } else if (value.is_table()) {
-      toml::table one;
-      one.insert(key, *value.as_table());
-      flatten(one, path, where, arm.overrides);
     } else if (key == "set") {
       for (auto& s : strings(&value, where + ": set")) arm.overrides.push_back(s);
     } else {

@@ -1,0 +1,117 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "bench/bench_config.hpp"
+#include "bench/bench_runner.hpp"
+#include "bench/report_files.hpp"
+#include "bench/rule_audit.hpp"
+#include "common/error.hpp"
+#include "json_parse.hpp"
+#include "plugin/registry.hpp"
+#include "random_llama.hpp"
+
+using namespace specd;
+
+namespace {
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+}  // namespace
+
+TEST_CASE("ab end to end on random models: two arms, one task, the three report forms") {
+  const std::string dir = test::temp_dir("bench-ab");
+  test::RandomLlamaSpec target;
+  test::write_random_llama(dir + "/target.gguf", target);
+  test::RandomLlamaSpec draft;
+  draft.n_embd = 32;
+  draft.n_layer = 1;
+  draft.n_ff = 64;
+  draft.seed = 5;
+  test::write_random_llama(dir + "/draft.gguf", draft);
+  write(dir + "/tiny.toml",
+        "name = \"tiny\"\nkind = \"code-completion\"\nmax_tokens = 8\n"
+        "prompts = [\"def f(x):\\n\", \"abab abab\"]\n");
+  const std::string bench_toml =
+      "[bench]\n"
+      "tasks = [\"tiny.toml\"]\n"
+      "temperatures = [0.0]\n"
+      "repeats = 2\n"
+      "audit_samples = 300\n"
+      "[base.engine]\nbackend = \"cpu\"\nthreads = 1\nseed = 3\n"
+      "[base.target]\nmodel = \"target.gguf\"\n"
+      "[[arm]]\nname = \"ngram+exact\"\nstrategy = \"ngram\"\nrule = \"exact-match\"\nk = 3\n"
+      "[[arm]]\nname = \"draft+rejection\"\nstrategy = \"draft-model\"\nmodel = \"draft.gguf\"\n"
+      "rule = \"rejection\"\nk = 2\n[arm.proposer]\nmode = \"sample\"\n";
+  write(dir + "/ab.toml", bench_toml);
+
+  bench::BenchConfig config = bench::load_bench_config(dir + "/ab.toml");
+  REQUIRE(config.arms.size() == 2);
+  bench::RunPlan plan = bench::plan_from_config(config, "ab");
+  REQUIRE(plan.cells.size() == 1);
+  CHECK(plan.cells[0].prompts.size() == 2);
+  PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
+  bench::RuleAuditCache audits(registry, config.audit_samples);
+  bench::BenchResults results = bench::run_bench(plan, registry, audits);
+  REQUIRE(results.arms.size() == 3);
+  CHECK(results.arms[0].name == "plain");
+  for (const auto& arm : results.arms) {
+    REQUIRE(arm.cells.size() == 1);
+    CHECK(arm.cells[0].generated == 2 * 2 * 8);  // prompts × repeats × tokens
+  }
+  CHECK(results.arms[1].rule == "exact-match");
+  CHECK(results.arms[1].label == "exact");
+  CHECK(results.arms[1].verdict == "lossless");
+  CHECK(results.arms[2].strategy == "draft-model");
+  CHECK(results.arms[2].cells[0].drafted > 0);
+  CHECK(results.arms[2].cells[0].per_position.size() == 2);
+  CHECK(!results.arms[2].lossy);
+
+  const std::string out = dir + "/out";
+  bench::write_reports(results, out);
+  const test::Json j = test::parse_json(read(out + "/report.json"));
+  CHECK(j["arms"].a.size() == 3);
+  for (const auto& arm : j["arms"].a)
+    for (const char* k : {"label", "verdict"}) CHECK(arm.has(k));
+  CHECK(j["arms"].a[2]["cells"].a[0]["speedup_ci"].a.size() == 2);
+  CHECK(read(out + "/report.md").find("## Pairwise") != std::string::npos);
+  for (const char* svg : {"speedup.svg", "per_position.svg", "predicted.svg"})
+    CHECK(read(out + "/" + svg).find("</svg>") != std::string::npos);
+}
+
+TEST_CASE("bench config: shorthand keys, tables and mistakes") {
+  const auto cfg = bench::parse_bench_config(
+      "[bench]\ntasks = [\"code\"]\ntemperatures = [0, 0.7]\n"
+      "[base.sampling]\ntop_k = 40\n"
+      "[[arm]]\nname = \"a\"\nstrategy = \"ngram\"\nk = \"auto\"\nallow_lossy = true\n"
+      "[arm.acceptance]\nepsilon = 0.1\n",
+      "/x/configs/b.toml");
+  REQUIRE(cfg.arms.size() == 1);
+  CHECK(cfg.arms[0].k_text == "auto");
+  CHECK(cfg.temperatures.size() == 2);
+  CHECK(cfg.task_files[0] == "/x/bench/tasks/code.toml");
+  const auto& o = cfg.arms[0].overrides;
+  CHECK(std::find(o.begin(), o.end(), "proposer.k=\"auto\"") != o.end());
+  CHECK(std::find(o.begin(), o.end(), "acceptance.epsilon=0.10000000000000001") != o.end());
+  CHECK(cfg.base_overrides == std::vector<std::string>{"sampling.top_k=40"});
+  CHECK_THROWS_AS(bench::parse_bench_config("[bench]\ntasks=[\"c\"]\n", "b.toml"), UsageError);
+  CHECK_THROWS_AS(
+      bench::parse_bench_config("[bench]\ntasks=[\"c\"]\n[[arm]]\nname=\"a\"\nbogus=1\n", "b.toml"),
+      UsageError);
+  CHECK_THROWS_AS(
+      bench::parse_bench_config("[bench]\ntasks=[\"c\"]\n[[arm]]\nname=\"plain\"\n", "b.toml"),
+      UsageError);
+}

@@ -1,0 +1,84 @@
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "bench/constructed_model.hpp"
+#include "config/config.hpp"
+#include "engine/engine.hpp"
+#include "plugin/registry.hpp"
+#include "random_llama.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+using namespace specd;
+
+namespace {
+
+Config plain_config(const std::string& model, int max_tokens) {
+  return parse_config("", "test.toml",
+                      {"target.model=\"" + model + "\"", "engine.backend=cpu", "engine.threads=1",
+                       "sampling.temperature=0", "sampling.ignore_eos=true",
+                       "sampling.max_tokens=" + std::to_string(max_tokens)});
+}
+
+}  // namespace
+
+TEST_CASE("constructed model: plain greedy decoding walks the planted map") {
+  const std::string dir = test::temp_dir("bench-constructed");
+  PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
+  for (const char* type : {"f16", "q8_0"}) {
+    CAPTURE(type);
+    bench::ConstructedSpec spec = bench::constructed_preset("tiny");
+    spec.n_embd = 128;
+    spec.n_ff = 256;
+    spec.type = bench::parse_weight_type(type);
+    const std::string path = dir + "/target-" + type + ".gguf";
+    bench::write_constructed_model(path, spec);
+    const std::vector<int32_t> next = bench::constructed_next(spec);
+    Engine engine(plain_config(path, 24), registry);
+    for (const std::string prompt : {"a", "def", "Q"}) {
+      GenerationResult r = engine.generate(prompt);
+      REQUIRE(r.tokens.size() == 24);
+      int32_t prev = engine.tokenizer().encode(prompt, true).back();
+      for (int32_t t : r.tokens) {
+        CHECK(t == next[prev]);
+        prev = t;
+      }
+    }
+  }
+}
+
+TEST_CASE("constructed drafts agree with the map on the stated fraction") {
+  bench::ConstructedSpec target = bench::constructed_preset("tiny");
+  const std::vector<int32_t> planted = bench::constructed_next(target);
+  for (double a : {1.0, 0.9, 0.5}) {
+    const std::vector<int32_t> draft = bench::constructed_next(bench::constructed_draft(a));
+    int agree = 0, total = 0;
+    for (int32_t t = 2 + 0x20; t <= 2 + 0x7E; ++t, ++total) agree += draft[t] == planted[t];
+    CHECK(double(agree) / total == doctest::Approx(a).epsilon(0.02));
+  }
+  CHECK(bench::constructed_parameters(bench::constructed_preset("0.1b")) > 80'000'000);
+  CHECK(bench::constructed_parameters(bench::constructed_preset("1.5b")) < 1'600'000'000);
+  CHECK_THROWS(bench::constructed_preset("7b"));
+}
+
+TEST_CASE("constructed draft: greedy speculative decoding accepts what the draft agrees on") {
+  const std::string dir = test::temp_dir("bench-constructed-draft");
+  PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
+  bench::ConstructedSpec spec = bench::constructed_preset("tiny");
+  spec.n_embd = 128;
+  spec.n_ff = 256;
+  bench::write_constructed_model(dir + "/target.gguf", spec);
+  bench::write_constructed_model(dir + "/draft.gguf", bench::constructed_draft(1.0));
+  Config config = plain_config(dir + "/target.gguf", 32);
+  config = parse_config(
+      "", "test.toml",
+      {"target.model=\"" + dir + "/target.gguf\"", "engine.backend=cpu", "engine.threads=1",
+       "sampling.temperature=0", "sampling.ignore_eos=true", "sampling.max_tokens=32",
+       "proposer.kind=\"draft-model\"", "proposer.model=\"" + dir + "/draft.gguf\"",
+       "proposer.mode=\"greedy\"", "proposer.k=4", "acceptance.rule=\"greedy\""});
+  Engine engine(config, registry);
+  GenerationResult r = engine.generate("abc");
+  CHECK(r.stats.acceptance_rate() == doctest::Approx(1.0));
+  CHECK(r.stats.tau() > 4.0);
+}

@@ -1,0 +1,159 @@
+// A strict little JSON parser for the report tests: parses a whole document or throws.
+#pragma once
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace specd::test {
+
+struct Json {
+  enum class Kind { null, boolean, number, string, array, object } kind = Kind::null;
+  bool b = false;
+  double n = 0;
+  std::string s;
+  std::vector<Json> a;
+  std::map<std::string, Json> o;
+  const Json& operator[](const std::string& k) const {
+    auto it = o.find(k);
+    if (it == o.end()) throw std::runtime_error("no key " + k);
+    return it->second;
+  }
+  bool has(const std::string& k) const { return o.count(k) > 0; }
+};
+
+class JsonParser {
+ public:
+  explicit JsonParser(const std::string& text) : t_(text) {}
+  Json parse() {
+    Json v = value();
+    ws();
+    if (i_ != t_.size()) fail("trailing text");
+    return v;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& m) {
+    throw std::runtime_error("JSON: " + m + " at " + std::to_string(i_));
+  }
+  void ws() {
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\n' || t_[i_] == '\t' || t_[i_] == '\r'))
+      ++i_;
+  }
+  bool lit(const char* w) {
+    std::string s(w);
+    if (t_.compare(i_, s.size(), s) == 0) {
+      i_ += s.size();
+      return true;
+    }
+    return false;
+  }
+  std::string str() {
+    if (t_[i_] != '"') fail("expected string");
+    ++i_;
+    std::string out;
+    while (i_ < t_.size() && t_[i_] != '"') {
+      char c = t_[i_++];
+      if (static_cast<unsigned char>(c) < 0x20) fail("control character in string");
+      if (c == '\\') {
+        if (i_ >= t_.size()) fail("bad escape");
+        char e = t_[i_++];
+        if (e == 'u') {
+          if (i_ + 4 > t_.size()) fail("bad \\u");
+          i_ += 4;
+          out += '?';
+        } else if (std::string("\"\\/bfnrt").find(e) == std::string::npos) {
+          fail("bad escape");
+        } else {
+          out += e == 'n' ? '\n' : e == 't' ? '\t' : e;
+        }
+      } else {
+        out += c;
+      }
+    }
+    if (i_ >= t_.size()) fail("unterminated string");
+    ++i_;
+    return out;
+  }
+  Json value() {
+    ws();
+    if (i_ >= t_.size()) fail("unexpected end");
+    Json v;
+    char c = t_[i_];
+    if (c == '{') {
+      v.kind = Json::Kind::object;
+      ++i_;
+      ws();
+      if (t_[i_] == '}') return ++i_, v;
+      for (;;) {
+        ws();
+        std::string k = str();
+        ws();
+        if (t_[i_++] != ':') fail("expected :");
+        v.o[k] = value();
+        ws();
+        if (t_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        if (t_[i_] == '}') {
+          ++i_;
+          return v;
+        }
+        fail("expected , or }");
+      }
+    }
+    if (c == '[') {
+      v.kind = Json::Kind::array;
+      ++i_;
+      ws();
+      if (t_[i_] == ']') return ++i_, v;
+      for (;;) {
+        v.a.push_back(value());
+        ws();
+        if (t_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        if (t_[i_] == ']') {
+          ++i_;
+          return v;
+        }
+        fail("expected , or ]");
+      }
+    }
+    if (c == '"') {
+      v.kind = Json::Kind::string;
+      v.s = str();
+      return v;
+    }
+    if (lit("true")) {
+      v.kind = Json::Kind::boolean;
+      v.b = true;
+      return v;
+    }
+    if (lit("false")) {
+      v.kind = Json::Kind::boolean;
+      return v;
+    }
+    if (lit("null")) return v;
+    const char* start = t_.c_str() + i_;
+    char* end = nullptr;
+    v.n = std::strtod(start, &end);
+    if (end == start) fail("unexpected character");
+    v.kind = Json::Kind::number;
+    i_ += static_cast<size_t>(end - start);
+    return v;
+  }
+  const std::string& t_;
+  size_t i_ = 0;
+};
+
+inline Json parse_json(const std::string& text) {
+  return JsonParser(text).parse();
+}
+
+}  // namespace specd::test
