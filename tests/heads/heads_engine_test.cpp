@@ -1,0 +1,148 @@
+// Head proposers through the engine at temperature 0: output equals plain decoding token
+// for token on many prompts (random-weight target and heads; the shipped models when
+// present), and a head bound to another target is refused when the run starts.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "config/config.hpp"
+#include "engine/engine.hpp"
+#include "plugin/registry.hpp"
+#include "random_heads.hpp"
+#include "random_llama.hpp"
+
+using namespace specd;
+
+namespace {
+
+std::string join(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (int32_t t : ids) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(t);
+  }
+  return s;
+}
+
+Config make_config(const std::string& model, const std::vector<std::string>& overrides) {
+  std::vector<std::string> all = {"target.model=\"" + model + "\"", "engine.backend=cpu",
+                                  "engine.threads=1", "sampling.temperature=0",
+                                  "sampling.ignore_eos=true"};
+  all.insert(all.end(), overrides.begin(), overrides.end());
+  return parse_config("", "test.toml", all);
+}
+
+const std::vector<std::string> kPrompts = {
+    "def fibonacci(n):",
+    "The quick brown fox",
+    "import os\nimport sys\n\nfor",
+    "aaaa bbbb aaaa bbbb aaaa",
+    "x",
+    "Speculative decoding verifies several tokens in one pass.",
+    "for i in range(10):\n    print(i)\n",
+};
+
+// Each head proposer configuration to compare with plain decoding.
+std::vector<std::vector<std::string>> head_runs(const std::string& dir) {
+  return {
+      {"proposer.kind=mtp", "proposer.k=4", "proposer.model=\"" + dir + "/mtp.gguf\""},
+      {"proposer.kind=mtp", "proposer.k=3", "proposer.model=\"" + dir + "/mtp.gguf\"",
+       "proposer.mode=\"greedy\""},
+      {"proposer.kind=medusa", "proposer.model=\"" + dir + "/medusa.gguf\""},
+      {"proposer.kind=medusa", "proposer.model=\"" + dir + "/medusa.gguf\"",
+       "proposer.choices=[[0], [0, 0], [1], [0, 1], [2], [0, 0, 0]]"},
+      {"proposer.kind=eagle", "proposer.model=\"" + dir + "/eagle.gguf\""},
+      {"proposer.kind=eagle", "proposer.model=\"" + dir + "/eagle.gguf\"", "proposer.depth=3",
+       "proposer.top_k=2", "proposer.max_nodes=5"},
+  };
+}
+
+void check_equivalence(const std::string& target, const std::string& head_dir,
+                       const std::vector<std::string>& prompts, int max_tokens,
+                       PluginRegistry& registry) {
+  const std::string n = "sampling.max_tokens=" + std::to_string(max_tokens);
+  Engine plain(make_config(target, {n}), registry);
+  std::vector<GenerationResult> base;
+  for (const std::string& prompt : prompts) base.push_back(plain.generate(prompt));
+  for (std::vector<std::string> run : head_runs(head_dir)) {
+    run.push_back(n);
+    const std::string what = run[0] + " " + run[run.size() - 2];
+    CAPTURE(what);
+    Engine spec(make_config(target, run), registry);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      CAPTURE(prompts[i]);
+      GenerationResult out = spec.generate(prompts[i]);
+      CHECK(join(out.tokens) == join(base[i].tokens));
+      CHECK(out.text == base[i].text);
+      if (prompts[i].size() > 1) CHECK(out.stats.drafted > 0);
+    }
+  }
+}
+
+struct Fixture {
+  std::string dir = test::temp_dir("heads-engine");
+  std::string target = dir + "/target.gguf";
+  PluginRegistry registry{{SPECD_TEST_PLUGINS}};
+  Fixture() {
+    test::RandomLlamaSpec spec;
+    spec.seed = 31;
+    test::write_random_llama(target, spec);
+    test::RandomHeadSpec hs;
+    hs.seed = 4;
+    test::write_random_medusa(dir + "/medusa.gguf", target, hs);
+    test::write_random_eagle(dir + "/eagle.gguf", target, hs);
+    test::write_random_mtp(dir + "/mtp.gguf", target, hs);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("greedy output with every head proposer equals plain greedy output") {
+  Fixture f;
+  check_equivalence(f.target, f.dir, kPrompts, 40, f.registry);
+}
+
+TEST_CASE("greedy equivalence on the shipped target and heads") {
+  const std::string models = std::string(SPECD_SOURCE_DIR) + "/models";
+  for (const char* file : {"target.gguf", "medusa.gguf", "eagle.gguf", "mtp.gguf"}) {
+    if (!std::filesystem::exists(models + "/" + file)) {
+      MESSAGE("skipping: " << models << "/" << file << " is not there");
+      return;
+    }
+  }
+  PluginRegistry registry{{SPECD_TEST_PLUGINS}};
+  check_equivalence(models + "/target.gguf", models,
+                    {"def f(x):", "import numpy as np\n", "class Stack:\n    def push(self, x):"},
+                    48, registry);
+}
+
+TEST_CASE("the engine refuses a head bound to another target, naming both") {
+  Fixture f;
+  const std::string other = f.dir + "/other.gguf";
+  test::RandomLlamaSpec spec;
+  spec.seed = 32;
+  test::write_random_llama(other, spec);
+  test::RandomHeadSpec hs;
+  test::write_random_eagle(f.dir + "/eagle-other.gguf", other, hs);
+  try {
+    Engine e(make_config(f.target, {"proposer.kind=eagle",
+                                    "proposer.model=\"" + f.dir + "/eagle-other.gguf\""}),
+             f.registry);
+    FAIL("the engine accepted a head bound to another target");
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    CHECK(what.find("random-llama-32") != std::string::npos);
+    CHECK(what.find("random-llama-31") != std::string::npos);
+  }
+  // A wrong digest is refused even when the name matches.
+  test::RandomHeadSpec by_name;
+  by_name.bind_digest = std::string(64, '0');
+  test::write_random_mtp(f.dir + "/mtp-bad-digest.gguf", f.target, by_name);
+  CHECK_THROWS_AS(Engine(make_config(f.target, {"proposer.kind=mtp", "proposer.model=\"" + f.dir +
+                                                                         "/mtp-bad-digest.gguf\""}),
+                         f.registry),
+                  Error);
+}
