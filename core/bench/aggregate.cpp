@@ -86,6 +86,8 @@ CellResult aggregate_cell(const std::vector<RunSample>& arm, const std::vector<R
   const double plain_token_s = plain_generated ? plain_generate_s / double(plain_generated) : 0;
   c.draft_cost = c.drafted && plain_token_s > 0 ? c.draft_s / double(c.drafted) / plain_token_s : 0;
   c.predicted_speedup = predicted_speedup(c.acceptance_rate, c.mean_k, c.verify_cost, c.draft_cost);
+  const double round_cost = c.verify_cost + c.mean_k * c.draft_cost;
+  c.predicted_from_tau = round_cost > 0 ? c.tau / round_cost : 0;
   return c;
 }
 

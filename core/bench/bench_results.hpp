@@ -29,6 +29,9 @@ struct CellResult {
   double verify_cost = 1;  // v(k) measured
   double draft_cost = 0;   // c measured
   double predicted_speedup = 1;
+  // The same cost with the measured τ in place of E(α, k): acceptance is rarely i.i.d.
+  // per token, and the gap between the two says how bursty it is.
+  double predicted_from_tau = 1;
   // ab: against the first arm (paired the same way); 1 for the first arm itself.
   double speedup_vs_first = 1;
   std::pair<double, double> speedup_vs_first_ci{1, 1};

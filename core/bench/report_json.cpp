@@ -34,6 +34,7 @@ void cell_json(JsonWriter& w, const CellResult& c) {
   w.key("verify_cost").value(c.verify_cost);
   w.key("draft_cost").value(c.draft_cost);
   w.key("predicted_speedup").value(c.predicted_speedup);
+  w.key("predicted_from_tau").value(c.predicted_from_tau);
   w.key("speedup_vs_first").value(c.speedup_vs_first);
   pair(w, "speedup_vs_first_ci", c.speedup_vs_first_ci);
   w.key("totals").begin_object();

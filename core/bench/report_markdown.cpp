@@ -47,8 +47,9 @@ std::string format_report_markdown(const BenchResults& r) {
       "decoding, same prompt, repeat and seed; the median over repeats per prompt). CI = 95% "
       "percentile bootstrap of that median over prompts. Predicted = E/(v(k)+k·c) from the "
       "measured α, k = drafted tokens per round, v(k) = verify time per round ÷ plain's, "
-      "c = draft time per drafted token ÷ plain's time per token. Peak memory is the "
-      "process's peak so far (getrusage).\n\n";
+      "c = draft time per drafted token ÷ plain's time per token; τ/(v+kc) is the same with the "
+      "measured τ in place of E (the gap shows how far acceptance is from i.i.d.). Peak memory "
+      "is the process's peak so far (getrusage).\n\n";
 
   md +=
       "## Arms\n\n| arm | strategy | rule | k | label | audit verdict "
@@ -69,7 +70,8 @@ std::string format_report_markdown(const BenchResults& r) {
             fmt(c.tokens_per_s, "%.1f") + " | " + fmt(c.ttft_s * 1000, "%.1f") + " | " +
             fmt(c.speedup) + " | " + ci(c.speedup_ci) + " | " + fmt(c.tau_over_speedup) + " | " +
             fmt(c.verify_cost) + " | " + fmt(c.draft_cost, "%.3f") + " | " +
-            fmt(c.predicted_speedup) + " | " + fmt(c.peak_rss_mb, "%.0f") + " |\n";
+            fmt(c.predicted_speedup) + " | " + fmt(c.predicted_from_tau) + " | " +
+            fmt(c.peak_rss_mb, "%.0f") + " |\n";
 
   if (r.mode == "ab" && r.arms.size() > 2) {
     md += "\n## Pairwise" + suffix + "\n\n";
