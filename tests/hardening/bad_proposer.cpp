@@ -4,7 +4,9 @@
 //
 // Modes: good, parent-out-of-range, parent-negative, token-too-large, token-negative,
 // q-not-normalised, q-nan, too-many-nodes, duplicate-siblings, unknown-scheme,
-// sampled-without-q, fail (propose reports SPECD_STATUS_INVALID_ARGUMENT).
+// sampled-without-q, fail (propose reports SPECD_STATUS_INVALID_ARGUMENT), undeclared-q
+// (says it filled q; built as "bad-proposer-noq", which does not declare
+// SPECD_PROPOSER_PROVIDES_Q and so is given no q buffer).
 #include <specd/cpp/plugin.hpp>
 
 #include <cmath>
@@ -64,6 +66,8 @@ class BadProposer {
       out.tokens[1] = out.tokens[0];
     } else if (mode_ == "unknown-scheme") {
       out.scheme = 99;
+    } else if (mode_ == "undeclared-q") {
+      out.has_q = 1;  // writes nothing: out.q is NULL for a proposer without PROVIDES_Q
     } else if (mode_ == "sampled-without-q") {
       out.scheme = SPECD_SIBLINGS_IID;  // says "drawn from q" but gives none
     }
@@ -82,6 +86,12 @@ class BadProposer {
 
 }  // namespace
 
+#ifdef SPECD_BAD_PROPOSER_WITHOUT_Q
+SPECD_PROPOSER_PLUGIN(BadProposer, "org.specd.test.bad-proposer-noq", "bad-proposer-noq", "0.0.1",
+                      "test proposer: breaks the draft-tree contract, declares no q",
+                      SPECD_PROPOSER_TREES, "greedy")
+#else
 SPECD_PROPOSER_PLUGIN(BadProposer, "org.specd.test.bad-proposer", "bad-proposer", "0.0.1",
                       "test proposer: breaks the draft-tree contract on purpose",
                       SPECD_PROPOSER_TREES | SPECD_PROPOSER_PROVIDES_Q, "greedy")
+#endif

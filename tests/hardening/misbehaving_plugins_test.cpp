@@ -89,6 +89,11 @@ TEST_CASE("a proposer breaking the draft-tree contract is refused, naming it") {
          std::string("proposer.mode=\"") + c.mode + "\"", "acceptance.rule=greedy"},
         c.needles);
   }
+  // q from a proposer that never declared SPECD_PROPOSER_PROVIDES_Q (it got no q buffer).
+  expect_request_error(f,
+                       {"proposer.kind=bad-proposer-noq", "proposer.k=2",
+                        "proposer.mode=\"undeclared-q\"", "acceptance.rule=greedy"},
+                       {"bad-proposer-noq", "without declaring SPECD_PROPOSER_PROVIDES_Q"});
   f.check_still_works({"proposer.kind=bad-proposer", "proposer.k=2", "acceptance.rule=greedy"});
   f.check_still_works({});
 }
