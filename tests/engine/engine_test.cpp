@@ -3,6 +3,7 @@
 // accepted runs exactly where plain decoding stops.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,16 @@ std::string join(const std::vector<int32_t>& ids) {
   return s;
 }
 
+// The backend under test: cpu, or the one SPECD_TEST_BACKEND names (bench/gpu-check.sh runs
+// this suite on a GPU that way).
+std::string test_backend() {
+  const char* b = std::getenv("SPECD_TEST_BACKEND");
+  return b && *b ? b : "cpu";
+}
+
 Config make_config(const std::string& model, const std::vector<std::string>& overrides) {
-  std::vector<std::string> all = {"target.model=\"" + model + "\"", "engine.backend=cpu",
+  std::vector<std::string> all = {"target.model=\"" + model + "\"",
+                                  "engine.backend=" + test_backend(),
                                   "engine.threads=1", "sampling.temperature=0",
                                   "sampling.ignore_eos=true"};
   all.insert(all.end(), overrides.begin(), overrides.end());
