@@ -61,8 +61,8 @@ std::string format_report_markdown(const BenchResults& r) {
   md += "\n## Results" + suffix + "\n\n";
   md +=
       "| arm | cell | verdict | τ | α | per-position | tok/s | TTFT ms | speedup | 95% CI | "
-      "τ÷speedup | v(k) | c | predicted | peak MB |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+      "τ÷speedup | v(k) | c | predicted | τ/(v+kc) | peak MB |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const ArmResult& a : r.arms)
     for (const CellResult& c : a.cells)
       md += "| " + arm_label(a) + " | " + cell_label(c) + " | " + c.verdict + " | " + fmt(c.tau) +

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <sstream>
 #include <string>
 
 #include "bench/report_charts.hpp"
@@ -119,6 +121,19 @@ TEST_CASE("report.md marks lossy arms in every row and shows the pairwise table"
   }
   CHECK(rows >= 4);  // arms table, two result rows, pairwise rows
   CHECK(md.find("## Pairwise") != std::string::npos);
+  // Every table row has as many cells as its header.
+  auto cells = [](const std::string& line) { return std::count(line.begin(), line.end(), '|'); };
+  std::istringstream lines(md);
+  std::string line;
+  long header = -1;
+  while (std::getline(lines, line)) {
+    if (line.rfind("| ", 0) != 0 && line.rfind("|---", 0) != 0) {
+      header = -1;
+      continue;
+    }
+    if (header < 0) header = cells(line);
+    CHECK(cells(line) == header);
+  }
   CHECK(md.find("[1.50, 2.10]") != std::string::npos);
 }
 
