@@ -167,7 +167,7 @@ def main():
                 f"{d} {r[d]['expected_acceptance_T1']:.3f} (greedy {r[d]['greedy_agreement']:.3f})" for d in r)
         idx.append(f"| [{k}.gguf]({k}.md) | {ROLE[k]} | {m['params']:,} | "
                    f"{m['tokens_seen']:,} | {m['train_seconds']/60:.1f} min | {res} |")
-    idx.append(f"\nTotal training time (sum of stages): {total/60:.1f} min"
+    idx.append(f"\nSum of the per-stage training times: {total/60:.1f} min (draft, Medusa, EAGLE and MTP trained in parallel, one thread each, after the target)"
                + (f"; whole pipeline wall time incl. data preparation and evaluation: "
                   f"{a.total_seconds/60:.1f} min." if a.total_seconds else "."))
     idx.append("\nHeads carry `specd.target.name` and `specd.target.digest` and must only be used with "
