@@ -16,6 +16,7 @@
 #include "bench/constructed_sweep.hpp"
 #include "bench/report_files.hpp"
 #include "bench/rule_audit.hpp"
+#include "bench/weight_copy.hpp"
 #include "common/error.hpp"
 #include "plugin/registry.hpp"
 
@@ -40,7 +41,9 @@ const char* kHelp =
     "  --models-dir DIR    where constructed models are written (default: a temp folder)\n"
     "  --construct         only write constructed models: target.gguf of --size (tiny,\n"
     "                      0.1b, 0.5b, 1.5b) and --type (f16, q8_0), and draft-A.gguf per\n"
-    "                      --agreement A\n";
+    "                      --agreement A\n"
+    "  --quantize IN       only write a copy of the GGUF model IN with its matrices in --type\n"
+    "                      (q8_0, f16, f32) to the file --out (weight precision as an axis)\n";
 
 int construct_only(const std::string& out, const std::string& size, const std::string& type,
                    std::vector<double> agreements) {
@@ -66,7 +69,7 @@ int construct_only(const std::string& out, const std::string& size, const std::s
 int run_bench_command(int argc, char** argv) {
   const std::string mode = argv[0];
   specd::cli::Args args(argc, argv);
-  std::string config_path, out, models_dir, size = "tiny", type = "f16";
+  std::string config_path, out, models_dir, quantize, size = "tiny", type = "f16";
   std::vector<std::string> sets, plugin_paths;
   std::vector<double> agreements;
   bool construct = false;
@@ -89,6 +92,8 @@ int run_bench_command(int argc, char** argv) {
       repeats = args.int_value();
     } else if (args.match("--prompts")) {
       prompts = args.int_value();
+    } else if (args.match("--quantize")) {
+      quantize = args.value();
     } else if (args.match("--construct")) {
       construct = true;
     } else if (args.match("--size")) {
@@ -103,6 +108,12 @@ int run_bench_command(int argc, char** argv) {
   }
   if (out.empty()) throw specd::UsageError(mode + ": --out DIR is required");
   if (construct) return construct_only(out, size, type, agreements);
+  if (!quantize.empty()) {
+    const size_t n =
+        specd::bench::write_weight_copy(quantize, out, specd::bench::parse_weight_type(type));
+    std::printf("%s: %zu matrices in %s\n", out.c_str(), n, type.c_str());
+    return 0;
+  }
   if (config_path.empty()) throw specd::UsageError(mode + ": -c FILE is required");
 
   specd::bench::BenchConfig config = specd::bench::load_bench_config(config_path);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "bench/constructed_model.hpp"
+#include "bench/weight_copy.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
 #include "plugin/registry.hpp"
@@ -81,4 +82,23 @@ TEST_CASE("constructed draft: greedy speculative decoding accepts what the draft
   GenerationResult r = engine.generate("abc");
   CHECK(r.stats.acceptance_rate() == doctest::Approx(1.0));
   CHECK(r.stats.tau() > 4.0);
+}
+
+TEST_CASE("weight copy: q8_0 copy of a model still walks the planted map") {
+  const std::string dir = test::temp_dir("bench-weight-copy");
+  PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
+  bench::ConstructedSpec spec = bench::constructed_preset("tiny");
+  spec.n_embd = 128;
+  spec.n_ff = 256;
+  bench::write_constructed_model(dir + "/f16.gguf", spec);
+  CHECK(bench::write_weight_copy(dir + "/f16.gguf", dir + "/q8.gguf", GgmlType::kQ8_0) ==
+        2 + 7 * spec.n_layer);
+  const std::vector<int32_t> next = bench::constructed_next(spec);
+  Engine engine(plain_config(dir + "/q8.gguf", 16), registry);
+  GenerationResult r = engine.generate("x");
+  int32_t prev = engine.tokenizer().encode("x", true).back();
+  for (int32_t t : r.tokens) {
+    CHECK(t == next[prev]);
+    prev = t;
+  }
 }

@@ -1,0 +1,63 @@
+#include "bench/weight_copy.hpp"
+
+#include <vector>
+
+#include "gguf/gguf_reader.hpp"
+#include "gguf/gguf_writer.hpp"
+
+namespace specd::bench {
+namespace {
+
+// The tensor as f32 values, or false for a type this copy does not convert.
+bool to_f32(const GgufTensor& t, std::vector<float>& out) {
+  out.resize(static_cast<size_t>(t.n_elements));
+  const int64_t n = t.n_elements;
+  switch (t.type) {
+    case GgmlType::kF32:
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<const float*>(t.data)[i];
+      return true;
+    case GgmlType::kF16:
+      for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
+      return true;
+    case GgmlType::kBF16:
+      for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
+      return true;
+    case GgmlType::kQ8_0:
+      dequantize_q8_0(t.data, out.data(), n);
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+size_t write_weight_copy(const std::string& in, const std::string& out, GgmlType type) {
+  const GgufFile file = GgufFile::open(in);
+  GgufWriter w;
+  w.set_alignment(file.alignment());
+  for (const auto& [key, value] : file.metadata()) {
+    if (key == "general.alignment") continue;
+    w.set(key, value);
+  }
+  if (file.has("general.file_type"))
+    w.set_u32("general.file_type", type == GgmlType::kQ8_0 ? 7u : type == GgmlType::kF16 ? 1u : 0u);
+  size_t converted = 0;
+  std::vector<float> values;
+  for (const GgufTensor& t : file.tensors()) {
+    std::vector<int64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
+    // Matrices only: norms and biases stay f32, as converters do.
+    const bool fits = type != GgmlType::kQ8_0 || t.ne[0] % 32 == 0;
+    if (t.n_dims == 2 && t.type != type && fits && to_f32(t, values)) {
+      w.add_tensor_f32(t.name, type, ne, values.data());
+      ++converted;
+    } else {
+      const auto* bytes = static_cast<const uint8_t*>(t.data);
+      w.add_tensor(t.name, t.type, ne, std::vector<uint8_t>(bytes, bytes + t.n_bytes));
+    }
+  }
+  w.write(out);
+  return converted;
+}
+
+}  // namespace specd::bench
