@@ -4,6 +4,7 @@
 #   make test    deps + build + every test (ctest)
 #   make demo    deps + build + the main job on the shipped default models
 #   make models  retrain the shipped models (train/, about 2 hours on 2 cores)
+#   make test-asan, make fuzz FUZZ_SECONDS=N   sanitizer and fuzzing runs (Makefile.hardening)
 SHELL := /bin/bash
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -45,3 +46,4 @@ clean:
 	rm -rf $(BUILD)
 
 -include Makefile.models
+-include Makefile.hardening
