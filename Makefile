@@ -16,7 +16,8 @@ DEMO_PROMPT ?= def fibonacci(n):
 # golden tests and training; the HIP compiler so the HIP backend builds everywhere.
 DEPS_BUILD := build-essential cmake pkg-config libboost-dev libboost-filesystem-dev \
               libdnnl-dev libtomlplusplus-dev doctest-dev
-DEPS_TEST  := python3 python3-numpy python3-torch libopenblas0-pthread python3-regex
+DEPS_TEST  := python3 python3-numpy python3-torch libopenblas0-pthread python3-regex \
+              python3.11-doc libpython3.11-stdlib valgrind
 DEPS_GPU   := hipcc libamdhip64-dev
 
 .PHONY: all deps deps-build build test demo clean format models models-smoke install-sdk
