@@ -50,6 +50,7 @@ void write_stats(JsonWriter& w, const GenerationStats& s) {
   w.key("tokens_per_s").value(s.tokens_per_s());
   w.key("prefill_tokens_per_s").value(s.prefill_tokens_per_s());
   w.key("prefill_s").value(s.prefill_s);
+  w.key("first_token_s").value(s.first_token_s);
   w.key("generate_s").value(s.generate_s);
   w.key("draft_s").value(s.draft_s);
   w.key("verify_s").value(s.verify_s);

@@ -8,6 +8,7 @@
 #include "acceptance/tree_validation.hpp"
 #include "backend/backend.hpp"
 #include "common/error.hpp"
+#include "engine/adaptive_k.hpp"
 #include "engine/backend_selection.hpp"
 #include "engine/plugin_params.hpp"
 #include "engine/proposer.hpp"
@@ -154,7 +155,15 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
                                config_.proposer.backend.empty() ? target_backend
                                                                 : config_.proposer.backend,
                                static_cast<uint32_t>(config_.engine.threads));
-      proposer_ = std::make_unique<Proposer>(*proposer_plugin, config_.proposer, setup);
+      ProposerConfig proposer_config = config_.proposer;
+      if (config_.proposer.k_auto) {
+        // The proposer is built for the longest draft; each round asks for what the
+        // running estimates of acceptance and cost say pays best (0 = a plain round).
+        AdaptiveKOptions options;
+        proposer_config.k = static_cast<int>(options.k_max);
+        adaptive_ = std::make_unique<AdaptiveK>(options);
+      }
+      proposer_ = std::make_unique<Proposer>(*proposer_plugin, proposer_config, setup);
     }
 
     std::string rule_name = config_.acceptance.rule;
@@ -239,6 +248,7 @@ GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
     draft.vocab = vocab;
     if (proposer_) {
       uint32_t capacity = room - 1;  // the proposer caps it further at its max_nodes
+      if (adaptive_) capacity = std::min(capacity, adaptive_->next_k());
       if (capacity > 0) proposer_->propose(sequence, capacity, *rng_, draft);
     }
     specd_draft_tree tree = draft.tree();
@@ -273,6 +283,10 @@ GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
     stats.accept_s += std::chrono::duration<double>(t3 - t2).count();
 
     verifier_->commit(accepted.path);
+    if (adaptive_)
+      adaptive_->observe({draft.n_nodes, static_cast<uint32_t>(accepted.path.size()),
+                          std::chrono::duration<double>(t1 - t0).count(),
+                          std::chrono::duration<double>(t2 - t1).count()});
     ++stats.rounds;
     stats.drafted += draft.n_nodes;
     stats.accepted += accepted.path.size();
@@ -289,6 +303,7 @@ GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
     emitted.clear();
     for (int32_t node : accepted.path) emitted.push_back(draft.tokens[node - 1]);
     emitted.push_back(accepted.next_token);
+    if (stats.rounds == 1) stats.first_token_s = seconds_since(start);
     for (int32_t token : emitted) {
       sequence.push_back(token);
       if (!emitter.push(token, result)) {

@@ -27,6 +27,7 @@ class Tokenizer;
 class Verifier;
 class Proposer;
 class AcceptanceRule;
+class AdaptiveK;
 
 struct GenerateOptions {
   std::optional<int> max_tokens;  // overrides [sampling] max_tokens
@@ -62,6 +63,7 @@ class Engine {
   std::unique_ptr<Verifier> verifier_;
   std::unique_ptr<Proposer> proposer_;
   std::unique_ptr<AcceptanceRule> rule_;
+  std::unique_ptr<AdaptiveK> adaptive_;  // k = "auto": the draft length per round
   std::unique_ptr<struct specd_rng> rng_;
   std::vector<int32_t> stop_ids_;
 };

@@ -22,6 +22,7 @@ struct GenerationStats {
   double verify_s = 0;   // target passes + the sampling transform of their logits
   double accept_s = 0;   // acceptance rule
   double generate_s = 0; // everything after the prompt
+  double first_token_s = 0;  // from the start of the request to the first generated token
 
   // τ: mean tokens emitted per target pass, the bonus/correction token included.
   double tau() const { return rounds ? double(generated_tokens) / double(rounds) : 0; }

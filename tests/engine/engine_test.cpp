@@ -262,3 +262,25 @@ TEST_CASE("draft-model proposer: a draft with another vocabulary is refused clea
   CHECK_THROWS_WITH_AS(Engine(make_config(target, {"proposer.kind=draft-model"}), f.registry),
                        doctest::Contains("needs [proposer] model"), UsageError);
 }
+
+TEST_CASE("k = \"auto\": adaptive draft length keeps greedy output exact") {
+  Fixture f;
+  test::RandomLlamaSpec spec;
+  spec.seed = 31;
+  std::string target = f.dir + "/auto-target.gguf";
+  test::write_random_llama(target, spec);
+  Engine plain(make_config(target, {"sampling.max_tokens=48"}), f.registry);
+  for (const std::string& prompt : kPrompts) {
+    CAPTURE(prompt);
+    GenerationResult base = plain.generate(prompt);
+    for (const char* kind : {"ngram", "draft-model"}) {
+      CAPTURE(kind);
+      Engine e(make_config(target, {"sampling.max_tokens=48", std::string("proposer.kind=") + kind,
+                                    "proposer.model=\"" + target + "\"", "proposer.k=auto"}),
+               f.registry);
+      GenerationResult out = e.generate(prompt);
+      CHECK(join(out.tokens) == join(base.tokens));
+      if (std::string(kind) == "draft-model") CHECK(out.stats.accepted > 0);
+    }
+  }
+}
