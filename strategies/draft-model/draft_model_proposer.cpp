@@ -11,6 +11,7 @@
 // The draft's KV cache mirrors the sequence: drafted rows are committed as they are drawn,
 // and the next round first truncates the cache to the longest prefix it shares with the
 // accepted sequence, then catches up on the new tokens.
+#include <specd/cpp/distribution.hpp>
 #include <specd/cpp/plugin.hpp>
 #include <specd/model.h>
 
@@ -20,7 +21,6 @@
 
 namespace {
 
-using specd::sdk::PluginError;
 
 class DraftModelProposer {
  public:
@@ -98,13 +98,7 @@ class DraftModelProposer {
   void commit(std::span<const specd_token>, specd_token, const float*) {}
 
  private:
-  void check(specd_status* status) {
-    if (!status) return;
-    std::string message = host_->status_message(host_->context, status);
-    specd_status_code code = host_->status_code(host_->context, status);
-    host_->status_free(host_->context, status);
-    throw PluginError(code, message);
-  }
+  void check(specd_status* status) const { specd::sdk::Host(host_).check(status); }
 
   void release() {
     if (cache_) api_->cache_free(host_->context, cache_);
@@ -141,28 +135,11 @@ class DraftModelProposer {
     std::fill(q_row + n, q_row + vocab_, 0.0);
   }
 
-  specd_token sample(const double* q, specd_rng* rng) {
-    double u = host_->rng_uniform(host_->context, rng);
-    double total = 0;
-    for (uint32_t x = 0; x < vocab_; ++x) total += q[x];
-    double target = u * total, cumulative = 0;
-    specd_token last = 0;
-    for (uint32_t x = 0; x < vocab_; ++x) {
-      if (q[x] <= 0) continue;
-      cumulative += q[x];
-      last = static_cast<specd_token>(x);
-      if (target < cumulative) return last;
-    }
-    return last;
+  specd_token sample(const double* q, specd_rng* rng) const {
+    return specd::sdk::sample_index(q, vocab_, host_->rng_uniform(host_->context, rng));
   }
 
-  static specd_token argmax_of(const double* q, uint32_t n) {
-    uint32_t best = 0;
-    for (uint32_t x = 1; x < n; ++x)
-      if (q[x] > q[best]) best = x;
-    return static_cast<specd_token>(best);
-  }
-  specd_token argmax(const double* q) const { return argmax_of(q, vocab_); }
+  specd_token argmax(const double* q) const { return specd::sdk::argmax_index(q, vocab_); }
 
   const specd_host* host_;
   const specd_model_api* api_;

@@ -23,7 +23,6 @@
 
 namespace {
 
-using specd::sdk::PluginError;
 
 class EagleProposer {
  public:
@@ -231,13 +230,7 @@ class EagleProposer {
     out.n_nodes = n;
   }
 
-  void check(specd_status* status) {
-    if (!status) return;
-    std::string message = host_->status_message(host_->context, status);
-    specd_status_code code = host_->status_code(host_->context, status);
-    host_->status_free(host_->context, status);
-    throw PluginError(code, message);
-  }
+  void check(specd_status* status) const { specd::sdk::Host(host_).check(status); }
 
   void release() {
     if (cache_) api_->cache_free(host_->context, cache_);

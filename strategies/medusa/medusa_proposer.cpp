@@ -20,7 +20,6 @@
 
 namespace {
 
-using specd::sdk::PluginError;
 using Path = std::vector<uint32_t>;
 
 // A 26-node tree over 4 heads, widest near the root where acceptance is likeliest.
@@ -183,13 +182,7 @@ class MedusaProposer {
     return ids;
   }
 
-  void check(specd_status* status) {
-    if (!status) return;
-    std::string message = host_->status_message(host_->context, status);
-    specd_status_code code = host_->status_code(host_->context, status);
-    host_->status_free(host_->context, status);
-    throw PluginError(code, message);
-  }
+  void check(specd_status* status) const { specd::sdk::Host(host_).check(status); }
 
   void release() {
     if (head_) api_->close(host_->context, head_);

@@ -11,6 +11,7 @@
 // The module's KV cache holds the elements built from true target features (committed);
 // drafted elements stay pending and are dropped at the next round.
 #include <specd/model.h>
+#include <specd/cpp/distribution.hpp>
 #include <specd/cpp/plugin.hpp>
 
 #include <algorithm>
@@ -19,7 +20,6 @@
 
 namespace {
 
-using specd::sdk::PluginError;
 
 class MtpProposer {
  public:
@@ -136,13 +136,7 @@ class MtpProposer {
     return true;
   }
 
-  void check(specd_status* status) {
-    if (!status) return;
-    std::string message = host_->status_message(host_->context, status);
-    specd_status_code code = host_->status_code(host_->context, status);
-    host_->status_free(host_->context, status);
-    throw PluginError(code, message);
-  }
+  void check(specd_status* status) const { specd::sdk::Host(host_).check(status); }
 
   void release() {
     if (cache_) api_->cache_free(host_->context, cache_);
@@ -151,27 +145,11 @@ class MtpProposer {
     head_ = nullptr;
   }
 
-  specd_token sample(const double* q, specd_rng* rng) {
-    const double u = host_->rng_uniform(host_->context, rng);
-    double total = 0;
-    for (uint32_t x = 0; x < vocab_; ++x) total += q[x];
-    double target = u * total, cumulative = 0;
-    specd_token last = 0;
-    for (uint32_t x = 0; x < vocab_; ++x) {
-      if (q[x] <= 0) continue;
-      cumulative += q[x];
-      last = static_cast<specd_token>(x);
-      if (target < cumulative) return last;
-    }
-    return last;
+  specd_token sample(const double* q, specd_rng* rng) const {
+    return specd::sdk::sample_index(q, vocab_, host_->rng_uniform(host_->context, rng));
   }
 
-  specd_token argmax(const double* q) const {
-    uint32_t best = 0;
-    for (uint32_t x = 1; x < vocab_; ++x)
-      if (q[x] > q[best]) best = x;
-    return static_cast<specd_token>(best);
-  }
+  specd_token argmax(const double* q) const { return specd::sdk::argmax_index(q, vocab_); }
 
   const specd_host* host_;
   const specd_model_api* api_;

@@ -47,6 +47,16 @@ class Host {
     return host_->status_create(host_->context, code, message.c_str());
   }
   double uniform(specd_rng* rng) const { return host_->rng_uniform(host_->context, rng); }
+
+  // Throws PluginError with the status's code and message (and frees it); NULL is a no-op.
+  // For statuses returned by host services such as host->models.
+  void check(specd_status* status) const {
+    if (!status) return;
+    std::string message = host_->status_message(host_->context, status);
+    specd_status_code code = host_->status_code(host_->context, status);
+    host_->status_free(host_->context, status);
+    throw PluginError(code, message);
+  }
   uint64_t bits(specd_rng* rng) const { return host_->rng_bits(host_->context, rng); }
 
  private:
