@@ -11,6 +11,9 @@
 
 #include "acceptance/acceptance_rule.hpp"
 #include "args.hpp"
+#include "audit/config_audit.hpp"
+#include "common/json_writer.hpp"
+#include "config/config.hpp"
 #include "audit/audit_engine.hpp"
 #include "audit/audit_report.hpp"
 #include "audit/markov_model.hpp"
@@ -41,6 +44,9 @@ const char* kUsage =
     "  --json              machine-readable output\n"
     "  --details           also print one row per rule and table\n"
     "  --plugin-path DIR   also search DIR for plugins; repeatable\n"
+    "  -c, --config FILE   audit a real configuration instead: its speculative run against\n"
+    "                      plain decoding on its models (first --tokens tokens, default 1;\n"
+    "                      --samples runs per arm, default 2000; -p PROMPT; --set s.k=v)\n"
     "\n"
     "Exit status: 0 every label holds, 1 some rule's label is wrong, 2 usage error.\n";
 
@@ -75,11 +81,56 @@ std::vector<uint32_t> parse_tree(const std::string& v) {
   return out;
 }
 
+// `specd audit -c CONFIG`: the configured speculative run against plain decoding on the
+// real models (audit/config_audit.hpp). Exit 1 when an exact label is measurably wrong.
+int audit_configuration(const std::string& path, const std::vector<std::string>& overrides,
+                        const std::string& prompt, const specd::AuditOptions& options,
+                        bool samples_given, bool tokens_given,
+                        const std::vector<std::string>& plugin_paths,
+                        bool json) {
+  specd::Config config = specd::load_config(path, overrides);
+  specd::check_required_for_run(config);
+  std::vector<std::string> paths = config.plugins.paths;
+  paths.insert(paths.end(), plugin_paths.begin(), plugin_paths.end());
+  specd::PluginRegistry registry(paths);
+  specd::ConfigAuditOptions o;
+  o.prompt = prompt;
+  // Real vocabularies spread long prefixes thin; the first token keeps the test powerful.
+  o.tokens = tokens_given ? options.tokens : 1;
+  o.samples = samples_given ? options.samples : 2000;
+  o.seed = options.seed;
+  o.alpha = options.alpha;
+  specd::ConfigAuditResult r = specd::audit_config(config, registry, o);
+  if (json) {
+    specd::JsonWriter w;
+    w.begin_object().key("config").value(path).key("proposer").value(r.proposer);
+    w.key("rule").value(r.rule).key("label").value(r.label);
+    w.key("temperature").value(r.temperature).key("tokens").value(uint64_t(o.tokens));
+    w.key("samples").value(r.samples).key("outcomes").value(uint64_t(r.outcomes));
+    w.key("bins").value(uint64_t(r.bins)).key("tv").value(r.tv).key("chi2").value(r.chi2);
+    w.key("p_value").value(r.p_value).key("tau").value(r.tau).key("verdict").value(r.verdict);
+    w.end_object();
+    std::printf("%s\n", w.str().c_str());
+  } else {
+    std::printf("specd audit -c %s: %s + %s (%s) at temperature %g\n", path.c_str(),
+                r.proposer.c_str(), r.rule.c_str(), r.label.c_str(), r.temperature);
+    std::printf("first %u tokens after %s, %llu runs per arm (plain vs speculative), %zu "
+                "outcomes in %zu bins, tau %.2f\n",
+                o.tokens, specd::json_quote(prompt).c_str(), (unsigned long long)r.samples,
+                r.outcomes, r.bins, r.tau);
+    std::printf("verdict: %s\n", r.summary.c_str());
+  }
+  return r.verdict == "label-wrong" ? 1 : 0;
+}
+
 int audit(int argc, char** argv) {
   specd::cli::Args args(argc, argv);
   specd::AuditOptions options;
   std::vector<std::string> markov_files, rule_ids, plugin_paths;
   bool json = false, details = false;
+  bool samples_given = false, tokens_given = false;
+  std::string config_path, prompt = "def ";
+  std::vector<std::string> overrides;
   while (!args.done()) {
     if (args.match("--help", "-h")) {
       std::fputs(kUsage, stdout);
@@ -90,6 +141,7 @@ int audit(int argc, char** argv) {
       rule_ids.push_back(args.value());
     } else if (args.match("--tokens")) {
       options.tokens = parse_u32("--tokens", args.value(), 12);
+      tokens_given = true;
     } else if (args.match("--k")) {
       options.k = parse_u32("--k", args.value(), 8);
     } else if (args.match("--tree")) {
@@ -104,6 +156,13 @@ int audit(int argc, char** argv) {
       options.sampling.min_p = args.float_value();
     } else if (args.match("--samples")) {
       options.samples = parse_u64("--samples", args.value());
+      samples_given = true;
+    } else if (args.match("--config", "-c")) {
+      config_path = args.value();
+    } else if (args.match("--prompt", "-p")) {
+      prompt = args.value();
+    } else if (args.match("--set")) {
+      overrides.push_back(args.value());
     } else if (args.match("--seed")) {
       options.seed = parse_u64("--seed", args.value());
     } else if (args.match("--alpha")) {
@@ -120,6 +179,9 @@ int audit(int argc, char** argv) {
   }
   if (!(options.alpha > 0 && options.alpha < 1))
     throw specd::UsageError("option --alpha must be in (0, 1)");
+  if (!config_path.empty())
+    return audit_configuration(config_path, overrides, prompt, options, samples_given,
+                               tokens_given, plugin_paths, json);
   specd::validate_sampling_params(options.sampling);
   if (options.tokens < 1) throw specd::UsageError("option --tokens must be at least 1");
   if (options.k < 1) throw specd::UsageError("option --k must be at least 1");

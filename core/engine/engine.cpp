@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "acceptance/acceptance_rule.hpp"
+#include "acceptance/labels.hpp"
 #include "acceptance/pairing.hpp"
 #include "acceptance/tree_validation.hpp"
 #include "backend/backend.hpp"
@@ -121,9 +122,18 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
     }
   }
 
+  const std::string backend_key =
+      config_.target.backend.empty() ? "engine.backend" : "target.backend";
   std::string target_backend =
       config_.target.backend.empty() ? config_.engine.backend : config_.target.backend;
-  backend_ = std::make_unique<Backend>(select_backend(registry, target_backend));
+  const LoadedPlugin* backend_plugin = nullptr;
+  try {
+    backend_plugin = &select_backend(registry, target_backend);
+  } catch (const UsageError& e) {
+    // An unknown id is a configuration mistake: say where, as for the proposer and rule.
+    throw UsageError(config_.where(backend_key) + ": " + e.what());
+  }
+  backend_ = std::make_unique<Backend>(*backend_plugin);
   DeviceOptions device_options;
   device_options.threads = static_cast<uint32_t>(config_.engine.threads);
   device_ = backend_->open(device_options);
@@ -193,6 +203,7 @@ Engine::~Engine() = default;
 std::string Engine::backend_name() const { return backend_->name(); }
 std::string Engine::proposer_name() const { return proposer_ ? proposer_->name() : "none"; }
 std::string Engine::rule_name() const { return rule_ ? rule_->name() : ""; }
+std::string Engine::rule_label() const { return rule_ ? label_name(rule_->label()) : ""; }
 void Engine::reseed(uint64_t seed) { *rng_ = specd_rng(seed); }
 
 GenerationResult Engine::generate(const std::string& prompt, const GenerateOptions& options) {

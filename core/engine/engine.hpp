@@ -51,6 +51,7 @@ class Engine {
   std::string backend_name() const;
   std::string proposer_name() const;  // "none" for plain decoding
   std::string rule_name() const;      // "" for plain decoding
+  std::string rule_label() const;     // "exact", "greedy-exact", "lossy"; "" for plain
   void reseed(uint64_t seed);
 
  private:

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "audit/config_audit.hpp"
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
@@ -283,4 +284,30 @@ TEST_CASE("k = \"auto\": adaptive draft length keeps greedy output exact") {
       if (std::string(kind) == "draft-model") CHECK(out.stats.accepted > 0);
     }
   }
+}
+
+TEST_CASE("audit -c: the configured speculative run against plain sampling on real models") {
+  Fixture f;
+  test::RandomLlamaSpec spec;
+  spec.seed = 41;
+  spec.weight_scale = 0.3f;  // peaked distributions: few outcomes, a powerful test
+  std::string target = f.dir + "/audit-target.gguf";
+  test::write_random_llama(target, spec);
+  ConfigAuditOptions o;
+  o.prompt = "ab";
+  o.samples = 400;
+  Config exact = make_config(target, {"sampling.temperature=1", "proposer.kind=draft-model",
+                                      "proposer.model=\"" + target + "\"", "proposer.k=3"});
+  ConfigAuditResult r = audit_config(exact, f.registry, o);
+  CHECK(r.rule == "rejection");
+  CHECK(r.label == "exact");
+  CHECK(r.verdict == "lossless");
+  CHECK(r.bins > 2);
+  CHECK(r.p_value >= o.alpha);
+  // A lossy rule is reported as lossy whatever it measures.
+  Config lossy = make_config(target, {"sampling.temperature=1", "proposer.kind=draft-model",
+                                      "proposer.model=\"" + target + "\"",
+                                      "acceptance.rule=typical", "acceptance.allow_lossy=true"});
+  CHECK(audit_config(lossy, f.registry, o).verdict == "lossy");
+  CHECK_THROWS_AS(audit_config(make_config(target, {}), f.registry, o), UsageError);
 }
