@@ -6,6 +6,20 @@
 #include "engine/plugin_params.hpp"
 
 namespace specd {
+namespace {
+
+// A status from a proposer that is already running is a runtime failure of the request,
+// whatever its code: INVALID_ARGUMENT there does not mean the configuration is wrong, so it
+// must not become a UsageError (exit 2). Acceptance rules are treated the same way.
+void throw_runtime_if_error(specd_status* status, const std::string& context) {
+  try {
+    throw_if_error(status, context);
+  } catch (const UsageError& e) {
+    throw Error(e.what());
+  }
+}
+
+}  // namespace
 
 specd_status* Proposer::apply_transform(void* context, const float* logits, uint32_t n,
                                         double* out) {
@@ -54,9 +68,9 @@ Proposer::~Proposer() {
 }
 
 void Proposer::begin(std::span<const specd_token> prompt, const float* hidden) {
-  throw_if_error(vtable_->begin(object_, prompt.data(), static_cast<uint32_t>(prompt.size()),
-                                hidden),
-                 "proposer '" + plugin_->name + "': begin");
+  throw_runtime_if_error(
+      vtable_->begin(object_, prompt.data(), static_cast<uint32_t>(prompt.size()), hidden),
+      "proposer '" + plugin_->name + "': begin");
 }
 
 void Proposer::propose(std::span<const specd_token> sequence, uint32_t capacity, Rng& rng,
@@ -76,9 +90,9 @@ void Proposer::propose(std::span<const specd_token> sequence, uint32_t capacity,
                          SPECD_SIBLINGS_DETERMINISTIC,
                          0,
                          0};
-  throw_if_error(vtable_->propose(object_, sequence.data(), static_cast<uint32_t>(sequence.size()),
-                                  &rng, &out),
-                 "proposer '" + plugin_->name + "': propose");
+  throw_runtime_if_error(vtable_->propose(object_, sequence.data(),
+                                          static_cast<uint32_t>(sequence.size()), &rng, &out),
+                         "proposer '" + plugin_->name + "': propose");
   if (out.n_nodes > capacity)
     throw Error("proposer '" + plugin_->name + "' returned " + std::to_string(out.n_nodes) +
                 " nodes, more than the " + std::to_string(capacity) + " it was given room for");
@@ -92,9 +106,9 @@ void Proposer::propose(std::span<const specd_token> sequence, uint32_t capacity,
 
 void Proposer::commit(std::span<const specd_token> accepted, specd_token next,
                       const float* hidden) {
-  throw_if_error(vtable_->commit(object_, accepted.data(), static_cast<uint32_t>(accepted.size()),
-                                 next, hidden),
-                 "proposer '" + plugin_->name + "': commit");
+  throw_runtime_if_error(vtable_->commit(object_, accepted.data(),
+                                         static_cast<uint32_t>(accepted.size()), next, hidden),
+                         "proposer '" + plugin_->name + "': commit");
 }
 
 }  // namespace specd

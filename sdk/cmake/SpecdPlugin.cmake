@@ -15,8 +15,16 @@ function(specd_add_plugin name)
   else()
     target_link_libraries(${name} PRIVATE specd_sdk_headers)
   endif()
+  # Refuse undefined symbols, except in clang sanitizer builds: clang leaves a module's
+  # __asan_*/__ubsan_* references to the runtime of the executable that loads it (gcc links
+  # libasan into the module, so -z defs holds there).
+  set(_specd_no_undefined -Wl,-z,defs)
+  if(SPECD_SANITIZE AND CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    set(_specd_no_undefined "")
+  endif()
   target_link_options(${name} PRIVATE
-    "-Wl,--version-script=${CMAKE_CURRENT_FUNCTION_LIST_DIR}/specd_plugin.map" -Wl,-z,defs)
+    "-Wl,--version-script=${CMAKE_CURRENT_FUNCTION_LIST_DIR}/specd_plugin.map"
+    ${_specd_no_undefined})
   if(DEFINED SPECD_PLUGIN_OUTPUT_DIR)
     set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${SPECD_PLUGIN_OUTPUT_DIR})
   endif()

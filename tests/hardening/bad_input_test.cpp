@@ -314,11 +314,9 @@ TEST_CASE("backend = \"cuda\" without a GPU names cuda and the reason") {
   }
 }
 
-// Cases whose message or status is not yet what it should be; each names its fix. They run
-// the same way as the table above once un-skipped.
-// Needs the fix in core/engine/engine.cpp (an unknown backend id is reported with the
-// location of its key, as unknown proposer and rule ids already are).
-TEST_CASE("an unknown backend id names the key that set it" * doctest::skip()) {
+// An unknown backend id is reported with the location of its key, as unknown proposer and
+// rule ids are.
+TEST_CASE("an unknown backend id names the key that set it") {
   test::CliResult r = test::run_program(
       {SPECD_CLI, "run", "-c", files().good, "-p", "x", "--set", "engine.backend=\"tpu\""});
   INFO("stderr: " << r.err);

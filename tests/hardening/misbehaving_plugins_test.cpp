@@ -131,10 +131,8 @@ TEST_CASE("a backend whose allocations fail gives a clean error naming it") {
 
 // A status a proposer returns while drafting is a runtime failure of that request, whatever
 // code it carries; INVALID_ARGUMENT must not turn it into a usage error (exit 2, "fix your
-// configuration"). Acceptance rules get this already (AcceptanceRule::accept).
-// Needs the fix in core/engine/proposer.cpp (runtime statuses of begin/propose/commit
-// become specd::Error); skipped until it lands.
-TEST_CASE("a proposer failing to draft fails the request with a runtime error" * doctest::skip()) {
+// configuration"). Acceptance rules are treated the same way (AcceptanceRule::accept).
+TEST_CASE("a proposer failing to draft fails the request with a runtime error") {
   Fixture f;
   expect_request_error(f,
                        {"proposer.kind=bad-proposer", "proposer.k=2", "proposer.mode=\"fail\"",
