@@ -51,7 +51,8 @@ TEST_CASE("specd run leaks nothing: plain, ngram and draft-model") {
     std::vector<std::string> argv;
     if (!sanitized)
       argv = {"valgrind", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
-              "--error-exitcode=99", "--quiet"};
+              "--error-exitcode=99", "--quiet",
+              "--suppressions=" SPECD_SOURCE_DIR "/tests/hardening/valgrind.supp"};
     argv.insert(argv.end(), {SPECD_CLI, "run", "-c", config, "-p", "def f(x): return x"});
     for (const std::string& s : run.sets) argv.insert(argv.end(), {"--set", s});
     test::CliResult r = test::run_program(argv);
