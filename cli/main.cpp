@@ -9,10 +9,7 @@
 #include "common/error.hpp"
 #include "specd/version.h"
 #include "cmd_audit.hpp"
-#if __has_include("cmd_bench.hpp")
 #include "cmd_bench.hpp"
-#define SPECD_HAVE_BENCH 1
-#endif
 
 namespace {
 
@@ -26,6 +23,10 @@ const char* kHelp =
     "                     generate text with the configured target, proposer and rule\n"
     "  audit [--markov FILE] [--rule ID] [--json] ...\n"
     "                     measure the lossless label of every installed acceptance rule\n"
+    "  audit -c FILE      check a configuration's speculative run against plain sampling\n"
+    "  bench -c FILE --out DIR, ab -c FILE --out DIR\n"
+    "                     benchmark arms against plain decoding on task suites: report.json,\n"
+    "                     report.md and SVG charts (see docs/BENCH.md)\n"
     "  plugins [--json] [--plugin-path DIR]...\n"
     "                     list the plugins found (backends with their availability)\n"
     "  check-config FILE [--set section.key=value]...\n"
@@ -57,9 +58,7 @@ int dispatch(int argc, char** argv) {
   if (command == "plugins") return specd::cli::plugins_command(sub_argc, sub_argv);
   if (command == "check-config") return specd::cli::check_config_command(sub_argc, sub_argv);
   if (command == "audit") return run_audit_command(sub_argc, sub_argv);
-#ifdef SPECD_HAVE_BENCH
   if (command == "bench" || command == "ab") return run_bench_command(sub_argc, sub_argv);
-#endif
   throw specd::UsageError("unknown command '" + command + "' (see specd --help)");
 }
 
