@@ -8,38 +8,6 @@
 
 namespace specd {
 
-uint64_t dtype_row_bytes(specd_dtype dtype, int64_t cols) {
-  switch (dtype) {
-    case SPECD_DTYPE_F32:
-    case SPECD_DTYPE_I32:
-      return static_cast<uint64_t>(cols) * 4;
-    case SPECD_DTYPE_F16:
-    case SPECD_DTYPE_BF16:
-      return static_cast<uint64_t>(cols) * 2;
-    case SPECD_DTYPE_Q8_0:
-      return cols % 32 == 0 ? static_cast<uint64_t>(cols) / 32 * 34 : 0;
-    default:
-      return 0;
-  }
-}
-
-const char* dtype_name(specd_dtype dtype) {
-  switch (dtype) {
-    case SPECD_DTYPE_F32:
-      return "f32";
-    case SPECD_DTYPE_F16:
-      return "f16";
-    case SPECD_DTYPE_BF16:
-      return "bf16";
-    case SPECD_DTYPE_Q8_0:
-      return "q8_0";
-    case SPECD_DTYPE_I32:
-      return "i32";
-    default:
-      return "unknown";
-  }
-}
-
 View View::slice_rows(int64_t first, int64_t count) const {
   if (first < 0 || count < 0 || first + count > v_.rows)
     throw Error("view rows [" + std::to_string(first) + ", " + std::to_string(first + count) +

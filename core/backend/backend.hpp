@@ -14,6 +14,7 @@
 
 #include "plugin/registry.hpp"
 #include "specd/backend.h"
+#include "specd/cpp/backend.hpp"
 
 namespace specd {
 
@@ -37,9 +38,10 @@ class View {
   specd_view v_{};
 };
 
-// Bytes of one packed row (0 for an unknown dtype or a q8_0 row not a multiple of 32).
-uint64_t dtype_row_bytes(specd_dtype dtype, int64_t cols);
-const char* dtype_name(specd_dtype dtype);
+// Bytes of one packed row (0 for an unknown dtype or a q8_0 row not a multiple of 32) and
+// dtype names: the SDK's helpers, shared with the plugins.
+using sdk::dtype_name;
+using sdk::dtype_row_bytes;
 
 class Buffer {
  public:
