@@ -12,9 +12,10 @@ CMAKE_FLAGS ?=
 DEMO_CONFIG ?= configs/default.toml
 DEMO_PROMPT ?= def fibonacci(n):
 
-# Debian packages: compiler and tools, Boost.DLL, oneDNN (its CMake package requires the
-# OpenCL loader and headers: Debian builds it with the OpenCL GPU runtime), toml++, doctest; PyTorch for the
-# golden tests and training; the HIP compiler so the HIP backend builds everywhere.
+# Debian packages: compiler and tools, Boost.DLL, oneDNN (Debian builds it with the OpenCL
+# GPU runtime, so its CMake package requires the OpenCL loader and headers), toml++,
+# doctest; PyTorch for the golden tests and training; the HIP compiler so the HIP backend
+# builds everywhere.
 DEPS_BUILD := build-essential cmake pkg-config libboost-dev libboost-filesystem-dev \
               libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libtomlplusplus-dev doctest-dev
 DEPS_TEST  := python3 python3-numpy python3-torch libopenblas0-pthread python3-regex \
