@@ -161,10 +161,9 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
     setup.token_texts.resize(setup.vocab_size);
     setup.sampling = sampling_params(config_.sampling);
     {
-      ModelServiceScope models(registry,
-                               config_.proposer.backend.empty() ? target_backend
-                                                                : config_.proposer.backend,
-                               static_cast<uint32_t>(config_.engine.threads));
+      ModelServiceScope models(
+          registry, config_.proposer.backend.empty() ? target_backend : config_.proposer.backend,
+          static_cast<uint32_t>(config_.engine.threads));
       ProposerConfig proposer_config = config_.proposer;
       if (config_.proposer.k_auto) {
         // The proposer is built for the longest draft; each round asks for what the
@@ -200,11 +199,21 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
 
 Engine::~Engine() = default;
 
-std::string Engine::backend_name() const { return backend_->name(); }
-std::string Engine::proposer_name() const { return proposer_ ? proposer_->name() : "none"; }
-std::string Engine::rule_name() const { return rule_ ? rule_->name() : ""; }
-std::string Engine::rule_label() const { return rule_ ? label_name(rule_->label()) : ""; }
-void Engine::reseed(uint64_t seed) { *rng_ = specd_rng(seed); }
+std::string Engine::backend_name() const {
+  return backend_->name();
+}
+std::string Engine::proposer_name() const {
+  return proposer_ ? proposer_->name() : "none";
+}
+std::string Engine::rule_name() const {
+  return rule_ ? rule_->name() : "";
+}
+std::string Engine::rule_label() const {
+  return rule_ ? label_name(rule_->label()) : "";
+}
+void Engine::reseed(uint64_t seed) {
+  *rng_ = specd_rng(seed);
+}
 
 GenerationResult Engine::generate(const std::string& prompt, const GenerateOptions& options) {
   std::vector<int32_t> tokens = tokenizer_->encode(prompt, /*add_special=*/true);
@@ -224,7 +233,7 @@ GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
   if (prompt.size() >= verifier_->context_length())
     throw UsageError("the prompt has " + std::to_string(prompt.size()) +
                      " tokens; the context holds " + std::to_string(verifier_->context_length()) +
-                     ", leaving no room to generate");
+                     " (" + config_.target.model + "), leaving no room to generate");
 
   GenerationResult result;
   GenerationStats& stats = result.stats;
@@ -273,17 +282,25 @@ GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
     const size_t rows = draft.n_nodes + 1;
     logits.resize(rows * vocab);
     hidden.resize(hidden_dim * rows);
-    verifier_->verify(sequence.back(), tree, logits.data(), hidden_dim ? hidden.data() : nullptr);
     p.resize(rows * vocab);
-    for (size_t r = 0; r < rows; ++r)
-      transform_logits(std::span<const float>(logits.data() + r * vocab, vocab), sampling,
-                       std::span<double>(p.data() + r * vocab, vocab));
+    try {
+      verifier_->verify(sequence.back(), tree, logits.data(), hidden_dim ? hidden.data() : nullptr);
+      for (size_t r = 0; r < rows; ++r)
+        transform_logits(std::span<const float>(logits.data() + r * vocab, vocab), sampling,
+                         std::span<double>(p.data() + r * vocab, vocab));
+    } catch (const UsageError&) {
+      throw;
+    } catch (const Error& e) {
+      // NaN logits, a backend failure: name the model they came from.
+      throw Error("target " + config_.target.model + ": " + e.what());
+    }
     auto t2 = Clock::now();
     stats.verify_s += std::chrono::duration<double>(t2 - t1).count();
 
     AcceptResult accepted;
     if (draft.n_nodes == 0) {
-      accepted.next_token = static_cast<specd_token>(sample(std::span<const double>(p.data(), vocab), *rng_));
+      accepted.next_token =
+          static_cast<specd_token>(sample(std::span<const double>(p.data(), vocab), *rng_));
     } else {
       specd_target_dists dists{sizeof(specd_target_dists), static_cast<uint32_t>(rows), vocab,
                                p.data()};

@@ -26,8 +26,7 @@ specd_status* Proposer::apply_transform(void* context, const float* logits, uint
   auto* self = static_cast<Proposer*>(context);
   try {
     if (n > self->vocab_) throw Error("more logits than the vocabulary holds");
-    transform_logits(std::span<const float>(logits, n), self->sampling_,
-                     std::span<double>(out, n));
+    transform_logits(std::span<const float>(logits, n), self->sampling_, std::span<double>(out, n));
     return nullptr;
   } catch (const std::exception& e) {
     return host_table()->status_create(nullptr, SPECD_STATUS_INVALID_ARGUMENT, e.what());
@@ -40,7 +39,9 @@ Proposer::Proposer(const LoadedPlugin& plugin, const ProposerConfig& config,
       vtable_(static_cast<const specd_proposer_vtable*>(plugin.vtable)),
       sampling_(setup.sampling),
       vocab_(setup.vocab_size),
-      max_nodes_(setup.max_nodes) {
+      max_nodes_(setup.max_nodes),
+      what_("proposer '" + plugin.name + "'" +
+            (config.model.empty() ? "" : " (model " + config.model + ")")) {
   if (vtable_->struct_size < offsetof(specd_proposer_vtable, commit) + sizeof(vtable_->commit))
     throw Error(plugin.id + ": proposer vtable is too small");
   transform_ = {sizeof(specd_transform), vocab_, this, &Proposer::apply_transform,
@@ -60,7 +61,7 @@ Proposer::Proposer(const LoadedPlugin& plugin, const ProposerConfig& config,
   throw_if_error(vtable_->create(host_table(), params.raw(),
                                  config.model.empty() ? nullptr : config.model.c_str(), &context,
                                  &transform_, &object_),
-                 "proposer '" + plugin.name + "'");
+                 what_);
 }
 
 Proposer::~Proposer() {
@@ -70,7 +71,7 @@ Proposer::~Proposer() {
 void Proposer::begin(std::span<const specd_token> prompt, const float* hidden) {
   throw_runtime_if_error(
       vtable_->begin(object_, prompt.data(), static_cast<uint32_t>(prompt.size()), hidden),
-      "proposer '" + plugin_->name + "': begin");
+      what_ + ": begin");
 }
 
 void Proposer::propose(std::span<const specd_token> sequence, uint32_t capacity, Rng& rng,
@@ -92,13 +93,12 @@ void Proposer::propose(std::span<const specd_token> sequence, uint32_t capacity,
                          0};
   throw_runtime_if_error(vtable_->propose(object_, sequence.data(),
                                           static_cast<uint32_t>(sequence.size()), &rng, &out),
-                         "proposer '" + plugin_->name + "': propose");
+                         what_ + ": propose");
   if (out.n_nodes > capacity)
-    throw Error("proposer '" + plugin_->name + "' returned " + std::to_string(out.n_nodes) +
-                " nodes, more than the " + std::to_string(capacity) + " it was given room for");
+    throw Error(what_ + " returned " + std::to_string(out.n_nodes) + " nodes, more than the " +
+                std::to_string(capacity) + " it was given room for");
   if (out.has_q && !wants_q)
-    throw Error("proposer '" + plugin_->name +
-                "' returned q without declaring SPECD_PROPOSER_PROVIDES_Q");
+    throw Error(what_ + " returned q without declaring SPECD_PROPOSER_PROVIDES_Q");
   draft.n_nodes = out.n_nodes;
   draft.scheme = out.scheme;
   draft.has_q = out.has_q != 0;
@@ -108,7 +108,7 @@ void Proposer::commit(std::span<const specd_token> accepted, specd_token next,
                       const float* hidden) {
   throw_runtime_if_error(vtable_->commit(object_, accepted.data(),
                                          static_cast<uint32_t>(accepted.size()), next, hidden),
-                         "proposer '" + plugin_->name + "': commit");
+                         what_ + ": commit");
 }
 
 }  // namespace specd

@@ -26,7 +26,7 @@ struct Draft {
   uint32_t vocab = 0;
 
   specd_draft_tree tree() const {
-    return {sizeof(specd_draft_tree), n_nodes, vocab, scheme, tokens.data(), parents.data(),
+    return {sizeof(specd_draft_tree),  n_nodes, vocab, scheme, tokens.data(), parents.data(),
             has_q ? q.data() : nullptr};
   }
 };
@@ -60,8 +60,7 @@ class Proposer {
   void commit(std::span<const specd_token> accepted, specd_token next, const float* hidden);
 
  private:
-  static specd_status* apply_transform(void* context, const float* logits, uint32_t n,
-                                       double* out);
+  static specd_status* apply_transform(void* context, const float* logits, uint32_t n, double* out);
   const LoadedPlugin* plugin_;
   const specd_proposer_vtable* vtable_;
   void* object_ = nullptr;
@@ -69,6 +68,9 @@ class Proposer {
   uint32_t vocab_ = 0;
   uint32_t max_nodes_ = 0;
   specd_transform transform_{};
+  // How errors name this proposer: "proposer 'draft-model' (model /path/draft.gguf)", so a
+  // failure caused by a file (NaN weights, a head that does not fit) names the file.
+  std::string what_;
 };
 
 }  // namespace specd

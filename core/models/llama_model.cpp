@@ -7,6 +7,7 @@
 #include "common/error.hpp"
 #include "gguf/ggml_types.hpp"
 #include "models/batch_mask.hpp"
+#include "models/hyperparameters.hpp"
 
 namespace specd {
 namespace {
@@ -15,13 +16,6 @@ std::string shape_str(const std::vector<int64_t>& ne) {
   std::string s = "[";
   for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
   return s + "]";
-}
-
-int32_t positive_key(const GgufFile& f, const std::string& key) {
-  const uint32_t v = f.get_u32(key);
-  if (v == 0 || v > (1u << 30))
-    throw Error(f.path() + ": " + key + " = " + std::to_string(v) + " is out of range");
-  return static_cast<int32_t>(v);
 }
 
 }  // namespace
@@ -41,16 +35,13 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& gguf_path, Devic
   in.path = gguf_path;
   in.architecture = *arch;
   in.name = f.get_string_opt("general.name").value_or("");
-  in.n_embd = positive_key(f, "llama.embedding_length");
-  in.n_layer = positive_key(f, "llama.block_count");
-  in.n_ff = positive_key(f, "llama.feed_forward_length");
-  in.n_head = positive_key(f, "llama.attention.head_count");
-  in.n_head_kv = f.has("llama.attention.head_count_kv")
-                     ? positive_key(f, "llama.attention.head_count_kv")
-                     : in.n_head;
-  in.n_ctx = f.has("llama.context_length") ? positive_key(f, "llama.context_length") : 2048;
-  in.head_dim = f.has("llama.attention.key_length") ? positive_key(f, "llama.attention.key_length")
-                                                    : in.n_embd / in.n_head;
+  in.n_embd = positive_int_key(f, "llama.embedding_length");
+  in.n_layer = positive_int_key(f, "llama.block_count");
+  in.n_ff = positive_int_key(f, "llama.feed_forward_length");
+  in.n_head = positive_int_key(f, "llama.attention.head_count");
+  in.n_head_kv = positive_int_key_or(f, "llama.attention.head_count_kv", in.n_head);
+  in.n_ctx = positive_int_key_or(f, "llama.context_length", 2048);
+  in.head_dim = positive_int_key_or(f, "llama.attention.key_length", in.n_embd / in.n_head);
   if (f.has("llama.attention.key_length") &&
       f.get_u32("llama.attention.key_length") !=
           f.get_u32_opt("llama.attention.value_length")
@@ -62,13 +53,12 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& gguf_path, Devic
   if (in.n_head % in.n_head_kv != 0)
     throw Error(gguf_path + ": head_count " + std::to_string(in.n_head) +
                 " is not a multiple of head_count_kv " + std::to_string(in.n_head_kv));
-  in.n_rot = f.has("llama.rope.dimension_count") ? positive_key(f, "llama.rope.dimension_count")
-                                                 : in.head_dim;
+  in.n_rot = positive_int_key_or(f, "llama.rope.dimension_count", in.head_dim);
   if (in.n_rot > in.head_dim || in.n_rot % 2 != 0 || in.head_dim % 2 != 0)
     throw Error(gguf_path + ": rope.dimension_count " + std::to_string(in.n_rot) +
                 " must be even and <= head dim " + std::to_string(in.head_dim));
-  in.rope_base = f.get_f32_opt("llama.rope.freq_base").value_or(10000.0f);
-  in.rms_eps = f.get_f32_opt("llama.attention.layer_norm_rms_epsilon").value_or(1e-5f);
+  in.rope_base = positive_float_key_or(f, "llama.rope.freq_base", 10000.0f);
+  in.rms_eps = positive_float_key_or(f, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
   if (f.has("llama.rope.scaling.type") && f.get_string("llama.rope.scaling.type") != "none")
     throw Error(gguf_path + ": rope scaling '" + f.get_string("llama.rope.scaling.type") +
                 "' is not supported");
@@ -78,6 +68,7 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& gguf_path, Devic
 
 View LlamaModel::weight(const std::string& name, std::vector<int64_t> ne, bool matrix) {
   const GgufTensor& t = file_.require_tensor(name);
+  loaded_names_.insert(name);
   std::vector<int64_t> got(t.ne.begin(), t.ne.begin() + t.n_dims);
   while (got.size() > ne.size() && got.back() == 1) got.pop_back();
   if (got != ne)
@@ -163,6 +154,15 @@ void LlamaModel::load_weights() {
   in.tied_output = file_.tensor("output.weight") == nullptr;
   output_ = in.tied_output ? tok_embd_ : weight("output.weight", {d, V}, true);  // [V, d]
   in.weight_type = dtype_name(layers_.empty() ? tok_embd_.dtype() : layers_[0].wq.dtype());
+  // A tensor nobody reads means the file describes another model than its metadata says (a
+  // wrong block_count) or needs something this runtime lacks (rope_freqs for llama 3.1's
+  // frequency scaling): refuse it rather than compute the wrong logits.
+  for (const GgufTensor& t : file_.tensors())
+    if (!loaded_names_.count(t.name))
+      throw Error(in.path + ": tensor '" + t.name + "' is not used by a " +
+                  std::to_string(in.n_layer) + "-layer llama model (wrong block_count, or a " +
+                  "feature this runtime does not support)");
+  loaded_names_.clear();
 }
 
 std::unique_ptr<KvCache> LlamaModel::new_cache(int32_t max_tokens) const {

@@ -5,16 +5,10 @@
 #include "common/error.hpp"
 #include "models/heads/target_binding.hpp"
 #include "models/heads/weight_loader.hpp"
+#include "models/hyperparameters.hpp"
 
 namespace specd {
 namespace {
-
-int32_t positive_key(const GgufFile& f, const std::string& key) {
-  const uint32_t v = f.get_u32(key);
-  if (v == 0 || v > (1u << 30))
-    throw Error(f.path() + ": " + key + " = " + std::to_string(v) + " is out of range");
-  return static_cast<int32_t>(v);
-}
 
 HeadKind kind_of(const GgufFile& f, const std::string& arch) {
   if (arch == "specd-medusa") return HeadKind::kMedusa;
@@ -55,8 +49,8 @@ void HeadModel::load_target() {
   if (embd.n_dims != 2) throw Error(f.path() + ": token_embd.weight must be 2-D");
   info_.n_embd = static_cast<int32_t>(embd.ne[0]);
   info_.vocab_size = static_cast<int32_t>(embd.ne[1]);
-  info_.n_ctx = f.has("llama.context_length") ? positive_key(f, "llama.context_length") : 2048;
-  target_eps_ = f.get_f32_opt("llama.attention.layer_norm_rms_epsilon").value_or(1e-5f);
+  info_.n_ctx = positive_int_key_or(f, "llama.context_length", 2048);
+  target_eps_ = positive_float_key_or(f, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
   const int64_t d = info_.n_embd, V = info_.vocab_size;
   WeightLoader load(f, *device_, buffers_);
   tok_embd_ = load.matrix("token_embd.weight", d, V);                                    // [V, d]
@@ -70,7 +64,7 @@ void HeadModel::load_head() {
   const std::string a = in.architecture + ".";
   in.name = f.get_string_opt("general.name").value_or("");
   in.target_name = f.get_string_opt("specd.target.name").value_or("");
-  const int32_t d = positive_key(f, a + "embedding_length");
+  const int32_t d = positive_int_key(f, a + "embedding_length");
   if (d != in.n_embd)
     throw Error(in.path + ": " + a + "embedding_length " + std::to_string(d) +
                 " differs from the target's " + std::to_string(in.n_embd));
@@ -79,7 +73,7 @@ void HeadModel::load_head() {
                 " differs from the target's " + std::to_string(in.vocab_size));
   WeightLoader load(f, *device_, buffers_);
   if (in.kind == HeadKind::kMedusa) {
-    in.n_heads = positive_key(f, a + "head_count");
+    in.n_heads = positive_int_key(f, a + "head_count");
     for (int32_t n = 0; n < in.n_heads; ++n) {
       const std::string p = "medusa." + std::to_string(n) + ".fc.";
       medusa_.push_back({load.matrix(p + "weight", d, d),  // [d, d]
@@ -89,23 +83,20 @@ void HeadModel::load_head() {
   }
   BlockShape& s = in.block;
   s.n_embd = d;
-  s.n_head = positive_key(f, a + "attention.head_count");
-  s.n_head_kv = f.has(a + "attention.head_count_kv")
-                    ? positive_key(f, a + "attention.head_count_kv")
-                    : s.n_head;
+  s.n_head = positive_int_key(f, a + "attention.head_count");
+  s.n_head_kv = positive_int_key_or(f, a + "attention.head_count_kv", s.n_head);
   if (d % s.n_head != 0 || s.n_head % s.n_head_kv != 0)
     throw Error(in.path + ": head counts " + std::to_string(s.n_head) + "/" +
                 std::to_string(s.n_head_kv) + " do not divide embedding_length " +
                 std::to_string(d));
   s.head_dim = d / s.n_head;
-  s.n_ff = positive_key(f, a + "feed_forward_length");
-  s.n_rot =
-      f.has(a + "rope.dimension_count") ? positive_key(f, a + "rope.dimension_count") : s.head_dim;
+  s.n_ff = positive_int_key(f, a + "feed_forward_length");
+  s.n_rot = positive_int_key_or(f, a + "rope.dimension_count", s.head_dim);
   if (s.n_rot > s.head_dim || s.n_rot % 2 != 0)
     throw Error(in.path + ": rope.dimension_count must be even and <= the head dim");
-  s.rope_base = f.get_f32_opt(a + "rope.freq_base").value_or(10000.0f);
-  s.rms_eps = f.get_f32_opt(a + "attention.layer_norm_rms_epsilon").value_or(1e-5f);
-  if (f.has(a + "context_length")) in.n_ctx = positive_key(f, a + "context_length");
+  s.rope_base = positive_float_key_or(f, a + "rope.freq_base", 10000.0f);
+  s.rms_eps = positive_float_key_or(f, a + "attention.layer_norm_rms_epsilon", 1e-5f);
+  in.n_ctx = positive_int_key_or(f, a + "context_length", in.n_ctx);
   if (auto blocks = f.get_u32_opt(a + "block_count"); blocks && *blocks != 1)
     throw Error(in.path + ": " + a + "block_count " + std::to_string(*blocks) +
                 " is not supported (1)");
@@ -114,7 +105,7 @@ void HeadModel::load_head() {
     fc_bias_ = load.vector("eagle.fc.bias", d);      // [1, d]
     block_ = std::make_unique<DecoderBlock>(*device_, s, load_block(load, "eagle.blk.0.", s));
   } else {
-    if (f.has(a + "predict_offset")) in.predict_offset = positive_key(f, a + "predict_offset");
+    in.predict_offset = positive_int_key_or(f, a + "predict_offset", in.predict_offset);
     if (in.predict_offset != 2)
       throw Error(in.path + ": predict_offset " + std::to_string(in.predict_offset) +
                   " is not supported (2)");
