@@ -19,6 +19,7 @@
 #include "common/error.hpp"
 #include "gguf/gguf_writer.hpp"
 #include "models/llama_model.hpp"
+#include "models/llama_writer.hpp"
 #include "plugin/registry.hpp"
 
 using namespace specd;
@@ -48,46 +49,29 @@ double median(std::vector<double> v) {
 
 // A llama model with random weights: vocab 4096, d 256, 4 layers, FFN 768, 8 heads (4 KV).
 void write_random(const std::string& path, uint32_t seed) {
-  const int64_t V = 4096, d = 256, L = 4, F = 768, H = 8, Hkv = 4, hd = d / H;
+  LlamaLayout layout;
+  layout.name = "random-5m";
+  layout.n_ctx = 512;
+  layout.n_embd = 256;
+  layout.n_layer = 4;
+  layout.n_ff = 768;
+  layout.n_head = 8;
+  layout.n_head_kv = 4;
+  layout.vocab = 4096;
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   GgufWriter w;
-  w.set_string("general.architecture", "llama");
-  w.set_string("general.name", "random-5m");
-  w.set_u32("llama.context_length", 512);
-  w.set_u32("llama.embedding_length", d);
-  w.set_u32("llama.block_count", L);
-  w.set_u32("llama.feed_forward_length", F);
-  w.set_u32("llama.attention.head_count", H);
-  w.set_u32("llama.attention.head_count_kv", Hkv);
-  w.set_u32("llama.rope.dimension_count", hd);
-  w.set_f32("llama.rope.freq_base", 10000.0f);
-  w.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  w.set_u32("llama.vocab_size", V);
-  auto add = [&](const std::string& name, std::vector<int64_t> ne, GgmlType type, float scale,
-                 float mean) {
-    int64_t n = 1;
-    for (int64_t e : ne) n *= e;
-    std::vector<float> v(n);
-    for (float& x : v) x = mean + scale * nd(rng);
-    w.add_tensor_f32(name, type, ne, v.data());
-  };
-  const float s = 1.0f / std::sqrt(float(d));
-  add("token_embd.weight", {d, V}, GgmlType::kF16, 1.0f, 0.0f);
-  for (int64_t l = 0; l < L; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    add(p + "attn_norm.weight", {d}, GgmlType::kF32, 0.0f, 1.0f);
-    add(p + "attn_q.weight", {d, H * hd}, GgmlType::kF16, s, 0.0f);
-    add(p + "attn_k.weight", {d, Hkv * hd}, GgmlType::kF16, s, 0.0f);
-    add(p + "attn_v.weight", {d, Hkv * hd}, GgmlType::kF16, s, 0.0f);
-    add(p + "attn_output.weight", {H * hd, d}, GgmlType::kF16, s, 0.0f);
-    add(p + "ffn_norm.weight", {d}, GgmlType::kF32, 0.0f, 1.0f);
-    add(p + "ffn_gate.weight", {d, F}, GgmlType::kF16, s, 0.0f);
-    add(p + "ffn_up.weight", {d, F}, GgmlType::kF16, s, 0.0f);
-    add(p + "ffn_down.weight", {F, d}, GgmlType::kF16, 1.0f / std::sqrt(float(F)), 0.0f);
+  set_llama_metadata(w, layout);
+  for (const LlamaTensor& t : llama_tensors(layout)) {
+    const bool norm = t.role == LlamaTensorRole::kNorm;
+    // Norms are ones; matrices ~ 1/sqrt(inputs), the embedding unit Gaussian.
+    const float scale = norm                                    ? 0.0f
+                        : t.role == LlamaTensorRole::kEmbedding ? 1.0f
+                                                                : 1.0f / std::sqrt(float(t.ne[0]));
+    std::vector<float> v(static_cast<size_t>(t.ne[0] * (t.ne.size() > 1 ? t.ne[1] : 1)));
+    for (float& x : v) x = (norm ? 1.0f : 0.0f) + scale * nd(rng);
+    w.add_tensor_f32(t.name, norm ? GgmlType::kF32 : GgmlType::kF16, t.ne, v.data());
   }
-  add("output_norm.weight", {d}, GgmlType::kF32, 0.0f, 1.0f);
-  add("output.weight", {d, V}, GgmlType::kF16, s, 0.0f);
   w.write(path);
 }
 

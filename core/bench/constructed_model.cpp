@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "gguf/gguf_writer.hpp"
+#include "models/llama_writer.hpp"
 
 namespace specd::bench {
 namespace {
@@ -19,28 +20,6 @@ constexpr double kPeakLogit = 12.0;
 // Std of the attention and FFN weights times sqrt(n_embd): each layer moves the residual
 // stream by about 1% of its size.
 constexpr double kLayerScale = 0.1;
-
-// GPT-2's byte-to-unicode map (printable bytes stand for themselves).
-std::string byte_token(int b) {
-  auto printable = [](int c) {
-    return (c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF);
-  };
-  int cp = b;
-  if (!printable(b)) {
-    int shift = 0;
-    for (int c = 0; c < b; ++c)
-      if (!printable(c)) ++shift;
-    cp = 256 + shift;
-  }
-  std::string out;
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return out;
-}
 
 // The planted cycle over printable tokens, in visiting order.
 std::vector<int32_t> planted_cycle(uint64_t map_seed) {
@@ -112,40 +91,20 @@ std::vector<int32_t> constructed_next(const ConstructedSpec& spec) {
 uint32_t write_constructed_model(const std::string& path, const ConstructedSpec& s) {
   if (s.n_embd % s.n_head || s.n_head % s.n_head_kv || s.n_embd % 32)
     throw UsageError("constructed model: n_embd must be a multiple of 32 and of n_head");
-  const uint32_t d = s.n_embd, head_dim = d / s.n_head;
+  const uint32_t d = s.n_embd;
+  LlamaLayout layout;
+  layout.name = s.name;
+  layout.n_ctx = s.n_ctx;
+  layout.n_embd = d;
+  layout.n_layer = s.n_layer;
+  layout.n_ff = s.n_ff;
+  layout.n_head = s.n_head;
+  layout.n_head_kv = s.n_head_kv;
+  layout.vocab = kVocab;
   GgufWriter w;
-  w.set_string("general.architecture", "llama");
-  w.set_string("general.name", s.name);
+  set_llama_metadata(w, layout);
   w.set_u32("general.file_type", s.type == GgmlType::kQ8_0 ? 7 : s.type == GgmlType::kF16 ? 1 : 0);
-  w.set_u32("llama.context_length", s.n_ctx);
-  w.set_u32("llama.embedding_length", d);
-  w.set_u32("llama.block_count", s.n_layer);
-  w.set_u32("llama.feed_forward_length", s.n_ff);
-  w.set_u32("llama.attention.head_count", s.n_head);
-  w.set_u32("llama.attention.head_count_kv", s.n_head_kv);
-  w.set_u32("llama.rope.dimension_count", head_dim);
-  w.set_f32("llama.rope.freq_base", 10000.0f);
-  w.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  w.set_u32("llama.vocab_size", kVocab);
-  std::vector<std::string> tokens = {"<s>", "</s>"};
-  std::vector<int32_t> types = {3, 3};
-  for (int b = 0; b < 256; ++b) {
-    tokens.push_back(byte_token(b));
-    types.push_back(1);
-  }
-  for (uint32_t i = 0; tokens.size() < kVocab; ++i) {
-    tokens.push_back("[PAD" + std::to_string(i) + "]");
-    types.push_back(5);
-  }
-  w.set_string("tokenizer.ggml.model", "gpt2");
-  w.set_string("tokenizer.ggml.pre", "gpt-2");
-  w.set("tokenizer.ggml.tokens", GgufValue::string_array(tokens));
-  w.set("tokenizer.ggml.token_type", GgufValue::int32_array(types));
-  w.set("tokenizer.ggml.merges", GgufValue::string_array({}));
-  w.set_u32("tokenizer.ggml.bos_token_id", 0);
-  w.set_u32("tokenizer.ggml.eos_token_id", 1);
-  w.set_bool("tokenizer.ggml.add_bos_token", true);
-  w.set_bool("tokenizer.ggml.add_eos_token", false);
+  set_byte_tokenizer(w, kVocab);
 
   std::mt19937_64 rng(s.seed);
   std::normal_distribution<float> unit(0.0f, 1.0f);
@@ -161,31 +120,6 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
   for (uint32_t t = 0; t < kVocab; ++t)
     if (int32_t(t) < kFirstPrintable || int32_t(t) > kLastPrintable)
       std::copy_n(embd.begin() + size_t(into_cycle) * d, d, embd.begin() + size_t(t) * d);
-  w.add_tensor_f32("token_embd.weight", s.type, {d, kVocab}, embd.data());
-
-  auto small = [&](const std::string& name, uint32_t in, uint32_t out) {
-    std::normal_distribution<float> g(0.0f, float(kLayerScale / std::sqrt(double(in))));
-    std::vector<float> v(static_cast<size_t>(in) * out);
-    for (float& x : v) x = g(rng);
-    w.add_tensor_f32(name, s.type, {in, out}, v.data());
-  };
-  auto ones = [&](const std::string& name) {
-    std::vector<float> v(d, 1.0f);
-    w.add_tensor_f32(name, GgmlType::kF32, {d}, v.data());
-  };
-  for (uint32_t l = 0; l < s.n_layer; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    ones(p + "attn_norm.weight");
-    small(p + "attn_q.weight", d, s.n_head * head_dim);
-    small(p + "attn_k.weight", d, s.n_head_kv * head_dim);
-    small(p + "attn_v.weight", d, s.n_head_kv * head_dim);
-    small(p + "attn_output.weight", s.n_head * head_dim, d);
-    ones(p + "ffn_norm.weight");
-    small(p + "ffn_gate.weight", d, s.n_ff);
-    small(p + "ffn_up.weight", d, s.n_ff);
-    small(p + "ffn_down.weight", s.n_ff, d);
-  }
-  ones("output_norm.weight");
 
   // Output row j = s·E_t summed over the cycle tokens t with next(t) = j; the normalised
   // state has norm √d, so the planted token's logit is about kPeakLogit.
@@ -195,7 +129,30 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
     const int32_t j = next[t];
     for (uint32_t i = 0; i < d; ++i) out[size_t(j) * d + i] += scale * embd[size_t(t) * d + i];
   }
-  w.add_tensor_f32("output.weight", s.type, {d, kVocab}, out.data());
+
+  // Norms are ones; attention and FFN matrices small Gaussians (kLayerScale).
+  for (const LlamaTensor& t : llama_tensors(layout)) {
+    switch (t.role) {
+      case LlamaTensorRole::kEmbedding:
+        w.add_tensor_f32(t.name, s.type, t.ne, embd.data());
+        break;
+      case LlamaTensorRole::kOutput:
+        w.add_tensor_f32(t.name, s.type, t.ne, out.data());
+        break;
+      case LlamaTensorRole::kNorm: {
+        const std::vector<float> v(d, 1.0f);
+        w.add_tensor_f32(t.name, GgmlType::kF32, t.ne, v.data());
+        break;
+      }
+      case LlamaTensorRole::kMatrix: {
+        std::normal_distribution<float> g(0.0f, float(kLayerScale / std::sqrt(double(t.ne[0]))));
+        std::vector<float> v(static_cast<size_t>(t.ne[0] * t.ne[1]));
+        for (float& x : v) x = g(rng);
+        w.add_tensor_f32(t.name, s.type, t.ne, v.data());
+        break;
+      }
+    }
+  }
   w.write(path);
   return kVocab;
 }

@@ -12,6 +12,7 @@
 #include "gguf/ggml_types.hpp"
 #include "gguf/gguf_reader.hpp"
 #include "gguf/gguf_writer.hpp"
+#include "models/llama_writer.hpp"
 
 namespace specd::test {
 
@@ -34,47 +35,40 @@ inline std::string fixture_dir() {
 inline std::string write_fixture(const FixtureSpec& s, const std::string& file) {
   std::mt19937 rng(s.seed);
   std::normal_distribution<float> nd(0.0f, 1.0f);
+  LlamaLayout layout;
+  layout.architecture = s.architecture;
+  layout.name = "fixture";
+  layout.n_embd = static_cast<uint32_t>(s.d);
+  layout.n_layer = static_cast<uint32_t>(s.n_layer);
+  layout.n_ff = static_cast<uint32_t>(s.n_ff);
+  layout.n_head = static_cast<uint32_t>(s.n_head);
+  layout.n_head_kv = static_cast<uint32_t>(s.n_head_kv);
+  layout.vocab = static_cast<uint32_t>(s.vocab);
+  layout.tied_output = s.tied;
   GgufWriter w;
-  w.set_string("general.architecture", s.architecture);
-  w.set_string("general.name", "fixture");
-  const std::string a = s.architecture;
-  w.set_u32(a + ".context_length", 256);
-  w.set_u32(a + ".embedding_length", static_cast<uint32_t>(s.d));
-  w.set_u32(a + ".block_count", static_cast<uint32_t>(s.n_layer));
-  w.set_u32(a + ".feed_forward_length", static_cast<uint32_t>(s.n_ff));
-  w.set_u32(a + ".attention.head_count", static_cast<uint32_t>(s.n_head));
-  w.set_u32(a + ".attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
-  w.set_u32(a + ".rope.dimension_count", static_cast<uint32_t>(s.d / s.n_head));
-  w.set_f32(a + ".rope.freq_base", 10000.0f);
-  w.set_f32(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
-  w.set_u32(a + ".vocab_size", static_cast<uint32_t>(s.vocab));
-  auto add = [&](const std::string& name, std::vector<int64_t> ne, GgmlType type, float scale,
-                 float mean = 0.0f) {
-    if (name == s.skip_tensor) return;
-    if (name == s.bad_shape_tensor) ne[0] += 32;
+  set_llama_metadata(w, layout);
+  // Scales that keep activations O(1): norms near 1, matrices ~ 1/sqrt(inputs), q and k
+  // doubled so that attention is not uniform.
+  const float ws = 1.0f / std::sqrt(static_cast<float>(s.d));
+  auto scale_of = [&](const LlamaTensor& t) {
+    if (t.role == LlamaTensorRole::kEmbedding) return 1.0f;
+    if (t.role == LlamaTensorRole::kNorm) return 0.1f;
+    if (t.name.find("attn_q.") != std::string::npos || t.name.find("attn_k.") != std::string::npos)
+      return 2 * ws;
+    if (t.name.find("ffn_down.") != std::string::npos) return 1.0f / std::sqrt(float(s.n_ff));
+    return ws;
+  };
+  for (LlamaTensor t : llama_tensors(layout)) {
+    if (t.name == s.skip_tensor) continue;
+    if (t.name == s.bad_shape_tensor) t.ne[0] += 32;
     int64_t n = 1;
-    for (int64_t e : ne) n *= e;
+    for (int64_t e : t.ne) n *= e;
+    const bool norm = t.role == LlamaTensorRole::kNorm;
+    const float scale = scale_of(t), mean = norm ? 1.0f : 0.0f;
     std::vector<float> v(static_cast<size_t>(n));
     for (float& x : v) x = mean + scale * nd(rng);
-    w.add_tensor_f32(name, type, ne, v.data());
-  };
-  const int64_t hd = s.d / s.n_head, qd = s.n_head * hd, kvd = s.n_head_kv * hd;
-  const float ws = 1.0f / std::sqrt(static_cast<float>(s.d));
-  add("token_embd.weight", {s.d, s.vocab}, s.matrix_type, 1.0f);
-  for (int64_t l = 0; l < s.n_layer; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    add(p + "attn_norm.weight", {s.d}, GgmlType::kF32, 0.1f, 1.0f);
-    add(p + "attn_q.weight", {s.d, qd}, s.matrix_type, ws * 2);
-    add(p + "attn_k.weight", {s.d, kvd}, s.matrix_type, ws * 2);
-    add(p + "attn_v.weight", {s.d, kvd}, s.matrix_type, ws);
-    add(p + "attn_output.weight", {qd, s.d}, s.matrix_type, ws);
-    add(p + "ffn_norm.weight", {s.d}, GgmlType::kF32, 0.1f, 1.0f);
-    add(p + "ffn_gate.weight", {s.d, s.n_ff}, s.matrix_type, ws);
-    add(p + "ffn_up.weight", {s.d, s.n_ff}, s.matrix_type, ws);
-    add(p + "ffn_down.weight", {s.n_ff, s.d}, s.matrix_type, 1.0f / std::sqrt(float(s.n_ff)));
+    w.add_tensor_f32(t.name, norm ? GgmlType::kF32 : s.matrix_type, t.ne, v.data());
   }
-  add("output_norm.weight", {s.d}, GgmlType::kF32, 0.1f, 1.0f);
-  if (!s.tied) add("output.weight", {s.d, s.vocab}, s.matrix_type, ws);
   const std::string path = fixture_dir() + "/" + file;
   w.write(path);
   return path;
