@@ -12,7 +12,6 @@
 //
 // Parameters ([proposer]): model = the specd-eagle GGUF (bound to the run's target);
 // depth (default 5), top_k (default 4), max_nodes (default 24).
-#include <specd/model.h>
 #include <specd/cpp/plugin.hpp>
 
 #include <algorithm>
@@ -21,65 +20,55 @@
 #include <string>
 #include <vector>
 
+#include "common/feature_head.hpp"
+
 namespace {
 
+// An integer parameter in [1, most].
+uint32_t positive(const specd::sdk::Params& params, const char* key, int64_t fallback,
+                  int64_t most) {
+  const int64_t v = params.get_int(key, fallback);
+  if (v < 1 || v > most)
+    throw specd::sdk::invalid_argument("eagle: " + std::string(key) + " must be in [1, " +
+                                       std::to_string(most) + "]");
+  return static_cast<uint32_t>(v);
+}
 
 class EagleProposer {
  public:
   EagleProposer(specd::sdk::Host host, const specd::sdk::Params& params, const char* model_path,
                 const specd_proposer_context& context, const specd_transform&)
-      : host_(host.raw()), api_(host.raw()->models), dim_(context.hidden_dim) {
-    params.require_known({"depth", "top_k", "max_nodes"});
-    depth_ = static_cast<uint32_t>(positive(params, "depth", 5, 64));
-    top_k_ = static_cast<uint32_t>(positive(params, "top_k", 4, 64));
-    max_nodes_ = static_cast<uint32_t>(positive(params, "max_nodes", 24, 4096));
-    if (!model_path || !*model_path)
-      throw specd::sdk::invalid_argument("eagle needs [proposer] model = \"path/to/eagle.gguf\"");
-    if (dim_ == 0)
-      throw specd::sdk::invalid_argument("eagle needs target features; the verifier offers none");
-    check(api_->head_open(host_->context, model_path, context.target_path, nullptr, 0, &head_));
-    try {
-      specd_model_info info{};
-      info.struct_size = sizeof(info);
-      check(api_->info(host_->context, head_, &info));
-      if (std::string(info.architecture) != "specd-eagle")
-        throw specd::sdk::invalid_argument(std::string("eagle: ") + model_path + " is a " +
-                                           info.architecture + " file, not specd-eagle");
-      if (info.hidden_dim != dim_)
-        throw specd::sdk::invalid_argument("eagle: the head's width differs from the target's");
-      head_vocab_ = info.vocab_size;
-      vocab_ = std::min(info.vocab_size, context.vocab_size);
-      if (top_k_ > vocab_) top_k_ = vocab_;
-      capacity_ = std::max<uint32_t>(4096, 2 * info.context_length) + depth_ * top_k_;
-      check(api_->cache_create(host_->context, head_, capacity_, &cache_));
-    } catch (...) {
-      release();
-      throw;
-    }
+      // Unknown keys are reported before any value is read.
+      : depth_((params.require_known({"depth", "top_k", "max_nodes"}),
+                positive(params, "depth", 5, 64))),
+        top_k_(positive(params, "top_k", 4, 64)),
+        max_nodes_(positive(params, "max_nodes", 24, 4096)),
+        head_(host, "eagle", "specd-eagle", model_path, context, depth_ * top_k_),
+        dim_(head_.dim()),
+        vocab_(std::min(head_.vocab(), context.vocab_size)),
+        root_logits_(head_.vocab()),
+        root_feature_(dim_) {
+    top_k_ = std::min(top_k_, vocab_);
   }
 
-  ~EagleProposer() { release(); }
-
   void begin(std::span<const specd_token> prompt, const float* hidden) {
-    check(api_->truncate(host_->context, head_, cache_, 0));
-    features_.clear();
-    if (hidden && prompt.size() > 1) features_.assign(hidden, hidden + (prompt.size() - 1) * dim_);
+    head_.begin(prompt, hidden);
   }
 
   void propose(std::span<const specd_token> seq, specd_rng*, specd_draft_output& out) {
     out.n_nodes = 0;
     out.scheme = SPECD_SIBLINGS_DETERMINISTIC;
     out.has_q = 0;
-    const uint32_t n_feat = static_cast<uint32_t>(features_.size() / dim_);
+    const uint32_t n_feat = head_.n_features();
     if (n_feat == 0 || n_feat + 1 != seq.size()) return;
-    if (n_feat + depth_ * top_k_ > capacity_) return;
-    catch_up(seq, n_feat);
+    if (n_feat + depth_ * top_k_ > head_.capacity()) return;
+    head_.catch_up(seq, root_logits_.data(), root_feature_.data());
     grow_tree(n_feat);
     emit(out);
   }
 
   void commit(std::span<const specd_token> accepted, specd_token, const float* hidden) {
-    if (hidden) features_.insert(features_.end(), hidden, hidden + (accepted.size() + 1) * dim_);
+    head_.commit(accepted, hidden);
   }
 
  private:
@@ -90,39 +79,6 @@ class EagleProposer {
     uint32_t depth;        // 1 = a child of the root
     int32_t element = -1;  // pending head element once expanded
   };
-
-  static int64_t positive(const specd::sdk::Params& params, const char* key, int64_t fallback,
-                          int64_t most) {
-    const int64_t v = params.get_int(key, fallback);
-    if (v < 1 || v > most)
-      throw specd::sdk::invalid_argument("eagle: " + std::string(key) + " must be in [1, " +
-                                         std::to_string(most) + "]");
-    return v;
-  }
-
-  // Runs and commits the elements from true features not yet cached (re-running the last
-  // when all are); keeps the last one's logits and output feature for the root.
-  void catch_up(std::span<const specd_token> seq, uint32_t n_feat) {
-    uint32_t done = std::min(api_->cache_size(host_->context, cache_), n_feat - 1);
-    check(api_->truncate(host_->context, head_, cache_, done));
-    const uint32_t m = n_feat - done;
-    std::vector<specd_token> tokens(m);
-    std::vector<int32_t> positions(m), parents(m), rows(m);
-    for (uint32_t i = 0; i < m; ++i) {
-      tokens[i] = seq[done + i + 1];
-      positions[i] = static_cast<int32_t>(done + i);
-      parents[i] = static_cast<int32_t>(i) - 1;
-      rows[i] = static_cast<int32_t>(i);
-    }
-    std::vector<float> logits(static_cast<size_t>(m) * head_vocab_);
-    std::vector<float> hidden(static_cast<size_t>(m) * dim_);
-    check(api_->head_forward(host_->context, head_, cache_, features_.data() + done * dim_,
-                             tokens.data(), positions.data(), parents.data(), m, logits.data(),
-                             hidden.data()));
-    check(api_->commit(host_->context, head_, cache_, rows.data(), m));
-    root_logits_.assign(logits.end() - head_vocab_, logits.end());
-    root_feature_.assign(hidden.end() - dim_, hidden.end());
-  }
 
   // EAGLE-2: level 1 = the root's top_k children; each further level expands the previous
   // level's kept nodes in one head call and keeps the top_k of all their children.
@@ -148,15 +104,15 @@ class EagleProposer {
         std::copy_n(feature, dim_, inputs.data() + static_cast<size_t>(i) * dim_);
         node.element = first_element + static_cast<int32_t>(i);
       }
-      logits.resize(static_cast<size_t>(m) * head_vocab_);
+      logits.resize(static_cast<size_t>(m) * head_.vocab());
       hidden.resize(static_cast<size_t>(m) * dim_);
-      check(api_->head_forward(host_->context, head_, cache_, inputs.data(), tokens.data(),
-                               positions.data(), parents.data(), m, logits.data(), hidden.data()));
+      head_.forward(inputs.data(), tokens.data(), positions.data(), parents.data(), m,
+                    logits.data(), hidden.data());
       pending_ += m;
       element_features_.insert(element_features_.end(), hidden.begin(), hidden.end());
       std::vector<int32_t> next;
       for (uint32_t i = 0; i < m; ++i)
-        add_children(level[i], logits.data() + static_cast<size_t>(i) * head_vocab_,
+        add_children(level[i], logits.data() + static_cast<size_t>(i) * head_.vocab(),
                      nodes_[level[i]].score, next);
       keep_best(next);
       level = std::move(next);
@@ -230,23 +186,11 @@ class EagleProposer {
     out.n_nodes = n;
   }
 
-  void check(specd_status* status) const { specd::sdk::Host(host_).check(status); }
-
-  void release() {
-    if (cache_) api_->cache_free(host_->context, cache_);
-    if (head_) api_->close(host_->context, head_);
-    cache_ = nullptr;
-    head_ = nullptr;
-  }
-
-  const specd_host* host_;
-  const specd_model_api* api_;
-  uint32_t dim_, depth_ = 5, top_k_ = 4, max_nodes_ = 24;
-  uint32_t vocab_ = 0, head_vocab_ = 0, capacity_ = 0;
-  specd_model* head_ = nullptr;
-  specd_model_cache* cache_ = nullptr;
-  std::vector<float> features_;          // [n_feat, dim] true target features
-  std::vector<float> root_logits_;       // [head_vocab] of the last true element
+  uint32_t depth_, top_k_, max_nodes_;
+  specd::strategies::FeatureHead head_;
+  uint32_t dim_;
+  uint32_t vocab_;                       // the rows of the head that are target tokens
+  std::vector<float> root_logits_;       // [head vocab] of the last true element
   std::vector<float> root_feature_;      // [dim] its output feature
   std::vector<Node> nodes_;              // this round's tree, in creation order
   std::vector<float> element_features_;  // [pending, dim] output features of drafted elements
