@@ -15,18 +15,9 @@ namespace {
   throw sdk::invalid_argument(std::string(op) + ": " + what);
 }
 
-void same_shape(const Mat& a, const Mat& b, const char* op, const char* an, const char* bn) {
-  if (a.rows != b.rows || a.cols != b.cols)
-    fail(op, std::string(bn) + " is [" + std::to_string(b.rows) + ", " + std::to_string(b.cols) +
-                 "] but " + an + " is [" + std::to_string(a.rows) + ", " + std::to_string(a.cols) +
-                 "]");
-}
-
 void check_range(const specd_buffer* b, uint64_t offset, uint64_t size, const char* op) {
   if (!b) fail(op, "null buffer");
-  if (offset > b->size || size > b->size - offset)
-    fail(op, "range [" + std::to_string(offset) + ", +" + std::to_string(size) +
-                 ") outside a buffer of " + std::to_string(b->size) + " bytes");
+  sdk::check_range(op, offset, size, b->size);
 }
 
 bool overlaps(const Mat& a, const Mat& b) {
@@ -40,33 +31,8 @@ bool overlaps(const Mat& a, const Mat& b) {
 
 Mat check_view(const specd_view* v, const char* op, const char* arg,
                std::initializer_list<specd_dtype> dtypes, bool output) {
+  sdk::check_view_extent(v, op, arg, dtypes, [](const specd_buffer* b) { return b->size; });
   const std::string where = std::string(arg) + ": ";
-  if (!v) fail(op, where + "missing view");
-  if (v->struct_size < sizeof(specd_view)) fail(op, where + "struct_size too small");
-  if (!v->buffer) fail(op, where + "null buffer");
-  bool ok = false;
-  std::string allowed;
-  for (specd_dtype d : dtypes) {
-    ok = ok || d == v->dtype;
-    allowed += std::string(allowed.empty() ? "" : "/") + sdk::dtype_name(d);
-  }
-  if (!ok)
-    throw sdk::PluginError(SPECD_STATUS_UNSUPPORTED, std::string(op) + ": " + where + "dtype " +
-                                                         sdk::dtype_name(v->dtype) + " (" +
-                                                         std::to_string(v->dtype) +
-                                                         ") not supported, expected " + allowed);
-  if (v->rows < 0 || v->cols < 1) fail(op, where + "bad shape");
-  const uint64_t row_bytes = sdk::dtype_row_bytes(v->dtype, v->cols);
-  if (row_bytes == 0) fail(op, where + "cols must be a multiple of 32 for q8_0");
-  if (v->row_stride < static_cast<int64_t>(row_bytes))
-    fail(op, where + "row_stride " + std::to_string(v->row_stride) + " < row size " +
-                 std::to_string(row_bytes));
-  const uint64_t extent =
-      v->rows == 0 ? 0 : static_cast<uint64_t>(v->rows - 1) * v->row_stride + row_bytes;
-  if (v->offset > v->buffer->size || extent > v->buffer->size - v->offset)
-    fail(op, where + "view [" + std::to_string(v->rows) + ", " + std::to_string(v->cols) +
-                 "] at offset " + std::to_string(v->offset) + " exceeds its buffer of " +
-                 std::to_string(v->buffer->size) + " bytes");
   if (output && !v->buffer->owned) fail(op, where + "output into a read-only (wrapped) buffer");
   if ((v->dtype == SPECD_DTYPE_F32 || v->dtype == SPECD_DTYPE_I32) &&
       ((v->offset | static_cast<uint64_t>(v->row_stride)) % 4 != 0 ||
@@ -186,7 +152,7 @@ void CpuDevice::rms_norm(const specd_view& xv, const specd_view& wv, float eps,
   const Mat x = check_view(&xv, "rms_norm", "x", {SPECD_DTYPE_F32});
   const Mat w = check_view(&wv, "rms_norm", "weight", {SPECD_DTYPE_F32});
   const Mat y = check_view(&yv, "rms_norm", "y", {SPECD_DTYPE_F32}, true);
-  same_shape(x, y, "rms_norm", "x", "y");
+  sdk::check_same_shape(x, y, "rms_norm", "x", "y");
   if (w.rows != 1 || w.cols != x.cols) fail("rms_norm", "weight must be [1, n]");
   if (!(eps >= 0)) fail("rms_norm", "eps must be >= 0");
   cpu::rms_norm(*pool_, x, w, eps, y);
@@ -237,7 +203,7 @@ void CpuDevice::attention(const specd_view& qv, const specd_view& kv, const spec
   if (k.cols != static_cast<int64_t>(p.n_head_kv) * p.head_dim || v.cols != k.cols ||
       v.rows != k.rows)
     fail(op, "k_cache/v_cache must be [capacity, n_head_kv * head_dim]");
-  same_shape(q, out, op, "q", "out");
+  sdk::check_same_shape(q, out, op, "q", "out");
   if (overlaps(out, q) || overlaps(out, k) || overlaps(out, v)) fail(op, "out overlaps an input");
   if (mask.struct_size < sizeof(specd_attention_mask)) fail(op, "mask struct_size too small");
   const Mat pre = check_view(mask.prefix_len, op, "mask.prefix_len", {SPECD_DTYPE_I32});
@@ -275,8 +241,8 @@ void CpuDevice::swiglu(const specd_view& gv, const specd_view& uv, const specd_v
   const Mat g = check_view(&gv, "swiglu", "gate", {SPECD_DTYPE_F32});
   const Mat u = check_view(&uv, "swiglu", "up", {SPECD_DTYPE_F32});
   const Mat y = check_view(&yv, "swiglu", "y", {SPECD_DTYPE_F32}, true);
-  same_shape(g, u, "swiglu", "gate", "up");
-  same_shape(g, y, "swiglu", "gate", "y");
+  sdk::check_same_shape(g, u, "swiglu", "gate", "up");
+  sdk::check_same_shape(g, y, "swiglu", "gate", "y");
   cpu::swiglu(*pool_, g, u, y);
 }
 
@@ -284,8 +250,8 @@ void CpuDevice::add(const specd_view& av, const specd_view& bv, const specd_view
   const Mat a = check_view(&av, "add", "a", {SPECD_DTYPE_F32});
   const Mat b = check_view(&bv, "add", "b", {SPECD_DTYPE_F32});
   const Mat y = check_view(&yv, "add", "y", {SPECD_DTYPE_F32}, true);
-  same_shape(a, b, "add", "a", "b");
-  same_shape(a, y, "add", "a", "y");
+  sdk::check_same_shape(a, b, "add", "a", "b");
+  sdk::check_same_shape(a, y, "add", "a", "y");
   cpu::add(*pool_, a, b, y);
 }
 
@@ -320,7 +286,7 @@ void CpuDevice::copy_rows(const specd_view& sv, const specd_view& iv, const spec
 void CpuDevice::softmax(const specd_view& xv, float temperature, const specd_view& yv) {
   const Mat x = check_view(&xv, "softmax", "x", {SPECD_DTYPE_F32});
   const Mat y = check_view(&yv, "softmax", "y", {SPECD_DTYPE_F32}, true);
-  same_shape(x, y, "softmax", "x", "y");
+  sdk::check_same_shape(x, y, "softmax", "x", "y");
   if (!(temperature > 0)) fail("softmax", "temperature must be > 0");
   cpu::softmax(*pool_, x, temperature, y);
 }

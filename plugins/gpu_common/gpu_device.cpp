@@ -196,7 +196,7 @@ void GpuDevice::rms_norm(const specd_view& xv, const specd_view& wv, float eps,
   const Mat x = check_view(&xv, "rms_norm", "x", {SPECD_DTYPE_F32});
   const Mat w = check_view(&wv, "rms_norm", "weight", {SPECD_DTYPE_F32});
   const Mat y = check_view(&yv, "rms_norm", "y", {SPECD_DTYPE_F32});
-  same_shape(x, y, "rms_norm", "x", "y");
+  sdk::check_same_shape(x, y, "rms_norm", "x", "y");
   if (w.rows != 1 || w.cols != x.cols) fail("rms_norm", "weight must be [1, n]");
   if (!(eps >= 0)) fail("rms_norm", "eps must be >= 0");
   if (x.rows == 0) return;
@@ -261,7 +261,7 @@ void GpuDevice::attention(const specd_view& qv, const specd_view& kv, const spec
   if (k.cols != static_cast<int64_t>(p.n_head_kv) * p.head_dim || v.cols != k.cols ||
       v.rows != k.rows)
     fail(op, "k_cache/v_cache must be [capacity, n_head_kv * head_dim]");
-  same_shape(q, out, op, "q", "out");
+  sdk::check_same_shape(q, out, op, "q", "out");
   if (overlaps(out, q) || overlaps(out, k) || overlaps(out, v)) fail(op, "out overlaps an input");
   if (mask.struct_size < sizeof(specd_attention_mask)) fail(op, "mask struct_size too small");
   const Mat pre = check_view(mask.prefix_len, op, "mask.prefix_len", {SPECD_DTYPE_I32});
@@ -302,8 +302,8 @@ void GpuDevice::swiglu(const specd_view& gv, const specd_view& uv, const specd_v
   const Mat g = check_view(&gv, "swiglu", "gate", {SPECD_DTYPE_F32});
   const Mat u = check_view(&uv, "swiglu", "up", {SPECD_DTYPE_F32});
   const Mat y = check_view(&yv, "swiglu", "y", {SPECD_DTYPE_F32});
-  same_shape(g, u, "swiglu", "gate", "up");
-  same_shape(g, y, "swiglu", "gate", "y");
+  sdk::check_same_shape(g, u, "swiglu", "gate", "up");
+  sdk::check_same_shape(g, y, "swiglu", "gate", "y");
   if (g.rows == 0) return;
   bind();
   SPECD_GPU_CHECK(launch_swiglu(g, u, y, stream_));
@@ -313,8 +313,8 @@ void GpuDevice::add(const specd_view& av, const specd_view& bv, const specd_view
   const Mat a = check_view(&av, "add", "a", {SPECD_DTYPE_F32});
   const Mat b = check_view(&bv, "add", "b", {SPECD_DTYPE_F32});
   const Mat y = check_view(&yv, "add", "y", {SPECD_DTYPE_F32});
-  same_shape(a, b, "add", "a", "b");
-  same_shape(a, y, "add", "a", "y");
+  sdk::check_same_shape(a, b, "add", "a", "b");
+  sdk::check_same_shape(a, y, "add", "a", "y");
   if (a.rows == 0) return;
   bind();
   SPECD_GPU_CHECK(launch_add(a, b, y, stream_));
@@ -365,7 +365,7 @@ void GpuDevice::copy_rows(const specd_view& sv, const specd_view& iv, const spec
 void GpuDevice::softmax(const specd_view& xv, float temperature, const specd_view& yv) {
   const Mat x = check_view(&xv, "softmax", "x", {SPECD_DTYPE_F32});
   const Mat y = check_view(&yv, "softmax", "y", {SPECD_DTYPE_F32});
-  same_shape(x, y, "softmax", "x", "y");
+  sdk::check_same_shape(x, y, "softmax", "x", "y");
   if (!(temperature > 0)) fail("softmax", "temperature must be > 0");
   if (x.rows == 0) return;
   bind();

@@ -14,33 +14,8 @@ uint64_t row_bytes(const Mat& a) {
 
 Mat check_view(const specd_view* v, const char* op, const char* arg,
                std::initializer_list<specd_dtype> dtypes) {
+  sdk::check_view_extent(v, op, arg, dtypes, [](const specd_buffer* b) { return b->size; });
   const std::string where = std::string(arg) + ": ";
-  if (!v) fail(op, where + "missing view");
-  if (v->struct_size < sizeof(specd_view)) fail(op, where + "struct_size too small");
-  if (!v->buffer) fail(op, where + "null buffer");
-  bool ok = false;
-  std::string allowed;
-  for (specd_dtype d : dtypes) {
-    ok = ok || d == v->dtype;
-    allowed += std::string(allowed.empty() ? "" : "/") + sdk::dtype_name(d);
-  }
-  if (!ok)
-    throw sdk::PluginError(SPECD_STATUS_UNSUPPORTED, std::string(op) + ": " + where + "dtype " +
-                                                         sdk::dtype_name(v->dtype) + " (" +
-                                                         std::to_string(v->dtype) +
-                                                         ") not supported, expected " + allowed);
-  if (v->rows < 0 || v->cols < 1) fail(op, where + "bad shape");
-  const uint64_t rb = sdk::dtype_row_bytes(v->dtype, v->cols);
-  if (rb == 0) fail(op, where + "cols must be a multiple of 32 for q8_0");
-  if (v->row_stride < static_cast<int64_t>(rb))
-    fail(op, where + "row_stride " + std::to_string(v->row_stride) + " < row size " +
-                 std::to_string(rb));
-  const uint64_t extent =
-      v->rows == 0 ? 0 : static_cast<uint64_t>(v->rows - 1) * v->row_stride + rb;
-  if (v->offset > v->buffer->size || extent > v->buffer->size - v->offset)
-    fail(op, where + "view [" + std::to_string(v->rows) + ", " + std::to_string(v->cols) +
-                 "] at offset " + std::to_string(v->offset) + " exceeds its buffer of " +
-                 std::to_string(v->buffer->size) + " bytes");
   // Kernels load f32/i32 as 4-byte words and f16/bf16/q8_0 scales as 2-byte words; device
   // memory faults on misaligned loads, so refuse them here (buffers are 256-byte aligned).
   const uint64_t align = (v->dtype == SPECD_DTYPE_F32 || v->dtype == SPECD_DTYPE_I32) ? 4 : 2;
@@ -56,18 +31,9 @@ Mat check_view(const specd_view* v, const char* op, const char* arg,
   return m;
 }
 
-void same_shape(const Mat& a, const Mat& b, const char* op, const char* an, const char* bn) {
-  if (a.rows != b.rows || a.cols != b.cols)
-    fail(op, std::string(bn) + " is [" + std::to_string(b.rows) + ", " + std::to_string(b.cols) +
-                 "] but " + an + " is [" + std::to_string(a.rows) + ", " + std::to_string(a.cols) +
-                 "]");
-}
-
 void check_range(const specd_buffer* b, uint64_t offset, uint64_t size, const char* op) {
   if (!b) fail(op, "null buffer");
-  if (offset > b->size || size > b->size - offset)
-    fail(op, "range [" + std::to_string(offset) + ", +" + std::to_string(size) +
-                 ") outside a buffer of " + std::to_string(b->size) + " bytes");
+  sdk::check_range(op, offset, size, b->size);
 }
 
 bool overlaps(const Mat& a, const Mat& b) {

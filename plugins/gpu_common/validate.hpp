@@ -1,5 +1,6 @@
-// Host-side argument checks of the GPU backends: the same rules and messages as the CPU
-// backend (plugins/cpu/cpu_device.cpp), plus the alignment the kernels' loads need.
+// Host-side argument checks of the GPU backends: the SDK's view, shape and range checks
+// (specd/cpp/backend.hpp, shared with the CPU backend) plus the alignment the kernels' loads
+// need. Shapes are compared with sdk::check_same_shape.
 #pragma once
 
 #include <initializer_list>
@@ -17,7 +18,6 @@ namespace specd::gpu {
 Mat check_view(const specd_view* v, const char* op, const char* arg,
                std::initializer_list<specd_dtype> dtypes);
 
-void same_shape(const Mat& a, const Mat& b, const char* op, const char* an, const char* bn);
 void check_range(const specd_buffer* b, uint64_t offset, uint64_t size, const char* op);
 bool overlaps(const Mat& a, const Mat& b);
 uint64_t row_bytes(const Mat& a);

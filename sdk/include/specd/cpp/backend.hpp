@@ -38,6 +38,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <new>
 #include <string>
 #include <utility>
@@ -95,6 +96,65 @@ inline specd_view make_view(specd_buffer* buffer, specd_dtype dtype, uint64_t of
   v.cols = cols;
   v.row_stride = static_cast<int64_t>(dtype_row_bytes(dtype, cols));
   return v;
+}
+
+// The checks of a view an op receives that do not depend on how the backend keeps its
+// buffers: the view is present and large enough (struct_size), has a buffer, a dtype among
+// `dtypes` (else SPECD_STATUS_UNSUPPORTED), rows >= 0 and cols >= 1, a row stride that holds
+// one row, and lies inside the `buffer_size(v->buffer)` bytes of its buffer. Anything else
+// throws PluginError(SPECD_STATUS_INVALID_ARGUMENT) reading "<op>: <arg>: ...". Returns the
+// bytes of one row. Pure; [any thread].
+template <class BufferSize>
+uint64_t check_view_extent(const specd_view* v, const char* op, const char* arg,
+                           std::initializer_list<specd_dtype> dtypes, BufferSize buffer_size) {
+  const std::string where = std::string(op) + ": " + arg + ": ";
+  if (!v) throw invalid_argument(where + "missing view");
+  if (v->struct_size < sizeof(specd_view)) throw invalid_argument(where + "struct_size too small");
+  if (!v->buffer) throw invalid_argument(where + "null buffer");
+  bool ok = false;
+  std::string allowed;
+  for (specd_dtype d : dtypes) {
+    ok = ok || d == v->dtype;
+    allowed += std::string(allowed.empty() ? "" : "/") + dtype_name(d);
+  }
+  if (!ok)
+    throw PluginError(SPECD_STATUS_UNSUPPORTED, where + "dtype " + dtype_name(v->dtype) + " (" +
+                                                    std::to_string(v->dtype) +
+                                                    ") not supported, expected " + allowed);
+  if (v->rows < 0 || v->cols < 1) throw invalid_argument(where + "bad shape");
+  const uint64_t row_bytes = dtype_row_bytes(v->dtype, v->cols);
+  if (row_bytes == 0) throw invalid_argument(where + "cols must be a multiple of 32 for q8_0");
+  if (v->row_stride < static_cast<int64_t>(row_bytes))
+    throw invalid_argument(where + "row_stride " + std::to_string(v->row_stride) + " < row size " +
+                           std::to_string(row_bytes));
+  const uint64_t size = buffer_size(v->buffer);
+  const uint64_t extent =
+      v->rows == 0 ? 0 : static_cast<uint64_t>(v->rows - 1) * v->row_stride + row_bytes;
+  if (v->offset > size || extent > size - v->offset)
+    throw invalid_argument(where + "view [" + std::to_string(v->rows) + ", " +
+                           std::to_string(v->cols) + "] at offset " + std::to_string(v->offset) +
+                           " exceeds its buffer of " + std::to_string(size) + " bytes");
+  return row_bytes;
+}
+
+// Throws "<op>: <b_name> is [r, c] but <a_name> is [r, c]" unless `a` and `b` (views, or a
+// backend's own matrix type: anything with rows and cols) have the same shape. [any thread]
+template <class A, class B>
+void check_same_shape(const A& a, const B& b, const char* op, const char* a_name,
+                      const char* b_name) {
+  if (a.rows != b.rows || a.cols != b.cols)
+    throw invalid_argument(std::string(op) + ": " + b_name + " is [" + std::to_string(b.rows) +
+                           ", " + std::to_string(b.cols) + "] but " + a_name + " is [" +
+                           std::to_string(a.rows) + ", " + std::to_string(a.cols) + "]");
+}
+
+// Throws unless bytes [offset, offset + size) lie inside a buffer of `buffer_size` bytes
+// (uploads, downloads, copies). [any thread]
+inline void check_range(const char* op, uint64_t offset, uint64_t size, uint64_t buffer_size) {
+  if (offset > buffer_size || size > buffer_size - offset)
+    throw invalid_argument(std::string(op) + ": range [" + std::to_string(offset) + ", +" +
+                           std::to_string(size) + ") outside a buffer of " +
+                           std::to_string(buffer_size) + " bytes");
 }
 
 namespace detail {
