@@ -6,28 +6,19 @@
 // decides how many of those draws one target pass can confirm.
 #pragma once
 
-#include "common/round.hpp"
+#include "common/rule_base.hpp"
 
 namespace specd::accept {
 
-class ExactMatchRule {
+class ExactMatchRule : public RuleBase<ExactMatchRule> {
  public:
-  ExactMatchRule(sdk::Host host, const sdk::Params& params) : host_(host) {
+  ExactMatchRule(sdk::Host host, const sdk::Params& params) : RuleBase(host) {
     params.require_known({});
   }
 
-  void accept(const specd_draft_tree& tree, const specd_target_dists& target, specd_rng* rng,
-              specd_accept_result& result) {
-    Round round(tree, target);
-    Sampler s(host_, rng, result);
-    walk(s, round, 0);
-  }
-
-  void outcomes(const specd_draft_tree& tree, const specd_target_dists& target,
-                specd_outcome_fn emit, void* user) {
-    Round round(tree, target);
-    Enumerator e(emit, user);
-    walk(e, round, 0);
+  template <class C>
+  void decide(C& c, const Round& round) const {
+    walk(c, round, 0);
   }
 
  private:
@@ -41,8 +32,6 @@ class ExactMatchRule {
       c.leave();
     });
   }
-
-  sdk::Host host_;
 };
 
 }  // namespace specd::accept

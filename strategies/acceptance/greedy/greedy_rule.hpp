@@ -6,26 +6,19 @@
 // distribution; `specd audit` reports it as not applicable there.
 #pragma once
 
-#include "common/round.hpp"
+#include "common/rule_base.hpp"
 
 namespace specd::accept {
 
-class GreedyRule {
+class GreedyRule : public RuleBase<GreedyRule> {
  public:
-  GreedyRule(sdk::Host host, const sdk::Params& params) : host_(host) { params.require_known({}); }
-
-  void accept(const specd_draft_tree& tree, const specd_target_dists& target, specd_rng* rng,
-              specd_accept_result& result) {
-    Round round(tree, target);
-    Sampler s(host_, rng, result);
-    walk(s, round);
+  GreedyRule(sdk::Host host, const sdk::Params& params) : RuleBase(host) {
+    params.require_known({});
   }
 
-  void outcomes(const specd_draft_tree& tree, const specd_target_dists& target,
-                specd_outcome_fn emit, void* user) {
-    Round round(tree, target);
-    Enumerator e(emit, user);
-    walk(e, round);
+  template <class C>
+  void decide(C& c, const Round& round) const {
+    walk(c, round);
   }
 
  private:
@@ -46,8 +39,6 @@ class GreedyRule {
     }
     for (; depth > 0; --depth) c.leave();
   }
-
-  sdk::Host host_;
 };
 
 }  // namespace specd::accept

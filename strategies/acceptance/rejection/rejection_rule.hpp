@@ -9,33 +9,17 @@
 // so the residual is never sampled (round.hpp guards the division).
 #pragma once
 
-#include "common/round.hpp"
+#include "common/rule_base.hpp"
 
 namespace specd::accept {
 
-class RejectionRule {
+class RejectionRule : public RuleBase<RejectionRule> {
  public:
-  RejectionRule(sdk::Host host, const sdk::Params& params) : host_(host) {
+  RejectionRule(sdk::Host host, const sdk::Params& params) : RuleBase(host) {
     params.require_known({});
   }
 
-  void accept(const specd_draft_tree& tree, const specd_target_dists& target, specd_rng* rng,
-              specd_accept_result& result) {
-    Round round = checked(tree, target);
-    Sampler s(host_, rng, result);
-    walk(s, round, 0);
-  }
-
-  void outcomes(const specd_draft_tree& tree, const specd_target_dists& target,
-                specd_outcome_fn emit, void* user) {
-    Round round = checked(tree, target);
-    Enumerator e(emit, user);
-    walk(e, round, 0);
-  }
-
- private:
-  static Round checked(const specd_draft_tree& tree, const specd_target_dists& target) {
-    Round round(tree, target);
+  void check(const Round& round) const {
     if (round.n_nodes() > 0) {
       require_q(round, "rejection");
       if (!round.is_chain())
@@ -48,9 +32,14 @@ class RejectionRule {
                                            "(scheme iid), got scheme ") +
                                    scheme_name(round.scheme()));
     }
-    return round;
   }
 
+  template <class C>
+  void decide(C& c, const Round& round) const {
+    walk(c, round, 0);
+  }
+
+ private:
   template <class C>
   static void walk(C& c, const Round& round, uint32_t r) {
     const auto& kids = round.children(r);
@@ -69,8 +58,6 @@ class RejectionRule {
       }
     });
   }
-
-  sdk::Host host_;
 };
 
 }  // namespace specd::accept

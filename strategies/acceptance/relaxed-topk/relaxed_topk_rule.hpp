@@ -12,42 +12,26 @@
 #include <cmath>
 
 #include "common/deepest_path.hpp"
-#include "common/round.hpp"
+#include "common/rule_base.hpp"
 
 namespace specd::accept {
 
-class RelaxedTopkRule {
+class RelaxedTopkRule : public RuleBase<RelaxedTopkRule> {
  public:
-  RelaxedTopkRule(sdk::Host host, const sdk::Params& params) : host_(host) {
+  RelaxedTopkRule(sdk::Host host, const sdk::Params& params) : RuleBase(host) {
     params.require_known({"top_k", "delta"});
     top_k_ = params.get_int("top_k", 10);
     delta_ = params.get_float("delta", 0.6);
-    if (top_k_ < 1)
-      throw sdk::invalid_argument(where(params, "top_k") + "key 'top_k' must be >= 1");
-    if (!(delta_ >= 0) || !std::isfinite(delta_))
-      throw sdk::invalid_argument(where(params, "delta") + "key 'delta' must be >= 0");
+    if (top_k_ < 1) throw params.invalid("top_k", "must be >= 1");
+    if (!(delta_ >= 0) || !std::isfinite(delta_)) throw params.invalid("delta", "must be >= 0");
   }
 
-  void accept(const specd_draft_tree& tree, const specd_target_dists& target, specd_rng* rng,
-              specd_accept_result& result) {
-    Round round(tree, target);
-    Sampler s(host_, rng, result);
-    accept_path_then_sample(s, round, path(round));
-  }
-
-  void outcomes(const specd_draft_tree& tree, const specd_target_dists& target,
-                specd_outcome_fn emit, void* user) {
-    Round round(tree, target);
-    Enumerator e(emit, user);
-    accept_path_then_sample(e, round, path(round));
+  template <class C>
+  void decide(C& c, const Round& round) const {
+    accept_path_then_sample(c, round, path(round));
   }
 
  private:
-  static std::string where(const sdk::Params& params, const char* key) {
-    const specd_param* p = params.find(key);
-    return p ? sdk::Params::where(*p) : std::string();
-  }
-
   bool passes(std::span<const double> p, specd_token x) const {
     const double px = p[x];
     if (!(px > 0)) return false;
@@ -64,7 +48,6 @@ class RelaxedTopkRule {
         round, [&](uint32_t r, uint32_t node) { return passes(round.p(r), round.token(node)); });
   }
 
-  sdk::Host host_;
   int64_t top_k_ = 10;
   double delta_ = 0.6;
 };

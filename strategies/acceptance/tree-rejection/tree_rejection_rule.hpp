@@ -23,33 +23,17 @@
 //   argument repeats at every depth.
 #pragma once
 
-#include "common/round.hpp"
+#include "common/rule_base.hpp"
 
 namespace specd::accept {
 
-class TreeRejectionRule {
+class TreeRejectionRule : public RuleBase<TreeRejectionRule> {
  public:
-  TreeRejectionRule(sdk::Host host, const sdk::Params& params) : host_(host) {
+  TreeRejectionRule(sdk::Host host, const sdk::Params& params) : RuleBase(host) {
     params.require_known({});
   }
 
-  void accept(const specd_draft_tree& tree, const specd_target_dists& target, specd_rng* rng,
-              specd_accept_result& result) {
-    Round round = checked(tree, target);
-    Sampler s(host_, rng, result);
-    walk(s, round, 0);
-  }
-
-  void outcomes(const specd_draft_tree& tree, const specd_target_dists& target,
-                specd_outcome_fn emit, void* user) {
-    Round round = checked(tree, target);
-    Enumerator e(emit, user);
-    walk(e, round, 0);
-  }
-
- private:
-  static Round checked(const specd_draft_tree& tree, const specd_target_dists& target) {
-    Round round(tree, target);
+  void check(const Round& round) const {
     if (round.n_nodes() > 0) {
       require_q(round, "tree-rejection");
       if (round.scheme() != SPECD_SIBLINGS_IID &&
@@ -60,9 +44,14 @@ class TreeRejectionRule {
                         "iid or without-replacement), got scheme ") +
                 scheme_name(round.scheme()));
     }
-    return round;
   }
 
+  template <class C>
+  void decide(C& c, const Round& round) const {
+    walk(c, round, 0);
+  }
+
+ private:
   template <class C>
   static void walk(C& c, const Round& round, uint32_t r) {
     if (round.children(r).empty()) return finish_from_p(c, round, r);
@@ -107,8 +96,6 @@ class TreeRejectionRule {
       try_sibling(c, round, r, i + 1, next_target, next_proposal);
     });
   }
-
-  sdk::Host host_;
 };
 
 }  // namespace specd::accept

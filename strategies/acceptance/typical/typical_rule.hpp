@@ -11,42 +11,26 @@
 #include <cmath>
 
 #include "common/deepest_path.hpp"
-#include "common/round.hpp"
+#include "common/rule_base.hpp"
 
 namespace specd::accept {
 
-class TypicalRule {
+class TypicalRule : public RuleBase<TypicalRule> {
  public:
-  TypicalRule(sdk::Host host, const sdk::Params& params) : host_(host) {
+  TypicalRule(sdk::Host host, const sdk::Params& params) : RuleBase(host) {
     params.require_known({"epsilon", "delta"});
     epsilon_ = params.get_float("epsilon", 0.09);
     delta_ = params.get_float("delta", 0.3);
-    if (!(epsilon_ > 0 && epsilon_ <= 1))
-      throw sdk::invalid_argument(where(params, "epsilon") + "key 'epsilon' must be in (0, 1]");
-    if (!(delta_ >= 0) || !std::isfinite(delta_))
-      throw sdk::invalid_argument(where(params, "delta") + "key 'delta' must be >= 0");
+    if (!(epsilon_ > 0 && epsilon_ <= 1)) throw params.invalid("epsilon", "must be in (0, 1]");
+    if (!(delta_ >= 0) || !std::isfinite(delta_)) throw params.invalid("delta", "must be >= 0");
   }
 
-  void accept(const specd_draft_tree& tree, const specd_target_dists& target, specd_rng* rng,
-              specd_accept_result& result) {
-    Round round(tree, target);
-    Sampler s(host_, rng, result);
-    accept_path_then_sample(s, round, path(round));
-  }
-
-  void outcomes(const specd_draft_tree& tree, const specd_target_dists& target,
-                specd_outcome_fn emit, void* user) {
-    Round round(tree, target);
-    Enumerator e(emit, user);
-    accept_path_then_sample(e, round, path(round));
+  template <class C>
+  void decide(C& c, const Round& round) const {
+    accept_path_then_sample(c, round, path(round));
   }
 
  private:
-  static std::string where(const sdk::Params& params, const char* key) {
-    const specd_param* p = params.find(key);
-    return p ? sdk::Params::where(*p) : std::string();
-  }
-
   std::vector<uint32_t> path(const Round& round) const {
     std::vector<double> threshold(round.n_nodes() + 1, -1.0);  // per parent row, lazily
     return deepest_passing_path(round, [&](uint32_t r, uint32_t node) {
@@ -60,7 +44,6 @@ class TypicalRule {
     });
   }
 
-  sdk::Host host_;
   double epsilon_ = 0.09;
   double delta_ = 0.3;
 };

@@ -147,6 +147,15 @@ class Params {
     return p.location && *p.location ? std::string(p.location) + ": " : std::string();
   }
 
+  // The error for a value out of its range: "<file:line:col>: key '<key>' <requirement>"
+  // (the location when the key was given), to throw as `throw params.invalid("k", "must be
+  // >= 1");`.
+  PluginError invalid(std::string_view key, const std::string& requirement) const {
+    const specd_param* p = find(key);
+    return invalid_argument((p ? where(*p) : std::string()) + "key '" + std::string(key) + "' " +
+                            requirement);
+  }
+
  private:
   const specd_params* params_;
 };
