@@ -8,17 +8,9 @@
 #include "gguf/ggml_types.hpp"
 #include "models/batch_mask.hpp"
 #include "models/hyperparameters.hpp"
+#include "models/weight_loader.hpp"
 
 namespace specd {
-namespace {
-
-std::string shape_str(const std::vector<int64_t>& ne) {
-  std::string s = "[";
-  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
-  return s + "]";
-}
-
-}  // namespace
 
 LlamaModel::LlamaModel(GgufFile file, Device& device) : file_(std::move(file)), device_(&device) {}
 LlamaModel::~LlamaModel() = default;
@@ -66,62 +58,6 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& gguf_path, Devic
   return model;
 }
 
-View LlamaModel::weight(const std::string& name, std::vector<int64_t> ne, bool matrix) {
-  const GgufTensor& t = file_.require_tensor(name);
-  loaded_names_.insert(name);
-  std::vector<int64_t> got(t.ne.begin(), t.ne.begin() + t.n_dims);
-  while (got.size() > ne.size() && got.back() == 1) got.pop_back();
-  if (got != ne)
-    throw Error(info_.path + ": tensor '" + name + "' has shape " + shape_str(got) + ", expected " +
-                shape_str(ne) + " (ne, fastest first)");
-  const int64_t cols = ne[0];
-  const int64_t rows = ne.size() > 1 ? ne[1] : 1;
-  info_.n_params += t.n_elements;
-  const auto type = t.type;
-  if (!matrix) {  // norm vectors: the ops take f32
-    std::vector<float> v(static_cast<size_t>(cols));
-    if (type == GgmlType::kF32) {
-      std::memcpy(v.data(), t.data, v.size() * 4);
-    } else if (type == GgmlType::kF16 || type == GgmlType::kBF16) {
-      const auto* h = static_cast<const uint16_t*>(t.data);
-      for (int64_t i = 0; i < cols; ++i)
-        v[i] = type == GgmlType::kF16 ? f16_to_f32(h[i]) : bf16_to_f32(h[i]);
-    } else {
-      throw Error(info_.path + ": tensor '" + name + "' has type " + ggml_type_name(type) +
-                  "; norm weights must be f32, f16 or bf16");
-    }
-    Buffer b = device_->alloc(v.size() * 4);
-    b.upload(v.data(), v.size() * 4);
-    View view = b.view(SPECD_DTYPE_F32, 1, cols);
-    buffers_.push_back(std::move(b));
-    return view;
-  }
-  specd_dtype dt;
-  switch (type) {
-    case GgmlType::kF32:
-      dt = SPECD_DTYPE_F32;
-      break;
-    case GgmlType::kF16:
-      dt = SPECD_DTYPE_F16;
-      break;
-    case GgmlType::kBF16:
-      dt = SPECD_DTYPE_BF16;
-      break;
-    case GgmlType::kQ8_0:
-      dt = SPECD_DTYPE_Q8_0;
-      break;
-    default:
-      throw Error(info_.path + ": tensor '" + name + "' has type " + ggml_type_name(type) +
-                  "; supported: f32, f16, bf16, q8_0");
-  }
-  if (dt == SPECD_DTYPE_Q8_0 && cols % 32 != 0)
-    throw Error(info_.path + ": tensor '" + name + "': q8_0 rows must be a multiple of 32");
-  Buffer b = device_->wrap_host(t.data, t.n_bytes);
-  View view = b.view(dt, rows, cols);
-  buffers_.push_back(std::move(b));
-  return view;
-}
-
 void LlamaModel::load_weights() {
   ModelInfo& in = info_;
   const GgufTensor& embd = file_.require_tensor("token_embd.weight");
@@ -135,34 +71,35 @@ void LlamaModel::load_weights() {
   const int64_t d = in.n_embd, V = in.vocab_size, F = in.n_ff;
   const int64_t qd = static_cast<int64_t>(in.n_head) * in.head_dim;
   const int64_t kvd = static_cast<int64_t>(in.n_head_kv) * in.head_dim;
-  tok_embd_ = weight("token_embd.weight", {d, V}, true);  // [V, d]
+  WeightLoader load(file_, *device_, buffers_);
+  tok_embd_ = load.matrix("token_embd.weight", d, V);  // [V, d]
   for (int32_t l = 0; l < in.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     Layer L;
-    L.attn_norm = weight(p + "attn_norm.weight", {d}, false);  // [1, d]
-    L.wq = weight(p + "attn_q.weight", {d, qd}, true);         // [H*hd, d]
-    L.wk = weight(p + "attn_k.weight", {d, kvd}, true);        // [Hkv*hd, d]
-    L.wv = weight(p + "attn_v.weight", {d, kvd}, true);        // [Hkv*hd, d]
-    L.wo = weight(p + "attn_output.weight", {qd, d}, true);    // [d, H*hd]
-    L.ffn_norm = weight(p + "ffn_norm.weight", {d}, false);    // [1, d]
-    L.w_gate = weight(p + "ffn_gate.weight", {d, F}, true);    // [F, d]
-    L.w_up = weight(p + "ffn_up.weight", {d, F}, true);        // [F, d]
-    L.w_down = weight(p + "ffn_down.weight", {F, d}, true);    // [d, F]
+    L.attn_norm = load.vector(p + "attn_norm.weight", d);  // [1, d]
+    L.wq = load.matrix(p + "attn_q.weight", d, qd);        // [H*hd, d]
+    L.wk = load.matrix(p + "attn_k.weight", d, kvd);       // [Hkv*hd, d]
+    L.wv = load.matrix(p + "attn_v.weight", d, kvd);       // [Hkv*hd, d]
+    L.wo = load.matrix(p + "attn_output.weight", qd, d);   // [d, H*hd]
+    L.ffn_norm = load.vector(p + "ffn_norm.weight", d);    // [1, d]
+    L.w_gate = load.matrix(p + "ffn_gate.weight", d, F);   // [F, d]
+    L.w_up = load.matrix(p + "ffn_up.weight", d, F);       // [F, d]
+    L.w_down = load.matrix(p + "ffn_down.weight", F, d);   // [d, F]
     layers_.push_back(L);
   }
-  output_norm_ = weight("output_norm.weight", {d}, false);
+  output_norm_ = load.vector("output_norm.weight", d);
   in.tied_output = file_.tensor("output.weight") == nullptr;
-  output_ = in.tied_output ? tok_embd_ : weight("output.weight", {d, V}, true);  // [V, d]
+  output_ = in.tied_output ? tok_embd_ : load.matrix("output.weight", d, V);  // [V, d]
   in.weight_type = dtype_name(layers_.empty() ? tok_embd_.dtype() : layers_[0].wq.dtype());
   // A tensor nobody reads means the file describes another model than its metadata says (a
   // wrong block_count) or needs something this runtime lacks (rope_freqs for llama 3.1's
   // frequency scaling): refuse it rather than compute the wrong logits.
   for (const GgufTensor& t : file_.tensors())
-    if (!loaded_names_.count(t.name))
+    if (!load.loaded().count(t.name))
       throw Error(in.path + ": tensor '" + t.name + "' is not used by a " +
                   std::to_string(in.n_layer) + "-layer llama model (wrong block_count, or a " +
                   "feature this runtime does not support)");
-  loaded_names_.clear();
+  in.n_params = load.n_params();
 }
 
 std::unique_ptr<KvCache> LlamaModel::new_cache(int32_t max_tokens) const {

@@ -21,7 +21,6 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "backend/backend.hpp"
@@ -74,11 +73,9 @@ class LlamaModel {
 
   LlamaModel(GgufFile file, Device& device);
   void load_weights();
-  View weight(const std::string& name, std::vector<int64_t> ne, bool matrix);
   void ensure_scratch(int32_t m, size_t n_ints);
 
   GgufFile file_;  // keeps the mapping alive: weights may refer to it
-  std::unordered_set<std::string> loaded_names_;  // while loading: the tensors read
   Device* device_;
   ModelInfo info_;
   std::vector<Buffer> buffers_;  // weights (and converted norm vectors)

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "backend/backend.hpp"
-#include "models/heads/weight_loader.hpp"
+#include "models/weight_loader.hpp"
 
 namespace specd {
 

@@ -4,7 +4,7 @@
 
 #include "common/error.hpp"
 #include "models/heads/target_binding.hpp"
-#include "models/heads/weight_loader.hpp"
+#include "models/weight_loader.hpp"
 #include "models/hyperparameters.hpp"
 
 namespace specd {

@@ -1,4 +1,4 @@
-#include "models/heads/weight_loader.hpp"
+#include "models/weight_loader.hpp"
 
 #include <cstring>
 
@@ -23,6 +23,8 @@ const GgufTensor& WeightLoader::require(const std::string& name, std::vector<int
   if (got != ne)
     throw Error(file_.path() + ": tensor '" + name + "' has shape " + shape_str(got) +
                 ", expected " + shape_str(ne) + " (ne, fastest first)");
+  loaded_.insert(name);
+  n_params_ += t.n_elements;
   return t;
 }
 

@@ -1,10 +1,13 @@
-// Puts GGUF tensors of a head (or of the target it is bound to) on a device, checking each
-// tensor's presence and shape: matrices are wrapped in place (f32/f16/bf16/q8_0), vectors
-// (norm weights, biases) converted to f32 [1, n].
+// Puts GGUF tensors of a model, a head or the target a head is bound to on a device,
+// checking each tensor's presence, shape and type: matrices are wrapped in place
+// (f32/f16/bf16/q8_0; copied to the device when it cannot read host memory), vectors (norm
+// weights, biases) converted to f32 [1, n]. It remembers what it loaded, so a loader can
+// refuse a file with tensors it never read.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "backend/backend.hpp"
@@ -24,11 +27,17 @@ class WeightLoader {
   // A vector of n elements: an f32 [1, n] view.
   View vector(const std::string& name, int64_t n);
 
+  // The names of the tensors loaded so far and their total number of elements.
+  const std::unordered_set<std::string>& loaded() const { return loaded_; }
+  int64_t n_params() const { return n_params_; }
+
  private:
   const GgufTensor& require(const std::string& name, std::vector<int64_t> ne);
   const GgufFile& file_;
   Device& device_;
   std::vector<Buffer>& buffers_;
+  std::unordered_set<std::string> loaded_;
+  int64_t n_params_ = 0;
 };
 
 }  // namespace specd
