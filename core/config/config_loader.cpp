@@ -1,10 +1,10 @@
 #include <toml++/toml.h>
 
-#include <filesystem>
 #include <algorithm>
+#include <filesystem>
 #include <functional>
-#include <tuple>
 #include <sstream>
+#include <tuple>
 
 #include "common/error.hpp"
 #include "config/config.hpp"
@@ -68,13 +68,20 @@ struct Context {
 
 const char* type_name(const toml::node& node) {
   switch (node.type()) {
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a float";
-    case toml::node_type::boolean: return "a boolean";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::table: return "a table";
-    default: return "a date/time";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::table:
+      return "a table";
+    default:
+      return "a date/time";
   }
 }
 
@@ -86,6 +93,12 @@ void read_string(Context& c, const std::string& key, const toml::node& n, std::s
   } else {
     c.add(n, "'" + key + "' must be a string, not " + type_name(n));
   }
+}
+
+// A file path: a non-empty string.
+void read_path(Context& c, const std::string& key, const toml::node& n, std::string& out) {
+  read_string(c, key, n, out);
+  if (n.is_string() && out.empty()) c.add(n, "'" + key + "' must be a file path, not empty");
 }
 
 void read_bool(Context& c, const std::string& key, const toml::node& n, bool& out) {
@@ -105,8 +118,7 @@ void read_int(Context& c, const std::string& key, const toml::node& n, Int& out,
   }
   int64_t v = *n.value<int64_t>();
   if (v < lo || v > hi) {
-    c.add(n, "'" + key + "' = " + std::to_string(v) + " is out of range (" +
-                                   range_text + ")");
+    c.add(n, "'" + key + "' = " + std::to_string(v) + " is out of range (" + range_text + ")");
     return;
   }
   out = static_cast<Int>(v);
@@ -170,8 +182,10 @@ PluginParam to_param(Context& c, const std::string& key, const toml::node& n) {
     p.string_value = *n.value<std::string>();
   } else {
     std::ostringstream s;
-    if (n.is_array()) s << *n.as_array();
-    else if (n.is_table()) s << *n.as_table();
+    if (n.is_array())
+      s << *n.as_array();
+    else if (n.is_table())
+      s << *n.as_table();
     p.string_value = s.str();
   }
   return p;
@@ -185,7 +199,9 @@ struct SectionSchema {
   std::vector<PluginParam>* plugin_params = nullptr;
 };
 
-std::string positive_or_zero(double v) { return v >= 0 ? "" : ">= 0"; }
+std::string positive_or_zero(double v) {
+  return v >= 0 ? "" : ">= 0";
+}
 
 std::map<std::string, SectionSchema> make_schema(Config& cfg) {
   std::map<std::string, SectionSchema> s;
@@ -205,7 +221,7 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
 
   auto& target = s["target"].keys;
   target["model"] = [&](Context& c, const std::string& k, const toml::node& n) {
-    read_string(c, k, n, cfg.target.model);
+    read_path(c, k, n, cfg.target.model);
   };
   target["backend"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_string(c, k, n, cfg.target.backend);
@@ -218,7 +234,7 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
     read_string(c, k, n, cfg.proposer.kind);
   };
   proposer.keys["model"] = [&](Context& c, const std::string& k, const toml::node& n) {
-    read_string(c, k, n, cfg.proposer.model);
+    read_path(c, k, n, cfg.proposer.model);
   };
   proposer.keys["backend"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_string(c, k, n, cfg.proposer.backend);
@@ -336,8 +352,8 @@ void walk(Context& c, toml::table& root) {
     std::string section(section_key.str());
     auto it = schema.find(section);
     if (it == schema.end()) {
-      c.add(section_key, "unknown section '" + section + "'" +
-                                        suggestion(section, keys_of(schema)));
+      c.add(section_key,
+            "unknown section '" + section + "'" + suggestion(section, keys_of(schema)));
       continue;
     }
     toml::table* table = node.as_table();
@@ -355,8 +371,8 @@ void walk(Context& c, toml::table& root) {
       } else if (s.passes_unknown_to_plugin) {
         s.plugin_params->push_back(to_param(c, key, value));
       } else {
-        c.add(key_name, "unknown key '" + key + "' in [" + section + "]" +
-                                           suggestion(key, keys_of(s.keys)));
+        c.add(key_name,
+              "unknown key '" + key + "' in [" + section + "]" + suggestion(key, keys_of(s.keys)));
       }
     }
   }

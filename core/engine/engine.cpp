@@ -172,7 +172,15 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
         proposer_config.k = static_cast<int>(options.k_max);
         adaptive_ = std::make_unique<AdaptiveK>(options);
       }
-      proposer_ = std::make_unique<Proposer>(*proposer_plugin, proposer_config, setup);
+      try {
+        proposer_ = std::make_unique<Proposer>(*proposer_plugin, proposer_config, setup);
+      } catch (const UsageError& e) {
+        // The plugin locates the keys it reads; a problem with the section as a whole (a
+        // model it needs and was not given) is located at the section's kind.
+        const std::string what = e.what();
+        if (!config_.path.empty() && what.find(config_.path) != std::string::npos) throw;
+        throw UsageError(config_.where("proposer.kind") + ": " + what);
+      }
     }
 
     std::string rule_name = config_.acceptance.rule;

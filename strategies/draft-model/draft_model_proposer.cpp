@@ -11,9 +11,9 @@
 // The draft's KV cache mirrors the sequence: drafted rows are committed as they are drawn,
 // and the next round first truncates the cache to the longest prefix it shares with the
 // accepted sequence, then catches up on the new tokens.
+#include <specd/model.h>
 #include <specd/cpp/distribution.hpp>
 #include <specd/cpp/plugin.hpp>
-#include <specd/model.h>
 
 #include <algorithm>
 #include <string>
@@ -21,20 +21,18 @@
 
 namespace {
 
-
 class DraftModelProposer {
  public:
   DraftModelProposer(specd::sdk::Host host, const specd::sdk::Params& params,
                      const char* model_path, const specd_proposer_context& context,
                      const specd_transform& transform)
-      : host_(host.raw()), api_(host.raw()->models), transform_(transform),
-        k_(context.draft_length), vocab_(context.vocab_size) {
+      : host_(host.raw()),
+        api_(host.raw()->models),
+        transform_(transform),
+        k_(context.draft_length),
+        vocab_(context.vocab_size) {
     params.require_known({"mode"});
-    std::string mode = params.get_string("mode", "sample");
-    if (mode != "sample" && mode != "greedy")
-      throw specd::sdk::invalid_argument("draft-model: mode must be \"sample\" or \"greedy\", not \"" +
-                                         mode + "\"");
-    greedy_ = mode == "greedy";
+    greedy_ = params.get_choice("mode", {"sample", "greedy"}) == "greedy";
     if (!model_path || !*model_path)
       throw specd::sdk::invalid_argument(
           "draft-model needs [proposer] model = \"path/to/draft.gguf\"");

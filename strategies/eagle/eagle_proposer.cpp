@@ -28,9 +28,7 @@ namespace {
 uint32_t positive(const specd::sdk::Params& params, const char* key, int64_t fallback,
                   int64_t most) {
   const int64_t v = params.get_int(key, fallback);
-  if (v < 1 || v > most)
-    throw specd::sdk::invalid_argument("eagle: " + std::string(key) + " must be in [1, " +
-                                       std::to_string(most) + "]");
+  if (v < 1 || v > most) throw params.invalid(key, "must be in [1, " + std::to_string(most) + "]");
   return static_cast<uint32_t>(v);
 }
 

@@ -30,10 +30,9 @@ const char* const kDefaultChoices =
     " [0, 0, 0, 2], [4], [0, 3]]";
 
 // Parses "[[0], [0, 1], ...]" (TOML text of an array of integer arrays).
-std::vector<Path> parse_choices(const std::string& text) {
+std::vector<Path> parse_choices(const std::string& text, const specd::sdk::Params& params) {
   auto fail = [&](const std::string& why) {
-    return specd::sdk::invalid_argument("medusa: choices " + why +
-                                        " (expected e.g. [[0], [0, 0], [1]])");
+    return params.invalid("choices", why + " (expected e.g. [[0], [0, 0], [1]])");
   };
   std::vector<Path> out;
   size_t i = 0;
@@ -96,7 +95,7 @@ class MedusaProposer {
       heads_ = info.head_count;
       vocab_ = std::min(info.vocab_size, context.vocab_size);
       head_vocab_ = info.vocab_size;
-      build_tree(parse_choices(choices));
+      build_tree(parse_choices(choices, params), params);
     } catch (...) {
       release();
       throw;
@@ -143,7 +142,7 @@ class MedusaProposer {
   };
 
   // Orders the paths by (length, ranks) so that parents precede children and numbers them.
-  void build_tree(std::vector<Path> paths) {
+  void build_tree(std::vector<Path> paths, const specd::sdk::Params& params) {
     std::sort(paths.begin(), paths.end(), [](const Path& a, const Path& b) {
       return a.size() != b.size() ? a.size() < b.size() : a < b;
     });
@@ -151,18 +150,17 @@ class MedusaProposer {
     std::map<Path, int32_t> number;
     for (const Path& p : paths) {
       if (p.size() > heads_)
-        throw specd::sdk::invalid_argument("medusa: a choices path is " + std::to_string(p.size()) +
-                                           " deep; the file has " + std::to_string(heads_) +
-                                           " heads");
+        throw params.invalid("choices", "has a path " + std::to_string(p.size()) +
+                                            " deep; the file has " + std::to_string(heads_) +
+                                            " heads");
       int32_t parent = 0;
       if (p.size() > 1) {
         auto it = number.find(Path(p.begin(), p.end() - 1));
         if (it == number.end())
-          throw specd::sdk::invalid_argument("medusa: a choices path lacks its prefix path");
+          throw params.invalid("choices", "has a path without its prefix path");
         parent = it->second;
       }
-      if (p.back() >= vocab_)
-        throw specd::sdk::invalid_argument("medusa: a rank exceeds the vocabulary");
+      if (p.back() >= vocab_) throw params.invalid("choices", "has a rank beyond the vocabulary");
       const uint32_t depth = static_cast<uint32_t>(p.size());
       nodes_.push_back({depth, p.back(), parent});
       number[p] = static_cast<int32_t>(nodes_.size());

@@ -21,15 +21,6 @@
 
 namespace {
 
-std::string parse_mode(const specd::sdk::Params& params) {
-  params.require_known({"mode"});
-  const std::string mode = params.get_string("mode", "sample");
-  if (mode != "sample" && mode != "greedy")
-    throw specd::sdk::invalid_argument("mtp: mode must be \"sample\" or \"greedy\", not \"" + mode +
-                                       "\"");
-  return mode;
-}
-
 class MtpProposer {
  public:
   MtpProposer(specd::sdk::Host host, const specd::sdk::Params& params, const char* model_path,
@@ -38,7 +29,8 @@ class MtpProposer {
         transform_(transform),
         k_(context.draft_length),
         vocab_(context.vocab_size),
-        greedy_(parse_mode(params) == "greedy"),
+        greedy_((params.require_known({"mode"}),
+                 params.get_choice("mode", {"sample", "greedy"}) == "greedy")),
         head_(host, "mtp", "specd-mtp", model_path, context, 0),
         logits_(head_.vocab()),
         feature_(head_.dim()),

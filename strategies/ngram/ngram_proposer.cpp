@@ -20,10 +20,10 @@ class NgramProposer {
     params.require_known({"max_n", "min_n"});
     max_n_ = params.get_int("max_n", 4);
     min_n_ = params.get_int("min_n", 1);
-    if (min_n_ < 1 || max_n_ < min_n_ || max_n_ > 64)
-      throw specd::sdk::invalid_argument("ngram: need 1 <= min_n <= max_n <= 64 (got min_n " +
-                                         std::to_string(min_n_) + ", max_n " +
-                                         std::to_string(max_n_) + ")");
+    if (min_n_ < 1 || min_n_ > 64) throw params.invalid("min_n", "must be in [1, 64]");
+    if (max_n_ < min_n_ || max_n_ > 64)
+      throw params.invalid("max_n",
+                           "must be in [min_n, 64] = [" + std::to_string(min_n_) + ", 64]");
     if (model_path && *model_path)
       host.log(SPECD_LOG_WARN, "org.specd.propose.ngram",
                std::string("ngram uses no model; ignoring '") + model_path + "'");
@@ -65,5 +65,5 @@ class NgramProposer {
 }  // namespace
 
 SPECD_PROPOSER_PLUGIN(NgramProposer, "org.specd.propose.ngram", "ngram", "1.0.0",
-                      "prompt lookup: continues the latest earlier match of the last n tokens",
-                      0, "exact-match")
+                      "prompt lookup: continues the latest earlier match of the last n tokens", 0,
+                      "exact-match")

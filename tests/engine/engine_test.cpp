@@ -191,7 +191,7 @@ TEST_CASE("configuration mistakes name the file position") {
                        doctest::Contains("q"), UsageError);
   CHECK_THROWS_WITH_AS(Engine(make_config(model, {"proposer.kind=ngram", "proposer.max_n=0"}),
                               f.registry),
-                       doctest::Contains("min_n <= max_n"), UsageError);
+                       doctest::Contains("key 'max_n' must be in [min_n, 64]"), UsageError);
   CHECK_THROWS_WITH_AS(Engine(make_config(f.dir + "/missing.gguf", {}), f.registry),
                        doctest::Contains("missing.gguf"), Error);
 }

@@ -142,6 +142,18 @@ class Params {
     return p->string_value;
   }
 
+  // A string key restricted to `choices`; the first choice when the key is absent.
+  std::string get_choice(std::string_view key,
+                         std::initializer_list<std::string_view> choices) const {
+    const std::string value = get_string(key, std::string(*choices.begin()));
+    std::string list;
+    for (std::string_view c : choices) {
+      if (value == c) return value;
+      list += (list.empty() ? "\"" : ", \"") + std::string(c) + "\"";
+    }
+    throw invalid(key, "must be one of " + list + ", not \"" + value + "\"");
+  }
+
   // "file:line:col: " prefix for messages about `p`, or "" when unknown.
   static std::string where(const specd_param& p) {
     return p.location && *p.location ? std::string(p.location) + ": " : std::string();
