@@ -138,9 +138,16 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
   device_options.threads = static_cast<uint32_t>(config_.engine.threads);
   device_ = backend_->open(device_options);
 
-  target_file_ = std::make_unique<GgufFile>(GgufFile::open(config_.target.model));
-  tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*target_file_));
-  target_ = LlamaModel::load(config_.target.model, *device_);
+  try {
+    target_file_ = std::make_unique<GgufFile>(GgufFile::open(config_.target.model));
+    tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*target_file_));
+    target_ = LlamaModel::load(config_.target.model, *device_);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    // The file's own problem, said where the configuration names the file.
+    throw Error(config_.where("target.model") + ": " + e.what());
+  }
   verifier_ = make_target_verifier(*target_, static_cast<uint32_t>(config_.engine.context));
   if (tokenizer_->n_tokens() > static_cast<int32_t>(verifier_->vocab_size()))
     throw Error(config_.target.model + ": the tokenizer has " +
@@ -175,11 +182,16 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
       try {
         proposer_ = std::make_unique<Proposer>(*proposer_plugin, proposer_config, setup);
       } catch (const UsageError& e) {
-        // The plugin locates the keys it reads; a problem with the section as a whole (a
-        // model it needs and was not given) is located at the section's kind.
+        // The plugin locates the parameters it reads (their locations are in the message);
+        // a problem with its model file is located at [proposer] model, anything else
+        // about the section (a model it needs and was not given) at [proposer] kind.
         const std::string what = e.what();
-        if (!config_.path.empty() && what.find(config_.path) != std::string::npos) throw;
-        throw UsageError(config_.where("proposer.kind") + ": " + what);
+        for (const auto& [key, location] : config_.locations)
+          if (key.rfind("proposer.", 0) == 0 && what.find(location) != std::string::npos) throw;
+        const bool about_model = !config_.proposer.model.empty() &&
+                                 what.find(config_.proposer.model) != std::string::npos;
+        throw UsageError(config_.where(about_model ? "proposer.model" : "proposer.kind") + ": " +
+                         what);
       }
     }
 

@@ -91,14 +91,10 @@ void LlamaModel::load_weights() {
   in.tied_output = file_.tensor("output.weight") == nullptr;
   output_ = in.tied_output ? tok_embd_ : load.matrix("output.weight", d, V);  // [V, d]
   in.weight_type = dtype_name(layers_.empty() ? tok_embd_.dtype() : layers_[0].wq.dtype());
-  // A tensor nobody reads means the file describes another model than its metadata says (a
-  // wrong block_count) or needs something this runtime lacks (rope_freqs for llama 3.1's
-  // frequency scaling): refuse it rather than compute the wrong logits.
-  for (const GgufTensor& t : file_.tensors())
-    if (!load.loaded().count(t.name))
-      throw Error(in.path + ": tensor '" + t.name + "' is not used by a " +
-                  std::to_string(in.n_layer) + "-layer llama model (wrong block_count, or a " +
-                  "feature this runtime does not support)");
+  // rope_freqs (llama 3.1's frequency scaling) is one such feature.
+  load.refuse_unread("a " + std::to_string(in.n_layer) +
+                     "-layer llama model (a wrong block_count, or a feature this runtime " +
+                     "does not support)");
   in.n_params = load.n_params();
 }
 

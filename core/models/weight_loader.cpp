@@ -76,4 +76,10 @@ View WeightLoader::vector(const std::string& name, int64_t n) {
   return view;
 }
 
+void WeightLoader::refuse_unread(const std::string& reader) const {
+  for (const GgufTensor& t : file_.tensors())
+    if (!loaded_.count(t.name))
+      throw Error(file_.path() + ": tensor '" + t.name + "' is not used by " + reader);
+}
+
 }  // namespace specd

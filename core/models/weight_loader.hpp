@@ -27,9 +27,13 @@ class WeightLoader {
   // A vector of n elements: an f32 [1, n] view.
   View vector(const std::string& name, int64_t n);
 
-  // The names of the tensors loaded so far and their total number of elements.
-  const std::unordered_set<std::string>& loaded() const { return loaded_; }
+  // The total number of elements of the tensors loaded so far.
   int64_t n_params() const { return n_params_; }
+  // Throws "<file>: tensor '<name>' is not used by <reader>" for the first tensor of the
+  // file that was never loaded: a file whose tensors disagree with its metadata (a wrong
+  // block or head count) or that needs a feature the reader lacks must not load as if
+  // those tensors were not there.
+  void refuse_unread(const std::string& reader) const;
 
  private:
   const GgufTensor& require(const std::string& name, std::vector<int64_t> ne);

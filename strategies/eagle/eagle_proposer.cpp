@@ -28,7 +28,9 @@ namespace {
 uint32_t positive(const specd::sdk::Params& params, const char* key, int64_t fallback,
                   int64_t most) {
   const int64_t v = params.get_int(key, fallback);
-  if (v < 1 || v > most) throw params.invalid(key, "must be in [1, " + std::to_string(most) + "]");
+  if (v < 1 || v > most)
+    throw params.invalid(key,
+                         "must be in [1, " + std::to_string(most) + "], not " + std::to_string(v));
   return static_cast<uint32_t>(v);
 }
 
@@ -39,7 +41,7 @@ class EagleProposer {
       // Unknown keys are reported before any value is read.
       : depth_((params.require_known({"depth", "top_k", "max_nodes"}),
                 positive(params, "depth", 5, 64))),
-        top_k_(positive(params, "top_k", 4, 64)),
+        top_k_(std::min(positive(params, "top_k", 4, 64), context.vocab_size)),
         max_nodes_(positive(params, "max_nodes", 24, 4096)),
         head_(host, "eagle", "specd-eagle", model_path, context, depth_ * top_k_),
         dim_(head_.dim()),

@@ -160,7 +160,9 @@ class MedusaProposer {
           throw params.invalid("choices", "has a path without its prefix path");
         parent = it->second;
       }
-      if (p.back() >= vocab_) throw params.invalid("choices", "has a rank beyond the vocabulary");
+      if (p.back() >= vocab_)
+        throw params.invalid("choices", "has rank " + std::to_string(p.back()) +
+                                            ", beyond the vocabulary of " + std::to_string(vocab_));
       const uint32_t depth = static_cast<uint32_t>(p.size());
       nodes_.push_back({depth, p.back(), parent});
       number[p] = static_cast<int32_t>(nodes_.size());

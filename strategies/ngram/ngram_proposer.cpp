@@ -20,10 +20,11 @@ class NgramProposer {
     params.require_known({"max_n", "min_n"});
     max_n_ = params.get_int("max_n", 4);
     min_n_ = params.get_int("min_n", 1);
-    if (min_n_ < 1 || min_n_ > 64) throw params.invalid("min_n", "must be in [1, 64]");
+    if (min_n_ < 1 || min_n_ > 64)
+      throw params.invalid("min_n", "must be in [1, 64], not " + std::to_string(min_n_));
     if (max_n_ < min_n_ || max_n_ > 64)
-      throw params.invalid("max_n",
-                           "must be in [min_n, 64] = [" + std::to_string(min_n_) + ", 64]");
+      throw params.invalid("max_n", "must be in [min_n, 64] = [" + std::to_string(min_n_) +
+                                        ", 64], not " + std::to_string(max_n_));
     if (model_path && *model_path)
       host.log(SPECD_LOG_WARN, "org.specd.propose.ngram",
                std::string("ngram uses no model; ignoring '") + model_path + "'");

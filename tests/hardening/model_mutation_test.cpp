@@ -11,7 +11,6 @@
 #include <cstring>
 #include <functional>
 #include <limits>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -183,7 +182,6 @@ void write_mutant(const GgufFile& src, const Mutation& m, const std::string& pat
 struct Tally {
   int generated = 0;
   int refused = 0;
-  std::map<std::string, int> refusals_by_first_words;
 };
 
 // Loads the engine with `overrides` (the mutant's path among them) and generates a few

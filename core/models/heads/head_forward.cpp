@@ -1,6 +1,7 @@
 // HeadModel's forward passes (Medusa; EAGLE and MTP over their own KV cache) and cache
 // bookkeeping. Formulas: train/FORMATS.md, sections 4-6.
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,16 @@ void HeadModel::forward(HeadCache* cache, const float* features, std::span<const
   forward_block(*cache, features, tokens, positions, parents, logits, hidden);
 }
 
+void HeadModel::check_finite(const float* logits, size_t n) const {
+  // EAGLE and Medusa rank these logits directly (top-k), without the sampling transform
+  // that would catch a NaN: a non-finite value would make the ranking meaningless.
+  for (size_t i = 0; i < n; ++i)
+    if (!std::isfinite(logits[i]))
+      throw Error(info_.path + ": the head produced a non-finite logit (row " +
+                  std::to_string(i / static_cast<size_t>(info_.vocab_size)) +
+                  "); its weights or its input features hold NaN or inf");
+}
+
 void HeadModel::forward_medusa(const float* features, int64_t m, float* logits) {
   ensure_scratch(m);
   const int64_t d = info_.n_embd, V = info_.vocab_size, K = info_.n_heads;
@@ -66,6 +77,7 @@ void HeadModel::forward_medusa(const float* features, int64_t m, float* logits) 
     dev.matmul(t, output_, out);
   }
   logits_.download(logits, static_cast<uint64_t>(m * K * V) * 4);
+  check_finite(logits, static_cast<size_t>(m * K * V));
 }
 
 void HeadModel::forward_block(HeadCache& cache, const float* features,
@@ -137,6 +149,7 @@ void HeadModel::forward_block(HeadCache& cache, const float* features,
   const View out = logits_.view(SPECD_DTYPE_F32, m, V);  // [m, V]
   dev.matmul(h, output_, out);
   logits_.download(logits, static_cast<uint64_t>(m) * V * 4);
+  check_finite(logits, static_cast<size_t>(m) * V);
   cache.parents_ = std::move(all);
 }
 

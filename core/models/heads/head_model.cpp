@@ -4,8 +4,8 @@
 
 #include "common/error.hpp"
 #include "models/heads/target_binding.hpp"
-#include "models/weight_loader.hpp"
 #include "models/hyperparameters.hpp"
+#include "models/weight_loader.hpp"
 
 namespace specd {
 namespace {
@@ -79,6 +79,7 @@ void HeadModel::load_head() {
       medusa_.push_back({load.matrix(p + "weight", d, d),  // [d, d]
                          load.vector(p + "bias", d)});     // [1, d]
     }
+    load.refuse_unread("a " + std::to_string(in.n_heads) + "-head Medusa file");
     return;
   }
   BlockShape& s = in.block;
@@ -114,6 +115,7 @@ void HeadModel::load_head() {
     eh_ = load.matrix("mtp.eh_proj.weight", 2 * d, d);  // [d, 2d]
     block_ = std::make_unique<DecoderBlock>(*device_, s, load_block(load, "mtp.blk.0.", s));
   }
+  load.refuse_unread("a one-block " + in.architecture + " head");
 }
 
 std::unique_ptr<HeadCache> HeadModel::new_cache(int32_t max_rows) const {

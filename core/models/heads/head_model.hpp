@@ -79,6 +79,8 @@ class HeadModel {
   void load_target();
   void load_head();
   void forward_medusa(const float* features, int64_t m, float* logits);
+  // Throws naming the file when any of the n logits is NaN or infinite.
+  void check_finite(const float* logits, size_t n) const;
   void forward_block(HeadCache& cache, const float* features, std::span<const int32_t> tokens,
                      std::span<const int32_t> positions, std::span<const int32_t> parents,
                      float* logits, float* hidden);
