@@ -3,7 +3,8 @@
 // number, an empty string, a table; the key misspelt, duplicated or removed) and each
 // mutant is loaded as `specd run` would load it. It must either load and build an engine,
 // or fail with a specd::Error; a configuration error must point at the mutated line as
-// "<file>:<line>:" so that the user knows what to fix.
+// "<file>:<line>:" so that the user knows what to fix, and a runtime one (a model path that
+// does not exist) must say where it comes from.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -126,10 +127,12 @@ TEST_CASE("every mutated line of a shipped configuration loads or is refused at 
           if (mutant.must_point_at_line) CHECK(what.find(at_line) != std::string::npos);
           ++refused;
         } catch (const Error& e) {
-          // A runtime refusal (a model file that does not exist): it names the file.
+          // A runtime refusal (a model file that does not exist): it is located in the
+          // configuration, or names the proposer and its model.
           const std::string what = e.what();
           INFO("error: ", what);
-          CHECK(!what.empty());
+          CHECK((what.find(path) != std::string::npos ||
+                 what.find("proposer '") != std::string::npos));
           ++refused;
         }
       }
