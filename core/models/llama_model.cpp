@@ -68,29 +68,19 @@ void LlamaModel::load_weights() {
   if (auto vs = file_.get_u32_opt("llama.vocab_size"); vs && *vs != embd.ne[1])
     throw Error(in.path + ": llama.vocab_size " + std::to_string(*vs) +
                 " does not match token_embd.weight (" + std::to_string(embd.ne[1]) + " rows)");
-  const int64_t d = in.n_embd, V = in.vocab_size, F = in.n_ff;
-  const int64_t qd = static_cast<int64_t>(in.n_head) * in.head_dim;
-  const int64_t kvd = static_cast<int64_t>(in.n_head_kv) * in.head_dim;
+  const int64_t d = in.n_embd, V = in.vocab_size;
+  block_shape_ = {in.n_embd, in.n_head, in.n_head_kv, in.head_dim,
+                  in.n_ff,   in.n_rot,  in.rope_base, in.rms_eps};
   WeightLoader load(file_, *device_, buffers_);
   tok_embd_ = load.matrix("token_embd.weight", d, V);  // [V, d]
-  for (int32_t l = 0; l < in.n_layer; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    Layer L;
-    L.attn_norm = load.vector(p + "attn_norm.weight", d);  // [1, d]
-    L.wq = load.matrix(p + "attn_q.weight", d, qd);        // [H*hd, d]
-    L.wk = load.matrix(p + "attn_k.weight", d, kvd);       // [Hkv*hd, d]
-    L.wv = load.matrix(p + "attn_v.weight", d, kvd);       // [Hkv*hd, d]
-    L.wo = load.matrix(p + "attn_output.weight", qd, d);   // [d, H*hd]
-    L.ffn_norm = load.vector(p + "ffn_norm.weight", d);    // [1, d]
-    L.w_gate = load.matrix(p + "ffn_gate.weight", d, F);   // [F, d]
-    L.w_up = load.matrix(p + "ffn_up.weight", d, F);       // [F, d]
-    L.w_down = load.matrix(p + "ffn_down.weight", F, d);   // [d, F]
-    layers_.push_back(L);
-  }
+  for (int32_t l = 0; l < in.n_layer; ++l)
+    layers_.emplace_back(*device_, block_shape_,
+                         load_block(load, "blk." + std::to_string(l) + ".", block_shape_));
   output_norm_ = load.vector("output_norm.weight", d);
   in.tied_output = file_.tensor("output.weight") == nullptr;
   output_ = in.tied_output ? tok_embd_ : load.matrix("output.weight", d, V);  // [V, d]
-  in.weight_type = dtype_name(layers_.empty() ? tok_embd_.dtype() : layers_[0].wq.dtype());
+  in.weight_type =
+      dtype_name(layers_.empty() ? tok_embd_.dtype() : layers_[0].weights().wq.dtype());
   // rope_freqs (llama 3.1's frequency scaling) is one such feature.
   load.refuse_unread("a " + std::to_string(in.n_layer) +
                      "-layer llama model (a wrong block_count, or a feature this runtime " +
@@ -114,17 +104,11 @@ std::unique_ptr<KvCache> LlamaModel::new_cache(int32_t max_tokens) const {
 
 void LlamaModel::ensure_scratch(int32_t m, size_t n_ints) {
   if (m > s_.rows) {
-    const int64_t d = info_.n_embd, F = info_.n_ff, V = info_.vocab_size;
-    const int64_t qd = static_cast<int64_t>(info_.n_head) * info_.head_dim;
-    s_.x = device_->alloc(m * d * 4);
-    s_.h = device_->alloc(m * d * 4);
-    s_.q = device_->alloc(m * qd * 4);
-    s_.attn = device_->alloc(m * qd * 4);
-    s_.gate = device_->alloc(m * F * 4);
-    s_.up = device_->alloc(m * F * 4);
-    s_.logits = device_->alloc(m * V * 4);
+    s_.x = device_->alloc(static_cast<uint64_t>(m) * info_.n_embd * 4);
+    s_.logits = device_->alloc(static_cast<uint64_t>(m) * info_.vocab_size * 4);
     s_.rows = m;
   }
+  s_.block.ensure(*device_, block_shape_, m);
   if (!s_.ints || s_.ints.size() < n_ints * 4) s_.ints = device_->alloc(n_ints * 4 * 2);
 }
 
@@ -166,48 +150,22 @@ void LlamaModel::forward(KvCache& cache, std::span<const int32_t> tokens,
   const int64_t n_extra = static_cast<int64_t>(mask.extra_slots.size());
   const View v_extra = s_.ints.view(SPECD_DTYPE_I32, 1, n_extra ? n_extra : 1, 16ull * m + 4);
 
-  const int64_t d = in.n_embd, F = in.n_ff;
-  const int64_t qd = static_cast<int64_t>(in.n_head) * in.head_dim;
-  const int64_t kvd = static_cast<int64_t>(in.n_head_kv) * in.head_dim;
-  const View x = s_.x.view(SPECD_DTYPE_F32, m, d);         // residual stream [m, d]
-  const View h = s_.h.view(SPECD_DTYPE_F32, m, d);         // normed / projected [m, d]
-  const View q = s_.q.view(SPECD_DTYPE_F32, m, qd);        // [m, H*hd]
-  const View attn = s_.attn.view(SPECD_DTYPE_F32, m, qd);  // [m, H*hd]
-  const View gate = s_.gate.view(SPECD_DTYPE_F32, m, F);   // [m, F]
-  const View up = s_.up.view(SPECD_DTYPE_F32, m, F);       // [m, F]
-  const specd_rope_params rq{sizeof(specd_rope_params), static_cast<uint32_t>(in.n_head),
-                             static_cast<uint32_t>(in.head_dim), static_cast<uint32_t>(in.n_rot),
-                             in.rope_base};
-  specd_rope_params rk = rq;
-  rk.n_head = static_cast<uint32_t>(in.n_head_kv);
-  const specd_attention_params ap{sizeof(specd_attention_params), static_cast<uint32_t>(in.n_head),
-                                  static_cast<uint32_t>(in.n_head_kv),
-                                  static_cast<uint32_t>(in.head_dim),
-                                  1.0f / std::sqrt(static_cast<float>(in.head_dim))};
+  const int64_t d = in.n_embd, kvd = block_shape_.kv_dim();
+  const View x = s_.x.view(SPECD_DTYPE_F32, m, d);        // residual stream [m, d]
+  const View h = s_.block.h.view(SPECD_DTYPE_F32, m, d);  // the final norm's output [m, d]
   Device& dev = *device_;
 
   dev.get_rows(tok_embd_, v_tokens, x);
+  BlockBatch batch;
+  batch.first_row = cache.size();
+  batch.positions = v_pos;
+  batch.prefix_len = v_prefix;
+  batch.extra_begin = v_begin;
+  batch.extra_slots = n_extra ? &v_extra : nullptr;
   for (int32_t l = 0; l < in.n_layer; ++l) {
-    const Layer& L = layers_[l];
-    const View kc = cache.k_[l].view(SPECD_DTYPE_F32, cache.capacity(), kvd);  // [cap, Hkv*hd]
-    const View vc = cache.v_[l].view(SPECD_DTYPE_F32, cache.capacity(), kvd);  // [cap, Hkv*hd]
-    const View k_new = kc.slice_rows(cache.size(), m);
-    const View v_new = vc.slice_rows(cache.size(), m);
-    dev.rms_norm(x, L.attn_norm, in.rms_eps, h);
-    dev.matmul(h, L.wq, q);
-    dev.matmul(h, L.wk, k_new);
-    dev.matmul(h, L.wv, v_new);
-    dev.rope(q, v_pos, rq);
-    dev.rope(k_new, v_pos, rk);
-    dev.attention(q, kc, vc, v_prefix, v_begin, n_extra ? &v_extra : nullptr, ap, attn);
-    dev.matmul(attn, L.wo, h);
-    dev.add(x, h, x);
-    dev.rms_norm(x, L.ffn_norm, in.rms_eps, h);
-    dev.matmul(h, L.w_gate, gate);
-    dev.matmul(h, L.w_up, up);
-    dev.swiglu(gate, up, gate);
-    dev.matmul(gate, L.w_down, h);
-    dev.add(x, h, x);
+    batch.k_cache = cache.k_[l].view(SPECD_DTYPE_F32, cache.capacity(), kvd);  // [cap, Hkv*hd]
+    batch.v_cache = cache.v_[l].view(SPECD_DTYPE_F32, cache.capacity(), kvd);  // [cap, Hkv*hd]
+    layers_[l].run(x, batch, s_.block);
   }
   if (hidden) s_.x.download(hidden, static_cast<uint64_t>(m) * d * 4);
   dev.rms_norm(x, output_norm_, in.rms_eps, h);

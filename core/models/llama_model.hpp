@@ -25,6 +25,7 @@
 
 #include "backend/backend.hpp"
 #include "gguf/gguf_reader.hpp"
+#include "models/decoder_block.hpp"
 #include "models/kv_cache.hpp"
 #include "models/model_info.hpp"
 
@@ -63,12 +64,10 @@ class LlamaModel {
   void truncate(KvCache& cache, int32_t n_committed);
 
  private:
-  struct Layer {
-    View attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
-  };
   struct Scratch {
     int32_t rows = 0;
-    Buffer x, h, q, attn, gate, up, logits, ints;
+    Buffer x, logits, ints;
+    BlockScratch block;  // shared by the layers; its h also holds the final norm
   };
 
   LlamaModel(GgufFile file, Device& device);
@@ -80,7 +79,8 @@ class LlamaModel {
   ModelInfo info_;
   std::vector<Buffer> buffers_;  // weights (and converted norm vectors)
   View tok_embd_, output_norm_, output_;
-  std::vector<Layer> layers_;
+  std::vector<DecoderBlock> layers_;
+  BlockShape block_shape_;
   Scratch s_;
 };
 

@@ -143,7 +143,8 @@ void HeadModel::forward_block(HeadCache& cache, const float* features,
   batch.prefix_len = ints_.view(SPECD_DTYPE_I32, 1, m, 8ull * m);
   batch.extra_begin = ints_.view(SPECD_DTYPE_I32, 1, m + 1, 12ull * m);
   batch.extra_slots = n_extra ? &extra : nullptr;
-  block_->run(x, batch);
+  block_scratch_.ensure(*device_, info_.block, m);
+  block_->run(x, batch, block_scratch_);
   if (hidden) x_.download(hidden, static_cast<uint64_t>(m) * d * 4);
   dev.rms_norm(x, output_norm_, target_eps_, h);
   const View out = logits_.view(SPECD_DTYPE_F32, m, V);  // [m, V]

@@ -19,7 +19,7 @@
 
 #include "backend/backend.hpp"
 #include "gguf/gguf_reader.hpp"
-#include "models/heads/decoder_block.hpp"
+#include "models/decoder_block.hpp"
 #include "models/heads/head_cache.hpp"
 
 namespace specd {
@@ -97,6 +97,7 @@ class HeadModel {
   View fc_, fc_bias_;        // EAGLE: [d, 2d], [1, d]
   View hnorm_, enorm_, eh_;  // MTP: [1, d], [1, d], [d, 2d]
   std::unique_ptr<DecoderBlock> block_;
+  BlockScratch block_scratch_;
   int64_t rows_ = 0;
   Buffer u_, x_, h_, t_, logits_, ones_, zero_ids_, ints_;
 };

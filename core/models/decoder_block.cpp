@@ -1,6 +1,8 @@
-#include "models/heads/decoder_block.hpp"
+#include "models/decoder_block.hpp"
 
 #include <cmath>
+
+#include "common/error.hpp"
 
 namespace specd {
 
@@ -19,28 +21,28 @@ BlockWeights load_block(WeightLoader& loader, const std::string& p, const BlockS
   return w;
 }
 
-void DecoderBlock::ensure_scratch(int64_t m) {
+void BlockScratch::ensure(Device& device, const BlockShape& shape, int64_t m) {
   if (m <= rows_) return;
-  const int64_t d = shape_.n_embd, F = shape_.n_ff, qd = shape_.q_dim();
-  h_ = device_->alloc(m * d * 4);
-  q_ = device_->alloc(m * qd * 4);
-  attn_ = device_->alloc(m * qd * 4);
-  gate_ = device_->alloc(m * F * 4);
-  up_ = device_->alloc(m * F * 4);
+  const int64_t d = shape.n_embd, F = shape.n_ff, qd = shape.q_dim();
+  h = device.alloc(m * d * 4);
+  q = device.alloc(m * qd * 4);
+  attn = device.alloc(m * qd * 4);
+  gate = device.alloc(m * F * 4);
+  up = device.alloc(m * F * 4);
   rows_ = m;
 }
 
-void DecoderBlock::run(const View& x, const BlockBatch& b) {
+void DecoderBlock::run(const View& x, const BlockBatch& b, BlockScratch& scratch) const {
   const int64_t m = x.rows();
-  ensure_scratch(m);
+  if (scratch.rows() < m) throw Error("decoder block: the scratch holds fewer than m rows");
   const BlockShape& s = shape_;
-  const View h = h_.view(SPECD_DTYPE_F32, m, s.n_embd);         // [m, d]
-  const View q = q_.view(SPECD_DTYPE_F32, m, s.q_dim());        // [m, H*hd]
-  const View attn = attn_.view(SPECD_DTYPE_F32, m, s.q_dim());  // [m, H*hd]
-  const View gate = gate_.view(SPECD_DTYPE_F32, m, s.n_ff);     // [m, F]
-  const View up = up_.view(SPECD_DTYPE_F32, m, s.n_ff);         // [m, F]
-  const View k_new = b.k_cache.slice_rows(b.first_row, m);      // [m, Hkv*hd]
-  const View v_new = b.v_cache.slice_rows(b.first_row, m);      // [m, Hkv*hd]
+  const View h = scratch.h.view(SPECD_DTYPE_F32, m, s.n_embd);         // [m, d]
+  const View q = scratch.q.view(SPECD_DTYPE_F32, m, s.q_dim());        // [m, H*hd]
+  const View attn = scratch.attn.view(SPECD_DTYPE_F32, m, s.q_dim());  // [m, H*hd]
+  const View gate = scratch.gate.view(SPECD_DTYPE_F32, m, s.n_ff);     // [m, F]
+  const View up = scratch.up.view(SPECD_DTYPE_F32, m, s.n_ff);         // [m, F]
+  const View k_new = b.k_cache.slice_rows(b.first_row, m);             // [m, Hkv*hd]
+  const View v_new = b.v_cache.slice_rows(b.first_row, m);             // [m, Hkv*hd]
   const specd_rope_params rq{sizeof(specd_rope_params), static_cast<uint32_t>(s.n_head),
                              static_cast<uint32_t>(s.head_dim), static_cast<uint32_t>(s.n_rot),
                              s.rope_base};

@@ -1,6 +1,6 @@
-// One llama decoder block (train/FORMATS.md, section 1) over the backend ops, for heads
-// that carry a block of their own (EAGLE, MTP): pre-norm attention with RoPE and GQA over a
-// KV cache, then a SwiGLU FFN, both residual. Same op sequence as LlamaModel's layers.
+// One llama decoder block (train/FORMATS.md, section 1) over the backend ops: pre-norm
+// attention with RoPE and GQA over a KV cache, then a SwiGLU FFN, both residual. The layers
+// of LlamaModel and the blocks of the EAGLE and MTP heads are all DecoderBlocks.
 #pragma once
 
 #include <cstdint>
@@ -41,22 +41,33 @@ struct BlockBatch {
   const View* extra_slots = nullptr;  // [1, n] or nullptr
 };
 
+// The activations of one block's pass, reused by every block of a model (one pass runs at
+// a time): h [m, d], q and attn [m, H*hd], gate and up [m, F].
+class BlockScratch {
+ public:
+  // Grows the buffers to hold m rows of `shape` on `device` (never shrinks).
+  void ensure(Device& device, const BlockShape& shape, int64_t m);
+  int64_t rows() const { return rows_; }
+  Buffer h, q, attn, gate, up;
+
+ private:
+  int64_t rows_ = 0;
+};
+
 class DecoderBlock {
  public:
   DecoderBlock(Device& device, const BlockShape& shape, const BlockWeights& weights)
       : device_(&device), shape_(shape), w_(weights) {}
   const BlockShape& shape() const { return shape_; }
+  const BlockWeights& weights() const { return w_; }
 
-  // x: the residual stream f32 [m, d], updated in place.
-  void run(const View& x, const BlockBatch& batch);
+  // x: the residual stream f32 [m, d], updated in place; `scratch` holds m rows (ensure).
+  void run(const View& x, const BlockBatch& batch, BlockScratch& scratch) const;
 
  private:
-  void ensure_scratch(int64_t m);
   Device* device_;
   BlockShape shape_;
   BlockWeights w_;
-  int64_t rows_ = 0;
-  Buffer h_, q_, attn_, gate_, up_;
 };
 
 }  // namespace specd
