@@ -13,17 +13,7 @@ const VendorInfo& vendor() {
 }
 
 uint32_t vendor_score(std::string& reason) {
-  int count = 0;
-  try {
-    SPECD_GPU_CHECK(cudaGetDeviceCount(&count));
-  } catch (const std::exception& e) {
-    reason = std::string("no CUDA device: ") + e.what();
-    return 0;
-  }
-  if (count <= 0) {
-    reason = "no CUDA device: none found";
-    return 0;
-  }
+  if (visible_devices("CUDA", reason) == 0) return 0;
   try {
     cublasHandle_t handle = nullptr;
     SPECD_CUBLAS_CHECK(cublasCreate(&handle));

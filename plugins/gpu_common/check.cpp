@@ -35,4 +35,16 @@ std::string check_call_noexcept(cudaError_t error, const char* what) noexcept {
   }
 }
 
+int visible_devices(const char* api, std::string& reason) {
+  int count = 0;
+  try {
+    SPECD_GPU_CHECK(cudaGetDeviceCount(&count));
+  } catch (const std::exception& e) {
+    reason = std::string("no ") + api + " device: " + e.what();
+    return 0;
+  }
+  if (count <= 0) reason = std::string("no ") + api + " device: none found";
+  return count > 0 ? count : 0;
+}
+
 }  // namespace specd::gpu

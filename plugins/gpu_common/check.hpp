@@ -15,6 +15,10 @@ void check_call(cudaError_t error, const char* what);
 // For calls that must not throw (destructors, buffer_free): the error as text, "" if none.
 std::string check_call_noexcept(cudaError_t error, const char* what) noexcept;
 
+// How many devices the runtime sees. 0, with `reason` set to "no <api> device: ...", when
+// it sees none or fails (no GPU, no driver); never throws for that.
+int visible_devices(const char* api, std::string& reason);
+
 }  // namespace specd::gpu
 
 #define SPECD_GPU_CHECK(call) ::specd::gpu::check_call((call), #call)

@@ -11,17 +11,7 @@ const VendorInfo& vendor() {
 }
 
 uint32_t vendor_score(std::string& reason) {
-  int count = 0;
-  try {
-    SPECD_GPU_CHECK(cudaGetDeviceCount(&count));
-  } catch (const std::exception& e) {
-    reason = std::string("no HIP device: ") + e.what();
-    return 0;
-  }
-  if (count <= 0) {
-    reason = "no HIP device: none found";
-    return 0;
-  }
+  if (visible_devices("HIP", reason) == 0) return 0;
   reason.clear();
   return 90;
 }
