@@ -161,13 +161,7 @@ void CpuDevice::rms_norm(const specd_view& xv, const specd_view& wv, float eps,
 void CpuDevice::rope(const specd_view& xv, const specd_view& pv, const specd_rope_params& p) {
   const Mat x = check_view(&xv, "rope", "x", {SPECD_DTYPE_F32}, true);
   const Mat pos = check_view(&pv, "rope", "positions", {SPECD_DTYPE_I32});
-  if (p.struct_size < sizeof(specd_rope_params)) fail("rope", "params struct_size too small");
-  if (p.head_dim == 0 || p.head_dim % 2 || p.n_rot % 2 || p.n_rot > p.head_dim || p.n_rot > 1024)
-    fail("rope", "need even head_dim and even n_rot <= min(head_dim, 1024)");
-  if (static_cast<int64_t>(p.n_head) * p.head_dim != x.cols)
-    fail("rope", "x has " + std::to_string(x.cols) + " cols, expected n_head * head_dim = " +
-                     std::to_string(static_cast<int64_t>(p.n_head) * p.head_dim));
-  if (pos.rows != 1 || pos.cols != x.rows) fail("rope", "positions must be [1, m]");
+  sdk::check_rope_shapes(x, pos, p);
   cpu::rope(*pool_, x, pos.i32_row(0), p);
 }
 
@@ -194,22 +188,12 @@ void CpuDevice::attention(const specd_view& qv, const specd_view& kv, const spec
   const Mat k = check_view(&kv, op, "k_cache", {SPECD_DTYPE_F32});
   const Mat v = check_view(&vv, op, "v_cache", {SPECD_DTYPE_F32});
   const Mat out = check_view(&ov, op, "out", {SPECD_DTYPE_F32}, true);
-  if (p.struct_size < sizeof(specd_attention_params)) fail(op, "params struct_size too small");
-  if (p.n_head == 0 || p.n_head_kv == 0 || p.n_head % p.n_head_kv || p.head_dim == 0)
-    fail(op, "need n_head a positive multiple of n_head_kv and head_dim > 0");
-  const int64_t m = q.rows;
-  if (q.cols != static_cast<int64_t>(p.n_head) * p.head_dim)
-    fail(op, "q cols != n_head * head_dim");
-  if (k.cols != static_cast<int64_t>(p.n_head_kv) * p.head_dim || v.cols != k.cols ||
-      v.rows != k.rows)
-    fail(op, "k_cache/v_cache must be [capacity, n_head_kv * head_dim]");
-  sdk::check_same_shape(q, out, op, "q", "out");
-  if (overlaps(out, q) || overlaps(out, k) || overlaps(out, v)) fail(op, "out overlaps an input");
   if (mask.struct_size < sizeof(specd_attention_mask)) fail(op, "mask struct_size too small");
   const Mat pre = check_view(mask.prefix_len, op, "mask.prefix_len", {SPECD_DTYPE_I32});
   const Mat beg = check_view(mask.extra_begin, op, "mask.extra_begin", {SPECD_DTYPE_I32});
-  if (pre.rows != 1 || pre.cols != m) fail(op, "mask.prefix_len must be [1, m]");
-  if (beg.rows != 1 || beg.cols != m + 1) fail(op, "mask.extra_begin must be [1, m + 1]");
+  sdk::check_attention_shapes(q, k, v, out, pre, beg, p);
+  if (overlaps(out, q) || overlaps(out, k) || overlaps(out, v)) fail(op, "out overlaps an input");
+  const int64_t m = q.rows;
   const int32_t* prefix = pre.i32_row(0);
   const int32_t* begin = beg.i32_row(0);
   const int64_t n_extra = begin[m];

@@ -207,13 +207,7 @@ void GpuDevice::rms_norm(const specd_view& xv, const specd_view& wv, float eps,
 void GpuDevice::rope(const specd_view& xv, const specd_view& pv, const specd_rope_params& p) {
   const Mat x = check_view(&xv, "rope", "x", {SPECD_DTYPE_F32});
   const Mat pos = check_view(&pv, "rope", "positions", {SPECD_DTYPE_I32});
-  if (p.struct_size < sizeof(specd_rope_params)) fail("rope", "params struct_size too small");
-  if (p.head_dim == 0 || p.head_dim % 2 || p.n_rot % 2 || p.n_rot > p.head_dim || p.n_rot > 1024)
-    fail("rope", "need even head_dim and even n_rot <= min(head_dim, 1024)");
-  if (static_cast<int64_t>(p.n_head) * p.head_dim != x.cols)
-    fail("rope", "x has " + std::to_string(x.cols) + " cols, expected n_head * head_dim = " +
-                     std::to_string(static_cast<int64_t>(p.n_head) * p.head_dim));
-  if (pos.rows != 1 || pos.cols != x.rows) fail("rope", "positions must be [1, m]");
+  sdk::check_rope_shapes(x, pos, p);
   if (x.rows == 0 || p.n_rot == 0) return;
   bind();
   SPECD_GPU_CHECK(launch_rope(x, i32(pos), static_cast<int>(p.n_head), static_cast<int>(p.head_dim),
@@ -246,9 +240,12 @@ void GpuDevice::attention(const specd_view& qv, const specd_view& kv, const spec
   const Mat k = check_view(&kv, op, "k_cache", {SPECD_DTYPE_F32});
   const Mat v = check_view(&vv, op, "v_cache", {SPECD_DTYPE_F32});
   const Mat out = check_view(&ov, op, "out", {SPECD_DTYPE_F32});
-  if (p.struct_size < sizeof(specd_attention_params)) fail(op, "params struct_size too small");
-  if (p.n_head == 0 || p.n_head_kv == 0 || p.n_head % p.n_head_kv || p.head_dim == 0)
-    fail(op, "need n_head a positive multiple of n_head_kv and head_dim > 0");
+  if (mask.struct_size < sizeof(specd_attention_mask)) fail(op, "mask struct_size too small");
+  const Mat pre = check_view(mask.prefix_len, op, "mask.prefix_len", {SPECD_DTYPE_I32});
+  const Mat beg = check_view(mask.extra_begin, op, "mask.extra_begin", {SPECD_DTYPE_I32});
+  sdk::check_attention_shapes(q, k, v, out, pre, beg, p);
+  if (overlaps(out, q) || overlaps(out, k) || overlaps(out, v)) fail(op, "out overlaps an input");
+  // What the kernel supports (its per-thread head buffer, its grid's row dimension).
   if (p.head_dim > static_cast<uint32_t>(kMaxHeadDim))
     throw sdk::PluginError(SPECD_STATUS_UNSUPPORTED, std::string(op) + ": head_dim " +
                                                          std::to_string(p.head_dim) + " > " +
@@ -256,18 +253,6 @@ void GpuDevice::attention(const specd_view& qv, const specd_view& kv, const spec
   const int64_t m = q.rows;
   if (m > 65535)
     throw sdk::PluginError(SPECD_STATUS_UNSUPPORTED, std::string(op) + ": more than 65535 rows");
-  if (q.cols != static_cast<int64_t>(p.n_head) * p.head_dim)
-    fail(op, "q cols != n_head * head_dim");
-  if (k.cols != static_cast<int64_t>(p.n_head_kv) * p.head_dim || v.cols != k.cols ||
-      v.rows != k.rows)
-    fail(op, "k_cache/v_cache must be [capacity, n_head_kv * head_dim]");
-  sdk::check_same_shape(q, out, op, "q", "out");
-  if (overlaps(out, q) || overlaps(out, k) || overlaps(out, v)) fail(op, "out overlaps an input");
-  if (mask.struct_size < sizeof(specd_attention_mask)) fail(op, "mask struct_size too small");
-  const Mat pre = check_view(mask.prefix_len, op, "mask.prefix_len", {SPECD_DTYPE_I32});
-  const Mat beg = check_view(mask.extra_begin, op, "mask.extra_begin", {SPECD_DTYPE_I32});
-  if (pre.rows != 1 || pre.cols != m) fail(op, "mask.prefix_len must be [1, m]");
-  if (beg.rows != 1 || beg.cols != m + 1) fail(op, "mask.extra_begin must be [1, m + 1]");
   Mat ex;
   if (mask.extra_slots) {
     ex = check_view(mask.extra_slots, op, "mask.extra_slots", {SPECD_DTYPE_I32});

@@ -157,6 +157,44 @@ inline void check_range(const char* op, uint64_t offset, uint64_t size, uint64_t
                            std::to_string(buffer_size) + " bytes");
 }
 
+// The shape rules of `rope` (backend.h), for a backend's own matrix type M (anything with
+// rows and cols): the params' size, even head_dim and n_rot <= min(head_dim, 1024), x of
+// n_head * head_dim columns, positions [1, m]. Throws INVALID_ARGUMENT. [any thread]
+template <class M>
+void check_rope_shapes(const M& x, const M& positions, const specd_rope_params& p) {
+  auto fail = [](const std::string& what) { throw invalid_argument("rope: " + what); };
+  if (p.struct_size < sizeof(specd_rope_params)) fail("params struct_size too small");
+  if (p.head_dim == 0 || p.head_dim % 2 || p.n_rot % 2 || p.n_rot > p.head_dim || p.n_rot > 1024)
+    fail("need even head_dim and even n_rot <= min(head_dim, 1024)");
+  const int64_t cols = static_cast<int64_t>(p.n_head) * p.head_dim;
+  if (cols != x.cols)
+    fail("x has " + std::to_string(x.cols) +
+         " cols, expected n_head * head_dim = " + std::to_string(cols));
+  if (positions.rows != 1 || positions.cols != x.rows) fail("positions must be [1, m]");
+}
+
+// The shape rules of `attention` (backend.h) for a backend's matrix type M: the params
+// (n_head a positive multiple of n_head_kv, head_dim > 0), q and out [m, n_head * head_dim],
+// the caches [capacity, n_head_kv * head_dim], mask.prefix_len [1, m] and mask.extra_begin
+// [1, m + 1]. The mask's values are the backend's to check (they may be in device memory).
+// Throws INVALID_ARGUMENT. [any thread]
+template <class M>
+void check_attention_shapes(const M& q, const M& k, const M& v, const M& out, const M& prefix_len,
+                            const M& extra_begin, const specd_attention_params& p) {
+  auto fail = [](const std::string& what) { throw invalid_argument("attention: " + what); };
+  if (p.struct_size < sizeof(specd_attention_params)) fail("params struct_size too small");
+  if (p.n_head == 0 || p.n_head_kv == 0 || p.n_head % p.n_head_kv || p.head_dim == 0)
+    fail("need n_head a positive multiple of n_head_kv and head_dim > 0");
+  if (q.cols != static_cast<int64_t>(p.n_head) * p.head_dim) fail("q cols != n_head * head_dim");
+  if (k.cols != static_cast<int64_t>(p.n_head_kv) * p.head_dim || v.cols != k.cols ||
+      v.rows != k.rows)
+    fail("k_cache/v_cache must be [capacity, n_head_kv * head_dim]");
+  check_same_shape(q, out, "attention", "q", "out");
+  if (prefix_len.rows != 1 || prefix_len.cols != q.rows) fail("mask.prefix_len must be [1, m]");
+  if (extra_begin.rows != 1 || extra_begin.cols != q.rows + 1)
+    fail("mask.extra_begin must be [1, m + 1]");
+}
+
 namespace detail {
 
 template <class Device>
