@@ -121,13 +121,7 @@ void CpuDevice::matmul(const specd_view& xv, const specd_view& wv, const specd_v
   const Mat w = check_view(&wv, "matmul", "w",
                            {SPECD_DTYPE_F32, SPECD_DTYPE_F16, SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0});
   const Mat y = check_view(&yv, "matmul", "y", {SPECD_DTYPE_F32}, true);
-  if (w.cols != x.cols)
-    fail("matmul",
-         "x has k = " + std::to_string(x.cols) + " but w has k = " + std::to_string(w.cols));
-  if (y.rows != x.rows || y.cols != w.rows)
-    fail("matmul", "y is [" + std::to_string(y.rows) + ", " + std::to_string(y.cols) +
-                       "], expected [" + std::to_string(x.rows) + ", " + std::to_string(w.rows) +
-                       "]");
+  sdk::check_matmul_shapes(x, w, y);
   if (overlaps(y, x) || overlaps(y, w)) fail("matmul", "y overlaps an input");
   if (x.rows == 0) return;
   GemmArgs a{reinterpret_cast<const float*>(x.p),
@@ -170,13 +164,9 @@ void CpuDevice::get_rows(const specd_view& tv, const specd_view& iv, const specd
                            {SPECD_DTYPE_F32, SPECD_DTYPE_F16, SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0});
   const Mat ids = check_view(&iv, "get_rows", "ids", {SPECD_DTYPE_I32});
   const Mat y = check_view(&yv, "get_rows", "y", {SPECD_DTYPE_F32}, true);
-  if (ids.rows != 1 || ids.cols != y.rows) fail("get_rows", "ids must be [1, m] for y [m, d]");
-  if (y.cols != t.cols) fail("get_rows", "y and table differ in cols");
+  sdk::check_get_rows_shapes(t, ids, y);
   const int32_t* id = ids.i32_row(0);
-  for (int64_t i = 0; i < ids.cols; ++i)
-    if (id[i] < 0 || id[i] >= t.rows)
-      fail("get_rows", "id " + std::to_string(id[i]) + " at " + std::to_string(i) +
-                           " outside [0, " + std::to_string(t.rows) + ")");
+  sdk::check_row_ids("get_rows", "id", id, ids.cols, t.rows);
   cpu::get_rows(*pool_, t, id, y);
 }
 
@@ -245,15 +235,9 @@ void CpuDevice::copy_rows(const specd_view& sv, const specd_view& iv, const spec
   const Mat s = check_view(&sv, "copy_rows", "src", any);
   const Mat idx = check_view(&iv, "copy_rows", "indices", {SPECD_DTYPE_I32});
   const Mat d = check_view(&dv, "copy_rows", "dst", any, true);
-  if (s.dtype != d.dtype || s.cols != d.cols)
-    fail("copy_rows", "src and dst differ in dtype or cols");
-  if (idx.rows != 1 || idx.cols != d.rows)
-    fail("copy_rows", "indices must be [1, m] for dst [m, n]");
+  sdk::check_copy_rows_shapes(s, idx, d);
   const int32_t* ix = idx.i32_row(0);
-  for (int64_t i = 0; i < d.rows; ++i)
-    if (ix[i] < 0 || ix[i] >= s.rows)
-      fail("copy_rows",
-           "index " + std::to_string(ix[i]) + " outside [0, " + std::to_string(s.rows) + ")");
+  sdk::check_row_ids("copy_rows", "index", ix, d.rows, s.rows);
   if (overlaps(s, d)) {
     // Only compaction towards the front, dst being rows d0.. of src, is defined.
     const int64_t delta = d.p - s.p;

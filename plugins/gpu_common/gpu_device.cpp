@@ -164,13 +164,7 @@ void GpuDevice::matmul(const specd_view& xv, const specd_view& wv, const specd_v
   const Mat x = check_view(&xv, "matmul", "x", {SPECD_DTYPE_F32});
   const Mat w = check_view(&wv, "matmul", "w", kWeightTypes);
   const Mat y = check_view(&yv, "matmul", "y", {SPECD_DTYPE_F32});
-  if (w.cols != x.cols)
-    fail("matmul",
-         "x has k = " + std::to_string(x.cols) + " but w has k = " + std::to_string(w.cols));
-  if (y.rows != x.rows || y.cols != w.rows)
-    fail("matmul", "y is [" + std::to_string(y.rows) + ", " + std::to_string(y.cols) +
-                       "], expected [" + std::to_string(x.rows) + ", " + std::to_string(w.rows) +
-                       "]");
+  sdk::check_matmul_shapes(x, w, y);
   if (overlaps(y, x) || overlaps(y, w)) fail("matmul", "y overlaps an input");
   if (x.rows == 0 || w.rows == 0) return;
   bind();
@@ -218,17 +212,13 @@ void GpuDevice::get_rows(const specd_view& tv, const specd_view& iv, const specd
   const Mat t = check_view(&tv, "get_rows", "table", kWeightTypes);
   const Mat ids = check_view(&iv, "get_rows", "ids", {SPECD_DTYPE_I32});
   const Mat y = check_view(&yv, "get_rows", "y", {SPECD_DTYPE_F32});
-  if (ids.rows != 1 || ids.cols != y.rows) fail("get_rows", "ids must be [1, m] for y [m, d]");
-  if (y.cols != t.cols) fail("get_rows", "y and table differ in cols");
+  sdk::check_get_rows_shapes(t, ids, y);
   if (y.rows == 0) return;
   bind();
   // Ids are checked on the host (one small copy per call) so a bad id is reported by this
   // call, as on the CPU, and never read out of range.
   const std::vector<int32_t> id = read_i32_row(ids);
-  for (size_t i = 0; i < id.size(); ++i)
-    if (id[i] < 0 || id[i] >= t.rows)
-      fail("get_rows", "id " + std::to_string(id[i]) + " at " + std::to_string(i) +
-                           " outside [0, " + std::to_string(t.rows) + ")");
+  sdk::check_row_ids("get_rows", "id", id.data(), static_cast<int64_t>(id.size()), t.rows);
   SPECD_GPU_CHECK(launch_get_rows(t, i32(ids), y, stream_));
 }
 
@@ -311,17 +301,11 @@ void GpuDevice::copy_rows(const specd_view& sv, const specd_view& iv, const spec
   const Mat s = check_view(&sv, "copy_rows", "src", any);
   const Mat idx = check_view(&iv, "copy_rows", "indices", {SPECD_DTYPE_I32});
   const Mat d = check_view(&dv, "copy_rows", "dst", any);
-  if (s.dtype != d.dtype || s.cols != d.cols)
-    fail("copy_rows", "src and dst differ in dtype or cols");
-  if (idx.rows != 1 || idx.cols != d.rows)
-    fail("copy_rows", "indices must be [1, m] for dst [m, n]");
+  sdk::check_copy_rows_shapes(s, idx, d);
   if (d.rows == 0) return;
   bind();
   const std::vector<int32_t> ix = read_i32_row(idx);
-  for (size_t i = 0; i < ix.size(); ++i)
-    if (ix[i] < 0 || ix[i] >= s.rows)
-      fail("copy_rows",
-           "index " + std::to_string(ix[i]) + " outside [0, " + std::to_string(s.rows) + ")");
+  sdk::check_row_ids("copy_rows", "index", ix.data(), static_cast<int64_t>(ix.size()), s.rows);
   const int64_t rb = static_cast<int64_t>(row_bytes(s));
   if (!overlaps(s, d)) {
     SPECD_GPU_CHECK(launch_copy_rows(s, i32(idx), d, rb, stream_));

@@ -157,6 +157,47 @@ inline void check_range(const char* op, uint64_t offset, uint64_t size, uint64_t
                            std::to_string(buffer_size) + " bytes");
 }
 
+// The shape rules of `matmul` (backend.h) for a backend's matrix type M: x [m, k],
+// w [n, k], y [m, n]. Throws INVALID_ARGUMENT. [any thread]
+template <class M>
+void check_matmul_shapes(const M& x, const M& w, const M& y) {
+  if (w.cols != x.cols)
+    throw invalid_argument("matmul: x has k = " + std::to_string(x.cols) +
+                           " but w has k = " + std::to_string(w.cols));
+  if (y.rows != x.rows || y.cols != w.rows)
+    throw invalid_argument("matmul: y is [" + std::to_string(y.rows) + ", " +
+                           std::to_string(y.cols) + "], expected [" + std::to_string(x.rows) +
+                           ", " + std::to_string(w.rows) + "]");
+}
+
+// The shape rules of `get_rows`: ids [1, m] for y [m, d], table [rows, d]. [any thread]
+template <class M>
+void check_get_rows_shapes(const M& table, const M& ids, const M& y) {
+  if (ids.rows != 1 || ids.cols != y.rows)
+    throw invalid_argument("get_rows: ids must be [1, m] for y [m, d]");
+  if (y.cols != table.cols) throw invalid_argument("get_rows: y and table differ in cols");
+}
+
+// The shape rules of `copy_rows`: src and dst of one dtype and width, indices [1, m] for
+// dst [m, n]. [any thread]
+template <class M>
+void check_copy_rows_shapes(const M& src, const M& indices, const M& dst) {
+  if (src.dtype != dst.dtype || src.cols != dst.cols)
+    throw invalid_argument("copy_rows: src and dst differ in dtype or cols");
+  if (indices.rows != 1 || indices.cols != dst.rows)
+    throw invalid_argument("copy_rows: indices must be [1, m] for dst [m, n]");
+}
+
+// Row indices read on the host: each of ids[0, n) must be in [0, rows). Throws
+// "<op>: <what> <id> at <i> outside [0, <rows>)". [any thread]
+inline void check_row_ids(const char* op, const char* what, const int32_t* ids, int64_t n,
+                          int64_t rows) {
+  for (int64_t i = 0; i < n; ++i)
+    if (ids[i] < 0 || ids[i] >= rows)
+      throw invalid_argument(std::string(op) + ": " + what + " " + std::to_string(ids[i]) + " at " +
+                             std::to_string(i) + " outside [0, " + std::to_string(rows) + ")");
+}
+
 // The shape rules of `rope` (backend.h), for a backend's own matrix type M (anything with
 // rows and cols): the params' size, even head_dim and n_rot <= min(head_dim, 1024), x of
 // n_head * head_dim columns, positions [1, m]. Throws INVALID_ARGUMENT. [any thread]
