@@ -92,6 +92,46 @@ def make_optimizer(params, lr, wd):
                              lr=lr, betas=(0.9, 0.95), eps=1e-8)
 
 
+class TrainResult:
+    def __init__(self, steps, tokens, seconds, losses):
+        self.steps, self.tokens, self.seconds = steps, tokens, seconds
+        self.final_loss = float(np.mean(losses[-20:])) if losses else None
+
+
+def train_loop(params, tc, minutes, max_steps, step_loss, log):
+    """The loop every trainer shares: AdamW with warmup and cosine decay over the budget
+    (`minutes` or `max_steps`, whichever ends first), gradient clipping, logging every
+    `log_every` steps. `step_loss(rng)` returns (loss, tokens in the batch) for one batch
+    drawn with `rng` (seeded from tc["seed"]). The parameters end rounded to f16, as they
+    will be exported."""
+    params = list(params)
+    opt = make_optimizer(params, tc["lr"], tc["weight_decay"])
+    budget = Budget(minutes, max_steps)
+    rng = np.random.default_rng(tc.get("seed", 0))
+    step, tokens, losses = 0, 0, []
+    while not budget.done(step):
+        lr = lr_at(step, budget.progress(step), tc["lr"], tc["warmup"])
+        for g in opt.param_groups:
+            g["lr"] = lr
+        loss, n = step_loss(rng)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, tc["grad_clip"])
+        opt.step()
+        step += 1
+        tokens += n
+        losses.append(loss.item())
+        if step % tc.get("log_every", 20) == 0:
+            log(f"step {step} tok {tokens} loss {np.mean(losses[-20:]):.4f} lr {lr:.2e} "
+                f"progress {budget.progress(step):.3f} tok/s {tokens/budget.elapsed():.0f}")
+    seconds = budget.elapsed()
+    log(f"training done: {step} steps, {tokens} tokens, {seconds:.0f}s")
+    with torch.no_grad():
+        for p in params:
+            p.copy_(p.half().float())
+    return TrainResult(step, tokens, seconds, losses)
+
+
 def llama_from_cfg(mcfg, vocab_size):
     c = LlamaConfig(vocab_size=vocab_size, **mcfg)
     return Llama(c)

@@ -19,7 +19,6 @@ import argparse
 import os
 import sys
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -210,33 +209,15 @@ def main():
         tc["batch_size"] = a.batch_size
     L, B = tc["seq_len"], tc["batch_size"]
     log(f"{a.kind}: params {n_params}, budget {minutes} min / {max_steps} steps")
-    opt = common.make_optimizer(list(head.parameters()), tc["lr"], tc["weight_decay"])
-    budget = common.Budget(minutes, max_steps)
-    rng = np.random.default_rng(tc.get("seed", 0))
-    step, tokens, losses = 0, 0, []
     head.train()
-    while not budget.done(step):
-        lr = common.lr_at(step, budget.progress(step), tc["lr"], tc["warmup"])
-        for g in opt.param_groups:
-            g["lr"] = lr
+
+    def step_loss(rng):
         x, _ = data.batch(rng, B, L)
         tl, hid = runner.target_pass(x)
         loss, _ = runner.losses(x, tl, hid)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(head.parameters(), tc["grad_clip"])
-        opt.step()
-        step += 1
-        tokens += x.numel()
-        losses.append(loss.item())
-        if step % tc.get("log_every", 20) == 0:
-            log(f"step {step} tok {tokens} loss {np.mean(losses[-20:]):.4f} lr {lr:.2e} "
-                f"progress {budget.progress(step):.3f}")
-    train_sec = budget.elapsed()
-    log(f"training done: {step} steps, {tokens} tokens, {train_sec:.0f}s")
-    with torch.no_grad():
-        for p in head.parameters():
-            p.copy_(p.half().float())
+        return loss, x.numel()
+
+    run = common.train_loop(head.parameters(), tc, minutes, max_steps, step_loss, log)
     head.eval()
     if a.kind == "medusa":
         export_medusa(head, tcfg, name, treader, a.out)
@@ -259,8 +240,8 @@ def main():
     log(f"held-out acceptance: {acc}")
     metrics = {"name": name, "kind": a.kind, "file": a.out, "config": cfg, "params": n_params,
                "head_config": hc.to_dict() if hc else {"dim": tcfg.dim, "n_heads": len(head.fc)},
-               "target": treader.meta["general.name"], "steps": step, "tokens_seen": tokens,
-               "train_seconds": train_sec, "final_train_loss": float(np.mean(losses[-20:])) if losses else None,
+               "target": treader.meta["general.name"], "steps": run.steps, "tokens_seen": run.tokens,
+               "train_seconds": run.seconds, "final_train_loss": run.final_loss,
                "acceptance": acc, "export_max_logit_diff": diff,
                "command": "/usr/bin/python3 " + " ".join(sys.argv)}
     common.write_json(a.metrics, metrics)

@@ -11,9 +11,7 @@ Usage: /usr/bin/python3 train/train_lm.py --config train/configs/target.toml
 import argparse
 import os
 import sys
-import time
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -22,12 +20,6 @@ from train import common  # noqa: E402
 from train.export import export_llama, load_llama  # noqa: E402
 from train.model import llama_macs_per_token  # noqa: E402
 from train.tokenizer import Tokenizer  # noqa: E402
-
-
-def round_f16_(model):
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(p.half().float())
 
 
 @torch.no_grad()
@@ -98,38 +90,19 @@ def main():
     eval_windows = a.eval_windows if a.eval_windows is not None else tc.get("eval_windows", 0) or None
     log(f"params {n_params}, macs/token {llama_macs_per_token(c, L):.0f}, objective {objective}, "
         f"budget {minutes} min / {max_steps} steps")
-    opt = common.make_optimizer(list(model.parameters()), tc["lr"], tc["weight_decay"])
-    budget = common.Budget(minutes, max_steps)
-    rng = np.random.default_rng(tc.get("seed", 0))
-    step, tokens = 0, 0
-    losses = []
     model.train()
-    while not budget.done(step):
-        lr = common.lr_at(step, budget.progress(step), tc["lr"], tc["warmup"])
-        for g in opt.param_groups:
-            g["lr"] = lr
+
+    def step_loss(rng):
         x, y = data.batch(rng, B, L)
         logits = model(x)
         if objective == "kd":
             with torch.no_grad():
                 logp = F.log_softmax(teacher(x), -1)
             logq = F.log_softmax(logits, -1)
-            loss = (logp.exp() * (logp - logq)).sum(-1).mean()
-        else:
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), tc["grad_clip"])
-        opt.step()
-        step += 1
-        tokens += x.numel()
-        losses.append(loss.item())
-        if step % tc.get("log_every", 20) == 0:
-            log(f"step {step} tok {tokens} loss {np.mean(losses[-20:]):.4f} lr {lr:.2e} "
-                f"progress {budget.progress(step):.3f} tok/s {tokens/budget.elapsed():.0f}")
-    train_sec = budget.elapsed()
-    log(f"training done: {step} steps, {tokens} tokens, {train_sec:.0f}s")
-    round_f16_(model)
+            return (logp.exp() * (logp - logq)).sum(-1).mean(), x.numel()
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1)), x.numel()
+
+    run = common.train_loop(model.parameters(), tc, minutes, max_steps, step_loss, log)
     model.eval()
     export_llama(model, tok, name, a.out)
     # validate the export: read back, compare logits with the in-memory (f16-rounded) model
@@ -144,8 +117,8 @@ def main():
     metrics = {
         "name": name, "file": a.out, "config": cfg, "model": c.to_dict(), "params": n_params,
         "macs_per_token": llama_macs_per_token(c, L), "objective": objective,
-        "steps": step, "tokens_seen": tokens, "train_seconds": train_sec,
-        "final_train_loss": float(np.mean(losses[-20:])) if losses else None,
+        "steps": run.steps, "tokens_seen": run.tokens, "train_seconds": run.seconds,
+        "final_train_loss": run.final_loss,
         "val_loss": val, "export_max_logit_diff": diff,
         "command": "/usr/bin/python3 " + " ".join(sys.argv),
     }
