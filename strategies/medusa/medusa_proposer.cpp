@@ -8,7 +8,6 @@
 //
 // Parameters ([proposer]): model = the specd-medusa GGUF (bound to the run's target);
 // choices = the tree (TOML array of arrays of integers; default kDefaultChoices).
-#include <specd/model.h>
 #include <specd/cpp/plugin.hpp>
 
 #include <algorithm>
@@ -17,6 +16,8 @@
 #include <numeric>
 #include <string>
 #include <vector>
+
+#include "common/bound_head.hpp"
 
 namespace {
 
@@ -75,35 +76,16 @@ class MedusaProposer {
  public:
   MedusaProposer(specd::sdk::Host host, const specd::sdk::Params& params, const char* model_path,
                  const specd_proposer_context& context, const specd_transform&)
-      : host_(host.raw()), api_(host.raw()->models), dim_(context.hidden_dim) {
-    params.require_known({"choices"});
-    const std::string choices = params.get_string("choices", kDefaultChoices);
-    if (!model_path || !*model_path)
-      throw specd::sdk::invalid_argument("medusa needs [proposer] model = \"path/to/medusa.gguf\"");
-    if (dim_ == 0)
-      throw specd::sdk::invalid_argument("medusa needs target features; the verifier offers none");
-    check(api_->head_open(host_->context, model_path, context.target_path, nullptr, 0, &head_));
-    try {
-      specd_model_info info{};
-      info.struct_size = sizeof(info);
-      check(api_->info(host_->context, head_, &info));
-      if (std::string(info.architecture) != "specd-medusa")
-        throw specd::sdk::invalid_argument(std::string("medusa: ") + model_path + " is a " +
-                                           info.architecture + " file, not specd-medusa");
-      if (info.hidden_dim != dim_)
-        throw specd::sdk::invalid_argument("medusa: the heads' width differs from the target's");
-      heads_ = info.head_count;
-      vocab_ = std::min(info.vocab_size, context.vocab_size);
-      head_vocab_ = info.vocab_size;
-      build_tree(parse_choices(choices, params), params);
-    } catch (...) {
-      release();
-      throw;
-    }
+      // Unknown keys are reported before the model is opened.
+      : head_((params.require_known({"choices"}), host), "medusa", "specd-medusa", model_path,
+              context),
+        dim_(context.hidden_dim),
+        heads_(head_.info().head_count),
+        vocab_(std::min(head_.info().vocab_size, context.vocab_size)),
+        head_vocab_(head_.info().vocab_size) {
+    build_tree(parse_choices(params.get_string("choices", kDefaultChoices), params), params);
     logits_.resize(static_cast<size_t>(heads_) * head_vocab_);
   }
-
-  ~MedusaProposer() { release(); }
 
   void begin(std::span<const specd_token> prompt, const float* hidden) {
     feature_.clear();
@@ -116,8 +98,8 @@ class MedusaProposer {
     out.scheme = SPECD_SIBLINGS_DETERMINISTIC;
     out.has_q = 0;
     if (feature_.empty()) return;
-    check(api_->head_forward(host_->context, head_, nullptr, feature_.data(), nullptr, nullptr,
-                             nullptr, 1, logits_.data(), nullptr));
+    head_.check(head_.api()->head_forward(head_.context(), head_.model(), nullptr, feature_.data(),
+                                          nullptr, nullptr, nullptr, 1, logits_.data(), nullptr));
     std::vector<std::vector<specd_token>> ranked(depth_width_.size());
     for (size_t h = 0; h < depth_width_.size(); ++h)
       ranked[h] = top_k(logits_.data() + h * head_vocab_, depth_width_[h]);
@@ -182,17 +164,8 @@ class MedusaProposer {
     return ids;
   }
 
-  void check(specd_status* status) const { specd::sdk::Host(host_).check(status); }
-
-  void release() {
-    if (head_) api_->close(host_->context, head_);
-    head_ = nullptr;
-  }
-
-  const specd_host* host_;
-  const specd_model_api* api_;
-  uint32_t dim_, heads_ = 0, vocab_ = 0, head_vocab_ = 0;
-  specd_model* head_ = nullptr;
+  specd::strategies::BoundHead head_;
+  uint32_t dim_, heads_, vocab_, head_vocab_;
   std::vector<Node> nodes_;            // the static tree, node i+1 at index i
   std::vector<uint32_t> depth_width_;  // ranks needed per head
   std::vector<float> feature_;         // [dim] feature of the token before the root
