@@ -69,13 +69,13 @@ void LlamaModel::load_weights() {
     throw Error(in.path + ": llama.vocab_size " + std::to_string(*vs) +
                 " does not match token_embd.weight (" + std::to_string(embd.ne[1]) + " rows)");
   const int64_t d = in.n_embd, V = in.vocab_size;
-  block_shape_ = {in.n_embd, in.n_head, in.n_head_kv, in.head_dim,
-                  in.n_ff,   in.n_rot,  in.rope_base, in.rms_eps};
+  const BlockShape shape{in.n_embd, in.n_head, in.n_head_kv, in.head_dim,
+                         in.n_ff,   in.n_rot,  in.rope_base, in.rms_eps};
   WeightLoader load(file_, *device_, buffers_);
   tok_embd_ = load.matrix("token_embd.weight", d, V);  // [V, d]
   for (int32_t l = 0; l < in.n_layer; ++l)
-    layers_.emplace_back(*device_, block_shape_,
-                         load_block(load, "blk." + std::to_string(l) + ".", block_shape_));
+    layers_.emplace_back(*device_, shape,
+                         load_block(load, "blk." + std::to_string(l) + ".", shape));
   output_norm_ = load.vector("output_norm.weight", d);
   in.tied_output = file_.tensor("output.weight") == nullptr;
   output_ = in.tied_output ? tok_embd_ : load.matrix("output.weight", d, V);  // [V, d]
@@ -108,7 +108,7 @@ void LlamaModel::ensure_scratch(int32_t m, size_t n_ints) {
     s_.logits = device_->alloc(static_cast<uint64_t>(m) * info_.vocab_size * 4);
     s_.rows = m;
   }
-  s_.block.ensure(*device_, block_shape_, m);
+  s_.block.ensure(*device_, layers_.front().shape(), m);
   if (!s_.ints || s_.ints.size() < n_ints * 4) s_.ints = device_->alloc(n_ints * 4 * 2);
 }
 
@@ -150,7 +150,7 @@ void LlamaModel::forward(KvCache& cache, std::span<const int32_t> tokens,
   const int64_t n_extra = static_cast<int64_t>(mask.extra_slots.size());
   const View v_extra = s_.ints.view(SPECD_DTYPE_I32, 1, n_extra ? n_extra : 1, 16ull * m + 4);
 
-  const int64_t d = in.n_embd, kvd = block_shape_.kv_dim();
+  const int64_t d = in.n_embd, kvd = layers_.front().shape().kv_dim();
   const View x = s_.x.view(SPECD_DTYPE_F32, m, d);        // residual stream [m, d]
   const View h = s_.block.h.view(SPECD_DTYPE_F32, m, d);  // the final norm's output [m, d]
   Device& dev = *device_;

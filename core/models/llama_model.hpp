@@ -80,7 +80,6 @@ class LlamaModel {
   std::vector<Buffer> buffers_;  // weights (and converted norm vectors)
   View tok_embd_, output_norm_, output_;
   std::vector<DecoderBlock> layers_;
-  BlockShape block_shape_;
   Scratch s_;
 };
 
