@@ -21,16 +21,8 @@ std::string temp_dir(const std::string& name) {
 uint32_t write_random_llama(const std::string& path, const RandomLlamaSpec& s) {
   std::mt19937_64 rng(s.seed);
   std::normal_distribution<float> normal(0.0f, s.weight_scale);
-  LlamaLayout layout;
-  layout.name = "random-llama-" + std::to_string(s.seed);
-  layout.n_ctx = s.n_ctx;
-  layout.n_embd = s.n_embd;
-  layout.n_layer = s.n_layer;
-  layout.n_ff = s.n_ff;
-  layout.n_head = s.n_head;
-  layout.n_head_kv = s.n_head_kv;
-  layout.vocab = 258 + s.extra_vocab;
-  layout.tied_output = s.tied_output;
+  LlamaLayout layout = s;
+  if (layout.name.empty()) layout.name = "random-llama-" + std::to_string(s.seed);
   GgufWriter w;
   set_llama_metadata(w, layout);
   w.set_u32("general.file_type", 1);

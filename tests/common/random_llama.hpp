@@ -7,18 +7,14 @@
 #include <string>
 
 #include "gguf/ggml_types.hpp"
+#include "models/llama_writer.hpp"
 
 namespace specd::test {
 
-struct RandomLlamaSpec {
-  uint32_t n_embd = 64;
-  uint32_t n_layer = 2;
-  uint32_t n_head = 4;
-  uint32_t n_head_kv = 2;
-  uint32_t n_ff = 128;
-  uint32_t n_ctx = 256;
-  uint32_t extra_vocab = 6;  // padding tokens after the 258 real ones
-  bool tied_output = false;
+// The layout's defaults: d 64, 2 layers, 4 heads (2 KV), FFN 128, context 256, and a vocab
+// of 264 (the 258 byte-tokenizer entries, then 6 padding tokens). An empty name becomes
+// "random-llama-<seed>".
+struct RandomLlamaSpec : LlamaLayout {
   GgmlType weight_type = GgmlType::kF16;
   uint64_t seed = 1;
   float weight_scale = 0.08f;  // std of the matrices; large enough for varied argmaxes

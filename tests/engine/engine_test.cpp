@@ -207,7 +207,7 @@ TEST_CASE("draft-model proposer: exact at temperature 0, its own KV rolled back 
   draft_spec.n_layer = 1;
   draft_spec.n_embd = 32;
   draft_spec.n_ff = 64;
-  draft_spec.extra_vocab = 2;  // a padded vocabulary of another size is tolerated
+  draft_spec.vocab = 258 + 2;  // a padded vocabulary of another size is tolerated
   std::string draft = f.dir + "/dm-draft.gguf";
   test::write_random_llama(draft, draft_spec);
 
@@ -247,7 +247,7 @@ TEST_CASE("draft-model proposer: a draft with another vocabulary is refused clea
     (void)file;
   }
   test::RandomLlamaSpec small = spec;
-  small.extra_vocab = 0;
+  small.vocab = 258;
   small.seed = 3;
   test::write_random_llama(other, small);
   // Padding-only differences pass ...

@@ -71,7 +71,7 @@ struct Files {
     }
     write_text(text_model, "this is not a model\n");
     test::RandomLlamaSpec bigger = spec;
-    bigger.extra_vocab += 4;
+    bigger.vocab += 4;
     bigger.seed = 2;
     test::write_random_llama(draft_bigger, bigger);
     rewrite_gguf(draft_bigger, draft_extra, [&](GgufWriter& w) {
