@@ -73,10 +73,14 @@ class Tokenizer {
 
 // Decodes a token stream incrementally and only ever returns complete, valid UTF-8, for
 // printing while generating. Bytes that can never become valid are shown as U+FFFD.
+// The text of a stream that continues `context` is decode(context + stream) minus
+// decode(context), with invalid UTF-8 shown as U+FFFD: the space decode() strips from the
+// first text of a SentencePiece sequence is only stripped when the context has no text.
+// A context is assumed to end on a character boundary.
 class StreamingDetokenizer {
  public:
-  explicit StreamingDetokenizer(const Tokenizer& tokenizer, bool render_special = false)
-      : tok_(tokenizer), render_special_(render_special) {}
+  explicit StreamingDetokenizer(const Tokenizer& tokenizer, bool render_special = false,
+                                std::span<const int32_t> context = {});
 
   // Text that became printable with this token (possibly empty).
   std::string push(int32_t id);
