@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -133,6 +135,18 @@ TEST_CASE("pre-tokenizer names map as in llama.cpp") {
     CHECK(info->add_bos == c.add_bos);
   }
   CHECK(!pre_tokenizer_from_name("mystery").has_value());
+  // README.md lists every accepted name.
+  std::ifstream in(std::string(SPECD_SOURCE_DIR) + "/README.md");
+  const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string names = pre_tokenizer_names();
+  for (size_t pos = 0; pos < names.size();) {
+    size_t end = names.find(", ", pos);
+    if (end == std::string::npos) end = names.size();
+    const std::string quoted = "`" + names.substr(pos, end - pos) + "`";
+    CAPTURE(quoted);
+    CHECK(readme.find(quoted) != std::string::npos);
+    pos = end + 2;
+  }
   CHECK(!pre_tokenizer_from_name("").has_value());
 }
 
