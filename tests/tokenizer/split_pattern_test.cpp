@@ -142,7 +142,9 @@ TEST_CASE("pre-tokenizer names map as in llama.cpp") {
   for (size_t pos = 0; pos < names.size();) {
     size_t end = names.find(", ", pos);
     if (end == std::string::npos) end = names.size();
-    const std::string quoted = "`" + names.substr(pos, end - pos) + "`";
+    std::string quoted = "`";
+    quoted.append(names, pos, end - pos);
+    quoted += '`';
     CAPTURE(quoted);
     CHECK(readme.find(quoted) != std::string::npos);
     pos = end + 2;
