@@ -103,9 +103,25 @@ void run_cases(const std::string& name) {
     }
   }
   CHECK_MESSAGE(failed == 0, name << ": " << failed << " of " << texts.size() << " cases differ");
+  // Byte-level BPE spells any bytes: every case decodes back to its text.
+  if (tok.model() == TokenizerModel::kBpe) {
+    for (const std::string& t : texts) CHECK(tok.decode(tok.encode(t, false, false)) == t);
+  }
 }
 
 }  // namespace
+
+TEST_CASE("compat vocab: gpt-neox (no tokenizer.ggml.pre) round-trips any text") {
+  const std::filesystem::path gguf = kVocabDir / "ggml-vocab-gpt-neox.gguf";
+  if (!std::filesystem::exists(gguf)) {
+    MESSAGE("skipped: " << gguf.string() << " is missing (llama.cpp reference data)");
+    return;
+  }
+  const Tokenizer tok = Tokenizer::from_gguf(GgufFile::open(gguf.string()));
+  for (const std::string& t : read_texts(kVocabDir / "ggml-vocab-gpt-2.gguf.inp")) {
+    CHECK(tok.decode(tok.encode(t, false, false)) == t);
+  }
+}
 
 TEST_CASE("compat vocab: gpt-2") {
   run_cases("gpt-2");

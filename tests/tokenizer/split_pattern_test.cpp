@@ -106,6 +106,28 @@ TEST_CASE("split pattern: agrees with the hand-written gpt-2 and llama3 splitter
   }
 }
 
+TEST_CASE("every pre-tokenizer covers any bytes with non-empty words") {
+  std::mt19937 rng(99);
+  std::uniform_int_distribution<int> byte(0, 255), coin(0, 3);
+  for (PreTokenizer t :
+       {PreTokenizer::kDefault, PreTokenizer::kGpt2, PreTokenizer::kLlama3, PreTokenizer::kQwen2,
+        PreTokenizer::kDeepseekLlm, PreTokenizer::kDeepseekCoder, PreTokenizer::kFalcon,
+        PreTokenizer::kStarcoder}) {
+    const WordSplitter splitter(t);
+    for (int iter = 0; iter < 300; ++iter) {
+      // Half random bytes, half the structured text above.
+      std::string s = coin(rng) < 2 ? random_text(rng) : std::string();
+      for (int n = coin(rng) * 6; n > 0; --n) s += static_cast<char>(byte(rng));
+      std::string joined;
+      for (auto w : splitter.split(s)) {
+        CHECK(!w.empty());
+        joined += w;
+      }
+      CHECK(joined == s);
+    }
+  }
+}
+
 TEST_CASE("pre-tokenizer names map as in llama.cpp") {
   struct Case {
     const char* name;
