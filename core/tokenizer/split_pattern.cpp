@@ -339,7 +339,14 @@ class Matcher {
 
   // Leftmost match starting at or after from; returns its [start, end) or false.
   bool search(const Alts& alts, size_t from, size_t& start, size_t& end) const {
-    for (size_t s = from; s < u_.size(); ++s) {
+    // A pattern that is one sequence starting with an unbounded character run (\s+$): when it
+    // fails at s, it fails at every later start inside that run too, since those try a
+    // subset of the same split points; skipping them keeps long runs linear.
+    const Node* lead = alts.size() == 1 && !alts[0].empty() &&
+                               alts[0][0].kind == Node::Kind::kChar && alts[0][0].max == kUnbounded
+                           ? &alts[0][0]
+                           : nullptr;
+    for (size_t s = from; s < u_.size();) {
       size_t e = 0;
       auto done = [&](size_t p) {
         e = p;
@@ -350,6 +357,11 @@ class Matcher {
         end = e;
         return true;
       }
+      size_t next = s + 1;
+      if (lead) {
+        while (next < u_.size() && lead->set.matches(u_[s]) && lead->set.matches(u_[next])) ++next;
+      }
+      s = next;
     }
     return false;
   }

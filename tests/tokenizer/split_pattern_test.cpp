@@ -206,6 +206,10 @@ TEST_CASE("pre-tokenizer families split as their llama.cpp pattern lists") {
   // ('=' is a symbol, not punctuation, and \s? takes a tab.)
   CHECK(words(PreTokenizer::kDeepseekCoder, "if (x1 == 23):\n\tgo") ==
         V{"if", " (", "x", "1", " == ", "2", "3", "):", "\n", "\tgo"});
+  // Long runs stay linear: \\s+$ failing inside a run of 200000 spaces.
+  const std::string spaces(200000, ' ');
+  CHECK(words(PreTokenizer::kDeepseekLlm, spaces + "你") == V{spaces, "你"});
+  CHECK(words(PreTokenizer::kDeepseekLlm, spaces + "x") == V{spaces.substr(1), " x"});
   CHECK(words(PreTokenizer::kNone, "a b") == V{"a b"});
   for (PreTokenizer t : {PreTokenizer::kDefault, PreTokenizer::kDeepseekLlm,
                          PreTokenizer::kDeepseekCoder, PreTokenizer::kFalcon}) {
