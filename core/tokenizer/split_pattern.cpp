@@ -86,7 +86,7 @@ class FnRef;
 template <typename R, typename... A>
 class FnRef<R(A...)> {
  public:
-  template <typename F, typename = std::enable_if_t<!std::is_same_v<F, FnRef>>>
+  template <typename F, typename = std::enable_if_t<!std::is_same_v<std::remove_cv_t<F>, FnRef>>>
   FnRef(F& f) : obj_(&f), call_([](void* o, A... a) -> R { return (*static_cast<F*>(o))(a...); }) {}
   R operator()(A... a) const { return call_(obj_, a...); }
 
@@ -335,7 +335,7 @@ uint64_t min_length(const Alts& alts) {
 
 class Matcher {
  public:
-  Matcher(const std::vector<Unit>& units) : u_(units) {}
+  explicit Matcher(const std::vector<Unit>& units) : u_(units) {}
 
   // Leftmost match starting at or after from; returns its [start, end) or false.
   bool search(const Alts& alts, size_t from, size_t& start, size_t& end) const {
