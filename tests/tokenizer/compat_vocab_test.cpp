@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "gguf/gguf_reader.hpp"
+#include "gguf/gguf_writer.hpp"
 #include "tokenizer/tokenizer.hpp"
+#include "tokenizer_fixtures.hpp"
 
 using namespace specd;
 
@@ -81,13 +83,30 @@ std::string show_text(const std::string& t) {
   return s;
 }
 
-void run_cases(const std::string& name) {
+// The vocabulary of a vocab-only file with tokenizer.ggml.pre set to `pre`.
+Tokenizer with_pre(const std::filesystem::path& gguf, const std::string& pre) {
+  const GgufFile file = GgufFile::open(gguf.string());
+  REQUIRE(file.tensors().empty());
+  GgufWriter w;
+  for (const auto& [key, value] : file.metadata()) {
+    if (key != "general.alignment") w.set(key, value);
+  }
+  w.set_string("tokenizer.ggml.pre", pre);
+  const std::string path = test::tok_scratch("compat-" + pre + ".gguf");
+  w.write(path);
+  return test::load(path);
+}
+
+// Runs the cases of ggml-vocab-<name>.gguf; with `pre`, after setting tokenizer.ggml.pre to
+// another name llama.cpp gives the same pattern list (the ids must not change).
+void run_cases(const std::string& name, const std::string& pre = "") {
   const std::filesystem::path gguf = kVocabDir / ("ggml-vocab-" + name + ".gguf");
   if (!std::filesystem::exists(kVocabDir)) {
     MESSAGE("skipped: " << kVocabDir.string() << " is missing (llama.cpp reference data)");
     return;
   }
-  const Tokenizer tok = Tokenizer::from_gguf(GgufFile::open(gguf.string()));
+  const Tokenizer tok =
+      pre.empty() ? Tokenizer::from_gguf(GgufFile::open(gguf.string())) : with_pre(gguf, pre);
   const std::vector<std::string> texts = read_texts(gguf.string() + ".inp");
   const std::vector<std::vector<int32_t>> expected = read_ids(gguf.string() + ".out");
   REQUIRE_MESSAGE(texts.size() == expected.size(),
@@ -145,4 +164,17 @@ TEST_CASE("compat vocab: falcon") {
 
 TEST_CASE("compat vocab: starcoder") {
   run_cases("starcoder");
+}
+
+// refact, command-r and smollm use starcoder's patterns; mpt, olmo and phi-2 GPT-2's; llama.cpp's
+// cases for those vocabularies are therefore also theirs.
+TEST_CASE("compat vocab: pre-tokenizer names that share a pattern list give the same ids") {
+  for (const char* pre : {"refact", "command-r", "smollm"}) {
+    CAPTURE(pre);
+    run_cases("starcoder", pre);
+  }
+  for (const char* pre : {"mpt", "olmo", "phi-2"}) {
+    CAPTURE(pre);
+    run_cases("gpt-2", pre);
+  }
 }
