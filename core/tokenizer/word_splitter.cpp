@@ -1,6 +1,5 @@
 // llama.cpp's BPE pre-tokenizers (llama-vocab.cpp): which tokenizer.ggml.pre values select which
 // split patterns, and the patterns themselves, applied as unicode_regex_split applies them.
-
 #include "tokenizer/pretokenizer.hpp"
 
 namespace specd {
