@@ -102,6 +102,8 @@ int audit_configuration(const std::string& path, const std::vector<std::string>&
   std::vector<std::string> paths = config.plugins.paths;
   paths.insert(paths.end(), plugin_paths.begin(), plugin_paths.end());
   specd::PluginRegistry registry(paths);
+  for (const std::string& w : registry.warnings())
+    std::fprintf(stderr, "specd audit: warning: %s\n", w.c_str());
   specd::ConfigAuditOptions o;
   o.prompt = prompt;
   // Real vocabularies spread long prefixes thin; the first token keeps the test powerful.
@@ -118,6 +120,8 @@ int audit_configuration(const std::string& path, const std::vector<std::string>&
     w.key("samples").value(r.samples).key("outcomes").value(uint64_t(r.outcomes));
     w.key("bins").value(uint64_t(r.bins)).key("tv").value(r.tv).key("chi2").value(r.chi2);
     w.key("p_value").value(r.p_value).key("tau").value(r.tau).key("verdict").value(r.verdict);
+    w.key("rule_schemes").value(r.rule_schemes).key("rule_verdict").value(r.rule_verdict);
+    w.key("rule_summary").value(r.rule_summary);
     w.end_object();
     std::printf("%s\n", w.str().c_str());
   } else {
@@ -128,9 +132,12 @@ int audit_configuration(const std::string& path, const std::vector<std::string>&
         "outcomes in %zu bins, tau %.2f\n",
         o.tokens, specd::json_quote(prompt).c_str(), (unsigned long long)r.samples, r.outcomes,
         r.bins, r.tau);
+    std::printf("the rule on the Markov toy models, every scheme it declares (%s): %s\n",
+                r.rule_schemes.c_str(), r.rule_summary.c_str());
     std::printf("verdict: %s\n", r.summary.c_str());
   }
-  return r.verdict == "label-wrong" ? kExitLabelWrong : 0;
+  if (r.verdict == "label-wrong") return kExitLabelWrong;
+  return r.verdict == "error" ? kExitCouldNotRun : 0;
 }
 
 int audit(int argc, char** argv) {

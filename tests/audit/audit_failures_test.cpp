@@ -16,9 +16,12 @@
 
 #include "audit/audit_engine.hpp"
 #include "audit/audit_report.hpp"
+#include "audit/config_audit.hpp"
 #include "audit/statistics.hpp"
 #include "cmd_audit.hpp"
+#include "config/config.hpp"
 #include "plugin/registry.hpp"
+#include "random_llama.hpp"
 
 namespace {
 
@@ -211,4 +214,30 @@ TEST_CASE("the detectable TV falls like 1/sqrt(n) once nothing is pooled") {
   CHECK(specd::samples_to_detect(probs, a.tv, 1e-3, 0.95, 100, 1000000) <= 10000);
   CHECK(specd::samples_to_detect(probs, a.tv, 1e-3, 0.95, 100, 1000000) >= 9800);
   CHECK(specd::samples_to_detect(probs, 1e-6, 1e-3, 0.95, 100, 1000000) == 0);
+}
+
+TEST_CASE("audit -c audits the rule under every scheme it declares, not only the proposer's") {
+  // ngram drafts deterministically, where test-two-scheme is exact: the configuration's own
+  // comparison passes, the rule's i.i.d. promise is still checked.
+  const std::string dir = specd::test::temp_dir("audit-c-schemes");
+  const std::string model = dir + "/target.gguf";
+  specd::test::RandomLlamaSpec spec;
+  spec.seed = 41;
+  spec.weight_scale = 0.3f;
+  specd::test::write_random_llama(model, spec);
+  specd::PluginRegistry registry({kFailing});
+  const specd::Config config =
+      specd::parse_config("", "audit.toml",
+                          {"target.model=\"" + model + "\"", "engine.backend=cpu",
+                           "engine.threads=1", "sampling.temperature=1", "proposer.kind=ngram",
+                           "proposer.k=2", "acceptance.rule=test-two-scheme"});
+  specd::ConfigAuditOptions o;
+  o.prompt = "ab";
+  o.samples = 200;
+  o.rule_samples = 4000;
+  const specd::ConfigAuditResult r = specd::audit_config(config, registry, o);
+  CHECK(r.rule_schemes == "deterministic, iid");
+  CHECK(r.rule_verdict == "label-wrong");
+  CHECK(contains(r.rule_summary, "iid drafts"));
+  CHECK(r.verdict == "label-wrong");
 }
