@@ -157,8 +157,8 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
     // The KV cache is sized by the context: say which, from where, and what would fit.
     const ModelInfo& info = target_->info();
     const uint32_t context = static_cast<uint32_t>(config_.engine.context);
-    const uint64_t tokens = context == 0 ? static_cast<uint64_t>(info.n_ctx)
-                                         : std::min<uint64_t>(context, info.n_ctx);
+    const uint64_t tokens =
+        context == 0 ? static_cast<uint64_t>(info.n_ctx) : std::min<uint64_t>(context, info.n_ctx);
     throw Error(kv_cache_error(info, tokens, config_.engine.context,
                                config_.where("engine.context"), e.what()));
   }
