@@ -140,9 +140,10 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
   device_ = backend_->open(device_options);
 
   try {
-    target_file_ = std::make_unique<GgufFile>(GgufFile::open(config_.target.model));
-    tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*target_file_));
-    target_ = LlamaModel::load(config_.target.model, *device_);
+    // One parse of the file serves the tokenizer and the model.
+    GgufFile target_file = GgufFile::open(config_.target.model);
+    tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_gguf(target_file));
+    target_ = LlamaModel::load(std::move(target_file), *device_);
   } catch (const UsageError&) {
     throw;
   } catch (const Error& e) {

@@ -16,7 +16,11 @@ LlamaModel::LlamaModel(GgufFile file, Device& device) : file_(std::move(file)), 
 LlamaModel::~LlamaModel() = default;
 
 std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& gguf_path, Device& device) {
-  GgufFile file = GgufFile::open(gguf_path);
+  return load(GgufFile::open(gguf_path), device);
+}
+
+std::unique_ptr<LlamaModel> LlamaModel::load(GgufFile file, Device& device) {
+  const std::string gguf_path = file.path();
   const auto arch = file.get_string_opt("general.architecture");
   if (!arch) throw Error(gguf_path + ": no general.architecture: not a model file");
   if (*arch != "llama")

@@ -37,9 +37,13 @@ class LlamaModel {
   // type and shape) and puts the weights on `device`. Throws specd::Error naming the file
   // and, where it applies, the tensor.
   static std::unique_ptr<LlamaModel> load(const std::string& gguf_path, Device& device);
+  // The same from a file already opened (and parsed) by the caller, e.g. for its tokenizer:
+  // a file is parsed once.
+  static std::unique_ptr<LlamaModel> load(GgufFile file, Device& device);
   ~LlamaModel();
 
   const ModelInfo& info() const { return info_; }
+  const GgufFile& file() const { return file_; }
   Device& device() const { return *device_; }
 
   // A cache for up to max_tokens rows (committed plus pending), on this model's device.

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "gguf/gguf_reader.hpp"
+#include "gguf/gguf_writer.hpp"
 #include "random_llama.hpp"
 
 using specd::test::CliResult;
@@ -67,4 +69,38 @@ TEST_CASE(
       kLimitKiB, {"run", "-c", config, "-p", "hi", "-n", "2", "--set", "engine.context=4096"});
   INFO("stderr: " << fits.err);
   CHECK(fits.status == 0);
+}
+
+TEST_CASE("a model with a 24 MB metadata array runs in a small multiple of its size") {
+  if (SPECD_SANITIZED) {
+    MESSAGE("skipped: sanitizer builds cannot run under an address-space limit");
+    return;
+  }
+  // 24 M one-byte elements: held as one value each (about 100 bytes) that is 2.4 GB per
+  // parse, packed it is 24 MB.
+  const std::string dir = specd::test::temp_dir("big-metadata");
+  const std::string plain = dir + "/plain.gguf", model = dir + "/big-metadata.gguf";
+  specd::test::write_random_llama(plain, {});
+  {
+    const specd::GgufFile f = specd::GgufFile::open(plain);
+    specd::GgufWriter w;
+    for (const auto& [key, value] : f.metadata())
+      if (key != "general.alignment") w.set(key, value);
+    specd::GgufValue blob = specd::GgufValue::empty_array(specd::GgufType::kUint8);
+    const std::vector<uint8_t> bytes(24u << 20, 7);
+    blob.append_packed(bytes.data(), bytes.size());
+    w.set("specd.test.blob", blob);
+    for (const specd::GgufTensor& t : f.tensors()) {
+      const auto* data = static_cast<const uint8_t*>(t.data);
+      w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims),
+                   std::vector<uint8_t>(data, data + t.n_bytes));
+    }
+    w.write(model);
+  }
+  const std::string config = dir + "/run.toml";
+  std::ofstream(config) << "[target]\nmodel = \"" << model
+                        << "\"\n[engine]\nbackend = \"cpu\"\nthreads = 1\n";
+  const CliResult r = run_limited(1ull << 20, {"run", "-c", config, "-p", "hi", "-n", "2"});
+  INFO("stderr: " << r.err);
+  CHECK(r.status == 0);
 }
