@@ -1,6 +1,6 @@
 // specd audit [--markov FILE]... [--rule ID]... [--tokens N] [--k K] [--tree B1,B2,...]
 //             [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--samples N] [--seed S]
-//             [--alpha A] [--json] [--details] [--plugin-path DIR]...
+//             [--alpha A] [--detect-tv D] [--json] [--details] [--plugin-path DIR]...
 #include "cmd_audit.hpp"
 
 #include <cstdio>
@@ -11,13 +11,14 @@
 
 #include "acceptance/acceptance_rule.hpp"
 #include "args.hpp"
-#include "audit/config_audit.hpp"
-#include "common/json_writer.hpp"
-#include "config/config.hpp"
 #include "audit/audit_engine.hpp"
 #include "audit/audit_report.hpp"
+#include "audit/config_audit.hpp"
 #include "audit/markov_model.hpp"
 #include "common/error.hpp"
+#include "common/json_writer.hpp"
+#include "config/config.hpp"
+#include "plugin/plugin_info.hpp"
 #include "plugin/registry.hpp"
 
 namespace {
@@ -39,6 +40,8 @@ const char* kUsage =
     "  --top-k K, --top-p P, --min-p P\n"
     "                      the sampling transform, applied to target and draft alike\n"
     "  --samples N         Monte-Carlo runs per case (default 20000)\n"
+    "  --detect-tv D       for rules without exact outcomes, raise the runs of each case\n"
+    "                      until a TV distance >= D would be detected with 95% power\n"
     "  --seed S            random seed (default 1)\n"
     "  --alpha A           family-wise significance of the whole audit (default 1e-3)\n"
     "  --json              machine-readable output\n"
@@ -48,7 +51,14 @@ const char* kUsage =
     "                      plain decoding on its models (first --tokens tokens, default 1;\n"
     "                      --samples runs per arm, default 2000; -p PROMPT; --set s.k=v)\n"
     "\n"
-    "Exit status: 0 every label holds, 1 some rule's label is wrong, 2 usage error.\n";
+    "Exit status: 0 no label was found wrong and every rule ran; 1 some rule's label is\n"
+    "wrong; 2 usage error; 3 no label was found wrong but some rule (or the audit itself)\n"
+    "could not run: its row says why (docs/AUDIT.md).\n";
+
+// Exit statuses (docs/AUDIT.md).
+constexpr int kExitLabelWrong = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitCouldNotRun = 3;
 
 uint64_t parse_u64(const std::string& option, const std::string& v) {
   char* end = nullptr;
@@ -86,13 +96,14 @@ std::vector<uint32_t> parse_tree(const std::string& v) {
 int audit_configuration(const std::string& path, const std::vector<std::string>& overrides,
                         const std::string& prompt, const specd::AuditOptions& options,
                         bool samples_given, bool tokens_given,
-                        const std::vector<std::string>& plugin_paths,
-                        bool json) {
+                        const std::vector<std::string>& plugin_paths, bool json) {
   specd::Config config = specd::load_config(path, overrides);
   specd::check_required_for_run(config);
   std::vector<std::string> paths = config.plugins.paths;
   paths.insert(paths.end(), plugin_paths.begin(), plugin_paths.end());
   specd::PluginRegistry registry(paths);
+  for (const std::string& w : registry.warnings())
+    std::fprintf(stderr, "specd audit: warning: %s\n", w.c_str());
   specd::ConfigAuditOptions o;
   o.prompt = prompt;
   // Real vocabularies spread long prefixes thin; the first token keeps the test powerful.
@@ -109,18 +120,24 @@ int audit_configuration(const std::string& path, const std::vector<std::string>&
     w.key("samples").value(r.samples).key("outcomes").value(uint64_t(r.outcomes));
     w.key("bins").value(uint64_t(r.bins)).key("tv").value(r.tv).key("chi2").value(r.chi2);
     w.key("p_value").value(r.p_value).key("tau").value(r.tau).key("verdict").value(r.verdict);
+    w.key("rule_schemes").value(r.rule_schemes).key("rule_verdict").value(r.rule_verdict);
+    w.key("rule_summary").value(r.rule_summary);
     w.end_object();
     std::printf("%s\n", w.str().c_str());
   } else {
     std::printf("specd audit -c %s: %s + %s (%s) at temperature %g\n", path.c_str(),
                 r.proposer.c_str(), r.rule.c_str(), r.label.c_str(), r.temperature);
-    std::printf("first %u tokens after %s, %llu runs per arm (plain vs speculative), %zu "
-                "outcomes in %zu bins, tau %.2f\n",
-                o.tokens, specd::json_quote(prompt).c_str(), (unsigned long long)r.samples,
-                r.outcomes, r.bins, r.tau);
+    std::printf(
+        "first %u tokens after %s, %llu runs per arm (plain vs speculative), %zu "
+        "outcomes in %zu bins, tau %.2f\n",
+        o.tokens, specd::json_quote(prompt).c_str(), (unsigned long long)r.samples, r.outcomes,
+        r.bins, r.tau);
+    std::printf("the rule on the Markov toy models, every scheme it declares (%s): %s\n",
+                r.rule_schemes.c_str(), r.rule_summary.c_str());
     std::printf("verdict: %s\n", r.summary.c_str());
   }
-  return r.verdict == "label-wrong" ? 1 : 0;
+  if (r.verdict == "label-wrong") return kExitLabelWrong;
+  return r.verdict == "error" ? kExitCouldNotRun : 0;
 }
 
 int audit(int argc, char** argv) {
@@ -167,6 +184,10 @@ int audit(int argc, char** argv) {
       options.seed = parse_u64("--seed", args.value());
     } else if (args.match("--alpha")) {
       options.alpha = args.float_value();
+    } else if (args.match("--detect-tv")) {
+      options.detect_tv = args.float_value();
+      if (!(options.detect_tv > 0 && options.detect_tv < 1))
+        throw specd::UsageError("option --detect-tv must be in (0, 1)");
     } else if (args.match("--json")) {
       json = true;
     } else if (args.match("--details")) {
@@ -180,8 +201,8 @@ int audit(int argc, char** argv) {
   if (!(options.alpha > 0 && options.alpha < 1))
     throw specd::UsageError("option --alpha must be in (0, 1)");
   if (!config_path.empty())
-    return audit_configuration(config_path, overrides, prompt, options, samples_given,
-                               tokens_given, plugin_paths, json);
+    return audit_configuration(config_path, overrides, prompt, options, samples_given, tokens_given,
+                               plugin_paths, json);
   specd::validate_sampling_params(options.sampling);
   if (options.tokens < 1) throw specd::UsageError("option --tokens must be at least 1");
   if (options.k < 1) throw specd::UsageError("option --k must be at least 1");
@@ -209,18 +230,30 @@ int audit(int argc, char** argv) {
       }
       return s;
     }() + ")");
+  // A rule that cannot even be created gets an error row; the others are audited.
   std::vector<std::unique_ptr<specd::AcceptanceRule>> rules;
   std::vector<const specd::AcceptanceRule*> views;
-  for (const specd::LoadedPlugin* p : plugins) {
-    rules.push_back(std::make_unique<specd::AcceptanceRule>(*p, nullptr));
-    views.push_back(rules.back().get());
+  std::vector<std::pair<size_t, specd::RuleAudit>> failed;  // (position, row)
+  for (size_t i = 0; i < plugins.size(); ++i) {
+    const specd::LoadedPlugin* p = plugins[i];
+    try {
+      rules.push_back(std::make_unique<specd::AcceptanceRule>(*p, nullptr));
+      views.push_back(rules.back().get());
+    } catch (const std::exception& e) {
+      failed.emplace_back(
+          i, specd::rule_error_row(p->id, p->name, specd::describe_plugin(*p).label, e.what()));
+    }
   }
 
-  const specd::AuditReport report = specd::run_audit(views, tables, options);
+  specd::AuditReport report = specd::run_audit(views, tables, options);
+  for (auto& [position, row] : failed)
+    report.rules.insert(report.rules.begin() + static_cast<std::ptrdiff_t>(position),
+                        std::move(row));
   const std::string text = json ? specd::format_audit_json(report, options, tables)
                                 : specd::format_audit_text(report, options, tables, details);
   std::fputs(text.c_str(), stdout);
-  return report.any_label_wrong() ? 1 : 0;
+  if (report.any_label_wrong()) return kExitLabelWrong;
+  return report.any_error() ? kExitCouldNotRun : 0;
 }
 
 }  // namespace
@@ -230,9 +263,10 @@ int run_audit_command(int argc, char** argv) {
     return audit(argc, argv);
   } catch (const specd::UsageError& e) {
     std::fprintf(stderr, "specd audit: error: %s\n", e.what());
-    return 2;
+    return kExitUsage;
   } catch (const std::exception& e) {
+    // Not a verdict on any label: the audit could not run.
     std::fprintf(stderr, "specd audit: error: %s\n", e.what());
-    return 1;
+    return kExitCouldNotRun;
   }
 }

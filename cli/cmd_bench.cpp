@@ -139,6 +139,8 @@ int run_bench_command(int argc, char** argv) {
   std::vector<std::string> paths = base.plugins.paths;
   paths.insert(paths.end(), plugin_paths.begin(), plugin_paths.end());
   specd::PluginRegistry registry(paths);
+  for (const std::string& w : registry.warnings())
+    std::fprintf(stderr, "specd bench: warning: %s\n", w.c_str());
   specd::bench::RuleAuditCache audits(registry, config.audit_samples);
 
   specd::bench::BenchResults results = specd::bench::run_bench(plan, registry, audits);

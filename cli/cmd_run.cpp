@@ -125,6 +125,8 @@ int run_command(int argc, char** argv) {
   }
 
   PluginRegistry registry(config.plugins.paths);
+  for (const std::string& w : registry.warnings())
+    std::fprintf(stderr, "specd run: warning: %s\n", w.c_str());
   Engine engine(config, registry);
   GenerateOptions options;
   options.max_tokens = max_tokens;

@@ -73,19 +73,14 @@ size_t sequence_space(uint32_t vocab, uint32_t tokens, size_t limit) {
   return n;
 }
 
-CaseNumbers measure_case(const AcceptanceRule& rule, const CaseSetup& setup, uint64_t samples,
-                         Rng& rng) {
+std::vector<double> target_distribution(const CaseSetup& setup) {
   const MarkovModel& m = *setup.model;
   const uint32_t V = m.vocab;
   const size_t length = setup.tokens + 1;  // t0 .. tn
   const size_t space = sequence_space(V, setup.tokens, 1u << 22);
-  DraftSpec spec = setup.spec;
-  spec.vocab = V;
   const Chains c = transformed(m, setup.sampling);
-
-  CaseNumbers out;
-  // Target: chain rule over (t0..tn).
-  out.target.assign(space, 0.0);
+  // Chain rule over (t0..tn).
+  std::vector<double> target(space, 0.0);
   std::map<Seq, double> frontier;
   for (uint32_t t = 0; t < V; ++t)
     if (m.initial[t] > 0) frontier[{static_cast<specd_token>(t)}] = m.initial[t];
@@ -100,7 +95,22 @@ CaseNumbers measure_case(const AcceptanceRule& rule, const CaseSetup& setup, uin
         }
     frontier = std::move(next);
   }
-  for (const auto& [s, pr] : frontier) out.target[index_of(s, V)] += pr;
+  for (const auto& [s, pr] : frontier) target[index_of(s, V)] += pr;
+  return target;
+}
+
+CaseNumbers measure_case(const AcceptanceRule& rule, const CaseSetup& setup, uint64_t samples,
+                         Rng& rng) {
+  const MarkovModel& m = *setup.model;
+  const uint32_t V = m.vocab;
+  const size_t length = setup.tokens + 1;  // t0 .. tn
+  const size_t space = sequence_space(V, setup.tokens, 1u << 22);
+  DraftSpec spec = setup.spec;
+  spec.vocab = V;
+  const Chains c = transformed(m, setup.sampling);
+
+  CaseNumbers out;
+  out.target = target_distribution(setup);
 
   // Exact speculative distribution: rounds chained by a dynamic program over prefixes.
   out.has_exact = rule.has_outcomes();

@@ -31,6 +31,9 @@ struct CaseNumbers {
 // Number of sequences (t0..tn); throws UsageError when above `limit`.
 size_t sequence_space(uint32_t vocab, uint32_t tokens, size_t limit);
 
+// The target chain's distribution of (t0..tn) alone (CaseNumbers::target).
+std::vector<double> target_distribution(const CaseSetup& setup);
+
 CaseNumbers measure_case(const AcceptanceRule& rule, const CaseSetup& setup, uint64_t samples,
                          Rng& rng);
 

@@ -18,21 +18,20 @@ struct Plan {
   const AcceptanceRule* rule;
   const MarkovModel* table;
   SamplingParams sampling;
+  specd_sibling_scheme scheme;
 };
 
-specd_sibling_scheme scheme_for(const AcceptanceRule& rule) {
-  const specd_sibling_scheme sampled[] = {SPECD_SIBLINGS_IID, SPECD_SIBLINGS_WITHOUT_REPLACEMENT};
-  if (rule.needs_q()) {
-    for (specd_sibling_scheme s : sampled)
-      if (rule.supports_scheme(s)) return s;
-  }
-  if (rule.supports_scheme(SPECD_SIBLINGS_DETERMINISTIC)) return SPECD_SIBLINGS_DETERMINISTIC;
-  for (specd_sibling_scheme s : sampled)
-    if (rule.supports_scheme(s)) return s;
-  throw Error("acceptance rule '" + rule.id() + "' declares no sibling scheme it supports");
+// Every sibling scheme the rule declares: each is a promise the audit checks.
+std::vector<specd_sibling_scheme> declared_schemes(const AcceptanceRule& rule) {
+  std::vector<specd_sibling_scheme> out;
+  for (specd_sibling_scheme s :
+       {SPECD_SIBLINGS_DETERMINISTIC, SPECD_SIBLINGS_IID, SPECD_SIBLINGS_WITHOUT_REPLACEMENT})
+    if (rule.supports_scheme(s)) out.push_back(s);
+  return out;
 }
 
-DraftSpec spec_for(const AcceptanceRule& rule, const AuditOptions& o, std::string& shape) {
+DraftSpec spec_for(const AcceptanceRule& rule, const AuditOptions& o, specd_sibling_scheme scheme,
+                   std::string& shape) {
   DraftSpec spec;
   if (!o.tree.empty() && rule.supports_trees()) {
     spec.branching = o.tree;
@@ -45,7 +44,7 @@ DraftSpec spec_for(const AcceptanceRule& rule, const AuditOptions& o, std::strin
     spec.branching.assign(o.k, 1);
     shape = "chain k=" + std::to_string(o.k);
   }
-  spec.scheme = scheme_for(rule);
+  spec.scheme = scheme;
   spec.with_q = spec.scheme != SPECD_SIBLINGS_DETERMINISTIC || rule.needs_q();
   return spec;
 }
@@ -56,11 +55,21 @@ std::string format_tv(double v) {
   return buf;
 }
 
+std::string format_count(uint64_t n) {
+  return std::to_string(n);
+}
+
 void aggregate(RuleAudit& r, specd_lossless_label label) {
-  bool any = false, wrong = false;
+  bool any = false, wrong = false, not_rejected = false;
+  uint64_t most_samples = 0;
   const AuditCase* worst_wrong = nullptr;
+  const AuditCase* first_error = nullptr;
   double other_tv = 0;  // greedy-exact: worst TV where it makes no claim
   for (const AuditCase& c : r.cases) {
+    if (c.verdict == "error") {
+      if (!first_error) first_error = &c;
+      continue;
+    }
     if (!c.applicable && label != SPECD_LABEL_LOSSY) {
       other_tv = std::max(other_tv, c.has_exact ? c.exact_tv : c.mc_tv);
       continue;
@@ -71,12 +80,30 @@ void aggregate(RuleAudit& r, specd_lossless_label label) {
       r.mc_tv_ci = c.mc_tv_ci;
     }
     r.p_value = any ? std::min(r.p_value, c.p_value) : c.p_value;
+    r.samples = any ? std::min(r.samples, c.samples) : c.samples;
+    most_samples = std::max(most_samples, c.samples);
+    r.detectable_tv = any ? std::max(r.detectable_tv, c.detectable_tv) : c.detectable_tv;
     r.has_exact = r.has_exact || c.has_exact;
     any = true;
     if (c.verdict == "label-wrong") {
       wrong = true;
       if (!worst_wrong) worst_wrong = &c;
     }
+    if (c.verdict == "not-rejected") not_rejected = true;
+  }
+  if (wrong) {
+    r.verdict = "label-wrong";
+    r.summary = "LABEL WRONG (" + worst_wrong->table + ", " + worst_wrong->scheme +
+                " drafts: exact TV " +
+                (worst_wrong->has_exact ? format_tv(worst_wrong->exact_tv) : "n/a") + ", p-value " +
+                format_tv(worst_wrong->p_value) + ")";
+    return;
+  }
+  if (first_error) {
+    r.verdict = "error";
+    r.summary = "ERROR: could not run (" + first_error->table + ", " + first_error->scheme +
+                " drafts): " + first_error->error;
+    return;
   }
   if (label == SPECD_LABEL_LOSSY ||
       (label != SPECD_LABEL_EXACT && label != SPECD_LABEL_GREEDY_EXACT)) {
@@ -84,25 +111,27 @@ void aggregate(RuleAudit& r, specd_lossless_label label) {
     r.summary = "lossy (measured TV " + format_tv(r.has_exact ? r.exact_tv : r.mc_tv) + ")";
     return;
   }
-  if (wrong) {
-    r.verdict = "label-wrong";
-    r.summary = "LABEL WRONG (" + worst_wrong->table + ": exact TV " +
-                (worst_wrong->has_exact ? format_tv(worst_wrong->exact_tv) : "n/a") + ", p-value " +
-                format_tv(worst_wrong->p_value) + ")";
-    return;
+  if (not_rejected) {
+    // Without outcomes only the G-test speaks, and a test that does not reject proves
+    // nothing by itself: say what it could have seen.
+    r.verdict = "not-rejected";
+    r.summary = (label == SPECD_LABEL_GREEDY_EXACT ? "greedy-exact at T=0: " : "") +
+                std::string("not rejected at ") + format_count(r.samples) +
+                (most_samples > r.samples ? " to " + format_count(most_samples) : "") +
+                " samples; a TV >= " + format_tv(r.detectable_tv) +
+                " would have been detected with 95% power (no outcomes: not verified)";
+  } else {
+    r.verdict = "lossless";
+    r.summary = label == SPECD_LABEL_GREEDY_EXACT ? "greedy-exact: lossless at T=0 (verified)"
+                                                  : "lossless (verified)";
   }
-  r.verdict = "lossless";
-  r.summary = r.has_exact ? "lossless (verified)" : "lossless (Monte-Carlo only: no outcomes)";
-  if (label == SPECD_LABEL_GREEDY_EXACT) {
-    r.summary = "greedy-exact: lossless at T=0 (verified)";
-    if (other_tv > 0 || r.cases.size() > 1)
-      for (const AuditCase& c : r.cases)
-        if (!c.applicable) {
-          r.summary += "; not applicable at T=" + format_tv(c.temperature) + " (measured TV " +
-                       format_tv(other_tv) + ")";
-          break;
-        }
-  }
+  if (label == SPECD_LABEL_GREEDY_EXACT && (other_tv > 0 || r.cases.size() > 1))
+    for (const AuditCase& c : r.cases)
+      if (!c.applicable) {
+        r.summary += "; not applicable at T=" + format_tv(c.temperature) + " (measured TV " +
+                     format_tv(other_tv) + ")";
+        break;
+      }
 }
 
 }  // namespace
@@ -113,12 +142,31 @@ bool AuditReport::any_label_wrong() const {
   return false;
 }
 
+bool AuditReport::any_error() const {
+  for (const RuleAudit& r : rules)
+    if (r.verdict == "error") return true;
+  return false;
+}
+
+RuleAudit rule_error_row(const std::string& id, const std::string& name, const std::string& label,
+                         const std::string& message) {
+  RuleAudit r;
+  r.id = id;
+  r.name = name;
+  r.label = label;
+  r.verdict = "error";
+  r.summary = "ERROR: could not run: " + message;
+  return r;
+}
+
 AuditReport run_audit(const std::vector<const AcceptanceRule*>& rules,
                       const std::vector<MarkovModel>& tables, const AuditOptions& options) {
   validate_sampling_params(options.sampling);
   if (options.tokens < 1) throw UsageError("--tokens must be at least 1");
   if (options.k < 1) throw UsageError("--k must be at least 1");
   if (!(options.alpha > 0 && options.alpha < 1)) throw UsageError("--alpha must be in (0, 1)");
+  if (!(options.detect_tv >= 0 && options.detect_tv < 1))
+    throw UsageError("--detect-tv must be in (0, 1)");
   for (uint32_t b : options.tree)
     if (b < 1) throw UsageError("--tree branching factors must be at least 1");
   for (const MarkovModel& t : tables) sequence_space(t.vocab, options.tokens, 1u << 22);
@@ -127,14 +175,15 @@ AuditReport run_audit(const std::vector<const AcceptanceRule*>& rules,
   std::vector<std::vector<Plan>> plans(rules.size());
   size_t n_cases = 0;
   for (size_t i = 0; i < rules.size(); ++i) {
-    for (const MarkovModel& t : tables) {
-      plans[i].push_back({rules[i], &t, options.sampling});
-      if (rules[i]->label() == SPECD_LABEL_GREEDY_EXACT && options.sampling.temperature != 0) {
-        SamplingParams greedy = options.sampling;
-        greedy.temperature = 0;
-        plans[i].push_back({rules[i], &t, greedy});
+    for (specd_sibling_scheme scheme : declared_schemes(*rules[i]))
+      for (const MarkovModel& t : tables) {
+        plans[i].push_back({rules[i], &t, options.sampling, scheme});
+        if (rules[i]->label() == SPECD_LABEL_GREEDY_EXACT && options.sampling.temperature != 0) {
+          SamplingParams greedy = options.sampling;
+          greedy.temperature = 0;
+          plans[i].push_back({rules[i], &t, greedy, scheme});
+        }
       }
-    }
     n_cases += plans[i].size();
   }
   AuditReport report;
@@ -144,6 +193,11 @@ AuditReport run_audit(const std::vector<const AcceptanceRule*>& rules,
   uint64_t case_no = 0;
   for (size_t i = 0; i < rules.size(); ++i) {
     const AcceptanceRule& rule = *rules[i];
+    if (plans[i].empty()) {
+      report.rules.push_back(rule_error_row(rule.id(), rule.name(), label_name(rule.label()),
+                                            "it declares no sibling scheme it supports"));
+      continue;
+    }
     RuleAudit ra;
     ra.id = rule.id();
     ra.name = rule.name();
@@ -155,29 +209,50 @@ AuditReport run_audit(const std::vector<const AcceptanceRule*>& rules,
       CaseSetup setup;
       setup.model = plan.table;
       setup.sampling = plan.sampling;
-      setup.spec = spec_for(rule, options, c.shape);
+      setup.spec = spec_for(rule, options, plan.scheme, c.shape);
       setup.tokens = options.tokens;
       c.scheme = scheme_name(setup.spec.scheme);
+      const bool exact_claim = rule.label() == SPECD_LABEL_EXACT ||
+                               (rule.label() == SPECD_LABEL_GREEDY_EXACT && c.temperature == 0);
+      c.applicable = exact_claim;
       Rng rng(options.seed * 0x9E3779B97F4A7C15ull + (++case_no));
-      const CaseNumbers n = measure_case(rule, setup, options.samples, rng);
+      const std::vector<double> target = target_distribution(setup);
+      c.samples = options.samples;
+      if (options.detect_tv > 0 && exact_claim && !rule.has_outcomes()) {
+        c.samples = samples_to_detect(target, options.detect_tv, report.alpha_per_case, kAuditPower,
+                                      options.samples, options.max_samples);
+        if (c.samples == 0)
+          throw UsageError("--detect-tv " + format_tv(options.detect_tv) + " needs more than " +
+                           std::to_string(options.max_samples) + " samples on table '" + c.table +
+                           "'; ask for a larger distance");
+      }
+      c.detectable_tv = detectable_tv(target, c.samples, report.alpha_per_case, kAuditPower).tv;
+      CaseNumbers n;
+      try {
+        n = measure_case(rule, setup, c.samples, rng);
+      } catch (const UsageError&) {
+        throw;
+      } catch (const std::exception& e) {
+        c.verdict = "error";
+        c.error = e.what();
+        ra.cases.push_back(c);
+        continue;
+      }
       c.has_exact = n.has_exact;
       c.exact_tv = n.has_exact ? total_variation(n.exact, n.target) : 0;
       std::vector<double> empirical(n.counts.size());
       for (size_t j = 0; j < n.counts.size(); ++j)
-        empirical[j] = static_cast<double>(n.counts[j]) / static_cast<double>(options.samples);
-      c.mc_tv = options.samples ? total_variation(empirical, n.target) : 0;
+        empirical[j] = static_cast<double>(n.counts[j]) / static_cast<double>(c.samples);
+      c.mc_tv = c.samples ? total_variation(empirical, n.target) : 0;
       size_t outcomes = 0;  // cells the sampler can reach: possible under either side
       for (size_t j = 0; j < n.target.size(); ++j)
         if (n.target[j] > 0 || n.counts[j] > 0 || (n.has_exact && n.exact[j] > 0)) ++outcomes;
-      c.mc_tv_ci = tv_interval(c.mc_tv, options.samples, outcomes, 0.95);
+      c.mc_tv_ci = tv_interval(c.mc_tv, c.samples, outcomes, 0.95);
       c.p_value = g_test(n.target, n.counts).p_value;
-      const bool exact_claim = rule.label() == SPECD_LABEL_EXACT ||
-                               (rule.label() == SPECD_LABEL_GREEDY_EXACT && c.temperature == 0);
-      c.applicable = exact_claim;
       if (exact_claim) {
         const bool wrong = (c.has_exact && c.exact_tv > kExactTolerance) ||
-                           (options.samples > 0 && c.p_value < report.alpha_per_case);
-        c.verdict = wrong ? "label-wrong" : "lossless";
+                           (c.samples > 0 && c.p_value < report.alpha_per_case);
+        c.verdict = wrong ? "label-wrong" : c.has_exact ? "lossless" : "not-rejected";
       } else {
         c.verdict = rule.label() == SPECD_LABEL_GREEDY_EXACT ? "not-applicable" : "lossy";
       }

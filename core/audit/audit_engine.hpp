@@ -16,12 +16,18 @@
 //     against the target's exact distribution (outcomes with expected count < 5 pooled).
 //   - Verdict: a rule declared exact (or greedy-exact, at temperature 0) is "label-wrong"
 //     when exact_tv > 1e-9 or p_value < alpha / (number of cases) (Bonferroni: alpha is the
-//     family-wise false-alarm rate of one audit run); otherwise "lossless". Lossy rules are
-//     "lossy" whatever they measure. Greedy-exact rules at temperature > 0 make no claim:
-//     those cases are reported as not applicable, and the audit adds temperature-0 cases.
-// Drafts: a chain of k tokens, or the --tree shape for rules that support trees. Children
-// are drawn i.i.d. from q for rules that need q (without replacement if that is all the rule
-// supports), else deterministically (the top-b draft tokens; b = 1 is the draft's argmax).
+//     family-wise false-alarm rate of one audit run); otherwise "lossless" when the rule has
+//     outcomes (the exact TV proves it), and "not-rejected" when it has none: the G-test
+//     alone cannot prove a label, so the report says which TV it would have detected with
+//     95% power (statistics.hpp, detectable_tv); `detect_tv` raises the sample count of such
+//     cases until that TV is reached. Lossy rules are "lossy" whatever they measure.
+//     Greedy-exact rules at temperature > 0 make no claim: those cases are reported as not
+//     applicable, and the audit adds temperature-0 cases. A case whose rule fails (an error
+//     from the plugin, an invalid answer) is "error" with the message; the audit goes on.
+// Drafts: a chain of k tokens, or the --tree shape for rules that support trees, drawn with
+// EVERY sibling scheme the rule declares, each its own case: i.i.d. or without replacement
+// from q, or deterministically (the top-b draft tokens; b = 1 is the draft's argmax; q is
+// given only to rules that need it).
 #pragma once
 
 #include <cstdint>
@@ -40,10 +46,17 @@ struct AuditOptions {
   uint32_t k = 2;              // chain length of a draft
   std::vector<uint32_t> tree;  // branching per depth for tree rules; empty = chains
   SamplingParams sampling;     // applied to target and draft rows alike
-  uint64_t samples = 20000;    // Monte-Carlo runs per case
+  uint64_t samples = 20000;    // Monte-Carlo runs per case (at least)
   uint64_t seed = 1;
   double alpha = 1e-3;  // family-wise significance of the whole audit
+  // For rules without outcomes: raise a case's samples until every TV >= detect_tv would be
+  // detected with probability kAuditPower (0 = keep `samples`). At most max_samples.
+  double detect_tv = 0;
+  uint64_t max_samples = 100000000;
 };
+
+// The power at which detectable distances are stated.
+constexpr double kAuditPower = 0.95;
 
 struct AuditCase {
   std::string table;
@@ -53,10 +66,14 @@ struct AuditCase {
   bool applicable = true;  // the rule's label makes a claim here
   bool has_exact = false;  // the rule reports outcomes
   double exact_tv = 0;
+  uint64_t samples = 0;  // Monte-Carlo runs of this case
   double mc_tv = 0;
   std::pair<double, double> mc_tv_ci{0, 0};
   double p_value = 1;
-  std::string verdict;  // "lossless", "lossy", "label-wrong", "not-applicable"
+  double detectable_tv = 1;  // detected with probability kAuditPower at this sample count
+  // "lossless", "not-rejected", "lossy", "label-wrong", "not-applicable", "error"
+  std::string verdict;
+  std::string error;  // for "error": what went wrong
 };
 
 struct RuleAudit {
@@ -69,7 +86,10 @@ struct RuleAudit {
   double mc_tv = 0;
   std::pair<double, double> mc_tv_ci{0, 0};
   double p_value = 1;
-  std::string verdict;  // "lossless", "lossy", "label-wrong"
+  uint64_t samples = 0;      // smallest sample count among the cases
+  double detectable_tv = 1;  // largest detectable TV among the cases (see AuditCase)
+  // "lossless", "not-rejected", "lossy", "label-wrong", "error" (the rule could not run)
+  std::string verdict;
   std::string summary;  // human text, e.g. "lossless (verified)"
 };
 
@@ -78,10 +98,15 @@ struct AuditReport {
   size_t cases = 0;
   double alpha_per_case = 0;
   bool any_label_wrong() const;
+  bool any_error() const;
 };
 
+// The row of a rule that could not even be created: verdict "error".
+RuleAudit rule_error_row(const std::string& id, const std::string& name, const std::string& label,
+                         const std::string& message);
+
 // Audits every rule on every table. Throws UsageError for options that cannot work (e.g. a
-// state space too large to enumerate).
+// state space too large to enumerate); a rule that fails is reported in its row.
 AuditReport run_audit(const std::vector<const AcceptanceRule*>& rules,
                       const std::vector<MarkovModel>& tables, const AuditOptions& options);
 

@@ -71,7 +71,11 @@ std::string settings_line(const AuditReport& report, const AuditOptions& o,
   if (o.sampling.top_k > 0) s += ", top-k " + std::to_string(o.sampling.top_k);
   if (o.sampling.top_p < 1) s += ", top-p " + num(o.sampling.top_p);
   if (o.sampling.min_p > 0) s += ", min-p " + num(o.sampling.min_p);
-  s += ", " + std::to_string(o.samples) + " samples, seed " + std::to_string(o.seed) + "\n";
+  s += ", " + std::to_string(o.samples) + " samples";
+  if (o.detect_tv > 0)
+    s += " (more for rules without outcomes, until a TV of " + num(o.detect_tv) +
+         " is detected with 95% power)";
+  s += ", seed " + std::to_string(o.seed) + "\n";
   s += "significance: alpha " + num(o.alpha) + " for the whole run, " + num(report.alpha_per_case) +
        " per case (" + std::to_string(report.cases) +
        " cases, Bonferroni); exact TV tolerance 1e-9\n";
@@ -86,6 +90,11 @@ std::string format_audit_text(const AuditReport& report, const AuditOptions& opt
   out += pad("rule", 16) + pad("label", 13) + pad("exact TV", 9) + pad("MC TV", 7) +
          pad("95% CI", 18) + pad("p-value", 8) + "verdict\n";
   for (const RuleAudit& r : report.rules) {
+    if (r.verdict == "error") {  // nothing measured
+      out += pad(r.name, 16) + pad(r.label, 13) + pad("n/a", 9) + pad("n/a", 7) + pad("n/a", 18) +
+             pad("n/a", 8) + r.summary + "\n";
+      continue;
+    }
     out += pad(r.name, 16) + pad(r.label, 13) + pad(r.has_exact ? num(r.exact_tv) : "n/a", 9) +
            pad(num(r.mc_tv), 7) + pad(ci(r.mc_tv_ci), 18) + pad(num(r.p_value), 8) + r.summary +
            "\n";
@@ -99,13 +108,14 @@ std::string format_audit_text(const AuditReport& report, const AuditOptions& opt
         out += pad(r.name, 16) + pad(c.table, 13) + pad(num(c.temperature), 4) + pad(c.shape, 12) +
                pad(c.scheme, 14) + pad(c.has_exact ? num(c.exact_tv) : "n/a", 9) +
                pad(num(c.mc_tv), 7) + pad(ci(c.mc_tv_ci), 18) + pad(num(c.p_value), 8) + c.verdict +
-               "\n";
+               (c.error.empty() ? "" : ": " + c.error) + "\n";
   }
   out +=
       "\nexact TV: from each rule's exact outcomes; MC TV: plug-in estimate from the rule's "
       "sampler (biased upward by about sqrt(outcomes/samples)) with a distribution-free 95% "
       "interval; "
-      "p-value: G-test of the samples against the target.\n";
+      "p-value: G-test of the samples against the target. A rule without outcomes is only "
+      "tested, never verified: its verdict says which TV the test would have detected.\n";
   return out;
 }
 
@@ -120,6 +130,8 @@ std::string format_audit_json(const AuditReport& report, const AuditOptions& o,
            ", \"exact_tv\": " + (r.has_exact ? json_num(r.exact_tv) : "null") +
            ", \"mc_tv\": " + json_num(r.mc_tv) + ", \"mc_tv_ci\": [" + json_num(r.mc_tv_ci.first) +
            ", " + json_num(r.mc_tv_ci.second) + "], \"p_value\": " + json_num(r.p_value) +
+           ", \"samples\": " + std::to_string(r.samples) +
+           ", \"detectable_tv\": " + json_num(r.detectable_tv) +
            ", \"verdict\": " + json_str(r.verdict) + ", \"summary\": " + json_str(r.summary) +
            ", \"cases\": [";
     for (size_t j = 0; j < r.cases.size(); ++j) {
@@ -130,27 +142,30 @@ std::string format_audit_json(const AuditReport& report, const AuditOptions& o,
              ", \"exact_tv\": " + (c.has_exact ? json_num(c.exact_tv) : "null") +
              ", \"mc_tv\": " + json_num(c.mc_tv) + ", \"mc_tv_ci\": [" +
              json_num(c.mc_tv_ci.first) + ", " + json_num(c.mc_tv_ci.second) +
-             "], \"p_value\": " + json_num(c.p_value) + ", \"verdict\": " + json_str(c.verdict) +
-             "}";
+             "], \"p_value\": " + json_num(c.p_value) +
+             ", \"samples\": " + std::to_string(c.samples) +
+             ", \"detectable_tv\": " + json_num(c.detectable_tv) +
+             ", \"verdict\": " + json_str(c.verdict) +
+             (c.error.empty() ? "" : ", \"error\": " + json_str(c.error)) + "}";
     }
     out += "]}";
   }
   out += "\n],\n\"settings\": {\"tokens\": " + std::to_string(o.tokens) +
          ", \"k\": " + std::to_string(o.k) + ", \"tree\": [";
   out += join(o.tree, ", ");
-  out += "], \"temperature\": " + json_num(o.sampling.temperature) +
-         ", \"top_k\": " + std::to_string(o.sampling.top_k) +
-         ", \"top_p\": " + json_num(o.sampling.top_p) +
-         ", \"min_p\": " + json_num(o.sampling.min_p) +
-         ", \"samples\": " + std::to_string(o.samples) + ", \"seed\": " + std::to_string(o.seed) +
-         ", \"alpha\": " + json_num(o.alpha) +
-         ", \"alpha_per_case\": " + json_num(report.alpha_per_case) + ", \"tables\": [";
+  out +=
+      "], \"temperature\": " + json_num(o.sampling.temperature) +
+      ", \"top_k\": " + std::to_string(o.sampling.top_k) +
+      ", \"top_p\": " + json_num(o.sampling.top_p) + ", \"min_p\": " + json_num(o.sampling.min_p) +
+      ", \"samples\": " + std::to_string(o.samples) + ", \"detect_tv\": " + json_num(o.detect_tv) +
+      ", \"seed\": " + std::to_string(o.seed) + ", \"alpha\": " + json_num(o.alpha) +
+      ", \"alpha_per_case\": " + json_num(report.alpha_per_case) + ", \"tables\": [";
   for (size_t i = 0; i < tables.size(); ++i) {
     if (i) out += ", ";
     out += json_str(tables[i].name);
   }
-  out +=
-      "]},\n\"label_wrong\": " + std::string(report.any_label_wrong() ? "true" : "false") + "}\n";
+  out += "]},\n\"label_wrong\": " + std::string(report.any_label_wrong() ? "true" : "false") +
+         ",\n\"error\": " + std::string(report.any_error() ? "true" : "false") + "}\n";
   return out;
 }
 

@@ -5,10 +5,14 @@
 #include <map>
 #include <vector>
 
+#include "acceptance/acceptance_rule.hpp"
 #include "acceptance/labels.hpp"
+#include "audit/audit_engine.hpp"
+#include "audit/markov_model.hpp"
 #include "audit/statistics.hpp"
 #include "common/error.hpp"
 #include "engine/engine.hpp"
+#include "engine/plugin_params.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace specd {
@@ -17,8 +21,8 @@ namespace {
 // Counts of each generated prefix over `samples` runs with seeds seed, seed+1, ...
 std::map<std::vector<int32_t>, uint64_t> sample_prefixes(Engine& engine,
                                                          const std::vector<int32_t>& prompt,
-                                                         const ConfigAuditOptions& o,
-                                                         uint64_t seed, double* tau) {
+                                                         const ConfigAuditOptions& o, uint64_t seed,
+                                                         double* tau) {
   std::map<std::vector<int32_t>, uint64_t> counts;
   uint64_t tokens = 0, rounds = 0;
   GenerateOptions g;
@@ -32,6 +36,32 @@ std::map<std::vector<int32_t>, uint64_t> sample_prefixes(Engine& engine,
   }
   if (tau) *tau = rounds ? double(tokens) / double(rounds) : 0;
   return counts;
+}
+
+// The configured rule on the Markov toy models under every scheme it declares.
+void audit_rule_schemes(const Config& config, const PluginRegistry& registry,
+                        const std::string& rule_name, const ConfigAuditOptions& o,
+                        ConfigAuditResult& r) {
+  try {
+    const LoadedPlugin& plugin = registry.require(rule_name, SPECD_KIND_ACCEPTANCE);
+    PluginParams params(config.acceptance.params);
+    AcceptanceRule rule(plugin, params.raw());
+    r.rule_schemes = supported_schemes(rule.flags());
+    AuditOptions a;
+    a.sampling.temperature = config.sampling.temperature;
+    a.sampling.top_k = config.sampling.top_k;
+    a.sampling.top_p = config.sampling.top_p;
+    a.sampling.min_p = config.sampling.min_p;
+    a.samples = o.rule_samples;
+    a.seed = o.seed;
+    a.alpha = o.alpha;
+    const AuditReport report = run_audit({&rule}, builtin_markov_models(), a);
+    r.rule_verdict = report.rules.at(0).verdict;
+    r.rule_summary = report.rules.at(0).summary;
+  } catch (const std::exception& e) {
+    r.rule_verdict = "error";
+    r.rule_summary = std::string("ERROR: could not run: ") + e.what();
+  }
 }
 
 }  // namespace
@@ -104,14 +134,24 @@ ConfigAuditResult audit_config(const Config& config, const PluginRegistry& regis
                   r.temperature, r.tv);
   } else if (r.p_value < o.alpha) {
     r.verdict = "label-wrong";
-    std::snprintf(line, sizeof line, "LABEL WRONG: outputs differ (TV %.3g, p = %.3g < %g)",
-                  r.tv, r.p_value, o.alpha);
+    std::snprintf(line, sizeof line, "LABEL WRONG: outputs differ (TV %.3g, p = %.3g < %g)", r.tv,
+                  r.p_value, o.alpha);
   } else {
     r.verdict = "lossless";
-    std::snprintf(line, sizeof line, "lossless (verified: p = %.3g >= %g, TV %.3g)", r.p_value,
-                  o.alpha, r.tv);
+    std::snprintf(line, sizeof line, "lossless: no difference found (p = %.3g >= %g, TV %.3g)",
+                  r.p_value, o.alpha, r.tv);
   }
   r.summary = line;
+  audit_rule_schemes(config, registry, spec.rule_name(), o, r);
+  if (r.rule_verdict == "label-wrong" && r.verdict != "label-wrong") {
+    r.verdict = "label-wrong";
+    r.summary = "LABEL WRONG: the rule fails its label on the Markov audit (" + r.rule_summary +
+                "); this configuration: " + r.summary;
+  } else if (r.rule_verdict == "error" && r.verdict != "label-wrong") {
+    r.verdict = "error";
+    r.summary = "the rule's Markov audit could not run (" + r.rule_summary +
+                "); this configuration: " + r.summary;
+  }
   return r;
 }
 

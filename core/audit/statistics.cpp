@@ -89,6 +89,99 @@ GTestResult g_test(std::span<const double> probs, std::span<const uint64_t> coun
   return r;
 }
 
+double noncentral_chi2_survival(double x, double dof, double lambda) {
+  if (!(lambda > 0)) return chi2_survival(x, dof);
+  // Poisson weights w_j = e^(-m) m^j / j!, m = lambda / 2, summed outward from the mode so
+  // that neither end underflows before it matters.
+  const double m = lambda / 2;
+  const int64_t mode = static_cast<int64_t>(std::floor(m));
+  const double log_w_mode =
+      -m + static_cast<double>(mode) * std::log(m) - std::lgamma(static_cast<double>(mode) + 1);
+  double total = 0, weight_seen = 0;
+  double w = std::exp(log_w_mode);
+  for (int64_t j = mode; j >= 0 && w > 1e-18; --j) {
+    total += w * chi2_survival(x, dof + 2.0 * static_cast<double>(j));
+    weight_seen += w;
+    w *= static_cast<double>(j) / m;
+  }
+  w = std::exp(log_w_mode) * m / static_cast<double>(mode + 1);
+  for (int64_t j = mode + 1; w > 1e-18; ++j) {
+    total += w * chi2_survival(x, dof + 2.0 * static_cast<double>(j));
+    weight_seen += w;
+    w *= m / static_cast<double>(j + 1);
+  }
+  return std::clamp(total / std::max(weight_seen, 1e-300), 0.0, 1.0);
+}
+
+namespace {
+
+// The x with chi2_survival(x, dof) = alpha.
+double chi2_critical(double dof, double alpha) {
+  double lo = 0, hi = dof + 10;
+  while (chi2_survival(hi, dof) > alpha) hi *= 2;
+  for (int i = 0; i < 200 && hi - lo > 1e-9 * hi; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (chi2_survival(mid, dof) > alpha ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+// The noncentrality at which a level-alpha test with `dof` degrees of freedom has `power`.
+double noncentrality_for_power(double dof, double alpha, double power) {
+  const double crit = chi2_critical(dof, alpha);
+  double lo = 0, hi = 1;
+  while (noncentral_chi2_survival(crit, dof, hi) < power) hi *= 2;
+  for (int i = 0; i < 200 && hi - lo > 1e-6 * hi; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (noncentral_chi2_survival(crit, dof, mid) < power ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+}  // namespace
+
+Detectable detectable_tv(std::span<const double> probs, uint64_t n, double alpha, double power,
+                         double min_expected) {
+  Detectable d;
+  if (n == 0) return d;
+  size_t bins = 0;
+  double pooled = 0;
+  for (double p : probs) {
+    if (!(p > 0)) continue;
+    if (p * static_cast<double>(n) < min_expected)
+      pooled += p;
+    else
+      ++bins;
+  }
+  if (pooled > 0) ++bins;
+  d.bins = bins;
+  d.pooled = pooled;
+  if (bins < 2) return d;
+  const double lambda = noncentrality_for_power(static_cast<double>(bins - 1), alpha, power);
+  d.tv = std::min(1.0, pooled + std::sqrt(lambda / (4.0 * static_cast<double>(n))));
+  return d;
+}
+
+uint64_t samples_to_detect(std::span<const double> probs, double target_tv, double alpha,
+                           double power, uint64_t n_min, uint64_t n_max) {
+  auto good = [&](uint64_t n) { return detectable_tv(probs, n, alpha, power).tv <= target_tv; };
+  uint64_t hi = std::max<uint64_t>(n_min, 1);
+  if (good(hi)) return hi;
+  uint64_t lo = hi;
+  while (!good(hi)) {
+    if (hi >= n_max) return 0;
+    lo = hi;
+    hi = std::min(n_max, hi * 2);
+  }
+  // detectable_tv falls with n except where a cell leaves the pool (a small step); the
+  // bisection finds a good n within 1% of the smallest.
+  while (hi - lo > std::max<uint64_t>(1, lo / 100)) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    (good(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
 std::pair<double, double> tv_interval(double measured_tv, uint64_t n, size_t outcomes,
                                       double level) {
   if (n == 0) return {0.0, 1.0};

@@ -101,9 +101,9 @@ void pair_with_first(CellResult& cell, const std::vector<RunSample>& arm,
 std::string worst_verdict(const ArmResult& arm) {
   auto rank = [](const std::string& v) {
     if (v == "label-wrong") return 4;
-    if (v.rfind("audit failed", 0) == 0) return 3;
+    if (v.rfind("audit failed", 0) == 0 || v == "error") return 3;
     if (v == "lossy") return 2;
-    if (v == "lossless") return 1;
+    if (v == "lossless" || v == "not-rejected") return 1;
     return 0;
   };
   std::string worst = arm.cells.empty() ? "" : arm.cells[0].verdict;

@@ -391,7 +391,10 @@ void resolve_paths(Config& cfg) {
   };
   resolve(cfg.target.model);
   resolve(cfg.proposer.model);
-  for (auto& p : cfg.plugins.paths) resolve(p);
+  // Plugin paths are code the run executes: relative to the configuration file only, never
+  // to whatever folder the command happens to run in.
+  for (auto& p : cfg.plugins.paths)
+    if (!p.empty() && fs::path(p).is_relative()) p = (base / p).lexically_normal().string();
 }
 
 Config parse_table(toml::table root, const std::string& name, const std::string& path,

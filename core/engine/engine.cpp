@@ -11,6 +11,7 @@
 #include "common/error.hpp"
 #include "engine/adaptive_k.hpp"
 #include "engine/backend_selection.hpp"
+#include "engine/kv_budget.hpp"
 #include "engine/plugin_params.hpp"
 #include "engine/proposer.hpp"
 #include "engine/verifier.hpp"
@@ -141,16 +142,29 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
   device_ = backend_->open(device_options);
 
   try {
-    target_file_ = std::make_unique<GgufFile>(GgufFile::open(config_.target.model));
-    tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*target_file_));
-    target_ = LlamaModel::load(config_.target.model, *device_);
+    // One parse of the file serves the tokenizer and the model.
+    GgufFile target_file = GgufFile::open(config_.target.model);
+    tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_gguf(target_file));
+    target_ = LlamaModel::load(std::move(target_file), *device_);
   } catch (const UsageError&) {
     throw;
   } catch (const Error& e) {
     // The file's own problem, said where the configuration names the file.
     throw Error(config_.where("target.model") + ": " + e.what());
   }
-  verifier_ = make_target_verifier(*target_, static_cast<uint32_t>(config_.engine.context));
+  try {
+    verifier_ = make_target_verifier(*target_, static_cast<uint32_t>(config_.engine.context));
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    // The KV cache is sized by the context: say which, from where, and what would fit.
+    const ModelInfo& info = target_->info();
+    const uint32_t context = static_cast<uint32_t>(config_.engine.context);
+    const uint64_t tokens =
+        context == 0 ? static_cast<uint64_t>(info.n_ctx) : std::min<uint64_t>(context, info.n_ctx);
+    throw Error(kv_cache_error(info, tokens, config_.engine.context,
+                               config_.where("engine.context"), e.what()));
+  }
   if (tokenizer_->n_tokens() > static_cast<int32_t>(verifier_->vocab_size()))
     throw Error(config_.target.model + ": the tokenizer has " +
                 std::to_string(tokenizer_->n_tokens()) + " tokens but the model's output has " +

@@ -21,7 +21,6 @@ namespace specd {
 
 class Backend;
 class Device;
-class GgufFile;
 class LlamaModel;
 class Tokenizer;
 class Verifier;
@@ -58,7 +57,6 @@ class Engine {
   Config config_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Device> device_;
-  std::unique_ptr<GgufFile> target_file_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<LlamaModel> target_;
   std::unique_ptr<Verifier> verifier_;

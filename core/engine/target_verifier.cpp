@@ -37,10 +37,9 @@ class TargetVerifier final : public Verifier {
       parents[i] = static_cast<int32_t>(i) - 1;
       rows[i] = static_cast<int32_t>(i);
     }
-    // The logits of the prompt are not needed, but the forward writes them.
-    scratch_logits_.resize(n * static_cast<size_t>(vocab_size()));
-    model_.forward(*cache_, prompt.subspan(0, n), positions, parents, scratch_logits_.data(),
-                   hidden);
+    // No logits: the last prompt token is the first round's root, verified with the draft.
+    model_.forward(*cache_, prompt.subspan(0, n), positions, parents, nullptr, hidden,
+                   /*first_logit_row=*/static_cast<int32_t>(n));
     model_.commit(*cache_, rows);
     committed_ = static_cast<uint32_t>(n);
   }
@@ -77,7 +76,6 @@ class TargetVerifier final : public Verifier {
   uint32_t capacity_ = 0;
   uint32_t committed_ = 0;
   std::vector<int32_t> tokens_, positions_, parents_, rows_;
-  std::vector<float> scratch_logits_;
 };
 
 }  // namespace

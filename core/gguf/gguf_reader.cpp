@@ -73,10 +73,22 @@ class GgufParser {
 
   GgufValue read_value(GgufType type, const std::string& context, uint32_t depth);
 
+  // Parsed metadata and tensor infos may hold at most this many bytes: a small multiple of
+  // the file, so that a small file cannot make the reader exhaust memory.
+  size_t budget() const { return 4 * size_ + (1u << 20); }
+  void charge(size_t bytes, const std::string& context) {
+    held_ += bytes;
+    if (held_ > budget()) {
+      fail(context + ": the metadata would take more than " + std::to_string(budget()) +
+           " bytes of memory (4 times the file size plus 1 MiB); refusing the file");
+    }
+  }
+
   GgufFile& file_;
   const uint8_t* data_;
   size_t size_;
   size_t pos_ = 0;
+  size_t held_ = 0;  // bytes charged so far (GgufFile::held_bytes)
 };
 
 GgufValue GgufParser::read_value(GgufType type, const std::string& context, uint32_t depth) {
@@ -126,12 +138,39 @@ GgufValue GgufParser::read_value(GgufType type, const std::string& context, uint
       if (depth >= kGgufMaxArrayDepth) {
         fail(context + " nests arrays deeper than " + std::to_string(kGgufMaxArrayDepth));
       }
-      v.elem_type = read_type(context + " array element");
+      const GgufType elem = read_type(context + " array element");
+      v = GgufValue::empty_array(elem);
       const auto n = read<uint64_t>("array length");
-      check_count(n, min_value_bytes(v.elem_type), context + " array");
-      v.array.reserve(static_cast<size_t>(n));
-      for (uint64_t k = 0; k < n; ++k)
-        v.array.push_back(read_value(v.elem_type, context, depth + 1));
+      check_count(n, min_value_bytes(elem), context + " array");
+      if (elem == GgufType::kString) {
+        for (uint64_t k = 0; k < n; ++k) {
+          const auto len = read<uint64_t>("string value");
+          if (len > remaining()) {
+            fail(context + " array string " + std::to_string(k) + " length " + std::to_string(len) +
+                 " exceeds the remaining " + std::to_string(remaining()) + " bytes");
+          }
+          v.append_string(std::string_view(reinterpret_cast<const char*>(data_ + pos_),
+                                           static_cast<size_t>(len)));
+          pos_ += static_cast<size_t>(len);
+        }
+      } else if (elem == GgufType::kArray) {
+        for (uint64_t k = 0; k < n; ++k) {
+          // The one element kind that expands in memory: charge it as it comes.
+          charge(sizeof(GgufValue), context);
+          v.append_nested(read_value(elem, context, depth + 1));
+        }
+      } else {
+        const size_t bytes = static_cast<size_t>(n) * gguf_scalar_size(elem);
+        need(bytes, "array elements");
+        if (elem == GgufType::kBool) {
+          for (size_t k = 0; k < bytes; ++k)
+            if (data_[pos_ + k] > 1)
+              fail(context + " has bool value " + std::to_string(data_[pos_ + k]) + " at index " +
+                   std::to_string(k) + " (expected 0 or 1)");
+        }
+        v.append_packed(data_ + pos_, bytes);
+        pos_ += bytes;
+      }
       break;
     }
   }
@@ -160,12 +199,17 @@ void GgufParser::parse() {
   // Smallest tensor info: empty name (8) + n_dims (4) + one ne (8) + type (4) + offset (8).
   check_count(n_tensors, 32, "tensor");
 
-  file_.kv_.reserve(static_cast<size_t>(n_kv));
+  // Counts are only bounded by the file size: reserve what a real file has, grow past it.
+  file_.kv_.reserve(static_cast<size_t>(std::min<uint64_t>(n_kv, 1024)));
   for (uint64_t k = 0; k < n_kv; ++k) {
     std::string key = read_string("metadata key");
     const std::string context = "key '" + key + "'";
     const GgufType type = read_type(context);
     GgufValue value = read_value(type, context, 0);
+    // The entry, its index node (about 64 bytes) and what the value holds.
+    charge(sizeof(std::pair<std::string, GgufValue>) + 2 * key.capacity() + 64 +
+               value.held_bytes() - sizeof(GgufValue),
+           context);
     if (file_.kv_index_.count(key)) fail("duplicate metadata " + context);
     file_.kv_index_.emplace(key, file_.kv_.size());
     file_.kv_.emplace_back(std::move(key), std::move(value));
@@ -184,11 +228,12 @@ void GgufParser::parse() {
     file_.alignment_ = kGgufDefaultAlignment;
   }
 
-  file_.tensors_.reserve(static_cast<size_t>(n_tensors));
+  file_.tensors_.reserve(static_cast<size_t>(std::min<uint64_t>(n_tensors, 4096)));
   for (uint64_t k = 0; k < n_tensors; ++k) {
     GgufTensor t;
     t.name = read_string("tensor name");
     const std::string context = "tensor '" + t.name + "'";
+    charge(sizeof(GgufTensor) + 2 * t.name.capacity() + 64, context);
     if (file_.tensor_index_.count(t.name)) fail("duplicate " + context);
     t.n_dims = read<uint32_t>("tensor n_dims");
     if (t.n_dims == 0 || t.n_dims > kGgufMaxDims) {
@@ -250,6 +295,8 @@ void GgufParser::parse() {
     }
     t.data = data_ + data_start + t.offset;
   }
+
+  file_.held_bytes_ = held_;
 
   std::vector<const GgufTensor*> by_offset;
   by_offset.reserve(file_.tensors_.size());

@@ -41,6 +41,11 @@ class GgufFile {
   uint64_t data_offset() const { return data_offset_; }
   size_t file_size() const { return map_ ? map_->size() : 0; }
 
+  // Bytes held in memory by the parsed metadata and tensor infos (an estimate that counts
+  // every element, entry and index node); the reader refuses a file whose parse would hold
+  // more than 4 times its size plus 1 MiB.
+  size_t held_bytes() const { return held_bytes_; }
+
   // Metadata in file order.
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return kv_; }
   const GgufValue* find(std::string_view key) const;
@@ -89,6 +94,7 @@ class GgufFile {
   uint32_t version_ = 0;
   uint32_t alignment_ = 32;
   uint64_t data_offset_ = 0;
+  size_t held_bytes_ = 0;
   std::vector<std::pair<std::string, GgufValue>> kv_;
   std::unordered_map<std::string, size_t> kv_index_;
   std::vector<GgufTensor> tensors_;

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 
 #include "common/error.hpp"
 #include "gguf/gguf_format.hpp"
@@ -19,7 +20,7 @@ class ByteSink {
     out.resize(at + sizeof(T));
     std::memcpy(out.data() + at, &v, sizeof(T));
   }
-  void put_string(const std::string& s) {
+  void put_string(std::string_view s) {
     put<uint64_t>(s.size());
     out.insert(out.end(), s.begin(), s.end());
   }
@@ -67,17 +68,19 @@ void put_value(ByteSink& sink, const GgufValue& v) {
     case GgufType::kString:
       sink.put_string(v.str);
       break;
-    case GgufType::kArray:
+    case GgufType::kArray: {
       sink.put(static_cast<uint32_t>(v.elem_type));
-      sink.put<uint64_t>(v.array.size());
-      for (const auto& e : v.array) {
-        if (e.type != v.elem_type) {
-          throw Error("gguf writer: array of " + gguf_type_name(v.elem_type) + " holds a " +
-                      e.type_name());
-        }
-        put_value(sink, e);
+      const size_t n = v.array_size();
+      sink.put<uint64_t>(n);
+      if (v.elem_type == GgufType::kString) {
+        for (size_t k = 0; k < n; ++k) sink.put_string(v.string_at(k));
+      } else if (v.elem_type == GgufType::kArray) {
+        for (size_t k = 0; k < n; ++k) put_value(sink, v.nested_at(k));
+      } else {
+        sink.out.insert(sink.out.end(), v.packed().begin(), v.packed().end());  // as on disk
       }
       break;
+    }
   }
 }
 

@@ -16,7 +16,11 @@ LlamaModel::LlamaModel(GgufFile file, Device& device) : file_(std::move(file)), 
 LlamaModel::~LlamaModel() = default;
 
 std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& gguf_path, Device& device) {
-  GgufFile file = GgufFile::open(gguf_path);
+  return load(GgufFile::open(gguf_path), device);
+}
+
+std::unique_ptr<LlamaModel> LlamaModel::load(GgufFile file, Device& device) {
+  const std::string gguf_path = file.path();
   const auto arch = file.get_string_opt("general.architecture");
   if (!arch) throw Error(gguf_path + ": no general.architecture: not a model file");
   if (*arch != "llama")
@@ -102,11 +106,14 @@ std::unique_ptr<KvCache> LlamaModel::new_cache(int32_t max_tokens) const {
   return c;
 }
 
-void LlamaModel::ensure_scratch(int32_t m, size_t n_ints) {
+void LlamaModel::ensure_scratch(int32_t m, int32_t logit_rows, size_t n_ints) {
   if (m > s_.rows) {
     s_.x = device_->alloc(static_cast<uint64_t>(m) * info_.n_embd * 4);
-    s_.logits = device_->alloc(static_cast<uint64_t>(m) * info_.vocab_size * 4);
     s_.rows = m;
+  }
+  if (logit_rows > s_.logit_rows) {
+    s_.logits = device_->alloc(static_cast<uint64_t>(logit_rows) * info_.vocab_size * 4);
+    s_.logit_rows = logit_rows;
   }
   s_.block.ensure(*device_, layers_.front().shape(), m);
   if (!s_.ints || s_.ints.size() < n_ints * 4) s_.ints = device_->alloc(n_ints * 4 * 2);
@@ -114,10 +121,15 @@ void LlamaModel::ensure_scratch(int32_t m, size_t n_ints) {
 
 void LlamaModel::forward(KvCache& cache, std::span<const int32_t> tokens,
                          std::span<const int32_t> positions, std::span<const int32_t> parents,
-                         float* logits, float* hidden) {
+                         float* logits, float* hidden, int32_t first_logit_row) {
   const int32_t m = static_cast<int32_t>(tokens.size());
   const ModelInfo& in = info_;
   if (m == 0) throw Error("forward: no tokens");
+  if (first_logit_row < 0 || first_logit_row > m)
+    throw Error("forward: first_logit_row " + std::to_string(first_logit_row) + " is outside [0, " +
+                std::to_string(m) + "]");
+  const int32_t logit_rows = m - first_logit_row;
+  if (logit_rows > 0 && logits == nullptr) throw Error("forward: logits is null");
   if (positions.size() != tokens.size() || parents.size() != tokens.size())
     throw Error("forward: tokens, positions and parents differ in length");
   if (cache.size() + m > cache.capacity())
@@ -141,7 +153,7 @@ void LlamaModel::forward(KvCache& cache, std::span<const int32_t> tokens,
   ints.insert(ints.end(), mask.prefix_len.begin(), mask.prefix_len.end());
   ints.insert(ints.end(), mask.extra_begin.begin(), mask.extra_begin.end());
   ints.insert(ints.end(), mask.extra_slots.begin(), mask.extra_slots.end());
-  ensure_scratch(m, ints.size());
+  ensure_scratch(m, logit_rows, ints.size());
   s_.ints.upload(ints.data(), ints.size() * 4);
   const View v_tokens = s_.ints.view(SPECD_DTYPE_I32, 1, m, 0);
   const View v_pos = s_.ints.view(SPECD_DTYPE_I32, 1, m, 4ull * m);
@@ -151,8 +163,7 @@ void LlamaModel::forward(KvCache& cache, std::span<const int32_t> tokens,
   const View v_extra = s_.ints.view(SPECD_DTYPE_I32, 1, n_extra ? n_extra : 1, 16ull * m + 4);
 
   const int64_t d = in.n_embd, kvd = layers_.front().shape().kv_dim();
-  const View x = s_.x.view(SPECD_DTYPE_F32, m, d);        // residual stream [m, d]
-  const View h = s_.block.h.view(SPECD_DTYPE_F32, m, d);  // the final norm's output [m, d]
+  const View x = s_.x.view(SPECD_DTYPE_F32, m, d);  // residual stream [m, d]
   Device& dev = *device_;
 
   dev.get_rows(tok_embd_, v_tokens, x);
@@ -168,10 +179,16 @@ void LlamaModel::forward(KvCache& cache, std::span<const int32_t> tokens,
     layers_[l].run(x, batch, s_.block);
   }
   if (hidden) s_.x.download(hidden, static_cast<uint64_t>(m) * d * 4);
-  dev.rms_norm(x, output_norm_, in.rms_eps, h);
-  const View out = s_.logits.view(SPECD_DTYPE_F32, m, in.vocab_size);  // [m, V]
-  dev.matmul(h, output_, out);
-  s_.logits.download(logits, static_cast<uint64_t>(m) * in.vocab_size * 4);
+  if (logit_rows > 0) {
+    // The final norm and the output projection on the rows whose logits are wanted only.
+    const uint64_t first = static_cast<uint64_t>(first_logit_row) * d * 4;
+    const View x_out = s_.x.view(SPECD_DTYPE_F32, logit_rows, d, first);          // [r, d]
+    const View h_out = s_.block.h.view(SPECD_DTYPE_F32, logit_rows, d, first);    // [r, d]
+    const View out = s_.logits.view(SPECD_DTYPE_F32, logit_rows, in.vocab_size);  // [r, V]
+    dev.rms_norm(x_out, output_norm_, in.rms_eps, h_out);
+    dev.matmul(h_out, output_, out);
+    s_.logits.download(logits, static_cast<uint64_t>(logit_rows) * in.vocab_size * 4);
+  }
   cache.parents_.assign(parents.begin(), parents.end());
 }
 

@@ -37,9 +37,13 @@ class LlamaModel {
   // type and shape) and puts the weights on `device`. Throws specd::Error naming the file
   // and, where it applies, the tensor.
   static std::unique_ptr<LlamaModel> load(const std::string& gguf_path, Device& device);
+  // The same from a file already opened (and parsed) by the caller, e.g. for its tokenizer:
+  // a file is parsed once.
+  static std::unique_ptr<LlamaModel> load(GgufFile file, Device& device);
   ~LlamaModel();
 
   const ModelInfo& info() const { return info_; }
+  const GgufFile& file() const { return file_; }
   Device& device() const { return *device_; }
 
   // A cache for up to max_tokens rows (committed plus pending), on this model's device.
@@ -50,10 +54,14 @@ class LlamaModel {
   // parents[i] = index of its parent row in the batch, or -1 when its parent is the last
   // committed row (a chain is parents[i] = i - 1, parents[0] = -1). Their KV rows are written
   // after the committed prefix and stay pending until commit (a new forward replaces them).
-  // Writes logits [m x vocab_size] (host memory) and, if hidden != nullptr, the last hidden
-  // state before the final norm [m x n_embd].
+  // Writes logits (host memory) for rows [first_logit_row, m) only, as
+  // [(m - first_logit_row) x vocab_size]: the final norm and the output matmul run on those
+  // rows alone, so a prefill that needs no logits (first_logit_row = m; logits may then be
+  // null) or only its last row's costs no [m x vocab] buffer on device or host. If
+  // hidden != nullptr, also the last hidden state before the final norm [m x n_embd].
   void forward(KvCache& cache, std::span<const int32_t> tokens, std::span<const int32_t> positions,
-               std::span<const int32_t> parents, float* logits, float* hidden = nullptr);
+               std::span<const int32_t> parents, float* logits, float* hidden = nullptr,
+               int32_t first_logit_row = 0);
 
   // Keeps the pending rows listed (batch indices, in order, each the child of the previous,
   // the first a child of the prefix) and drops the other pending rows; the kept rows become
@@ -66,13 +74,14 @@ class LlamaModel {
  private:
   struct Scratch {
     int32_t rows = 0;
+    int32_t logit_rows = 0;  // rows the logits buffer holds
     Buffer x, logits, ints;
     BlockScratch block;  // shared by the layers; its h also holds the final norm
   };
 
   LlamaModel(GgufFile file, Device& device);
   void load_weights();
-  void ensure_scratch(int32_t m, size_t n_ints);
+  void ensure_scratch(int32_t m, int32_t logit_rows, size_t n_ints);
 
   GgufFile file_;  // keeps the mapping alive: weights may refer to it
   Device* device_;

@@ -115,7 +115,7 @@ specd_status* model_info(void*, const specd_model* model, specd_model_info* info
 specd_status* model_check_vocabulary(void*, const specd_model* model, const char* target_path) {
   return guarded([&] {
     require_llama(model, "check_vocabulary");
-    Tokenizer draft = Tokenizer::from_gguf(GgufFile::open(model->path));
+    Tokenizer draft = Tokenizer::from_gguf(model->model->file());  // parsed when loaded
     Tokenizer target = Tokenizer::from_gguf(GgufFile::open(target_path));
     std::string why;
     if (!same_vocabulary(target, draft, &why))

@@ -1,6 +1,7 @@
 #include "plugin/registry.hpp"
 
-#include <boost/dll/shared_library.hpp>
+#include <dlfcn.h>
+
 #include <boost/dll/runtime_symbol_info.hpp>
 
 #include <algorithm>
@@ -12,28 +13,46 @@
 
 #include "common/error.hpp"
 #include "plugin/host_services.hpp"
+#include "plugin/load_guard.hpp"
 
 namespace fs = std::filesystem;
 
 namespace specd {
 
 struct PluginRegistry::Library {
-  boost::dll::shared_library library;
+  void* handle = nullptr;  // from dlopen
   LoadedPlugin plugin;
   bool initialised = false;
   ~Library() {
-    // deinit runs before the library is unloaded (member destructors run after this).
     if (initialised && plugin.descriptor && plugin.descriptor->deinit) plugin.descriptor->deinit();
+    if (handle) dlclose(handle);
   }
 };
 
+bool is_plugin_file_name(std::string_view name) {
+  constexpr std::string_view kinds[] = {"specd-backend-", "specd-propose-", "specd-verify-",
+                                        "specd-accept-"};
+  constexpr std::string_view suffix = ".so";
+  if (name.size() <= suffix.size() || name.substr(name.size() - suffix.size()) != suffix)
+    return false;
+  const std::string_view stem = name.substr(0, name.size() - suffix.size());
+  for (std::string_view prefix : kinds)
+    if (stem.size() > prefix.size() && stem.substr(0, prefix.size()) == prefix) return true;
+  return false;
+}
+
 const char* kind_name(specd_plugin_kind kind) {
   switch (kind) {
-    case SPECD_KIND_BACKEND: return "backend";
-    case SPECD_KIND_PROPOSER: return "proposer";
-    case SPECD_KIND_VERIFIER: return "verifier";
-    case SPECD_KIND_ACCEPTANCE: return "acceptance";
-    default: return "unknown";
+    case SPECD_KIND_BACKEND:
+      return "backend";
+    case SPECD_KIND_PROPOSER:
+      return "proposer";
+    case SPECD_KIND_VERIFIER:
+      return "verifier";
+    case SPECD_KIND_ACCEPTANCE:
+      return "acceptance";
+    default:
+      return "unknown";
   }
 }
 
@@ -50,12 +69,10 @@ bool has_elf_magic(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   char magic[4] = {};
   in.read(magic, 4);
-  return in.gcount() == 4 && std::memcmp(magic, "\x7f" "ELF", 4) == 0;
-}
-
-bool looks_like_plugin_file(const fs::path& path) {
-  std::string name = path.filename().string();
-  return path.extension() == ".so" || name.find(".so.") != std::string::npos;
+  return in.gcount() == 4 && std::memcmp(magic,
+                                         "\x7f"
+                                         "ELF",
+                                         4) == 0;
 }
 
 std::vector<std::string> split_path_list(const char* list) {
@@ -85,25 +102,27 @@ PluginRegistry::PluginRegistry(const std::vector<std::string>& config_paths,
   for (const std::string& entry : search_path_) {
     std::error_code ec;
     fs::path path(entry);
+    // The folder beside the executable is ours; every other entry the user named.
+    const bool named = !(beside_executable && entry == default_folder);
     if (fs::is_regular_file(path, ec)) {
       if (seen_files.insert(fs::weakly_canonical(path, ec).string()).second)
-        load_file(path.string());
+        load_file(path.string(), named);
       continue;
     }
     if (!fs::is_directory(path, ec)) {
       // Only paths the user named are worth a complaint; the default folder may be absent.
-      if (!beside_executable || entry != default_folder)
-        errors_.push_back({entry, "plugin path '" + entry + "' does not exist"});
+      if (named)
+        errors_.push_back({entry, "plugin path '" + entry + "' does not exist", /*warn=*/true});
       continue;
     }
     std::vector<fs::path> files;
     for (const auto& item : fs::directory_iterator(path, ec))
-      if (item.is_regular_file(ec) && looks_like_plugin_file(item.path()))
+      if (item.is_regular_file(ec) && is_plugin_file_name(item.path().filename().string()))
         files.push_back(item.path());
     std::sort(files.begin(), files.end());  // deterministic order
     for (const auto& file : files)
       if (seen_files.insert(fs::weakly_canonical(file, ec).string()).second)
-        load_file(file.string());
+        load_file(file.string(), named);
   }
 }
 
@@ -112,9 +131,17 @@ PluginRegistry::~PluginRegistry() {
   while (!libraries_.empty()) libraries_.pop_back();
 }
 
-const LoadedPlugin* PluginRegistry::load_file(const std::string& path) {
+std::vector<std::string> PluginRegistry::warnings() const {
+  std::vector<std::string> out;
+  for (const PluginLoadError& e : errors_)
+    if (e.warn) out.push_back(e.message);
+  return out;
+}
+
+const LoadedPlugin* PluginRegistry::load_file(const std::string& path, bool named) {
+  bool duplicate = false;
   auto fail = [&](const std::string& message) -> const LoadedPlugin* {
-    errors_.push_back({path, path + ": " + message});
+    errors_.push_back({path, path + ": " + message, named || duplicate});
     return nullptr;
   };
   std::error_code fec;
@@ -122,15 +149,22 @@ const LoadedPlugin* PluginRegistry::load_file(const std::string& path) {
   if (!has_elf_magic(path)) return fail("not a shared library (no ELF header)");
 
   auto lib = std::make_unique<Library>();
-  boost::system::error_code ec;
-  lib->library.load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local,
-                    ec);
-  if (ec) return fail("cannot be loaded as a shared library: " + ec.message());
-  if (!lib->library.has(SPECD_PLUGIN_ENTRY_SYMBOL))
+  // Code of the library runs from here on (constructors at dlopen, then entry and init).
+  LoadGuard guard(path);
+  // dlopen takes a name without a slash as a library to look up in the system's paths.
+  const std::string open_path = path.find('/') == std::string::npos ? "./" + path : path;
+  dlerror();
+  lib->handle = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib->handle) {
+    const char* why = dlerror();
+    return fail(std::string("cannot be loaded as a shared library: ") +
+                (why ? why : "unknown dlopen error"));
+  }
+  using EntryFn = const specd_plugin_descriptor* (*)(uint32_t, uint32_t);
+  auto entry = reinterpret_cast<EntryFn>(dlsym(lib->handle, SPECD_PLUGIN_ENTRY_SYMBOL));
+  if (!entry)
     return fail("not a specd plugin: it exports no '" SPECD_PLUGIN_ENTRY_SYMBOL "' symbol");
 
-  auto entry = lib->library.get<const specd_plugin_descriptor*(uint32_t, uint32_t)>(
-      SPECD_PLUGIN_ENTRY_SYMBOL);
   const specd_plugin_descriptor* d = nullptr;
   try {
     d = entry(SPECD_ABI_VERSION_MAJOR, SPECD_ABI_VERSION_MINOR);
@@ -157,9 +191,11 @@ const LoadedPlugin* PluginRegistry::load_file(const std::string& path) {
   if (d->kind < SPECD_KIND_BACKEND || d->kind > SPECD_KIND_ACCEPTANCE)
     return fail("unknown plugin kind " + std::to_string(d->kind));
   for (const auto& other : libraries_)
-    if (other->plugin.id == d->id)
-      return fail(std::string("duplicate plugin id '") + d->id + "' (already loaded from " +
-                  other->plugin.path + ")");
+    if (other->plugin.id == d->id) {
+      duplicate = true;
+      return fail(std::string("duplicate plugin id '") + d->id + "': ignored, the plugin from " +
+                  other->plugin.path + " is used");
+    }
 
   LoadedPlugin& p = lib->plugin;
   p.id = d->id;
@@ -191,8 +227,7 @@ const LoadedPlugin* PluginRegistry::load_file(const std::string& path) {
   } catch (...) {
     return fail("get_vtable threw a C++ exception (exceptions must not cross the ABI)");
   }
-  if (!p.vtable)
-    return fail(std::string("provides no ") + kind_name(d->kind) + " interface");
+  if (!p.vtable) return fail(std::string("provides no ") + kind_name(d->kind) + " interface");
   // Every vtable starts with uint32_t struct_size; it must at least hold that.
   if (*static_cast<const uint32_t*>(p.vtable) < sizeof(uint32_t) * 2)
     return fail("vtable is too small");
@@ -235,8 +270,8 @@ const LoadedPlugin& PluginRegistry::require(std::string_view id_or_name,
   std::string known;
   for (const LoadedPlugin* p : of_kind(kind))
     known += (known.empty() ? "" : ", ") + p->name + " (" + p->id + ")";
-  std::string message = std::string("unknown ") + kind_name(kind) + " plugin '" +
-                        std::string(id_or_name) + "'";
+  std::string message =
+      std::string("unknown ") + kind_name(kind) + " plugin '" + std::string(id_or_name) + "'";
   message += known.empty() ? std::string(" (none is installed)") : " (known: " + known + ")";
   for (const auto& e : errors_) message += "\n  note: " + e.message;
   throw UsageError(message);

@@ -4,7 +4,15 @@
 //
 // Search order: the paths given (from [plugins] paths in the TOML), then the directories in
 // SPECD_PLUGIN_PATH (colon-separated), then the plugins/ folder beside the executable.
-// A path may name a directory (every *.so in it) or a single library file.
+// A path may name a directory or a single library file. In a directory only files that
+// follow the naming convention are loaded (is_plugin_file_name: specd-<kind>-<name>.so), so
+// helper libraries, versioned .so.N files and stale copies (.so.bak) are never executed; a
+// file named explicitly is loaded whatever its name.
+//
+// Trust: loading a library runs its code (constructors first). Every folder searched is
+// code the process runs with its privileges (docs/PLUGINS.md). While a library is being
+// loaded, a call to exit() or a crash (abort, segfault) is reported on stderr naming the
+// file, and exit() then ends the process with status 1 instead of the status it chose.
 #pragma once
 
 #include <memory>
@@ -21,7 +29,7 @@ struct LoadedPlugin {
   std::string name;     // short name
   std::string version;  // the plugin's own version
   std::string description;
-  std::string path;     // the library file it came from
+  std::string path;  // the library file it came from
   specd_plugin_kind kind = 0;
   uint32_t abi_major = 0, abi_minor = 0;
   const specd_plugin_descriptor* descriptor = nullptr;
@@ -32,6 +40,10 @@ struct LoadedPlugin {
 struct PluginLoadError {
   std::string path;
   std::string message;  // complete sentence, names the file
+  // Worth a warning in every command, not only in `specd plugins`: a duplicate id (one copy
+  // shadows another) or a problem with a path the user named ([plugins] paths, the paths
+  // given to the registry, SPECD_PLUGIN_PATH), as opposed to the folder beside the executable.
+  bool warn = false;
 };
 
 class PluginRegistry {
@@ -45,10 +57,13 @@ class PluginRegistry {
   PluginRegistry(const PluginRegistry&) = delete;
   PluginRegistry& operator=(const PluginRegistry&) = delete;
 
-  // Loads one library file; returns nullptr and records an error on failure.
-  const LoadedPlugin* load_file(const std::string& path);
+  // Loads one library file; returns nullptr and records an error on failure. `named`: the
+  // user named this file or its folder (PluginLoadError::warn).
+  const LoadedPlugin* load_file(const std::string& path, bool named = true);
 
   const std::vector<PluginLoadError>& errors() const { return errors_; }
+  // The errors with `warn` set, one line each ("warning: ..." is the caller's prefix).
+  std::vector<std::string> warnings() const;
   std::vector<const LoadedPlugin*> plugins() const;
   std::vector<const LoadedPlugin*> of_kind(specd_plugin_kind kind) const;
 
@@ -70,6 +85,11 @@ class PluginRegistry {
 
 // "backend", "proposer", "verifier", "acceptance" (or "unknown").
 const char* kind_name(specd_plugin_kind kind);
+
+// The plugin naming convention for files found in a folder: "specd-<kind>-<name>.so" with
+// <kind> one of backend, propose, verify, accept and a non-empty <name>; exactly ".so" at
+// the end (no version suffix, no ".bak"). `file_name` is a name, not a path.
+bool is_plugin_file_name(std::string_view file_name);
 
 // The folder of the running executable (for the plugins/ beside it).
 std::string executable_directory();

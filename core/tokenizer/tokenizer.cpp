@@ -81,31 +81,31 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
   bool bos_default = spm;
 
   const GgufValue& tokens = f.get_array("tokenizer.ggml.tokens", GgufType::kString);
-  const size_t n = tokens.array.size();
+  const size_t n = tokens.array_size();
   if (n == 0) fail("tokenizer.ggml.tokens is empty");
   if (n > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
     fail("tokenizer.ggml.tokens has too many tokens");
   }
   v.text.reserve(n);
-  for (const auto& t : tokens.array) v.text.push_back(t.str);
+  for (size_t k = 0; k < n; ++k) v.text.emplace_back(tokens.string_at(k));
 
   v.score.assign(n, 0.0f);
   if (const GgufValue* scores = f.get_array_opt("tokenizer.ggml.scores", GgufType::kFloat32)) {
-    if (scores->array.size() != n) {
-      fail("tokenizer.ggml.scores has " + std::to_string(scores->array.size()) + " entries for " +
+    if (scores->array_size() != n) {
+      fail("tokenizer.ggml.scores has " + std::to_string(scores->array_size()) + " entries for " +
            std::to_string(n) + " tokens");
     }
-    for (size_t k = 0; k < n; ++k) v.score[k] = static_cast<float>(scores->array[k].f);
+    for (size_t k = 0; k < n; ++k) v.score[k] = static_cast<float>(scores->float_at(k));
   }
 
   v.type.assign(n, TokenType::kNormal);
   if (const GgufValue* types = f.get_array_opt("tokenizer.ggml.token_type", GgufType::kInt32)) {
-    if (types->array.size() != n) {
-      fail("tokenizer.ggml.token_type has " + std::to_string(types->array.size()) +
+    if (types->array_size() != n) {
+      fail("tokenizer.ggml.token_type has " + std::to_string(types->array_size()) +
            " entries for " + std::to_string(n) + " tokens");
     }
     for (size_t k = 0; k < n; ++k) {
-      const int64_t t = types->array[k].i;
+      const int64_t t = types->int_at(k);
       if (t < 0 || t > static_cast<int64_t>(TokenType::kByte)) {
         fail("tokenizer.ggml.token_type[" + std::to_string(k) + "] = " + std::to_string(t) +
              " is not a known token type");
@@ -149,9 +149,9 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
       if (it != any_text.end()) v.byte_to_id[b] = it->second;
     }
     const GgufValue& merges = f.get_array("tokenizer.ggml.merges", GgufType::kString);
-    v.merge_rank.reserve(merges.array.size());
-    for (size_t k = 0; k < merges.array.size(); ++k) {
-      const std::string& m = merges.array[k].str;
+    v.merge_rank.reserve(merges.array_size());
+    for (size_t k = 0; k < merges.array_size(); ++k) {
+      const std::string m(merges.string_at(k));
       const size_t space = m.find(' ', 1);
       if (space == std::string::npos || space + 1 >= m.size()) {
         fail("tokenizer.ggml.merges[" + std::to_string(k) + "] = '" + m +

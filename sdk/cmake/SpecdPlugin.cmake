@@ -3,7 +3,15 @@
 # Builds a specd plugin: a MODULE library that links nothing from specd, exports only
 # specd_plugin_entry (hidden visibility plus a version script) and refuses undefined
 # symbols at link time. Used in tree and by the installed CMake package alike.
+#
+# specd loads a library it finds in a plugin folder only when its file name follows the
+# convention specd-<kind>-<name>.so (kind: backend, propose, verify, accept); a target named
+# otherwise is loaded only where its file is named explicitly, so this warns.
 function(specd_add_plugin name)
+  if(NOT name MATCHES "^specd-(backend|propose|verify|accept)-.+")
+    message(AUTHOR_WARNING "specd_add_plugin(${name}): specd loads plugins from a folder only "
+            "when they are named specd-<kind>-<name>.so (kind: backend, propose, verify, accept)")
+  endif()
   add_library(${name} MODULE ${ARGN})
   set_target_properties(${name} PROPERTIES
     PREFIX ""

@@ -76,18 +76,18 @@ struct Files {
     test::write_random_llama(draft_bigger, bigger);
     rewrite_gguf(draft_bigger, draft_extra, [&](GgufWriter& w) {
       GgufFile f = GgufFile::open(draft_bigger);
-      GgufValue tokens = f.get_array("tokenizer.ggml.tokens");
-      GgufValue types = f.get_array("tokenizer.ggml.token_type");
-      tokens.array.back().str = "zz";
-      types.array.back().i = 1;  // normal
-      w.set("tokenizer.ggml.tokens", tokens);
-      w.set("tokenizer.ggml.token_type", types);
+      std::vector<GgufValue> tokens = f.get_array("tokenizer.ggml.tokens").elements();
+      std::vector<GgufValue> types = f.get_array("tokenizer.ggml.token_type").elements();
+      tokens.back().str = "zz";
+      types.back().i = 1;  // normal
+      w.set("tokenizer.ggml.tokens", GgufValue::make_array(GgufType::kString, tokens));
+      w.set("tokenizer.ggml.token_type", GgufValue::make_array(GgufType::kInt32, types));
     });
     rewrite_gguf(model, draft_renamed, [&](GgufWriter& w) {
       GgufFile f = GgufFile::open(model);
-      GgufValue tokens = f.get_array("tokenizer.ggml.tokens");
-      tokens.array.back().str = "[RENAMED]";
-      w.set("tokenizer.ggml.tokens", tokens);
+      std::vector<GgufValue> tokens = f.get_array("tokenizer.ggml.tokens").elements();
+      tokens.back().str = "[RENAMED]";
+      w.set("tokenizer.ggml.tokens", GgufValue::make_array(GgufType::kString, tokens));
     });
     write_text(good, config_for(model));
     write_text(unreadable, config_for(model));

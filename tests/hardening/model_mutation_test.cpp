@@ -67,7 +67,7 @@ std::vector<std::pair<std::string, GgufValue>> replacements(const GgufValue& v) 
   } else if (v.type == GgufType::kBool) {
     out = {{"an integer", u32(7)}};
   } else if (v.type == GgufType::kArray) {
-    const std::vector<GgufValue>& items = v.array;
+    const std::vector<GgufValue> items = v.elements();
     out.push_back({"empty array", GgufValue::make_array(v.elem_type, {})});
     out.push_back(
         {"first half",

@@ -103,6 +103,50 @@ TEST_CASE("model forward with tied output and a prefill beyond 64 rows (library 
   compare_to_naive(path, random_tokens(rng, 90, static_cast<int32_t>(s.vocab)), 1e-4);
 }
 
+TEST_CASE("a forward computes logits only for the rows asked for") {
+  FixtureSpec s;
+  const std::string path = write_fixture(s, "logit-rows.gguf");
+  auto model = LlamaModel::load(path, cpu_device());
+  const int32_t V = model->info().vocab_size;
+  std::mt19937 rng(6);
+  for (int32_t m : {5, 90}) {  // the small-m kernels and the library GEMM path
+    INFO("m=" << m);
+    const auto tokens = random_tokens(rng, m, V);
+    auto full_cache = model->new_cache(128);
+    std::vector<float> full(static_cast<size_t>(m) * V);
+    model->forward(*full_cache, tokens, iota_n(m), chain_parents(m), full.data());
+
+    // Only the last row: the buffer holds one row, then a guard row that must stay intact.
+    auto last_cache = model->new_cache(128);
+    std::vector<float> last(2 * static_cast<size_t>(V), -7.0f);
+    model->forward(*last_cache, tokens, iota_n(m), chain_parents(m), last.data(), nullptr, m - 1);
+    for (int32_t v = 0; v < V; ++v) {
+      CHECK(last[v] == doctest::Approx(full[static_cast<size_t>(m - 1) * V + v]).epsilon(1e-4));
+      CHECK(last[V + v] == -7.0f);
+    }
+
+    // No logits at all (a prefill): the KV rows are the same, so the next token's logits are.
+    auto none_cache = model->new_cache(128);
+    model->forward(*none_cache, tokens, iota_n(m), chain_parents(m), nullptr, nullptr, m);
+    model->commit(*none_cache, iota_n(m));
+    model->commit(*full_cache, iota_n(m));
+    const int32_t next = tokens.front();
+    std::vector<float> after_none(V), after_full(V);
+    model->forward(*none_cache, std::vector<int32_t>{next}, std::vector<int32_t>{m},
+                   std::vector<int32_t>{-1}, after_none.data());
+    model->forward(*full_cache, std::vector<int32_t>{next}, std::vector<int32_t>{m},
+                   std::vector<int32_t>{-1}, after_full.data());
+    CHECK(std::memcmp(after_none.data(), after_full.data(), static_cast<size_t>(V) * 4) == 0);
+  }
+  auto cache = model->new_cache(16);
+  CHECK_THROWS_AS(model->forward(*cache, std::vector<int32_t>{1, 2}, iota_n(2), chain_parents(2),
+                                 nullptr, nullptr, 3),
+                  specd::Error);
+  CHECK_THROWS_AS(model->forward(*cache, std::vector<int32_t>{1, 2}, iota_n(2), chain_parents(2),
+                                 nullptr, nullptr, 1),
+                  specd::Error);
+}
+
 TEST_CASE("verifying a chain of m tokens is bit-identical to m single steps") {
   FixtureSpec s;
   const std::string path = write_fixture(s, "invariance.gguf");

@@ -13,6 +13,12 @@
 #define FAULT_DUPLICATE_ID 6
 #define FAULT_ENTRY_THROWS 7
 #define FAULT_NO_VTABLE 8
+#define FAULT_UNDEFINED_SYMBOL 9
+
+#if SPECD_FAULT == FAULT_UNDEFINED_SYMBOL
+// Defined nowhere: the dynamic linker refuses the library (RTLD_NOW).
+extern "C" int specd_test_symbol_defined_nowhere();
+#endif
 
 namespace {
 
@@ -20,6 +26,9 @@ const specd_host* g_host = nullptr;
 
 specd_status* init(const specd_host* host) {
   g_host = host;
+#if SPECD_FAULT == FAULT_UNDEFINED_SYMBOL
+  if (specd_test_symbol_defined_nowhere() == 42) return nullptr;
+#endif
 #if SPECD_FAULT == FAULT_INIT_FAILS
   return host->status_create(host->context, SPECD_STATUS_UNAVAILABLE, "license file missing");
 #elif SPECD_FAULT == FAULT_INIT_THROWS
@@ -75,14 +84,24 @@ constexpr const char* kId = "org.specd.test.good";
 constexpr const char* kId = "org.specd.test." SPECD_FAULT_NAME;
 #endif
 
-const specd_plugin_descriptor g_descriptor = {
-    sizeof(specd_plugin_descriptor), kMajor, kMinor, SPECD_KIND_ACCEPTANCE, kId, "0.0.1",
-    SPECD_FAULT_NAME, "deliberately broken", &init, nullptr, &get_vtable};
+const specd_plugin_descriptor g_descriptor = {sizeof(specd_plugin_descriptor),
+                                              kMajor,
+                                              kMinor,
+                                              SPECD_KIND_ACCEPTANCE,
+                                              kId,
+                                              "0.0.1",
+                                              SPECD_FAULT_NAME,
+                                              "deliberately broken",
+                                              &init,
+                                              nullptr,
+                                              &get_vtable};
 
 }  // namespace
 
 #if SPECD_FAULT == FAULT_NO_ENTRY
-extern "C" SPECD_EXPORT const void* some_other_symbol() { return &g_descriptor; }
+extern "C" SPECD_EXPORT const void* some_other_symbol() {
+  return &g_descriptor;
+}
 #else
 extern "C" SPECD_EXPORT const specd_plugin_descriptor* specd_plugin_entry(uint32_t, uint32_t) {
 #if SPECD_FAULT == FAULT_ENTRY_THROWS

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "common/error.hpp"
 #include "plugin/host_services.hpp"
@@ -17,7 +18,9 @@ using specd::PluginRegistry;
 
 namespace {
 
-std::string broken(const char* fault) { return std::string(SPECD_BROKEN_DIR) + "/" + fault; }
+std::string broken(const char* fault) {
+  return std::string(SPECD_BROKEN_DIR) + "/" + fault;
+}
 
 // The single error a registry over `dir` reports (the test fails if there is not exactly one).
 std::string only_error(const PluginRegistry& reg) {
@@ -44,7 +47,7 @@ TEST_CASE("a good plugin loads, is found by id and by name, and reports its fiel
   CHECK(reg.find("good", SPECD_KIND_ACCEPTANCE) == p);
   CHECK(reg.find("good", SPECD_KIND_BACKEND) == nullptr);
   CHECK(p->version == "0.0.1");
-  CHECK(contains(p->path, "specd-test-good.so"));
+  CHECK(contains(p->path, "specd-accept-good.so"));
   CHECK(specd::describe_plugin(*p).label == "lossy");
 }
 
@@ -52,10 +55,10 @@ TEST_CASE("a file that is not a shared library is refused by name") {
   NoPluginPathEnv env;
   fs::path dir = fs::temp_directory_path() / "specd-registry-test-text";
   fs::create_directories(dir);
-  std::ofstream(dir / "notes.so") << "this is text\n";
+  std::ofstream(dir / "specd-accept-notes.so") << "this is text\n";
   PluginRegistry reg({dir.string()}, false);
   std::string e = only_error(reg);
-  CHECK(contains(e, "notes.so"));
+  CHECK(contains(e, "specd-accept-notes.so"));
   CHECK(contains(e, "not a shared library"));
   fs::remove_all(dir);
 }
@@ -64,7 +67,7 @@ TEST_CASE("a library without the entry symbol") {
   NoPluginPathEnv env;
   PluginRegistry reg({broken("no_entry")}, false);
   std::string e = only_error(reg);
-  CHECK(contains(e, "specd-test-no_entry.so"));
+  CHECK(contains(e, "specd-accept-no_entry.so"));
   CHECK(contains(e, "exports no 'specd_plugin_entry' symbol"));
 }
 
@@ -110,7 +113,7 @@ TEST_CASE("duplicate ids: the second is refused, the first stays usable") {
   PluginRegistry reg({broken("good"), broken("duplicate_id")}, false);
   std::string e = only_error(reg);
   CHECK(contains(e, "duplicate plugin id 'org.specd.test.good'"));
-  CHECK(contains(e, "specd-test-duplicate_id.so"));
+  CHECK(contains(e, "specd-accept-duplicate_id.so"));
   CHECK(reg.find("org.specd.test.good", SPECD_KIND_ACCEPTANCE) != nullptr);
 }
 
@@ -157,8 +160,8 @@ TEST_CASE("the example plugin's rule runs through the ABI") {
   specd_params params{sizeof(specd_params), 0, nullptr};
   REQUIRE(vt->create(host, &params, &rule) == nullptr);
   double p_rows[3] = {0.25, 0.0, 0.75};
-  specd_draft_tree tree{sizeof(specd_draft_tree), 0, 3, SPECD_SIBLINGS_IID, nullptr, nullptr,
-                        nullptr};
+  specd_draft_tree tree{
+      sizeof(specd_draft_tree), 0, 3, SPECD_SIBLINGS_IID, nullptr, nullptr, nullptr};
   specd_target_dists dists{sizeof(specd_target_dists), 1, 3, p_rows};
   specd::Rng rng(42);
   int counts[3] = {0, 0, 0};
@@ -186,4 +189,66 @@ TEST_CASE("the example plugin's rule runs through the ABI") {
   host->status_free(host->context, s);
   CHECK(contains(message, "ab.toml:4:1: unknown key 'delta'"));
   vt->destroy(rule);
+}
+
+TEST_CASE("the plugin naming convention") {
+  CHECK(specd::is_plugin_file_name("specd-backend-cpu.so"));
+  CHECK(specd::is_plugin_file_name("specd-propose-ngram.so"));
+  CHECK(specd::is_plugin_file_name("specd-accept-rejection.so"));
+  CHECK(specd::is_plugin_file_name("specd-verify-x.so"));
+  CHECK_FALSE(specd::is_plugin_file_name("specd-propose-ngram.so.bak"));
+  CHECK_FALSE(specd::is_plugin_file_name("specd-propose-ngram.so.1"));
+  CHECK_FALSE(specd::is_plugin_file_name("libhelper.so"));
+  CHECK_FALSE(specd::is_plugin_file_name("specd-accept-.so"));
+  CHECK_FALSE(specd::is_plugin_file_name("specd-test-good.so"));
+  CHECK_FALSE(specd::is_plugin_file_name("specd-backend-cpu.dll"));
+  CHECK_FALSE(specd::is_plugin_file_name(".so"));
+}
+
+TEST_CASE("in a folder only files named by the convention are loaded") {
+  NoPluginPathEnv env;
+  // Copies of a working plugin under names that are not plugins: a stale backup, a versioned
+  // library, a helper. None may be loaded (none may shadow the real one by its id).
+  const fs::path dir = fs::temp_directory_path() / "specd-registry-test-names";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path good = fs::path(broken("good")) / "specd-accept-good.so";
+  for (const char* name : {"specd-accept-good.so.bak", "specd-accept-good.so.1", "libhelper.so",
+                           "good.so", "specd-accept-good.so~"})
+    fs::copy_file(good, dir / name);
+  {
+    PluginRegistry reg({dir.string()}, false);
+    CHECK(reg.errors().empty());
+    CHECK(reg.plugins().empty());
+  }
+  PluginRegistry reg({dir.string(), broken("good")}, false);
+  CHECK(reg.errors().empty());
+  const specd::LoadedPlugin* p = reg.find("org.specd.test.good", SPECD_KIND_ACCEPTANCE);
+  REQUIRE(p != nullptr);
+  CHECK(p->path == good.string());
+  // A file named explicitly is loaded whatever its name: the user chose it.
+  PluginRegistry explicit_file({(dir / "libhelper.so").string()}, false);
+  CHECK(explicit_file.errors().empty());
+  CHECK(explicit_file.plugins().size() == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a library the dynamic linker refuses is reported with the linker's own reason") {
+  NoPluginPathEnv env;
+  PluginRegistry reg({broken("undefined_symbol")}, false);
+  const std::string e = only_error(reg);
+  CHECK(contains(e, "specd-accept-undefined_symbol.so"));
+  CHECK(contains(e, "undefined symbol"));
+  CHECK(contains(e, "specd_test_symbol_defined_nowhere"));
+  CHECK_FALSE(contains(e, "Bad file descriptor"));
+}
+
+TEST_CASE("duplicates and problems with named paths are warnings for every command") {
+  NoPluginPathEnv env;
+  PluginRegistry reg({"/nonexistent/specd/plugins", broken("good"), broken("duplicate_id")}, false);
+  const std::vector<std::string> w = reg.warnings();
+  REQUIRE(w.size() == 2);
+  CHECK(contains(w[0], "'/nonexistent/specd/plugins' does not exist"));
+  CHECK(contains(w[1], "duplicate plugin id 'org.specd.test.good'"));
+  CHECK(contains(w[1], "specd-accept-good.so is used"));
 }

@@ -28,7 +28,7 @@ if(NOT last_output MATCHES "\"label\":\"exact\"")
   message(FATAL_ERROR "the out-of-tree plugin's label is missing:\n${last_output}")
 endif()
 # Only the entry symbol is exported.
-execute_process(COMMAND nm -D --defined-only ${example_build}/example-accept-sample-only.so
+execute_process(COMMAND nm -D --defined-only ${example_build}/specd-accept-sample-only.so
                 OUTPUT_VARIABLE symbols)
 string(REGEX MATCHALL " [TDBR] [A-Za-z_][A-Za-z0-9_]*" exported "${symbols}")
 list(LENGTH exported n_exported)

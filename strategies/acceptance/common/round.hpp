@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "specd/acceptance.h"
+#include "specd/cpp/distribution.hpp"
 #include "specd/cpp/host.hpp"
 #include "specd/draft.h"
 
@@ -119,23 +120,14 @@ class Sampler {
   void enter(uint32_t node) { path_.push_back(static_cast<int32_t>(node)); }
   void leave() { path_.pop_back(); }
 
-  // Picks index i with probability weights[i] / sum(weights) (inverse CDF, one uniform).
+  // Picks index i with probability weights[i] / sum(weights): the SDK's one draw (inverse
+  // CDF, one uniform), which refuses rows with negative, NaN or infinite entries or no mass.
   template <class F>
   void choose(std::span<const double> weights, F&& cont) {
-    double total = 0;
-    for (double w : weights) total += w > 0 ? w : 0.0;
-    if (!(total > 0) || !std::isfinite(total))
-      throw sdk::PluginError(SPECD_STATUS_INTERNAL, "a distribution to sample has no mass");
-    const double target = host_.uniform(rng_) * total;
-    double cumulative = 0;
-    uint32_t pick = 0;
-    for (uint32_t i = 0; i < weights.size(); ++i) {
-      if (!(weights[i] > 0)) continue;
-      cumulative += weights[i];
-      pick = i;
-      if (target < cumulative) break;
-    }
-    cont(pick);
+    const sdk::RowCheck c = sdk::check_row(weights);
+    if (!c.ok())
+      throw sdk::PluginError(SPECD_STATUS_INTERNAL, "a distribution to sample: " + c.problem);
+    cont(sdk::draw_checked(weights, c.total, host_.uniform(rng_)));
   }
 
   // Calls cont(true) with probability a, else cont(false); draws nothing when a is 0 or 1.
@@ -171,16 +163,16 @@ class Enumerator {
   void enter(uint32_t node) { path_.push_back(static_cast<int32_t>(node)); }
   void leave() { path_.pop_back(); }
 
+  // Every index the Sampler's choose could pick, with its probability (the same checks).
   template <class F>
   void choose(std::span<const double> weights, F&& cont) {
-    double total = 0;
-    for (double w : weights) total += w > 0 ? w : 0.0;
-    if (!(total > 0) || !std::isfinite(total))
-      throw sdk::PluginError(SPECD_STATUS_INTERNAL, "a distribution to enumerate has no mass");
+    const sdk::RowCheck c = sdk::check_row(weights);
+    if (!c.ok())
+      throw sdk::PluginError(SPECD_STATUS_INTERNAL, "a distribution to enumerate: " + c.problem);
     const double saved = weight_;
     for (uint32_t i = 0; i < weights.size(); ++i) {
       if (!(weights[i] > 0)) continue;
-      weight_ = saved * (weights[i] / total);
+      weight_ = saved * (weights[i] / c.total);
       cont(i);
     }
     weight_ = saved;

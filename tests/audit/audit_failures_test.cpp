@@ -1,0 +1,243 @@
+// What `specd audit` must not get wrong about rules that break its assumptions:
+//   - a rule declaring two sibling schemes is audited under each (one wrong scheme is a
+//     wrong label);
+//   - a rule without outcomes is only tested: the verdict says which TV the test would have
+//     seen, never "verified", and --detect-tv raises the samples until it sees enough;
+//   - a rule that cannot run is an error row, the others are still audited, and "could not
+//     run" exits 3 where "label wrong" exits 1.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "audit/audit_engine.hpp"
+#include "audit/audit_report.hpp"
+#include "audit/config_audit.hpp"
+#include "audit/statistics.hpp"
+#include "cmd_audit.hpp"
+#include "config/config.hpp"
+#include "plugin/registry.hpp"
+#include "random_llama.hpp"
+
+namespace {
+
+const std::string kFailing = SPECD_AUDIT_FAILING_PLUGIN_DIR;
+const std::string kPlugins = SPECD_BINARY_DIR "/bin/plugins";
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The named rules of the failing-plugins folder (and the bundled ones), created.
+struct Rules {
+  specd::PluginRegistry registry{{kFailing}};
+  std::vector<std::unique_ptr<specd::AcceptanceRule>> owned;
+  std::vector<const specd::AcceptanceRule*> views;
+  explicit Rules(const std::vector<std::string>& names) {
+    for (const std::string& n : names) {
+      owned.push_back(std::make_unique<specd::AcceptanceRule>(
+          registry.require(n, SPECD_KIND_ACCEPTANCE), nullptr));
+      views.push_back(owned.back().get());
+    }
+  }
+};
+
+const specd::RuleAudit& row(const specd::AuditReport& r, const std::string& name) {
+  for (const auto& x : r.rules)
+    if (x.name == name) return x;
+  FAIL("rule not audited: " << name);
+  return r.rules.front();
+}
+
+struct CommandResult {
+  int status = -1;
+  std::string out;
+};
+
+// Runs `specd audit ARGS` in this process with its standard output captured.
+CommandResult audit_command(std::vector<std::string> args) {
+  args.insert(args.begin(), "audit");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  std::fflush(stdout);
+  std::FILE* capture = std::tmpfile();
+  REQUIRE(capture != nullptr);
+  const int saved = dup(STDOUT_FILENO);
+  dup2(fileno(capture), STDOUT_FILENO);
+  CommandResult r;
+  r.status = run_audit_command(static_cast<int>(argv.size()), argv.data());
+  std::fflush(stdout);
+  dup2(saved, STDOUT_FILENO);
+  close(saved);
+  std::rewind(capture);
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, capture)) > 0) r.out.append(buf, n);
+  std::fclose(capture);
+  return r;
+}
+
+specd::AuditOptions quick() {
+  specd::AuditOptions o;
+  o.samples = 4000;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("a rule is audited under every sibling scheme it declares") {
+  Rules rules({"test-two-scheme"});
+  const auto tables = specd::builtin_markov_models();
+  const specd::AuditReport report = specd::run_audit(rules.views, tables, quick());
+  const specd::RuleAudit& r = row(report, "test-two-scheme");
+  CHECK(r.verdict == "label-wrong");
+  CHECK(contains(r.summary, "iid drafts"));
+  size_t deterministic = 0, iid = 0;
+  for (const specd::AuditCase& c : r.cases) {
+    INFO(c.table << " " << c.scheme);
+    if (c.scheme == "deterministic") {
+      ++deterministic;
+      CHECK(c.verdict == "lossless");
+    } else if (c.scheme == "iid") {
+      ++iid;
+    }
+  }
+  CHECK(deterministic == tables.size());
+  CHECK(iid == tables.size());
+  // The command says so too, with the label-wrong status.
+  CHECK(audit_command({"--plugin-path", kFailing, "--rule", "test-two-scheme", "--samples", "500"})
+            .status == 1);
+}
+
+TEST_CASE("a rule that fails to run is an error row; the others are still audited") {
+  Rules rules({"test-failing-accept", "test-two-scheme", "test-sampler-only"});
+  const auto report = specd::run_audit(rules.views, specd::builtin_markov_models(), quick());
+  const specd::RuleAudit& failing = row(report, "test-failing-accept");
+  CHECK(failing.verdict == "error");
+  CHECK(contains(failing.summary, "could not run"));
+  CHECK(contains(failing.summary, "broken on purpose"));
+  CHECK(report.any_error());
+  CHECK(row(report, "test-two-scheme").verdict == "label-wrong");
+  CHECK(row(report, "test-sampler-only").verdict == "not-rejected");
+  const std::string json =
+      specd::format_audit_json(report, quick(), specd::builtin_markov_models());
+  CHECK(contains(json, "\"verdict\": \"error\""));
+  CHECK(contains(json, "\"error\": true"));
+}
+
+TEST_CASE("exit statuses: label wrong 1, could not run 3, both: 1") {
+  const std::vector<std::string> base = {"--plugin-path", kFailing,    "--plugin-path",
+                                         kPlugins,        "--samples", "500"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), more.begin(), more.end());
+    return audit_command(a);
+  };
+  {
+    const CommandResult r = with({"--rule", "test-failing-accept", "--rule", "exact-match"});
+    CHECK(r.status == 3);
+    CHECK(contains(r.out, "ERROR: could not run"));
+    CHECK(contains(r.out, "lossless (verified)"));  // exact-match still audited
+  }
+  {
+    // A rule whose create fails never exists; its row says why.
+    const CommandResult r = with({"--rule", "test-failing-create", "--rule", "exact-match"});
+    CHECK(r.status == 3);
+    CHECK(contains(r.out, "the licence server is unreachable"));
+    CHECK(contains(r.out, "lossless (verified)"));
+  }
+  CHECK(with({"--rule", "test-failing-accept", "--rule", "test-two-scheme"}).status == 1);
+  CHECK(with({"--rule", "exact-match"}).status == 0);
+}
+
+TEST_CASE("a rule without outcomes is never called verified: the report says what was shown") {
+  Rules rules({"test-sampler-only"});
+  specd::AuditOptions o;  // the default 20000 samples
+  const auto report = specd::run_audit(rules.views, specd::builtin_markov_models(), o);
+  const specd::RuleAudit& r = row(report, "test-sampler-only");
+  CHECK(r.verdict == "not-rejected");
+  CHECK_FALSE(contains(r.summary, "lossless"));
+  CHECK(contains(r.summary, "not rejected at 20000 samples"));
+  CHECK(contains(r.summary, "would have been detected with 95% power"));
+  CHECK(r.detectable_tv > 0);
+  CHECK(r.detectable_tv < 1);
+  CHECK(r.samples == 20000);
+}
+
+TEST_CASE("--detect-tv raises the samples until a small bias is caught") {
+  Rules rules({"test-biased-sampler"});
+  const auto tables = specd::builtin_markov_models();
+  specd::AuditOptions o;
+  const auto plain = specd::run_audit(rules.views, tables, o);
+  CHECK_FALSE(contains(row(plain, "test-biased-sampler").summary, "lossless"));
+  o.detect_tv = 0.02;
+  const auto report = specd::run_audit(rules.views, tables, o);
+  const specd::RuleAudit& r = row(report, "test-biased-sampler");
+  CHECK(r.verdict == "label-wrong");
+  for (const specd::AuditCase& c : r.cases) {
+    CHECK(c.samples >= o.samples);
+    CHECK(c.detectable_tv <= 0.02 + 1e-12);
+  }
+  // The command accepts the option and checks its range.
+  CHECK(audit_command({"--detect-tv", "0"}).status == 2);
+  CHECK(audit_command({"--detect-tv", "1.5"}).status == 2);
+}
+
+TEST_CASE("noncentral chi-square tail against the closed form for one degree of freedom") {
+  // X = (Z + sqrt(lambda))^2: P(X > x) = Phi(-sqrt(x) - sqrt(l)) + Phi(-sqrt(x) + sqrt(l)).
+  auto phi = [](double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); };
+  for (double lambda : {0.0, 0.5, 3.0, 20.0, 200.0})
+    for (double x : {0.1, 1.0, 4.0, 30.0, 250.0}) {
+      const double want =
+          phi(-std::sqrt(x) - std::sqrt(lambda)) + phi(-std::sqrt(x) + std::sqrt(lambda));
+      CAPTURE(lambda);
+      CAPTURE(x);
+      CHECK(specd::noncentral_chi2_survival(x, 1.0, lambda) == doctest::Approx(want).epsilon(1e-6));
+    }
+}
+
+TEST_CASE("the detectable TV falls like 1/sqrt(n) once nothing is pooled") {
+  const std::vector<double> probs = {0.25, 0.25, 0.25, 0.125, 0.125};
+  const specd::Detectable a = specd::detectable_tv(probs, 10000, 1e-3, 0.95);
+  const specd::Detectable b = specd::detectable_tv(probs, 40000, 1e-3, 0.95);
+  CHECK(a.bins == 5);
+  CHECK(a.pooled == 0);
+  CHECK(b.tv == doctest::Approx(a.tv / 2).epsilon(1e-6));
+  // Pooled mass counts in full: differences inside the pool are invisible to the test.
+  const specd::Detectable pooled = specd::detectable_tv(probs, 30, 1e-3, 0.95);
+  CHECK(pooled.pooled == doctest::Approx(0.25));
+  CHECK(pooled.tv >= 0.25);
+  CHECK(specd::samples_to_detect(probs, a.tv, 1e-3, 0.95, 100, 1000000) <= 10000);
+  CHECK(specd::samples_to_detect(probs, a.tv, 1e-3, 0.95, 100, 1000000) >= 9800);
+  CHECK(specd::samples_to_detect(probs, 1e-6, 1e-3, 0.95, 100, 1000000) == 0);
+}
+
+TEST_CASE("audit -c audits the rule under every scheme it declares, not only the proposer's") {
+  // ngram drafts deterministically, where test-two-scheme is exact: the configuration's own
+  // comparison passes, the rule's i.i.d. promise is still checked.
+  const std::string dir = specd::test::temp_dir("audit-c-schemes");
+  const std::string model = dir + "/target.gguf";
+  specd::test::RandomLlamaSpec spec;
+  spec.seed = 41;
+  spec.weight_scale = 0.3f;
+  specd::test::write_random_llama(model, spec);
+  specd::PluginRegistry registry({kFailing});
+  const specd::Config config =
+      specd::parse_config("", "audit.toml",
+                          {"target.model=\"" + model + "\"", "engine.backend=cpu",
+                           "engine.threads=1", "sampling.temperature=1", "proposer.kind=ngram",
+                           "proposer.k=2", "acceptance.rule=test-two-scheme"});
+  specd::ConfigAuditOptions o;
+  o.prompt = "ab";
+  o.samples = 200;
+  o.rule_samples = 4000;
+  const specd::ConfigAuditResult r = specd::audit_config(config, registry, o);
+  CHECK(r.rule_schemes == "deterministic, iid");
+  CHECK(r.rule_verdict == "label-wrong");
+  CHECK(contains(r.rule_summary, "iid drafts"));
+  CHECK(r.verdict == "label-wrong");
+}
