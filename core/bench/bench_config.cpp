@@ -4,12 +4,12 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "common/error.hpp"
+#include "common/file_io.hpp"
 #include "common/json_writer.hpp"
+#include "config/toml_text.hpp"
 
 namespace specd::bench {
 namespace {
@@ -144,13 +144,7 @@ std::string task_path(const std::string& task, const std::string& tasks_dir) {
 }  // namespace
 
 BenchConfig parse_bench_config(const std::string& text, const std::string& path) {
-  toml::table root;
-  try {
-    root = toml::parse(text, path);
-  } catch (const toml::parse_error& e) {
-    throw UsageError(path + ":" + std::to_string(e.source().begin.line) + ":" +
-                     std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
-  }
+  const toml::table root = parse_toml_text(text, path);
   BenchConfig cfg;
   cfg.path = path;
   cfg.text = text;
@@ -234,11 +228,7 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& path)
 }
 
 BenchConfig load_bench_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(path + ": cannot read the bench configuration");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_bench_config(ss.str(), path);
+  return parse_bench_config(read_text_file(path, "bench configuration"), path);
 }
 
 }  // namespace specd::bench

@@ -9,6 +9,7 @@
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "config/did_you_mean.hpp"
+#include "config/toml_text.hpp"
 
 namespace specd {
 namespace {
@@ -333,8 +334,18 @@ void apply_override(Context& c, toml::table& root, const std::string& text) {
     table = root[section].as_table();
   }
   bool parsed_as_toml = false;
+  const std::string value_text = "v = " + value;
+  if (find_deep_nesting(value_text).line != 0) {
+    c.problems.add("--set " + section + "." + key,
+                   "the value nests deeper than " + std::to_string(kMaxTomlNesting) + " levels");
+    return;
+  }
+  if (value.find('\0') != std::string::npos) {
+    c.problems.add("--set " + section + "." + key, "the value holds a NUL character");
+    return;
+  }
   try {
-    toml::table parsed = toml::parse("v = " + value);
+    toml::table parsed = toml::parse(value_text);
     if (const toml::node* v = parsed.get("v")) {
       table->insert_or_assign(key, *v);
       parsed_as_toml = true;
@@ -409,11 +420,6 @@ Config parse_table(toml::table root, const std::string& name, const std::string&
   return cfg;
 }
 
-std::string parse_error_text(const std::string& name, const toml::parse_error& e) {
-  return name + ":" + std::to_string(e.source().begin.line) + ":" +
-         std::to_string(e.source().begin.column) + ": " + std::string(e.description());
-}
-
 }  // namespace
 
 std::string Config::where(const std::string& dotted_key) const {
@@ -423,27 +429,14 @@ std::string Config::where(const std::string& dotted_key) const {
 
 Config parse_config(const std::string& toml_text, const std::string& name,
                     const std::vector<std::string>& overrides) {
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, name);
-  } catch (const toml::parse_error& e) {
-    throw UsageError(parse_error_text(name, e));
-  }
-  return parse_table(std::move(root), name, "", overrides);
+  return parse_table(parse_toml_text(toml_text, name), name, "", overrides);
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(path, ec)) throw UsageError(path + ": no such configuration file");
-  if (fs::is_directory(path, ec)) throw UsageError(path + ": is a directory, not a TOML file");
-  toml::table root;
-  try {
-    root = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    throw UsageError(parse_error_text(path, e));
-  }
-  return parse_table(std::move(root), path, path, overrides);
+  return parse_table(parse_toml_file(path, "configuration file"), path, path, overrides);
 }
 
 }  // namespace specd

@@ -1,0 +1,143 @@
+// The real `specd` binary over inputs built to break it (issue #15, second round): files
+// that nest too deeply, special files where a model or prompt belongs, values just outside
+// their ranges, parameters only a plugin can check. Each case states the exit status and a
+// piece of the message, as bad_input_test does, and every one runs in well under a second.
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli_runner.hpp"
+#include "random_llama.hpp"
+
+using namespace specd;
+
+namespace {
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+std::string repeat(const std::string& part, const std::string& sep, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += (i ? sep : "") + part;
+  return out;
+}
+
+struct Files {
+  std::string dir = test::temp_dir("hostile-input");
+  std::string model = dir + "/random.gguf";
+  std::string good = dir + "/good.toml";
+  std::string out = dir + "/out";
+
+  Files() {
+    test::write_random_llama(model, test::RandomLlamaSpec{});
+    write_text(good, config_for(model));
+  }
+
+  static std::string config_for(const std::string& model, const std::string& extra = "") {
+    return "[engine]\nbackend = \"cpu\"\nthreads = 1\n\n[target]\nmodel = \"" + model +
+           "\"\n\n[sampling]\ntemperature = 0.0\nmax_tokens = 4\nignore_eos = true\n" + extra;
+  }
+
+  // Writes `text` to a file named `name` in the test folder and returns its path.
+  std::string file(const std::string& name, const std::string& text) const {
+    const std::string path = dir + "/" + name;
+    write_text(path, text);
+    return path;
+  }
+};
+
+const Files& files() {
+  static Files f;
+  return f;
+}
+
+struct Case {
+  std::string name;
+  std::vector<std::string> args;  // after `specd`
+  int status;
+  std::string needle;  // in stderr for failures, in stdout or stderr for successes
+};
+
+// Item 1: nesting that would overflow the TOML parser's stack (50 000 levels, ~100 KB).
+std::vector<Case> nesting_cases() {
+  const Files& f = files();
+  const std::string deep_key = repeat("a", ".", 50000) + " = 1\n";
+  std::string deep_header = "[", deep_array = "x = ", deep_inline = "x = ";
+  deep_header += repeat("a", ".", 50000) + "]\n";
+  deep_array += std::string(50000, '[') + std::string(50000, ']');
+  deep_inline += repeat("{a=", "", 20000) + "1" + std::string(20000, '}');
+  const std::string needle = "nested deeper than 128 levels";
+  // Dots and brackets inside strings and numbers are not nesting.
+  const std::string shallow = Files::config_for(
+      f.model, "stop = [\"" + repeat("[a.b]", "", 400) + "\", '" + repeat("{x.y", "", 400) +
+                   "']\n\n[proposer]\nkind = \"ngram\"\n\"" + repeat("z", ".", 300) +
+                   "\" = [1.5, 2.5, 3.5]\n");
+  return {
+      {"check-config: deep table header",
+       {"check-config", f.file("deep-header.toml", deep_header)},
+       2,
+       "deep-header.toml:1:"},
+      {"check-config: deep dotted key",
+       {"check-config", f.file("deep-key.toml", deep_key)},
+       2,
+       needle},
+      {"run: deep dotted key",
+       {"run", "-c", f.file("deep-key-run.toml", Files::config_for(f.model) + deep_key), "-p", "x"},
+       2,
+       "deep-key-run.toml:12:"},
+      {"run: deep arrays",
+       {"run", "-c", f.file("deep-array.toml", deep_array), "-p", "x"},
+       2,
+       needle},
+      {"run: deep inline tables",
+       {"run", "-c", f.file("deep-inline.toml", deep_inline), "-p", "x"},
+       2,
+       needle},
+      {"--set carrying a deep key",
+       {"check-config", f.good, "--set", "engine.x=1\n" + deep_key},
+       2,
+       "--set engine.x: the value nests deeper than 128 levels"},
+      {"bench: deep bench file",
+       {"bench", "-c", f.file("deep-bench.toml", deep_header), "--out", f.out},
+       2,
+       needle},
+      {"audit: deep Markov table",
+       {"audit", "--markov", f.file("deep-markov.toml", deep_key)},
+       2,
+       needle},
+      {"dots and brackets inside strings are not nesting",
+       {"check-config", f.file("shallow.toml", shallow)},
+       0,
+       "ok"},
+  };
+}
+
+void run_cases(const std::vector<Case>& cases) {
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    std::vector<std::string> argv = {SPECD_CLI};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    test::CliResult r = test::run_program(argv);
+    INFO("stdout: " << r.out.substr(0, 2000));
+    INFO("stderr: " << r.err.substr(0, 2000));
+    CHECK(r.status == c.status);
+    const std::string& where = c.status == 0 ? r.out + r.err : r.err;
+    CHECK(where.find(c.needle) != std::string::npos);
+    if (c.status != 0) {
+      // One clear message, never a crash: "specd: error: ..." ("specd audit: error: ...").
+      CHECK((r.err.rfind("specd: error: ", 0) == 0 || r.err.rfind("specd audit: error: ", 0) == 0));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("TOML nesting deep enough to overflow the parser is refused before parsing") {
+  run_cases(nesting_cases());
+}
