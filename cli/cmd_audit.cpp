@@ -11,13 +11,13 @@
 
 #include "acceptance/acceptance_rule.hpp"
 #include "args.hpp"
-#include "audit/config_audit.hpp"
-#include "common/json_writer.hpp"
-#include "config/config.hpp"
 #include "audit/audit_engine.hpp"
 #include "audit/audit_report.hpp"
+#include "audit/config_audit.hpp"
 #include "audit/markov_model.hpp"
 #include "common/error.hpp"
+#include "common/json_writer.hpp"
+#include "config/config.hpp"
 #include "plugin/registry.hpp"
 
 namespace {
@@ -78,6 +78,7 @@ std::vector<uint32_t> parse_tree(const std::string& v) {
     start = comma + 1;
   }
   if (out.size() > 6) throw specd::UsageError("option --tree allows at most 6 levels");
+  specd::check_audit_tree(out, "option --tree " + v);
   return out;
 }
 
@@ -86,8 +87,7 @@ std::vector<uint32_t> parse_tree(const std::string& v) {
 int audit_configuration(const std::string& path, const std::vector<std::string>& overrides,
                         const std::string& prompt, const specd::AuditOptions& options,
                         bool samples_given, bool tokens_given,
-                        const std::vector<std::string>& plugin_paths,
-                        bool json) {
+                        const std::vector<std::string>& plugin_paths, bool json) {
   specd::Config config = specd::load_config(path, overrides);
   specd::check_required_for_run(config);
   std::vector<std::string> paths = config.plugins.paths;
@@ -114,10 +114,11 @@ int audit_configuration(const std::string& path, const std::vector<std::string>&
   } else {
     std::printf("specd audit -c %s: %s + %s (%s) at temperature %g\n", path.c_str(),
                 r.proposer.c_str(), r.rule.c_str(), r.label.c_str(), r.temperature);
-    std::printf("first %u tokens after %s, %llu runs per arm (plain vs speculative), %zu "
-                "outcomes in %zu bins, tau %.2f\n",
-                o.tokens, specd::json_quote(prompt).c_str(), (unsigned long long)r.samples,
-                r.outcomes, r.bins, r.tau);
+    std::printf(
+        "first %u tokens after %s, %llu runs per arm (plain vs speculative), %zu "
+        "outcomes in %zu bins, tau %.2f\n",
+        o.tokens, specd::json_quote(prompt).c_str(), (unsigned long long)r.samples, r.outcomes,
+        r.bins, r.tau);
     std::printf("verdict: %s\n", r.summary.c_str());
   }
   return r.verdict == "label-wrong" ? 1 : 0;
@@ -143,7 +144,7 @@ int audit(int argc, char** argv) {
       options.tokens = parse_u32("--tokens", args.value(), 12);
       tokens_given = true;
     } else if (args.match("--k")) {
-      options.k = parse_u32("--k", args.value(), 8);
+      options.k = parse_u32("--k", args.value(), specd::kMaxAuditDraftNodes);
     } else if (args.match("--tree")) {
       options.tree = parse_tree(args.value());
     } else if (args.match("--temperature")) {
@@ -180,8 +181,8 @@ int audit(int argc, char** argv) {
   if (!(options.alpha > 0 && options.alpha < 1))
     throw specd::UsageError("option --alpha must be in (0, 1)");
   if (!config_path.empty())
-    return audit_configuration(config_path, overrides, prompt, options, samples_given,
-                               tokens_given, plugin_paths, json);
+    return audit_configuration(config_path, overrides, prompt, options, samples_given, tokens_given,
+                               plugin_paths, json);
   specd::validate_sampling_params(options.sampling);
   if (options.tokens < 1) throw specd::UsageError("option --tokens must be at least 1");
   if (options.k < 1) throw specd::UsageError("option --k must be at least 1");

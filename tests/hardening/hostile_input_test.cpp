@@ -118,6 +118,24 @@ std::vector<Case> nesting_cases() {
   };
 }
 
+// Item 3: audit draft trees bounded as chains are (their enumeration grows as vocab^nodes).
+std::vector<Case> audit_tree_cases() {
+  const std::vector<std::string> rule = {"audit", "--rule", "tree-rejection", "--samples", "200"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = rule;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  return {
+      {"--tree 8,8,8,8,8,8 (unbounded recursion before)", with({"--tree", "8,8,8,8,8,8"}), 2,
+       "--tree 8,8,8,8,8,8 makes 299592 draft nodes"},
+      {"--tree 2,2,2 (minutes before)", with({"--tree", "2,2,2"}), 2, "at most 8 nodes"},
+      {"--tree 8,8 (minutes before)", with({"--tree", "8,8"}), 2, "makes 72 draft nodes"},
+      {"--tree 2,2 within the bound works", with({"--tree", "2,2"}), 0, "trees 2,2"},
+      {"--k 9", with({"--k", "9"}), 2, "--k must be at most 8"},
+  };
+}
+
 void run_cases(const std::vector<Case>& cases) {
   for (const Case& c : cases) {
     CAPTURE(c.name);
@@ -140,4 +158,8 @@ void run_cases(const std::vector<Case>& cases) {
 
 TEST_CASE("TOML nesting deep enough to overflow the parser is refused before parsing") {
   run_cases(nesting_cases());
+}
+
+TEST_CASE("audit draft trees are bounded like chains, with a clear error") {
+  run_cases(audit_tree_cases());
 }
