@@ -101,7 +101,13 @@ int run_bench_command(int argc, char** argv) {
     } else if (args.match("--type")) {
       type = args.value();
     } else if (args.match("--agreement")) {
-      agreements.push_back(args.float_value());
+      const double a = args.float_value();
+      if (!(a >= 0 && a <= 1)) {
+        char text[64];
+        std::snprintf(text, sizeof text, "option --agreement %g must lie in [0, 1]", a);
+        throw specd::UsageError(std::string(text) + " (the fraction of the map the draft follows)");
+      }
+      agreements.push_back(a);
     } else {
       args.unknown();
     }

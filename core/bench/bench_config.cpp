@@ -219,7 +219,7 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& path)
     if (auto v = (*c)["rule"].value<std::string>()) s.rule = *v;
     if (auto v = (*c)["prompts"].value<int64_t>()) s.prompts = static_cast<uint32_t>(*v);
     for (double a : s.agreements)
-      if (a < 0 || a > 1) throw UsageError(path + ": agreements must lie in [0, 1]");
+      if (!(a >= 0 && a <= 1)) throw UsageError(path + ": agreements must lie in [0, 1]");
   } else {
     if (cfg.arms.empty()) throw UsageError(path + ": no [[arm]] to compare with plain decoding");
     if (cfg.task_files.empty()) throw UsageError(path + ": [bench] tasks is empty");

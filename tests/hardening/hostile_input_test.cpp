@@ -136,6 +136,24 @@ std::vector<Case> audit_tree_cases() {
   };
 }
 
+// Item 2: command-line values are checked like configuration values.
+std::vector<Case> cli_value_cases() {
+  const Files& f = files();
+  auto construct = [&](const std::string& agreement) {
+    return std::vector<std::string>{"bench",       "--construct", "--out", f.dir + "/constructed",
+                                    "--agreement", agreement};
+  };
+  return {
+      {"--agreement -0.01 (SIGBUS before)", construct("-0.01"), 2,
+       "option --agreement -0.01 must lie in [0, 1]"},
+      {"--agreement 2 (\"agreeing on 200%\" before)", construct("2"), 2, "must lie in [0, 1]"},
+      {"--agreement nan", construct("nan"), 2, "option --agreement needs a finite number"},
+      {"--agreement inf", construct("inf"), 2, "option --agreement needs a finite number"},
+      {"--agreement 0.5 works", construct("0.5"), 0, "draft agreeing on 50% of the map"},
+      {"audit --alpha nan", {"audit", "--alpha", "nan"}, 2, "needs a finite number"},
+  };
+}
+
 void run_cases(const std::vector<Case>& cases) {
   for (const Case& c : cases) {
     CAPTURE(c.name);
@@ -162,4 +180,8 @@ TEST_CASE("TOML nesting deep enough to overflow the parser is refused before par
 
 TEST_CASE("audit draft trees are bounded like chains, with a clear error") {
   run_cases(audit_tree_cases());
+}
+
+TEST_CASE("command-line values are validated like configuration values") {
+  run_cases(cli_value_cases());
 }
