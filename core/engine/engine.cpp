@@ -9,6 +9,7 @@
 #include "acceptance/tree_validation.hpp"
 #include "backend/backend.hpp"
 #include "common/error.hpp"
+#include "common/file_io.hpp"
 #include "engine/adaptive_k.hpp"
 #include "engine/backend_selection.hpp"
 #include "engine/plugin_params.hpp"
@@ -110,6 +111,18 @@ class Emitter {
 Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(config) {
   check_required_for_run(config_);
   validate_sampling_params(sampling_params(config_.sampling));
+  // A model is memory-mapped: a FIFO would block the open, a directory or device fail it
+  // later without saying which key named it.
+  const std::pair<const char*, std::string> model_keys[] = {
+      {"target.model", config_.target.model},
+      {"proposer.model", config_.proposer.kind == "none" ? "" : config_.proposer.model}};
+  for (const auto& [key, path] : model_keys) {
+    if (path.empty()) continue;
+    const std::string kind = file_kind_problem(path);
+    if (!kind.empty())
+      throw UsageError(config_.where(key) + ": '" + path + "' is " + kind +
+                       ", not a regular file (" + key + " names a model file, which is mapped)");
+  }
 
   // Choose the rule and proposer first: configuration mistakes are reported before the
   // slow part (loading models).

@@ -154,12 +154,62 @@ std::vector<Case> cli_value_cases() {
   };
 }
 
+// Items 4 and 9: special files where a model, a configuration or a prompt belongs. Before,
+// a FIFO blocked the open forever and a directory as prompt file generated from nothing.
+std::vector<Case> special_file_cases() {
+  const Files& f = files();
+  const std::string fifo = f.dir + "/fifo";
+  mkfifo(fifo.c_str(), 0600);
+  const std::string draft = "[proposer]\nkind = \"draft-model\"\nk = 3\nmodel = \"";
+  return {
+      {"FIFO as target.model",
+       {"run", "-c", f.file("fifo-target.toml", Files::config_for(fifo)), "-p", "x"},
+       2,
+       "fifo-target.toml:6:9: '" + fifo + "' is a FIFO, not a regular file (target.model"},
+      {"FIFO as proposer.model",
+       {"run", "-c", f.good, "-p", "x", "--set", "proposer.kind=draft-model", "--set",
+        "proposer.model=\"" + fifo + "\""},
+       2,
+       "--set proposer.model: '" + fifo + "' is a FIFO"},
+      {"FIFO as proposer.model in the file",
+       {"run", "-c", f.file("fifo-draft.toml", Files::config_for(f.model, draft + fifo + "\"\n")),
+        "-p", "x"},
+       2,
+       "fifo-draft.toml:15:9: '" + fifo + "' is a FIFO"},
+      {"directory as target.model",
+       {"run", "-c", f.file("dir-target.toml", Files::config_for(f.dir)), "-p", "x"},
+       2,
+       "is a directory, not a regular file (target.model"},
+      {"FIFO without a writer as prompt file",
+       {"run", "-c", f.good, "-f", fifo},
+       2,
+       fifo + ": prompt file is a FIFO and nothing was written to it"},
+      {"FIFO without a writer as configuration",
+       {"check-config", fifo},
+       2,
+       fifo + ": configuration file is a FIFO"},
+      {"directory as prompt file (generated from an empty prompt before)",
+       {"run", "-c", f.good, "-f", f.dir},
+       2,
+       f.dir + ": prompt file is a directory"},
+      {"directory as Markov table", {"audit", "--markov", f.dir}, 2, "Markov table is a directory"},
+      {"prompt file read through /dev/stdin works",
+       {"run", "-c", f.good, "-f", "/dev/stdin"},
+       0,
+       "tokens"},
+  };
+}
+
 void run_cases(const std::vector<Case>& cases) {
   for (const Case& c : cases) {
     CAPTURE(c.name);
-    std::vector<std::string> argv = {SPECD_CLI};
+    // Cases that hung before (a blocking open, minutes of enumeration) end as a failure,
+    // never as a hung test: `timeout` kills them after a generous minute (status 124).
+    std::vector<std::string> argv;
+    if (test::on_path("timeout")) argv = {"timeout", "60"};
+    argv.push_back(SPECD_CLI);
     argv.insert(argv.end(), c.args.begin(), c.args.end());
-    test::CliResult r = test::run_program(argv);
+    test::CliResult r = test::run_program(argv, "def");
     INFO("stdout: " << r.out.substr(0, 2000));
     INFO("stderr: " << r.err.substr(0, 2000));
     CHECK(r.status == c.status);
@@ -184,4 +234,8 @@ TEST_CASE("audit draft trees are bounded like chains, with a clear error") {
 
 TEST_CASE("command-line values are validated like configuration values") {
   run_cases(cli_value_cases());
+}
+
+TEST_CASE("special files as model, configuration or prompt: refused without blocking") {
+  run_cases(special_file_cases());
 }
