@@ -10,6 +10,7 @@
 #include "config/config.hpp"
 #include "config/did_you_mean.hpp"
 #include "config/toml_text.hpp"
+#include "sampling/sampling_ranges.hpp"
 
 namespace specd {
 namespace {
@@ -200,10 +201,6 @@ struct SectionSchema {
   std::vector<PluginParam>* plugin_params = nullptr;
 };
 
-std::string positive_or_zero(double v) {
-  return v >= 0 ? "" : ">= 0";
-}
-
 std::map<std::string, SectionSchema> make_schema(Config& cfg) {
   std::map<std::string, SectionSchema> s;
   auto& engine = s["engine"].keys;
@@ -211,7 +208,7 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
     read_string(c, k, n, cfg.engine.backend);
   };
   engine["threads"] = [&](Context& c, const std::string& k, const toml::node& n) {
-    read_int(c, k, n, cfg.engine.threads, 0, 1024, "0 = all cores, up to 1024");
+    read_int(c, k, n, cfg.engine.threads, 0, kMaxThreads, "0 = all cores, up to 256");
   };
   engine["seed"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_int(c, k, n, cfg.engine.seed, 0, INT64_MAX, ">= 0");
@@ -264,18 +261,16 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
 
   auto& sampling = s["sampling"].keys;
   sampling["temperature"] = [&](Context& c, const std::string& k, const toml::node& n) {
-    read_float(c, k, n, cfg.sampling.temperature, positive_or_zero);
+    read_float(c, k, n, cfg.sampling.temperature, temperature_range);
   };
   sampling["top_k"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_int(c, k, n, cfg.sampling.top_k, 0, INT32_MAX, "0 = off, else >= 1");
   };
   sampling["top_p"] = [&](Context& c, const std::string& k, const toml::node& n) {
-    read_float(c, k, n, cfg.sampling.top_p,
-               [](double v) { return v > 0 && v <= 1 ? "" : "0 < top_p <= 1"; });
+    read_float(c, k, n, cfg.sampling.top_p, top_p_range);
   };
   sampling["min_p"] = [&](Context& c, const std::string& k, const toml::node& n) {
-    read_float(c, k, n, cfg.sampling.min_p,
-               [](double v) { return v >= 0 && v < 1 ? "" : "0 <= min_p < 1"; });
+    read_float(c, k, n, cfg.sampling.min_p, min_p_range);
   };
   sampling["max_tokens"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_int(c, k, n, cfg.sampling.max_tokens, 1, 1 << 24, ">= 1");

@@ -200,6 +200,42 @@ std::vector<Case> special_file_cases() {
   };
 }
 
+// Item 10: one set of range checks, applied when the configuration is loaded, located.
+std::vector<Case> range_cases() {
+  const Files& f = files();
+  return {
+      {"check-config: subnormal temperature",
+       {"check-config", f.file("subnormal.toml", "[sampling]\ntemperature = 1e-310\n")},
+       2,
+       "subnormal.toml:2:15: 'temperature' = 1e-310 is out of range (0 = greedy, else a finite "
+       "number >= 1e-06)"},
+      {"run: subnormal temperature with --set",
+       {"run", "-c", f.good, "-p", "x", "--set", "sampling.temperature=1e-310"},
+       2,
+       "--set sampling.temperature: 'temperature' = 1e-310 is out of range"},
+      {"check-config: temperature = inf",
+       {"check-config", f.file("inf.toml", "[sampling]\ntemperature = inf\n")},
+       2,
+       "inf.toml:2:15: 'temperature' = inf is out of range"},
+      {"check-config: temperature = nan",
+       {"check-config", f.file("nan.toml", "[sampling]\ntemperature = nan\n")},
+       2,
+       "nan.toml:2:15: 'temperature'"},
+      {"check-config: threads = 1000",
+       {"check-config", f.file("threads.toml", "[engine]\nthreads = 1000\n")},
+       2,
+       "threads.toml:2:11: 'threads' = 1000 is out of range (0 = all cores, up to 256)"},
+      {"check-config: min_p = 1",
+       {"check-config", f.file("min-p.toml", "[sampling]\nmin_p = 1.0\n")},
+       2,
+       "min-p.toml:2:9: 'min_p' = 1 is out of range"},
+      {"temperature 1e-6 works",
+       {"run", "-c", f.good, "-p", "x", "--set", "sampling.temperature=1e-6"},
+       0,
+       "tokens"},
+  };
+}
+
 void run_cases(const std::vector<Case>& cases) {
   for (const Case& c : cases) {
     CAPTURE(c.name);
@@ -238,4 +274,8 @@ TEST_CASE("command-line values are validated like configuration values") {
 
 TEST_CASE("special files as model, configuration or prompt: refused without blocking") {
   run_cases(special_file_cases());
+}
+
+TEST_CASE("sampling and engine ranges are checked at load time, with file:line:col") {
+  run_cases(range_cases());
 }
