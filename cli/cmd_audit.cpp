@@ -3,6 +3,8 @@
 //             [--alpha A] [--json] [--details] [--plugin-path DIR]...
 #include "cmd_audit.hpp"
 
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -52,9 +54,12 @@ const char* kUsage =
 
 uint64_t parse_u64(const std::string& option, const std::string& v) {
   char* end = nullptr;
+  errno = 0;
   const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || v[0] == '-')
+  if (v.empty() || *end != '\0' || v[0] == '-' || !std::isdigit(static_cast<unsigned char>(v[0])))
     throw specd::UsageError("option " + option + " needs a non-negative integer, got '" + v + "'");
+  if (errno == ERANGE)
+    throw specd::UsageError("option " + option + " " + v + " is too large (at most 2^64-1)");
   return n;
 }
 
@@ -157,6 +162,7 @@ int audit(int argc, char** argv) {
       options.sampling.min_p = args.float_value();
     } else if (args.match("--samples")) {
       options.samples = parse_u64("--samples", args.value());
+      if (options.samples < 1) throw specd::UsageError("option --samples must be at least 1");
       samples_given = true;
     } else if (args.match("--config", "-c")) {
       config_path = args.value();

@@ -179,6 +179,10 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& path)
     }
     if (b->get("temperatures"))
       cfg.temperatures = numbers<double>(b->get("temperatures"), path + ": temperatures");
+    for (const char* key : {"repeats", "prompts"})
+      if (auto v = (*b)[key].value<int64_t>(); v && (*v < 0 || *v > UINT32_MAX))
+        throw UsageError(path + ": [bench] " + key + " = " + std::to_string(*v) +
+                         " is out of range (0 to 2^32-1)");
     if (auto v = (*b)["repeats"].value<int64_t>()) cfg.repeats = static_cast<uint32_t>(*v);
     if (auto v = (*b)["prompts"].value<int64_t>()) cfg.prompts = static_cast<uint32_t>(*v);
     if (auto v = (*b)["max_tokens"].value<int64_t>()) cfg.max_tokens = static_cast<uint32_t>(*v);

@@ -335,13 +335,14 @@ void apply_override(Context& c, toml::table& root, const std::string& text) {
                    "the value nests deeper than " + std::to_string(kMaxTomlNesting) + " levels");
     return;
   }
-  if (value.find('\0') != std::string::npos) {
-    c.problems.add("--set " + section + "." + key, "the value holds a NUL character");
-    return;
-  }
   try {
     toml::table parsed = toml::parse(value_text);
     if (const toml::node* v = parsed.get("v")) {
+      if (toml_holds_nul(*v)) {
+        c.problems.add("--set " + section + "." + key,
+                       "the value holds a NUL character (\\u0000): no path or text may");
+        return;
+      }
       table->insert_or_assign(key, *v);
       parsed_as_toml = true;
     }

@@ -92,6 +92,19 @@ void refuse_nul(const toml::node& node, const std::string& name) {
 
 }  // namespace
 
+bool toml_holds_nul(const toml::node& node) {
+  if (const toml::table* t = node.as_table()) {
+    for (const auto& [key, value] : *t)
+      if (key.str().find('\0') != std::string_view::npos || toml_holds_nul(value)) return true;
+  } else if (const toml::array* a = node.as_array()) {
+    for (const toml::node& item : *a)
+      if (toml_holds_nul(item)) return true;
+  } else if (const auto* s = node.as_string()) {
+    return s->get().find('\0') != std::string::npos;
+  }
+  return false;
+}
+
 TomlPosition find_deep_nesting(std::string_view text, int limit) {
   Cursor c(text);
   std::vector<Frame> stack;

@@ -25,6 +25,9 @@ struct TomlPosition {
 };
 TomlPosition find_deep_nesting(std::string_view text, int limit = kMaxTomlNesting);
 
+// True when a key or string anywhere in `node` holds a NUL character.
+bool toml_holds_nul(const toml::node& node);
+
 // Parses `text`; `name` is the file name used in messages.
 toml::table parse_toml_text(std::string_view text, const std::string& name);
 

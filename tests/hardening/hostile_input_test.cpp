@@ -236,6 +236,61 @@ std::vector<Case> range_cases() {
   };
 }
 
+// Item 11: values that were silently truncated or accepted.
+std::vector<Case> silent_value_cases() {
+  const Files& f = files();
+  const std::string bench = f.file("bench.toml", "[bench]\ntasks = [\"none\"]\n");
+  // The draft holds 24 tokens of context; the target 256.
+  test::RandomLlamaSpec short_spec;
+  short_spec.n_ctx = 24;
+  const std::string short_draft = f.dir + "/short-context-draft.gguf";
+  test::write_random_llama(short_draft, short_spec);
+  return {
+      {"NUL escape in a string (loaded the truncated path before)",
+       {"check-config",
+        f.file("nul.toml", "[target]\nmodel = \"" + f.model + "\\u0000/../x.gguf\"\n")},
+       2,
+       "nul.toml:2:9: a NUL character (\\u0000) in a string"},
+      {"NUL escape in a key",
+       {"check-config", f.file("nul-key.toml", "[proposer]\n\"a\\u0000b\" = 1\n")},
+       2,
+       "nul-key.toml:2:1: a NUL character"},
+      {"NUL in a --set value",
+       {"check-config", f.good, "--set", "target.model=\"x\\u0000y\""},
+       2,
+       "--set target.model: the value holds a NUL character"},
+      {"a draft whose context is shorter than the sequence says so",
+       {"run", "-c", f.good, "-p", "abcdefghij", "-n", "30", "--set", "proposer.kind=draft-model",
+        "--set", "proposer.model=\"" + short_draft + "\""},
+       0,
+       "holds 24 tokens of context and the sequence has reached"},
+      {"bench --repeats 0",
+       {"bench", "-c", bench, "--out", f.out, "--repeats", "0"},
+       2,
+       "option --repeats must be at least 1"},
+      {"bench --repeats -5",
+       {"bench", "-c", bench, "--out", f.out, "--repeats", "-5"},
+       2,
+       "option --repeats must be at least 1"},
+      {"bench --prompts 0",
+       {"bench", "-c", bench, "--out", f.out, "--prompts", "0"},
+       2,
+       "option --prompts must be at least 1"},
+      {"bench: [bench] repeats = -5 in the file",
+       {"bench", "-c", f.file("bench-neg.toml", "[bench]\ntasks = [\"none\"]\nrepeats = -5\n"),
+        "--out", f.out},
+       2,
+       "[bench] repeats = -5 is out of range"},
+      {"audit --samples past 2^64",
+       {"audit", "--samples", "18446744073709551616"},
+       2,
+       "option --samples 18446744073709551616 is too large"},
+      {"audit --samples 0", {"audit", "--samples", "0"}, 2, "option --samples must be at least 1"},
+      {"audit --samples +5", {"audit", "--samples", "+5"}, 2, "needs a non-negative integer"},
+      {"audit --min-p 1", {"audit", "--min-p", "1"}, 2, "min_p = 1 is out of range"},
+  };
+}
+
 void run_cases(const std::vector<Case>& cases) {
   for (const Case& c : cases) {
     CAPTURE(c.name);
@@ -278,4 +333,8 @@ TEST_CASE("special files as model, configuration or prompt: refused without bloc
 
 TEST_CASE("sampling and engine ranges are checked at load time, with file:line:col") {
   run_cases(range_cases());
+}
+
+TEST_CASE("values that were silently truncated or accepted are refused; a stalled draft says so") {
+  run_cases(silent_value_cases());
 }
