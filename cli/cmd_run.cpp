@@ -121,7 +121,7 @@ int run_command(int argc, char** argv) {
   if (!json) {
     options.on_text = [](const std::string& piece) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
-      std::fflush(stdout);
+      flush_stdout();  // a failed write ends the run (exit 1) instead of going unnoticed
     };
   }
   GenerationResult result = engine.generate(prompt, options);
