@@ -9,6 +9,7 @@
 #include "common/file_io.hpp"
 
 namespace specd::bench {
+
 // Each file through write_file: every write and the close checked, with the reason.
 void write_reports(const BenchResults& results, const std::string& dir) {
   std::filesystem::create_directories(dir);
