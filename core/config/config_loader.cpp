@@ -11,6 +11,7 @@
 #include "config/did_you_mean.hpp"
 #include "config/toml_text.hpp"
 #include "sampling/sampling_ranges.hpp"
+#include "tokenizer/unicode.hpp"
 
 namespace specd {
 namespace {
@@ -277,6 +278,21 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
   };
   sampling["stop"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_string_array(c, k, n, cfg.sampling.stop);
+    // A stop string must never cut a character: it must be whole UTF-8 characters itself
+    // (a --set value that is not TOML arrives as raw bytes).
+    for (const std::string& stop : cfg.sampling.stop)
+      for (size_t i = 0; i < stop.size();) {
+        const Utf8Unit u = utf8_next(stop, i);
+        if (!u.valid) {
+          c.add(n,
+                "'stop' strings must be valid UTF-8 (a stop string must never cut a "
+                "character); byte " +
+                    std::to_string(i) + " of one is not");
+          cfg.sampling.stop.clear();
+          return;
+        }
+        i += u.len;
+      }
   };
   sampling["ignore_eos"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_bool(c, k, n, cfg.sampling.ignore_eos);

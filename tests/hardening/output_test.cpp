@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../bench/json_parse.hpp"
 #include "cli_runner.hpp"
 #include "common/error.hpp"
 #include "common/file_io.hpp"
@@ -97,4 +98,51 @@ TEST_CASE("files that cannot be written say why") {
   CHECK(missing.status == 1);
   CHECK(missing.err.find("no/such/dir.gguf: cannot create: No such file or directory") !=
         std::string::npos);
+}
+
+// Item 6: text that a stop string later cuts must not be streamed. Stop strings are taken
+// from the run's own output at many places, so most of them span a token boundary (the
+// case that streamed too much before: stop "f, v" streamed "self," where --json said "sel").
+TEST_CASE("streamed text equals the final text when a stop string cuts it") {
+  const std::string model = std::string(SPECD_SOURCE_DIR) + "/models/target.gguf";
+  if (access(model.c_str(), R_OK) != 0) {
+    MESSAGE("skipped: the shipped model " << model << " is missing");
+    return;
+  }
+  const std::string config = files().dir + "/shipped.toml";
+  write_text(config, "[engine]\nbackend = \"cpu\"\nthreads = 1\n\n[target]\nmodel = \"" + model +
+                         "\"\n\n[sampling]\ntemperature = 0.0\nmax_tokens = 24\n"
+                         "ignore_eos = true\n");
+  auto run = [&](const std::string& stop, bool json) {
+    std::vector<std::string> argv = {SPECD_CLI, "run", "-c", config, "-p", "class A:"};
+    if (!stop.empty()) argv.insert(argv.end(), {"--set", "sampling.stop=['" + stop + "']"});
+    if (json) argv.push_back("--json");
+    test::CliResult r = test::run_program(argv);
+    REQUIRE(r.status == 0);
+    return r.out;
+  };
+  const std::string full = test::JsonParser(run("", true)).parse()["text"].s;
+  REQUIRE(full.size() > 20);
+  int checked = 0;
+  for (size_t at = 1; at + 5 <= full.size() && checked < 8; at += 3) {
+    const std::string stop = full.substr(at, 5);
+    if (stop.find_first_of("'\n\\") != std::string::npos) continue;
+    ++checked;
+    CAPTURE(stop);
+    const std::string expected = full.substr(0, full.find(stop));
+    const test::Json json = test::JsonParser(run(stop, true)).parse();
+    CHECK(json["text"].s == expected);
+    CHECK(json["stop_reason"].s == "stop");
+    // Streaming prints the text, then a newline before the statistics (on stderr).
+    CHECK(run(stop, false) == expected + "\n");
+  }
+  CHECK(checked >= 4);
+}
+
+TEST_CASE("a stop string that is not whole UTF-8 characters is refused") {
+  // A lone continuation byte would cut "\u00a9" (C2 A9) in half.
+  const test::CliResult r =
+      test::run_program({SPECD_CLI, "check-config", files().good, "--set", "sampling.stop=\xa9"});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("--set sampling.stop: 'stop' strings must be valid UTF-8") != std::string::npos);
 }
