@@ -1,5 +1,6 @@
 #include "args.hpp"
 
+#include <cmath>
 #include <cstdlib>
 
 #include "common/error.hpp"
@@ -59,6 +60,8 @@ double Args::float_value() {
   double x = std::strtod(v.c_str(), &end);
   if (v.empty() || *end != '\0')
     throw UsageError("option " + matched_ + " needs a number, got '" + v + "'");
+  if (!std::isfinite(x))
+    throw UsageError("option " + matched_ + " needs a finite number, got '" + v + "'");
   return x;
 }
 

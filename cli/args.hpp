@@ -18,7 +18,7 @@ class Args {
   // The value of the option just matched (from "=..." or the next argument).
   std::string value();
   int int_value();
-  double float_value();
+  double float_value();  // finite: "nan" and "inf" are refused
   // The next positional argument.
   std::string positional();
   // Throws UsageError for an argument nothing matched.

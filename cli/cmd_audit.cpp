@@ -3,6 +3,8 @@
 //             [--alpha A] [--detect-tv D] [--json] [--details] [--plugin-path DIR]...
 #include "cmd_audit.hpp"
 
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -62,9 +64,12 @@ constexpr int kExitCouldNotRun = 3;
 
 uint64_t parse_u64(const std::string& option, const std::string& v) {
   char* end = nullptr;
+  errno = 0;
   const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || v[0] == '-')
+  if (v.empty() || *end != '\0' || v[0] == '-' || !std::isdigit(static_cast<unsigned char>(v[0])))
     throw specd::UsageError("option " + option + " needs a non-negative integer, got '" + v + "'");
+  if (errno == ERANGE)
+    throw specd::UsageError("option " + option + " " + v + " is too large (at most 2^64-1)");
   return n;
 }
 
@@ -88,6 +93,7 @@ std::vector<uint32_t> parse_tree(const std::string& v) {
     start = comma + 1;
   }
   if (out.size() > 6) throw specd::UsageError("option --tree allows at most 6 levels");
+  specd::check_audit_tree(out, "option --tree " + v);
   return out;
 }
 
@@ -160,7 +166,7 @@ int audit(int argc, char** argv) {
       options.tokens = parse_u32("--tokens", args.value(), 12);
       tokens_given = true;
     } else if (args.match("--k")) {
-      options.k = parse_u32("--k", args.value(), 8);
+      options.k = parse_u32("--k", args.value(), specd::kMaxAuditDraftNodes);
     } else if (args.match("--tree")) {
       options.tree = parse_tree(args.value());
     } else if (args.match("--temperature")) {
@@ -173,6 +179,7 @@ int audit(int argc, char** argv) {
       options.sampling.min_p = args.float_value();
     } else if (args.match("--samples")) {
       options.samples = parse_u64("--samples", args.value());
+      if (options.samples < 1) throw specd::UsageError("option --samples must be at least 1");
       samples_given = true;
     } else if (args.match("--config", "-c")) {
       config_path = args.value();

@@ -73,7 +73,7 @@ int run_bench_command(int argc, char** argv) {
   std::vector<std::string> sets, plugin_paths;
   std::vector<double> agreements;
   bool construct = false;
-  int repeats = -1, prompts = -1;
+  int repeats = 0, prompts = 0;  // 0 = not given
   while (!args.done()) {
     if (args.match("--help", "-h")) {
       std::fputs(kHelp, stdout);
@@ -90,8 +90,13 @@ int run_bench_command(int argc, char** argv) {
       models_dir = args.value();
     } else if (args.match("--repeats")) {
       repeats = args.int_value();
+      if (repeats < 1) throw specd::UsageError("option --repeats must be at least 1");
     } else if (args.match("--prompts")) {
       prompts = args.int_value();
+      if (prompts < 1)
+        throw specd::UsageError(
+            "option --prompts must be at least 1 (the first N prompts of "
+            "each task; leave it out for all)");
     } else if (args.match("--quantize")) {
       quantize = args.value();
     } else if (args.match("--construct")) {
@@ -101,7 +106,13 @@ int run_bench_command(int argc, char** argv) {
     } else if (args.match("--type")) {
       type = args.value();
     } else if (args.match("--agreement")) {
-      agreements.push_back(args.float_value());
+      const double a = args.float_value();
+      if (!(a >= 0 && a <= 1)) {
+        char text[64];
+        std::snprintf(text, sizeof text, "option --agreement %g must lie in [0, 1]", a);
+        throw specd::UsageError(std::string(text) + " (the fraction of the map the draft follows)");
+      }
+      agreements.push_back(a);
     } else {
       args.unknown();
     }

@@ -6,6 +6,7 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "common/error.hpp"
+#include "common/file_io.hpp"
 #include "common/json_writer.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
@@ -23,17 +24,6 @@ const char* kRunHelp =
     "  -n, --max-tokens N  tokens to generate (overrides [sampling] max_tokens)\n"
     "  --set s.k=v         override any configuration key (checked like the file)\n"
     "  --json              print {\"text\", \"tokens\", \"stats\"} instead of streaming text\n";
-
-std::string read_file_text(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw UsageError(path + ": cannot open prompt file");
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  std::fclose(f);
-  return text;
-}
 
 void write_stats(JsonWriter& w, const GenerationStats& s) {
   w.begin_object();
@@ -119,7 +109,7 @@ int run_command(int argc, char** argv) {
   Config config = load_config(config_path, overrides);
   check_required_for_run(config);
   if (!prompt_file.empty()) {
-    prompt = read_file_text(prompt_file);
+    prompt = read_text_file(prompt_file, "prompt file");
   } else if (!have_prompt) {
     prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   }
@@ -133,7 +123,7 @@ int run_command(int argc, char** argv) {
   if (!json) {
     options.on_text = [](const std::string& piece) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
-      std::fflush(stdout);
+      flush_stdout();  // a failed write ends the run (exit 1) instead of going unnoticed
     };
   }
   GenerationResult result = engine.generate(prompt, options);

@@ -5,11 +5,12 @@
 #include <exception>
 #include <string>
 
-#include "commands.hpp"
-#include "common/error.hpp"
-#include "specd/version.h"
 #include "cmd_audit.hpp"
 #include "cmd_bench.hpp"
+#include "commands.hpp"
+#include "common/error.hpp"
+#include "common/file_io.hpp"
+#include "specd/version.h"
 
 namespace {
 
@@ -66,7 +67,10 @@ int dispatch(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   try {
-    return dispatch(argc, argv);
+    const int status = dispatch(argc, argv);
+    // What was printed must have arrived: a full disk or /dev/full is an error (exit 1).
+    specd::flush_stdout();
+    return status;
   } catch (const specd::UsageError& e) {
     std::fprintf(stderr, "specd: error: %s\n", e.what());
     return 2;

@@ -136,6 +136,27 @@ void aggregate(RuleAudit& r, specd_lossless_label label) {
 
 }  // namespace
 
+uint64_t audit_tree_nodes(const std::vector<uint32_t>& branching) {
+  uint64_t nodes = 0, level = 1;
+  for (uint32_t b : branching) {
+    if (b != 0 && level > UINT64_MAX / b) return UINT64_MAX;
+    level *= b;
+    if (nodes > UINT64_MAX - level) return UINT64_MAX;
+    nodes += level;
+  }
+  return nodes;
+}
+
+void check_audit_tree(const std::vector<uint32_t>& branching, const std::string& option) {
+  const uint64_t nodes = audit_tree_nodes(branching);
+  if (nodes > kMaxAuditDraftNodes)
+    throw UsageError(option + " makes " + std::to_string(nodes) +
+                     " draft nodes; the audit enumerates every draft of the shape, so a tree may "
+                     "have at most " +
+                     std::to_string(kMaxAuditDraftNodes) + " nodes (as a chain --k at most " +
+                     std::to_string(kMaxAuditDraftNodes) + " tokens)");
+}
+
 bool AuditReport::any_label_wrong() const {
   for (const RuleAudit& r : rules)
     if (r.verdict == "label-wrong") return true;
@@ -169,6 +190,9 @@ AuditReport run_audit(const std::vector<const AcceptanceRule*>& rules,
     throw UsageError("--detect-tv must be in (0, 1)");
   for (uint32_t b : options.tree)
     if (b < 1) throw UsageError("--tree branching factors must be at least 1");
+  if (options.k > kMaxAuditDraftNodes)
+    throw UsageError("--k must be at most " + std::to_string(kMaxAuditDraftNodes));
+  check_audit_tree(options.tree, "--tree");
   for (const MarkovModel& t : tables) sequence_space(t.vocab, options.tokens, 1u << 22);
 
   // Plan every case first: the per-case significance depends on how many there are.

@@ -41,10 +41,23 @@
 
 namespace specd {
 
+// The audit enumerates every draft of a shape (and recurses once per node), so the work
+// grows as vocab^nodes: a chain may have at most this many tokens and a tree as many nodes.
+inline constexpr uint32_t kMaxAuditDraftNodes = 8;
+
+// Nodes of a tree with `branching[d]` children per node at depth d, saturated at
+// UINT64_MAX (so that any shape, however large, compares safely against a limit).
+uint64_t audit_tree_nodes(const std::vector<uint32_t>& branching);
+
+// Throws UsageError naming `option` (e.g. "--tree 2,2,2") when the shape has more than
+// kMaxAuditDraftNodes nodes.
+void check_audit_tree(const std::vector<uint32_t>& branching, const std::string& option);
+
 struct AuditOptions {
   uint32_t tokens = 3;         // n: tokens generated after the prompt token
-  uint32_t k = 2;              // chain length of a draft
-  std::vector<uint32_t> tree;  // branching per depth for tree rules; empty = chains
+  uint32_t k = 2;              // chain length of a draft, 1..kMaxAuditDraftNodes
+  std::vector<uint32_t> tree;  // branching per depth for tree rules; empty = chains;
+                               // at most kMaxAuditDraftNodes nodes in all
   SamplingParams sampling;     // applied to target and draft rows alike
   uint64_t samples = 20000;    // Monte-Carlo runs per case (at least)
   uint64_t seed = 1;

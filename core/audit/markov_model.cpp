@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/error.hpp"
+#include "config/toml_text.hpp"
 
 namespace specd {
 namespace {
@@ -111,17 +112,7 @@ void validate_markov_model(const MarkovModel& m, const std::string& where) {
 }
 
 MarkovModel load_markov_model(const std::string& path) {
-  toml::table t;
-  try {
-    t = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    const auto& src = e.source();
-    const std::string file = src.path ? std::string(*src.path) : path;
-    if (src.begin.line == 0)  // no position: the file could not be read at all
-      throw UsageError("cannot read Markov table '" + file + "': " + std::string(e.description()));
-    throw UsageError(file + ":" + std::to_string(src.begin.line) + ":" +
-                     std::to_string(src.begin.column) + ": " + std::string(e.description()));
-  }
+  const toml::table t = parse_toml_file(path, "Markov table");
   MarkovModel m;
   m.name = t["name"].value_or(std::string());
   if (m.name.empty()) {

@@ -4,12 +4,12 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "common/error.hpp"
+#include "common/file_io.hpp"
 #include "common/json_writer.hpp"
+#include "config/toml_text.hpp"
 
 namespace specd::bench {
 namespace {
@@ -144,13 +144,7 @@ std::string task_path(const std::string& task, const std::string& tasks_dir) {
 }  // namespace
 
 BenchConfig parse_bench_config(const std::string& text, const std::string& path) {
-  toml::table root;
-  try {
-    root = toml::parse(text, path);
-  } catch (const toml::parse_error& e) {
-    throw UsageError(path + ":" + std::to_string(e.source().begin.line) + ":" +
-                     std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
-  }
+  const toml::table root = parse_toml_text(text, path);
   BenchConfig cfg;
   cfg.path = path;
   cfg.text = text;
@@ -185,6 +179,10 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& path)
     }
     if (b->get("temperatures"))
       cfg.temperatures = numbers<double>(b->get("temperatures"), path + ": temperatures");
+    for (const char* key : {"repeats", "prompts"})
+      if (auto v = (*b)[key].value<int64_t>(); v && (*v < 0 || *v > UINT32_MAX))
+        throw UsageError(path + ": [bench] " + key + " = " + std::to_string(*v) +
+                         " is out of range (0 to 2^32-1)");
     if (auto v = (*b)["repeats"].value<int64_t>()) cfg.repeats = static_cast<uint32_t>(*v);
     if (auto v = (*b)["prompts"].value<int64_t>()) cfg.prompts = static_cast<uint32_t>(*v);
     if (auto v = (*b)["max_tokens"].value<int64_t>()) cfg.max_tokens = static_cast<uint32_t>(*v);
@@ -225,7 +223,7 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& path)
     if (auto v = (*c)["rule"].value<std::string>()) s.rule = *v;
     if (auto v = (*c)["prompts"].value<int64_t>()) s.prompts = static_cast<uint32_t>(*v);
     for (double a : s.agreements)
-      if (a < 0 || a > 1) throw UsageError(path + ": agreements must lie in [0, 1]");
+      if (!(a >= 0 && a <= 1)) throw UsageError(path + ": agreements must lie in [0, 1]");
   } else {
     if (cfg.arms.empty()) throw UsageError(path + ": no [[arm]] to compare with plain decoding");
     if (cfg.task_files.empty()) throw UsageError(path + ": [bench] tasks is empty");
@@ -234,11 +232,7 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& path)
 }
 
 BenchConfig load_bench_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(path + ": cannot read the bench configuration");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_bench_config(ss.str(), path);
+  return parse_bench_config(read_text_file(path, "bench configuration"), path);
 }
 
 }  // namespace specd::bench

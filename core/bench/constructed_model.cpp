@@ -50,6 +50,10 @@ ConstructedSpec constructed_preset(const std::string& size) {
 }
 
 ConstructedSpec constructed_draft(double agreement) {
+  // Outside [0, 1] the disagreeing subset would be larger than the map (or NaN).
+  if (!(agreement >= 0 && agreement <= 1))
+    throw UsageError("constructed draft: agreement " + std::to_string(agreement) +
+                     " must lie in [0, 1]");
   ConstructedSpec s;
   s.name = "constructed-draft";
   s.n_embd = 64, s.n_layer = 1, s.n_head = 2, s.n_head_kv = 2, s.n_ff = 128;

@@ -32,6 +32,7 @@ struct ConstructedSpec {
 // Presets by size: "tiny" (≈1.4 M), "0.1b", "0.5b", "1.5b" (parameter counts approximate).
 ConstructedSpec constructed_preset(const std::string& size);
 // The drafts' shape: one small layer.
+// `agreement` must lie in [0, 1]; throws UsageError otherwise.
 ConstructedSpec constructed_draft(double agreement);
 uint64_t constructed_parameters(const ConstructedSpec& spec);
 GgmlType parse_weight_type(const std::string& name);  // "f16", "q8_0", "f32"

@@ -1,24 +1,16 @@
 #include "bench/report_files.hpp"
 
 #include <filesystem>
-#include <fstream>
 
 #include "bench/report_charts.hpp"
 #include "bench/report_json.hpp"
 #include "bench/report_markdown.hpp"
 #include "common/error.hpp"
+#include "common/file_io.hpp"
 
 namespace specd::bench {
-namespace {
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) throw Error(path + ": cannot write");
-}
-
-}  // namespace
-
+// Each file through write_file: every write and the close checked, with the reason.
 void write_reports(const BenchResults& results, const std::string& dir) {
   std::filesystem::create_directories(dir);
   write_file(dir + "/report.json", format_report_json(results));

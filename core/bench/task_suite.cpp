@@ -3,17 +3,12 @@
 #include <toml++/toml.h>
 
 #include "common/error.hpp"
+#include "config/toml_text.hpp"
 
 namespace specd::bench {
 
 TaskSuite load_task_suite(const std::string& path) {
-  toml::table t;
-  try {
-    t = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    throw UsageError(path + ":" + std::to_string(e.source().begin.line) + ": " +
-                     std::string(e.description()));
-  }
+  const toml::table t = parse_toml_file(path, "task suite");
   TaskSuite s;
   s.name = t["name"].value<std::string>().value_or("");
   s.kind = t["kind"].value<std::string>().value_or("");

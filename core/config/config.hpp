@@ -30,9 +30,12 @@ struct PluginParam {
   std::string location;
 };
 
+// The most threads a run may ask for (the CPU backend's own limit).
+inline constexpr int kMaxThreads = 256;
+
 struct EngineConfig {
   std::string backend = "auto";  // "cpu" | "cuda" | "hip" | "auto" | a plugin id
-  int threads = 0;               // 0 = all hardware threads
+  int threads = 0;               // 0 = all hardware threads, at most kMaxThreads
   uint64_t seed = 0;
   int context = 0;               // KV capacity in tokens; 0 = the model's context length
 };

@@ -9,6 +9,9 @@
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "config/did_you_mean.hpp"
+#include "config/toml_text.hpp"
+#include "sampling/sampling_ranges.hpp"
+#include "tokenizer/unicode.hpp"
 
 namespace specd {
 namespace {
@@ -199,10 +202,6 @@ struct SectionSchema {
   std::vector<PluginParam>* plugin_params = nullptr;
 };
 
-std::string positive_or_zero(double v) {
-  return v >= 0 ? "" : ">= 0";
-}
-
 std::map<std::string, SectionSchema> make_schema(Config& cfg) {
   std::map<std::string, SectionSchema> s;
   auto& engine = s["engine"].keys;
@@ -210,7 +209,7 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
     read_string(c, k, n, cfg.engine.backend);
   };
   engine["threads"] = [&](Context& c, const std::string& k, const toml::node& n) {
-    read_int(c, k, n, cfg.engine.threads, 0, 1024, "0 = all cores, up to 1024");
+    read_int(c, k, n, cfg.engine.threads, 0, kMaxThreads, "0 = all cores, up to 256");
   };
   engine["seed"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_int(c, k, n, cfg.engine.seed, 0, INT64_MAX, ">= 0");
@@ -263,24 +262,37 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
 
   auto& sampling = s["sampling"].keys;
   sampling["temperature"] = [&](Context& c, const std::string& k, const toml::node& n) {
-    read_float(c, k, n, cfg.sampling.temperature, positive_or_zero);
+    read_float(c, k, n, cfg.sampling.temperature, temperature_range);
   };
   sampling["top_k"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_int(c, k, n, cfg.sampling.top_k, 0, INT32_MAX, "0 = off, else >= 1");
   };
   sampling["top_p"] = [&](Context& c, const std::string& k, const toml::node& n) {
-    read_float(c, k, n, cfg.sampling.top_p,
-               [](double v) { return v > 0 && v <= 1 ? "" : "0 < top_p <= 1"; });
+    read_float(c, k, n, cfg.sampling.top_p, top_p_range);
   };
   sampling["min_p"] = [&](Context& c, const std::string& k, const toml::node& n) {
-    read_float(c, k, n, cfg.sampling.min_p,
-               [](double v) { return v >= 0 && v < 1 ? "" : "0 <= min_p < 1"; });
+    read_float(c, k, n, cfg.sampling.min_p, min_p_range);
   };
   sampling["max_tokens"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_int(c, k, n, cfg.sampling.max_tokens, 1, 1 << 24, ">= 1");
   };
   sampling["stop"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_string_array(c, k, n, cfg.sampling.stop);
+    // A stop string must never cut a character: it must be whole UTF-8 characters itself
+    // (a --set value that is not TOML arrives as raw bytes).
+    for (const std::string& stop : cfg.sampling.stop)
+      for (size_t i = 0; i < stop.size();) {
+        const Utf8Unit u = utf8_next(stop, i);
+        if (!u.valid) {
+          c.add(n,
+                "'stop' strings must be valid UTF-8 (a stop string must never cut a "
+                "character); byte " +
+                    std::to_string(i) + " of one is not");
+          cfg.sampling.stop.clear();
+          return;
+        }
+        i += u.len;
+      }
   };
   sampling["ignore_eos"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_bool(c, k, n, cfg.sampling.ignore_eos);
@@ -333,9 +345,20 @@ void apply_override(Context& c, toml::table& root, const std::string& text) {
     table = root[section].as_table();
   }
   bool parsed_as_toml = false;
+  const std::string value_text = "v = " + value;
+  if (find_deep_nesting(value_text).line != 0) {
+    c.problems.add("--set " + section + "." + key,
+                   "the value nests deeper than " + std::to_string(kMaxTomlNesting) + " levels");
+    return;
+  }
   try {
-    toml::table parsed = toml::parse("v = " + value);
+    toml::table parsed = toml::parse(value_text);
     if (const toml::node* v = parsed.get("v")) {
+      if (toml_holds_nul(*v)) {
+        c.problems.add("--set " + section + "." + key,
+                       "the value holds a NUL character (\\u0000): no path or text may");
+        return;
+      }
       table->insert_or_assign(key, *v);
       parsed_as_toml = true;
     }
@@ -412,11 +435,6 @@ Config parse_table(toml::table root, const std::string& name, const std::string&
   return cfg;
 }
 
-std::string parse_error_text(const std::string& name, const toml::parse_error& e) {
-  return name + ":" + std::to_string(e.source().begin.line) + ":" +
-         std::to_string(e.source().begin.column) + ": " + std::string(e.description());
-}
-
 }  // namespace
 
 std::string Config::where(const std::string& dotted_key) const {
@@ -426,27 +444,14 @@ std::string Config::where(const std::string& dotted_key) const {
 
 Config parse_config(const std::string& toml_text, const std::string& name,
                     const std::vector<std::string>& overrides) {
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, name);
-  } catch (const toml::parse_error& e) {
-    throw UsageError(parse_error_text(name, e));
-  }
-  return parse_table(std::move(root), name, "", overrides);
+  return parse_table(parse_toml_text(toml_text, name), name, "", overrides);
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(path, ec)) throw UsageError(path + ": no such configuration file");
-  if (fs::is_directory(path, ec)) throw UsageError(path + ": is a directory, not a TOML file");
-  toml::table root;
-  try {
-    root = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    throw UsageError(parse_error_text(path, e));
-  }
-  return parse_table(std::move(root), path, path, overrides);
+  return parse_table(parse_toml_file(path, "configuration file"), path, path, overrides);
 }
 
 }  // namespace specd

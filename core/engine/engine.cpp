@@ -9,6 +9,7 @@
 #include "acceptance/tree_validation.hpp"
 #include "backend/backend.hpp"
 #include "common/error.hpp"
+#include "common/file_io.hpp"
 #include "engine/adaptive_k.hpp"
 #include "engine/backend_selection.hpp"
 #include "engine/kv_budget.hpp"
@@ -42,7 +43,8 @@ SamplingParams sampling_params(const SamplingConfig& s) {
 }
 
 // Emits generated tokens one at a time, applying the stop conditions exactly as plain
-// decoding does after each token.
+// decoding does after each token. Streamed text always equals the final text: text that
+// could still be the start of a stop string is held back until the next token decides.
 class Emitter {
  public:
   // The text is that of the continuation of `prompt` (see StreamingDetokenizer).
@@ -64,23 +66,24 @@ class Emitter {
       return false;
     }
     result.tokens.push_back(token);
-    std::string piece = detok_.push(token);
-    size_t before = result.text.size();
-    result.text += piece;
+    const size_t before = result.text.size();
+    result.text += detok_.push(token);
+    // The earliest stop string that ends in the new text (an older match would have ended
+    // generation already).
+    size_t cut = std::string::npos;
     for (const std::string& stop : stops_) {
       if (stop.empty()) continue;
-      // Only a match that ends in the new text is new.
-      size_t from = before >= stop.size() ? before - stop.size() + 1 : 0;
-      size_t at = result.text.find(stop, from);
-      if (at != std::string::npos) {
-        result.text.resize(at);
-        if (on_text_ && at > before) on_text_(result.text.substr(before));
-        result.stop_reason = "stop";
-        stopped_ = true;
-        return false;
-      }
+      const size_t from = before >= stop.size() ? before - stop.size() + 1 : 0;
+      cut = std::min(cut, result.text.find(stop, from));
     }
-    if (on_text_ && !piece.empty()) on_text_(piece);
+    if (cut != std::string::npos) {
+      result.text.resize(cut);
+      emit_up_to(result.text, cut);
+      result.stop_reason = "stop";
+      stopped_ = true;
+      return false;
+    }
+    emit_up_to(result.text, result.text.size() - held_back(result.text));
     if (count_ >= max_tokens_) {
       result.stop_reason = "length";
       return false;
@@ -89,15 +92,33 @@ class Emitter {
   }
 
   void finish(GenerationResult& result) {
-    if (stopped_) return;
-    std::string rest = detok_.flush();
-    result.text += rest;
-    if (on_text_ && !rest.empty()) on_text_(rest);
+    if (!stopped_) result.text += detok_.flush();
+    emit_up_to(result.text, result.text.size());
   }
 
   int remaining() const { return max_tokens_ - count_; }
 
  private:
+  // Bytes at the end of `text` that begin some stop string (the longest such suffix,
+  // shorter than the stop string itself: a whole one would have matched).
+  size_t held_back(const std::string& text) const {
+    size_t held = 0;
+    for (const std::string& stop : stops_) {
+      for (size_t n = std::min(stop.size() - (stop.empty() ? 0 : 1), text.size()); n > held; --n)
+        if (text.compare(text.size() - n, n, stop, 0, n) == 0) {
+          held = n;
+          break;
+        }
+    }
+    return held;
+  }
+
+  void emit_up_to(const std::string& text, size_t end) {
+    if (end <= emitted_) return;
+    if (on_text_) on_text_(text.substr(emitted_, end - emitted_));
+    emitted_ = end;
+  }
+
   const Tokenizer& tokenizer_;
   const std::vector<std::string>& stops_;
   bool ignore_eos_;
@@ -105,6 +126,7 @@ class Emitter {
   const std::function<void(const std::string&)>& on_text_;
   StreamingDetokenizer detok_;
   int count_ = 0;
+  size_t emitted_ = 0;  // bytes of the text already given to on_text_
   bool stopped_ = false;
 };
 
@@ -113,6 +135,18 @@ class Emitter {
 Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(config) {
   check_required_for_run(config_);
   validate_sampling_params(sampling_params(config_.sampling));
+  // A model is memory-mapped: a FIFO would block the open, a directory or device fail it
+  // later without saying which key named it.
+  const std::pair<const char*, std::string> model_keys[] = {
+      {"target.model", config_.target.model},
+      {"proposer.model", config_.proposer.kind == "none" ? "" : config_.proposer.model}};
+  for (const auto& [key, path] : model_keys) {
+    if (path.empty()) continue;
+    const std::string kind = file_kind_problem(path);
+    if (!kind.empty())
+      throw UsageError(config_.where(key) + ": '" + path + "' is " + kind +
+                       ", not a regular file (" + key + " names a model file, which is mapped)");
+  }
 
   // Choose the rule and proposer first: configuration mistakes are reported before the
   // slow part (loading models).

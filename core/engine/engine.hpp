@@ -30,7 +30,9 @@ class AdaptiveK;
 
 struct GenerateOptions {
   std::optional<int> max_tokens;  // overrides [sampling] max_tokens
-  // Called with each piece of complete UTF-8 text as it is accepted (for streaming).
+  // Called with each piece of complete UTF-8 text once it is final (for streaming): text
+  // that could still begin a stop string is held back until the next token decides, so the
+  // pieces always add up to the result's text.
   std::function<void(const std::string&)> on_text;
 };
 

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "common/error.hpp"
+#include "common/file_io.hpp"
 #include "gguf/gguf_format.hpp"
 
 namespace specd {
@@ -185,11 +186,7 @@ std::vector<uint8_t> GgufWriter::serialize() const {
 
 void GgufWriter::write(const std::string& path) const {
   const std::vector<uint8_t> bytes = serialize();
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) throw Error(path + ": cannot create: " + std::strerror(errno));
-  const size_t written = std::fwrite(bytes.data(), 1, bytes.size(), f);
-  const bool closed = std::fclose(f) == 0;
-  if (written != bytes.size() || !closed) throw Error(path + ": write failed");
+  write_file(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
 }  // namespace specd

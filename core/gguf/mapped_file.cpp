@@ -14,7 +14,9 @@
 namespace specd {
 
 MappedFile MappedFile::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer, forever if none comes;
+  // it has no effect on the regular files this maps (anything else is refused below).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -24,7 +26,11 @@ MappedFile MappedFile::open(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw Error(path + ": not a regular file");
+    throw Error(path + ": not a regular file (" +
+                (S_ISFIFO(st.st_mode)  ? "a FIFO"
+                 : S_ISDIR(st.st_mode) ? "a directory"
+                                       : "a device or socket") +
+                "); a model file is memory-mapped");
   }
   MappedFile file;
   file.size_ = static_cast<size_t>(st.st_size);

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <string>
 
 #include "common/error.hpp"
+#include "sampling/sampling_ranges.hpp"
 
 namespace specd {
 namespace {
@@ -95,15 +97,19 @@ void transform_any(std::span<const T> logits, const SamplingParams& params, std:
 }  // namespace
 
 void validate_sampling_params(const SamplingParams& params) {
-  if (!(params.temperature >= 0.0) || !std::isfinite(params.temperature))
-    throw UsageError("temperature must be a finite number >= 0 (got " +
-                     std::to_string(params.temperature) + ")");
-  if (params.top_k < 0)
-    throw UsageError("top_k must be >= 0 (0 = off; got " + std::to_string(params.top_k) + ")");
-  if (!(params.top_p > 0.0 && params.top_p <= 1.0))
-    throw UsageError("top_p must be in (0, 1] (1 = off; got " + std::to_string(params.top_p) + ")");
-  if (!(params.min_p >= 0.0 && params.min_p <= 1.0))
-    throw UsageError("min_p must be in [0, 1] (0 = off; got " + std::to_string(params.min_p) + ")");
+  auto check = [](const char* name, const std::string& range, const std::string& value) {
+    if (!range.empty())
+      throw UsageError(std::string(name) + " = " + value + " is out of range (" + range + ")");
+  };
+  auto text = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return std::string(buf);
+  };
+  check("temperature", temperature_range(params.temperature), text(params.temperature));
+  check("top_k", top_k_range(params.top_k), std::to_string(params.top_k));
+  check("top_p", top_p_range(params.top_p), text(params.top_p));
+  check("min_p", min_p_range(params.min_p), text(params.min_p));
 }
 
 uint32_t argmax_lowest(std::span<const double> row) {

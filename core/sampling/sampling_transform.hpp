@@ -21,13 +21,13 @@
 namespace specd {
 
 struct SamplingParams {
-  double temperature = 1.0;  // 0 = greedy (one-hot argmax); must be >= 0 and finite
+  double temperature = 1.0;  // 0 = greedy (one-hot argmax); else finite, >= 1e-6
   int64_t top_k = 0;         // 0 = off; otherwise keep the k most likely tokens
   double top_p = 1.0;        // 1 = off; in (0, 1]
-  double min_p = 0.0;        // 0 = off; in [0, 1]
+  double min_p = 0.0;        // 0 = off; in [0, 1)
 };
 
-// Throws UsageError naming the bad field.
+// Throws UsageError naming the bad field (ranges: sampling/sampling_ranges.hpp).
 void validate_sampling_params(const SamplingParams& params);
 
 // Applies the transform to one row of logits. -inf logits are masked tokens; NaN or +inf

@@ -36,6 +36,7 @@ class DraftModelProposer {
     if (!model_path || !*model_path)
       throw specd::sdk::invalid_argument(
           "draft-model needs [proposer] model = \"path/to/draft.gguf\"");
+    model_path_ = model_path;
     check(api_->open(host_->context, model_path, nullptr, 0, &model_));
     try {
       check(api_->check_vocabulary(host_->context, model_, context.target_path));
@@ -58,6 +59,7 @@ class DraftModelProposer {
   void begin(std::span<const specd_token>, const float*) {
     check(api_->truncate(host_->context, model_, cache_, 0));
     cached_.clear();
+    said_context_full_ = false;
   }
 
   void propose(std::span<const specd_token> seq, specd_rng* rng, specd_draft_output& out) {
@@ -66,7 +68,18 @@ class DraftModelProposer {
     out.has_q = 1;
     uint32_t want = std::min<uint32_t>(k_, out.capacity);
     if (seq.size() + want > capacity_) want = seq.size() < capacity_ ? capacity_ - seq.size() : 0;
-    if (want == 0) return;
+    if (want == 0) {
+      // The draft's context is full: the run goes on as plain decoding. Say so once.
+      if (out.capacity > 0 && k_ > 0 && !said_context_full_) {
+        said_context_full_ = true;
+        specd::sdk::Host(host_).log(
+            SPECD_LOG_WARN, "org.specd.propose.draft-model",
+            "draft model " + model_path_ + " holds " + std::to_string(capacity_) +
+                " tokens of context and the sequence has reached " + std::to_string(seq.size()) +
+                ": drafting stops here, the rest of the run is plain decoding");
+      }
+      return;
+    }
 
     // Longest common prefix of the cache and the sequence; the root is always re-run so
     // that its logits are at hand.
@@ -144,6 +157,8 @@ class DraftModelProposer {
   specd_transform transform_;
   uint32_t k_, vocab_;
   bool greedy_ = false;
+  bool said_context_full_ = false;  // the warning that drafting stopped, once per request
+  std::string model_path_;
   specd_model* model_ = nullptr;
   specd_model_cache* cache_ = nullptr;
   uint32_t draft_vocab_ = 0, capacity_ = 0;

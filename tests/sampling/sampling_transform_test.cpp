@@ -142,4 +142,18 @@ TEST_CASE("parameters are validated") {
   p = {};
   p.top_k = -1;
   CHECK_THROWS_AS(specd::validate_sampling_params(p), specd::UsageError);
+  // Subnormal and infinite temperatures overflow the division by T; min_p = 1 filters
+  // nothing meaningful.
+  for (double t : {1e-310, 1e-7, HUGE_VAL, std::nan("")}) {
+    CAPTURE(t);
+    p = {};
+    p.temperature = t;
+    CHECK_THROWS_AS(specd::validate_sampling_params(p), specd::UsageError);
+  }
+  p = {};
+  p.temperature = 1e-6;
+  CHECK_NOTHROW(specd::validate_sampling_params(p));
+  p = {};
+  p.min_p = 1;
+  CHECK_THROWS_AS(specd::validate_sampling_params(p), specd::UsageError);
 }

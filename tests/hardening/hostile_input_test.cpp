@@ -1,0 +1,340 @@
+// The real `specd` binary over inputs built to break it (issue #15, second round): files
+// that nest too deeply, special files where a model or prompt belongs, values just outside
+// their ranges, parameters only a plugin can check. Each case states the exit status and a
+// piece of the message, as bad_input_test does, and every one runs in well under a second.
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli_runner.hpp"
+#include "random_llama.hpp"
+
+using namespace specd;
+
+namespace {
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+std::string repeat(const std::string& part, const std::string& sep, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += (i ? sep : "") + part;
+  return out;
+}
+
+struct Files {
+  std::string dir = test::temp_dir("hostile-input");
+  std::string model = dir + "/random.gguf";
+  std::string good = dir + "/good.toml";
+  std::string out = dir + "/out";
+
+  Files() {
+    test::write_random_llama(model, test::RandomLlamaSpec{});
+    write_text(good, config_for(model));
+  }
+
+  static std::string config_for(const std::string& model, const std::string& extra = "") {
+    return "[engine]\nbackend = \"cpu\"\nthreads = 1\n\n[target]\nmodel = \"" + model +
+           "\"\n\n[sampling]\ntemperature = 0.0\nmax_tokens = 4\nignore_eos = true\n" + extra;
+  }
+
+  // Writes `text` to a file named `name` in the test folder and returns its path.
+  std::string file(const std::string& name, const std::string& text) const {
+    const std::string path = dir + "/" + name;
+    write_text(path, text);
+    return path;
+  }
+};
+
+const Files& files() {
+  static Files f;
+  return f;
+}
+
+struct Case {
+  std::string name;
+  std::vector<std::string> args;  // after `specd`
+  int status;
+  std::string needle;  // in stderr for failures, in stdout or stderr for successes
+};
+
+// Item 1: nesting that would overflow the TOML parser's stack (50 000 levels, ~100 KB).
+std::vector<Case> nesting_cases() {
+  const Files& f = files();
+  const std::string deep_key = repeat("a", ".", 50000) + " = 1\n";
+  std::string deep_header = "[", deep_array = "x = ", deep_inline = "x = ";
+  deep_header += repeat("a", ".", 50000) + "]\n";
+  deep_array += std::string(50000, '[') + std::string(50000, ']');
+  deep_inline += repeat("{a=", "", 20000) + "1" + std::string(20000, '}');
+  const std::string needle = "nested deeper than 128 levels";
+  // Dots and brackets inside strings and numbers are not nesting.
+  const std::string shallow = Files::config_for(
+      f.model, "stop = [\"" + repeat("[a.b]", "", 400) + "\", '" + repeat("{x.y", "", 400) +
+                   "']\n\n[proposer]\nkind = \"ngram\"\n\"" + repeat("z", ".", 300) +
+                   "\" = [1.5, 2.5, 3.5]\n");
+  return {
+      {"check-config: deep table header",
+       {"check-config", f.file("deep-header.toml", deep_header)},
+       2,
+       "deep-header.toml:1:"},
+      {"check-config: deep dotted key",
+       {"check-config", f.file("deep-key.toml", deep_key)},
+       2,
+       needle},
+      {"run: deep dotted key",
+       {"run", "-c", f.file("deep-key-run.toml", Files::config_for(f.model) + deep_key), "-p", "x"},
+       2,
+       "deep-key-run.toml:12:"},
+      {"run: deep arrays",
+       {"run", "-c", f.file("deep-array.toml", deep_array), "-p", "x"},
+       2,
+       needle},
+      {"run: deep inline tables",
+       {"run", "-c", f.file("deep-inline.toml", deep_inline), "-p", "x"},
+       2,
+       needle},
+      {"--set carrying a deep key",
+       {"check-config", f.good, "--set", "engine.x=1\n" + deep_key},
+       2,
+       "--set engine.x: the value nests deeper than 128 levels"},
+      {"bench: deep bench file",
+       {"bench", "-c", f.file("deep-bench.toml", deep_header), "--out", f.out},
+       2,
+       needle},
+      {"audit: deep Markov table",
+       {"audit", "--markov", f.file("deep-markov.toml", deep_key)},
+       2,
+       needle},
+      {"dots and brackets inside strings are not nesting",
+       {"check-config", f.file("shallow.toml", shallow)},
+       0,
+       "ok"},
+  };
+}
+
+// Item 3: audit draft trees bounded as chains are (their enumeration grows as vocab^nodes).
+std::vector<Case> audit_tree_cases() {
+  const std::vector<std::string> rule = {"audit", "--rule", "tree-rejection", "--samples", "200"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = rule;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  return {
+      {"--tree 8,8,8,8,8,8 (unbounded recursion before)", with({"--tree", "8,8,8,8,8,8"}), 2,
+       "--tree 8,8,8,8,8,8 makes 299592 draft nodes"},
+      {"--tree 2,2,2 (minutes before)", with({"--tree", "2,2,2"}), 2, "at most 8 nodes"},
+      {"--tree 8,8 (minutes before)", with({"--tree", "8,8"}), 2, "makes 72 draft nodes"},
+      {"--tree 2,2 within the bound works", with({"--tree", "2,2"}), 0, "trees 2,2"},
+      {"--k 9", with({"--k", "9"}), 2, "--k must be at most 8"},
+  };
+}
+
+// Item 2: command-line values are checked like configuration values.
+std::vector<Case> cli_value_cases() {
+  const Files& f = files();
+  auto construct = [&](const std::string& agreement) {
+    return std::vector<std::string>{"bench",       "--construct", "--out", f.dir + "/constructed",
+                                    "--agreement", agreement};
+  };
+  return {
+      {"--agreement -0.01 (SIGBUS before)", construct("-0.01"), 2,
+       "option --agreement -0.01 must lie in [0, 1]"},
+      {"--agreement 2 (\"agreeing on 200%\" before)", construct("2"), 2, "must lie in [0, 1]"},
+      {"--agreement nan", construct("nan"), 2, "option --agreement needs a finite number"},
+      {"--agreement inf", construct("inf"), 2, "option --agreement needs a finite number"},
+      {"--agreement 0.5 works", construct("0.5"), 0, "draft agreeing on 50% of the map"},
+      {"audit --alpha nan", {"audit", "--alpha", "nan"}, 2, "needs a finite number"},
+  };
+}
+
+// Items 4 and 9: special files where a model, a configuration or a prompt belongs. Before,
+// a FIFO blocked the open forever and a directory as prompt file generated from nothing.
+std::vector<Case> special_file_cases() {
+  const Files& f = files();
+  const std::string fifo = f.dir + "/fifo";
+  mkfifo(fifo.c_str(), 0600);
+  const std::string draft = "[proposer]\nkind = \"draft-model\"\nk = 3\nmodel = \"";
+  return {
+      {"FIFO as target.model",
+       {"run", "-c", f.file("fifo-target.toml", Files::config_for(fifo)), "-p", "x"},
+       2,
+       "fifo-target.toml:6:9: '" + fifo + "' is a FIFO, not a regular file (target.model"},
+      {"FIFO as proposer.model",
+       {"run", "-c", f.good, "-p", "x", "--set", "proposer.kind=draft-model", "--set",
+        "proposer.model=\"" + fifo + "\""},
+       2,
+       "--set proposer.model: '" + fifo + "' is a FIFO"},
+      {"FIFO as proposer.model in the file",
+       {"run", "-c", f.file("fifo-draft.toml", Files::config_for(f.model, draft + fifo + "\"\n")),
+        "-p", "x"},
+       2,
+       "fifo-draft.toml:15:9: '" + fifo + "' is a FIFO"},
+      {"directory as target.model",
+       {"run", "-c", f.file("dir-target.toml", Files::config_for(f.dir)), "-p", "x"},
+       2,
+       "is a directory, not a regular file (target.model"},
+      {"FIFO without a writer as prompt file",
+       {"run", "-c", f.good, "-f", fifo},
+       2,
+       fifo + ": prompt file is a FIFO and nothing was written to it"},
+      {"FIFO without a writer as configuration",
+       {"check-config", fifo},
+       2,
+       fifo + ": configuration file is a FIFO"},
+      {"directory as prompt file (generated from an empty prompt before)",
+       {"run", "-c", f.good, "-f", f.dir},
+       2,
+       f.dir + ": prompt file is a directory"},
+      {"directory as Markov table", {"audit", "--markov", f.dir}, 2, "Markov table is a directory"},
+      {"prompt file read through /dev/stdin works",
+       {"run", "-c", f.good, "-f", "/dev/stdin"},
+       0,
+       "tokens"},
+  };
+}
+
+// Item 10: one set of range checks, applied when the configuration is loaded, located.
+std::vector<Case> range_cases() {
+  const Files& f = files();
+  return {
+      {"check-config: subnormal temperature",
+       {"check-config", f.file("subnormal.toml", "[sampling]\ntemperature = 1e-310\n")},
+       2,
+       "subnormal.toml:2:15: 'temperature' = 1e-310 is out of range (0 = greedy, else a finite "
+       "number >= 1e-06)"},
+      {"run: subnormal temperature with --set",
+       {"run", "-c", f.good, "-p", "x", "--set", "sampling.temperature=1e-310"},
+       2,
+       "--set sampling.temperature: 'temperature' = 1e-310 is out of range"},
+      {"check-config: temperature = inf",
+       {"check-config", f.file("inf.toml", "[sampling]\ntemperature = inf\n")},
+       2,
+       "inf.toml:2:15: 'temperature' = inf is out of range"},
+      {"check-config: temperature = nan",
+       {"check-config", f.file("nan.toml", "[sampling]\ntemperature = nan\n")},
+       2,
+       "nan.toml:2:15: 'temperature'"},
+      {"check-config: threads = 1000",
+       {"check-config", f.file("threads.toml", "[engine]\nthreads = 1000\n")},
+       2,
+       "threads.toml:2:11: 'threads' = 1000 is out of range (0 = all cores, up to 256)"},
+      {"check-config: min_p = 1",
+       {"check-config", f.file("min-p.toml", "[sampling]\nmin_p = 1.0\n")},
+       2,
+       "min-p.toml:2:9: 'min_p' = 1 is out of range"},
+      {"temperature 1e-6 works",
+       {"run", "-c", f.good, "-p", "x", "--set", "sampling.temperature=1e-6"},
+       0,
+       "tokens"},
+  };
+}
+
+// Item 11: values that were silently truncated or accepted.
+std::vector<Case> silent_value_cases() {
+  const Files& f = files();
+  const std::string bench = f.file("bench.toml", "[bench]\ntasks = [\"none\"]\n");
+  // The draft holds 24 tokens of context; the target 256.
+  test::RandomLlamaSpec short_spec;
+  short_spec.n_ctx = 24;
+  const std::string short_draft = f.dir + "/short-context-draft.gguf";
+  test::write_random_llama(short_draft, short_spec);
+  return {
+      {"NUL escape in a string (loaded the truncated path before)",
+       {"check-config",
+        f.file("nul.toml", "[target]\nmodel = \"" + f.model + "\\u0000/../x.gguf\"\n")},
+       2,
+       "nul.toml:2:9: a NUL character (\\u0000) in a string"},
+      {"NUL escape in a key",
+       {"check-config", f.file("nul-key.toml", "[proposer]\n\"a\\u0000b\" = 1\n")},
+       2,
+       "nul-key.toml:2:1: a NUL character"},
+      {"NUL in a --set value",
+       {"check-config", f.good, "--set", "target.model=\"x\\u0000y\""},
+       2,
+       "--set target.model: the value holds a NUL character"},
+      {"a draft whose context is shorter than the sequence says so",
+       {"run", "-c", f.good, "-p", "abcdefghij", "-n", "30", "--set", "proposer.kind=draft-model",
+        "--set", "proposer.model=\"" + short_draft + "\""},
+       0,
+       "holds 24 tokens of context and the sequence has reached"},
+      {"bench --repeats 0",
+       {"bench", "-c", bench, "--out", f.out, "--repeats", "0"},
+       2,
+       "option --repeats must be at least 1"},
+      {"bench --repeats -5",
+       {"bench", "-c", bench, "--out", f.out, "--repeats", "-5"},
+       2,
+       "option --repeats must be at least 1"},
+      {"bench --prompts 0",
+       {"bench", "-c", bench, "--out", f.out, "--prompts", "0"},
+       2,
+       "option --prompts must be at least 1"},
+      {"bench: [bench] repeats = -5 in the file",
+       {"bench", "-c", f.file("bench-neg.toml", "[bench]\ntasks = [\"none\"]\nrepeats = -5\n"),
+        "--out", f.out},
+       2,
+       "[bench] repeats = -5 is out of range"},
+      {"audit --samples past 2^64",
+       {"audit", "--samples", "18446744073709551616"},
+       2,
+       "option --samples 18446744073709551616 is too large"},
+      {"audit --samples 0", {"audit", "--samples", "0"}, 2, "option --samples must be at least 1"},
+      {"audit --samples +5", {"audit", "--samples", "+5"}, 2, "needs a non-negative integer"},
+      {"audit --min-p 1", {"audit", "--min-p", "1"}, 2, "min_p = 1 is out of range"},
+  };
+}
+
+void run_cases(const std::vector<Case>& cases) {
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    // Cases that hung before (a blocking open, minutes of enumeration) end as a failure,
+    // never as a hung test: `timeout` kills them after a generous minute (status 124).
+    std::vector<std::string> argv;
+    if (test::on_path("timeout")) argv = {"timeout", "60"};
+    argv.push_back(SPECD_CLI);
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    test::CliResult r = test::run_program(argv, "def");
+    INFO("stdout: " << r.out.substr(0, 2000));
+    INFO("stderr: " << r.err.substr(0, 2000));
+    CHECK(r.status == c.status);
+    const std::string& where = c.status == 0 ? r.out + r.err : r.err;
+    CHECK(where.find(c.needle) != std::string::npos);
+    if (c.status != 0) {
+      // One clear message, never a crash: "specd: error: ..." ("specd audit: error: ...").
+      CHECK((r.err.rfind("specd: error: ", 0) == 0 || r.err.rfind("specd audit: error: ", 0) == 0));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("TOML nesting deep enough to overflow the parser is refused before parsing") {
+  run_cases(nesting_cases());
+}
+
+TEST_CASE("audit draft trees are bounded like chains, with a clear error") {
+  run_cases(audit_tree_cases());
+}
+
+TEST_CASE("command-line values are validated like configuration values") {
+  run_cases(cli_value_cases());
+}
+
+TEST_CASE("special files as model, configuration or prompt: refused without blocking") {
+  run_cases(special_file_cases());
+}
+
+TEST_CASE("sampling and engine ranges are checked at load time, with file:line:col") {
+  run_cases(range_cases());
+}
+
+TEST_CASE("values that were silently truncated or accepted are refused; a stalled draft says so") {
+  run_cases(silent_value_cases());
+}

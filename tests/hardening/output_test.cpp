@@ -1,0 +1,148 @@
+// What the real `specd` binary writes, when writing fails (a full disk, /dev/full) and when
+// a run is interrupted: every failure is an exit status with its reason, never output lost
+// in silence.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "../bench/json_parse.hpp"
+#include "cli_runner.hpp"
+#include "common/error.hpp"
+#include "common/file_io.hpp"
+#include "random_llama.hpp"
+
+using namespace specd;
+
+namespace {
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+struct Files {
+  std::string dir = test::temp_dir("output");
+  std::string model = dir + "/random.gguf";
+  std::string good = dir + "/good.toml";
+
+  Files() {
+    test::write_random_llama(model, test::RandomLlamaSpec{});
+    write_text(good,
+               "[engine]\nbackend = \"cpu\"\nthreads = 1\n\n[target]\nmodel = \"" + model +
+                   "\"\n\n[sampling]\ntemperature = 0.0\nmax_tokens = 4\nignore_eos = true\n");
+  }
+};
+
+const Files& files() {
+  static Files f;
+  return f;
+}
+
+// Runs specd with its standard output sent to `out_path` (through sh, which only redirects).
+test::CliResult run_to(const std::string& out_path, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"sh", "-c", "exec \"$0\" \"$@\" > " + out_path, SPECD_CLI};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return test::run_program(argv);
+}
+
+}  // namespace
+
+TEST_CASE("a failed write to standard output is exit 1 with the reason") {
+  if (access("/dev/full", W_OK) != 0) {
+    MESSAGE("skipped: no writable /dev/full on this machine");
+    return;
+  }
+  const Files& f = files();
+  const std::vector<std::vector<std::string>> commands = {
+      {"run", "-c", f.good, "-p", "x", "--json"},
+      {"run", "-c", f.good, "-p", "x"},  // streaming
+      {"plugins", "--json"},
+      {"plugins"},
+      {"check-config", f.good},
+      {"audit", "--rule", "greedy", "--samples", "100"},
+  };
+  for (const auto& args : commands) {
+    CAPTURE(args[0]);
+    CAPTURE(args.back());
+    const test::CliResult r = run_to("/dev/full", args);
+    INFO("stderr: " << r.err);
+    CHECK(r.status == 1);
+    CHECK(r.err.find("standard output: cannot write: No space left on device") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("files that cannot be written say why") {
+  if (access("/dev/full", W_OK) != 0) {
+    MESSAGE("skipped: no writable /dev/full on this machine");
+    return;
+  }
+  // The writer behind bench reports and model copies: a full disk is an error with its
+  // reason, not an empty file and success.
+  try {
+    write_file("/dev/full", std::string(100000, 'x'));
+    FAIL("writing to /dev/full succeeded");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) == "/dev/full: cannot write: No space left on device");
+  }
+  const test::CliResult r = test::run_program(
+      {SPECD_CLI, "bench", "--quantize", files().model, "--type", "q8_0", "--out", "/dev/full"});
+  INFO("stderr: " << r.err);
+  CHECK(r.status == 1);
+  CHECK(r.err.find("/dev/full: cannot write: No space left on device") != std::string::npos);
+  const test::CliResult missing =
+      test::run_program({SPECD_CLI, "bench", "--quantize", files().model, "--out",
+                         files().dir + "/no/such/dir.gguf"});
+  CHECK(missing.status == 1);
+  CHECK(missing.err.find("no/such/dir.gguf: cannot create: No such file or directory") !=
+        std::string::npos);
+}
+
+// Item 6: text that a stop string later cuts must not be streamed. Stop strings are taken
+// from the run's own output at many places, so most of them span a token boundary (the
+// case that streamed too much before: stop "f, v" streamed "self," where --json said "sel").
+TEST_CASE("streamed text equals the final text when a stop string cuts it") {
+  const std::string model = std::string(SPECD_SOURCE_DIR) + "/models/target.gguf";
+  if (access(model.c_str(), R_OK) != 0) {
+    MESSAGE("skipped: the shipped model " << model << " is missing");
+    return;
+  }
+  const std::string config = files().dir + "/shipped.toml";
+  write_text(config, "[engine]\nbackend = \"cpu\"\nthreads = 1\n\n[target]\nmodel = \"" + model +
+                         "\"\n\n[sampling]\ntemperature = 0.0\nmax_tokens = 24\n"
+                         "ignore_eos = true\n");
+  auto run = [&](const std::string& stop, bool json) {
+    std::vector<std::string> argv = {SPECD_CLI, "run", "-c", config, "-p", "class A:"};
+    if (!stop.empty()) argv.insert(argv.end(), {"--set", "sampling.stop=['" + stop + "']"});
+    if (json) argv.push_back("--json");
+    test::CliResult r = test::run_program(argv);
+    REQUIRE(r.status == 0);
+    return r.out;
+  };
+  const std::string full = test::JsonParser(run("", true)).parse()["text"].s;
+  REQUIRE(full.size() > 20);
+  int checked = 0;
+  for (size_t at = 1; at + 5 <= full.size() && checked < 8; at += 3) {
+    const std::string stop = full.substr(at, 5);
+    if (stop.find_first_of("'\n\\") != std::string::npos) continue;
+    ++checked;
+    CAPTURE(stop);
+    const std::string expected = full.substr(0, full.find(stop));
+    const test::Json json = test::JsonParser(run(stop, true)).parse();
+    CHECK(json["text"].s == expected);
+    CHECK(json["stop_reason"].s == "stop");
+    // Streaming prints the text, then a newline before the statistics (on stderr).
+    CHECK(run(stop, false) == expected + "\n");
+  }
+  CHECK(checked >= 4);
+}
+
+TEST_CASE("a stop string that is not whole UTF-8 characters is refused") {
+  // A lone continuation byte would cut "\u00a9" (C2 A9) in half.
+  const test::CliResult r =
+      test::run_program({SPECD_CLI, "check-config", files().good, "--set", "sampling.stop=\xa9"});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("--set sampling.stop: 'stop' strings must be valid UTF-8") != std::string::npos);
+}
