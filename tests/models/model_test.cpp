@@ -407,23 +407,26 @@ TEST_CASE("architecture files with missing parts, unsupported keys or an old bac
         "no error");
 }
 
-TEST_CASE("logits match the PyTorch reference (train/reference_forward.py) on models/target.gguf") {
-  // $SPECD_TEST_TORCH_MODEL may name another llama GGUF to compare.
-  const std::string src = SPECD_SOURCE_DIR;
-  const char* env_model = std::getenv("SPECD_TEST_TORCH_MODEL");
-  const std::string model_path =
-      env_model && *env_model ? std::string(env_model) : src + "/models/target.gguf";
-  const std::string script = src + "/train/reference_forward.py";
-  if (!std::filesystem::exists(model_path) || !std::filesystem::exists(script)) {
-    MESSAGE("skipping: " << model_path << " or " << script << " does not exist");
-    return;
+// Whether the PyTorch reference can run here (MESSAGE saying why not otherwise).
+bool torch_available() {
+  const std::string script = std::string(SPECD_SOURCE_DIR) + "/train/reference_forward.py";
+  if (!std::filesystem::exists(script)) {
+    MESSAGE("skipping: " << script << " does not exist");
+    return false;
   }
   if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
     MESSAGE("skipping: /usr/bin/python3 cannot import torch");
-    return;
+    return false;
   }
-  const std::vector<int32_t> tokens = {1, 2, 3};
-  const std::string cmd = "/usr/bin/python3 " + script + " " + model_path + " --tokens 1,2,3";
+  return true;
+}
+
+// max |specd - PyTorch| over the logits of `tokens` at positions 0.. (train/reference_forward.py).
+double torch_difference(const std::string& model_path, const std::vector<int32_t>& tokens) {
+  std::string list;
+  for (int32_t t : tokens) list += (list.empty() ? "" : ",") + std::to_string(t);
+  const std::string cmd = "/usr/bin/python3 " + std::string(SPECD_SOURCE_DIR) +
+                          "/train/reference_forward.py " + model_path + " --tokens " + list;
   FILE* pipe = popen(cmd.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string out;
@@ -439,13 +442,47 @@ TEST_CASE("logits match the PyTorch reference (train/reference_forward.py) on mo
     i = static_cast<size_t>(end - out.c_str());
   }
   auto model = LlamaModel::load(model_path, cpu_device());
-  const int32_t V = model->info().vocab_size;
-  REQUIRE(ref.size() == static_cast<size_t>(3 * V));
-  auto cache = model->new_cache(8);
-  std::vector<float> logits(3 * V);
-  model->forward(*cache, tokens, iota_n(3), chain_parents(3), logits.data());
+  const int32_t V = model->info().vocab_size, T = static_cast<int32_t>(tokens.size());
+  REQUIRE(ref.size() == static_cast<size_t>(T) * V);
+  auto cache = model->new_cache(T);
+  std::vector<float> logits(static_cast<size_t>(T) * V);
+  model->forward(*cache, tokens, iota_n(T), chain_parents(T), logits.data());
   double worst = 0;
   for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::fabs(logits[i] - ref[i]));
-  MESSAGE("max |specd - PyTorch| over 3 x " << V << " logits: " << worst);
-  CHECK(worst <= 1e-4);
+  MESSAGE(model_path << ": max |specd - PyTorch| over " << T << " x " << V << " logits: " << worst);
+  return worst;
+}
+
+TEST_CASE("logits match the PyTorch reference (train/reference_forward.py) on models/target.gguf") {
+  // $SPECD_TEST_TORCH_MODEL may name another model GGUF to compare.
+  const char* env_model = std::getenv("SPECD_TEST_TORCH_MODEL");
+  const std::string model_path = env_model && *env_model
+                                     ? std::string(env_model)
+                                     : std::string(SPECD_SOURCE_DIR) + "/models/target.gguf";
+  if (!std::filesystem::exists(model_path)) {
+    MESSAGE("skipping: " << model_path << " does not exist");
+    return;
+  }
+  if (!torch_available()) return;
+  CHECK(torch_difference(model_path, {1, 2, 3}) <= 1e-4);
+}
+
+TEST_CASE("every architecture layout matches the PyTorch reference (fixtures and llama.cpp's)") {
+  if (!torch_available()) return;
+  std::mt19937 rng(12);
+  for (auto [name, s] : layouts()) {
+    CAPTURE(name);
+    s.matrix_type = GgmlType::kF16;
+    const std::string path = write_fixture(s, "torch-" + name + ".gguf");
+    CHECK(torch_difference(path, random_tokens(rng, 24, static_cast<int32_t>(s.vocab))) <= 1e-4);
+  }
+  const std::string compat = std::string(SPECD_SOURCE_DIR) + "/../shared/compat/arch";
+  if (!std::filesystem::exists(compat)) {
+    MESSAGE("skipping the llama.cpp files: " << compat << " is not there");
+    return;
+  }
+  for (const char* file : {"llama", "llama-tied", "llama-rope-freqs", "qwen2", "qwen3"}) {
+    CAPTURE(file);
+    CHECK(torch_difference(compat + "/" + file + ".gguf", random_tokens(rng, 24, 4096)) <= 1e-4);
+  }
 }
