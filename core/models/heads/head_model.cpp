@@ -3,13 +3,25 @@
 #include <utility>
 
 #include "common/error.hpp"
-#include "models/architectures/architectures.hpp"
+#include "models/architecture.hpp"
 #include "models/heads/target_binding.hpp"
 #include "models/hyperparameters.hpp"
 #include "models/weight_loader.hpp"
 
 namespace specd {
 namespace {
+
+// The block of the EAGLE and MTP heads (train/FORMATS.md): the plain llama block, with none
+// of the optional tensors an architecture may add (a head file holding one is refused).
+const Architecture kHeadBlock = {
+    .name = "specd-head",
+    .rope_mode = SPECD_ROPE_NORMAL,
+    .qkv_bias = Presence::kAbsent,
+    .qk_norm = Presence::kAbsent,
+    .fused_qkv = Presence::kAbsent,
+    .fused_gate_up = false,
+    .rope_freqs = Presence::kAbsent,
+};
 
 HeadKind kind_of(const GgufFile& f, const std::string& arch) {
   if (arch == "specd-medusa") return HeadKind::kMedusa;
@@ -105,8 +117,8 @@ void HeadModel::load_head() {
   if (in.kind == HeadKind::kEagle) {
     fc_ = load.matrix("eagle.fc.weight", 2 * d, d);  // [d, 2d]
     fc_bias_ = load.vector("eagle.fc.bias", d);      // [1, d]
-    block_ = std::make_unique<DecoderBlock>(
-        *device_, s, load_block(load, "eagle.blk.0.", s, architectures::kLlama));
+    block_ = std::make_unique<DecoderBlock>(*device_, s,
+                                            load_block(load, "eagle.blk.0.", s, kHeadBlock));
   } else {
     in.predict_offset = positive_int_key_or(f, a + "predict_offset", in.predict_offset);
     if (in.predict_offset != 2)
@@ -115,8 +127,8 @@ void HeadModel::load_head() {
     hnorm_ = load.vector("mtp.hnorm.weight", d);        // [1, d]
     enorm_ = load.vector("mtp.enorm.weight", d);        // [1, d]
     eh_ = load.matrix("mtp.eh_proj.weight", 2 * d, d);  // [d, 2d]
-    block_ = std::make_unique<DecoderBlock>(
-        *device_, s, load_block(load, "mtp.blk.0.", s, architectures::kLlama));
+    block_ =
+        std::make_unique<DecoderBlock>(*device_, s, load_block(load, "mtp.blk.0.", s, kHeadBlock));
   }
   load.refuse_unread("a one-block " + in.architecture + " head");
 }
