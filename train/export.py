@@ -83,7 +83,7 @@ def export_llama(model: Llama, tok: Tokenizer, name, path):
 def config_from_meta(m, arch="llama"):
     nh = int(m[f"{arch}.attention.head_count"])
     return LlamaConfig(
-        vocab_size=int(m[f"{arch}.vocab_size"]),
+        vocab_size=int(m.get(f"{arch}.vocab_size", 0)),  # load_llama: token_embd's rows
         dim=int(m[f"{arch}.embedding_length"]),
         n_layers=int(m[f"{arch}.block_count"]),
         n_heads=nh,
@@ -105,19 +105,81 @@ def load_block(block: Block, r: GGUFReader, prefix):
     block.load_state_dict(sd)
 
 
+# The model architectures load_llama reads, with what each adds to the llama block, written
+# from llama.cpp's conventions independently of specd's C++ (core/models/architectures/).
+ARCHITECTURES = {
+    "llama": dict(rope_neox=False),  # optional q/k/v biases and rope_freqs.weight
+    "qwen2": dict(rope_neox=True, qkv_bias=True),
+    "qwen3": dict(rope_neox=True, qk_norm=True),
+    "phi3": dict(rope_neox=True),  # fused attn_qkv and gate+up ffn_up tensors
+}
+
+
+def _load_arch_block(block: Block, r: GGUFReader, prefix, c: LlamaConfig):
+    """Like load_block, for any layout of ARCHITECTURES: fused tensors are split (attn_qkv:
+    q rows, then k, then v; ffn_up: the gate's rows, then up's)."""
+    def has(name):
+        return f"{prefix}.{name}" in r.tensors
+
+    sd = {"attn_norm.weight": _t(r, f"{prefix}.attn_norm.weight"),
+          "attn.wo.weight": _t(r, f"{prefix}.attn_output.weight"),
+          "ffn_norm.weight": _t(r, f"{prefix}.ffn_norm.weight"),
+          "ffn.w_down.weight": _t(r, f"{prefix}.ffn_down.weight")}
+    q, kv = c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim
+    if has("attn_qkv.weight"):
+        w = _t(r, f"{prefix}.attn_qkv.weight")
+        sd["attn.wq.weight"], sd["attn.wk.weight"], sd["attn.wv.weight"] = \
+            w[:q], w[q:q + kv], w[q + kv:]
+    else:
+        for n in "qkv":
+            sd[f"attn.w{n}.weight"] = _t(r, f"{prefix}.attn_{n}.weight")
+    if c.qkv_bias:
+        for n in "qkv":
+            sd[f"attn.w{n}.bias"] = _t(r, f"{prefix}.attn_{n}.bias")
+    if c.qk_norm:
+        sd["attn.q_norm.weight"] = _t(r, f"{prefix}.attn_q_norm.weight")
+        sd["attn.k_norm.weight"] = _t(r, f"{prefix}.attn_k_norm.weight")
+    up = _t(r, f"{prefix}.ffn_up.weight")
+    if has("ffn_gate.weight"):
+        sd["ffn.w_gate.weight"], sd["ffn.w_up.weight"] = _t(r, f"{prefix}.ffn_gate.weight"), up
+    else:
+        f = up.shape[0] // 2
+        sd["ffn.w_gate.weight"], sd["ffn.w_up.weight"] = up[:f], up[f:]
+    block.load_state_dict(sd)
+
+
 def load_llama(path):
-    """Load a llama GGUF into a float32 torch Llama (f16 weights upcast)."""
+    """Load a model GGUF of any of ARCHITECTURES into a float32 torch Llama (f16 weights
+    upcast)."""
     r = GGUFReader(path)
-    c = config_from_meta(r.meta, "llama")
+    arch = r.meta["general.architecture"]
+    if arch not in ARCHITECTURES:
+        raise SystemExit(f"error: {path}: architecture '{arch}' is not one of "
+                         f"{', '.join(ARCHITECTURES)}")
+    c = config_from_meta(r.meta, arch)
+    c.vocab_size = int(r.tensors["token_embd.weight"]["ne"][1])
     c.tie_embeddings = "output.weight" not in r.tensors
+    for key, value in ARCHITECTURES[arch].items():
+        setattr(c, key, value)
+    if arch == "llama" and "blk.0.attn_q.bias" in r.tensors:
+        c.qkv_bias = True
+    c.key_length = int(r.meta.get(f"{arch}.attention.key_length", 0))
+    scaling = r.meta.get(f"{arch}.rope.scaling.type", "linear")
+    factor = float(r.meta.get(f"{arch}.rope.scaling.factor",
+                              r.meta.get(f"{arch}.rope.scale_linear", 0.0)))
+    if scaling not in ("none", "linear"):
+        raise SystemExit(f"error: {path}: rope scaling '{scaling}' is not supported")
+    c.rope_freq_scale = 1.0 / factor if scaling == "linear" and factor > 0 else 1.0
     m = Llama(c)
     with torch.no_grad():
         m.tok_embd.weight.copy_(_t(r, "token_embd.weight"))
         for i, b in enumerate(m.blocks):
-            load_block(b, r, f"blk.{i}")
+            _load_arch_block(b, r, f"blk.{i}", c)
         m.norm.weight.copy_(_t(r, "output_norm.weight"))
         if m.output is not None:
             m.output.weight.copy_(_t(r, "output.weight"))
+        if "rope_freqs.weight" in r.tensors:
+            m.rope_factors = _t(r, "rope_freqs.weight")
     m.eval()
     return m, r
 

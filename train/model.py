@@ -27,10 +27,17 @@ class LlamaConfig:
     rope_base: float = 10000.0
     norm_eps: float = 1e-5
     tie_embeddings: bool = False
+    # Architecture variants (llama.cpp's qwen2, qwen3, phi3 and llama 3.1 layouts); the
+    # defaults are the plain llama block that the shipped models use.
+    key_length: int = 0           # head dim when not dim // n_heads (qwen3)
+    rope_neox: bool = False       # rotate pairs (i, i + hd/2) instead of (2i, 2i+1)
+    qkv_bias: bool = False        # biases on the q, k, v projections (qwen2)
+    qk_norm: bool = False         # RMSNorm over each head of q and k before RoPE (qwen3)
+    rope_freq_scale: float = 1.0  # linear rope scaling: every angle times this
 
     @property
     def head_dim(self):
-        return self.dim // self.n_heads
+        return self.key_length or self.dim // self.n_heads
 
     def to_dict(self):
         return asdict(self)
@@ -46,16 +53,23 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
-def rope_cache(head_dim, positions, base):
-    """positions: LongTensor [T] -> cos, sin of shape [T, head_dim/2]."""
+def rope_cache(head_dim, positions, base, factors=None, freq_scale=1.0):
+    """positions: LongTensor [T] -> cos, sin of shape [T, head_dim/2]. Pair i turns by
+    pos * freq_scale * base^(-2i/head_dim) / factors[i] (factors: llama 3.1's rope_freqs)."""
     inv = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
-    ang = positions.to(torch.float64)[:, None] * inv[None, :]
+    if factors is not None:
+        inv = inv / factors.to(torch.float64)
+    ang = positions.to(torch.float64)[:, None] * inv[None, :] * freq_scale
     return torch.cos(ang).float(), torch.sin(ang).float()
 
 
-def apply_rope(x, cos, sin):
-    """x: [B, H, T, hd]; adjacent-pair rotation (llama.cpp NORM layout)."""
+def apply_rope(x, cos, sin, neox=False):
+    """x: [B, H, T, hd]; adjacent-pair rotation (llama.cpp NORM layout), or with neox the
+    pairs (i, i + hd/2) (llama.cpp NEOX layout: qwen2, qwen3, phi3)."""
     B, H, T, D = x.shape
+    if neox:
+        x0, x1 = x[..., : D // 2], x[..., D // 2:]
+        return torch.cat((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1)
     xr = x.reshape(B, H, T, D // 2, 2)
     x0, x1 = xr[..., 0], xr[..., 1]
     o0 = x0 * cos - x1 * sin
@@ -68,10 +82,13 @@ class Attention(nn.Module):
         super().__init__()
         self.c = c
         hd = c.head_dim
-        self.wq = nn.Linear(c.dim, c.n_heads * hd, bias=False)
-        self.wk = nn.Linear(c.dim, c.n_kv_heads * hd, bias=False)
-        self.wv = nn.Linear(c.dim, c.n_kv_heads * hd, bias=False)
+        self.wq = nn.Linear(c.dim, c.n_heads * hd, bias=c.qkv_bias)
+        self.wk = nn.Linear(c.dim, c.n_kv_heads * hd, bias=c.qkv_bias)
+        self.wv = nn.Linear(c.dim, c.n_kv_heads * hd, bias=c.qkv_bias)
         self.wo = nn.Linear(c.n_heads * hd, c.dim, bias=False)
+        if c.qk_norm:
+            self.q_norm = RMSNorm(hd, c.norm_eps)
+            self.k_norm = RMSNorm(hd, c.norm_eps)
 
     def forward(self, x, cos, sin, mask):
         c = self.c
@@ -80,8 +97,11 @@ class Attention(nn.Module):
         q = self.wq(x).view(B, T, c.n_heads, hd).transpose(1, 2)
         k = self.wk(x).view(B, T, c.n_kv_heads, hd).transpose(1, 2)
         v = self.wv(x).view(B, T, c.n_kv_heads, hd).transpose(1, 2)
-        q = apply_rope(q, cos, sin)
-        k = apply_rope(k, cos, sin)
+        if c.qk_norm:  # per head, over hd
+            q = self.q_norm(q)
+            k = self.k_norm(k)
+        q = apply_rope(q, cos, sin, c.rope_neox)
+        k = apply_rope(k, cos, sin, c.rope_neox)
         rep = c.n_heads // c.n_kv_heads
         if rep > 1:  # GQA: query head h uses kv head h // rep
             k = k.repeat_interleave(rep, dim=1)
@@ -132,6 +152,7 @@ class Llama(nn.Module):
         self.blocks = nn.ModuleList([Block(c) for _ in range(c.n_layers)])
         self.norm = RMSNorm(c.dim, c.norm_eps)
         self.output = None if c.tie_embeddings else nn.Linear(c.dim, c.vocab_size, bias=False)
+        self.rope_factors = None  # llama 3.1's rope_freqs.weight, [head_dim / 2], when loaded
         self.apply(self._init)
         for n, p in self.named_parameters():
             if n.endswith("wo.weight") or n.endswith("w_down.weight"):
@@ -153,7 +174,8 @@ class Llama(nn.Module):
         """ids [B, T] -> logits [B, T, V]; with return_hidden also the last hidden state
         before the final norm ([B, T, d])."""
         B, T = ids.shape
-        cos, sin = rope_cache(self.c.head_dim, torch.arange(T), self.c.rope_base)
+        cos, sin = rope_cache(self.c.head_dim, torch.arange(T), self.c.rope_base,
+                              self.rope_factors, self.c.rope_freq_scale)
         mask = causal_mask(T)
         x = self.tok_embd(ids)
         for b in self.blocks:

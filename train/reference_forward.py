@@ -2,8 +2,9 @@
 """Reference forward pass for specd / llama GGUF files (float32 PyTorch, F16 weights upcast).
 
   reference_forward.py MODEL.gguf --tokens 1,2,3 [--hidden]
-      llama model: prints {"logits": [[V floats] per position]} (+ "hidden": the last-layer
-      hidden state BEFORE output_norm, [[d floats] per position], with --hidden).
+      model (llama, qwen2, qwen3, phi3): prints {"logits": [[V floats] per position]}
+      (+ "hidden": the last-layer hidden state BEFORE output_norm, [[d floats] per
+      position], with --hidden).
   reference_forward.py MODEL.gguf --tokenize "text" [--add-bos]
       prints {"tokens": [ids]} using the tokenizer stored in the GGUF metadata
       (no BOS unless --add-bos).
@@ -29,7 +30,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from train.gguf import GGUFReader  # noqa: E402
-from train.export import load_llama, load_head, target_digest, tokenizer_from_meta  # noqa: E402
+from train.export import ARCHITECTURES, load_llama, load_head, target_digest, tokenizer_from_meta  # noqa: E402
 
 
 def rows(t):
@@ -60,7 +61,7 @@ def main():
     x = torch.tensor([ids], dtype=torch.long)
     out = {}
     with torch.no_grad():
-        if arch == "llama":
+        if arch in ARCHITECTURES:
             m, _ = load_llama(a.model)
             logits, hid = m(x, return_hidden=True)
             out["logits"] = rows(logits[0])

@@ -1,4 +1,4 @@
-// specd-model-bench: decode and prefill speed of a llama GGUF on a backend, and the
+// specd-model-bench: decode and prefill speed of a model GGUF on a backend, and the
 // verification cost curve v(m) = time(forward of m tokens) / time(forward of 1 token).
 //
 //   specd-model-bench MODEL.gguf [--backend cpu] [--threads N] [--repeats R] [--json]

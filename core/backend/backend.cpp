@@ -90,6 +90,14 @@ void Backend::check(specd_status* status, const char* what) const {
   if (status) throw_if_error(status, what && *what ? label() + ": " + what : label());
 }
 
+void Backend::require_minor(uint32_t needed, const std::string& feature) const {
+  if (abi_minor() >= needed) return;
+  throw UsageError(label() + " implements ABI " + std::to_string(plugin_->abi_major) + "." +
+                   std::to_string(abi_minor()) + "; " + feature + " needs ABI " +
+                   std::to_string(SPECD_ABI_VERSION_MAJOR) + "." + std::to_string(needed) +
+                   " (rebuild the plugin against this SDK)");
+}
+
 uint32_t Backend::score(std::string* reason) const {
   uint32_t s = 0;
   const char* why = nullptr;
@@ -156,6 +164,9 @@ void Device::rms_norm(const View& x, const View& weight, float eps, const View& 
 }
 
 void Device::rope(const View& x, const View& positions, const specd_rope_params& params) {
+  const sdk::RopeOptions o = sdk::rope_options(params);
+  if (o.mode != SPECD_ROPE_NORMAL || o.freq_scale != 1.0f || o.freq_factors)
+    backend_->require_minor(2, "rope with neox mode, frequency scaling or factors");
   backend_->check(vt().rope(handle_, x.raw(), positions.raw(), &params), nullptr);
 }
 
@@ -181,6 +192,7 @@ void Device::swiglu(const View& gate, const View& up, const View& y) {
 }
 
 void Device::add(const View& a, const View& b, const View& y) {
+  if (b.rows() == 1 && a.rows() != 1) backend_->require_minor(2, "add with a one-row b (a bias)");
   backend_->check(vt().add(handle_, a.raw(), b.raw(), y.raw()), nullptr);
 }
 

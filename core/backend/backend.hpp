@@ -30,6 +30,7 @@ class View {
   int64_t rows() const { return v_.rows; }
   int64_t cols() const { return v_.cols; }
   int64_t row_stride() const { return v_.row_stride; }
+  bool empty() const { return v_.buffer == nullptr; }  // a default-constructed view
   uint64_t offset() const { return v_.offset; }
   // Rows [first, first + count) of this view.
   View slice_rows(int64_t first, int64_t count) const;
@@ -86,6 +87,11 @@ class Backend {
   const std::string& name() const { return plugin_->name; }
   const specd_backend_vtable& vtable() const { return *vt_; }
   uint64_t flags() const { return vt_->flags; }
+  // The ABI minor the plugin was built against: what it implements of later additions.
+  uint32_t abi_minor() const { return plugin_->abi_minor; }
+  // Throws UsageError "<label> implements ABI 0.<minor>; <feature> needs ABI 0.<needed>"
+  // when the plugin's minor predates `needed`.
+  void require_minor(uint32_t needed, const std::string& feature) const;
 
   // 0 when the backend cannot run here; `reason` (optional) receives why.
   uint32_t score(std::string* reason = nullptr) const;
@@ -118,7 +124,8 @@ class Device {
   Buffer wrap_host(const void* data, uint64_t size);
   void synchronize();
 
-  // Ops (see backend.h for shapes and dtypes).
+  // Ops (see backend.h for shapes and dtypes). rope's 0.2 fields (neox mode, freq_scale,
+  // freq_factors) and add's one-row b throw (require_minor) on a backend of minor < 2.
   void matmul(const View& x, const View& w, const View& y);
   void rms_norm(const View& x, const View& weight, float eps, const View& y);
   void rope(const View& x, const View& positions, const specd_rope_params& params);

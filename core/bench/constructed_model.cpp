@@ -155,6 +155,9 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
         w.add_tensor_f32(t.name, s.type, t.ne, v.data());
         break;
       }
+      case LlamaTensorRole::kBias:
+      case LlamaTensorRole::kRopeFactors:
+        throw Error("constructed model: the llama layout has no tensor " + t.name);
     }
   }
   w.write(path);

@@ -5,20 +5,79 @@
 #include "common/error.hpp"
 
 namespace specd {
+namespace {
 
-BlockWeights load_block(WeightLoader& loader, const std::string& p, const BlockShape& s) {
-  const int64_t d = s.n_embd, F = s.n_ff, qd = s.q_dim(), kvd = s.kv_dim();
+// The same rows seen as `heads` rows of cols / heads each: [m, heads * hd] -> [m * heads, hd].
+// The view's rows must be packed (row_stride = its row size).
+View per_head(const View& v, int64_t heads) {
+  specd_view r = *v.raw();
+  if (r.cols % heads != 0 || r.row_stride != r.cols * 4)
+    throw Error("decoder block: per-head view of a view that is not packed f32 rows");
+  r.rows *= heads;
+  r.cols /= heads;
+  r.row_stride = r.cols * 4;
+  return View(r);
+}
+
+}  // namespace
+
+BlockWeights load_block(WeightLoader& loader, const std::string& p, const BlockShape& s,
+                        const Architecture& arch) {
+  const int64_t d = s.n_embd, F = s.n_ff, qd = s.q_dim(), kvd = s.kv_dim(), hd = s.head_dim;
   BlockWeights w;
   w.attn_norm = loader.vector(p + "attn_norm.weight", d);  // [1, d]
-  w.wq = loader.matrix(p + "attn_q.weight", d, qd);        // [H*hd, d]
-  w.wk = loader.matrix(p + "attn_k.weight", d, kvd);       // [Hkv*hd, d]
-  w.wv = loader.matrix(p + "attn_v.weight", d, kvd);       // [Hkv*hd, d]
-  w.wo = loader.matrix(p + "attn_output.weight", qd, d);   // [d, H*hd]
-  w.ffn_norm = loader.vector(p + "ffn_norm.weight", d);    // [1, d]
-  w.w_gate = loader.matrix(p + "ffn_gate.weight", d, F);   // [F, d]
-  w.w_up = loader.matrix(p + "ffn_up.weight", d, F);       // [F, d]
-  w.w_down = loader.matrix(p + "ffn_down.weight", F, d);   // [d, F]
+  const bool fused_qkv =
+      arch.fused_qkv == Presence::kRequired ||
+      (arch.fused_qkv == Presence::kOptional && loader.has(p + "attn_qkv.weight"));
+  if (fused_qkv) {
+    const View qkv = loader.matrix(p + "attn_qkv.weight", d, qd + 2 * kvd);  // [q+2kv, d]
+    w.wq = qkv.slice_rows(0, qd);
+    w.wk = qkv.slice_rows(qd, kvd);
+    w.wv = qkv.slice_rows(qd + kvd, kvd);
+  } else {
+    w.wq = loader.matrix(p + "attn_q.weight", d, qd);   // [H*hd, d]
+    w.wk = loader.matrix(p + "attn_k.weight", d, kvd);  // [Hkv*hd, d]
+    w.wv = loader.matrix(p + "attn_v.weight", d, kvd);  // [Hkv*hd, d]
+  }
+  const bool bias = arch.qkv_bias == Presence::kRequired ||
+                    (arch.qkv_bias == Presence::kOptional && loader.has(p + "attn_q.bias"));
+  if (bias) {
+    w.bq = loader.vector(p + "attn_q.bias", qd);   // [1, H*hd]
+    w.bk = loader.vector(p + "attn_k.bias", kvd);  // [1, Hkv*hd]
+    w.bv = loader.vector(p + "attn_v.bias", kvd);  // [1, Hkv*hd]
+  }
+  const bool qk_norm =
+      arch.qk_norm == Presence::kRequired ||
+      (arch.qk_norm == Presence::kOptional && loader.has(p + "attn_q_norm.weight"));
+  if (qk_norm) {
+    w.q_norm = loader.vector(p + "attn_q_norm.weight", hd);  // [1, hd]
+    w.k_norm = loader.vector(p + "attn_k_norm.weight", hd);  // [1, hd]
+  }
+  w.wo = loader.matrix(p + "attn_output.weight", qd, d);  // [d, H*hd]
+  w.ffn_norm = loader.vector(p + "ffn_norm.weight", d);   // [1, d]
+  if (arch.fused_gate_up) {
+    const View gate_up = loader.matrix(p + "ffn_up.weight", d, 2 * F);  // [2F, d]: gate, up
+    w.w_gate = gate_up.slice_rows(0, F);
+    w.w_up = gate_up.slice_rows(F, F);
+  } else {
+    w.w_gate = loader.matrix(p + "ffn_gate.weight", d, F);  // [F, d]
+    w.w_up = loader.matrix(p + "ffn_up.weight", d, F);      // [F, d]
+  }
+  w.w_down = loader.matrix(p + "ffn_down.weight", F, d);  // [d, F]
   return w;
+}
+
+bool BlockWeights::needs_abi_0_2(const BlockShape& s, std::string* what) const {
+  std::string f;
+  auto note = [&](bool used, const char* feature) {
+    if (used) f += (f.empty() ? "" : ", ") + std::string(feature);
+  };
+  note(s.rope_mode != SPECD_ROPE_NORMAL, "neox rope");
+  note(s.rope_freq_scale != 1.0f, "linear rope scaling");
+  note(!rope_factors.empty(), "rope frequency factors");
+  note(!bq.empty(), "q/k/v biases");
+  if (what) *what = f;
+  return !f.empty();
 }
 
 void BlockScratch::ensure(Device& device, const BlockShape& shape, int64_t m) {
@@ -43,9 +102,15 @@ void DecoderBlock::run(const View& x, const BlockBatch& b, BlockScratch& scratch
   const View up = scratch.up.view(SPECD_DTYPE_F32, m, s.n_ff);         // [m, F]
   const View k_new = b.k_cache.slice_rows(b.first_row, m);             // [m, Hkv*hd]
   const View v_new = b.v_cache.slice_rows(b.first_row, m);             // [m, Hkv*hd]
-  const specd_rope_params rq{sizeof(specd_rope_params), static_cast<uint32_t>(s.n_head),
-                             static_cast<uint32_t>(s.head_dim), static_cast<uint32_t>(s.n_rot),
-                             s.rope_base};
+  specd_rope_params rq{};
+  rq.struct_size = sizeof(specd_rope_params);
+  rq.n_head = static_cast<uint32_t>(s.n_head);
+  rq.head_dim = static_cast<uint32_t>(s.head_dim);
+  rq.n_rot = static_cast<uint32_t>(s.n_rot);
+  rq.base = s.rope_base;
+  rq.mode = s.rope_mode;
+  rq.freq_scale = s.rope_freq_scale;
+  rq.freq_factors = w_.rope_factors.empty() ? nullptr : w_.rope_factors.raw();
   specd_rope_params rk = rq;
   rk.n_head = static_cast<uint32_t>(s.n_head_kv);
   const specd_attention_params ap{sizeof(specd_attention_params), static_cast<uint32_t>(s.n_head),
@@ -57,6 +122,16 @@ void DecoderBlock::run(const View& x, const BlockBatch& b, BlockScratch& scratch
   dev.matmul(h, w_.wq, q);
   dev.matmul(h, w_.wk, k_new);
   dev.matmul(h, w_.wv, v_new);
+  if (!w_.bq.empty()) {  // qwen2: one bias row added to every row
+    dev.add(q, w_.bq, q);
+    dev.add(k_new, w_.bk, k_new);
+    dev.add(v_new, w_.bv, v_new);
+  }
+  if (!w_.q_norm.empty()) {  // qwen3: RMSNorm over each head of q and k
+    const View qh = per_head(q, s.n_head), kh = per_head(k_new, s.n_head_kv);
+    dev.rms_norm(qh, w_.q_norm, s.rms_eps, qh);
+    dev.rms_norm(kh, w_.k_norm, s.rms_eps, kh);
+  }
   dev.rope(q, b.positions, rq);
   dev.rope(k_new, b.positions, rk);
   dev.attention(q, b.k_cache, b.v_cache, b.prefix_len, b.extra_begin, b.extra_slots, ap, attn);

@@ -1,5 +1,8 @@
-// One llama decoder block (train/FORMATS.md, section 1) over the backend ops: pre-norm
-// attention with RoPE and GQA over a KV cache, then a SwiGLU FFN, both residual. The layers
+// One decoder block of the llama family (train/FORMATS.md, section 1) over the backend ops:
+// pre-norm attention with RoPE and GQA over a KV cache, then a SwiGLU FFN, both residual.
+// The op sequence is written once (DecoderBlock::run); the steps some architectures add
+// (q/k/v biases, per-head q/k RMSNorm, NEOX RoPE, rope frequency factors and scaling) are
+// optional parts of it, chosen by the Architecture the weights were loaded with. The layers
 // of LlamaModel and the blocks of the EAGLE and MTP heads are all DecoderBlocks.
 #pragma once
 
@@ -7,6 +10,7 @@
 #include <string>
 
 #include "backend/backend.hpp"
+#include "models/architecture.hpp"
 #include "models/weight_loader.hpp"
 
 namespace specd {
@@ -20,16 +24,27 @@ struct BlockShape {
   int32_t n_rot = 0;
   float rope_base = 10000.0f;
   float rms_eps = 1e-5f;
+  uint32_t rope_mode = SPECD_ROPE_NORMAL;  // the architecture's pairing
+  float rope_freq_scale = 1.0f;            // linear rope scaling: 1 / rope.scaling.factor
   int64_t kv_dim() const { return static_cast<int64_t>(n_head_kv) * head_dim; }
   int64_t q_dim() const { return static_cast<int64_t>(n_head) * head_dim; }
 };
 
 struct BlockWeights {
   View attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
+  // Optional steps: an empty view (View::empty) skips the step.
+  View bq, bk, bv;      // biases [1, H*hd], [1, Hkv*hd], [1, Hkv*hd]
+  View q_norm, k_norm;  // per-head RMSNorm weights [1, hd]
+  View rope_factors;    // [1, n_rot / 2]: the model's rope_freqs, shared by its layers
+  // Whether running the block needs ABI 0.2 ops; `what` gets the features, comma-separated.
+  bool needs_abi_0_2(const BlockShape& shape, std::string* what = nullptr) const;
 };
 
-// Loads `prefix`attn_norm.weight ... `prefix`ffn_down.weight with the shapes of `shape`.
-BlockWeights load_block(WeightLoader& loader, const std::string& prefix, const BlockShape& shape);
+// Loads `prefix`attn_norm.weight ... `prefix`ffn_down.weight with the shapes of `shape` and
+// the optional tensors `arch` has (biases, q/k norms; fused qkv and gate/up tensors as row
+// views). rope_factors is the caller's to set (it is not a per-block tensor).
+BlockWeights load_block(WeightLoader& loader, const std::string& prefix, const BlockShape& shape,
+                        const Architecture& arch);
 
 // Where a batch of m rows sits: cache rows, positions and the attention mask (int32 views).
 struct BlockBatch {

@@ -17,4 +17,10 @@ int32_t positive_int_key_or(const GgufFile& f, const std::string& key, int32_t f
 // A finite float > 0 (rope base, norm epsilon), or `fallback` when the key is absent.
 float positive_float_key_or(const GgufFile& f, const std::string& key, float fallback);
 
+// The RoPE frequency scale of `<prefix>rope.scaling.*` as llama.cpp reads it: type "none"
+// gives 1; "linear" (the default) gives 1 / factor (rope.scaling.factor, else the older
+// rope.scale_linear; absent or 0 means no scaling). Other types (yarn, longrope, ...) and an
+// attn_factor other than 1 throw naming the file and the key.
+float rope_freq_scale(const GgufFile& f, const std::string& prefix);
+
 }  // namespace specd

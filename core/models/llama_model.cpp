@@ -6,6 +6,7 @@
 
 #include "common/error.hpp"
 #include "gguf/ggml_types.hpp"
+#include "models/architecture.hpp"
 #include "models/batch_mask.hpp"
 #include "models/hyperparameters.hpp"
 #include "models/weight_loader.hpp"
@@ -20,76 +21,95 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& gguf_path, Devic
 }
 
 std::unique_ptr<LlamaModel> LlamaModel::load(GgufFile file, Device& device) {
-  const std::string gguf_path = file.path();
-  const auto arch = file.get_string_opt("general.architecture");
-  if (!arch) throw Error(gguf_path + ": no general.architecture: not a model file");
-  if (*arch != "llama")
-    throw Error(gguf_path + ": architecture '" + *arch + "' is not supported (expected 'llama')");
+  const Architecture& arch = architecture_of(file);
   std::unique_ptr<LlamaModel> model(new LlamaModel(std::move(file), device));
-  ModelInfo& in = model->info_;
-  const GgufFile& f = model->file_;
-  in.path = gguf_path;
-  in.architecture = *arch;
-  in.name = f.get_string_opt("general.name").value_or("");
-  in.n_embd = positive_int_key(f, "llama.embedding_length");
-  in.n_layer = positive_int_key(f, "llama.block_count");
-  in.n_ff = positive_int_key(f, "llama.feed_forward_length");
-  in.n_head = positive_int_key(f, "llama.attention.head_count");
-  in.n_head_kv = positive_int_key_or(f, "llama.attention.head_count_kv", in.n_head);
-  in.n_ctx = positive_int_key_or(f, "llama.context_length", 2048);
-  in.head_dim = positive_int_key_or(f, "llama.attention.key_length", in.n_embd / in.n_head);
-  if (f.has("llama.attention.key_length") &&
-      f.get_u32("llama.attention.key_length") !=
-          f.get_u32_opt("llama.attention.value_length")
-              .value_or(f.get_u32("llama.attention.key_length")))
-    throw Error(gguf_path + ": key_length != value_length is not supported");
-  if (!f.has("llama.attention.key_length") && in.n_embd % in.n_head != 0)
-    throw Error(gguf_path + ": embedding_length " + std::to_string(in.n_embd) +
-                " is not a multiple of head_count " + std::to_string(in.n_head));
-  if (in.n_head % in.n_head_kv != 0)
-    throw Error(gguf_path + ": head_count " + std::to_string(in.n_head) +
-                " is not a multiple of head_count_kv " + std::to_string(in.n_head_kv));
-  in.n_rot = positive_int_key_or(f, "llama.rope.dimension_count", in.head_dim);
-  if (in.n_rot > in.head_dim || in.n_rot % 2 != 0 || in.head_dim % 2 != 0)
-    throw Error(gguf_path + ": rope.dimension_count " + std::to_string(in.n_rot) +
-                " must be even and <= head dim " + std::to_string(in.head_dim));
-  in.rope_base = positive_float_key_or(f, "llama.rope.freq_base", 10000.0f);
-  in.rms_eps = positive_float_key_or(f, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  if (f.has("llama.rope.scaling.type") && f.get_string("llama.rope.scaling.type") != "none")
-    throw Error(gguf_path + ": rope scaling '" + f.get_string("llama.rope.scaling.type") +
-                "' is not supported");
+  model->arch_ = &arch;
+  model->read_hyperparameters();
   model->load_weights();
   return model;
 }
 
+void LlamaModel::read_hyperparameters() {
+  ModelInfo& in = info_;
+  const GgufFile& f = file_;
+  const std::string a = std::string(arch_->name) + ".";  // the metadata prefix
+  const std::string& path = f.path();
+  in.path = path;
+  in.architecture = arch_->name;
+  in.name = f.get_string_opt("general.name").value_or("");
+  in.n_embd = positive_int_key(f, a + "embedding_length");
+  in.n_layer = positive_int_key(f, a + "block_count");
+  in.n_ff = positive_int_key(f, a + "feed_forward_length");
+  in.n_head = positive_int_key(f, a + "attention.head_count");
+  in.n_head_kv = positive_int_key_or(f, a + "attention.head_count_kv", in.n_head);
+  in.n_ctx = positive_int_key_or(f, a + "context_length", 2048);
+  const std::string key_length = a + "attention.key_length";
+  in.head_dim = positive_int_key_or(f, key_length, in.n_embd / in.n_head);
+  if (f.has(key_length) &&
+      f.get_u32(key_length) != f.get_u32_opt(a + "attention.value_length").value_or(in.head_dim))
+    throw Error(path + ": " + key_length + " != " + a + "attention.value_length is not supported");
+  if (!f.has(key_length) && in.n_embd % in.n_head != 0)
+    throw Error(path + ": " + a + "embedding_length " + std::to_string(in.n_embd) +
+                " is not a multiple of " + a + "attention.head_count " + std::to_string(in.n_head));
+  if (in.n_head % in.n_head_kv != 0)
+    throw Error(path + ": " + a + "attention.head_count " + std::to_string(in.n_head) +
+                " is not a multiple of head_count_kv " + std::to_string(in.n_head_kv));
+  in.n_rot = positive_int_key_or(f, a + "rope.dimension_count", in.head_dim);
+  if (in.n_rot > in.head_dim || in.n_rot % 2 != 0 || in.head_dim % 2 != 0)
+    throw Error(path + ": " + a + "rope.dimension_count " + std::to_string(in.n_rot) +
+                " must be even and <= head dim " + std::to_string(in.head_dim));
+  in.rope_base = positive_float_key_or(f, a + "rope.freq_base", 10000.0f);
+  in.rms_eps = positive_float_key_or(f, a + "attention.layer_norm_rms_epsilon", 1e-5f);
+  in.rope_mode = arch_->rope_mode;
+  in.rope_freq_scale = rope_freq_scale(f, a);
+}
+
 void LlamaModel::load_weights() {
   ModelInfo& in = info_;
+  const std::string a = std::string(arch_->name) + ".";
   const GgufTensor& embd = file_.require_tensor("token_embd.weight");
   if (embd.n_dims != 2 || embd.ne[0] != in.n_embd)
     throw Error(in.path + ": tensor 'token_embd.weight' must have ne = [" +
                 std::to_string(in.n_embd) + ", vocab]");
   in.vocab_size = static_cast<int32_t>(embd.ne[1]);
-  if (auto vs = file_.get_u32_opt("llama.vocab_size"); vs && *vs != embd.ne[1])
-    throw Error(in.path + ": llama.vocab_size " + std::to_string(*vs) +
+  if (auto vs = file_.get_u32_opt(a + "vocab_size"); vs && *vs != embd.ne[1])
+    throw Error(in.path + ": " + a + "vocab_size " + std::to_string(*vs) +
                 " does not match token_embd.weight (" + std::to_string(embd.ne[1]) + " rows)");
   const int64_t d = in.n_embd, V = in.vocab_size;
-  const BlockShape shape{in.n_embd, in.n_head, in.n_head_kv, in.head_dim,
-                         in.n_ff,   in.n_rot,  in.rope_base, in.rms_eps};
+  BlockShape shape{in.n_embd, in.n_head, in.n_head_kv, in.head_dim,
+                   in.n_ff,   in.n_rot,  in.rope_base, in.rms_eps};
+  shape.rope_mode = in.rope_mode;
+  shape.rope_freq_scale = in.rope_freq_scale;
   WeightLoader load(file_, *device_, buffers_);
   tok_embd_ = load.matrix("token_embd.weight", d, V);  // [V, d]
-  for (int32_t l = 0; l < in.n_layer; ++l)
-    layers_.emplace_back(*device_, shape,
-                         load_block(load, "blk." + std::to_string(l) + ".", shape));
+  View rope_factors;
+  if (arch_->rope_freqs != Presence::kAbsent &&
+      (arch_->rope_freqs == Presence::kRequired || load.has("rope_freqs.weight"))) {
+    std::vector<float> v;
+    rope_factors = load.vector("rope_freqs.weight", in.n_rot / 2, &v);  // [1, n_rot/2]
+    for (size_t j = 0; j < v.size(); ++j)
+      if (!std::isfinite(v[j]) || v[j] <= 0.0f)
+        throw Error(in.path + ": tensor 'rope_freqs.weight' holds " + std::to_string(v[j]) +
+                    " at " + std::to_string(j) + "; frequency divisors must be finite and > 0");
+    in.rope_freqs = true;
+  }
+  for (int32_t l = 0; l < in.n_layer; ++l) {
+    BlockWeights w = load_block(load, "blk." + std::to_string(l) + ".", shape, *arch_);
+    w.rope_factors = rope_factors;
+    layers_.emplace_back(*device_, shape, w);
+  }
   output_norm_ = load.vector("output_norm.weight", d);
   in.tied_output = file_.tensor("output.weight") == nullptr;
   output_ = in.tied_output ? tok_embd_ : load.matrix("output.weight", d, V);  // [V, d]
   in.weight_type =
       dtype_name(layers_.empty() ? tok_embd_.dtype() : layers_[0].weights().wq.dtype());
-  // rope_freqs (llama 3.1's frequency scaling) is one such feature.
-  load.refuse_unread("a " + std::to_string(in.n_layer) +
-                     "-layer llama model (a wrong block_count, or a feature this runtime " +
-                     "does not support)");
+  load.refuse_unread("a " + std::to_string(in.n_layer) + "-layer " + in.architecture +
+                     " model (a wrong block_count, or a feature this runtime does not support)");
   in.n_params = load.n_params();
+  std::string features;
+  if (!layers_.empty() && layers_[0].weights().needs_abi_0_2(shape, &features))
+    device_->backend().require_minor(
+        2, in.path + " (architecture '" + in.architecture + "': " + features + ")");
 }
 
 std::unique_ptr<KvCache> LlamaModel::new_cache(int32_t max_tokens) const {

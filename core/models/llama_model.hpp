@@ -1,5 +1,7 @@
-// The llama-family model (llama.cpp's "llama" architecture in GGUF), written once over the
-// backend ops: RMSNorm, RoPE (adjacent pairs), grouped-query attention, SwiGLU.
+// A model of the llama family, written once over the backend ops: RMSNorm, RoPE, grouped-query
+// attention, SwiGLU. Every supported GGUF architecture (models/architecture.hpp: llama,
+// qwen2, qwen3, phi3) loads through it; what differs between them (metadata prefix, RoPE
+// pairing, optional tensors and steps) comes from its Architecture.
 //
 // Typical use by the engine:
 //   auto model = LlamaModel::load("models/target.gguf", device);
@@ -80,11 +82,13 @@ class LlamaModel {
   };
 
   LlamaModel(GgufFile file, Device& device);
+  void read_hyperparameters();
   void load_weights();
   void ensure_scratch(int32_t m, int32_t logit_rows, size_t n_ints);
 
   GgufFile file_;  // keeps the mapping alive: weights may refer to it
   Device* device_;
+  const Architecture* arch_ = nullptr;
   ModelInfo info_;
   std::vector<Buffer> buffers_;  // weights (and converted norm vectors)
   View tok_embd_, output_norm_, output_;

@@ -1,25 +1,61 @@
 #include "models/llama_writer.hpp"
 
 #include "common/error.hpp"
+#include "models/architecture.hpp"
+#include "models/architectures/architectures.hpp"
 #include "tokenizer/unicode.hpp"
 
 namespace specd {
 
+namespace {
+
+int64_t head_dim_of(const LlamaLayout& l) {
+  if (l.n_head == 0 || (l.head_dim == 0 && l.n_embd % l.n_head != 0))
+    throw Error("llama writer: n_embd must be a multiple of n_head (or head_dim given)");
+  return l.head_dim ? l.head_dim : l.n_embd / l.n_head;
+}
+
+}  // namespace
+
 std::vector<LlamaTensor> llama_tensors(const LlamaLayout& l) {
-  const int64_t d = l.n_embd, f = l.n_ff, head_dim = l.n_embd / l.n_head;
+  const Architecture* found = find_architecture(l.architecture);
+  const Architecture& arch = found ? *found : architectures::kLlama;
+  const int64_t d = l.n_embd, f = l.n_ff, head_dim = head_dim_of(l);
   const int64_t q = l.n_head * head_dim, kv = l.n_head_kv * head_dim;
   using R = LlamaTensorRole;
   std::vector<LlamaTensor> t = {{"token_embd.weight", {d, l.vocab}, R::kEmbedding}};
+  if (l.rope_freqs) {
+    if (arch.rope_freqs == Presence::kAbsent)
+      throw Error("llama writer: architecture " + l.architecture + " has no rope_freqs");
+    t.push_back({"rope_freqs.weight", {head_dim / 2}, R::kRopeFactors});
+  }
   for (uint32_t i = 0; i < l.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     t.push_back({p + "attn_norm.weight", {d}, R::kNorm});
-    t.push_back({p + "attn_q.weight", {d, q}, R::kMatrix});
-    t.push_back({p + "attn_k.weight", {d, kv}, R::kMatrix});
-    t.push_back({p + "attn_v.weight", {d, kv}, R::kMatrix});
+    if (arch.fused_qkv != Presence::kAbsent) {
+      t.push_back({p + "attn_qkv.weight", {d, q + 2 * kv}, R::kMatrix});
+    } else {
+      t.push_back({p + "attn_q.weight", {d, q}, R::kMatrix});
+      t.push_back({p + "attn_k.weight", {d, kv}, R::kMatrix});
+      t.push_back({p + "attn_v.weight", {d, kv}, R::kMatrix});
+    }
+    if (arch.qkv_bias == Presence::kRequired) {
+      t.push_back({p + "attn_q.bias", {q}, R::kBias});
+      t.push_back({p + "attn_k.bias", {kv}, R::kBias});
+      t.push_back({p + "attn_v.bias", {kv}, R::kBias});
+    }
+    if (arch.qk_norm == Presence::kRequired) {
+      t.push_back({p + "attn_q_norm.weight", {head_dim}, R::kNorm});
+      t.push_back({p + "attn_k_norm.weight", {head_dim}, R::kNorm});
+    }
     t.push_back({p + "attn_output.weight", {q, d}, R::kMatrix});
     t.push_back({p + "ffn_norm.weight", {d}, R::kNorm});
-    t.push_back({p + "ffn_gate.weight", {d, f}, R::kMatrix});
-    t.push_back({p + "ffn_up.weight", {d, f}, R::kMatrix});
+    if (arch.fused_gate_up) {
+      t.push_back({p + "ffn_up.weight", {d, 2 * f}, R::kMatrix});
+    } else {
+      t.push_back({p + "ffn_gate.weight", {d, f}, R::kMatrix});
+      t.push_back({p + "ffn_up.weight", {d, f}, R::kMatrix});
+    }
     t.push_back({p + "ffn_down.weight", {f, d}, R::kMatrix});
   }
   t.push_back({"output_norm.weight", {d}, R::kNorm});
@@ -28,8 +64,7 @@ std::vector<LlamaTensor> llama_tensors(const LlamaLayout& l) {
 }
 
 void set_llama_metadata(GgufWriter& w, const LlamaLayout& l) {
-  if (l.n_head == 0 || l.n_embd % l.n_head != 0)
-    throw Error("llama writer: n_embd must be a multiple of n_head");
+  const int64_t head_dim = head_dim_of(l);
   const std::string a = l.architecture + ".";
   w.set_string("general.architecture", l.architecture);
   w.set_string("general.name", l.name);
@@ -39,10 +74,24 @@ void set_llama_metadata(GgufWriter& w, const LlamaLayout& l) {
   w.set_u32(a + "feed_forward_length", l.n_ff);
   w.set_u32(a + "attention.head_count", l.n_head);
   w.set_u32(a + "attention.head_count_kv", l.n_head_kv);
-  w.set_u32(a + "rope.dimension_count", l.n_embd / l.n_head);
+  if (l.head_dim) {
+    w.set_u32(a + "attention.key_length", l.head_dim);
+    w.set_u32(a + "attention.value_length", l.head_dim);
+  }
+  w.set_u32(a + "rope.dimension_count", static_cast<uint32_t>(head_dim));
   w.set_f32(a + "rope.freq_base", 10000.0f);
+  if (l.rope_scale > 0.0f) {
+    w.set_string(a + "rope.scaling.type", "linear");
+    w.set_f32(a + "rope.scaling.factor", l.rope_scale);
+  }
   w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
   w.set_u32(a + "vocab_size", l.vocab);
+}
+
+std::vector<float> sample_rope_factors(int64_t n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) v[j] = j < n / 2 ? 1.0f : static_cast<float>(2 + j - n / 2);
+  return v;
 }
 
 void set_byte_tokenizer(GgufWriter& w, uint32_t vocab) {

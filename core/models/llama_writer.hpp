@@ -1,6 +1,7 @@
-// Writing llama-architecture GGUF files from generated weights (constructed benchmark
-// models, random models for tests and benchmarks) with llama.cpp's metadata keys and tensor
-// names, so that every generator writes the one layout LlamaModel reads.
+// Writing GGUF model files from generated weights (constructed benchmark models, random
+// models for tests and benchmarks) with llama.cpp's metadata keys and tensor names, so that
+// every generator writes the layouts LlamaModel reads: llama by default, or any supported
+// architecture's (models/architecture.hpp: its biases, q/k norms, fused tensors).
 #pragma once
 
 #include <cstdint>
@@ -22,9 +23,13 @@ struct LlamaLayout {
   uint32_t n_head_kv = 2;
   uint32_t vocab = 264;
   bool tied_output = false;  // no output.weight: the output reuses token_embd
+  uint32_t head_dim = 0;     // 0: n_embd / n_head; else written as attention.key_length
+  bool rope_freqs = false;   // write rope_freqs.weight (architectures that may have it)
+  float rope_scale = 0.0f;   // > 0: rope.scaling.type "linear" with this factor
 };
 
-enum class LlamaTensorRole { kEmbedding, kNorm, kMatrix, kOutput };
+// kBias: q/k/v biases; kRopeFactors: rope_freqs.weight (values must be > 0).
+enum class LlamaTensorRole { kEmbedding, kNorm, kMatrix, kOutput, kBias, kRopeFactors };
 
 struct LlamaTensor {
   std::string name;
@@ -32,14 +37,21 @@ struct LlamaTensor {
   LlamaTensorRole role;
 };
 
-// Every tensor of the layout in llama.cpp's file order: token_embd; per block attn_norm,
-// attn_q, attn_k, attn_v, attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down; output_norm;
-// output (unless tied).
+// Every tensor of the layout in llama.cpp's file order: token_embd; rope_freqs (if asked);
+// per block attn_norm, attn_q, attn_k, attn_v (or the fused attn_qkv), their biases, the q/k
+// norms, attn_output, ffn_norm, ffn_gate, ffn_up (or the fused gate+up ffn_up), ffn_down;
+// output_norm; output (unless tied). The optional parts follow the layout's architecture
+// (an unknown architecture name gets llama's tensors, for tests of refusals).
 std::vector<LlamaTensor> llama_tensors(const LlamaLayout& layout);
 
 // general.architecture, general.name and the <architecture>.* hyperparameters (rope over
-// the whole head with base 10000, RMS epsilon 1e-5, vocab_size).
+// the whole head with base 10000, RMS epsilon 1e-5, vocab_size, key_length when head_dim is
+// set, linear rope scaling when rope_scale > 0).
 void set_llama_metadata(GgufWriter& w, const LlamaLayout& layout);
+
+// Rope frequency divisors for generated rope_freqs.weight tensors, shaped like Llama 3.1's:
+// 1 for the first (high-frequency) half of the n pairs, then 2, 3, ... for the rest.
+std::vector<float> sample_rope_factors(int64_t n);
 
 // A byte-level GPT-2 tokenizer: <s> and </s> (control, BOS added), the 256 byte tokens in
 // GPT-2's byte-to-unicode spelling, then "[PADi]" (unused) up to `vocab` entries.

@@ -9,21 +9,24 @@ namespace specd {
 struct ModelInfo {
   std::string name;          // general.name ("" when absent)
   std::string path;          // the GGUF file
-  std::string architecture;  // general.architecture, "llama"
+  std::string architecture;  // general.architecture: "llama", "qwen2", ... (its key prefix)
   int32_t vocab_size = 0;    // rows of token_embd.weight
-  int32_t n_ctx = 0;         // llama.context_length (trained context)
+  int32_t n_ctx = 0;         // <arch>.context_length (trained context)
   int32_t n_embd = 0;        // d
   int32_t n_layer = 0;
   int32_t n_head = 0;
   int32_t n_head_kv = 0;
-  int32_t head_dim = 0;  // llama.attention.key_length or n_embd / n_head
-  int32_t n_ff = 0;      // llama.feed_forward_length
-  int32_t n_rot = 0;     // llama.rope.dimension_count (default head_dim)
+  int32_t head_dim = 0;  // <arch>.attention.key_length or n_embd / n_head
+  int32_t n_ff = 0;      // <arch>.feed_forward_length
+  int32_t n_rot = 0;     // <arch>.rope.dimension_count (default head_dim)
   float rope_base = 10000.0f;
   float rms_eps = 1e-5f;
-  bool tied_output = false;  // no output.weight: logits use token_embd.weight
-  std::string weight_type;   // type of the attention/FFN matrices, e.g. "f16"
-  int64_t n_params = 0;      // elements of all tensors
+  uint32_t rope_mode = 0;        // SPECD_ROPE_NORMAL or SPECD_ROPE_NEOX (the architecture's)
+  float rope_freq_scale = 1.0f;  // linear rope scaling (1 / rope.scaling.factor)
+  bool rope_freqs = false;       // rope_freqs.weight divides the rope frequencies
+  bool tied_output = false;      // no output.weight: logits use token_embd.weight
+  std::string weight_type;       // type of the attention/FFN matrices, e.g. "f16"
+  int64_t n_params = 0;          // elements of all tensors
 };
 
 }  // namespace specd

@@ -56,7 +56,7 @@ View WeightLoader::matrix(const std::string& name, int64_t cols, int64_t rows) {
   return view;
 }
 
-View WeightLoader::vector(const std::string& name, int64_t n) {
+View WeightLoader::vector(const std::string& name, int64_t n, std::vector<float>* values) {
   const GgufTensor& t = require(name, {n});
   std::vector<float> v(static_cast<size_t>(n));
   if (t.type == GgmlType::kF32) {
@@ -73,6 +73,7 @@ View WeightLoader::vector(const std::string& name, int64_t n) {
   b.upload(v.data(), v.size() * 4);
   View view = b.view(SPECD_DTYPE_F32, 1, n);
   buffers_.push_back(std::move(b));
+  if (values) *values = std::move(v);
   return view;
 }
 

@@ -24,8 +24,11 @@ class WeightLoader {
   // A matrix of ne = [cols, rows] (fastest first): a [rows, cols] view. Throws specd::Error
   // naming the file and tensor on a missing tensor, wrong shape or unsupported type.
   View matrix(const std::string& name, int64_t cols, int64_t rows);
-  // A vector of n elements: an f32 [1, n] view.
-  View vector(const std::string& name, int64_t n);
+  // A vector of n elements: an f32 [1, n] view; `values` (optional) receives them in f32.
+  View vector(const std::string& name, int64_t n, std::vector<float>* values = nullptr);
+
+  // Whether the file has a tensor of that name (loaded or not).
+  bool has(const std::string& name) const { return file_.tensor(name) != nullptr; }
 
   // The total number of elements of the tensors loaded so far.
   int64_t n_params() const { return n_params_; }

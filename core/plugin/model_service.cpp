@@ -26,8 +26,8 @@ struct specd_model {
 };
 
 struct specd_model_cache {
-  std::unique_ptr<specd::KvCache> cache;      // of a llama model, or
-  std::unique_ptr<specd::HeadCache> head;     // of an EAGLE/MTP head
+  std::unique_ptr<specd::KvCache> cache;   // of a llama model, or
+  std::unique_ptr<specd::HeadCache> head;  // of an EAGLE/MTP head
 };
 
 namespace specd {
@@ -83,7 +83,9 @@ specd_status* model_open(void*, const char* path, const char* backend, uint32_t 
   });
 }
 
-void model_close(void*, specd_model* model) { delete model; }
+void model_close(void*, specd_model* model) {
+  delete model;
+}
 
 specd_status* model_info(void*, const specd_model* model, specd_model_info* info) {
   return guarded([&] {
@@ -101,7 +103,7 @@ specd_status* model_info(void*, const specd_model* model, specd_model_info* info
       out.vocab_size = static_cast<uint32_t>(mi.vocab_size);
       out.hidden_dim = static_cast<uint32_t>(mi.n_embd);
       out.context_length = static_cast<uint32_t>(mi.n_ctx);
-      out.architecture = "llama";
+      out.architecture = mi.architecture.c_str();
     }
     out.invariant_max_rows = model->device->info().invariant_max_rows;
     out.name = model->name.c_str();
@@ -136,7 +138,9 @@ specd_status* cache_create(void*, specd_model* model, uint32_t max_tokens,
   });
 }
 
-void cache_free(void*, specd_model_cache* cache) { delete cache; }
+void cache_free(void*, specd_model_cache* cache) {
+  delete cache;
+}
 
 uint32_t cache_size(void*, const specd_model_cache* cache) {
   return static_cast<uint32_t>(cache->head ? cache->head->size() : cache->cache->size());
@@ -153,8 +157,8 @@ specd_status* model_forward(void*, specd_model* model, specd_model_cache* cache,
   });
 }
 
-specd_status* model_commit(void*, specd_model* model, specd_model_cache* cache,
-                           const int32_t* rows, uint32_t n) {
+specd_status* model_commit(void*, specd_model* model, specd_model_cache* cache, const int32_t* rows,
+                           uint32_t n) {
   return guarded([&] {
     if (model->head)
       model->head->commit(*cache->head, std::span<const int32_t>(rows, n));
@@ -227,7 +231,9 @@ const specd_model_api g_api = {sizeof(specd_model_api),
 
 }  // namespace
 
-const specd_model_api* model_service() { return &g_api; }
+const specd_model_api* model_service() {
+  return &g_api;
+}
 
 ModelServiceScope::ModelServiceScope(const PluginRegistry& registry, std::string default_backend,
                                      uint32_t threads) {

@@ -156,7 +156,16 @@ void CpuDevice::rope(const specd_view& xv, const specd_view& pv, const specd_rop
   const Mat x = check_view(&xv, "rope", "x", {SPECD_DTYPE_F32}, true);
   const Mat pos = check_view(&pv, "rope", "positions", {SPECD_DTYPE_I32});
   sdk::check_rope_shapes(x, pos, p);
-  cpu::rope(*pool_, x, pos.i32_row(0), p);
+  const sdk::RopeOptions o = sdk::rope_options(p);
+  const float* factors = nullptr;
+  if (o.freq_factors) {
+    const Mat f = check_view(o.freq_factors, "rope", "freq_factors", {SPECD_DTYPE_F32});
+    sdk::check_rope_factors_shape(f, p);
+    factors = reinterpret_cast<const float*>(f.p);
+  }
+  cpu::rope(
+      *pool_, x, pos.i32_row(0),
+      {p.n_head, p.head_dim, p.n_rot, p.base, o.mode == SPECD_ROPE_NEOX, o.freq_scale, factors});
 }
 
 void CpuDevice::get_rows(const specd_view& tv, const specd_view& iv, const specd_view& yv) {
@@ -224,8 +233,7 @@ void CpuDevice::add(const specd_view& av, const specd_view& bv, const specd_view
   const Mat a = check_view(&av, "add", "a", {SPECD_DTYPE_F32});
   const Mat b = check_view(&bv, "add", "b", {SPECD_DTYPE_F32});
   const Mat y = check_view(&yv, "add", "y", {SPECD_DTYPE_F32}, true);
-  sdk::check_same_shape(a, b, "add", "a", "b");
-  sdk::check_same_shape(a, y, "add", "a", "y");
+  sdk::check_add_shapes(a, b, y);
   cpu::add(*pool_, a, b, y);
 }
 

@@ -35,14 +35,18 @@ void rms_norm(ThreadPool& pool, const Mat& x, const Mat& weight, float eps, cons
   });
 }
 
-void rope(ThreadPool& pool, const Mat& x, const int32_t* positions, const specd_rope_params& p) {
+void rope(ThreadPool& pool, const Mat& x, const int32_t* positions, const RopeSpec& p) {
   const int64_t half = p.n_rot / 2;
+  // Pair j is (2j, 2j+1) in normal mode and (j, j + half) in neox mode.
+  const int64_t lo_step = p.neox ? 1 : 2, hi_offset = p.neox ? half : 1;
   for_rows(pool, x.rows, x.cols, [&](int64_t i) {
     float cs[512], sn[512];  // n_rot <= 1024 (checked by the device)
     const double pos = positions[i];
     for (int64_t j = 0; j < half; ++j) {
-      const double theta =
+      double theta =
           pos * std::pow(static_cast<double>(p.base), -2.0 * static_cast<double>(j) / p.n_rot);
+      if (p.freq_factors) theta /= static_cast<double>(p.freq_factors[j]);
+      theta *= static_cast<double>(p.freq_scale);
       cs[j] = static_cast<float>(std::cos(theta));
       sn[j] = static_cast<float>(std::sin(theta));
     }
@@ -50,9 +54,11 @@ void rope(ThreadPool& pool, const Mat& x, const int32_t* positions, const specd_
     for (uint32_t h = 0; h < p.n_head; ++h) {
       float* v = xi + static_cast<int64_t>(h) * p.head_dim;
       for (int64_t j = 0; j < half; ++j) {
-        const float x0 = v[2 * j], x1 = v[2 * j + 1];
-        v[2 * j] = x0 * cs[j] - x1 * sn[j];
-        v[2 * j + 1] = x0 * sn[j] + x1 * cs[j];
+        float* a = v + j * lo_step;
+        float* b = a + hi_offset;
+        const float x0 = *a, x1 = *b;
+        *a = x0 * cs[j] - x1 * sn[j];
+        *b = x0 * sn[j] + x1 * cs[j];
       }
     }
   });
@@ -97,7 +103,7 @@ void add(ThreadPool& pool, const Mat& a, const Mat& b, const Mat& y) {
   const int64_t n = a.cols;
   for_rows(pool, a.rows, n, [&](int64_t i) {
     const float* pa = a.f32_row(i);
-    const float* pb = b.f32_row(i);
+    const float* pb = b.f32_row(b.rows == 1 ? 0 : i);  // one row: a bias for every row
     float* o = y.f32_row(i);
     for (int64_t j = 0; j < n; ++j) o[j] = pa[j] + pb[j];
   });

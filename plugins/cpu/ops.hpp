@@ -8,9 +8,18 @@
 namespace specd::cpu {
 
 void rms_norm(ThreadPool& pool, const Mat& x, const Mat& weight, float eps, const Mat& y);
-void rope(ThreadPool& pool, const Mat& x, const int32_t* positions, const specd_rope_params& p);
+// RoPE as backend.h defines it; freq_factors (n_rot / 2 values) may be null.
+struct RopeSpec {
+  uint32_t n_head, head_dim, n_rot;
+  float base;
+  bool neox;
+  float freq_scale;
+  const float* freq_factors;
+};
+void rope(ThreadPool& pool, const Mat& x, const int32_t* positions, const RopeSpec& p);
 void get_rows(ThreadPool& pool, const Mat& table, const int32_t* ids, const Mat& y);
 void swiglu(ThreadPool& pool, const Mat& gate, const Mat& up, const Mat& y);
+// b is [m, n] or one row [1, n] added to every row.
 void add(ThreadPool& pool, const Mat& a, const Mat& b, const Mat& y);
 // Rows moved in increasing i with memmove, so in-place compaction towards the front works.
 void copy_rows(const Mat& src, const int32_t* indices, const Mat& dst, int64_t row_bytes);

@@ -26,6 +26,15 @@ struct GemmArgs {
   uint32_t dtype;
 };
 
+// RoPE as backend.h defines it (x is the Mat passed beside it).
+struct RopeArgs {
+  const int32_t* positions;   // [m]
+  const float* freq_factors;  // [n_rot / 2], or null
+  int n_head, head_dim, n_rot;
+  int neox;  // pairs (j, j + n_rot/2) instead of (2j, 2j+1)
+  float base, freq_scale;
+};
+
 // Attention over the KV cache; see backend.h. Mask arrays are int32 device rows.
 struct AttentionArgs {
   const float* q;

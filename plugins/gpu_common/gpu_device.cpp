@@ -202,10 +202,24 @@ void GpuDevice::rope(const specd_view& xv, const specd_view& pv, const specd_rop
   const Mat x = check_view(&xv, "rope", "x", {SPECD_DTYPE_F32});
   const Mat pos = check_view(&pv, "rope", "positions", {SPECD_DTYPE_I32});
   sdk::check_rope_shapes(x, pos, p);
+  const sdk::RopeOptions o = sdk::rope_options(p);
+  const float* factors = nullptr;
+  if (o.freq_factors) {
+    const Mat f = check_view(o.freq_factors, "rope", "freq_factors", {SPECD_DTYPE_F32});
+    sdk::check_rope_factors_shape(f, p);
+    factors = f32(f);
+  }
   if (x.rows == 0 || p.n_rot == 0) return;
   bind();
-  SPECD_GPU_CHECK(launch_rope(x, i32(pos), static_cast<int>(p.n_head), static_cast<int>(p.head_dim),
-                              static_cast<int>(p.n_rot), p.base, stream_));
+  const RopeArgs a{i32(pos),
+                   factors,
+                   static_cast<int>(p.n_head),
+                   static_cast<int>(p.head_dim),
+                   static_cast<int>(p.n_rot),
+                   o.mode == SPECD_ROPE_NEOX ? 1 : 0,
+                   p.base,
+                   o.freq_scale};
+  SPECD_GPU_CHECK(launch_rope(x, a, stream_));
 }
 
 void GpuDevice::get_rows(const specd_view& tv, const specd_view& iv, const specd_view& yv) {
@@ -288,8 +302,7 @@ void GpuDevice::add(const specd_view& av, const specd_view& bv, const specd_view
   const Mat a = check_view(&av, "add", "a", {SPECD_DTYPE_F32});
   const Mat b = check_view(&bv, "add", "b", {SPECD_DTYPE_F32});
   const Mat y = check_view(&yv, "add", "y", {SPECD_DTYPE_F32});
-  sdk::check_same_shape(a, b, "add", "a", "b");
-  sdk::check_same_shape(a, y, "add", "a", "y");
+  sdk::check_add_shapes(a, b, y);
   if (a.rows == 0) return;
   bind();
   SPECD_GPU_CHECK(launch_add(a, b, y, stream_));

@@ -18,11 +18,11 @@ cudaError_t launch_decode_rows(const GemmArgs& a, int64_t row0, int64_t rows, fl
 // Row-wise ops (rowwise.cuh). Shapes were validated by the caller.
 cudaError_t launch_rms_norm(const Mat& x, const float* weight, float eps, const Mat& y,
                             cudaStream_t stream);
-cudaError_t launch_rope(const Mat& x, const int32_t* positions, int n_head, int head_dim, int n_rot,
-                        float base, cudaStream_t stream);
+cudaError_t launch_rope(const Mat& x, const RopeArgs& a, cudaStream_t stream);
 cudaError_t launch_get_rows(const Mat& table, const int32_t* ids, const Mat& y,
                             cudaStream_t stream);
 cudaError_t launch_swiglu(const Mat& gate, const Mat& up, const Mat& y, cudaStream_t stream);
+// b is [m, n] or one row [1, n] added to every row.
 cudaError_t launch_add(const Mat& a, const Mat& b, const Mat& y, cudaStream_t stream);
 // dst[i] = src[indices[i]] bytewise; src and dst must not overlap (the device stages in-place
 // compaction through a scratch buffer).

@@ -62,23 +62,26 @@ __global__ void rms_norm_kernel(Mat x, const float* weight, float eps, Mat y) {
 
 // One thread per rotated pair (row i, head h, pair p); the angle in double as on the CPU, since
 // f32 loses ~1e-5 relative accuracy at positions in the hundreds.
-__global__ void rope_kernel(Mat x, const int32_t* positions, int n_head, int head_dim, int n_rot,
-                            float base) {
-  const int64_t half = n_rot / 2;
-  const int64_t total = x.rows * n_head * half;
+__global__ void rope_kernel(Mat x, RopeArgs a) {
+  const int64_t half = a.n_rot / 2;
+  const int64_t total = x.rows * a.n_head * half;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t p = e % half;
-    const int64_t h = (e / half) % n_head;
-    const int64_t i = e / (half * n_head);
-    const double theta = static_cast<double>(positions[i]) *
-                         pow(static_cast<double>(base), -2.0 * static_cast<double>(p) / n_rot);
+    const int64_t h = (e / half) % a.n_head;
+    const int64_t i = e / (half * a.n_head);
+    double theta = static_cast<double>(a.positions[i]) *
+                   pow(static_cast<double>(a.base), -2.0 * static_cast<double>(p) / a.n_rot);
+    if (a.freq_factors) theta /= static_cast<double>(a.freq_factors[p]);
+    theta *= static_cast<double>(a.freq_scale);
     const float cs = static_cast<float>(cos(theta));
     const float sn = static_cast<float>(sin(theta));
-    float* v = f32_row(x, i) + h * head_dim + 2 * p;
-    const float x0 = v[0], x1 = v[1];
-    v[0] = x0 * cs - x1 * sn;
-    v[1] = x0 * sn + x1 * cs;
+    float* v = f32_row(x, i) + h * a.head_dim;
+    float* lo = a.neox ? v + p : v + 2 * p;
+    float* hi = a.neox ? lo + half : lo + 1;
+    const float x0 = *lo, x1 = *hi;
+    *lo = x0 * cs - x1 * sn;
+    *hi = x0 * sn + x1 * cs;
   }
 }
 
@@ -108,7 +111,7 @@ __global__ void add_kernel(Mat a, Mat b, Mat y) {
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
        e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t i = e / a.cols, c = e % a.cols;
-    f32_row(y, i)[c] = f32_row(a, i)[c] + f32_row(b, i)[c];
+    f32_row(y, i)[c] = f32_row(a, i)[c] + f32_row(b, b.rows == 1 ? 0 : i)[c];
   }
 }
 
@@ -184,11 +187,9 @@ cudaError_t launch_rms_norm(const Mat& x, const float* weight, float eps, const 
   return cudaGetLastError();
 }
 
-cudaError_t launch_rope(const Mat& x, const int32_t* positions, int n_head, int head_dim, int n_rot,
-                        float base, cudaStream_t stream) {
-  const int64_t total = x.rows * n_head * (n_rot / 2);
-  SPECD_LAUNCH(grid_1d(total, 256), 256, 0, stream, rope_kernel)
-  (x, positions, n_head, head_dim, n_rot, base);
+cudaError_t launch_rope(const Mat& x, const RopeArgs& a, cudaStream_t stream) {
+  const int64_t total = x.rows * a.n_head * (a.n_rot / 2);
+  SPECD_LAUNCH(grid_1d(total, 256), 256, 0, stream, rope_kernel)(x, a);
   return cudaGetLastError();
 }
 

@@ -1,6 +1,6 @@
-// Independent draft model: a second, smaller llama GGUF (same vocabulary as the target)
-// drafts a chain of k tokens, run by the host's model service on any backend
-// ([proposer] backend may differ from the target's).
+// Independent draft model: a second, smaller model GGUF of any supported architecture (same
+// vocabulary as the target, its architecture may differ) drafts a chain of k tokens, run by
+// the host's model service on any backend ([proposer] backend may differ from the target's).
 //
 // Parameters ([proposer]): mode = "sample" (default: each token drawn from q, the draft's
 // distribution after the run's sampling transform) or "greedy" (each token the argmax of q,
@@ -171,5 +171,5 @@ class DraftModelProposer {
 }  // namespace
 
 SPECD_PROPOSER_PLUGIN(DraftModelProposer, "org.specd.propose.draft-model", "draft-model", "1.0.0",
-                      "independent draft model (a smaller llama GGUF) drafting a chain of k tokens",
+                      "independent draft model (a smaller GGUF model) drafting a chain of k tokens",
                       SPECD_PROPOSER_PROVIDES_Q, "rejection")

@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "specd/acceptance.h"
+#include "specd/backend.h"
 #include "specd/draft.h"
 #include "specd/entry.h"
 #include "specd/host.h"
@@ -38,4 +39,14 @@ TEST_CASE("SPECD_HOST_HAS sees fields within struct_size only") {
   CHECK_FALSE(SPECD_HOST_HAS(&host, rng_uniform));
   host.struct_size = sizeof(specd_host);
   CHECK(SPECD_HOST_HAS(&host, rng_bits));
+}
+
+TEST_CASE("ABI 0.2 appends to specd_rope_params after the frozen 0.1 fields") {
+  CHECK(offsetof(specd_rope_params, base) == 16);  // 0.1 ends here (struct_size 20)
+  CHECK(offsetof(specd_rope_params, mode) == 20);
+  CHECK(offsetof(specd_rope_params, freq_scale) == 24);
+  CHECK(offsetof(specd_rope_params, freq_factors) == 32);
+  CHECK(sizeof(specd_rope_params) == 40);
+  CHECK(SPECD_ROPE_NORMAL == 0u);  // ggml's rope type values
+  CHECK(SPECD_ROPE_NEOX == 2u);
 }

@@ -152,7 +152,8 @@ TEST_CASE("rope rotates adjacent pairs at base^(-2i/n_rot), partial rotation pas
       auto x = random_floats(rng, m * n_head * hd);
       std::vector<int32_t> pos = {0, 1, 17, 500};
       Buffer bx = upload_vec(dev, x), bp = upload_vec(dev, pos);
-      specd_rope_params p{sizeof(p), n_head, hd, n_rot, 10000.0f};
+      specd_rope_params p{sizeof(p),         n_head, hd, n_rot,  10000.0f,
+                          SPECD_ROPE_NORMAL, 1.0f,   0,  nullptr};
       dev.rope(bx.view(SPECD_DTYPE_F32, m, n_head * hd), bp.view(SPECD_DTYPE_I32, 1, m), p);
       auto y = download_vec<float>(bx, x.size());
       std::vector<double> ref(x.size()), scale(x.size());

@@ -1,6 +1,7 @@
 // A strict little JSON parser for the report tests: parses a whole document or throws.
 #pragma once
 
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -36,6 +37,37 @@ class JsonParser {
   }
 
  private:
+  uint32_t hex4() {
+    if (i_ + 4 > t_.size()) fail("bad \\u");
+    uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char h = t_[i_++];
+      const int d = h >= '0' && h <= '9'   ? h - '0'
+                    : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                    : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                           : -1;
+      if (d < 0) fail("bad \\u digit");
+      v = v * 16 + static_cast<uint32_t>(d);
+    }
+    return v;
+  }
+  static void append_utf8(std::string& out, uint32_t cp) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  }
   [[noreturn]] void fail(const std::string& m) {
     throw std::runtime_error("JSON: " + m + " at " + std::to_string(i_));
   }
@@ -62,13 +94,24 @@ class JsonParser {
         if (i_ >= t_.size()) fail("bad escape");
         char e = t_[i_++];
         if (e == 'u') {
-          if (i_ + 4 > t_.size()) fail("bad \\u");
-          i_ += 4;
-          out += '?';
+          uint32_t cp = hex4();
+          if (cp >= 0xD800 && cp < 0xDC00) {  // a surrogate pair
+            if (i_ + 2 > t_.size() || t_[i_] != '\\' || t_[i_ + 1] != 'u') fail("lone surrogate");
+            i_ += 2;
+            const uint32_t lo = hex4();
+            if (lo < 0xDC00 || lo >= 0xE000) fail("bad low surrogate");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          }
+          append_utf8(out, cp);
         } else if (std::string("\"\\/bfnrt").find(e) == std::string::npos) {
           fail("bad escape");
         } else {
-          out += e == 'n' ? '\n' : e == 't' ? '\t' : e;
+          out += e == 'n'   ? '\n'
+                 : e == 't' ? '\t'
+                 : e == 'r' ? '\r'
+                 : e == 'b' ? '\b'
+                 : e == 'f' ? '\f'
+                            : e;
         }
       } else {
         out += c;

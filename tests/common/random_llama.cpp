@@ -32,8 +32,14 @@ uint32_t write_random_llama(const std::string& path, const RandomLlamaSpec& s) {
     for (int64_t e : t.ne) n *= static_cast<size_t>(e);
     std::vector<float> v(n);
     const bool norm = t.role == LlamaTensorRole::kNorm;
-    for (float& x : v) x = (norm ? 1.0f : 0.0f) + normal(rng);
-    w.add_tensor_f32(t.name, norm ? GgmlType::kF32 : s.weight_type, t.ne, v.data());
+    const bool vec = norm || t.role == LlamaTensorRole::kBias;
+    if (t.role == LlamaTensorRole::kRopeFactors) {
+      v = sample_rope_factors(static_cast<int64_t>(n));
+    } else {
+      for (float& x : v) x = (norm ? 1.0f : 0.0f) + normal(rng);
+    }
+    const bool f32 = vec || t.role == LlamaTensorRole::kRopeFactors;
+    w.add_tensor_f32(t.name, f32 ? GgmlType::kF32 : s.weight_type, t.ne, v.data());
   }
   w.write(path);
   return layout.vocab;

@@ -119,14 +119,15 @@ std::vector<Mutation> mutations_of(const GgufFile& file) {
   for (size_t i = 0; i < tensors.size(); ++i) {
     const GgufTensor& t = tensors[i];
     const auto at = static_cast<std::ptrdiff_t>(i);
-    // output.weight may go: llama.cpp's convention ties the output to the embedding then.
+    // output.weight may go: llama.cpp's convention ties the output to the embedding then;
+    // so may llama's rope_freqs.weight (Llama 3.1 without it is plain llama rope).
     out.push_back({"tensor " + t.name + " removed",
                    {},
                    [at](auto& ts, auto& data) {
                      ts.erase(ts.begin() + at);
                      data.erase(data.begin() + at);
                    },
-                   t.name != "output.weight"});
+                   t.name != "output.weight" && t.name != "rope_freqs.weight"});
     out.push_back({"tensor " + t.name + " filled with NaN", {}, [i](auto&, auto& data) {
                      std::memset(data[i].data(), 0xFF, data[i].size());
                    }});
@@ -271,6 +272,22 @@ TEST_CASE("every mutation of a target file generates or is refused naming the fi
   Files f;
   sweep(f.dir, f.target,
         [](const std::string& p) { return std::vector<std::string>{"target.model=" + quoted(p)}; });
+}
+
+TEST_CASE("every mutation of qwen2, qwen3, phi3 and rope_freqs llama targets is handled") {
+  Files f;
+  for (const std::string arch : {"qwen2", "qwen3", "phi3", "llama"}) {
+    CAPTURE(arch);
+    test::RandomLlamaSpec t;
+    t.architecture = arch;
+    t.rope_freqs = arch == "llama";
+    if (arch == "qwen3") t.head_dim = 32;
+    const std::string target = f.dir + "/" + arch + "-target.gguf";
+    test::write_random_llama(target, t);
+    sweep(f.dir, target, [](const std::string& p) {
+      return std::vector<std::string>{"target.model=" + quoted(p)};
+    });
+  }
 }
 
 TEST_CASE("every mutation of a draft model generates or is refused naming the file") {

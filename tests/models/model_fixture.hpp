@@ -22,8 +22,13 @@ struct FixtureSpec {
   bool tied = false;
   uint32_t seed = 1;
   std::string architecture = "llama";
-  std::string skip_tensor;       // leave this tensor out
-  std::string bad_shape_tensor;  // give this tensor a wrong shape
+  uint32_t head_dim = 0;     // 0: d / n_head
+  bool rope_freqs = false;   // llama: write rope_freqs.weight
+  float rope_scale = 0;      // > 0: linear rope scaling factor
+  std::string extra_tensor;  // also write this f32 vector of d / n_head / 2 ones
+  std::vector<std::pair<std::string, std::string>> string_keys;  // set after the metadata
+  std::string skip_tensor;                                       // leave this tensor out
+  std::string bad_shape_tensor;                                  // give this tensor a wrong shape
 };
 
 inline std::string fixture_dir() {
@@ -45,8 +50,17 @@ inline std::string write_fixture(const FixtureSpec& s, const std::string& file) 
   layout.n_head_kv = static_cast<uint32_t>(s.n_head_kv);
   layout.vocab = static_cast<uint32_t>(s.vocab);
   layout.tied_output = s.tied;
+  layout.head_dim = s.head_dim;
+  layout.rope_freqs = s.rope_freqs;
+  layout.rope_scale = s.rope_scale;
   GgufWriter w;
   set_llama_metadata(w, layout);
+  for (const auto& [key, value] : s.string_keys) w.set_string(key, value);
+  if (!s.extra_tensor.empty()) {
+    const std::vector<float> ones(static_cast<size_t>(s.d / s.n_head / 2), 1.0f);
+    w.add_tensor_f32(s.extra_tensor, GgmlType::kF32, {static_cast<int64_t>(ones.size())},
+                     ones.data());
+  }
   // Scales that keep activations O(1): norms near 1, matrices ~ 1/sqrt(inputs), q and k
   // doubled so that attention is not uniform.
   const float ws = 1.0f / std::sqrt(static_cast<float>(s.d));
@@ -67,7 +81,10 @@ inline std::string write_fixture(const FixtureSpec& s, const std::string& file) 
     const float scale = scale_of(t), mean = norm ? 1.0f : 0.0f;
     std::vector<float> v(static_cast<size_t>(n));
     for (float& x : v) x = mean + scale * nd(rng);
-    w.add_tensor_f32(t.name, norm ? GgmlType::kF32 : s.matrix_type, t.ne, v.data());
+    if (t.role == LlamaTensorRole::kRopeFactors) v = sample_rope_factors(n);
+    const bool vec =
+        norm || t.role == LlamaTensorRole::kBias || t.role == LlamaTensorRole::kRopeFactors;
+    w.add_tensor_f32(t.name, vec ? GgmlType::kF32 : s.matrix_type, t.ne, v.data());
   }
   const std::string path = fixture_dir() + "/" + file;
   w.write(path);
@@ -101,26 +118,37 @@ inline std::vector<double> tensor_values(const GgufFile& f, const std::string& n
   return std::vector<double>(v.begin(), v.end());
 }
 
-// logits [T][V] for tokens at positions 0..T-1 (and hidden [T][d] before the final norm).
+// logits [T][V] for tokens at positions 0..T-1 (and hidden [T][d] before the final norm), for
+// any supported architecture: its key prefix, RoPE pairing, biases, q/k norms, fused tensors
+// and rope_freqs, written out independently of the model code.
 inline std::vector<std::vector<double>> naive_forward(
     const std::string& path, const std::vector<int32_t>& tokens,
     std::vector<std::vector<double>>* hidden = nullptr) {
   GgufFile f = GgufFile::open(path);
-  const int64_t d = f.get_u32("llama.embedding_length"),
-                H = f.get_u32("llama.attention.head_count");
-  const int64_t Hkv = f.get_u32("llama.attention.head_count_kv"),
-                F = f.get_u32("llama.feed_forward_length");
-  const int64_t L = f.get_u32("llama.block_count"), hd = d / H;
-  const double eps = f.get_f32("llama.attention.layer_norm_rms_epsilon");
-  const double base = f.get_f32("llama.rope.freq_base");
+  const std::string arch = f.get_string("general.architecture");
+  const std::string a = arch + ".";
+  const int64_t d = f.get_u32(a + "embedding_length"), H = f.get_u32(a + "attention.head_count");
+  const int64_t Hkv = f.get_u32(a + "attention.head_count_kv"),
+                F = f.get_u32(a + "feed_forward_length");
+  const int64_t L = f.get_u32(a + "block_count");
+  const int64_t hd = f.get_u32_opt(a + "attention.key_length").value_or(d / H);
+  const double eps = f.get_f32(a + "attention.layer_norm_rms_epsilon");
+  const double base = f.get_f32(a + "rope.freq_base");
+  const bool neox = arch == "qwen2" || arch == "qwen3" || arch == "phi3";
+  double freq_scale = 1.0;
+  if (f.get_string_opt(a + "rope.scaling.type").value_or("") == "linear")
+    freq_scale = 1.0 / f.get_f32(a + "rope.scaling.factor");
+  std::vector<double> factors(hd / 2, 1.0);
+  if (f.tensor("rope_freqs.weight")) factors = tensor_values(f, "rope_freqs.weight");
   const auto emb = tensor_values(f, "token_embd.weight");
   const int64_t V = static_cast<int64_t>(emb.size()) / d;
   const int64_t T = static_cast<int64_t>(tokens.size());
-  auto matvec = [](const std::vector<double>& W, const std::vector<double>& x, int64_t out) {
+  auto matvec = [](const std::vector<double>& W, const std::vector<double>& x, int64_t out,
+                   int64_t first_row = 0) {
     const int64_t in = static_cast<int64_t>(x.size());
     std::vector<double> y(out, 0.0);
     for (int64_t o = 0; o < out; ++o)
-      for (int64_t i = 0; i < in; ++i) y[o] += W[o * in + i] * x[i];
+      for (int64_t i = 0; i < in; ++i) y[o] += W[(first_row + o) * in + i] * x[i];
     return y;
   };
   auto rmsnorm = [&](const std::vector<double>& x, const std::vector<double>& w) {
@@ -134,56 +162,92 @@ inline std::vector<std::vector<double>> naive_forward(
   auto rope = [&](std::vector<double>& v, int64_t heads, int64_t pos) {
     for (int64_t h = 0; h < heads; ++h)
       for (int64_t i = 0; i < hd / 2; ++i) {
-        const double th = pos * std::pow(base, -2.0 * i / hd);
-        const double a = v[h * hd + 2 * i], b = v[h * hd + 2 * i + 1];
-        v[h * hd + 2 * i] = a * std::cos(th) - b * std::sin(th);
-        v[h * hd + 2 * i + 1] = a * std::sin(th) + b * std::cos(th);
+        const double th = pos * std::pow(base, -2.0 * i / hd) / factors[i] * freq_scale;
+        const int64_t i0 = h * hd + (neox ? i : 2 * i), i1 = i0 + (neox ? hd / 2 : 1);
+        const double x0 = v[i0], x1 = v[i1];
+        v[i0] = x0 * std::cos(th) - x1 * std::sin(th);
+        v[i1] = x0 * std::sin(th) + x1 * std::cos(th);
       }
+  };
+  auto add_to = [](std::vector<double>& x, const std::vector<double>& b) {
+    for (size_t i = 0; i < x.size(); ++i) x[i] += b[i];
+  };
+  auto head_norm = [&](std::vector<double>& x, int64_t heads, const std::vector<double>& w) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const std::vector<double> part(x.begin() + h * hd, x.begin() + (h + 1) * hd);
+      const auto n = rmsnorm(part, w);
+      std::copy(n.begin(), n.end(), x.begin() + h * hd);
+    }
   };
   std::vector<std::vector<double>> e(T);
   for (int64_t t = 0; t < T; ++t)
     e[t].assign(emb.begin() + tokens[t] * d, emb.begin() + (tokens[t] + 1) * d);
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
+    auto has = [&](const std::string& n) { return f.tensor(p + n) != nullptr; };
     const auto an = tensor_values(f, p + "attn_norm.weight"),
                fn = tensor_values(f, p + "ffn_norm.weight");
-    const auto wq = tensor_values(f, p + "attn_q.weight"),
-               wk = tensor_values(f, p + "attn_k.weight");
-    const auto wv = tensor_values(f, p + "attn_v.weight"),
-               wo = tensor_values(f, p + "attn_output.weight");
-    const auto wg = tensor_values(f, p + "ffn_gate.weight"),
-               wu = tensor_values(f, p + "ffn_up.weight");
+    const bool fused_qkv = has("attn_qkv.weight");
+    const auto wqkv = fused_qkv ? tensor_values(f, p + "attn_qkv.weight") : std::vector<double>{};
+    const auto wq = fused_qkv ? wqkv : tensor_values(f, p + "attn_q.weight");
+    const auto wk = fused_qkv ? wqkv : tensor_values(f, p + "attn_k.weight");
+    const auto wv = fused_qkv ? wqkv : tensor_values(f, p + "attn_v.weight");
+    const int64_t k_row = fused_qkv ? H * hd : 0, v_row = fused_qkv ? H * hd + Hkv * hd : 0;
+    const auto wo = tensor_values(f, p + "attn_output.weight");
+    const bool fused_up = !has("ffn_gate.weight");
+    const auto wu = tensor_values(f, p + "ffn_up.weight");
+    const auto wg = fused_up ? wu : tensor_values(f, p + "ffn_gate.weight");
     const auto wd = tensor_values(f, p + "ffn_down.weight");
+    const bool bias = has("attn_q.bias"), qk_norm = has("attn_q_norm.weight");
+    std::vector<double> bq, bk, bv, qn, kn;
+    if (bias) {
+      bq = tensor_values(f, p + "attn_q.bias");
+      bk = tensor_values(f, p + "attn_k.bias");
+      bv = tensor_values(f, p + "attn_v.bias");
+    }
+    if (qk_norm) {
+      qn = tensor_values(f, p + "attn_q_norm.weight");
+      kn = tensor_values(f, p + "attn_k_norm.weight");
+    }
     std::vector<std::vector<double>> q(T), k(T), v(T);
     for (int64_t t = 0; t < T; ++t) {
       const auto n = rmsnorm(e[t], an);
       q[t] = matvec(wq, n, H * hd);
-      k[t] = matvec(wk, n, Hkv * hd);
-      v[t] = matvec(wv, n, Hkv * hd);
+      k[t] = matvec(wk, n, Hkv * hd, k_row);
+      v[t] = matvec(wv, n, Hkv * hd, v_row);
+      if (bias) {
+        add_to(q[t], bq);
+        add_to(k[t], bk);
+        add_to(v[t], bv);
+      }
+      if (qk_norm) {
+        head_norm(q[t], H, qn);
+        head_norm(k[t], Hkv, kn);
+      }
       rope(q[t], H, t);
       rope(k[t], Hkv, t);
     }
     for (int64_t t = 0; t < T; ++t) {
-      std::vector<double> a(H * hd, 0.0);
+      std::vector<double> at(H * hd, 0.0);
       for (int64_t h = 0; h < H; ++h) {
         const int64_t kh = h / (H / Hkv);
-        std::vector<double> s(t + 1);
+        std::vector<double> sc(t + 1);
         double mx = -1e300, sum = 0;
         for (int64_t j = 0; j <= t; ++j) {
           double dot = 0;
           for (int64_t c = 0; c < hd; ++c) dot += q[t][h * hd + c] * k[j][kh * hd + c];
-          s[j] = dot / std::sqrt(double(hd));
-          mx = std::max(mx, s[j]);
+          sc[j] = dot / std::sqrt(double(hd));
+          mx = std::max(mx, sc[j]);
         }
-        for (double& x : s) sum += (x = std::exp(x - mx));
+        for (double& x : sc) sum += (x = std::exp(x - mx));
         for (int64_t j = 0; j <= t; ++j)
-          for (int64_t c = 0; c < hd; ++c) a[h * hd + c] += s[j] / sum * v[j][kh * hd + c];
+          for (int64_t c = 0; c < hd; ++c) at[h * hd + c] += sc[j] / sum * v[j][kh * hd + c];
       }
-      const auto o = matvec(wo, a, d);
+      const auto o = matvec(wo, at, d);
       for (int64_t i = 0; i < d; ++i) e[t][i] += o[i];
       const auto n = rmsnorm(e[t], fn);
-      auto g = matvec(wg, n, F);
-      const auto u = matvec(wu, n, F);
+      auto g = matvec(wg, n, F);                          // fused: the gate is rows [0, F)
+      const auto u = matvec(wu, n, F, fused_up ? F : 0);  // fused: up is rows [F, 2F)
       for (int64_t i = 0; i < F; ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
       const auto dn = matvec(wd, g, d);
       for (int64_t i = 0; i < d; ++i) e[t][i] += dn[i];

@@ -147,6 +147,89 @@ TEST_CASE("a forward computes logits only for the rows asked for") {
                   specd::Error);
 }
 
+// One fixture per architecture layout the model reads (models/architecture.hpp).
+std::vector<std::pair<std::string, FixtureSpec>> layouts() {
+  std::vector<std::pair<std::string, FixtureSpec>> v;
+  FixtureSpec s;
+  s.seed = 21;
+  v.emplace_back("llama", s);
+  s.rope_freqs = true;
+  v.emplace_back("llama-rope-freqs", s);
+  s.rope_freqs = false;
+  s.rope_scale = 4.0f;
+  s.tied = true;
+  v.emplace_back("llama-linear-scaling-tied", s);
+  s = FixtureSpec{};
+  s.architecture = "qwen2";
+  v.emplace_back("qwen2", s);
+  s.architecture = "qwen3";
+  s.head_dim = 32;  // q is 4 x 32 = 128 wide while d is 64, as in Qwen3
+  v.emplace_back("qwen3", s);
+  s.architecture = "phi3";
+  s.head_dim = 0;
+  v.emplace_back("phi3", s);
+  return v;
+}
+
+TEST_CASE("every architecture layout matches the naive reference (f32, f16 and q8_0 weights)") {
+  for (auto [name, s] : layouts()) {
+    for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0}) {
+      s.matrix_type = type;
+      const std::string type_name = ggml_type_name(type);
+      CAPTURE(name);
+      CAPTURE(type_name);
+      const std::string path =
+          write_fixture(s, "arch-" + name + "-" + ggml_type_name(type) + ".gguf");
+      std::mt19937 rng(8);
+      // 40 positions: far enough that rope factors and scaling change the angles visibly.
+      compare_to_naive(path, random_tokens(rng, 40, static_cast<int32_t>(s.vocab)), 1e-4);
+    }
+  }
+}
+
+TEST_CASE("the architecture's steps change the logits (each layout differs from plain llama)") {
+  std::mt19937 rng(9);
+  const auto tokens = random_tokens(rng, 40, 96);
+  auto logits_of = [&](const FixtureSpec& s, const std::string& file) {
+    auto model = LlamaModel::load(write_fixture(s, file), cpu_device());
+    auto cache = model->new_cache(64);
+    return run_chain(*model, *cache, tokens);
+  };
+  FixtureSpec llama;
+  const auto base = logits_of(llama, "steps-llama.gguf");
+  FixtureSpec freqs = llama;
+  freqs.rope_freqs = true;  // same weights, frequencies divided
+  CHECK(logits_of(freqs, "steps-freqs.gguf") != base);
+  FixtureSpec scaled = llama;
+  scaled.rope_scale = 2.0f;
+  CHECK(logits_of(scaled, "steps-scaled.gguf") != base);
+}
+
+TEST_CASE("verifying a chain is bit-identical to single steps for every architecture layout") {
+  for (auto [name, s] : layouts()) {
+    CAPTURE(name);
+    auto model = LlamaModel::load(write_fixture(s, "inv-" + name + ".gguf"), cpu_device());
+    CHECK(model->info().architecture == s.architecture);
+    const int32_t V = model->info().vocab_size;
+    std::mt19937 rng(10);
+    const auto prompt = random_tokens(rng, 5, V);
+    for (int32_t m : {1, 4, 17}) {
+      const auto draft = random_tokens(rng, m, V);
+      auto batch_cache = model->new_cache(64);
+      run_chain(*model, *batch_cache, prompt);
+      std::vector<float> batch(static_cast<size_t>(m) * V);
+      model->forward(*batch_cache, draft, iota_n(m, 5), chain_parents(m), batch.data());
+      auto step_cache = model->new_cache(64);
+      run_chain(*model, *step_cache, prompt);
+      for (int32_t i = 0; i < m; ++i) {
+        const auto one = run_chain(*model, *step_cache, {draft[i]});
+        INFO("m=" << m << " row " << i);
+        CHECK(std::memcmp(one.data(), batch.data() + static_cast<size_t>(i) * V, V * 4) == 0);
+      }
+    }
+  }
+}
+
 TEST_CASE("verifying a chain of m tokens is bit-identical to m single steps") {
   FixtureSpec s;
   const std::string path = write_fixture(s, "invariance.gguf");
@@ -290,23 +373,104 @@ TEST_CASE("bad model files and bad calls give clear errors naming the file and t
   CHECK_THROWS_AS(model->truncate(*cache, 1), Error);
 }
 
-TEST_CASE("logits match the PyTorch reference (train/reference_forward.py) on models/target.gguf") {
-  // $SPECD_TEST_TORCH_MODEL may name another llama GGUF to compare.
-  const std::string src = SPECD_SOURCE_DIR;
-  const char* env_model = std::getenv("SPECD_TEST_TORCH_MODEL");
-  const std::string model_path =
-      env_model && *env_model ? std::string(env_model) : src + "/models/target.gguf";
-  const std::string script = src + "/train/reference_forward.py";
-  if (!std::filesystem::exists(model_path) || !std::filesystem::exists(script)) {
-    MESSAGE("skipping: " << model_path << " or " << script << " does not exist");
-    return;
+TEST_CASE("architecture files with missing parts, unsupported keys or an old backend are refused") {
+  auto message_of = [](const std::string& path, Device& device) {
+    try {
+      LlamaModel::load(path, device);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  FixtureSpec qwen2;
+  qwen2.architecture = "qwen2";
+  qwen2.skip_tensor = "blk.1.attn_v.bias";
+  std::string msg = message_of(write_fixture(qwen2, "qwen2-no-bias.gguf"), cpu_device());
+  CHECK(msg.find("qwen2-no-bias.gguf") != std::string::npos);
+  CHECK(msg.find("blk.1.attn_v.bias") != std::string::npos);
+
+  FixtureSpec qwen3;
+  qwen3.architecture = "qwen3";
+  qwen3.skip_tensor = "blk.0.attn_k_norm.weight";
+  msg = message_of(write_fixture(qwen3, "qwen3-no-norm.gguf"), cpu_device());
+  CHECK(msg.find("blk.0.attn_k_norm.weight") != std::string::npos);
+
+  // Tensors of features the architecture lacks, or this runtime does not read, are refused.
+  FixtureSpec qwen3_freqs;
+  qwen3_freqs.architecture = "qwen3";
+  qwen3_freqs.extra_tensor = "rope_freqs.weight";
+  msg = message_of(write_fixture(qwen3_freqs, "qwen3-freqs.gguf"), cpu_device());
+  CHECK(msg.find("qwen3-freqs.gguf") != std::string::npos);
+  CHECK(msg.find("'rope_freqs.weight' is not used by a 2-layer qwen3 model") != std::string::npos);
+  FixtureSpec phi3_long;
+  phi3_long.architecture = "phi3";
+  phi3_long.extra_tensor = "rope_factors_long.weight";
+  msg = message_of(write_fixture(phi3_long, "phi3-long.gguf"), cpu_device());
+  CHECK(msg.find("rope_factors_long.weight") != std::string::npos);
+
+  // Rope scaling types other than none and linear are refused naming the key.
+  FixtureSpec yarn;
+  yarn.string_keys = {{"llama.rope.scaling.type", "yarn"}};
+  msg = message_of(write_fixture(yarn, "yarn.gguf"), cpu_device());
+  CHECK(msg.find("yarn.gguf: llama.rope.scaling.type = 'yarn' is not supported") !=
+        std::string::npos);
+  FixtureSpec none;  // type none: the factor is ignored, as llama.cpp does
+  none.string_keys = {{"llama.rope.scaling.type", "none"}};
+  none.rope_scale = 0;
+  CHECK(message_of(write_fixture(none, "none.gguf"), cpu_device()) == "no error");
+
+  // An unknown architecture is refused naming the file, the architecture and the supported ones.
+  FixtureSpec mamba;
+  mamba.architecture = "mamba";
+  msg = message_of(write_fixture(mamba, "mamba.gguf"), cpu_device());
+  CHECK(msg.find("mamba.gguf: architecture 'mamba' is not supported (supported: llama, qwen2, "
+                 "qwen3, phi3)") != std::string::npos);
+
+  FixtureSpec freqs;
+  freqs.rope_freqs = true;
+  const std::string llama_freqs = write_fixture(freqs, "llama-freqs.gguf");
+
+  // A backend built against ABI 0.1 has neither neox rope nor a bias add: qwen2 is refused
+  // naming the backend, the file and the architecture; a plain llama file still loads.
+  LoadedPlugin old = *registry().find("cpu", SPECD_KIND_BACKEND);
+  old.abi_minor = 1;
+  Backend old_backend(old);
+  DeviceOptions opt;
+  opt.threads = 1;
+  auto old_device = old_backend.open(opt);
+  FixtureSpec q2;
+  q2.architecture = "qwen2";
+  msg = message_of(write_fixture(q2, "qwen2-old-backend.gguf"), *old_device);
+  CHECK(msg.find("backend 'cpu'") != std::string::npos);
+  CHECK(msg.find("ABI 0.1") != std::string::npos);
+  CHECK(msg.find("qwen2-old-backend.gguf") != std::string::npos);
+  CHECK(msg.find("'qwen2'") != std::string::npos);
+  msg = message_of(llama_freqs, *old_device);
+  CHECK(msg.find("rope frequency factors") != std::string::npos);
+  CHECK(message_of(write_fixture(FixtureSpec{}, "llama-old-backend.gguf"), *old_device) ==
+        "no error");
+}
+
+// Whether the PyTorch reference can run here (MESSAGE saying why not otherwise).
+bool torch_available() {
+  const std::string script = std::string(SPECD_SOURCE_DIR) + "/train/reference_forward.py";
+  if (!std::filesystem::exists(script)) {
+    MESSAGE("skipping: " << script << " does not exist");
+    return false;
   }
   if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
     MESSAGE("skipping: /usr/bin/python3 cannot import torch");
-    return;
+    return false;
   }
-  const std::vector<int32_t> tokens = {1, 2, 3};
-  const std::string cmd = "/usr/bin/python3 " + script + " " + model_path + " --tokens 1,2,3";
+  return true;
+}
+
+// max |specd - PyTorch| over the logits of `tokens` at positions 0.. (train/reference_forward.py).
+double torch_difference(const std::string& model_path, const std::vector<int32_t>& tokens) {
+  std::string list;
+  for (int32_t t : tokens) list += (list.empty() ? "" : ",") + std::to_string(t);
+  const std::string cmd = "/usr/bin/python3 " + std::string(SPECD_SOURCE_DIR) +
+                          "/train/reference_forward.py " + model_path + " --tokens " + list;
   FILE* pipe = popen(cmd.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string out;
@@ -322,13 +486,47 @@ TEST_CASE("logits match the PyTorch reference (train/reference_forward.py) on mo
     i = static_cast<size_t>(end - out.c_str());
   }
   auto model = LlamaModel::load(model_path, cpu_device());
-  const int32_t V = model->info().vocab_size;
-  REQUIRE(ref.size() == static_cast<size_t>(3 * V));
-  auto cache = model->new_cache(8);
-  std::vector<float> logits(3 * V);
-  model->forward(*cache, tokens, iota_n(3), chain_parents(3), logits.data());
+  const int32_t V = model->info().vocab_size, T = static_cast<int32_t>(tokens.size());
+  REQUIRE(ref.size() == static_cast<size_t>(T) * V);
+  auto cache = model->new_cache(T);
+  std::vector<float> logits(static_cast<size_t>(T) * V);
+  model->forward(*cache, tokens, iota_n(T), chain_parents(T), logits.data());
   double worst = 0;
   for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::fabs(logits[i] - ref[i]));
-  MESSAGE("max |specd - PyTorch| over 3 x " << V << " logits: " << worst);
-  CHECK(worst <= 1e-4);
+  MESSAGE(model_path << ": max |specd - PyTorch| over " << T << " x " << V << " logits: " << worst);
+  return worst;
+}
+
+TEST_CASE("logits match the PyTorch reference (train/reference_forward.py) on models/target.gguf") {
+  // $SPECD_TEST_TORCH_MODEL may name another model GGUF to compare.
+  const char* env_model = std::getenv("SPECD_TEST_TORCH_MODEL");
+  const std::string model_path = env_model && *env_model
+                                     ? std::string(env_model)
+                                     : std::string(SPECD_SOURCE_DIR) + "/models/target.gguf";
+  if (!std::filesystem::exists(model_path)) {
+    MESSAGE("skipping: " << model_path << " does not exist");
+    return;
+  }
+  if (!torch_available()) return;
+  CHECK(torch_difference(model_path, {1, 2, 3}) <= 1e-4);
+}
+
+TEST_CASE("every architecture layout matches the PyTorch reference (fixtures and llama.cpp's)") {
+  if (!torch_available()) return;
+  std::mt19937 rng(12);
+  for (auto [name, s] : layouts()) {
+    CAPTURE(name);
+    s.matrix_type = GgmlType::kF16;
+    const std::string path = write_fixture(s, "torch-" + name + ".gguf");
+    CHECK(torch_difference(path, random_tokens(rng, 24, static_cast<int32_t>(s.vocab))) <= 1e-4);
+  }
+  const std::string compat = std::string(SPECD_SOURCE_DIR) + "/../shared/compat/arch";
+  if (!std::filesystem::exists(compat)) {
+    MESSAGE("skipping the llama.cpp files: " << compat << " is not there");
+    return;
+  }
+  for (const char* file : {"llama", "llama-tied", "llama-rope-freqs", "qwen2", "qwen3"}) {
+    CAPTURE(file);
+    CHECK(torch_difference(compat + "/" + file + ".gguf", random_tokens(rng, 24, 4096)) <= 1e-4);
+  }
 }

@@ -3,12 +3,25 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "models/architecture.hpp"
 #include "models/heads/target_binding.hpp"
 #include "models/hyperparameters.hpp"
 #include "models/weight_loader.hpp"
 
 namespace specd {
 namespace {
+
+// The block of the EAGLE and MTP heads (train/FORMATS.md): the plain llama block, with none
+// of the optional tensors an architecture may add (a head file holding one is refused).
+const Architecture kHeadBlock = {
+    .name = "specd-head",
+    .rope_mode = SPECD_ROPE_NORMAL,
+    .qkv_bias = Presence::kAbsent,
+    .qk_norm = Presence::kAbsent,
+    .fused_qkv = Presence::kAbsent,
+    .fused_gate_up = false,
+    .rope_freqs = Presence::kAbsent,
+};
 
 HeadKind kind_of(const GgufFile& f, const std::string& arch) {
   if (arch == "specd-medusa") return HeadKind::kMedusa;
@@ -31,8 +44,7 @@ std::unique_ptr<HeadModel> HeadModel::load(const std::string& head_path,
   if (!arch) throw Error(head_path + ": no general.architecture: not a model file");
   const HeadKind kind = kind_of(head, *arch);
   GgufFile target = GgufFile::open(target_path);
-  if (target.get_string_opt("general.architecture").value_or("") != "llama")
-    throw Error(target_path + ": the target of a head must be a llama model");
+  architecture_of(target);  // any supported model architecture can be a head's target
   check_target_binding(head, target);
   std::unique_ptr<HeadModel> model(new HeadModel(std::move(head), std::move(target), device));
   model->info_.path = head_path;
@@ -49,8 +61,9 @@ void HeadModel::load_target() {
   if (embd.n_dims != 2) throw Error(f.path() + ": token_embd.weight must be 2-D");
   info_.n_embd = static_cast<int32_t>(embd.ne[0]);
   info_.vocab_size = static_cast<int32_t>(embd.ne[1]);
-  info_.n_ctx = positive_int_key_or(f, "llama.context_length", 2048);
-  target_eps_ = positive_float_key_or(f, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  const std::string a = std::string(architecture_of(f).name) + ".";
+  info_.n_ctx = positive_int_key_or(f, a + "context_length", 2048);
+  target_eps_ = positive_float_key_or(f, a + "attention.layer_norm_rms_epsilon", 1e-5f);
   const int64_t d = info_.n_embd, V = info_.vocab_size;
   WeightLoader load(f, *device_, buffers_);
   tok_embd_ = load.matrix("token_embd.weight", d, V);                                    // [V, d]
@@ -104,7 +117,8 @@ void HeadModel::load_head() {
   if (in.kind == HeadKind::kEagle) {
     fc_ = load.matrix("eagle.fc.weight", 2 * d, d);  // [d, 2d]
     fc_bias_ = load.vector("eagle.fc.bias", d);      // [1, d]
-    block_ = std::make_unique<DecoderBlock>(*device_, s, load_block(load, "eagle.blk.0.", s));
+    block_ = std::make_unique<DecoderBlock>(*device_, s,
+                                            load_block(load, "eagle.blk.0.", s, kHeadBlock));
   } else {
     in.predict_offset = positive_int_key_or(f, a + "predict_offset", in.predict_offset);
     if (in.predict_offset != 2)
@@ -113,7 +127,8 @@ void HeadModel::load_head() {
     hnorm_ = load.vector("mtp.hnorm.weight", d);        // [1, d]
     enorm_ = load.vector("mtp.enorm.weight", d);        // [1, d]
     eh_ = load.matrix("mtp.eh_proj.weight", 2 * d, d);  // [d, 2d]
-    block_ = std::make_unique<DecoderBlock>(*device_, s, load_block(load, "mtp.blk.0.", s));
+    block_ =
+        std::make_unique<DecoderBlock>(*device_, s, load_block(load, "mtp.blk.0.", s, kHeadBlock));
   }
   load.refuse_unread("a one-block " + in.architecture + " head");
 }

@@ -103,15 +103,31 @@ typedef struct specd_attention_params {
   float scale; /* scores are scale * dot(q, k), usually 1 / sqrt(head_dim) */
 } specd_attention_params;
 
-/* Shape of a RoPE op (llama.cpp "normal" mode). For each head, each pair (2j, 2j+1) with
- * 2j < n_rot is rotated by angle pos * base^(-2j / n_rot); values at 2j >= n_rot pass
- * through unchanged. */
+/* RoPE modes (ABI 0.2; the values are ggml's rope types). */
+#define SPECD_ROPE_NORMAL ((uint32_t)0) /* pairs (2j, 2j+1): llama, mistral */
+#define SPECD_ROPE_NEOX ((uint32_t)2)   /* pairs (j, j + n_rot/2): qwen2, qwen3, phi3 */
+
+/* Shape of a RoPE op. For each head, pair j (0 <= j < n_rot/2) is rotated by the angle
+ *   pos * freq_scale * base^(-2j / n_rot) / freq_factors[0, j]
+ * (freq_scale 1 and freq_factors 1 unless given); in SPECD_ROPE_NORMAL mode pair j is the
+ * elements (2j, 2j+1) of the head, in SPECD_ROPE_NEOX mode (j, j + n_rot/2). A pair (a, b)
+ * becomes (a cos - b sin, a sin + b cos); elements at n_rot and beyond pass through unchanged.
+ * ABI 0.1 ends at `base` (normal mode, no scaling): a reader uses the later fields only when
+ * struct_size covers them, and the host never hands a 0.2 field to a 0.1 backend. Zeroed
+ * 0.2 fields mean what 0.1 meant. */
 typedef struct specd_rope_params {
   uint32_t struct_size;
   uint32_t n_head;   /* heads per row: cols = n_head * head_dim */
   uint32_t head_dim; /* even */
   uint32_t n_rot;    /* even, <= head_dim */
   float base;        /* theta base, e.g. 10000 */
+  /* ABI 0.2 */
+  uint32_t mode;     /* SPECD_ROPE_NORMAL or SPECD_ROPE_NEOX */
+  float freq_scale;  /* multiplies every angle (linear rope scaling: 1 / factor); 0 or 1 = none */
+  uint32_t reserved; /* 0 */
+  /* NULL, or f32 [1, n_rot / 2] in a device buffer, each > 0 (llama 3.1's rope_freqs):
+   * borrowed for the call, like every view an op receives. */
+  const specd_view* freq_factors;
 } specd_rope_params;
 
 typedef struct specd_device_params {
@@ -230,7 +246,9 @@ typedef struct specd_backend_vtable {
   specd_status* (*swiglu)(void* device, const specd_view* gate, const specd_view* up,
                           const specd_view* y);
 
-  /* y = a + b elementwise, all f32 [m, n]; y may equal a or b. [same-thread] */
+  /* y = a + b elementwise, all f32 [m, n]; y may equal a or b. Since ABI 0.2 b may also be
+   * one row [1, n], added to every row of a (a bias): y[i, :] = a[i, :] + b[0, :]; y may then
+   * equal a. The host uses that form only with backends of minor >= 2. [same-thread] */
   specd_status* (*add)(void* device, const specd_view* a, const specd_view* b, const specd_view* y);
 
   /* Row gather for KV compaction: dst[i, :] = src[indices[0, i], :] for i = 0..m-1, bytes
@@ -269,6 +287,11 @@ SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, score) == 16, "frozen layout"
 SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, buffer_alloc) == 56, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, matmul) == 104, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, argmax) == 176, "frozen layout");
+/* Layout of ABI 0.2 additions. */
+SPECD_STATIC_ASSERT(offsetof(specd_rope_params, mode) == 20, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_rope_params, freq_scale) == 24, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_rope_params, freq_factors) == 32, "frozen layout");
+SPECD_STATIC_ASSERT(sizeof(specd_rope_params) == 40, "frozen layout");
 #endif
 
 SPECD_EXTERN_C_END

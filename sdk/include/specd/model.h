@@ -25,16 +25,16 @@ typedef struct specd_model_cache specd_model_cache; /* opaque KV cache of one se
 
 typedef struct specd_model_info {
   uint32_t struct_size;
-  uint32_t vocab_size;     /* logits per row */
-  uint32_t hidden_dim;     /* width of hidden features */
-  uint32_t context_length; /* the model's trained context */
+  uint32_t vocab_size;         /* logits per row */
+  uint32_t hidden_dim;         /* width of hidden features */
+  uint32_t context_length;     /* the model's trained context */
   uint32_t invariant_max_rows; /* forward calls up to this many rows are batch invariant */
   uint32_t reserved;
   const char* name;         /* general.name; owned by the model, lives as long as it */
   const char* architecture; /* e.g. "llama"; owned by the model */
   const char* backend;      /* name of the backend it runs on; owned by the model */
-  uint32_t head_count; /* heads: Medusa's K (logit rows per feature row), 1 for EAGLE/MTP;
-                        * 0 for a llama model */
+  uint32_t head_count;      /* heads: Medusa's K (logit rows per feature row), 1 for EAGLE/MTP;
+                             * 0 for a llama model */
   uint32_t reserved2;
 } specd_model_info;
 
@@ -42,14 +42,15 @@ typedef struct specd_model_api {
   uint32_t struct_size;
   uint32_t reserved;
 
-  /* Loads a llama-architecture GGUF onto `backend` ("cpu", "cuda", "hip", a backend id,
-   * "auto", or NULL/"" for the proposer's configured backend: [proposer] backend, else the
-   * target's) with `threads` workers (0 = the run's [engine] threads). `path` and `backend` are borrowed. Errors name the file.
+  /* Loads a model GGUF of a supported architecture (llama, qwen2, qwen3, phi3) onto
+   * `backend` ("cpu", "cuda", "hip", a backend id, "auto", or NULL/"" for the proposer's
+   * configured backend: [proposer] backend, else the target's) with `threads` workers
+   * (0 = the run's [engine] threads). `path` and `backend` are borrowed. Errors name the file.
    * Only valid while the host creates a proposer (inside its `create`), which is when the
    * host knows the run's backends and threads.
    * Ownership: *out is the caller's, released with close. [main-thread] */
-  specd_status* (*open)(void* host_context, const char* path, const char* backend,
-                        uint32_t threads, specd_model** out);
+  specd_status* (*open)(void* host_context, const char* path, const char* backend, uint32_t threads,
+                        specd_model** out);
   /* Releases a model after its caches. NULL is allowed. [same-thread] */
   void (*close)(void* host_context, specd_model* model);
   /* Fills `info` (caller-owned). [same-thread] */

@@ -36,6 +36,7 @@
 // methods that the class does not define leave their vtable slot NULL.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -198,13 +199,35 @@ inline void check_row_ids(const char* op, const char* what, const int32_t* ids, 
                              std::to_string(i) + " outside [0, " + std::to_string(rows) + ")");
 }
 
+// The ABI 0.2 fields of `rope` params (backend.h), or their 0.1 meaning (normal mode, no
+// scaling, no factors) when struct_size ends before them. Pure; [any thread].
+struct RopeOptions {
+  uint32_t mode = SPECD_ROPE_NORMAL;
+  float freq_scale = 1.0f;
+  const specd_view* freq_factors = nullptr;  // borrowed from the params
+};
+inline RopeOptions rope_options(const specd_rope_params& p) {
+  RopeOptions o;
+  if (p.struct_size >= offsetof(specd_rope_params, freq_factors) + sizeof(p.freq_factors)) {
+    o.mode = p.mode;
+    o.freq_scale = p.freq_scale == 0.0f ? 1.0f : p.freq_scale;  // 0: no scaling
+    o.freq_factors = p.freq_factors;
+  }
+  return o;
+}
+
 // The shape rules of `rope` (backend.h), for a backend's own matrix type M (anything with
 // rows and cols): the params' size, even head_dim and n_rot <= min(head_dim, 1024), x of
 // n_head * head_dim columns, positions [1, m]. Throws INVALID_ARGUMENT. [any thread]
 template <class M>
 void check_rope_shapes(const M& x, const M& positions, const specd_rope_params& p) {
   auto fail = [](const std::string& what) { throw invalid_argument("rope: " + what); };
-  if (p.struct_size < sizeof(specd_rope_params)) fail("params struct_size too small");
+  if (p.struct_size < offsetof(specd_rope_params, mode)) fail("params struct_size too small");
+  const RopeOptions o = rope_options(p);
+  if (o.mode != SPECD_ROPE_NORMAL && o.mode != SPECD_ROPE_NEOX)
+    fail("mode " + std::to_string(o.mode) + " is neither SPECD_ROPE_NORMAL nor SPECD_ROPE_NEOX");
+  if (!(o.freq_scale > 0.0f) || o.freq_scale > 3.0e38f)
+    fail("freq_scale " + std::to_string(o.freq_scale) + " must be 0 (none) or finite and > 0");
   if (p.head_dim == 0 || p.head_dim % 2 || p.n_rot % 2 || p.n_rot > p.head_dim || p.n_rot > 1024)
     fail("need even head_dim and even n_rot <= min(head_dim, 1024)");
   const int64_t cols = static_cast<int64_t>(p.n_head) * p.head_dim;
@@ -212,6 +235,26 @@ void check_rope_shapes(const M& x, const M& positions, const specd_rope_params& 
     fail("x has " + std::to_string(x.cols) +
          " cols, expected n_head * head_dim = " + std::to_string(cols));
   if (positions.rows != 1 || positions.cols != x.rows) fail("positions must be [1, m]");
+}
+
+// The shape rule of `rope`'s freq_factors (the backend's checked view of
+// rope_options(p).freq_factors): f32 [1, n_rot / 2]. Their values (> 0) are the caller's
+// to guarantee: they may live in device memory. Throws INVALID_ARGUMENT. [any thread]
+template <class M>
+void check_rope_factors_shape(const M& factors, const specd_rope_params& p) {
+  if (factors.rows != 1 || factors.cols != static_cast<int64_t>(p.n_rot / 2))
+    throw invalid_argument("rope: freq_factors is [" + std::to_string(factors.rows) + ", " +
+                           std::to_string(factors.cols) +
+                           "], expected [1, n_rot / 2 = " + std::to_string(p.n_rot / 2) + "]");
+}
+
+// The shape rules of `add`: y and a [m, n]; b [m, n] or, since ABI 0.2, one row [1, n]
+// added to every row (a bias). Throws INVALID_ARGUMENT. [any thread]
+template <class M>
+void check_add_shapes(const M& a, const M& b, const M& y) {
+  check_same_shape(a, y, "add", "a", "y");
+  if (b.rows == 1 && b.cols == a.cols) return;
+  check_same_shape(a, b, "add", "a", "b");
 }
 
 // The shape rules of `attention` (backend.h) for a backend's matrix type M: the params

@@ -1,0 +1,41 @@
+#include "models/architecture.hpp"
+
+#include "common/error.hpp"
+#include "models/architectures/architectures.hpp"
+
+namespace specd {
+namespace {
+
+// Every supported architecture; a new one adds its line here.
+const Architecture* const kArchitectures[] = {
+    &architectures::kLlama,
+    &architectures::kQwen2,
+    &architectures::kQwen3,
+    &architectures::kPhi3,
+};
+
+}  // namespace
+
+const Architecture* find_architecture(std::string_view name) {
+  for (const Architecture* a : kArchitectures)
+    if (name == a->name) return a;
+  return nullptr;
+}
+
+std::string supported_architectures() {
+  std::string s;
+  for (const Architecture* a : kArchitectures) s += (s.empty() ? "" : ", ") + std::string(a->name);
+  return s;
+}
+
+const Architecture& architecture_of(const GgufFile& file) {
+  const auto name = file.get_string_opt("general.architecture");
+  if (!name) throw Error(file.path() + ": no general.architecture: not a model file");
+  const Architecture* a = find_architecture(*name);
+  if (!a)
+    throw Error(file.path() + ": architecture '" + *name +
+                "' is not supported (supported: " + supported_architectures() + ")");
+  return *a;
+}
+
+}  // namespace specd

@@ -1,0 +1,41 @@
+// The one place that says what each supported GGUF architecture is: its general.architecture
+// name (also the prefix of its hyperparameter keys, "<name>.embedding_length"), its RoPE
+// pairing, and which optional tensors and steps its decoder block has. Every architecture
+// runs through the same model (LlamaModel) and the same block op sequence (DecoderBlock), in
+// which each of these steps is optional. Adding an architecture is one file in
+// architectures/ plus one line in architecture.cpp (docs/ADDING_AN_ARCHITECTURE.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "gguf/gguf_reader.hpp"
+
+namespace specd {
+
+// Whether a file of the architecture has a tensor (or tensor family).
+enum class Presence : uint8_t { kAbsent, kOptional, kRequired };
+
+struct Architecture {
+  const char* name;    // general.architecture, and the prefix of its metadata keys
+  uint32_t rope_mode;  // SPECD_ROPE_NORMAL (pairs 2j, 2j+1) or SPECD_ROPE_NEOX (j, j + n_rot/2)
+  Presence qkv_bias;   // blk.N.attn_{q,k,v}.bias [out]: added after each projection
+  Presence qk_norm;    // blk.N.attn_{q,k}_norm.weight [head_dim]: RMSNorm per head before RoPE
+  // blk.N.attn_qkv.weight [d, q + 2 kv]: the rows of q, then k, then v in one tensor.
+  // kOptional: either that or separate attn_q/k/v; kAbsent: separate tensors only.
+  Presence fused_qkv;
+  // blk.N.ffn_up.weight [d, 2 F] holds the gate's rows then the up rows; no ffn_gate.
+  bool fused_gate_up;
+  Presence rope_freqs;  // rope_freqs.weight [n_rot/2]: per-pair frequency divisors (Llama 3.1)
+};
+
+// The architecture named `name`, or nullptr.
+const Architecture* find_architecture(std::string_view name);
+// "llama, qwen2, qwen3, phi3": every supported name, in the registry's order.
+std::string supported_architectures();
+// The architecture of a model file: throws specd::Error naming the file and its
+// general.architecture when it is absent or not supported (listing the supported ones).
+const Architecture& architecture_of(const GgufFile& file);
+
+}  // namespace specd

@@ -1,0 +1,139 @@
+// Every proposer over targets of each architecture through the engine at temperature 0:
+// n-gram, draft models (of the target's architecture or another one with the same
+// vocabulary, sampling and greedy drafting, chains) and the Medusa, EAGLE and MTP heads
+// bound to the target give exactly plain decoding's tokens.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "engine/engine.hpp"
+#include "plugin/registry.hpp"
+#include "random_heads.hpp"
+#include "random_llama.hpp"
+
+using namespace specd;
+
+namespace {
+
+std::string join(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (int32_t t : ids) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(t);
+  }
+  return s;
+}
+
+Config make_config(const std::string& model, const std::vector<std::string>& overrides) {
+  std::vector<std::string> all = {
+      "target.model=\"" + model + "\"", "engine.backend=cpu",       "engine.threads=1",
+      "sampling.temperature=0",         "sampling.ignore_eos=true", "sampling.max_tokens=32"};
+  all.insert(all.end(), overrides.begin(), overrides.end());
+  return parse_config("", "test.toml", all);
+}
+
+const std::vector<std::string> kPrompts = {
+    "def fibonacci(n):",
+    "aaaa bbbb aaaa bbbb aaaa",
+    "import os\nimport sys\n\nfor",
+};
+
+// A random model of `arch` with the byte tokenizer of every test model (same vocabulary).
+std::string write_model(const std::string& dir, const std::string& arch, uint64_t seed, bool small,
+                        bool rope_freqs = false) {
+  test::RandomLlamaSpec s;
+  s.architecture = arch;
+  s.seed = seed;
+  s.rope_freqs = rope_freqs;
+  if (arch == "qwen3") s.head_dim = 32;  // wider q than d, as in Qwen3
+  if (small) {
+    s.n_layer = 1;
+    s.n_embd = 32;
+    s.n_ff = 64;
+    s.tied_output = true;
+  }
+  const std::string path =
+      dir + "/" + arch + (small ? "-draft" : "-target") + (rope_freqs ? "-freqs" : "") + ".gguf";
+  test::write_random_llama(path, s);
+  return path;
+}
+
+// Runs plain decoding, then each proposer configuration, on every prompt.
+void check_runs(const std::string& target, const std::vector<std::vector<std::string>>& runs,
+                PluginRegistry& registry) {
+  Engine plain(make_config(target, {}), registry);
+  std::vector<GenerationResult> base;
+  for (const std::string& prompt : kPrompts) base.push_back(plain.generate(prompt));
+  for (const std::vector<std::string>& run : runs) {
+    std::string what;
+    for (const std::string& r : run) what += r + " ";
+    CAPTURE(what);
+    Engine spec(make_config(target, run), registry);
+    for (size_t i = 0; i < kPrompts.size(); ++i) {
+      CAPTURE(kPrompts[i]);
+      const GenerationResult out = spec.generate(kPrompts[i]);
+      CHECK(join(out.tokens) == join(base[i].tokens));
+      CHECK(out.text == base[i].text);
+      CHECK(out.stats.drafted > 0);
+    }
+  }
+}
+
+std::vector<std::vector<std::string>> every_strategy(const std::string& draft,
+                                                     const std::string& heads) {
+  const std::string dm = "proposer.model=\"" + draft + "\"";
+  return {
+      {"proposer.kind=ngram", "proposer.k=5", "acceptance.rule=greedy"},
+      {"proposer.kind=draft-model", dm, "proposer.k=4", "proposer.mode=sample"},
+      {"proposer.kind=draft-model", dm, "proposer.k=3", "proposer.mode=greedy"},
+      {"proposer.kind=medusa", "proposer.model=\"" + heads + "/medusa.gguf\""},
+      {"proposer.kind=medusa", "proposer.model=\"" + heads + "/medusa.gguf\"",
+       "proposer.choices=[[0], [0, 0], [1], [0, 1], [2], [0, 0, 0]]"},
+      {"proposer.kind=eagle", "proposer.model=\"" + heads + "/eagle.gguf\""},
+      {"proposer.kind=eagle", "proposer.model=\"" + heads + "/eagle.gguf\"", "proposer.depth=3",
+       "proposer.top_k=2", "proposer.max_nodes=5"},
+      {"proposer.kind=mtp", "proposer.k=4", "proposer.model=\"" + heads + "/mtp.gguf\""},
+      {"proposer.kind=mtp", "proposer.k=3", "proposer.model=\"" + heads + "/mtp.gguf\"",
+       "proposer.mode=\"greedy\""},
+  };
+}
+
+void write_heads(const std::string& dir, const std::string& target) {
+  test::RandomHeadSpec hs;
+  hs.seed = 5;
+  test::write_random_medusa(dir + "/medusa.gguf", target, hs);
+  test::write_random_eagle(dir + "/eagle.gguf", target, hs);
+  test::write_random_mtp(dir + "/mtp.gguf", target, hs);
+}
+
+}  // namespace
+
+TEST_CASE("a qwen2 target with a qwen2 draft: every strategy equals plain greedy decoding") {
+  const std::string dir = test::temp_dir("arch-qwen2");
+  PluginRegistry registry{{}};
+  const std::string target = write_model(dir, "qwen2", 41, false);
+  const std::string draft = write_model(dir, "qwen2", 42, true);
+  write_heads(dir, target);
+  check_runs(target, every_strategy(draft, dir), registry);
+}
+
+TEST_CASE("qwen3, phi3 and llama-with-rope_freqs targets, drafts of other architectures") {
+  PluginRegistry registry{{}};
+  struct Pair {
+    std::string target_arch, draft_arch;
+    bool target_freqs;
+  };
+  for (const Pair& p :
+       {Pair{"qwen3", "phi3", false}, Pair{"phi3", "qwen2", false}, Pair{"llama", "qwen3", true}}) {
+    CAPTURE(p.target_arch);
+    const std::string dir = test::temp_dir("arch-" + p.target_arch);
+    const std::string target = write_model(dir, p.target_arch, 43, false, p.target_freqs);
+    const std::string draft = write_model(dir, p.draft_arch, 44, true);
+    write_heads(dir, target);
+    const auto all = every_strategy(draft, dir);
+    // The draft model (both modes), one tree head and one chain head.
+    check_runs(target, {all[1], all[2], all[6], all[7]}, registry);
+  }
+}
