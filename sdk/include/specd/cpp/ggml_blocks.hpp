@@ -38,6 +38,7 @@
 #endif
 
 #define SPECD_BLOCK_FN SPECD_HD static inline
+#define SPECD_RESTRICT __restrict__
 
 namespace specd::ggml {
 
@@ -319,25 +320,68 @@ SPECD_BLOCK_FN float element(const uint8_t* row, int64_t c) {
 }
 
 // ---- whole blocks ---------------------------------------------------------------------------
-// The same products as block_element, with each sub-block's scale computed once: the bits
-// are equal (the conformance tests check both against llama.cpp's).
+// The same products as block_element, with each sub-block's scale computed once and inner
+// loops over contiguous bytes with fixed shifts (so compilers vectorize them): the bits are
+// equal (the conformance tests check both against llama.cpp's).
+
+// 32-element blocks: d at 0, then (q4_1, q5_1) m at 2, then (q5_*) the 32 fifth bits, then
+// 16 bytes of nibbles (element t low, t + 16 high).
+template <uint32_t T>
+SPECD_BLOCK_FN void dequantize_block32(const uint8_t* SPECD_RESTRICT b, float* SPECD_RESTRICT out) {
+  const float d = load_f16(b);
+  if constexpr (T == kQ8_0) {
+    for (unsigned i = 0; i < 32; ++i)
+      out[i] = d * static_cast<float>(static_cast<int8_t>(b[2 + i]));
+  } else {
+    constexpr unsigned qs_at = T == kQ4_1 ? 4 : T == kQ5_0 ? 6 : T == kQ5_1 ? 8 : 2;
+    constexpr bool has_min = T == kQ4_1 || T == kQ5_1;
+    constexpr bool five = T == kQ5_0 || T == kQ5_1;
+    const float m = has_min ? load_f16(b + 2) : 0.0f;
+    const uint32_t qh = five ? load_u32(b + (T == kQ5_0 ? 2 : 4)) : 0u;
+    const uint8_t* qs = b + qs_at;
+    for (unsigned h = 0; h < 2; ++h) {
+      for (unsigned t = 0; t < 16; ++t) {
+        const unsigned i = 16 * h + t;
+        unsigned q = (qs[t] >> (4 * h)) & 15u;
+        if constexpr (five) q |= ((qh >> i) & 1u) << 4;
+        float x;
+        if constexpr (T == kIQ4_NL) {
+          x = d * static_cast<float>(iq4_level(q));
+        } else if constexpr (has_min) {
+          x = d * static_cast<float>(q) + m;
+        } else {
+          x = d * static_cast<float>(static_cast<int>(q) - (five ? 16 : 8));
+        }
+        out[i] = x;
+      }
+    }
+  }
+}
 
 template <uint32_t T>
-SPECD_BLOCK_FN void dequantize_block(const uint8_t* b, float* out) {
+SPECD_BLOCK_FN void dequantize_block(const uint8_t* SPECD_RESTRICT b, float* SPECD_RESTRICT out) {
   if constexpr (T == kQ2_K) {
     const float d = load_f16(b + 80), dmin = load_f16(b + 82);
-    for (unsigned j = 0; j < 16; ++j) {
+    for (unsigned j = 0; j < 16; ++j) {  // 16 elements of one scale: bytes 16 + c*32 + l
       const float dl = d * static_cast<float>(b[j] & 15u);
       const float ml = dmin * static_cast<float>(b[j] >> 4);
-      for (unsigned i = 16 * j; i < 16 * j + 16; ++i)
-        out[i] = dl * static_cast<float>(q2_k_quant(b, i)) - ml;
+      const uint8_t* q = b + 16 + (j >> 3) * 32 + (j & 1) * 16;
+      const unsigned shift = 2 * ((j >> 1) & 3);
+      for (unsigned t = 0; t < 16; ++t)
+        out[16 * j + t] = dl * static_cast<float>((q[t] >> shift) & 3u) - ml;
     }
   } else if constexpr (T == kQ3_K) {
     const float d = load_f16(b + 108);
     for (unsigned j = 0; j < 16; ++j) {
       const float dl = d * static_cast<float>(q3_k_scale(b + 96, j));
-      for (unsigned i = 16 * j; i < 16 * j + 16; ++i)
-        out[i] = dl * static_cast<float>(q3_k_quant(b, i));
+      const unsigned l0 = (j & 1) * 16;
+      const uint8_t* q = b + 32 + (j >> 3) * 32 + l0;
+      const unsigned shift = 2 * ((j >> 1) & 3), hbit = j >> 1;
+      for (unsigned t = 0; t < 16; ++t) {
+        const int lo = static_cast<int>((q[t] >> shift) & 3u);
+        const int hi = static_cast<int>((b[l0 + t] >> hbit) & 1u);
+        out[16 * j + t] = dl * static_cast<float>(lo - 4 + 4 * hi);
+      }
     }
   } else if constexpr (T == kQ4_K || T == kQ5_K) {
     const float d = load_f16(b), dmin = load_f16(b + 2);
@@ -356,22 +400,32 @@ SPECD_BLOCK_FN void dequantize_block(const uint8_t* b, float* out) {
     }
   } else if constexpr (T == kQ6_K) {
     const float d = load_f16(b + 208);
-    for (unsigned j = 0; j < 16; ++j) {
+    for (unsigned j = 0; j < 16; ++j) {  // element 16j + t: half c, group s, byte l
       const float dl = d * static_cast<float>(static_cast<int8_t>(b[192 + j]));
-      for (unsigned i = 16 * j; i < 16 * j + 16; ++i)
-        out[i] = dl * static_cast<float>(q6_k_quant(b, i));
+      const unsigned c = j >> 3, s = (j >> 1) & 3, l0 = (j & 1) * 16;
+      const uint8_t* ql = b + c * 64 + (s & 1) * 32 + l0;
+      const uint8_t* qh = b + 128 + c * 32 + l0;
+      const unsigned lshift = 4 * (s >> 1), hshift = 2 * s;
+      for (unsigned t = 0; t < 16; ++t) {
+        const int q = static_cast<int>(((ql[t] >> lshift) & 15u) | (((qh[t] >> hshift) & 3u) << 4));
+        out[16 * j + t] = dl * static_cast<float>(q - 32);
+      }
     }
   } else if constexpr (T == kIQ4_XS) {
     const float d = load_f16(b);
     for (unsigned j = 0; j < 8; ++j) {
       const float dl = d * static_cast<float>(iq4_xs_scale(b, j));
-      for (unsigned i = 32 * j; i < 32 * j + 32; ++i)
-        out[i] = dl * static_cast<float>(iq4_level(iq4_xs_quant(b, i)));
+      const uint8_t* qs = b + 8 + j * 16;
+      for (unsigned h = 0; h < 2; ++h)
+        for (unsigned t = 0; t < 16; ++t)
+          out[32 * j + 16 * h + t] = dl * static_cast<float>(iq4_level((qs[t] >> (4 * h)) & 15u));
     }
+  } else if constexpr (block_layout(T).elements == 32) {
+    dequantize_block32<T>(b, out);
   } else {
-    constexpr BlockLayout l = block_layout(T);
-    static_assert(l.elements != 0, "dequantize_block: type this header does not decode");
-    for (unsigned i = 0; i < l.elements; ++i) out[i] = block_element<T>(b, i);
+    static_assert(block_layout(T).elements == 1,
+                  "dequantize_block: type this header does not decode");
+    out[0] = block_element<T>(b, 0);
   }
 }
 
@@ -381,6 +435,8 @@ SPECD_BLOCK_FN void dequantize_row_of(const uint8_t* row, int64_t cols, float* o
   constexpr BlockLayout l = block_layout(T);
   if constexpr (T == kF32) {
     __builtin_memcpy(out, row, static_cast<uint64_t>(cols) * 4);
+  } else if constexpr (l.elements == 1) {
+    for (int64_t c = 0; c < cols; ++c) out[c] = block_element<T>(row + c * l.bytes, 0);
   } else {
     for (int64_t b = 0; b < cols / l.elements; ++b)
       dequantize_block<T>(row + b * l.bytes, out + b * l.elements);
