@@ -10,24 +10,10 @@ namespace {
 
 // The tensor as f32 values, or false for a type this copy does not convert.
 bool to_f32(const GgufTensor& t, std::vector<float>& out) {
+  if (!ggml_decodable(t.type)) return false;
   out.resize(static_cast<size_t>(t.n_elements));
-  const int64_t n = t.n_elements;
-  switch (t.type) {
-    case GgmlType::kF32:
-      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<const float*>(t.data)[i];
-      return true;
-    case GgmlType::kF16:
-      for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
-      return true;
-    case GgmlType::kBF16:
-      for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
-      return true;
-    case GgmlType::kQ8_0:
-      dequantize_q8_0(t.data, out.data(), n);
-      return true;
-    default:
-      return false;
-  }
+  dequantize_row(t.type, t.data, out.data(), t.n_elements);
+  return true;
 }
 
 }  // namespace

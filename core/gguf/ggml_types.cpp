@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "specd/cpp/ggml_blocks.hpp"
 
 namespace specd {
 
@@ -15,40 +16,41 @@ struct TypeEntry {
   GgmlTypeInfo info;
 };
 
-// Block sizes and bytes per block follow ggml's type_traits.
+// Block sizes and bytes per block follow ggml's type_traits; the types specd decodes take
+// theirs from the SDK's ggml_blocks.hpp, the one decoding source.
+constexpr GgmlTypeInfo decodable(const char* name, uint32_t id) {
+  return {name, ggml::block_layout(id).elements, ggml::block_layout(id).bytes};
+}
+
 constexpr TypeEntry kTypes[] = {
-    {0, {"f32", 1, 4}},
-    {1, {"f16", 1, 2}},
-    {2, {"q4_0", 32, 2 + 16}},
-    {3, {"q4_1", 32, 4 + 16}},
-    {6, {"q5_0", 32, 2 + 4 + 16}},
-    {7, {"q5_1", 32, 4 + 4 + 16}},
-    {8, {"q8_0", 32, 2 + 32}},
+    {0, decodable("f32", ggml::kF32)},
+    {1, decodable("f16", ggml::kF16)},
+    {2, decodable("q4_0", ggml::kQ4_0)},
+    {3, decodable("q4_1", ggml::kQ4_1)},
+    {6, decodable("q5_0", ggml::kQ5_0)},
+    {7, decodable("q5_1", ggml::kQ5_1)},
+    {8, decodable("q8_0", ggml::kQ8_0)},
     {9, {"q8_1", 32, 4 + 32}},
-    {10, {"q2_K", 256, 84}},
-    {11, {"q3_K", 256, 110}},
-    {12, {"q4_K", 256, 144}},
-    {13, {"q5_K", 256, 176}},
-    {14, {"q6_K", 256, 210}},
+    {10, decodable("q2_K", ggml::kQ2_K)},
+    {11, decodable("q3_K", ggml::kQ3_K)},
+    {12, decodable("q4_K", ggml::kQ4_K)},
+    {13, decodable("q5_K", ggml::kQ5_K)},
+    {14, decodable("q6_K", ggml::kQ6_K)},
     {15, {"q8_K", 256, 292}},
+    {20, decodable("iq4_nl", ggml::kIQ4_NL)},
+    {23, decodable("iq4_xs", ggml::kIQ4_XS)},
     {24, {"i8", 1, 1}},
     {25, {"i16", 1, 2}},
     {26, {"i32", 1, 4}},
     {27, {"i64", 1, 8}},
     {28, {"f64", 1, 8}},
-    {30, {"bf16", 1, 2}},
+    {30, decodable("bf16", ggml::kBF16)},
 };
 
 uint32_t float_bits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, sizeof u);
   return u;
-}
-
-float bits_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
 }
 
 }  // namespace
@@ -103,15 +105,7 @@ uint16_t f32_to_f16(float value) {
 }
 
 float f16_to_f32(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  const uint32_t man = h & 0x3ffu;
-  if (exp == 0x1f) return bits_float(sign | 0x7f800000u | (man << 13));
-  if (exp == 0) {
-    const float f = std::ldexp(static_cast<float>(man), -24);
-    return sign ? -f : f;
-  }
-  return bits_float(sign | ((exp + 112) << 23) | (man << 13));
+  return ggml::f16_to_f32(h);
 }
 
 uint16_t f32_to_bf16(float value) {
@@ -121,7 +115,22 @@ uint16_t f32_to_bf16(float value) {
 }
 
 float bf16_to_f32(uint16_t value) {
-  return bits_float(static_cast<uint32_t>(value) << 16);
+  return ggml::bf16_to_f32(value);
+}
+
+bool ggml_decodable(GgmlType type) {
+  return ggml::block_layout(static_cast<uint32_t>(type)).elements != 0;
+}
+
+void dequantize_row(GgmlType type, const void* in, float* y, int64_t n) {
+  const auto id = static_cast<uint32_t>(type);
+  const uint32_t block = ggml::block_layout(id).elements;
+  if (block == 0)
+    throw Error(std::string("dequantize_row: type ") + ggml_type_name(type) + " is not decoded");
+  if (n < 0 || n % block != 0)
+    throw Error("dequantize_row: " + std::to_string(n) + " elements is not a whole number of " +
+                ggml_type_name(type) + " blocks");
+  ggml::dequantize_row(id, static_cast<const uint8_t*>(in), n, y);
 }
 
 void quantize_q8_0(const float* x, void* out, int64_t n) {
@@ -143,18 +152,7 @@ void quantize_q8_0(const float* x, void* out, int64_t n) {
 }
 
 void dequantize_q8_0(const void* in, float* y, int64_t n) {
-  const auto* src = static_cast<const uint8_t*>(in);
-  for (int64_t b = 0; b < n / static_cast<int64_t>(kQ8_0BlockSize); ++b) {
-    const uint8_t* block = src + b * kQ8_0BlockBytes;
-    uint16_t dh;
-    std::memcpy(&dh, block, 2);
-    const float d = f16_to_f32(dh);
-    for (size_t j = 0; j < kQ8_0BlockSize; ++j) {
-      int8_t q;
-      std::memcpy(&q, block + 2 + j, 1);
-      y[b * kQ8_0BlockSize + j] = d * q;
-    }
-  }
+  dequantize_row(GgmlType::kQ8_0, in, y, n);
 }
 
 }  // namespace specd

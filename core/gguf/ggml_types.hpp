@@ -24,6 +24,8 @@ enum class GgmlType : uint32_t {
   kQ5_K = 13,
   kQ6_K = 14,
   kQ8_K = 15,
+  kIQ4_NL = 20,
+  kIQ4_XS = 23,
   kI8 = 24,
   kI16 = 25,
   kI32 = 26,
@@ -56,5 +58,12 @@ float bf16_to_f32(uint16_t value);
 // n must be a multiple of 32; out holds n / 32 * 34 bytes.
 void quantize_q8_0(const float* x, void* out, int64_t n);
 void dequantize_q8_0(const void* in, float* y, int64_t n);
+
+// True for the weight types specd decodes (f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0,
+// q2_K..q6_K, iq4_nl, iq4_xs): those of the SDK's specd/cpp/ggml_blocks.hpp.
+bool ggml_decodable(GgmlType type);
+// n values of `type` (a whole number of blocks) to f32, bit-identical to llama.cpp's gguf-py
+// dequantization; throws for a type that is not decodable or a partial block.
+void dequantize_row(GgmlType type, const void* in, float* y, int64_t n);
 
 }  // namespace specd

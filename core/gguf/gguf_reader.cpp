@@ -289,9 +289,9 @@ void GgufParser::parse() {
   const uint64_t data_size = data_start <= size_ ? size_ - data_start : 0;
   for (auto& t : file_.tensors_) {
     if (t.offset > data_size || t.n_bytes > data_size - t.offset) {
-      fail("tensor '" + t.name + "' data [" + std::to_string(t.offset) + ", +" +
-           std::to_string(t.n_bytes) + ") lies outside the data section of " +
-           std::to_string(data_size) + " bytes");
+      fail("tensor '" + t.name + "' (" + ggml_type_name(t.type) + ") data [" +
+           std::to_string(t.offset) + ", +" + std::to_string(t.n_bytes) +
+           ") lies outside the data section of " + std::to_string(data_size) + " bytes");
     }
     t.data = data_ + data_start + t.offset;
   }

@@ -14,6 +14,9 @@ std::string shape_str(const std::vector<int64_t>& ne) {
   return s + "]";
 }
 
+constexpr const char* kSupportedTypes =
+    "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs";
+
 }  // namespace
 
 const GgufTensor& WeightLoader::require(const std::string& name, std::vector<int64_t> ne) {
@@ -30,26 +33,20 @@ const GgufTensor& WeightLoader::require(const std::string& name, std::vector<int
 
 View WeightLoader::matrix(const std::string& name, int64_t cols, int64_t rows) {
   const GgufTensor& t = require(name, {cols, rows});
-  specd_dtype dt;
-  switch (t.type) {
-    case GgmlType::kF32:
-      dt = SPECD_DTYPE_F32;
-      break;
-    case GgmlType::kF16:
-      dt = SPECD_DTYPE_F16;
-      break;
-    case GgmlType::kBF16:
-      dt = SPECD_DTYPE_BF16;
-      break;
-    case GgmlType::kQ8_0:
-      dt = SPECD_DTYPE_Q8_0;
-      if (cols % 32 != 0)
-        throw Error(file_.path() + ": tensor '" + name + "': q8_0 rows must be a multiple of 32");
-      break;
-    default:
-      throw Error(file_.path() + ": tensor '" + name + "' has type " + ggml_type_name(t.type) +
-                  "; supported: f32, f16, bf16, q8_0");
-  }
+  if (!ggml_decodable(t.type))
+    throw Error(file_.path() + ": tensor '" + name + "' has type " + ggml_type_name(t.type) +
+                "; supported: " + kSupportedTypes);
+  const auto info = ggml_type_info(static_cast<uint32_t>(t.type));
+  if (cols % info->block_size != 0)
+    throw Error(file_.path() + ": tensor '" + name + "' (" + ggml_type_name(t.type) + "): row of " +
+                std::to_string(cols) + " values is not a multiple of the block size " +
+                std::to_string(info->block_size));
+  const size_t need = ggml_row_size(t.type, cols) * static_cast<size_t>(rows);
+  if (t.n_bytes < need)
+    throw Error(file_.path() + ": tensor '" + name + "' (" + ggml_type_name(t.type) + ") holds " +
+                std::to_string(t.n_bytes) + " bytes, " + std::to_string(need) + " needed");
+  // Dtype ids are ggml type ids (backend.h): the file's bytes are used unchanged.
+  const auto dt = static_cast<specd_dtype>(t.type);
   Buffer b = device_.wrap_host(t.data, t.n_bytes);
   View view = b.view(dt, rows, cols);
   buffers_.push_back(std::move(b));
@@ -67,7 +64,7 @@ View WeightLoader::vector(const std::string& name, int64_t n, std::vector<float>
       v[i] = t.type == GgmlType::kF16 ? f16_to_f32(h[i]) : bf16_to_f32(h[i]);
   } else {
     throw Error(file_.path() + ": tensor '" + name + "' has type " + ggml_type_name(t.type) +
-                "; vectors must be f32, f16 or bf16");
+                "; vectors (norm weights) must be f32, f16 or bf16");
   }
   Buffer b = device_.alloc(v.size() * 4);
   b.upload(v.data(), v.size() * 4);

@@ -5,6 +5,7 @@
 #include <string>
 #include <thread>
 
+#include "decode.hpp"
 #include "ops.hpp"
 #include "specd/cpp/backend.hpp"
 
@@ -118,8 +119,7 @@ void CpuDevice::copy(specd_buffer* dst, uint64_t dst_offset, const specd_buffer*
 
 void CpuDevice::matmul(const specd_view& xv, const specd_view& wv, const specd_view& yv) {
   const Mat x = check_view(&xv, "matmul", "x", {SPECD_DTYPE_F32});
-  const Mat w = check_view(&wv, "matmul", "w",
-                           {SPECD_DTYPE_F32, SPECD_DTYPE_F16, SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0});
+  const Mat w = check_view(&wv, "matmul", "w", {SPECD_CPU_WEIGHT_DTYPES});
   const Mat y = check_view(&yv, "matmul", "y", {SPECD_DTYPE_F32}, true);
   sdk::check_matmul_shapes(x, w, y);
   if (overlaps(y, x) || overlaps(y, w)) fail("matmul", "y overlaps an input");
@@ -169,8 +169,7 @@ void CpuDevice::rope(const specd_view& xv, const specd_view& pv, const specd_rop
 }
 
 void CpuDevice::get_rows(const specd_view& tv, const specd_view& iv, const specd_view& yv) {
-  const Mat t = check_view(&tv, "get_rows", "table",
-                           {SPECD_DTYPE_F32, SPECD_DTYPE_F16, SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0});
+  const Mat t = check_view(&tv, "get_rows", "table", {SPECD_CPU_WEIGHT_DTYPES});
   const Mat ids = check_view(&iv, "get_rows", "ids", {SPECD_DTYPE_I32});
   const Mat y = check_view(&yv, "get_rows", "y", {SPECD_DTYPE_F32}, true);
   sdk::check_get_rows_shapes(t, ids, y);
@@ -238,8 +237,7 @@ void CpuDevice::add(const specd_view& av, const specd_view& bv, const specd_view
 }
 
 void CpuDevice::copy_rows(const specd_view& sv, const specd_view& iv, const specd_view& dv) {
-  const std::initializer_list<specd_dtype> any = {
-      SPECD_DTYPE_F32, SPECD_DTYPE_F16, SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0, SPECD_DTYPE_I32};
+  const std::initializer_list<specd_dtype> any = {SPECD_CPU_WEIGHT_DTYPES, SPECD_DTYPE_I32};
   const Mat s = check_view(&sv, "copy_rows", "src", any);
   const Mat idx = check_view(&iv, "copy_rows", "indices", {SPECD_DTYPE_I32});
   const Mat d = check_view(&dv, "copy_rows", "dst", any, true);

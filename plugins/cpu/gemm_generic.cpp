@@ -3,31 +3,11 @@
 // and applied to all m rows.
 #include <vector>
 
-#include "convert.hpp"
+#include "decode.hpp"
 #include "gemm_kernels.hpp"
 
 namespace specd::cpu {
 namespace {
-
-void decode_row(const uint8_t* row, specd_dtype dtype, int64_t k, float* out) {
-  switch (dtype) {
-    case SPECD_DTYPE_F32:
-      std::memcpy(out, row, static_cast<size_t>(k) * 4);
-      break;
-    case SPECD_DTYPE_F16:
-    case SPECD_DTYPE_BF16:
-      for (int64_t i = 0; i < k; ++i) {
-        uint16_t h;
-        std::memcpy(&h, row + 2 * i, 2);
-        out[i] = dtype == SPECD_DTYPE_F16 ? f16_to_f32(h) : bf16_to_f32(h);
-      }
-      break;
-    default:
-      for (int64_t b = 0; b < k / kQ8Block; ++b)
-        dequantize_q8_block(row + b * kQ8BlockBytes, out + b * kQ8Block);
-      break;
-  }
-}
 
 float dot(const float* x, const float* w, int64_t k) {
   float lane[16] = {};

@@ -26,8 +26,9 @@ bool avx512_available();
 const char* kernel_name(GemmKernel kernel);
 
 // y[:, j0:j1] for all m rows; each element's reduction order is fixed (see gemm.hpp).
-// `panel` (8 * k floats, or null) holds decoded weights when m > 4: exact decoding keeps the
-// bits equal to the fused path.
+// `panel` (8 * k floats, or null) holds decoded weights when m > 4 (always for block types
+// other than q8_0, for which it must not be null): exact decoding keeps the bits equal to
+// the fused path.
 void gemm_cols_avx512(const GemmArgs& a, int64_t j0, int64_t j1, float* panel);
 void gemm_cols_avx2(const GemmArgs& a, int64_t j0, int64_t j1, float* panel);
 void gemm_cols_generic(const GemmArgs& a, int64_t j0, int64_t j1);

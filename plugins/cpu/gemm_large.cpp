@@ -1,5 +1,6 @@
-// Large-m GEMM (prefill) through oneDNN. f32 weights are used in place; f16/bf16/q8_0
-// weights are decoded to f32 in panels of kPanel rows, each panel one oneDNN matmul.
+// Large-m GEMM (prefill) through oneDNN. f32 weights are used in place; f16/bf16 and
+// quantized weights are decoded to f32 in panels of kPanel rows, each panel one oneDNN matmul.
+#include <cstring>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -9,7 +10,7 @@
 #include <omp.h>
 #endif
 
-#include "convert.hpp"
+#include "decode.hpp"
 #include "gemm.hpp"
 
 namespace specd::cpu {
@@ -18,19 +19,6 @@ namespace {
 constexpr int64_t kPanel = 512;  // weight rows decoded per oneDNN call
 
 using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
-
-void decode_row(const uint8_t* row, specd_dtype dtype, int64_t k, float* out) {
-  if (dtype == SPECD_DTYPE_Q8_0) {
-    for (int64_t b = 0; b < k / kQ8Block; ++b)
-      dequantize_q8_block(row + b * kQ8BlockBytes, out + b * kQ8Block);
-    return;
-  }
-  for (int64_t i = 0; i < k; ++i) {
-    uint16_t h;
-    std::memcpy(&h, row + 2 * i, 2);
-    out[i] = dtype == SPECD_DTYPE_F16 ? f16_to_f32(h) : bf16_to_f32(h);
-  }
-}
 
 }  // namespace
 

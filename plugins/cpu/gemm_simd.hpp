@@ -16,10 +16,14 @@
 #pragma once
 
 #include "gemm_kernels.hpp"
+#include "specd/cpp/ggml_blocks.hpp"
 
 namespace specd::cpu::simd {
 
-enum { kF32 = 0, kF16 = 1, kBF16 = 2, kQ8 = 3 };
+// kBlock: any other block-quantized dtype. Its rows are always decoded to the f32 panel by
+// ggml_blocks.hpp (exactly, the bits of llama.cpp's dequantization) and the tiles run over
+// the panel, so an element's FMA sequence is the f32 one whatever m.
+enum { kF32 = 0, kF16 = 1, kBF16 = 2, kQ8 = 3, kBlock = 4 };
 
 // y[0:MR, 0:NR] for rows x[0:MR] and weight rows w[0:NR].
 template <class V, int DT, int MR, int NR>
@@ -110,7 +114,13 @@ void cols(const GemmArgs& a, int64_t j0, int64_t j1, float* panel) {
     const uint8_t* w = a.w + j * a.ldw;
     int64_t ldw = a.ldw;
     bool decoded = false;
-    if (DT == kQ8 && a.m > kRows && panel) {  // several row blocks: decode q8_0 once
+    if constexpr (DT == kBlock) {
+      for (int c = 0; c < nr; ++c)
+        ggml::dequantize_row(a.dtype, w + c * a.ldw, a.k, panel + c * a.k);
+      w = reinterpret_cast<const uint8_t*>(panel);
+      ldw = a.k * 4;
+      decoded = true;
+    } else if (DT == kQ8 && a.m > kRows && panel) {  // several row blocks: decode q8_0 once
       decode_panel<V, DT>(w, a.ldw, nr, a.k, panel);
       w = reinterpret_cast<const uint8_t*>(panel);
       ldw = a.k * 4;
@@ -120,10 +130,14 @@ void cols(const GemmArgs& a, int64_t j0, int64_t j1, float* panel) {
       const float* x = a.x + i * a.ldx;
       float* y = a.y + i * a.ldy + j;
       const int mr = static_cast<int>(a.m - i < kRows ? a.m - i : kRows);
-      if (decoded)
+      if constexpr (DT == kBlock) {
         row_block<V, kF32, kRows>(mr, nr, x, a.ldx, w, ldw, y, a.ldy, a.k);
-      else
-        row_block<V, DT, kRows>(mr, nr, x, a.ldx, w, ldw, y, a.ldy, a.k);
+      } else {
+        if (decoded)
+          row_block<V, kF32, kRows>(mr, nr, x, a.ldx, w, ldw, y, a.ldy, a.k);
+        else
+          row_block<V, DT, kRows>(mr, nr, x, a.ldx, w, ldw, y, a.ldy, a.k);
+      }
     }
   }
 }
@@ -138,8 +152,10 @@ void gemm_cols(const GemmArgs& a, int64_t j0, int64_t j1, float* panel) {
       return cols<V, kF16>(a, j0, j1, panel);
     case SPECD_DTYPE_BF16:
       return cols<V, kBF16>(a, j0, j1, panel);
-    default:
+    case SPECD_DTYPE_Q8_0:
       return cols<V, kQ8>(a, j0, j1, panel);
+    default:
+      return cols<V, kBlock>(a, j0, j1, panel);
   }
 }
 

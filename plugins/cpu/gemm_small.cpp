@@ -68,9 +68,13 @@ void gemm_small(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
   const int64_t tasks = (a.n + cols - 1) / cols;
   auto task = [&](int64_t t) {
     thread_local std::vector<float> panel;
-    if (kernel != GemmKernel::kGeneric && a.m > 4 && panel.size() < static_cast<size_t>(8 * a.k))
+    // Quantized block types other than q8_0 always decode to the panel; q8_0 when m > 4.
+    const bool block_type = a.dtype != SPECD_DTYPE_F32 && a.dtype != SPECD_DTYPE_F16 &&
+                            a.dtype != SPECD_DTYPE_BF16 && a.dtype != SPECD_DTYPE_Q8_0;
+    const bool use_panel = kernel != GemmKernel::kGeneric && (a.m > 4 || block_type);
+    if (use_panel && panel.size() < static_cast<size_t>(8 * a.k))
       panel.resize(static_cast<size_t>(8 * a.k));
-    float* p = a.m > 4 ? panel.data() : nullptr;
+    float* p = use_panel ? panel.data() : nullptr;
     const int64_t j0 = t * cols;
     const int64_t j1 = j0 + cols < a.n ? j0 + cols : a.n;
     switch (kernel) {

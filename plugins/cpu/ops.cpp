@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "convert.hpp"
+#include "decode.hpp"
 
 namespace specd::cpu {
 namespace {
@@ -69,23 +69,7 @@ void get_rows(ThreadPool& pool, const Mat& table, const int32_t* ids, const Mat&
   for_rows(pool, y.rows, d, [&](int64_t i) {
     const uint8_t* src = table.row(ids[i]);
     float* dst = y.f32_row(i);
-    switch (table.dtype) {
-      case SPECD_DTYPE_F32:
-        std::memcpy(dst, src, static_cast<size_t>(d) * 4);
-        break;
-      case SPECD_DTYPE_F16:
-      case SPECD_DTYPE_BF16:
-        for (int64_t j = 0; j < d; ++j) {
-          uint16_t h;
-          std::memcpy(&h, src + 2 * j, 2);
-          dst[j] = table.dtype == SPECD_DTYPE_F16 ? f16_to_f32(h) : bf16_to_f32(h);
-        }
-        break;
-      default:
-        for (int64_t b = 0; b < d / kQ8Block; ++b)
-          dequantize_q8_block(src + b * kQ8BlockBytes, dst + b * kQ8Block);
-        break;
-    }
+    decode_row(src, table.dtype, d, dst);
   });
 }
 

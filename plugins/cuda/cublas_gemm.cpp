@@ -1,5 +1,5 @@
 // Large-m GEMM (prefill, m > kInvariantRows) through cuBLAS SGEMM in FP32 (no TF32, whose
-// 10-bit mantissa would miss the conformance tolerance). f16/bf16/q8_0 weights are decoded to
+// 10-bit mantissa would miss the conformance tolerance). f16/bf16/quantized weights are decoded to
 // f32 in panels of rows first. Row-major y[m, n] = x[m, k] · w[n, k]ᵀ is, column-major,
 // yᶜ[n, m] = (wᶜ[k, n])ᵀ · xᶜ[k, m].
 #include <climits>

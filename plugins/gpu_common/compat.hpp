@@ -54,7 +54,9 @@
 #endif
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
+#ifndef SPECD_HD
 #define SPECD_HD __host__ __device__
+#endif
 #else
 #define SPECD_HD
 #endif

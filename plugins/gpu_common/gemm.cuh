@@ -1,5 +1,5 @@
-// Batch-invariant GEMM kernel y[m, n] = x[m, k] · w[n, k]ᵀ (f32 activations, f32/f16/bf16/q8_0
-// weights), compiled by nvcc (plugins/cuda) and hipcc (plugins/hip).
+// Batch-invariant GEMM kernel y[m, n] = x[m, k] · w[n, k]ᵀ (f32 activations, f32/f16/bf16 or
+// block-quantized weights), compiled by nvcc (plugins/cuda) and hipcc (plugins/hip).
 //
 // One logical warp owns one output column j. Lane l accumulates, for each of the block's rows,
 // the terms k = l, l + 32, l + 64, ... in increasing k with explicit fmaf; the 32 lane sums are
@@ -78,35 +78,17 @@ unsigned grid_for(int64_t total, int threads) {
 }  // namespace
 
 cudaError_t launch_gemm_rows(const GemmArgs& a, cudaStream_t stream) {
-  switch (a.dtype) {
-    case kF32:
-      return gemm_rows_dt<kF32>(a, stream);
-    case kF16:
-      return gemm_rows_dt<kF16>(a, stream);
-    case kBF16:
-      return gemm_rows_dt<kBF16>(a, stream);
-    default:
-      return gemm_rows_dt<kQ8_0>(a, stream);
-  }
+  cudaError_t err = cudaSuccess;
+  visit_weight_dtype(a.dtype, [&](auto dt) { err = gemm_rows_dt<decltype(dt)::value>(a, stream); });
+  return err;
 }
 
 cudaError_t launch_decode_rows(const GemmArgs& a, int64_t row0, int64_t rows, float* out,
                                cudaStream_t stream) {
   const unsigned grid = grid_for(rows * a.k, 256);
-  switch (a.dtype) {
-    case kF32:
-      SPECD_LAUNCH(grid, 256, 0, stream, decode_rows_kernel<kF32>)(a, row0, rows, out);
-      break;
-    case kF16:
-      SPECD_LAUNCH(grid, 256, 0, stream, decode_rows_kernel<kF16>)(a, row0, rows, out);
-      break;
-    case kBF16:
-      SPECD_LAUNCH(grid, 256, 0, stream, decode_rows_kernel<kBF16>)(a, row0, rows, out);
-      break;
-    default:
-      SPECD_LAUNCH(grid, 256, 0, stream, decode_rows_kernel<kQ8_0>)(a, row0, rows, out);
-      break;
-  }
+  visit_weight_dtype(a.dtype, [&](auto dt) {
+    SPECD_LAUNCH(grid, 256, 0, stream, decode_rows_kernel<decltype(dt)::value>)(a, row0, rows, out);
+  });
   return cudaGetLastError();
 }
 

@@ -6,72 +6,55 @@
 #include <stdint.h>
 
 #include "compat.hpp"
+#include "specd/cpp/ggml_blocks.hpp"
 
 namespace specd::gpu {
 
-constexpr int64_t kQ8Block = 32;       // elements per q8_0 block
-constexpr int64_t kQ8BlockBytes = 34;  // f16 scale + 32 int8
-
-SPECD_HD inline float bits_to_float(uint32_t bits) {
-  float f;
-  __builtin_memcpy(&f, &bits, 4);
-  return f;
-}
-
-SPECD_HD inline uint32_t float_to_bits(float f) {
-  uint32_t bits;
-  __builtin_memcpy(&bits, &f, 4);
-  return bits;
-}
-
-// IEEE binary16 to f32, exact. Subnormals are renormalised through one exact f32 subtraction
-// instead of a loop (F. Giesen's method), so the kernel has no data-dependent branches.
-SPECD_HD inline float f16_to_f32(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t o = static_cast<uint32_t>(h & 0x7fffu) << 13;
-  const uint32_t exp = o & 0x0f800000u;  // the f16 exponent field, shifted
-  o += (127u - 15u) << 23;
-  if (exp == 0x0f800000u) {  // inf / nan
-    o += (128u - 16u) << 23;
-  } else if (exp == 0) {  // zero / subnormal: mant * 2^-24, exactly
-    o += 1u << 23;
-    o = float_to_bits(bits_to_float(o) - bits_to_float(113u << 23));
-  }
-  return bits_to_float(o | sign);
-}
-
-SPECD_HD inline float bf16_to_f32(uint16_t h) {
-  return bits_to_float(static_cast<uint32_t>(h) << 16);
-}
-
-SPECD_HD inline uint16_t load_u16(const uint8_t* p) {
-  uint16_t v;
-  __builtin_memcpy(&v, p, 2);  // callers guarantee 2-byte alignment (validated views)
-  return v;
-}
-
-// Element c of a q8_0 row: d * q, exact in f32 (11-bit by 8-bit significands).
-SPECD_HD inline float q8_0_element(const uint8_t* row, int64_t c) {
-  const uint8_t* block = row + (c / kQ8Block) * kQ8BlockBytes;
-  const float d = f16_to_f32(load_u16(block));
-  const int8_t q = static_cast<int8_t>(block[2 + c % kQ8Block]);
-  return d * static_cast<float>(q);
-}
+using ggml::bf16_to_f32;
+using ggml::bits_to_f32;
+using ggml::f16_to_f32;
+using ggml::f32_to_bits;
+using ggml::load_u16;
 
 // Dtype ids as template parameters (ggml ids, backend.h).
-enum : int { kF32 = 0, kF16 = 1, kQ8_0 = 8, kBF16 = 30 };
+enum : int {
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
+  kQ8_0 = 8,
+  kQ2_K = 10,
+  kQ3_K = 11,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
+  kIQ4_NL = 20,
+  kIQ4_XS = 23,
+  kBF16 = 30
+};
 
+// Element c of a weight row of dtype DT, as f32: the SDK's one decoder (ggml_blocks.hpp),
+// bit-identical to llama.cpp's dequantization and to the CPU backend's.
 template <int DT>
 SPECD_HD inline float load_element(const uint8_t* row, int64_t c) {
   if constexpr (DT == kF32) {
     return reinterpret_cast<const float*>(row)[c];
-  } else if constexpr (DT == kF16) {
-    return f16_to_f32(load_u16(row + 2 * c));
-  } else if constexpr (DT == kBF16) {
-    return bf16_to_f32(load_u16(row + 2 * c));
   } else {
-    return q8_0_element(row, c);
+    return ggml::element<static_cast<uint32_t>(DT)>(row, c);
   }
+}
+
+// Calls f(DtypeTag<DT>{}) for a weight dtype id validated on the host (any of the above).
+template <int DT>
+struct DtypeTag {
+  static constexpr int value = DT;
+};
+
+template <class F>
+inline void visit_weight_dtype(uint32_t dtype, F&& f) {
+  ggml::visit_type(dtype, [&](auto tag) { f(DtypeTag<static_cast<int>(decltype(tag)::value)>{}); });
 }
 
 // The attention mask of one query row (backend.h, specd_attention_mask), as read from device

@@ -46,7 +46,6 @@ TEST_CASE("q8_0 elements and load_element address rows like ggml") {
   quantize_q8_0(x.data(), q.data(), k);
   dequantize_q8_0(q.data(), ref.data(), k);
   for (int64_t c = 0; c < k; ++c) {
-    CHECK(same_bits(gpu::q8_0_element(q.data(), c), ref[c]));
     CHECK(same_bits(gpu::load_element<gpu::kQ8_0>(q.data(), c), ref[c]));
   }
   std::vector<uint16_t> h(k);

@@ -196,20 +196,9 @@ cudaError_t launch_rope(const Mat& x, const RopeArgs& a, cudaStream_t stream) {
 cudaError_t launch_get_rows(const Mat& table, const int32_t* ids, const Mat& y,
                             cudaStream_t stream) {
   const unsigned grid = grid_1d(y.rows * y.cols, 256);
-  switch (table.dtype) {
-    case kF32:
-      SPECD_LAUNCH(grid, 256, 0, stream, get_rows_kernel<kF32>)(table, ids, y);
-      break;
-    case kF16:
-      SPECD_LAUNCH(grid, 256, 0, stream, get_rows_kernel<kF16>)(table, ids, y);
-      break;
-    case kBF16:
-      SPECD_LAUNCH(grid, 256, 0, stream, get_rows_kernel<kBF16>)(table, ids, y);
-      break;
-    default:
-      SPECD_LAUNCH(grid, 256, 0, stream, get_rows_kernel<kQ8_0>)(table, ids, y);
-      break;
-  }
+  visit_weight_dtype(table.dtype, [&](auto dt) {
+    SPECD_LAUNCH(grid, 256, 0, stream, get_rows_kernel<decltype(dt)::value>)(table, ids, y);
+  });
   return cudaGetLastError();
 }
 

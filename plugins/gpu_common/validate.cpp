@@ -16,7 +16,8 @@ Mat check_view(const specd_view* v, const char* op, const char* arg,
                std::initializer_list<specd_dtype> dtypes) {
   sdk::check_view_extent(v, op, arg, dtypes, [](const specd_buffer* b) { return b->size; });
   const std::string where = std::string(arg) + ": ";
-  // Kernels load f32/i32 as 4-byte words and f16/bf16/q8_0 scales as 2-byte words; device
+  // Kernels load f32/i32 as 4-byte words and f16/bf16 values and block scales as 2-byte
+  // words (every block size is even); device
   // memory faults on misaligned loads, so refuse them here (buffers are 256-byte aligned).
   const uint64_t align = (v->dtype == SPECD_DTYPE_F32 || v->dtype == SPECD_DTYPE_I32) ? 4 : 2;
   if ((v->offset | static_cast<uint64_t>(v->row_stride)) % align != 0)

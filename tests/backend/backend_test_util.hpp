@@ -19,6 +19,7 @@
 #include "common/error.hpp"
 #include "gguf/ggml_types.hpp"
 #include "plugin/registry.hpp"
+#include "specd/cpp/ggml_blocks.hpp"
 
 namespace specd::test {
 
@@ -75,9 +76,60 @@ inline std::vector<float> random_floats(std::mt19937& rng, size_t n, float scale
   return v;
 }
 
-// Encodes a row-major [rows, cols] f32 matrix in `dtype` (GGUF layout).
+// True for the block-quantized dtypes other than q8_0 (no quantizer here: random blocks).
+inline bool random_block_type(specd_dtype dtype) {
+  return dtype != SPECD_DTYPE_F32 && dtype != SPECD_DTYPE_F16 && dtype != SPECD_DTYPE_BF16 &&
+         dtype != SPECD_DTYPE_Q8_0;
+}
+
+// Random blocks of a block type: random quant bits, and binary16 scale fields (d, dmin, m)
+// set to moderate values so the products stay in a sane range. `seed` picks the blocks.
+inline std::vector<uint8_t> random_blocks(specd_dtype dtype, int64_t rows, int64_t cols,
+                                          uint32_t seed) {
+  const ggml::BlockLayout l = ggml::block_layout(dtype);
+  const int64_t blocks = rows * cols / l.elements;
+  std::vector<uint8_t> out(static_cast<size_t>(blocks * l.bytes));
+  std::mt19937 rng(seed);
+  for (uint8_t& b : out) b = static_cast<uint8_t>(rng());
+  std::vector<uint32_t> halves;  // byte offsets of binary16 fields in a block
+  switch (dtype) {
+    case SPECD_DTYPE_Q4_1:
+    case SPECD_DTYPE_Q5_1:
+    case SPECD_DTYPE_Q4_K:
+    case SPECD_DTYPE_Q5_K:
+      halves = {0, 2};
+      break;
+    case SPECD_DTYPE_Q2_K:
+      halves = {80, 82};
+      break;
+    case SPECD_DTYPE_Q3_K:
+      halves = {108};
+      break;
+    case SPECD_DTYPE_Q6_K:
+      halves = {208};
+      break;
+    default:
+      halves = {0};
+      break;
+  }
+  std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
+  for (int64_t b = 0; b < blocks; ++b)
+    for (uint32_t off : halves) {
+      const uint16_t h = f32_to_f16(scale(rng));
+      std::memcpy(out.data() + b * l.bytes + off, &h, 2);
+    }
+  return out;
+}
+
+// Encodes a row-major [rows, cols] f32 matrix in `dtype` (GGUF layout). Block types other
+// than q8_0 get random blocks seeded from the values (decode gives what they represent).
 inline std::vector<uint8_t> encode(specd_dtype dtype, const std::vector<float>& v, int64_t rows,
                                    int64_t cols) {
+  if (random_block_type(dtype)) {
+    uint32_t seed;
+    std::memcpy(&seed, v.data(), 4);
+    return random_blocks(dtype, rows, cols, seed);
+  }
   const uint64_t rb = dtype_row_bytes(dtype, cols);
   std::vector<uint8_t> out(rb * rows);
   for (int64_t r = 0; r < rows; ++r) {
@@ -104,8 +156,8 @@ inline std::vector<float> decode(specd_dtype dtype, const std::vector<uint8_t>& 
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t* src = bytes.data() + r * rb;
     float* dst = out.data() + r * cols;
-    if (dtype == SPECD_DTYPE_Q8_0) {
-      dequantize_q8_0(src, dst, cols);
+    if (dtype != SPECD_DTYPE_F32 && dtype != SPECD_DTYPE_F16 && dtype != SPECD_DTYPE_BF16) {
+      dequantize_row(static_cast<GgmlType>(dtype), src, dst, cols);
       continue;
     }
     for (int64_t c = 0; c < cols; ++c) {
@@ -139,7 +191,18 @@ std::vector<T> download_vec(const Buffer& b, size_t n) {
   return v;
 }
 
-constexpr specd_dtype kWeightTypes[] = {SPECD_DTYPE_F32, SPECD_DTYPE_F16, SPECD_DTYPE_BF16,
-                                        SPECD_DTYPE_Q8_0};
+constexpr specd_dtype kWeightTypes[] = {
+    SPECD_DTYPE_F32,  SPECD_DTYPE_F16,  SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0,   SPECD_DTYPE_Q4_0,
+    SPECD_DTYPE_Q4_1, SPECD_DTYPE_Q5_0, SPECD_DTYPE_Q5_1, SPECD_DTYPE_Q2_K,   SPECD_DTYPE_Q3_K,
+    SPECD_DTYPE_Q4_K, SPECD_DTYPE_Q5_K, SPECD_DTYPE_Q6_K, SPECD_DTYPE_IQ4_NL, SPECD_DTYPE_IQ4_XS};
+
+// Row lengths the matmul tests use for a dtype: odd tails for element types, one and several
+// blocks for block types.
+inline std::vector<int64_t> test_row_lengths(specd_dtype dtype) {
+  const uint32_t block = ggml::block_layout(dtype).elements;
+  if (block == 1) return {64, 150};
+  if (block == 32) return {64, 96, 160};
+  return {256, 512};
+}
 
 }  // namespace specd::test

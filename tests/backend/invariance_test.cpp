@@ -15,7 +15,8 @@ namespace {
 void check_gemm_invariance(Device& dev, std::mt19937& rng) {
   const uint32_t max_m = std::min<uint32_t>(64, dev.info().invariant_max_rows);
   for (specd_dtype dt : kWeightTypes) {
-    const int64_t k = dt == SPECD_DTYPE_Q8_0 ? 192 : 203, n = 45;
+    const uint32_t block = ggml::block_layout(dt).elements;
+    const int64_t k = block == 256 ? 512 : block == 32 ? 192 : 203, n = 45;
     auto x = random_floats(rng, max_m * k);
     auto wf = random_floats(rng, n * k);
     auto wb = encode(dt, wf, n, k);

@@ -236,7 +236,7 @@ TEST_CASE("gguf bad tensor descriptions") {
     expect_error(one_tensor({4}, 0, 16, 64).b, "offset 16 is not a multiple of the alignment 32");
   }
   SUBCASE("data out of range") {
-    expect_error(one_tensor({4}, 0, 64, 64).b, "tensor 't' data [64, +16) lies outside");
+    expect_error(one_tensor({4}, 0, 64, 64).b, "tensor 't' (f32) data [64, +16) lies outside");
     expect_error(one_tensor({32}, 0, 0, 64).b, "lies outside");
     expect_error(one_tensor({4}, 0, 0xffffffffffffffe0ull, 64).b, "lies outside");
     test::RawGguf r;

@@ -109,11 +109,10 @@ inline std::vector<double> tensor_values(const GgufFile& f, const std::string& n
         v[i] = t.type == GgmlType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
       }
       break;
-    case GgmlType::kQ8_0:
-      dequantize_q8_0(b, v.data(), t.n_elements);
+    default:  // block-quantized: llama.cpp's exact dequantization
+      if (!ggml_decodable(t.type)) throw std::runtime_error("fixture: unexpected type");
+      dequantize_row(t.type, b, v.data(), t.n_elements);
       break;
-    default:
-      throw std::runtime_error("fixture: unexpected type");
   }
   return std::vector<double>(v.begin(), v.end());
 }

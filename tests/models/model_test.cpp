@@ -94,6 +94,22 @@ TEST_CASE("model forward matches the naive reference for f32, f16, bf16 and q8_0
   }
 }
 
+TEST_CASE("model forward over every llama.cpp quantization preset matches the naive reference") {
+  // ../shared/compat/quant: one model quantized by llama-quantize into each preset; the
+  // reference runs in double precision over the exactly dequantized weights.
+  const std::string dir = std::string(SPECD_SOURCE_DIR) + "/../shared/compat/quant";
+  if (!std::filesystem::is_directory(dir)) {
+    MESSAGE("SKIPPED: llama.cpp reference data not found at " << dir);
+    return;
+  }
+  for (const char* preset : {"Q2_K", "Q3_K_M", "Q4_0", "Q4_1", "Q4_K_M", "Q5_0", "Q5_1", "Q5_K_M",
+                             "Q6_K", "Q8_0", "IQ4_NL", "IQ4_XS"}) {
+    CAPTURE(preset);
+    std::mt19937 rng(8);
+    compare_to_naive(dir + "/" + preset + ".gguf", random_tokens(rng, 6, 4096), 1e-4);
+  }
+}
+
 TEST_CASE("model forward with tied output and a prefill beyond 64 rows (library GEMM path)") {
   FixtureSpec s;
   s.tied = true;

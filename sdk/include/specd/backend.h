@@ -11,8 +11,9 @@
  *   dereferences it; it moves bytes with upload / download / copy.
  * - A view (specd_view) is a 2-D row-major window into a buffer: `rows` rows of `cols`
  *   elements of one dtype, each row contiguous, rows `row_stride` bytes apart. Every op
- *   argument is a view. Quantized rows (q8_0) hold cols / 32 blocks; cols must then be a
- *   multiple of 32. Index arguments (token ids, positions, row indices, masks) are int32
+ *   argument is a view. Quantized rows (q8_0 and the 0.2 block types) hold whole blocks;
+ *   cols must then be a multiple of the type's block size (32 or 256). Index arguments
+ *   (token ids, positions, row indices, masks) are int32
  *   views in device buffers too, so a device never has to read host memory inside an op.
  * - Dtype ids equal ggml's type ids, so GGUF tensor data is uploaded unchanged.
  *
@@ -63,6 +64,23 @@ typedef uint32_t specd_dtype;
 #define SPECD_DTYPE_Q8_0 ((specd_dtype)8) /* blocks of 32: f16 scale d, then 32 int8 q; x = d*q */
 #define SPECD_DTYPE_I32 ((specd_dtype)26)
 #define SPECD_DTYPE_BF16 ((specd_dtype)30)
+/* Since ABI 0.2: llama.cpp's block-quantized weight types (matmul w, get_rows table,
+ * copy_rows). A row of `cols` elements is cols / B blocks of S bytes, cols a multiple of B
+ * ("B / S" below); f16 fields are IEEE binary16, all fields little-endian, nibble i of a
+ * 32-element block is the low nibble of byte i % 16 for i < 16, else the high one. The exact
+ * layouts and f32 formulas are those of llama.cpp (ggml-common.h, gguf-py quants.py), written
+ * out in specd/cpp/ggml_blocks.hpp, whose decoders backends may use. */
+#define SPECD_DTYPE_Q4_0 ((specd_dtype)2)    /* 32 / 18: d, 16 B nibbles; d*(q-8) */
+#define SPECD_DTYPE_Q4_1 ((specd_dtype)3)    /* 32 / 20: d, m, 16 B nibbles; d*q + m */
+#define SPECD_DTYPE_Q5_0 ((specd_dtype)6)    /* 32 / 22: d, u32 5th bits, 16 B; d*(q-16) */
+#define SPECD_DTYPE_Q5_1 ((specd_dtype)7)    /* 32 / 24: d, m, u32 5th bits, 16 B; d*q + m */
+#define SPECD_DTYPE_Q2_K ((specd_dtype)10)   /* 256 / 84: 4-bit scale/min, 2-bit q, d, dmin */
+#define SPECD_DTYPE_Q3_K ((specd_dtype)11)   /* 256 / 110: 3rd bits, 2-bit q, 6-bit scales, d */
+#define SPECD_DTYPE_Q4_K ((specd_dtype)12)   /* 256 / 144: d, dmin, 6-bit scale/min, nibbles */
+#define SPECD_DTYPE_Q5_K ((specd_dtype)13)   /* 256 / 176: q4_K plus a 32 B 5th-bit plane */
+#define SPECD_DTYPE_Q6_K ((specd_dtype)14)   /* 256 / 210: 4+2-bit q, 16 int8 scales, d */
+#define SPECD_DTYPE_IQ4_NL ((specd_dtype)20) /* 32 / 18: d, nibbles index 16 fixed levels */
+#define SPECD_DTYPE_IQ4_XS ((specd_dtype)23) /* 256 / 136: d, 6-bit scales, level nibbles */
 
 /* Opaque device memory, created by buffer_alloc / buffer_wrap_host, released by buffer_free. */
 typedef struct specd_buffer specd_buffer;
@@ -74,7 +92,7 @@ typedef struct specd_view {
   specd_buffer* buffer; /* borrowed; the device's */
   uint64_t offset;      /* bytes from the start of the buffer to row 0 */
   int64_t rows;         /* >= 0 */
-  int64_t cols;         /* elements per row, >= 1 (a multiple of 32 for q8_0) */
+  int64_t cols;         /* elements per row, >= 1 (a multiple of the block size if quantized) */
   int64_t row_stride;   /* bytes from one row to the next, >= the row's byte size */
 } specd_view;
 
@@ -212,7 +230,9 @@ typedef struct specd_backend_vtable {
    * All view pointers are borrowed for the call. Unless stated, activations are f32.
    *
    * GEMM: y[m, n] = x[m, k] · w[n, k]ᵀ. x f32 [m, k]; w f32/f16/bf16/q8_0 [n, k] (GGUF
-   * layout of a [out, in] matrix); y f32 [m, n]. y must not overlap x or w. [same-thread] */
+   * layout of a [out, in] matrix); y f32 [m, n]. y must not overlap x or w. Since 0.2 w may
+   * also be any block type above (a backend without one returns SPECD_STATUS_UNSUPPORTED);
+   * the product uses the exactly dequantized weights. [same-thread] */
   specd_status* (*matmul)(void* device, const specd_view* x, const specd_view* w,
                           const specd_view* y);
 
@@ -227,7 +247,8 @@ typedef struct specd_backend_vtable {
                         const specd_rope_params* params);
 
   /* Embedding gather: y[i, :] = table[ids[0, i], :] converted to f32. table
-   * f32/f16/bf16/q8_0 [V, d]; ids int32 [1, m], each in [0, V) (else INVALID_ARGUMENT);
+   * f32/f16/bf16/q8_0 (since 0.2 any block type) [V, d], dequantized exactly; ids int32
+   * [1, m], each in [0, V) (else INVALID_ARGUMENT);
    * y f32 [m, d]. [same-thread] */
   specd_status* (*get_rows)(void* device, const specd_view* table, const specd_view* ids,
                             const specd_view* y);

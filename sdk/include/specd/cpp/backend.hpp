@@ -45,44 +45,22 @@
 #include <utility>
 
 #include "specd/backend.h"
+#include "specd/cpp/ggml_blocks.hpp"
 #include "specd/cpp/host.hpp"
 #include "specd/cpp/plugin.hpp"
 #include "specd/entry.h"
 
 namespace specd::sdk {
 
-// Bytes of one row of `cols` elements of `dtype`, or 0 for an unknown dtype or a q8_0 row
-// whose length is not a multiple of 32.
+// Bytes of one row of `cols` elements of `dtype`, or 0 for an unknown dtype or a quantized
+// row that is not a whole number of blocks (block layouts: ggml_blocks.hpp).
 inline uint64_t dtype_row_bytes(specd_dtype dtype, int64_t cols) {
-  switch (dtype) {
-    case SPECD_DTYPE_F32:
-    case SPECD_DTYPE_I32:
-      return static_cast<uint64_t>(cols) * 4;
-    case SPECD_DTYPE_F16:
-    case SPECD_DTYPE_BF16:
-      return static_cast<uint64_t>(cols) * 2;
-    case SPECD_DTYPE_Q8_0:
-      return cols % 32 == 0 ? static_cast<uint64_t>(cols) / 32 * 34 : 0;
-    default:
-      return 0;
-  }
+  if (dtype == SPECD_DTYPE_I32) return static_cast<uint64_t>(cols) * 4;
+  return ggml::row_bytes(dtype, cols);
 }
 
 inline const char* dtype_name(specd_dtype dtype) {
-  switch (dtype) {
-    case SPECD_DTYPE_F32:
-      return "f32";
-    case SPECD_DTYPE_F16:
-      return "f16";
-    case SPECD_DTYPE_BF16:
-      return "bf16";
-    case SPECD_DTYPE_Q8_0:
-      return "q8_0";
-    case SPECD_DTYPE_I32:
-      return "i32";
-    default:
-      return "unknown";
-  }
+  return dtype == SPECD_DTYPE_I32 ? "i32" : ggml::type_name(dtype);
 }
 
 // A packed view (row_stride = row size) of `rows` x `cols` at `offset`.
@@ -124,7 +102,10 @@ uint64_t check_view_extent(const specd_view* v, const char* op, const char* arg,
                                                     ") not supported, expected " + allowed);
   if (v->rows < 0 || v->cols < 1) throw invalid_argument(where + "bad shape");
   const uint64_t row_bytes = dtype_row_bytes(v->dtype, v->cols);
-  if (row_bytes == 0) throw invalid_argument(where + "cols must be a multiple of 32 for q8_0");
+  if (row_bytes == 0)
+    throw invalid_argument(where + "cols " + std::to_string(v->cols) +
+                           " is not a multiple of the " + dtype_name(v->dtype) + " block size " +
+                           std::to_string(ggml::block_layout(v->dtype).elements));
   if (v->row_stride < static_cast<int64_t>(row_bytes))
     throw invalid_argument(where + "row_stride " + std::to_string(v->row_stride) + " < row size " +
                            std::to_string(row_bytes));

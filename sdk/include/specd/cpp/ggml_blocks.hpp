@@ -1,0 +1,497 @@
+// specd SDK — ggml's weight element types: block layouts and exact dequantization.
+//
+// The one decoding source for the host (GGUF tooling), the CPU backend and the CUDA/HIP
+// kernels. Header-only and dependency-free: no C++ library, __builtin_memcpy for unaligned
+// loads, every function SPECD_HD (__host__ __device__ under nvcc/hipcc, empty otherwise).
+// Functions have internal linkage (static) on purpose: a translation unit compiled for one
+// instruction set (-mavx512f) must never lend its copy to code running on a CPU without it.
+//
+// Layouts follow llama.cpp (ggml-common.h); all multi-byte fields are little-endian, `d`,
+// `dmin` and `m` are IEEE binary16. Element i of a block (0 <= i < block elements):
+//   q4_0   32 /  18 B: d, qs[16]                 x = d * (q - 8), q = nibble i
+//   q4_1   32 /  20 B: d, m, qs[16]              x = d * q + m
+//   q5_0   32 /  22 B: d, qh (u32), qs[16]       x = d * (q - 16), q = nibble | bit i of qh << 4
+//   q5_1   32 /  24 B: d, m, qh, qs[16]          x = d * q + m
+//   q8_0   32 /  34 B: d, qs[32] (int8)          x = d * q
+//   q2_K  256 /  84 B: scales[16], qs[64], d, dmin   x = (d * (sc & 15)) * q - dmin * (sc >> 4)
+//   q3_K  256 / 110 B: hmask[32], qs[64], scales[12] (6-bit), d   x = (d * (s - 32)) * q
+//   q4_K  256 / 144 B: d, dmin, scales[12] (8 x 6-bit scale/min), qs[128]
+//                      x = (d * sc) * q - dmin * m, per 32 elements
+//   q5_K  256 / 176 B: d, dmin, scales[12], qh[32], qs[128]       as q4_K with a 5th bit
+//   q6_K  256 / 210 B: ql[128], qh[64], scales[16] (int8), d      x = (d * s) * (q - 32)
+//   iq4_nl 32 /  18 B: d, qs[16]                 x = d * kvalue[nibble i]
+//   iq4_xs 256 / 136 B: d, scales_h (u16), scales_l[4], qs[128]   x = (d * (s - 32)) * kvalue[q]
+// The f32 arithmetic (products and their order) is that of llama.cpp's gguf-py
+// (gguf/quants.py), so values are bit-identical to its dequantization. Compile users with
+// floating-point contraction off (-ffp-contract=off, nvcc --fmad=false): a fused d*q+m
+// would round differently.
+#pragma once
+
+#include <stdint.h>
+
+#ifndef SPECD_HD
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define SPECD_HD __host__ __device__
+#else
+#define SPECD_HD
+#endif
+#endif
+
+#define SPECD_BLOCK_FN SPECD_HD static inline
+#define SPECD_RESTRICT __restrict__
+
+namespace specd::ggml {
+
+// ggml type ids (= specd_dtype ids, backend.h).
+enum : uint32_t {
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
+  kQ8_0 = 8,
+  kQ2_K = 10,
+  kQ3_K = 11,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
+  kIQ4_NL = 20,
+  kIQ4_XS = 23,
+  kBF16 = 30,
+};
+
+struct BlockLayout {
+  uint32_t elements;  // per block; 0 = a type this header does not decode
+  uint32_t bytes;     // per block
+};
+
+// Layout of a weight type this header decodes, or {0, 0}.
+SPECD_BLOCK_FN constexpr BlockLayout block_layout(uint32_t type) {
+  switch (type) {
+    case kF32:
+      return {1, 4};
+    case kF16:
+    case kBF16:
+      return {1, 2};
+    case kQ4_0:
+    case kIQ4_NL:
+      return {32, 18};
+    case kQ4_1:
+      return {32, 20};
+    case kQ5_0:
+      return {32, 22};
+    case kQ5_1:
+      return {32, 24};
+    case kQ8_0:
+      return {32, 34};
+    case kQ2_K:
+      return {256, 84};
+    case kQ3_K:
+      return {256, 110};
+    case kQ4_K:
+      return {256, 144};
+    case kQ5_K:
+      return {256, 176};
+    case kQ6_K:
+      return {256, 210};
+    case kIQ4_XS:
+      return {256, 136};
+    default:
+      return {0, 0};
+  }
+}
+
+// Lower-case ggml name of a type, or "unknown".
+SPECD_BLOCK_FN constexpr const char* type_name(uint32_t type) {
+  switch (type) {
+    case kF32:
+      return "f32";
+    case kF16:
+      return "f16";
+    case kBF16:
+      return "bf16";
+    case kQ4_0:
+      return "q4_0";
+    case kQ4_1:
+      return "q4_1";
+    case kQ5_0:
+      return "q5_0";
+    case kQ5_1:
+      return "q5_1";
+    case kQ8_0:
+      return "q8_0";
+    case kQ2_K:
+      return "q2_K";
+    case kQ3_K:
+      return "q3_K";
+    case kQ4_K:
+      return "q4_K";
+    case kQ5_K:
+      return "q5_K";
+    case kQ6_K:
+      return "q6_K";
+    case kIQ4_NL:
+      return "iq4_nl";
+    case kIQ4_XS:
+      return "iq4_xs";
+    default:
+      return "unknown";
+  }
+}
+
+// Bytes of a row of `cols` elements, or 0 for an unknown type or a row that is not a whole
+// number of blocks.
+SPECD_BLOCK_FN constexpr uint64_t row_bytes(uint32_t type, int64_t cols) {
+  const BlockLayout l = block_layout(type);
+  if (l.elements == 0 || cols < 0 || cols % l.elements != 0) return 0;
+  return static_cast<uint64_t>(cols) / l.elements * l.bytes;
+}
+
+// ---- scalar conversions -------------------------------------------------------------------
+
+SPECD_BLOCK_FN float bits_to_f32(uint32_t bits) {
+  float f;
+  __builtin_memcpy(&f, &bits, 4);
+  return f;
+}
+
+SPECD_BLOCK_FN uint32_t f32_to_bits(float f) {
+  uint32_t bits;
+  __builtin_memcpy(&bits, &f, 4);
+  return bits;
+}
+
+// IEEE binary16 to f32, exact (NaN payloads kept). Subnormals are renormalised through one
+// exact f32 subtraction (F. Giesen's method): no loop, no data-dependent control flow.
+SPECD_BLOCK_FN float f16_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t o = static_cast<uint32_t>(h & 0x7fffu) << 13;
+  const uint32_t exp = o & 0x0f800000u;  // the f16 exponent field, shifted
+  o += (127u - 15u) << 23;
+  if (exp == 0x0f800000u) {  // inf / nan
+    o += (128u - 16u) << 23;
+  } else if (exp == 0) {  // zero / subnormal: mant * 2^-24, exactly
+    o += 1u << 23;
+    o = f32_to_bits(bits_to_f32(o) - bits_to_f32(113u << 23));
+  }
+  return bits_to_f32(o | sign);
+}
+
+SPECD_BLOCK_FN float bf16_to_f32(uint16_t h) {
+  return bits_to_f32(static_cast<uint32_t>(h) << 16);
+}
+
+SPECD_BLOCK_FN uint16_t load_u16(const uint8_t* p) {
+  uint16_t v;
+  __builtin_memcpy(&v, p, 2);
+  return v;
+}
+
+SPECD_BLOCK_FN uint32_t load_u32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+}
+
+SPECD_BLOCK_FN float load_f16(const uint8_t* p) {
+  return f16_to_f32(load_u16(p));
+}
+
+// The 16 non-uniform levels of iq4_nl / iq4_xs (llama.cpp kvalues_iq4nl), packed as int8
+// bytes so device code needs no table in memory.
+SPECD_BLOCK_FN int iq4_level(unsigned q) {
+  // -127, -104, -83, -65, -49, -35, -22, -10 | 1, 13, 25, 38, 53, 69, 89, 113
+  const uint64_t lo = 0xf6eaddcfbfad9881ull;
+  const uint64_t hi = 0x7159453526190d01ull;
+  const uint64_t w = q < 8 ? lo : hi;
+  return static_cast<int8_t>(static_cast<uint8_t>(w >> (8 * (q & 7))));
+}
+
+// ---- per-block pieces shared by the element and the block decoders -----------------------
+
+// q4_K / q5_K: the 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes.
+SPECD_BLOCK_FN void k_scale_min(const uint8_t* s, unsigned j, unsigned* sc, unsigned* m) {
+  if (j < 4) {
+    *sc = s[j] & 63u;
+    *m = s[j + 4] & 63u;
+  } else {
+    *sc = (s[j + 4] & 15u) | ((s[j - 4] >> 2) & 48u);
+    *m = (s[j + 4] >> 4) | ((s[j] >> 2) & 48u);
+  }
+}
+
+// q3_K: the signed 6-bit scale of sub-block j (0..15).
+SPECD_BLOCK_FN int q3_k_scale(const uint8_t* s, unsigned j) {
+  const unsigned lo = j < 8 ? (s[j] & 15u) : (s[j - 8] >> 4);
+  const unsigned hi = (s[8 + (j & 3)] >> (2 * (j >> 2))) & 3u;
+  return static_cast<int>(lo | (hi << 4)) - 32;
+}
+
+// iq4_xs: the signed 6-bit scale of sub-block j (0..7).
+SPECD_BLOCK_FN int iq4_xs_scale(const uint8_t* b, unsigned j) {
+  const unsigned lo = (b[4 + j / 2] >> (4 * (j & 1))) & 15u;
+  const unsigned hi = (load_u16(b + 2) >> (2 * j)) & 3u;
+  return static_cast<int>(lo | (hi << 4)) - 32;
+}
+
+// Quant of element i (raw, before any offset).
+SPECD_BLOCK_FN unsigned nibble32(const uint8_t* qs, unsigned i) {  // 32-element blocks
+  return (qs[i & 15] >> (4 * (i >> 4))) & 15u;
+}
+SPECD_BLOCK_FN unsigned q2_k_quant(const uint8_t* b, unsigned i) {
+  return (b[16 + (i >> 7) * 32 + (i & 31)] >> (2 * ((i >> 5) & 3))) & 3u;
+}
+SPECD_BLOCK_FN int q3_k_quant(const uint8_t* b, unsigned i) {
+  const unsigned lo = (b[32 + (i >> 7) * 32 + (i & 31)] >> (2 * ((i >> 5) & 3))) & 3u;
+  const unsigned hi = (b[i & 31] >> (i >> 5)) & 1u;
+  return static_cast<int>(lo) - (hi ? 0 : 4);
+}
+SPECD_BLOCK_FN unsigned q4_k_quant(const uint8_t* qs, unsigned i) {
+  return (qs[(i >> 6) * 32 + (i & 31)] >> (4 * ((i >> 5) & 1))) & 15u;
+}
+SPECD_BLOCK_FN int q6_k_quant(const uint8_t* b, unsigned i) {
+  const unsigned lo = (b[(i >> 7) * 64 + (i & 63)] >> (4 * ((i >> 6) & 1))) & 15u;
+  const unsigned hi = (b[128 + (i >> 7) * 32 + (i & 31)] >> (2 * ((i >> 5) & 3))) & 3u;
+  return static_cast<int>(lo | (hi << 4)) - 32;
+}
+SPECD_BLOCK_FN unsigned iq4_xs_quant(const uint8_t* b, unsigned i) {
+  return (b[8 + (i >> 5) * 16 + (i & 15)] >> (4 * ((i >> 4) & 1))) & 15u;
+}
+
+// ---- element i of one block ---------------------------------------------------------------
+
+template <uint32_t T>
+SPECD_BLOCK_FN float block_element(const uint8_t* b, unsigned i) {
+  if constexpr (T == kF32) {
+    return bits_to_f32(load_u32(b));
+  } else if constexpr (T == kF16) {
+    return load_f16(b);
+  } else if constexpr (T == kBF16) {
+    return bf16_to_f32(load_u16(b));
+  } else if constexpr (T == kQ4_0) {
+    return load_f16(b) * static_cast<float>(static_cast<int>(nibble32(b + 2, i)) - 8);
+  } else if constexpr (T == kQ4_1) {
+    return load_f16(b) * static_cast<float>(nibble32(b + 4, i)) + load_f16(b + 2);
+  } else if constexpr (T == kQ5_0) {
+    const unsigned q = nibble32(b + 6, i) | (((load_u32(b + 2) >> i) & 1u) << 4);
+    return load_f16(b) * static_cast<float>(static_cast<int>(q) - 16);
+  } else if constexpr (T == kQ5_1) {
+    const unsigned q = nibble32(b + 8, i) | (((load_u32(b + 4) >> i) & 1u) << 4);
+    return load_f16(b) * static_cast<float>(q) + load_f16(b + 2);
+  } else if constexpr (T == kQ8_0) {
+    return load_f16(b) * static_cast<float>(static_cast<int8_t>(b[2 + i]));
+  } else if constexpr (T == kQ2_K) {
+    const unsigned sc = b[i >> 4];
+    const float dl = load_f16(b + 80) * static_cast<float>(sc & 15u);
+    const float ml = load_f16(b + 82) * static_cast<float>(sc >> 4);
+    return dl * static_cast<float>(q2_k_quant(b, i)) - ml;
+  } else if constexpr (T == kQ3_K) {
+    const float dl = load_f16(b + 108) * static_cast<float>(q3_k_scale(b + 96, i >> 4));
+    return dl * static_cast<float>(q3_k_quant(b, i));
+  } else if constexpr (T == kQ4_K || T == kQ5_K) {
+    unsigned sc, m;
+    k_scale_min(b + 4, i >> 5, &sc, &m);
+    const float dl = load_f16(b) * static_cast<float>(sc);
+    const float ml = load_f16(b + 2) * static_cast<float>(m);
+    unsigned q;
+    if constexpr (T == kQ4_K) {
+      q = q4_k_quant(b + 16, i);
+    } else {
+      q = q4_k_quant(b + 48, i) | (((b[16 + (i & 31)] >> (i >> 5)) & 1u) << 4);
+    }
+    return dl * static_cast<float>(q) - ml;
+  } else if constexpr (T == kQ6_K) {
+    const float dl = load_f16(b + 208) * static_cast<float>(static_cast<int8_t>(b[192 + (i >> 4)]));
+    return dl * static_cast<float>(q6_k_quant(b, i));
+  } else if constexpr (T == kIQ4_NL) {
+    return load_f16(b) * static_cast<float>(iq4_level(nibble32(b + 2, i)));
+  } else {
+    static_assert(T == kIQ4_XS, "block_element: type this header does not decode");
+    const float dl = load_f16(b) * static_cast<float>(iq4_xs_scale(b, i >> 5));
+    return dl * static_cast<float>(iq4_level(iq4_xs_quant(b, i)));
+  }
+}
+
+// Element c of a row of type T (the GPU kernels' accessor).
+template <uint32_t T>
+SPECD_BLOCK_FN float element(const uint8_t* row, int64_t c) {
+  constexpr BlockLayout l = block_layout(T);
+  return block_element<T>(row + (c / l.elements) * l.bytes, static_cast<unsigned>(c % l.elements));
+}
+
+// ---- whole blocks ---------------------------------------------------------------------------
+// The same products as block_element, with each sub-block's scale computed once and inner
+// loops over contiguous bytes with fixed shifts (so compilers vectorize them): the bits are
+// equal (the conformance tests check both against llama.cpp's).
+
+// 32-element blocks: d at 0, then (q4_1, q5_1) m at 2, then (q5_*) the 32 fifth bits, then
+// 16 bytes of nibbles (element t low, t + 16 high).
+template <uint32_t T>
+SPECD_BLOCK_FN void dequantize_block32(const uint8_t* SPECD_RESTRICT b, float* SPECD_RESTRICT out) {
+  const float d = load_f16(b);
+  if constexpr (T == kQ8_0) {
+    for (unsigned i = 0; i < 32; ++i)
+      out[i] = d * static_cast<float>(static_cast<int8_t>(b[2 + i]));
+  } else {
+    constexpr unsigned qs_at = T == kQ4_1 ? 4 : T == kQ5_0 ? 6 : T == kQ5_1 ? 8 : 2;
+    constexpr bool has_min = T == kQ4_1 || T == kQ5_1;
+    constexpr bool five = T == kQ5_0 || T == kQ5_1;
+    const float m = has_min ? load_f16(b + 2) : 0.0f;
+    const uint32_t qh = five ? load_u32(b + (T == kQ5_0 ? 2 : 4)) : 0u;
+    const uint8_t* qs = b + qs_at;
+    for (unsigned h = 0; h < 2; ++h) {
+      for (unsigned t = 0; t < 16; ++t) {
+        const unsigned i = 16 * h + t;
+        unsigned q = (qs[t] >> (4 * h)) & 15u;
+        if constexpr (five) q |= ((qh >> i) & 1u) << 4;
+        float x;
+        if constexpr (T == kIQ4_NL) {
+          x = d * static_cast<float>(iq4_level(q));
+        } else if constexpr (has_min) {
+          x = d * static_cast<float>(q) + m;
+        } else {
+          x = d * static_cast<float>(static_cast<int>(q) - (five ? 16 : 8));
+        }
+        out[i] = x;
+      }
+    }
+  }
+}
+
+template <uint32_t T>
+SPECD_BLOCK_FN void dequantize_block(const uint8_t* SPECD_RESTRICT b, float* SPECD_RESTRICT out) {
+  if constexpr (T == kQ2_K) {
+    const float d = load_f16(b + 80), dmin = load_f16(b + 82);
+    for (unsigned j = 0; j < 16; ++j) {  // 16 elements of one scale: bytes 16 + c*32 + l
+      const float dl = d * static_cast<float>(b[j] & 15u);
+      const float ml = dmin * static_cast<float>(b[j] >> 4);
+      const uint8_t* q = b + 16 + (j >> 3) * 32 + (j & 1) * 16;
+      const unsigned shift = 2 * ((j >> 1) & 3);
+      for (unsigned t = 0; t < 16; ++t)
+        out[16 * j + t] = dl * static_cast<float>((q[t] >> shift) & 3u) - ml;
+    }
+  } else if constexpr (T == kQ3_K) {
+    const float d = load_f16(b + 108);
+    for (unsigned j = 0; j < 16; ++j) {
+      const float dl = d * static_cast<float>(q3_k_scale(b + 96, j));
+      const unsigned l0 = (j & 1) * 16;
+      const uint8_t* q = b + 32 + (j >> 3) * 32 + l0;
+      const unsigned shift = 2 * ((j >> 1) & 3), hbit = j >> 1;
+      for (unsigned t = 0; t < 16; ++t) {
+        const int lo = static_cast<int>((q[t] >> shift) & 3u);
+        const int hi = static_cast<int>((b[l0 + t] >> hbit) & 1u);
+        out[16 * j + t] = dl * static_cast<float>(lo - 4 + 4 * hi);
+      }
+    }
+  } else if constexpr (T == kQ4_K || T == kQ5_K) {
+    const float d = load_f16(b), dmin = load_f16(b + 2);
+    for (unsigned j = 0; j < 8; ++j) {
+      unsigned sc, m;
+      k_scale_min(b + 4, j, &sc, &m);
+      const float dl = d * static_cast<float>(sc);
+      const float ml = dmin * static_cast<float>(m);
+      const uint8_t* qs = b + (T == kQ4_K ? 16 : 48) + (j >> 1) * 32;
+      const unsigned shift = 4 * (j & 1);
+      for (unsigned l = 0; l < 32; ++l) {
+        unsigned q = (qs[l] >> shift) & 15u;
+        if constexpr (T == kQ5_K) q |= ((b[16 + l] >> j) & 1u) << 4;
+        out[32 * j + l] = dl * static_cast<float>(q) - ml;
+      }
+    }
+  } else if constexpr (T == kQ6_K) {
+    const float d = load_f16(b + 208);
+    for (unsigned j = 0; j < 16; ++j) {  // element 16j + t: half c, group s, byte l
+      const float dl = d * static_cast<float>(static_cast<int8_t>(b[192 + j]));
+      const unsigned c = j >> 3, s = (j >> 1) & 3, l0 = (j & 1) * 16;
+      const uint8_t* ql = b + c * 64 + (s & 1) * 32 + l0;
+      const uint8_t* qh = b + 128 + c * 32 + l0;
+      const unsigned lshift = 4 * (s >> 1), hshift = 2 * s;
+      for (unsigned t = 0; t < 16; ++t) {
+        const int q = static_cast<int>(((ql[t] >> lshift) & 15u) | (((qh[t] >> hshift) & 3u) << 4));
+        out[16 * j + t] = dl * static_cast<float>(q - 32);
+      }
+    }
+  } else if constexpr (T == kIQ4_XS) {
+    const float d = load_f16(b);
+    for (unsigned j = 0; j < 8; ++j) {
+      const float dl = d * static_cast<float>(iq4_xs_scale(b, j));
+      const uint8_t* qs = b + 8 + j * 16;
+      for (unsigned h = 0; h < 2; ++h)
+        for (unsigned t = 0; t < 16; ++t)
+          out[32 * j + 16 * h + t] = dl * static_cast<float>(iq4_level((qs[t] >> (4 * h)) & 15u));
+    }
+  } else if constexpr (block_layout(T).elements == 32) {
+    dequantize_block32<T>(b, out);
+  } else {
+    static_assert(block_layout(T).elements == 1,
+                  "dequantize_block: type this header does not decode");
+    out[0] = block_element<T>(b, 0);
+  }
+}
+
+// Row of `cols` elements of T (a whole number of blocks) to f32.
+template <uint32_t T>
+SPECD_BLOCK_FN void dequantize_row_of(const uint8_t* row, int64_t cols, float* out) {
+  constexpr BlockLayout l = block_layout(T);
+  if constexpr (T == kF32) {
+    __builtin_memcpy(out, row, static_cast<uint64_t>(cols) * 4);
+  } else if constexpr (l.elements == 1) {
+    for (int64_t c = 0; c < cols; ++c) out[c] = block_element<T>(row + c * l.bytes, 0);
+  } else {
+    for (int64_t b = 0; b < cols / l.elements; ++b)
+      dequantize_block<T>(row + b * l.bytes, out + b * l.elements);
+  }
+}
+
+// Calls f(Tag<T>{}) for the run-time type id `type` (a weight type of this header); returns
+// false, calling nothing, for any other id.
+template <uint32_t T>
+struct Tag {
+  static constexpr uint32_t value = T;
+};
+
+template <class F>
+SPECD_BLOCK_FN bool visit_type(uint32_t type, F&& f) {
+  switch (type) {
+    case kF32:
+      return f(Tag<kF32>{}), true;
+    case kF16:
+      return f(Tag<kF16>{}), true;
+    case kBF16:
+      return f(Tag<kBF16>{}), true;
+    case kQ4_0:
+      return f(Tag<kQ4_0>{}), true;
+    case kQ4_1:
+      return f(Tag<kQ4_1>{}), true;
+    case kQ5_0:
+      return f(Tag<kQ5_0>{}), true;
+    case kQ5_1:
+      return f(Tag<kQ5_1>{}), true;
+    case kQ8_0:
+      return f(Tag<kQ8_0>{}), true;
+    case kQ2_K:
+      return f(Tag<kQ2_K>{}), true;
+    case kQ3_K:
+      return f(Tag<kQ3_K>{}), true;
+    case kQ4_K:
+      return f(Tag<kQ4_K>{}), true;
+    case kQ5_K:
+      return f(Tag<kQ5_K>{}), true;
+    case kQ6_K:
+      return f(Tag<kQ6_K>{}), true;
+    case kIQ4_NL:
+      return f(Tag<kIQ4_NL>{}), true;
+    case kIQ4_XS:
+      return f(Tag<kIQ4_XS>{}), true;
+    default:
+      return false;
+  }
+}
+
+// Row of `cols` elements of run-time type `type` to f32; false for an unknown type.
+SPECD_BLOCK_FN bool dequantize_row(uint32_t type, const uint8_t* row, int64_t cols, float* out) {
+  return visit_type(type,
+                    [&](auto tag) { dequantize_row_of<decltype(tag)::value>(row, cols, out); });
+}
+
+}  // namespace specd::ggml
