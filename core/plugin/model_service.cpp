@@ -157,8 +157,24 @@ specd_status* model_forward(void*, specd_model* model, specd_model_cache* cache,
   });
 }
 
-specd_status* model_commit(void*, specd_model* model, specd_model_cache* cache, const int32_t* rows,
-                           uint32_t n) {
+specd_status* model_forward_rows(void*, specd_model* model, specd_model_cache* cache,
+                                 const specd_token* tokens, const int32_t* positions,
+                                 const int32_t* parents, uint32_t m, uint32_t first_logit_row,
+                                 float* logits, float* hidden) {
+  return guarded([&] {
+    require_llama(model, "forward_rows");
+    if (first_logit_row > m)
+      throw UsageError("forward_rows: first_logit_row " + std::to_string(first_logit_row) +
+                       " is past the " + std::to_string(m) + " rows");
+    model->model->forward(*cache->cache, std::span<const int32_t>(tokens, m),
+                          std::span<const int32_t>(positions, m),
+                          std::span<const int32_t>(parents, m), logits, hidden,
+                          static_cast<int32_t>(first_logit_row));
+  });
+}
+
+specd_status* model_commit(void*, specd_model* model, specd_model_cache* cache,
+                           const int32_t* rows, uint32_t n) {
   return guarded([&] {
     if (model->head)
       model->head->commit(*cache->head, std::span<const int32_t>(rows, n));
@@ -227,7 +243,8 @@ const specd_model_api g_api = {sizeof(specd_model_api),
                                &model_commit,
                                &model_truncate,
                                &head_open,
-                               &head_forward};
+                               &head_forward,
+                               &model_forward_rows};
 
 }  // namespace
 

@@ -69,10 +69,8 @@ bool has_elf_magic(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   char magic[4] = {};
   in.read(magic, 4);
-  return in.gcount() == 4 && std::memcmp(magic,
-                                         "\x7f"
-                                         "ELF",
-                                         4) == 0;
+  const char elf[4] = {'\x7f', 'E', 'L', 'F'};
+  return in.gcount() == 4 && std::memcmp(magic, elf, 4) == 0;
 }
 
 std::vector<std::string> split_path_list(const char* list) {
@@ -156,9 +154,10 @@ const LoadedPlugin* PluginRegistry::load_file(const std::string& path, bool name
   dlerror();
   lib->handle = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib->handle) {
-    const char* why = dlerror();
-    return fail(std::string("cannot be loaded as a shared library: ") +
-                (why ? why : "unknown dlopen error"));
+    const char* error = dlerror();
+    std::string why = error ? error : "unknown dlopen error";
+    if (why.rfind(open_path + ": ", 0) == 0) why.erase(0, open_path.size() + 2);  // named once
+    return fail("cannot be loaded as a shared library: " + why);
   }
   using EntryFn = const specd_plugin_descriptor* (*)(uint32_t, uint32_t);
   auto entry = reinterpret_cast<EntryFn>(dlsym(lib->handle, SPECD_PLUGIN_ENTRY_SYMBOL));

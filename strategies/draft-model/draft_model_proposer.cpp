@@ -16,6 +16,7 @@
 #include <specd/cpp/plugin.hpp>
 
 #include <algorithm>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -130,13 +131,19 @@ class DraftModelProposer {
       parents_[i] = static_cast<int32_t>(i) - 1;
       rows_[i] = static_cast<int32_t>(i);
     }
-    chain_logits_.resize(static_cast<size_t>(m) * draft_vocab_);
-    check(api_->forward(host_->context, model_, cache_, tokens.data(), positions_.data(),
-                        parents_.data(), m, chain_logits_.data(), nullptr));
+    if (api_->struct_size > offsetof(specd_model_api, forward_rows) && api_->forward_rows) {
+      // The last row's logits alone (ABI 0.2): a long prompt costs no [m, vocab] buffer.
+      check(api_->forward_rows(host_->context, model_, cache_, tokens.data(), positions_.data(),
+                               parents_.data(), m, m - 1, logits_.data(), nullptr));
+    } else {
+      chain_logits_.resize(static_cast<size_t>(m) * draft_vocab_);
+      check(api_->forward(host_->context, model_, cache_, tokens.data(), positions_.data(),
+                          parents_.data(), m, chain_logits_.data(), nullptr));
+      std::copy_n(chain_logits_.data() + static_cast<size_t>(m - 1) * draft_vocab_, draft_vocab_,
+                  logits_.data());
+    }
     check(api_->commit(host_->context, model_, cache_, rows_.data(), m));
     cached_.insert(cached_.end(), tokens.begin(), tokens.end());
-    std::copy_n(chain_logits_.data() + static_cast<size_t>(m - 1) * draft_vocab_, draft_vocab_,
-                logits_.data());
   }
 
   // q over the target's vocabulary: draft ids beyond it (padding) are impossible.

@@ -116,6 +116,18 @@ typedef struct specd_model_api {
                                 const float* features, const specd_token* tokens,
                                 const int32_t* positions, const int32_t* parents, uint32_t m,
                                 float* logits, float* hidden);
+
+  /* ---- ABI 0.2 (present when struct_size > offsetof(specd_model_api, forward_rows)) ---- */
+
+  /* forward, with logits computed and written for rows [first_logit_row, m) only, as
+   * [m - first_logit_row, vocab_size]; first_logit_row = m computes none (`logits` may then
+   * be NULL). A prefill that needs only its last row's logits passes m - 1, and neither the
+   * device nor the caller holds an [m, vocab_size] buffer. first_logit_row > m is an
+   * INVALID_ARGUMENT error. Otherwise as forward. [same-thread] */
+  specd_status* (*forward_rows)(void* host_context, specd_model* model, specd_model_cache* cache,
+                                const specd_token* tokens, const int32_t* positions,
+                                const int32_t* parents, uint32_t m, uint32_t first_logit_row,
+                                float* logits, float* hidden);
 } specd_model_api;
 
 #if UINTPTR_MAX == UINT64_MAX
@@ -126,6 +138,8 @@ SPECD_STATIC_ASSERT(offsetof(specd_model_api, truncate) == 80, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_model_info, head_count) == 48, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_model_api, head_open) == 88, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_model_api, head_forward) == 96, "frozen layout");
+/* Layout of ABI 0.2 — frozen. */
+SPECD_STATIC_ASSERT(offsetof(specd_model_api, forward_rows) == 104, "frozen layout");
 #endif
 
 SPECD_EXTERN_C_END

@@ -1,0 +1,73 @@
+// The model service as plugins see it (host->models): forward_rows (ABI 0.2) computes the
+// logits of the rows asked for only, and agrees with forward on them.
+#include <doctest/doctest.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "plugin/host_services.hpp"
+#include "plugin/model_service.hpp"
+#include "plugin/registry.hpp"
+#include "random_llama.hpp"
+
+using namespace specd;
+
+TEST_CASE("forward_rows gives the asked rows' logits only, equal to forward's") {
+  const std::string dir = test::temp_dir("model-service");
+  const std::string path = dir + "/draft.gguf";
+  const uint32_t V = test::write_random_llama(path, {});
+  PluginRegistry registry;
+  const specd_model_api* api = model_service();
+  REQUIRE(api->struct_size > offsetof(specd_model_api, forward_rows));
+  REQUIRE(static_cast<bool>(api->forward_rows));
+  const specd_host* host = host_table();
+  auto ok = [&](specd_status* s) {
+    const std::string message = s ? status_message(s) : "";
+    if (s) host->status_free(host->context, s);
+    INFO(message);
+    CHECK(s == nullptr);
+  };
+
+  ModelServiceScope scope(registry, "cpu", 1);
+  specd_model* model = nullptr;
+  ok(api->open(host->context, path.c_str(), "cpu", 1, &model));
+  REQUIRE(model != nullptr);
+  specd_model_cache *full = nullptr, *last = nullptr;
+  ok(api->cache_create(host->context, model, 64, &full));
+  ok(api->cache_create(host->context, model, 64, &last));
+
+  const uint32_t m = 9;
+  std::vector<specd_token> tokens(m);
+  std::vector<int32_t> positions(m), parents(m);
+  for (uint32_t i = 0; i < m; ++i) {
+    tokens[i] = static_cast<specd_token>(3 + 7 * i);
+    positions[i] = static_cast<int32_t>(i);
+    parents[i] = static_cast<int32_t>(i) - 1;
+  }
+  std::vector<float> all(static_cast<size_t>(m) * V);
+  ok(api->forward(host->context, model, full, tokens.data(), positions.data(), parents.data(), m,
+                  all.data(), nullptr));
+  // One row asked for, one row written: the guard row after it stays as it was.
+  std::vector<float> one(2 * static_cast<size_t>(V), 42.0f);
+  ok(api->forward_rows(host->context, model, last, tokens.data(), positions.data(), parents.data(),
+                       m, m - 1, one.data(), nullptr));
+  for (uint32_t v = 0; v < V; ++v) {
+    CHECK(one[v] == all[static_cast<size_t>(m - 1) * V + v]);  // m <= 64: batch invariant
+    CHECK(one[V + v] == 42.0f);
+  }
+  // None asked for: logits may be NULL.
+  ok(api->forward_rows(host->context, model, last, tokens.data(), positions.data(), parents.data(),
+                       m, m, nullptr, nullptr));
+  // Past the rows: an error, not a crash.
+  specd_status* past =
+      api->forward_rows(host->context, model, last, tokens.data(), positions.data(), parents.data(),
+                        m, m + 1, nullptr, nullptr);
+  REQUIRE(past != nullptr);
+  CHECK(std::string(status_message(past)).find("first_logit_row") != std::string::npos);
+  host->status_free(host->context, past);
+
+  api->cache_free(host->context, full);
+  api->cache_free(host->context, last);
+  api->close(host->context, model);
+}
