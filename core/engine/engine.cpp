@@ -311,6 +311,10 @@ GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
   auto generate_start = Clock::now();
   bool going = true;
   while (going) {
+    if (options.interrupt && *options.interrupt) {
+      result.stop_reason = "interrupted";
+      break;
+    }
     // Room left in the context: the root takes one row, each draft node one more.
     uint32_t room = verifier_->context_length() - verifier_->committed();
     if (room == 0) {

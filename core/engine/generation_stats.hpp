@@ -38,7 +38,7 @@ struct GenerationStats {
 struct GenerationResult {
   std::string text;                  // the continuation only
   std::vector<int32_t> tokens;       // its token ids
-  std::string stop_reason;           // "eos", "stop", "length", "context"
+  std::string stop_reason;           // "eos", "stop", "length", "context", "interrupted"
   GenerationStats stats;
 };
 
