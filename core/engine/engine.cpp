@@ -12,6 +12,7 @@
 #include "common/file_io.hpp"
 #include "engine/adaptive_k.hpp"
 #include "engine/backend_selection.hpp"
+#include "engine/plugin_checks.hpp"
 #include "engine/plugin_params.hpp"
 #include "engine/proposer.hpp"
 #include "engine/verifier.hpp"
@@ -216,38 +217,11 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
       try {
         proposer_ = std::make_unique<Proposer>(*proposer_plugin, proposer_config, setup);
       } catch (const UsageError& e) {
-        // The plugin locates the parameters it reads (their locations are in the message);
-        // a problem with its model file is located at [proposer] model, anything else
-        // about the section (a model it needs and was not given) at [proposer] kind.
-        const std::string what = e.what();
-        for (const auto& [key, location] : config_.locations)
-          if (key.rfind("proposer.", 0) == 0 && what.find(location) != std::string::npos) throw;
-        const bool about_model = !config_.proposer.model.empty() &&
-                                 what.find(config_.proposer.model) != std::string::npos;
-        throw UsageError(config_.where(about_model ? "proposer.model" : "proposer.kind") + ": " +
-                         what);
+        throw_located_proposer_error(config_, e);
       }
     }
 
-    std::string rule_name = config_.acceptance.rule;
-    if (rule_name.empty()) rule_name = proposer_->default_rule();
-    if (rule_name.empty()) rule_name = "exact-match";
-    const LoadedPlugin* rule_plugin;
-    try {
-      rule_plugin = &registry.require(rule_name, SPECD_KIND_ACCEPTANCE);
-    } catch (const UsageError& e) {
-      throw UsageError(config_.where("acceptance.rule") + ": " + e.what());
-    }
-    PluginParams params(config_.acceptance.params);
-    rule_ = std::make_unique<AcceptanceRule>(*rule_plugin, params.raw());
-    check_lossy_allowed(rule_->info(), config_.acceptance.allow_lossy);
-    DraftShape shape;
-    shape.proposer = proposer_->name();
-    shape.has_q = proposer_->flags() & SPECD_PROPOSER_PROVIDES_Q;
-    shape.is_tree = proposer_->flags() & SPECD_PROPOSER_TREES;
-    // The scheme is known per tree; the per-round check catches a mismatch.
-    shape.scheme = shape.has_q ? SPECD_SIBLINGS_IID : SPECD_SIBLINGS_DETERMINISTIC;
-    check_pairing(rule_->info(), shape);
+    rule_ = make_checked_rule(config_, registry, *proposer_plugin);
   }
 }
 

@@ -76,7 +76,7 @@ std::vector<Case> nesting_cases() {
   // Dots and brackets inside strings and numbers are not nesting.
   const std::string shallow = Files::config_for(
       f.model, "stop = [\"" + repeat("[a.b]", "", 400) + "\", '" + repeat("{x.y", "", 400) +
-                   "']\n\n[proposer]\nkind = \"ngram\"\n\"" + repeat("z", ".", 300) +
+                   "']\n\n[proposer]\nkind = \"none\"\n\"" + repeat("z", ".", 300) +
                    "\" = [1.5, 2.5, 3.5]\n");
   return {
       {"check-config: deep table header",
@@ -291,6 +291,42 @@ std::vector<Case> silent_value_cases() {
   };
 }
 
+// Item 20: check-config runs the plugins' checks, so that what it calls ok, run accepts.
+std::vector<Case> plugin_check_cases() {
+  const Files& f = files();
+  const std::string shipped_ngram = std::string(SPECD_SOURCE_DIR) + "/configs/ngram.toml";
+  auto check = [&](std::vector<std::string> sets) {
+    std::vector<std::string> a = {"check-config", f.good};
+    for (const std::string& s : sets) a.insert(a.end(), {"--set", s});
+    return a;
+  };
+  const std::string draft = "proposer.model=\"" + f.model + "\"";
+  return {
+      {"the shipped ngram config with an unknown proposer key",
+       {"check-config", shipped_ngram, "--set", "proposer.bogus=1"},
+       2,
+       "--set proposer.bogus: unknown key 'bogus' (known: max_n, min_n)"},
+      {"an unknown acceptance rule", check({"proposer.kind=ngram", "acceptance.rule=nope"}), 2,
+       "--set acceptance.rule: unknown acceptance plugin 'nope'"},
+      {"a proposer parameter out of its choices (checked before the model is opened)",
+       check({"proposer.kind=draft-model", draft, "proposer.mode=fast"}), 2,
+       "--set proposer.mode: key 'mode' must be one of"},
+      {"an acceptance parameter the rule does not take",
+       check({"proposer.kind=draft-model", draft, "acceptance.bogus=1"}), 2,
+       "--set acceptance.bogus: unknown key 'bogus'"},
+      {"a lossy rule without allow_lossy",
+       check({"proposer.kind=ngram", "acceptance.rule=typical"}), 2,
+       "--set acceptance.rule: rule 'typical' is lossy"},
+      {"a rule needing q with a deterministic proposer",
+       check({"proposer.kind=ngram", "acceptance.rule=rejection"}), 2,
+       "needs the draft distributions q"},
+      {"a good ngram configuration is ok", check({"proposer.kind=ngram", "proposer.max_n=3"}), 0,
+       "ok"},
+      {"a good draft-model configuration is ok",
+       check({"proposer.kind=draft-model", draft, "proposer.mode=greedy"}), 0, "ok"},
+  };
+}
+
 void run_cases(const std::vector<Case>& cases) {
   for (const Case& c : cases) {
     CAPTURE(c.name);
@@ -337,4 +373,8 @@ TEST_CASE("sampling and engine ranges are checked at load time, with file:line:c
 
 TEST_CASE("values that were silently truncated or accepted are refused; a stalled draft says so") {
   run_cases(silent_value_cases());
+}
+
+TEST_CASE("check-config runs the plugins' parameter checks that run would") {
+  run_cases(plugin_check_cases());
 }
