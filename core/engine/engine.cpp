@@ -12,6 +12,7 @@
 #include "common/file_io.hpp"
 #include "engine/adaptive_k.hpp"
 #include "engine/backend_selection.hpp"
+#include "engine/padding_mask.hpp"
 #include "engine/plugin_checks.hpp"
 #include "engine/plugin_params.hpp"
 #include "engine/proposer.hpp"
@@ -193,6 +194,7 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
   if (proposer_plugin) {
     ProposerSetup setup;
     setup.vocab_size = verifier_->vocab_size();
+    setup.n_tokens = static_cast<uint32_t>(tokenizer_->n_tokens());
     setup.hidden_dim = verifier_->hidden_dim();
     // The verify pass holds the root plus the draft; keep it within the rows the device
     // computes batch-invariantly, so greedy output never depends on the draft.
@@ -317,9 +319,11 @@ GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
     p.resize(rows * vocab);
     try {
       verifier_->verify(sequence.back(), tree, logits.data(), hidden_dim ? hidden.data() : nullptr);
-      for (size_t r = 0; r < rows; ++r)
-        transform_logits(std::span<const float>(logits.data() + r * vocab, vocab), sampling,
-                         std::span<double>(p.data() + r * vocab, vocab));
+      for (size_t r = 0; r < rows; ++r) {
+        const std::span<float> row(logits.data() + r * vocab, vocab);
+        mask_padding(row, static_cast<size_t>(tokenizer_->n_tokens()));
+        transform_logits(row, sampling, std::span<double>(p.data() + r * vocab, vocab));
+      }
     } catch (const UsageError&) {
       throw;
     } catch (const Error& e) {

@@ -8,10 +8,13 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "gguf/gguf_reader.hpp"
+#include "gguf/gguf_writer.hpp"
 #include "random_llama.hpp"
 
 using namespace specd;
@@ -28,15 +31,41 @@ std::string repeat(const std::string& part, const std::string& sep, int n) {
   return out;
 }
 
+// Copies a GGUF file with its metadata changed by `edit` (tensors unchanged).
+void rewrite_gguf(const std::string& from, const std::string& to,
+                  const std::function<void(const GgufFile&, GgufWriter&)>& edit) {
+  GgufFile file = GgufFile::open(from);
+  GgufWriter w;
+  for (const auto& [key, value] : file.metadata())
+    if (key != "general.alignment") w.set(key, value);
+  w.set_alignment(file.alignment());
+  for (const GgufTensor& t : file.tensors()) {
+    const auto* bytes = static_cast<const uint8_t*>(t.data);
+    w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims),
+                 std::vector<uint8_t>(bytes, bytes + t.n_bytes));
+  }
+  edit(file, w);
+  w.write(to);
+}
+
 struct Files {
   std::string dir = test::temp_dir("hostile-input");
   std::string model = dir + "/random.gguf";
   std::string good = dir + "/good.toml";
   std::string out = dir + "/out";
+  // 264 embedding rows, 258 tokens: the last 6 rows are padding without a token.
+  std::string padded = dir + "/padded.gguf";
 
   Files() {
     test::write_random_llama(model, test::RandomLlamaSpec{});
     write_text(good, config_for(model));
+    rewrite_gguf(model, padded, [](const GgufFile& f, GgufWriter& w) {
+      for (const char* key : {"tokenizer.ggml.tokens", "tokenizer.ggml.token_type"}) {
+        GgufValue v = f.get_array(key);
+        v.array.resize(258);
+        w.set(key, v);
+      }
+    });
   }
 
   static std::string config_for(const std::string& model, const std::string& extra = "") {
@@ -327,6 +356,31 @@ std::vector<Case> plugin_check_cases() {
   };
 }
 
+// Item 8: a target (or draft) whose tokenizer is smaller than its embedding never draws a
+// padding id (before, the target sampled one and the run aborted mid-generation).
+std::vector<Case> padding_cases() {
+  const Files& f = files();
+  const std::string config = f.file(
+      "padded.toml", "[engine]\nbackend = \"cpu\"\nthreads = 1\n\n[target]\nmodel = \"" + f.padded +
+                         "\"\n\n[sampling]\ntemperature = 1.5\nignore_eos = true\n");
+  std::vector<Case> cases;
+  // 200 tokens per seed, each with a ~2% chance of a padding id when they are not masked.
+  for (const char* seed : {"1", "2", "3"})
+    cases.push_back({std::string("padded target, seed ") + seed,
+                     {"run", "-c", config, "-p", "x", "-n", "200", "--seed", seed, "--json"},
+                     0,
+                     "\"stop_reason\":\"length\""});
+  // The same file as draft: with padding masked in q as in p, q equals p and the exact rule
+  // accepts every drafted token.
+  cases.push_back(
+      {"padded draft",
+       {"run", "-c", config, "-p", "x", "-n", "100", "--json", "--set", "proposer.kind=draft-model",
+        "--set", "proposer.model=\"" + f.padded + "\"", "--set", "proposer.k=3"},
+       0,
+       "\"acceptance_rate\":1,"});
+  return cases;
+}
+
 void run_cases(const std::vector<Case>& cases) {
   for (const Case& c : cases) {
     CAPTURE(c.name);
@@ -377,4 +431,8 @@ TEST_CASE("values that were silently truncated or accepted are refused; a stalle
 
 TEST_CASE("check-config runs the plugins' parameter checks that run would") {
   run_cases(plugin_check_cases());
+}
+
+TEST_CASE("padding rows of the embedding are never drawn, by the target or a draft") {
+  run_cases(padding_cases());
 }
