@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "common/error.hpp"
 #include "common/file_io.hpp"
+#include "gguf/mapped_file.hpp"
 #include "specd/version.h"
 
 namespace {
@@ -66,6 +67,8 @@ int dispatch(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A model file truncated while mapped: a clear message and exit 1, not a bare SIGBUS.
+  specd::install_mapped_file_fault_handler();
   try {
     const int status = dispatch(argc, argv);
     // What was printed must have arrived: a full disk or /dev/full is an error (exit 1).
