@@ -24,7 +24,9 @@ const char* kRunHelp =
     "  -f, --file FILE     read the prompt from a file\n"
     "  -n, --max-tokens N  tokens to generate (overrides [sampling] max_tokens)\n"
     "  --set s.k=v         override any configuration key (checked like the file)\n"
-    "  --json              print {\"text\", \"tokens\", \"stats\"} instead of streaming text\n";
+    "  --json              print {\"text\", \"tokens\", \"stats\"} instead of streaming text\n"
+    "Stop reasons: eos, stop, length, context, interrupted (SIGINT or SIGTERM: what was\n"
+    "generated is printed, then exit status 130 or 143; a second Ctrl-C ends at once).\n";
 
 // The signal (SIGINT or SIGTERM) that asked the run to stop; 0 while none has. The handler
 // only sets it (async-signal-safe); the engine checks it between rounds and the run then
