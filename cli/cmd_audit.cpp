@@ -18,6 +18,7 @@
 #include "audit/config_audit.hpp"
 #include "audit/markov_model.hpp"
 #include "common/error.hpp"
+#include "common/file_io.hpp"
 #include "common/json_writer.hpp"
 #include "config/config.hpp"
 #include "plugin/registry.hpp"
@@ -126,6 +127,7 @@ int audit_configuration(const std::string& path, const std::vector<std::string>&
         r.bins, r.tau);
     std::printf("verdict: %s\n", r.summary.c_str());
   }
+  specd::flush_stdout();  // before the registry unloads plugins: see flush_stdout
   return r.verdict == "label-wrong" ? 1 : 0;
 }
 
@@ -227,6 +229,7 @@ int audit(int argc, char** argv) {
   const std::string text = json ? specd::format_audit_json(report, options, tables)
                                 : specd::format_audit_text(report, options, tables, details);
   std::fputs(text.c_str(), stdout);
+  specd::flush_stdout();
   return report.any_label_wrong() ? 1 : 0;
 }
 

@@ -4,6 +4,7 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "common/error.hpp"
+#include "common/file_io.hpp"
 #include "config/config.hpp"
 #include "engine/plugin_checks.hpp"
 #include "plugin/registry.hpp"
@@ -33,6 +34,7 @@ int check_config_command(int argc, char** argv) {
   PluginRegistry registry(config.plugins.paths);
   check_config_plugins(config, registry);
   std::printf("%s: ok\n", path.c_str());
+  flush_stdout();  // before the registry unloads plugins: see flush_stdout
   return 0;
 }
 

@@ -178,6 +178,7 @@ int run_command(int argc, char** argv) {
     std::printf("\n");
     print_stats(engine, result);
   }
+  flush_stdout();  // before the registry unloads plugins: see flush_stdout
   return g_interrupt ? 128 + g_interrupt : 0;
 }
 
