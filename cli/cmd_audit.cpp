@@ -18,6 +18,7 @@
 #include "audit/config_audit.hpp"
 #include "audit/markov_model.hpp"
 #include "common/error.hpp"
+#include "common/file_io.hpp"
 #include "common/json_writer.hpp"
 #include "config/config.hpp"
 #include "plugin/plugin_info.hpp"
@@ -142,6 +143,7 @@ int audit_configuration(const std::string& path, const std::vector<std::string>&
                 r.rule_schemes.c_str(), r.rule_summary.c_str());
     std::printf("verdict: %s\n", r.summary.c_str());
   }
+  specd::flush_stdout();  // before the registry unloads plugins: see flush_stdout
   if (r.verdict == "label-wrong") return kExitLabelWrong;
   return r.verdict == "error" ? kExitCouldNotRun : 0;
 }
@@ -259,6 +261,7 @@ int audit(int argc, char** argv) {
   const std::string text = json ? specd::format_audit_json(report, options, tables)
                                 : specd::format_audit_text(report, options, tables, details);
   std::fputs(text.c_str(), stdout);
+  specd::flush_stdout();
   if (report.any_label_wrong()) return kExitLabelWrong;
   return report.any_error() ? kExitCouldNotRun : 0;
 }

@@ -18,6 +18,7 @@
 #include "bench/rule_audit.hpp"
 #include "bench/weight_copy.hpp"
 #include "common/error.hpp"
+#include "common/file_io.hpp"
 #include "plugin/registry.hpp"
 
 namespace {
@@ -162,5 +163,6 @@ int run_bench_command(int argc, char** argv) {
   std::printf("%s: %zu arms × %zu cells in %.1f s; reports in %s (report.md, report.json, *.svg)\n",
               mode.c_str(), results.arms.size() - 1, plan.cells.size(), results.wall_s,
               out.c_str());
+  specd::flush_stdout();  // before the registry unloads plugins: see flush_stdout
   return 0;
 }

@@ -1,10 +1,13 @@
-// specd check-config FILE [--set section.key=value]...
+// specd check-config FILE [--set section.key=value]... — the schema, then the plugins' checks.
 #include <cstdio>
 
 #include "args.hpp"
 #include "commands.hpp"
 #include "common/error.hpp"
+#include "common/file_io.hpp"
 #include "config/config.hpp"
+#include "engine/plugin_checks.hpp"
+#include "plugin/registry.hpp"
 
 namespace specd::cli {
 
@@ -26,7 +29,12 @@ int check_config_command(int argc, char** argv) {
   }
   if (path.empty()) throw UsageError("check-config needs a FILE");
   Config config = load_config(path, overrides);  // throws with every problem listed
+  // The plugins' own checks (proposer and rule parameters, rule and pairing), as run makes
+  // them, loading no model.
+  PluginRegistry registry(config.plugins.paths);
+  check_config_plugins(config, registry);
   std::printf("%s: ok\n", path.c_str());
+  flush_stdout();  // before the registry unloads plugins: see flush_stdout
   return 0;
 }
 

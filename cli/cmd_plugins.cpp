@@ -3,6 +3,7 @@
 
 #include "args.hpp"
 #include "commands.hpp"
+#include "common/file_io.hpp"
 #include "common/json_writer.hpp"
 #include "plugin/plugin_info.hpp"
 #include "plugin/registry.hpp"
@@ -57,6 +58,7 @@ int plugins_command(int argc, char** argv) {
     for (const auto& p : registry.search_path()) w.value(p);
     w.end_array().end_object();
     std::printf("%s\n", w.str().c_str());
+    flush_stdout();  // before the registry unloads plugins: see flush_stdout
     return 0;
   }
 
@@ -71,8 +73,10 @@ int plugins_command(int argc, char** argv) {
                 info.plugin->abi_minor, details.c_str());
     std::printf("%-12s %s\n", "", info.plugin->path.c_str());
   }
-  for (const auto& e : registry.errors()) std::fprintf(stderr, "specd: warning: %s\n", e.message.c_str());
+  for (const auto& e : registry.errors())
+    std::fprintf(stderr, "specd: warning: %s\n", e.message.c_str());
   if (infos.empty()) std::printf("(no plugins found)\n");
+  flush_stdout();
   return 0;
 }
 

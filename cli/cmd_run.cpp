@@ -1,4 +1,5 @@
 // specd run -c FILE [-p PROMPT] [-n N] [--set section.key=value]... [--json]
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <iterator>
@@ -23,7 +24,38 @@ const char* kRunHelp =
     "  -f, --file FILE     read the prompt from a file\n"
     "  -n, --max-tokens N  tokens to generate (overrides [sampling] max_tokens)\n"
     "  --set s.k=v         override any configuration key (checked like the file)\n"
-    "  --json              print {\"text\", \"tokens\", \"stats\"} instead of streaming text\n";
+    "  --json              print {\"text\", \"tokens\", \"stats\"} instead of streaming text\n"
+    "Stop reasons: eos, stop, length, context, interrupted (SIGINT or SIGTERM: what was\n"
+    "generated is printed, then exit status 130 or 143; a second Ctrl-C ends at once).\n";
+
+// The signal (SIGINT or SIGTERM) that asked the run to stop; 0 while none has. The handler
+// only sets it (async-signal-safe); the engine checks it between rounds and the run then
+// prints what was generated, as it would at any other stop, and exits 128 + the signal.
+volatile std::sig_atomic_t g_interrupt = 0;
+
+extern "C" void on_interrupt(int signal) {
+  g_interrupt = signal;
+}
+
+// SA_RESETHAND: a second Ctrl-C kills the process at once, as users expect. A SIGINT the
+// shell set to be ignored (a background job) stays ignored. Both signals are unblocked
+// once the handler is in place, so one sent earlier (while blocked) is handled now.
+void catch_interrupts() {
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESETHAND | SA_RESTART;
+  sigset_t unblock;
+  sigemptyset(&unblock);
+  for (int signal : {SIGINT, SIGTERM}) {
+    struct sigaction previous {};
+    sigaction(signal, nullptr, &previous);
+    if (signal == SIGINT && previous.sa_handler == SIG_IGN) continue;
+    sigaction(signal, &action, nullptr);
+    sigaddset(&unblock, signal);
+  }
+  sigprocmask(SIG_UNBLOCK, &unblock, nullptr);
+}
 
 void write_stats(JsonWriter& w, const GenerationStats& s) {
   w.begin_object();
@@ -105,6 +137,7 @@ int run_command(int argc, char** argv) {
     }
   }
   if (config_path.empty()) throw UsageError("run needs -c FILE (see specd run --help)");
+  catch_interrupts();
   if (have_prompt && !prompt_file.empty()) throw UsageError("give -p or -f, not both");
   Config config = load_config(config_path, overrides);
   check_required_for_run(config);
@@ -120,6 +153,7 @@ int run_command(int argc, char** argv) {
   Engine engine(config, registry);
   GenerateOptions options;
   options.max_tokens = max_tokens;
+  options.interrupt = &g_interrupt;
   if (!json) {
     options.on_text = [](const std::string& piece) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
@@ -146,7 +180,8 @@ int run_command(int argc, char** argv) {
     std::printf("\n");
     print_stats(engine, result);
   }
-  return 0;
+  flush_stdout();  // before the registry unloads plugins: see flush_stdout
+  return g_interrupt ? 128 + g_interrupt : 0;
 }
 
 }  // namespace specd::cli

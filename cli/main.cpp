@@ -1,5 +1,7 @@
 // specd — speculative decoding for LLMs. Entry point: dispatches to the subcommands and
 // turns errors into messages and exit statuses (2 usage/config, 1 runtime).
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -10,6 +12,7 @@
 #include "commands.hpp"
 #include "common/error.hpp"
 #include "common/file_io.hpp"
+#include "gguf/mapped_file.hpp"
 #include "specd/version.h"
 
 namespace {
@@ -66,10 +69,21 @@ int dispatch(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A model file truncated while mapped: a clear message and exit 1, not a bare SIGBUS.
+  specd::install_mapped_file_fault_handler();
+  // Output that is not a terminal is written in one piece when the command flushes it (run
+  // flushes each streamed piece), so that a failed write is seen while its reason, errno,
+  // is still at hand, not in the middle of a printf whose error is only noticed later.
+  static char out_buffer[1 << 20];
+  if (!isatty(1)) std::setvbuf(stdout, out_buffer, _IOFBF, sizeof out_buffer);
   try {
     const int status = dispatch(argc, argv);
     // What was printed must have arrived: a full disk or /dev/full is an error (exit 1).
-    specd::flush_stdout();
+    // A command that failed has said why already.
+    if (status == 0)
+      specd::flush_stdout();
+    else
+      std::fflush(stdout);
     return status;
   } catch (const specd::UsageError& e) {
     std::fprintf(stderr, "specd: error: %s\n", e.what());

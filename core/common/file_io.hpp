@@ -27,7 +27,9 @@ void write_file(const std::string& path, std::string_view bytes);
 
 // Flushes standard output; throws Error "standard output: cannot write: <reason>" when it
 // or an earlier write to it failed (a full disk, /dev/full, a closed pipe with SIGPIPE
-// ignored).
+// ignored). Commands call it before their plugin registry is destroyed: unloading a plugin
+// may run library finalizers that flush stdout themselves (libcublas does), and the reason
+// of a write that failed there would be lost ("Input/output error" is said then).
 void flush_stdout();
 
 // What stat() says `path` is, in words ("a directory", "a FIFO", ...); "" for a regular

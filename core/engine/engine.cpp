@@ -13,6 +13,8 @@
 #include "engine/adaptive_k.hpp"
 #include "engine/backend_selection.hpp"
 #include "engine/kv_budget.hpp"
+#include "engine/padding_mask.hpp"
+#include "engine/plugin_checks.hpp"
 #include "engine/plugin_params.hpp"
 #include "engine/proposer.hpp"
 #include "engine/verifier.hpp"
@@ -208,6 +210,7 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
   if (proposer_plugin) {
     ProposerSetup setup;
     setup.vocab_size = verifier_->vocab_size();
+    setup.n_tokens = static_cast<uint32_t>(tokenizer_->n_tokens());
     setup.hidden_dim = verifier_->hidden_dim();
     // The verify pass holds the root plus the draft; keep it within the rows the device
     // computes batch-invariantly, so greedy output never depends on the draft.
@@ -232,38 +235,11 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
       try {
         proposer_ = std::make_unique<Proposer>(*proposer_plugin, proposer_config, setup);
       } catch (const UsageError& e) {
-        // The plugin locates the parameters it reads (their locations are in the message);
-        // a problem with its model file is located at [proposer] model, anything else
-        // about the section (a model it needs and was not given) at [proposer] kind.
-        const std::string what = e.what();
-        for (const auto& [key, location] : config_.locations)
-          if (key.rfind("proposer.", 0) == 0 && what.find(location) != std::string::npos) throw;
-        const bool about_model = !config_.proposer.model.empty() &&
-                                 what.find(config_.proposer.model) != std::string::npos;
-        throw UsageError(config_.where(about_model ? "proposer.model" : "proposer.kind") + ": " +
-                         what);
+        throw_located_proposer_error(config_, e);
       }
     }
 
-    std::string rule_name = config_.acceptance.rule;
-    if (rule_name.empty()) rule_name = proposer_->default_rule();
-    if (rule_name.empty()) rule_name = "exact-match";
-    const LoadedPlugin* rule_plugin;
-    try {
-      rule_plugin = &registry.require(rule_name, SPECD_KIND_ACCEPTANCE);
-    } catch (const UsageError& e) {
-      throw UsageError(config_.where("acceptance.rule") + ": " + e.what());
-    }
-    PluginParams params(config_.acceptance.params);
-    rule_ = std::make_unique<AcceptanceRule>(*rule_plugin, params.raw());
-    check_lossy_allowed(rule_->info(), config_.acceptance.allow_lossy);
-    DraftShape shape;
-    shape.proposer = proposer_->name();
-    shape.has_q = proposer_->flags() & SPECD_PROPOSER_PROVIDES_Q;
-    shape.is_tree = proposer_->flags() & SPECD_PROPOSER_TREES;
-    // The scheme is known per tree; the per-round check catches a mismatch.
-    shape.scheme = shape.has_q ? SPECD_SIBLINGS_IID : SPECD_SIBLINGS_DETERMINISTIC;
-    check_pairing(rule_->info(), shape);
+    rule_ = make_checked_rule(config_, registry, *proposer_plugin);
   }
 }
 
@@ -327,6 +303,10 @@ GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
   auto generate_start = Clock::now();
   bool going = true;
   while (going) {
+    if (options.interrupt && *options.interrupt) {
+      result.stop_reason = "interrupted";
+      break;
+    }
     // Room left in the context: the root takes one row, each draft node one more.
     uint32_t room = verifier_->context_length() - verifier_->committed();
     if (room == 0) {
@@ -355,9 +335,11 @@ GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
     p.resize(rows * vocab);
     try {
       verifier_->verify(sequence.back(), tree, logits.data(), hidden_dim ? hidden.data() : nullptr);
-      for (size_t r = 0; r < rows; ++r)
-        transform_logits(std::span<const float>(logits.data() + r * vocab, vocab), sampling,
-                         std::span<double>(p.data() + r * vocab, vocab));
+      for (size_t r = 0; r < rows; ++r) {
+        const std::span<float> row(logits.data() + r * vocab, vocab);
+        mask_padding(row, static_cast<size_t>(tokenizer_->n_tokens()));
+        transform_logits(row, sampling, std::span<double>(p.data() + r * vocab, vocab));
+      }
     } catch (const UsageError&) {
       throw;
     } catch (const Error& e) {

@@ -7,6 +7,7 @@
 // sampling transform and the same sampler — plain decoding.
 #pragma once
 
+#include <csignal>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -34,6 +35,9 @@ struct GenerateOptions {
   // that could still begin a stop string is held back until the next token decides, so the
   // pieces always add up to the result's text.
   std::function<void(const std::string&)> on_text;
+  // When set and *interrupt becomes nonzero (e.g. from a signal handler), generation ends
+  // before the next round, with what was generated so far and stop_reason "interrupted".
+  const volatile std::sig_atomic_t* interrupt = nullptr;
 };
 
 class Engine {

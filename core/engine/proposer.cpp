@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/error.hpp"
+#include "engine/padding_mask.hpp"
 #include "engine/plugin_params.hpp"
 
 namespace specd {
@@ -26,6 +27,12 @@ specd_status* Proposer::apply_transform(void* context, const float* logits, uint
   auto* self = static_cast<Proposer*>(context);
   try {
     if (n > self->vocab_) throw Error("more logits than the vocabulary holds");
+    if (self->n_tokens_ != 0 && n > self->n_tokens_) {
+      // A draft's padding ids are as impossible as the target's.
+      self->masked_.assign(logits, logits + n);
+      mask_padding(self->masked_, self->n_tokens_);
+      logits = self->masked_.data();
+    }
     transform_logits(std::span<const float>(logits, n), self->sampling_, std::span<double>(out, n));
     return nullptr;
   } catch (const std::exception& e) {
@@ -39,6 +46,7 @@ Proposer::Proposer(const LoadedPlugin& plugin, const ProposerConfig& config,
       vtable_(static_cast<const specd_proposer_vtable*>(plugin.vtable)),
       sampling_(setup.sampling),
       vocab_(setup.vocab_size),
+      n_tokens_(setup.n_tokens),
       max_nodes_(setup.max_nodes),
       what_("proposer '" + plugin.name + "'" +
             (config.model.empty() ? "" : " (model " + config.model + ")")) {

@@ -33,6 +33,8 @@ struct Draft {
 
 struct ProposerSetup {
   uint32_t vocab_size = 0;
+  uint32_t n_tokens = 0;  // the tokenizer's size; ids from it to vocab_size are padding
+                          // (0 = no padding)
   uint32_t hidden_dim = 0;
   uint32_t max_nodes = 0;
   std::string target_path;
@@ -66,6 +68,8 @@ class Proposer {
   void* object_ = nullptr;
   SamplingParams sampling_;
   uint32_t vocab_ = 0;
+  uint32_t n_tokens_ = 0;      // ids from it on are padding, masked in apply_transform
+  std::vector<float> masked_;  // apply_transform's copy of logits with padding masked
   uint32_t max_nodes_ = 0;
   specd_transform transform_{};
   // How errors name this proposer: "proposer 'draft-model' (model /path/draft.gguf)", so a

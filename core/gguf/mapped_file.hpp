@@ -7,6 +7,16 @@
 
 namespace specd {
 
+// Every live mapping is recorded (path and address range, up to 64 at once) so that a
+// fault inside one can be named: a file truncated by another process while mapped turns
+// a read of its lost pages into SIGBUS. Reads of mapped weights happen all over the model
+// and backend code, so there is no single place to check; instead the program (the CLI)
+// installs a process-wide SIGBUS handler with install_mapped_file_fault_handler(). It
+// prints "specd: error: model file <path> was truncated or changed while in use" and
+// exits 1 when the fault lies in a recorded mapping; any other SIGBUS keeps its default
+// action. The handler only reads the records and calls write() and _exit().
+void install_mapped_file_fault_handler();
+
 class MappedFile {
  public:
   // Throws specd::Error naming the path when the file cannot be opened or mapped.
@@ -23,6 +33,8 @@ class MappedFile {
   size_t size() const { return size_; }
 
  private:
+  static void unmap(const uint8_t* data, size_t size);
+
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
 };

@@ -40,6 +40,17 @@ struct RunContext {
 };
 
 thread_local const RunContext* g_run = nullptr;
+// ModelCheckScope: opens are refused (g_checking) and the refusal recorded (g_refused).
+thread_local bool g_checking = false;
+thread_local bool g_refused = false;
+
+void refuse_while_checking(const char* path) {
+  if (!g_checking) return;
+  g_refused = true;
+  throw Error(std::string(path ? path : "") +
+              ": not opened while checking a configuration (its parameters are checked, the "
+              "file only by run)");
+}
 
 template <class Body>
 specd_status* guarded(Body&& body) noexcept {
@@ -72,6 +83,7 @@ specd_status* model_open(void*, const char* path, const char* backend, uint32_t 
                          specd_model** out) {
   return guarded([&] {
     *out = nullptr;
+    refuse_while_checking(path);
     if (!g_run) throw Error("models can be opened only while a proposer is created");
     if (!path || !*path) throw UsageError("no model file given");
     auto m = open_device(backend, threads);
@@ -196,6 +208,7 @@ specd_status* head_open(void*, const char* path, const char* target_path, const 
                         uint32_t threads, specd_model** out) {
   return guarded([&] {
     *out = nullptr;
+    refuse_while_checking(path);
     if (!g_run) throw Error("heads can be opened only while a proposer is created");
     if (!path || !*path) throw UsageError("no head file given");
     if (!target_path || !*target_path)
@@ -260,6 +273,20 @@ ModelServiceScope::ModelServiceScope(const PluginRegistry& registry, std::string
 ModelServiceScope::~ModelServiceScope() {
   delete g_run;
   g_run = nullptr;
+}
+
+ModelCheckScope::ModelCheckScope() {
+  g_checking = true;
+  g_refused = false;
+}
+
+ModelCheckScope::~ModelCheckScope() {
+  g_checking = false;
+  g_refused = false;
+}
+
+bool ModelCheckScope::refused_open() const {
+  return g_refused;
 }
 
 }  // namespace specd

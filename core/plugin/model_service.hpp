@@ -17,11 +17,22 @@ const specd_model_api* model_service();
 // engine holds one around proposer creation). Not reentrant across threads.
 class ModelServiceScope {
  public:
-  ModelServiceScope(const PluginRegistry& registry, std::string default_backend,
-                    uint32_t threads);
+  ModelServiceScope(const PluginRegistry& registry, std::string default_backend, uint32_t threads);
   ~ModelServiceScope();
   ModelServiceScope(const ModelServiceScope&) = delete;
   ModelServiceScope& operator=(const ModelServiceScope&) = delete;
+};
+
+// While alive (on this thread), model_service()->open and head_open load nothing: they
+// fail with a message saying so, and refused_open() records it. check-config creates a
+// proposer under one to run its parameter checks, which come before it opens its model.
+class ModelCheckScope {
+ public:
+  ModelCheckScope();
+  ~ModelCheckScope();
+  ModelCheckScope(const ModelCheckScope&) = delete;
+  ModelCheckScope& operator=(const ModelCheckScope&) = delete;
+  bool refused_open() const;
 };
 
 }  // namespace specd

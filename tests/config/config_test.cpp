@@ -6,6 +6,7 @@
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "config/did_you_mean.hpp"
+#include "config/toml_text.hpp"
 
 using specd::parse_config;
 
@@ -92,8 +93,10 @@ k = 0
 )");
   CHECK(contains(e, "t.toml:2:11: 'threads' must be an integer, not a string"));
   CHECK(contains(e, "t.toml:3:1: unknown key 'temprature' in [engine]"));
-  CHECK(contains(e, "t.toml:5:15: 'temperature' = -0.5 is out of range (>= 0)"));
-  CHECK(contains(e, "t.toml:6:9: 'top_p' = 0 is out of range (0 < top_p <= 1)"));
+  CHECK(contains(e,
+                 "t.toml:5:15: 'temperature' = -0.5 is out of range (0 = greedy, else a finite "
+                 "number >= 1e-06)"));
+  CHECK(contains(e, "t.toml:6:9: 'top_p' = 0 is out of range (0 < top_p <= 1; 1 = off)"));
   CHECK(contains(e, "t.toml:7:9: 'min_p' = 1.5 is out of range"));
   CHECK(contains(e, "t.toml:8:14: 'max_tokens' = 0 is out of range (>= 1)"));
   CHECK(contains(e, "t.toml:10:5: 'k' = 0 is out of range (k >= 1, at most 64)"));
@@ -124,8 +127,8 @@ TEST_CASE("--set overrides any key, checked like the file") {
 }
 
 TEST_CASE("proposer kind none drops the other proposer keys") {
-  auto c = parse_config("[proposer]\nkind = \"eagle\"\ndepth = 5\n", "t.toml",
-                        {"proposer.kind=none"});
+  auto c =
+      parse_config("[proposer]\nkind = \"eagle\"\ndepth = 5\n", "t.toml", {"proposer.kind=none"});
   CHECK(c.proposer.kind == "none");
   CHECK(c.proposer.params.empty());
 }
@@ -146,4 +149,31 @@ TEST_CASE("missing target model for run") {
 TEST_CASE("did_you_mean") {
   CHECK(specd::did_you_mean("temprature", {"temperature", "top_k"}) == "temperature");
   CHECK(specd::did_you_mean("zzzzzz", {"temperature", "top_k"}).empty());
+}
+
+TEST_CASE("TOML nesting is bounded and dots or brackets in strings are not nesting") {
+  using specd::find_deep_nesting;
+  CHECK(find_deep_nesting("a.b.c = 1\n[x.y]\nz = [[1], {a.b = 2}]\n").line == 0);
+  std::string deep_key;
+  for (int i = 0; i < 129; ++i) deep_key += "a.";
+  deep_key += "a = 1\n";
+  CHECK(find_deep_nesting(deep_key).line == 1);
+  CHECK(find_deep_nesting("x = 1\n" + deep_key).line == 2);
+  // The same inside strings (basic, literal, multi-line) and comments is not nesting.
+  const std::string quoted_texts[] = {
+      std::string(1, '"') + deep_key.substr(0, 258) + '"',
+      std::string(1, '\'') + deep_key.substr(0, 258) + '\'',
+      std::string(3, '"') + '\n' + std::string(300, '[') + std::string(3, '"')};
+  for (const std::string& quoted : quoted_texts) {
+    CAPTURE(quoted);
+    std::string text = "k = ";
+    text += quoted + "\n# " + std::string(300, '{') + "\n";
+    CHECK(find_deep_nesting(text).line == 0);
+  }
+  // The key is one level, each array one more.
+  std::string arrays = "x = ", too_deep = "x = ";
+  arrays += std::string(127, '[') + std::string(127, ']');
+  too_deep += std::string(128, '[') + std::string(128, ']');
+  CHECK(find_deep_nesting(arrays).line == 0);
+  CHECK(find_deep_nesting(too_deep).line == 1);
 }

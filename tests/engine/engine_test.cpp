@@ -3,6 +3,8 @@
 // accepted runs exactly where plain decoding stops.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -310,4 +312,24 @@ TEST_CASE("audit -c: the configured speculative run against plain sampling on re
                                       "acceptance.rule=typical", "acceptance.allow_lossy=true"});
   CHECK(audit_config(lossy, f.registry, o).verdict == "lossy");
   CHECK_THROWS_AS(audit_config(make_config(target, {}), f.registry, o), UsageError);
+}
+
+TEST_CASE("an interrupt ends generation between rounds with what was generated") {
+  Fixture f;
+  std::string model = f.dir + "/interrupt.gguf";
+  test::write_random_llama(model, test::RandomLlamaSpec{});
+  Engine engine(make_config(model, {"sampling.max_tokens=40"}), f.registry);
+  const GenerationResult full = engine.generate("ok");
+  REQUIRE(full.tokens.size() == 40);
+  // The flag a signal handler would set, raised here by the first streamed piece.
+  volatile std::sig_atomic_t flag = 0;
+  GenerateOptions options;
+  options.on_text = [&](const std::string&) { flag = 1; };
+  options.interrupt = &flag;
+  const GenerationResult cut = engine.generate("ok", options);
+  CHECK(cut.stop_reason == "interrupted");
+  REQUIRE(!cut.tokens.empty());
+  CHECK(cut.tokens.size() < full.tokens.size());
+  // What was generated is the uninterrupted run's beginning (plain greedy decoding).
+  CHECK(std::equal(cut.tokens.begin(), cut.tokens.end(), full.tokens.begin()));
 }

@@ -19,10 +19,17 @@ void must(bool ok, const char* what) {
 
 }  // namespace
 
-CliResult run_program(const std::vector<std::string>& argv, const std::string& stdin_text) {
+RunningProgram start_program(const std::vector<std::string>& argv,
+                             const std::vector<int>& blocked_signals) {
   int in[2], out[2], err[2];
   must(pipe(in) == 0 && pipe(out) == 0 && pipe(err) == 0, "pipe");
+  // Blocked before the fork, so that the child never runs a moment without the mask.
+  sigset_t mask, old_mask;
+  sigemptyset(&mask);
+  for (int signal : blocked_signals) sigaddset(&mask, signal);
+  sigprocmask(SIG_BLOCK, &mask, &old_mask);
   pid_t pid = fork();
+  if (pid != 0) sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   must(pid >= 0, "fork");
   if (pid == 0) {
     dup2(in[0], 0);
@@ -38,10 +45,14 @@ CliResult run_program(const std::vector<std::string>& argv, const std::string& s
   close(in[0]);
   close(out[1]);
   close(err[1]);
+  return {pid, in[1], out[0], err[0]};
+}
+
+CliResult finish_program(RunningProgram& program, const std::string& stdin_text) {
   // A child that exits without reading its input must not kill us with SIGPIPE.
   std::signal(SIGPIPE, SIG_IGN);
   size_t written = 0;
-  int in_fd = in[1];
+  int in_fd = program.in;
   if (stdin_text.empty()) {
     close(in_fd);
     in_fd = -1;
@@ -52,7 +63,7 @@ CliResult run_program(const std::vector<std::string>& argv, const std::string& s
   bool out_open = true, err_open = true;
   char buf[65536];
   while (out_open || err_open) {
-    pollfd fds[3] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}, {in_fd, POLLOUT, 0}};
+    pollfd fds[3] = {{program.out, POLLIN, 0}, {program.err, POLLIN, 0}, {in_fd, POLLOUT, 0}};
     if (poll(fds, in_fd >= 0 ? 3 : 2, -1) < 0) {
       if (errno == EINTR) continue;
       break;
@@ -76,13 +87,19 @@ CliResult run_program(const std::vector<std::string>& argv, const std::string& s
     }
   }
   if (in_fd >= 0) close(in_fd);
-  close(out[0]);
-  close(err[0]);
+  close(program.out);
+  close(program.err);
   int wstatus = 0;
-  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  while (waitpid(program.pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
+  program = {};
   result.status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
   return result;
+}
+
+CliResult run_program(const std::vector<std::string>& argv, const std::string& stdin_text) {
+  RunningProgram program = start_program(argv);
+  return finish_program(program, stdin_text);
 }
 
 bool on_path(const std::string& program) {

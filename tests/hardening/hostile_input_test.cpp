@@ -8,10 +8,13 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "gguf/gguf_reader.hpp"
+#include "gguf/gguf_writer.hpp"
 #include "random_llama.hpp"
 
 using namespace specd;
@@ -28,15 +31,41 @@ std::string repeat(const std::string& part, const std::string& sep, int n) {
   return out;
 }
 
+// Copies a GGUF file with its metadata changed by `edit` (tensors unchanged).
+void rewrite_gguf(const std::string& from, const std::string& to,
+                  const std::function<void(const GgufFile&, GgufWriter&)>& edit) {
+  GgufFile file = GgufFile::open(from);
+  GgufWriter w;
+  for (const auto& [key, value] : file.metadata())
+    if (key != "general.alignment") w.set(key, value);
+  w.set_alignment(file.alignment());
+  for (const GgufTensor& t : file.tensors()) {
+    const auto* bytes = static_cast<const uint8_t*>(t.data);
+    w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims),
+                 std::vector<uint8_t>(bytes, bytes + t.n_bytes));
+  }
+  edit(file, w);
+  w.write(to);
+}
+
 struct Files {
   std::string dir = test::temp_dir("hostile-input");
   std::string model = dir + "/random.gguf";
   std::string good = dir + "/good.toml";
   std::string out = dir + "/out";
+  // 264 embedding rows, 258 tokens: the last 6 rows are padding without a token.
+  std::string padded = dir + "/padded.gguf";
 
   Files() {
     test::write_random_llama(model, test::RandomLlamaSpec{});
     write_text(good, config_for(model));
+    rewrite_gguf(model, padded, [](const GgufFile& f, GgufWriter& w) {
+      for (const char* key : {"tokenizer.ggml.tokens", "tokenizer.ggml.token_type"}) {
+        GgufValue v = f.get_array(key);
+        v.array.resize(258);
+        w.set(key, v);
+      }
+    });
   }
 
   static std::string config_for(const std::string& model, const std::string& extra = "") {
@@ -76,7 +105,7 @@ std::vector<Case> nesting_cases() {
   // Dots and brackets inside strings and numbers are not nesting.
   const std::string shallow = Files::config_for(
       f.model, "stop = [\"" + repeat("[a.b]", "", 400) + "\", '" + repeat("{x.y", "", 400) +
-                   "']\n\n[proposer]\nkind = \"ngram\"\n\"" + repeat("z", ".", 300) +
+                   "']\n\n[proposer]\nkind = \"none\"\n\"" + repeat("z", ".", 300) +
                    "\" = [1.5, 2.5, 3.5]\n");
   return {
       {"check-config: deep table header",
@@ -291,6 +320,67 @@ std::vector<Case> silent_value_cases() {
   };
 }
 
+// Item 20: check-config runs the plugins' checks, so that what it calls ok, run accepts.
+std::vector<Case> plugin_check_cases() {
+  const Files& f = files();
+  const std::string shipped_ngram = std::string(SPECD_SOURCE_DIR) + "/configs/ngram.toml";
+  auto check = [&](std::vector<std::string> sets) {
+    std::vector<std::string> a = {"check-config", f.good};
+    for (const std::string& s : sets) a.insert(a.end(), {"--set", s});
+    return a;
+  };
+  const std::string draft = "proposer.model=\"" + f.model + "\"";
+  return {
+      {"the shipped ngram config with an unknown proposer key",
+       {"check-config", shipped_ngram, "--set", "proposer.bogus=1"},
+       2,
+       "--set proposer.bogus: unknown key 'bogus' (known: max_n, min_n)"},
+      {"an unknown acceptance rule", check({"proposer.kind=ngram", "acceptance.rule=nope"}), 2,
+       "--set acceptance.rule: unknown acceptance plugin 'nope'"},
+      {"a proposer parameter out of its choices (checked before the model is opened)",
+       check({"proposer.kind=draft-model", draft, "proposer.mode=fast"}), 2,
+       "--set proposer.mode: key 'mode' must be one of"},
+      {"an acceptance parameter the rule does not take",
+       check({"proposer.kind=draft-model", draft, "acceptance.bogus=1"}), 2,
+       "--set acceptance.bogus: unknown key 'bogus'"},
+      {"a lossy rule without allow_lossy",
+       check({"proposer.kind=ngram", "acceptance.rule=typical"}), 2,
+       "--set acceptance.rule: rule 'typical' is lossy"},
+      {"a rule needing q with a deterministic proposer",
+       check({"proposer.kind=ngram", "acceptance.rule=rejection"}), 2,
+       "needs the draft distributions q"},
+      {"a good ngram configuration is ok", check({"proposer.kind=ngram", "proposer.max_n=3"}), 0,
+       "ok"},
+      {"a good draft-model configuration is ok",
+       check({"proposer.kind=draft-model", draft, "proposer.mode=greedy"}), 0, "ok"},
+  };
+}
+
+// Item 8: a target (or draft) whose tokenizer is smaller than its embedding never draws a
+// padding id (before, the target sampled one and the run aborted mid-generation).
+std::vector<Case> padding_cases() {
+  const Files& f = files();
+  const std::string config = f.file(
+      "padded.toml", "[engine]\nbackend = \"cpu\"\nthreads = 1\n\n[target]\nmodel = \"" + f.padded +
+                         "\"\n\n[sampling]\ntemperature = 1.5\nignore_eos = true\n");
+  std::vector<Case> cases;
+  // 200 tokens per seed, each with a ~2% chance of a padding id when they are not masked.
+  for (const char* seed : {"1", "2", "3"})
+    cases.push_back({std::string("padded target, seed ") + seed,
+                     {"run", "-c", config, "-p", "x", "-n", "200", "--seed", seed, "--json"},
+                     0,
+                     "\"stop_reason\":\"length\""});
+  // The same file as draft: with padding masked in q as in p, q equals p and the exact rule
+  // accepts every drafted token.
+  cases.push_back(
+      {"padded draft",
+       {"run", "-c", config, "-p", "x", "-n", "100", "--json", "--set", "proposer.kind=draft-model",
+        "--set", "proposer.model=\"" + f.padded + "\"", "--set", "proposer.k=3"},
+       0,
+       "\"acceptance_rate\":1,"});
+  return cases;
+}
+
 void run_cases(const std::vector<Case>& cases) {
   for (const Case& c : cases) {
     CAPTURE(c.name);
@@ -337,4 +427,12 @@ TEST_CASE("sampling and engine ranges are checked at load time, with file:line:c
 
 TEST_CASE("values that were silently truncated or accepted are refused; a stalled draft says so") {
   run_cases(silent_value_cases());
+}
+
+TEST_CASE("check-config runs the plugins' parameter checks that run would") {
+  run_cases(plugin_check_cases());
+}
+
+TEST_CASE("padding rows of the embedding are never drawn, by the target or a draft") {
+  run_cases(padding_cases());
 }
