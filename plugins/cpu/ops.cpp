@@ -37,8 +37,6 @@ void rms_norm(ThreadPool& pool, const Mat& x, const Mat& weight, float eps, cons
 
 void rope(ThreadPool& pool, const Mat& x, const int32_t* positions, const RopeSpec& p) {
   const int64_t half = p.n_rot / 2;
-  // Pair j is (2j, 2j+1) in normal mode and (j, j + half) in neox mode.
-  const int64_t lo_step = p.neox ? 1 : 2, hi_offset = p.neox ? half : 1;
   for_rows(pool, x.rows, x.cols, [&](int64_t i) {
     float cs[512], sn[512];  // n_rot <= 1024 (checked by the device)
     const double pos = positions[i];
@@ -46,19 +44,25 @@ void rope(ThreadPool& pool, const Mat& x, const int32_t* positions, const RopeSp
       double theta =
           pos * std::pow(static_cast<double>(p.base), -2.0 * static_cast<double>(j) / p.n_rot);
       if (p.freq_factors) theta /= static_cast<double>(p.freq_factors[j]);
-      theta *= static_cast<double>(p.freq_scale);
+      if (p.freq_scale != 1.0f) theta *= static_cast<double>(p.freq_scale);
       cs[j] = static_cast<float>(std::cos(theta));
       sn[j] = static_cast<float>(std::sin(theta));
     }
     float* xi = x.f32_row(i);
     for (uint32_t h = 0; h < p.n_head; ++h) {
       float* v = xi + static_cast<int64_t>(h) * p.head_dim;
-      for (int64_t j = 0; j < half; ++j) {
-        float* a = v + j * lo_step;
-        float* b = a + hi_offset;
-        const float x0 = *a, x1 = *b;
-        *a = x0 * cs[j] - x1 * sn[j];
-        *b = x0 * sn[j] + x1 * cs[j];
+      if (p.neox) {  // pairs (j, j + half)
+        for (int64_t j = 0; j < half; ++j) {
+          const float x0 = v[j], x1 = v[j + half];
+          v[j] = x0 * cs[j] - x1 * sn[j];
+          v[j + half] = x0 * sn[j] + x1 * cs[j];
+        }
+      } else {  // pairs (2j, 2j + 1)
+        for (int64_t j = 0; j < half; ++j) {
+          const float x0 = v[2 * j], x1 = v[2 * j + 1];
+          v[2 * j] = x0 * cs[j] - x1 * sn[j];
+          v[2 * j + 1] = x0 * sn[j] + x1 * cs[j];
+        }
       }
     }
   });
