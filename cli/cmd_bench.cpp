@@ -44,7 +44,8 @@ const char* kHelp =
     "                      draft-A.gguf per\n"
     "                      --agreement A\n"
     "  --quantize IN       only write a copy of the GGUF model IN with its matrices in --type\n"
-    "                      (q8_0, f16, f32) to the file --out (weight precision as an axis)\n";
+    "                      (q8_0, q4_K_M, f16, f32) to the file --out (weight precision as an "
+    "axis)\n";
 
 int construct_only(const std::string& out, const std::string& size, const std::string& type,
                    std::vector<double> agreements) {

@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "gguf/gguf_writer.hpp"
+#include "gguf/kquant_writer.hpp"
 #include "models/llama_writer.hpp"
 
 namespace specd::bench {
@@ -75,18 +76,7 @@ GgmlType parse_weight_type(const std::string& name) {
 }
 
 GgmlType constructed_tensor_type(const ConstructedSpec& s, const std::string& name) {
-  if (s.type != GgmlType::kQ4_K) return s.type;
-  // llama.cpp's Q4_K_M mix: q6_K for the output matrix and for attn_v / ffn_down of the
-  // layers its use_more_bits rule picks (the first and last eighth, every third between).
-  if (name == "output.weight") return GgmlType::kQ6_K;
-  const bool v = name.find(".attn_v.") != std::string::npos;
-  const bool down = name.find(".ffn_down.") != std::string::npos;
-  if (v || down) {
-    const int layer = std::stoi(name.substr(4, name.find('.', 4) - 4));
-    const int n = static_cast<int>(s.n_layer);
-    if (layer < n / 8 || layer >= 7 * n / 8 || (layer - n / 8) % 3 == 2) return GgmlType::kQ6_K;
-  }
-  return GgmlType::kQ4_K;
+  return s.type == GgmlType::kQ4_K ? q4_k_m_type(name, s.n_layer) : s.type;
 }
 
 std::vector<int32_t> constructed_next(const ConstructedSpec& spec) {
