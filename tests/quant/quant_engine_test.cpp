@@ -5,6 +5,7 @@
 // proposer.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
