@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU check of the CUDA backend, for a machine with an NVIDIA GPU, in under 8 minutes:
 #   1. the backend op conformance suite (tests/backend) on the cuda backend only;
-#   2. greedy equivalence: the engine test binary, and plain vs n-gram speculative decoding at
+#   2. greedy equivalence: the engine test binary, the quantized presets (tests/quant: every
+#      quantized weight type), and plain vs n-gram speculative decoding at
 #      temperature 0 through `specd run` on cuda must emit the same tokens;
 #   3. tokens/s of plain and speculative decoding with the shipped models (cuda, and cpu for
 #      reference);
@@ -143,6 +144,10 @@ run_doctest conformance "$build/bin/backend_conformance_test" 180 SPECD_TEST_BAC
 # The engine test (tests/engine) compares speculative and plain greedy output on random models;
 # SPECD_TEST_BACKEND asks it for the cuda backend where it supports choosing one.
 run_doctest engine_greedy "$build/bin/engine_test" 150 SPECD_TEST_BACKEND="$backend" \
+  SPECD_TEST_BACKENDS="$backend"
+# The same on llama.cpp's quantization presets (../shared/compat/quant, every quantized type)
+# and on quantized target/draft pairs (tests/quant).
+run_doctest quant_greedy "$build/bin/quant_test" 120 SPECD_TEST_BACKEND="$backend" \
   SPECD_TEST_BACKENDS="$backend"
 
 # ---- 3. specd run: plain vs speculative, cuda and cpu --------------------------------------------

@@ -41,10 +41,12 @@ const char* kHelp =
     "  --plugin-path DIR   also search DIR for plugins; repeatable\n"
     "  --models-dir DIR    where constructed models are written (default: a temp folder)\n"
     "  --construct         only write constructed models: target.gguf of --size (tiny,\n"
-    "                      0.1b, 0.5b, 1.5b) and --type (f16, q8_0), and draft-A.gguf per\n"
+    "                      0.1b, 95m, 0.5b, 1.5b) and --type (f16, q8_0, q4_K_M), and\n"
+    "                      draft-A.gguf per\n"
     "                      --agreement A\n"
     "  --quantize IN       only write a copy of the GGUF model IN with its matrices in --type\n"
-    "                      (q8_0, f16, f32) to the file --out (weight precision as an axis)\n";
+    "                      (q8_0, q4_K_M, f16, f32) to the file --out (weight precision as an "
+    "axis)\n";
 
 int construct_only(const std::string& out, const std::string& size, const std::string& type,
                    std::vector<double> agreements) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "bandwidth.hpp"
 #include "common/error.hpp"
 #include "gguf/gguf_writer.hpp"
 #include "models/llama_model.hpp"
@@ -214,13 +215,17 @@ int main(int argc, char** argv) {
     const double decode_tps = 1.0 / median(decode);
     const double prefill_tps = n_prefill / median(prefill);
     const specd_device_info di = device->info();
+    const double weight_bytes = double(bench::decode_weight_bytes(a.model));
+    const double copy_bw = bench::copy_bandwidth();
     if (a.json) {
       std::printf(
           "{\"model\": \"%s\", \"params\": %lld, \"weight_type\": \"%s\", \"device\": \"%s\", "
           "\"threads\": %u, \"repeats\": %d, \"clock\": \"%s\", \"decode_tokens_per_s\": %.2f, "
-          "\"prefill_tokens\": %d, \"prefill_tokens_per_s\": %.2f, \"forward_ms\": {",
+          "\"prefill_tokens\": %d, \"prefill_tokens_per_s\": %.2f, \"decode_weight_bytes\": %.0f, "
+          "\"decode_bytes_per_s\": %.4g, \"copy_bytes_per_s\": %.4g, \"forward_ms\": {",
           in.path.c_str(), static_cast<long long>(in.n_params), in.weight_type.c_str(), di.name,
-          di.threads, a.repeats, g_cpu_time ? "cpu" : "wall", decode_tps, n_prefill, prefill_tps);
+          di.threads, a.repeats, g_cpu_time ? "cpu" : "wall", decode_tps, n_prefill, prefill_tps,
+          weight_bytes, weight_bytes * decode_tps, copy_bw);
       for (size_t i = 0; i < ms.size(); ++i)
         std::printf("%s\"%d\": %.4f", i ? ", " : "", ms[i], t_m[i] * 1e3);
       std::printf("}, \"v\": {");
@@ -233,6 +238,10 @@ int main(int argc, char** argv) {
       std::printf("device    %s, median of %d repeats, %s\n", di.name, a.repeats,
                   g_cpu_time ? "process CPU time" : "wall time");
       std::printf("decode    %.1f tokens/s (m = 1 after %d tokens)\n", decode_tps, prefix);
+      std::printf(
+          "memory    %.2f GB/s of weights read in decoding (%.1f MB per token); memcpy "
+          "%.2f GB/s (read + write, one thread)\n",
+          weight_bytes * decode_tps / 1e9, weight_bytes / 1e6, copy_bw / 1e9);
       std::printf("prefill   %.1f tokens/s (%d tokens in one forward)\n", prefill_tps, n_prefill);
       std::printf("v(m) = time(m tokens) / time(1 token), after %d committed tokens\n", prefix);
       std::printf("   m   time_ms   v(m)\n");

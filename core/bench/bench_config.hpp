@@ -22,7 +22,7 @@ struct ConstructSpec {
   std::vector<std::string> sizes;  // "tiny", "0.1b", "0.5b", "1.5b"
   std::vector<double> agreements;  // fraction of tokens where the draft agrees
   std::vector<uint32_t> ks;        // draft lengths
-  std::vector<std::string> types;  // "f16", "q8_0"
+  std::vector<std::string> types;  // "f16", "q8_0", "q4_K_M", "f32"
   std::string rule = "greedy";
   uint32_t prompts = 4;
 };

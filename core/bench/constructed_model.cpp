@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "gguf/gguf_writer.hpp"
+#include "gguf/kquant_writer.hpp"
 #include "models/llama_writer.hpp"
 
 namespace specd::bench {
@@ -39,12 +40,14 @@ ConstructedSpec constructed_preset(const std::string& size) {
     s.n_embd = 256, s.n_layer = 2, s.n_head = 4, s.n_head_kv = 4, s.n_ff = 512;
   } else if (size == "0.1b") {
     s.n_embd = 768, s.n_layer = 12, s.n_head = 12, s.n_head_kv = 12, s.n_ff = 2048;
+  } else if (size == "95m") {  // the shape of the quantized-decoding benchmark
+    s.n_embd = 1024, s.n_layer = 8, s.n_head = 16, s.n_head_kv = 8, s.n_ff = 2816;
   } else if (size == "0.5b") {
     s.n_embd = 1536, s.n_layer = 16, s.n_head = 12, s.n_head_kv = 12, s.n_ff = 4096;
   } else if (size == "1.5b") {
     s.n_embd = 2048, s.n_layer = 28, s.n_head = 16, s.n_head_kv = 16, s.n_ff = 5632;
   } else {
-    throw UsageError("unknown constructed model size '" + size + "' (tiny, 0.1b, 0.5b, 1.5b)");
+    throw UsageError("unknown constructed model size '" + size + "' (tiny, 0.1b, 95m, 0.5b, 1.5b)");
   }
   return s;
 }
@@ -72,7 +75,12 @@ GgmlType parse_weight_type(const std::string& name) {
   if (name == "f16") return GgmlType::kF16;
   if (name == "q8_0") return GgmlType::kQ8_0;
   if (name == "f32") return GgmlType::kF32;
-  throw UsageError("weight type '" + name + "' is not one of f16, q8_0, f32");
+  if (name == "q4_K_M" || name == "q4_k_m") return GgmlType::kQ4_K;
+  throw UsageError("weight type '" + name + "' is not one of f16, q8_0, q4_K_M, f32");
+}
+
+GgmlType constructed_tensor_type(const ConstructedSpec& s, const std::string& name) {
+  return s.type == GgmlType::kQ4_K ? q4_k_m_type(name, s.n_layer) : s.type;
 }
 
 std::vector<int32_t> constructed_next(const ConstructedSpec& spec) {
@@ -107,7 +115,11 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
   layout.vocab = kVocab;
   GgufWriter w;
   set_llama_metadata(w, layout);
-  w.set_u32("general.file_type", s.type == GgmlType::kQ8_0 ? 7 : s.type == GgmlType::kF16 ? 1 : 0);
+  // llama_ftype: 7 MOSTLY_Q8_0, 15 MOSTLY_Q4_K_M, 1 MOSTLY_F16, 0 ALL_F32.
+  w.set_u32("general.file_type", s.type == GgmlType::kQ8_0   ? 7
+                                 : s.type == GgmlType::kQ4_K ? 15
+                                 : s.type == GgmlType::kF16  ? 1
+                                                             : 0);
   set_byte_tokenizer(w, kVocab);
 
   std::mt19937_64 rng(s.seed);
@@ -138,10 +150,10 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
   for (const LlamaTensor& t : llama_tensors(layout)) {
     switch (t.role) {
       case LlamaTensorRole::kEmbedding:
-        w.add_tensor_f32(t.name, s.type, t.ne, embd.data());
+        w.add_tensor_f32(t.name, constructed_tensor_type(s, t.name), t.ne, embd.data());
         break;
       case LlamaTensorRole::kOutput:
-        w.add_tensor_f32(t.name, s.type, t.ne, out.data());
+        w.add_tensor_f32(t.name, constructed_tensor_type(s, t.name), t.ne, out.data());
         break;
       case LlamaTensorRole::kNorm: {
         const std::vector<float> v(d, 1.0f);
@@ -152,7 +164,7 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
         std::normal_distribution<float> g(0.0f, float(kLayerScale / std::sqrt(double(t.ne[0]))));
         std::vector<float> v(static_cast<size_t>(t.ne[0] * t.ne[1]));
         for (float& x : v) x = g(rng);
-        w.add_tensor_f32(t.name, s.type, t.ne, v.data());
+        w.add_tensor_f32(t.name, constructed_tensor_type(s, t.name), t.ne, v.data());
         break;
       }
       case LlamaTensorRole::kBias:

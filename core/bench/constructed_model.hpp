@@ -29,13 +29,17 @@ struct ConstructedSpec {
   uint64_t seed = 1;       // weights
 };
 
-// Presets by size: "tiny" (≈1.4 M), "0.1b", "0.5b", "1.5b" (parameter counts approximate).
+// Presets by size: "tiny" (≈1.4 M), "0.1b", "95m" (d 1024, 8 layers, 16 heads, 8 KV heads,
+// FFN 2816), "0.5b", "1.5b" (parameter counts approximate).
 ConstructedSpec constructed_preset(const std::string& size);
 // The drafts' shape: one small layer.
 // `agreement` must lie in [0, 1]; throws UsageError otherwise.
 ConstructedSpec constructed_draft(double agreement);
 uint64_t constructed_parameters(const ConstructedSpec& spec);
-GgmlType parse_weight_type(const std::string& name);  // "f16", "q8_0", "f32"
+// "f16", "q8_0", "f32", or "q4_K_M" (kQ4_K: llama.cpp's Q4_K_M mix of q4_K and q6_K).
+GgmlType parse_weight_type(const std::string& name);
+// The type a tensor of a constructed model is written in (spec.type, or the Q4_K_M mix).
+GgmlType constructed_tensor_type(const ConstructedSpec& spec, const std::string& tensor);
 
 // The map the model computes: next[t] for every token id (the planted map where the model
 // agrees, the disagreeing token elsewhere).

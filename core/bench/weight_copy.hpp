@@ -9,8 +9,10 @@
 
 namespace specd::bench {
 
-// Converts every 2-D f32/f16/bf16/q8_0 tensor whose rows fit the type's blocks; returns
-// how many tensors were converted. Throws Error naming a file that cannot be read/written.
+// Converts every 2-D tensor of a decodable type (f32, f16, bf16, any quantized type of
+// ggml_blocks.hpp) whose rows fit the type's blocks; kQ4_K means llama.cpp's Q4_K_M mix
+// (q4_K, q6_K for the tensors it picks). Returns how many tensors were converted. Throws Error
+// naming a file that cannot be read/written.
 size_t write_weight_copy(const std::string& in, const std::string& out, GgmlType type);
 
 }  // namespace specd::bench

@@ -1,5 +1,7 @@
 #include "gguf/gguf_writer.hpp"
 
+#include "gguf/kquant_writer.hpp"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -148,6 +150,12 @@ void GgufWriter::add_tensor_f32(const std::string& name, GgmlType type, std::vec
       break;
     case GgmlType::kQ8_0:
       quantize_q8_0(values, data.data(), n);
+      break;
+    case GgmlType::kQ4_K:
+      quantize_q4_K(values, data.data(), n);
+      break;
+    case GgmlType::kQ6_K:
+      quantize_q6_K(values, data.data(), n);
       break;
     default:
       throw Error(std::string("gguf writer: cannot convert f32 to ") + ggml_type_name(type) +

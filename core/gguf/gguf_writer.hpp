@@ -32,7 +32,7 @@ class GgufWriter {
   // first. data must hold exactly the type's byte size for ne.
   void add_tensor(const std::string& name, GgmlType type, std::vector<int64_t> ne,
                   std::vector<uint8_t> data);
-  // Converts f32 values to type (kF32, kF16, kBF16 or kQ8_0).
+  // Converts f32 values to type (kF32, kF16, kBF16, kQ8_0, kQ4_K or kQ6_K).
   void add_tensor_f32(const std::string& name, GgmlType type, std::vector<int64_t> ne,
                       const float* values);
 

@@ -7,6 +7,7 @@
 #include "bench/weight_copy.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
+#include "gguf/gguf_reader.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -100,5 +101,38 @@ TEST_CASE("weight copy: q8_0 copy of a model still walks the planted map") {
   for (int32_t t : r.tokens) {
     CHECK(t == next[prev]);
     prev = t;
+  }
+}
+
+TEST_CASE("q4_K_M (llama.cpp's mix of q4_K and q6_K): constructed model and weight copy") {
+  const std::string dir = test::temp_dir("bench-q4km");
+  PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
+  bench::ConstructedSpec spec = bench::constructed_preset("tiny");  // rows of 256 and 512
+  spec.type = bench::parse_weight_type("q4_K_M");
+  bench::write_constructed_model(dir + "/q4km.gguf", spec);
+  {
+    const GgufFile f = GgufFile::open(dir + "/q4km.gguf");
+    CHECK(f.require_tensor("output.weight").type == GgmlType::kQ6_K);
+    // use_more_bits for 2 layers: layer 1 (the last eighth), not layer 0.
+    CHECK(f.require_tensor("blk.1.attn_v.weight").type == GgmlType::kQ6_K);
+    CHECK(f.require_tensor("blk.1.ffn_down.weight").type == GgmlType::kQ6_K);
+    CHECK(f.require_tensor("blk.0.attn_v.weight").type == GgmlType::kQ4_K);
+    CHECK(f.require_tensor("blk.0.attn_q.weight").type == GgmlType::kQ4_K);
+    CHECK(f.require_tensor("token_embd.weight").type == GgmlType::kQ4_K);
+  }
+  const std::vector<int32_t> next = bench::constructed_next(spec);
+  spec.type = GgmlType::kF16;
+  bench::write_constructed_model(dir + "/f16.gguf", spec);
+  CHECK(bench::write_weight_copy(dir + "/f16.gguf", dir + "/copy.gguf", GgmlType::kQ4_K) ==
+        2 + 7 * spec.n_layer);
+  for (const char* file : {"q4km.gguf", "copy.gguf"}) {
+    CAPTURE(file);
+    Engine engine(plain_config(dir + "/" + file, 16), registry);
+    GenerationResult r = engine.generate("x");
+    int32_t prev = engine.tokenizer().encode("x", true).back();
+    for (int32_t t : r.tokens) {
+      CHECK(t == next[prev]);
+      prev = t;
+    }
   }
 }

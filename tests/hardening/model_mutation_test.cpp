@@ -136,11 +136,11 @@ std::vector<Mutation> mutations_of(const GgufFile& file) {
                      data[i].assign(static_cast<size_t>(ts[i].n_elements) * 4, 0);
                    }});
     if (t.ne[0] % 32 == 0)
-      out.push_back({"tensor " + t.name + " as q4_0 (unsupported)",
+      out.push_back({"tensor " + t.name + " as q8_1 (unsupported)",
                      {},
                      [i](auto& ts, auto& data) {
-                       ts[i].type = GgmlType::kQ4_0;
-                       data[i].assign(ggml_row_size(GgmlType::kQ4_0, ts[i].ne[0]) *
+                       ts[i].type = GgmlType::kQ8_1;
+                       data[i].assign(ggml_row_size(GgmlType::kQ8_1, ts[i].ne[0]) *
                                           static_cast<size_t>(ts[i].n_elements / ts[i].ne[0]),
                                       0);
                      },

@@ -5,6 +5,7 @@
 // proposer.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -29,10 +30,19 @@ std::string join(const std::vector<int32_t>& ids) {
   return s;
 }
 
+// The backend under test: cpu, or the one SPECD_TEST_BACKEND names (bench/gpu-check.sh).
+std::string test_backend() {
+  const char* b = std::getenv("SPECD_TEST_BACKEND");
+  return b && *b ? b : "cpu";
+}
+
 Config make_config(const std::string& model, const std::vector<std::string>& overrides) {
-  std::vector<std::string> all = {
-      "target.model=\"" + model + "\"", "engine.backend=cpu",       "engine.threads=1",
-      "sampling.temperature=0",         "sampling.ignore_eos=true", "sampling.max_tokens=24"};
+  std::vector<std::string> all = {"target.model=\"" + model + "\"",
+                                  "engine.backend=" + test_backend(),
+                                  "engine.threads=1",
+                                  "sampling.temperature=0",
+                                  "sampling.ignore_eos=true",
+                                  "sampling.max_tokens=24"};
   all.insert(all.end(), overrides.begin(), overrides.end());
   return parse_config("", "test.toml", all);
 }

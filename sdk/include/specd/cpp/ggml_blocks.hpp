@@ -443,15 +443,15 @@ SPECD_BLOCK_FN void dequantize_row_of(const uint8_t* row, int64_t cols, float* o
   }
 }
 
-// Calls f(Tag<T>{}) for the run-time type id `type` (a weight type of this header); returns
-// false, calling nothing, for any other id.
+// Host code: calls f(Tag<T>{}) for the run-time type id `type` (a weight type of this header);
+// returns false, calling nothing, for any other id.
 template <uint32_t T>
 struct Tag {
   static constexpr uint32_t value = T;
 };
 
 template <class F>
-SPECD_BLOCK_FN bool visit_type(uint32_t type, F&& f) {
+static inline bool visit_type(uint32_t type, F&& f) {
   switch (type) {
     case kF32:
       return f(Tag<kF32>{}), true;
@@ -488,8 +488,8 @@ SPECD_BLOCK_FN bool visit_type(uint32_t type, F&& f) {
   }
 }
 
-// Row of `cols` elements of run-time type `type` to f32; false for an unknown type.
-SPECD_BLOCK_FN bool dequantize_row(uint32_t type, const uint8_t* row, int64_t cols, float* out) {
+// Host code: row of `cols` elements of run-time type `type` to f32; false for an unknown type.
+static inline bool dequantize_row(uint32_t type, const uint8_t* row, int64_t cols, float* out) {
   return visit_type(type,
                     [&](auto tag) { dequantize_row_of<decltype(tag)::value>(row, cols, out); });
 }
