@@ -61,9 +61,9 @@ struct Files {
     write_text(good, config_for(model));
     rewrite_gguf(model, padded, [](const GgufFile& f, GgufWriter& w) {
       for (const char* key : {"tokenizer.ggml.tokens", "tokenizer.ggml.token_type"}) {
-        GgufValue v = f.get_array(key);
-        v.array.resize(258);
-        w.set(key, v);
+        std::vector<GgufValue> kept = f.get_array(key).elements();
+        kept.resize(258);
+        w.set(key, GgufValue::make_array(kept.front().type, kept));
       }
     });
   }
