@@ -179,7 +179,10 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& path)
     }
     if (b->get("temperatures"))
       cfg.temperatures = numbers<double>(b->get("temperatures"), path + ": temperatures");
-    for (const char* key : {"repeats", "prompts"})
+    // Counts are unsigned: a negative value would wrap to billions.
+    if (auto v = (*b)["seed"].value<int64_t>(); v && *v < 0)
+      throw UsageError(path + ": [bench] seed = " + std::to_string(*v) + " must be >= 0");
+    for (const char* key : {"repeats", "prompts", "max_tokens", "audit_samples"})
       if (auto v = (*b)[key].value<int64_t>(); v && (*v < 0 || *v > UINT32_MAX))
         throw UsageError(path + ": [bench] " + key + " = " + std::to_string(*v) +
                          " is out of range (0 to 2^32-1)");
@@ -221,6 +224,9 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& path)
     s.types = strings(c->get("types"), path + ": [construct] types");
     if (s.types.empty()) s.types = {"f16"};
     if (auto v = (*c)["rule"].value<std::string>()) s.rule = *v;
+    if (auto v = (*c)["prompts"].value<int64_t>(); v && (*v < 0 || *v > UINT32_MAX))
+      throw UsageError(path + ": [construct] prompts = " + std::to_string(*v) +
+                       " is out of range (0 to 2^32-1)");
     if (auto v = (*c)["prompts"].value<int64_t>()) s.prompts = static_cast<uint32_t>(*v);
     for (double a : s.agreements)
       if (!(a >= 0 && a <= 1)) throw UsageError(path + ": agreements must lie in [0, 1]");

@@ -76,7 +76,14 @@ class Emitter {
     for (const std::string& stop : stops_) {
       if (stop.empty()) continue;
       const size_t from = before >= stop.size() ? before - stop.size() + 1 : 0;
-      cut = std::min(cut, result.text.find(stop, from));
+      // A match never starts inside a UTF-8 character (the configuration refuses stop
+      // strings that are not whole characters; a Config built in code is held to it here).
+      for (size_t at = result.text.find(stop, from); at != std::string::npos;
+           at = result.text.find(stop, at + 1))
+        if (!continuation_byte(result.text[at])) {
+          cut = std::min(cut, at);
+          break;
+        }
     }
     if (cut != std::string::npos) {
       result.text.resize(cut);
@@ -103,11 +110,14 @@ class Emitter {
  private:
   // Bytes at the end of `text` that begin some stop string (the longest such suffix,
   // shorter than the stop string itself: a whole one would have matched).
+  static bool continuation_byte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
   size_t held_back(const std::string& text) const {
     size_t held = 0;
     for (const std::string& stop : stops_) {
       for (size_t n = std::min(stop.size() - (stop.empty() ? 0 : 1), text.size()); n > held; --n)
-        if (text.compare(text.size() - n, n, stop, 0, n) == 0) {
+        if (!continuation_byte(text[text.size() - n]) &&
+            text.compare(text.size() - n, n, stop, 0, n) == 0) {
           held = n;
           break;
         }

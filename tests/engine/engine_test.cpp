@@ -13,8 +13,8 @@
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
-#include "plugin/registry.hpp"
 #include "gguf/gguf_reader.hpp"
+#include "plugin/registry.hpp"
 #include "random_llama.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -40,9 +40,8 @@ std::string test_backend() {
 
 Config make_config(const std::string& model, const std::vector<std::string>& overrides) {
   std::vector<std::string> all = {"target.model=\"" + model + "\"",
-                                  "engine.backend=" + test_backend(),
-                                  "engine.threads=1", "sampling.temperature=0",
-                                  "sampling.ignore_eos=true"};
+                                  "engine.backend=" + test_backend(), "engine.threads=1",
+                                  "sampling.temperature=0", "sampling.ignore_eos=true"};
   all.insert(all.end(), overrides.begin(), overrides.end());
   return parse_config("", "test.toml", all);
 }
@@ -65,9 +64,10 @@ struct Fixture {
 
 TEST_CASE("greedy speculative output equals plain greedy output, every proposer and weight type") {
   Fixture f;
-  const std::pair<GgmlType, const char*> types[] = {
-      {GgmlType::kF32, "f32"}, {GgmlType::kF16, "f16"}, {GgmlType::kBF16, "bf16"},
-      {GgmlType::kQ8_0, "q8_0"}};
+  const std::pair<GgmlType, const char*> types[] = {{GgmlType::kF32, "f32"},
+                                                    {GgmlType::kF16, "f16"},
+                                                    {GgmlType::kBF16, "bf16"},
+                                                    {GgmlType::kQ8_0, "q8_0"}};
   for (auto [type, type_name] : types) {
     test::RandomLlamaSpec spec;
     spec.weight_type = type;
@@ -183,17 +183,15 @@ TEST_CASE("configuration mistakes name the file position") {
   test::write_random_llama(model, spec);
   CHECK_THROWS_WITH_AS(Engine(make_config(model, {"proposer.kind=ngrm"}), f.registry),
                        doctest::Contains("unknown proposer plugin 'ngrm'"), UsageError);
-  CHECK_THROWS_WITH_AS(Engine(make_config(model, {"proposer.kind=ngram",
-                                                  "acceptance.rule=typical"}),
-                              f.registry),
-                       doctest::Contains("allow_lossy"), UsageError);
-  CHECK_THROWS_WITH_AS(Engine(make_config(model, {"proposer.kind=ngram",
-                                                  "acceptance.rule=rejection"}),
-                              f.registry),
-                       doctest::Contains("q"), UsageError);
-  CHECK_THROWS_WITH_AS(Engine(make_config(model, {"proposer.kind=ngram", "proposer.max_n=0"}),
-                              f.registry),
-                       doctest::Contains("key 'max_n' must be in [min_n, 64]"), UsageError);
+  CHECK_THROWS_WITH_AS(
+      Engine(make_config(model, {"proposer.kind=ngram", "acceptance.rule=typical"}), f.registry),
+      doctest::Contains("allow_lossy"), UsageError);
+  CHECK_THROWS_WITH_AS(
+      Engine(make_config(model, {"proposer.kind=ngram", "acceptance.rule=rejection"}), f.registry),
+      doctest::Contains("q"), UsageError);
+  CHECK_THROWS_WITH_AS(
+      Engine(make_config(model, {"proposer.kind=ngram", "proposer.max_n=0"}), f.registry),
+      doctest::Contains("key 'max_n' must be in [min_n, 64]"), UsageError);
   CHECK_THROWS_WITH_AS(Engine(make_config(f.dir + "/missing.gguf", {}), f.registry),
                        doctest::Contains("missing.gguf"), Error);
 }
@@ -253,9 +251,9 @@ TEST_CASE("draft-model proposer: a draft with another vocabulary is refused clea
   small.seed = 3;
   test::write_random_llama(other, small);
   // Padding-only differences pass ...
-  CHECK_NOTHROW(Engine(make_config(target, {"proposer.kind=draft-model",
-                                            "proposer.model=\"" + other + "\""}),
-                       f.registry));
+  CHECK_NOTHROW(
+      Engine(make_config(target, {"proposer.kind=draft-model", "proposer.model=\"" + other + "\""}),
+             f.registry));
   // ... a missing file is named ...
   CHECK_THROWS_WITH_AS(Engine(make_config(target, {"proposer.kind=draft-model",
                                                    "proposer.model=\"" + f.dir + "/nope.gguf\""}),
@@ -332,4 +330,30 @@ TEST_CASE("an interrupt ends generation between rounds with what was generated")
   CHECK(cut.tokens.size() < full.tokens.size());
   // What was generated is the uninterrupted run's beginning (plain greedy decoding).
   CHECK(std::equal(cut.tokens.begin(), cut.tokens.end(), full.tokens.begin()));
+}
+
+TEST_CASE("a stop string never cuts a UTF-8 character, even one built in code") {
+  Fixture f;
+  std::string model = f.dir + "/utf8-stop.gguf";
+  test::write_random_llama(model, test::RandomLlamaSpec{});
+  Config config = make_config(model, {"sampling.max_tokens=60"});
+  const GenerationResult full = Engine(config, f.registry).generate("ok");
+  // The first continuation byte of a multi-byte character in the output (random byte tokens
+  // give invalid sequences, rendered as U+FFFD = EF BF BD, and real characters).
+  const size_t at = full.text.find_first_of(
+      "\x80\x81\x82\x83\x84\x85\x86\x87\x88\x89\x8a\x8b"
+      "\x8c\x8d\x8e\x8f\x90\x91\x92\x93\x94\x95\x96\x97"
+      "\x98\x99\x9a\x9b\x9c\x9d\x9e\x9f\xa0\xa1\xa2\xa3"
+      "\xa4\xa5\xa6\xa7\xa8\xa9\xaa\xab\xac\xad\xae\xaf"
+      "\xb0\xb1\xb2\xb3\xb4\xb5\xb6\xb7\xb8\xb9\xba\xbb"
+      "\xbc\xbd\xbe\xbf");
+  REQUIRE(at != std::string::npos);
+  config.sampling.stop = {full.text.substr(at, 1)};  // not whole characters: never matches
+  std::string streamed;
+  GenerateOptions options;
+  options.on_text = [&](const std::string& piece) { streamed += piece; };
+  const GenerationResult r = Engine(config, f.registry).generate("ok", options);
+  CHECK(r.stop_reason == "length");
+  CHECK(r.text == full.text);
+  CHECK(streamed == r.text);
 }
