@@ -13,6 +13,11 @@
 #include "common/error.hpp"
 #include "plugin/host_services.hpp"
 
+// The installed plugin folder relative to the CLI's (set by cmake/SpecdInstall.cmake).
+#ifndef SPECD_PLUGINDIR_FROM_BINDIR
+#define SPECD_PLUGINDIR_FROM_BINDIR "../lib/specd/plugins"
+#endif
+
 namespace fs = std::filesystem;
 
 namespace specd {
@@ -42,6 +47,13 @@ std::string executable_directory() {
   auto path = boost::dll::program_location(ec);
   if (ec) return fs::current_path().string();
   return path.parent_path().string();
+}
+
+std::string default_plugin_folder() {
+  const fs::path exe_dir(executable_directory());
+  std::error_code ec;
+  if (fs::is_directory(exe_dir / "plugins", ec)) return (exe_dir / "plugins").string();
+  return (exe_dir / SPECD_PLUGINDIR_FROM_BINDIR).lexically_normal().string();
 }
 
 namespace {
@@ -78,7 +90,7 @@ PluginRegistry::PluginRegistry(const std::vector<std::string>& config_paths,
                                bool beside_executable) {
   search_path_ = config_paths;
   for (auto& p : split_path_list(std::getenv("SPECD_PLUGIN_PATH"))) search_path_.push_back(p);
-  std::string default_folder = (fs::path(executable_directory()) / "plugins").string();
+  std::string default_folder = default_plugin_folder();
   if (beside_executable) search_path_.push_back(default_folder);
 
   std::set<std::string> seen_files;
