@@ -206,7 +206,7 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
     } catch (const UsageError& e) {
       throw UsageError(config_.where("acceptance.rule") + ": " + e.what());
     }
-    PluginParams params(config_.acceptance.params);
+    PluginParams params(config_.acceptance.params, rule_plugin->abi_minor);
     rule_ = std::make_unique<AcceptanceRule>(*rule_plugin, params.raw());
     check_lossy_allowed(rule_->info(), config_.acceptance.allow_lossy);
     DraftShape shape;
