@@ -158,12 +158,15 @@ const LoadedPlugin* PluginRegistry::load_file(const std::string& path) {
   std::string version = std::to_string(d->abi_major) + "." + std::to_string(d->abi_minor);
   std::string host_version =
       std::to_string(SPECD_ABI_VERSION_MAJOR) + "." + std::to_string(SPECD_ABI_VERSION_MINOR);
+  // The descriptor's first fields up to `id` are the same in every major (docs/ABI-1.0.md),
+  // so a plugin of another major is refused by its id, not only by its file.
+  const std::string who = d->id && *d->id ? std::string("plugin '") + d->id + "': " : "";
   if (d->abi_major != SPECD_ABI_VERSION_MAJOR)
-    return fail("ABI major version differs: plugin built for ABI " + version + ", host has ABI " +
-                host_version);
+    return fail(who + "ABI major version differs: plugin built for ABI " + version +
+                ", host has ABI " + host_version);
   if (d->abi_minor > SPECD_ABI_VERSION_MINOR)
-    return fail("plugin needs ABI " + version + ", newer than the host's ABI " + host_version +
-                "; upgrade specd");
+    return fail(who + "plugin needs ABI " + version + ", newer than the host's ABI " +
+                host_version + "; upgrade specd");
   if (!d->id || !*d->id) return fail("descriptor has no id");
   if (!d->get_vtable) return fail("descriptor has no get_vtable");
   if (d->kind < SPECD_KIND_BACKEND || d->kind > SPECD_KIND_ACCEPTANCE)

@@ -59,6 +59,10 @@ foreach(id com.example.accept.sample-only com.example.propose.successor
     message(FATAL_ERROR "specd plugins does not list the out-of-tree plugin ${id}:\n${listing}")
   endif()
 endforeach()
+# A proposer's details: its flags and default rule.
+if(NOT listing MATCHES "\"id\":\"com.example.propose.successor\"[^}]*\"trees\":true,\"provides_q\":false,\"target_features\":false,\"default_rule\":\"exact-match\"")
+  message(FATAL_ERROR "the proposer's details are missing:\n${listing}")
+endif()
 if(NOT listing MATCHES "\"label\":\"greedy-exact\"")
   message(FATAL_ERROR "the C rule's label is missing:\n${listing}")
 endif()
