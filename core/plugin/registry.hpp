@@ -3,7 +3,7 @@
 // library is alive: destroy the registry last).
 //
 // Search order: the paths given (from [plugins] paths in the TOML), then the directories in
-// SPECD_PLUGIN_PATH (colon-separated), then the default folder (default_plugin_folder).
+// SPECD_PLUGIN_PATH (colon-separated), then the plugins/ folder beside the executable.
 // A path may name a directory (every *.so in it) or a single library file.
 #pragma once
 
@@ -74,9 +74,10 @@ const char* kind_name(specd_plugin_kind kind);
 // The folder of the running executable (for the plugins/ beside it).
 std::string executable_directory();
 
-// The bundled plugins' folder: plugins/ beside the executable when it exists (the build
-// tree: build/bin/plugins), else the install layout's lib/specd/plugins relative to the
-// executable (<prefix>/bin/../lib/specd/plugins; cmake/SpecdInstall.cmake).
+// The last folder of the search order, the bundled plugins': plugins/ beside the executable
+// when it exists (the build tree: build/bin/plugins), else the install layout's
+// lib/specd/plugins relative to the executable (<prefix>/bin/../lib/specd/plugins;
+// cmake/SpecdInstall.cmake).
 std::string default_plugin_folder();
 
 }  // namespace specd

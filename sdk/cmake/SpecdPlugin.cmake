@@ -3,8 +3,6 @@
 # Builds a specd plugin: a MODULE library that links nothing from specd, exports only
 # specd_plugin_entry (hidden visibility plus a version script) and refuses undefined
 # symbols at link time. Used in tree and by the installed CMake package alike.
-# When SPECD_PLUGIN_INSTALL_DIR is set (a folder relative to the install prefix), the plugin
-# is also installed there, in the component `runtime`.
 function(specd_add_plugin name)
   add_library(${name} MODULE ${ARGN})
   set_target_properties(${name} PROPERTIES
@@ -30,6 +28,8 @@ function(specd_add_plugin name)
   if(DEFINED SPECD_PLUGIN_OUTPUT_DIR)
     set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${SPECD_PLUGIN_OUTPUT_DIR})
   endif()
+  # When SPECD_PLUGIN_INSTALL_DIR is set (a folder relative to the install prefix), the
+  # plugin is also installed there, in the component `runtime`.
   if(DEFINED SPECD_PLUGIN_INSTALL_DIR)
     install(TARGETS ${name} LIBRARY DESTINATION ${SPECD_PLUGIN_INSTALL_DIR} COMPONENT runtime)
   endif()
