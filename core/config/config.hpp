@@ -28,7 +28,7 @@ struct PluginParam {
   bool bool_value = false;
   int64_t int_value = 0;
   double float_value = 0;
-  std::string string_value;  // strings; arrays (of any kind) and tables as TOML text
+  std::string string_value;           // strings; arrays (of any kind) and tables as TOML text
   std::vector<PluginParam> elements;  // type == array: the elements, in order
   std::string location;
 };

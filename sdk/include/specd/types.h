@@ -72,10 +72,10 @@ typedef struct specd_param_array {
   uint32_t count;
   specd_param_type element_type; /* BOOL, INT, FLOAT, STRING or ARRAY; 0 when count == 0 */
   uint32_t reserved;
-  const specd_bool* bools;     /* [count] when element_type == SPECD_PARAM_BOOL */
-  const int64_t* ints;         /* [count] when SPECD_PARAM_INT */
-  const double* floats;        /* [count] when SPECD_PARAM_FLOAT or SPECD_PARAM_INT */
-  const char* const* strings;  /* [count] when SPECD_PARAM_STRING; UTF-8 */
+  const specd_bool* bools;    /* [count] when element_type == SPECD_PARAM_BOOL */
+  const int64_t* ints;        /* [count] when SPECD_PARAM_INT */
+  const double* floats;       /* [count] when SPECD_PARAM_FLOAT or SPECD_PARAM_INT */
+  const char* const* strings; /* [count] when SPECD_PARAM_STRING; UTF-8 */
   const struct specd_param_array* const* arrays; /* [count] when SPECD_PARAM_ARRAY (nested
                                                     arrays, e.g. [[0], [0, 1]]) */
 } specd_param_array;
