@@ -7,8 +7,9 @@
 #   make install PREFIX=DIR      build, then install bin/specd, lib/specd/plugins, the SDK and
 #                                share/specd (configs, models) under DIR (default /usr/local)
 #   make install-sdk PREFIX=DIR  the SDK alone (headers, CMake package): no core build
-#   make package                 build, then the Debian package build/package/specd_*.deb
-#                                (sudo apt install ./build/package/specd_*.deb)
+#   make package                 build, then the Debian packages in build/package/: specd_*.deb
+#                                (sudo apt install ./build/package/specd_*.deb) and one
+#                                specd-backend-<gpu>_*.deb per GPU backend built
 #   make test-asan, make fuzz FUZZ_SECONDS=N   sanitizer and fuzzing runs (Makefile.hardening)
 SHELL := /bin/bash
 BUILD ?= build
@@ -60,7 +61,7 @@ install-sdk:
 
 package: deps-build build
 	cd $(BUILD) && cpack -G DEB
-	@ls $(BUILD)/package/specd_*.deb
+	@ls $(BUILD)/package/*.deb
 
 format:
 	git ls-files '*.cpp' '*.hpp' '*.h' '*.cu' '*.cuh' | xargs clang-format -i

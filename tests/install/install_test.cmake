@@ -1,5 +1,6 @@
 # MODE=install: `cmake --install` of the build into a scratch prefix.
-# MODE=package: `cpack -G DEB` of the build, unpacked with dpkg-deb -x (no root needed).
+# MODE=package: `cpack -G DEB` of the build; specd_*.deb (the GPU backends have their own
+# packages) unpacked with dpkg-deb -x (no root needed).
 # Either way, the installed bin/specd runs with SPECD_PLUGIN_PATH unset and must find the
 # bundled plugins in <prefix>/lib/specd/plugins, list them, and run the shipped default
 # configuration from <prefix>/share/specd.
@@ -31,7 +32,9 @@ elseif(MODE STREQUAL "package")
     message(FATAL_ERROR "cpack made ${n_debs} specd_*.deb files in ${WORK_DIR}/out: ${debs}")
   endif()
   run_checked(${DPKG_DEB} --field ${debs} Package Version Depends)
-  if(NOT last_output MATCHES "Package: specd" OR NOT last_output MATCHES "libstdc\\+\\+6")
+  # The GPU backends are packaged apart (specd-backend-*.deb): specd needs no GPU runtime.
+  if(NOT last_output MATCHES "Package: specd" OR NOT last_output MATCHES "libstdc\\+\\+6" OR
+     last_output MATCHES "amdhip|cublas|cudart")
     message(FATAL_ERROR "${debs}: unexpected control fields (Depends from dpkg-shlibdeps):\n"
             "${last_output}")
   endif()
