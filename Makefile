@@ -4,6 +4,12 @@
 #   make test    deps + build + every test (ctest)
 #   make demo    deps + build + the main job on the shipped default models
 #   make models  retrain the shipped models (train/, about 2 hours on 2 cores)
+#   make install PREFIX=DIR      build, then install bin/specd, lib/specd/plugins, the SDK and
+#                                share/specd (configs, models) under DIR (default /usr/local)
+#   make install-sdk PREFIX=DIR  the SDK alone (headers, CMake package): no core build
+#   make package                 build, then the Debian packages in build/package/: specd_*.deb
+#                                (sudo apt install ./build/package/specd_*.deb) and one
+#                                specd-backend-<gpu>_*.deb per GPU backend built
 #   make test-asan, make fuzz FUZZ_SECONDS=N   sanitizer and fuzzing runs (Makefile.hardening)
 SHELL := /bin/bash
 BUILD ?= build
@@ -11,6 +17,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 DEMO_CONFIG ?= configs/default.toml
 DEMO_PROMPT ?= def fibonacci(n):
+PREFIX ?= /usr/local
 
 # Debian packages: compiler and tools, Boost.DLL, oneDNN (Debian builds it with the OpenCL
 # GPU runtime, so its CMake package requires the OpenCL loader and headers), toml++,
@@ -22,7 +29,8 @@ DEPS_TEST  := python3 python3-numpy python3-torch libopenblas0-pthread python3-r
               python3.11-doc libpython3.11-stdlib valgrind
 DEPS_GPU   := hipcc libamdhip64-dev
 
-.PHONY: all deps deps-build build test demo clean format models models-smoke install-sdk
+.PHONY: all deps deps-build build test demo clean format models models-smoke install install-sdk \
+        package
 
 all: build
 
@@ -41,6 +49,19 @@ test: deps build
 
 demo: deps build
 	./scripts/demo.sh $(BUILD)/bin/specd $(DEMO_CONFIG) "$(DEMO_PROMPT)"
+
+install: build
+	cmake --install $(BUILD) --prefix "$(PREFIX)"
+
+# The SDK configured on its own (sdk/CMakeLists.txt): needs neither the core's dependencies
+# nor a compiler.
+install-sdk:
+	cmake -S sdk -B $(BUILD)-sdk
+	cmake --install $(BUILD)-sdk --prefix "$(PREFIX)"
+
+package: deps-build build
+	cd $(BUILD) && cpack -G DEB
+	@ls $(BUILD)/package/*.deb
 
 format:
 	git ls-files '*.cpp' '*.hpp' '*.h' '*.cu' '*.cuh' | xargs clang-format -i

@@ -44,6 +44,12 @@ int plugins_command(int argc, char** argv) {
       w.key("path").value(info.plugin->path);
       w.key("description").value(info.plugin->description);
       if (!info.label.empty()) w.key("label").value(info.label);
+      if (info.plugin->kind == SPECD_KIND_PROPOSER) {
+        w.key("trees").value(info.trees);
+        w.key("provides_q").value(info.provides_q);
+        w.key("target_features").value(info.target_features);
+        w.key("default_rule").value(info.default_rule);
+      }
       if (info.plugin->kind == SPECD_KIND_BACKEND) {
         w.key("available").value(info.available);
         w.key("score").value(static_cast<uint64_t>(info.score));
@@ -64,10 +70,7 @@ int plugins_command(int argc, char** argv) {
 
   std::printf("%-12s %-36s %-9s %-5s %s\n", "KIND", "ID", "VERSION", "ABI", "DETAILS");
   for (const PluginInfo& info : infos) {
-    std::string details = info.label;
-    if (info.plugin->kind == SPECD_KIND_BACKEND)
-      details = info.available ? "available (score " + std::to_string(info.score) + ")"
-                               : "unavailable: " + info.reason;
+    const std::string details = info.details();
     std::printf("%-12s %-36s %-9s %u.%-3u %s\n", kind_name(info.plugin->kind),
                 info.plugin->id.c_str(), info.plugin->version.c_str(), info.plugin->abi_major,
                 info.plugin->abi_minor, details.c_str());

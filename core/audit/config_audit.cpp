@@ -44,7 +44,7 @@ void audit_rule_schemes(const Config& config, const PluginRegistry& registry,
                         ConfigAuditResult& r) {
   try {
     const LoadedPlugin& plugin = registry.require(rule_name, SPECD_KIND_ACCEPTANCE);
-    PluginParams params(config.acceptance.params);
+    PluginParams params(config.acceptance.params, plugin.abi_minor);
     AcceptanceRule rule(plugin, params.raw());
     r.rule_schemes = supported_schemes(rule.flags());
     AuditOptions a;

@@ -19,7 +19,7 @@ const RuleVerdict& RuleAuditCache::verdict(const std::string& rule, const Config
   if (it != cache_.end()) return it->second;
 
   const LoadedPlugin& plugin = registry_.require(rule, SPECD_KIND_ACCEPTANCE);
-  PluginParams params(config.acceptance.params);
+  PluginParams params(config.acceptance.params, plugin.abi_minor);
   AcceptanceRule accept(plugin, params.raw());
   AuditOptions options;
   options.sampling.temperature = s.temperature;

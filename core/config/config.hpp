@@ -20,13 +20,16 @@ struct SourceLocation {
 
 // A plugin-specific key, kept with its TOML type and location.
 struct PluginParam {
-  enum class Type { boolean, integer, floating, string };
-  std::string key;
+  // `array`: every element has one type (integers mixed with floats are floats), given in
+  // `elements`; other arrays (mixed kinds, tables) and tables are `string`, as TOML text.
+  enum class Type { boolean, integer, floating, string, array };
+  std::string key;  // empty for an array element
   Type type = Type::string;
   bool bool_value = false;
   int64_t int_value = 0;
   double float_value = 0;
-  std::string string_value;  // strings; arrays and tables as TOML text
+  std::string string_value;           // strings; arrays (of any kind) and tables as TOML text
+  std::vector<PluginParam> elements;  // type == array: the elements, in order
   std::string location;
 };
 

@@ -167,6 +167,36 @@ void read_string_array(Context& c, const std::string& key, const toml::node& n,
   out = values;
 }
 
+PluginParam to_param(Context& c, const std::string& key, const toml::node& n);
+
+// Turns `p` (holding the TOML text of array `a`) into an array parameter when every element
+// has one type (integers mixed with floats: floats); leaves it a string otherwise.
+void to_array_param(Context& c, const toml::array& a, PluginParam& p) {
+  std::vector<PluginParam> elements;
+  for (const toml::node& item : a) {
+    if (item.is_table()) return;
+    elements.push_back(to_param(c, "", item));
+    // Elements on a --set line have no line of their own: they are where the array is.
+    if (item.source().begin.line == 0) elements.back().location = p.location;
+    if (elements.back().type == PluginParam::Type::string && item.is_array()) return;
+  }
+  using T = PluginParam::Type;
+  bool numbers = !elements.empty(), any_float = false;
+  for (const PluginParam& e : elements) {
+    numbers = numbers && (e.type == T::integer || e.type == T::floating);
+    any_float = any_float || e.type == T::floating;
+  }
+  for (PluginParam& e : elements) {
+    if (numbers && any_float) {
+      e.type = T::floating;  // float_value already holds an integer's value
+    } else if (e.type != elements.front().type) {
+      return;
+    }
+  }
+  p.type = T::array;
+  p.elements = std::move(elements);
+}
+
 PluginParam to_param(Context& c, const std::string& key, const toml::node& n) {
   PluginParam p;
   p.key = key;
@@ -190,6 +220,7 @@ PluginParam to_param(Context& c, const std::string& key, const toml::node& n) {
     else if (n.is_table())
       s << *n.as_table();
     p.string_value = s.str();
+    if (n.is_array()) to_array_param(c, *n.as_array(), p);
   }
   return p;
 }

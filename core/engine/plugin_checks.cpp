@@ -41,7 +41,7 @@ std::unique_ptr<AcceptanceRule> make_checked_rule(const Config& config,
   if (rule_name.empty()) rule_name = "exact-match";
   const LoadedPlugin& plugin =
       require_located(config, registry, rule_name, SPECD_KIND_ACCEPTANCE, "acceptance.rule");
-  PluginParams params(config.acceptance.params);
+  PluginParams params(config.acceptance.params, plugin.abi_minor);
   auto rule = std::make_unique<AcceptanceRule>(plugin, params.raw());
   // Where the rule was chosen (the file, when it is the proposer's default).
   const std::string at = config.where("acceptance.rule") + ": ";

@@ -65,7 +65,7 @@ Proposer::Proposer(const LoadedPlugin& plugin, const ProposerConfig& config,
                                  texts.data(),
                                  static_cast<uint32_t>(config.k),
                                  0};
-  PluginParams params(config.params);
+  PluginParams params(config.params, plugin.abi_minor);
   throw_if_error(vtable_->create(host_table(), params.raw(),
                                  config.model.empty() ? nullptr : config.model.c_str(), &context,
                                  &transform_, &object_),

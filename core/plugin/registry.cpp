@@ -15,6 +15,11 @@
 #include "plugin/host_services.hpp"
 #include "plugin/load_guard.hpp"
 
+// The installed plugin folder relative to the CLI's (set by cmake/SpecdInstall.cmake).
+#ifndef SPECD_PLUGINDIR_FROM_BINDIR
+#define SPECD_PLUGINDIR_FROM_BINDIR "../lib/specd/plugins"
+#endif
+
 namespace fs = std::filesystem;
 
 namespace specd {
@@ -63,6 +68,13 @@ std::string executable_directory() {
   return path.parent_path().string();
 }
 
+std::string default_plugin_folder() {
+  const fs::path exe_dir(executable_directory());
+  std::error_code ec;
+  if (fs::is_directory(exe_dir / "plugins", ec)) return (exe_dir / "plugins").string();
+  return (exe_dir / SPECD_PLUGINDIR_FROM_BINDIR).lexically_normal().string();
+}
+
 namespace {
 
 bool has_elf_magic(const fs::path& path) {
@@ -93,7 +105,7 @@ PluginRegistry::PluginRegistry(const std::vector<std::string>& config_paths,
                                bool beside_executable) {
   search_path_ = config_paths;
   for (auto& p : split_path_list(std::getenv("SPECD_PLUGIN_PATH"))) search_path_.push_back(p);
-  std::string default_folder = (fs::path(executable_directory()) / "plugins").string();
+  std::string default_folder = default_plugin_folder();
   if (beside_executable) search_path_.push_back(default_folder);
 
   std::set<std::string> seen_files;
@@ -179,12 +191,15 @@ const LoadedPlugin* PluginRegistry::load_file(const std::string& path, bool name
   std::string version = std::to_string(d->abi_major) + "." + std::to_string(d->abi_minor);
   std::string host_version =
       std::to_string(SPECD_ABI_VERSION_MAJOR) + "." + std::to_string(SPECD_ABI_VERSION_MINOR);
+  // The descriptor's first fields up to `id` are the same in every major (docs/ABI-1.0.md),
+  // so a plugin of another major is refused by its id, not only by its file.
+  const std::string who = d->id && *d->id ? std::string("plugin '") + d->id + "': " : "";
   if (d->abi_major != SPECD_ABI_VERSION_MAJOR)
-    return fail("ABI major version differs: plugin built for ABI " + version + ", host has ABI " +
-                host_version);
+    return fail(who + "ABI major version differs: plugin built for ABI " + version +
+                ", host has ABI " + host_version);
   if (d->abi_minor > SPECD_ABI_VERSION_MINOR)
-    return fail("plugin needs ABI " + version + ", newer than the host's ABI " + host_version +
-                "; upgrade specd");
+    return fail(who + "plugin needs ABI " + version + ", newer than the host's ABI " +
+                host_version + "; upgrade specd");
   if (!d->id || !*d->id) return fail("descriptor has no id");
   if (!d->get_vtable) return fail("descriptor has no get_vtable");
   if (d->kind < SPECD_KIND_BACKEND || d->kind > SPECD_KIND_ACCEPTANCE)

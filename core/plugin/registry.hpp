@@ -94,4 +94,10 @@ bool is_plugin_file_name(std::string_view file_name);
 // The folder of the running executable (for the plugins/ beside it).
 std::string executable_directory();
 
+// The last folder of the search order, the bundled plugins': plugins/ beside the executable
+// when it exists (the build tree: build/bin/plugins), else the install layout's
+// lib/specd/plugins relative to the executable (<prefix>/bin/../lib/specd/plugins;
+// cmake/SpecdInstall.cmake).
+std::string default_plugin_folder();
+
 }  // namespace specd

@@ -36,4 +36,15 @@ function(specd_add_plugin name)
   if(DEFINED SPECD_PLUGIN_OUTPUT_DIR)
     set_target_properties(${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${SPECD_PLUGIN_OUTPUT_DIR})
   endif()
+  # When SPECD_PLUGIN_INSTALL_DIR is set (a folder relative to the install prefix), the
+  # plugin is also installed there, in the component SPECD_PLUGIN_INSTALL_COMPONENT
+  # (default `runtime`).
+  if(DEFINED SPECD_PLUGIN_INSTALL_DIR)
+    set(_specd_component runtime)
+    if(SPECD_PLUGIN_INSTALL_COMPONENT)
+      set(_specd_component ${SPECD_PLUGIN_INSTALL_COMPONENT})
+    endif()
+    install(TARGETS ${name} LIBRARY DESTINATION ${SPECD_PLUGIN_INSTALL_DIR}
+            COMPONENT ${_specd_component})
+  endif()
 endfunction()

@@ -11,7 +11,6 @@
 #include <specd/cpp/plugin.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <numeric>
 #include <string>
@@ -24,49 +23,23 @@ namespace {
 using Path = std::vector<uint32_t>;
 
 // A 26-node tree over 4 heads, widest near the root where acceptance is likeliest.
-const char* const kDefaultChoices =
-    "[[0], [1], [2], [3], [0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [2, 0], [3, 0],"
-    " [0, 0, 0], [0, 0, 1], [0, 1, 0], [1, 0, 0], [0, 2, 0], [2, 0, 0], [0, 0, 2],"
-    " [0, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0], [0, 1, 0, 0], [1, 0, 0, 0],"
-    " [0, 0, 0, 2], [4], [0, 3]]";
+const std::vector<std::vector<int64_t>> kDefaultChoices = {
+    {0},          {1},          {2},          {3},       {0, 0},       {0, 1},       {0, 2},
+    {1, 0},       {1, 1},       {2, 0},       {3, 0},    {0, 0, 0},    {0, 0, 1},    {0, 1, 0},
+    {1, 0, 0},    {0, 2, 0},    {2, 0, 0},    {0, 0, 2}, {0, 0, 0, 0}, {0, 0, 0, 1}, {0, 0, 1, 0},
+    {0, 1, 0, 0}, {1, 0, 0, 0}, {0, 0, 0, 2}, {4},       {0, 3}};
 
-// Parses "[[0], [0, 1], ...]" (TOML text of an array of integer arrays).
-std::vector<Path> parse_choices(const std::string& text, const specd::sdk::Params& params) {
-  auto fail = [&](const std::string& why) {
-    return params.invalid("choices", why + " (expected e.g. [[0], [0, 0], [1]])");
-  };
+// `choices` (an array of integer arrays, ABI 0.2) as paths of ranks.
+std::vector<Path> read_choices(const specd::sdk::Params& params) {
   std::vector<Path> out;
-  size_t i = 0;
-  auto skip = [&] {
-    while (i < text.size() && (std::isspace(static_cast<unsigned char>(text[i])) || text[i] == ','))
-      ++i;
-  };
-  skip();
-  if (i >= text.size() || text[i] != '[') throw fail("must be an array");
-  ++i;
-  for (;;) {
-    skip();
-    if (i >= text.size()) throw fail("is not closed");
-    if (text[i] == ']') break;
-    if (text[i] != '[') throw fail("must hold arrays of ranks");
-    ++i;
+  for (const std::vector<int64_t>& list : params.get_int_lists("choices", kDefaultChoices)) {
+    if (list.empty()) throw params.invalid("choices", "has an empty path");
     Path path;
-    for (;;) {
-      skip();
-      if (i >= text.size()) throw fail("has an unclosed path");
-      if (text[i] == ']') break;
-      if (!std::isdigit(static_cast<unsigned char>(text[i])))
-        throw fail("ranks must be integers >= 0");
-      uint32_t v = 0;
-      while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
-        v = v * 10 + static_cast<uint32_t>(text[i] - '0');
-        if (v > 1000000) throw fail("has a rank that is too large");
-        ++i;
-      }
-      path.push_back(v);
+    for (int64_t rank : list) {
+      if (rank < 0) throw params.invalid("choices", "ranks must be integers >= 0");
+      if (rank > 1000000) throw params.invalid("choices", "has a rank that is too large");
+      path.push_back(static_cast<uint32_t>(rank));
     }
-    ++i;
-    if (path.empty()) throw fail("has an empty path");
     out.push_back(path);
   }
   return out;
@@ -83,7 +56,7 @@ class MedusaProposer {
         heads_(head_.info().head_count),
         vocab_(std::min(head_.info().vocab_size, context.vocab_size)),
         head_vocab_(head_.info().vocab_size) {
-    build_tree(parse_choices(params.get_string("choices", kDefaultChoices), params), params);
+    build_tree(read_choices(params), params);
     logits_.resize(static_cast<size_t>(heads_) * head_vocab_);
   }
 

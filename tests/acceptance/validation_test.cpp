@@ -152,7 +152,7 @@ TEST_CASE("rule parameters: unknown keys and bad values name the key and its loc
   item.type = SPECD_PARAM_FLOAT;
   item.float_value = 0.1;
   item.location = "run.toml:7:1";
-  specd_params params{sizeof(specd_params), 1, &item};
+  specd_params params{sizeof(specd_params), 1, &item, nullptr};
   try {
     specd::AcceptanceRule rule(typical, &params);
     FAIL("expected an error");

@@ -159,7 +159,7 @@ TEST_CASE("the example plugin's rule runs through the ABI") {
   CHECK(vt->label == SPECD_LABEL_EXACT);
   const specd_host* host = specd::host_table();
   void* rule = nullptr;
-  specd_params params{sizeof(specd_params), 0, nullptr};
+  specd_params params{sizeof(specd_params), 0, nullptr, nullptr};
   REQUIRE(vt->create(host, &params, &rule) == nullptr);
   double p_rows[3] = {0.25, 0.0, 0.75};
   specd_draft_tree tree{
@@ -183,7 +183,7 @@ TEST_CASE("the example plugin's rule runs through the ABI") {
   // A parameter the rule does not know is an error naming it and where it is.
   specd_param bad{sizeof(specd_param), "delta", SPECD_PARAM_FLOAT, 0, 0, 0.5, nullptr,
                   "ab.toml:4:1"};
-  specd_params with_bad{sizeof(specd_params), 1, &bad};
+  specd_params with_bad{sizeof(specd_params), 1, &bad, nullptr};
   void* rule2 = nullptr;
   specd_status* s = vt->create(host, &with_bad, &rule2);
   REQUIRE(s != nullptr);

@@ -281,7 +281,9 @@ typedef struct specd_backend_vtable {
                              const specd_view* dst);
 
   /* Optional (NULL allowed): y[i, :] = softmax(x[i, :] / temperature), temperature > 0,
-   * x, y f32 [m, n]; y may equal x. [same-thread] */
+   * x, y f32 [m, n]; y may equal x. [same-thread]
+   * Never called by the host, which transforms logits itself (one code path for p and q);
+   * this slot and argmax's are removed in ABI 1.0 (docs/ABI-1.0.md). Leave them NULL. */
   specd_status* (*softmax)(void* device, const specd_view* x, float temperature,
                            const specd_view* y);
 

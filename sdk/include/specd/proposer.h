@@ -46,8 +46,16 @@ typedef struct specd_proposer_context {
   uint32_t vocab_size;     /* the target's vocabulary size */
   uint32_t hidden_dim;     /* width of target features (0 when the verifier offers none) */
   uint32_t max_nodes;      /* the host accepts at most this many draft nodes per round */
-  const char* target_path; /* the target model file (for heads bound to a target) */
-  const char* const* token_texts; /* [vocab_size] the target's token strings (vocab checks) */
+  const char* target_path; /* the target model file (for heads bound to a target): a file
+                              system path as the host opened it, absolute or relative to
+                              the working folder */
+  /* [vocab_size] the target's token strings, for vocabulary checks: each exactly as stored
+   * in the target GGUF's `tokenizer.ggml.tokens`, NOT the text the token decodes to. For
+   * byte-level BPE vocabularies (tokenizer.ggml.model "gpt2": GPT-2, Llama 3, Qwen) every
+   * byte is one of GPT-2's byte-to-unicode symbols, UTF-8 encoded ("\xC4\xA0" = "Ġ" for a
+   * space); for SentencePiece ("llama") a space is "\xE2\x96\x81" ("▁") and a raw byte
+   * token is "<0xNN>". Ids the tokenizer lacks (a padded output layer) are "". */
+  const char* const* token_texts;
   uint32_t draft_length;   /* [proposer] k */
   uint32_t reserved;
 } specd_proposer_context;
@@ -74,7 +82,8 @@ typedef struct specd_proposer_vtable {
   const char* default_rule;
 
   /* Creates a proposer from its [proposer] parameters (the host removes kind, k, model and
-   * backend and passes `model` through `model_path`, which may be NULL). `transform` and
+   * backend and passes `model` through `model_path`, which may be NULL: a file system path,
+   * already resolved against the configuration file's folder). `transform` and
    * `context` are borrowed for the call except `transform`, which stays valid until destroy.
    * Unknown parameters are an error naming the key and its location.
    * Ownership: *out is the caller's, released with destroy. [main-thread] */

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "specd/host.h"
 #include "specd/status.h"
@@ -154,6 +155,62 @@ class Params {
     throw invalid(key, "must be one of " + list + ", not \"" + value + "\"");
   }
 
+  // Array keys (ABI 0.2; see types.h). Each returns `fallback` when the key is absent and
+  // throws, naming the key and its location, when it is not an array of that kind.
+  std::vector<int64_t> get_ints(std::string_view key, std::vector<int64_t> fallback) const {
+    const specd_param_array* a = find_array(key, "an array of integers, e.g. [1, 2]");
+    if (!a) return fallback;
+    require_elements(key, *a, SPECD_PARAM_INT, "an array of integers, e.g. [1, 2]");
+    return std::vector<int64_t>(a->ints, a->ints + a->count);
+  }
+
+  // Integers and floats alike.
+  std::vector<double> get_floats(std::string_view key, std::vector<double> fallback) const {
+    const char* what = "an array of numbers, e.g. [0.5, 1]";
+    const specd_param_array* a = find_array(key, what);
+    if (!a) return fallback;
+    if (a->count && a->element_type != SPECD_PARAM_INT)
+      require_elements(key, *a, SPECD_PARAM_FLOAT, what);
+    return std::vector<double>(a->floats, a->floats + a->count);
+  }
+
+  std::vector<std::string> get_strings(std::string_view key,
+                                       std::vector<std::string> fallback) const {
+    const char* what = "an array of strings, e.g. [\"a\", \"b\"]";
+    const specd_param_array* a = find_array(key, what);
+    if (!a) return fallback;
+    require_elements(key, *a, SPECD_PARAM_STRING, what);
+    return std::vector<std::string>(a->strings, a->strings + a->count);
+  }
+
+  // An array of integer arrays, e.g. Medusa's choices [[0], [0, 1], [1]].
+  std::vector<std::vector<int64_t>> get_int_lists(
+      std::string_view key, std::vector<std::vector<int64_t>> fallback) const {
+    const char* what = "an array of integer arrays, e.g. [[0], [0, 1]]";
+    const specd_param_array* a = find_array(key, what);
+    if (!a) return fallback;
+    require_elements(key, *a, SPECD_PARAM_ARRAY, what);
+    std::vector<std::vector<int64_t>> out;
+    for (uint32_t i = 0; i < a->count; ++i) {
+      const specd_param_array& inner = *a->arrays[i];
+      require_elements(key, inner, SPECD_PARAM_INT, what);
+      out.emplace_back(inner.ints, inner.ints + inner.count);
+    }
+    return out;
+  }
+
+  // The array value of `key`: nullptr when absent; throws "must be <what>" when the key is
+  // not an array (or is one the host could only give as text: mixed kinds, tables).
+  const specd_param_array* find_array(std::string_view key, std::string_view what) const {
+    const specd_param* p = find(key);
+    if (!p) return nullptr;
+    const specd_param_array* a = nullptr;
+    if (p->type == SPECD_PARAM_ARRAY && SPECD_PARAMS_HAS(params_, arrays) && params_->arrays)
+      a = params_->arrays[p - params_->items];
+    if (!a) throw invalid(key, "must be " + std::string(what));
+    return a;
+  }
+
   // "file:line:col: " prefix for messages about `p`, or "" when unknown.
   static std::string where(const specd_param& p) {
     return p.location && *p.location ? std::string(p.location) + ": " : std::string();
@@ -169,6 +226,12 @@ class Params {
   }
 
  private:
+  // Empty arrays pass whatever `type` is asked for.
+  void require_elements(std::string_view key, const specd_param_array& a, specd_param_type type,
+                        std::string_view what) const {
+    if (a.count && a.element_type != type) throw invalid(key, "must be " + std::string(what));
+  }
+
   const specd_params* params_;
 };
 

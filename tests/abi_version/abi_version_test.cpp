@@ -1,0 +1,92 @@
+// A plugin of an older minor loads and receives parameters as its minor defined them; one of
+// another major is refused with its id and its file named.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "acceptance/acceptance_rule.hpp"
+#include "common/error.hpp"
+#include "config/config.hpp"
+#include "engine/plugin_params.hpp"
+#include "plugin/registry.hpp"
+
+using specd::PluginRegistry;
+
+namespace {
+
+std::string plugin_file(const std::string& name) {
+  return std::string(SPECD_VERSION_DIR) + "/specd-accept-version-" + name + ".so";
+}
+
+std::vector<specd::PluginParam> acceptance_params() {
+  return specd::parse_config(
+             "[target]\nmodel = \"t.gguf\"\n[acceptance]\nrule = \"x\"\n"
+             "choices = [[0], [1, 2]]\n",
+             "t.toml")
+      .acceptance.params;
+}
+
+// Creates the rule with the parameters built for `minor`; "" or the error.
+std::string create_error(const specd::LoadedPlugin& plugin, uint32_t minor) {
+  const auto config = acceptance_params();
+  specd::PluginParams params(config, minor);
+  try {
+    specd::AcceptanceRule rule(plugin, params.raw());
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+struct NoPluginPathEnv {
+  NoPluginPathEnv() { unsetenv("SPECD_PLUGIN_PATH"); }
+};
+
+}  // namespace
+
+TEST_CASE("a plugin built against ABI 0.1 loads and gets arrays as TOML text") {
+  NoPluginPathEnv env;
+  PluginRegistry reg({plugin_file("old-minor")}, false);
+  CHECK(reg.errors().empty());
+  const specd::LoadedPlugin* p =
+      reg.find("org.specd.test.version-old-minor", SPECD_KIND_ACCEPTANCE);
+  REQUIRE(p != nullptr);
+  CHECK(p->abi_minor == 1);
+  CHECK(create_error(*p, p->abi_minor) == "");
+  // What the plugin checks can fail: given the typed array it does not know, it refuses.
+  CHECK(create_error(*p, SPECD_ABI_VERSION_MINOR).find("choices arrived as type 5") !=
+        std::string::npos);
+}
+
+TEST_CASE("a plugin of the current minor gets arrays typed") {
+  NoPluginPathEnv env;
+  PluginRegistry reg({plugin_file("current")}, false);
+  CHECK(reg.errors().empty());
+  const specd::LoadedPlugin* p = reg.find("version-current", SPECD_KIND_ACCEPTANCE);
+  REQUIRE(p != nullptr);
+  CHECK(p->abi_minor == SPECD_ABI_VERSION_MINOR);
+  CHECK(create_error(*p, p->abi_minor) == "");
+  CHECK(create_error(*p, 1).find("choices arrived as type 4") != std::string::npos);
+}
+
+TEST_CASE("a plugin built for another major is refused by id and file") {
+  NoPluginPathEnv env;
+  PluginRegistry reg({plugin_file("other-major")}, false);
+  CHECK(reg.plugins().empty());
+  REQUIRE(reg.errors().size() == 1);
+  const std::string& e = reg.errors()[0].message;
+  CHECK(e.find("specd-accept-version-other-major.so") != std::string::npos);
+  CHECK(e.find("plugin 'org.specd.test.version-other-major'") != std::string::npos);
+  CHECK(e.find("ABI major version differs: plugin built for ABI " +
+               std::to_string(SPECD_ABI_VERSION_MAJOR + 1) + ".0, host has ABI " +
+               std::to_string(SPECD_ABI_VERSION_MAJOR) + "." +
+               std::to_string(SPECD_ABI_VERSION_MINOR)) != std::string::npos);
+  // Asking for it by name says why it is missing.
+  try {
+    reg.require("version-other-major", SPECD_KIND_ACCEPTANCE);
+    FAIL("require found a refused plugin");
+  } catch (const specd::UsageError& u) {
+    CHECK(std::string(u.what()).find("org.specd.test.version-other-major") != std::string::npos);
+  }
+}
