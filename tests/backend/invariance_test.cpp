@@ -70,7 +70,8 @@ void check_equals_f32_weights(Device& dev, std::mt19937& rng) {
                  bz.view(SPECD_DTYPE_F32, m, n));
       auto y = download_vec<float>(by, m * n), z = download_vec<float>(bz, m * n);
       CHECK_MESSAGE(std::memcmp(y.data(), z.data(), y.size() * 4) == 0,
-                    dtype_name(dt) << " m=" << m << ": differs from the f32 weights' product");
+                    std::string(dtype_name(dt))
+                        << " m=" << m << ": differs from the f32 weights' product");
     }
   }
 }
