@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <set>
 
+#include "bench/constructed_model.hpp"
 #include "common/error.hpp"
 #include "common/file_io.hpp"
 #include "common/json_writer.hpp"
@@ -223,6 +224,18 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& path)
     if (s.ks.empty()) s.ks = {2, 4};
     s.types = strings(c->get("types"), path + ": [construct] types");
     if (s.types.empty()) s.types = {"f16"};
+    for (const std::string& t : s.types) parse_weight_type(t);
+    s.draft_types = strings(c->get("draft_types"), path + ": [construct] draft_types");
+    if (s.draft_types.empty()) s.draft_types = {"f16"};
+    const ConstructedSpec draft = constructed_draft(1.0);
+    for (const std::string& t : s.draft_types) {
+      const GgmlType type = parse_weight_type(t);
+      const uint32_t block = ggml_type_info(static_cast<uint32_t>(type))->block_size;
+      if (draft.n_embd % block || draft.n_ff % block)
+        throw UsageError(path + ": [construct] draft_types: " + t + " needs rows of " +
+                         std::to_string(block) + " values; constructed drafts are " +
+                         std::to_string(draft.n_embd) + " wide");
+    }
     if (auto v = (*c)["rule"].value<std::string>()) s.rule = *v;
     if (auto v = (*c)["prompts"].value<int64_t>(); v && (*v < 0 || *v > UINT32_MAX))
       throw UsageError(path + ": [construct] prompts = " + std::to_string(*v) +

@@ -23,6 +23,9 @@ struct ConstructSpec {
   std::vector<double> agreements;  // fraction of tokens where the draft agrees
   std::vector<uint32_t> ks;        // draft lengths
   std::vector<std::string> types;  // "f16", "q8_0", "q4_K_M", "f32"
+  // The drafts' weight types, crossed with the targets' (default f16). Drafts are 64 wide:
+  // f16, f32 and q8_0 fit, q4_K_M (rows of 256) does not.
+  std::vector<std::string> draft_types;
   std::string rule = "greedy";
   uint32_t prompts = 4;
 };

@@ -33,17 +33,24 @@ RunPlan plan_constructed(const BenchConfig& config, const std::string& mode,
   plan.repeats = config.repeats;
   plan.seed = config.seed;
   plan.arms = config.arms;  // extra arms (e.g. ngram) run on the constructed targets too
+  const bool draft_type_axis = c.draft_types.size() > 1 || c.draft_types.front() != "f16";
   for (double a : c.agreements) {
-    const std::string draft = dir + "/draft-a" + fmt(a, "%.2f") + ".gguf";
-    write_constructed_model(draft, constructed_draft(a));
-    for (uint32_t k : c.ks) {
-      ArmSpec arm;
-      arm.name = "agree " + fmt(a, "%.2f") + " k=" + std::to_string(k);
-      arm.k_text = std::to_string(k);
-      arm.overrides = {"proposer.kind=\"draft-model\"", "proposer.model=" + json_quote(draft),
-                       "proposer.mode=\"greedy\"", "proposer.k=" + std::to_string(k),
-                       "acceptance.rule=" + json_quote(c.rule)};
-      plan.arms.push_back(arm);
+    for (const std::string& draft_type : c.draft_types) {
+      ConstructedSpec draft_spec = constructed_draft(a);
+      draft_spec.type = parse_weight_type(draft_type);
+      const std::string suffix = draft_type_axis ? "-" + draft_type : "";
+      const std::string draft = dir + "/draft-a" + fmt(a, "%.2f") + suffix + ".gguf";
+      write_constructed_model(draft, draft_spec);
+      for (uint32_t k : c.ks) {
+        ArmSpec arm;
+        arm.name = "agree " + fmt(a, "%.2f") + (draft_type_axis ? " draft " + draft_type : "") +
+                   " k=" + std::to_string(k);
+        arm.k_text = std::to_string(k);
+        arm.overrides = {"proposer.kind=\"draft-model\"", "proposer.model=" + json_quote(draft),
+                         "proposer.mode=\"greedy\"", "proposer.k=" + std::to_string(k),
+                         "acceptance.rule=" + json_quote(c.rule)};
+        plan.arms.push_back(arm);
+      }
     }
   }
   const uint32_t n_prompts = std::min<uint32_t>(c.prompts ? c.prompts : 4, 8);

@@ -34,6 +34,7 @@ struct Avx2 {
     return _mm256_load_ps(buf);
   }
   static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
+  static bool decode_row(uint32_t, const uint8_t*, int64_t, float*) { return false; }
 
   template <int DT>
   static Reg load_w(const uint8_t* row, int64_t kk) {

@@ -2,6 +2,7 @@
 // after avx512_available()): 16 lanes, masked tails, over the shared driver in gemm_simd.hpp.
 #include <immintrin.h>
 
+#include "decode_avx512.hpp"
 #include "gemm_simd.hpp"
 
 namespace specd::cpu {
@@ -25,6 +26,9 @@ struct Avx512 {
   static Reg load_x(const float* x) { return _mm512_loadu_ps(x); }
   static Reg load_x_tail(const float* x, Tail mask) { return _mm512_maskz_loadu_ps(mask, x); }
   static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
+  static bool decode_row(uint32_t dtype, const uint8_t* row, int64_t k, float* out) {
+    return avx512::decode_row(dtype, row, k, out);  // q4_K, q6_K
+  }
 
   template <int DT>
   static Reg load_w(const uint8_t* row, int64_t kk) {

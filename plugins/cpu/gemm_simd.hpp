@@ -7,6 +7,8 @@
 //   load_x(p), load_x_tail(p, t), store(p, v)
 //   load_w<DT>(row, kk), load_w_tail<DT>(row, kk, t)   weights from element kk, as f32
 //   max_nr(mr)                  the widest tile whose registers fit, for mr rows of x
+//   decode_row(dtype, row, k, out)  decodes a block-type row itself (bit-identical to
+//                               ggml_blocks.hpp) and returns true, or returns false
 // Element (i, j) = reduce(acc), acc = fma(x[i, chunk], w[j, chunk], acc) over chunks of
 // kLanes in increasing k, the tail zero-padded. The tile shape only decides which elements
 // share a weight load, never an element's arithmetic: that is what makes the kernel batch
@@ -116,7 +118,8 @@ void cols(const GemmArgs& a, int64_t j0, int64_t j1, float* panel) {
     bool decoded = false;
     if constexpr (DT == kBlock) {
       for (int c = 0; c < nr; ++c)
-        ggml::dequantize_row(a.dtype, w + c * a.ldw, a.k, panel + c * a.k);
+        if (!V::decode_row(a.dtype, w + c * a.ldw, a.k, panel + c * a.k))
+          ggml::dequantize_row(a.dtype, w + c * a.ldw, a.k, panel + c * a.k);
       w = reinterpret_cast<const uint8_t*>(panel);
       ldw = a.k * 4;
       decoded = true;

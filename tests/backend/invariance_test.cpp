@@ -53,6 +53,29 @@ void check_gemm_invariance(Device& dev, std::mt19937& rng) {
   }
 }
 
+// For m <= 64 a quantized (or f16/bf16) matmul gives the bits of the f32 matmul over the
+// exactly dequantized weights: decoding is exact and the f32 tiles are the same.
+void check_equals_f32_weights(Device& dev, std::mt19937& rng) {
+  for (specd_dtype dt : kWeightTypes) {
+    const uint32_t block = ggml::block_layout(dt).elements;
+    const int64_t k = block == 256 ? 512 : block == 32 ? 192 : 203, n = 21;
+    auto wb = encode(dt, random_floats(rng, n * k), n, k);
+    auto wd = decode(dt, wb, n, k);
+    Buffer bq = upload_vec(dev, wb), bf = upload_vec(dev, wd);
+    for (int64_t m : {1, 3, 5, 8, 64}) {
+      auto x = random_floats(rng, m * k);
+      Buffer bx = upload_vec(dev, x), by = dev.alloc(m * n * 4), bz = dev.alloc(m * n * 4);
+      dev.matmul(bx.view(SPECD_DTYPE_F32, m, k), bq.view(dt, n, k), by.view(SPECD_DTYPE_F32, m, n));
+      dev.matmul(bx.view(SPECD_DTYPE_F32, m, k), bf.view(SPECD_DTYPE_F32, n, k),
+                 bz.view(SPECD_DTYPE_F32, m, n));
+      auto y = download_vec<float>(by, m * n), z = download_vec<float>(bz, m * n);
+      CHECK_MESSAGE(std::memcmp(y.data(), z.data(), y.size() * 4) == 0,
+                    std::string(dtype_name(dt))
+                        << " m=" << m << ": differs from the f32 weights' product");
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("matmul rows are bit-identical for m = 1..64, every weight dtype") {
@@ -82,6 +105,7 @@ TEST_CASE("cpu: every GEMM kernel this CPU runs is accurate and batch invariant"
     }
     MESSAGE("kernel " << std::string(kernel) << ": " << std::string(dev->info().name));
     check_gemm_invariance(*dev, rng);
+    check_equals_f32_weights(*dev, rng);
   }
   unsetenv("SPECD_CPU_KERNEL");
 }

@@ -8,6 +8,7 @@
 
 #include "bench/bench_config.hpp"
 #include "bench/bench_runner.hpp"
+#include "bench/constructed_sweep.hpp"
 #include "bench/report_files.hpp"
 #include "bench/rule_audit.hpp"
 #include "common/error.hpp"
@@ -114,4 +115,30 @@ TEST_CASE("bench config: shorthand keys, tables and mistakes") {
   CHECK_THROWS_AS(
       bench::parse_bench_config("[bench]\ntasks=[\"c\"]\n[[arm]]\nname=\"plain\"\n", "b.toml"),
       UsageError);
+}
+
+TEST_CASE("bench config: target and draft weight types are independent axes") {
+  const auto cfg = bench::parse_bench_config(
+      "[construct]\nsizes = [\"tiny\"]\nagreements = [0.9]\nk = [2, 4]\n"
+      "types = [\"f16\", \"q4_K_M\"]\ndraft_types = [\"f16\", \"q8_0\"]\n",
+      "/x/configs/c.toml");
+  CHECK(cfg.construct.types == std::vector<std::string>{"f16", "q4_K_M"});
+  CHECK(cfg.construct.draft_types == std::vector<std::string>{"f16", "q8_0"});
+  const std::string dir = test::temp_dir("bench-draft-types");
+  const bench::RunPlan plan = bench::plan_constructed(cfg, "bench", dir);
+  CHECK(plan.arms.size() == 4);  // 1 agreement x 2 draft types x 2 k
+  CHECK(std::any_of(plan.arms.begin(), plan.arms.end(),
+                    [](const bench::ArmSpec& a) { return a.name == "agree 0.90 draft q8_0 k=4"; }));
+  CHECK(plan.cells.size() == 2);  // 1 size x 2 target types x 1 temperature
+  CHECK(std::filesystem::exists(dir + "/draft-a0.90-q8_0.gguf"));
+  CHECK(std::filesystem::exists(dir + "/target-tiny-q4_K_M.gguf"));
+  // Drafts are 64 wide: a type with rows of 256 is refused, naming the key.
+  try {
+    bench::parse_bench_config("[construct]\ndraft_types = [\"q4_K_M\"]\n", "c.toml");
+    FAIL("q4_K_M drafts were accepted");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()).find("draft_types: q4_K_M needs rows of 256") != std::string::npos);
+  }
+  CHECK_THROWS_AS(bench::parse_bench_config("[construct]\ntypes = [\"q3\"]\n", "c.toml"),
+                  UsageError);
 }

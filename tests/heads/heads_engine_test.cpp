@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/weight_copy.hpp"
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
@@ -117,6 +118,25 @@ TEST_CASE("greedy equivalence on the shipped target and heads") {
   check_equivalence(models + "/target.gguf", models,
                     {"def f(x):", "import numpy as np\n", "class Stack:\n    def push(self, x):"},
                     48, registry);
+}
+
+TEST_CASE("heads with quantized matrices (q8_0, q4_K_M copies of the shipped heads)") {
+  const std::string models = std::string(SPECD_SOURCE_DIR) + "/models";
+  for (const char* file : {"target.gguf", "medusa.gguf", "eagle.gguf", "mtp.gguf"}) {
+    if (!std::filesystem::exists(models + "/" + file)) {
+      MESSAGE("skipping: " << models << "/" << file << " is not there");
+      return;
+    }
+  }
+  PluginRegistry registry{{SPECD_TEST_PLUGINS}};
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_K}) {
+    CAPTURE(ggml_type_name(type));
+    const std::string dir = test::temp_dir(std::string("heads-") + ggml_type_name(type));
+    for (const char* head : {"medusa.gguf", "eagle.gguf", "mtp.gguf"})
+      CHECK(bench::write_weight_copy(models + "/" + head, dir + "/" + head, type) > 0);
+    check_equivalence(models + "/target.gguf", dir, {"def f(x):", "import numpy as np\n"}, 32,
+                      registry);
+  }
 }
 
 TEST_CASE("the engine refuses a head bound to another target, naming both") {
