@@ -144,6 +144,9 @@ run_doctest conformance "$build/bin/backend_conformance_test" 180 SPECD_TEST_BAC
 # SPECD_TEST_BACKEND asks it for the cuda backend where it supports choosing one.
 run_doctest engine_greedy "$build/bin/engine_test" 150 SPECD_TEST_BACKEND="$backend" \
   SPECD_TEST_BACKENDS="$backend"
+# llama.cpp's greedy text for each architecture layout (llama, qwen2, qwen3 files; skips with a
+# message when ../shared/compat is not on the machine).
+run_doctest compat_arch "$build/bin/compat_test" 90 SPECD_TEST_BACKEND="$backend"
 
 # ---- 3. specd run: plain vs speculative, cuda and cpu --------------------------------------------
 run_specd() {  # run_specd NAME BACKEND [--set ...]
