@@ -116,6 +116,9 @@ std::vector<std::pair<std::string, FixtureSpec>> layouts() {
   s.tied = true;
   v.emplace_back("llama-linear-scaling-tied", s);
   s = FixtureSpec{};
+  s.qkv_bias = true;
+  v.emplace_back("llama-qkv-bias", s);
+  s = FixtureSpec{};
   s.architecture = "qwen2";
   v.emplace_back("qwen2", s);
   s.architecture = "qwen3";
@@ -124,6 +127,8 @@ std::vector<std::pair<std::string, FixtureSpec>> layouts() {
   s.architecture = "phi3";
   s.head_dim = 0;
   v.emplace_back("phi3", s);
+  s.separate_qkv = true;
+  v.emplace_back("phi3-separate-qkv", s);
   return v;
 }
 
