@@ -149,6 +149,9 @@ run_doctest engine_greedy "$build/bin/engine_test" 150 SPECD_TEST_BACKEND="$back
 # and on quantized target/draft pairs (tests/quant).
 run_doctest quant_greedy "$build/bin/quant_test" 120 SPECD_TEST_BACKEND="$backend" \
   SPECD_TEST_BACKENDS="$backend"
+# llama.cpp's greedy text for each architecture layout (llama, qwen2, qwen3 files; skips with a
+# message when ../shared/compat is not on the machine).
+run_doctest compat_arch "$build/bin/compat_test" 90 SPECD_TEST_BACKEND="$backend"
 
 # ---- 3. specd run: plain vs speculative, cuda and cpu --------------------------------------------
 run_specd() {  # run_specd NAME BACKEND [--set ...]

@@ -32,14 +32,16 @@ std::vector<LlamaTensor> llama_tensors(const LlamaLayout& l) {
   for (uint32_t i = 0; i < l.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     t.push_back({p + "attn_norm.weight", {d}, R::kNorm});
-    if (arch.fused_qkv != Presence::kAbsent) {
+    if (arch.fused_qkv == Presence::kRequired ||
+        (arch.fused_qkv == Presence::kOptional && !l.separate_qkv)) {
       t.push_back({p + "attn_qkv.weight", {d, q + 2 * kv}, R::kMatrix});
     } else {
       t.push_back({p + "attn_q.weight", {d, q}, R::kMatrix});
       t.push_back({p + "attn_k.weight", {d, kv}, R::kMatrix});
       t.push_back({p + "attn_v.weight", {d, kv}, R::kMatrix});
     }
-    if (arch.qkv_bias == Presence::kRequired) {
+    if (arch.qkv_bias == Presence::kRequired ||
+        (arch.qkv_bias == Presence::kOptional && l.qkv_bias)) {
       t.push_back({p + "attn_q.bias", {q}, R::kBias});
       t.push_back({p + "attn_k.bias", {kv}, R::kBias});
       t.push_back({p + "attn_v.bias", {kv}, R::kBias});

@@ -22,10 +22,12 @@ struct LlamaLayout {
   uint32_t n_head = 4;
   uint32_t n_head_kv = 2;
   uint32_t vocab = 264;
-  bool tied_output = false;  // no output.weight: the output reuses token_embd
-  uint32_t head_dim = 0;     // 0: n_embd / n_head; else written as attention.key_length
-  bool rope_freqs = false;   // write rope_freqs.weight (architectures that may have it)
-  float rope_scale = 0.0f;   // > 0: rope.scaling.type "linear" with this factor
+  bool tied_output = false;   // no output.weight: the output reuses token_embd
+  uint32_t head_dim = 0;      // 0: n_embd / n_head; else written as attention.key_length
+  bool rope_freqs = false;    // write rope_freqs.weight (architectures that may have it)
+  bool qkv_bias = false;      // write q/k/v biases where they are optional (llama)
+  bool separate_qkv = false;  // attn_q/k/v where attn_qkv is optional (phi3)
+  float rope_scale = 0.0f;    // > 0: rope.scaling.type "linear" with this factor
 };
 
 // kBias: q/k/v biases; kRopeFactors: rope_freqs.weight (values must be > 0).

@@ -1,9 +1,11 @@
 // Each architecture layout of ../shared/compat/arch (llama, llama-tied, llama-rope-freqs,
 // qwen2, qwen3: small f32 files made with llama.cpp) through specd's engine: the greedy
 // continuation of every prompt of reference.json (24 tokens, EOS ignored, BOS added as the
-// file says) must equal llama.cpp's text exactly.
+// file says) must equal llama.cpp's text exactly. $SPECD_TEST_BACKEND picks another backend
+// than cpu (e.g. cuda on a GPU machine, or gpu-emulator with SPECD_GPU_EMULATOR=1).
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -18,6 +20,11 @@
 using namespace specd;
 
 namespace {
+
+std::string test_backend() {
+  const char* b = std::getenv("SPECD_TEST_BACKEND");
+  return b && *b ? b : "cpu";
+}
 
 std::string compat_dir() {
   return std::string(SPECD_SOURCE_DIR) + "/../shared/compat/arch";
@@ -63,8 +70,8 @@ TEST_CASE("greedy continuations equal llama.cpp's for every architecture layout"
     REQUIRE(std::filesystem::exists(path));
     const Config config =
         parse_config("", "compat.toml",
-                     {"target.model=\"" + path + "\"", "engine.backend=cpu", "engine.threads=1",
-                      "sampling.temperature=0", "sampling.ignore_eos=true",
+                     {"target.model=\"" + path + "\"", "engine.backend=\"" + test_backend() + "\"",
+                      "engine.threads=1", "sampling.temperature=0", "sampling.ignore_eos=true",
                       "sampling.max_tokens=" + std::to_string(n_predict)});
     Engine engine(config, registry);
     for (const test::Json& c : cases.a) {

@@ -22,10 +22,12 @@ struct FixtureSpec {
   bool tied = false;
   uint32_t seed = 1;
   std::string architecture = "llama";
-  uint32_t head_dim = 0;     // 0: d / n_head
-  bool rope_freqs = false;   // llama: write rope_freqs.weight
-  float rope_scale = 0;      // > 0: linear rope scaling factor
-  std::string extra_tensor;  // also write this f32 vector of d / n_head / 2 ones
+  uint32_t head_dim = 0;      // 0: d / n_head
+  bool rope_freqs = false;    // llama: write rope_freqs.weight
+  bool qkv_bias = false;      // llama: write the optional q/k/v biases
+  bool separate_qkv = false;  // phi3: attn_q/k/v instead of the fused attn_qkv
+  float rope_scale = 0;       // > 0: linear rope scaling factor
+  std::string extra_tensor;   // also write this f32 vector of d / n_head / 2 ones
   std::vector<std::pair<std::string, std::string>> string_keys;  // set after the metadata
   std::string skip_tensor;                                       // leave this tensor out
   std::string bad_shape_tensor;                                  // give this tensor a wrong shape
@@ -52,6 +54,8 @@ inline std::string write_fixture(const FixtureSpec& s, const std::string& file) 
   layout.tied_output = s.tied;
   layout.head_dim = s.head_dim;
   layout.rope_freqs = s.rope_freqs;
+  layout.qkv_bias = s.qkv_bias;
+  layout.separate_qkv = s.separate_qkv;
   layout.rope_scale = s.rope_scale;
   GgufWriter w;
   set_llama_metadata(w, layout);

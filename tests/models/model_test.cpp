@@ -176,6 +176,9 @@ std::vector<std::pair<std::string, FixtureSpec>> layouts() {
   s.tied = true;
   v.emplace_back("llama-linear-scaling-tied", s);
   s = FixtureSpec{};
+  s.qkv_bias = true;
+  v.emplace_back("llama-qkv-bias", s);
+  s = FixtureSpec{};
   s.architecture = "qwen2";
   v.emplace_back("qwen2", s);
   s.architecture = "qwen3";
@@ -184,6 +187,8 @@ std::vector<std::pair<std::string, FixtureSpec>> layouts() {
   s.architecture = "phi3";
   s.head_dim = 0;
   v.emplace_back("phi3", s);
+  s.separate_qkv = true;
+  v.emplace_back("phi3-separate-qkv", s);
   return v;
 }
 
@@ -463,8 +468,13 @@ TEST_CASE("architecture files with missing parts, unsupported keys or an old bac
   CHECK(msg.find("'qwen2'") != std::string::npos);
   msg = message_of(llama_freqs, *old_device);
   CHECK(msg.find("rope frequency factors") != std::string::npos);
-  CHECK(message_of(write_fixture(FixtureSpec{}, "llama-old-backend.gguf"), *old_device) ==
-        "no error");
+  const std::string plain = write_fixture(FixtureSpec{}, "llama-old-backend.gguf");
+  CHECK(message_of(plain, *old_device) == "no error");
+  // ... and runs: its rope and adds use nothing of ABI 0.2.
+  auto model = LlamaModel::load(plain, *old_device);
+  auto cache = model->new_cache(8);
+  std::vector<float> logits(3 * static_cast<size_t>(model->info().vocab_size));
+  CHECK_NOTHROW(model->forward(*cache, iota_n(3), iota_n(3), chain_parents(3), logits.data()));
 }
 
 // Whether the PyTorch reference can run here (MESSAGE saying why not otherwise).

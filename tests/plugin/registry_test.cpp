@@ -76,8 +76,8 @@ TEST_CASE("ABI major mismatch names both versions") {
   NoPluginPathEnv env;
   PluginRegistry reg({broken("abi_major")}, false);
   std::string e = only_error(reg);
-  CHECK(contains(e, "ABI major version differs"));
   const std::string minor = std::to_string(SPECD_ABI_VERSION_MINOR);
+  CHECK(contains(e, "ABI major version differs"));
   CHECK(contains(e, "plugin built for ABI 7." + minor));
   CHECK(contains(e, "host has ABI 0." + minor));
 }
@@ -86,6 +86,7 @@ TEST_CASE("a plugin needing a newer minor than the host") {
   NoPluginPathEnv env;
   PluginRegistry reg({broken("abi_minor")}, false);
   std::string e = only_error(reg);
+  // The plugin's minor is the host's + 5.
   CHECK(contains(e, "needs ABI 0." + std::to_string(SPECD_ABI_VERSION_MINOR + 5)));
   CHECK(contains(e, "newer than the host's ABI 0." + std::to_string(SPECD_ABI_VERSION_MINOR)));
 }
