@@ -45,14 +45,16 @@ SamplingParams sampling_params(const SamplingConfig& s) {
 // decoding does after each token.
 class Emitter {
  public:
+  // The text is that of the continuation of `prompt` (see StreamingDetokenizer).
   Emitter(const Tokenizer& tokenizer, const SamplingConfig& sampling, int max_tokens,
-          const std::function<void(const std::string&)>& on_text)
+          const std::function<void(const std::string&)>& on_text,
+          const std::vector<int32_t>& prompt)
       : tokenizer_(tokenizer),
         stops_(sampling.stop),
         ignore_eos_(sampling.ignore_eos),
         max_tokens_(max_tokens),
         on_text_(on_text),
-        detok_(tokenizer) {}
+        detok_(tokenizer, false, prompt) {}
 
   // Returns false when generation must end after this token.
   bool push(int32_t token, GenerationResult& result) {
@@ -281,7 +283,7 @@ GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
   stats.prefill_s = seconds_since(start);
   if (proposer_) proposer_->begin(prompt, hidden_dim ? hidden.data() : nullptr);
 
-  Emitter emitter(*tokenizer_, config_.sampling, max_tokens, options.on_text);
+  Emitter emitter(*tokenizer_, config_.sampling, max_tokens, options.on_text, prompt);
   std::vector<int32_t> sequence = prompt;
   Draft draft;
   std::vector<float> logits;

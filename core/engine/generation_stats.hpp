@@ -36,6 +36,7 @@ struct GenerationStats {
 };
 
 struct GenerationResult {
+  // text: decode(prompt + tokens) minus decode(prompt), invalid UTF-8 shown as U+FFFD.
   std::string text;                  // the continuation only
   std::vector<int32_t> tokens;       // its token ids
   std::string stop_reason;           // "eos", "stop", "length", "context"

@@ -3,10 +3,22 @@
 
 namespace specd {
 
+StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer, bool render_special,
+                                           std::span<const int32_t> context)
+    : tok_(tokenizer), render_special_(render_special) {
+  for (int32_t id : context) {
+    if (!tok_.token_to_piece(id, render_special_).empty()) {
+      at_start_ = false;  // decode(context) already stripped its space
+      break;
+    }
+  }
+}
+
 std::string StreamingDetokenizer::push(int32_t id) {
   std::string piece = tok_.token_to_piece(id, render_special_);
   if (at_start_ && !piece.empty()) {
-    // Same rule as Tokenizer::decode: drop the space encode() put before the first text.
+    // Same rule as Tokenizer::decode: drop the space encode() put before the first text (of
+    // context and stream together).
     if (tok_.add_space_prefix() && piece[0] == ' ') piece.erase(0, 1);
     at_start_ = false;
   }

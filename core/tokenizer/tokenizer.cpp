@@ -76,6 +76,9 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
     fail("unsupported tokenizer.ggml.model '" + model + "' (supported: gpt2, llama)");
   }
   const bool spm = v.model == TokenizerModel::kSpm;
+  // llama.cpp's defaults: SentencePiece vocabularies add BOS and a space prefix, BPE adds BOS
+  // only for the pre-tokenizers that ask for it (Llama 3).
+  bool bos_default = spm;
 
   const GgufValue& tokens = f.get_array("tokenizer.ggml.tokens", GgufType::kString);
   const size_t n = tokens.array_size();
@@ -156,26 +159,22 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
       }
       v.merge_rank.emplace(m, static_cast<int32_t>(std::min<size_t>(k, INT32_MAX)));
     }
-    const std::string pre = f.get_string_opt("tokenizer.ggml.pre").value_or("default");
-    if (pre == "default" || pre == "gpt-2") {
-      tok.pre_ = PreTokenizer::kGpt2;
-    } else if (pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe") {
-      tok.pre_ = PreTokenizer::kLlama3;
-      v.ignore_merges = true;
-    } else if (pre == "qwen2") {
-      tok.pre_ = PreTokenizer::kQwen2;
-    } else {
-      fail("unsupported tokenizer.ggml.pre '" + pre +
-           "' (supported: default, gpt-2, llama3, llama-v3, llama-bpe, qwen2)");
+    // Without the key llama.cpp uses its default pre-tokenizer (and warns).
+    tok.pre_name_ = f.get_string_opt("tokenizer.ggml.pre").value_or("");
+    const auto info = pre_tokenizer_from_name(tok.pre_name_.empty() ? "default" : tok.pre_name_);
+    if (!info) {
+      fail("unsupported tokenizer.ggml.pre '" + tok.pre_name_ +
+           "' (supported: " + pre_tokenizer_names() + ")");
     }
+    tok.pre_ = info->type;
+    v.ignore_merges = info->ignore_merges;
+    bos_default = info->add_bos;
+    tok.splitter_ = WordSplitter(tok.pre_);
     tok.bos_id_ = special_id(f, "tokenizer.ggml.bos_token_id", -1, n32);
     tok.eos_id_ = special_id(f, "tokenizer.ggml.eos_token_id", -1, n32);
     v.unk_id = special_id(f, "tokenizer.ggml.unknown_token_id", -1, n32);
   }
   tok.pad_id_ = special_id(f, "tokenizer.ggml.padding_token_id", -1, n32);
-  // llama.cpp's defaults: SentencePiece vocabularies add BOS and a space prefix, GPT-2 style
-  // BPE adds neither except with the Llama 3 pre-tokenizer, which adds BOS.
-  const bool bos_default = spm || tok.pre_ == PreTokenizer::kLlama3;
   tok.add_bos_ = f.get_bool_opt("tokenizer.ggml.add_bos_token").value_or(bos_default);
   tok.add_eos_ = f.get_bool_opt("tokenizer.ggml.add_eos_token").value_or(false);
   tok.add_space_prefix_ = spm && f.get_bool_opt("tokenizer.ggml.add_space_prefix").value_or(true);
@@ -219,19 +218,7 @@ void Tokenizer::encode_text(std::string_view text, bool after_special,
     spm_encode(vocab_, spm_escape(s), out);
     return;
   }
-  std::vector<std::string_view> words;
-  switch (pre_) {
-    case PreTokenizer::kLlama3:
-      words = pretokenize_llama3(text, 3);
-      break;
-    case PreTokenizer::kQwen2:
-      words = pretokenize_llama3(text, 1);
-      break;
-    default:
-      words = pretokenize_gpt2(text);
-      break;
-  }
-  for (std::string_view word : words) bpe_encode_word(vocab_, word, out);
+  for (std::string_view word : splitter_.split(text)) bpe_encode_word(vocab_, word, out);
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,

@@ -1,6 +1,6 @@
 // Tokenizer built from GGUF metadata (llama.cpp conventions):
-//   tokenizer.ggml.model "gpt2": byte-level BPE with merge ranks after a pre-tokenizer chosen
-//     by tokenizer.ggml.pre (GPT-2's regex; Llama 3's and Qwen2's);
+//   tokenizer.ggml.model "gpt2": byte-level BPE with merge ranks after the pre-tokenizer
+//     llama.cpp picks for tokenizer.ggml.pre (its default one when the key is absent);
 //   tokenizer.ggml.model "llama": SentencePiece-style highest-score merging with byte fallback.
 #pragma once
 
@@ -10,18 +10,12 @@
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/pretokenizer.hpp"
 #include "tokenizer/vocab.hpp"
 
 namespace specd {
 
 class GgufFile;
-
-enum class PreTokenizer {
-  kNone,    // SPM: no pre-tokenizer
-  kGpt2,    // "gpt-2" and "default"
-  kLlama3,  // "llama3", "llama-v3", "llama-bpe"
-  kQwen2,   // "qwen2"
-};
 
 class Tokenizer {
  public:
@@ -30,6 +24,8 @@ class Tokenizer {
 
   TokenizerModel model() const { return vocab_.model; }
   PreTokenizer pre_tokenizer() const { return pre_; }
+  // tokenizer.ggml.pre as the file gives it ("" when absent).
+  const std::string& pre_tokenizer_name() const { return pre_name_; }
   int32_t n_tokens() const { return vocab_.size(); }
   const Vocab& vocab() const { return vocab_; }
   // Throw specd::Error for ids outside [0, n_tokens()).
@@ -64,6 +60,8 @@ class Tokenizer {
 
   Vocab vocab_;
   PreTokenizer pre_ = PreTokenizer::kNone;
+  std::string pre_name_;
+  WordSplitter splitter_;
   int32_t bos_id_ = -1;
   int32_t eos_id_ = -1;
   int32_t pad_id_ = -1;
@@ -75,10 +73,14 @@ class Tokenizer {
 
 // Decodes a token stream incrementally and only ever returns complete, valid UTF-8, for
 // printing while generating. Bytes that can never become valid are shown as U+FFFD.
+// The text of a stream that continues `context` is decode(context + stream) minus
+// decode(context), with invalid UTF-8 shown as U+FFFD: the space decode() strips from the
+// first text of a SentencePiece sequence is only stripped when the context has no text.
+// A context is assumed to end on a character boundary.
 class StreamingDetokenizer {
  public:
-  explicit StreamingDetokenizer(const Tokenizer& tokenizer, bool render_special = false)
-      : tok_(tokenizer), render_special_(render_special) {}
+  explicit StreamingDetokenizer(const Tokenizer& tokenizer, bool render_special = false,
+                                std::span<const int32_t> context = {});
 
   // Text that became printable with this token (possibly empty).
   std::string push(int32_t id);

@@ -115,6 +115,15 @@ bool unicode_is_number(uint32_t cp) {
 bool unicode_is_whitespace(uint32_t cp) {
   return in_ranges(kUnicodeWhitespace, cp);
 }
+bool unicode_is_punctuation(uint32_t cp) {
+  return in_ranges(kUnicodePunctuation, cp);
+}
+bool unicode_is_symbol(uint32_t cp) {
+  return in_ranges(kUnicodeSymbols, cp);
+}
+bool unicode_is_mark(uint32_t cp) {
+  return in_ranges(kUnicodeMarks, cp);
+}
 
 uint32_t gpt2_byte_to_codepoint(uint8_t byte) {
   return gpt2_map().to_cp[byte];

@@ -22,9 +22,12 @@ Utf8Unit utf8_next(std::string_view s, size_t pos);
 bool utf8_is_incomplete(std::string_view s, size_t pos);
 void utf8_append(std::string& out, uint32_t cp);
 
-bool unicode_is_letter(uint32_t cp);      // \p{L}
-bool unicode_is_number(uint32_t cp);      // \p{N}
-bool unicode_is_whitespace(uint32_t cp);  // \s (White_Space)
+bool unicode_is_letter(uint32_t cp);       // \p{L}
+bool unicode_is_number(uint32_t cp);       // \p{N}
+bool unicode_is_whitespace(uint32_t cp);   // \s (White_Space)
+bool unicode_is_punctuation(uint32_t cp);  // \p{P}
+bool unicode_is_symbol(uint32_t cp);       // \p{S}
+bool unicode_is_mark(uint32_t cp);         // \p{M}
 
 // GPT-2's reversible map of every byte to a printable codepoint (its bytes_to_unicode()).
 uint32_t gpt2_byte_to_codepoint(uint8_t byte);
