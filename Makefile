@@ -17,7 +17,8 @@ DEMO_PROMPT ?= def fibonacci(n):
 # doctest; PyTorch for the golden tests and training; the HIP compiler so the HIP backend
 # builds everywhere.
 DEPS_BUILD := build-essential cmake pkg-config libboost-dev libboost-filesystem-dev \
-              libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libtomlplusplus-dev doctest-dev
+              libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libtomlplusplus-dev doctest-dev \
+              libcpp-httplib-dev nlohmann-json3-dev
 DEPS_TEST  := python3 python3-numpy python3-torch libopenblas0-pthread python3-regex \
               python3.11-doc libpython3.11-stdlib valgrind
 DEPS_GPU   := hipcc libamdhip64-dev

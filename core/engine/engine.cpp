@@ -74,13 +74,15 @@ class Emitter {
       size_t at = result.text.find(stop, from);
       if (at != std::string::npos) {
         result.text.resize(at);
-        if (on_text_ && at > before) on_text_(result.text.substr(before));
+        stream_up_to(result, at);
         result.stop_reason = "stop";
         stopped_ = true;
         return false;
       }
     }
-    if (on_text_ && !piece.empty()) on_text_(piece);
+    // Text that may begin a stop string is held back until the next token settles it, so
+    // the streamed text always equals the final text.
+    stream_up_to(result, result.text.size() - held_back(result.text));
     if (count_ >= max_tokens_) {
       result.stop_reason = "length";
       return false;
@@ -90,14 +92,30 @@ class Emitter {
 
   void finish(GenerationResult& result) {
     if (stopped_) return;
-    std::string rest = detok_.flush();
-    result.text += rest;
-    if (on_text_ && !rest.empty()) on_text_(rest);
+    result.text += detok_.flush();
+    stream_up_to(result, result.text.size());
   }
 
   int remaining() const { return max_tokens_ - count_; }
 
  private:
+  void stream_up_to(const GenerationResult& result, size_t end) {
+    if (end <= streamed_) return;
+    if (on_text_) on_text_(result.text.substr(streamed_, end - streamed_));
+    streamed_ = end;
+  }
+  // The length of the longest end of `text` that is a proper prefix of a stop string.
+  size_t held_back(const std::string& text) const {
+    size_t longest = 0;
+    for (const std::string& stop : stops_)
+      for (size_t n = std::min(stop.size() - (stop.empty() ? 0 : 1), text.size()); n > longest; --n)
+        if (text.compare(text.size() - n, n, stop, 0, n) == 0) {
+          longest = n;
+          break;
+        }
+    return longest;
+  }
+
   const Tokenizer& tokenizer_;
   const std::vector<std::string>& stops_;
   bool ignore_eos_;
@@ -106,6 +124,7 @@ class Emitter {
   StreamingDetokenizer detok_;
   int count_ = 0;
   bool stopped_ = false;
+  size_t streamed_ = 0;  // bytes of result.text given to on_text
 };
 
 }  // namespace
@@ -260,6 +279,8 @@ GenerationResult Engine::generate(const std::string& prompt, const GenerateOptio
 
 GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
                                          const GenerateOptions& options) {
+  const SamplingConfig& sampling_config = options.sampling ? *options.sampling : config_.sampling;
+  if (options.sampling) validate_sampling_params(sampling_params(sampling_config));
   int max_tokens = options.max_tokens.value_or(config_.sampling.max_tokens);
   if (max_tokens < 1) throw UsageError("the number of tokens to generate must be at least 1");
   const uint32_t vocab = verifier_->vocab_size();
@@ -274,7 +295,7 @@ GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
   GenerationResult result;
   GenerationStats& stats = result.stats;
   stats.prompt_tokens = prompt.size();
-  const SamplingParams sampling = sampling_params(config_.sampling);
+  const SamplingParams sampling = sampling_params(sampling_config);
   const uint32_t hidden_dim = proposer_ && proposer_->needs_hidden() ? verifier_->hidden_dim() : 0;
 
   auto start = Clock::now();
@@ -283,7 +304,7 @@ GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
   stats.prefill_s = seconds_since(start);
   if (proposer_) proposer_->begin(prompt, hidden_dim ? hidden.data() : nullptr);
 
-  Emitter emitter(*tokenizer_, config_.sampling, max_tokens, options.on_text, prompt);
+  Emitter emitter(*tokenizer_, sampling_config, max_tokens, options.on_text, prompt);
   std::vector<int32_t> sequence = prompt;
   Draft draft;
   std::vector<float> logits;
@@ -293,6 +314,10 @@ GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
   auto generate_start = Clock::now();
   bool going = true;
   while (going) {
+    if (options.cancelled && options.cancelled()) {
+      result.stop_reason = "cancelled";
+      break;
+    }
     // Room left in the context: the root takes one row, each draft node one more.
     uint32_t room = verifier_->context_length() - verifier_->committed();
     if (room == 0) {

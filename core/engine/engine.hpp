@@ -32,6 +32,12 @@ struct GenerateOptions {
   std::optional<int> max_tokens;  // overrides [sampling] max_tokens
   // Called with each piece of complete UTF-8 text as it is accepted (for streaming).
   std::function<void(const std::string&)> on_text;
+  // Per-generation sampling (temperature, top_k/p, min_p, stop, ignore_eos) in place of the
+  // configuration's [sampling]; max_tokens still comes from `max_tokens` above. The
+  // proposer keeps the settings it was built with (its q only changes efficiency).
+  std::optional<SamplingConfig> sampling;
+  // Polled once per round; returning true ends the generation with stop_reason "cancelled".
+  std::function<bool()> cancelled;
 };
 
 class Engine {

@@ -1,0 +1,39 @@
+// Engines for the per-request `speculative` settings: one per (proposer, k, rule,
+// allow_lossy), at most [server] max_engines kept, the least recently used dropped first.
+// Not thread-safe: the scheduler's worker is its only user.
+#pragma once
+
+#include <list>
+#include <memory>
+#include <string>
+
+#include "config/config.hpp"
+#include "engine/engine.hpp"
+#include "plugin/registry.hpp"
+#include "server/request.hpp"
+
+namespace specd::server {
+
+class EngineCache {
+ public:
+  EngineCache(const Config& config, const PluginRegistry& registry);
+
+  // The configuration a request's settings give: the server's with the request's proposer,
+  // k and rule. Throws RequestError (400) for a lossy request the server does not allow.
+  Config config_for(const SpeculativeRequest& request) const;
+  // The engine for those settings, built on first use. A UsageError from building it (an
+  // unknown proposer or rule, a lossy rule without allow_lossy) becomes a RequestError.
+  Engine& get(const SpeculativeRequest& request);
+  size_t size() const { return engines_.size(); }
+
+ private:
+  struct Entry {
+    std::string key;
+    std::unique_ptr<Engine> engine;
+  };
+  const Config& config_;
+  const PluginRegistry& registry_;
+  std::list<Entry> engines_;  // most recently used first
+};
+
+}  // namespace specd::server
