@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "common/error.hpp"
 #include "gguf/gguf_reader.hpp"
@@ -69,6 +70,19 @@ bool same_secret(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
+// Counts a request from its handler's start until its response is gone (for a stream, until
+// the library drops the content provider holding this).
+class InFlight {
+ public:
+  explicit InFlight(std::atomic<int>& count) : count_(count) { ++count_; }
+  ~InFlight() { --count_; }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  std::atomic<int>& count_;
+};
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -82,6 +96,7 @@ struct HttpServer::Impl {
   Scheduler scheduler;
   httplib::Server http;
   std::atomic<bool> draining{false};
+  std::atomic<int> in_flight{0};  // completion requests not yet fully answered
   std::atomic<uint64_t> next_id{1};
 
   Impl(const Config& c, const PluginRegistry& registry)
@@ -201,6 +216,7 @@ struct HttpServer::Impl {
   }
 
   void complete(const httplib::Request& req, httplib::Response& res, bool chat) {
+    auto guard = std::make_shared<InFlight>(in_flight);
     if (draining) {
       send_error(res, 503, "the server is shutting down", "", "shutting_down");
       return;
@@ -302,7 +318,7 @@ struct HttpServer::Impl {
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [ch, job](size_t, httplib::DataSink& sink) {
+        [ch, job, guard](size_t, httplib::DataSink& sink) {
           std::deque<std::string> events;
           bool done;
           {
@@ -349,6 +365,8 @@ void HttpServer::serve() {
 
 void HttpServer::stop() {
   impl_->draining = true;
+  // The library cuts streams short when it stops: let those in flight finish first.
+  while (impl_->in_flight > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   impl_->http.stop();
 }
 
