@@ -60,4 +60,13 @@ Engine& EngineCache::get(const SpeculativeRequest& r) {
   return *engines_.front().engine;
 }
 
+void EngineCache::check_sampling(const Engine& engine, const CompletionRequest& r) const {
+  if (engine.rule_label() != "greedy-exact" || r.sampling.temperature == 0) return;
+  if (r.speculative.allow_lossy && config_.acceptance.allow_lossy) return;
+  throw RequestError(400, "temperature",
+                     "'temperature' must be 0 with rule '" + engine.rule_name() +
+                         "': it is lossless only for greedy decoding (choose an exact rule in "
+                         "speculative.rule, or allow lossy output)");
+}
+
 }  // namespace specd::server

@@ -24,6 +24,9 @@ class EngineCache {
   // The engine for those settings, built on first use. A UsageError from building it (an
   // unknown proposer or rule, a lossy rule without allow_lossy) becomes a RequestError.
   Engine& get(const SpeculativeRequest& request);
+  // Refuses (400 naming temperature) sampling the engine's rule makes no claim for: a
+  // greedy-exact rule at temperature > 0, unless the request and the server allow lossy.
+  void check_sampling(const Engine& engine, const CompletionRequest& request) const;
   size_t size() const { return engines_.size(); }
 
  private:

@@ -61,6 +61,7 @@ void Scheduler::run(Job& job) {
   try {
     if (job.cancelled) throw RequestError(499, "", "the client closed the request");
     engine = &engines_.get(r.speculative);
+    engines_.check_sampling(*engine, r);
     // A completion prompt is encoded as `specd run` encodes it; a rendered chat also
     // turns the template's special-token texts into their ids.
     prompt = engine->tokenizer().encode(job.prompt_text, /*add_special=*/true,

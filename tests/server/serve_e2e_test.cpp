@@ -269,6 +269,11 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
     body["speculative"] = {{"rule", "typical"}, {"allow_lossy", true}};
     lossy = post(c, "/v1/completions", body, 400);
     CHECK(lossy["error"]["param"] == "speculative.allow_lossy");
+    body["speculative"] = {{"rule", "greedy"}};
+    body["temperature"] = 0.7;
+    json hot = post(c, "/v1/completions", body, 400);
+    CHECK(hot["error"]["param"] == "temperature");
+    body.erase("temperature");
     body["speculative"] = {{"proposer", "no-such-proposer"}};
     json unknown = post(c, "/v1/completions", body, 400);
     CHECK(unknown["error"]["param"] == "speculative.proposer");
@@ -349,6 +354,27 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
     CHECK(s.text == greedy);
     CHECK(server.wait_exit() == 0);
     CHECK(server.log().find("draining") != std::string::npos);
+  }
+
+  SUBCASE("a client that disconnects mid-stream cancels its sequence") {
+    json body = {{"prompt", kPrompt}, {"max_tokens", 400}, {"stream", true}};
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.headers = auth();
+    req.set_header("Content-Type", "application/json");
+    req.body = body.dump();
+    req.content_receiver = [](const char*, size_t, uint64_t, uint64_t) {
+      return false;  // hang up at the first chunk
+    };
+    auto gone = c.send(req);
+    CHECK_FALSE(gone);
+    // One sequence at a time, first in first out: once this answers, the other has ended.
+    json after = post(c, "/v1/completions", json{{"prompt", kPrompt}, {"max_tokens", 24}}, 200);
+    CHECK(after["choices"][0]["text"] == greedy);
+    auto metrics = c.Get("/metrics", auth());
+    REQUIRE(metrics);
+    CHECK(metrics->body.find("specd_cancelled_total 1\n") != std::string::npos);
   }
 
   SUBCASE("SIGTERM when idle exits 0") {
