@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -62,6 +63,15 @@ void send_error(httplib::Response& res, int status, const std::string& message,
 // The status a handler leaves: the library fills in 200 after it returns.
 int status_of(const httplib::Response& res) {
   return res.status == -1 ? 200 : res.status;
+}
+
+// The metrics label of a path: the routes by name, anything else as "other" (so that
+// arbitrary paths cannot grow the label set).
+std::string endpoint_label(const std::string& path) {
+  for (const char* route :
+       {"/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions"})
+    if (path == route) return path;
+  return "other";
 }
 
 bool same_secret(const std::string& a, const std::string& b) {
@@ -162,6 +172,10 @@ struct HttpServer::Impl {
   }
 
   void routes() {
+    // Each waiting request holds a handler thread: enough for the queue, the one running
+    // and a few health or metrics probes, so that queue_limit (not the pool) decides 503s.
+    const size_t threads = std::min<size_t>(size_t(config.server.queue_limit) + 4, 512);
+    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     http.set_payload_max_length(static_cast<size_t>(config.server.max_body_bytes));
     http.set_read_timeout(30, 0);
     http.set_write_timeout(30, 0);
@@ -169,7 +183,7 @@ struct HttpServer::Impl {
       if (req.path != "/health" && !authorized(req)) {
         send_error(res, 401, "missing or wrong API key (send Authorization: Bearer <key>)", "",
                    "invalid_api_key");
-        metrics.request(req.path, 401);
+        metrics.request(endpoint_label(req.path), 401);
         return httplib::Server::HandlerResponse::Handled;
       }
       return httplib::Server::HandlerResponse::Unhandled;
@@ -185,7 +199,7 @@ struct HttpServer::Impl {
         send_error(res, 404, "no route for " + req.method + " " + req.path, "", "not_found");
       else
         send_error(res, res.status, "HTTP " + std::to_string(res.status));
-      metrics.request(req.path, res.status);
+      metrics.request(endpoint_label(req.path), res.status);
     });
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(draining ? "{\"status\":\"draining\"}" : "{\"status\":\"ok\"}",

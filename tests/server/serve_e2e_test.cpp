@@ -324,6 +324,9 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
     CHECK(metrics->body.find("specd_requests_total{endpoint=\"/v1/completions\",status=\"400\"}") !=
           std::string::npos);
     CHECK(metrics->body.find("specd_completion_tokens_total") != std::string::npos);
+    CHECK(metrics->body.find("specd_requests_total{endpoint=\"other\",status=\"404\"} 1") !=
+          std::string::npos);
+    CHECK(metrics->body.find("/v2/nothing") == std::string::npos);
   }
 
   SUBCASE("SIGTERM drains a request in flight and exits 0") {
