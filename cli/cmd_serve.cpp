@@ -66,6 +66,12 @@ int serve_command(int argc, char** argv) {
     std::fprintf(stderr, "specd serve: warning: %s\n", w.c_str());
   server::HttpServer http(config, registry);
   int port = http.bind(config.server.host, config.server.port);
+  const std::string& host = config.server.host;
+  if (host != "127.0.0.1" && host != "localhost" && host != "::1" && config.server.api_key.empty())
+    std::fprintf(stderr,
+                 "specd serve: warning: listening on %s without [server] api_key: anyone who "
+                 "can reach it can use it\n",
+                 host.c_str());
   std::fprintf(stderr, "specd serve: chat template: %s\n", http.chat_template_note().c_str());
   std::fprintf(stderr, "specd serve: listening on http://%s:%d\n", config.server.host.c_str(),
                port);

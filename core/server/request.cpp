@@ -89,6 +89,26 @@ std::vector<std::string> stops(const json& v) {
   return out;
 }
 
+// A message's content: a string, or an array of {"type": "text", "text": ...} parts joined.
+std::string content(const std::string& param, const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (!v.is_array())
+    bad(param, std::string("must be a string or an array of text parts, not ") + kind_of(v));
+  std::string text;
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::string p = param + "[" + std::to_string(i) + "]";
+    const json& part = v[i];
+    if (!part.is_object()) bad(p, std::string("must be an object, not ") + kind_of(part));
+    check_known(part, {"type", "text"}, p + ".");
+    if (!part.contains("type")) bad(p + ".type", "is required");
+    std::string type = string(p + ".type", part["type"]);
+    if (type != "text") bad(p + ".type", "must be \"text\" (this server reads text only)");
+    if (!part.contains("text")) bad(p + ".text", "is required");
+    text += string(p + ".text", part["text"]);
+  }
+  return text;
+}
+
 std::vector<ChatMessage> messages(const json& v) {
   if (!v.is_array()) bad("messages", std::string("must be an array, not ") + kind_of(v));
   if (v.empty()) bad("messages", "must hold at least one message");
@@ -104,7 +124,7 @@ std::vector<ChatMessage> messages(const json& v) {
     msg.role = string(p + ".role", m["role"]);
     if (msg.role != "system" && msg.role != "user" && msg.role != "assistant")
       bad(p + ".role", "must be \"system\", \"user\" or \"assistant\", not \"" + msg.role + "\"");
-    msg.content = string(p + ".content", m["content"]);
+    msg.content = content(p + ".content", m["content"]);
     if (m.contains("name")) string(p + ".name", m["name"]);
     out.push_back(std::move(msg));
   }

@@ -83,6 +83,11 @@ TEST_CASE("chat messages are read in order") {
   CHECK(r.messages[0].role == "system");
   CHECK(r.messages[1].content == "U");
   CHECK(r.max_tokens == 5);
+  CompletionRequest parts = parse_completion_request(
+      R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},
+                                               {"type":"text","text":"b"}]}]})",
+      true, defaults());
+  CHECK(parts.messages[0].content == "ab");
 }
 
 TEST_CASE("malformed bodies are 400s") {
@@ -145,7 +150,13 @@ TEST_CASE("each bad chat field is named") {
   CHECK(refused(R"({"messages":[{"role":"user"}]})", true) == "messages[0].content");
   CHECK(refused(R"({"messages":[{"role":"user","content":"a"},{"role":"tool","content":"b"}]})",
                 true) == "messages[1].role");
-  CHECK(refused(R"({"messages":[{"role":"user","content":[1]}]})", true) == "messages[0].content");
+  CHECK(refused(R"({"messages":[{"role":"user","content":[1]}]})", true) ==
+        "messages[0].content[0]");
+  CHECK(refused(R"({"messages":[{"role":"user","content":5}]})", true) == "messages[0].content");
+  CHECK(refused(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})", true) ==
+        "messages[0].content[0].type");
+  CHECK(refused(R"({"messages":[{"role":"user","content":[{"type":"text"}]}]})", true) ==
+        "messages[0].content[0].text");
   CHECK(refused(R"({"messages":[{"role":"user","content":"a","extra":1}]})", true) ==
         "messages[0].extra");
   CHECK(refused(R"({"messages":[{"role":"user","content":"a"}],"prompt":"x"})", true) == "prompt");
