@@ -254,6 +254,9 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
 
 Engine::~Engine() = default;
 
+uint32_t Engine::context_length() const {
+  return verifier_->context_length();
+}
 std::string Engine::backend_name() const {
   return backend_->name();
 }

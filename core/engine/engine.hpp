@@ -53,6 +53,7 @@ class Engine {
                                    const GenerateOptions& options = {});
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
+  uint32_t context_length() const;  // most tokens a sequence (prompt + output) may hold
   std::string backend_name() const;
   std::string proposer_name() const;  // "none" for plain decoding
   std::string rule_name() const;      // "" for plain decoding

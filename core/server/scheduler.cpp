@@ -70,6 +70,12 @@ void Scheduler::run(Job& job) {
       throw RequestError(400, r.chat ? "messages" : "prompt",
                          std::string("'") + (r.chat ? "messages" : "prompt") +
                              "' is empty and the model adds no BOS token to start from");
+    if (prompt.size() >= engine->context_length())
+      throw RequestError(400, r.chat ? "messages" : "prompt",
+                         std::string("'") + (r.chat ? "messages" : "prompt") + "' has " +
+                             std::to_string(prompt.size()) + " tokens; the context holds " +
+                             std::to_string(engine->context_length()) +
+                             ", leaving no room to generate");
     if (job.kv_budget > 0 && prompt.size() + size_t(r.max_tokens) > size_t(job.kv_budget))
       throw RequestError(400, "max_tokens",
                          "'max_tokens': the prompt's " + std::to_string(prompt.size()) +

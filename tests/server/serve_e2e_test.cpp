@@ -178,7 +178,7 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
   if (!have_models()) return;
   std::string config = write_config("serve_e2e.toml", std::string("api_key = \"") + kKey +
                                                           "\"\nchat_template = \"chatml\"\n"
-                                                          "max_body_bytes = 4096\n");
+                                                          "max_body_bytes = 65536\n");
   // What `specd run` prints for the same prompt, greedy.
   specd::test::CliResult run = specd::test::run_program(
       {"timeout", "120", SPECD_CLI, "run", "-c", config, "-p", kPrompt, "-n", "24", "--json"});
@@ -310,10 +310,16 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
     auto broken = c.Post("/v1/completions", auth(), "{\"prompt\": ", "application/json");
     REQUIRE(broken);
     CHECK(broken->status == 400);
-    auto big = c.Post("/v1/completions", auth(), "{\"prompt\":\"" + std::string(8192, 'a') + "\"}",
+    auto big = c.Post("/v1/completions", auth(), "{\"prompt\":\"" + std::string(70000, 'a') + "\"}",
                       "application/json");
     REQUIRE(big);
     CHECK(big->status == 413);
+    // Longer than the model's context (512 tokens), whole or streamed: a 400 before any text.
+    std::string words;
+    for (int i = 0; i < 2000; ++i) words += " word" + std::to_string(i);
+    CHECK(post(c, "/v1/completions", json{{"prompt", words}}, 400)["error"]["param"] == "prompt");
+    CHECK(post(c, "/v1/completions", json{{"prompt", words}, {"stream", true}},
+               400)["error"]["param"] == "prompt");
     auto nowhere = c.Get("/v2/nothing", auth());
     REQUIRE(nowhere);
     CHECK(nowhere->status == 404);
