@@ -1,6 +1,7 @@
 // Engines for the per-request `speculative` settings: one per (proposer, k, rule,
 // allow_lossy), at most [server] max_engines kept, the least recently used dropped first.
-// Not thread-safe: the scheduler's worker is its only user.
+// get() is for the scheduler's worker alone; config_for() and check_sampling() only read
+// the configuration and may be called from any thread.
 #pragma once
 
 #include <list>

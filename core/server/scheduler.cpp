@@ -59,7 +59,6 @@ void Scheduler::run(Job& job) {
   Engine* engine = nullptr;
   std::vector<int32_t> prompt;
   try {
-    if (job.cancelled) throw RequestError(499, "", "the client closed the request");
     engine = &engines_.get(r.speculative);
     engines_.check_sampling(*engine, r);
     // A completion prompt is encoded as `specd run` encodes it; a rendered chat also
