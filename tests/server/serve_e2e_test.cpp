@@ -418,3 +418,38 @@ TEST_CASE("chat is refused with a clear error when the model has no template") {
   CHECK(message.find("chat_template") != std::string::npos);
   CHECK(server.terminate() == 0);
 }
+
+TEST_CASE("a chat template file is recognised, or refused at startup naming the file") {
+  if (!have_models()) return;
+  {
+    std::ofstream(fs::current_path() / "llama2.jinja")
+        << "{% for m in messages %}{{ bos_token + '[INST] <<SYS>>\\n' + m['content'] + "
+           "' [/INST]' }}{% endfor %}";
+  }
+  std::string bad = write_config(
+      "serve_badtemplate.toml",
+      "chat_template_file = \"" + (fs::current_path() / "llama2.jinja").string() + "\"\n");
+  specd::test::CliResult r =
+      specd::test::run_program({"timeout", "120", SPECD_CLI, "serve", "-c", bad});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("llama2.jinja: the chat template matches no known family") != std::string::npos);
+  CHECK(r.err.find("listening") == std::string::npos);
+
+  {
+    std::ofstream(fs::current_path() / "qwen.jinja")
+        << "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
+           "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}";
+  }
+  ServerProcess server(write_config(
+      "serve_filetemplate.toml",
+      "chat_template_file = \"" + (fs::current_path() / "qwen.jinja").string() + "\"\n"));
+  REQUIRE_MESSAGE(server.port() > 0, server.log());
+  CHECK(server.log().find("chatml recognised in") != std::string::npos);
+  httplib::Client c = client(server.port());
+  auto res =
+      c.Post("/v1/chat/completions",
+             R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":4})", "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  CHECK(server.terminate() == 0);
+}
