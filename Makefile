@@ -25,7 +25,7 @@ PREFIX ?= /usr/local
 # builds everywhere.
 DEPS_BUILD := build-essential cmake pkg-config libboost-dev libboost-filesystem-dev \
               libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libtomlplusplus-dev doctest-dev \
-              ccache
+              ccache libcpp-httplib-dev nlohmann-json3-dev
 DEPS_TEST  := python3 python3-numpy python3-torch libopenblas0-pthread python3-regex \
               python3.11-doc libpython3.11-stdlib valgrind
 DEPS_GPU   := hipcc libamdhip64-dev

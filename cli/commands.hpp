@@ -8,5 +8,6 @@ namespace specd::cli {
 int run_command(int argc, char** argv);
 int plugins_command(int argc, char** argv);
 int check_config_command(int argc, char** argv);
+int serve_command(int argc, char** argv);
 
 }  // namespace specd::cli

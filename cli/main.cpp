@@ -25,6 +25,8 @@ const char* kHelp =
     "commands:\n"
     "  run -c FILE [-p PROMPT] [-n N] [--set section.key=value]... [--json]\n"
     "                     generate text with the configured target, proposer and rule\n"
+    "  serve -c FILE [--host H] [--port P]\n"
+    "                     serve OpenAI-compatible completions over HTTP (docs/SERVER.md)\n"
     "  audit [--markov FILE] [--rule ID] [--json] ...\n"
     "                     measure the lossless label of every installed acceptance rule\n"
     "  audit -c FILE      check a configuration's speculative run against plain sampling\n"
@@ -59,6 +61,7 @@ int dispatch(int argc, char** argv) {
   int sub_argc = argc - 1;
   char** sub_argv = argv + 1;
   if (command == "run") return specd::cli::run_command(sub_argc, sub_argv);
+  if (command == "serve") return specd::cli::serve_command(sub_argc, sub_argv);
   if (command == "plugins") return specd::cli::plugins_command(sub_argc, sub_argv);
   if (command == "check-config") return specd::cli::check_config_command(sub_argc, sub_argv);
   if (command == "audit") return run_audit_command(sub_argc, sub_argv);

@@ -77,6 +77,21 @@ struct PluginsConfig {
   std::vector<std::string> paths;
 };
 
+// [server]: `specd serve` (docs/SERVER.md). Other commands ignore it.
+struct ServerConfig {
+  std::string host = "127.0.0.1";    // loopback unless told otherwise
+  int port = 8080;                   // 0 = any free port
+  int max_sequences = 1;             // sequences decoded at once (this version: 1)
+  int queue_limit = 16;              // requests waiting beyond it get 503
+  int kv_budget = 0;                 // tokens per sequence (prompt + output); 0 = no cap
+  int64_t max_body_bytes = 1 << 20;  // request bodies above it get 413
+  std::string api_key;               // set: requests need "Authorization: Bearer <key>"
+  std::string model_name;            // the id /v1/models lists; "" = the target file's stem
+  std::string chat_template;         // a built-in family name; "" = the target's GGUF template
+  std::string chat_template_file;    // a file holding a template text to recognise
+  int max_engines = 2;               // engines kept for per-request proposer/rule settings
+};
+
 struct Config {
   std::string path;  // the file it came from ("" when built in code)
   EngineConfig engine;
@@ -85,6 +100,7 @@ struct Config {
   AcceptanceConfig acceptance;
   SamplingConfig sampling;
   PluginsConfig plugins;
+  ServerConfig server;
   // Where each key was set ("section.key" -> location), for later messages.
   std::map<std::string, std::string> locations;
 

@@ -329,6 +329,42 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
     read_bool(c, k, n, cfg.sampling.ignore_eos);
   };
 
+  auto& server = s["server"].keys;
+  server["host"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_string(c, k, n, cfg.server.host);
+    if (n.is_string() && cfg.server.host.empty()) c.add(n, "'host' must not be empty");
+  };
+  server["port"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_int(c, k, n, cfg.server.port, 0, 65535, "0 = any free port, up to 65535");
+  };
+  server["max_sequences"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_int(c, k, n, cfg.server.max_sequences, 1, 1, "this version decodes 1 at a time");
+  };
+  server["queue_limit"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_int(c, k, n, cfg.server.queue_limit, 0, 1 << 16, "0 to 65536");
+  };
+  server["kv_budget"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_int(c, k, n, cfg.server.kv_budget, 0, 1 << 24, "0 = the context, up to 16M tokens");
+  };
+  server["max_body_bytes"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_int(c, k, n, cfg.server.max_body_bytes, 64, int64_t(1) << 30, "64 bytes to 1 GiB");
+  };
+  server["api_key"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_string(c, k, n, cfg.server.api_key);
+  };
+  server["model_name"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_string(c, k, n, cfg.server.model_name);
+  };
+  server["chat_template"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_string(c, k, n, cfg.server.chat_template);
+  };
+  server["chat_template_file"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_path(c, k, n, cfg.server.chat_template_file);
+  };
+  server["max_engines"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_int(c, k, n, cfg.server.max_engines, 1, 8, "1 to 8");
+  };
+
   auto& plugins = s["plugins"].keys;
   plugins["paths"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_string_array(c, k, n, cfg.plugins.paths);
@@ -445,6 +481,7 @@ void resolve_paths(Config& cfg) {
   };
   resolve(cfg.target.model);
   resolve(cfg.proposer.model);
+  resolve(cfg.server.chat_template_file);
   // Plugin paths are code the run executes: relative to the configuration file only, never
   // to whatever folder the command happens to run in.
   for (auto& p : cfg.plugins.paths)

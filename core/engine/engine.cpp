@@ -255,6 +255,9 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
 
 Engine::~Engine() = default;
 
+uint32_t Engine::context_length() const {
+  return verifier_->context_length();
+}
 std::string Engine::backend_name() const {
   return backend_->name();
 }
@@ -280,6 +283,8 @@ GenerationResult Engine::generate(const std::string& prompt, const GenerateOptio
 
 GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
                                          const GenerateOptions& options) {
+  const SamplingConfig& sampling_config = options.sampling ? *options.sampling : config_.sampling;
+  if (options.sampling) validate_sampling_params(sampling_params(sampling_config));
   int max_tokens = options.max_tokens.value_or(config_.sampling.max_tokens);
   if (max_tokens < 1) throw UsageError("the number of tokens to generate must be at least 1");
   const uint32_t vocab = verifier_->vocab_size();
@@ -294,7 +299,7 @@ GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
   GenerationResult result;
   GenerationStats& stats = result.stats;
   stats.prompt_tokens = prompt.size();
-  const SamplingParams sampling = sampling_params(config_.sampling);
+  const SamplingParams sampling = sampling_params(sampling_config);
   const uint32_t hidden_dim = proposer_ && proposer_->needs_hidden() ? verifier_->hidden_dim() : 0;
 
   auto start = Clock::now();
@@ -303,7 +308,7 @@ GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
   stats.prefill_s = seconds_since(start);
   if (proposer_) proposer_->begin(prompt, hidden_dim ? hidden.data() : nullptr);
 
-  Emitter emitter(*tokenizer_, config_.sampling, max_tokens, options.on_text, prompt);
+  Emitter emitter(*tokenizer_, sampling_config, max_tokens, options.on_text, prompt);
   std::vector<int32_t> sequence = prompt;
   Draft draft;
   std::vector<float> logits;
@@ -315,6 +320,10 @@ GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
   while (going) {
     if (options.interrupt && *options.interrupt) {
       result.stop_reason = "interrupted";
+      break;
+    }
+    if (options.cancelled && options.cancelled()) {
+      result.stop_reason = "cancelled";
       break;
     }
     // Room left in the context: the root takes one row, each draft node one more.

@@ -38,6 +38,12 @@ struct GenerateOptions {
   // When set and *interrupt becomes nonzero (e.g. from a signal handler), generation ends
   // before the next round, with what was generated so far and stop_reason "interrupted".
   const volatile std::sig_atomic_t* interrupt = nullptr;
+  // Per-generation sampling (temperature, top_k/p, min_p, stop, ignore_eos) in place of the
+  // configuration's [sampling]; max_tokens still comes from `max_tokens` above. The
+  // proposer keeps the settings it was built with (its q only changes efficiency).
+  std::optional<SamplingConfig> sampling;
+  // Polled once per round; returning true ends the generation with stop_reason "cancelled".
+  std::function<bool()> cancelled;
 };
 
 class Engine {
@@ -53,6 +59,7 @@ class Engine {
                                    const GenerateOptions& options = {});
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
+  uint32_t context_length() const;  // most tokens a sequence (prompt + output) may hold
   std::string backend_name() const;
   std::string proposer_name() const;  // "none" for plain decoding
   std::string rule_name() const;      // "" for plain decoding

@@ -1,0 +1,100 @@
+// specd serve -c FILE [--host H] [--port P] [--set section.key=value]...
+// An OpenAI-compatible HTTP server over the configured engine (docs/SERVER.md). SIGTERM or
+// SIGINT drains: requests in flight are answered, then it exits 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "args.hpp"
+#include "commands.hpp"
+#include "common/error.hpp"
+#include "config/config.hpp"
+#include "plugin/registry.hpp"
+#include "server/http_server.hpp"
+
+namespace specd::cli {
+namespace {
+
+const char* kServeHelp =
+    "usage: specd serve -c FILE [--host H] [--port P] [--set section.key=value]...\n"
+    "  -c, --config FILE   the run configuration (TOML) with an optional [server] section\n"
+    "  --host H            address to bind (default [server] host, 127.0.0.1)\n"
+    "  --port P            port (default [server] port, 8080; 0 = any free port)\n"
+    "  --set s.k=v         override any configuration key (checked like the file)\n"
+    "The bound address is printed to standard error as `specd serve: listening on\n"
+    "http://H:P`. SIGTERM or SIGINT stops taking requests, answers those in flight and exits 0.\n";
+
+}  // namespace
+
+int serve_command(int argc, char** argv) {
+  Args args(argc, argv);
+  std::string config_path;
+  std::vector<std::string> overrides;
+  while (!args.done()) {
+    if (args.match("--config", "-c")) {
+      config_path = args.value();
+    } else if (args.match("--host")) {
+      overrides.push_back("server.host=\"" + args.value() + "\"");
+    } else if (args.match("--port")) {
+      overrides.push_back("server.port=" + std::to_string(args.int_value()));
+    } else if (args.match("--set")) {
+      overrides.push_back(args.value());
+    } else if (args.match("--help", "-h")) {
+      std::fputs(kServeHelp, stdout);
+      return 0;
+    } else {
+      args.unknown();
+    }
+  }
+  if (config_path.empty()) throw UsageError("serve needs -c FILE (see specd serve --help)");
+  Config config = load_config(config_path, overrides);
+  check_required_for_run(config);
+
+  // Every thread started from here on inherits the blocked signals; one thread waits for them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  PluginRegistry registry(config.plugins.paths);
+  for (const std::string& w : registry.warnings())
+    std::fprintf(stderr, "specd serve: warning: %s\n", w.c_str());
+  server::HttpServer http(config, registry);
+  int port = http.bind(config.server.host, config.server.port);
+  const std::string& host = config.server.host;
+  if (host != "127.0.0.1" && host != "localhost" && host != "::1" && config.server.api_key.empty())
+    std::fprintf(stderr,
+                 "specd serve: warning: listening on %s without [server] api_key: anyone who "
+                 "can reach it can use it\n",
+                 host.c_str());
+  std::fprintf(stderr, "specd serve: chat template: %s\n", http.chat_template_note().c_str());
+  std::fprintf(stderr, "specd serve: listening on http://%s:%d\n", config.server.host.c_str(),
+               port);
+  std::fflush(stderr);
+
+  std::atomic<bool> served{false};
+  std::thread watcher([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    if (served) return;  // woken by the main thread below
+    std::fprintf(stderr, "specd serve: %s: draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    // A signal that comes before the listener runs must still stop it: repeat until it has.
+    while (!served) {
+      http.stop();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  http.serve();
+  served = true;
+  pthread_kill(watcher.native_handle(), SIGTERM);  // wakes it when no signal came
+  watcher.join();
+  std::fprintf(stderr, "specd serve: stopped\n");
+  return 0;
+}
+
+}  // namespace specd::cli

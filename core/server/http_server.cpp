@@ -1,0 +1,391 @@
+#include "server/http_server.hpp"
+
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "common/error.hpp"
+#include "gguf/gguf_reader.hpp"
+#include "server/chat_template.hpp"
+#include "server/engine_cache.hpp"
+#include "server/metrics.hpp"
+#include "server/request.hpp"
+#include "server/responses.hpp"
+#include "server/scheduler.hpp"
+
+namespace specd::server {
+namespace {
+
+// What the worker hands a handler: the start, the stream's events, the end.
+struct Channel {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool started = false;
+  std::optional<RequestError> start_error;
+  std::deque<std::string> events;  // SSE events not yet written
+  bool done = false;
+  std::optional<GenerationResult> result;
+  std::optional<RequestError> error;
+};
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string error_type(int status) {
+  if (status == 401) return "authentication_error";
+  if (status == 404) return "not_found_error";
+  if (status == 503) return "server_overloaded";
+  if (status >= 500) return "server_error";
+  return "invalid_request_error";
+}
+
+void send_error(httplib::Response& res, int status, const std::string& message,
+                const std::string& param = "", const std::string& code = "") {
+  res.status = status;
+  res.set_content(error_json(message, error_type(status), param, code), "application/json");
+}
+
+// The status a handler leaves: the library fills in 200 after it returns.
+int status_of(const httplib::Response& res) {
+  return res.status == -1 ? 200 : res.status;
+}
+
+// The metrics label of a path: the routes by name, anything else as "other" (so that
+// arbitrary paths cannot grow the label set).
+std::string endpoint_label(const std::string& path) {
+  for (const char* route :
+       {"/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions"})
+    if (path == route) return path;
+  return "other";
+}
+
+bool same_secret(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= a[i] ^ b[i % (b.empty() ? 1 : b.size())];
+  return diff == 0;
+}
+
+// Counts a request from its handler's start until its response is gone (for a stream, until
+// the library drops the content provider holding this).
+class InFlight {
+ public:
+  explicit InFlight(std::atomic<int>& count) : count_(count) { ++count_; }
+  ~InFlight() { --count_; }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  std::atomic<int>& count_;
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  Config config;
+  std::string model_id;
+  std::optional<ChatFamily> chat_family;
+  std::string chat_note;     // where the template came from, or why there is none
+  std::string chat_refusal;  // the 400 message for chat requests when there is none
+  Metrics metrics;
+  EngineCache engines;
+  Scheduler scheduler;
+  httplib::Server http;
+  std::atomic<bool> draining{false};
+  std::atomic<int> in_flight{0};  // completion requests not yet fully answered
+  std::atomic<uint64_t> next_id{1};
+
+  Impl(const Config& c, const PluginRegistry& registry)
+      : config(c), engines(config, registry), scheduler(engines, config.server.queue_limit) {
+    engines.get(SpeculativeRequest{});  // the configured engine, loaded now
+    model_id = config.server.model_name.empty()
+                   ? std::filesystem::path(config.target.model).stem().string()
+                   : config.server.model_name;
+    resolve_chat_template();
+    routes();
+  }
+
+  void resolve_chat_template() {
+    const ServerConfig& s = config.server;
+    if (!s.chat_template.empty()) {
+      chat_family = chat_family_by_name(s.chat_template);
+      if (!chat_family)
+        throw UsageError(config.where("server.chat_template") + ": unknown chat template '" +
+                         s.chat_template + "' (known: " + chat_family_names() + ")");
+      chat_note = chat_family_name(*chat_family) + " from [server] chat_template";
+      return;
+    }
+    if (!s.chat_template_file.empty()) {
+      std::ifstream in(s.chat_template_file, std::ios::binary);
+      if (!in)
+        throw UsageError(config.where("server.chat_template_file") + ": cannot read '" +
+                         s.chat_template_file + "'");
+      std::stringstream text;
+      text << in.rdbuf();
+      chat_family = detect_chat_family(text.str());
+      if (!chat_family)
+        throw UsageError(s.chat_template_file +
+                         ": the chat template matches no known family (known: " +
+                         chat_family_names() + "); name one with [server] chat_template");
+      chat_note = chat_family_name(*chat_family) + " recognised in " + s.chat_template_file;
+      return;
+    }
+    GgufFile target = GgufFile::open(config.target.model);
+    std::optional<std::string> t = target.get_string_opt("tokenizer.chat_template");
+    if (!t) {
+      chat_refusal = config.target.model +
+                     " has no tokenizer.chat_template; set [server] chat_template (" +
+                     chat_family_names() + ") or chat_template_file to serve chat";
+      chat_note = "none (" + chat_refusal + ")";
+      return;
+    }
+    chat_family = detect_chat_family(*t);
+    if (!chat_family) {
+      chat_refusal = config.target.model +
+                     ": its tokenizer.chat_template matches no known family (" +
+                     chat_family_names() + "); set [server] chat_template to one of them";
+      chat_note = "none (" + chat_refusal + ")";
+      return;
+    }
+    chat_note = chat_family_name(*chat_family) + " recognised in " + config.target.model +
+                " tokenizer.chat_template";
+  }
+
+  bool authorized(const httplib::Request& req) const {
+    const std::string& key = config.server.api_key;
+    if (key.empty()) return true;
+    return same_secret(req.get_header_value("Authorization"), "Bearer " + key);
+  }
+
+  void routes() {
+    // Each waiting request holds a handler thread: enough for the queue, the one running
+    // and a few health or metrics probes, so that queue_limit (not the pool) decides 503s.
+    const size_t threads = std::min<size_t>(size_t(config.server.queue_limit) + 4, 512);
+    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    http.set_payload_max_length(static_cast<size_t>(config.server.max_body_bytes));
+    http.set_read_timeout(30, 0);
+    http.set_write_timeout(30, 0);
+    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (req.path != "/health" && !authorized(req)) {
+        send_error(res, 401, "missing or wrong API key (send Authorization: Bearer <key>)", "",
+                   "invalid_api_key");
+        metrics.request(endpoint_label(req.path), 401);
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+    http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return;
+      if (res.status == 413)
+        send_error(res, 413,
+                   "the request body exceeds the server's max_body_bytes of " +
+                       std::to_string(config.server.max_body_bytes),
+                   "", "request_too_large");
+      else if (res.status == 404)
+        send_error(res, 404, "no route for " + req.method + " " + req.path, "", "not_found");
+      else
+        send_error(res, res.status, "HTTP " + std::to_string(res.status));
+      metrics.request(endpoint_label(req.path), res.status);
+    });
+    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(draining ? "{\"status\":\"draining\"}" : "{\"status\":\"ok\"}",
+                      "application/json");
+      if (draining) res.status = 503;
+      metrics.request("/health", status_of(res));
+    });
+    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(metrics.render(scheduler.queued(), scheduler.busy()),
+                      "text/plain; version=0.0.4");
+      metrics.request("/metrics", 200);
+    });
+    http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+      nlohmann::json model = {
+          {"id", model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "specd"}};
+      nlohmann::json body = {{"object", "list"}, {"data", nlohmann::json::array({model})}};
+      res.set_content(body.dump(), "application/json");
+      metrics.request("/v1/models", 200);
+    });
+    http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      complete(req, res, false);
+      metrics.request("/v1/completions", status_of(res));
+    });
+    http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      complete(req, res, true);
+      metrics.request("/v1/chat/completions", status_of(res));
+    });
+  }
+
+  void complete(const httplib::Request& req, httplib::Response& res, bool chat) {
+    auto guard = std::make_shared<InFlight>(in_flight);
+    if (draining) {
+      send_error(res, 503, "the server is shutting down", "", "shutting_down");
+      return;
+    }
+    auto job = std::make_shared<Job>();
+    try {
+      job->request = parse_completion_request(req.body, chat, config.sampling);
+      if (!job->request.model.empty() && job->request.model != model_id)
+        throw RequestError(
+            404, "model",
+            "'model': this server serves '" + model_id + "', not '" + job->request.model + "'",
+            "model_not_found");
+      if (chat) {
+        if (!chat_family) throw RequestError(400, "messages", chat_refusal, "chat_template");
+        job->prompt_text = render_chat(*chat_family, job->request.messages);
+      } else {
+        job->prompt_text = job->request.prompt;
+      }
+      engines.config_for(job->request.speculative);  // a refused allow_lossy: 400 now
+    } catch (const RequestError& e) {
+      send_error(res, e.status, e.what(), e.param, e.code);
+      return;
+    }
+    job->kv_budget = config.server.kv_budget;
+
+    ResponseInfo info;
+    info.chat = chat;
+    info.model = model_id;
+    info.created = unix_now();
+    info.id = std::string(chat ? "chatcmpl-" : "cmpl-") + std::to_string(info.created) + "-" +
+              std::to_string(next_id++);
+    const bool stream = job->request.stream, include_usage = job->request.include_usage;
+
+    auto ch = std::make_shared<Channel>();
+    job->on_start = [ch](const RequestError* e) {
+      std::lock_guard<std::mutex> lock(ch->mutex);
+      ch->started = true;
+      if (e) ch->start_error = *e;
+      ch->changed.notify_all();
+    };
+    auto first = std::make_shared<bool>(true);
+    job->on_text = [ch, info, stream, first](const std::string& piece) {
+      if (!stream) return;
+      std::lock_guard<std::mutex> lock(ch->mutex);
+      ch->events.push_back(chunk_event(info, piece, *first, ""));
+      *first = false;
+      ch->changed.notify_all();
+    };
+    job->on_done = [this, ch, info, stream, include_usage, first](const GenerationResult* r,
+                                                                  const RequestError* e) {
+      if (r) {
+        metrics.generation(r->stats.prompt_tokens, r->tokens.size(), r->stats.drafted,
+                           r->stats.accepted, r->stats.rounds);
+        if (r->stop_reason == "cancelled") metrics.cancelled();
+      }
+      std::lock_guard<std::mutex> lock(ch->mutex);
+      if (r) ch->result = *r;
+      if (e) ch->error = *e;
+      if (stream) {
+        if (r) {
+          ch->events.push_back(chunk_event(info, "", *first, finish_reason(r->stop_reason)));
+          if (include_usage) ch->events.push_back(usage_event(info, *r));
+        } else {
+          ch->events.push_back(
+              "data: " + error_json(e->what(), error_type(e->status), e->param, e->code) + "\n\n");
+        }
+        ch->events.push_back(done_event());
+      }
+      ch->done = true;
+      ch->changed.notify_all();
+    };
+
+    if (!scheduler.submit(job)) {
+      send_error(res, 503,
+                 "the server is busy: " + std::to_string(config.server.queue_limit) +
+                     " requests are already waiting (queue_limit); retry later",
+                 "", "queue_full");
+      return;
+    }
+    {
+      std::unique_lock<std::mutex> lock(ch->mutex);
+      ch->changed.wait(lock, [&] { return ch->started; });
+      if (ch->start_error) {
+        const RequestError& e = *ch->start_error;
+        send_error(res, e.status, e.what(), e.param, e.code);
+        return;
+      }
+    }
+    if (!stream) {
+      std::unique_lock<std::mutex> lock(ch->mutex);
+      ch->changed.wait(lock, [&] { return ch->done; });
+      if (ch->error) {
+        send_error(res, ch->error->status, ch->error->what(), ch->error->param, ch->error->code);
+        return;
+      }
+      res.set_content(completion_json(info, *ch->result), "application/json");
+      return;
+    }
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [ch, job, guard](size_t, httplib::DataSink& sink) {
+          std::deque<std::string> events;
+          bool done;
+          {
+            std::unique_lock<std::mutex> lock(ch->mutex);
+            ch->changed.wait(lock, [&] { return ch->done || !ch->events.empty(); });
+            events.swap(ch->events);
+            done = ch->done;
+          }
+          for (const std::string& e : events) {
+            if (!sink.write(e.data(), e.size())) {
+              job->cancelled = true;  // the client went away: end its generation
+              return false;
+            }
+          }
+          if (done) sink.done();
+          return true;
+        },
+        [job](bool success) {
+          if (!success) job->cancelled = true;
+        });
+  }
+};
+
+HttpServer::HttpServer(const Config& config, const PluginRegistry& registry)
+    : impl_(std::make_unique<Impl>(config, registry)) {}
+
+HttpServer::~HttpServer() {
+  impl_->scheduler.drain();
+}
+
+int HttpServer::bind(const std::string& host, int port) {
+  int bound = port == 0 ? impl_->http.bind_to_any_port(host.c_str())
+                        : (impl_->http.bind_to_port(host.c_str(), port) ? port : -1);
+  if (bound < 0)
+    throw Error(impl_->config.where(port ? "server.port" : "server.host") + ": cannot listen on " +
+                host + ":" + std::to_string(port));
+  return bound;
+}
+
+void HttpServer::serve() {
+  impl_->http.listen_after_bind();
+  impl_->scheduler.drain();
+}
+
+void HttpServer::stop() {
+  impl_->draining = true;
+  // The library cuts streams short when it stops: let those in flight finish first.
+  while (impl_->in_flight > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  impl_->http.stop();
+}
+
+std::string HttpServer::chat_template_note() const {
+  return impl_->chat_note;
+}
+
+}  // namespace specd::server

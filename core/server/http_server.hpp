@@ -1,0 +1,40 @@
+// specd serve's HTTP front end: the OpenAI-compatible routes over the scheduler.
+//
+//   POST /v1/completions, POST /v1/chat/completions (JSON, or SSE with "stream": true)
+//   GET /v1/models, GET /health, GET /metrics (Prometheus text)
+//
+// Threads: the HTTP library's pool runs the handlers; generation runs on the scheduler's
+// worker. stop() may be called from any thread (a signal-watching one).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "config/config.hpp"
+#include "plugin/registry.hpp"
+
+namespace specd::server {
+
+class HttpServer {
+ public:
+  // Loads the configured engine (so configuration errors surface before listening) and
+  // resolves the chat template. Throws UsageError / Error like the engine.
+  HttpServer(const Config& config, const PluginRegistry& registry);
+  ~HttpServer();
+
+  // Binds [server] host and `port` (0 = any free port); returns the bound port.
+  int bind(const std::string& host, int port);
+  // Serves until stop(); returns after the requests in flight have been answered.
+  void serve();
+  // Drains: new requests get 503, the listener closes, requests in flight finish.
+  void stop();
+
+  // A line for the log about the chat template ("chatml from tokenizer.chat_template", ...).
+  std::string chat_template_note() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace specd::server

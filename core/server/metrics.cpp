@@ -1,0 +1,52 @@
+#include "server/metrics.hpp"
+
+#include <sstream>
+
+namespace specd::server {
+
+void Metrics::request(const std::string& endpoint, int status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++requests_[{endpoint, status}];
+}
+
+void Metrics::generation(uint64_t prompt_tokens, uint64_t completion_tokens, uint64_t drafted,
+                         uint64_t accepted, uint64_t rounds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  prompt_tokens_ += prompt_tokens;
+  completion_tokens_ += completion_tokens;
+  drafted_ += drafted;
+  accepted_ += accepted;
+  rounds_ += rounds;
+}
+
+void Metrics::cancelled() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++cancelled_;
+}
+
+std::string Metrics::render(size_t queued, bool running) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::ostringstream o;
+  auto counter = [&](const char* name, const char* help, uint64_t v) {
+    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " counter\n"
+      << name << " " << v << "\n";
+  };
+  o << "# HELP specd_requests_total HTTP requests answered, by endpoint and status.\n"
+    << "# TYPE specd_requests_total counter\n";
+  for (const auto& [key, n] : requests_)
+    o << "specd_requests_total{endpoint=\"" << key.first << "\",status=\"" << key.second << "\"} "
+      << n << "\n";
+  counter("specd_prompt_tokens_total", "Prompt tokens processed.", prompt_tokens_);
+  counter("specd_completion_tokens_total", "Tokens generated.", completion_tokens_);
+  counter("specd_drafted_tokens_total", "Draft tokens proposed.", drafted_);
+  counter("specd_accepted_tokens_total", "Draft tokens accepted.", accepted_);
+  counter("specd_target_passes_total", "Target passes after the prompt (rounds).", rounds_);
+  counter("specd_cancelled_total", "Generations cancelled by a client disconnect.", cancelled_);
+  o << "# HELP specd_queue_depth Requests waiting for the scheduler.\n"
+    << "# TYPE specd_queue_depth gauge\nspecd_queue_depth " << queued << "\n"
+    << "# HELP specd_running Sequences being decoded.\n"
+    << "# TYPE specd_running gauge\nspecd_running " << (running ? 1 : 0) << "\n";
+  return o.str();
+}
+
+}  // namespace specd::server

@@ -1,0 +1,224 @@
+#include "server/request.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <set>
+
+namespace specd::server {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void bad(const std::string& param, const std::string& message) {
+  throw RequestError(400, param, "'" + param + "' " + message);
+}
+
+const char* kind_of(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "a boolean";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::number_float:
+      return "a float";
+    default:
+      return "an integer";
+  }
+}
+
+double number(const std::string& param, const json& v, double lo, double hi,
+              const std::string& range) {
+  if (!v.is_number()) bad(param, std::string("must be a number, not ") + kind_of(v));
+  double x = v.get<double>();
+  if (!std::isfinite(x) || x < lo || x > hi) bad(param, "is out of range (" + range + ")");
+  return x;
+}
+
+int64_t integer(const std::string& param, const json& v, int64_t lo, int64_t hi,
+                const std::string& range) {
+  if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (d != std::floor(d)) bad(param, "must be an integer, not a fraction");
+  } else if (!v.is_number_integer()) {
+    bad(param, std::string("must be an integer, not ") + kind_of(v));
+  }
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
+    bad(param, "is out of range (" + range + ")");
+  double d = v.get<double>();
+  if (d < double(lo) || d > double(hi)) bad(param, "is out of range (" + range + ")");
+  return v.is_number_float() ? int64_t(d) : v.get<int64_t>();
+}
+
+std::string string(const std::string& param, const json& v) {
+  if (!v.is_string()) bad(param, std::string("must be a string, not ") + kind_of(v));
+  return v.get<std::string>();
+}
+
+bool boolean(const std::string& param, const json& v) {
+  if (!v.is_boolean()) bad(param, std::string("must be true or false, not ") + kind_of(v));
+  return v.get<bool>();
+}
+
+void check_known(const json& obj, const std::set<std::string>& known, const std::string& prefix) {
+  for (auto it = obj.begin(); it != obj.end(); ++it)
+    if (!known.count(it.key()))
+      throw RequestError(400, prefix + it.key(), "unknown field '" + prefix + it.key() + "'");
+}
+
+std::vector<std::string> stops(const json& v) {
+  if (v.is_null()) return {};
+  if (v.is_string()) {
+    if (v.get<std::string>().empty()) bad("stop", "must not be an empty string");
+    return {v.get<std::string>()};
+  }
+  if (!v.is_array()) bad("stop", std::string("must be a string or an array, not ") + kind_of(v));
+  if (v.size() > 4) bad("stop", "holds at most 4 strings");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::string p = "stop[" + std::to_string(i) + "]";
+    out.push_back(string(p, v[i]));
+    if (out.back().empty()) bad(p, "must not be an empty string");
+  }
+  return out;
+}
+
+// A message's content: a string, or an array of {"type": "text", "text": ...} parts joined.
+std::string content(const std::string& param, const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (!v.is_array())
+    bad(param, std::string("must be a string or an array of text parts, not ") + kind_of(v));
+  std::string text;
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::string p = param + "[" + std::to_string(i) + "]";
+    const json& part = v[i];
+    if (!part.is_object()) bad(p, std::string("must be an object, not ") + kind_of(part));
+    check_known(part, {"type", "text"}, p + ".");
+    if (!part.contains("type")) bad(p + ".type", "is required");
+    std::string type = string(p + ".type", part["type"]);
+    if (type != "text") bad(p + ".type", "must be \"text\" (this server reads text only)");
+    if (!part.contains("text")) bad(p + ".text", "is required");
+    text += string(p + ".text", part["text"]);
+  }
+  return text;
+}
+
+std::vector<ChatMessage> messages(const json& v) {
+  if (!v.is_array()) bad("messages", std::string("must be an array, not ") + kind_of(v));
+  if (v.empty()) bad("messages", "must hold at least one message");
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::string p = "messages[" + std::to_string(i) + "]";
+    const json& m = v[i];
+    if (!m.is_object()) bad(p, std::string("must be an object, not ") + kind_of(m));
+    check_known(m, {"role", "content", "name"}, p + ".");
+    if (!m.contains("role")) bad(p + ".role", "is required");
+    if (!m.contains("content")) bad(p + ".content", "is required");
+    ChatMessage msg;
+    msg.role = string(p + ".role", m["role"]);
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant")
+      bad(p + ".role", "must be \"system\", \"user\" or \"assistant\", not \"" + msg.role + "\"");
+    msg.content = content(p + ".content", m["content"]);
+    if (m.contains("name")) string(p + ".name", m["name"]);
+    out.push_back(std::move(msg));
+  }
+  return out;
+}
+
+SpeculativeRequest speculative(const json& v) {
+  if (!v.is_object()) bad("speculative", std::string("must be an object, not ") + kind_of(v));
+  check_known(v, {"proposer", "k", "rule", "allow_lossy"}, "speculative.");
+  SpeculativeRequest s;
+  if (v.contains("proposer")) {
+    s.proposer = string("speculative.proposer", v["proposer"]);
+    if (s.proposer->empty()) bad("speculative.proposer", "must not be empty");
+  }
+  if (v.contains("k")) {
+    if (v["k"].is_string() && v["k"].get<std::string>() == "auto")
+      s.k_auto = true;
+    else if (v["k"].is_string())
+      bad("speculative.k", "must be an integer from 1 to 64 or \"auto\"");
+    else
+      s.k = int(integer("speculative.k", v["k"], 1, 64, "1 to 64, or \"auto\""));
+  }
+  if (v.contains("rule")) {
+    s.rule = string("speculative.rule", v["rule"]);
+    if (s.rule->empty()) bad("speculative.rule", "must not be empty");
+  }
+  if (v.contains("allow_lossy"))
+    s.allow_lossy = boolean("speculative.allow_lossy", v["allow_lossy"]);
+  return s;
+}
+
+}  // namespace
+
+CompletionRequest parse_completion_request(std::string_view body, bool chat,
+                                           const SamplingConfig& defaults) {
+  json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw RequestError(400, "", "the request body is not valid JSON");
+  if (!j.is_object())
+    throw RequestError(400, "",
+                       std::string("the request body must be a JSON object, not ") + kind_of(j));
+  std::set<std::string> known = {"model",          "max_tokens", "temperature", "top_p", "top_k",
+                                 "min_p",          "stop",       "seed",        "n",     "stream",
+                                 "stream_options", "user",       "speculative"};
+  known.insert(chat ? "messages" : "prompt");
+  if (chat) known.insert("max_completion_tokens");
+  check_known(j, known, "");
+
+  CompletionRequest r;
+  r.chat = chat;
+  r.sampling = defaults;
+  r.max_tokens = defaults.max_tokens;
+  if (j.contains("model")) r.model = string("model", j["model"]);
+  if (chat) {
+    if (!j.contains("messages")) bad("messages", "is required");
+    r.messages = messages(j["messages"]);
+  } else {
+    if (!j.contains("prompt")) bad("prompt", "is required");
+    if (!j["prompt"].is_string())
+      bad("prompt", std::string("must be a string, not ") + kind_of(j["prompt"]));
+    r.prompt = j["prompt"].get<std::string>();
+  }
+  for (const char* key : {"max_tokens", "max_completion_tokens"})
+    if (j.contains(key) && !j[key].is_null())
+      r.max_tokens = int(integer(key, j[key], 1, 1 << 24, "1 to 16777216"));
+  if (j.contains("temperature") && !j["temperature"].is_null())
+    r.sampling.temperature = number("temperature", j["temperature"], 0, 2, "0 to 2");
+  if (j.contains("top_p") && !j["top_p"].is_null()) {
+    r.sampling.top_p = number("top_p", j["top_p"], 0, 1, "0 < top_p <= 1");
+    if (r.sampling.top_p <= 0) bad("top_p", "is out of range (0 < top_p <= 1)");
+  }
+  if (j.contains("top_k") && !j["top_k"].is_null())
+    r.sampling.top_k = int(integer("top_k", j["top_k"], 0, INT32_MAX, "0 = off, else >= 1"));
+  if (j.contains("min_p") && !j["min_p"].is_null()) {
+    r.sampling.min_p = number("min_p", j["min_p"], 0, 1, "0 <= min_p < 1");
+    if (r.sampling.min_p >= 1) bad("min_p", "is out of range (0 <= min_p < 1)");
+  }
+  if (j.contains("stop")) r.sampling.stop = stops(j["stop"]);
+  if (j.contains("seed") && !j["seed"].is_null())
+    r.seed = uint64_t(integer("seed", j["seed"], 0, INT64_MAX, ">= 0"));
+  if (j.contains("n") && !j["n"].is_null() && integer("n", j["n"], 1, 1, "only n = 1") != 1)
+    bad("n", "is out of range (only n = 1)");
+  if (j.contains("stream") && !j["stream"].is_null()) r.stream = boolean("stream", j["stream"]);
+  if (j.contains("stream_options") && !j["stream_options"].is_null()) {
+    const json& so = j["stream_options"];
+    if (!so.is_object())
+      bad("stream_options", std::string("must be an object, not ") + kind_of(so));
+    check_known(so, {"include_usage"}, "stream_options.");
+    if (so.contains("include_usage"))
+      r.include_usage = boolean("stream_options.include_usage", so["include_usage"]);
+  }
+  if (j.contains("user") && !j["user"].is_null()) string("user", j["user"]);
+  if (j.contains("speculative") && !j["speculative"].is_null())
+    r.speculative = speculative(j["speculative"]);
+  return r;
+}
+
+}  // namespace specd::server

@@ -1,0 +1,58 @@
+// An OpenAI-style completion or chat request, parsed and checked into a typed request.
+// Every problem is a RequestError naming the field (OpenAI's "param"), never a crash.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.hpp"
+#include "server/chat_template.hpp"
+
+namespace specd::server {
+
+// An HTTP error answered with OpenAI's error body: {"error": {message, type, param, code}}.
+class RequestError : public std::runtime_error {
+ public:
+  RequestError(int status, std::string param, const std::string& message,
+               std::string code = "invalid_request_error")
+      : std::runtime_error(message),
+        status(status),
+        param(std::move(param)),
+        code(std::move(code)) {}
+  int status;
+  std::string param;  // the field concerned ("" when none)
+  std::string code;
+};
+
+// The `speculative` extension: per-request proposer and acceptance settings.
+struct SpeculativeRequest {
+  std::optional<std::string> proposer;  // a proposer plugin id or name, or "none"
+  std::optional<int> k;                 // draft length, 1..64
+  bool k_auto = false;                  // k = "auto"
+  std::optional<std::string> rule;      // an acceptance rule id
+  bool allow_lossy = false;             // needed for a lossy rule; the server must allow it
+};
+
+struct CompletionRequest {
+  bool chat = false;
+  std::string model;                  // "" when not given
+  std::string prompt;                 // completions
+  std::vector<ChatMessage> messages;  // chat
+  SamplingConfig sampling;            // the server's [sampling] with the request's overrides
+  int max_tokens = 0;
+  std::optional<uint64_t> seed;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  SpeculativeRequest speculative;
+};
+
+// Parses a body of POST /v1/completions (chat = false) or /v1/chat/completions (chat = true).
+// `defaults` supplies what the request leaves out. Throws RequestError (400) naming the field.
+CompletionRequest parse_completion_request(std::string_view body, bool chat,
+                                           const SamplingConfig& defaults);
+
+}  // namespace specd::server

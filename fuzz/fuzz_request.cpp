@@ -1,0 +1,33 @@
+// specd serve's request parser, chat templates and response encoding: any body either gives
+// a typed request or throws server::RequestError (request.hpp); a parsed chat renders with
+// every family, and any text (invalid UTF-8 included) encodes into an SSE chunk. Input
+// layout: one byte choosing completions (even) or chat (odd), then the body.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "server/chat_template.hpp"
+#include "server/request.hpp"
+#include "server/responses.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const bool chat = data[0] & 1;
+  std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
+  specd::SamplingConfig defaults;
+  try {
+    specd::server::CompletionRequest r =
+        specd::server::parse_completion_request(body, chat, defaults);
+    specd::server::ResponseInfo info{"id", "model", 0, chat};
+    std::string text = r.prompt;
+    for (auto family : {specd::server::ChatFamily::chatml, specd::server::ChatFamily::llama3,
+                        specd::server::ChatFamily::mistral, specd::server::ChatFamily::phi3,
+                        specd::server::ChatFamily::gemma})
+      if (chat) text += specd::server::render_chat(family, r.messages);
+    (void)specd::server::chunk_event(info, text, true, "");
+  } catch (const specd::server::RequestError& e) {
+    (void)specd::server::error_json(e.what(), "invalid_request_error", e.param, e.code);
+  }
+  (void)specd::server::detect_chat_family(body);
+  return 0;
+}

@@ -1,0 +1,163 @@
+// Request validation: every malformed field is a 400 naming it; good requests keep the
+// server's defaults for what they leave out.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "server/request.hpp"
+
+using namespace specd::server;
+
+namespace {
+
+specd::SamplingConfig defaults() {
+  specd::SamplingConfig s;
+  s.temperature = 0.0;
+  s.max_tokens = 32;
+  s.stop = {"\n\n"};
+  return s;
+}
+
+// The param of the RequestError a body raises ("<none>" when it parses).
+std::string refused(const std::string& body, bool chat = false, int* status = nullptr) {
+  try {
+    parse_completion_request(body, chat, defaults());
+  } catch (const RequestError& e) {
+    if (status) *status = e.status;
+    // The message names the field it is about.
+    if (!e.param.empty())
+      CHECK_MESSAGE(std::string(e.what()).find(e.param) != std::string::npos, e.what());
+    return e.param;
+  }
+  return "<none>";
+}
+
+}  // namespace
+
+TEST_CASE("a minimal completion takes the server's defaults") {
+  CompletionRequest r = parse_completion_request(R"({"prompt":"Hi"})", false, defaults());
+  CHECK(r.prompt == "Hi");
+  CHECK_FALSE(r.chat);
+  CHECK(r.max_tokens == 32);
+  CHECK(r.sampling.temperature == 0.0);
+  CHECK(r.sampling.stop == std::vector<std::string>{"\n\n"});
+  CHECK_FALSE(r.stream);
+  CHECK_FALSE(r.seed.has_value());
+  CHECK_FALSE(r.speculative.proposer.has_value());
+}
+
+TEST_CASE("every field is read") {
+  CompletionRequest r = parse_completion_request(
+      R"({"model":"m","prompt":"Hi","max_tokens":7,"temperature":0.7,"top_p":0.9,"top_k":40,
+          "min_p":0.05,"stop":["a","b"],"seed":42,"n":1,"stream":true,
+          "stream_options":{"include_usage":true},"user":"u",
+          "speculative":{"proposer":"ngram","k":5,"rule":"exact-match","allow_lossy":false}})",
+      false, defaults());
+  CHECK(r.model == "m");
+  CHECK(r.max_tokens == 7);
+  CHECK(r.sampling.temperature == doctest::Approx(0.7));
+  CHECK(r.sampling.top_p == doctest::Approx(0.9));
+  CHECK(r.sampling.top_k == 40);
+  CHECK(r.sampling.min_p == doctest::Approx(0.05));
+  CHECK(r.sampling.stop == std::vector<std::string>{"a", "b"});
+  CHECK(r.seed == 42u);
+  CHECK(r.stream);
+  CHECK(r.include_usage);
+  CHECK(r.speculative.proposer == "ngram");
+  CHECK(r.speculative.k == 5);
+  CHECK(r.speculative.rule == "exact-match");
+  CHECK_FALSE(r.speculative.allow_lossy);
+  CHECK(parse_completion_request(R"({"prompt":"x","speculative":{"k":"auto"}})", false, defaults())
+            .speculative.k_auto);
+  CHECK(
+      parse_completion_request(R"({"prompt":"x","stop":"END"})", false, defaults()).sampling.stop ==
+      std::vector<std::string>{"END"});
+}
+
+TEST_CASE("chat messages are read in order") {
+  CompletionRequest r = parse_completion_request(
+      R"({"messages":[{"role":"system","content":"S"},{"role":"user","content":"U"}],
+          "max_completion_tokens":5})",
+      true, defaults());
+  REQUIRE(r.messages.size() == 2);
+  CHECK(r.messages[0].role == "system");
+  CHECK(r.messages[1].content == "U");
+  CHECK(r.max_tokens == 5);
+  CompletionRequest parts = parse_completion_request(
+      R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},
+                                               {"type":"text","text":"b"}]}]})",
+      true, defaults());
+  CHECK(parts.messages[0].content == "ab");
+}
+
+TEST_CASE("malformed bodies are 400s") {
+  int status = 0;
+  CHECK(refused("{\"prompt\":", false, &status) == "");
+  CHECK(status == 400);
+  CHECK(refused("[1,2]") == "");
+  CHECK(refused("") == "");
+  CHECK(refused("\"text\"") == "");
+}
+
+TEST_CASE("each bad field is named") {
+  CHECK(refused(R"({})") == "prompt");
+  CHECK(refused(R"({"prompt":5})") == "prompt");
+  CHECK(refused(R"({"prompt":["a","b"]})") == "prompt");
+  CHECK(refused(R"({"prompt":"x","bogus":1})") == "bogus");
+  CHECK(refused(R"({"prompt":"x","messages":[]})") == "messages");  // chat's field
+  CHECK(refused(R"({"prompt":"x","model":3})") == "model");
+  CHECK(refused(R"({"prompt":"x","max_tokens":0})") == "max_tokens");
+  CHECK(refused(R"({"prompt":"x","max_tokens":-3})") == "max_tokens");
+  CHECK(refused(R"({"prompt":"x","max_tokens":1.5})") == "max_tokens");
+  CHECK(refused(R"({"prompt":"x","max_tokens":"9"})") == "max_tokens");
+  CHECK(refused(R"({"prompt":"x","max_tokens":1e30})") == "max_tokens");
+  CHECK(refused(R"({"prompt":"x","temperature":-0.1})") == "temperature");
+  CHECK(refused(R"({"prompt":"x","temperature":2.5})") == "temperature");
+  CHECK(refused(R"({"prompt":"x","temperature":"hot"})") == "temperature");
+  CHECK(refused(R"({"prompt":"x","top_p":0})") == "top_p");
+  CHECK(refused(R"({"prompt":"x","top_p":1.01})") == "top_p");
+  CHECK(refused(R"({"prompt":"x","top_k":-1})") == "top_k");
+  CHECK(refused(R"({"prompt":"x","top_k":true})") == "top_k");
+  CHECK(refused(R"({"prompt":"x","min_p":1})") == "min_p");
+  CHECK(refused(R"({"prompt":"x","stop":5})") == "stop");
+  CHECK(refused(R"({"prompt":"x","stop":""})") == "stop");
+  CHECK(refused(R"({"prompt":"x","stop":["a","b","c","d","e"]})") == "stop");
+  CHECK(refused(R"({"prompt":"x","stop":["a",3]})") == "stop[1]");
+  CHECK(refused(R"({"prompt":"x","seed":-1})") == "seed");
+  CHECK(refused(R"({"prompt":"x","seed":"s"})") == "seed");
+  CHECK(refused(R"({"prompt":"x","n":2})") == "n");
+  CHECK(refused(R"({"prompt":"x","stream":"yes"})") == "stream");
+  CHECK(refused(R"({"prompt":"x","stream_options":{"x":1}})") == "stream_options.x");
+  CHECK(refused(R"({"prompt":"x","stream_options":{"include_usage":1}})") ==
+        "stream_options.include_usage");
+  CHECK(refused(R"({"prompt":"x","speculative":3})") == "speculative");
+  CHECK(refused(R"({"prompt":"x","speculative":{"kind":"ngram"}})") == "speculative.kind");
+  CHECK(refused(R"({"prompt":"x","speculative":{"proposer":""}})") == "speculative.proposer");
+  CHECK(refused(R"({"prompt":"x","speculative":{"k":0}})") == "speculative.k");
+  CHECK(refused(R"({"prompt":"x","speculative":{"k":65}})") == "speculative.k");
+  CHECK(refused(R"({"prompt":"x","speculative":{"k":"many"}})") == "speculative.k");
+  CHECK(refused(R"({"prompt":"x","speculative":{"rule":7}})") == "speculative.rule");
+  CHECK(refused(R"({"prompt":"x","speculative":{"allow_lossy":"yes"}})") ==
+        "speculative.allow_lossy");
+}
+
+TEST_CASE("each bad chat field is named") {
+  CHECK(refused(R"({})", true) == "messages");
+  CHECK(refused(R"({"messages":"hi"})", true) == "messages");
+  CHECK(refused(R"({"messages":[]})", true) == "messages");
+  CHECK(refused(R"({"messages":[3]})", true) == "messages[0]");
+  CHECK(refused(R"({"messages":[{"content":"x"}]})", true) == "messages[0].role");
+  CHECK(refused(R"({"messages":[{"role":"user"}]})", true) == "messages[0].content");
+  CHECK(refused(R"({"messages":[{"role":"user","content":"a"},{"role":"tool","content":"b"}]})",
+                true) == "messages[1].role");
+  CHECK(refused(R"({"messages":[{"role":"user","content":[1]}]})", true) ==
+        "messages[0].content[0]");
+  CHECK(refused(R"({"messages":[{"role":"user","content":5}]})", true) == "messages[0].content");
+  CHECK(refused(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})", true) ==
+        "messages[0].content[0].type");
+  CHECK(refused(R"({"messages":[{"role":"user","content":[{"type":"text"}]}]})", true) ==
+        "messages[0].content[0].text");
+  CHECK(refused(R"({"messages":[{"role":"user","content":"a","extra":1}]})", true) ==
+        "messages[0].extra");
+  CHECK(refused(R"({"messages":[{"role":"user","content":"a"}],"prompt":"x"})", true) == "prompt");
+}

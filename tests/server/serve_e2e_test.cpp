@@ -1,0 +1,455 @@
+// specd serve end to end: the real binary on an ephemeral loopback port with the shipped
+// models, driven over HTTP. Every wait is bounded; the child is always killed.
+#include <doctest/doctest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "cli_runner.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const std::string kModels = std::string(SPECD_SOURCE_DIR) + "/models";
+const std::string kPrompt = "Once upon a time";
+const char* kKey = "test-key-123";
+
+bool have_models() {
+  if (fs::exists(kModels + "/target.gguf") && fs::exists(kModels + "/draft.gguf")) return true;
+  MESSAGE("skipped: the shipped models are missing from " << kModels);
+  return false;
+}
+
+// A configuration like configs/default.toml with absolute model paths and a [server] part.
+std::string write_config(const std::string& name, const std::string& server_section) {
+  fs::path path = fs::current_path() / name;
+  std::ofstream out(path);
+  out << "[engine]\nbackend = \"cpu\"\nthreads = 1\nseed = 1\n"
+      << "[target]\nmodel = \"" << kModels << "/target.gguf\"\n"
+      << "[proposer]\nkind = \"draft-model\"\nmodel = \"" << kModels << "/draft.gguf\"\nk = 3\n"
+      << "[acceptance]\nrule = \"rejection\"\n"
+      << "[sampling]\ntemperature = 0.0\nmax_tokens = 24\n"
+      << "[server]\nport = 0\n"
+      << server_section;
+  return path.string();
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// `specd serve` as a child process; killed at destruction if still running.
+class ServerProcess {
+ public:
+  explicit ServerProcess(const std::string& config) {
+    static int started = 0;
+    log_ = config + "." + std::to_string(++started) + ".log";
+    fs::remove(log_);  // never read a previous server's port
+    pid_ = fork();
+    if (pid_ == 0) {
+      FILE* f = std::freopen(log_.c_str(), "w", stderr);
+      (void)f;
+      execl(SPECD_CLI, SPECD_CLI, "serve", "-c", config.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    // Wait (at most 120 s) for the line that names the bound port.
+    for (int i = 0; i < 2400 && port_ == 0; ++i) {
+      std::string log = read_text(log_);
+      size_t at = log.find("listening on http://127.0.0.1:");
+      if (at != std::string::npos && log.find('\n', at) != std::string::npos) {
+        port_ = std::stoi(log.substr(at + std::string("listening on http://127.0.0.1:").size()));
+        break;
+      }
+      int status;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ~ServerProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  int port() const { return port_; }
+  std::string log() const { return read_text(log_); }
+
+  // SIGTERM, then the exit status (waits at most 60 s, then kills: -1).
+  int terminate() {
+    kill(pid_, SIGTERM);
+    return wait_exit();
+  }
+  int wait_exit() {
+    for (int i = 0; i < 1200; ++i) {
+      int status;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return -1;
+  }
+  void signal(int sig) { kill(pid_, sig); }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string log_;
+};
+
+httplib::Client client(int port) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_connection_timeout(10, 0);
+  c.set_read_timeout(120, 0);
+  c.set_write_timeout(30, 0);
+  return c;
+}
+
+httplib::Headers auth() {
+  return {{"Authorization", std::string("Bearer ") + kKey}};
+}
+
+json post(httplib::Client& c, const std::string& path, const json& body, int expect) {
+  auto res = c.Post(path.c_str(), auth(), body.dump(), "application/json");
+  REQUIRE_MESSAGE(res, "POST " << path << ": " << httplib::to_string(res.error()));
+  CHECK_MESSAGE(res->status == expect, res->body);
+  json j = json::parse(res->body, nullptr, false);
+  REQUIRE_MESSAGE(!j.is_discarded(), res->body);
+  return j;
+}
+
+struct Stream {
+  std::string text;           // the chunks' text (or chat delta content), concatenated
+  std::string finish_reason;  // the last chunk's
+  bool done = false;          // ended with data: [DONE]
+  int events = 0;
+};
+
+Stream parse_sse(const std::string& body, bool chat) {
+  Stream s;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t end = body.find("\n\n", pos);
+    REQUIRE_MESSAGE(end != std::string::npos, "an event without its blank line: " << body);
+    std::string event = body.substr(pos, end - pos);
+    pos = end + 2;
+    REQUIRE_MESSAGE(event.rfind("data: ", 0) == 0, event);
+    CHECK_FALSE(s.done);  // nothing after [DONE]
+    std::string data = event.substr(6);
+    if (data == "[DONE]") {
+      s.done = true;
+      continue;
+    }
+    ++s.events;
+    json j = json::parse(data);
+    if (j["choices"].empty()) continue;  // the usage chunk
+    const json& choice = j["choices"][0];
+    if (chat) {
+      if (choice["delta"].contains("content")) s.text += choice["delta"]["content"];
+    } else {
+      s.text += choice["text"].get<std::string>();
+    }
+    if (!choice["finish_reason"].is_null()) s.finish_reason = choice["finish_reason"];
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and drains") {
+  if (!have_models()) return;
+  std::string config = write_config("serve_e2e.toml", std::string("api_key = \"") + kKey +
+                                                          "\"\nchat_template = \"chatml\"\n"
+                                                          "max_body_bytes = 65536\n");
+  // What `specd run` prints for the same prompt, greedy.
+  specd::test::CliResult run = specd::test::run_program(
+      {"timeout", "120", SPECD_CLI, "run", "-c", config, "-p", kPrompt, "-n", "24", "--json"});
+  REQUIRE_MESSAGE(run.status == 0, run.err);
+  json expected = json::parse(run.out);
+  const std::string greedy = expected["text"];
+  REQUIRE(!greedy.empty());
+
+  ServerProcess server(config);
+  REQUIRE_MESSAGE(server.port() > 0, server.log());
+  httplib::Client c = client(server.port());
+
+  SUBCASE("health, models and the API key") {
+    auto health = c.Get("/health");
+    REQUIRE(health);
+    CHECK(health->status == 200);
+    CHECK(json::parse(health->body)["status"] == "ok");
+    auto models = c.Get("/v1/models");
+    REQUIRE(models);
+    CHECK(models->status == 401);
+    CHECK(json::parse(models->body)["error"]["code"] == "invalid_api_key");
+    auto wrong = c.Get("/v1/models", {{"Authorization", "Bearer nope"}});
+    REQUIRE(wrong);
+    CHECK(wrong->status == 401);
+    auto post_without = c.Post("/v1/completions", R"({"prompt":"x"})", "application/json");
+    REQUIRE(post_without);
+    CHECK(post_without->status == 401);
+    models = c.Get("/v1/models", auth());
+    REQUIRE(models);
+    CHECK(models->status == 200);
+    CHECK(json::parse(models->body)["data"][0]["id"] == "target");
+  }
+
+  SUBCASE("a greedy completion equals specd run's, streamed or not") {
+    json body = {{"model", "target"}, {"prompt", kPrompt}, {"max_tokens", 24}};
+    json r = post(c, "/v1/completions", body, 200);
+    CHECK(r["object"] == "text_completion");
+    CHECK(r["choices"][0]["text"] == greedy);
+    CHECK(r["choices"][0]["finish_reason"] ==
+          (expected["stop_reason"] == "length" ? "length" : "stop"));
+    CHECK(r["usage"]["completion_tokens"] == expected["tokens"].size());
+    CHECK(r["usage"]["prompt_tokens"] == expected["stats"]["prompt_tokens"]);
+    CHECK(r["usage"]["drafted_tokens"] == expected["stats"]["drafted"]);
+    CHECK(r["usage"]["accepted_tokens"] == expected["stats"]["accepted"]);
+    CHECK(r["usage"]["tau"].get<double>() ==
+          doctest::Approx(expected["stats"]["tau"].get<double>()));
+
+    body["stream"] = true;
+    body["stream_options"] = {{"include_usage", true}};
+    auto res = c.Post("/v1/completions", auth(), body.dump(), "application/json");
+    REQUIRE(res);
+    CHECK(res->status == 200);
+    CHECK(res->get_header_value("Content-Type").rfind("text/event-stream", 0) == 0);
+    Stream s = parse_sse(res->body, false);
+    CHECK(s.done);
+    CHECK(s.events > 2);
+    CHECK(s.text == greedy);
+    CHECK(s.finish_reason == r["choices"][0]["finish_reason"]);
+
+    // A stop string that spans tokens: the stream never shows what the final text cuts.
+    REQUIRE(greedy.size() > 12);
+    std::string stop = greedy.substr(greedy.size() / 2, 5);
+    body["stop"] = stop;
+    body.erase("stream_options");
+    res = c.Post("/v1/completions", auth(), body.dump(), "application/json");
+    REQUIRE(res);
+    Stream cut = parse_sse(res->body, false);
+    body["stream"] = false;
+    json whole = post(c, "/v1/completions", body, 200);
+    CHECK(whole["choices"][0]["text"] == greedy.substr(0, greedy.find(stop)));
+    CHECK(whole["choices"][0]["finish_reason"] == "stop");
+    CHECK(cut.text == whole["choices"][0]["text"]);
+    CHECK(cut.done);
+  }
+
+  SUBCASE("per-request speculation: exact rules give the same greedy text") {
+    json body = {{"prompt", kPrompt}, {"max_tokens", 24}};
+    body["speculative"] = {{"proposer", "none"}};
+    json plain = post(c, "/v1/completions", body, 200);
+    CHECK(plain["choices"][0]["text"] == greedy);
+    CHECK(plain["usage"]["drafted_tokens"] == 0);
+    body["speculative"] = {{"proposer", "ngram"}, {"rule", "exact-match"}, {"k", 2}};
+    json ngram = post(c, "/v1/completions", body, 200);
+    CHECK(ngram["choices"][0]["text"] == greedy);
+    body["speculative"] = {{"rule", "typical"}};
+    json lossy = post(c, "/v1/completions", body, 400);
+    CHECK(lossy["error"]["param"] == "speculative.rule");
+    body["speculative"] = {{"rule", "typical"}, {"allow_lossy", true}};
+    lossy = post(c, "/v1/completions", body, 400);
+    CHECK(lossy["error"]["param"] == "speculative.allow_lossy");
+    body["speculative"] = {{"rule", "greedy"}};
+    body["temperature"] = 0.7;
+    json hot = post(c, "/v1/completions", body, 400);
+    CHECK(hot["error"]["param"] == "temperature");
+    body.erase("temperature");
+    body["speculative"] = {{"proposer", "no-such-proposer"}};
+    json unknown = post(c, "/v1/completions", body, 400);
+    CHECK(unknown["error"]["param"] == "speculative.proposer");
+  }
+
+  SUBCASE("chat with the configured template, streamed equal to whole") {
+    json body = {{"messages",
+                  {{{"role", "system"}, {"content", "Be brief."}},
+                   {{"role", "user"}, {"content", "Tell a story."}}}},
+                 {"max_tokens", 12}};
+    json r = post(c, "/v1/chat/completions", body, 200);
+    CHECK(r["object"] == "chat.completion");
+    CHECK(r["choices"][0]["message"]["role"] == "assistant");
+    const std::string text = r["choices"][0]["message"]["content"];
+    body["stream"] = true;
+    auto res = c.Post("/v1/chat/completions", auth(), body.dump(), "application/json");
+    REQUIRE(res);
+    Stream s = parse_sse(res->body, true);
+    CHECK(s.done);
+    CHECK(s.text == text);
+  }
+
+  SUBCASE("bad requests are 400s naming the field, and the server keeps serving") {
+    CHECK(post(c, "/v1/completions", json{{"prompt", "x"}, {"temperature", -1}},
+               400)["error"]["param"] == "temperature");
+    CHECK(post(c, "/v1/completions", json{{"prompt", "x"}, {"max_tokens", "many"}},
+               400)["error"]["param"] == "max_tokens");
+    CHECK(post(c, "/v1/completions", json{{"prompt", "x"}, {"surprise", true}},
+               400)["error"]["param"] == "surprise");
+    CHECK(post(c, "/v1/completions", json{{"prompt", "x"}, {"model", "gpt-4"}},
+               404)["error"]["param"] == "model");
+    CHECK(post(c, "/v1/chat/completions", json{{"messages", json::array()}},
+               400)["error"]["param"] == "messages");
+    auto broken = c.Post("/v1/completions", auth(), "{\"prompt\": ", "application/json");
+    REQUIRE(broken);
+    CHECK(broken->status == 400);
+    auto big = c.Post("/v1/completions", auth(), "{\"prompt\":\"" + std::string(70000, 'a') + "\"}",
+                      "application/json");
+    REQUIRE(big);
+    CHECK(big->status == 413);
+    // Longer than the model's context (512 tokens), whole or streamed: a 400 before any text.
+    std::string words;
+    for (int i = 0; i < 2000; ++i) words += " word" + std::to_string(i);
+    CHECK(post(c, "/v1/completions", json{{"prompt", words}}, 400)["error"]["param"] == "prompt");
+    CHECK(post(c, "/v1/completions", json{{"prompt", words}, {"stream", true}},
+               400)["error"]["param"] == "prompt");
+    auto nowhere = c.Get("/v2/nothing", auth());
+    REQUIRE(nowhere);
+    CHECK(nowhere->status == 404);
+    json ok = post(c, "/v1/completions", json{{"prompt", kPrompt}, {"max_tokens", 24}}, 200);
+    CHECK(ok["choices"][0]["text"] == greedy);
+    auto metrics = c.Get("/metrics", auth());
+    REQUIRE(metrics);
+    CHECK(metrics->body.find("specd_requests_total{endpoint=\"/v1/completions\",status=\"400\"}") !=
+          std::string::npos);
+    CHECK(metrics->body.find("specd_completion_tokens_total") != std::string::npos);
+    CHECK(metrics->body.find("specd_requests_total{endpoint=\"other\",status=\"404\"} 1") !=
+          std::string::npos);
+    CHECK(metrics->body.find("/v2/nothing") == std::string::npos);
+  }
+
+  SUBCASE("SIGTERM drains a request in flight and exits 0") {
+    json body = {{"prompt", kPrompt}, {"max_tokens", 24}, {"stream", true}};
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.headers = auth();
+    req.set_header("Content-Type", "application/json");
+    req.body = body.dump();
+    std::string received;
+    bool signalled = false;
+    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+      received.append(data, n);
+      if (!signalled) {  // the first chunk is here: the request is in flight
+        server.signal(SIGTERM);
+        signalled = true;
+      }
+      return true;
+    };
+    auto res = c.send(req);
+    REQUIRE_MESSAGE(res, httplib::to_string(res.error())
+                             << "; received: " << received << "; log: " << server.log());
+    CHECK(res->status == 200);
+    CHECK(signalled);
+    Stream s = parse_sse(received, false);
+    CHECK(s.done);
+    CHECK(s.text == greedy);
+    CHECK(server.wait_exit() == 0);
+    CHECK(server.log().find("draining") != std::string::npos);
+  }
+
+  SUBCASE("a client that disconnects mid-stream cancels its sequence") {
+    json body = {{"prompt", kPrompt}, {"max_tokens", 400}, {"stream", true}};
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.headers = auth();
+    req.set_header("Content-Type", "application/json");
+    req.body = body.dump();
+    req.content_receiver = [](const char*, size_t, uint64_t, uint64_t) {
+      return false;  // hang up at the first chunk
+    };
+    auto gone = c.send(req);
+    CHECK_FALSE(gone);
+    // One sequence at a time, first in first out: once this answers, the other has ended.
+    json after = post(c, "/v1/completions", json{{"prompt", kPrompt}, {"max_tokens", 24}}, 200);
+    CHECK(after["choices"][0]["text"] == greedy);
+    auto metrics = c.Get("/metrics", auth());
+    REQUIRE(metrics);
+    CHECK(metrics->body.find("specd_cancelled_total 1\n") != std::string::npos);
+  }
+
+  SUBCASE("SIGTERM when idle exits 0") {
+    CHECK(server.terminate() == 0);
+  }
+}
+
+TEST_CASE("past the queue limit a request gets 503 with an OpenAI error body") {
+  if (!have_models()) return;
+  ServerProcess server(write_config("serve_queue.toml", "queue_limit = 0\n"));
+  REQUIRE_MESSAGE(server.port() > 0, server.log());
+  httplib::Client c = client(server.port());
+  auto res = c.Post("/v1/completions", R"({"prompt":"x"})", "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 503);
+  json j = json::parse(res->body);
+  CHECK(j["error"]["code"] == "queue_full");
+  CHECK(j["error"]["message"].get<std::string>().find("queue_limit") != std::string::npos);
+  CHECK(server.terminate() == 0);
+}
+
+TEST_CASE("chat is refused with a clear error when the model has no template") {
+  if (!have_models()) return;
+  ServerProcess server(write_config("serve_notemplate.toml", ""));
+  REQUIRE_MESSAGE(server.port() > 0, server.log());
+  httplib::Client c = client(server.port());
+  auto res = c.Post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}]})",
+                    "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 400);
+  std::string message = json::parse(res->body)["error"]["message"];
+  CHECK(message.find("chat_template") != std::string::npos);
+  CHECK(server.terminate() == 0);
+}
+
+TEST_CASE("a chat template file is recognised, or refused at startup naming the file") {
+  if (!have_models()) return;
+  {
+    std::ofstream(fs::current_path() / "llama2.jinja")
+        << "{% for m in messages %}{{ bos_token + '[INST] <<SYS>>\\n' + m['content'] + "
+           "' [/INST]' }}{% endfor %}";
+  }
+  std::string bad = write_config(
+      "serve_badtemplate.toml",
+      "chat_template_file = \"" + (fs::current_path() / "llama2.jinja").string() + "\"\n");
+  specd::test::CliResult r =
+      specd::test::run_program({"timeout", "120", SPECD_CLI, "serve", "-c", bad});
+  CHECK(r.status == 2);
+  CHECK(r.err.find("llama2.jinja: the chat template matches no known family") != std::string::npos);
+  CHECK(r.err.find("listening") == std::string::npos);
+
+  {
+    std::ofstream(fs::current_path() / "qwen.jinja")
+        << "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
+           "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}";
+  }
+  ServerProcess server(write_config(
+      "serve_filetemplate.toml",
+      "chat_template_file = \"" + (fs::current_path() / "qwen.jinja").string() + "\"\n"));
+  REQUIRE_MESSAGE(server.port() > 0, server.log());
+  CHECK(server.log().find("chatml recognised in") != std::string::npos);
+  httplib::Client c = client(server.port());
+  auto res =
+      c.Post("/v1/chat/completions",
+             R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":4})", "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  CHECK(server.terminate() == 0);
+}

@@ -1,0 +1,61 @@
+// The [server] section: defaults, every key read, problems located as file:line:col.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "common/error.hpp"
+#include "config/config.hpp"
+
+namespace {
+
+std::string problems(const std::string& toml) {
+  try {
+    specd::parse_config(toml, "serve.toml");
+  } catch (const specd::UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("[server] defaults bind loopback") {
+  specd::Config c = specd::parse_config("", "serve.toml");
+  CHECK(c.server.host == "127.0.0.1");
+  CHECK(c.server.port == 8080);
+  CHECK(c.server.max_sequences == 1);
+  CHECK(c.server.api_key.empty());
+  CHECK(c.server.queue_limit == 16);
+}
+
+TEST_CASE("[server] keys are read") {
+  specd::Config c = specd::parse_config(
+      "[server]\nhost = \"0.0.0.0\"\nport = 9000\nmax_sequences = 1\nqueue_limit = 3\n"
+      "kv_budget = 512\nmax_body_bytes = 4096\napi_key = \"k\"\nmodel_name = \"m\"\n"
+      "chat_template = \"gemma\"\nmax_engines = 4\n",
+      "serve.toml");
+  CHECK(c.server.host == "0.0.0.0");
+  CHECK(c.server.port == 9000);
+  CHECK(c.server.queue_limit == 3);
+  CHECK(c.server.kv_budget == 512);
+  CHECK(c.server.max_body_bytes == 4096);
+  CHECK(c.server.api_key == "k");
+  CHECK(c.server.model_name == "m");
+  CHECK(c.server.chat_template == "gemma");
+  CHECK(c.server.max_engines == 4);
+  CHECK(specd::parse_config("", "x", {"server.port=0"}).server.port == 0);
+}
+
+TEST_CASE("[server] problems name file, line and column") {
+  CHECK(problems("[server]\nport = 70000\n") ==
+        "serve.toml:2:8: 'port' = 70000 is out of range (0 = any free port, up to 65535)");
+  CHECK(problems("[server]\nport = \"80\"\n") ==
+        "serve.toml:2:8: 'port' must be an integer, not a string");
+  CHECK(problems("[server]\nmax_sequences = 4\n").find("serve.toml:2:17: 'max_sequences'") == 0);
+  CHECK(problems("[server]\nhost = \"\"\n") == "serve.toml:2:8: 'host' must not be empty");
+  CHECK(problems("[server]\napi_key = 5\n") ==
+        "serve.toml:2:11: 'api_key' must be a string, not an integer");
+  CHECK(problems("[server]\nmax_engines = 0\n").find("serve.toml:2:15:") == 0);
+  CHECK(problems("[server]\nqueue_limt = 2\n") ==
+        "serve.toml:2:1: unknown key 'queue_limt' in [server] (did you mean 'queue_limit'?)");
+}
