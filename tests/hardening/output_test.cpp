@@ -70,7 +70,8 @@ TEST_CASE("a failed write to standard output is exit 1 with the reason") {
     CAPTURE(args.back());
     const test::CliResult r = run_to("/dev/full", args);
     INFO("stderr: " << r.err);
-    CHECK(r.status == 1);
+    // audit keeps 1 for a wrong label: its own runtime failures are 3 (docs/AUDIT.md).
+    CHECK(r.status == (args[0] == "audit" ? 3 : 1));
     CHECK(r.err.find("standard output: cannot write: No space left on device") !=
           std::string::npos);
   }
