@@ -64,7 +64,7 @@ View WeightLoader::vector(const std::string& name, int64_t n, std::vector<float>
       v[i] = t.type == GgmlType::kF16 ? f16_to_f32(h[i]) : bf16_to_f32(h[i]);
   } else {
     throw Error(file_.path() + ": tensor '" + name + "' has type " + ggml_type_name(t.type) +
-                "; vectors (norm weights) must be f32, f16 or bf16");
+                "; 1-D tensors (norms, biases, rope factors) must be f32, f16 or bf16");
   }
   Buffer b = device_.alloc(v.size() * 4);
   b.upload(v.data(), v.size() * 4);

@@ -158,9 +158,10 @@ const LoadedPlugin* PluginRegistry::load_file(const std::string& path, bool name
   if (!fs::exists(path, fec)) return fail("no such file");
   if (!has_elf_magic(path)) return fail("not a shared library (no ELF header)");
 
-  auto lib = std::make_unique<Library>();
-  // Code of the library runs from here on (constructors at dlopen, then entry and init).
+  // Code of the library runs from here on (constructors at dlopen, then entry and init, and
+  // on a failure its deinit and destructors when `lib` is released): the guard outlives it.
   LoadGuard guard(path);
+  auto lib = std::make_unique<Library>();
   // dlopen takes a name without a slash as a library to look up in the system's paths.
   const std::string open_path = path.find('/') == std::string::npos ? "./" + path : path;
   dlerror();
