@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tokenizer/unicode.hpp"
+
 namespace specd::test {
 
 struct Json {
@@ -51,23 +53,6 @@ class JsonParser {
     }
     return v;
   }
-  static void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
   [[noreturn]] void fail(const std::string& m) {
     throw std::runtime_error("JSON: " + m + " at " + std::to_string(i_));
   }
@@ -102,7 +87,7 @@ class JsonParser {
             if (lo < 0xDC00 || lo >= 0xE000) fail("bad low surrogate");
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
           }
-          append_utf8(out, cp);
+          utf8_append(out, cp);
         } else if (std::string("\"\\/bfnrt").find(e) == std::string::npos) {
           fail("bad escape");
         } else {
