@@ -1,12 +1,14 @@
 // specd serve -c FILE [--host H] [--port P] [--set section.key=value]...
 // An OpenAI-compatible HTTP server over the configured engine (docs/SERVER.md). SIGTERM or
 // SIGINT drains: requests in flight are answered, then it exits 0.
+#include <arpa/inet.h>
 #include <pthread.h>
 #include <signal.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <thread>
 
 #include "args.hpp"
@@ -26,7 +28,38 @@ const char* kServeHelp =
     "  --port P            port (default [server] port, 8080; 0 = any free port)\n"
     "  --set s.k=v         override any configuration key (checked like the file)\n"
     "The bound address is printed to standard error as `specd serve: listening on\n"
-    "http://H:P`. SIGTERM or SIGINT stops taking requests, answers those in flight and exits 0.\n";
+    "http://H:P`. SIGTERM or SIGINT stops taking requests, answers those in flight (cancelling\n"
+    "those still running after [server] drain_timeout_s) and exits 0. A host that is not\n"
+    "loopback needs [server] api_key, or allow_public_without_key = true.\n";
+
+// `text` as a TOML basic string: quotes, backslashes and control characters escaped, so
+// that a command-line value is always taken as exactly that text.
+std::string toml_string(const std::string& text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      char esc[8];
+      std::snprintf(esc, sizeof esc, "\\u%04x", c);
+      out += esc;
+    } else {
+      out += char(c);
+    }
+  }
+  return out + "\"";
+}
+
+// Whether `host` only accepts connections from this machine.
+bool is_loopback(const std::string& host) {
+  if (host == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) return IN6_IS_ADDR_LOOPBACK(&v6);
+  return false;
+}
 
 }  // namespace
 
@@ -38,7 +71,7 @@ int serve_command(int argc, char** argv) {
     if (args.match("--config", "-c")) {
       config_path = args.value();
     } else if (args.match("--host")) {
-      overrides.push_back("server.host=\"" + args.value() + "\"");
+      overrides.push_back("server.host=" + toml_string(args.value()));
     } else if (args.match("--port")) {
       overrides.push_back("server.port=" + std::to_string(args.int_value()));
     } else if (args.match("--set")) {
@@ -53,6 +86,13 @@ int serve_command(int argc, char** argv) {
   if (config_path.empty()) throw UsageError("serve needs -c FILE (see specd serve --help)");
   Config config = load_config(config_path, overrides);
   check_required_for_run(config);
+  const std::string& host = config.server.host;
+  if (!is_loopback(host) && config.server.api_key.empty() &&
+      !config.server.allow_public_without_key)
+    throw UsageError(config.where("server.host") + ": host '" + host +
+                     "' is not a loopback address and [server] api_key is not set: anyone who "
+                     "can reach it could use it. Set api_key, or allow_public_without_key = true "
+                     "in [server] to serve it without a key anyway");
 
   // Every thread started from here on inherits the blocked signals; one thread waits for them.
   sigset_t signals;
@@ -66,11 +106,10 @@ int serve_command(int argc, char** argv) {
     std::fprintf(stderr, "specd serve: warning: %s\n", w.c_str());
   server::HttpServer http(config, registry);
   int port = http.bind(config.server.host, config.server.port);
-  const std::string& host = config.server.host;
-  if (host != "127.0.0.1" && host != "localhost" && host != "::1" && config.server.api_key.empty())
+  if (!is_loopback(host) && config.server.api_key.empty())
     std::fprintf(stderr,
-                 "specd serve: warning: listening on %s without [server] api_key: anyone who "
-                 "can reach it can use it\n",
+                 "specd serve: warning: listening on %s without [server] api_key "
+                 "(allow_public_without_key = true): anyone who can reach it can use it\n",
                  host.c_str());
   std::fprintf(stderr, "specd serve: chat template: %s\n", http.chat_template_note().c_str());
   std::fprintf(stderr, "specd serve: listening on http://%s:%d\n", config.server.host.c_str(),
@@ -84,8 +123,14 @@ int serve_command(int argc, char** argv) {
     if (served) return;  // woken by the main thread below
     std::fprintf(stderr, "specd serve: %s: draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     // A signal that comes before the listener runs must still stop it: repeat until it has.
+    bool first = true;
     while (!served) {
-      http.stop();
+      int cancelled = http.stop();
+      if (first && cancelled > 0)
+        std::fprintf(stderr,
+                     "specd serve: drain_timeout_s passed: cancelled %d request(s) in flight\n",
+                     cancelled);
+      first = false;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   });

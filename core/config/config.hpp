@@ -40,7 +40,7 @@ struct EngineConfig {
   std::string backend = "auto";  // "cpu" | "cuda" | "hip" | "auto" | a plugin id
   int threads = 0;               // 0 = all hardware threads, at most kMaxThreads
   uint64_t seed = 0;
-  int context = 0;               // KV capacity in tokens; 0 = the model's context length
+  int context = 0;  // KV capacity in tokens; 0 = the model's context length
 };
 
 struct TargetConfig {
@@ -49,16 +49,16 @@ struct TargetConfig {
 };
 
 struct ProposerConfig {
-  std::string kind = "none";  // "none" = plain decoding; else a proposer plugin id or name
-  std::string model;          // draft GGUF or head GGUF, for proposers that take one
-  int k = 4;                  // draft length (tokens per round)
-  bool k_auto = false;        // k = "auto"
-  std::string backend;        // empty = the target's backend
+  std::string kind = "none";        // "none" = plain decoding; else a proposer plugin id or name
+  std::string model;                // draft GGUF or head GGUF, for proposers that take one
+  int k = 4;                        // draft length (tokens per round)
+  bool k_auto = false;              // k = "auto"
+  std::string backend;              // empty = the target's backend
   std::vector<PluginParam> params;  // every other key, for the plugin
 };
 
 struct AcceptanceConfig {
-  std::string rule;          // empty = the proposer's default
+  std::string rule;  // empty = the proposer's default
   bool allow_lossy = false;
   std::vector<PluginParam> params;  // every other key, for the plugin
 };
@@ -79,17 +79,19 @@ struct PluginsConfig {
 
 // [server]: `specd serve` (docs/SERVER.md). Other commands ignore it.
 struct ServerConfig {
-  std::string host = "127.0.0.1";    // loopback unless told otherwise
-  int port = 8080;                   // 0 = any free port
-  int max_sequences = 1;             // sequences decoded at once (this version: 1)
-  int queue_limit = 16;              // requests waiting beyond it get 503
-  int kv_budget = 0;                 // tokens per sequence (prompt + output); 0 = no cap
-  int64_t max_body_bytes = 1 << 20;  // request bodies above it get 413
-  std::string api_key;               // set: requests need "Authorization: Bearer <key>"
-  std::string model_name;            // the id /v1/models lists; "" = the target file's stem
-  std::string chat_template;         // a built-in family name; "" = the target's GGUF template
-  std::string chat_template_file;    // a file holding a template text to recognise
-  int max_engines = 2;               // engines kept for per-request proposer/rule settings
+  std::string host = "127.0.0.1";         // loopback unless told otherwise
+  int port = 8080;                        // 0 = any free port
+  int max_sequences = 1;                  // sequences decoded at once (this version: 1)
+  int queue_limit = 16;                   // requests waiting beyond it get 503 (0..1024)
+  int kv_budget = 0;                      // tokens per sequence (prompt + output); 0 = no cap
+  int64_t max_body_bytes = 1 << 20;       // request bodies above it get 413
+  std::string api_key;                    // set: requests need "Authorization: Bearer <key>"
+  std::string model_name;                 // the id /v1/models lists; "" = the target file's stem
+  std::string chat_template;              // a built-in family name; "" = the target's GGUF template
+  std::string chat_template_file;         // a file holding a template text to recognise
+  int max_engines = 2;                    // engines kept for per-request proposer/rule settings
+  double drain_timeout_s = 30.0;          // SIGTERM: seconds in-flight requests get before cancel
+  bool allow_public_without_key = false;  // a non-loopback host without api_key is refused
 };
 
 struct Config {

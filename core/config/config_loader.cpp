@@ -341,7 +341,9 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
     read_int(c, k, n, cfg.server.max_sequences, 1, 1, "this version decodes 1 at a time");
   };
   server["queue_limit"] = [&](Context& c, const std::string& k, const toml::node& n) {
-    read_int(c, k, n, cfg.server.queue_limit, 0, 1 << 16, "0 to 65536");
+    // Each waiting request holds one HTTP thread and the pool is sized from this limit.
+    read_int(c, k, n, cfg.server.queue_limit, 0, 1024,
+             "0 to 1024: each waiting request holds one of the server's HTTP threads");
   };
   server["kv_budget"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_int(c, k, n, cfg.server.kv_budget, 0, 1 << 24, "0 = the context, up to 16M tokens");
@@ -363,6 +365,14 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
   };
   server["max_engines"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_int(c, k, n, cfg.server.max_engines, 1, 8, "1 to 8");
+  };
+  server["drain_timeout_s"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_float(c, k, n, cfg.server.drain_timeout_s,
+               [](double v) { return v >= 0 && v <= 3600 ? "" : "0 to 3600 seconds"; });
+  };
+  server["allow_public_without_key"] = [&](Context& c, const std::string& k,
+                                           const toml::node& n) {
+    read_bool(c, k, n, cfg.server.allow_public_without_key);
   };
 
   auto& plugins = s["plugins"].keys;

@@ -77,39 +77,71 @@ std::optional<ChatFamily> detect_chat_family(std::string_view t) {
   return std::nullopt;
 }
 
-std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messages) {
-  std::string out;
+std::vector<ChatSegment> render_chat_segments(ChatFamily family,
+                                              const std::vector<ChatMessage>& messages) {
+  std::vector<ChatSegment> out;
+  auto frame = [&](const std::string& text) {
+    if (text.empty()) return;
+    if (!out.empty() && out.back().scaffolding)
+      out.back().text += text;
+    else
+      out.push_back({text, true});
+  };
+  auto content = [&](const std::string& text) {
+    if (!text.empty()) out.push_back({text, false});
+  };
   switch (family) {
     case ChatFamily::chatml:
-      for (const ChatMessage& m : messages)
-        out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-      out += "<|im_start|>assistant\n";
+      for (const ChatMessage& m : messages) {
+        frame("<|im_start|>" + m.role + "\n");
+        content(m.content);
+        frame("<|im_end|>\n");
+      }
+      frame("<|im_start|>assistant\n");
       break;
     case ChatFamily::llama3:
-      for (const ChatMessage& m : messages)
-        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(m.content) +
-               "<|eot_id|>";
-      out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+      for (const ChatMessage& m : messages) {
+        frame("<|start_header_id|>" + m.role + "<|end_header_id|>\n\n");
+        content(trim(m.content));
+        frame("<|eot_id|>");
+      }
+      frame("<|start_header_id|>assistant<|end_header_id|>\n\n");
       break;
     case ChatFamily::phi3:
-      for (const ChatMessage& m : messages) out += "<|" + m.role + "|>\n" + m.content + "<|end|>\n";
-      out += "<|assistant|>\n";
+      for (const ChatMessage& m : messages) {
+        frame("<|" + m.role + "|>\n");
+        content(m.content);
+        frame("<|end|>\n");
+      }
+      frame("<|assistant|>\n");
       break;
     case ChatFamily::mistral:
       for (const ChatMessage& m : fold_system(messages)) {
-        if (m.role == "user")
-          out += "[INST] " + trim(m.content) + " [/INST]";
-        else
-          out += trim(m.content) + "</s>";
+        if (m.role == "user") {
+          frame("[INST] ");
+          content(trim(m.content));
+          frame(" [/INST]");
+        } else {
+          content(trim(m.content));
+          frame("</s>");
+        }
       }
       break;
     case ChatFamily::gemma:
-      for (const ChatMessage& m : fold_system(messages))
-        out += "<start_of_turn>" + std::string(m.role == "assistant" ? "model" : "user") + "\n" +
-               trim(m.content) + "<end_of_turn>\n";
-      out += "<start_of_turn>model\n";
+      for (const ChatMessage& m : fold_system(messages)) {
+        frame("<start_of_turn>" + std::string(m.role == "assistant" ? "model" : "user") + "\n");
+        content(trim(m.content));
+        frame("<end_of_turn>\n");
+      }
+      frame("<start_of_turn>model\n");
       break;
   }
+  return out;
+}
+
+std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messages) {
+  std::string out;
+  for (const ChatSegment& s : render_chat_segments(family, messages)) out += s.text;
   return out;
 }
 

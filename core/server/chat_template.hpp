@@ -26,8 +26,20 @@ std::string chat_family_names();
 // The family whose markers the template text carries; nullopt when none matches.
 std::optional<ChatFamily> detect_chat_family(std::string_view template_text);
 
-// The conversation as the family lays it out, ending with the assistant's turn opened.
-// The BOS token is not written: the tokenizer adds it as the vocabulary asks.
+// A piece of a rendered chat: the template's own text (whose special-token texts become
+// those tokens), or a message's content (always plain text: a user who writes
+// "<|im_start|>system" gets those characters, never the token).
+struct ChatSegment {
+  std::string text;
+  bool scaffolding = false;
+};
+
+// The conversation as the family lays it out, ending with the assistant's turn opened,
+// as segments in order. The BOS token is not written: the tokenizer adds it as the
+// vocabulary asks.
+std::vector<ChatSegment> render_chat_segments(ChatFamily family,
+                                              const std::vector<ChatMessage>& messages);
+// The same as one text (the segments concatenated), for logs and tests.
 std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messages);
 
 }  // namespace specd::server

@@ -21,6 +21,8 @@
 #include "server/chat_template.hpp"
 #include "server/engine_cache.hpp"
 #include "server/metrics.hpp"
+#include "server/peer_socket.hpp"
+#include "server/prompt.hpp"
 #include "server/request.hpp"
 #include "server/responses.hpp"
 #include "server/scheduler.hpp"
@@ -108,10 +110,21 @@ struct HttpServer::Impl {
   std::atomic<bool> draining{false};
   std::atomic<int> in_flight{0};  // completion requests not yet fully answered
   std::atomic<uint64_t> next_id{1};
+  // The target's tokenizer (a copy: the cache may drop the engine it came from), for the
+  // prompt tokens and the room left in the context, computed before a request is queued.
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<PromptEncoder> encoder;
+  uint32_t context_length = 0;
+  // The jobs of requests not yet answered, for cancelling them at the drain deadline.
+  std::mutex live_mutex;
+  std::vector<std::weak_ptr<Job>> live;
 
   Impl(const Config& c, const PluginRegistry& registry)
       : config(c), engines(config, registry), scheduler(engines, config.server.queue_limit) {
-    engines.get(SpeculativeRequest{});  // the configured engine, loaded now
+    Engine& engine = engines.get(SpeculativeRequest{});  // the configured engine, loaded now
+    tokenizer = std::make_unique<Tokenizer>(engine.tokenizer());
+    encoder = std::make_unique<PromptEncoder>(*tokenizer);
+    context_length = engine.context_length();
     model_id = config.server.model_name.empty()
                    ? std::filesystem::path(config.target.model).stem().string()
                    : config.server.model_name;
@@ -171,10 +184,63 @@ struct HttpServer::Impl {
     return same_secret(req.get_header_value("Authorization"), "Bearer " + key);
   }
 
+  void track(const std::shared_ptr<Job>& job) {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    live.erase(std::remove_if(live.begin(), live.end(),
+                              [](const std::weak_ptr<Job>& j) { return j.expired(); }),
+               live.end());
+    live.push_back(job);
+  }
+
+  // Sets every unanswered job's cancel flag; returns how many there were.
+  int cancel_all() {
+    std::lock_guard<std::mutex> lock(live_mutex);
+    int n = 0;
+    for (const std::weak_ptr<Job>& weak : live)
+      if (std::shared_ptr<Job> job = weak.lock()) {
+        job->cancelled = true;
+        ++n;
+      }
+    return n;
+  }
+
+  // The prompt's tokens, checked against the context; max_tokens is clamped to the room
+  // left (the context, or kv_budget when smaller), so generation ends with "length".
+  void prepare_prompt(Job& job) {
+    CompletionRequest& r = job.request;
+    const std::string field = r.chat ? "messages" : "prompt";
+    if (r.chat) {
+      std::vector<ChatSegment> segments = render_chat_segments(*chat_family, r.messages);
+      job.prompt_text.clear();
+      for (const ChatSegment& seg : segments) job.prompt_text += seg.text;
+      r.prompt_tokens = encoder->encode_chat(segments);
+    } else {
+      job.prompt_text = r.prompt;
+      r.prompt_tokens = encoder->encode_completion(r.prompt);
+    }
+    const size_t n = r.prompt_tokens.size();
+    if (n == 0)
+      throw RequestError(400, field,
+                         "'" + field + "' is empty and the model adds no BOS token to start from");
+    size_t limit = context_length;
+    std::string what = "the context holds " + std::to_string(context_length);
+    if (config.server.kv_budget > 0 && size_t(config.server.kv_budget) < limit) {
+      limit = size_t(config.server.kv_budget);
+      what = "the server's kv_budget is " + std::to_string(limit);
+    }
+    if (n >= limit)
+      throw RequestError(400, field,
+                         "'" + field + "' has " + std::to_string(n) + " tokens; " + what +
+                             ", leaving no room to generate");
+    r.max_tokens = int(std::min<size_t>(size_t(r.max_tokens), limit - n));
+  }
+
   void routes() {
-    // Each waiting request holds a handler thread: enough for the queue, the one running
-    // and a few health or metrics probes, so that queue_limit (not the pool) decides 503s.
-    const size_t threads = std::min<size_t>(size_t(config.server.queue_limit) + 4, 512);
+    // Each request holds a handler thread while it waits or runs: enough for the queue, the
+    // sequences running and a few health or metrics probes, so that queue_limit (not the
+    // pool) decides 503s. The configuration bounds queue_limit, and so the pool.
+    const size_t threads =
+        size_t(config.server.queue_limit) + size_t(config.server.max_sequences) + 4;
     http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     http.set_payload_max_length(static_cast<size_t>(config.server.max_body_bytes));
     http.set_read_timeout(30, 0);
@@ -243,12 +309,8 @@ struct HttpServer::Impl {
             404, "model",
             "'model': this server serves '" + model_id + "', not '" + job->request.model + "'",
             "model_not_found");
-      if (chat) {
-        if (!chat_family) throw RequestError(400, "messages", chat_refusal, "chat_template");
-        job->prompt_text = render_chat(*chat_family, job->request.messages);
-      } else {
-        job->prompt_text = job->request.prompt;
-      }
+      if (chat && !chat_family) throw RequestError(400, "messages", chat_refusal, "chat_template");
+      prepare_prompt(*job);
       engines.config_for(job->request.speculative);  // a refused allow_lossy: 400 now
     } catch (const RequestError& e) {
       send_error(res, e.status, e.what(), e.param, e.code);
@@ -303,6 +365,15 @@ struct HttpServer::Impl {
       ch->changed.notify_all();
     };
 
+    track(job);
+    // The client's connection, watched while the request waits so that a client that
+    // hangs up cancels its sequence (-1 when not found: then only a failed write tells).
+    const int socket = find_connection_socket(req.remote_addr, req.remote_port, req.local_port);
+    auto wait_watching = [&](std::unique_lock<std::mutex>& lock, auto ready) {
+      while (!ch->changed.wait_for(lock, std::chrono::milliseconds(100), ready))
+        if (!job->cancelled && peer_closed(socket)) job->cancelled = true;
+    };
+
     if (!scheduler.submit(job)) {
       send_error(res, 503,
                  "the server is busy: " + std::to_string(config.server.queue_limit) +
@@ -312,7 +383,7 @@ struct HttpServer::Impl {
     }
     {
       std::unique_lock<std::mutex> lock(ch->mutex);
-      ch->changed.wait(lock, [&] { return ch->started; });
+      wait_watching(lock, [&] { return ch->started; });
       if (ch->start_error) {
         const RequestError& e = *ch->start_error;
         send_error(res, e.status, e.what(), e.param, e.code);
@@ -321,7 +392,7 @@ struct HttpServer::Impl {
     }
     if (!stream) {
       std::unique_lock<std::mutex> lock(ch->mutex);
-      ch->changed.wait(lock, [&] { return ch->done; });
+      wait_watching(lock, [&] { return ch->done; });
       if (ch->error) {
         send_error(res, ch->error->status, ch->error->what(), ch->error->param, ch->error->code);
         return;
@@ -332,12 +403,14 @@ struct HttpServer::Impl {
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [ch, job, guard](size_t, httplib::DataSink& sink) {
+        [ch, job, guard, socket](size_t, httplib::DataSink& sink) {
           std::deque<std::string> events;
           bool done;
           {
             std::unique_lock<std::mutex> lock(ch->mutex);
-            ch->changed.wait(lock, [&] { return ch->done || !ch->events.empty(); });
+            while (!ch->changed.wait_for(lock, std::chrono::milliseconds(100),
+                                         [&] { return ch->done || !ch->events.empty(); }))
+              if (!job->cancelled && peer_closed(socket)) job->cancelled = true;
             events.swap(ch->events);
             done = ch->done;
           }
@@ -377,11 +450,26 @@ void HttpServer::serve() {
   impl_->scheduler.drain();
 }
 
-void HttpServer::stop() {
+int HttpServer::stop() {
+  using Clock = std::chrono::steady_clock;
   impl_->draining = true;
-  // The library cuts streams short when it stops: let those in flight finish first.
-  while (impl_->in_flight > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // The library cuts streams short when it stops: let those in flight finish first, up to
+  // [server] drain_timeout_s; then cancel what is left (each sequence ends at its next round
+  // with what it has) and give those answers a few seconds to go out.
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(impl_->config.server.drain_timeout_s));
+  while (impl_->in_flight > 0 && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  int cancelled = 0;
+  if (impl_->in_flight > 0) {
+    cancelled = impl_->cancel_all();
+    const auto grace = Clock::now() + std::chrono::seconds(5);
+    while (impl_->in_flight > 0 && Clock::now() < grace)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   impl_->http.stop();
+  return cancelled;
 }
 
 std::string HttpServer::chat_template_note() const {

@@ -26,8 +26,10 @@ class HttpServer {
   int bind(const std::string& host, int port);
   // Serves until stop(); returns after the requests in flight have been answered.
   void serve();
-  // Drains: new requests get 503, the listener closes, requests in flight finish.
-  void stop();
+  // Drains: new requests get 503; requests in flight finish, or after [server]
+  // drain_timeout_s are cancelled (ending with what they have); then the listener closes.
+  // Returns the number of requests cancelled at the deadline. Blocks while draining.
+  int stop();
 
   // A line for the log about the chat template ("chatml from tokenizer.chat_template", ...).
   std::string chat_template_note() const;

@@ -204,8 +204,7 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
   if (j.contains("stop")) r.sampling.stop = stops(j["stop"]);
   if (j.contains("seed") && !j["seed"].is_null())
     r.seed = uint64_t(integer("seed", j["seed"], 0, INT64_MAX, ">= 0"));
-  if (j.contains("n") && !j["n"].is_null() && integer("n", j["n"], 1, 1, "only n = 1") != 1)
-    bad("n", "is out of range (only n = 1)");
+  if (j.contains("n") && !j["n"].is_null()) integer("n", j["n"], 1, 1, "only n = 1 is served");
   if (j.contains("stream") && !j["stream"].is_null()) r.stream = boolean("stream", j["stream"]);
   if (j.contains("stream_options") && !j["stream_options"].is_null()) {
     const json& so = j["stream_options"];

@@ -48,6 +48,10 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   SpeculativeRequest speculative;
+  // The prompt as the engine reads it, set by the HTTP handler before queueing (chat
+  // content encoded as plain text, never as special tokens); max_tokens is then already
+  // clamped to the room the context leaves. Empty: the scheduler encodes the text itself.
+  std::vector<int32_t> prompt_tokens;
 };
 
 // Parses a body of POST /v1/completions (chat = false) or /v1/chat/completions (chat = true).

@@ -63,8 +63,11 @@ void Scheduler::run(Job& job) {
     engines_.check_sampling(*engine, r);
     // A completion prompt is encoded as `specd run` encodes it; a rendered chat also
     // turns the template's special-token texts into their ids.
-    prompt = engine->tokenizer().encode(job.prompt_text, /*add_special=*/true,
-                                        /*parse_special=*/r.chat);
+    // (The HTTP handler sets prompt_tokens, with chat content kept plain text.)
+    prompt = !r.prompt_tokens.empty()
+                 ? r.prompt_tokens
+                 : engine->tokenizer().encode(job.prompt_text, /*add_special=*/true,
+                                              /*parse_special=*/r.chat);
     if (prompt.empty())
       throw RequestError(400, r.chat ? "messages" : "prompt",
                          std::string("'") + (r.chat ? "messages" : "prompt") +

@@ -126,6 +126,9 @@ TEST_CASE("each bad field is named") {
   CHECK(refused(R"({"prompt":"x","seed":-1})") == "seed");
   CHECK(refused(R"({"prompt":"x","seed":"s"})") == "seed");
   CHECK(refused(R"({"prompt":"x","n":2})") == "n");
+  CHECK(refused(R"({"prompt":"x","n":0})") == "n");
+  CHECK(refused(R"({"prompt":"x","n":"1"})") == "n");
+  CHECK(refused(R"({"prompt":"x","n":1})") == "<none>");
   CHECK(refused(R"({"prompt":"x","stream":"yes"})") == "stream");
   CHECK(refused(R"({"prompt":"x","stream_options":{"x":1}})") == "stream_options.x");
   CHECK(refused(R"({"prompt":"x","stream_options":{"include_usage":1}})") ==

@@ -26,6 +26,8 @@ TEST_CASE("[server] defaults bind loopback") {
   CHECK(c.server.max_sequences == 1);
   CHECK(c.server.api_key.empty());
   CHECK(c.server.queue_limit == 16);
+  CHECK(c.server.drain_timeout_s == 30.0);
+  CHECK_FALSE(c.server.allow_public_without_key);
 }
 
 TEST_CASE("[server] keys are read") {
@@ -44,6 +46,10 @@ TEST_CASE("[server] keys are read") {
   CHECK(c.server.chat_template == "gemma");
   CHECK(c.server.max_engines == 4);
   CHECK(specd::parse_config("", "x", {"server.port=0"}).server.port == 0);
+  specd::Config d = specd::parse_config(
+      "[server]\ndrain_timeout_s = 2.5\nallow_public_without_key = true\n", "serve.toml");
+  CHECK(d.server.drain_timeout_s == 2.5);
+  CHECK(d.server.allow_public_without_key);
 }
 
 TEST_CASE("[server] problems name file, line and column") {
@@ -56,6 +62,14 @@ TEST_CASE("[server] problems name file, line and column") {
   CHECK(problems("[server]\napi_key = 5\n") ==
         "serve.toml:2:11: 'api_key' must be a string, not an integer");
   CHECK(problems("[server]\nmax_engines = 0\n").find("serve.toml:2:15:") == 0);
+  // The HTTP thread pool is sized from queue_limit: it is bounded so the pool stays sane.
+  CHECK(problems("[server]\nqueue_limit = 65536\n") ==
+        "serve.toml:2:15: 'queue_limit' = 65536 is out of range (0 to 1024: each waiting "
+        "request holds one of the server's HTTP threads)");
+  CHECK(problems("[server]\ndrain_timeout_s = -1\n") ==
+        "serve.toml:2:19: 'drain_timeout_s' = -1 is out of range (0 to 3600 seconds)");
+  CHECK(problems("[server]\nallow_public_without_key = 1\n") ==
+        "serve.toml:2:28: 'allow_public_without_key' must be true or false, not an integer");
   CHECK(problems("[server]\nqueue_limt = 2\n") ==
         "serve.toml:2:1: unknown key 'queue_limt' in [server] (did you mean 'queue_limit'?)");
 }

@@ -1,0 +1,25 @@
+// Finding out that an HTTP client has gone while its handler waits for the engine.
+//
+// cpp-httplib 0.11 (Debian's) gives a handler no socket and no "connection closed" check,
+// only the request's addresses. The accepted socket is found by those addresses instead:
+// the one TCP socket of this process whose local port and peer address and port are the
+// request's (unique while the handler runs: the library closes it only after the handler
+// returns). Linux only (/proc/self/fd).
+//
+// Thread rules: both functions may be called from any thread; they never block.
+#pragma once
+
+#include <string>
+
+namespace specd::server {
+
+// The descriptor of the server's connection from remote_addr:remote_port to local_port;
+// -1 when no such socket is open.
+int find_connection_socket(const std::string& remote_addr, int remote_port, int local_port);
+
+// True when the peer has closed the connection (end of stream, hang-up or reset), false
+// while it is open or when it sent more data (a pipelined request). A client that only
+// half-closes (shutdown of its write side) while still reading counts as gone.
+bool peer_closed(int fd);
+
+}  // namespace specd::server

@@ -1,0 +1,90 @@
+#include "server/prompt.hpp"
+
+#include <algorithm>
+#include <string_view>
+
+namespace specd::server {
+namespace {
+
+struct Piece {
+  int32_t id = -1;   // a control token, or -1 for plain text
+  std::string text;  // plain text (adjacent plain pieces are merged)
+};
+
+void add_plain(std::vector<Piece>& pieces, std::string_view text) {
+  if (text.empty()) return;
+  if (!pieces.empty() && pieces.back().id < 0)
+    pieces.back().text += text;
+  else
+    pieces.push_back({-1, std::string(text)});
+}
+
+}  // namespace
+
+PromptEncoder::PromptEncoder(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {
+  const Vocab& v = tokenizer.vocab();
+  for (int32_t id = 0; id < v.size(); ++id)
+    if (v.type[id] == TokenType::kControl && !v.text[id].empty()) control_by_length_.push_back(id);
+  // Longest first, so that a control token whose text contains another's wins (the order
+  // Tokenizer::encode uses).
+  std::stable_sort(control_by_length_.begin(), control_by_length_.end(),
+                   [&](int32_t a, int32_t b) { return v.text[a].size() > v.text[b].size(); });
+}
+
+std::vector<int32_t> PromptEncoder::encode_completion(const std::string& prompt) const {
+  return tokenizer_.encode(prompt, /*add_special=*/true, /*parse_special=*/false);
+}
+
+std::vector<int32_t> PromptEncoder::encode_chat(const std::vector<ChatSegment>& segments) const {
+  const Vocab& v = tokenizer_.vocab();
+  std::vector<Piece> pieces;
+  for (const ChatSegment& segment : segments) {
+    if (!segment.scaffolding) {
+      add_plain(pieces, segment.text);
+      continue;
+    }
+    // Split the template's text at control-token texts, longest first.
+    std::vector<Piece> frags = {{-1, segment.text}};
+    for (int32_t id : control_by_length_) {
+      const std::string& s = v.text[id];
+      std::vector<Piece> next;
+      for (Piece& fr : frags) {
+        if (fr.id >= 0) {
+          next.push_back(std::move(fr));
+          continue;
+        }
+        size_t pos = 0;
+        for (size_t hit; (hit = fr.text.find(s, pos)) != std::string::npos; pos = hit + s.size()) {
+          if (hit > pos) next.push_back({-1, fr.text.substr(pos, hit - pos)});
+          next.push_back({id, {}});
+        }
+        if (pos < fr.text.size()) next.push_back({-1, fr.text.substr(pos)});
+      }
+      frags.swap(next);
+    }
+    for (Piece& fr : frags) {
+      if (fr.id >= 0)
+        pieces.push_back(std::move(fr));
+      else
+        add_plain(pieces, fr.text);
+    }
+  }
+
+  // Each plain run starts the text or follows a control token, as in Tokenizer::encode, so
+  // encoding it alone (user-defined tokens still matched) gives the same ids.
+  std::vector<int32_t> out;
+  if (tokenizer_.add_bos()) out.push_back(tokenizer_.bos_id());
+  for (const Piece& p : pieces) {
+    if (p.id >= 0) {
+      out.push_back(p.id);
+    } else {
+      std::vector<int32_t> ids = tokenizer_.encode(p.text, /*add_special=*/false,
+                                                   /*parse_special=*/false);
+      out.insert(out.end(), ids.begin(), ids.end());
+    }
+  }
+  if (tokenizer_.add_eos()) out.push_back(tokenizer_.eos_id());
+  return out;
+}
+
+}  // namespace specd::server
