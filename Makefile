@@ -11,6 +11,8 @@
 #                                (sudo apt install ./build/package/specd_*.deb) and one
 #                                specd-backend-<gpu>_*.deb per GPU backend built
 #   make test-asan, make fuzz FUZZ_SECONDS=N   sanitizer and fuzzing runs (Makefile.hardening)
+#   make bench-serve             the serving benchmark (bench/serve/serve_bench.py) into
+#                                bench-serve-out/: report.json, report.md, serve.svg
 SHELL := /bin/bash
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -31,7 +33,7 @@ DEPS_TEST  := python3 python3-numpy python3-torch libopenblas0-pthread python3-r
 DEPS_GPU   := hipcc libamdhip64-dev
 
 .PHONY: all deps deps-build build test demo clean format models models-smoke install install-sdk \
-        package
+        package bench-serve
 
 all: build
 
@@ -50,6 +52,12 @@ test: deps build
 
 demo: deps build
 	./scripts/demo.sh $(BUILD)/bin/specd $(DEMO_CONFIG) "$(DEMO_PROMPT)"
+
+# BENCH_SERVE_ARGS: e.g. --concurrency 1,4,16 --prompts 8 --max-tokens 64 (the defaults).
+BENCH_SERVE_ARGS ?=
+bench-serve: build
+	python3 bench/serve/serve_bench.py --specd $(BUILD)/bin/specd --out bench-serve-out \
+	  $(BENCH_SERVE_ARGS)
 
 install: build
 	cmake --install $(BUILD) --prefix "$(PREFIX)"

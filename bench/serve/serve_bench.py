@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""Serving benchmark for `specd serve` (issue 16, item 7): python3 standard library only.
+
+Starts `specd serve` on an ephemeral loopback port (or uses one already running, --port),
+then for each speculation mode (per-request `speculative` object: "on" = the configured
+draft model, k and rule named explicitly; "off" = {"proposer": "none"}) and each
+concurrency level drives the prompts of the task suites in bench/tasks through
+POST /v1/completions with "stream": true, `concurrency` requests in flight at a time.
+
+Measured per (mode, concurrency) cell:
+  throughput      completion tokens (from each stream's usage chunk) / wall time of the cell
+  TTFT p50/p99    request sent -> first chunk with text
+  ITL p50/p99     gaps between successive text chunks of a stream as the client reads them
+                  (a chunk carries one token's text; chunks written together arrive
+                  together, e.g. a run speculation accepted at once)
+  TPOT p50/p99    time per output token of a request: (last text - first text) / (tokens - 1)
+  tau             completion tokens per target pass, over the cell (usage drafted/accepted)
+
+Writes OUT/report.json (every number, the command, the machine), OUT/report.md (the table)
+and OUT/serve.svg (throughput and time per output token by concurrency, on vs off).
+
+usage: serve_bench.py [--specd build/bin/specd] [--config FILE] [--port P]
+                      [--concurrency 1,4,16] [--tasks code,prose,copy,free] [--prompts 8]
+                      [--max-tokens 64] [--modes on,off] [--out bench-serve-out]
+"""
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tomllib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import specd_server as ss  # noqa: E402
+
+MODES = {
+    "on": {"proposer": "draft-model", "k": 3, "rule": "rejection"},
+    "off": {"proposer": "none"},
+}
+
+
+def load_prompts(tasks, per_task):
+    out = []
+    for name in tasks:
+        path = name if os.path.exists(name) else os.path.join(ss.ROOT, "bench", "tasks",
+                                                               name + ".toml")
+        with open(path, "rb") as f:
+            task = tomllib.load(f)
+        prompts = task["prompts"][:per_task] if per_task > 0 else task["prompts"]
+        out += [(task["name"], p) for p in prompts]
+    return out
+
+
+def percentile(values, q):
+    if not values:
+        return None
+    v = sorted(values)
+    k = (len(v) - 1) * q / 100.0
+    lo, hi = int(k), min(int(k) + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+
+
+def run_cell(port, prompts, concurrency, speculative, max_tokens):
+    """All prompts through the server with `concurrency` streams in flight."""
+    lock = threading.Lock()
+    pending = list(range(len(prompts)))
+    records = []
+    errors = []
+
+    def worker():
+        while True:
+            with lock:
+                if not pending:
+                    return
+                i = pending.pop(0)
+            task, prompt = prompts[i]
+            body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
+                    "speculative": speculative, "stream_options": {"include_usage": True}}
+            sent = time.monotonic()
+            try:
+                status, events = ss.stream(port, "/v1/completions", body, timeout=600)
+            except Exception as e:  # noqa: BLE001 - counted as an error of the cell
+                with lock:
+                    errors.append(repr(e))
+                continue
+            end = time.monotonic()
+            if status != 200:
+                with lock:
+                    errors.append("HTTP %d: %r" % (status, events[-1][1] if events else None))
+                continue
+            text_times, usage = [], None
+            for t, data in events:
+                if data == "[DONE]":
+                    continue
+                if data.get("usage"):
+                    usage = data["usage"]
+                if data.get("choices") and data["choices"][0].get("text"):
+                    text_times.append(t)
+            rec = {"task": task, "sent": sent, "end": end,
+                   "ttft": (text_times[0] - sent) if text_times else None,
+                   "itl": [b - a for a, b in zip(text_times, text_times[1:])],
+                   "usage": usage, "tpot": None}
+            n = usage["completion_tokens"] if usage else 0
+            if len(text_times) >= 2 and n >= 2:
+                rec["tpot"] = (text_times[-1] - text_times[0]) / (n - 1)
+            with lock:
+                records.append(rec)
+
+    start = time.monotonic()
+    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.monotonic() - start
+    tokens = sum(r["usage"]["completion_tokens"] for r in records if r["usage"])
+    drafted = sum(r["usage"].get("drafted_tokens", 0) for r in records if r["usage"])
+    accepted = sum(r["usage"].get("accepted_tokens", 0) for r in records if r["usage"])
+    passes = sum(r["usage"]["completion_tokens"] / r["usage"]["tau"]
+                 for r in records if r["usage"] and r["usage"].get("tau"))
+    ttft = [r["ttft"] for r in records if r["ttft"] is not None]
+    itl = [x for r in records for x in r["itl"]]
+    tpot = [r["tpot"] for r in records if r["tpot"] is not None]
+    ms = lambda v: None if v is None else round(v * 1000.0, 3)  # noqa: E731
+    return {
+        "requests": len(prompts), "completed": len(records), "errors": errors,
+        "wall_s": round(wall, 4), "completion_tokens": tokens,
+        "throughput_tok_s": round(tokens / wall, 2) if wall > 0 else None,
+        "ttft_ms_p50": ms(percentile(ttft, 50)), "ttft_ms_p99": ms(percentile(ttft, 99)),
+        "itl_ms_p50": ms(percentile(itl, 50)), "itl_ms_p99": ms(percentile(itl, 99)),
+        "tpot_ms_p50": ms(percentile(tpot, 50)), "tpot_ms_p99": ms(percentile(tpot, 99)),
+        "drafted": drafted, "accepted": accepted,
+        "tau": round(tokens / passes, 3) if passes > 0 else None,
+    }
+
+
+def machine():
+    info = {"platform": platform.platform(), "cpus": os.cpu_count(), "python": sys.version.split()[0]}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+        with open("/proc/loadavg") as f:
+            info["loadavg_at_start"] = f.read().split()[:3]
+    except OSError:
+        pass
+    try:
+        info["commit"] = subprocess.run(["git", "-C", ss.ROOT, "rev-parse", "--short", "HEAD"],
+                                        capture_output=True, text=True).stdout.strip()
+    except OSError:
+        pass
+    return info
+
+
+def write_markdown(path, report):
+    a = report["args"]
+    lines = [
+        "# specd serve benchmark", "",
+        "Command: `%s`" % report["command"], "",
+        "Machine: %s, %s CPUs, commit %s, load average at start %s." % (
+            report["machine"].get("cpu", "?"), report["machine"].get("cpus"),
+            report["machine"].get("commit", "?"),
+            " ".join(report["machine"].get("loadavg_at_start", []))), "",
+        "Tasks %s, %d prompts each (%d requests a cell), max_tokens %d, greedy, streamed. "
+        "Speculation on = %s; off = %s." % (
+            ",".join(a["tasks"]), a["prompts"], report["requests_per_cell"], a["max_tokens"],
+            json.dumps(MODES["on"]), json.dumps(MODES["off"])), "",
+        "| speculation | concurrency | throughput (tok/s) | TTFT p50 (ms) | TTFT p99 (ms) "
+        "| ITL p50 (ms) | ITL p99 (ms) | TPOT p50 (ms) | TPOT p99 (ms) | τ | errors |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    fmt = lambda v: "—" if v is None else ("%.1f" % v if isinstance(v, float) else str(v))  # noqa
+    for c in report["cells"]:
+        lines.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d |" % (
+            c["mode"], c["concurrency"], fmt(c["throughput_tok_s"]), fmt(c["ttft_ms_p50"]),
+            fmt(c["ttft_ms_p99"]), fmt(c["itl_ms_p50"]), fmt(c["itl_ms_p99"]),
+            fmt(c["tpot_ms_p50"]), fmt(c["tpot_ms_p99"]),
+            "—" if c["tau"] is None else "%.2f" % c["tau"], len(c["errors"])))
+    lines += ["", "TTFT: request sent to first text chunk. ITL: gaps between successive text "
+              "chunks as read by the client (chunks written together arrive together, so ITL "
+              "p50 can be near 0 while p99 holds the target passes). TPOT: per request, "
+              "(last text - first text) / (completion tokens - 1). τ: completion tokens per "
+              "target pass. Chart: serve.svg (throughput and TPOT p50).", ""]
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+
+
+def write_svg(path, report):
+    """Two panels: throughput and TPOT p50 by concurrency, a bar per mode."""
+    cells = report["cells"]
+    modes = [m for m in report["args"]["modes"]]
+    levels = sorted({c["concurrency"] for c in cells})
+    colors = {"on": "#1f77b4", "off": "#ff7f0e"}
+    W, H, pad = 760, 300, 50
+    panel_w = (W - 3 * pad) / 2
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+           'font-family="sans-serif" font-size="12">' % (W, H),
+           '<rect width="100%" height="100%" fill="white"/>']
+    for p, (key, title) in enumerate([("throughput_tok_s", "throughput (tokens/s)"),
+                                      ("tpot_ms_p50", "time per output token p50 (ms)")]):
+        x0 = pad + p * (panel_w + pad)
+        y0, h = 40, H - 100
+        vals = [c[key] or 0 for c in cells]
+        top = max(vals + [1e-9]) * 1.15
+        out.append('<text x="%.1f" y="24" text-anchor="middle" font-weight="bold">%s</text>' %
+                   (x0 + panel_w / 2, title))
+        out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="black"/>' %
+                   (x0, y0 + h, x0 + panel_w, y0 + h))
+        out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="black"/>' %
+                   (x0, y0, x0, y0 + h))
+        for t in range(5):
+            v = top * t / 4
+            y = y0 + h - h * t / 4
+            out.append('<text x="%.1f" y="%.1f" text-anchor="end" font-size="10">%.3g</text>' %
+                       (x0 - 4, y + 3, v))
+        group = panel_w / max(len(levels), 1)
+        bar = group * 0.7 / max(len(modes), 1)
+        for gi, level in enumerate(levels):
+            gx = x0 + gi * group + group * 0.15
+            out.append('<text x="%.1f" y="%d" text-anchor="middle">c=%d</text>' %
+                       (x0 + gi * group + group / 2, y0 + h + 16, level))
+            for mi, mode in enumerate(modes):
+                c = next((c for c in cells if c["concurrency"] == level and c["mode"] == mode),
+                         None)
+                v = (c[key] or 0) if c else 0
+                bh = h * v / top
+                out.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s">'
+                           '<title>%s c=%d: %.3g</title></rect>' %
+                           (gx + mi * bar, y0 + h - bh, bar - 2, bh, colors.get(mode, "#888"),
+                            mode, level, v))
+    for mi, mode in enumerate(modes):
+        x = pad + mi * 150
+        out.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>' %
+                   (x, H - 28, colors.get(mode, "#888")))
+        out.append('<text x="%d" y="%d">speculation %s</text>' % (x + 16, H - 18, mode))
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--specd", default=os.path.join(ss.ROOT, "build", "bin", "specd"))
+    ap.add_argument("--config", help="a `specd serve` configuration (default: the shipped "
+                    "target + draft model, rejection, cpu, 1 thread)")
+    ap.add_argument("--port", type=int, default=0, help="use a server already listening here")
+    ap.add_argument("--concurrency", default="1,4,16")
+    ap.add_argument("--tasks", default="code,prose,copy,free")
+    ap.add_argument("--prompts", type=int, default=8, help="prompts per task (0 = all)")
+    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--modes", default="on,off")
+    ap.add_argument("--out", default="bench-serve-out")
+    a = ap.parse_args()
+    levels = [int(x) for x in a.concurrency.split(",")]
+    modes = a.modes.split(",")
+    for m in modes:
+        if m not in MODES:
+            ap.error("--modes: unknown mode %r (on, off)" % m)
+    prompts = load_prompts(a.tasks.split(","), a.prompts)
+    os.makedirs(a.out, exist_ok=True)
+
+    work = tempfile.TemporaryDirectory()
+    server = None
+    port = a.port
+    if not port:
+        config = a.config or ss.write_config(
+            os.path.join(work.name, "serve.toml"),
+            "queue_limit = %d\nmax_engines = 2\n" % max(levels + [16]), max_tokens=a.max_tokens)
+        server = ss.Server(a.specd, config)
+        port = server.port
+    try:
+        # Warm-up: both engines built, caches touched.
+        for m in modes:
+            ss.stream(port, "/v1/completions", {"prompt": prompts[0][1], "max_tokens": 8,
+                                                "speculative": MODES[m]})
+        cells = []
+        for level in levels:
+            for m in modes:
+                cell = run_cell(port, prompts, level, MODES[m], a.max_tokens)
+                cell.update(mode=m, concurrency=level)
+                cells.append(cell)
+                print("speculation %-3s c=%-3d %8.1f tok/s  TTFT p50 %s ms  ITL p50 %s ms  "
+                      "errors %d" % (m, level, cell["throughput_tok_s"] or 0, cell["ttft_ms_p50"],
+                                     cell["itl_ms_p50"], len(cell["errors"])), flush=True)
+    finally:
+        status = server.stop() if server else 0
+        if server:
+            server.__exit__(None, None, None)
+    report = {
+        "command": " ".join(["python3", "bench/serve/serve_bench.py"] + sys.argv[1:]),
+        "args": {"concurrency": levels, "tasks": a.tasks.split(","), "prompts": a.prompts,
+                 "max_tokens": a.max_tokens, "modes": modes, "port": a.port},
+        "speculative": {m: MODES[m] for m in modes},
+        "requests_per_cell": len(prompts),
+        "machine": machine(),
+        "server_exit_status": status,
+        "cells": cells,
+    }
+    with open(os.path.join(a.out, "report.json"), "w") as f:
+        json.dump(report, f, indent=2)
+    write_markdown(os.path.join(a.out, "report.md"), report)
+    write_svg(os.path.join(a.out, "serve.svg"), report)
+    print("wrote %s/report.json, report.md, serve.svg" % a.out)
+    failed = sum(len(c["errors"]) for c in cells)
+    return 1 if failed or status != 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

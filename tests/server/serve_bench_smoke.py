@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Smoke test of bench/serve/serve_bench.py: tiny settings (2 concurrency levels, 1 prompt,
+8 tokens), then the report's shape: a cell per mode and level with tokens counted, the
+markdown table, a well-formed SVG.
+
+usage: serve_bench_smoke.py SPECD_CLI OUT_DIR     (exit 0 = pass, 77 = skipped)
+"""
+
+import json
+import os
+import subprocess
+import sys
+import xml.dom.minidom
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def main():
+    specd, out = sys.argv[1], sys.argv[2]
+    if not os.path.exists(os.path.join(ROOT, "models", "target.gguf")):
+        print("skipped: the shipped models are missing")
+        return 77
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "serve", "serve_bench.py"),
+                        "--specd", specd, "--concurrency", "1,2", "--tasks", "code,prose",
+                        "--prompts", "1", "--max-tokens", "8", "--out", out], timeout=240)
+    problems = []
+    if r.returncode != 0:
+        problems.append("serve_bench.py exited %d" % r.returncode)
+    with open(os.path.join(out, "report.json")) as f:
+        report = json.load(f)
+    cells = {(c["mode"], c["concurrency"]): c for c in report["cells"]}
+    if set(cells) != {("on", 1), ("off", 1), ("on", 2), ("off", 2)}:
+        problems.append("cells: %r" % sorted(cells))
+    for key, c in cells.items():
+        if c["completed"] != 2 or c["errors"]:
+            problems.append("%r: %d of 2 completed, errors %r" % (key, c["completed"], c["errors"]))
+        if not c["completion_tokens"] or not c["throughput_tok_s"] or c["ttft_ms_p50"] is None:
+            problems.append("%r: missing measurements %r" % (key, c))
+    if cells.get(("off", 1), {}).get("drafted") != 0:
+        problems.append("speculation off drafted tokens: %r" % cells.get(("off", 1)))
+    if not cells.get(("on", 1), {}).get("drafted"):
+        problems.append("speculation on drafted nothing: %r" % cells.get(("on", 1)))
+    if report.get("server_exit_status") != 0:
+        problems.append("server exit status %r" % report.get("server_exit_status"))
+    with open(os.path.join(out, "report.md")) as f:
+        rows = [line for line in f if line.startswith("| on ") or line.startswith("| off ")]
+    if len(rows) != 4:
+        problems.append("report.md has %d table rows, expected 4" % len(rows))
+    svg = xml.dom.minidom.parse(os.path.join(out, "serve.svg"))
+    if len(svg.getElementsByTagName("rect")) < 9:
+        problems.append("serve.svg has too few bars")
+    for p in problems:
+        print("FAIL:", p)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
