@@ -41,7 +41,8 @@ std::string Metrics::render(size_t queued, bool running) const {
   counter("specd_drafted_tokens_total", "Draft tokens proposed.", drafted_);
   counter("specd_accepted_tokens_total", "Draft tokens accepted.", accepted_);
   counter("specd_target_passes_total", "Target passes after the prompt (rounds).", rounds_);
-  counter("specd_cancelled_total", "Generations cancelled by a client disconnect.", cancelled_);
+  counter("specd_cancelled_total",
+          "Generations cancelled (a client that hung up, or the drain deadline).", cancelled_);
   o << "# HELP specd_queue_depth Requests waiting for the scheduler.\n"
     << "# TYPE specd_queue_depth gauge\nspecd_queue_depth " << queued << "\n"
     << "# HELP specd_running Sequences being decoded.\n"
