@@ -370,8 +370,7 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
     read_float(c, k, n, cfg.server.drain_timeout_s,
                [](double v) { return v >= 0 && v <= 3600 ? "" : "0 to 3600 seconds"; });
   };
-  server["allow_public_without_key"] = [&](Context& c, const std::string& k,
-                                           const toml::node& n) {
+  server["allow_public_without_key"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_bool(c, k, n, cfg.server.allow_public_without_key);
   };
 
