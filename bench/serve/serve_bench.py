@@ -93,7 +93,7 @@ def run_cell(port, prompts, concurrency, speculative, max_tokens):
                 with lock:
                     errors.append("HTTP %d: %r" % (status, events[-1][1] if events else None))
                 continue
-            text_times, usage = [], None
+            text_times, usage, text = [], None, ""
             for t, data in events:
                 if data == "[DONE]":
                     continue
@@ -101,7 +101,8 @@ def run_cell(port, prompts, concurrency, speculative, max_tokens):
                     usage = data["usage"]
                 if data.get("choices") and data["choices"][0].get("text"):
                     text_times.append(t)
-            rec = {"task": task, "sent": sent, "end": end,
+                    text += data["choices"][0]["text"]
+            rec = {"index": i, "text": text, "task": task, "sent": sent, "end": end,
                    "ttft": (text_times[0] - sent) if text_times else None,
                    "itl": [b - a for a, b in zip(text_times, text_times[1:])],
                    "usage": usage, "tpot": None}
@@ -136,6 +137,7 @@ def run_cell(port, prompts, concurrency, speculative, max_tokens):
         "tpot_ms_p50": ms(percentile(tpot, 50)), "tpot_ms_p99": ms(percentile(tpot, 99)),
         "drafted": drafted, "accepted": accepted,
         "tau": round(tokens / passes, 3) if passes > 0 else None,
+        "texts": {r["index"]: r["text"] for r in records},
     }
 
 
@@ -183,6 +185,10 @@ def write_markdown(path, report):
             fmt(c["ttft_ms_p99"]), fmt(c["itl_ms_p50"]), fmt(c["itl_ms_p99"]),
             fmt(c["tpot_ms_p50"]), fmt(c["tpot_ms_p99"]),
             "—" if c["tau"] is None else "%.2f" % c["tau"], len(c["errors"])))
+    same = [c.get("texts_equal_on_off") for c in report["cells"]]
+    if any(v is not None for v in same):
+        lines += ["", "Greedy texts with speculation on equal those with it off, request for "
+                  "request: %s." % ("yes" if all(v is not False for v in same) else "**NO**")]
     lines += ["", "TTFT: request sent to first text chunk. ITL: gaps between successive text "
               "chunks as read by the client (chunks written together arrive together, so ITL "
               "p50 can be near 0 while p99 holds the target passes). TPOT: per request, "
@@ -286,6 +292,15 @@ def main():
                 cell = run_cell(port, prompts, level, MODES[m], a.max_tokens)
                 cell.update(mode=m, concurrency=level)
                 cells.append(cell)
+            # Greedy with an exact rule: speculation must not change a single text.
+            by_mode = {c["mode"]: c["texts"] for c in cells if c["concurrency"] == level}
+            if "on" in by_mode and "off" in by_mode:
+                same = by_mode["on"] == by_mode["off"]
+                for c in cells:
+                    if c["concurrency"] == level:
+                        c["texts_equal_on_off"] = same
+                if not same:
+                    print("speculation on and off gave different texts at c=%d" % level)
                 print("speculation %-3s c=%-3d %8.1f tok/s  TTFT p50 %s ms  ITL p50 %s ms  "
                       "errors %d" % (m, level, cell["throughput_tok_s"] or 0, cell["ttft_ms_p50"],
                                      cell["itl_ms_p50"], len(cell["errors"])), flush=True)
@@ -301,7 +316,7 @@ def main():
         "requests_per_cell": len(prompts),
         "machine": machine(),
         "server_exit_status": status,
-        "cells": cells,
+        "cells": [{k: v for k, v in c.items() if k != "texts"} for c in cells],
     }
     with open(os.path.join(a.out, "report.json"), "w") as f:
         json.dump(report, f, indent=2)
@@ -309,7 +324,8 @@ def main():
     write_svg(os.path.join(a.out, "serve.svg"), report)
     print("wrote %s/report.json, report.md, serve.svg" % a.out)
     failed = sum(len(c["errors"]) for c in cells)
-    return 1 if failed or status != 0 else 0
+    differ = any(c.get("texts_equal_on_off") is False for c in cells)
+    return 1 if failed or differ or status != 0 else 0
 
 
 if __name__ == "__main__":

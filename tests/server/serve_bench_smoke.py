@@ -41,6 +41,8 @@ def main():
         problems.append("speculation off drafted tokens: %r" % cells.get(("off", 1)))
     if not cells.get(("on", 1), {}).get("drafted"):
         problems.append("speculation on drafted nothing: %r" % cells.get(("on", 1)))
+    if any(c.get("texts_equal_on_off") is not True for c in report["cells"]):
+        problems.append("greedy texts differ between speculation on and off")
     if report.get("server_exit_status") != 0:
         problems.append("server exit status %r" % report.get("server_exit_status"))
     with open(os.path.join(out, "report.md")) as f:
