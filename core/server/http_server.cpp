@@ -368,10 +368,10 @@ struct HttpServer::Impl {
     track(job);
     // The client's connection, watched while the request waits so that a client that
     // hangs up cancels its sequence (-1 when not found: then only a failed write tells).
-    const int socket = find_connection_socket(req.remote_addr, req.remote_port, req.local_port);
+    const int connection = find_connection_socket(req.remote_addr, req.remote_port, req.local_port);
     auto wait_watching = [&](std::unique_lock<std::mutex>& lock, auto ready) {
       while (!ch->changed.wait_for(lock, std::chrono::milliseconds(100), ready))
-        if (!job->cancelled && peer_closed(socket)) job->cancelled = true;
+        if (!job->cancelled && peer_closed(connection)) job->cancelled = true;
     };
 
     if (!scheduler.submit(job)) {
@@ -403,14 +403,14 @@ struct HttpServer::Impl {
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [ch, job, guard, socket](size_t, httplib::DataSink& sink) {
+        [ch, job, guard, connection](size_t, httplib::DataSink& sink) {
           std::deque<std::string> events;
           bool done;
           {
             std::unique_lock<std::mutex> lock(ch->mutex);
             while (!ch->changed.wait_for(lock, std::chrono::milliseconds(100),
                                          [&] { return ch->done || !ch->events.empty(); }))
-              if (!job->cancelled && peer_closed(socket)) job->cancelled = true;
+              if (!job->cancelled && peer_closed(connection)) job->cancelled = true;
             events.swap(ch->events);
             done = ch->done;
           }
