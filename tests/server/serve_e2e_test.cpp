@@ -400,11 +400,12 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
   }
 
   SUBCASE("a non-streaming client that hangs up cancels its sequence") {
-    // Three long requests at once: one runs, two wait in the queue; every client gives up
-    // after 300 ms. Each is detected by its connection's socket, running or waiting.
+    // Six long requests at once: one runs, five wait in the queue (the last for at least
+    // five generations); every client gives up after 300 ms. Each is detected by its
+    // connection's socket, running or waiting.
     json body = {{"prompt", kPrompt}, {"max_tokens", 480}};
     std::vector<std::thread> clients;
-    for (int i = 0; i < 3; ++i)
+    for (int i = 0; i < 6; ++i)
       clients.emplace_back([&] {
         httplib::Client impatient("127.0.0.1", server.port());
         impatient.set_read_timeout(0, 300000);
@@ -412,7 +413,7 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
         CHECK_FALSE(res);  // the client gave up
       });
     for (std::thread& t : clients) t.join();
-    // First in, first out: once this answers, the three have ended.
+    // First in, first out: once this answers, the six have ended.
     json after = post(c, "/v1/completions", json{{"prompt", kPrompt}, {"max_tokens", 24}}, 200);
     CHECK(after["choices"][0]["text"] == greedy);
     auto metrics = c.Get("/metrics", auth());
