@@ -1,7 +1,7 @@
 // The run configuration: one TOML file (schema in docs/CONFIG.md) plus --set overrides.
 //
-// Sections: [engine] [target] [proposer] [acceptance] [sampling] [plugins]. Keys of
-// [proposer] and [acceptance] that the core does not consume are handed to the chosen
+// Sections: [engine] [target] [proposer] [acceptance] [verifier] [sampling] [plugins]
+// [server]. Keys of [proposer], [acceptance] and [verifier] that the core does not consume are handed to the chosen
 // plugin, which validates them; every other unknown key is an error.
 #pragma once
 
@@ -63,6 +63,14 @@ struct AcceptanceConfig {
   std::vector<PluginParam> params;  // every other key, for the plugin
 };
 
+// [verifier]: what scores the drafts. "target" = the built-in verifier (the [target] model
+// on the run's backend); else a verifier plugin id or name (e.g. "remote"), which receives
+// every other key of the section.
+struct VerifierConfig {
+  std::string kind = "target";
+  std::vector<PluginParam> params;  // every other key, for the plugin
+};
+
 struct SamplingConfig {
   double temperature = 1.0;  // 0 = greedy (argmax, ties to the lowest id)
   int top_k = 0;             // 0 = off
@@ -90,6 +98,8 @@ struct ServerConfig {
   std::string chat_template;         // a built-in family name; "" = the target's GGUF template
   std::string chat_template_file;    // a file holding a template text to recognise
   int max_engines = 2;               // engines kept for per-request proposer/rule settings
+  int verify_sessions = 4;           // POST /v1/verify sessions held at once (each a KV cache)
+  double verify_idle_s = 300;        // a verify session unused this long is freed
 };
 
 struct Config {
@@ -98,6 +108,7 @@ struct Config {
   TargetConfig target;
   ProposerConfig proposer;
   AcceptanceConfig acceptance;
+  VerifierConfig verifier;
   SamplingConfig sampling;
   PluginsConfig plugins;
   ServerConfig server;

@@ -24,6 +24,7 @@
 #include "server/request.hpp"
 #include "server/responses.hpp"
 #include "server/scheduler.hpp"
+#include "server/verify_endpoint.hpp"
 
 namespace specd::server {
 namespace {
@@ -69,7 +70,8 @@ int status_of(const httplib::Response& res) {
 // arbitrary paths cannot grow the label set).
 std::string endpoint_label(const std::string& path) {
   for (const char* route :
-       {"/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions"})
+       {"/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions",
+        "/v1/verify"})
     if (path == route) return path;
   return "other";
 }
@@ -108,6 +110,7 @@ struct HttpServer::Impl {
   std::atomic<bool> draining{false};
   std::atomic<int> in_flight{0};  // completion requests not yet fully answered
   std::atomic<uint64_t> next_id{1};
+  VerifyEndpoint verify{config, engines, scheduler, metrics, draining};  // POST /v1/verify
 
   Impl(const Config& c, const PluginRegistry& registry)
       : config(c), engines(config, registry), scheduler(engines, config.server.queue_limit) {
@@ -227,6 +230,7 @@ struct HttpServer::Impl {
       complete(req, res, true);
       metrics.request("/v1/chat/completions", status_of(res));
     });
+    verify.add_route(http);
   }
 
   void complete(const httplib::Request& req, httplib::Response& res, bool chat) {
