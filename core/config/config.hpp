@@ -1,8 +1,8 @@
 // The run configuration: one TOML file (schema in docs/CONFIG.md) plus --set overrides.
 //
 // Sections: [engine] [target] [proposer] [acceptance] [verifier] [sampling] [plugins]
-// [server]. Keys of [proposer], [acceptance] and [verifier] that the core does not consume are handed to the chosen
-// plugin, which validates them; every other unknown key is an error.
+// [server]. Keys of [proposer], [acceptance] and [verifier] that the core does not consume are
+// handed to the chosen plugin, which validates them; every other unknown key is an error.
 #pragma once
 
 #include <cstdint>

@@ -51,8 +51,8 @@ class AdaptiveK {
 
   // The model behind the choice (for reports and tests).
   double expected_tokens(uint32_t k) const;
-  double verify_cost(uint32_t k) const;  // v(k); 1 at k = 0
-  double draft_cost() const;             // c
+  double verify_cost(uint32_t k) const;                // v(k); 1 at k = 0
+  double draft_cost() const;                           // c
   double round_trip_s() const { return overhead_s_; }  // running mean of the round trip
   double predicted_speedup(uint32_t k) const;
   // The k with the highest prediction (0 when none beats min_speedup).

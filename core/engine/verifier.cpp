@@ -75,9 +75,8 @@ void Verifier::verify(specd_token root, const specd_draft_tree& tree, float* log
 }
 
 void Verifier::commit(std::span<const int32_t> path) {
-  throw_runtime_if_error(
-      vtable_->commit(object_, path.data(), static_cast<uint32_t>(path.size())),
-      what_ + ": commit");
+  throw_runtime_if_error(vtable_->commit(object_, path.data(), static_cast<uint32_t>(path.size())),
+                         what_ + ": commit");
   committed_ += static_cast<uint32_t>(path.size() + 1);
 }
 

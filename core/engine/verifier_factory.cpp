@@ -61,11 +61,10 @@ const LoadedPlugin* find_verifier_plugin(const Config& config, const PluginRegis
   std::string known;
   for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
   const std::string close = did_you_mean(config.verifier.kind, names);
-  std::string message = config.where("verifier.kind") + ": unknown verifier '" +
-                        config.verifier.kind + "'" +
-                        (close.empty() ? "" : " (did you mean '" + close + "'?)") +
-                        "; known: " + known + " (plugins: specd-verify-<name>.so on the plugin " +
-                        "search path, see `specd plugins`)";
+  std::string message =
+      config.where("verifier.kind") + ": unknown verifier '" + config.verifier.kind + "'" +
+      (close.empty() ? "" : " (did you mean '" + close + "'?)") + "; known: " + known +
+      " (plugins: specd-verify-<name>.so on the plugin " + "search path, see `specd plugins`)";
   for (const PluginLoadError& e : registry.errors()) message += "\n  note: " + e.message;
   throw UsageError(message);
 }

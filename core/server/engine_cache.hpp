@@ -38,7 +38,7 @@ class EngineCache {
   };
   const Config& config_;
   const PluginRegistry& registry_;
-  std::list<Entry> engines_;  // most recently used first
+  std::list<Entry> engines_;    // most recently used first
   std::string configured_key_;  // the configuration's own engine, never dropped
 };
 

@@ -64,16 +64,15 @@ std::string string_field(const json& body, const char* key) {
 }
 
 // An array of integers in [lo, hi); `name` is the field's path for messages.
-std::vector<int32_t> int_array(const json& value, const std::string& name, int64_t lo,
-                               int64_t hi) {
-  if (!value.is_array()) throw RequestError(400, name, "'" + name + "' must be an array of integers");
+std::vector<int32_t> int_array(const json& value, const std::string& name, int64_t lo, int64_t hi) {
+  if (!value.is_array())
+    throw RequestError(400, name, "'" + name + "' must be an array of integers");
   std::vector<int32_t> out;
   out.reserve(value.size());
   for (size_t i = 0; i < value.size(); ++i) {
     const json& v = value[i];
     if (!v.is_number_integer())
-      throw RequestError(400, name,
-                         "'" + name + "'[" + std::to_string(i) + "] must be an integer");
+      throw RequestError(400, name, "'" + name + "'[" + std::to_string(i) + "] must be an integer");
     const int64_t x = v.get<int64_t>();
     if (x < lo || x >= hi)
       throw RequestError(400, name,
@@ -119,13 +118,14 @@ VerifyRequest parse_verify(const json& body, const ModelFacts& facts) {
     throw RequestError(400, "root", "'root' must be an integer token id");
   const int64_t root_id = root->get<int64_t>();
   if (root_id < 0 || root_id >= vocab)
-    throw RequestError(400, "root",
-                       "'root' = " + std::to_string(root_id) + " is outside [0, " +
-                           std::to_string(vocab) + ")");
+    throw RequestError(
+        400, "root",
+        "'root' = " + std::to_string(root_id) + " is outside [0, " + std::to_string(vocab) + ")");
   r.root = static_cast<int32_t>(root_id);
   auto tree = body.find("tree");
   if (tree == body.end() || !tree->is_object())
-    throw RequestError(400, "tree", "'tree' must be an object {\"tokens\": [...], \"parents\": [...]}");
+    throw RequestError(400, "tree",
+                       "'tree' must be an object {\"tokens\": [...], \"parents\": [...]}");
   auto tokens = tree->find("tokens"), parents = tree->find("parents");
   if (tokens == tree->end()) throw RequestError(400, "tree.tokens", "'tree.tokens' is required");
   if (parents == tree->end()) throw RequestError(400, "tree.parents", "'tree.parents' is required");
@@ -142,11 +142,11 @@ VerifyRequest parse_verify(const json& body, const ModelFacts& facts) {
                            " entries, 'tree.tokens' " + std::to_string(r.tokens.size()));
   for (size_t i = 0; i < r.parents.size(); ++i)
     if (r.parents[i] > static_cast<int32_t>(i))
-      throw RequestError(400, "tree.parents",
-                         "'tree.parents'[" + std::to_string(i) + "] = " +
-                             std::to_string(r.parents[i]) + ": node " + std::to_string(i + 1) +
-                             "'s parent must be the root (0) or an earlier node (1.." +
-                             std::to_string(i) + ")");
+      throw RequestError(
+          400, "tree.parents",
+          "'tree.parents'[" + std::to_string(i) + "] = " + std::to_string(r.parents[i]) +
+              ": node " + std::to_string(i + 1) +
+              "'s parent must be the root (0) or an earlier node (1.." + std::to_string(i) + ")");
   return r;
 }
 
@@ -162,18 +162,20 @@ void commit_pending(VerifySession& s, const VerifyRequest& r) {
   int32_t parent = 0;
   for (size_t i = 0; i < path.size(); ++i) {
     if (path[i] > n_nodes || s.parents[path[i] - 1] != parent)
-      throw RequestError(400, "commit",
-                         "'commit'[" + std::to_string(i) + "] = " + std::to_string(path[i]) +
-                             " is not a child of " +
-                             (parent == 0 ? std::string("the root") : "node " + std::to_string(parent)) +
-                             " in the last verified tree");
+      throw RequestError(
+          400, "commit",
+          "'commit'[" + std::to_string(i) + "] = " + std::to_string(path[i]) +
+              " is not a child of " +
+              (parent == 0 ? std::string("the root") : "node " + std::to_string(parent)) +
+              " in the last verified tree");
     parent = path[i];
     kept.push_back(s.pending[path[i]]);
   }
   if (r.delta != kept)
     throw RequestError(400, "delta",
                        "'delta' must be the committed tokens (the last root and the accepted "
-                       "nodes' tokens, " + std::to_string(kept.size()) +
+                       "nodes' tokens, " +
+                           std::to_string(kept.size()) +
                            " of them): it does not match the session's last tree");
   s.verifier->commit(path);
   s.pending.clear();
@@ -327,7 +329,8 @@ struct VerifyEndpoint::Impl {
     try {
       if (draining) throw RequestError(503, "", "the server is shutting down", "shutting_down");
       if (config.server.verify_sessions == 0)
-        throw RequestError(404, "", "/v1/verify is off on this server ([server] verify_sessions = 0)",
+        throw RequestError(404, "",
+                           "/v1/verify is off on this server ([server] verify_sessions = 0)",
                            "not_found");
       json body = json::parse(req.body, nullptr, false);
       if (body.is_discarded() || !body.is_object())
@@ -342,7 +345,8 @@ struct VerifyEndpoint::Impl {
       else if (op == "close")
         out = close(body);
       else
-        throw RequestError(400, "op", "'op' must be \"open\", \"verify\" or \"close\", not \"" + op + "\"");
+        throw RequestError(400, "op",
+                           "'op' must be \"open\", \"verify\" or \"close\", not \"" + op + "\"");
       res.set_content(out.dump(), "application/json");
     } catch (const RequestError& e) {
       fail(e.status, e.what(), e.param, e.code);
@@ -365,8 +369,9 @@ void VerifyEndpoint::add_route(httplib::Server& http) {
   // A verify round trip is one small request and answer: Nagle's algorithm with delayed
   // ACKs would add ~40 ms to each (harmless for the other routes).
   http.set_tcp_nodelay(true);
-  http.Post("/v1/verify",
-            [this](const httplib::Request& req, httplib::Response& res) { impl_->handle(req, res); });
+  http.Post("/v1/verify", [this](const httplib::Request& req, httplib::Response& res) {
+    impl_->handle(req, res);
+  });
 }
 
 }  // namespace specd::server

@@ -30,8 +30,8 @@ class Metrics;
 
 class VerifyEndpoint {
  public:
-  VerifyEndpoint(const Config& config, EngineCache& engines, Scheduler& scheduler,
-                 Metrics& metrics, const std::atomic<bool>& draining);
+  VerifyEndpoint(const Config& config, EngineCache& engines, Scheduler& scheduler, Metrics& metrics,
+                 const std::atomic<bool>& draining);
   ~VerifyEndpoint();
   // Registers POST /v1/verify on `http`.
   void add_route(httplib::Server& http);

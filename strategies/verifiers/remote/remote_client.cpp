@@ -85,8 +85,9 @@ Client::Client(const ClientOptions& options) : impl_(std::make_unique<Impl>()) {
   if (colon != std::string::npos && host_port.find(']', colon) == std::string::npos) {
     host = host_port.substr(0, colon);
     const std::string digits = host_port.substr(colon + 1);
-    if (digits.empty() || digits.size() > 5 || digits.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoi(digits) < 1 || std::stoi(digits) > 65535)
+    if (digits.empty() || digits.size() > 5 ||
+        digits.find_first_not_of("0123456789") != std::string::npos || std::stoi(digits) < 1 ||
+        std::stoi(digits) > 65535)
       throw RemoteError("url '" + url + "': the port must be 1 to 65535");
     port = std::stoi(digits);
   }

@@ -17,8 +17,8 @@ struct RemoteError : std::runtime_error {
 };
 
 struct ClientOptions {
-  std::string url;        // "http://host:port" (an optional path prefix is kept)
-  std::string api_key;    // sent as "Authorization: Bearer <key>" when not empty
+  std::string url;      // "http://host:port" (an optional path prefix is kept)
+  std::string api_key;  // sent as "Authorization: Bearer <key>" when not empty
   double connect_timeout_s = 5;
   double timeout_s = 60;  // reading or writing one request
 };

@@ -13,8 +13,8 @@
 // vocabulary), closed at destroy. Each verify sends the tokens committed since the last one
 // (the delta) and the accepted node ids of the last tree, then the new root and tree.
 // No hidden features (hidden_dim 0): proposers that need them refuse this verifier.
-#include <specd/cpp/plugin.hpp>
 #include <specd/verifier.h>
+#include <specd/cpp/plugin.hpp>
 
 #include <chrono>
 #include <string>
@@ -43,7 +43,8 @@ class RemoteVerifier {
     remote::ClientOptions options;
     options.url = params.get_string("url", "");
     if (options.url.empty())
-      throw params.invalid("url", "is required: the server's address, e.g. \"http://10.0.0.2:8080\"");
+      throw params.invalid("url",
+                           "is required: the server's address, e.g. \"http://10.0.0.2:8080\"");
     options.api_key = params.get_string("api_key", "");
     options.timeout_s = params.get_float("timeout_s", 60);
     options.connect_timeout_s = params.get_float("connect_timeout_s", 5);
@@ -72,14 +73,16 @@ class RemoteVerifier {
   }
 
   void begin(std::span<const specd_token> tokens, float* hidden) {
-    if (hidden) throw specd::sdk::PluginError(SPECD_STATUS_UNSUPPORTED, "offers no hidden features");
+    if (hidden)
+      throw specd::sdk::PluginError(SPECD_STATUS_UNSUPPORTED, "offers no hidden features");
     call_ = remote::VerifyCall{};
     call_.reset = true;
     call_.delta.assign(tokens.begin(), tokens.end() - 1);  // the last token is the first root
   }
 
   void verify(specd_token root, const specd_draft_tree& tree, float* logits, float* hidden) {
-    if (hidden) throw specd::sdk::PluginError(SPECD_STATUS_UNSUPPORTED, "offers no hidden features");
+    if (hidden)
+      throw specd::sdk::PluginError(SPECD_STATUS_UNSUPPORTED, "offers no hidden features");
     if (session_.max_nodes && tree.n_nodes > session_.max_nodes)
       throw specd::sdk::PluginError(
           SPECD_STATUS_INVALID_ARGUMENT,
@@ -92,7 +95,8 @@ class RemoteVerifier {
     const auto start = std::chrono::steady_clock::now();
     const double compute_s = unavailable(
         [&] { return client_->verify(session_.id, call_, session_.vocab_size, logits); });
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     last_overhead_s_ = wall > compute_s ? wall - compute_s : 0;
     // What the next call's commit refers to.
     last_root_ = root;
@@ -105,9 +109,9 @@ class RemoteVerifier {
     call_.delta.assign(1, last_root_);
     for (int32_t node : path) {
       if (node < 1 || node > static_cast<int32_t>(last_tokens_.size()))
-        throw specd::sdk::PluginError(SPECD_STATUS_INVALID_ARGUMENT,
-                                      "commit names node " + std::to_string(node) +
-                                          ", not in the last tree");
+        throw specd::sdk::PluginError(
+            SPECD_STATUS_INVALID_ARGUMENT,
+            "commit names node " + std::to_string(node) + ", not in the last tree");
       call_.delta.push_back(last_tokens_[node - 1]);
     }
   }
@@ -148,8 +152,7 @@ const specd_verifier_vtable kVtable = {
       return specd::sdk::guard(host(), [&] { self(v).verify(root, *tree, logits, hidden); });
     },
     [](void* v, const int32_t* path, uint32_t n) {
-      return specd::sdk::guard(host(),
-                               [&] { self(v).commit(std::span<const int32_t>(path, n)); });
+      return specd::sdk::guard(host(), [&] { self(v).commit(std::span<const int32_t>(path, n)); });
     },
 };
 
