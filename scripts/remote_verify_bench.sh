@@ -43,7 +43,10 @@ while text[at:].strip():
 tokens = sum(r["generated_tokens"] for r in runs)
 seconds = sum(r["generate_s"] for r in runs)
 tau = sum(r["tau"] for r in runs) / len(runs)
-print(f"{sys.argv[1]:<36} {tokens / seconds:8.1f} tok/s   tau {tau:.2f}")' "$name" <<<"$stats"
+verify_ms = 1e3 * sum(r["verify_s"] for r in runs) / sum(r["rounds"] for r in runs)
+draft_ms = 1e3 * sum(r["draft_s"] for r in runs) / sum(r["rounds"] for r in runs)
+print(f"{sys.argv[1]:<36} {tokens / seconds:8.1f} tok/s   tau {tau:.2f}   "
+      f"per round: draft {draft_ms:.2f} ms, verify {verify_ms:.2f} ms")' "$name" <<<"$stats"
 }
 
 echo "greedy, $n tokens x ${#prompts[@]} prompts, 1 thread each side, loopback port $port"

@@ -242,7 +242,8 @@ struct VerifyEndpoint::Impl {
     return out;
   }
 
-  json verify(const json& body) {
+  // The answer without its logits, which go to `logits_b64` (spliced in by handle()).
+  json verify(const json& body, std::string& logits_b64) {
     json out;
     scheduler.run_exclusive([&] {
       sessions.expire();
@@ -295,13 +296,10 @@ struct VerifyEndpoint::Impl {
         s.pending = {r.root};
         s.pending.insert(s.pending.end(), r.tokens.begin(), r.tokens.end());
         s.parents = r.parents;
-        out = {{"session", r.session},
-               {"committed", v.committed()},
-               {"rows", rows},
-               {"vocab_size", f.vocab_size},
-               {"encoding", "f32le-base64"},
-               {"logits", base64(logits.data(), logits.size() * sizeof(float))},
-               {"compute_s", compute_s}};
+        out = {
+            {"session", r.session},       {"committed", v.committed()}, {"rows", rows},
+            {"vocab_size", f.vocab_size}, {"encoding", "f32le-base64"}, {"compute_s", compute_s}};
+        logits_b64 = base64(logits.data(), logits.size() * sizeof(float));
       } catch (...) {
         s.started = false;  // the cache's state is unknown: the client must reset
         s.pending.clear();
@@ -338,16 +336,24 @@ struct VerifyEndpoint::Impl {
       std::string op = "verify";
       if (body.contains("op")) op = string_field(body, "op");
       json out;
+      std::string logits;
       if (op == "open")
         out = open();
       else if (op == "verify")
-        out = verify(body);
+        out = verify(body, logits);
       else if (op == "close")
         out = close(body);
       else
         throw RequestError(400, "op",
                            "'op' must be \"open\", \"verify\" or \"close\", not \"" + op + "\"");
-      res.set_content(out.dump(), "application/json");
+      std::string text = out.dump();
+      if (!logits.empty()) {
+        // Base64 needs no JSON escaping: appended as the last member, not copied through
+        // the JSON writer (a round's logits are megabytes for a large vocabulary).
+        text.pop_back();
+        text += ",\"logits\":\"" + logits + "\"}";
+      }
+      res.set_content(text, "application/json");
     } catch (const RequestError& e) {
       fail(e.status, e.what(), e.param, e.code);
     } catch (const UsageError& e) {

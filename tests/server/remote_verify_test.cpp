@@ -100,6 +100,13 @@ class Server {
     }
   }
   int port() const { return port_; }
+  void kill_now() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+  }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
  private:
@@ -265,6 +272,14 @@ TEST_CASE("remote verifier errors are clear and name the URL or the key") {
     CHECK(e.find("client.toml:2:7: unknown key 'url' in [verifier]") != std::string::npos);
   }
   Server server;
+  SUBCASE("the server goes away between generations") {
+    Engine engine(client_config(client_toml(server.url(), "draft-model")), registry());
+    CHECK(engine.generate(kPrompts[0]).tokens.size() > 10);
+    server.kill_now();
+    const std::string e = error_of([&] { engine.generate(kPrompts[1]); });
+    CHECK(e.find(server.url() + "/v1/verify") != std::string::npos);
+    CHECK(e.find("verifier 'remote'") != std::string::npos);
+  }
   SUBCASE("wrong API key") {
     const std::string e = error_of([&] {
       Engine engine(client_config(client_toml(server.url(), "none", 0, "not-the-key")), registry());
