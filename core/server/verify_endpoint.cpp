@@ -358,6 +358,12 @@ struct VerifyEndpoint::Impl {
       fail(e.status, e.what(), e.param, e.code);
     } catch (const UsageError& e) {
       fail(400, e.what(), "delta", "invalid_request_error");
+    } catch (const Error& e) {
+      // Draining began while this request waited for the worker, or the model failed.
+      if (draining)
+        fail(503, e.what(), "", "shutting_down");
+      else
+        fail(500, e.what(), "", "server_error");
     } catch (const std::exception& e) {
       fail(500, e.what(), "", "server_error");
     }

@@ -201,7 +201,10 @@ double Client::verify(const std::string& session, const VerifyCall& call, uint32
 
 void Client::close(const std::string& session) noexcept {
   try {
+    // Never hold up the end of a run: a second at most per step.
+    impl_->http->set_connection_timeout(1, 0);
     impl_->http->set_read_timeout(1, 0);
+    impl_->http->set_write_timeout(1, 0);
     impl_->http->Post(impl_->path.c_str(), json{{"op", "close"}, {"session", session}}.dump(),
                       "application/json");
   } catch (...) {
