@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 namespace remote {
@@ -47,6 +48,12 @@ time_t whole(double s) {
 }
 time_t micros(double s) {
   return static_cast<time_t>((s - std::floor(s)) * 1e6);
+}
+
+std::string seconds(double s) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g s", s);
+  return text;
 }
 
 uint32_t positive(const json& body, const char* key, const std::string& where) {
@@ -113,10 +120,10 @@ std::string Client::post(const std::string& request) {
     const httplib::Error e = res.error();
     std::string why = httplib::to_string(e);
     if (e == httplib::Error::Connection)
-      why += " (is `specd serve` running there? connect timeout " +
-             std::to_string(impl_->connect_timeout_s) + " s)";
+      why = "could not connect (is `specd serve` running there? connect_timeout_s = " +
+            seconds(impl_->connect_timeout_s) + ")";
     else if (e == httplib::Error::Read || e == httplib::Error::Write)
-      why += " (no complete answer within timeout_s = " + std::to_string(impl_->timeout_s) + " s)";
+      why += " error: no complete answer within timeout_s = " + seconds(impl_->timeout_s);
     throw RemoteError(endpoint_ + ": " + why);
   }
   if (res->status != 200) {
