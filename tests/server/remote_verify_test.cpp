@@ -337,6 +337,15 @@ TEST_CASE("POST /v1/verify refuses malformed requests naming the field; sessions
   CHECK(param_of(post(c, with({{"reset", true}, {"delta", {1}}, {"root", 1}, {"tree", 3}}), 400)) ==
         "tree");
   CHECK(param_of(post(c, {{"op", "frobnicate"}}, 400)) == "op");
+  {
+    // More nodes than the server verifies batch-invariantly in one pass.
+    const size_t too_many = opened["max_nodes"].get<size_t>() + 1;
+    json parents = json::array();
+    for (size_t i = 0; i < too_many; ++i) parents.push_back(i);
+    const json big = {{"tokens", std::vector<int>(too_many, 5)}, {"parents", parents}};
+    CHECK(param_of(post(c, with({{"reset", true}, {"delta", {1}}, {"root", 1}, {"tree", big}}),
+                        400)) == "tree.tokens");
+  }
   CHECK(param_of(post(c, {{"delta", json::array()}, {"root", 1}, {"tree", tree}}, 400)) ==
         "session");
   CHECK(
