@@ -394,3 +394,14 @@ TEST_CASE("an idle verify session is freed") {
             post(c, {{"session", id}, {"reset", true}, {"delta", {1}}, {"root", 2}, {"tree", tree}},
                  404)) == "session");
 }
+
+TEST_CASE("a drafter whose session the server freed opens another and goes on") {
+  if (!have_models()) return;
+  Server server("verify_idle_s = 1\n");
+  Engine local_plain(client_config(client_toml("", "none")), registry());
+  Engine remote_draft(client_config(client_toml(server.url(), "draft-model")), registry());
+  CHECK(remote_draft.generate(kPrompts[0]).tokens == local_plain.generate(kPrompts[0]).tokens);
+  // Idle for twice verify_idle_s: the server frees the session at the next request.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  CHECK(remote_draft.generate(kPrompts[1]).tokens == local_plain.generate(kPrompts[1]).tokens);
+}

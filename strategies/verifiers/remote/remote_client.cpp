@@ -127,15 +127,20 @@ std::string Client::post(const std::string& request) {
     throw RemoteError(endpoint_ + ": " + why);
   }
   if (res->status != 200) {
-    std::string message = res->body;
+    std::string message = res->body, code;
     const json body = json::parse(res->body, nullptr, false);
-    if (!body.is_discarded() && body.contains("error") && body["error"].is_object() &&
-        body["error"].contains("message") && body["error"]["message"].is_string())
-      message = body["error"]["message"].get<std::string>();
+    if (!body.is_discarded() && body.contains("error") && body["error"].is_object()) {
+      const json& error = body["error"];
+      if (error.contains("message") && error["message"].is_string())
+        message = error["message"].get<std::string>();
+      if (error.contains("code") && error["code"].is_string())
+        code = error["code"].get<std::string>();
+    }
     if (message.size() > 500) message = message.substr(0, 500) + "...";
     std::string hint;
     if (res->status == 401) hint = " (set [verifier] api_key to the server's [server] api_key)";
-    throw RemoteError(endpoint_ + ": HTTP " + std::to_string(res->status) + ": " + message + hint);
+    throw RemoteError(endpoint_ + ": HTTP " + std::to_string(res->status) + ": " + message + hint,
+                      code);
   }
   return res->body;
 }

@@ -13,7 +13,9 @@
 namespace remote {
 
 struct RemoteError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit RemoteError(const std::string& message, std::string error_code = "")
+      : std::runtime_error(message), code(std::move(error_code)) {}
+  std::string code;  // the server's error code ("unknown_session", ...), "" when none
 };
 
 struct ClientOptions {

@@ -10,8 +10,10 @@
 //   connect_timeout_s seconds to wait for the connection (default 5)
 //
 // One session per verifier object: opened at create (which checks the URL, the key and the
-// vocabulary), closed at destroy. Each verify sends the tokens committed since the last one
-// (the delta) and the accepted node ids of the last tree, then the new root and tree.
+// vocabulary), closed at destroy; when the server has freed it (idle, restarted), a new one
+// is opened and the sequence so far replayed into it, once per verify. Each verify sends
+// the tokens committed since the last one (the delta) and the accepted node ids of the last
+// tree, then the new root and tree.
 // No hidden features (hidden_dim 0): proposers that need them refuse this verifier.
 #include <specd/verifier.h>
 #include <specd/cpp/plugin.hpp>
@@ -78,6 +80,7 @@ class RemoteVerifier {
     call_ = remote::VerifyCall{};
     call_.reset = true;
     call_.delta.assign(tokens.begin(), tokens.end() - 1);  // the last token is the first root
+    sequence_ = call_.delta;
   }
 
   void verify(specd_token root, const specd_draft_tree& tree, float* logits, float* hidden) {
@@ -93,8 +96,20 @@ class RemoteVerifier {
     call_.parents = tree.parents;
     call_.n_nodes = tree.n_nodes;
     const auto start = std::chrono::steady_clock::now();
-    const double compute_s = unavailable(
-        [&] { return client_->verify(session_.id, call_, session_.vocab_size, logits); });
+    const double compute_s = unavailable([&] {
+      try {
+        return client_->verify(session_.id, call_, session_.vocab_size, logits);
+      } catch (const remote::RemoteError& e) {
+        if (e.code != "unknown_session") throw;
+        // The server freed the session (idle too long, or restarted): open another and
+        // replay the sequence so far, once.
+        reopen();
+        call_.reset = true;
+        call_.delta = sequence_;
+        call_.commit.clear();
+        return client_->verify(session_.id, call_, session_.vocab_size, logits);
+      }
+    });
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     last_overhead_s_ = wall > compute_s ? wall - compute_s : 0;
@@ -114,12 +129,24 @@ class RemoteVerifier {
             "commit names node " + std::to_string(node) + ", not in the last tree");
       call_.delta.push_back(last_tokens_[node - 1]);
     }
+    sequence_.insert(sequence_.end(), call_.delta.begin(), call_.delta.end());
   }
 
  private:
+  // A new session for a lost one; the server must still serve the same vocabulary.
+  void reopen() {
+    remote::SessionInfo fresh = client_->open();
+    if (fresh.vocab_digest != session_.vocab_digest || fresh.vocab_size != session_.vocab_size)
+      throw remote::RemoteError(client_->endpoint() +
+                                ": the server now serves another vocabulary than when this run "
+                                "began (restarted with another model?)");
+    session_ = fresh;
+  }
+
   std::unique_ptr<remote::Client> client_;
   remote::SessionInfo session_;
-  remote::VerifyCall call_;  // the next request, built by begin / commit
+  remote::VerifyCall call_;        // the next request, built by begin / commit
+  std::vector<int32_t> sequence_;  // every committed token: replayed into a new session
   specd_token last_root_ = 0;
   std::vector<int32_t> last_tokens_;
   double last_overhead_s_ = 0;
