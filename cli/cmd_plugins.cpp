@@ -76,6 +76,9 @@ int plugins_command(int argc, char** argv) {
                 info.plugin->abi_minor, details.c_str());
     std::printf("%-12s %s\n", "", info.plugin->path.c_str());
   }
+  // Not a file: the default of [verifier] kind, for completeness of the verifier choices.
+  std::printf("%-12s %-36s %-9s %-5s %s\n", "verifier", "target (built in)", "-", "-",
+              "the [target] model in this process ([verifier] kind default)");
   for (const auto& e : registry.errors())
     std::fprintf(stderr, "specd: warning: %s\n", e.message.c_str());
   if (infos.empty()) std::printf("(no plugins found)\n");

@@ -1,8 +1,8 @@
 // The run configuration: one TOML file (schema in docs/CONFIG.md) plus --set overrides.
 //
-// Sections: [engine] [target] [proposer] [acceptance] [sampling] [plugins]. Keys of
-// [proposer] and [acceptance] that the core does not consume are handed to the chosen
-// plugin, which validates them; every other unknown key is an error.
+// Sections: [engine] [target] [proposer] [acceptance] [verifier] [sampling] [plugins]
+// [server]. Keys of [proposer], [acceptance] and [verifier] that the core does not consume are
+// handed to the chosen plugin, which validates them; every other unknown key is an error.
 #pragma once
 
 #include <cstdint>
@@ -63,6 +63,14 @@ struct AcceptanceConfig {
   std::vector<PluginParam> params;  // every other key, for the plugin
 };
 
+// [verifier]: what scores the drafts. "target" = the built-in verifier (the [target] model
+// on the run's backend); else a verifier plugin id or name (e.g. "remote"), which receives
+// every other key of the section.
+struct VerifierConfig {
+  std::string kind = "target";
+  std::vector<PluginParam> params;  // every other key, for the plugin
+};
+
 struct SamplingConfig {
   double temperature = 1.0;  // 0 = greedy (argmax, ties to the lowest id)
   int top_k = 0;             // 0 = off
@@ -92,6 +100,8 @@ struct ServerConfig {
   int max_engines = 2;                    // engines kept for per-request proposer/rule settings
   double drain_timeout_s = 30.0;          // SIGTERM: seconds in-flight requests get before cancel
   bool allow_public_without_key = false;  // a non-loopback host without api_key is refused
+  int verify_sessions = 4;                // POST /v1/verify sessions held at once (each a KV cache)
+  double verify_idle_s = 300;             // a verify session unused this long is freed
 };
 
 struct Config {
@@ -100,6 +110,7 @@ struct Config {
   TargetConfig target;
   ProposerConfig proposer;
   AcceptanceConfig acceptance;
+  VerifierConfig verifier;
   SamplingConfig sampling;
   PluginsConfig plugins;
   ServerConfig server;

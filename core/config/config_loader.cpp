@@ -291,6 +291,13 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
     read_bool(c, k, n, cfg.acceptance.allow_lossy);
   };
 
+  auto& verifier = s["verifier"];
+  verifier.passes_unknown_to_plugin = true;
+  verifier.plugin_params = &cfg.verifier.params;
+  verifier.keys["kind"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_string(c, k, n, cfg.verifier.kind);
+  };
+
   auto& sampling = s["sampling"].keys;
   sampling["temperature"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_float(c, k, n, cfg.sampling.temperature, temperature_range);
@@ -372,6 +379,14 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
   };
   server["allow_public_without_key"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_bool(c, k, n, cfg.server.allow_public_without_key);
+  };
+  server["verify_sessions"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_int(c, k, n, cfg.server.verify_sessions, 0, 1024, "0 = no /v1/verify, up to 1024");
+  };
+  server["verify_idle_s"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_float(c, k, n, cfg.server.verify_idle_s, [](double v) {
+      return v >= 1 && v <= 86400 ? std::string() : std::string("1 to 86400 seconds");
+    });
   };
 
   auto& plugins = s["plugins"].keys;
@@ -507,6 +522,12 @@ Config parse_table(toml::table root, const std::string& name, const std::string&
   // When plain decoding is chosen, other proposer keys are ignored (so one file serves
   // both arms of a comparison).
   if (cfg.proposer.kind == "none") cfg.proposer.params.clear();
+  // The built-in target verifier takes no keys: one there is a typo or a forgotten kind.
+  if (cfg.verifier.kind == "target")
+    for (const PluginParam& p : cfg.verifier.params)
+      c.problems.add(p.location, "unknown key '" + p.key +
+                                     "' in [verifier]: the built-in target verifier takes no "
+                                     "keys (a plugin's keys need its kind, e.g. kind = \"remote\")");
   if (!c.problems.empty()) throw UsageError(c.problems.text());
   resolve_paths(cfg);
   return cfg;

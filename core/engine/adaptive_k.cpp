@@ -49,9 +49,12 @@ void AdaptiveK::observe(const AdaptiveKRound& round) {
   const double keep = 1.0 - options_.decay;
   const uint32_t rows = std::min<uint32_t>(round.drafted + 1, options_.k_max + 1);
   if (round.verify_s > 0) {
-    pass_s_[rows] =
-        seen_[rows] ? keep * pass_s_[rows] + options_.decay * round.verify_s : round.verify_s;
+    const double overhead = std::clamp(round.overhead_s, 0.0, round.verify_s);
+    const double compute = round.verify_s - overhead;
+    pass_s_[rows] = seen_[rows] ? keep * pass_s_[rows] + options_.decay * compute : compute;
     seen_[rows] = true;
+    overhead_s_ = overhead_seen_ ? keep * overhead_s_ + options_.decay * overhead : overhead;
+    overhead_seen_ = true;
   }
   if (round.drafted == 0) return;
   const double per_token = round.draft_s / round.drafted;
@@ -82,6 +85,10 @@ double AdaptiveK::expected_tokens(uint32_t k) const {
 }
 
 double AdaptiveK::row_time(uint32_t rows) const {
+  return compute_time(rows) + overhead_s_;
+}
+
+double AdaptiveK::compute_time(uint32_t rows) const {
   const double t1 = seen_[1] ? pass_s_[1] : 1.0;
   if (rows <= 1) return t1;
   if (rows < seen_.size() && seen_[rows]) return pass_s_[rows];
@@ -105,8 +112,8 @@ double AdaptiveK::verify_cost(uint32_t k) const {
 }
 
 double AdaptiveK::draft_cost() const {
-  if (!draft_seen_ || !seen_[1] || pass_s_[1] <= 0) return 0;
-  return draft_per_token_s_ / pass_s_[1];
+  if (!draft_seen_ || !seen_[1] || row_time(1) <= 0) return 0;
+  return draft_per_token_s_ / row_time(1);
 }
 
 double AdaptiveK::predicted_speedup(uint32_t k) const {

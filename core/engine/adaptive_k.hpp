@@ -7,6 +7,12 @@
 //   v(k)  verify cost: time of a target pass over k+1 rows ÷ time of a 1-row pass
 //   c     draft cost: proposer time per drafted token ÷ time of a 1-row pass
 //
+// A pass's time is its compute time plus the verifier's round trip: a round costs
+// t_draft(k) + RTT + compute(k+1), a plain round RTT + compute(1). For a local verifier
+// RTT = 0; a remote one reports each call's time outside computing (network, encoding,
+// specd_verifier_info.last_overhead_s), kept as a running mean apart from the compute
+// times, so that untried row counts are extrapolated from compute alone.
+//
 // Estimates decay exponentially so they follow the text (code vs prose, a copied passage).
 // While plain, it re-probes every `probe_interval` rounds so a change in acceptance is seen;
 // while speculating, every `refresh_interval`-th round is plain to keep the 1-row time fresh.
@@ -31,7 +37,8 @@ struct AdaptiveKRound {
   uint32_t drafted = 0;   // chain length proposed (0 = a plain round)
   uint32_t accepted = 0;  // draft nodes accepted (≤ drafted)
   double draft_s = 0;     // proposer time
-  double verify_s = 0;    // target pass over drafted + 1 rows
+  double verify_s = 0;    // target pass over drafted + 1 rows (wall time, round trip included)
+  double overhead_s = 0;  // the part of verify_s spent outside computing (a remote round trip)
 };
 
 class AdaptiveK {
@@ -44,14 +51,16 @@ class AdaptiveK {
 
   // The model behind the choice (for reports and tests).
   double expected_tokens(uint32_t k) const;
-  double verify_cost(uint32_t k) const;  // v(k); 1 at k = 0
-  double draft_cost() const;             // c
+  double verify_cost(uint32_t k) const;                // v(k); 1 at k = 0
+  double draft_cost() const;                           // c
+  double round_trip_s() const { return overhead_s_; }  // running mean of the round trip
   double predicted_speedup(uint32_t k) const;
   // The k with the highest prediction (0 when none beats min_speedup).
   uint32_t best_k() const;
 
  private:
-  double row_time(uint32_t rows) const;  // estimated seconds of a pass over `rows` rows
+  double row_time(uint32_t rows) const;      // estimated seconds of a pass, round trip included
+  double compute_time(uint32_t rows) const;  // the same without the round trip
 
   AdaptiveKOptions options_;
   // β_d as decayed counts: accepted_[d] / tested_[d], with a Beta(1, 1) prior.
@@ -59,6 +68,8 @@ class AdaptiveK {
   // Decayed mean pass time per row count (index = rows); seen_[rows] = observed at least once.
   std::vector<double> pass_s_;
   std::vector<bool> seen_;
+  double overhead_s_ = 0;  // decayed mean round trip per verify call
+  bool overhead_seen_ = false;
   double draft_per_token_s_ = 0;
   bool draft_seen_ = false;
   uint64_t rounds_ = 0;

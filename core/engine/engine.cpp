@@ -18,6 +18,7 @@
 #include "engine/plugin_params.hpp"
 #include "engine/proposer.hpp"
 #include "engine/verifier.hpp"
+#include "engine/verifier_factory.hpp"
 #include "gguf/gguf_reader.hpp"
 #include "models/llama_model.hpp"
 #include "plugin/host_services.hpp"
@@ -171,6 +172,8 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
     }
   }
 
+  find_verifier_plugin(config_, registry);  // an unknown [verifier] kind: say so now
+
   const std::string backend_key =
       config_.target.backend.empty() ? "engine.backend" : "target.backend";
   std::string target_backend =
@@ -191,26 +194,15 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
     // One parse of the file serves the tokenizer and the model.
     GgufFile target_file = GgufFile::open(config_.target.model);
     tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_gguf(target_file));
-    target_ = LlamaModel::load(std::move(target_file), *device_);
+    // A plugin verifier (e.g. remote) scores on its own model: only the tokenizer is read.
+    if (uses_local_target(config_)) target_ = LlamaModel::load(std::move(target_file), *device_);
   } catch (const UsageError&) {
     throw;
   } catch (const Error& e) {
     // The file's own problem, said where the configuration names the file.
     throw Error(config_.where("target.model") + ": " + e.what());
   }
-  try {
-    verifier_ = make_target_verifier(*target_, static_cast<uint32_t>(config_.engine.context));
-  } catch (const UsageError&) {
-    throw;
-  } catch (const Error& e) {
-    // The KV cache is sized by the context: say which, from where, and what would fit.
-    const ModelInfo& info = target_->info();
-    const uint32_t context = static_cast<uint32_t>(config_.engine.context);
-    const uint64_t tokens =
-        context == 0 ? static_cast<uint64_t>(info.n_ctx) : std::min<uint64_t>(context, info.n_ctx);
-    throw Error(kv_cache_error(info, tokens, config_.engine.context,
-                               config_.where("engine.context"), e.what()));
-  }
+  verifier_ = make_verifier(config_, registry, target_.get(), *tokenizer_);
   if (tokenizer_->n_tokens() > static_cast<int32_t>(verifier_->vocab_size()))
     throw Error(config_.target.model + ": the tokenizer has " +
                 std::to_string(tokenizer_->n_tokens()) + " tokens but the model's output has " +
@@ -254,6 +246,13 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
 }
 
 Engine::~Engine() = default;
+
+LlamaModel& Engine::target_model() {
+  if (!target_)
+    throw Error("the engine has no local target model: its verifier is '" +
+                config_.verifier.kind + "'");
+  return *target_;
+}
 
 uint32_t Engine::context_length() const {
   return verifier_->context_length();
@@ -385,7 +384,8 @@ GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
     if (adaptive_)
       adaptive_->observe({draft.n_nodes, static_cast<uint32_t>(accepted.path.size()),
                           std::chrono::duration<double>(t1 - t0).count(),
-                          std::chrono::duration<double>(t2 - t1).count()});
+                          std::chrono::duration<double>(t2 - t1).count(),
+                          verifier_->last_overhead_s()});
     ++stats.rounds;
     stats.drafted += draft.n_nodes;
     stats.accepted += accepted.path.size();

@@ -59,6 +59,9 @@ class Engine {
                                    const GenerateOptions& options = {});
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
+  // The loaded target model, for work beside generation on the same thread (the server's
+  // /v1/verify sessions). Throws Error when the verifier is a plugin (no local target).
+  LlamaModel& target_model();
   uint32_t context_length() const;  // most tokens a sequence (prompt + output) may hold
   std::string backend_name() const;
   std::string proposer_name() const;  // "none" for plain decoding

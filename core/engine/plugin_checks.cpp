@@ -4,6 +4,7 @@
 #include "common/error.hpp"
 #include "engine/plugin_params.hpp"
 #include "engine/proposer.hpp"
+#include "engine/verifier_factory.hpp"
 #include "gguf/gguf_reader.hpp"
 #include "plugin/model_service.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -65,6 +66,8 @@ std::unique_ptr<AcceptanceRule> make_checked_rule(const Config& config,
 }
 
 void check_config_plugins(const Config& config, const PluginRegistry& registry) {
+  // The verifier's kind (its plugin is not created: a remote one would connect).
+  find_verifier_plugin(config, registry);
   if (config.proposer.kind == "none") return;
   const LoadedPlugin& proposer =
       require_located(config, registry, config.proposer.kind, SPECD_KIND_PROPOSER, "proposer.kind");

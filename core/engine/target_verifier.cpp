@@ -1,15 +1,18 @@
-// The standard verifier: the target model's forward pass over [root, draft nodes] with a
-// tree mask, one pass per round.
+// The built-in verifier: the target model's forward pass over [root, draft nodes] with a
+// tree mask, one pass per round. It implements specd_verifier_vtable like a plugin, so the
+// engine reaches it only through the host adapter (verifier.hpp); its object is made by the
+// host (make_target_verifier), since it runs on the host's already loaded model.
 #include <vector>
 
 #include "common/error.hpp"
 #include "engine/verifier.hpp"
 #include "models/llama_model.hpp"
+#include "plugin/host_services.hpp"
 
 namespace specd {
 namespace {
 
-class TargetVerifier final : public Verifier {
+class TargetVerifier {
  public:
   TargetVerifier(LlamaModel& model, uint32_t context) : model_(model) {
     uint32_t model_ctx = static_cast<uint32_t>(model.info().n_ctx);
@@ -17,18 +20,19 @@ class TargetVerifier final : public Verifier {
     cache_ = model.new_cache(static_cast<int32_t>(capacity_));
   }
 
-  uint32_t vocab_size() const override { return static_cast<uint32_t>(model_.info().vocab_size); }
-  uint32_t hidden_dim() const override { return static_cast<uint32_t>(model_.info().n_embd); }
-  uint32_t context_length() const override { return capacity_; }
-  uint32_t committed() const override { return committed_; }
+  void info(specd_verifier_info& info) const {
+    info.vocab_size = static_cast<uint32_t>(model_.info().vocab_size);
+    info.hidden_dim = static_cast<uint32_t>(model_.info().n_embd);
+    info.context_length = capacity_;
+    if (info.struct_size >= offsetof(specd_verifier_info, last_overhead_s) + sizeof(double)) {
+      info.vocab_digest = 0;  // the host's own tokenizer and model: nothing to compare
+      info.last_overhead_s = 0;
+    }
+  }
 
-  void begin(std::span<const specd_token> prompt, float* hidden) override {
+  void begin(std::span<const specd_token> prompt, float* hidden) {
     model_.truncate(*cache_, 0);
     committed_ = 0;
-    if (prompt.empty()) throw UsageError("the prompt is empty");
-    if (prompt.size() > capacity_)
-      throw UsageError("the prompt has " + std::to_string(prompt.size()) +
-                       " tokens, more than the context of " + std::to_string(capacity_));
     size_t n = prompt.size() - 1;
     if (n == 0) return;
     std::vector<int32_t> positions(n), parents(n), rows(n);
@@ -44,8 +48,7 @@ class TargetVerifier final : public Verifier {
     committed_ = static_cast<uint32_t>(n);
   }
 
-  void verify(specd_token root, const specd_draft_tree& tree, float* logits,
-              float* hidden) override {
+  void verify(specd_token root, const specd_draft_tree& tree, float* logits, float* hidden) {
     size_t m = tree.n_nodes + 1;
     if (committed_ + m > capacity_) throw Error("verifier: the draft does not fit the context");
     tokens_.resize(m);
@@ -63,7 +66,7 @@ class TargetVerifier final : public Verifier {
     model_.forward(*cache_, tokens_, positions_, parents_, logits, hidden);
   }
 
-  void commit(std::span<const int32_t> path) override {
+  void commit(std::span<const int32_t> path) {
     rows_.assign(1, 0);
     rows_.insert(rows_.end(), path.begin(), path.end());
     model_.commit(*cache_, rows_);
@@ -78,10 +81,54 @@ class TargetVerifier final : public Verifier {
   std::vector<int32_t> tokens_, positions_, parents_, rows_;
 };
 
+// Every entry converts exceptions into statuses, as a plugin's would: UsageError (the
+// caller's mistake) as INVALID_ARGUMENT, the rest as INTERNAL.
+template <class Body>
+specd_status* guarded(Body&& body) noexcept {
+  try {
+    body();
+    return nullptr;
+  } catch (const UsageError& e) {
+    return host_table()->status_create(nullptr, SPECD_STATUS_INVALID_ARGUMENT, e.what());
+  } catch (const std::bad_alloc&) {
+    return host_table()->status_create(nullptr, SPECD_STATUS_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception& e) {
+    return host_table()->status_create(nullptr, SPECD_STATUS_INTERNAL, e.what());
+  }
+}
+
+TargetVerifier& self(void* v) {
+  return *static_cast<TargetVerifier*>(v);
+}
+
+const specd_verifier_vtable kTargetVtable = {
+    sizeof(specd_verifier_vtable),
+    0,
+    0,
+    // create: the host makes this verifier over its own loaded model (make_target_verifier).
+    [](const specd_host*, const specd_params*, const char*, void**) -> specd_status* {
+      return host_table()->status_create(
+          nullptr, SPECD_STATUS_UNSUPPORTED,
+          "the built-in target verifier is created by the host over its loaded model");
+    },
+    [](void* v) { delete static_cast<TargetVerifier*>(v); },
+    [](void* v, specd_verifier_info* info) { return guarded([&] { self(v).info(*info); }); },
+    [](void* v, const specd_token* tokens, uint32_t n, float* hidden) {
+      return guarded([&] { self(v).begin(std::span<const specd_token>(tokens, n), hidden); });
+    },
+    [](void* v, specd_token root, const specd_draft_tree* tree, float* logits, float* hidden) {
+      return guarded([&] { self(v).verify(root, *tree, logits, hidden); });
+    },
+    [](void* v, const int32_t* path, uint32_t n) {
+      return guarded([&] { self(v).commit(std::span<const int32_t>(path, n)); });
+    },
+};
+
 }  // namespace
 
 std::unique_ptr<Verifier> make_target_verifier(LlamaModel& model, uint32_t context) {
-  return std::make_unique<TargetVerifier>(model, context);
+  return std::make_unique<Verifier>(&kTargetVtable, new TargetVerifier(model, context),
+                                    "verifier 'target'");
 }
 
 }  // namespace specd

@@ -39,6 +39,7 @@ PluginInfo describe_plugin(const LoadedPlugin& plugin) {
 std::string PluginInfo::details() const {
   if (plugin->kind == SPECD_KIND_BACKEND)
     return available ? "available (score " + std::to_string(score) + ")" : "unavailable: " + reason;
+  if (plugin->kind == SPECD_KIND_VERIFIER) return plugin->description;
   if (plugin->kind != SPECD_KIND_PROPOSER) return label;
   std::string out = trees ? "trees" : "chains";
   out += provides_q ? ", q" : ", no q";

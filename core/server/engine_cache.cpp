@@ -38,6 +38,8 @@ Engine& EngineCache::get(const SpeculativeRequest& r) {
   std::string key = c.proposer.kind + "|" +
                     (c.proposer.k_auto ? std::string("auto") : std::to_string(c.proposer.k)) + "|" +
                     c.acceptance.rule + "|" + (c.acceptance.allow_lossy ? "lossy" : "");
+  if (configured_key_.empty() && !r.proposer && !r.k && !r.k_auto && !r.rule && !r.allow_lossy)
+    configured_key_ = key;
   for (auto it = engines_.begin(); it != engines_.end(); ++it) {
     if (it->key == key) {
       engines_.splice(engines_.begin(), engines_, it);
@@ -55,7 +57,12 @@ Engine& EngineCache::get(const SpeculativeRequest& r) {
                                      : "speculative";
     throw RequestError(400, param, "'" + param + "': " + e.what());
   }
-  if (engines_.size() >= static_cast<size_t>(config_.server.max_engines)) engines_.pop_back();
+  if (engines_.size() >= static_cast<size_t>(config_.server.max_engines)) {
+    // The configured engine stays: /v1/verify sessions hold caches on its target model.
+    auto victim = std::prev(engines_.end());
+    if (victim->key == configured_key_ && victim != engines_.begin()) victim = std::prev(victim);
+    if (victim->key != configured_key_) engines_.erase(victim);
+  }
   engines_.push_front({key, std::move(engine)});
   return *engines_.front().engine;
 }

@@ -1,5 +1,6 @@
 // Engines for the per-request `speculative` settings: one per (proposer, k, rule,
-// allow_lossy), at most [server] max_engines kept, the least recently used dropped first.
+// allow_lossy), at most [server] max_engines kept, the least recently used dropped first
+// (never the configured engine: /v1/verify sessions hold KV caches on its target model).
 // get() is for the scheduler's worker alone; config_for() and check_sampling() only read
 // the configuration and may be called from any thread.
 #pragma once
@@ -37,7 +38,8 @@ class EngineCache {
   };
   const Config& config_;
   const PluginRegistry& registry_;
-  std::list<Entry> engines_;  // most recently used first
+  std::list<Entry> engines_;    // most recently used first
+  std::string configured_key_;  // the configuration's own engine, never dropped
 };
 
 }  // namespace specd::server

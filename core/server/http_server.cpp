@@ -26,6 +26,7 @@
 #include "server/request.hpp"
 #include "server/responses.hpp"
 #include "server/scheduler.hpp"
+#include "server/verify_endpoint.hpp"
 
 namespace specd::server {
 namespace {
@@ -71,7 +72,8 @@ int status_of(const httplib::Response& res) {
 // arbitrary paths cannot grow the label set).
 std::string endpoint_label(const std::string& path) {
   for (const char* route :
-       {"/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions"})
+       {"/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions",
+        "/v1/verify"})
     if (path == route) return path;
   return "other";
 }
@@ -118,6 +120,7 @@ struct HttpServer::Impl {
   // The jobs of requests not yet answered, for cancelling them at the drain deadline.
   std::mutex live_mutex;
   std::vector<std::weak_ptr<Job>> live;
+  VerifyEndpoint verify{config, engines, scheduler, metrics, draining};  // POST /v1/verify
 
   Impl(const Config& c, const PluginRegistry& registry)
       : config(c), engines(config, registry), scheduler(engines, config.server.queue_limit) {
@@ -293,6 +296,7 @@ struct HttpServer::Impl {
       complete(req, res, true);
       metrics.request("/v1/chat/completions", status_of(res));
     });
+    verify.add_route(http);
   }
 
   void complete(const httplib::Request& req, httplib::Response& res, bool chat) {

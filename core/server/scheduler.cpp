@@ -29,6 +29,18 @@ size_t Scheduler::queued() const {
   return queue_.size();
 }
 
+void Scheduler::run_exclusive(std::function<void()> fn) {
+  std::packaged_task<void()> task(std::move(fn));
+  std::future<void> done = task.get_future();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) throw Error("the server is shutting down");
+    exclusive_.push_back(std::move(task));
+  }
+  wake_.notify_one();
+  done.get();
+}
+
 void Scheduler::drain() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -43,7 +55,14 @@ void Scheduler::work() {
     std::shared_ptr<Job> job;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !exclusive_.empty(); });
+      if (!exclusive_.empty()) {
+        std::packaged_task<void()> task = std::move(exclusive_.front());
+        exclusive_.pop_front();
+        lock.unlock();
+        task();  // its exception goes to the caller's future
+        continue;
+      }
       if (queue_.empty()) return;  // stopping and nothing left
       job = std::move(queue_.front());
       queue_.pop_front();

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -48,6 +49,10 @@ class Scheduler {
   // Stops taking jobs, runs those queued, and joins the worker.
   void drain();
   size_t queued() const;
+  // Runs `fn` on the worker between jobs (before the next queued one) and blocks the caller
+  // until it has run; an exception from fn is rethrown here. For work that uses the
+  // engines' models beside generation (/v1/verify). Throws Error once draining has begun.
+  void run_exclusive(std::function<void()> fn);
   bool busy() const { return running_; }
 
  private:
@@ -59,6 +64,7 @@ class Scheduler {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;
+  std::deque<std::packaged_task<void()>> exclusive_;  // run_exclusive's, before any job
   bool stopping_ = false;
   std::atomic<bool> running_{false};
   std::thread worker_;

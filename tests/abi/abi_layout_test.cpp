@@ -11,6 +11,7 @@
 #include "specd/entry.h"
 #include "specd/host.h"
 #include "specd/types.h"
+#include "specd/verifier.h"
 
 TEST_CASE("every ABI struct starts with struct_size") {
   CHECK(offsetof(specd_plugin_descriptor, struct_size) == 0);
@@ -49,4 +50,11 @@ TEST_CASE("ABI 0.2 appends to specd_rope_params after the frozen 0.1 fields") {
   CHECK(sizeof(specd_rope_params) == 40);
   CHECK(SPECD_ROPE_NORMAL == 0u);  // ggml's rope type values
   CHECK(SPECD_ROPE_NEOX == 2u);
+}
+
+TEST_CASE("ABI 0.3 appends to specd_verifier_info after the frozen 0.1 fields") {
+  CHECK(offsetof(specd_verifier_info, context_length) == 12);  // 0.1 ends here (16 bytes)
+  CHECK(offsetof(specd_verifier_info, vocab_digest) == 16);
+  CHECK(offsetof(specd_verifier_info, last_overhead_s) == 24);
+  CHECK(sizeof(specd_verifier_info) == 32);
 }

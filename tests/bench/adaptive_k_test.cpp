@@ -11,7 +11,8 @@ namespace {
 // Feeds rounds from a synthetic system: per-token acceptance alpha (i.i.d.), a 1-row pass
 // of 1 ms, each extra row `row_cost` ms, drafting `draft_ms` per token. Deterministic:
 // the accepted count is the expected one rounded from a fixed pattern.
-void simulate(AdaptiveK& a, double alpha, double row_cost, double draft_ms, int rounds) {
+void simulate(AdaptiveK& a, double alpha, double row_cost, double draft_ms, int rounds,
+              double rtt_ms = 0) {
   uint64_t state = 12345;
   auto uniform = [&] {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
@@ -25,7 +26,8 @@ void simulate(AdaptiveK& a, double alpha, double row_cost, double draft_ms, int 
     r.drafted = k;
     r.accepted = accepted;
     r.draft_s = k * draft_ms * 1e-3;
-    r.verify_s = (1.0 + row_cost * k) * 1e-3;
+    r.verify_s = (1.0 + row_cost * k + rtt_ms) * 1e-3;
+    r.overhead_s = rtt_ms * 1e-3;
     a.observe(r);
   }
 }
@@ -89,4 +91,24 @@ TEST_CASE("adaptive k: expected tokens follow the per-position estimates") {
   for (int i = 0; i < 200; ++i) a.observe({4, 4, 4e-5, 2e-3});  // everything accepted
   CHECK(a.expected_tokens(4) > 4.5);
   CHECK(a.expected_tokens(0) == 1);
+}
+
+TEST_CASE("adaptive k: a remote verifier's round trip is a per-round term") {
+  // The same system locally and behind a 5 ms round trip: the round trip is paid once per
+  // round whatever k is, so it makes verification relatively cheaper and drafts longer.
+  AdaptiveK local, remote;
+  simulate(local, 0.7, 0.5, 0.05, 400);
+  simulate(remote, 0.7, 0.5, 0.05, 400, 5.0);
+  CHECK(local.round_trip_s() == 0);
+  CHECK(remote.round_trip_s() == doctest::Approx(5e-3));
+  // v(k) = (RTT + compute(k+1)) / (RTT + compute(1)): 1 + 0.5k over 6 ms.
+  CHECK(remote.verify_cost(2) == doctest::Approx(7.0 / 6.0).epsilon(0.02));
+  CHECK(local.verify_cost(2) == doctest::Approx(2.0).epsilon(0.05));
+  CHECK(remote.best_k() > local.best_k());
+  CHECK(remote.predicted_speedup(remote.best_k()) > local.predicted_speedup(local.best_k()));
+  // Untried lengths are extrapolated from compute alone (the prior slope is a fraction of
+  // the 1-row compute time, not of the round trip): one plain round behind 50 ms.
+  AdaptiveK fresh;
+  fresh.observe({0, 0, 0, 51e-3, 50e-3});
+  CHECK(fresh.verify_cost(4) < 1.05);
 }

@@ -133,6 +133,24 @@ TEST_CASE("proposer kind none drops the other proposer keys") {
   CHECK(c.proposer.params.empty());
 }
 
+TEST_CASE("[verifier]: the built-in by default, a plugin's keys passed on, none for the built-in") {
+  CHECK(parse_config("", "t.toml").verifier.kind == "target");
+  auto c = parse_config("[verifier]\nkind = \"remote\"\nurl = \"http://h:1\"\ntimeout_s = 2\n",
+                        "t.toml");
+  CHECK(c.verifier.kind == "remote");
+  REQUIRE(c.verifier.params.size() == 2);
+  const specd::PluginParam& url = c.verifier.params[c.verifier.params[0].key == "url" ? 0 : 1];
+  CHECK(url.key == "url");
+  CHECK(url.string_value == "http://h:1");
+  CHECK(url.location == "t.toml:3:7");
+  CHECK(c.where("verifier.kind") == "t.toml:2:8");
+  CHECK(contains(error_of("[verifier]\nurl = \"http://h:1\"\n"),
+                 "t.toml:2:7: unknown key 'url' in [verifier]: the built-in target verifier"));
+  CHECK(contains(error_of("[verifier]\nkind = 3\n"), "t.toml:2:8:"));
+  CHECK(contains(error_of("[server]\nverify_sessions = -1\n"), "t.toml:2:19:"));
+  CHECK(contains(error_of("[server]\nverify_idle_s = 0.5\n"), "1 to 86400 seconds"));
+}
+
 TEST_CASE("k = \"auto\"") {
   auto c = parse_config("[proposer]\nk = \"auto\"\n", "t.toml");
   CHECK(c.proposer.k_auto);

@@ -2,8 +2,13 @@
  *
  * A verifier scores a draft tree in one pass: for the root (the last accepted token) and
  * every draft node it returns the next-token logits, and optionally its hidden features.
- * The standard verifier is the target model on a backend (built into the core); this
- * interface lets others exist (a remote model, a different runtime).
+ * The standard verifier is the target model on a backend (built into the core, behind this
+ * same vtable); plugins named specd-verify-<name>.so provide others, chosen by
+ * [verifier] kind (e.g. "remote": a `specd serve` instance over HTTP, docs/VERIFIERS.md).
+ *
+ * Parameters: the keys of [verifier] other than `kind`; model_path: [target] model (a
+ * remote verifier reads no weights from it).
+ * Strings: UTF-8. Errors: a status naming what failed (a remote verifier names its URL).
  *
  * Lifecycle, per sequence: create → begin → (verify → commit)* → destroy. All calls on one
  * verifier object are [same-thread].
@@ -26,6 +31,15 @@ typedef struct specd_verifier_info {
   uint32_t vocab_size;    /* logits per row */
   uint32_t hidden_dim;    /* width of hidden features; 0 = none offered */
   uint32_t context_length;/* most tokens a sequence may hold */
+  /* ABI 0.3 (the host zeroes them before info; a 0.2 plugin leaves them 0): */
+  /* Digest of the vocabulary the logits index (FNV-1a 64 over the token count and every
+   * token text, as the host's tokenizer computes it); 0 = not known. The host refuses a
+   * verifier whose digest differs from its own tokenizer's. */
+  uint64_t vocab_digest;
+  /* Seconds of the last verify call not spent computing logits (network round trip,
+   * encoding, queueing on a server); 0 for a local verifier. Read after each verify by
+   * k = "auto", whose cost model adds it to every round. */
+  double last_overhead_s;
 } specd_verifier_info;
 
 typedef struct specd_verifier_vtable {
@@ -33,7 +47,7 @@ typedef struct specd_verifier_vtable {
   uint32_t reserved;
   uint64_t flags; /* none defined in 0.1 */
 
-  /* Creates a verifier from the [target] parameters and the model path.
+  /* Creates a verifier from the [verifier] parameters and the [target] model path.
    * Ownership: *out is the caller's, released with destroy. [main-thread] */
   specd_status* (*create)(const specd_host* host, const specd_params* params,
                           const char* model_path, void** out);

@@ -1,0 +1,52 @@
+// The sequences that remote drafters verify on this server (POST /v1/verify): each session
+// is the built-in target verifier (its own KV cache) over the server's target model, plus
+// the last verified tree so that the next request's commit can be checked against it.
+// Bounded in number ([server] verify_sessions); a session unused for [server]
+// verify_idle_s is freed at the next request that sweeps (every /v1/verify request does).
+//
+// Thread rules: none inside. Every call runs on the scheduler's worker (run_exclusive),
+// which also owns the model the sessions' caches live on.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/verifier.hpp"
+
+namespace specd::server {
+
+struct VerifySession {
+  std::unique_ptr<Verifier> verifier;
+  bool started = false;          // a sequence was begun (reset) and nothing failed since
+  std::vector<int32_t> pending;  // the last verified rows' tokens: root, node 1..N
+  std::vector<int32_t> parents;  // their parents: node i's parent id is parents[i - 1]
+  std::chrono::steady_clock::time_point last_used;
+};
+
+class VerifySessions {
+ public:
+  VerifySessions(size_t max_sessions, double idle_s);
+
+  // A new session with a fresh KV cache of `context` tokens (0 = the model's) on `model`.
+  // Throws RequestError 503 when max_sessions are open (after freeing idle ones).
+  std::string open(LlamaModel& model, uint32_t context);
+  // The session, marked used now. Throws RequestError 404 (param "session") when unknown
+  // or expired.
+  VerifySession& get(const std::string& id);
+  // Frees it; false when there was none.
+  bool close(const std::string& id);
+  // Frees the sessions idle longer than idle_s; returns how many.
+  size_t expire();
+  size_t size() const { return sessions_.size(); }
+
+ private:
+  size_t max_sessions_;
+  std::chrono::duration<double> idle_;
+  std::map<std::string, VerifySession> sessions_;
+};
+
+}  // namespace specd::server
