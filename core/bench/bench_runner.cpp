@@ -11,6 +11,7 @@
 #include "bench/task_suite.hpp"
 #include "common/error.hpp"
 #include "engine/engine.hpp"
+#include "engine/plugin_checks.hpp"
 
 namespace specd::bench {
 namespace {
@@ -76,8 +77,32 @@ Config cell_config(const RunPlan& plan, const CellPlan& cell, const ArmSpec* arm
   return parse_config("", plan.config_path.empty() ? "<bench>" : plan.config_path, all);
 }
 
+void check_plan(const RunPlan& plan, const PluginRegistry& registry) {
+  const std::string file = plan.config_path.empty() ? "<bench>" : plan.config_path;
+  for (const CellPlan& cell : plan.cells) {
+    for (const ArmSpec& arm : plan.arms) {
+      if (!cell.arm_filter.empty() &&
+          !std::count(cell.arm_filter.begin(), cell.arm_filter.end(), arm.name))
+        continue;
+      try {
+        check_config_plugins(cell_config(plan, cell, &arm), registry);
+      } catch (const UsageError& e) {
+        // The cell's temperature is set by the bench, not by an override the user wrote.
+        std::string what = e.what();
+        const std::string set_here = "--set sampling.temperature: ";
+        if (what.rfind(set_here, 0) == 0) what.erase(0, set_here.size());
+        char t[32];
+        std::snprintf(t, sizeof t, "%g", cell.temperature);
+        throw UsageError(file + ": arm '" + arm.name + "', task " + cell.task + " at temperature " +
+                         t + ": " + what);
+      }
+    }
+  }
+}
+
 BenchResults run_bench(const RunPlan& plan, const PluginRegistry& registry,
                        RuleAuditCache& audits) {
+  check_plan(plan, registry);
   const auto start = Clock::now();
   BenchResults out;
   out.mode = plan.mode;

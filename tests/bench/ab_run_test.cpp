@@ -142,3 +142,36 @@ TEST_CASE("bench config: target and draft weight types are independent axes") {
   CHECK_THROWS_AS(bench::parse_bench_config("[construct]\ntypes = [\"q3\"]\n", "c.toml"),
                   UsageError);
 }
+
+// Every arm × cell is checked before anything runs: a greedy-exact rule in a sampled cell
+// is refused (unless the arm allows lossy rules), naming the bench file, arm, task and
+// temperature; a lossy-allowed greedy arm at that temperature and a greedy arm in a greedy
+// cell pass.
+TEST_CASE("bench: a greedy-exact arm in a sampled cell is refused before anything runs") {
+  const std::string dir = test::temp_dir("bench-greedy-hot");
+  test::write_random_llama(dir + "/target.gguf", {});
+  write(dir + "/tiny.toml",
+        "name = \"tiny\"\nkind = \"code-completion\"\nmax_tokens = 4\nprompts = [\"ab\"]\n");
+  auto bench_file = [&](const std::string& tasks, const std::string& arm_extra) {
+    write(dir + "/b.toml", "[bench]\ntasks = [" + tasks +
+                               "]\n[base.engine]\nbackend = \"cpu\"\nthreads = 1\n"
+                               "[base.target]\nmodel = \"target.gguf\"\n"
+                               "[[arm]]\nname = \"ngram+greedy\"\nstrategy = \"ngram\"\n"
+                               "rule = \"greedy\"\nk = 3\n" +
+                               arm_extra);
+    return bench::plan_from_config(bench::load_bench_config(dir + "/b.toml"), "bench");
+  };
+  PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
+  std::string message;
+  try {
+    bench::check_plan(bench_file("\"tiny.toml@0\", \"tiny.toml@0.7\"", ""), registry);
+  } catch (const UsageError& e) {
+    message = e.what();
+  }
+  INFO(message);
+  CHECK(message.find(dir + "/b.toml: arm 'ngram+greedy', task tiny at temperature 0.7: ") == 0);
+  CHECK(message.find("rule 'greedy' is greedy-exact") != std::string::npos);
+  CHECK_NOTHROW(bench::check_plan(bench_file("\"tiny.toml@0\"", ""), registry));
+  CHECK_NOTHROW(
+      bench::check_plan(bench_file("\"tiny.toml@0.7\"", "allow_lossy = true\n"), registry));
+}
