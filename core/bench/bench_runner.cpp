@@ -35,6 +35,17 @@ uint64_t run_seed(uint64_t base, size_t prompt, uint32_t repeat) {
   return base * 1000003ull + prompt * 1009ull + repeat;
 }
 
+// Greedy output must equal plain greedy output token for token (batch invariance).
+void compare_outputs(CellResult& c, const std::vector<RunSample>& arm,
+                     const std::vector<RunSample>& plain) {
+  for (const RunSample& a : arm)
+    for (const RunSample& p : plain)
+      if (p.prompt == a.prompt && p.repeat == a.repeat) {
+        ++c.output_compared;
+        c.output_differs += a.tokens != p.tokens;
+      }
+}
+
 }  // namespace
 
 RunPlan plan_from_config(const BenchConfig& config, const std::string& mode) {
@@ -120,6 +131,9 @@ BenchResults run_bench(const RunPlan& plan, const PluginRegistry& registry,
     out.arms[a + 1].name = plan.arms[a].name;
     out.arms[a + 1].k = plan.arms[a].k_text;
     out.arms[a + 1].overrides = plan.arms[a].overrides;
+    out.arms[a + 1].draft_type = plan.arms[a].draft_type;
+    out.arms[a + 1].base_name =
+        plan.arms[a].base_name.empty() ? plan.arms[a].name : plan.arms[a].base_name;
   }
 
   uint64_t total = 0;
@@ -169,6 +183,7 @@ BenchResults run_bench(const RunPlan& plan, const PluginRegistry& registry,
           GenerationResult result = engine.generate(cell.prompts[p], options);
           s.ttft_s = ttft < 0 ? since(t0) : ttft;
           s.stats = result.stats;
+          s.tokens = std::move(result.tokens);
           samples[e].push_back(std::move(s));
           progress.step(out.arms[arm_index[e]].name + " · " + cell.task);
         }
@@ -181,6 +196,7 @@ BenchResults run_bench(const RunPlan& plan, const PluginRegistry& registry,
       c.task = cell.task;
       c.temperature = cell.temperature;
       c.note = cell.note;
+      c.target_type = cell.target_type;
       c.prompts = static_cast<uint32_t>(cell.prompts.size());
       c.repeats = plan.repeats;
       c.peak_rss_mb = peak_rss_mb();
@@ -198,6 +214,8 @@ BenchResults run_bench(const RunPlan& plan, const PluginRegistry& registry,
         }
         if (arm.label == "lossy" || c.verdict == "lossy" || c.verdict == "label-wrong")
           arm.lossy = true;
+        if (cell.temperature == 0 && (arm.label == "exact" || arm.label == "greedy-exact"))
+          compare_outputs(c, samples[e], samples[0]);
       }
       if (out.mode == "ab" && e >= 2) pair_with_first(c, samples[e], samples[1]);
       arm.cells.push_back(std::move(c));

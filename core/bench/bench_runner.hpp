@@ -23,6 +23,7 @@ struct CellPlan {
   std::vector<std::string> overrides;   // extra "section.key=value" (e.g. a constructed target)
   std::vector<std::string> arm_filter;  // arms that run in this cell; empty = all
   std::string note;
+  std::string target_type;  // the target's weight preset on the precision axis ("" = as given)
 };
 
 struct RunPlan {

@@ -12,6 +12,7 @@
 #include "bench/report_files.hpp"
 #include "bench/rule_audit.hpp"
 #include "common/error.hpp"
+#include "gguf/gguf_reader.hpp"
 #include "json_parse.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
@@ -132,12 +133,24 @@ TEST_CASE("bench config: target and draft weight types are independent axes") {
   CHECK(plan.cells.size() == 2);  // 1 size x 2 target types x 1 temperature
   CHECK(std::filesystem::exists(dir + "/draft-a0.90-q8_0.gguf"));
   CHECK(std::filesystem::exists(dir + "/target-tiny-q4_K_M.gguf"));
-  // Drafts are 64 wide: a type with rows of 256 is refused, naming the key.
+  // Drafts are 64 wide: a k-quant preset falls back as llama-quantize does (q4_K -> q5_0,
+  // q6_K -> q8_0), and an unknown preset is refused naming the key.
+  const auto k_drafts = bench::parse_bench_config(
+      "[construct]\nsizes = [\"tiny\"]\nagreements = [0.9]\nk = [2]\n"
+      "draft_types = [\"q4_K_M\"]\n",
+      "/x/configs/c.toml");
+  bench::plan_constructed(k_drafts, "bench", dir);
+  {
+    const GgufFile f = GgufFile::open(dir + "/draft-a0.90-q4_K_M.gguf");
+    CHECK(f.require_tensor("blk.0.attn_q.weight").type == GgmlType::kQ5_0);
+    CHECK(f.require_tensor("blk.0.ffn_down.weight").type == GgmlType::kQ8_0);  // use_more_bits
+  }
   try {
-    bench::parse_bench_config("[construct]\ndraft_types = [\"q4_K_M\"]\n", "c.toml");
-    FAIL("q4_K_M drafts were accepted");
+    bench::parse_bench_config("[construct]\ndraft_types = [\"q4_K_X\"]\n", "c.toml");
+    FAIL("an unknown draft type was accepted");
   } catch (const UsageError& e) {
-    CHECK(std::string(e.what()).find("draft_types: q4_K_M needs rows of 256") != std::string::npos);
+    CHECK(std::string(e.what()).find("c.toml: [construct] draft_types: weight type 'q4_K_X' is "
+                                     "not one of f32, f16, bf16, q8_0") != std::string::npos);
   }
   CHECK_THROWS_AS(bench::parse_bench_config("[construct]\ntypes = [\"q3\"]\n", "c.toml"),
                   UsageError);
