@@ -14,6 +14,7 @@ struct CellResult {
   double temperature = 0;
   std::string note;         // e.g. "constructed model 0.1b f16"
   std::string target_type;  // the target's weight preset on the precision axis ("" = as given)
+  std::string base_task;    // the task without the target type
   std::string verdict;      // the audit's verdict for the arm's rule at this sampling
   uint32_t prompts = 0, repeats = 0;
   double tau = 0;              // Σ generated / Σ rounds

@@ -197,6 +197,7 @@ BenchResults run_bench(const RunPlan& plan, const PluginRegistry& registry,
       c.temperature = cell.temperature;
       c.note = cell.note;
       c.target_type = cell.target_type;
+      c.base_task = cell.base_task.empty() ? cell.task : cell.base_task;
       c.prompts = static_cast<uint32_t>(cell.prompts.size());
       c.repeats = plan.repeats;
       c.peak_rss_mb = peak_rss_mb();

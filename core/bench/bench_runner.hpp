@@ -24,6 +24,7 @@ struct CellPlan {
   std::vector<std::string> arm_filter;  // arms that run in this cell; empty = all
   std::string note;
   std::string target_type;  // the target's weight preset on the precision axis ("" = as given)
+  std::string base_task;    // the task without the target type ("" = task)
 };
 
 struct RunPlan {

@@ -75,6 +75,7 @@ RunPlan plan_constructed(const BenchConfig& config, const std::string& mode,
         cell.overrides = {"target.model=" + json_quote(target)};
         cell.note = "constructed model";
         cell.target_type = type;
+        cell.base_task = "constructed-" + size;
         plan.cells.push_back(cell);
       }
     }

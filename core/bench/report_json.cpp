@@ -16,6 +16,7 @@ void cell_json(JsonWriter& w, const CellResult& c) {
   w.key("temperature").value(c.temperature);
   if (!c.note.empty()) w.key("note").value(c.note);
   if (!c.target_type.empty()) w.key("target_type").value(c.target_type);
+  w.key("base_task").value(c.base_task.empty() ? c.task : c.base_task);
   w.key("verdict").value(c.verdict);
   w.key("prompts").value(c.prompts);
   w.key("repeats").value(c.repeats);

@@ -46,6 +46,7 @@ void apply_weight_axis(RunPlan& plan, const BenchConfig& config, const std::stri
         CellPlan c = cell;
         c.task = cell.task + " · target " + type;
         c.target_type = type;
+        c.base_task = cell.task;
         c.overrides.push_back("target.model=" + json_quote(copy_of(base.target.model, type, dir)));
         cells.push_back(std::move(c));
       }

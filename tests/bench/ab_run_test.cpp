@@ -11,6 +11,7 @@
 #include "bench/constructed_sweep.hpp"
 #include "bench/report_files.hpp"
 #include "bench/rule_audit.hpp"
+#include "bench/weight_axis.hpp"
 #include "common/error.hpp"
 #include "gguf/gguf_reader.hpp"
 #include "json_parse.hpp"
@@ -187,4 +188,79 @@ TEST_CASE("bench: a greedy-exact arm in a sampled cell is refused before anythin
   CHECK_NOTHROW(bench::check_plan(bench_file("\"tiny.toml@0\"", ""), registry));
   CHECK_NOTHROW(
       bench::check_plan(bench_file("\"tiny.toml@0.7\"", "allow_lossy = true\n"), registry));
+}
+
+// [bench] target_types × draft_types: one cell per target type (plain decoding of that
+// copy is its baseline), one arm per draft type for arms with a model (ngram runs once),
+// greedy outputs equal plain ones in every cell, and report.md gets the precision tables.
+TEST_CASE("bench: target and draft weight types as independent axes on quantized copies") {
+  const std::string dir = test::temp_dir("bench-weight-axis");
+  test::write_random_llama(dir + "/target.gguf", {});
+  test::RandomLlamaSpec draft;
+  draft.n_layer = 1;
+  draft.seed = 4;
+  test::write_random_llama(dir + "/draft.gguf", draft);
+  write(
+      dir + "/tiny.toml",
+      "name = \"tiny\"\nkind = \"code-completion\"\nmax_tokens = 6\nprompts = [\"ab\", \"cd\"]\n");
+  write(dir + "/b.toml",
+        "[bench]\ntasks = [\"tiny.toml@0\"]\nrepeats = 1\naudit_samples = 200\n"
+        "target_types = [\"f16\", \"q8_0\"]\ndraft_types = [\"f16\", \"q4_0\"]\n"
+        "[base.engine]\nbackend = \"cpu\"\nthreads = 1\n"
+        "[base.target]\nmodel = \"target.gguf\"\n"
+        "[[arm]]\nname = \"draft\"\nstrategy = \"draft-model\"\nmodel = \"draft.gguf\"\n"
+        "rule = \"greedy\"\nk = 3\n[arm.proposer]\nmode = \"greedy\"\n"
+        "[[arm]]\nname = \"ngram\"\nstrategy = \"ngram\"\nrule = \"exact-match\"\nk = 3\n");
+  const bench::BenchConfig config = bench::load_bench_config(dir + "/b.toml");
+  bench::RunPlan plan = bench::plan_from_config(config, "bench");
+  bench::apply_weight_axis(plan, config, dir + "/models");
+  REQUIRE(plan.cells.size() == 2);
+  CHECK(plan.cells[1].task == "tiny · target q8_0");
+  CHECK(plan.cells[1].target_type == "q8_0");
+  REQUIRE(plan.arms.size() == 3);
+  CHECK(plan.arms[1].name == "draft · draft q4_0");
+  CHECK(plan.arms[1].base_name == "draft");
+  CHECK(plan.arms[2].name == "ngram");
+  {
+    const std::string copy = dir + "/models";
+    size_t q8 = 0, q4 = 0;
+    for (const auto& e : std::filesystem::directory_iterator(copy)) {
+      const std::string name = e.path().filename().string();
+      q8 += name.starts_with("target-") && name.ends_with("-q8_0.gguf");
+      q4 += name.starts_with("draft-") && name.ends_with("-q4_0.gguf");
+    }
+    CHECK(q8 == 1);
+    CHECK(q4 == 1);
+  }
+  PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
+  bench::RuleAuditCache audits(registry, config.audit_samples);
+  const bench::BenchResults results = bench::run_bench(plan, registry, audits);
+  for (size_t a = 1; a < results.arms.size(); ++a)
+    for (const bench::CellResult& c : results.arms[a].cells) {
+      CAPTURE(results.arms[a].name);
+      CAPTURE(c.task);
+      CHECK(c.output_compared == 2);
+      CHECK(c.output_differs == 0);
+    }
+  const std::string out = dir + "/out";
+  bench::write_reports(results, out);
+  const std::string md = read(out + "/report.md");
+  CHECK(md.find("## Weight precision") != std::string::npos);
+  CHECK(md.find("### draft — tiny, T=0") != std::string::npos);
+  CHECK(md.find("| target \\ draft | f16 | q4_0 | plain tok/s |") != std::string::npos);
+  CHECK(md.find("| q8_0 |") != std::string::npos);
+  CHECK(md.find("### ngram — tiny, T=0") != std::string::npos);
+  const std::string json = read(out + "/report.json");
+  CHECK(json.find("\"draft_type\":\"q4_0\"") != std::string::npos);
+  CHECK(json.find("\"target_type\":\"q8_0\"") != std::string::npos);
+  // A second planning reuses the copies (their records match): no file is rewritten.
+  std::vector<std::pair<std::string, std::filesystem::file_time_type>> times;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/models"))
+    times.emplace_back(e.path().string(), e.last_write_time());
+  bench::RunPlan again = bench::plan_from_config(config, "bench");
+  bench::apply_weight_axis(again, config, dir + "/models");
+  for (const auto& [path, time] : times) {
+    CAPTURE(path);
+    CHECK(std::filesystem::last_write_time(path) == time);
+  }
 }
