@@ -264,3 +264,17 @@ TEST_CASE("bench: target and draft weight types as independent axes on quantized
     CHECK(std::filesystem::last_write_time(path) == time);
   }
 }
+
+// make demo's part 2 (scripts/demo.sh reads arms[1].cells[0] of its report): one cell, one
+// greedy arm on the q4_K_M 95 M constructed target.
+TEST_CASE("configs/demo-quant.toml: one q4_K_M 95m cell, one greedy arm") {
+  const bench::BenchConfig cfg =
+      bench::load_bench_config(std::string(SPECD_SOURCE_DIR) + "/configs/demo-quant.toml");
+  REQUIRE(cfg.construct.enabled);
+  CHECK(cfg.construct.sizes == std::vector<std::string>{"95m"});
+  CHECK(cfg.construct.types == std::vector<std::string>{"q4_K_M"});
+  CHECK(cfg.construct.agreements.size() == 1);
+  CHECK(cfg.construct.ks == std::vector<uint32_t>{4});
+  CHECK(cfg.temperatures == std::vector<double>{0.0});
+  CHECK(cfg.construct.rule == "greedy");
+}
