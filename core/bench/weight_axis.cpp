@@ -1,5 +1,6 @@
 #include "bench/weight_axis.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -14,8 +15,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// dir/<stem>-<8 hex digits of the source's absolute path>-<preset>.gguf, written if needed.
-std::string copy_of(const std::string& model, const std::string& preset, const std::string& dir) {
+// dir/<stem>-<8 hex digits of the source's absolute path>-<preset>.gguf, written if needed;
+// a note says what its matrices became.
+std::string copy_of(const std::string& model, const std::string& preset, const std::string& dir,
+                    const std::string& role, RunPlan& plan) {
   const std::string absolute = fs::absolute(model).lexically_normal().string();
   char tag[16];
   std::snprintf(tag, sizeof tag, "%08x",
@@ -25,6 +28,10 @@ std::string copy_of(const std::string& model, const std::string& preset, const s
           .string();
   if (ensure_weight_copy(model, out, weight_preset(preset)))
     std::fprintf(stderr, "wrote %s (%s)\n", out.c_str(), preset.c_str());
+  const std::string note = role + " " + fs::path(model).filename().string() + " in " + preset +
+                           ": " + matrix_type_summary(out);
+  if (std::find(plan.notes.begin(), plan.notes.end(), note) == plan.notes.end())
+    plan.notes.push_back(note);
   return out;
 }
 
@@ -47,7 +54,8 @@ void apply_weight_axis(RunPlan& plan, const BenchConfig& config, const std::stri
         c.task = cell.task + " · target " + type;
         c.target_type = type;
         c.base_task = cell.task;
-        c.overrides.push_back("target.model=" + json_quote(copy_of(base.target.model, type, dir)));
+        c.overrides.push_back("target.model=" +
+                              json_quote(copy_of(base.target.model, type, dir, "target", plan)));
         cells.push_back(std::move(c));
       }
     }
@@ -70,7 +78,7 @@ void apply_weight_axis(RunPlan& plan, const BenchConfig& config, const std::stri
         a.name = arm.name + " · draft " + type;
         a.draft_type = type;
         a.overrides.push_back("proposer.model=" +
-                              json_quote(copy_of(armed.proposer.model, type, dir)));
+                              json_quote(copy_of(armed.proposer.model, type, dir, "draft", plan)));
         arms.push_back(std::move(a));
       }
     }

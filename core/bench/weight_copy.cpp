@@ -1,5 +1,6 @@
 #include "bench/weight_copy.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -92,6 +93,27 @@ bool ensure_weight_copy(const std::string& in, const std::string& out, const Wei
   record << want;
   if (!record.flush()) throw Error(side + ": cannot write the weight copy's record");
   return true;
+}
+
+std::string matrix_type_summary(const std::string& model) {
+  const GgufFile file = GgufFile::open(model);
+  std::vector<std::pair<std::string, int>> counts;
+  for (const GgufTensor& t : file.tensors()) {
+    if (t.n_dims != 2) continue;
+    const std::string name = ggml_type_name(t.type);
+    auto it =
+        std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == name; });
+    if (it == counts.end())
+      counts.emplace_back(name, 1);
+    else
+      ++it->second;
+  }
+  std::stable_sort(counts.begin(), counts.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string out;
+  for (const auto& [name, n] : counts)
+    out += (out.empty() ? "" : ", ") + name + " ×" + std::to_string(n);
+  return out;
 }
 
 }  // namespace specd::bench

@@ -25,4 +25,8 @@ size_t write_weight_copy(const std::string& in, const std::string& out, GgmlType
 // (path, size, modification time) and the preset. Returns true when it wrote the copy.
 bool ensure_weight_copy(const std::string& in, const std::string& out, const WeightPreset& preset);
 
+// The types of a model's matrices, most common first: "q4_K ×21, q6_K ×6, q5_0 ×4". For
+// reports: what a preset became after its per-tensor rules and fallbacks.
+std::string matrix_type_summary(const std::string& model);
+
 }  // namespace specd::bench
