@@ -157,6 +157,14 @@ int run_bench_command(int argc, char** argv) {
                   ("specd-bench-models-" + std::to_string(::getpid())))
                      .string();
   if (writes_models) std::fprintf(stderr, "models in %s\n", models_dir.c_str());
+  // A temporary folder goes whatever happens (a refused arm, an interrupted run).
+  struct RemoveOnExit {
+    std::string dir;
+    ~RemoveOnExit() {
+      std::error_code ec;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+    }
+  } remove_temporary{temporary_models ? models_dir : std::string()};
   if (config.construct.enabled) {
     plan = specd::bench::plan_constructed(config, mode, models_dir);
   } else {
@@ -176,7 +184,6 @@ int run_bench_command(int argc, char** argv) {
 
   specd::bench::BenchResults results = specd::bench::run_bench(plan, registry, audits);
   specd::bench::write_reports(results, out);
-  if (temporary_models) std::filesystem::remove_all(models_dir);
   std::printf("%s: %zu arms × %zu cells in %.1f s; reports in %s (report.md, report.json, *.svg)\n",
               mode.c_str(), results.arms.size() - 1, plan.cells.size(), results.wall_s,
               out.c_str());
