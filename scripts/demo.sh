@@ -12,7 +12,7 @@ specd=${1:-build/bin/specd}
 config=${2:-configs/default.toml}
 prompt=${3:-def fibonacci(n):}
 work=${4:-build/demo}
-quant_config=$(dirname "$0")/../configs/demo-quant.toml
+quant_config=$(realpath --relative-to="$PWD" "$(dirname "$0")/../configs/demo-quant.toml")
 dir=$(dirname "$config")
 for model in target draft; do
   if [ ! -f "$dir/../models/$model.gguf" ]; then

@@ -278,3 +278,13 @@ TEST_CASE("configs/demo-quant.toml: one q4_K_M 95m cell, one greedy arm") {
   CHECK(cfg.temperatures == std::vector<double>{0.0});
   CHECK(cfg.construct.rule == "greedy");
 }
+
+// The README's quantized-pair table: every target type crossed with every draft type.
+TEST_CASE("configs/ab-quant.toml: target and draft presets on the shipped pair") {
+  const bench::BenchConfig cfg =
+      bench::load_bench_config(std::string(SPECD_SOURCE_DIR) + "/configs/ab-quant.toml");
+  CHECK(cfg.target_types == std::vector<std::string>{"f16", "q8_0", "q4_K_M", "q2_K"});
+  CHECK(cfg.draft_types == std::vector<std::string>{"f16", "q8_0", "q4_K_M", "q2_K"});
+  REQUIRE(cfg.arms.size() == 1);
+  CHECK(cfg.task_files.size() == 2);
+}
