@@ -136,6 +136,16 @@ std::vector<Case> cases() {
       "rule = \"greedy\"\n";
   std::string greedy_default = greedy_hot;
   greedy_default.replace(greedy_default.find("temperature = 0.7\n"), 18, "");
+  // A bench file: one prompt, the greedy rule at 0.7 (its arm table comes last).
+  write_text(f.dir + "/prompt.toml",
+             "name = \"prompt\"\nkind = \"code-completion\"\nmax_tokens = 2\nprompts = "
+             "[\"ab\"]\n");
+  const std::string bench_greedy_hot =
+      "[bench]\ntasks = [\"" + f.dir +
+      "/prompt.toml@0.7\"]\naudit_samples = 50\n"
+      "[base.engine]\nbackend = \"cpu\"\nthreads = 1\n[base.target]\nmodel = \"" +
+      f.model +
+      "\"\n[[arm]]\nname = \"ngram+greedy\"\nstrategy = \"ngram\"\nrule = \"greedy\"\nk = 2\n";
   const std::string& good = f.good;
   const std::string draft = "[proposer]\nkind = \"draft-model\"\nk = 3\nmodel = \"";
   const std::string long_prompt(400, 'a');  // one token per byte; the context holds 256
@@ -303,6 +313,18 @@ std::vector<Case> cases() {
        {"check-config", f.config("greedy-hot-check-lossy", greedy_hot + "allow_lossy = true\n")},
        0,
        ": ok"},
+      {"bench: a greedy arm in a sampled cell is refused before anything runs",
+       {"bench", "-c", f.config("bench-greedy-hot", bench_greedy_hot), "--out",
+        f.dir + "/bench-greedy-hot-out"},
+       2,
+       "bench-greedy-hot.toml: arm 'ngram+greedy', task prompt at temperature 0.7: rule "
+       "'greedy' is greedy-exact"},
+      {"bench: the same arm with allow_lossy runs",
+       {"bench", "-c",
+        f.config("bench-greedy-hot-lossy", bench_greedy_hot + "allow_lossy = true\n"), "--out",
+        f.dir + "/bench-greedy-hot-lossy-out"},
+       0,
+       "reports in"},
       {"negative temperature",
        {"run", "-c", good, "-p", "x", "--set", "sampling.temperature=-1"},
        2,
