@@ -45,7 +45,7 @@ v = s["verify_s"] / max(s["rounds"], 1) / step
 c = s["draft_s"] / max(s["drafted"], 1) / step
 k = s["drafted"] / max(s["rounds"], 1)
 print(f"  verifying {k + 1:.0f} tokens costs v(k) = {v:.2f} plain steps, a draft token c = {c:.2f}")
-json.dump({"v": v, "c": c, "k": k}, open(sys.argv[3], "w"))
+json.dump({"v": v, "c": c, "k": k, "tau": s["tau"]}, open(sys.argv[3], "w"))
 same = spec["tokens"] == plain["tokens"]
 print(f"  identical output: {'yes' if same else 'NO'}")
 sys.exit(0 if same else 1)
@@ -71,9 +71,12 @@ print(f"  v(k) {arm['verify_cost']:.2f}, c {arm['draft_cost']:.3f}: "
 same = arm["output_compared"] > 0 and arm["output_differs"] == 0
 print(f"  identical output: {'yes' if same else 'NO'} "
       f"({arm['output_compared'] - arm['output_differs']}/{arm['output_compared']} runs)")
+cost1 = part1["v"] + part1["k"] * part1["c"]
+verdict = "more than" if cost1 > part1["tau"] else "most of"
 print(f"  Why the parts differ: the shipped 5 M target fits in cache, so verifying "
       f"{part1['k'] + 1:.0f} tokens costs {part1['v']:.1f} plain steps and a draft token "
-      f"{part1['c']:.2f} of one, which acceptance cannot win back; the 95 M target's step is "
+      f"{part1['c']:.2f} of one ({cost1:.1f} steps a round, {verdict} its tau of "
+      f"{part1['tau']:.2f} tokens); the 95 M target's step is "
       f"spent reading and decoding its quantized weights, which one verify pass shares among "
       f"{arm['mean_k'] + 1:.0f} tokens ({arm['verify_cost']:.1f} steps) while the draft "
       f"costs {100 * arm['draft_cost']:.1f}% of a step.")
