@@ -2,7 +2,8 @@
 #   make deps    install the Debian packages the build needs (skipped when present)
 #   make build   configure and build into build/ (CLI: build/bin/specd)
 #   make test    deps + build + every test (ctest)
-#   make demo    deps + build + the main job on the shipped default models
+#   make demo    deps + build + the main job on the shipped default models, then a constructed
+#                q4_K_M pair plain vs speculative (its models kept in build/demo/models)
 #   make models  retrain the shipped models (train/, about 2 hours on 2 cores)
 #   make install PREFIX=DIR      build, then install bin/specd, lib/specd/plugins, the SDK and
 #                                share/specd (configs, models) under DIR (default /usr/local)
@@ -51,7 +52,7 @@ test: deps build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 demo: deps build
-	./scripts/demo.sh $(BUILD)/bin/specd $(DEMO_CONFIG) "$(DEMO_PROMPT)"
+	./scripts/demo.sh $(BUILD)/bin/specd $(DEMO_CONFIG) "$(DEMO_PROMPT)" $(BUILD)/demo
 
 # BENCH_SERVE_ARGS: e.g. --concurrency 1,4,16 --prompts 8 --max-tokens 64 (the defaults).
 BENCH_SERVE_ARGS ?=

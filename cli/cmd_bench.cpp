@@ -16,7 +16,9 @@
 #include "bench/constructed_sweep.hpp"
 #include "bench/report_files.hpp"
 #include "bench/rule_audit.hpp"
+#include "bench/weight_axis.hpp"
 #include "bench/weight_copy.hpp"
+#include "bench/weight_presets.hpp"
 #include "common/error.hpp"
 #include "common/file_io.hpp"
 #include "plugin/registry.hpp"
@@ -26,7 +28,9 @@ namespace {
 const char* kHelp =
     "usage: specd bench -c FILE --out DIR [options]\n"
     "       specd ab    -c FILE --out DIR [options]\n"
-    "       specd bench --construct --out DIR [--size S] [--type T] [--agreement A]...\n"
+    "       specd bench --construct --out DIR [--size S] [--type T] [--draft-type T]\n"
+    "                   [--agreement A]...\n"
+    "       specd bench --quantize IN --type T --out FILE\n"
     "\n"
     "Runs every arm of the bench file and plain decoding on the same prompts, interleaved,\n"
     "with the same seed per prompt, and writes report.json, report.md and SVG charts to DIR.\n"
@@ -39,30 +43,36 @@ const char* kHelp =
     "  --repeats N         override [bench] repeats\n"
     "  --prompts N         override [bench] prompts (first N of each task)\n"
     "  --plugin-path DIR   also search DIR for plugins; repeatable\n"
-    "  --models-dir DIR    where constructed models are written (default: a temp folder)\n"
-    "  --construct         only write constructed models: target.gguf of --size (tiny,\n"
-    "                      0.1b, 95m, 0.5b, 1.5b) and --type (f16, q8_0, q4_K_M), and\n"
-    "                      draft-A.gguf per\n"
-    "                      --agreement A\n"
+    "  --models-dir DIR    where constructed models and quantized copies are written and\n"
+    "                      kept for the next run (default: a temp folder, removed after)\n"
+    "  --construct         only write constructed models (reused when already there):\n"
+    "                      target.gguf of --size (tiny, 0.1b, 95m, 0.5b, 1.5b) in --type,\n"
+    "                      and draft-A.gguf per --agreement A in --draft-type (default f16)\n"
     "  --quantize IN       only write a copy of the GGUF model IN with its matrices in --type\n"
-    "                      (q8_0, q4_K_M, f16, f32) to the file --out (weight precision as an "
-    "axis)\n";
+    "                      to the file --out (weight precision as an axis)\n"
+    "Weight types (--type, [bench] target_types / draft_types, [construct] types):\n"
+    "  llama.cpp's presets f32, f16, bf16, q8_0, q6_K, q5_K_M, q5_K_S, q5_1, q5_0, q4_K_M,\n"
+    "  q4_K_S, q4_1, q4_0, iq4_xs, iq4_nl, q3_K_L, q3_K_M, q3_K_S, q2_K.\n";
 
 int construct_only(const std::string& out, const std::string& size, const std::string& type,
-                   std::vector<double> agreements) {
+                   const std::string& draft_type, std::vector<double> agreements) {
   std::filesystem::create_directories(out);
   specd::bench::ConstructedSpec target = specd::bench::constructed_preset(size);
-  target.type = specd::bench::parse_weight_type(type);
+  target.weights = specd::bench::weight_preset(type).name;
   const std::string path = out + "/target.gguf";
-  specd::bench::write_constructed_model(path, target);
-  std::printf("%s  (%s %s, %.1f M parameters, constructed model)\n", path.c_str(), size.c_str(),
-              type.c_str(), double(specd::bench::constructed_parameters(target)) / 1e6);
+  const bool wrote = specd::bench::ensure_constructed_model(path, target);
+  std::printf("%s  (%s %s, %.1f M parameters, constructed model%s)\n", path.c_str(), size.c_str(),
+              target.weights.c_str(), double(specd::bench::constructed_parameters(target)) / 1e6,
+              wrote ? "" : ", already there");
   if (agreements.empty()) agreements = {1.0};
   for (double a : agreements) {
     char name[64];
     std::snprintf(name, sizeof name, "/draft-%.2f.gguf", a);
-    specd::bench::write_constructed_model(out + name, specd::bench::constructed_draft(a));
-    std::printf("%s%s  (draft agreeing on %.0f%% of the map)\n", out.c_str(), name, a * 100);
+    specd::bench::ConstructedSpec draft = specd::bench::constructed_draft(a);
+    draft.weights = specd::bench::weight_preset(draft_type).name;
+    const bool wrote_draft = specd::bench::ensure_constructed_model(out + name, draft);
+    std::printf("%s%s  (%s draft agreeing on %.0f%% of the map%s)\n", out.c_str(), name,
+                draft.weights.c_str(), a * 100, wrote_draft ? "" : ", already there");
   }
   return 0;
 }
@@ -72,7 +82,8 @@ int construct_only(const std::string& out, const std::string& size, const std::s
 int run_bench_command(int argc, char** argv) {
   const std::string mode = argv[0];
   specd::cli::Args args(argc, argv);
-  std::string config_path, out, models_dir, quantize, size = "tiny", type = "f16";
+  std::string config_path, out, models_dir, quantize, size = "tiny", type = "f16",
+                                                      draft_type = "f16";
   std::vector<std::string> sets, plugin_paths;
   std::vector<double> agreements;
   bool construct = false;
@@ -108,6 +119,8 @@ int run_bench_command(int argc, char** argv) {
       size = args.value();
     } else if (args.match("--type")) {
       type = args.value();
+    } else if (args.match("--draft-type")) {
+      draft_type = args.value();
     } else if (args.match("--agreement")) {
       const double a = args.float_value();
       if (!(a >= 0 && a <= 1)) {
@@ -121,11 +134,11 @@ int run_bench_command(int argc, char** argv) {
     }
   }
   if (out.empty()) throw specd::UsageError(mode + ": --out DIR is required");
-  if (construct) return construct_only(out, size, type, agreements);
+  if (construct) return construct_only(out, size, type, draft_type, agreements);
   if (!quantize.empty()) {
-    const size_t n =
-        specd::bench::write_weight_copy(quantize, out, specd::bench::parse_weight_type(type));
-    std::printf("%s: %zu matrices in %s\n", out.c_str(), n, type.c_str());
+    const specd::bench::WeightPreset preset = specd::bench::weight_preset(type);
+    const size_t n = specd::bench::write_weight_copy(quantize, out, preset);
+    std::printf("%s: %zu matrices converted for %s\n", out.c_str(), n, preset.name.c_str());
     return 0;
   }
   if (config_path.empty()) throw specd::UsageError(mode + ": -c FILE is required");
@@ -136,15 +149,27 @@ int run_bench_command(int argc, char** argv) {
   if (prompts > 0) config.prompts = static_cast<uint32_t>(prompts);
 
   specd::bench::RunPlan plan;
+  const bool writes_models =
+      config.construct.enabled || !config.target_types.empty() || !config.draft_types.empty();
+  const bool temporary_models = writes_models && models_dir.empty();
+  if (temporary_models)
+    models_dir = (std::filesystem::temp_directory_path() /
+                  ("specd-bench-models-" + std::to_string(::getpid())))
+                     .string();
+  if (writes_models) std::fprintf(stderr, "models in %s\n", models_dir.c_str());
+  // A temporary folder goes whatever happens (a refused arm, an interrupted run).
+  struct RemoveOnExit {
+    std::string dir;
+    ~RemoveOnExit() {
+      std::error_code ec;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+    }
+  } remove_temporary{temporary_models ? models_dir : std::string()};
   if (config.construct.enabled) {
-    if (models_dir.empty())
-      models_dir = (std::filesystem::temp_directory_path() /
-                    ("specd-bench-models-" + std::to_string(::getpid())))
-                       .string();
-    std::fprintf(stderr, "writing constructed models to %s\n", models_dir.c_str());
     plan = specd::bench::plan_constructed(config, mode, models_dir);
   } else {
     plan = specd::bench::plan_from_config(config, mode);
+    specd::bench::apply_weight_axis(plan, config, models_dir);
   }
   if (plan.cells.empty()) throw specd::UsageError(config_path + ": nothing to run");
 
@@ -159,9 +184,6 @@ int run_bench_command(int argc, char** argv) {
 
   specd::bench::BenchResults results = specd::bench::run_bench(plan, registry, audits);
   specd::bench::write_reports(results, out);
-  if (config.construct.enabled && !models_dir.empty() &&
-      models_dir.find("specd-bench-models-") != std::string::npos)
-    std::filesystem::remove_all(models_dir);
   std::printf("%s: %zu arms × %zu cells in %.1f s; reports in %s (report.md, report.json, *.svg)\n",
               mode.c_str(), results.arms.size() - 1, plan.cells.size(), results.wall_s,
               out.c_str());

@@ -15,6 +15,7 @@ struct RunSample {
   uint32_t repeat = 0;
   double ttft_s = 0;
   GenerationStats stats;
+  std::vector<int32_t> tokens;  // what was generated
 };
 
 // Per-prompt paired ratios of tokens/s (arm ÷ base, same prompt and repeat, then the median

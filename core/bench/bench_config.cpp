@@ -7,6 +7,7 @@
 #include <set>
 
 #include "bench/constructed_model.hpp"
+#include "bench/weight_presets.hpp"
 #include "common/error.hpp"
 #include "common/file_io.hpp"
 #include "common/json_writer.hpp"
@@ -156,9 +157,9 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& path)
                        "' (bench, base, arm, construct)");
 
   if (const toml::table* b = root["bench"].as_table()) {
-    static const std::set<std::string> kKeys = {"tasks",   "tasks_dir",    "temperatures",
-                                                "repeats", "prompts",      "max_tokens",
-                                                "seed",    "audit_samples"};
+    static const std::set<std::string> kKeys = {
+        "tasks",      "tasks_dir", "temperatures",  "repeats",      "prompts",
+        "max_tokens", "seed",      "audit_samples", "target_types", "draft_types"};
     for (const auto& [k, v] : *b)
       if (!kKeys.count(std::string(k.str())))
         throw UsageError(path + ": unknown key '" + std::string(k.str()) + "' in [bench]");
@@ -193,6 +194,18 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& path)
     if (auto v = (*b)["seed"].value<int64_t>()) cfg.seed = static_cast<uint64_t>(*v);
     if (auto v = (*b)["audit_samples"].value<int64_t>())
       cfg.audit_samples = static_cast<uint64_t>(*v);
+    cfg.target_types = strings(b->get("target_types"), path + ": [bench] target_types");
+    cfg.draft_types = strings(b->get("draft_types"), path + ": [bench] draft_types");
+    for (const auto* list : {&cfg.target_types, &cfg.draft_types})
+      for (const std::string& t : *list) {
+        try {
+          weight_preset(t);
+        } catch (const UsageError& e) {
+          throw UsageError(path + ": [bench] " +
+                           (list == &cfg.target_types ? "target_types" : "draft_types") + ": " +
+                           e.what());
+        }
+      }
   }
   if (cfg.repeats < 1) throw UsageError(path + ": [bench] repeats must be at least 1");
   for (double t : cfg.temperatures)
@@ -224,18 +237,17 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& path)
     if (s.ks.empty()) s.ks = {2, 4};
     s.types = strings(c->get("types"), path + ": [construct] types");
     if (s.types.empty()) s.types = {"f16"};
-    for (const std::string& t : s.types) parse_weight_type(t);
     s.draft_types = strings(c->get("draft_types"), path + ": [construct] draft_types");
     if (s.draft_types.empty()) s.draft_types = {"f16"};
-    const ConstructedSpec draft = constructed_draft(1.0);
-    for (const std::string& t : s.draft_types) {
-      const GgmlType type = parse_weight_type(t);
-      const uint32_t block = ggml_type_info(static_cast<uint32_t>(type))->block_size;
-      if (draft.n_embd % block || draft.n_ff % block)
-        throw UsageError(path + ": [construct] draft_types: " + t + " needs rows of " +
-                         std::to_string(block) + " values; constructed drafts are " +
-                         std::to_string(draft.n_embd) + " wide");
-    }
+    for (const auto* list : {&s.types, &s.draft_types})
+      for (const std::string& t : *list) {
+        try {
+          weight_preset(t);
+        } catch (const UsageError& e) {
+          throw UsageError(path + ": [construct] " + (list == &s.types ? "types" : "draft_types") +
+                           ": " + e.what());
+        }
+      }
     if (auto v = (*c)["rule"].value<std::string>()) s.rule = *v;
     if (auto v = (*c)["prompts"].value<int64_t>(); v && (*v < 0 || *v > UINT32_MAX))
       throw UsageError(path + ": [construct] prompts = " + std::to_string(*v) +

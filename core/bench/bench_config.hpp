@@ -13,6 +13,8 @@ struct ArmSpec {
   std::string name;
   std::vector<std::string> overrides;  // "section.key=value" over the base configuration
   std::string k_text;                  // the configured k ("4", "auto"), for reports
+  std::string draft_type;  // the draft's weight preset on the precision axis ("" = as given)
+  std::string base_name;   // the arm's name before the draft type was added ("" = name)
 };
 
 // Constructed models (docs/BENCH.md): targets of several sizes that compute a planted
@@ -22,9 +24,9 @@ struct ConstructSpec {
   std::vector<std::string> sizes;  // "tiny", "0.1b", "0.5b", "1.5b"
   std::vector<double> agreements;  // fraction of tokens where the draft agrees
   std::vector<uint32_t> ks;        // draft lengths
-  std::vector<std::string> types;  // "f16", "q8_0", "q4_K_M", "f32"
-  // The drafts' weight types, crossed with the targets' (default f16). Drafts are 64 wide:
-  // f16, f32 and q8_0 fit, q4_K_M (rows of 256) does not.
+  std::vector<std::string> types;  // weight presets (bench/weight_presets.hpp): f16, q4_K_M, ...
+  // The drafts' weight presets, crossed with the targets' (default f16). Drafts are 64
+  // wide: a k-quant preset falls back as llama-quantize does (q4_K -> q5_0, ...).
   std::vector<std::string> draft_types;
   std::string rule = "greedy";
   uint32_t prompts = 4;
@@ -44,6 +46,9 @@ struct BenchConfig {
   uint32_t max_tokens = 0;  // 0 = each task's own
   uint64_t seed = 1;
   uint64_t audit_samples = 4000;  // Monte-Carlo runs per audit case
+  // Weight precision (bench/weight_axis.hpp): quantized copies of the base target and of
+  // every arm's proposer model, one per preset; empty = the files as given.
+  std::vector<std::string> target_types, draft_types;
   ConstructSpec construct;
 };
 

@@ -12,8 +12,10 @@ namespace specd::bench {
 struct CellResult {
   std::string task;
   double temperature = 0;
-  std::string note;     // e.g. "constructed model 0.1b f16"
-  std::string verdict;  // the audit's verdict for the arm's rule at this sampling
+  std::string note;         // e.g. "constructed model 0.1b f16"
+  std::string target_type;  // the target's weight preset on the precision axis ("" = as given)
+  std::string base_task;    // the task without the target type
+  std::string verdict;      // the audit's verdict for the arm's rule at this sampling
   uint32_t prompts = 0, repeats = 0;
   double tau = 0;              // Σ generated / Σ rounds
   double acceptance_rate = 0;  // Σ accepted / Σ drafted
@@ -38,6 +40,10 @@ struct CellResult {
   // Raw per-run numbers, in run order: prompt index, repeat, tokens/s.
   std::vector<double> run_tokens_per_s;
   uint64_t generated = 0, rounds = 0, drafted = 0, accepted = 0;
+  // At temperature 0, with a rule labelled exact or greedy-exact, every run's tokens are
+  // compared with plain decoding's for the same prompt and repeat: runs compared, and how
+  // many differed (which would be a bug). 0 compared elsewhere.
+  uint32_t output_compared = 0, output_differs = 0;
   double draft_s = 0, verify_s = 0, accept_s = 0, generate_s = 0;
 };
 
@@ -49,6 +55,8 @@ struct ArmResult {
   std::string label;     // the rule's declared label ("exact" for plain)
   std::string verdict;   // the audit's verdict for the rule at the cell's sampling
   bool lossy = false;
+  std::string draft_type;  // the draft's weight preset on the precision axis ("" = as given)
+  std::string base_name;   // the arm's name without the draft type
   std::vector<std::string> overrides;
   std::vector<CellResult> cells;
 };

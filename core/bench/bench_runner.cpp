@@ -11,6 +11,7 @@
 #include "bench/task_suite.hpp"
 #include "common/error.hpp"
 #include "engine/engine.hpp"
+#include "engine/plugin_checks.hpp"
 
 namespace specd::bench {
 namespace {
@@ -32,6 +33,17 @@ std::string format_temperature(double t) {
 // One prompt's seed for every arm: common random numbers across arms.
 uint64_t run_seed(uint64_t base, size_t prompt, uint32_t repeat) {
   return base * 1000003ull + prompt * 1009ull + repeat;
+}
+
+// Greedy output must equal plain greedy output token for token (batch invariance).
+void compare_outputs(CellResult& c, const std::vector<RunSample>& arm,
+                     const std::vector<RunSample>& plain) {
+  for (const RunSample& a : arm)
+    for (const RunSample& p : plain)
+      if (p.prompt == a.prompt && p.repeat == a.repeat) {
+        ++c.output_compared;
+        c.output_differs += a.tokens != p.tokens;
+      }
 }
 
 }  // namespace
@@ -76,8 +88,32 @@ Config cell_config(const RunPlan& plan, const CellPlan& cell, const ArmSpec* arm
   return parse_config("", plan.config_path.empty() ? "<bench>" : plan.config_path, all);
 }
 
+void check_plan(const RunPlan& plan, const PluginRegistry& registry) {
+  const std::string file = plan.config_path.empty() ? "<bench>" : plan.config_path;
+  for (const CellPlan& cell : plan.cells) {
+    for (const ArmSpec& arm : plan.arms) {
+      if (!cell.arm_filter.empty() &&
+          !std::count(cell.arm_filter.begin(), cell.arm_filter.end(), arm.name))
+        continue;
+      try {
+        check_config_plugins(cell_config(plan, cell, &arm), registry);
+      } catch (const UsageError& e) {
+        // The cell's temperature is set by the bench, not by an override the user wrote.
+        std::string what = e.what();
+        const std::string set_here = "--set sampling.temperature: ";
+        if (what.rfind(set_here, 0) == 0) what.erase(0, set_here.size());
+        char t[32];
+        std::snprintf(t, sizeof t, "%g", cell.temperature);
+        throw UsageError(file + ": arm '" + arm.name + "', task " + cell.task + " at temperature " +
+                         t + ": " + what);
+      }
+    }
+  }
+}
+
 BenchResults run_bench(const RunPlan& plan, const PluginRegistry& registry,
                        RuleAuditCache& audits) {
+  check_plan(plan, registry);
   const auto start = Clock::now();
   BenchResults out;
   out.mode = plan.mode;
@@ -95,6 +131,9 @@ BenchResults run_bench(const RunPlan& plan, const PluginRegistry& registry,
     out.arms[a + 1].name = plan.arms[a].name;
     out.arms[a + 1].k = plan.arms[a].k_text;
     out.arms[a + 1].overrides = plan.arms[a].overrides;
+    out.arms[a + 1].draft_type = plan.arms[a].draft_type;
+    out.arms[a + 1].base_name =
+        plan.arms[a].base_name.empty() ? plan.arms[a].name : plan.arms[a].base_name;
   }
 
   uint64_t total = 0;
@@ -144,6 +183,7 @@ BenchResults run_bench(const RunPlan& plan, const PluginRegistry& registry,
           GenerationResult result = engine.generate(cell.prompts[p], options);
           s.ttft_s = ttft < 0 ? since(t0) : ttft;
           s.stats = result.stats;
+          s.tokens = std::move(result.tokens);
           samples[e].push_back(std::move(s));
           progress.step(out.arms[arm_index[e]].name + " · " + cell.task);
         }
@@ -156,6 +196,8 @@ BenchResults run_bench(const RunPlan& plan, const PluginRegistry& registry,
       c.task = cell.task;
       c.temperature = cell.temperature;
       c.note = cell.note;
+      c.target_type = cell.target_type;
+      c.base_task = cell.base_task.empty() ? cell.task : cell.base_task;
       c.prompts = static_cast<uint32_t>(cell.prompts.size());
       c.repeats = plan.repeats;
       c.peak_rss_mb = peak_rss_mb();
@@ -173,6 +215,8 @@ BenchResults run_bench(const RunPlan& plan, const PluginRegistry& registry,
         }
         if (arm.label == "lossy" || c.verdict == "lossy" || c.verdict == "label-wrong")
           arm.lossy = true;
+        if (cell.temperature == 0 && (arm.label == "exact" || arm.label == "greedy-exact"))
+          compare_outputs(c, samples[e], samples[0]);
       }
       if (out.mode == "ab" && e >= 2) pair_with_first(c, samples[e], samples[1]);
       arm.cells.push_back(std::move(c));

@@ -23,6 +23,8 @@ struct CellPlan {
   std::vector<std::string> overrides;   // extra "section.key=value" (e.g. a constructed target)
   std::vector<std::string> arm_filter;  // arms that run in this cell; empty = all
   std::string note;
+  std::string target_type;  // the target's weight preset on the precision axis ("" = as given)
+  std::string base_task;    // the task without the target type ("" = task)
 };
 
 struct RunPlan {
@@ -42,6 +44,13 @@ RunPlan plan_from_config(const BenchConfig& config, const std::string& mode);
 // The configuration one arm runs with in one cell ("plain" = plain decoding).
 Config cell_config(const RunPlan& plan, const CellPlan& cell, const ArmSpec* arm);
 
+// Checks every arm's configuration in every cell as `specd check-config` does (plugins,
+// parameters, the rule against allow_lossy and the cell's temperature), loading no model,
+// before anything runs. Throws UsageError naming the bench file, the arm, the task and the
+// temperature.
+void check_plan(const RunPlan& plan, const PluginRegistry& registry);
+
+// Runs the plan (check_plan first).
 BenchResults run_bench(const RunPlan& plan, const PluginRegistry& registry, RuleAuditCache& audits);
 
 }  // namespace specd::bench

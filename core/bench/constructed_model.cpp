@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <random>
 
+#include "bench/weight_presets.hpp"
 #include "common/error.hpp"
 #include "gguf/gguf_writer.hpp"
-#include "gguf/kquant_writer.hpp"
 #include "models/llama_writer.hpp"
 
 namespace specd::bench {
@@ -71,16 +74,13 @@ uint64_t constructed_parameters(const ConstructedSpec& s) {
   return 2 * d * kVocab + s.n_layer * layer + d;
 }
 
-GgmlType parse_weight_type(const std::string& name) {
-  if (name == "f16") return GgmlType::kF16;
-  if (name == "q8_0") return GgmlType::kQ8_0;
-  if (name == "f32") return GgmlType::kF32;
-  if (name == "q4_K_M" || name == "q4_k_m") return GgmlType::kQ4_K;
-  throw UsageError("weight type '" + name + "' is not one of f16, q8_0, q4_K_M, f32");
-}
-
-GgmlType constructed_tensor_type(const ConstructedSpec& s, const std::string& name) {
-  return s.type == GgmlType::kQ4_K ? q4_k_m_type(name, s.n_layer) : s.type;
+GgmlType constructed_tensor_type(const ConstructedSpec& s, const std::string& name,
+                                 int64_t row_length) {
+  TensorShape shape;
+  shape.row_length = row_length;
+  shape.n_layer = s.n_layer;
+  shape.n_gqa = s.n_head / s.n_head_kv;
+  return preset_tensor_type(weight_preset(s.weights), name, shape);
 }
 
 std::vector<int32_t> constructed_next(const ConstructedSpec& spec) {
@@ -115,11 +115,7 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
   layout.vocab = kVocab;
   GgufWriter w;
   set_llama_metadata(w, layout);
-  // llama_ftype: 7 MOSTLY_Q8_0, 15 MOSTLY_Q4_K_M, 1 MOSTLY_F16, 0 ALL_F32.
-  w.set_u32("general.file_type", s.type == GgmlType::kQ8_0   ? 7
-                                 : s.type == GgmlType::kQ4_K ? 15
-                                 : s.type == GgmlType::kF16  ? 1
-                                                             : 0);
+  w.set_u32("general.file_type", weight_preset(s.weights).file_type);  // llama_ftype
   set_byte_tokenizer(w, kVocab);
 
   std::mt19937_64 rng(s.seed);
@@ -150,10 +146,10 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
   for (const LlamaTensor& t : llama_tensors(layout)) {
     switch (t.role) {
       case LlamaTensorRole::kEmbedding:
-        w.add_tensor_f32(t.name, constructed_tensor_type(s, t.name), t.ne, embd.data());
+        w.add_tensor_f32(t.name, constructed_tensor_type(s, t.name, t.ne[0]), t.ne, embd.data());
         break;
       case LlamaTensorRole::kOutput:
-        w.add_tensor_f32(t.name, constructed_tensor_type(s, t.name), t.ne, out.data());
+        w.add_tensor_f32(t.name, constructed_tensor_type(s, t.name, t.ne[0]), t.ne, out.data());
         break;
       case LlamaTensorRole::kNorm: {
         const std::vector<float> v(d, 1.0f);
@@ -164,7 +160,7 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
         std::normal_distribution<float> g(0.0f, float(kLayerScale / std::sqrt(double(t.ne[0]))));
         std::vector<float> v(static_cast<size_t>(t.ne[0] * t.ne[1]));
         for (float& x : v) x = g(rng);
-        w.add_tensor_f32(t.name, constructed_tensor_type(s, t.name), t.ne, v.data());
+        w.add_tensor_f32(t.name, constructed_tensor_type(s, t.name, t.ne[0]), t.ne, v.data());
         break;
       }
       case LlamaTensorRole::kBias:
@@ -174,6 +170,38 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
   }
   w.write(path);
   return kVocab;
+}
+
+namespace {
+
+// Everything a constructed model is made from, as text (the side file's content).
+std::string spec_text(const ConstructedSpec& s) {
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "constructed-model 1\nname %s\nshape %u %u %u %u %u %u\nweights %s\n"
+                "map_seed %llu\nagreement %.17g\nseed %llu\n",
+                s.name.c_str(), s.n_embd, s.n_layer, s.n_head, s.n_head_kv, s.n_ff, s.n_ctx,
+                s.weights.c_str(), static_cast<unsigned long long>(s.map_seed), s.agreement,
+                static_cast<unsigned long long>(s.seed));
+  return text;
+}
+
+}  // namespace
+
+bool ensure_constructed_model(const std::string& path, const ConstructedSpec& spec) {
+  const std::string side = path + ".spec", want = spec_text(spec);
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec) && std::filesystem::is_regular_file(side, ec)) {
+    std::ifstream in(side, std::ios::binary);
+    const std::string have((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (have == want) return false;
+  }
+  std::filesystem::remove(side, ec);  // no stale record while the model is rewritten
+  write_constructed_model(path, spec);
+  std::ofstream out(side, std::ios::binary);
+  out << want;
+  if (!out.flush()) throw Error(side + ": cannot write the constructed model's record");
+  return true;
 }
 
 }  // namespace specd::bench

@@ -23,10 +23,10 @@ namespace specd::bench {
 struct ConstructedSpec {
   std::string name = "constructed";
   uint32_t n_embd = 256, n_layer = 2, n_head = 4, n_head_kv = 4, n_ff = 512, n_ctx = 1024;
-  GgmlType type = GgmlType::kF16;
-  uint64_t map_seed = 7;   // the planted map (targets and drafts of one sweep share it)
-  double agreement = 1.0;  // fraction of cycle tokens where this model follows the map
-  uint64_t seed = 1;       // weights
+  std::string weights = "f16";  // a weight preset (bench/weight_presets.hpp): f16, q4_K_M, ...
+  uint64_t map_seed = 7;        // the planted map (targets and drafts of one sweep share it)
+  double agreement = 1.0;       // fraction of cycle tokens where this model follows the map
+  uint64_t seed = 1;            // weights
 };
 
 // Presets by size: "tiny" (≈1.4 M), "0.1b", "95m" (d 1024, 8 layers, 16 heads, 8 KV heads,
@@ -36,10 +36,10 @@ ConstructedSpec constructed_preset(const std::string& size);
 // `agreement` must lie in [0, 1]; throws UsageError otherwise.
 ConstructedSpec constructed_draft(double agreement);
 uint64_t constructed_parameters(const ConstructedSpec& spec);
-// "f16", "q8_0", "f32", or "q4_K_M" (kQ4_K: llama.cpp's Q4_K_M mix of q4_K and q6_K).
-GgmlType parse_weight_type(const std::string& name);
-// The type a tensor of a constructed model is written in (spec.type, or the Q4_K_M mix).
-GgmlType constructed_tensor_type(const ConstructedSpec& spec, const std::string& tensor);
+// The type a matrix of a constructed model is written in: its weight preset's choice for
+// that tensor and row length (bench/weight_presets.hpp).
+GgmlType constructed_tensor_type(const ConstructedSpec& spec, const std::string& tensor,
+                                 int64_t row_length);
 
 // The map the model computes: next[t] for every token id (the planted map where the model
 // agrees, the disagreeing token elsewhere).
@@ -47,5 +47,10 @@ std::vector<int32_t> constructed_next(const ConstructedSpec& spec);
 
 // Writes the GGUF (byte-level tokenizer, llama.cpp names); returns the vocabulary size.
 uint32_t write_constructed_model(const std::string& path, const ConstructedSpec& spec);
+
+// The same, unless `path` already holds this spec's model: a side file `path`.spec records
+// the spec each model was written from, so reruns (make demo, a bench with --models-dir)
+// reuse what they wrote. Returns true when it wrote the model.
+bool ensure_constructed_model(const std::string& path, const ConstructedSpec& spec);
 
 }  // namespace specd::bench

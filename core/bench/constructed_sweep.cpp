@@ -37,15 +37,17 @@ RunPlan plan_constructed(const BenchConfig& config, const std::string& mode,
   for (double a : c.agreements) {
     for (const std::string& draft_type : c.draft_types) {
       ConstructedSpec draft_spec = constructed_draft(a);
-      draft_spec.type = parse_weight_type(draft_type);
+      draft_spec.weights = draft_type;
       const std::string suffix = draft_type_axis ? "-" + draft_type : "";
       const std::string draft = dir + "/draft-a" + fmt(a, "%.2f") + suffix + ".gguf";
-      write_constructed_model(draft, draft_spec);
+      ensure_constructed_model(draft, draft_spec);
       for (uint32_t k : c.ks) {
         ArmSpec arm;
         arm.name = "agree " + fmt(a, "%.2f") + (draft_type_axis ? " draft " + draft_type : "") +
                    " k=" + std::to_string(k);
         arm.k_text = std::to_string(k);
+        arm.base_name = "agree " + fmt(a, "%.2f") + " k=" + std::to_string(k);
+        if (draft_type_axis) arm.draft_type = draft_type;
         arm.overrides = {"proposer.kind=\"draft-model\"", "proposer.model=" + json_quote(draft),
                          "proposer.mode=\"greedy\"", "proposer.k=" + std::to_string(k),
                          "acceptance.rule=" + json_quote(c.rule)};
@@ -57,9 +59,9 @@ RunPlan plan_constructed(const BenchConfig& config, const std::string& mode,
   for (const std::string& size : c.sizes) {
     for (const std::string& type : c.types) {
       ConstructedSpec spec = constructed_preset(size);
-      spec.type = parse_weight_type(type);
+      spec.weights = type;
       const std::string target = dir + "/target-" + size + "-" + type + ".gguf";
-      write_constructed_model(target, spec);
+      ensure_constructed_model(target, spec);
       plan.notes.push_back("constructed model " + size + " " + type + ": " +
                            fmt(double(constructed_parameters(spec)) / 1e6, "%.1f") +
                            " M parameters, planted next-token map; drafts: 64-wide, 1 layer, "
@@ -72,6 +74,8 @@ RunPlan plan_constructed(const BenchConfig& config, const std::string& mode,
         cell.temperature = t;
         cell.overrides = {"target.model=" + json_quote(target)};
         cell.note = "constructed model";
+        cell.target_type = type;
+        cell.base_task = "constructed-" + size;
         plan.cells.push_back(cell);
       }
     }

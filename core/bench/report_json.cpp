@@ -15,6 +15,8 @@ void cell_json(JsonWriter& w, const CellResult& c) {
   w.key("task").value(c.task);
   w.key("temperature").value(c.temperature);
   if (!c.note.empty()) w.key("note").value(c.note);
+  if (!c.target_type.empty()) w.key("target_type").value(c.target_type);
+  w.key("base_task").value(c.base_task.empty() ? c.task : c.base_task);
   w.key("verdict").value(c.verdict);
   w.key("prompts").value(c.prompts);
   w.key("repeats").value(c.repeats);
@@ -36,6 +38,8 @@ void cell_json(JsonWriter& w, const CellResult& c) {
   w.key("predicted_speedup").value(c.predicted_speedup);
   w.key("predicted_from_tau").value(c.predicted_from_tau);
   w.key("speedup_vs_first").value(c.speedup_vs_first);
+  w.key("output_compared").value(c.output_compared);
+  w.key("output_differs").value(c.output_differs);
   pair(w, "speedup_vs_first_ci", c.speedup_vs_first_ci);
   w.key("totals").begin_object();
   w.key("generated").value(c.generated).key("rounds").value(c.rounds);
@@ -91,6 +95,8 @@ std::string format_report_json(const BenchResults& r) {
     w.key("verdict").value(a.verdict);
     w.key("lossy").value(a.lossy);
     w.key("mark").value(a.lossy ? "⚠ lossy" : "");
+    if (!a.draft_type.empty()) w.key("draft_type").value(a.draft_type);
+    w.key("base_name").value(a.base_name.empty() ? a.name : a.base_name);
     w.key("overrides").begin_array();
     for (const auto& o : a.overrides) w.value(o);
     w.end_array();

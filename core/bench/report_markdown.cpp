@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "bench/report_charts.hpp"
+#include "bench/report_precision.hpp"
 
 namespace specd::bench {
 namespace {
@@ -31,6 +32,14 @@ std::string positions(const std::vector<double>& pp) {
   return s.empty() ? "–" : s;
 }
 
+// Greedy runs whose output equalled plain decoding's: "24/24", or "–" where not compared.
+std::string same_output(const CellResult& c) {
+  if (c.output_compared == 0) return "–";
+  const std::string s = std::to_string(c.output_compared - c.output_differs) + "/" +
+                        std::to_string(c.output_compared);
+  return c.output_differs ? "**" + s + " DIFFER**" : s;
+}
+
 }  // namespace
 
 std::string format_report_markdown(const BenchResults& r) {
@@ -49,7 +58,8 @@ std::string format_report_markdown(const BenchResults& r) {
       "measured α, k = drafted tokens per round, v(k) = verify time per round ÷ plain's, "
       "c = draft time per drafted token ÷ plain's time per token; τ/(v+kc) is the same with the "
       "measured τ in place of E (the gap shows how far acceptance is from i.i.d.). Peak memory "
-      "is the process's peak so far (getrusage).\n\n";
+      "is the process's peak so far (getrusage). = plain: at T=0 with an exact or greedy-exact "
+      "rule, the runs whose tokens equal plain decoding's (same prompt and repeat).\n\n";
 
   md +=
       "## Arms\n\n| arm | strategy | rule | k | label | audit verdict "
@@ -61,8 +71,8 @@ std::string format_report_markdown(const BenchResults& r) {
   md += "\n## Results" + suffix + "\n\n";
   md +=
       "| arm | cell | verdict | τ | α | per-position | tok/s | TTFT ms | speedup | 95% CI | "
-      "τ÷speedup | v(k) | c | predicted | τ/(v+kc) | peak MB |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+      "τ÷speedup | v(k) | c | predicted | τ/(v+kc) | peak MB | = plain |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const ArmResult& a : r.arms)
     for (const CellResult& c : a.cells)
       md += "| " + arm_label(a) + " | " + cell_label(c) + " | " + c.verdict + " | " + fmt(c.tau) +
@@ -71,7 +81,7 @@ std::string format_report_markdown(const BenchResults& r) {
             fmt(c.speedup) + " | " + ci(c.speedup_ci) + " | " + fmt(c.tau_over_speedup) + " | " +
             fmt(c.verify_cost) + " | " + fmt(c.draft_cost, "%.3f") + " | " +
             fmt(c.predicted_speedup) + " | " + fmt(c.predicted_from_tau) + " | " +
-            fmt(c.peak_rss_mb, "%.0f") + " |\n";
+            fmt(c.peak_rss_mb, "%.0f") + " | " + same_output(c) + " |\n";
 
   if (r.mode == "ab" && r.arms.size() > 2) {
     md += "\n## Pairwise" + suffix + "\n\n";
@@ -86,6 +96,7 @@ std::string format_report_markdown(const BenchResults& r) {
               "× | " + ci(c.speedup_ci) + " | " + (i == 1 ? "–" : fmt(c.speedup_vs_first) + "×") +
               " | " + (i == 1 ? "–" : ci(c.speedup_vs_first_ci)) + " |\n";
   }
+  md += format_precision_tables(r);
   md += "\nCharts: `speedup.svg`, `per_position.svg`, `predicted.svg`.\n";
   return md;
 }

@@ -1,10 +1,13 @@
 #include "bench/weight_copy.hpp"
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <vector>
 
+#include "common/error.hpp"
 #include "gguf/gguf_reader.hpp"
 #include "gguf/gguf_writer.hpp"
-#include "gguf/kquant_writer.hpp"
 
 namespace specd::bench {
 namespace {
@@ -17,9 +20,14 @@ bool to_f32(const GgufTensor& t, std::vector<float>& out) {
   return true;
 }
 
+uint32_t u32_or(const GgufFile& file, const std::string& key, uint32_t fallback) {
+  return file.get_u32_opt(key).value_or(fallback);
+}
+
 }  // namespace
 
-size_t write_weight_copy(const std::string& in, const std::string& out, GgmlType type) {
+size_t write_weight_copy(const std::string& in, const std::string& out,
+                         const WeightPreset& preset) {
   const GgufFile file = GgufFile::open(in);
   GgufWriter w;
   w.set_alignment(file.alignment());
@@ -27,21 +35,23 @@ size_t write_weight_copy(const std::string& in, const std::string& out, GgmlType
     if (key == "general.alignment") continue;
     w.set(key, value);
   }
-  if (file.has("general.file_type"))
-    w.set_u32("general.file_type", type == GgmlType::kQ8_0   ? 7u
-                                   : type == GgmlType::kQ4_K ? 15u
-                                   : type == GgmlType::kF16  ? 1u
-                                                             : 0u);
-  const uint32_t n_layer = file.has("llama.block_count") ? file.get_u32("llama.block_count") : 0;
+  if (file.has("general.file_type")) w.set_u32("general.file_type", preset.file_type);
+  TensorShape shape;
+  if (auto arch = file.get_string_opt("general.architecture")) {
+    shape.n_layer = u32_or(file, *arch + ".block_count", 0);
+    const uint32_t heads = u32_or(file, *arch + ".attention.head_count", 1);
+    const uint32_t kv = u32_or(file, *arch + ".attention.head_count_kv", heads);
+    shape.n_gqa = kv > 0 ? heads / kv : 1;
+  }
   size_t converted = 0;
   std::vector<float> values;
   for (const GgufTensor& t : file.tensors()) {
     std::vector<int64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
-    // Matrices only: norms and biases stay f32, as converters do.
-    // kQ4_K stands for llama.cpp's Q4_K_M mix of q4_K and q6_K.
-    const GgmlType want = type == GgmlType::kQ4_K ? q4_k_m_type(t.name, n_layer) : type;
-    const bool fits = t.ne[0] % ggml_type_info(static_cast<uint32_t>(want))->block_size == 0;
-    if (t.n_dims == 2 && t.type != want && fits && to_f32(t, values)) {
+    // Matrices only: norms and biases stay as they are, as converters do.
+    shape.row_length = t.ne[0];
+    shape.n_dims = t.n_dims;
+    const GgmlType want = preset_tensor_type(preset, t.name, shape);
+    if (t.n_dims == 2 && t.type != want && to_f32(t, values)) {
       w.add_tensor_f32(t.name, want, ne, values.data());
       ++converted;
     } else {
@@ -51,6 +61,59 @@ size_t write_weight_copy(const std::string& in, const std::string& out, GgmlType
   }
   w.write(out);
   return converted;
+}
+
+size_t write_weight_copy(const std::string& in, const std::string& out, GgmlType type) {
+  const char* name = type == GgmlType::kQ4_K   ? "q4_K_M"
+                     : type == GgmlType::kQ5_K ? "q5_K_M"
+                     : type == GgmlType::kQ3_K ? "q3_K_M"
+                                               : ggml_type_name(type);
+  return write_weight_copy(in, out, weight_preset(name));
+}
+
+bool ensure_weight_copy(const std::string& in, const std::string& out, const WeightPreset& preset) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto size = fs::file_size(in, ec);
+  if (ec) throw Error(in + ": cannot read the model to copy (" + ec.message() + ")");
+  const auto mtime = fs::last_write_time(in, ec).time_since_epoch().count();
+  const std::string side = out + ".spec";
+  const std::string want = "weight-copy 1\nsource " + fs::absolute(in).string() + "\nsize " +
+                           std::to_string(size) + "\nmtime " + std::to_string(mtime) + "\npreset " +
+                           preset.name + "\n";
+  if (fs::is_regular_file(out, ec) && fs::is_regular_file(side, ec)) {
+    std::ifstream have_in(side, std::ios::binary);
+    const std::string have((std::istreambuf_iterator<char>(have_in)),
+                           std::istreambuf_iterator<char>());
+    if (have == want) return false;
+  }
+  fs::remove(side, ec);  // no stale record while the copy is rewritten
+  write_weight_copy(in, out, preset);
+  std::ofstream record(side, std::ios::binary);
+  record << want;
+  if (!record.flush()) throw Error(side + ": cannot write the weight copy's record");
+  return true;
+}
+
+std::string matrix_type_summary(const std::string& model) {
+  const GgufFile file = GgufFile::open(model);
+  std::vector<std::pair<std::string, int>> counts;
+  for (const GgufTensor& t : file.tensors()) {
+    if (t.n_dims != 2) continue;
+    const std::string name = ggml_type_name(t.type);
+    auto it =
+        std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == name; });
+    if (it == counts.end())
+      counts.emplace_back(name, 1);
+    else
+      ++it->second;
+  }
+  std::stable_sort(counts.begin(), counts.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string out;
+  for (const auto& [name, n] : counts)
+    out += (out.empty() ? "" : ", ") + name + " ×" + std::to_string(n);
+  return out;
 }
 
 }  // namespace specd::bench

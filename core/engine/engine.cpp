@@ -210,18 +210,11 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
   rng_ = std::make_unique<specd_rng>(config_.engine.seed);
 
   if (proposer_plugin) {
-    ProposerSetup setup;
-    setup.vocab_size = verifier_->vocab_size();
-    setup.n_tokens = static_cast<uint32_t>(tokenizer_->n_tokens());
-    setup.hidden_dim = verifier_->hidden_dim();
-    // The verify pass holds the root plus the draft; keep it within the rows the device
-    // computes batch-invariantly, so greedy output never depends on the draft.
-    setup.max_nodes = device_->info().invariant_max_rows - 1;
-    setup.target_path = config_.target.model;
-    for (int32_t i = 0; i < tokenizer_->n_tokens(); ++i)
-      setup.token_texts.push_back(tokenizer_->token_text(i));
-    setup.token_texts.resize(setup.vocab_size);
-    setup.sampling = sampling_params(config_.sampling);
+    TargetShape shape;
+    shape.vocab_size = verifier_->vocab_size();
+    shape.hidden_dim = verifier_->hidden_dim();
+    shape.invariant_max_rows = device_->info().invariant_max_rows;
+    const ProposerSetup setup = proposer_setup(config_, *tokenizer_, shape);
     {
       ModelServiceScope models(
           registry, config_.proposer.backend.empty() ? target_backend : config_.proposer.backend,

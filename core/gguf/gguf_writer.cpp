@@ -1,6 +1,7 @@
 #include "gguf/gguf_writer.hpp"
 
 #include "gguf/kquant_writer.hpp"
+#include "gguf/quant_writer.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -158,8 +159,10 @@ void GgufWriter::add_tensor_f32(const std::string& name, GgmlType type, std::vec
       quantize_q6_K(values, data.data(), n);
       break;
     default:
-      throw Error(std::string("gguf writer: cannot convert f32 to ") + ggml_type_name(type) +
-                  " for tensor '" + name + "'");
+      if (!ggml_writable(type))
+        throw Error(std::string("gguf writer: cannot convert f32 to ") + ggml_type_name(type) +
+                    " for tensor '" + name + "'");
+      quantize_values(type, values, data.data(), n);  // the other quantized types
   }
   add_tensor(name, type, std::move(ne), std::move(data));
 }

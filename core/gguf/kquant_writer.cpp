@@ -87,16 +87,4 @@ void quantize_q6_K(const float* x, void* out, int64_t n) {
   }
 }
 
-GgmlType q4_k_m_type(const std::string& tensor, uint32_t n_layer) {
-  if (tensor == "output.weight") return GgmlType::kQ6_K;
-  const bool v = tensor.find(".attn_v.") != std::string::npos;
-  const bool down = tensor.find(".ffn_down.") != std::string::npos;
-  if ((v || down) && tensor.rfind("blk.", 0) == 0) {
-    const int layer = std::stoi(tensor.substr(4, tensor.find('.', 4) - 4));
-    const int n = static_cast<int>(n_layer);
-    if (layer < n / 8 || layer >= 7 * n / 8 || (layer - n / 8) % 3 == 2) return GgmlType::kQ6_K;
-  }
-  return GgmlType::kQ4_K;
-}
-
 }  // namespace specd

@@ -2,7 +2,8 @@
 // f32 values: the GGUF tooling's quantizers, used to build quantized constructed models for
 // benchmarks. A plain per-sub-block min/max (q4_K) and absmax (q6_K) fit, not llama.cpp's
 // search for the best scales: the file layout is identical, the rounding error a little
-// larger.
+// larger. Every other writable type: gguf/quant_writer.hpp; which tensor gets which type
+// under llama.cpp's presets: bench/weight_presets.hpp.
 #pragma once
 
 #include <cstdint>
@@ -15,10 +16,5 @@ namespace specd {
 // n values (a multiple of 256) to n / 256 blocks of 144 (q4_K) or 210 (q6_K) bytes.
 void quantize_q4_K(const float* x, void* out, int64_t n);
 void quantize_q6_K(const float* x, void* out, int64_t n);
-
-// The type llama-quantize's Q4_K_M preset gives a llama matrix of a model with n_layer
-// blocks: q6_K for output.weight and for attn_v / ffn_down of the layers its use_more_bits
-// rule picks (the first and last eighth, every third between), q4_K otherwise.
-GgmlType q4_k_m_type(const std::string& tensor, uint32_t n_layer);
 
 }  // namespace specd

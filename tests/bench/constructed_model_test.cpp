@@ -33,7 +33,7 @@ TEST_CASE("constructed model: plain greedy decoding walks the planted map") {
     bench::ConstructedSpec spec = bench::constructed_preset("tiny");
     spec.n_embd = 128;
     spec.n_ff = 256;
-    spec.type = bench::parse_weight_type(type);
+    spec.weights = type;
     const std::string path = dir + "/target-" + type + ".gguf";
     bench::write_constructed_model(path, spec);
     const std::vector<int32_t> next = bench::constructed_next(spec);
@@ -108,7 +108,7 @@ TEST_CASE("q4_K_M (llama.cpp's mix of q4_K and q6_K): constructed model and weig
   const std::string dir = test::temp_dir("bench-q4km");
   PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
   bench::ConstructedSpec spec = bench::constructed_preset("tiny");  // rows of 256 and 512
-  spec.type = bench::parse_weight_type("q4_K_M");
+  spec.weights = "q4_K_M";
   bench::write_constructed_model(dir + "/q4km.gguf", spec);
   {
     const GgufFile f = GgufFile::open(dir + "/q4km.gguf");
@@ -121,7 +121,7 @@ TEST_CASE("q4_K_M (llama.cpp's mix of q4_K and q6_K): constructed model and weig
     CHECK(f.require_tensor("token_embd.weight").type == GgmlType::kQ4_K);
   }
   const std::vector<int32_t> next = bench::constructed_next(spec);
-  spec.type = GgmlType::kF16;
+  spec.weights = "f16";
   bench::write_constructed_model(dir + "/f16.gguf", spec);
   CHECK(bench::write_weight_copy(dir + "/f16.gguf", dir + "/copy.gguf", GgmlType::kQ4_K) ==
         2 + 7 * spec.n_layer);

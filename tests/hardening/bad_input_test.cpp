@@ -127,6 +127,25 @@ struct Case {
 
 std::vector<Case> cases() {
   const Files& f = files();
+  // ngram drafts with the greedy rule, sampled at 0.7 (line 12, the value at column 15);
+  // [acceptance] comes last, so that a case can add allow_lossy.
+  const std::string greedy_hot =
+      "[engine]\nbackend = \"cpu\"\nthreads = 1\n\n[target]\nmodel = \"" + f.model +
+      "\"\n\n[proposer]\nkind = \"ngram\"\n\n[sampling]\n"
+      "temperature = 0.7\nmax_tokens = 4\n\n[acceptance]\n"
+      "rule = \"greedy\"\n";
+  std::string greedy_default = greedy_hot;
+  greedy_default.replace(greedy_default.find("temperature = 0.7\n"), 18, "");
+  // A bench file: one prompt, the greedy rule at 0.7 (its arm table comes last).
+  write_text(f.dir + "/prompt.toml",
+             "name = \"prompt\"\nkind = \"code-completion\"\nmax_tokens = 2\nprompts = "
+             "[\"ab\"]\n");
+  const std::string bench_greedy_hot =
+      "[bench]\ntasks = [\"" + f.dir +
+      "/prompt.toml@0.7\"]\naudit_samples = 50\n"
+      "[base.engine]\nbackend = \"cpu\"\nthreads = 1\n[base.target]\nmodel = \"" +
+      f.model +
+      "\"\n[[arm]]\nname = \"ngram+greedy\"\nstrategy = \"ngram\"\nrule = \"greedy\"\nk = 2\n";
   const std::string& good = f.good;
   const std::string draft = "[proposer]\nkind = \"draft-model\"\nk = 3\nmodel = \"";
   const std::string long_prompt(400, 'a');  // one token per byte; the context holds 256
@@ -256,6 +275,56 @@ std::vector<Case> cases() {
        2,
        "frobnicate"},
       {"k out of range", {"run", "-c", good, "-p", "x", "--set", "proposer.k=0"}, 2, "proposer.k"},
+      {"greedy rule at temperature > 0, set on the command line",
+       {"run", "-c", good, "-p", "x", "--set", "proposer.kind=ngram", "--set",
+        "acceptance.rule=greedy", "--set", "sampling.temperature=0.7"},
+       2,
+       "--set sampling.temperature: rule 'greedy' is greedy-exact"},
+      {"greedy rule at temperature > 0, set in the file",
+       {"run", "-c", f.config("greedy-hot", greedy_hot), "-p", "x", "--set",
+        "sampling.max_tokens=2"},
+       2,
+       "greedy-hot.toml:12:15: rule 'greedy' is greedy-exact: it keeps the output distribution "
+       "only at temperature 0, and at temperature 0.7 it is lossy"},
+      {"greedy rule at the default temperature 1",
+       {"run", "-c", f.config("greedy-default", greedy_default), "-p", "x"},
+       2,
+       "greedy-default.toml: [sampling] temperature is 1 when not set; rule 'greedy'"},
+      {"greedy rule with a draft model at temperature > 0",
+       {"run", "-c", good, "-p", "x", "--set", "proposer.kind=draft-model", "--set",
+        "proposer.model=\"" + f.model + "\"", "--set", "acceptance.rule=greedy", "--set",
+        "sampling.temperature=0.5"},
+       2,
+       "at temperature 0.5 it is lossy"},
+      {"greedy rule at temperature > 0 with allow_lossy works",
+       {"run", "-c", f.config("greedy-hot-lossy", greedy_hot + "allow_lossy = true\n"), "-p", "x"},
+       0,
+       "tokens"},
+      {"greedy rule at temperature 0 works",
+       {"run", "-c", good, "-p", "x", "--set", "proposer.kind=ngram", "--set",
+        "acceptance.rule=greedy"},
+       0,
+       "tokens"},
+      {"check-config: greedy rule at temperature > 0",
+       {"check-config", f.config("greedy-hot-check", greedy_hot)},
+       2,
+       "greedy-hot-check.toml:12:15: rule 'greedy' is greedy-exact"},
+      {"check-config: greedy rule at temperature > 0 with allow_lossy",
+       {"check-config", f.config("greedy-hot-check-lossy", greedy_hot + "allow_lossy = true\n")},
+       0,
+       ": ok"},
+      {"bench: a greedy arm in a sampled cell is refused before anything runs",
+       {"bench", "-c", f.config("bench-greedy-hot", bench_greedy_hot), "--out",
+        f.dir + "/bench-greedy-hot-out"},
+       2,
+       "bench-greedy-hot.toml: arm 'ngram+greedy', task prompt at temperature 0.7: rule "
+       "'greedy' is greedy-exact"},
+      {"bench: the same arm with allow_lossy runs",
+       {"bench", "-c",
+        f.config("bench-greedy-hot-lossy", bench_greedy_hot + "allow_lossy = true\n"), "--out",
+        f.dir + "/bench-greedy-hot-lossy-out"},
+       0,
+       "reports in"},
       {"negative temperature",
        {"run", "-c", good, "-p", "x", "--set", "sampling.temperature=-1"},
        2,

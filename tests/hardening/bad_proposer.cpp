@@ -6,7 +6,8 @@
 // q-not-normalised, q-nan, too-many-nodes, duplicate-siblings, unknown-scheme,
 // sampled-without-q, fail (propose reports SPECD_STATUS_INVALID_ARGUMENT), undeclared-q
 // (says it filled q; built as "bad-proposer-noq", which does not declare
-// SPECD_PROPOSER_PROVIDES_Q and so is given no q buffer).
+// SPECD_PROPOSER_PROVIDES_Q and so is given no q buffer), report-setup (create fails with
+// a message listing the setup it was given, to compare run's and check-config's).
 #include <specd/cpp/plugin.hpp>
 
 #include <cmath>
@@ -22,6 +23,15 @@ class BadProposer {
       : vocab_(context.vocab_size) {
     params.require_known({"mode"});
     mode_ = params.get_string("mode", "good");
+    if (mode_ == "report-setup") {
+      uint32_t empty = 0;
+      for (uint32_t i = 0; i < context.vocab_size; ++i) empty += context.token_texts[i][0] == 0;
+      throw specd::sdk::invalid_argument(
+          "setup: vocab_size " + std::to_string(context.vocab_size) + ", empty texts " +
+          std::to_string(empty) + ", hidden_dim " + std::to_string(context.hidden_dim) +
+          ", max_nodes " + std::to_string(context.max_nodes) + ", draft_length " +
+          std::to_string(context.draft_length) + ", target " + context.target_path);
+    }
   }
 
   void begin(std::span<const specd_token>, const float*) {}

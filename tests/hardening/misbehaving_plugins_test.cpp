@@ -4,12 +4,16 @@
 // (SPECD_HARDENING_PLUGINS) so that they never show up in a user's plugin list.
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
+#include "engine/plugin_checks.hpp"
+#include "gguf/gguf_reader.hpp"
+#include "gguf/gguf_writer.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
 
@@ -139,4 +143,50 @@ TEST_CASE("a proposer failing to draft fails the request with a runtime error") 
                         "acceptance.rule=greedy"},
                        {"bad-proposer", "asked to fail"});
   f.check_still_works({});
+}
+
+// check-config creates the proposer with the setup run gives it (engine/plugin_checks.hpp
+// proposer_setup): the output's vocabulary with its padding rows (a target whose tokenizer
+// lists 258 of its 264 rows: 6 ids without text), the hidden width, the batch-invariant
+// draft nodes.
+TEST_CASE("check-config gives a proposer the same setup as run") {
+  Fixture f;
+  const std::string padded = f.dir + "/padded-output.gguf";
+  {
+    const GgufFile file = GgufFile::open(f.model);
+    GgufWriter w;
+    for (const auto& [key, value] : file.metadata())
+      if (key != "general.alignment") w.set(key, value);
+    w.set_alignment(file.alignment());
+    for (const char* key : {"tokenizer.ggml.tokens", "tokenizer.ggml.token_type"}) {
+      std::vector<GgufValue> items = file.get_array(key).elements();
+      REQUIRE(items.size() == 264);
+      items.resize(258);
+      w.set(key, GgufValue::make_array(items.front().type, items));
+    }
+    for (const GgufTensor& t : file.tensors()) {
+      const auto* bytes = static_cast<const uint8_t*>(t.data);
+      w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims),
+                   std::vector<uint8_t>(bytes, bytes + t.n_bytes));
+    }
+    w.write(padded);
+  }
+  const Config config = f.config({"target.model=\"" + padded + "\"", "proposer.kind=bad-proposer",
+                                  "proposer.k=3", "proposer.mode=\"report-setup\""});
+  auto refusal = [](const std::function<void()>& make) {
+    try {
+      make();
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("not refused");
+  };
+  const std::string checked = refusal([&] { check_config_plugins(config, f.registry); });
+  const std::string ran = refusal([&] { Engine engine(config, f.registry); });
+  INFO("check-config: " << checked);
+  INFO("run: " << ran);
+  CHECK(checked.find("setup: vocab_size 264, empty texts 6, hidden_dim 64, max_nodes 63, "
+                     "draft_length 3, target " +
+                     padded) != std::string::npos);
+  CHECK(checked == ran);
 }
