@@ -66,6 +66,19 @@ class Engine {
   std::string rule_label() const;     // "exact", "greedy-exact", "lossy"; "" for plain
   void reseed(uint64_t seed);
 
+  // For a scheduler that runs many sequences over this engine's target (core/server/): the
+  // target model (one per engine, shared by those sequences; used by one thread at a time),
+  // the configuration, the rows the device computes batch-invariantly, and a proposer and
+  // rule for another configuration's [proposer] / [acceptance] sections over this target
+  // (nullptr for proposer kind "none"; UsageError located in the configuration).
+  LlamaModel& target();
+  const Config& config() const { return config_; }
+  uint32_t invariant_rows() const;
+  std::unique_ptr<Proposer> make_proposer(const Config& config,
+                                          const PluginRegistry& registry) const;
+  std::unique_ptr<AcceptanceRule> make_rule(const Config& config,
+                                            const PluginRegistry& registry) const;
+
  private:
   Config config_;
   std::unique_ptr<Backend> backend_;
