@@ -36,6 +36,8 @@ struct Scheduler::Running {
   std::unique_ptr<BatchVerifier> kv;
   std::unique_ptr<Sequence> sequence;
   uint32_t reserved = 0;  // KV rows held against the budget
+  uint32_t rows = 0;      // its rows in the last pass
+  double tokens = 0;      // tokens it emitted in the last step
   bool in_pass = false;
   bool prefill = false;  // its rows in the pass are a prefill chunk
 };
@@ -262,12 +264,22 @@ void Scheduler::step() {
     try {
       if (run.job->cancelled) run.sequence->stop("cancelled");
       run.prefill = run.kv->prefilling();
+      if (run.adaptive) {
+        // The others' share of the step, from the last one (adaptive k under load).
+        AdaptiveKLoad load;
+        load.cost = &pass_cost_;
+        load.other_rows = step_rows_ > run.rows ? step_rows_ - run.rows : 0;
+        load.other_tokens = std::max(0.0, step_tokens_ - run.tokens);
+        run.adaptive->set_load(load);
+      }
       if (!run.prefill && (run.sequence->done() || !run.sequence->begin_round())) {
         finish(run, nullptr);
         it = active_.erase(it);
         continue;
       }
       entries.push_back(run.kv->entry());
+      run.rows = static_cast<uint32_t>(entries.back().tokens.size());
+      run.tokens = 0;
       run.in_pass = true;
     } catch (const std::exception& e) {
       fail(it, e);
@@ -291,6 +303,11 @@ void Scheduler::step() {
     return;
   }
   const double pass_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  uint32_t rows = 0;
+  for (const ForwardEntry& e : entries) rows += static_cast<uint32_t>(e.tokens.size());
+  pass_cost_.observe(rows, pass_s);
+  step_rows_ = rows;
+  step_tokens_ = 0;
   for (auto it = active_.begin(); it != active_.end();) {
     Running& run = **it;
     if (!run.in_pass) {
@@ -302,7 +319,11 @@ void Scheduler::step() {
       if (run.prefill) {
         run.sequence->stats().prefill_s += pass_s;
       } else {
+        const GenerationStats& st = run.sequence->stats();
+        const uint64_t before = st.rounds + st.accepted;
         run.sequence->end_round(pass_s);
+        run.tokens = static_cast<double>(st.rounds + st.accepted - before);
+        step_tokens_ += run.tokens;
         if (run.sequence->done()) {
           finish(run, nullptr);
           it = active_.erase(it);

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "engine/generation_stats.hpp"
+#include "engine/pass_cost.hpp"
 #include "server/engine_cache.hpp"
 #include "server/kv_admission.hpp"
 #include "server/request.hpp"
@@ -93,6 +94,9 @@ class Scheduler {
   std::atomic<size_t> running_{0};
   std::list<std::unique_ptr<Running>> active_;  // the worker's alone
   uint64_t admitted_ = 0;
+  PassCost pass_cost_;        // target pass time by total rows (adaptive k under load)
+  uint32_t step_rows_ = 0;    // rows of the last step's pass
+  double step_tokens_ = 0;    // tokens the last step emitted
   bool worker_done_ = false;  // under mutex_: the worker has returned
   std::thread worker_;
 };
