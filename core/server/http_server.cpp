@@ -172,9 +172,11 @@ struct HttpServer::Impl {
   }
 
   void routes() {
-    // Each waiting request holds a handler thread: enough for the queue, the one running
-    // and a few health or metrics probes, so that queue_limit (not the pool) decides 503s.
-    const size_t threads = std::min<size_t>(size_t(config.server.queue_limit) + 4, 512);
+    // Each waiting or running request holds a handler thread: enough for the queue, the
+    // running batch and a few health or metrics probes, so that queue_limit (not the pool)
+    // decides 503s.
+    const size_t threads = std::min<size_t>(
+        size_t(config.server.queue_limit) + size_t(config.server.max_sequences) + 4, 512);
     http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     http.set_payload_max_length(static_cast<size_t>(config.server.max_body_bytes));
     http.set_read_timeout(30, 0);
