@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <future>
 #include <memory>
@@ -90,6 +92,7 @@ std::vector<std::string> prompts() {
 struct Outcome {
   std::vector<int32_t> tokens;
   std::string text, stop_reason, error;
+  uint64_t drafted = 0;
 };
 
 struct Probe {
@@ -107,7 +110,7 @@ std::shared_ptr<Job> make_job(const std::string& prompt, const SpeculativeReques
   job->prompt_text = prompt;
   job->kv_budget = c.server.kv_budget;
   job->on_start = [&done](const RequestError* e) {
-    if (e) done.set_value(Outcome{{}, "", "", e->what()});
+    if (e) done.set_value(Outcome{{}, "", "", e->what(), 0});
   };
   job->on_text = [&scheduler, &probe](const std::string&) {
     size_t now = scheduler.running(), seen = probe.max_running.load();
@@ -116,9 +119,9 @@ std::shared_ptr<Job> make_job(const std::string& prompt, const SpeculativeReques
   };
   job->on_done = [&done](const GenerationResult* r, const RequestError* e) {
     if (r)
-      done.set_value(Outcome{r->tokens, r->text, r->stop_reason, ""});
+      done.set_value(Outcome{r->tokens, r->text, r->stop_reason, "", r->stats.drafted});
     else
-      done.set_value(Outcome{{}, "", "", e->what()});
+      done.set_value(Outcome{{}, "", "", e->what(), 0});
   };
   return job;
 }
@@ -146,8 +149,9 @@ Outcome run_alone(Scheduler& scheduler, const Config& c, const std::string& text
   return run_together(scheduler, c, {text}, {spec}, probe).front();
 }
 
-void check_alone_equals_batched(const std::vector<std::string>& names) {
-  const Config c = config();
+void check_alone_equals_batched(const std::vector<std::string>& names,
+                                const std::vector<std::string>& extra = {}) {
+  const Config c = config(extra);
   PluginRegistry registry{std::vector<std::string>{}};
   EngineCache engines(c, registry);
   Scheduler scheduler(engines, c.server.queue_limit);
@@ -163,6 +167,10 @@ void check_alone_equals_batched(const std::vector<std::string>& names) {
   Probe probe;
   const std::vector<Outcome> together = run_together(scheduler, c, texts, specs, probe);
   CHECK(probe.max_running.load() == texts.size());  // all 16 shared the steps
+  uint64_t drafted = 0;
+  for (size_t i = 0; i < texts.size(); ++i)
+    if (names[i % names.size()] != "none") drafted += together[i].drafted;
+  if (names != std::vector<std::string>{"none"}) CHECK(drafted > 0);  // speculation ran
   for (size_t i = 0; i < texts.size(); ++i) {
     INFO("request " << i << " (" << names[i % names.size()] << "): " << texts[i].substr(0, 30));
     REQUIRE_MESSAGE(together[i].error.empty(), together[i].error);
@@ -187,6 +195,15 @@ TEST_CASE("greedy output alone equals output among 15 others: ngram") {
 TEST_CASE("greedy output alone equals output among 15 others: draft model") {
   if (!have_models()) return;
   check_alone_equals_batched({"draft-model"});
+}
+
+TEST_CASE("greedy output alone equals output among 15 others: EAGLE trees over target features") {
+  if (!have_models() || !std::filesystem::exists(kModels + "/eagle.gguf")) return;
+  // The configured proposer: a tree drafter reading the target's hidden rows (prefill
+  // chunks and rounds), with an exact rule.
+  check_alone_equals_batched(
+      {"draft-model"}, {"proposer.kind=\"eagle\"", "proposer.model=\"" + kModels + "/eagle.gguf\"",
+                        "acceptance.rule=\"exact-match\""});
 }
 
 TEST_CASE("requests with different speculative settings share one batch, outputs unchanged") {
@@ -255,4 +272,35 @@ TEST_CASE("a cancelled request ends at its next step and frees its place; run_ex
   bool ran = false;
   scheduler.run_exclusive([&] { ran = true; });  // after drain: at once
   CHECK(ran);
+}
+
+// Not run by default (a measurement, no assertion on time):
+//   build/bin/scheduler_test -tc="*throughput*" --no-skip
+TEST_CASE("throughput of 1, 8 and 16 concurrent greedy sequences" * doctest::skip()) {
+  if (!have_models()) return;
+  const Config c = config({"sampling.max_tokens=128"});
+  PluginRegistry registry{std::vector<std::string>{}};
+  EngineCache engines(c, registry);
+  Scheduler scheduler(engines, c.server.queue_limit);
+  const std::vector<std::string> all = prompts();
+  std::printf("| speculation | 1 seq tok/s | 8 seq tok/s | 16 seq tok/s |\n|---|---|---|---|\n");
+  for (const std::string name : {"none", "ngram", "draft-model", "auto"}) {
+    SpeculativeRequest spec = name == "auto" ? SpeculativeRequest{} : setting(name);
+    if (name == "auto") spec.k_auto = true;
+    std::printf("| %s |", name.c_str());
+    for (size_t level : {1u, 8u, 16u}) {
+      const std::vector<std::string> texts(all.begin(), all.begin() + level);
+      const std::vector<SpeculativeRequest> specs(level, spec);
+      Probe probe;
+      run_together(scheduler, c, texts, specs, probe);  // warm: proposer instances made
+      const auto t0 = std::chrono::steady_clock::now();
+      const std::vector<Outcome> out = run_together(scheduler, c, texts, specs, probe);
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      size_t tokens = 0;
+      for (const Outcome& o : out) tokens += o.tokens.size();
+      std::printf(" %.0f |", double(tokens) / s);
+      std::fflush(stdout);
+    }
+    std::printf("\n");
+  }
 }
