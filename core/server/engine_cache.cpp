@@ -3,6 +3,7 @@
 #include "acceptance/acceptance_rule.hpp"
 #include "acceptance/labels.hpp"
 #include "common/error.hpp"
+#include "engine/adaptive_k.hpp"
 #include "engine/proposer.hpp"
 
 namespace specd::server {

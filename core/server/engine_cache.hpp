@@ -25,6 +25,7 @@
 
 namespace specd {
 class AcceptanceRule;
+class AdaptiveK;
 class LlamaModel;
 class Proposer;
 }  // namespace specd
@@ -36,7 +37,10 @@ struct Strategy {
   Config config;                                // the server's, with the setting applied
   std::unique_ptr<AcceptanceRule> rule;         // null for proposer "none"
   std::vector<std::unique_ptr<Proposer>> idle;  // proposer instances not in use
-  int lent = 0;                                 // instances running a sequence
+  // k = "auto": adaptive-k states not in use. A finished sequence's estimates (acceptance of
+  // this pair, draft cost) start the next sequence's instead of being learnt anew.
+  std::vector<std::unique_ptr<AdaptiveK>> idle_adaptive;
+  int lent = 0;  // instances running a sequence
   std::string proposer_name = "none", rule_name, rule_label;
   bool k_auto = false;
 };

@@ -182,7 +182,14 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
     run->proposer = engines_.take_proposer(strategy);
     run->reserved = rows;
     kv_.take(rows);
-    if (strategy.k_auto) run->adaptive = std::make_unique<AdaptiveK>(AdaptiveKOptions{});
+    if (strategy.k_auto) {
+      if (strategy.idle_adaptive.empty()) {
+        run->adaptive = std::make_unique<AdaptiveK>(AdaptiveKOptions{});
+      } else {
+        run->adaptive = std::move(strategy.idle_adaptive.back());
+        strategy.idle_adaptive.pop_back();
+      }
+    }
     // Each request draws from its own generator: its seed, else the configured one, so
     // what it samples never depends on the requests before or beside it.
     run->rng = std::make_unique<specd_rng>(r.seed ? *r.seed : engines_.config().engine.seed);
@@ -241,6 +248,7 @@ void Scheduler::finish(Running& run, const RequestError* error) {
     GenerationResult result = run.sequence->finish();
     job.on_done(&result, nullptr);
     engines_.give_back(*run.strategy, std::move(run.proposer));
+    if (run.adaptive) run.strategy->idle_adaptive.push_back(std::move(run.adaptive));
   }
   kv_.release(run.reserved);
   run.kv.reset();  // frees its KV cache now

@@ -60,7 +60,9 @@ SpeculativeRequest setting(const std::string& name) {
   } else if (name == "ngram") {
     s.proposer = "ngram";
     s.rule = "exact-match";
-  }  // "draft-model": the configured proposer and rule
+  } else if (name == "auto") {
+    s.k_auto = true;  // the configured draft model, k chosen per round under the load
+  }                   // "draft-model": the configured proposer and rule
   return s;
 }
 
@@ -206,6 +208,11 @@ TEST_CASE("greedy output alone equals output among 15 others: EAGLE trees over t
                         "acceptance.rule=\"exact-match\""});
 }
 
+TEST_CASE("greedy output alone equals output among 15 others: k = auto (k follows the load)") {
+  if (!have_models()) return;
+  check_alone_equals_batched({"auto"});
+}
+
 TEST_CASE("requests with different speculative settings share one batch, outputs unchanged") {
   if (!have_models()) return;
   check_alone_equals_batched({"none", "ngram", "draft-model"});
@@ -285,8 +292,7 @@ TEST_CASE("throughput of 1, 8 and 16 concurrent greedy sequences" * doctest::ski
   const std::vector<std::string> all = prompts();
   std::printf("| speculation | 1 seq tok/s | 8 seq tok/s | 16 seq tok/s |\n|---|---|---|---|\n");
   for (const std::string name : {"none", "ngram", "draft-model", "auto"}) {
-    SpeculativeRequest spec = name == "auto" ? SpeculativeRequest{} : setting(name);
-    if (name == "auto") spec.k_auto = true;
+    const SpeculativeRequest spec = setting(name);
     std::printf("| %s |", name.c_str());
     for (size_t level : {1u, 8u, 16u}) {
       const std::vector<std::string> texts(all.begin(), all.begin() + level);
