@@ -1,39 +1,59 @@
 #include "engine/pass_cost.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace specd {
 
 void PassCost::observe(uint32_t rows, double seconds) {
-  if (rows == 0 || !(seconds > 0)) return;
-  if (rows >= s_.size()) {
-    s_.resize(rows + 1, 0);
-    seen_.resize(rows + 1, false);
+  if (rows == 0 || !(seconds > 0) || !std::isfinite(seconds)) return;
+  const double keep = n_ == 0 ? 0.0 : 1.0 - decay_, x = rows, y = seconds;
+  w_ = keep * w_ + 1;
+  wx_ = keep * wx_ + x;
+  wxx_ = keep * wxx_ + x * x;
+  wy_ = keep * wy_ + y;
+  wxy_ = keep * wxy_ + x * y;
+  ++n_;
+}
+
+void PassCost::fit(double& a, double& b) const {
+  a = 0;
+  b = 0;
+  if (n_ == 0) return;
+  const double mx = wx_ / w_, my = wy_ / w_;
+  const double var = wxx_ / w_ - mx * mx, cov = wxy_ / w_ - mx * my;
+  // One row count seen (or nearly): a pass costs in proportion to its rows.
+  if (var <= 1e-9 * std::max(1.0, mx * mx)) {
+    b = my / mx;
+    return;
   }
-  s_[rows] = seen_[rows] ? (1 - decay_) * s_[rows] + decay_ * seconds : seconds;
-  seen_[rows] = true;
+  b = std::max(0.0, cov / var);
+  a = my - b * mx;
+  if (a < 0) {  // a line through the origin instead: no negative fixed cost
+    a = 0;
+    b = wxy_ / wxx_;
+  }
 }
 
 double PassCost::time(uint32_t rows) const {
-  rows = std::max<uint32_t>(rows, 1);
-  if (measured(rows)) return s_[rows];
-  uint32_t lo = 0, hi = 0, below_lo = 0;
-  for (uint32_t r = 1; r < seen_.size(); ++r) {
-    if (!seen_[r]) continue;
-    if (r < rows) {
-      below_lo = lo;
-      lo = r;
-    } else if (hi == 0) {
-      hi = r;
-    }
-  }
-  if (lo && hi) return s_[lo] + (s_[hi] - s_[lo]) * double(rows - lo) / double(hi - lo);
-  if (hi) return s_[hi] * double(rows) / double(hi);  // below every measurement: in proportion
-  if (!lo) return double(rows);                       // nothing measured: one unit per row
-  // Beyond the largest measurement: its slope from the one before, else in proportion.
-  const double slope = below_lo ? std::max(0.0, (s_[lo] - s_[below_lo]) / double(lo - below_lo))
-                                : s_[lo] / double(lo);
-  return s_[lo] + slope * double(rows - lo);
+  const double x = std::max<uint32_t>(rows, 1);
+  if (n_ == 0) return x;  // nothing measured: one unit per row
+  double a, b;
+  fit(a, b);
+  const double t = a + b * x;
+  return t > 0 ? t : 1e-12;
+}
+
+double PassCost::fixed_s() const {
+  double a, b;
+  fit(a, b);
+  return a;
+}
+
+double PassCost::per_row_s() const {
+  double a, b;
+  fit(a, b);
+  return b;
 }
 
 }  // namespace specd

@@ -5,29 +5,35 @@
 // compute bound (many rows), so the draft length that pays depends on how many rows the
 // other sequences already put in the pass (AdaptiveK::set_load).
 //
-// Estimates are decayed means per row count, interpolated between counts that were timed;
-// beyond the largest, extended along the last measured slope; before any measurement a pass
-// is assumed to cost in proportion to its rows (pessimistic: drafting must prove itself).
-// Thread rule: one thread at a time.
+// The estimate is a line, T(M) = a + b·M, fitted by least squares with exponential
+// forgetting (each observation weighs `decay`, older ones fade): pass times are noisy (other
+// processes, caches), and every observation informs both the fixed cost a and the per-row
+// cost b, so the ratio T(o + 1 + k) / T(o + 1) that adaptive k needs is stable. Forgetting
+// makes the line local to the current load: at batch 1 the passes seen are of few rows
+// (memory bound, b small), at batch 16 of many (compute bound). Before two distinct row
+// counts are seen a pass is assumed to cost in proportion to its rows (pessimistic: drafting
+// must prove itself). Thread rule: one thread at a time.
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 namespace specd {
 
 class PassCost {
  public:
-  explicit PassCost(double decay = 0.05) : decay_(decay) {}
+  explicit PassCost(double decay = 0.02) : decay_(decay) {}
   void observe(uint32_t rows, double seconds);
   // Estimated seconds of a pass over `rows` rows (> 0).
   double time(uint32_t rows) const;
-  bool measured(uint32_t rows) const { return rows < seen_.size() && seen_[rows]; }
+  double fixed_s() const;    // a
+  double per_row_s() const;  // b
+  uint64_t observations() const { return n_; }
 
  private:
+  void fit(double& a, double& b) const;
   double decay_;
-  std::vector<double> s_;  // decayed mean seconds, index = rows
-  std::vector<bool> seen_;
+  double w_ = 0, wx_ = 0, wxx_ = 0, wy_ = 0, wxy_ = 0;  // decayed sums (x = rows, y = seconds)
+  uint64_t n_ = 0;
 };
 
 }  // namespace specd

@@ -302,9 +302,13 @@ TEST_CASE("throughput of 1, 8 and 16 concurrent greedy sequences" * doctest::ski
       const auto t0 = std::chrono::steady_clock::now();
       const std::vector<Outcome> out = run_together(scheduler, c, texts, specs, probe);
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      size_t tokens = 0;
-      for (const Outcome& o : out) tokens += o.tokens.size();
-      std::printf(" %.0f |", double(tokens) / s);
+      size_t tokens = 0, drafted = 0;
+      for (const Outcome& o : out) {
+        tokens += o.tokens.size();
+        drafted += o.drafted;
+      }
+      std::printf(" %.0f (%.2f drafted/token) |", double(tokens) / s,
+                  double(drafted) / double(tokens));
       std::fflush(stdout);
     }
     std::printf("\n");
