@@ -1,6 +1,7 @@
 // LlamaModel::forward_batch: the rows of a batched pass over several sequences are
 // bit-identical to each sequence's forward() alone (chains, trees, prefill chunks; f32 and
-// quantized weights), and a cache grown in blocks continues as if it had been large.
+// quantized weights), a cache grown in blocks continues as if it had been large, and a
+// BatchVerifier prefills in chunks equal to decoding one token at a time.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -10,6 +11,7 @@
 
 #include "../backend/backend_test_util.hpp"
 #include "backend/backend.hpp"
+#include "engine/batch_verifier.hpp"
 #include "model_fixture.hpp"
 #include "models/llama_model.hpp"
 
@@ -174,4 +176,70 @@ TEST_CASE("a cache grown in blocks continues exactly as a cache that was large f
   model->forward(*small, next, range(30, 20), range(30, -1), a.data());
   model->forward(*big, next, range(30, 20), range(30, -1), b.data());
   CHECK(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
+}
+
+TEST_CASE("a batch verifier prefills in chunks and grows in blocks, equal to one token at a time") {
+  FixtureSpec s;
+  s.matrix_type = GgmlType::kQ8_0;
+  auto model = LlamaModel::load(write_fixture(s, "batch-verifier.gguf"), batch_device());
+  const int32_t V = model->info().vocab_size, d = model->info().n_embd;
+  std::mt19937 rng(8);
+  const auto prompt = tokens_of(rng, 150, V);
+  BatchVerifier verifier(*model, /*max_rows=*/160, /*block_rows=*/16, /*chunk_rows=*/64);
+  CHECK(verifier.allocated_rows() == 16u);
+  std::vector<float> hidden(149 * static_cast<size_t>(d));
+  verifier.begin(prompt, hidden.data());
+  int passes = 0;
+  while (verifier.prefilling()) {
+    const std::vector<ForwardEntry> e = {verifier.entry()};
+    CHECK(e[0].tokens.size() <= 64u);
+    model->forward_batch(e);
+    verifier.pass_done();
+    ++passes;
+  }
+  CHECK(passes == 3);  // 64 + 64 + 21 rows
+  CHECK(verifier.committed() == 149u);
+  CHECK(verifier.allocated_rows() == 160u);  // blocks of 16 up to the reservation
+  // A round: the root and a chain of two nodes.
+  const std::vector<specd_token> nodes = {prompt[3], prompt[4]};
+  const std::vector<int32_t> parents = {0, 1};
+  const specd_draft_tree tree{
+      sizeof(specd_draft_tree), 2,      0, SPECD_SIBLINGS_DETERMINISTIC, nodes.data(),
+      parents.data(),           nullptr};
+  std::vector<float> logits(3 * static_cast<size_t>(V));
+  verifier.verify(prompt.back(), tree, logits.data(), nullptr);
+  CHECK_FALSE(verifier.prefilling());
+  model->forward_batch(std::vector<ForwardEntry>{verifier.entry()});
+  verifier.pass_done();
+  verifier.commit(std::vector<int32_t>{1, 2});
+  CHECK(verifier.committed() == 152u);
+  // Beyond the reservation: refused, naming it.
+  const std::vector<specd_token> many(9, prompt[0]);
+  const std::vector<int32_t> chain = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+  const specd_draft_tree big{sizeof(specd_draft_tree),
+                             9,
+                             0,
+                             SPECD_SIBLINGS_DETERMINISTIC,
+                             many.data(),
+                             chain.data(),
+                             nullptr};
+  CHECK_THROWS_WITH_AS(verifier.verify(prompt[0], big, logits.data(), nullptr),
+                       doctest::Contains("does not fit"), Error);
+
+  // The reference: every prompt token and the round's tokens one at a time.
+  auto ref = model->new_cache(256);
+  std::vector<float> one(V), h(d);
+  for (int32_t i = 0; i < 150 + 2; ++i) {
+    const int32_t t = i < 150 ? prompt[i] : nodes[i - 150];
+    model->forward(*ref, std::vector<int32_t>{t}, std::vector<int32_t>{i}, std::vector<int32_t>{-1},
+                   one.data(), h.data());
+    model->commit(*ref, std::vector<int32_t>{0});
+    if (i < 149) {
+      INFO("prompt row " << i);
+      CHECK(std::memcmp(h.data(), hidden.data() + static_cast<size_t>(i) * d, d * 4) == 0);
+    } else {
+      INFO("round row " << i - 149);
+      CHECK(std::memcmp(one.data(), logits.data() + static_cast<size_t>(i - 149) * V, V * 4) == 0);
+    }
+  }
 }
