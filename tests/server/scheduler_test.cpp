@@ -107,6 +107,7 @@ std::shared_ptr<Job> make_job(const std::string& prompt, const SpeculativeReques
   auto job = std::make_shared<Job>();
   job->request.prompt = prompt;
   job->request.sampling = c.sampling;
+  job->request.seed = 1000 + prompt.size();  // its own seed (used when it samples)
   job->request.max_tokens = c.sampling.max_tokens;
   job->request.speculative = spec;
   job->prompt_text = prompt;
@@ -211,6 +212,14 @@ TEST_CASE("greedy output alone equals output among 15 others: EAGLE trees over t
 TEST_CASE("greedy output alone equals output among 15 others: k = auto (k follows the load)") {
   if (!have_models()) return;
   check_alone_equals_batched({"auto"});
+}
+
+TEST_CASE("a seeded sampled request alone equals itself among 15 others (fixed k, exact rule)") {
+  if (!have_models()) return;
+  // Its draws come from its own generator and its logits are batch invariant, so at
+  // temperature > 0 the same seed gives the same tokens whatever shares the batch.
+  check_alone_equals_batched({"none", "draft-model"},
+                             {"sampling.temperature=0.9", "sampling.top_p=0.95"});
 }
 
 TEST_CASE("requests with different speculative settings share one batch, outputs unchanged") {
