@@ -178,8 +178,8 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
     if (!kv_.fits(rows) && !active_.empty()) return false;
 
     run->job = job;
-    run->strategy = &strategy;
     run->proposer = engines_.take_proposer(strategy);
+    run->strategy = &strategy;  // from here on, errors give its proposer place back
     run->reserved = rows;
     kv_.take(rows);
     if (strategy.k_auto) {
@@ -233,7 +233,6 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
   job->proposer = run->strategy->proposer_name;
   job->rule = run->strategy->rule_name;
   job->on_start(nullptr);
-  ++admitted_;
   active_.push_back(std::move(run));
   return true;
 }

@@ -93,7 +93,6 @@ class Scheduler {
   bool stopping_ = false;
   std::atomic<size_t> running_{0};
   std::list<std::unique_ptr<Running>> active_;  // the worker's alone
-  uint64_t admitted_ = 0;
   PassCost pass_cost_;        // target pass time by total rows (adaptive k under load)
   uint32_t step_rows_ = 0;    // rows of the last step's pass
   double step_tokens_ = 0;    // tokens the last step emitted
