@@ -345,7 +345,7 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
     read_int(c, k, n, cfg.server.port, 0, 65535, "0 = any free port, up to 65535");
   };
   server["max_sequences"] = [&](Context& c, const std::string& k, const toml::node& n) {
-    read_int(c, k, n, cfg.server.max_sequences, 1, 1, "this version decodes 1 at a time");
+    read_int(c, k, n, cfg.server.max_sequences, 1, 256, "1 to 256");
   };
   server["queue_limit"] = [&](Context& c, const std::string& k, const toml::node& n) {
     // Each waiting request holds one HTTP thread and the pool is sized from this limit.

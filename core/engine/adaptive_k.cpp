@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/pass_cost.hpp"
+
 namespace specd {
 namespace {
 
@@ -23,7 +25,7 @@ AdaptiveK::AdaptiveK(const AdaptiveKOptions& options) : options_(options) {
 
 uint32_t AdaptiveK::next_k() {
   uint32_t k;
-  if (!seen_[1]) {
+  if (!seen_[1] && !loaded()) {
     k = 0;  // time a plain pass first: every cost is relative to it
   } else if (!draft_seen_) {
     k = options_.k_start;  // then one speculative round to start the estimates
@@ -35,7 +37,7 @@ uint32_t AdaptiveK::next_k() {
         // Probe short: it measures β_0 (the one that matters most) at the least cost.
         k = std::max<uint32_t>(1, std::min(last_k_ ? last_k_ : 1u, 2u));
       }
-    } else if (++since_refresh_ >= options_.refresh_interval) {
+    } else if (!loaded() && ++since_refresh_ >= options_.refresh_interval) {
       since_refresh_ = 0;
       k = 0;
     }
@@ -48,7 +50,7 @@ void AdaptiveK::observe(const AdaptiveKRound& round) {
   ++rounds_;
   const double keep = 1.0 - options_.decay;
   const uint32_t rows = std::min<uint32_t>(round.drafted + 1, options_.k_max + 1);
-  if (round.verify_s > 0) {
+  if (round.verify_s > 0 && !loaded()) {
     const double overhead = std::clamp(round.overhead_s, 0.0, round.verify_s);
     const double compute = round.verify_s - overhead;
     pass_s_[rows] = seen_[rows] ? keep * pass_s_[rows] + options_.decay * compute : compute;
@@ -108,17 +110,26 @@ double AdaptiveK::compute_time(uint32_t rows) const {
 
 double AdaptiveK::verify_cost(uint32_t k) const {
   if (k == 0) return 1;
+  if (loaded()) {
+    const uint32_t base = load_.other_rows + 1;
+    return load_.cost->time(base + k) / load_.cost->time(base);
+  }
   return row_time(k + 1) / row_time(1);
 }
 
 double AdaptiveK::draft_cost() const {
+  if (loaded()) {
+    const double t = load_.cost->time(load_.other_rows + 1);
+    return draft_seen_ && t > 0 ? draft_per_token_s_ / t : 0;
+  }
   if (!draft_seen_ || !seen_[1] || row_time(1) <= 0) return 0;
   return draft_per_token_s_ / row_time(1);
 }
 
 double AdaptiveK::predicted_speedup(uint32_t k) const {
   if (k == 0) return 1;
-  return expected_tokens(k) / (verify_cost(k) + double(k) * draft_cost());
+  const double r = loaded() ? std::max(0.0, load_.other_tokens) : 0.0;
+  return (r + expected_tokens(k)) / (r + 1) / (verify_cost(k) + double(k) * draft_cost());
 }
 
 uint32_t AdaptiveK::best_k() const {

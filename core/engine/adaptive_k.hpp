@@ -16,6 +16,17 @@
 // Estimates decay exponentially so they follow the text (code vs prose, a copied passage).
 // While plain, it re-probes every `probe_interval` rounds so a change in acceptance is seen;
 // while speculating, every `refresh_interval`-th round is plain to keep the 1-row time fresh.
+//
+// Under load (a scheduler batching many sequences, set_load): the pass is shared, so the
+// costs come from the scheduler's measured pass time by total rows, T(M) (PassCost), with
+// o rows and R tokens per step from the other sequences. The prediction becomes the step's
+// throughput relative to this sequence drafting nothing:
+//
+//   S(k) = (R + E(k)) / (R + 1) · T(o + 1) / (T(o + 1 + k) + k·d)
+//
+// d the draft seconds per token (drafting runs on the scheduler's one thread, inside the
+// step). At batch 1 (o = R = 0) it is E(k) / (v(k) + k·c) again; at batch 16 extra rows slow
+// every sequence's step, so k falls, down to 0, unless acceptance pays for them.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +52,15 @@ struct AdaptiveKRound {
   double overhead_s = 0;  // the part of verify_s spent outside computing (a remote round trip)
 };
 
+class PassCost;
+
+// The load around one sequence in a batched step (see above).
+struct AdaptiveKLoad {
+  const PassCost* cost = nullptr;  // the scheduler's pass times by rows; null = no load model
+  uint32_t other_rows = 0;         // rows the other sequences put in a step
+  double other_tokens = 0;         // tokens the other sequences emit per step
+};
+
 class AdaptiveK {
  public:
   explicit AdaptiveK(const AdaptiveKOptions& options = {});
@@ -48,6 +68,9 @@ class AdaptiveK {
   // The draft length for the next round: 0 = plain decoding, else 1..k_max.
   uint32_t next_k();
   void observe(const AdaptiveKRound& round);
+  // Sets the load for the next choices (a scheduler calls it before each round). With a
+  // load model, observe() keeps only acceptance and draft time: pass times are the model's.
+  void set_load(const AdaptiveKLoad& load) { load_ = load; }
 
   // The model behind the choice (for reports and tests).
   double expected_tokens(uint32_t k) const;
@@ -61,6 +84,7 @@ class AdaptiveK {
  private:
   double row_time(uint32_t rows) const;      // estimated seconds of a pass, round trip included
   double compute_time(uint32_t rows) const;  // the same without the round trip
+  bool loaded() const { return load_.cost != nullptr; }
 
   AdaptiveKOptions options_;
   // β_d as decayed counts: accepted_[d] / tested_[d], with a Beta(1, 1) prior.
@@ -76,6 +100,7 @@ class AdaptiveK {
   uint32_t since_probe_ = 0;    // plain rounds since the last probe
   uint32_t since_refresh_ = 0;  // speculative rounds since the last plain round
   uint32_t last_k_ = 0;
+  AdaptiveKLoad load_;
 };
 
 }  // namespace specd

@@ -17,6 +17,7 @@
 #include "engine/plugin_checks.hpp"
 #include "engine/plugin_params.hpp"
 #include "engine/proposer.hpp"
+#include "engine/sequence.hpp"
 #include "engine/verifier.hpp"
 #include "engine/verifier_factory.hpp"
 #include "gguf/gguf_reader.hpp"
@@ -28,123 +29,6 @@
 #include "tokenizer/tokenizer.hpp"
 
 namespace specd {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-SamplingParams sampling_params(const SamplingConfig& s) {
-  SamplingParams p;
-  p.temperature = s.temperature;
-  p.top_k = s.top_k;
-  p.top_p = s.top_p;
-  p.min_p = s.min_p;
-  return p;
-}
-
-// Emits generated tokens one at a time, applying the stop conditions exactly as plain
-// decoding does after each token. Streamed text always equals the final text: text that
-// could still be the start of a stop string is held back until the next token decides.
-class Emitter {
- public:
-  // The text is that of the continuation of `prompt` (see StreamingDetokenizer).
-  Emitter(const Tokenizer& tokenizer, const SamplingConfig& sampling, int max_tokens,
-          const std::function<void(const std::string&)>& on_text,
-          const std::vector<int32_t>& prompt)
-      : tokenizer_(tokenizer),
-        stops_(sampling.stop),
-        ignore_eos_(sampling.ignore_eos),
-        max_tokens_(max_tokens),
-        on_text_(on_text),
-        detok_(tokenizer, false, prompt) {}
-
-  // Returns false when generation must end after this token.
-  bool push(int32_t token, GenerationResult& result) {
-    ++count_;
-    if (!ignore_eos_ && token == tokenizer_.eos_id()) {
-      result.stop_reason = "eos";
-      return false;
-    }
-    result.tokens.push_back(token);
-    const size_t before = result.text.size();
-    result.text += detok_.push(token);
-    // The earliest stop string that ends in the new text (an older match would have ended
-    // generation already).
-    size_t cut = std::string::npos;
-    for (const std::string& stop : stops_) {
-      if (stop.empty()) continue;
-      const size_t from = before >= stop.size() ? before - stop.size() + 1 : 0;
-      // A match never starts inside a UTF-8 character (the configuration refuses stop
-      // strings that are not whole characters; a Config built in code is held to it here).
-      for (size_t at = result.text.find(stop, from); at != std::string::npos;
-           at = result.text.find(stop, at + 1))
-        if (!continuation_byte(result.text[at])) {
-          cut = std::min(cut, at);
-          break;
-        }
-    }
-    if (cut != std::string::npos) {
-      result.text.resize(cut);
-      emit_up_to(result.text, cut);
-      result.stop_reason = "stop";
-      stopped_ = true;
-      return false;
-    }
-    emit_up_to(result.text, result.text.size() - held_back(result.text));
-    if (count_ >= max_tokens_) {
-      result.stop_reason = "length";
-      return false;
-    }
-    return true;
-  }
-
-  void finish(GenerationResult& result) {
-    if (!stopped_) result.text += detok_.flush();
-    emit_up_to(result.text, result.text.size());
-  }
-
-  int remaining() const { return max_tokens_ - count_; }
-
- private:
-  // Bytes at the end of `text` that begin some stop string (the longest such suffix,
-  // shorter than the stop string itself: a whole one would have matched).
-  static bool continuation_byte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
-
-  size_t held_back(const std::string& text) const {
-    size_t held = 0;
-    for (const std::string& stop : stops_) {
-      for (size_t n = std::min(stop.size() - (stop.empty() ? 0 : 1), text.size()); n > held; --n)
-        if (!continuation_byte(text[text.size() - n]) &&
-            text.compare(text.size() - n, n, stop, 0, n) == 0) {
-          held = n;
-          break;
-        }
-    }
-    return held;
-  }
-
-  void emit_up_to(const std::string& text, size_t end) {
-    if (end <= emitted_) return;
-    if (on_text_) on_text_(text.substr(emitted_, end - emitted_));
-    emitted_ = end;
-  }
-
-  const Tokenizer& tokenizer_;
-  const std::vector<std::string>& stops_;
-  bool ignore_eos_;
-  int max_tokens_;
-  const std::function<void(const std::string&)>& on_text_;
-  StreamingDetokenizer detok_;
-  int count_ = 0;
-  size_t emitted_ = 0;  // bytes of the text already given to on_text_
-  bool stopped_ = false;
-};
-
-}  // namespace
-
 Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(config) {
   check_required_for_run(config_);
   validate_sampling_params(sampling_params(config_.sampling));
@@ -210,42 +94,60 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
   rng_ = std::make_unique<specd_rng>(config_.engine.seed);
 
   if (proposer_plugin) {
-    TargetShape shape;
-    shape.vocab_size = verifier_->vocab_size();
-    shape.hidden_dim = verifier_->hidden_dim();
-    shape.invariant_max_rows = device_->info().invariant_max_rows;
-    const ProposerSetup setup = proposer_setup(config_, *tokenizer_, shape);
-    {
-      ModelServiceScope models(
-          registry, config_.proposer.backend.empty() ? target_backend : config_.proposer.backend,
-          static_cast<uint32_t>(config_.engine.threads));
-      ProposerConfig proposer_config = config_.proposer;
-      if (config_.proposer.k_auto) {
-        // The proposer is built for the longest draft; each round asks for what the
-        // running estimates of acceptance and cost say pays best (0 = a plain round).
-        AdaptiveKOptions options;
-        proposer_config.k = static_cast<int>(options.k_max);
-        adaptive_ = std::make_unique<AdaptiveK>(options);
-      }
-      try {
-        proposer_ = std::make_unique<Proposer>(*proposer_plugin, proposer_config, setup);
-      } catch (const UsageError& e) {
-        throw_located_proposer_error(config_, e);
-      }
-    }
-
+    proposer_ = make_proposer(config_, registry);
+    if (config_.proposer.k_auto) adaptive_ = std::make_unique<AdaptiveK>(AdaptiveKOptions{});
     rule_ = make_checked_rule(config_, registry, *proposer_plugin);
   }
 }
 
-Engine::~Engine() = default;
+std::unique_ptr<Proposer> Engine::make_proposer(const Config& config,
+                                                const PluginRegistry& registry) const {
+  if (config.proposer.kind == "none") return nullptr;
+  const LoadedPlugin* plugin = nullptr;
+  try {
+    plugin = &registry.require(config.proposer.kind, SPECD_KIND_PROPOSER);
+  } catch (const UsageError& e) {
+    throw UsageError(config.where("proposer.kind") + ": " + e.what());
+  }
+  TargetShape shape;
+  shape.vocab_size = verifier_->vocab_size();
+  shape.hidden_dim = verifier_->hidden_dim();
+  shape.invariant_max_rows = device_->info().invariant_max_rows;
+  const ProposerSetup setup = proposer_setup(config, *tokenizer_, shape);
+  const std::string target_backend =
+      config.target.backend.empty() ? config.engine.backend : config.target.backend;
+  ModelServiceScope models(
+      registry, config.proposer.backend.empty() ? target_backend : config.proposer.backend,
+      static_cast<uint32_t>(config.engine.threads));
+  ProposerConfig proposer_config = config.proposer;
+  // k = "auto": the proposer is built for the longest draft; each round asks for what the
+  // running estimates of acceptance and cost say pays best (0 = a plain round).
+  if (config.proposer.k_auto) proposer_config.k = static_cast<int>(AdaptiveKOptions{}.k_max);
+  try {
+    return std::make_unique<Proposer>(*plugin, proposer_config, setup);
+  } catch (const UsageError& e) {
+    throw_located_proposer_error(config, e);
+  }
+}
 
-LlamaModel& Engine::target_model() {
+std::unique_ptr<AcceptanceRule> Engine::make_rule(const Config& config,
+                                                  const PluginRegistry& registry) const {
+  if (config.proposer.kind == "none") return nullptr;
+  return make_checked_rule(config, registry,
+                           registry.require(config.proposer.kind, SPECD_KIND_PROPOSER));
+}
+
+LlamaModel& Engine::target() {
   if (!target_)
     throw Error("the engine has no local target model: its verifier is '" +
                 config_.verifier.kind + "'");
   return *target_;
 }
+uint32_t Engine::invariant_rows() const {
+  return device_->info().invariant_max_rows;
+}
+
+Engine::~Engine() = default;
 
 uint32_t Engine::context_length() const {
   return verifier_->context_length();
@@ -275,151 +177,30 @@ GenerationResult Engine::generate(const std::string& prompt, const GenerateOptio
 
 GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
                                          const GenerateOptions& options) {
-  const SamplingConfig& sampling_config = options.sampling ? *options.sampling : config_.sampling;
-  if (options.sampling) validate_sampling_params(sampling_params(sampling_config));
-  int max_tokens = options.max_tokens.value_or(config_.sampling.max_tokens);
-  if (max_tokens < 1) throw UsageError("the number of tokens to generate must be at least 1");
-  const uint32_t vocab = verifier_->vocab_size();
-  for (int32_t t : prompt)
-    if (t < 0 || static_cast<uint32_t>(t) >= vocab)
-      throw UsageError("prompt token " + std::to_string(t) + " is outside the vocabulary");
-  if (prompt.size() >= verifier_->context_length())
-    throw UsageError("the prompt has " + std::to_string(prompt.size()) +
-                     " tokens; the context holds " + std::to_string(verifier_->context_length()) +
-                     " (" + config_.target.model + "), leaving no room to generate");
-
-  GenerationResult result;
-  GenerationStats& stats = result.stats;
-  stats.prompt_tokens = prompt.size();
-  const SamplingParams sampling = sampling_params(sampling_config);
-  const uint32_t hidden_dim = proposer_ && proposer_->needs_hidden() ? verifier_->hidden_dim() : 0;
-
-  auto start = Clock::now();
-  std::vector<float> hidden(hidden_dim ? (prompt.size() - 1) * hidden_dim : 0);
-  verifier_->begin(prompt, hidden_dim ? hidden.data() : nullptr);
-  stats.prefill_s = seconds_since(start);
-  if (proposer_) proposer_->begin(prompt, hidden_dim ? hidden.data() : nullptr);
-
-  Emitter emitter(*tokenizer_, sampling_config, max_tokens, options.on_text, prompt);
-  std::vector<int32_t> sequence = prompt;
-  Draft draft;
-  std::vector<float> logits;
-  std::vector<double> p;
-  std::vector<int32_t> emitted;
-  std::vector<float> kept_hidden;
-  auto generate_start = Clock::now();
-  bool going = true;
-  while (going) {
+  SequenceParts parts;
+  parts.tokenizer = tokenizer_.get();
+  parts.verifier = verifier_.get();
+  parts.proposer = proposer_.get();
+  parts.rule = rule_.get();
+  parts.adaptive = adaptive_.get();
+  parts.rng = rng_.get();
+  parts.target_path = config_.target.model;
+  Sequence sequence(parts, prompt, options.sampling ? *options.sampling : config_.sampling,
+                    options.max_tokens.value_or(config_.sampling.max_tokens), options.on_text);
+  sequence.start();
+  while (!sequence.done()) {
     if (options.interrupt && *options.interrupt) {
-      result.stop_reason = "interrupted";
+      sequence.stop("interrupted");
       break;
     }
     if (options.cancelled && options.cancelled()) {
-      result.stop_reason = "cancelled";
+      sequence.stop("cancelled");
       break;
     }
-    // Room left in the context: the root takes one row, each draft node one more.
-    uint32_t room = verifier_->context_length() - verifier_->committed();
-    if (room == 0) {
-      result.stop_reason = "context";
-      break;
-    }
-    auto t0 = Clock::now();
-    draft.n_nodes = 0;
-    draft.vocab = vocab;
-    if (proposer_) {
-      uint32_t capacity = room - 1;  // the proposer caps it further at its max_nodes
-      if (adaptive_) capacity = std::min(capacity, adaptive_->next_k());
-      if (capacity > 0) proposer_->propose(sequence, capacity, *rng_, draft);
-    }
-    specd_draft_tree tree = draft.tree();
-    if (draft.n_nodes > 0) {
-      validate_tree(tree, vocab, "proposer '" + proposer_->name() + "'");
-      check_tree_pairing(rule_->info(), tree, proposer_->name());
-    }
-    auto t1 = Clock::now();
-    stats.draft_s += std::chrono::duration<double>(t1 - t0).count();
-
-    const size_t rows = draft.n_nodes + 1;
-    logits.resize(rows * vocab);
-    hidden.resize(hidden_dim * rows);
-    p.resize(rows * vocab);
-    try {
-      verifier_->verify(sequence.back(), tree, logits.data(), hidden_dim ? hidden.data() : nullptr);
-      for (size_t r = 0; r < rows; ++r) {
-        const std::span<float> row(logits.data() + r * vocab, vocab);
-        mask_padding(row, static_cast<size_t>(tokenizer_->n_tokens()));
-        transform_logits(row, sampling, std::span<double>(p.data() + r * vocab, vocab));
-      }
-    } catch (const UsageError&) {
-      throw;
-    } catch (const Error& e) {
-      // NaN logits, a backend failure: name the model they came from.
-      throw Error("target " + config_.target.model + ": " + e.what());
-    }
-    auto t2 = Clock::now();
-    stats.verify_s += std::chrono::duration<double>(t2 - t1).count();
-
-    AcceptResult accepted;
-    if (draft.n_nodes == 0) {
-      accepted.next_token =
-          static_cast<specd_token>(sample(std::span<const double>(p.data(), vocab), *rng_));
-    } else {
-      specd_target_dists dists{sizeof(specd_target_dists), static_cast<uint32_t>(rows), vocab,
-                               p.data()};
-      validate_target(dists, tree, "verifier");
-      accepted = rule_->accept(tree, dists, *rng_);
-    }
-    auto t3 = Clock::now();
-    stats.accept_s += std::chrono::duration<double>(t3 - t2).count();
-
-    verifier_->commit(accepted.path);
-    if (adaptive_)
-      adaptive_->observe({draft.n_nodes, static_cast<uint32_t>(accepted.path.size()),
-                          std::chrono::duration<double>(t1 - t0).count(),
-                          std::chrono::duration<double>(t2 - t1).count(),
-                          verifier_->last_overhead_s()});
-    ++stats.rounds;
-    stats.drafted += draft.n_nodes;
-    stats.accepted += accepted.path.size();
-    uint32_t depth = tree_depth(tree);
-    if (stats.drafted_at.size() < depth) {
-      stats.drafted_at.resize(depth, 0);
-      stats.accepted_at.resize(depth, 0);
-    }
-    for (uint32_t d = 0; d < depth; ++d) {
-      ++stats.drafted_at[d];
-      if (d < accepted.path.size()) ++stats.accepted_at[d];
-    }
-
-    emitted.clear();
-    for (int32_t node : accepted.path) emitted.push_back(draft.tokens[node - 1]);
-    emitted.push_back(accepted.next_token);
-    if (stats.rounds == 1) stats.first_token_s = seconds_since(start);
-    for (int32_t token : emitted) {
-      sequence.push_back(token);
-      if (!emitter.push(token, result)) {
-        going = false;
-        break;
-      }
-    }
-    if (going && proposer_) {
-      // Features of the root and the accepted nodes, in sequence order.
-      kept_hidden.resize(hidden_dim * (accepted.path.size() + 1));
-      for (size_t i = 0; hidden_dim && i <= accepted.path.size(); ++i) {
-        size_t row = i == 0 ? 0 : static_cast<size_t>(accepted.path[i - 1]);
-        std::copy_n(hidden.data() + row * hidden_dim, hidden_dim,
-                    kept_hidden.data() + i * hidden_dim);
-      }
-      std::vector<specd_token> accepted_tokens(emitted.begin(), emitted.end() - 1);
-      proposer_->commit(accepted_tokens, accepted.next_token,
-                        hidden_dim ? kept_hidden.data() : nullptr);
-    }
+    if (!sequence.begin_round()) break;
+    sequence.end_round();
   }
-  emitter.finish(result);
-  stats.generated_tokens = result.tokens.size() + (result.stop_reason == "eos" ? 1 : 0);
-  stats.generate_s = seconds_since(generate_start);
-  return result;
+  return sequence.finish();
 }
 
 }  // namespace specd

@@ -59,15 +59,26 @@ class Engine {
                                    const GenerateOptions& options = {});
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
-  // The loaded target model, for work beside generation on the same thread (the server's
-  // /v1/verify sessions). Throws Error when the verifier is a plugin (no local target).
-  LlamaModel& target_model();
   uint32_t context_length() const;  // most tokens a sequence (prompt + output) may hold
   std::string backend_name() const;
   std::string proposer_name() const;  // "none" for plain decoding
   std::string rule_name() const;      // "" for plain decoding
   std::string rule_label() const;     // "exact", "greedy-exact", "lossy"; "" for plain
   void reseed(uint64_t seed);
+
+  // For a scheduler that runs many sequences over this engine's target (core/server/): the
+  // target model (one per engine, shared by those sequences; used by one thread at a time),
+  // the configuration, the rows the device computes batch-invariantly, and a proposer and
+  // rule for another configuration's [proposer] / [acceptance] sections over this target
+  // (nullptr for proposer kind "none"; UsageError located in the configuration).
+  // target() throws Error when the verifier is a plugin (no local target model).
+  LlamaModel& target();
+  const Config& config() const { return config_; }
+  uint32_t invariant_rows() const;
+  std::unique_ptr<Proposer> make_proposer(const Config& config,
+                                          const PluginRegistry& registry) const;
+  std::unique_ptr<AcceptanceRule> make_rule(const Config& config,
+                                            const PluginRegistry& registry) const;
 
  private:
   Config config_;

@@ -8,6 +8,7 @@
 #include "engine/verifier.hpp"
 #include "models/llama_model.hpp"
 #include "plugin/host_services.hpp"
+#include "plugin/status_guard.hpp"
 
 namespace specd {
 namespace {
@@ -81,22 +82,6 @@ class TargetVerifier {
   std::vector<int32_t> tokens_, positions_, parents_, rows_;
 };
 
-// Every entry converts exceptions into statuses, as a plugin's would: UsageError (the
-// caller's mistake) as INVALID_ARGUMENT, the rest as INTERNAL.
-template <class Body>
-specd_status* guarded(Body&& body) noexcept {
-  try {
-    body();
-    return nullptr;
-  } catch (const UsageError& e) {
-    return host_table()->status_create(nullptr, SPECD_STATUS_INVALID_ARGUMENT, e.what());
-  } catch (const std::bad_alloc&) {
-    return host_table()->status_create(nullptr, SPECD_STATUS_OUT_OF_MEMORY, "out of memory");
-  } catch (const std::exception& e) {
-    return host_table()->status_create(nullptr, SPECD_STATUS_INTERNAL, e.what());
-  }
-}
-
 TargetVerifier& self(void* v) {
   return *static_cast<TargetVerifier*>(v);
 }
@@ -112,15 +97,15 @@ const specd_verifier_vtable kTargetVtable = {
           "the built-in target verifier is created by the host over its loaded model");
     },
     [](void* v) { delete static_cast<TargetVerifier*>(v); },
-    [](void* v, specd_verifier_info* info) { return guarded([&] { self(v).info(*info); }); },
+    [](void* v, specd_verifier_info* info) { return status_guard([&] { self(v).info(*info); }); },
     [](void* v, const specd_token* tokens, uint32_t n, float* hidden) {
-      return guarded([&] { self(v).begin(std::span<const specd_token>(tokens, n), hidden); });
+      return status_guard([&] { self(v).begin(std::span<const specd_token>(tokens, n), hidden); });
     },
     [](void* v, specd_token root, const specd_draft_tree* tree, float* logits, float* hidden) {
-      return guarded([&] { self(v).verify(root, *tree, logits, hidden); });
+      return status_guard([&] { self(v).verify(root, *tree, logits, hidden); });
     },
     [](void* v, const int32_t* path, uint32_t n) {
-      return guarded([&] { self(v).commit(std::span<const int32_t>(path, n)); });
+      return status_guard([&] { self(v).commit(std::span<const int32_t>(path, n)); });
     },
 };
 

@@ -1,5 +1,6 @@
 #include "models/decoder_block.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.hpp"
@@ -17,6 +18,28 @@ View per_head(const View& v, int64_t heads) {
   r.cols /= heads;
   r.row_stride = r.cols * 4;
   return View(r);
+}
+
+// Columns [first, first + count) of a one-row view (int32 inputs such as positions).
+View cols(const View& v, int64_t first, int64_t count) {
+  specd_view r = *v.raw();
+  r.offset += static_cast<uint64_t>(first) * 4;
+  r.cols = count;
+  r.row_stride = count * 4;
+  return View(r);
+}
+
+specd_rope_params rope_params(const BlockShape& s, const BlockWeights& w, int32_t heads) {
+  specd_rope_params r{};
+  r.struct_size = sizeof(specd_rope_params);
+  r.n_head = static_cast<uint32_t>(heads);
+  r.head_dim = static_cast<uint32_t>(s.head_dim);
+  r.n_rot = static_cast<uint32_t>(s.n_rot);
+  r.base = s.rope_base;
+  r.mode = s.rope_mode;
+  r.freq_scale = s.rope_freq_scale;
+  r.freq_factors = w.rope_factors.empty() ? nullptr : w.rope_factors.raw();
+  return r;
 }
 
 }  // namespace
@@ -91,6 +114,13 @@ void BlockScratch::ensure(Device& device, const BlockShape& shape, int64_t m) {
   rows_ = m;
 }
 
+void BlockScratch::ensure_kv(Device& device, const BlockShape& shape, int64_t m) {
+  if (m <= kv_rows_) return;
+  k = device.alloc(m * shape.kv_dim() * 4);
+  v = device.alloc(m * shape.kv_dim() * 4);
+  kv_rows_ = m;
+}
+
 void DecoderBlock::run(const View& x, const BlockBatch& b, BlockScratch& scratch) const {
   const int64_t m = x.rows();
   if (scratch.rows() < m) throw Error("decoder block: the scratch holds fewer than m rows");
@@ -143,6 +173,82 @@ void DecoderBlock::run(const View& x, const BlockBatch& b, BlockScratch& scratch
   dev.swiglu(gate, up, gate);
   dev.matmul(gate, w_.w_down, h);
   dev.add(x, h, x);
+}
+
+}  // namespace specd
+
+namespace specd {
+
+void DecoderBlock::run_batch(const View& x, const View& positions,
+                             std::span<const BlockSequence> seqs, const View& iota, int64_t piece,
+                             BlockScratch& scratch) const {
+  const int64_t M = x.rows();
+  if (scratch.rows() < M || scratch.kv_rows() < M)
+    throw Error("decoder block: the scratch holds fewer than M rows");
+  if (piece < 1) throw Error("decoder block: a batched pass needs pieces of at least 1 row");
+  const BlockShape& s = shape_;
+  const int64_t d = s.n_embd, kvd = s.kv_dim();
+  const View h_all = scratch.h.view(SPECD_DTYPE_F32, M, d);             // [M, d]
+  const View q_all = scratch.q.view(SPECD_DTYPE_F32, M, s.q_dim());     // [M, H*hd]
+  const View a_all = scratch.attn.view(SPECD_DTYPE_F32, M, s.q_dim());  // [M, H*hd]
+  const View g_all = scratch.gate.view(SPECD_DTYPE_F32, M, s.n_ff);     // [M, F]
+  const View u_all = scratch.up.view(SPECD_DTYPE_F32, M, s.n_ff);       // [M, F]
+  const View k_all = scratch.k.view(SPECD_DTYPE_F32, M, kvd);           // [M, Hkv*hd]
+  const View v_all = scratch.v.view(SPECD_DTYPE_F32, M, kvd);           // [M, Hkv*hd]
+  const specd_rope_params rq = rope_params(s, w_, s.n_head), rk = rope_params(s, w_, s.n_head_kv);
+  const specd_attention_params ap{sizeof(specd_attention_params), static_cast<uint32_t>(s.n_head),
+                                  static_cast<uint32_t>(s.n_head_kv),
+                                  static_cast<uint32_t>(s.head_dim),
+                                  1.0f / std::sqrt(static_cast<float>(s.head_dim))};
+  Device& dev = *device_;
+  // Before attention, piece by piece: the same ops as run() on each piece's rows.
+  for (int64_t r = 0; r < M; r += piece) {
+    const int64_t p = std::min(piece, M - r);
+    const View xp = x.slice_rows(r, p), h = h_all.slice_rows(r, p), q = q_all.slice_rows(r, p);
+    const View k = k_all.slice_rows(r, p), v = v_all.slice_rows(r, p);
+    const View pos = cols(positions, r, p);
+    dev.rms_norm(xp, w_.attn_norm, s.rms_eps, h);
+    dev.matmul(h, w_.wq, q);
+    dev.matmul(h, w_.wk, k);
+    dev.matmul(h, w_.wv, v);
+    if (!w_.bq.empty()) {
+      dev.add(q, w_.bq, q);
+      dev.add(k, w_.bk, k);
+      dev.add(v, w_.bv, v);
+    }
+    if (!w_.q_norm.empty()) {
+      const View qh = per_head(q, s.n_head), kh = per_head(k, s.n_head_kv);
+      dev.rms_norm(qh, w_.q_norm, s.rms_eps, qh);
+      dev.rms_norm(kh, w_.k_norm, s.rms_eps, kh);
+    }
+    dev.rope(q, pos, rq);
+    dev.rope(k, pos, rk);
+  }
+  // Attention, one call per sequence over its own cache (a block-diagonal mask).
+  for (const BlockSequence& sq : seqs) {
+    if (sq.m == 0) continue;
+    if (sq.m > iota.cols()) throw Error("decoder block: a sequence has more rows than iota");
+    const View idx = cols(iota, 0, sq.m);
+    dev.copy_rows(k_all.slice_rows(sq.row0, sq.m), idx, sq.k_cache.slice_rows(sq.first_row, sq.m));
+    dev.copy_rows(v_all.slice_rows(sq.row0, sq.m), idx, sq.v_cache.slice_rows(sq.first_row, sq.m));
+    dev.attention(q_all.slice_rows(sq.row0, sq.m), sq.k_cache, sq.v_cache, sq.prefix_len,
+                  sq.extra_begin, sq.extra_slots.empty() ? nullptr : &sq.extra_slots, ap,
+                  a_all.slice_rows(sq.row0, sq.m));
+  }
+  // After attention, piece by piece.
+  for (int64_t r = 0; r < M; r += piece) {
+    const int64_t p = std::min(piece, M - r);
+    const View xp = x.slice_rows(r, p), h = h_all.slice_rows(r, p);
+    const View gate = g_all.slice_rows(r, p), up = u_all.slice_rows(r, p);
+    dev.matmul(a_all.slice_rows(r, p), w_.wo, h);
+    dev.add(xp, h, xp);
+    dev.rms_norm(xp, w_.ffn_norm, s.rms_eps, h);
+    dev.matmul(h, w_.w_gate, gate);
+    dev.matmul(h, w_.w_up, up);
+    dev.swiglu(gate, up, gate);
+    dev.matmul(gate, w_.w_down, h);
+    dev.add(xp, h, xp);
+  }
 }
 
 }  // namespace specd

@@ -139,17 +139,16 @@ void LlamaModel::ensure_scratch(int32_t m, int32_t logit_rows, size_t n_ints) {
   if (!s_.ints || s_.ints.size() < n_ints * 4) s_.ints = device_->alloc(n_ints * 4 * 2);
 }
 
-void LlamaModel::forward(KvCache& cache, std::span<const int32_t> tokens,
-                         std::span<const int32_t> positions, std::span<const int32_t> parents,
-                         float* logits, float* hidden, int32_t first_logit_row) {
+void LlamaModel::check_entry(const KvCache& cache, std::span<const int32_t> tokens,
+                             std::span<const int32_t> positions, std::span<const int32_t> parents,
+                             const float* logits, int32_t first_logit_row) const {
   const int32_t m = static_cast<int32_t>(tokens.size());
   const ModelInfo& in = info_;
   if (m == 0) throw Error("forward: no tokens");
   if (first_logit_row < 0 || first_logit_row > m)
     throw Error("forward: first_logit_row " + std::to_string(first_logit_row) + " is outside [0, " +
                 std::to_string(m) + "]");
-  const int32_t logit_rows = m - first_logit_row;
-  if (logit_rows > 0 && logits == nullptr) throw Error("forward: logits is null");
+  if (m - first_logit_row > 0 && logits == nullptr) throw Error("forward: logits is null");
   if (positions.size() != tokens.size() || parents.size() != tokens.size())
     throw Error("forward: tokens, positions and parents differ in length");
   if (cache.size() + m > cache.capacity())
@@ -163,6 +162,15 @@ void LlamaModel::forward(KvCache& cache, std::span<const int32_t> tokens,
                   " is outside the vocabulary [0, " + std::to_string(in.vocab_size) + ")");
     if (positions[i] < 0) throw Error("forward: negative position at row " + std::to_string(i));
   }
+}
+
+void LlamaModel::forward(KvCache& cache, std::span<const int32_t> tokens,
+                         std::span<const int32_t> positions, std::span<const int32_t> parents,
+                         float* logits, float* hidden, int32_t first_logit_row) {
+  const int32_t m = static_cast<int32_t>(tokens.size());
+  const ModelInfo& in = info_;
+  check_entry(cache, tokens, positions, parents, logits, first_logit_row);
+  const int32_t logit_rows = m - first_logit_row;
   const BatchMask mask = build_batch_mask(cache.size(), parents);
 
   // One upload of every int32 input: tokens, positions, prefix_len, extra_begin, extra_slots.

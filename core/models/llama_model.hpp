@@ -33,6 +33,16 @@
 
 namespace specd {
 
+// One sequence's part of a batched forward (LlamaModel::forward_batch): the arguments of
+// forward() for its own cache. The spans and pointers are borrowed for the call.
+struct ForwardEntry {
+  KvCache* cache = nullptr;
+  std::span<const int32_t> tokens, positions, parents;
+  float* logits = nullptr;  // [(m - first_logit_row) x vocab_size]
+  float* hidden = nullptr;  // [m x n_embd] when not null
+  int32_t first_logit_row = 0;
+};
+
 class LlamaModel {
  public:
   // Reads and checks the GGUF file (architecture, hyperparameters, every tensor's presence,
@@ -65,6 +75,20 @@ class LlamaModel {
                std::span<const int32_t> parents, float* logits, float* hidden = nullptr,
                int32_t first_logit_row = 0);
 
+  // forward() for several sequences in one pass, each over its own cache (no two entries
+  // may share a cache). The rows of all entries go through the row-wise ops together, in
+  // pieces of at most the device's invariant_max_rows rows, so the weights are read once
+  // per piece rather than once per sequence; attention runs per sequence over its own cache
+  // and mask. Batch invariance: for an entry of m <= invariant_max_rows rows, its logits
+  // and hidden rows are bit-identical to forward() of that entry alone, whatever the other
+  // entries are (prefill is therefore given in chunks of at most that many rows).
+  void forward_batch(std::span<const ForwardEntry> entries);
+
+  // Moves the committed rows into a cache of `capacity` rows (>= its committed rows): new
+  // device buffers, the committed rows copied, pending rows dropped. For caches that grow
+  // in blocks as their sequence does.
+  void grow(KvCache& cache, int32_t capacity);
+
   // Keeps the pending rows listed (batch indices, in order, each the child of the previous,
   // the first a child of the prefix) and drops the other pending rows; the kept rows become
   // committed, in that order. An empty list just drops the pending rows.
@@ -78,6 +102,8 @@ class LlamaModel {
     int32_t rows = 0;
     int32_t logit_rows = 0;  // rows the logits buffer holds
     Buffer x, logits, ints;
+    Buffer packed;  // forward_batch: the rows whose logits are wanted, gathered
+    int32_t packed_rows = 0;
     BlockScratch block;  // shared by the layers; its h also holds the final norm
   };
 
@@ -85,6 +111,9 @@ class LlamaModel {
   void read_hyperparameters();
   void load_weights();
   void ensure_scratch(int32_t m, int32_t logit_rows, size_t n_ints);
+  void check_entry(const KvCache& cache, std::span<const int32_t> tokens,
+                   std::span<const int32_t> positions, std::span<const int32_t> parents,
+                   const float* logits, int32_t first_logit_row) const;
 
   GgufFile file_;  // keeps the mapping alive: weights may refer to it
   Device* device_;

@@ -1,11 +1,17 @@
 #include "server/engine_cache.hpp"
 
+#include "acceptance/acceptance_rule.hpp"
+#include "acceptance/labels.hpp"
 #include "common/error.hpp"
+#include "engine/adaptive_k.hpp"
+#include "engine/proposer.hpp"
 
 namespace specd::server {
 
 EngineCache::EngineCache(const Config& config, const PluginRegistry& registry)
     : config_(config), registry_(registry) {}
+
+EngineCache::~EngineCache() = default;
 
 Config EngineCache::config_for(const SpeculativeRequest& r) const {
   if (r.allow_lossy && !config_.acceptance.allow_lossy)
@@ -33,22 +39,41 @@ Config EngineCache::config_for(const SpeculativeRequest& r) const {
   return c;
 }
 
+Engine& EngineCache::engine() {
+  if (!engine_) engine_ = std::make_unique<Engine>(config_, registry_);
+  return *engine_;
+}
+
 Engine& EngineCache::get(const SpeculativeRequest& r) {
+  strategy(r);
+  return engine();
+}
+
+LlamaModel& EngineCache::target() {
+  return engine().target();
+}
+
+Strategy& EngineCache::strategy(const SpeculativeRequest& r) {
+  Engine& shared = engine();
   Config c = config_for(r);
-  std::string key = c.proposer.kind + "|" +
-                    (c.proposer.k_auto ? std::string("auto") : std::to_string(c.proposer.k)) + "|" +
-                    c.acceptance.rule + "|" + (c.acceptance.allow_lossy ? "lossy" : "");
-  if (configured_key_.empty() && !r.proposer && !r.k && !r.k_auto && !r.rule && !r.allow_lossy)
-    configured_key_ = key;
-  for (auto it = engines_.begin(); it != engines_.end(); ++it) {
+  const std::string key = c.proposer.kind + "|" +
+                          (c.proposer.k_auto ? std::string("auto") : std::to_string(c.proposer.k)) +
+                          "|" + c.acceptance.rule + "|" + (c.acceptance.allow_lossy ? "lossy" : "");
+  for (auto it = strategies_.begin(); it != strategies_.end(); ++it) {
     if (it->key == key) {
-      engines_.splice(engines_.begin(), engines_, it);
-      return *engines_.front().engine;
+      strategies_.splice(strategies_.begin(), strategies_, it);
+      return strategies_.front();
     }
   }
-  std::unique_ptr<Engine> engine;
+  Strategy s;
+  s.key = key;
   try {
-    engine = std::make_unique<Engine>(c, registry_);
+    std::unique_ptr<Proposer> first = shared.make_proposer(c, registry_);
+    s.rule = shared.make_rule(c, registry_);
+    if (first) {
+      s.proposer_name = first->name();
+      s.idle.push_back(std::move(first));
+    }
   } catch (const UsageError& e) {
     const bool configured = !r.proposer && !r.k && !r.k_auto && !r.rule && !r.allow_lossy;
     if (configured) throw;  // the configuration's own problem, located in the file
@@ -57,21 +82,49 @@ Engine& EngineCache::get(const SpeculativeRequest& r) {
                                      : "speculative";
     throw RequestError(400, param, "'" + param + "': " + e.what());
   }
-  if (engines_.size() >= static_cast<size_t>(config_.server.max_engines)) {
-    // The configured engine stays: /v1/verify sessions hold caches on its target model.
-    auto victim = std::prev(engines_.end());
-    if (victim->key == configured_key_ && victim != engines_.begin()) victim = std::prev(victim);
-    if (victim->key != configured_key_) engines_.erase(victim);
+  if (s.rule) {
+    s.rule_name = s.rule->name();
+    s.rule_label = label_name(s.rule->label());
   }
-  engines_.push_front({key, std::move(engine)});
-  return *engines_.front().engine;
+  s.k_auto = c.proposer.kind != "none" && c.proposer.k_auto;
+  s.config = std::move(c);
+  // Drop the least recently used idle strategies beyond max_engines (one still running a
+  // sequence stays until it is idle).
+  const size_t keep = static_cast<size_t>(config_.server.max_engines);
+  for (auto it = strategies_.end(); strategies_.size() >= keep && it != strategies_.begin();) {
+    --it;
+    if (it->lent == 0) it = strategies_.erase(it);
+  }
+  strategies_.push_front(std::move(s));
+  return strategies_.front();
 }
 
-void EngineCache::check_sampling(const Engine& engine, const CompletionRequest& r) const {
-  if (engine.rule_label() != "greedy-exact" || r.sampling.temperature == 0) return;
+std::unique_ptr<Proposer> EngineCache::take_proposer(Strategy& s) {
+  if (s.config.proposer.kind == "none") {
+    ++s.lent;
+    return nullptr;
+  }
+  std::unique_ptr<Proposer> p;
+  if (!s.idle.empty()) {
+    p = std::move(s.idle.back());
+    s.idle.pop_back();
+  } else {
+    p = engine().make_proposer(s.config, registry_);
+  }
+  ++s.lent;
+  return p;
+}
+
+void EngineCache::give_back(Strategy& s, std::unique_ptr<Proposer> proposer) {
+  --s.lent;
+  if (proposer) s.idle.push_back(std::move(proposer));
+}
+
+void EngineCache::check_sampling(const Strategy& s, const CompletionRequest& r) const {
+  if (s.rule_label != "greedy-exact" || r.sampling.temperature == 0) return;
   if (r.speculative.allow_lossy && config_.acceptance.allow_lossy) return;
   throw RequestError(400, "temperature",
-                     "'temperature' must be 0 with rule '" + engine.rule_name() +
+                     "'temperature' must be 0 with rule '" + s.rule_name +
                          "': it is lossless only for greedy decoding (choose an exact rule in "
                          "speculative.rule, or allow lossy output)");
 }

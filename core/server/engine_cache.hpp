@@ -1,45 +1,83 @@
-// Engines for the per-request `speculative` settings: one per (proposer, k, rule,
-// allow_lossy), at most [server] max_engines kept, the least recently used dropped first
-// (never the configured engine: /v1/verify sessions hold KV caches on its target model).
-// get() is for the scheduler's worker alone; config_for() and check_sampling() only read
-// the configuration and may be called from any thread.
+// The server's engine and the strategies of per-request `speculative` settings.
+//
+// One Engine holds what every sequence shares: backend, device, tokenizer and the target
+// model, loaded ONCE (target()). Each (proposer, k, rule, allow_lossy) setting a request
+// names gets a Strategy: its configuration, an acceptance rule (shared by its sequences:
+// the worker runs one at a time) and a pool of proposer instances, one lent to each running
+// sequence and reused by the next (a proposer's begin() starts it afresh). A setting never
+// loads another target; at most [server] max_engines strategies are kept, the least recently
+// used idle one dropped first.
+//
+// engine(), get(), strategy(), take/give_back and target() are for the scheduler's worker
+// alone (or code it runs, e.g. Scheduler::run_exclusive); config_for() and check_sampling()
+// only read the configuration and may be called from any thread.
 #pragma once
 
 #include <list>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "config/config.hpp"
 #include "engine/engine.hpp"
 #include "plugin/registry.hpp"
 #include "server/request.hpp"
 
+namespace specd {
+class AcceptanceRule;
+class AdaptiveK;
+class LlamaModel;
+class Proposer;
+}  // namespace specd
+
 namespace specd::server {
+
+struct Strategy {
+  std::string key;
+  Config config;                                // the server's, with the setting applied
+  std::unique_ptr<AcceptanceRule> rule;         // null for proposer "none"
+  std::vector<std::unique_ptr<Proposer>> idle;  // proposer instances not in use
+  // k = "auto": adaptive-k states not in use. A finished sequence's estimates (acceptance of
+  // this pair, draft cost) start the next sequence's instead of being learnt anew.
+  std::vector<std::unique_ptr<AdaptiveK>> idle_adaptive;
+  int lent = 0;  // instances running a sequence
+  std::string proposer_name = "none", rule_name, rule_label;
+  bool k_auto = false;
+};
 
 class EngineCache {
  public:
   EngineCache(const Config& config, const PluginRegistry& registry);
+  ~EngineCache();
 
   // The configuration a request's settings give: the server's with the request's proposer,
   // k and rule. Throws RequestError (400) for a lossy request the server does not allow.
   Config config_for(const SpeculativeRequest& request) const;
-  // The engine for those settings, built on first use. A UsageError from building it (an
-  // unknown proposer or rule, a lossy rule without allow_lossy) becomes a RequestError.
+  // The shared engine (target, tokenizer, device), loaded on first use with the server's
+  // configuration.
+  Engine& engine();
+  // engine(), once the request's settings are known to build (strategy()).
   Engine& get(const SpeculativeRequest& request);
-  // Refuses (400 naming temperature) sampling the engine's rule makes no claim for: a
+  // The strategy for those settings, built on first use (one proposer instance is made to
+  // check them). A UsageError from building it (an unknown proposer or rule, a lossy rule
+  // without allow_lossy) becomes a RequestError.
+  Strategy& strategy(const SpeculativeRequest& request);
+  // A proposer instance of the strategy (null for "none"): an idle one, or a new one.
+  std::unique_ptr<Proposer> take_proposer(Strategy& strategy);
+  void give_back(Strategy& strategy, std::unique_ptr<Proposer> proposer);
+  // The target model every sequence runs on (for exclusive use through the scheduler).
+  LlamaModel& target();
+  // Refuses (400 naming temperature) sampling the strategy's rule makes no claim for: a
   // greedy-exact rule at temperature > 0, unless the request and the server allow lossy.
-  void check_sampling(const Engine& engine, const CompletionRequest& request) const;
-  size_t size() const { return engines_.size(); }
+  void check_sampling(const Strategy& strategy, const CompletionRequest& request) const;
+  const Config& config() const { return config_; }
+  size_t size() const { return strategies_.size(); }
 
  private:
-  struct Entry {
-    std::string key;
-    std::unique_ptr<Engine> engine;
-  };
   const Config& config_;
   const PluginRegistry& registry_;
-  std::list<Entry> engines_;    // most recently used first
-  std::string configured_key_;  // the configuration's own engine, never dropped
+  std::unique_ptr<Engine> engine_;
+  std::list<Strategy> strategies_;  // most recently used first
 };
 
 }  // namespace specd::server

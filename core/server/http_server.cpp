@@ -277,7 +277,7 @@ struct HttpServer::Impl {
       metrics.request("/health", status_of(res));
     });
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(metrics.render(scheduler.queued(), scheduler.busy()),
+      res.set_content(metrics.render(scheduler.queued(), scheduler.running()),
                       "text/plain; version=0.0.4");
       metrics.request("/metrics", 200);
     });

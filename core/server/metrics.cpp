@@ -24,7 +24,7 @@ void Metrics::cancelled() {
   ++cancelled_;
 }
 
-std::string Metrics::render(size_t queued, bool running) const {
+std::string Metrics::render(size_t queued, size_t running) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::ostringstream o;
   auto counter = [&](const char* name, const char* help, uint64_t v) {
@@ -46,7 +46,7 @@ std::string Metrics::render(size_t queued, bool running) const {
   o << "# HELP specd_queue_depth Requests waiting for the scheduler.\n"
     << "# TYPE specd_queue_depth gauge\nspecd_queue_depth " << queued << "\n"
     << "# HELP specd_running Sequences being decoded.\n"
-    << "# TYPE specd_running gauge\nspecd_running " << (running ? 1 : 0) << "\n";
+    << "# TYPE specd_running gauge\nspecd_running " << running << "\n";
   return o.str();
 }
 

@@ -16,7 +16,7 @@ class Metrics {
                   uint64_t accepted, uint64_t rounds);
   void cancelled();
   // The text for /metrics; `queued` and `running` are the scheduler's gauges now.
-  std::string render(size_t queued, bool running) const;
+  std::string render(size_t queued, size_t running) const;
 
  private:
   mutable std::mutex mutex_;

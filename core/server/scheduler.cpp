@@ -1,13 +1,53 @@
 #include "server/scheduler.hpp"
 
+#include <chrono>
+#include <future>
+#include <vector>
+
 #include "common/error.hpp"
+#include "engine/adaptive_k.hpp"
+#include "engine/batch_verifier.hpp"
+#include "engine/proposer.hpp"
+#include "engine/sequence.hpp"
+#include "models/llama_model.hpp"
+#include "plugin/host_services.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace specd::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t budget_rows(EngineCache& engines) {
+  const ServerConfig& s = engines.config().server;
+  if (s.kv_budget > 0) return static_cast<uint64_t>(s.kv_budget);
+  return static_cast<uint64_t>(std::max(s.max_sequences, 1)) * engines.engine().context_length();
+}
+
+}  // namespace
+
+// One admitted request: its sequence and what it runs with.
+struct Scheduler::Running {
+  std::shared_ptr<Job> job;
+  Strategy* strategy = nullptr;
+  std::unique_ptr<Proposer> proposer;
+  std::unique_ptr<AdaptiveK> adaptive;
+  std::unique_ptr<specd_rng> rng;
+  std::unique_ptr<Verifier> verifier;  // the host adapter over kv, which it owns
+  BatchVerifier* kv = nullptr;
+  std::unique_ptr<Sequence> sequence;
+  uint32_t reserved = 0;  // KV rows held against the budget
+  uint32_t rows = 0;      // its rows in the last pass
+  double tokens = 0;      // tokens it emitted in the last step
+  bool in_pass = false;
+  bool prefill = false;  // its rows in the pass are a prefill chunk
+};
 
 Scheduler::Scheduler(EngineCache& engines, int queue_limit)
     : engines_(engines),
       queue_limit_(static_cast<size_t>(queue_limit)),
+      max_sequences_(static_cast<size_t>(std::max(engines.config().server.max_sequences, 1))),
+      kv_(budget_rows(engines)),
       worker_([this] { work(); }) {}
 
 Scheduler::~Scheduler() {
@@ -29,18 +69,6 @@ size_t Scheduler::queued() const {
   return queue_.size();
 }
 
-void Scheduler::run_exclusive(std::function<void()> fn) {
-  std::packaged_task<void()> task(std::move(fn));
-  std::future<void> done = task.get_future();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_) throw Error("the server is shutting down");
-    exclusive_.push_back(std::move(task));
-  }
-  wake_.notify_one();
-  done.get();
-}
-
 void Scheduler::drain() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -50,86 +78,273 @@ void Scheduler::drain() {
   if (worker_.joinable()) worker_.join();
 }
 
-void Scheduler::work() {
-  for (;;) {
-    std::shared_ptr<Job> job;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !exclusive_.empty(); });
-      if (!exclusive_.empty()) {
-        std::packaged_task<void()> task = std::move(exclusive_.front());
-        exclusive_.pop_front();
-        lock.unlock();
-        task();  // its exception goes to the caller's future
-        continue;
-      }
-      if (queue_.empty()) return;  // stopping and nothing left
-      job = std::move(queue_.front());
-      queue_.pop_front();
-      running_ = true;
+void Scheduler::run_exclusive(std::function<void()> fn) {
+  if (std::this_thread::get_id() == worker_.get_id()) {
+    fn();
+    return;
+  }
+  std::packaged_task<void()> task(std::move(fn));
+  std::future<void> done = task.get_future();
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (worker_done_) {
+      lock.unlock();
+      task();  // no worker left to race with
+      done.get();
+      return;
     }
-    run(*job);
-    running_ = false;
+    exclusive_.push_back([&task] { task(); });
+  }
+  wake_.notify_all();
+  done.get();
+}
+
+void Scheduler::run_exclusive_tasks() {
+  for (;;) {
+    std::function<void()> fn;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (exclusive_.empty()) return;
+      fn = std::move(exclusive_.front());
+      exclusive_.pop_front();
+    }
+    fn();  // a packaged task: what it throws goes to its caller
   }
 }
 
-void Scheduler::run(Job& job) {
-  const CompletionRequest& r = job.request;
-  Engine* engine = nullptr;
-  std::vector<int32_t> prompt;
+void Scheduler::work() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] {
+        return stopping_ || !queue_.empty() || !exclusive_.empty() || !active_.empty();
+      });
+      if (stopping_ && queue_.empty() && exclusive_.empty() && active_.empty()) {
+        worker_done_ = true;
+        return;
+      }
+    }
+    run_exclusive_tasks();
+    while (active_.size() < max_sequences_) {
+      std::shared_ptr<Job> job;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (queue_.empty()) break;
+        job = queue_.front();
+      }
+      if (!admit(job)) break;  // the first in line waits for KV; so do those behind it
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.pop_front();
+    }
+    running_ = active_.size();
+    if (!active_.empty()) step();
+    running_ = active_.size();
+  }
+}
+
+bool Scheduler::admit(std::shared_ptr<Job>& job) {
+  const CompletionRequest& r = job->request;
+  const char* prompt_param = r.chat ? "messages" : "prompt";
+  auto run = std::make_unique<Running>();
   try {
-    engine = &engines_.get(r.speculative);
-    engines_.check_sampling(*engine, r);
-    // A completion prompt is encoded as `specd run` encodes it; a rendered chat also
-    // turns the template's special-token texts into their ids.
-    // (The HTTP handler sets prompt_tokens, with chat content kept plain text.)
-    prompt = !r.prompt_tokens.empty()
-                 ? r.prompt_tokens
-                 : engine->tokenizer().encode(job.prompt_text, /*add_special=*/true,
-                                              /*parse_special=*/r.chat);
-    if (prompt.empty())
-      throw RequestError(400, r.chat ? "messages" : "prompt",
-                         std::string("'") + (r.chat ? "messages" : "prompt") +
-                             "' is empty and the model adds no BOS token to start from");
-    if (prompt.size() >= engine->context_length())
-      throw RequestError(400, r.chat ? "messages" : "prompt",
-                         std::string("'") + (r.chat ? "messages" : "prompt") + "' has " +
+    Engine& engine = engines_.engine();
+    Strategy& strategy = engines_.strategy(r.speculative);
+    engines_.check_sampling(strategy, r);
+    // The HTTP handler encodes the prompt (chat content as plain text, core/server/prompt.*);
+    // a job queued without tokens is encoded as `specd run` encodes a prompt.
+    if (job->prompt_tokens.empty()) job->prompt_tokens = r.prompt_tokens;
+    if (job->prompt_tokens.empty()) {
+      job->prompt_tokens = engine.tokenizer().encode(job->prompt_text, /*add_special=*/true,
+                                                     /*parse_special=*/r.chat);
+      if (job->prompt_tokens.empty())
+        throw RequestError(400, prompt_param,
+                           std::string("'") + prompt_param +
+                               "' is empty and the model adds no BOS token to start from");
+    }
+    const std::vector<int32_t>& prompt = job->prompt_tokens;
+    if (prompt.size() >= engine.context_length())
+      throw RequestError(400, prompt_param,
+                         std::string("'") + prompt_param + "' has " +
                              std::to_string(prompt.size()) + " tokens; the context holds " +
-                             std::to_string(engine->context_length()) +
+                             std::to_string(engine.context_length()) +
                              ", leaving no room to generate");
-    if (job.kv_budget > 0 && prompt.size() + size_t(r.max_tokens) > size_t(job.kv_budget))
+    if (job->kv_budget > 0 && prompt.size() + size_t(r.max_tokens) > size_t(job->kv_budget))
       throw RequestError(400, "max_tokens",
                          "'max_tokens': the prompt's " + std::to_string(prompt.size()) +
                              " tokens plus max_tokens = " + std::to_string(r.max_tokens) +
-                             " exceed the server's kv_budget of " + std::to_string(job.kv_budget) +
+                             " exceed the server's kv_budget of " + std::to_string(job->kv_budget) +
                              " tokens");
+    const bool drafts = strategy.config.proposer.kind != "none";
+    const uint32_t rows = kv_.reservation(prompt.size(), r.max_tokens, drafts,
+                                          engine.invariant_rows(), engine.context_length());
+    if (!kv_.fits(rows) && !active_.empty()) return false;
+
+    run->job = job;
+    run->proposer = engines_.take_proposer(strategy);
+    run->strategy = &strategy;  // from here on, errors give its proposer place back
+    run->reserved = rows;
+    kv_.take(rows);
+    if (strategy.k_auto) {
+      if (strategy.idle_adaptive.empty()) {
+        run->adaptive = std::make_unique<AdaptiveK>(AdaptiveKOptions{});
+      } else {
+        run->adaptive = std::move(strategy.idle_adaptive.back());
+        strategy.idle_adaptive.pop_back();
+      }
+    }
+    // Each request draws from its own generator: its seed, else the configured one, so
+    // what it samples never depends on the requests before or beside it.
+    run->rng = std::make_unique<specd_rng>(r.seed ? *r.seed : engines_.config().engine.seed);
+    run->verifier = make_batch_verifier(engine.target(), rows, kKvBlockRows,
+                                        engine.invariant_rows(), &run->kv);
+    SequenceParts parts;
+    parts.tokenizer = &engine.tokenizer();
+    parts.verifier = run->verifier.get();
+    parts.proposer = run->proposer.get();
+    parts.rule = strategy.rule.get();
+    parts.adaptive = run->adaptive.get();
+    parts.rng = run->rng.get();
+    parts.target_path = engines_.config().target.model;
+    run->sequence =
+        std::make_unique<Sequence>(parts, prompt, r.sampling, r.max_tokens, job->on_text);
+    run->sequence->start();
   } catch (const RequestError& e) {
-    job.on_start(&e);
-    return;
+    if (run->strategy) {
+      kv_.release(run->reserved);
+      engines_.give_back(*run->strategy, std::move(run->proposer));
+    }
+    job->on_start(&e);
+    return true;
+  } catch (const UsageError& e) {
+    if (run->strategy) {
+      kv_.release(run->reserved);
+      engines_.give_back(*run->strategy, std::move(run->proposer));
+    }
+    RequestError error(400, prompt_param, e.what());
+    job->on_start(&error);
+    return true;
   } catch (const std::exception& e) {
+    if (run->strategy) {
+      kv_.release(run->reserved);
+      engines_.give_back(*run->strategy, nullptr);
+    }
     RequestError error(500, "", e.what(), "server_error");
-    job.on_start(&error);
+    job->on_start(&error);
+    return true;
+  }
+  job->proposer = run->strategy->proposer_name;
+  job->rule = run->strategy->rule_name;
+  job->on_start(nullptr);
+  active_.push_back(std::move(run));
+  return true;
+}
+
+void Scheduler::finish(Running& run, const RequestError* error) {
+  Job& job = *run.job;
+  if (error) {
+    job.on_done(nullptr, error);
+    // A proposer that failed mid-round is not reused.
+    engines_.give_back(*run.strategy, nullptr);
+  } else {
+    GenerationResult result = run.sequence->finish();
+    job.on_done(&result, nullptr);
+    engines_.give_back(*run.strategy, std::move(run.proposer));
+    if (run.adaptive) run.strategy->idle_adaptive.push_back(std::move(run.adaptive));
+  }
+  kv_.release(run.reserved);
+  run.kv = nullptr;
+  run.verifier.reset();  // frees its KV cache now
+  run.sequence.reset();
+}
+
+void Scheduler::step() {
+  std::vector<ForwardEntry> entries;
+  entries.reserve(active_.size());
+  auto fail = [&](std::list<std::unique_ptr<Running>>::iterator& it, const std::exception& e) {
+    const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
+    RequestError error =
+        usage ? RequestError(400, (*it)->job->request.chat ? "messages" : "prompt", e.what())
+              : RequestError(500, "", e.what(), "server_error");
+    finish(**it, &error);
+    it = active_.erase(it);
+  };
+  for (auto it = active_.begin(); it != active_.end();) {
+    Running& run = **it;
+    run.in_pass = false;
+    try {
+      if (run.job->cancelled) run.sequence->stop("cancelled");
+      run.prefill = run.kv->prefilling();
+      if (run.adaptive) {
+        // The others' share of the step, from the last one (adaptive k under load).
+        AdaptiveKLoad load;
+        load.cost = &pass_cost_;
+        load.other_rows = step_rows_ > run.rows ? step_rows_ - run.rows : 0;
+        load.other_tokens = std::max(0.0, step_tokens_ - run.tokens);
+        run.adaptive->set_load(load);
+      }
+      if (!run.prefill && (run.sequence->done() || !run.sequence->begin_round())) {
+        finish(run, nullptr);
+        it = active_.erase(it);
+        continue;
+      }
+      entries.push_back(run.kv->entry());
+      run.rows = static_cast<uint32_t>(entries.back().tokens.size());
+      run.tokens = 0;
+      run.in_pass = true;
+    } catch (const std::exception& e) {
+      fail(it, e);
+      continue;
+    }
+    ++it;
+  }
+  if (entries.empty()) return;
+  const auto t0 = Clock::now();
+  try {
+    engines_.target().forward_batch(entries);
+  } catch (const std::exception& e) {
+    // A backend failure: every sequence in the pass ends with it.
+    const Error error("target " + engines_.config().target.model + ": " + e.what());
+    for (auto it = active_.begin(); it != active_.end();) {
+      if ((*it)->in_pass)
+        fail(it, error);
+      else
+        ++it;
+    }
     return;
   }
-  job.proposer = engine->proposer_name();
-  job.rule = engine->rule_name();
-  job.on_start(nullptr);
-
-  GenerateOptions options;
-  options.max_tokens = r.max_tokens;
-  options.sampling = r.sampling;
-  options.on_text = job.on_text;
-  options.cancelled = [&job] { return job.cancelled.load(); };
-  try {
-    if (r.seed) engine->reseed(*r.seed);
-    GenerationResult result = engine->generate_tokens(prompt, options);
-    job.on_done(&result, nullptr);
-  } catch (const UsageError& e) {
-    RequestError error(400, r.chat ? "messages" : "prompt", e.what());
-    job.on_done(nullptr, &error);
-  } catch (const std::exception& e) {
-    RequestError error(500, "", e.what(), "server_error");
-    job.on_done(nullptr, &error);
+  const double pass_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  uint32_t rows = 0;
+  for (const ForwardEntry& e : entries) rows += static_cast<uint32_t>(e.tokens.size());
+  pass_cost_.observe(rows, pass_s);
+  step_rows_ = rows;
+  step_tokens_ = 0;
+  for (auto it = active_.begin(); it != active_.end();) {
+    Running& run = **it;
+    if (!run.in_pass) {
+      ++it;
+      continue;
+    }
+    try {
+      run.kv->pass_done();
+      if (run.prefill) {
+        run.sequence->stats().prefill_s += pass_s;
+      } else {
+        const GenerationStats& st = run.sequence->stats();
+        const uint64_t before = st.rounds + st.accepted;
+        run.sequence->end_round(pass_s);
+        run.tokens = static_cast<double>(st.rounds + st.accepted - before);
+        step_tokens_ += run.tokens;
+        if (run.sequence->done()) {
+          finish(run, nullptr);
+          it = active_.erase(it);
+          continue;
+        }
+      }
+    } catch (const std::exception& e) {
+      fail(it, e);
+      continue;
+    }
+    ++it;
   }
 }
 

@@ -1,23 +1,39 @@
-// The request scheduler: a FIFO of requests and ONE worker thread that runs them one at a
-// time through the engine (no batching: a continuous-batching scheduler replaces this
-// component later behind the same submit/drain interface; see docs/SERVER.md).
+// The continuous-batching scheduler: one worker thread runs every admitted request's
+// sequence over the one shared target. Each step it
 //
-// Thread rules: submit(), cancel flags and queued() may be called from any thread; a job's
-// callbacks run on the worker thread.
+//   1. runs the functions given to run_exclusive (they see the target between steps);
+//   2. admits waiting requests in order while fewer than [server] max_sequences run and the
+//      KV budget holds their reservation (a request that does not fit yet waits);
+//   3. gives each running sequence either its next prefill chunk or a round (its proposer
+//      drafts; its rows are the root and the draft tree) and runs them all as ONE
+//      LlamaModel::forward_batch;
+//   4. then, per sequence: accept, commit, emit (Job::on_text), and ends the finished and
+//      cancelled ones (Job::on_done), freeing their KV and returning their proposer.
+//
+// A request's output does not depend on what shares its steps: each sequence's rows are
+// batch invariant (forward_batch) and its draws come from its own generator. Requests with
+// different `speculative` settings share the batch (EngineCache strategies).
+//
+// Thread rules: submit(), cancel flags, queued(), busy() and run_exclusive() may be called
+// from any thread; a job's callbacks run on the worker thread.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
-#include <future>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "engine/generation_stats.hpp"
+#include "engine/pass_cost.hpp"
 #include "server/engine_cache.hpp"
+#include "server/kv_admission.hpp"
 #include "server/request.hpp"
 
 namespace specd::server {
@@ -37,36 +53,50 @@ struct Job {
 
   std::atomic<bool> cancelled{false};  // set by the handler when its client went away
   std::string proposer, rule;          // what ran it (set before on_start)
+  std::vector<int32_t> prompt_tokens;  // the scheduler's: the encoded prompt
 };
 
 class Scheduler {
  public:
+  // max_sequences and the KV budget come from the engines' configuration ([server]).
   Scheduler(EngineCache& engines, int queue_limit);
   ~Scheduler();  // drains
 
   // Queues a job; false when queue_limit jobs already wait (the caller answers 503).
   bool submit(std::shared_ptr<Job> job);
-  // Stops taking jobs, runs those queued, and joins the worker.
+  // Stops taking jobs, runs those queued and running to their end, and joins the worker.
   void drain();
   size_t queued() const;
-  // Runs `fn` on the worker between jobs (before the next queued one) and blocks the caller
-  // until it has run; an exception from fn is rethrown here. For work that uses the
-  // engines' models beside generation (/v1/verify). Throws Error once draining has begun.
+  bool busy() const { return running_ > 0; }
+  size_t running() const { return running_; }
+  // Runs fn on the worker between two steps (no sequence's pass is in flight, so fn may use
+  // the target model, EngineCache::target(), alone) and returns once it has run, rethrowing
+  // what it threw. Called on the worker itself, or after drain(), it runs fn at once.
   void run_exclusive(std::function<void()> fn);
-  bool busy() const { return running_; }
 
  private:
+  struct Running;
   void work();
-  void run(Job& job);
+  bool admit(std::shared_ptr<Job>& job);  // false: it does not fit yet
+  void step();
+  void finish(Running& r, const RequestError* error);
+  void run_exclusive_tasks();
 
   EngineCache& engines_;
   const size_t queue_limit_;
+  const size_t max_sequences_;
+  KvAdmission kv_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;
-  std::deque<std::packaged_task<void()>> exclusive_;  // run_exclusive's, before any job
+  std::deque<std::function<void()>> exclusive_;
   bool stopping_ = false;
-  std::atomic<bool> running_{false};
+  std::atomic<size_t> running_{0};
+  std::list<std::unique_ptr<Running>> active_;  // the worker's alone
+  PassCost pass_cost_;        // target pass time by total rows (adaptive k under load)
+  uint32_t step_rows_ = 0;    // rows of the last step's pass
+  double step_tokens_ = 0;    // tokens the last step emitted
+  bool worker_done_ = false;  // under mutex_: the worker has returned
   std::thread worker_;
 };
 

@@ -212,7 +212,7 @@ struct VerifyEndpoint::Impl {
   const ModelFacts& model_facts() {
     if (!facts) {
       Engine& e = engine();
-      LlamaModel& model = e.target_model();
+      LlamaModel& model = e.target();
       ModelFacts f;
       f.vocab_size = static_cast<uint32_t>(model.info().vocab_size);
       f.n_tokens = static_cast<uint32_t>(e.tokenizer().n_tokens());
@@ -230,7 +230,7 @@ struct VerifyEndpoint::Impl {
     json out;
     scheduler.run_exclusive([&] {
       const ModelFacts& f = model_facts();
-      const std::string id = sessions.open(engine().target_model(), session_context());
+      const std::string id = sessions.open(engine().target(), session_context());
       out = {{"session", id},
              {"vocab_size", f.vocab_size},
              {"n_tokens", f.n_tokens},

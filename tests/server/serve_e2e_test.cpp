@@ -582,3 +582,39 @@ TEST_CASE("a public host needs api_key or allow_public_without_key; --host is on
   CHECK_MESSAGE(r.err.find("host '" + hostile + "'") != std::string::npos, r.err);
   CHECK(r.err.find("listening") == std::string::npos);
 }
+TEST_CASE("serve: 16 concurrent completions over HTTP each equal the same completion alone") {
+  if (!have_models()) return;
+  ServerProcess server(write_config("serve_batch.toml", "max_sequences = 16\n"));
+  REQUIRE_MESSAGE(server.port() > 0, server.log());
+  const std::vector<std::string> prompts = {"Once upon a time",         "def add(a, b):",
+                                            "The capital of France is", "In 1492,",
+                                            "She opened the door and",  "SELECT name FROM",
+                                            "The quick brown fox",      "1, 2, 3,",
+                                            "Dear Sir or Madam,",       "class Stack:",
+                                            "It was a dark night;",     "The mitochondria is",
+                                            "To be or not to be,",      "import os\nimport",
+                                            "for i in range(10):",      "Hello, my name is"};
+  auto body = [&](size_t i) {
+    json b = {{"prompt", prompts[i]}, {"max_tokens", 16}, {"temperature", 0}};
+    if (i % 2) b["speculative"] = {{"proposer", "none"}};  // two settings in one batch
+    return b.dump();
+  };
+  auto complete = [&](size_t i) {
+    httplib::Client c = client(server.port());
+    auto res = c.Post("/v1/completions", body(i), "application/json");
+    if (!res || res->status != 200) return std::string("error");
+    return json::parse(res->body)["choices"][0]["text"].get<std::string>();
+  };
+  std::vector<std::string> alone, together(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) alone.push_back(complete(i));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    threads.emplace_back([&, i] { together[i] = complete(i); });
+  for (std::thread& t : threads) t.join();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    INFO("prompt " << i << ": " << prompts[i]);
+    CHECK(alone[i] != "error");
+    CHECK(together[i] == alone[i]);
+  }
+  CHECK(server.terminate() == 0);
+}

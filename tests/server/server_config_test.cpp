@@ -23,7 +23,7 @@ TEST_CASE("[server] defaults bind loopback") {
   specd::Config c = specd::parse_config("", "serve.toml");
   CHECK(c.server.host == "127.0.0.1");
   CHECK(c.server.port == 8080);
-  CHECK(c.server.max_sequences == 1);
+  CHECK(c.server.max_sequences == 16);
   CHECK(c.server.api_key.empty());
   CHECK(c.server.queue_limit == 16);
   CHECK(c.server.drain_timeout_s == 30.0);
@@ -57,7 +57,8 @@ TEST_CASE("[server] problems name file, line and column") {
         "serve.toml:2:8: 'port' = 70000 is out of range (0 = any free port, up to 65535)");
   CHECK(problems("[server]\nport = \"80\"\n") ==
         "serve.toml:2:8: 'port' must be an integer, not a string");
-  CHECK(problems("[server]\nmax_sequences = 4\n").find("serve.toml:2:17: 'max_sequences'") == 0);
+  CHECK(problems("[server]\nmax_sequences = 0\n").find("serve.toml:2:17: 'max_sequences'") == 0);
+  CHECK(problems("[server]\nmax_sequences = 257\n").find("serve.toml:2:17: 'max_sequences'") == 0);
   CHECK(problems("[server]\nhost = \"\"\n") == "serve.toml:2:8: 'host' must not be empty");
   CHECK(problems("[server]\napi_key = 5\n") ==
         "serve.toml:2:11: 'api_key' must be a string, not an integer");

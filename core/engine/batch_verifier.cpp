@@ -1,0 +1,166 @@
+#include "engine/batch_verifier.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "common/error.hpp"
+#include "plugin/host_services.hpp"
+#include "plugin/status_guard.hpp"
+
+namespace specd {
+
+BatchVerifier::BatchVerifier(LlamaModel& model, uint32_t max_rows, uint32_t block_rows,
+                             uint32_t chunk_rows)
+    : model_(model), max_rows_(max_rows), block_rows_(block_rows), chunk_rows_(chunk_rows) {
+  if (max_rows_ == 0 || block_rows_ == 0 || chunk_rows_ == 0)
+    throw Error("batch verifier: rows, block and chunk sizes must be positive");
+  cache_ = model_.new_cache(static_cast<int32_t>(std::min(block_rows_, max_rows_)));
+}
+
+void BatchVerifier::info(specd_verifier_info& info) const {
+  info.vocab_size = vocab_size();
+  info.hidden_dim = hidden_dim();
+  info.context_length = max_rows_;
+  if (info.struct_size >= offsetof(specd_verifier_info, last_overhead_s) + sizeof(double)) {
+    info.vocab_digest = 0;  // the host's own model and tokenizer: nothing to compare
+    info.last_overhead_s = 0;
+  }
+}
+
+uint32_t BatchVerifier::vocab_size() const {
+  return static_cast<uint32_t>(model_.info().vocab_size);
+}
+uint32_t BatchVerifier::hidden_dim() const {
+  return static_cast<uint32_t>(model_.info().n_embd);
+}
+
+void BatchVerifier::reserve(uint32_t rows) {
+  if (rows > max_rows_)
+    throw Error("batch verifier: " + std::to_string(rows) + " rows exceed the " +
+                std::to_string(max_rows_) + " reserved for this sequence");
+  if (rows <= allocated_rows()) return;
+  const uint32_t blocks = (rows + block_rows_ - 1) / block_rows_;
+  const uint32_t capacity = std::min(blocks * block_rows_, max_rows_);
+  model_.grow(*cache_, static_cast<int32_t>(capacity));
+}
+
+void BatchVerifier::begin(std::span<const specd_token> prompt, float* hidden) {
+  if (prompt.empty()) throw UsageError("the prompt is empty");
+  if (prompt.size() > max_rows_)
+    throw UsageError("the prompt has " + std::to_string(prompt.size()) +
+                     " tokens, more than the context of " + std::to_string(max_rows_));
+  model_.truncate(*cache_, 0);
+  prompt_.assign(prompt.begin(), prompt.end() - 1);
+  prompt_hidden_ = hidden;
+  prefilled_ = 0;
+  round_pending_ = false;
+}
+
+void BatchVerifier::verify(specd_token root, const specd_draft_tree& tree, float* logits,
+                           float* hidden) {
+  if (prefilling()) throw Error("batch verifier: a round before the prompt was processed");
+  const size_t m = tree.n_nodes + 1;
+  if (committed() + m > max_rows_) throw Error("verifier: the draft does not fit the context");
+  tokens_.resize(m);
+  positions_.resize(m);
+  parents_.resize(m);
+  tokens_[0] = root;
+  positions_[0] = static_cast<int32_t>(committed());
+  parents_[0] = -1;
+  for (size_t i = 1; i < m; ++i) {
+    const int32_t parent = tree.parents[i - 1];  // node id; row index equals node id
+    tokens_[i] = tree.tokens[i - 1];
+    parents_[i] = parent;
+    positions_[i] = positions_[parent] + 1;
+  }
+  logits_ = logits;
+  hidden_ = hidden;
+  round_pending_ = true;
+}
+
+ForwardEntry BatchVerifier::entry() {
+  ForwardEntry e;
+  e.cache = cache_.get();
+  if (prefilling()) {
+    chunk_ = static_cast<uint32_t>(std::min<size_t>(chunk_rows_, prompt_.size() - prefilled_));
+    tokens_.assign(prompt_.begin() + prefilled_, prompt_.begin() + prefilled_ + chunk_);
+    positions_.resize(chunk_);
+    parents_.resize(chunk_);
+    for (uint32_t i = 0; i < chunk_; ++i) {
+      positions_[i] = static_cast<int32_t>(prefilled_ + i);
+      parents_[i] = static_cast<int32_t>(i) - 1;
+    }
+    e.hidden = prompt_hidden_ ? prompt_hidden_ + prefilled_ * hidden_dim() : nullptr;
+    e.first_logit_row = static_cast<int32_t>(chunk_);  // no logits: the prompt's last token
+                                                       // is the first round's root
+  } else if (round_pending_) {
+    e.logits = logits_;
+    e.hidden = hidden_;
+  } else {
+    throw Error("batch verifier: no rows wait for a pass");
+  }
+  reserve(committed() + static_cast<uint32_t>(tokens_.size()));
+  e.tokens = tokens_;
+  e.positions = positions_;
+  e.parents = parents_;
+  return e;
+}
+
+void BatchVerifier::pass_done() {
+  if (prefilling()) {
+    rows_.resize(chunk_);
+    for (uint32_t i = 0; i < chunk_; ++i) rows_[i] = static_cast<int32_t>(i);
+    model_.commit(*cache_, rows_);
+    prefilled_ += chunk_;
+  } else {
+    round_pending_ = false;
+  }
+}
+
+void BatchVerifier::commit(std::span<const int32_t> path) {
+  rows_.assign(1, 0);
+  rows_.insert(rows_.end(), path.begin(), path.end());
+  model_.commit(*cache_, rows_);
+}
+
+namespace {
+
+BatchVerifier& self(void* v) {
+  return *static_cast<BatchVerifier*>(v);
+}
+
+const specd_verifier_vtable kBatchVtable = {
+    sizeof(specd_verifier_vtable),
+    0,
+    0,
+    // create: the scheduler makes this verifier over the server's loaded target.
+    [](const specd_host*, const specd_params*, const char*, void**) -> specd_status* {
+      return host_table()->status_create(
+          nullptr, SPECD_STATUS_UNSUPPORTED,
+          "the batch verifier is created by the host's scheduler over its loaded model");
+    },
+    [](void* v) { delete static_cast<BatchVerifier*>(v); },
+    [](void* v, specd_verifier_info* info) { return status_guard([&] { self(v).info(*info); }); },
+    [](void* v, const specd_token* tokens, uint32_t n, float* hidden) {
+      return status_guard(
+          [&] { self(v).begin(std::span<const specd_token>(tokens, n), hidden); });
+    },
+    [](void* v, specd_token root, const specd_draft_tree* tree, float* logits, float* hidden) {
+      return status_guard([&] { self(v).verify(root, *tree, logits, hidden); });
+    },
+    [](void* v, const int32_t* path, uint32_t n) {
+      return status_guard([&] { self(v).commit(std::span<const int32_t>(path, n)); });
+    },
+};
+
+}  // namespace
+
+std::unique_ptr<Verifier> make_batch_verifier(LlamaModel& model, uint32_t max_rows,
+                                              uint32_t block_rows, uint32_t chunk_rows,
+                                              BatchVerifier** object) {
+  auto* verifier = new BatchVerifier(model, max_rows, block_rows, chunk_rows);
+  *object = verifier;
+  return std::make_unique<Verifier>(&kBatchVtable, verifier, "verifier 'target' (batched)");
+}
+
+}  // namespace specd

@@ -1,0 +1,213 @@
+#include "engine/sequence.hpp"
+
+#include <algorithm>
+#include <span>
+
+#include "acceptance/acceptance_rule.hpp"
+#include "acceptance/pairing.hpp"
+#include "acceptance/tree_validation.hpp"
+#include "common/error.hpp"
+#include "engine/adaptive_k.hpp"
+#include "engine/emitter.hpp"
+#include "engine/padding_mask.hpp"
+#include "engine/verifier.hpp"
+#include "sampling/sample_row.hpp"
+#include "tokenizer/tokenizer.hpp"
+
+namespace specd {
+namespace {
+
+double seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+}  // namespace
+
+SamplingParams sampling_params(const SamplingConfig& s) {
+  SamplingParams p;
+  p.temperature = s.temperature;
+  p.top_k = s.top_k;
+  p.top_p = s.top_p;
+  p.min_p = s.min_p;
+  return p;
+}
+
+Sequence::Sequence(const SequenceParts& parts, std::vector<int32_t> prompt,
+                   const SamplingConfig& sampling, int max_tokens,
+                   std::function<void(const std::string&)> on_text)
+    : parts_(parts),
+      sampling_config_(sampling),
+      sampling_(sampling_params(sampling)),
+      on_text_(std::move(on_text)) {
+  validate_sampling_params(sampling_);
+  if (max_tokens < 1) throw UsageError("the number of tokens to generate must be at least 1");
+  Verifier& verifier = *parts_.verifier;
+  vocab_ = verifier.vocab_size();
+  for (int32_t t : prompt)
+    if (t < 0 || static_cast<uint32_t>(t) >= vocab_)
+      throw UsageError("prompt token " + std::to_string(t) + " is outside the vocabulary");
+  if (prompt.size() >= verifier.context_length())
+    throw UsageError("the prompt has " + std::to_string(prompt.size()) +
+                     " tokens; the context holds " + std::to_string(verifier.context_length()) +
+                     " (" + parts_.target_path + "), leaving no room to generate");
+  start_ = Clock::now();
+  prompt_size_ = prompt.size();
+  result_.stats.prompt_tokens = prompt.size();
+  hidden_dim_ = parts_.proposer && parts_.proposer->needs_hidden() ? verifier.hidden_dim() : 0;
+  sequence_ = std::move(prompt);
+  emitter_ = std::make_unique<Emitter>(*parts_.tokenizer, sampling_config_, max_tokens, on_text_,
+                                       sequence_);
+}
+
+Sequence::~Sequence() = default;
+
+void Sequence::start() {
+  const auto t = Clock::now();
+  prompt_hidden_.resize(hidden_dim_ ? (sequence_.size() - 1) * hidden_dim_ : 0);
+  parts_.verifier->begin(sequence_, hidden_dim_ ? prompt_hidden_.data() : nullptr);
+  result_.stats.prefill_s = seconds(Clock::now() - t);
+}
+
+void Sequence::stop(const std::string& reason) {
+  if (done_) return;
+  result_.stop_reason = reason;
+  done_ = true;
+}
+
+bool Sequence::begin_round() {
+  if (done_) return false;
+  Verifier& verifier = *parts_.verifier;
+  Proposer* proposer = parts_.proposer;
+  if (!proposer_started_) {
+    // The prompt's features exist once the prefill has run (a batched one runs in chunks).
+    if (proposer)
+      proposer->begin(std::span<const int32_t>(sequence_.data(), prompt_size_),
+                      hidden_dim_ ? prompt_hidden_.data() : nullptr);
+    proposer_started_ = true;
+    generate_start_ = Clock::now();
+  }
+  // Room left in the context: the root takes one row, each draft node one more.
+  const uint32_t room = verifier.context_length() - verifier.committed();
+  if (room == 0) {
+    stop("context");
+    return false;
+  }
+  round_t0_ = Clock::now();
+  draft_.n_nodes = 0;
+  draft_.vocab = vocab_;
+  if (proposer) {
+    uint32_t capacity = room - 1;  // the proposer caps it further at its max_nodes
+    if (parts_.adaptive) capacity = std::min(capacity, parts_.adaptive->next_k());
+    if (capacity > 0) proposer->propose(sequence_, capacity, *parts_.rng, draft_);
+  }
+  const specd_draft_tree tree = draft_.tree();
+  if (draft_.n_nodes > 0) {
+    validate_tree(tree, vocab_, "proposer '" + proposer->name() + "'");
+    check_tree_pairing(parts_.rule->info(), tree, proposer->name());
+  }
+  const auto t1 = Clock::now();
+  draft_s_ = seconds(t1 - round_t0_);
+  result_.stats.draft_s += draft_s_;
+
+  const size_t rows = draft_.n_nodes + 1;
+  logits_.resize(rows * vocab_);
+  hidden_.resize(hidden_dim_ * rows);
+  try {
+    verifier.verify(sequence_.back(), tree, logits_.data(), hidden_dim_ ? hidden_.data() : nullptr);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw Error("target " + parts_.target_path + ": " + e.what());
+  }
+  pass_s_ = seconds(Clock::now() - t1);
+  return true;
+}
+
+void Sequence::end_round(double pass_s) {
+  GenerationStats& stats = result_.stats;
+  if (pass_s >= 0) pass_s_ = pass_s;
+  const auto t1 = Clock::now();
+  const size_t rows = draft_.n_nodes + 1;
+  const uint32_t vocab = vocab_;
+  p_.resize(rows * vocab);
+  try {
+    for (size_t r = 0; r < rows; ++r) {
+      const std::span<float> row(logits_.data() + r * vocab, vocab);
+      mask_padding(row, static_cast<size_t>(parts_.tokenizer->n_tokens()));
+      transform_logits(row, sampling_, std::span<double>(p_.data() + r * vocab, vocab));
+    }
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    // NaN logits: name the model they came from.
+    throw Error("target " + parts_.target_path + ": " + e.what());
+  }
+  const auto t2 = Clock::now();
+  stats.verify_s += pass_s_ + seconds(t2 - t1);
+
+  const specd_draft_tree tree = draft_.tree();
+  AcceptResult accepted;
+  if (draft_.n_nodes == 0) {
+    accepted.next_token =
+        static_cast<specd_token>(sample(std::span<const double>(p_.data(), vocab), *parts_.rng));
+  } else {
+    specd_target_dists dists{sizeof(specd_target_dists), static_cast<uint32_t>(rows), vocab,
+                             p_.data()};
+    validate_target(dists, tree, "verifier");
+    accepted = parts_.rule->accept(tree, dists, *parts_.rng);
+  }
+  stats.accept_s += seconds(Clock::now() - t2);
+
+  parts_.verifier->commit(accepted.path);
+  if (parts_.adaptive)
+    parts_.adaptive->observe(
+        {draft_.n_nodes, static_cast<uint32_t>(accepted.path.size()), draft_s_, pass_s_,
+         parts_.verifier->last_overhead_s()});
+  ++stats.rounds;
+  stats.drafted += draft_.n_nodes;
+  stats.accepted += accepted.path.size();
+  const uint32_t depth = tree_depth(tree);
+  if (stats.drafted_at.size() < depth) {
+    stats.drafted_at.resize(depth, 0);
+    stats.accepted_at.resize(depth, 0);
+  }
+  for (uint32_t d = 0; d < depth; ++d) {
+    ++stats.drafted_at[d];
+    if (d < accepted.path.size()) ++stats.accepted_at[d];
+  }
+
+  emitted_.clear();
+  for (int32_t node : accepted.path) emitted_.push_back(draft_.tokens[node - 1]);
+  emitted_.push_back(accepted.next_token);
+  if (stats.rounds == 1) stats.first_token_s = seconds(Clock::now() - start_);
+  for (int32_t token : emitted_) {
+    sequence_.push_back(token);
+    if (!emitter_->push(token, result_)) {
+      done_ = true;
+      break;
+    }
+  }
+  if (!done_ && parts_.proposer) {
+    // Features of the root and the accepted nodes, in sequence order.
+    kept_hidden_.resize(hidden_dim_ * (accepted.path.size() + 1));
+    for (size_t i = 0; hidden_dim_ && i <= accepted.path.size(); ++i) {
+      const size_t row = i == 0 ? 0 : static_cast<size_t>(accepted.path[i - 1]);
+      std::copy_n(hidden_.data() + row * hidden_dim_, hidden_dim_,
+                  kept_hidden_.data() + i * hidden_dim_);
+    }
+    const std::vector<specd_token> accepted_tokens(emitted_.begin(), emitted_.end() - 1);
+    parts_.proposer->commit(accepted_tokens, accepted.next_token,
+                            hidden_dim_ ? kept_hidden_.data() : nullptr);
+  }
+}
+
+GenerationResult Sequence::finish() {
+  emitter_->finish(result_);
+  GenerationStats& stats = result_.stats;
+  stats.generated_tokens = result_.tokens.size() + (result_.stop_reason == "eos" ? 1 : 0);
+  stats.generate_s = proposer_started_ ? seconds(Clock::now() - generate_start_) : 0;
+  done_ = true;
+  return std::move(result_);
+}
+
+}  // namespace specd

@@ -1,0 +1,97 @@
+// One sequence's generation, round by round (ARCHITECTURE.md, "The round"):
+//
+//   begin_round: propose → validate → verifier.verify(root + tree)
+//   end_round:   sampling transform → accept → commit → emit (stop checks)
+//
+// The verifier is the sequence's KV side. Engine::generate_tokens runs one sequence over
+// the engine's own verifier, whose verify() runs the target pass at once; the server's
+// scheduler gives each sequence a BatchVerifier whose verify() only records the rows, and
+// runs the passes of all its sequences as one LlamaModel::forward_batch between the two
+// halves. Both run this code, so a round is the same whether it is batched or not.
+//
+// Thread rule: one thread at a time; the parts must outlive the sequence.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "engine/generation_stats.hpp"
+#include "engine/proposer.hpp"
+#include "sampling/sampling_transform.hpp"
+
+namespace specd {
+
+class Tokenizer;
+class Verifier;
+class AcceptanceRule;
+class AdaptiveK;
+class Emitter;
+
+// The sampling transform's parameters from a [sampling] section.
+SamplingParams sampling_params(const SamplingConfig& s);
+
+// What a sequence runs with; none of it is owned by the sequence.
+struct SequenceParts {
+  const Tokenizer* tokenizer = nullptr;
+  Verifier* verifier = nullptr;    // the sequence's KV side
+  Proposer* proposer = nullptr;    // null: plain decoding
+  AcceptanceRule* rule = nullptr;  // set when proposer is
+  AdaptiveK* adaptive = nullptr;   // k = "auto": the draft length per round
+  Rng* rng = nullptr;              // the sequence's draws (proposer and sampler)
+  std::string target_path;         // names the target in errors
+};
+
+class Sequence {
+ public:
+  // Checks the request (UsageError): sampling settings, max_tokens >= 1, prompt tokens in
+  // the vocabulary, room left in the context after the prompt.
+  Sequence(const SequenceParts& parts, std::vector<int32_t> prompt, const SamplingConfig& sampling,
+           int max_tokens, std::function<void(const std::string&)> on_text);
+  ~Sequence();
+  Sequence(const Sequence&) = delete;
+  Sequence& operator=(const Sequence&) = delete;
+
+  // Processes the prompt: verifier.begin (a BatchVerifier records it and prefills in chunks).
+  void start();
+  // The first half of a round. Returns false, ending the sequence, when the context has no
+  // room left (stop_reason "context"); otherwise the verifier has been given the round's rows.
+  bool begin_round();
+  // The second half, once the verifier's pass has written the logits. `pass_s` is that
+  // pass's time when it ran elsewhere (a batched step); < 0: it ran inside begin_round.
+  void end_round(double pass_s = -1);
+  // Ends the sequence before its next round with this stop reason ("cancelled", ...).
+  void stop(const std::string& reason);
+  bool done() const { return done_; }
+  // The result (call once, when done).
+  GenerationResult finish();
+  GenerationStats& stats() { return result_.stats; }
+  size_t prompt_size() const { return prompt_size_; }
+
+ private:
+  SequenceParts parts_;
+  SamplingConfig sampling_config_;
+  SamplingParams sampling_;
+  std::function<void(const std::string&)> on_text_;  // the emitter refers to it
+  std::unique_ptr<Emitter> emitter_;
+  std::vector<int32_t> sequence_;  // prompt, then every emitted token
+  size_t prompt_size_ = 0;
+  uint32_t vocab_ = 0;
+  uint32_t hidden_dim_ = 0;  // features the proposer needs (0: none)
+  bool proposer_started_ = false;
+  bool done_ = false;
+  GenerationResult result_;
+  Draft draft_;
+  std::vector<float> logits_, hidden_, prompt_hidden_, kept_hidden_;
+  std::vector<double> p_;
+  std::vector<int32_t> emitted_;
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start_, generate_start_, round_t0_;
+  double draft_s_ = 0, pass_s_ = 0;
+};
+
+}  // namespace specd

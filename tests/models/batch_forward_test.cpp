@@ -1,0 +1,245 @@
+// LlamaModel::forward_batch: the rows of a batched pass over several sequences are
+// bit-identical to each sequence's forward() alone (chains, trees, prefill chunks; f32 and
+// quantized weights), a cache grown in blocks continues as if it had been large, and a
+// BatchVerifier prefills in chunks equal to decoding one token at a time.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "../backend/backend_test_util.hpp"
+#include "backend/backend.hpp"
+#include "engine/batch_verifier.hpp"
+#include "model_fixture.hpp"
+#include "models/llama_model.hpp"
+
+using namespace specd;
+using namespace specd::test;
+
+namespace {
+
+Device& batch_device() {
+  static std::unique_ptr<Backend> backend;
+  static std::unique_ptr<Device> device;
+  if (!device) {
+    backend = std::make_unique<Backend>(registry().require("cpu", SPECD_KIND_BACKEND));
+    DeviceOptions opt;
+    opt.threads = 2;
+    device = backend->open(opt);
+  }
+  return *device;
+}
+
+std::vector<int32_t> range(int32_t n, int32_t start) {
+  std::vector<int32_t> v(n);
+  for (int32_t i = 0; i < n; ++i) v[i] = start + i;
+  return v;
+}
+
+std::vector<int32_t> tokens_of(std::mt19937& rng, int32_t n, int32_t vocab) {
+  std::uniform_int_distribution<int32_t> u(0, vocab - 1);
+  std::vector<int32_t> t(n);
+  for (int32_t& x : t) x = u(rng);
+  return t;
+}
+
+// One sequence's step: its rows (a chain or a tree after a committed prompt).
+struct Step {
+  std::vector<int32_t> prompt, tokens, positions, parents;
+  int32_t first_logit_row = 0;
+};
+
+Step chain_step(std::mt19937& rng, int32_t vocab, int32_t prompt, int32_t m, int32_t first) {
+  Step s;
+  s.prompt = tokens_of(rng, prompt, vocab);
+  s.tokens = tokens_of(rng, m, vocab);
+  s.positions = range(m, prompt);
+  s.parents = range(m, -1);
+  s.first_logit_row = first;
+  return s;
+}
+
+Step tree_step(std::mt19937& rng, int32_t vocab, int32_t prompt) {
+  Step s;
+  s.prompt = tokens_of(rng, prompt, vocab);
+  s.parents = {-1, 0, 0, 1, 1, 2, 3, 5};
+  s.tokens = tokens_of(rng, 8, vocab);
+  for (size_t i = 0; i < s.parents.size(); ++i)
+    s.positions.push_back(s.parents[i] < 0 ? prompt : s.positions[s.parents[i]] + 1);
+  return s;
+}
+
+std::unique_ptr<KvCache> prefilled(LlamaModel& model, const std::vector<int32_t>& prompt) {
+  auto cache = model.new_cache(256);
+  const int32_t n = static_cast<int32_t>(prompt.size());
+  if (n == 0) return cache;
+  model.forward(*cache, prompt, range(n, 0), range(n, -1), nullptr, nullptr, n);
+  model.commit(*cache, range(n, 0));
+  return cache;
+}
+
+void check_batch_equals_alone(const FixtureSpec& spec, const std::string& file) {
+  auto model = LlamaModel::load(write_fixture(spec, file), batch_device());
+  const int32_t V = model->info().vocab_size, d = model->info().n_embd;
+  std::mt19937 rng(11);
+  // 40 + 8 + 30 + 1 + 64 rows: the pieces of 64 rows cut across sequences.
+  std::vector<Step> steps = {chain_step(rng, V, 5, 40, 0), tree_step(rng, V, 9),
+                             chain_step(rng, V, 0, 30, 29), chain_step(rng, V, 12, 1, 0),
+                             chain_step(rng, V, 3, 64, 64)};
+  const size_t n = steps.size();
+  std::vector<std::unique_ptr<KvCache>> caches;
+  std::vector<std::vector<float>> logits(n), hidden(n);
+  std::vector<ForwardEntry> entries(n);
+  for (size_t e = 0; e < n; ++e) {
+    const Step& s = steps[e];
+    caches.push_back(prefilled(*model, s.prompt));
+    const size_t m = s.tokens.size();
+    logits[e].resize((m - s.first_logit_row) * V);
+    hidden[e].resize(m * d);
+    entries[e] = {caches[e].get(),  s.tokens,         s.positions,      s.parents,
+                  logits[e].data(), hidden[e].data(), s.first_logit_row};
+  }
+  model->forward_batch(entries);
+
+  for (size_t e = 0; e < n; ++e) {
+    const Step& s = steps[e];
+    const size_t m = s.tokens.size();
+    auto alone = prefilled(*model, s.prompt);
+    std::vector<float> want(logits[e].size() + 1), want_hidden(m * d);
+    model->forward(*alone, s.tokens, s.positions, s.parents, want.data(), want_hidden.data(),
+                   s.first_logit_row);
+    INFO("entry " << e);
+    CHECK(std::memcmp(want.data(), logits[e].data(), logits[e].size() * 4) == 0);
+    CHECK(std::memcmp(want_hidden.data(), hidden[e].data(), m * d * 4) == 0);
+    // The KV rows written by the batch: keep row 0 and decode one more token on both.
+    model->commit(*alone, std::vector<int32_t>{0});
+    model->commit(*caches[e], std::vector<int32_t>{0});
+    std::vector<float> a(V), b(V);
+    const int32_t pos = s.positions[0] + 1, tok = s.tokens.back();
+    model->forward(*alone, std::vector<int32_t>{tok}, std::vector<int32_t>{pos},
+                   std::vector<int32_t>{-1}, a.data());
+    model->forward(*caches[e], std::vector<int32_t>{tok}, std::vector<int32_t>{pos},
+                   std::vector<int32_t>{-1}, b.data());
+    CHECK(std::memcmp(a.data(), b.data(), V * 4) == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a batched forward's rows equal each sequence's forward alone, bit for bit (f32)") {
+  FixtureSpec s;
+  s.matrix_type = GgmlType::kF32;
+  check_batch_equals_alone(s, "batch-f32.gguf");
+}
+
+TEST_CASE("a batched forward's rows equal each sequence's forward alone, bit for bit (q8_0)") {
+  FixtureSpec s;
+  s.matrix_type = GgmlType::kQ8_0;
+  check_batch_equals_alone(s, "batch-q8.gguf");
+}
+
+TEST_CASE("a batched forward refuses two entries over one cache and a bad entry, naming it") {
+  FixtureSpec s;
+  auto model = LlamaModel::load(write_fixture(s, "batch-bad.gguf"), batch_device());
+  auto cache = model->new_cache(16);
+  const std::vector<int32_t> t = {1}, p = {0}, par = {-1};
+  std::vector<float> l(model->info().vocab_size * 2);
+  std::vector<ForwardEntry> two = {{cache.get(), t, p, par, l.data()},
+                                   {cache.get(), t, p, par, l.data()}};
+  CHECK_THROWS_WITH_AS(model->forward_batch(two), doctest::Contains("share one cache"), Error);
+  const std::vector<int32_t> bad = {model->info().vocab_size};
+  std::vector<ForwardEntry> one = {{cache.get(), bad, p, par, l.data()}};
+  CHECK_THROWS_WITH_AS(model->forward_batch(one), doctest::Contains("outside the vocabulary"),
+                       Error);
+}
+
+TEST_CASE("a cache grown in blocks continues exactly as a cache that was large from the start") {
+  FixtureSpec s;
+  auto model = LlamaModel::load(write_fixture(s, "batch-grow.gguf"), batch_device());
+  const int32_t V = model->info().vocab_size;
+  std::mt19937 rng(3);
+  const auto prompt = tokens_of(rng, 20, V);
+  auto small = model->new_cache(24);
+  auto big = model->new_cache(128);
+  for (KvCache* c : {small.get(), big.get()}) {
+    model->forward(*c, prompt, range(20, 0), range(20, -1), nullptr, nullptr, 20);
+    model->commit(*c, range(20, 0));
+  }
+  CHECK_THROWS_AS(model->grow(*small, 10), Error);
+  model->grow(*small, 64);
+  CHECK(small->capacity() == 64);
+  CHECK(small->size() == 20);
+  const auto next = tokens_of(rng, 30, V);
+  std::vector<float> a(30 * V), b(30 * V);
+  model->forward(*small, next, range(30, 20), range(30, -1), a.data());
+  model->forward(*big, next, range(30, 20), range(30, -1), b.data());
+  CHECK(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
+}
+
+TEST_CASE("a batch verifier prefills in chunks and grows in blocks, equal to one token at a time") {
+  FixtureSpec s;
+  s.matrix_type = GgmlType::kQ8_0;
+  auto model = LlamaModel::load(write_fixture(s, "batch-verifier.gguf"), batch_device());
+  const int32_t V = model->info().vocab_size, d = model->info().n_embd;
+  std::mt19937 rng(8);
+  const auto prompt = tokens_of(rng, 150, V);
+  BatchVerifier verifier(*model, /*max_rows=*/160, /*block_rows=*/16, /*chunk_rows=*/64);
+  CHECK(verifier.allocated_rows() == 16u);
+  std::vector<float> hidden(149 * static_cast<size_t>(d));
+  verifier.begin(prompt, hidden.data());
+  int passes = 0;
+  while (verifier.prefilling()) {
+    const std::vector<ForwardEntry> e = {verifier.entry()};
+    CHECK(e[0].tokens.size() <= 64u);
+    model->forward_batch(e);
+    verifier.pass_done();
+    ++passes;
+  }
+  CHECK(passes == 3);  // 64 + 64 + 21 rows
+  CHECK(verifier.committed() == 149u);
+  CHECK(verifier.allocated_rows() == 160u);  // blocks of 16 up to the reservation
+  // A round: the root and a chain of two nodes.
+  const std::vector<specd_token> nodes = {prompt[3], prompt[4]};
+  const std::vector<int32_t> parents = {0, 1};
+  const specd_draft_tree tree{
+      sizeof(specd_draft_tree), 2,      0, SPECD_SIBLINGS_DETERMINISTIC, nodes.data(),
+      parents.data(),           nullptr};
+  std::vector<float> logits(3 * static_cast<size_t>(V));
+  verifier.verify(prompt.back(), tree, logits.data(), nullptr);
+  CHECK_FALSE(verifier.prefilling());
+  model->forward_batch(std::vector<ForwardEntry>{verifier.entry()});
+  verifier.pass_done();
+  verifier.commit(std::vector<int32_t>{1, 2});
+  CHECK(verifier.committed() == 152u);
+  // Beyond the reservation: refused, naming it.
+  const std::vector<specd_token> many(9, prompt[0]);
+  const std::vector<int32_t> chain = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+  const specd_draft_tree big{sizeof(specd_draft_tree),
+                             9,
+                             0,
+                             SPECD_SIBLINGS_DETERMINISTIC,
+                             many.data(),
+                             chain.data(),
+                             nullptr};
+  CHECK_THROWS_WITH_AS(verifier.verify(prompt[0], big, logits.data(), nullptr),
+                       doctest::Contains("does not fit"), Error);
+
+  // The reference: every prompt token and the round's tokens one at a time.
+  auto ref = model->new_cache(256);
+  std::vector<float> one(V), h(d);
+  for (int32_t i = 0; i < 150 + 2; ++i) {
+    const int32_t t = i < 150 ? prompt[i] : nodes[i - 150];
+    model->forward(*ref, std::vector<int32_t>{t}, std::vector<int32_t>{i}, std::vector<int32_t>{-1},
+                   one.data(), h.data());
+    model->commit(*ref, std::vector<int32_t>{0});
+    if (i < 149) {
+      INFO("prompt row " << i);
+      CHECK(std::memcmp(h.data(), hidden.data() + static_cast<size_t>(i) * d, d * 4) == 0);
+    } else {
+      INFO("round row " << i - 149);
+      CHECK(std::memcmp(one.data(), logits.data() + static_cast<size_t>(i - 149) * V, V * 4) == 0);
+    }
+  }
+}
