@@ -22,7 +22,9 @@ Config EngineCache::config_for(const SpeculativeRequest& r) const {
   Config c = config_;
   if (r.proposer && *r.proposer != c.proposer.kind) {
     c.proposer.kind = *r.proposer;
-    c.proposer.params.clear();  // the configured kind's own keys do not apply to another
+    // The configured kind's own keys and model file do not apply to another kind.
+    c.proposer.params.clear();
+    c.proposer.model.clear();
   }
   if (r.k) {
     c.proposer.k = *r.k;
