@@ -234,6 +234,20 @@ SPECD_BLOCK_FN int iq4_xs_scale(const uint8_t* b, unsigned j) {
   return static_cast<int>(lo | (hi << 4)) - 32;
 }
 
+// q4_K / q5_K: all 8 scales (sc[j]) and mins (m[j]) of a block at once, the same values as
+// k_scale_min(s, j, ...) for j = 0..7, from the 12 packed bytes with 32-bit word operations.
+SPECD_BLOCK_FN void k_scales_mins(const uint8_t* s, uint8_t sc[8], uint8_t m[8]) {
+  const uint32_t a = load_u32(s), b = load_u32(s + 4), c = load_u32(s + 8);
+  const uint32_t w[4] = {a & 0x3f3f3f3fu, ((c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u)),
+                         b & 0x3f3f3f3fu, (((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u))};
+  for (unsigned i = 0; i < 4; ++i) {
+    sc[i] = static_cast<uint8_t>(w[0] >> (8 * i));
+    sc[4 + i] = static_cast<uint8_t>(w[1] >> (8 * i));
+    m[i] = static_cast<uint8_t>(w[2] >> (8 * i));
+    m[4 + i] = static_cast<uint8_t>(w[3] >> (8 * i));
+  }
+}
+
 // Quant of element i (raw, before any offset).
 SPECD_BLOCK_FN unsigned nibble32(const uint8_t* qs, unsigned i) {  // 32-element blocks
   return (qs[i & 15] >> (4 * (i >> 4))) & 15u;

@@ -1,0 +1,199 @@
+// The integer family on AVX2 + FMA (called only after avx2_available()): qint.hpp's lanes in
+// two 8-lane halves (lanes 0..7 and 8..15), pmaddubsw + pmaddwd for the integer sums. Weight
+// rows are prepared into the task's scratch once and applied to all m rows; the bits equal
+// the generic kernel's.
+#include <immintrin.h>
+
+#include "qint.hpp"
+#include "specd/cpp/ggml_blocks.hpp"
+
+namespace specd::cpu::qint {
+namespace {
+
+constexpr int kRows = 2;  // rows of x per register tile
+
+float reduce8(__m256 v) {  // lanes l + 4, then l + 2, then l + 1
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
+float reduce16(__m256 lo, __m256 hi) {
+  return reduce8(_mm256_add_ps(lo, hi));
+}
+
+// A prepared 256-value k-quant block: for g < 4, h < 2, the quants of elements
+// 64g + 32h .. + 31 in w[2g + h] and the int16 scale of each int16 pair in sc[2g + h].
+struct alignas(32) KPrep {
+  __m256i w[8];
+  __m256i sc[8];
+  __m256i mc;
+  float d, dmin;
+};
+
+// int16 lanes 0..7 = a, 8..15 = b.
+__m256i two_scales(int a, int b) {
+  return _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(b)),
+                          _mm_set1_epi16(static_cast<short>(a)));
+}
+
+void prep_q4_k(const uint8_t* blk, KPrep* p) {
+  p->d = ggml::load_f16(blk);
+  p->dmin = ggml::load_f16(blk + 2);
+  uint8_t sc[8], mn[8];
+  ggml::k_scales_mins(blk + 4, sc, mn);
+  uint64_t mn8;
+  __builtin_memcpy(&mn8, mn, 8);
+  const __m128i m8 = _mm_cvtsi64_si128(static_cast<long long>(mn8));
+  p->mc = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+  const __m256i low4 = _mm256_set1_epi8(15);
+  for (int g = 0; g < 4; ++g) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * g));
+    p->w[2 * g] = _mm256_and_si256(q, low4);
+    p->w[2 * g + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+    p->sc[2 * g] = _mm256_set1_epi16(static_cast<short>(sc[2 * g]));
+    p->sc[2 * g + 1] = _mm256_set1_epi16(static_cast<short>(sc[2 * g + 1]));
+  }
+}
+
+void prep_q6_k(const uint8_t* blk, KPrep* p) {
+  p->d = ggml::load_f16(blk + 208);
+  p->dmin = p->d;
+  const int8_t* s = reinterpret_cast<const int8_t*>(blk + 192);
+  p->mc = _mm256_slli_epi16(
+      _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s))), 5);
+  const __m256i low4 = _mm256_set1_epi8(15), low2 = _mm256_set1_epi8(3);
+  for (int g = 0; g < 4; ++g) {  // elements 128c + 64h + 32u + (0..31)
+    const int c = g >> 1, h = g & 1;
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * c));
+    for (int u = 0; u < 2; ++u) {
+      const __m256i ql =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * c + 32 * u));
+      const __m256i lo = _mm256_and_si256(_mm256_srl_epi16(ql, _mm_cvtsi32_si128(4 * h)), low4);
+      const __m256i hi =
+          _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(4 * h + 2 * u)), low2);
+      p->w[2 * g + u] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+      p->sc[2 * g + u] = two_scales(s[4 * g + 2 * u], s[4 * g + 2 * u + 1]);
+    }
+  }
+}
+
+template <int MR>
+void rows_k(const KPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
+  const int64_t k = a.k;
+  __m256 lo[MR], hi[MR], macc[MR];
+  for (int r = 0; r < MR; ++r) lo[r] = hi[r] = macc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const KPrep& p = P[b];
+    const __m256 dw = _mm256_set1_ps(p.d), dmw = _mm256_set1_ps(p.dmin);
+    for (int r = 0; r < MR; ++r) {
+      const int64_t row = i0 + r;
+      const int8_t* y = a.x.q + row * k + 256 * b;
+      __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+      for (int g = 0; g < 4; ++g) {
+        const __m256i y0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y + 64 * g));
+        const __m256i y1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y + 64 * g + 32));
+        s0 = _mm256_add_epi32(s0,
+                              _mm256_madd_epi16(_mm256_maddubs_epi16(p.w[2 * g], y0), p.sc[2 * g]));
+        s1 = _mm256_add_epi32(
+            s1, _mm256_madd_epi16(_mm256_maddubs_epi16(p.w[2 * g + 1], y1), p.sc[2 * g + 1]));
+      }
+      const __m256i bs = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(a.x.bsum16 + row * (k / 16) + 16 * b));
+      const __m256i msum = _mm256_madd_epi16(bs, p.mc);
+      const __m256 dy = _mm256_set1_ps(a.x.d[row * (k / 256) + b]);
+      const __m256 dd = _mm256_mul_ps(dw, dy), dm = _mm256_mul_ps(dmw, dy);
+      lo[r] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(s0), lo[r]);
+      hi[r] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(s1), hi[r]);
+      macc[r] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(msum), macc[r]);
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    a.y[(i0 + r) * a.ldy + j] = reduce16(lo[r], hi[r]) - reduce8(macc[r]);
+}
+
+// A prepared q8_0 block: |w| (unsigned) and w (for the sign), and the scale.
+struct alignas(32) Q8Prep {
+  __m256i abs_w;
+  __m256i w;
+  float d;
+  float pad[7];
+};
+
+void prep_q8_0(const uint8_t* row, int64_t nb, Q8Prep* P) {
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 34 * b + 2));
+    P[b].w = w;
+    P[b].abs_w = _mm256_sign_epi8(w, w);  // -128 stays 0x80 = 128 unsigned
+    P[b].d = ggml::load_f16(row + 34 * b);
+  }
+}
+
+template <int MR>
+void rows_q8_0(const Q8Prep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
+  const int64_t k = a.k;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[MR][2];
+  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const Q8Prep& p = P[b];
+    const __m256 dw = _mm256_set1_ps(p.d);
+    for (int r = 0; r < MR; ++r) {
+      const int64_t row = i0 + r;
+      const __m256i y =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x.q + row * k + 32 * b));
+      // |w| * (y with w's sign) = w * y; |w| * |y| <= 128 * 127 keeps the pairs in int16.
+      const __m256i isum =
+          _mm256_madd_epi16(_mm256_maddubs_epi16(p.abs_w, _mm256_sign_epi8(y, p.w)), ones);
+      const __m256 dd = _mm256_mul_ps(dw, _mm256_set1_ps(a.x.d[row * (k / 32) + b]));
+      acc[r][b & 1] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(isum), acc[r][b & 1]);
+    }
+  }
+  for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r][0], acc[r][1]);
+}
+
+template <class Prep, class Rows>
+void each_row_tile(const QArgs& a, int64_t j, const Prep* P, int64_t nb, Rows rows) {
+  for (int64_t i0 = 0; i0 < a.m; i0 += kRows) {
+    if (a.m - i0 >= 2)
+      rows.template operator()<2>(P, nb, a, i0, j);
+    else
+      rows.template operator()<1>(P, nb, a, i0, j);
+  }
+}
+
+}  // namespace
+
+void cols_avx2(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  if (a.dtype == SPECD_DTYPE_Q8_0) {
+    Q8Prep* P = reinterpret_cast<Q8Prep*>(scratch);
+    const int64_t nb = a.k / 32;
+    for (int64_t j = j0; j < j1; ++j) {
+      prep_q8_0(a.w + j * a.ldw, nb, P);
+      each_row_tile(a, j, P, nb,
+                    []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
+                      rows_q8_0<MR>(p, n, q, i0, jj);
+                    });
+    }
+    return;
+  }
+  const bool q4 = a.dtype == SPECD_DTYPE_Q4_K;
+  KPrep* P = reinterpret_cast<KPrep*>(scratch);
+  const int64_t nb = a.k / 256;
+  for (int64_t j = j0; j < j1; ++j) {
+    const uint8_t* w = a.w + j * a.ldw;
+    for (int64_t b = 0; b < nb; ++b) {
+      if (q4)
+        prep_q4_k(w + 144 * b, P + b);
+      else
+        prep_q6_k(w + 210 * b, P + b);
+    }
+    each_row_tile(a, j, P, nb,
+                  []<int MR>(const KPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
+                    rows_k<MR>(p, n, q, i0, jj);
+                  });
+  }
+}
+
+}  // namespace specd::cpu::qint

@@ -1,0 +1,225 @@
+// The integer family on AVX-512 (F/BW/VL/DQ + VNNI; called only after that CPU check). Each
+// weight row is first prepared block by block (unsigned 8-bit quants in element order, scale
+// vectors) into the task's scratch, then applied to the rows of x four at a time, so the
+// decoding work is shared by all m rows. The arithmetic is qint.hpp's, lane for lane: the
+// bits equal the generic kernel's.
+#include <immintrin.h>
+
+#include "qint.hpp"
+#include "specd/cpp/ggml_blocks.hpp"
+
+namespace specd::cpu::qint {
+namespace {
+
+constexpr int kRows = 4;  // rows of x per register tile
+
+float reduce8(__m256 v) {  // lanes l + 4, then l + 2, then l + 1
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
+float reduce16(__m512 v) {  // lanes l + 8 first
+  return reduce8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
+}
+
+// A prepared 256-value k-quant block: quants of elements 64g .. 64g + 63 in w[g], the int16
+// scale of each int16 pair of w[g] in sc[g], the per-sub-block coefficients of bsum16 in mc.
+struct alignas(64) KPrep {
+  __m512i w[4];
+  __m512i sc[4];
+  __m256i mc;
+  float d, dmin;
+};
+
+// int16 lane u of idx(g, per): scale index g * (64 / per) + u / (per / 2), per = values per
+// scale (32 for q4_K, 16 for q6_K).
+__m512i scale_index(int g, int per) {
+  alignas(64) int16_t idx[32];
+  for (int u = 0; u < 32; ++u) idx[u] = static_cast<int16_t>(g * (64 / per) + u / (per / 2));
+  return _mm512_load_si512(idx);
+}
+
+void prep_q4_k(const uint8_t* blk, KPrep* p, const __m512i* idx) {
+  p->d = ggml::load_f16(blk);
+  p->dmin = ggml::load_f16(blk + 2);
+  uint8_t sc[8], mn[8];
+  ggml::k_scales_mins(blk + 4, sc, mn);
+  uint64_t sc8, mn8;
+  __builtin_memcpy(&sc8, sc, 8);
+  __builtin_memcpy(&mn8, mn, 8);
+  const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(sc8)));
+  const __m128i m8 = _mm_cvtsi64_si128(mn8);
+  p->mc = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));  // m[l] in int16 lanes 2l, 2l + 1
+  const __m256i low4 = _mm256_set1_epi8(15);
+  for (int g = 0; g < 4; ++g) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * g));
+    const __m256i lo = _mm256_and_si256(q, low4);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+    p->w[g] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    p->sc[g] = _mm512_permutexvar_epi16(idx[g], sc16);
+  }
+}
+
+void prep_q6_k(const uint8_t* blk, KPrep* p, const __m512i* idx) {
+  p->d = ggml::load_f16(blk + 208);
+  p->dmin = p->d;
+  const __m256i s16 =
+      _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
+  p->mc = _mm256_slli_epi16(s16, 5);  // 32 * sc: |32 * sc| <= 4096 fits int16
+  const __m512i s16z = _mm512_castsi256_si512(s16);
+  const __m512i low4 = _mm512_set1_epi8(15), low2 = _mm512_set1_epi8(3);
+  for (int g = 0; g < 4; ++g) {  // elements 128c + 64h + (0..63)
+    const int c = g >> 1, h = g & 1;
+    const __m512i ql = _mm512_loadu_si512(blk + 64 * c);
+    const __m512i lo = _mm512_and_si512(_mm512_srl_epi16(ql, _mm_cvtsi32_si128(4 * h)), low4);
+    const __m512i qh = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * c)));
+    const __m512i cnt = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(4 * h)),
+                                           _mm256_set1_epi16(static_cast<short>(4 * h + 2)), 1);
+    const __m512i hi = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt), low2);
+    p->w[g] = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
+    p->sc[g] = _mm512_permutexvar_epi16(idx[g], s16z);
+  }
+}
+
+template <int MR>
+void rows_k(const KPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
+  const int64_t k = a.k;
+  __m512 acc[MR];
+  __m256 macc[MR];
+  for (int r = 0; r < MR; ++r) {
+    acc[r] = _mm512_setzero_ps();
+    macc[r] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    const KPrep& p = P[b];
+    const __m512 dw = _mm512_set1_ps(p.d);
+    const __m256 dmw = _mm256_set1_ps(p.dmin);
+    for (int r = 0; r < MR; ++r) {
+      const int64_t row = i0 + r;
+      const int8_t* y = a.x.q + row * k + 256 * b;
+      __m512i isum = _mm512_setzero_si512();
+      for (int g = 0; g < 4; ++g)
+        isum = _mm512_dpwssd_epi32(
+            isum, _mm512_maddubs_epi16(p.w[g], _mm512_loadu_si512(y + 64 * g)), p.sc[g]);
+      const __m256i bs = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(a.x.bsum16 + row * (k / 16) + 16 * b));
+      const __m256i msum = _mm256_madd_epi16(bs, p.mc);
+      const float dy = a.x.d[row * (k / 256) + b];
+      const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(dy));
+      const __m256 dm = _mm256_mul_ps(dmw, _mm256_set1_ps(dy));
+      acc[r] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(isum), acc[r]);
+      macc[r] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(msum), macc[r]);
+    }
+  }
+  for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r]) - reduce8(macc[r]);
+}
+
+// A prepared pair of q8_0 blocks: quants + 128 (unsigned), block 2t in bytes 0..31, 2t + 1 in
+// 32..63 (zero when absent); the weight scales in lanes 0..7 and 8..15.
+struct alignas(64) Q8Prep {
+  __m512i w;
+  __m512 dw;
+};
+
+void prep_q8_0(const uint8_t* row, int64_t nblocks, Q8Prep* P) {
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  for (int64_t t = 0; 2 * t < nblocks; ++t) {
+    const uint8_t* b0 = row + 34 * (2 * t);
+    const bool two = 2 * t + 1 < nblocks;
+    const __m256i lo =
+        _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2)), flip);
+    const __m256i hi =
+        two ? _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 36)), flip)
+            : _mm256_setzero_si256();
+    P[t].w = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    P[t].dw = _mm512_insertf32x8(_mm512_set1_ps(ggml::load_f16(b0)),
+                                 _mm256_set1_ps(two ? ggml::load_f16(b0 + 34) : 0.0f), 1);
+  }
+}
+
+template <int MR>
+void rows_q8_0(const Q8Prep* P, int64_t nblocks, const QArgs& a, int64_t i0, int64_t j) {
+  const int64_t k = a.k;
+  const __m512i pair = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  __m512 acc[MR];
+  for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t t = 0; 2 * t < nblocks; ++t) {
+    const Q8Prep& p = P[t];
+    const __mmask16 lanes = 2 * t + 1 < nblocks ? 0xffff : 0x00ff;
+    for (int r = 0; r < MR; ++r) {
+      const int64_t row = i0 + r;
+      const int8_t* y = a.x.q + row * k + 64 * t;
+      // sum (w + 128) y - 128 * sum y = sum w y, per 4 values, exactly.
+      const __m512i s4 = _mm512_loadu_si512(a.x.sum4 + row * (k / 4) + 16 * t);
+      const __m512i isum =
+          _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), p.w, _mm512_loadu_si512(y)),
+                           _mm512_slli_epi32(s4, 7));
+      const __m512 dy = _mm512_permutexvar_ps(
+          pair, _mm512_castps128_ps512(_mm_castpd_ps(
+                    _mm_load_sd(reinterpret_cast<const double*>(a.x.d + row * (k / 32) + 2 * t)))));
+      acc[r] =
+          _mm512_mask3_fmadd_ps(_mm512_mul_ps(p.dw, dy), _mm512_cvtepi32_ps(isum), acc[r], lanes);
+    }
+  }
+  for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r]);
+}
+
+template <class Prep, class Rows>
+void each_row_tile(const QArgs& a, int64_t j, const Prep* P, int64_t nb, Rows rows) {
+  for (int64_t i0 = 0; i0 < a.m; i0 += kRows) {
+    switch (a.m - i0 < kRows ? a.m - i0 : kRows) {
+      case 1:
+        rows.template operator()<1>(P, nb, a, i0, j);
+        break;
+      case 2:
+        rows.template operator()<2>(P, nb, a, i0, j);
+        break;
+      case 3:
+        rows.template operator()<3>(P, nb, a, i0, j);
+        break;
+      default:
+        rows.template operator()<4>(P, nb, a, i0, j);
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  if (a.dtype == SPECD_DTYPE_Q8_0) {
+    Q8Prep* P = reinterpret_cast<Q8Prep*>(scratch);
+    const int64_t nb = a.k / 32;
+    for (int64_t j = j0; j < j1; ++j) {
+      prep_q8_0(a.w + j * a.ldw, nb, P);
+      each_row_tile(a, j, P, nb,
+                    []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
+                      rows_q8_0<MR>(p, n, q, i0, jj);
+                    });
+    }
+    return;
+  }
+  const bool q4 = a.dtype == SPECD_DTYPE_Q4_K;
+  __m512i idx[4];
+  for (int g = 0; g < 4; ++g) idx[g] = scale_index(g, q4 ? 32 : 16);
+  KPrep* P = reinterpret_cast<KPrep*>(scratch);
+  const int64_t nb = a.k / 256;
+  for (int64_t j = j0; j < j1; ++j) {
+    const uint8_t* w = a.w + j * a.ldw;
+    for (int64_t b = 0; b < nb; ++b) {
+      if (q4)
+        prep_q4_k(w + 144 * b, P + b, idx);
+      else
+        prep_q6_k(w + 210 * b, P + b, idx);
+    }
+    each_row_tile(a, j, P, nb,
+                  []<int MR>(const KPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
+                    rows_k<MR>(p, n, q, i0, jj);
+                  });
+  }
+}
+
+}  // namespace specd::cpu::qint

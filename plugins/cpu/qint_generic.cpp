@@ -1,0 +1,157 @@
+// The integer family's activation quantizer and its portable kernel: the definitions of
+// qint.hpp written out element by element (the SIMD kernels compute the same bits).
+#include <cmath>
+
+#include "qint.hpp"
+#include "specd/cpp/ggml_blocks.hpp"
+
+namespace specd::cpu::qint {
+namespace {
+
+int nearest(float v) {  // round half to even (the default rounding mode)
+  return static_cast<int>(std::rint(v));
+}
+
+int8_t clamp127(int v) {
+  return static_cast<int8_t>(v > 127 ? 127 : v < -127 ? -127 : v);
+}
+
+// One q8_K block of 256 values (qint.hpp).
+void quantize_k_block(const float* x, int8_t* q, float* d, int16_t* bsum16) {
+  float amax = 0, max = 0;
+  for (int i = 0; i < 256; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  if (amax == 0) {
+    *d = 0;
+    for (int i = 0; i < 256; ++i) q[i] = 0;
+  } else {
+    const float iscale = -127.0f / max;
+    for (int i = 0; i < 256; ++i) q[i] = clamp127(nearest(iscale * x[i]));
+    *d = 1.0f / iscale;
+  }
+  for (int g = 0; g < 16; ++g) {
+    int s = 0;
+    for (int i = 0; i < 16; ++i) s += q[16 * g + i];
+    bsum16[g] = static_cast<int16_t>(s);
+  }
+}
+
+// One block of 32 values (qint.hpp).
+void quantize_32_block(const float* x, int8_t* q, float* d, int32_t* sum4) {
+  float amax = 0;
+  for (int i = 0; i < 32; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) amax = ax;
+  }
+  const float dd = amax / 127.0f;
+  const float id = dd != 0 ? 1.0f / dd : 0.0f;
+  for (int i = 0; i < 32; ++i) q[i] = clamp127(nearest(x[i] * id));
+  *d = dd;
+  for (int g = 0; g < 8; ++g) sum4[g] = q[4 * g] + q[4 * g + 1] + q[4 * g + 2] + q[4 * g + 3];
+}
+
+float reduce(float* a, int n) {
+  for (int w = n / 2; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) a[l] += a[l + w];
+  return a[0];
+}
+
+float dot_q4_k(const uint8_t* w, const int8_t* y, const float* dy, const int16_t* bs, int64_t nb) {
+  float acc[16] = {}, macc[8] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = w + 144 * b;
+    const int8_t* yb = y + 256 * b;
+    uint8_t sc[8], mn[8];
+    ggml::k_scales_mins(blk + 4, sc, mn);
+    int32_t isum[16] = {};
+    for (unsigned e = 0; e < 256; ++e)
+      isum[(e & 63) >> 2] +=
+          static_cast<int32_t>(sc[e >> 5] * ggml::q4_k_quant(blk + 16, e)) * yb[e];
+    const float dd = ggml::load_f16(blk) * dy[b], dm = ggml::load_f16(blk + 2) * dy[b];
+    for (int l = 0; l < 16; ++l) acc[l] = std::fma(dd, static_cast<float>(isum[l]), acc[l]);
+    for (int l = 0; l < 8; ++l) {
+      const int32_t ms = mn[l] * (bs[16 * b + 2 * l] + bs[16 * b + 2 * l + 1]);
+      macc[l] = std::fma(dm, static_cast<float>(ms), macc[l]);
+    }
+  }
+  return reduce(acc, 16) - reduce(macc, 8);
+}
+
+float dot_q6_k(const uint8_t* w, const int8_t* y, const float* dy, const int16_t* bs, int64_t nb) {
+  float acc[16] = {}, macc[8] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = w + 210 * b;
+    const int8_t* yb = y + 256 * b;
+    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+    int32_t isum[16] = {};
+    for (unsigned e = 0; e < 256; ++e)
+      isum[(e & 63) >> 2] += sc[e >> 4] * (ggml::q6_k_quant(blk, e) + 32) * yb[e];
+    const float dd = ggml::load_f16(blk + 208) * dy[b];
+    for (int l = 0; l < 16; ++l) acc[l] = std::fma(dd, static_cast<float>(isum[l]), acc[l]);
+    for (int l = 0; l < 8; ++l) {
+      const int32_t os =
+          32 * (sc[2 * l] * bs[16 * b + 2 * l] + sc[2 * l + 1] * bs[16 * b + 2 * l + 1]);
+      macc[l] = std::fma(dd, static_cast<float>(os), macc[l]);
+    }
+  }
+  return reduce(acc, 16) - reduce(macc, 8);
+}
+
+float dot_q8_0(const uint8_t* w, const int8_t* y, const float* dy, int64_t nb) {
+  float acc[16] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = w + 34 * b;
+    const int8_t* wq = reinterpret_cast<const int8_t*>(blk + 2);
+    const float dd = ggml::load_f16(blk) * dy[b];
+    for (int l = 0; l < 8; ++l) {
+      int32_t s = 0;
+      for (int t = 0; t < 4; ++t) s += wq[4 * l + t] * y[32 * b + 4 * l + t];
+      float& a = acc[8 * (b & 1) + l];
+      a = std::fma(dd, static_cast<float>(s), a);
+    }
+  }
+  return reduce(acc, 16);
+}
+
+}  // namespace
+
+void quantize_rows(const float* x, int64_t ldx, int64_t m, int64_t k, bool kb, int8_t* q, float* d,
+                   int16_t* bsum16, int32_t* sum4) {
+  for (int64_t i = 0; i < m; ++i) {
+    const float* xr = x + i * ldx;
+    if (kb) {
+      for (int64_t b = 0; b < k / 256; ++b)
+        quantize_k_block(xr + 256 * b, q + i * k + 256 * b, d + i * (k / 256) + b,
+                         bsum16 + i * (k / 16) + 16 * b);
+    } else {
+      for (int64_t b = 0; b < k / 32; ++b)
+        quantize_32_block(xr + 32 * b, q + i * k + 32 * b, d + i * (k / 32) + b,
+                          sum4 + i * (k / 4) + 8 * b);
+    }
+  }
+}
+
+void cols_generic(const QArgs& a, int64_t j0, int64_t j1, uint8_t*) {
+  const int64_t k = a.k;
+  for (int64_t j = j0; j < j1; ++j) {
+    const uint8_t* w = a.w + j * a.ldw;
+    for (int64_t i = 0; i < a.m; ++i) {
+      const int8_t* y = a.x.q + i * k;
+      float r;
+      if (a.dtype == SPECD_DTYPE_Q4_K)
+        r = dot_q4_k(w, y, a.x.d + i * (k / 256), a.x.bsum16 + i * (k / 16), k / 256);
+      else if (a.dtype == SPECD_DTYPE_Q6_K)
+        r = dot_q6_k(w, y, a.x.d + i * (k / 256), a.x.bsum16 + i * (k / 16), k / 256);
+      else
+        r = dot_q8_0(w, y, a.x.d + i * (k / 32), k / 32);
+      a.y[i * a.ldy + j] = r;
+    }
+  }
+}
+
+}  // namespace specd::cpu::qint
