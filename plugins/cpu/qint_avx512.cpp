@@ -117,24 +117,27 @@ void rows_k(const KPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
   for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r]) - reduce8(macc[r]);
 }
 
-// A prepared pair of q8_0 blocks: quants + 128 (unsigned), block 2t in bytes 0..31, 2t + 1 in
-// 32..63 (zero when absent); the weight scales in lanes 0..7 and 8..15.
+// A prepared pair of q8_0 blocks: the quants (block 2t in bytes 0..31, 2t + 1 in 32..63,
+// zero when absent), -128 times the sum of each 4 quants, the weight scales in lanes 0..7
+// and 8..15. With y + 128 unsigned, dpbusd(-128 sum w, y + 128, w) = sum w y exactly.
 struct alignas(64) Q8Prep {
   __m512i w;
+  __m512i corr;
   __m512 dw;
 };
 
 void prep_q8_0(const uint8_t* row, int64_t nblocks, Q8Prep* P) {
-  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  const __m512i c128 = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int64_t t = 0; 2 * t < nblocks; ++t) {
     const uint8_t* b0 = row + 34 * (2 * t);
     const bool two = 2 * t + 1 < nblocks;
-    const __m256i lo =
-        _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2)), flip);
-    const __m256i hi =
-        two ? _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 36)), flip)
-            : _mm256_setzero_si256();
-    P[t].w = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2));
+    const __m256i hi = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 36))
+                           : _mm256_setzero_si256();
+    const __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    P[t].w = w;
+    P[t].corr = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                 _mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, w));
     P[t].dw = _mm512_insertf32x8(_mm512_set1_ps(ggml::load_f16(b0)),
                                  _mm256_set1_ps(two ? ggml::load_f16(b0 + 34) : 0.0f), 1);
   }
@@ -144,6 +147,7 @@ template <int MR>
 void rows_q8_0(const Q8Prep* P, int64_t nblocks, const QArgs& a, int64_t i0, int64_t j) {
   const int64_t k = a.k;
   const __m512i pair = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i c128 = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512 acc[MR];
   for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t t = 0; 2 * t < nblocks; ++t) {
@@ -151,12 +155,8 @@ void rows_q8_0(const Q8Prep* P, int64_t nblocks, const QArgs& a, int64_t i0, int
     const __mmask16 lanes = 2 * t + 1 < nblocks ? 0xffff : 0x00ff;
     for (int r = 0; r < MR; ++r) {
       const int64_t row = i0 + r;
-      const int8_t* y = a.x.q + row * k + 64 * t;
-      // sum (w + 128) y - 128 * sum y = sum w y, per 4 values, exactly.
-      const __m512i s4 = _mm512_loadu_si512(a.x.sum4 + row * (k / 4) + 16 * t);
-      const __m512i isum =
-          _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), p.w, _mm512_loadu_si512(y)),
-                           _mm512_slli_epi32(s4, 7));
+      const __m512i y = _mm512_xor_si512(_mm512_loadu_si512(a.x.q + row * k + 64 * t), c128);
+      const __m512i isum = _mm512_dpbusd_epi32(p.corr, y, p.w);
       const __m512 dy = _mm512_permutexvar_ps(
           pair, _mm512_castps128_ps512(_mm_castpd_ps(
                     _mm_load_sd(reinterpret_cast<const double*>(a.x.d + row * (k / 32) + 2 * t)))));
@@ -165,6 +165,15 @@ void rows_q8_0(const Q8Prep* P, int64_t nblocks, const QArgs& a, int64_t i0, int
     }
   }
   for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r]);
+}
+
+// Asks for weight row j + kAhead while row j is computed: the rows of a task are one
+// sequential stream, and decoding is memory bound for m = 1.
+constexpr int kAhead = 4;
+void prefetch_row(const QArgs& a, int64_t j, int64_t j1) {
+  if (j + kAhead >= j1) return;
+  const char* p = reinterpret_cast<const char*>(a.w + (j + kAhead) * a.ldw);
+  for (int64_t o = 0; o < a.ldw; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
 }
 
 template <class Prep, class Rows>
@@ -194,6 +203,7 @@ void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
     Q8Prep* P = reinterpret_cast<Q8Prep*>(scratch);
     const int64_t nb = a.k / 32;
     for (int64_t j = j0; j < j1; ++j) {
+      prefetch_row(a, j, j1);
       prep_q8_0(a.w + j * a.ldw, nb, P);
       each_row_tile(a, j, P, nb,
                     []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
@@ -209,6 +219,7 @@ void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   const int64_t nb = a.k / 256;
   for (int64_t j = j0; j < j1; ++j) {
     const uint8_t* w = a.w + j * a.ldw;
+    prefetch_row(a, j, j1);
     for (int64_t b = 0; b < nb; ++b) {
       if (q4)
         prep_q4_k(w + 144 * b, P + b, idx);
