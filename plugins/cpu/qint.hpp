@@ -4,10 +4,11 @@
 // memory-bound decoding, but a different function of the weights (see ARCHITECTURE.md).
 //
 // Activations. Each row is quantized on its own (quantize_rows, the same bits whatever m):
-//   k-quants (q4_K, q6_K): 256-value blocks as llama.cpp's q8_K: amax = max |x|, the value
+//   k-quants (q4_K, q5_K, q6_K): 256-value blocks as llama.cpp's q8_K: amax = max |x|, the value
 //     of largest magnitude (first one) `max`, iscale = -127 / max, q = min(127, rint(iscale x)),
 //     d = 1 / iscale; a block of zeros gets d = 0, q = 0. Also the 16 sums of 16 q (bsum16).
-//   32-value types (q8_0): amax = max |x|, d = amax / 127, q = clamp(rint(x / d)) in
+//   32-value types (q4_0, q5_0, q8_0, iq4_nl): amax = max |x|, d = amax / 127, q = clamp(rint(x /
+//   d)) in
 //     [-127, 127] (x * (1 / d)), d = 0 for a block of zeros. Also the sums of 4 q (sum4).
 //
 // Products. Output element (i, j) keeps f32 lane accumulators and visits the weight blocks
@@ -16,12 +17,14 @@
 //         isum[L] = sum over e = 64p + 4L + t (p < 4, t < 4) of sc[e / 32] * q_e * y_e (L < 16)
 //         msum[l] = m[l] * (bsum16[2l] + bsum16[2l + 1])                               (l < 8)
 //         acc[L] = fma(dd, float(isum[L]), acc[L]);  macc[l] = fma(dm, float(msum[l]), macc[l])
+//   q5_K  as q4_K with the 5-bit q_e
 //   q6_K  as q4_K with q_e in 0..63 (the stored value, before the -32 offset), sc[e / 16] the
 //         signed scale, msum[l] = 32 * (sc[2l] * bsum16[2l] + sc[2l + 1] * bsum16[2l + 1]) and
 //         dm = dd
 //   y = reduce16(acc) - reduce8(macc)
-//   q8_0  block b (32 values): h = b & 1, dd = d_w * d_y,
-//         isum[l] = sum of w_e * y_e over e = 4l .. 4l + 3 (l < 8)
+//   q8_0, q4_0, q5_0, iq4_nl  block b (32 values): h = b & 1, dd = d_w * d_y,
+//         isum[l] = sum of w_e * y_e over e = 4l .. 4l + 3 (l < 8), w_e the block's integer
+//         (ggml::block32_int: q - 8, q - 16, the int8, the iq4 level)
 //         acc[8h + l] = fma(dd, float(isum[l]), acc[8h + l]);   y = reduce16(acc)
 //   reduceN: for w = N/2, N/4, .., 1: a[l] += a[l + w] (l < w); the result is a[0].
 // Every ISA variant (generic, avx2, avx512 with VNNI) computes exactly this, so all three give
@@ -55,12 +58,23 @@ struct QArgs {
 
 // The weight dtypes this family computes; others stay on the exact f32 family.
 static inline bool supports(specd_dtype dt) {
-  return dt == SPECD_DTYPE_Q4_K || dt == SPECD_DTYPE_Q6_K || dt == SPECD_DTYPE_Q8_0;
+  switch (dt) {
+    case SPECD_DTYPE_Q4_K:
+    case SPECD_DTYPE_Q5_K:
+    case SPECD_DTYPE_Q6_K:
+    case SPECD_DTYPE_Q8_0:
+    case SPECD_DTYPE_Q4_0:
+    case SPECD_DTYPE_Q5_0:
+    case SPECD_DTYPE_IQ4_NL:
+      return true;
+    default:
+      return false;
+  }
 }
 
 // True when dtype's activations are 256-value (q8_K) blocks, false for 32-value blocks.
 static inline bool k_blocks(specd_dtype dt) {
-  return dt == SPECD_DTYPE_Q4_K || dt == SPECD_DTYPE_Q6_K;
+  return dt == SPECD_DTYPE_Q4_K || dt == SPECD_DTYPE_Q5_K || dt == SPECD_DTYPE_Q6_K;
 }
 
 // Bytes of per-task scratch a kernel needs for rows of k values (prepared weight blocks).

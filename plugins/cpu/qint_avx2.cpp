@@ -38,7 +38,9 @@ __m256i two_scales(int a, int b) {
                           _mm_set1_epi16(static_cast<short>(a)));
 }
 
-void prep_q4_k(const uint8_t* blk, KPrep* p) {
+// q4_K (Q5 = false) and q5_K (Q5 = true: nibbles at byte 48, fifth bits at byte 16).
+template <bool Q5>
+void prep_q45_k(const uint8_t* blk, KPrep* p) {
   p->d = ggml::load_f16(blk);
   p->dmin = ggml::load_f16(blk + 2);
   uint8_t sc[8], mn[8];
@@ -47,11 +49,20 @@ void prep_q4_k(const uint8_t* blk, KPrep* p) {
   __builtin_memcpy(&mn8, mn, 8);
   const __m128i m8 = _mm_cvtsi64_si128(static_cast<long long>(mn8));
   p->mc = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
-  const __m256i low4 = _mm256_set1_epi8(15);
+  const __m256i low4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+  const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16));
   for (int g = 0; g < 4; ++g) {
-    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * g));
+    const __m256i q =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + (Q5 ? 48 : 16) + 32 * g));
     p->w[2 * g] = _mm256_and_si256(q, low4);
     p->w[2 * g + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+    if constexpr (Q5) {  // bit 2g of qh byte l for element 64g + l, bit 2g + 1 for 64g + 32 + l
+      for (int u = 0; u < 2; ++u) {
+        const __m256i bit =
+            _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g + u)), one);
+        p->w[2 * g + u] = _mm256_or_si256(p->w[2 * g + u], _mm256_slli_epi16(bit, 4));
+      }
+    }
     p->sc[2 * g] = _mm256_set1_epi16(static_cast<short>(sc[2 * g]));
     p->sc[2 * g + 1] = _mm256_set1_epi16(static_cast<short>(sc[2 * g + 1]));
   }
@@ -121,12 +132,50 @@ struct alignas(32) Q8Prep {
   float pad[7];
 };
 
-void prep_q8_0(const uint8_t* row, int64_t nb, Q8Prep* P) {
+// Byte i = 0xff where bit i of x is set, else 0.
+__m256i bytes_from_bits(uint32_t x) {
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(x)),
+      _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+  const __m256i others = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe);  // all bits but bit i % 8
+  return _mm256_cmpeq_epi8(_mm256_or_si256(spread, others), _mm256_set1_epi64x(-1));
+}
+
+// The 32 integers of a block without a min (ggml::block32_int), as int8.
+template <uint32_t T>
+__m256i block32_ints(const uint8_t* b) {
+  if constexpr (T == ggml::kQ8_0) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
+  } else {
+    constexpr int qs_at = T == ggml::kQ5_0 ? 6 : 2;
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + qs_at));
+    const __m128i low4 = _mm_set1_epi8(15);
+    const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low4),
+                                         _mm_and_si128(q, low4));  // element order
+    if constexpr (T == ggml::kQ4_0) {
+      return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
+    } else if constexpr (T == ggml::kQ5_0) {
+      const __m256i five =
+          _mm256_and_si256(bytes_from_bits(ggml::load_u32(b + 2)), _mm256_set1_epi8(16));
+      return _mm256_sub_epi8(_mm256_or_si256(nib, five), _mm256_set1_epi8(16));
+    } else {
+      static_assert(T == ggml::kIQ4_NL);
+      alignas(16) int8_t levels[16];
+      for (unsigned i = 0; i < 16; ++i) levels[i] = static_cast<int8_t>(ggml::iq4_level(i));
+      const __m128i l = _mm_load_si128(reinterpret_cast<const __m128i*>(levels));
+      return _mm256_shuffle_epi8(_mm256_set_m128i(l, l), nib);
+    }
+  }
+}
+
+template <uint32_t T>
+void prep_32(const uint8_t* row, int64_t nb, Q8Prep* P) {
+  constexpr int64_t bytes = ggml::block_layout(T).bytes;
   for (int64_t b = 0; b < nb; ++b) {
-    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 34 * b + 2));
+    const __m256i w = block32_ints<T>(row + bytes * b);
     P[b].w = w;
     P[b].abs_w = _mm256_sign_epi8(w, w);  // -128 stays 0x80 = 128 unsigned
-    P[b].d = ggml::load_f16(row + 34 * b);
+    P[b].d = ggml::load_f16(row + bytes * b);
   }
 }
 
@@ -153,6 +202,14 @@ void rows_q8_0(const Q8Prep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t 
   for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r][0], acc[r][1]);
 }
 
+// Asks for weight row j + kAhead while row j is computed (one sequential stream per task).
+constexpr int kAhead = 4;
+void prefetch_row(const QArgs& a, int64_t j, int64_t j1) {
+  if (j + kAhead >= j1) return;
+  const char* p = reinterpret_cast<const char*>(a.w + (j + kAhead) * a.ldw);
+  for (int64_t o = 0; o < a.ldw; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
+}
+
 template <class Prep, class Rows>
 void each_row_tile(const QArgs& a, int64_t j, const Prep* P, int64_t nb, Rows rows) {
   for (int64_t i0 = 0; i0 < a.m; i0 += kRows) {
@@ -163,36 +220,54 @@ void each_row_tile(const QArgs& a, int64_t j, const Prep* P, int64_t nb, Rows ro
   }
 }
 
-}  // namespace
-
-void cols_avx2(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
-  if (a.dtype == SPECD_DTYPE_Q8_0) {
-    Q8Prep* P = reinterpret_cast<Q8Prep*>(scratch);
-    const int64_t nb = a.k / 32;
-    for (int64_t j = j0; j < j1; ++j) {
-      prep_q8_0(a.w + j * a.ldw, nb, P);
-      each_row_tile(a, j, P, nb,
-                    []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
-                      rows_q8_0<MR>(p, n, q, i0, jj);
-                    });
-    }
-    return;
+template <uint32_t T>
+void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  Q8Prep* P = reinterpret_cast<Q8Prep*>(scratch);
+  const int64_t nb = a.k / 32;
+  for (int64_t j = j0; j < j1; ++j) {
+    prefetch_row(a, j, j1);
+    prep_32<T>(a.w + j * a.ldw, nb, P);
+    each_row_tile(a, j, P, nb,
+                  []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
+                    rows_q8_0<MR>(p, n, q, i0, jj);
+                  });
   }
-  const bool q4 = a.dtype == SPECD_DTYPE_Q4_K;
+}
+
+template <class Prep>
+void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, Prep prep) {
   KPrep* P = reinterpret_cast<KPrep*>(scratch);
   const int64_t nb = a.k / 256;
+  const int64_t bytes = ggml::block_layout(a.dtype).bytes;
   for (int64_t j = j0; j < j1; ++j) {
     const uint8_t* w = a.w + j * a.ldw;
-    for (int64_t b = 0; b < nb; ++b) {
-      if (q4)
-        prep_q4_k(w + 144 * b, P + b);
-      else
-        prep_q6_k(w + 210 * b, P + b);
-    }
+    prefetch_row(a, j, j1);
+    for (int64_t b = 0; b < nb; ++b) prep(w + bytes * b, P + b);
     each_row_tile(a, j, P, nb,
                   []<int MR>(const KPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
                     rows_k<MR>(p, n, q, i0, jj);
                   });
+  }
+}
+
+}  // namespace
+
+void cols_avx2(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  switch (a.dtype) {
+    case SPECD_DTYPE_Q4_K:
+      return cols_k(a, j0, j1, scratch, prep_q45_k<false>);
+    case SPECD_DTYPE_Q5_K:
+      return cols_k(a, j0, j1, scratch, prep_q45_k<true>);
+    case SPECD_DTYPE_Q6_K:
+      return cols_k(a, j0, j1, scratch, prep_q6_k);
+    case SPECD_DTYPE_Q4_0:
+      return cols_32<ggml::kQ4_0>(a, j0, j1, scratch);
+    case SPECD_DTYPE_Q5_0:
+      return cols_32<ggml::kQ5_0>(a, j0, j1, scratch);
+    case SPECD_DTYPE_IQ4_NL:
+      return cols_32<ggml::kIQ4_NL>(a, j0, j1, scratch);
+    default:
+      return cols_32<ggml::kQ8_0>(a, j0, j1, scratch);
   }
 }
 

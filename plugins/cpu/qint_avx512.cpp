@@ -41,7 +41,9 @@ __m512i scale_index(int g, int per) {
   return _mm512_load_si512(idx);
 }
 
-void prep_q4_k(const uint8_t* blk, KPrep* p, const __m512i* idx) {
+// q4_K (Q5 = false) and q5_K (Q5 = true: nibbles at byte 48, fifth bits at byte 16).
+template <bool Q5>
+void prep_q45_k(const uint8_t* blk, KPrep* p, const __m512i* idx) {
   p->d = ggml::load_f16(blk);
   p->dmin = ggml::load_f16(blk + 2);
   uint8_t sc[8], mn[8];
@@ -53,11 +55,22 @@ void prep_q4_k(const uint8_t* blk, KPrep* p, const __m512i* idx) {
   const __m128i m8 = _mm_cvtsi64_si128(mn8);
   p->mc = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));  // m[l] in int16 lanes 2l, 2l + 1
   const __m256i low4 = _mm256_set1_epi8(15);
+  const __m512i qh =
+      Q5 ? _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16)))
+         : _mm512_setzero_si512();
   for (int g = 0; g < 4; ++g) {
-    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * g));
+    const __m256i q =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + (Q5 ? 48 : 16) + 32 * g));
     const __m256i lo = _mm256_and_si256(q, low4);
     const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-    p->w[g] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    if constexpr (Q5) {  // bit 2g of qh for elements 64g + l, bit 2g + 1 for 64g + 32 + l
+      const __m512i cnt = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(2 * g)),
+                                             _mm256_set1_epi16(static_cast<short>(2 * g + 1)), 1);
+      const __m512i bit = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt), _mm512_set1_epi8(1));
+      w = _mm512_or_si512(w, _mm512_slli_epi16(bit, 4));
+    }
+    p->w[g] = w;
     p->sc[g] = _mm512_permutexvar_epi16(idx[g], sc16);
   }
 }
@@ -126,20 +139,47 @@ struct alignas(64) Q8Prep {
   __m512 dw;
 };
 
-void prep_q8_0(const uint8_t* row, int64_t nblocks, Q8Prep* P) {
+// The 32 integers of a block without a min (ggml::block32_int), as int8.
+template <uint32_t T>
+__m256i block32_ints(const uint8_t* b) {
+  if constexpr (T == ggml::kQ8_0) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
+  } else {
+    constexpr int qs_at = T == ggml::kQ5_0 ? 6 : 2;
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + qs_at));
+    const __m128i low4 = _mm_set1_epi8(15);
+    const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low4),
+                                         _mm_and_si128(q, low4));  // element order
+    if constexpr (T == ggml::kQ4_0) {
+      return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
+    } else if constexpr (T == ggml::kQ5_0) {
+      const __m256i five = _mm256_maskz_mov_epi8(ggml::load_u32(b + 2), _mm256_set1_epi8(16));
+      return _mm256_sub_epi8(_mm256_or_si256(nib, five), _mm256_set1_epi8(16));
+    } else {
+      static_assert(T == ggml::kIQ4_NL);
+      alignas(16) int8_t levels[16];
+      for (unsigned i = 0; i < 16; ++i) levels[i] = static_cast<int8_t>(ggml::iq4_level(i));
+      const __m128i l = _mm_load_si128(reinterpret_cast<const __m128i*>(levels));
+      return _mm256_shuffle_epi8(_mm256_set_m128i(l, l), nib);
+    }
+  }
+}
+
+template <uint32_t T>
+void prep_32(const uint8_t* row, int64_t nblocks, Q8Prep* P) {
+  constexpr int64_t bytes = ggml::block_layout(T).bytes;
   const __m512i c128 = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int64_t t = 0; 2 * t < nblocks; ++t) {
-    const uint8_t* b0 = row + 34 * (2 * t);
+    const uint8_t* b0 = row + bytes * (2 * t);
     const bool two = 2 * t + 1 < nblocks;
-    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2));
-    const __m256i hi = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 36))
-                           : _mm256_setzero_si256();
+    const __m256i lo = block32_ints<T>(b0);
+    const __m256i hi = two ? block32_ints<T>(b0 + bytes) : _mm256_setzero_si256();
     const __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
     P[t].w = w;
     P[t].corr = _mm512_sub_epi32(_mm512_setzero_si512(),
                                  _mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, w));
     P[t].dw = _mm512_insertf32x8(_mm512_set1_ps(ggml::load_f16(b0)),
-                                 _mm256_set1_ps(two ? ggml::load_f16(b0 + 34) : 0.0f), 1);
+                                 _mm256_set1_ps(two ? ggml::load_f16(b0 + bytes) : 0.0f), 1);
   }
 }
 
@@ -196,40 +236,56 @@ void each_row_tile(const QArgs& a, int64_t j, const Prep* P, int64_t nb, Rows ro
   }
 }
 
-}  // namespace
-
-void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
-  if (a.dtype == SPECD_DTYPE_Q8_0) {
-    Q8Prep* P = reinterpret_cast<Q8Prep*>(scratch);
-    const int64_t nb = a.k / 32;
-    for (int64_t j = j0; j < j1; ++j) {
-      prefetch_row(a, j, j1);
-      prep_q8_0(a.w + j * a.ldw, nb, P);
-      each_row_tile(a, j, P, nb,
-                    []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
-                      rows_q8_0<MR>(p, n, q, i0, jj);
-                    });
-    }
-    return;
+template <uint32_t T>
+void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  Q8Prep* P = reinterpret_cast<Q8Prep*>(scratch);
+  const int64_t nb = a.k / 32;
+  for (int64_t j = j0; j < j1; ++j) {
+    prefetch_row(a, j, j1);
+    prep_32<T>(a.w + j * a.ldw, nb, P);
+    each_row_tile(a, j, P, nb,
+                  []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
+                    rows_q8_0<MR>(p, n, q, i0, jj);
+                  });
   }
-  const bool q4 = a.dtype == SPECD_DTYPE_Q4_K;
+}
+
+template <class Prep>
+void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, int per, Prep prep) {
   __m512i idx[4];
-  for (int g = 0; g < 4; ++g) idx[g] = scale_index(g, q4 ? 32 : 16);
+  for (int g = 0; g < 4; ++g) idx[g] = scale_index(g, per);
   KPrep* P = reinterpret_cast<KPrep*>(scratch);
   const int64_t nb = a.k / 256;
+  const int64_t bytes = ggml::block_layout(a.dtype).bytes;
   for (int64_t j = j0; j < j1; ++j) {
     const uint8_t* w = a.w + j * a.ldw;
     prefetch_row(a, j, j1);
-    for (int64_t b = 0; b < nb; ++b) {
-      if (q4)
-        prep_q4_k(w + 144 * b, P + b, idx);
-      else
-        prep_q6_k(w + 210 * b, P + b, idx);
-    }
+    for (int64_t b = 0; b < nb; ++b) prep(w + bytes * b, P + b, idx);
     each_row_tile(a, j, P, nb,
                   []<int MR>(const KPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
                     rows_k<MR>(p, n, q, i0, jj);
                   });
+  }
+}
+
+}  // namespace
+
+void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  switch (a.dtype) {
+    case SPECD_DTYPE_Q4_K:
+      return cols_k(a, j0, j1, scratch, 32, prep_q45_k<false>);
+    case SPECD_DTYPE_Q5_K:
+      return cols_k(a, j0, j1, scratch, 32, prep_q45_k<true>);
+    case SPECD_DTYPE_Q6_K:
+      return cols_k(a, j0, j1, scratch, 16, prep_q6_k);
+    case SPECD_DTYPE_Q4_0:
+      return cols_32<ggml::kQ4_0>(a, j0, j1, scratch);
+    case SPECD_DTYPE_Q5_0:
+      return cols_32<ggml::kQ5_0>(a, j0, j1, scratch);
+    case SPECD_DTYPE_IQ4_NL:
+      return cols_32<ggml::kIQ4_NL>(a, j0, j1, scratch);
+    default:
+      return cols_32<ggml::kQ8_0>(a, j0, j1, scratch);
   }
 }
 

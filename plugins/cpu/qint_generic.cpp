@@ -61,17 +61,21 @@ float reduce(float* a, int n) {
   return a[0];
 }
 
-float dot_q4_k(const uint8_t* w, const int8_t* y, const float* dy, const int16_t* bs, int64_t nb) {
+// q4_K (Q5 = false) and q5_K (Q5 = true).
+template <bool Q5>
+float dot_q45_k(const uint8_t* w, const int8_t* y, const float* dy, const int16_t* bs, int64_t nb) {
+  constexpr int64_t bytes = Q5 ? 176 : 144;
   float acc[16] = {}, macc[8] = {};
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = w + 144 * b;
+    const uint8_t* blk = w + bytes * b;
     const int8_t* yb = y + 256 * b;
     uint8_t sc[8], mn[8];
     ggml::k_scales_mins(blk + 4, sc, mn);
     int32_t isum[16] = {};
-    for (unsigned e = 0; e < 256; ++e)
-      isum[(e & 63) >> 2] +=
-          static_cast<int32_t>(sc[e >> 5] * ggml::q4_k_quant(blk + 16, e)) * yb[e];
+    for (unsigned e = 0; e < 256; ++e) {
+      const unsigned q = Q5 ? ggml::q5_k_quant(blk, e) : ggml::q4_k_quant(blk + 16, e);
+      isum[(e & 63) >> 2] += static_cast<int32_t>(sc[e >> 5] * q) * yb[e];
+    }
     const float dd = ggml::load_f16(blk) * dy[b], dm = ggml::load_f16(blk + 2) * dy[b];
     for (int l = 0; l < 16; ++l) acc[l] = std::fma(dd, static_cast<float>(isum[l]), acc[l]);
     for (int l = 0; l < 8; ++l) {
@@ -102,15 +106,18 @@ float dot_q6_k(const uint8_t* w, const int8_t* y, const float* dy, const int16_t
   return reduce(acc, 16) - reduce(macc, 8);
 }
 
-float dot_q8_0(const uint8_t* w, const int8_t* y, const float* dy, int64_t nb) {
+// 32-element blocks without a min (q4_0, q5_0, q8_0, iq4_nl): d at byte 0.
+template <uint32_t T>
+float dot_32(const uint8_t* w, const int8_t* y, const float* dy, int64_t nb) {
+  constexpr uint32_t bytes = ggml::block_layout(T).bytes;
   float acc[16] = {};
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = w + 34 * b;
-    const int8_t* wq = reinterpret_cast<const int8_t*>(blk + 2);
+    const uint8_t* blk = w + bytes * b;
     const float dd = ggml::load_f16(blk) * dy[b];
-    for (int l = 0; l < 8; ++l) {
+    for (unsigned l = 0; l < 8; ++l) {
       int32_t s = 0;
-      for (int t = 0; t < 4; ++t) s += wq[4 * l + t] * y[32 * b + 4 * l + t];
+      for (unsigned t = 0; t < 4; ++t)
+        s += ggml::block32_int<T>(blk, 4 * l + t) * y[32 * b + 4 * l + t];
       float& a = acc[8 * (b & 1) + l];
       a = std::fma(dd, static_cast<float>(s), a);
     }
@@ -142,13 +149,32 @@ void cols_generic(const QArgs& a, int64_t j0, int64_t j1, uint8_t*) {
     const uint8_t* w = a.w + j * a.ldw;
     for (int64_t i = 0; i < a.m; ++i) {
       const int8_t* y = a.x.q + i * k;
+      const float* d = a.x.d + i * (k / (k_blocks(a.dtype) ? 256 : 32));
+      const int16_t* bs = a.x.bsum16 + i * (k / 16);
       float r;
-      if (a.dtype == SPECD_DTYPE_Q4_K)
-        r = dot_q4_k(w, y, a.x.d + i * (k / 256), a.x.bsum16 + i * (k / 16), k / 256);
-      else if (a.dtype == SPECD_DTYPE_Q6_K)
-        r = dot_q6_k(w, y, a.x.d + i * (k / 256), a.x.bsum16 + i * (k / 16), k / 256);
-      else
-        r = dot_q8_0(w, y, a.x.d + i * (k / 32), k / 32);
+      switch (a.dtype) {
+        case SPECD_DTYPE_Q4_K:
+          r = dot_q45_k<false>(w, y, d, bs, k / 256);
+          break;
+        case SPECD_DTYPE_Q5_K:
+          r = dot_q45_k<true>(w, y, d, bs, k / 256);
+          break;
+        case SPECD_DTYPE_Q6_K:
+          r = dot_q6_k(w, y, d, bs, k / 256);
+          break;
+        case SPECD_DTYPE_Q4_0:
+          r = dot_32<ggml::kQ4_0>(w, y, d, k / 32);
+          break;
+        case SPECD_DTYPE_Q5_0:
+          r = dot_32<ggml::kQ5_0>(w, y, d, k / 32);
+          break;
+        case SPECD_DTYPE_IQ4_NL:
+          r = dot_32<ggml::kIQ4_NL>(w, y, d, k / 32);
+          break;
+        default:
+          r = dot_32<ggml::kQ8_0>(w, y, d, k / 32);
+          break;
+      }
       a.y[i * a.ldy + j] = r;
     }
   }

@@ -62,26 +62,43 @@ float reduce(std::vector<float> a) {
   return a[0];
 }
 
+// The integer w of element i of a 32-element block without a min (x = d * w).
+int weight_int(specd_dtype dt, const uint8_t* b, unsigned i) {
+  switch (dt) {
+    case SPECD_DTYPE_Q4_0:
+      return static_cast<int>(ggml::nibble32(b + 2, i)) - 8;
+    case SPECD_DTYPE_Q5_0:
+      return static_cast<int>(ggml::nibble32(b + 6, i) |
+                              (((ggml::load_u32(b + 2) >> i) & 1u) << 4)) -
+             16;
+    case SPECD_DTYPE_IQ4_NL:
+      return ggml::iq4_level(ggml::nibble32(b + 2, i));
+    default:
+      return static_cast<int8_t>(b[2 + i]);
+  }
+}
+
 // Output (i, j) of the integer family for weight row `w`.
 float reference(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, int64_t k) {
   std::vector<float> acc(16, 0.0f), macc(8, 0.0f);
-  if (dt == SPECD_DTYPE_Q8_0) {
+  const uint32_t bytes = ggml::block_layout(dt).bytes;
+  if (ggml::block_layout(dt).elements == 32) {
     for (int64_t b = 0; b < k / 32; ++b) {
-      const uint8_t* blk = w + 34 * b;
+      const uint8_t* blk = w + bytes * b;
       const float dd = ggml::load_f16(blk) * a.d[i * (k / 32) + b];
-      for (int l = 0; l < 8; ++l) {
+      for (unsigned l = 0; l < 8; ++l) {
         int s = 0;
-        for (int t = 0; t < 4; ++t)
-          s += static_cast<int8_t>(blk[2 + 4 * l + t]) * a.q[i * k + 32 * b + 4 * l + t];
+        for (unsigned t = 0; t < 4; ++t)
+          s += weight_int(dt, blk, 4 * l + t) * a.q[i * k + 32 * b + 4 * l + t];
         float& r = acc[8 * (b & 1) + l];
         r = std::fma(dd, static_cast<float>(s), r);
       }
     }
     return reduce(acc);
   }
-  const bool q4 = dt == SPECD_DTYPE_Q4_K;
+  const bool q4 = dt == SPECD_DTYPE_Q4_K || dt == SPECD_DTYPE_Q5_K;  // scale and min
   for (int64_t b = 0; b < k / 256; ++b) {
-    const uint8_t* blk = w + (q4 ? 144 : 210) * b;
+    const uint8_t* blk = w + bytes * b;
     const int8_t* y = a.q.data() + i * k + 256 * b;
     const int* bs = a.bsum.data() + i * (k / 16) + 16 * b;
     const float dy = a.d[i * (k / 256) + b];
@@ -91,7 +108,9 @@ float reference(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, in
       if (q4) {
         unsigned sc, mn;
         ggml::k_scale_min(blk + 4, e / 32, &sc, &mn);
-        coef = static_cast<int>(sc * ggml::q4_k_quant(blk + 16, e));
+        unsigned q = ggml::q4_k_quant(blk + (dt == SPECD_DTYPE_Q5_K ? 48 : 16), e);
+        if (dt == SPECD_DTYPE_Q5_K) q |= ((blk[16 + e % 32] >> (e / 32)) & 1u) << 4;
+        coef = static_cast<int>(sc * q);
       } else {
         coef = static_cast<int8_t>(blk[192 + e / 16]) * (ggml::q6_k_quant(blk, e) + 32);
       }
@@ -117,7 +136,9 @@ float reference(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, in
 
 // ---- the checks -----------------------------------------------------------------------------
 
-constexpr specd_dtype kInt8Types[] = {SPECD_DTYPE_Q4_K, SPECD_DTYPE_Q6_K, SPECD_DTYPE_Q8_0};
+constexpr specd_dtype kInt8Types[] = {SPECD_DTYPE_Q4_K,  SPECD_DTYPE_Q5_K, SPECD_DTYPE_Q6_K,
+                                      SPECD_DTYPE_Q8_0,  SPECD_DTYPE_Q4_0, SPECD_DTYPE_Q5_0,
+                                      SPECD_DTYPE_IQ4_NL};
 
 // Activations with the cases that matter: an all-zero block, an outlier, ties of magnitude.
 std::vector<float> activations(std::mt19937& rng, int64_t m, int64_t k) {
@@ -132,14 +153,14 @@ std::vector<float> activations(std::mt19937& rng, int64_t m, int64_t k) {
 void check_kernel(Device& dev, const std::string& kernel, std::mt19937& rng) {
   const int64_t max_m = 64, n = 37;
   for (specd_dtype dt : kInt8Types) {
-    const bool kb = dt != SPECD_DTYPE_Q8_0;
+    const bool kb = ggml::block_layout(dt).elements == 256;
     const std::vector<int64_t> lengths =
         kb ? std::vector<int64_t>{256, 768} : std::vector<int64_t>{96, 160, 1024};
     for (int64_t k : lengths) {
       const std::string what = kernel + " " + dtype_name(dt) + " k=" + std::to_string(k);
       auto x = activations(rng, max_m, k);
       auto wb = encode(dt, random_floats(rng, n * k), n, k);
-      if (!kb)  // a few -128 quants (valid int8, never produced by the quantizer)
+      if (dt == SPECD_DTYPE_Q8_0)  // a few -128 quants (valid, never made by the quantizer)
         for (int64_t r = 0; r < n; r += 5) wb[r * (k / 32) * 34 + 2 + r % 32] = 0x80;
       auto wd = decode(dt, wb, n, k);
       const uint64_t rb = dtype_row_bytes(dt, k);

@@ -272,6 +272,27 @@ SPECD_BLOCK_FN unsigned iq4_xs_quant(const uint8_t* b, unsigned i) {
   return (b[8 + (i >> 5) * 16 + (i & 15)] >> (4 * ((i >> 4) & 1))) & 15u;
 }
 
+// q5_K: the 5-bit quant of element i (qh at byte 16, nibbles at byte 48).
+SPECD_BLOCK_FN unsigned q5_k_quant(const uint8_t* b, unsigned i) {
+  return q4_k_quant(b + 48, i) | (((b[16 + (i & 31)] >> (i >> 5)) & 1u) << 4);
+}
+
+// The integer of element i of a 32-element block without a min, x = d * block32_int(b, i):
+// q4_0 q - 8, q5_0 q - 16, q8_0 the int8, iq4_nl the level.
+template <uint32_t T>
+SPECD_BLOCK_FN int block32_int(const uint8_t* b, unsigned i) {
+  if constexpr (T == kQ4_0) {
+    return static_cast<int>(nibble32(b + 2, i)) - 8;
+  } else if constexpr (T == kQ5_0) {
+    return static_cast<int>(nibble32(b + 6, i) | (((load_u32(b + 2) >> i) & 1u) << 4)) - 16;
+  } else if constexpr (T == kQ8_0) {
+    return static_cast<int8_t>(b[2 + i]);
+  } else {
+    static_assert(T == kIQ4_NL, "block32_int: a 32-element type without a min");
+    return iq4_level(nibble32(b + 2, i));
+  }
+}
+
 // ---- element i of one block ---------------------------------------------------------------
 
 template <uint32_t T>
