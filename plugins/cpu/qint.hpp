@@ -87,6 +87,10 @@ static inline int64_t scratch_bytes(int64_t k) {
 void quantize_rows(const float* x, int64_t ldx, int64_t m, int64_t k, bool k_blocks, int8_t* q,
                    float* d, int16_t* bsum16, int32_t* sum4);
 
+// The same bits with AVX-512 (call only after that CPU check).
+void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, bool k_blocks,
+                          int8_t* q, float* d, int16_t* bsum16, int32_t* sum4);
+
 // y[:, j0:j1] for all m rows. `scratch`: scratch_bytes(k) bytes, 64-byte aligned.
 void cols_generic(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch);
 void cols_avx2(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch);

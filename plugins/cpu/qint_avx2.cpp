@@ -255,11 +255,12 @@ void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, Prep prep)
 void cols_avx2(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   switch (a.dtype) {
     case SPECD_DTYPE_Q4_K:
-      return cols_k(a, j0, j1, scratch, prep_q45_k<false>);
+      return cols_k(a, j0, j1, scratch,
+                    [](const uint8_t* b, KPrep* p) { prep_q45_k<false>(b, p); });
     case SPECD_DTYPE_Q5_K:
-      return cols_k(a, j0, j1, scratch, prep_q45_k<true>);
+      return cols_k(a, j0, j1, scratch, [](const uint8_t* b, KPrep* p) { prep_q45_k<true>(b, p); });
     case SPECD_DTYPE_Q6_K:
-      return cols_k(a, j0, j1, scratch, prep_q6_k);
+      return cols_k(a, j0, j1, scratch, [](const uint8_t* b, KPrep* p) { prep_q6_k(b, p); });
     case SPECD_DTYPE_Q4_0:
       return cols_32<ggml::kQ4_0>(a, j0, j1, scratch);
     case SPECD_DTYPE_Q5_0:

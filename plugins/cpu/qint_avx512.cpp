@@ -270,14 +270,69 @@ void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, int per, P
 
 }  // namespace
 
+void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, bool kb, int8_t* q,
+                          float* d, int16_t* bsum16, int32_t* sum4) {
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  const int64_t B = kb ? 256 : 32;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t blk = 0; blk < k / B; ++blk) {
+      const float* xb = x + i * ldx + B * blk;
+      int8_t* qb = q + i * k + B * blk;
+      __m512 vmax = _mm512_setzero_ps();
+      for (int64_t c = 0; c < B; c += 16)
+        vmax = _mm512_max_ps(vmax, _mm512_andnot_ps(sign, _mm512_loadu_ps(xb + c)));
+      const float amax = _mm512_reduce_max_ps(vmax);
+      float scale = 0, dd = 0;  // q = rint(x * scale)
+      if (kb) {
+        if (amax != 0) {
+          float max = 0;  // the first value of the largest magnitude
+          for (int64_t c = 0; c < B; ++c)
+            if (__builtin_fabsf(xb[c]) == amax) {
+              max = xb[c];
+              break;
+            }
+          scale = -127.0f / max;
+          dd = 1.0f / scale;
+        }
+      } else {
+        dd = amax / 127.0f;
+        scale = dd != 0 ? 1.0f / dd : 0.0f;
+      }
+      const __m512 vs = _mm512_set1_ps(scale);
+      const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+      for (int64_t c = 0; c < B; c += 16) {
+        __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + c), vs));
+        v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(qb + c), _mm512_cvtepi32_epi8(v));
+        if (kb) {
+          bsum16[i * (k / 16) + (B * blk + c) / 16] =
+              static_cast<int16_t>(_mm512_reduce_add_epi32(v));
+        } else {  // sums of 4: (v0 + v1) + (v2 + v3) per group, exact either way
+          const __m512i s2 = _mm512_add_epi32(v, _mm512_srli_epi64(v, 32));
+          const __m512i s4 = _mm512_add_epi32(s2, _mm512_bsrli_epi128(s2, 8));
+          alignas(64) int32_t t[16];
+          _mm512_store_si512(t, s4);
+          for (int g = 0; g < 4; ++g) sum4[i * (k / 4) + (B * blk + c) / 4 + g] = t[4 * g];
+        }
+      }
+      d[i * (k / B) + blk] = dd;
+    }
+  }
+}
+
 void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   switch (a.dtype) {
     case SPECD_DTYPE_Q4_K:
-      return cols_k(a, j0, j1, scratch, 32, prep_q45_k<false>);
+      return cols_k(a, j0, j1, scratch, 32, [](const uint8_t* b, KPrep* p, const __m512i* idx) {
+        prep_q45_k<false>(b, p, idx);
+      });
     case SPECD_DTYPE_Q5_K:
-      return cols_k(a, j0, j1, scratch, 32, prep_q45_k<true>);
+      return cols_k(a, j0, j1, scratch, 32, [](const uint8_t* b, KPrep* p, const __m512i* idx) {
+        prep_q45_k<true>(b, p, idx);
+      });
     case SPECD_DTYPE_Q6_K:
-      return cols_k(a, j0, j1, scratch, 16, prep_q6_k);
+      return cols_k(a, j0, j1, scratch, 16,
+                    [](const uint8_t* b, KPrep* p, const __m512i* idx) { prep_q6_k(b, p, idx); });
     case SPECD_DTYPE_Q4_0:
       return cols_32<ggml::kQ4_0>(a, j0, j1, scratch);
     case SPECD_DTYPE_Q5_0:

@@ -63,14 +63,16 @@ void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
   float* d = reinterpret_cast<float*>(aligned(act.d, mk / 32 * 4));
   int16_t* bsum16 = reinterpret_cast<int16_t*>(aligned(act.bsum16, kb ? mk / 16 * 2 : 0));
   int32_t* sum4 = reinterpret_cast<int32_t*>(aligned(act.sum4, kb ? 0 : mk / 4 * 4));
-  qint::quantize_rows(a.x, a.ldx, a.m, a.k, kb, q, d, bsum16, sum4);
-  const qint::QArgs qa{{q, d, bsum16, sum4}, a.w, a.y, a.m, a.n, a.k, a.ldw, a.ldy, a.dtype};
-
   auto* cols = &qint::cols_generic;
-  if (kernel == GemmKernel::kAvx512 && avx512_vnni_available())
+  auto* quantize = &qint::quantize_rows;
+  if (kernel == GemmKernel::kAvx512 && avx512_vnni_available()) {
     cols = &qint::cols_avx512;
-  else if (kernel != GemmKernel::kGeneric)
+    quantize = &qint::quantize_rows_avx512;
+  } else if (kernel != GemmKernel::kGeneric) {
     cols = &qint::cols_avx2;
+  }
+  quantize(a.x, a.ldx, a.m, a.k, kb, q, d, bsum16, sum4);
+  const qint::QArgs qa{{q, d, bsum16, sum4}, a.w, a.y, a.m, a.n, a.k, a.ldw, a.ldy, a.dtype};
   // Tasks are column ranges, as in gemm_small.
   const int64_t threads = pool.size();
   int64_t per = (a.n + threads * 4 - 1) / (threads * 4);

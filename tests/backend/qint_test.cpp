@@ -145,8 +145,10 @@ std::vector<float> activations(std::mt19937& rng, int64_t m, int64_t k) {
   auto x = random_floats(rng, m * k);
   for (int64_t c = 0; c < std::min<int64_t>(k, 256); ++c) x[2 * k + c] = 0.0f;
   x[3 * k + 5] = 40.0f;
-  x[4 * k + 1] = 2.5f;
-  x[4 * k + 2] = -2.5f;
+  x[4 * k + 1] = 9.0f;  // two values of the largest magnitude: the first one gives the sign
+  x[4 * k + 2] = -9.0f;
+  x[5 * k + 7] = -9.0f;
+  x[5 * k + 9] = 9.0f;
   return x;
 }
 
