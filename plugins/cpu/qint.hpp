@@ -7,8 +7,8 @@
 //   k-quants (q4_K, q5_K, q6_K): 256-value blocks as llama.cpp's q8_K: amax = max |x|, the value
 //     of largest magnitude (first one) `max`, iscale = -127 / max, q = min(127, rint(iscale x)),
 //     d = 1 / iscale; a block of zeros gets d = 0, q = 0. Also the 16 sums of 16 q (bsum16).
-//   32-value types (q4_0, q5_0, q8_0, iq4_nl): amax = max |x|, d = amax / 127, q = clamp(rint(x /
-//   d)) in
+//   32-value types (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl): amax = max |x|, d = amax / 127, q =
+//   clamp(rint(x / d)) in
 //     [-127, 127] (x * (1 / d)), d = 0 for a block of zeros. Also the sums of 4 q (sum4).
 //
 // Products. Output element (i, j) keeps f32 lane accumulators and visits the weight blocks
@@ -26,6 +26,11 @@
 //         isum[l] = sum of w_e * y_e over e = 4l .. 4l + 3 (l < 8), w_e the block's integer
 //         (ggml::block32_int: q - 8, q - 16, the int8, the iq4 level)
 //         acc[8h + l] = fma(dd, float(isum[l]), acc[8h + l]);   y = reduce16(acc)
+//   q4_1, q5_1  block b (32 values): h = b & 1, dd = d_w * d_y, dm = m_w * d_y,
+//         isum[l] = sum of q_e * y_e over e = 4l .. 4l + 3 (q unsigned, x = d q + m)
+//         acc[8h + l] = fma(dd, float(isum[l]), acc[8h + l]),
+//         macc[8h + l] = fma(dm, float(sum4[l]), macc[8h + l]);   y = reduce16(acc) +
+//         reduce16(macc)
 //   reduceN: for w = N/2, N/4, .., 1: a[l] += a[l + w] (l < w); the result is a[0].
 // Every ISA variant (generic, avx2, avx512 with VNNI) computes exactly this, so all three give
 // the same bits, and no step depends on m or on the other rows: batch invariant.
@@ -66,6 +71,8 @@ static inline bool supports(specd_dtype dt) {
     case SPECD_DTYPE_Q4_0:
     case SPECD_DTYPE_Q5_0:
     case SPECD_DTYPE_IQ4_NL:
+    case SPECD_DTYPE_Q4_1:
+    case SPECD_DTYPE_Q5_1:
       return true;
     default:
       return false;

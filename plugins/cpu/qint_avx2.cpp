@@ -202,6 +202,59 @@ void rows_q8_0(const Q8Prep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t 
   for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r][0], acc[r][1]);
 }
 
+// A prepared q4_1 / q5_1 block: the unsigned quants and the scales d and m.
+struct alignas(32) MinPrep {
+  __m256i w;
+  float d, m;
+  float pad[6];
+};
+
+template <uint32_t T>
+void prep_32_min(const uint8_t* row, int64_t nb, MinPrep* P) {
+  constexpr int64_t bytes = ggml::block_layout(T).bytes;
+  constexpr int qs_at = T == ggml::kQ5_1 ? 8 : 4;
+  const __m128i low4 = _mm_set1_epi8(15);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = row + bytes * b;
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + qs_at));
+    __m256i w = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low4), _mm_and_si128(q, low4));
+    if constexpr (T == ggml::kQ5_1)
+      w = _mm256_or_si256(
+          w, _mm256_and_si256(bytes_from_bits(ggml::load_u32(blk + 4)), _mm256_set1_epi8(16)));
+    P[b].w = w;
+    P[b].d = ggml::load_f16(blk);
+    P[b].m = ggml::load_f16(blk + 2);
+  }
+}
+
+template <int MR>
+void rows_32_min(const MinPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
+  const int64_t k = a.k;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[MR][2], macc[MR][2];
+  for (int r = 0; r < MR; ++r)
+    acc[r][0] = acc[r][1] = macc[r][0] = macc[r][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const MinPrep& p = P[b];
+    const __m256 dw = _mm256_set1_ps(p.d), mw = _mm256_set1_ps(p.m);
+    for (int r = 0; r < MR; ++r) {
+      const int64_t row = i0 + r;
+      const __m256i y =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x.q + row * k + 32 * b));
+      const __m256i isum = _mm256_madd_epi16(_mm256_maddubs_epi16(p.w, y), ones);
+      const __m256i s4 =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x.sum4 + row * (k / 4) + 8 * b));
+      const __m256 dy = _mm256_set1_ps(a.x.d[row * (k / 32) + b]);
+      acc[r][b & 1] =
+          _mm256_fmadd_ps(_mm256_mul_ps(dw, dy), _mm256_cvtepi32_ps(isum), acc[r][b & 1]);
+      macc[r][b & 1] =
+          _mm256_fmadd_ps(_mm256_mul_ps(mw, dy), _mm256_cvtepi32_ps(s4), macc[r][b & 1]);
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r][0], acc[r][1]) + reduce16(macc[r][0], macc[r][1]);
+}
+
 // Asks for weight row j + kAhead while row j is computed (one sequential stream per task).
 constexpr int kAhead = 4;
 void prefetch_row(const QArgs& a, int64_t j, int64_t j1) {
@@ -230,6 +283,20 @@ void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
     each_row_tile(a, j, P, nb,
                   []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
                     rows_q8_0<MR>(p, n, q, i0, jj);
+                  });
+  }
+}
+
+template <uint32_t T>
+void cols_32_min(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  MinPrep* P = reinterpret_cast<MinPrep*>(scratch);
+  const int64_t nb = a.k / 32;
+  for (int64_t j = j0; j < j1; ++j) {
+    prefetch_row(a, j, j1);
+    prep_32_min<T>(a.w + j * a.ldw, nb, P);
+    each_row_tile(a, j, P, nb,
+                  []<int MR>(const MinPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
+                    rows_32_min<MR>(p, n, q, i0, jj);
                   });
   }
 }
@@ -267,6 +334,10 @@ void cols_avx2(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
       return cols_32<ggml::kQ5_0>(a, j0, j1, scratch);
     case SPECD_DTYPE_IQ4_NL:
       return cols_32<ggml::kIQ4_NL>(a, j0, j1, scratch);
+    case SPECD_DTYPE_Q4_1:
+      return cols_32_min<ggml::kQ4_1>(a, j0, j1, scratch);
+    case SPECD_DTYPE_Q5_1:
+      return cols_32_min<ggml::kQ5_1>(a, j0, j1, scratch);
     default:
       return cols_32<ggml::kQ8_0>(a, j0, j1, scratch);
   }

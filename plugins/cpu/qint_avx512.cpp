@@ -216,6 +216,67 @@ void prefetch_row(const QArgs& a, int64_t j, int64_t j1) {
   for (int64_t o = 0; o < a.ldw; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
 }
 
+// A prepared pair of q4_1 / q5_1 blocks: the unsigned quants (block 2t in bytes 0..31,
+// 2t + 1 in 32..63, zero when absent) and the scales d and m in lanes 0..7 and 8..15.
+struct alignas(64) MinPrep {
+  __m512i w;
+  __m512 dw, mw;
+};
+
+// The 32 unsigned quants of a q4_1 / q5_1 block (ggml::block32_quant_min).
+template <uint32_t T>
+__m256i block32_quants_min(const uint8_t* b) {
+  constexpr int qs_at = T == ggml::kQ5_1 ? 8 : 4;
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + qs_at));
+  const __m128i low4 = _mm_set1_epi8(15);
+  const __m256i nib =
+      _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low4), _mm_and_si128(q, low4));
+  if constexpr (T == ggml::kQ4_1) return nib;
+  return _mm256_or_si256(nib, _mm256_maskz_mov_epi8(ggml::load_u32(b + 4), _mm256_set1_epi8(16)));
+}
+
+template <uint32_t T>
+void prep_32_min(const uint8_t* row, int64_t nblocks, MinPrep* P) {
+  constexpr int64_t bytes = ggml::block_layout(T).bytes;
+  for (int64_t t = 0; 2 * t < nblocks; ++t) {
+    const uint8_t* b0 = row + bytes * (2 * t);
+    const bool two = 2 * t + 1 < nblocks;
+    const __m256i lo = block32_quants_min<T>(b0);
+    const __m256i hi = two ? block32_quants_min<T>(b0 + bytes) : _mm256_setzero_si256();
+    P[t].w = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    P[t].dw = _mm512_insertf32x8(_mm512_set1_ps(ggml::load_f16(b0)),
+                                 _mm256_set1_ps(two ? ggml::load_f16(b0 + bytes) : 0.0f), 1);
+    P[t].mw = _mm512_insertf32x8(_mm512_set1_ps(ggml::load_f16(b0 + 2)),
+                                 _mm256_set1_ps(two ? ggml::load_f16(b0 + bytes + 2) : 0.0f), 1);
+  }
+}
+
+template <int MR>
+void rows_32_min(const MinPrep* P, int64_t nblocks, const QArgs& a, int64_t i0, int64_t j) {
+  const int64_t k = a.k;
+  const __m512i pair = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  __m512 acc[MR], macc[MR];
+  for (int r = 0; r < MR; ++r) acc[r] = macc[r] = _mm512_setzero_ps();
+  for (int64_t t = 0; 2 * t < nblocks; ++t) {
+    const MinPrep& p = P[t];
+    const __mmask16 lanes = 2 * t + 1 < nblocks ? 0xffff : 0x00ff;
+    for (int r = 0; r < MR; ++r) {
+      const int64_t row = i0 + r;
+      const __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), p.w,
+                                               _mm512_loadu_si512(a.x.q + row * k + 64 * t));
+      const __m512i s4 = _mm512_loadu_si512(a.x.sum4 + row * (k / 4) + 16 * t);
+      const __m512 dy = _mm512_permutexvar_ps(
+          pair, _mm512_castps128_ps512(_mm_castpd_ps(
+                    _mm_load_sd(reinterpret_cast<const double*>(a.x.d + row * (k / 32) + 2 * t)))));
+      acc[r] =
+          _mm512_mask3_fmadd_ps(_mm512_mul_ps(p.dw, dy), _mm512_cvtepi32_ps(isum), acc[r], lanes);
+      macc[r] =
+          _mm512_mask3_fmadd_ps(_mm512_mul_ps(p.mw, dy), _mm512_cvtepi32_ps(s4), macc[r], lanes);
+    }
+  }
+  for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r]) + reduce16(macc[r]);
+}
+
 template <class Prep, class Rows>
 void each_row_tile(const QArgs& a, int64_t j, const Prep* P, int64_t nb, Rows rows) {
   for (int64_t i0 = 0; i0 < a.m; i0 += kRows) {
@@ -246,6 +307,20 @@ void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
     each_row_tile(a, j, P, nb,
                   []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
                     rows_q8_0<MR>(p, n, q, i0, jj);
+                  });
+  }
+}
+
+template <uint32_t T>
+void cols_32_min(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  MinPrep* P = reinterpret_cast<MinPrep*>(scratch);
+  const int64_t nb = a.k / 32;
+  for (int64_t j = j0; j < j1; ++j) {
+    prefetch_row(a, j, j1);
+    prep_32_min<T>(a.w + j * a.ldw, nb, P);
+    each_row_tile(a, j, P, nb,
+                  []<int MR>(const MinPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
+                    rows_32_min<MR>(p, n, q, i0, jj);
                   });
   }
 }
@@ -339,6 +414,10 @@ void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
       return cols_32<ggml::kQ5_0>(a, j0, j1, scratch);
     case SPECD_DTYPE_IQ4_NL:
       return cols_32<ggml::kIQ4_NL>(a, j0, j1, scratch);
+    case SPECD_DTYPE_Q4_1:
+      return cols_32_min<ggml::kQ4_1>(a, j0, j1, scratch);
+    case SPECD_DTYPE_Q5_1:
+      return cols_32_min<ggml::kQ5_1>(a, j0, j1, scratch);
     default:
       return cols_32<ggml::kQ8_0>(a, j0, j1, scratch);
   }

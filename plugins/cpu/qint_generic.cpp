@@ -125,6 +125,28 @@ float dot_32(const uint8_t* w, const int8_t* y, const float* dy, int64_t nb) {
   return reduce(acc, 16);
 }
 
+// 32-element blocks with a min (q4_1, q5_1): d at byte 0, m at byte 2.
+template <uint32_t T>
+float dot_32_min(const uint8_t* w, const int8_t* y, const float* dy, const int32_t* s4,
+                 int64_t nb) {
+  constexpr uint32_t bytes = ggml::block_layout(T).bytes;
+  float acc[16] = {}, macc[16] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = w + bytes * b;
+    const float dd = ggml::load_f16(blk) * dy[b], dm = ggml::load_f16(blk + 2) * dy[b];
+    for (unsigned l = 0; l < 8; ++l) {
+      int32_t s = 0;
+      for (unsigned t = 0; t < 4; ++t)
+        s += static_cast<int32_t>(ggml::block32_quant_min<T>(blk, 4 * l + t)) *
+             y[32 * b + 4 * l + t];
+      const unsigned lane = 8 * (b & 1) + l;
+      acc[lane] = std::fma(dd, static_cast<float>(s), acc[lane]);
+      macc[lane] = std::fma(dm, static_cast<float>(s4[8 * b + l]), macc[lane]);
+    }
+  }
+  return reduce(acc, 16) + reduce(macc, 16);
+}
+
 }  // namespace
 
 void quantize_rows(const float* x, int64_t ldx, int64_t m, int64_t k, bool kb, int8_t* q, float* d,
@@ -170,6 +192,12 @@ void cols_generic(const QArgs& a, int64_t j0, int64_t j1, uint8_t*) {
           break;
         case SPECD_DTYPE_IQ4_NL:
           r = dot_32<ggml::kIQ4_NL>(w, y, d, k / 32);
+          break;
+        case SPECD_DTYPE_Q4_1:
+          r = dot_32_min<ggml::kQ4_1>(w, y, d, a.x.sum4 + i * (k / 4), k / 32);
+          break;
+        case SPECD_DTYPE_Q5_1:
+          r = dot_32_min<ggml::kQ5_1>(w, y, d, a.x.sum4 + i * (k / 4), k / 32);
           break;
         default:
           r = dot_32<ggml::kQ8_0>(w, y, d, k / 32);

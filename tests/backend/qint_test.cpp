@@ -62,9 +62,14 @@ float reduce(std::vector<float> a) {
   return a[0];
 }
 
-// The integer w of element i of a 32-element block without a min (x = d * w).
+// The integer w of element i of a 32-element block: x = d * w, or d * w + m for q4_1, q5_1.
 int weight_int(specd_dtype dt, const uint8_t* b, unsigned i) {
   switch (dt) {
+    case SPECD_DTYPE_Q4_1:
+      return static_cast<int>(ggml::nibble32(b + 4, i));
+    case SPECD_DTYPE_Q5_1:
+      return static_cast<int>(ggml::nibble32(b + 8, i) |
+                              (((ggml::load_u32(b + 4) >> i) & 1u) << 4));
     case SPECD_DTYPE_Q4_0:
       return static_cast<int>(ggml::nibble32(b + 2, i)) - 8;
     case SPECD_DTYPE_Q5_0:
@@ -83,18 +88,28 @@ float reference(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, in
   std::vector<float> acc(16, 0.0f), macc(8, 0.0f);
   const uint32_t bytes = ggml::block_layout(dt).bytes;
   if (ggml::block_layout(dt).elements == 32) {
+    const bool with_min = dt == SPECD_DTYPE_Q4_1 || dt == SPECD_DTYPE_Q5_1;
+    std::vector<float> macc16(16, 0.0f);
     for (int64_t b = 0; b < k / 32; ++b) {
       const uint8_t* blk = w + bytes * b;
-      const float dd = ggml::load_f16(blk) * a.d[i * (k / 32) + b];
+      const float dy = a.d[i * (k / 32) + b];
+      const float dd = ggml::load_f16(blk) * dy;
       for (unsigned l = 0; l < 8; ++l) {
-        int s = 0;
-        for (unsigned t = 0; t < 4; ++t)
-          s += weight_int(dt, blk, 4 * l + t) * a.q[i * k + 32 * b + 4 * l + t];
+        int s = 0, s4 = 0;
+        for (unsigned t = 0; t < 4; ++t) {
+          const int8_t y = a.q[i * k + 32 * b + 4 * l + t];
+          s += weight_int(dt, blk, 4 * l + t) * y;
+          s4 += y;
+        }
         float& r = acc[8 * (b & 1) + l];
         r = std::fma(dd, static_cast<float>(s), r);
+        if (with_min) {
+          float& mr = macc16[8 * (b & 1) + l];
+          mr = std::fma(ggml::load_f16(blk + 2) * dy, static_cast<float>(s4), mr);
+        }
       }
     }
-    return reduce(acc);
+    return with_min ? reduce(acc) + reduce(macc16) : reduce(acc);
   }
   const bool q4 = dt == SPECD_DTYPE_Q4_K || dt == SPECD_DTYPE_Q5_K;  // scale and min
   for (int64_t b = 0; b < k / 256; ++b) {
@@ -136,9 +151,9 @@ float reference(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, in
 
 // ---- the checks -----------------------------------------------------------------------------
 
-constexpr specd_dtype kInt8Types[] = {SPECD_DTYPE_Q4_K,  SPECD_DTYPE_Q5_K, SPECD_DTYPE_Q6_K,
-                                      SPECD_DTYPE_Q8_0,  SPECD_DTYPE_Q4_0, SPECD_DTYPE_Q5_0,
-                                      SPECD_DTYPE_IQ4_NL};
+constexpr specd_dtype kInt8Types[] = {SPECD_DTYPE_Q4_K,   SPECD_DTYPE_Q5_K, SPECD_DTYPE_Q6_K,
+                                      SPECD_DTYPE_Q8_0,   SPECD_DTYPE_Q4_0, SPECD_DTYPE_Q5_0,
+                                      SPECD_DTYPE_IQ4_NL, SPECD_DTYPE_Q4_1, SPECD_DTYPE_Q5_1};
 
 // Activations with the cases that matter: an all-zero block, an outlier, ties of magnitude.
 std::vector<float> activations(std::mt19937& rng, int64_t m, int64_t k) {

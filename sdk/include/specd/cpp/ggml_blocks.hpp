@@ -293,6 +293,18 @@ SPECD_BLOCK_FN int block32_int(const uint8_t* b, unsigned i) {
   }
 }
 
+// The unsigned quant of element i of a 32-element block with a min, x = d * q + m:
+// q4_1 the nibble, q5_1 the nibble and its fifth bit.
+template <uint32_t T>
+SPECD_BLOCK_FN unsigned block32_quant_min(const uint8_t* b, unsigned i) {
+  if constexpr (T == kQ4_1) {
+    return nibble32(b + 4, i);
+  } else {
+    static_assert(T == kQ5_1, "block32_quant_min: a 32-element type with a min");
+    return nibble32(b + 8, i) | (((load_u32(b + 4) >> i) & 1u) << 4);
+  }
+}
+
 // ---- element i of one block ---------------------------------------------------------------
 
 template <uint32_t T>
