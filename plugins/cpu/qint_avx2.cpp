@@ -32,6 +32,11 @@ struct alignas(32) KPrep {
   float d, dmin;
 };
 
+// A binary16 field to f32, exactly (F16C).
+float f16(const uint8_t* p) {
+  return _cvtsh_ss(ggml::load_u16(p));
+}
+
 // int16 lanes 0..7 = a, 8..15 = b.
 __m256i two_scales(int a, int b) {
   return _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(b)),
@@ -41,8 +46,8 @@ __m256i two_scales(int a, int b) {
 // q4_K (Q5 = false) and q5_K (Q5 = true: nibbles at byte 48, fifth bits at byte 16).
 template <bool Q5>
 void prep_q45_k(const uint8_t* blk, KPrep* p) {
-  p->d = ggml::load_f16(blk);
-  p->dmin = ggml::load_f16(blk + 2);
+  p->d = f16(blk);
+  p->dmin = f16(blk + 2);
   uint8_t sc[8], mn[8];
   ggml::k_scales_mins(blk + 4, sc, mn);
   uint64_t mn8;
@@ -69,7 +74,7 @@ void prep_q45_k(const uint8_t* blk, KPrep* p) {
 }
 
 void prep_q6_k(const uint8_t* blk, KPrep* p) {
-  p->d = ggml::load_f16(blk + 208);
+  p->d = f16(blk + 208);
   p->dmin = p->d;
   const int8_t* s = reinterpret_cast<const int8_t*>(blk + 192);
   p->mc = _mm256_slli_epi16(
@@ -175,7 +180,7 @@ void prep_32(const uint8_t* row, int64_t nb, Q8Prep* P) {
     const __m256i w = block32_ints<T>(row + bytes * b);
     P[b].w = w;
     P[b].abs_w = _mm256_sign_epi8(w, w);  // -128 stays 0x80 = 128 unsigned
-    P[b].d = ggml::load_f16(row + bytes * b);
+    P[b].d = f16(row + bytes * b);
   }
 }
 
@@ -222,8 +227,8 @@ void prep_32_min(const uint8_t* row, int64_t nb, MinPrep* P) {
       w = _mm256_or_si256(
           w, _mm256_and_si256(bytes_from_bits(ggml::load_u32(blk + 4)), _mm256_set1_epi8(16)));
     P[b].w = w;
-    P[b].d = ggml::load_f16(blk);
-    P[b].m = ggml::load_f16(blk + 2);
+    P[b].d = f16(blk);
+    P[b].m = f16(blk + 2);
   }
 }
 

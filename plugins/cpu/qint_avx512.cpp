@@ -44,8 +44,8 @@ __m512i scale_index(int g, int per) {
 // q4_K (Q5 = false) and q5_K (Q5 = true: nibbles at byte 48, fifth bits at byte 16).
 template <bool Q5>
 void prep_q45_k(const uint8_t* blk, KPrep* p, const __m512i* idx) {
-  p->d = ggml::load_f16(blk);
-  p->dmin = ggml::load_f16(blk + 2);
+  p->d = _cvtsh_ss(ggml::load_u16(blk));
+  p->dmin = _cvtsh_ss(ggml::load_u16(blk + 2));
   uint8_t sc[8], mn[8];
   ggml::k_scales_mins(blk + 4, sc, mn);
   uint64_t sc8, mn8;
@@ -76,7 +76,7 @@ void prep_q45_k(const uint8_t* blk, KPrep* p, const __m512i* idx) {
 }
 
 void prep_q6_k(const uint8_t* blk, KPrep* p, const __m512i* idx) {
-  p->d = ggml::load_f16(blk + 208);
+  p->d = _cvtsh_ss(ggml::load_u16(blk + 208));
   p->dmin = p->d;
   const __m256i s16 =
       _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
@@ -165,45 +165,56 @@ __m256i block32_ints(const uint8_t* b) {
   }
 }
 
+// [f16 at a x 8, f16 at b x 8] (b absent: 0), exactly (F16C).
+__m512 scales2(const uint8_t* a, const uint8_t* b, bool two) {
+  const float fa = _cvtsh_ss(ggml::load_u16(a));
+  const float fb = two ? _cvtsh_ss(ggml::load_u16(b)) : 0.0f;
+  return _mm512_insertf32x8(_mm512_set1_ps(fa), _mm256_set1_ps(fb), 1);
+}
+
+// Blocks 2t and 2t + 1 of a row, prepared.
+template <uint32_t T>
+Q8Prep pair_32(const uint8_t* row, int64_t t, int64_t nblocks) {
+  constexpr int64_t bytes = ggml::block_layout(T).bytes;
+  const uint8_t* b0 = row + bytes * (2 * t);
+  const bool two = 2 * t + 1 < nblocks;
+  const __m256i lo = block32_ints<T>(b0);
+  const __m256i hi = two ? block32_ints<T>(b0 + bytes) : _mm256_setzero_si256();
+  Q8Prep p;
+  p.w = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  p.corr = _mm512_sub_epi32(
+      _mm512_setzero_si512(),
+      _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(0x80)), p.w));
+  p.dw = scales2(b0, b0 + bytes, two);
+  return p;
+}
+
 template <uint32_t T>
 void prep_32(const uint8_t* row, int64_t nblocks, Q8Prep* P) {
-  constexpr int64_t bytes = ggml::block_layout(T).bytes;
-  const __m512i c128 = _mm512_set1_epi8(static_cast<char>(0x80));
-  for (int64_t t = 0; 2 * t < nblocks; ++t) {
-    const uint8_t* b0 = row + bytes * (2 * t);
-    const bool two = 2 * t + 1 < nblocks;
-    const __m256i lo = block32_ints<T>(b0);
-    const __m256i hi = two ? block32_ints<T>(b0 + bytes) : _mm256_setzero_si256();
-    const __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-    P[t].w = w;
-    P[t].corr = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                 _mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, w));
-    P[t].dw = _mm512_insertf32x8(_mm512_set1_ps(ggml::load_f16(b0)),
-                                 _mm256_set1_ps(two ? ggml::load_f16(b0 + bytes) : 0.0f), 1);
-  }
+  for (int64_t t = 0; 2 * t < nblocks; ++t) P[t] = pair_32<T>(row, t, nblocks);
+}
+
+// acc += the pair's terms for one row of x (qint.hpp's q8_0 lanes).
+inline __m512 step_32(const Q8Prep& p, int64_t t, int64_t nblocks, const QArgs& a, int64_t row,
+                      __m512 acc) {
+  const int64_t k = a.k;
+  const __m512i pair = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __mmask16 lanes = 2 * t + 1 < nblocks ? 0xffff : 0x00ff;
+  const __m512i y = _mm512_xor_si512(_mm512_loadu_si512(a.x.q + row * k + 64 * t),
+                                     _mm512_set1_epi8(static_cast<char>(0x80)));
+  const __m512i isum = _mm512_dpbusd_epi32(p.corr, y, p.w);
+  const __m512 dy = _mm512_permutexvar_ps(
+      pair, _mm512_castps128_ps512(_mm_castpd_ps(
+                _mm_load_sd(reinterpret_cast<const double*>(a.x.d + row * (k / 32) + 2 * t)))));
+  return _mm512_mask3_fmadd_ps(_mm512_mul_ps(p.dw, dy), _mm512_cvtepi32_ps(isum), acc, lanes);
 }
 
 template <int MR>
 void rows_q8_0(const Q8Prep* P, int64_t nblocks, const QArgs& a, int64_t i0, int64_t j) {
-  const int64_t k = a.k;
-  const __m512i pair = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-  const __m512i c128 = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512 acc[MR];
   for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
-  for (int64_t t = 0; 2 * t < nblocks; ++t) {
-    const Q8Prep& p = P[t];
-    const __mmask16 lanes = 2 * t + 1 < nblocks ? 0xffff : 0x00ff;
-    for (int r = 0; r < MR; ++r) {
-      const int64_t row = i0 + r;
-      const __m512i y = _mm512_xor_si512(_mm512_loadu_si512(a.x.q + row * k + 64 * t), c128);
-      const __m512i isum = _mm512_dpbusd_epi32(p.corr, y, p.w);
-      const __m512 dy = _mm512_permutexvar_ps(
-          pair, _mm512_castps128_ps512(_mm_castpd_ps(
-                    _mm_load_sd(reinterpret_cast<const double*>(a.x.d + row * (k / 32) + 2 * t)))));
-      acc[r] =
-          _mm512_mask3_fmadd_ps(_mm512_mul_ps(p.dw, dy), _mm512_cvtepi32_ps(isum), acc[r], lanes);
-    }
-  }
+  for (int64_t t = 0; 2 * t < nblocks; ++t)
+    for (int r = 0; r < MR; ++r) acc[r] = step_32(P[t], t, nblocks, a, i0 + r, acc[r]);
   for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r]);
 }
 
@@ -244,10 +255,8 @@ void prep_32_min(const uint8_t* row, int64_t nblocks, MinPrep* P) {
     const __m256i lo = block32_quants_min<T>(b0);
     const __m256i hi = two ? block32_quants_min<T>(b0 + bytes) : _mm256_setzero_si256();
     P[t].w = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-    P[t].dw = _mm512_insertf32x8(_mm512_set1_ps(ggml::load_f16(b0)),
-                                 _mm256_set1_ps(two ? ggml::load_f16(b0 + bytes) : 0.0f), 1);
-    P[t].mw = _mm512_insertf32x8(_mm512_set1_ps(ggml::load_f16(b0 + 2)),
-                                 _mm256_set1_ps(two ? ggml::load_f16(b0 + bytes + 2) : 0.0f), 1);
+    P[t].dw = scales2(b0, b0 + bytes, two);
+    P[t].mw = scales2(b0 + 2, b0 + bytes + 2, two);
   }
 }
 
@@ -303,6 +312,13 @@ void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   const int64_t nb = a.k / 32;
   for (int64_t j = j0; j < j1; ++j) {
     prefetch_row(a, j, j1);
+    if (a.m == 1) {  // one row of x: no reuse, prepare in registers
+      const uint8_t* row = a.w + j * a.ldw;
+      __m512 acc = _mm512_setzero_ps();
+      for (int64_t t = 0; 2 * t < nb; ++t) acc = step_32(pair_32<T>(row, t, nb), t, nb, a, 0, acc);
+      a.y[j] = reduce16(acc);
+      continue;
+    }
     prep_32<T>(a.w + j * a.ldw, nb, P);
     each_row_tile(a, j, P, nb,
                   []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
