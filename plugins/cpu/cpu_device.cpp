@@ -59,6 +59,7 @@ CpuDevice::CpuDevice(sdk::Host host, const specd_device_params& params) : host_(
   if (threads <= 0) threads = 1;
   if (threads > 256) throw sdk::invalid_argument("cpu: threads must be <= 256");
   kernel_ = select_kernel();
+  quant_ = select_quant();
   pool_ = std::make_unique<ThreadPool>(threads);
 }
 
@@ -66,8 +67,8 @@ void CpuDevice::info(specd_device_info& info) {
   info.threads = static_cast<uint32_t>(pool_->size());
   info.memory_bytes = 0;
   info.invariant_max_rows = static_cast<uint32_t>(kSmallMaxRows);
-  const std::string name =
-      "cpu (" + std::to_string(pool_->size()) + " threads, " + kernel_name(kernel_) + ")";
+  const std::string name = "cpu (" + std::to_string(pool_->size()) + " threads, " +
+                           kernel_name(kernel_) + ", " + quant_name(quant_) + ")";
   std::snprintf(info.name, sizeof(info.name), "%s", name.c_str());
 }
 
@@ -134,7 +135,9 @@ void CpuDevice::matmul(const specd_view& xv, const specd_view& wv, const specd_v
              w.stride,
              y.stride / 4,
              w.dtype};
-  if (x.rows <= kSmallMaxRows) {
+  if (x.rows <= kSmallMaxRows && quant_ == QuantFamily::kInt8 && int8_computes(w.dtype)) {
+    gemm_small_int8(*pool_, kernel_, a);
+  } else if (x.rows <= kSmallMaxRows) {
     gemm_small(*pool_, kernel_, a);
   } else {
     large_.run(*pool_, a);

@@ -46,6 +46,7 @@ class CpuDevice {
   sdk::Host host_;
   std::unique_ptr<ThreadPool> pool_;
   GemmKernel kernel_ = GemmKernel::kGeneric;
+  QuantFamily quant_ = QuantFamily::kInt8;
   LargeGemm large_;
 };
 

@@ -22,6 +22,19 @@ void gemm_small(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a);
 // another one it can run; throws for an unknown or unsupported request.
 GemmKernel select_kernel();
 
+// The numeric family of the small-m GEMM for quantized weights: kExact decodes weights exactly
+// to f32 and keeps f32 activations (gemm_small); kInt8 rounds each activation row to 8-bit
+// blocks and uses integer dot products (gemm_small_int8, qint.hpp) for the dtypes it computes.
+enum class QuantFamily { kExact, kInt8 };
+
+// kInt8 unless $SPECD_CPU_QUANT (exact, int8) asks otherwise; throws for an unknown value.
+QuantFamily select_quant();
+const char* quant_name(QuantFamily family);
+// True for the weight dtypes gemm_small_int8 computes (the others take gemm_small).
+bool int8_computes(specd_dtype dtype);
+bool avx512_vnni_available();
+void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a);
+
 // oneDNN path for large m. `scratch` is reused between calls.
 class LargeGemm {
  public:

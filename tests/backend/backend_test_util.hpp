@@ -39,6 +39,36 @@ inline std::vector<std::string> backend_ids() {
   return ids;
 }
 
+// Sets an environment variable for its lifetime (the CPU backend reads SPECD_CPU_KERNEL and
+// SPECD_CPU_QUANT when a device opens), restoring the previous value afterwards.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_)
+      setenv(name_.c_str(), old_.c_str(), 1);
+    else
+      unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
+// The CPU backend's exact family (f32 activations over exactly decoded weights) for tests
+// that compare quantized products with f32 ones bit for bit or within f32 rounding.
+struct ExactQuant : ScopedEnv {
+  ExactQuant() : ScopedEnv("SPECD_CPU_QUANT", "exact") {}
+};
+
 struct OpenBackend {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Device> device;

@@ -31,6 +31,7 @@ void check_close(const std::vector<float>& got, const std::vector<double>& want,
 }  // namespace
 
 TEST_CASE("matmul matches a double reference for every weight dtype, small and large m") {
+  const ExactQuant exact;  // the integer family has its own test (qint_test.cpp)
   std::mt19937 rng(1);
   for (auto& ob : open_backends()) {
     Device& dev = *ob.device;

@@ -79,6 +79,7 @@ void check_equals_f32_weights(Device& dev, std::mt19937& rng) {
 }  // namespace
 
 TEST_CASE("matmul rows are bit-identical for m = 1..64, every weight dtype") {
+  const ExactQuant exact;  // accuracy below is f32's; qint_test.cpp covers the integer family
   std::mt19937 rng(11);
   for (auto& ob : open_backends()) {
     Device& dev = *ob.device;
@@ -92,6 +93,7 @@ TEST_CASE("matmul rows are bit-identical for m = 1..64, every weight dtype") {
 }
 
 TEST_CASE("cpu: every GEMM kernel this CPU runs is accurate and batch invariant") {
+  const ExactQuant exact;  // equal bits to the f32 weights' product: the exact family
   std::mt19937 rng(13);
   for (const char* kernel : {"generic", "avx2", "avx512"}) {
     setenv("SPECD_CPU_KERNEL", kernel, 1);

@@ -23,6 +23,9 @@ Device& cpu_device() {
     backend = std::make_unique<Backend>(registry().require("cpu", SPECD_KIND_BACKEND));
     DeviceOptions opt;
     opt.threads = 2;
+    // The references below compute over the exactly dequantized weights in f32/double: the
+    // CPU backend's exact family (its int8 family has its own tests in tests/backend).
+    const ExactQuant exact;
     device = backend->open(opt);
   }
   return *device;

@@ -234,6 +234,20 @@ SPECD_BLOCK_FN int iq4_xs_scale(const uint8_t* b, unsigned j) {
   return static_cast<int>(lo | (hi << 4)) - 32;
 }
 
+// q4_K / q5_K: all 8 scales (sc[j]) and mins (m[j]) of a block at once, the same values as
+// k_scale_min(s, j, ...) for j = 0..7, from the 12 packed bytes with 32-bit word operations.
+SPECD_BLOCK_FN void k_scales_mins(const uint8_t* s, uint8_t sc[8], uint8_t m[8]) {
+  const uint32_t a = load_u32(s), b = load_u32(s + 4), c = load_u32(s + 8);
+  const uint32_t w[4] = {a & 0x3f3f3f3fu, ((c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u)),
+                         b & 0x3f3f3f3fu, (((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u))};
+  for (unsigned i = 0; i < 4; ++i) {
+    sc[i] = static_cast<uint8_t>(w[0] >> (8 * i));
+    sc[4 + i] = static_cast<uint8_t>(w[1] >> (8 * i));
+    m[i] = static_cast<uint8_t>(w[2] >> (8 * i));
+    m[4 + i] = static_cast<uint8_t>(w[3] >> (8 * i));
+  }
+}
+
 // Quant of element i (raw, before any offset).
 SPECD_BLOCK_FN unsigned nibble32(const uint8_t* qs, unsigned i) {  // 32-element blocks
   return (qs[i & 15] >> (4 * (i >> 4))) & 15u;
@@ -256,6 +270,39 @@ SPECD_BLOCK_FN int q6_k_quant(const uint8_t* b, unsigned i) {
 }
 SPECD_BLOCK_FN unsigned iq4_xs_quant(const uint8_t* b, unsigned i) {
   return (b[8 + (i >> 5) * 16 + (i & 15)] >> (4 * ((i >> 4) & 1))) & 15u;
+}
+
+// q5_K: the 5-bit quant of element i (qh at byte 16, nibbles at byte 48).
+SPECD_BLOCK_FN unsigned q5_k_quant(const uint8_t* b, unsigned i) {
+  return q4_k_quant(b + 48, i) | (((b[16 + (i & 31)] >> (i >> 5)) & 1u) << 4);
+}
+
+// The integer of element i of a 32-element block without a min, x = d * block32_int(b, i):
+// q4_0 q - 8, q5_0 q - 16, q8_0 the int8, iq4_nl the level.
+template <uint32_t T>
+SPECD_BLOCK_FN int block32_int(const uint8_t* b, unsigned i) {
+  if constexpr (T == kQ4_0) {
+    return static_cast<int>(nibble32(b + 2, i)) - 8;
+  } else if constexpr (T == kQ5_0) {
+    return static_cast<int>(nibble32(b + 6, i) | (((load_u32(b + 2) >> i) & 1u) << 4)) - 16;
+  } else if constexpr (T == kQ8_0) {
+    return static_cast<int8_t>(b[2 + i]);
+  } else {
+    static_assert(T == kIQ4_NL, "block32_int: a 32-element type without a min");
+    return iq4_level(nibble32(b + 2, i));
+  }
+}
+
+// The unsigned quant of element i of a 32-element block with a min, x = d * q + m:
+// q4_1 the nibble, q5_1 the nibble and its fifth bit.
+template <uint32_t T>
+SPECD_BLOCK_FN unsigned block32_quant_min(const uint8_t* b, unsigned i) {
+  if constexpr (T == kQ4_1) {
+    return nibble32(b + 4, i);
+  } else {
+    static_assert(T == kQ5_1, "block32_quant_min: a 32-element type with a min");
+    return nibble32(b + 8, i) | (((load_u32(b + 4) >> i) & 1u) << 4);
+  }
 }
 
 // ---- element i of one block ---------------------------------------------------------------

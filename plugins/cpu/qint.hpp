@@ -1,0 +1,106 @@
+// The integer kernel family of the small-m GEMM (m <= 64): activations rounded to 8-bit
+// blocks, integer dot products per weight block, then the blocks' f32 terms. A second,
+// declared numeric choice beside the exact f32 family (gemm_simd.hpp): faster on
+// memory-bound decoding, but a different function of the weights (see ARCHITECTURE.md).
+//
+// Activations. Each row is quantized on its own (quantize_rows, the same bits whatever m):
+//   k-quants (q4_K, q5_K, q6_K): 256-value blocks as llama.cpp's q8_K: amax = max |x|, the value
+//     of largest magnitude (first one) `max`, iscale = -127 / max, q = min(127, rint(iscale x)),
+//     d = 1 / iscale; a block of zeros gets d = 0, q = 0. Also the 16 sums of 16 q (bsum16).
+//   32-value types (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl): amax = max |x|, d = amax / 127, q =
+//   clamp(rint(x / d)) in
+//     [-127, 127] (x * (1 / d)), d = 0 for a block of zeros. Also the sums of 4 q (sum4).
+//
+// Products. Output element (i, j) keeps f32 lane accumulators and visits the weight blocks
+// in increasing k; every integer below is exact (int32), every f32 step is one rounding:
+//   q4_K  block b: dd = d_w * d_y, dm = dmin_w * d_y (f32 products)
+//         isum[L] = sum over e = 64p + 4L + t (p < 4, t < 4) of sc[e / 32] * q_e * y_e (L < 16)
+//         msum[l] = m[l] * (bsum16[2l] + bsum16[2l + 1])                               (l < 8)
+//         acc[L] = fma(dd, float(isum[L]), acc[L]);  macc[l] = fma(dm, float(msum[l]), macc[l])
+//   q5_K  as q4_K with the 5-bit q_e
+//   q6_K  as q4_K with q_e in 0..63 (the stored value, before the -32 offset), sc[e / 16] the
+//         signed scale, msum[l] = 32 * (sc[2l] * bsum16[2l] + sc[2l + 1] * bsum16[2l + 1]) and
+//         dm = dd
+//   y = reduce16(acc) - reduce8(macc)
+//   q8_0, q4_0, q5_0, iq4_nl  block b (32 values): h = b & 1, dd = d_w * d_y,
+//         isum[l] = sum of w_e * y_e over e = 4l .. 4l + 3 (l < 8), w_e the block's integer
+//         (ggml::block32_int: q - 8, q - 16, the int8, the iq4 level)
+//         acc[8h + l] = fma(dd, float(isum[l]), acc[8h + l]);   y = reduce16(acc)
+//   q4_1, q5_1  block b (32 values): h = b & 1, dd = d_w * d_y, dm = m_w * d_y,
+//         isum[l] = sum of q_e * y_e over e = 4l .. 4l + 3 (q unsigned, x = d q + m)
+//         acc[8h + l] = fma(dd, float(isum[l]), acc[8h + l]),
+//         macc[8h + l] = fma(dm, float(sum4[l]), macc[8h + l]);   y = reduce16(acc) +
+//         reduce16(macc)
+//   reduceN: for w = N/2, N/4, .., 1: a[l] += a[l + w] (l < w); the result is a[0].
+// Every ISA variant (generic, avx2, avx512 with VNNI) computes exactly this, so all three give
+// the same bits, and no step depends on m or on the other rows: batch invariant.
+#pragma once
+
+#include <stdint.h>
+
+#include "gemm_kernels.hpp"
+
+namespace specd::cpu::qint {
+
+// Quantized activations of m rows; row i's values start at i * k, its scales at i * k / B
+// (B = 256 for k-quants, 32 otherwise), its bsum16 at i * k / 16, its sum4 at i * k / 4.
+// The arrays have at least 256 bytes of readable padding after the last row.
+struct Act {
+  const int8_t* q;
+  const float* d;
+  const int16_t* bsum16;  // k-quants only
+  const int32_t* sum4;    // 32-value blocks only
+};
+
+struct QArgs {
+  Act x;
+  const uint8_t* w;  // [n, k] of dtype, row stride ldw bytes
+  float* y;          // [m, n], row stride ldy floats
+  int64_t m, n, k;
+  int64_t ldw, ldy;
+  specd_dtype dtype;
+};
+
+// The weight dtypes this family computes; others stay on the exact f32 family.
+static inline bool supports(specd_dtype dt) {
+  switch (dt) {
+    case SPECD_DTYPE_Q4_K:
+    case SPECD_DTYPE_Q5_K:
+    case SPECD_DTYPE_Q6_K:
+    case SPECD_DTYPE_Q8_0:
+    case SPECD_DTYPE_Q4_0:
+    case SPECD_DTYPE_Q5_0:
+    case SPECD_DTYPE_IQ4_NL:
+    case SPECD_DTYPE_Q4_1:
+    case SPECD_DTYPE_Q5_1:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// True when dtype's activations are 256-value (q8_K) blocks, false for 32-value blocks.
+static inline bool k_blocks(specd_dtype dt) {
+  return dt == SPECD_DTYPE_Q4_K || dt == SPECD_DTYPE_Q5_K || dt == SPECD_DTYPE_Q6_K;
+}
+
+// Bytes of per-task scratch a kernel needs for rows of k values (prepared weight blocks).
+static inline int64_t scratch_bytes(int64_t k) {
+  return 4 * k + 1024;
+}
+
+// Quantizes rows x[0:m] (row stride ldx floats, k values, a whole number of blocks) into the
+// arrays of `out` (writable views of an Act's arrays).
+void quantize_rows(const float* x, int64_t ldx, int64_t m, int64_t k, bool k_blocks, int8_t* q,
+                   float* d, int16_t* bsum16, int32_t* sum4);
+
+// The same bits with AVX-512 (call only after that CPU check).
+void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, bool k_blocks,
+                          int8_t* q, float* d, int16_t* bsum16, int32_t* sum4);
+
+// y[:, j0:j1] for all m rows. `scratch`: scratch_bytes(k) bytes, 64-byte aligned.
+void cols_generic(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch);
+void cols_avx2(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch);
+void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch);  // + VNNI
+
+}  // namespace specd::cpu::qint

@@ -1,0 +1,351 @@
+// The integer family on AVX2 + FMA (called only after avx2_available()): qint.hpp's lanes in
+// two 8-lane halves (lanes 0..7 and 8..15), pmaddubsw + pmaddwd for the integer sums. Weight
+// rows are prepared into the task's scratch once and applied to all m rows; the bits equal
+// the generic kernel's.
+#include <immintrin.h>
+
+#include "qint.hpp"
+#include "specd/cpp/ggml_blocks.hpp"
+
+namespace specd::cpu::qint {
+namespace {
+
+constexpr int kRows = 2;  // rows of x per register tile
+
+float reduce8(__m256 v) {  // lanes l + 4, then l + 2, then l + 1
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
+float reduce16(__m256 lo, __m256 hi) {
+  return reduce8(_mm256_add_ps(lo, hi));
+}
+
+// A prepared 256-value k-quant block: for g < 4, h < 2, the quants of elements
+// 64g + 32h .. + 31 in w[2g + h] and the int16 scale of each int16 pair in sc[2g + h].
+struct alignas(32) KPrep {
+  __m256i w[8];
+  __m256i sc[8];
+  __m256i mc;
+  float d, dmin;
+};
+
+// A binary16 field to f32, exactly (F16C).
+float f16(const uint8_t* p) {
+  return _cvtsh_ss(ggml::load_u16(p));
+}
+
+// int16 lanes 0..7 = a, 8..15 = b.
+__m256i two_scales(int a, int b) {
+  return _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(b)),
+                          _mm_set1_epi16(static_cast<short>(a)));
+}
+
+// q4_K (Q5 = false) and q5_K (Q5 = true: nibbles at byte 48, fifth bits at byte 16).
+template <bool Q5>
+void prep_q45_k(const uint8_t* blk, KPrep* p) {
+  p->d = f16(blk);
+  p->dmin = f16(blk + 2);
+  uint8_t sc[8], mn[8];
+  ggml::k_scales_mins(blk + 4, sc, mn);
+  uint64_t mn8;
+  __builtin_memcpy(&mn8, mn, 8);
+  const __m128i m8 = _mm_cvtsi64_si128(static_cast<long long>(mn8));
+  p->mc = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+  const __m256i low4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+  const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16));
+  for (int g = 0; g < 4; ++g) {
+    const __m256i q =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + (Q5 ? 48 : 16) + 32 * g));
+    p->w[2 * g] = _mm256_and_si256(q, low4);
+    p->w[2 * g + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+    if constexpr (Q5) {  // bit 2g of qh byte l for element 64g + l, bit 2g + 1 for 64g + 32 + l
+      for (int u = 0; u < 2; ++u) {
+        const __m256i bit =
+            _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g + u)), one);
+        p->w[2 * g + u] = _mm256_or_si256(p->w[2 * g + u], _mm256_slli_epi16(bit, 4));
+      }
+    }
+    p->sc[2 * g] = _mm256_set1_epi16(static_cast<short>(sc[2 * g]));
+    p->sc[2 * g + 1] = _mm256_set1_epi16(static_cast<short>(sc[2 * g + 1]));
+  }
+}
+
+void prep_q6_k(const uint8_t* blk, KPrep* p) {
+  p->d = f16(blk + 208);
+  p->dmin = p->d;
+  const int8_t* s = reinterpret_cast<const int8_t*>(blk + 192);
+  p->mc = _mm256_slli_epi16(
+      _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s))), 5);
+  const __m256i low4 = _mm256_set1_epi8(15), low2 = _mm256_set1_epi8(3);
+  for (int g = 0; g < 4; ++g) {  // elements 128c + 64h + 32u + (0..31)
+    const int c = g >> 1, h = g & 1;
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * c));
+    for (int u = 0; u < 2; ++u) {
+      const __m256i ql =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * c + 32 * u));
+      const __m256i lo = _mm256_and_si256(_mm256_srl_epi16(ql, _mm_cvtsi32_si128(4 * h)), low4);
+      const __m256i hi =
+          _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(4 * h + 2 * u)), low2);
+      p->w[2 * g + u] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+      p->sc[2 * g + u] = two_scales(s[4 * g + 2 * u], s[4 * g + 2 * u + 1]);
+    }
+  }
+}
+
+template <int MR>
+void rows_k(const KPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
+  const int64_t k = a.k;
+  __m256 lo[MR], hi[MR], macc[MR];
+  for (int r = 0; r < MR; ++r) lo[r] = hi[r] = macc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const KPrep& p = P[b];
+    const __m256 dw = _mm256_set1_ps(p.d), dmw = _mm256_set1_ps(p.dmin);
+    for (int r = 0; r < MR; ++r) {
+      const int64_t row = i0 + r;
+      const int8_t* y = a.x.q + row * k + 256 * b;
+      __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+      for (int g = 0; g < 4; ++g) {
+        const __m256i y0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y + 64 * g));
+        const __m256i y1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y + 64 * g + 32));
+        s0 = _mm256_add_epi32(s0,
+                              _mm256_madd_epi16(_mm256_maddubs_epi16(p.w[2 * g], y0), p.sc[2 * g]));
+        s1 = _mm256_add_epi32(
+            s1, _mm256_madd_epi16(_mm256_maddubs_epi16(p.w[2 * g + 1], y1), p.sc[2 * g + 1]));
+      }
+      const __m256i bs = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(a.x.bsum16 + row * (k / 16) + 16 * b));
+      const __m256i msum = _mm256_madd_epi16(bs, p.mc);
+      const __m256 dy = _mm256_set1_ps(a.x.d[row * (k / 256) + b]);
+      const __m256 dd = _mm256_mul_ps(dw, dy), dm = _mm256_mul_ps(dmw, dy);
+      lo[r] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(s0), lo[r]);
+      hi[r] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(s1), hi[r]);
+      macc[r] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(msum), macc[r]);
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    a.y[(i0 + r) * a.ldy + j] = reduce16(lo[r], hi[r]) - reduce8(macc[r]);
+}
+
+// A prepared q8_0 block: |w| (unsigned) and w (for the sign), and the scale.
+struct alignas(32) Q8Prep {
+  __m256i abs_w;
+  __m256i w;
+  float d;
+  float pad[7];
+};
+
+// Byte i = 0xff where bit i of x is set, else 0.
+__m256i bytes_from_bits(uint32_t x) {
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(x)),
+      _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+  const __m256i others = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe);  // all bits but bit i % 8
+  return _mm256_cmpeq_epi8(_mm256_or_si256(spread, others), _mm256_set1_epi64x(-1));
+}
+
+// The 32 integers of a block without a min (ggml::block32_int), as int8.
+template <uint32_t T>
+__m256i block32_ints(const uint8_t* b) {
+  if constexpr (T == ggml::kQ8_0) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
+  } else {
+    constexpr int qs_at = T == ggml::kQ5_0 ? 6 : 2;
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + qs_at));
+    const __m128i low4 = _mm_set1_epi8(15);
+    const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low4),
+                                         _mm_and_si128(q, low4));  // element order
+    if constexpr (T == ggml::kQ4_0) {
+      return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
+    } else if constexpr (T == ggml::kQ5_0) {
+      const __m256i five =
+          _mm256_and_si256(bytes_from_bits(ggml::load_u32(b + 2)), _mm256_set1_epi8(16));
+      return _mm256_sub_epi8(_mm256_or_si256(nib, five), _mm256_set1_epi8(16));
+    } else {
+      static_assert(T == ggml::kIQ4_NL);
+      alignas(16) int8_t levels[16];
+      for (unsigned i = 0; i < 16; ++i) levels[i] = static_cast<int8_t>(ggml::iq4_level(i));
+      const __m128i l = _mm_load_si128(reinterpret_cast<const __m128i*>(levels));
+      return _mm256_shuffle_epi8(_mm256_set_m128i(l, l), nib);
+    }
+  }
+}
+
+template <uint32_t T>
+void prep_32(const uint8_t* row, int64_t nb, Q8Prep* P) {
+  constexpr int64_t bytes = ggml::block_layout(T).bytes;
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m256i w = block32_ints<T>(row + bytes * b);
+    P[b].w = w;
+    P[b].abs_w = _mm256_sign_epi8(w, w);  // -128 stays 0x80 = 128 unsigned
+    P[b].d = f16(row + bytes * b);
+  }
+}
+
+template <int MR>
+void rows_q8_0(const Q8Prep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
+  const int64_t k = a.k;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[MR][2];
+  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const Q8Prep& p = P[b];
+    const __m256 dw = _mm256_set1_ps(p.d);
+    for (int r = 0; r < MR; ++r) {
+      const int64_t row = i0 + r;
+      const __m256i y =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x.q + row * k + 32 * b));
+      // |w| * (y with w's sign) = w * y; |w| * |y| <= 128 * 127 keeps the pairs in int16.
+      const __m256i isum =
+          _mm256_madd_epi16(_mm256_maddubs_epi16(p.abs_w, _mm256_sign_epi8(y, p.w)), ones);
+      const __m256 dd = _mm256_mul_ps(dw, _mm256_set1_ps(a.x.d[row * (k / 32) + b]));
+      acc[r][b & 1] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(isum), acc[r][b & 1]);
+    }
+  }
+  for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r][0], acc[r][1]);
+}
+
+// A prepared q4_1 / q5_1 block: the unsigned quants and the scales d and m.
+struct alignas(32) MinPrep {
+  __m256i w;
+  float d, m;
+  float pad[6];
+};
+
+template <uint32_t T>
+void prep_32_min(const uint8_t* row, int64_t nb, MinPrep* P) {
+  constexpr int64_t bytes = ggml::block_layout(T).bytes;
+  constexpr int qs_at = T == ggml::kQ5_1 ? 8 : 4;
+  const __m128i low4 = _mm_set1_epi8(15);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = row + bytes * b;
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + qs_at));
+    __m256i w = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low4), _mm_and_si128(q, low4));
+    if constexpr (T == ggml::kQ5_1)
+      w = _mm256_or_si256(
+          w, _mm256_and_si256(bytes_from_bits(ggml::load_u32(blk + 4)), _mm256_set1_epi8(16)));
+    P[b].w = w;
+    P[b].d = f16(blk);
+    P[b].m = f16(blk + 2);
+  }
+}
+
+template <int MR>
+void rows_32_min(const MinPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
+  const int64_t k = a.k;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[MR][2], macc[MR][2];
+  for (int r = 0; r < MR; ++r)
+    acc[r][0] = acc[r][1] = macc[r][0] = macc[r][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const MinPrep& p = P[b];
+    const __m256 dw = _mm256_set1_ps(p.d), mw = _mm256_set1_ps(p.m);
+    for (int r = 0; r < MR; ++r) {
+      const int64_t row = i0 + r;
+      const __m256i y =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x.q + row * k + 32 * b));
+      const __m256i isum = _mm256_madd_epi16(_mm256_maddubs_epi16(p.w, y), ones);
+      const __m256i s4 =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x.sum4 + row * (k / 4) + 8 * b));
+      const __m256 dy = _mm256_set1_ps(a.x.d[row * (k / 32) + b]);
+      acc[r][b & 1] =
+          _mm256_fmadd_ps(_mm256_mul_ps(dw, dy), _mm256_cvtepi32_ps(isum), acc[r][b & 1]);
+      macc[r][b & 1] =
+          _mm256_fmadd_ps(_mm256_mul_ps(mw, dy), _mm256_cvtepi32_ps(s4), macc[r][b & 1]);
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r][0], acc[r][1]) + reduce16(macc[r][0], macc[r][1]);
+}
+
+// Asks for weight row j + kAhead while row j is computed (one sequential stream per task).
+constexpr int kAhead = 4;
+void prefetch_row(const QArgs& a, int64_t j, int64_t j1) {
+  if (j + kAhead >= j1) return;
+  const char* p = reinterpret_cast<const char*>(a.w + (j + kAhead) * a.ldw);
+  for (int64_t o = 0; o < a.ldw; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
+}
+
+template <class Prep, class Rows>
+void each_row_tile(const QArgs& a, int64_t j, const Prep* P, int64_t nb, Rows rows) {
+  for (int64_t i0 = 0; i0 < a.m; i0 += kRows) {
+    if (a.m - i0 >= 2)
+      rows.template operator()<2>(P, nb, a, i0, j);
+    else
+      rows.template operator()<1>(P, nb, a, i0, j);
+  }
+}
+
+template <uint32_t T>
+void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  Q8Prep* P = reinterpret_cast<Q8Prep*>(scratch);
+  const int64_t nb = a.k / 32;
+  for (int64_t j = j0; j < j1; ++j) {
+    prefetch_row(a, j, j1);
+    prep_32<T>(a.w + j * a.ldw, nb, P);
+    each_row_tile(a, j, P, nb,
+                  []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
+                    rows_q8_0<MR>(p, n, q, i0, jj);
+                  });
+  }
+}
+
+template <uint32_t T>
+void cols_32_min(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  MinPrep* P = reinterpret_cast<MinPrep*>(scratch);
+  const int64_t nb = a.k / 32;
+  for (int64_t j = j0; j < j1; ++j) {
+    prefetch_row(a, j, j1);
+    prep_32_min<T>(a.w + j * a.ldw, nb, P);
+    each_row_tile(a, j, P, nb,
+                  []<int MR>(const MinPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
+                    rows_32_min<MR>(p, n, q, i0, jj);
+                  });
+  }
+}
+
+template <class Prep>
+void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, Prep prep) {
+  KPrep* P = reinterpret_cast<KPrep*>(scratch);
+  const int64_t nb = a.k / 256;
+  const int64_t bytes = ggml::block_layout(a.dtype).bytes;
+  for (int64_t j = j0; j < j1; ++j) {
+    const uint8_t* w = a.w + j * a.ldw;
+    prefetch_row(a, j, j1);
+    for (int64_t b = 0; b < nb; ++b) prep(w + bytes * b, P + b);
+    each_row_tile(a, j, P, nb,
+                  []<int MR>(const KPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
+                    rows_k<MR>(p, n, q, i0, jj);
+                  });
+  }
+}
+
+}  // namespace
+
+void cols_avx2(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  switch (a.dtype) {
+    case SPECD_DTYPE_Q4_K:
+      return cols_k(a, j0, j1, scratch,
+                    [](const uint8_t* b, KPrep* p) { prep_q45_k<false>(b, p); });
+    case SPECD_DTYPE_Q5_K:
+      return cols_k(a, j0, j1, scratch, [](const uint8_t* b, KPrep* p) { prep_q45_k<true>(b, p); });
+    case SPECD_DTYPE_Q6_K:
+      return cols_k(a, j0, j1, scratch, [](const uint8_t* b, KPrep* p) { prep_q6_k(b, p); });
+    case SPECD_DTYPE_Q4_0:
+      return cols_32<ggml::kQ4_0>(a, j0, j1, scratch);
+    case SPECD_DTYPE_Q5_0:
+      return cols_32<ggml::kQ5_0>(a, j0, j1, scratch);
+    case SPECD_DTYPE_IQ4_NL:
+      return cols_32<ggml::kIQ4_NL>(a, j0, j1, scratch);
+    case SPECD_DTYPE_Q4_1:
+      return cols_32_min<ggml::kQ4_1>(a, j0, j1, scratch);
+    case SPECD_DTYPE_Q5_1:
+      return cols_32_min<ggml::kQ5_1>(a, j0, j1, scratch);
+    default:
+      return cols_32<ggml::kQ8_0>(a, j0, j1, scratch);
+  }
+}
+
+}  // namespace specd::cpu::qint

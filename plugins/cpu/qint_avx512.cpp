@@ -1,0 +1,442 @@
+// The integer family on AVX-512 (F/BW/VL/DQ + VNNI; called only after that CPU check). Each
+// weight row is first prepared block by block (unsigned 8-bit quants in element order, scale
+// vectors) into the task's scratch, then applied to the rows of x four at a time, so the
+// decoding work is shared by all m rows. The arithmetic is qint.hpp's, lane for lane: the
+// bits equal the generic kernel's.
+#include <immintrin.h>
+
+#include "qint.hpp"
+#include "specd/cpp/ggml_blocks.hpp"
+
+namespace specd::cpu::qint {
+namespace {
+
+constexpr int kRows = 4;  // rows of x per register tile
+
+float reduce8(__m256 v) {  // lanes l + 4, then l + 2, then l + 1
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
+float reduce16(__m512 v) {  // lanes l + 8 first
+  return reduce8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
+}
+
+// A prepared 256-value k-quant block: quants of elements 64g .. 64g + 63 in w[g], the int16
+// scale of each int16 pair of w[g] in sc[g], the per-sub-block coefficients of bsum16 in mc.
+struct alignas(64) KPrep {
+  __m512i w[4];
+  __m512i sc[4];
+  __m256i mc;
+  float d, dmin;
+};
+
+// int16 lane u of idx(g, per): scale index g * (64 / per) + u / (per / 2), per = values per
+// scale (32 for q4_K, 16 for q6_K).
+__m512i scale_index(int g, int per) {
+  alignas(64) int16_t idx[32];
+  for (int u = 0; u < 32; ++u) idx[u] = static_cast<int16_t>(g * (64 / per) + u / (per / 2));
+  return _mm512_load_si512(idx);
+}
+
+// q4_K (Q5 = false) and q5_K (Q5 = true: nibbles at byte 48, fifth bits at byte 16).
+template <bool Q5>
+void prep_q45_k(const uint8_t* blk, KPrep* p, const __m512i* idx) {
+  p->d = _cvtsh_ss(ggml::load_u16(blk));
+  p->dmin = _cvtsh_ss(ggml::load_u16(blk + 2));
+  uint8_t sc[8], mn[8];
+  ggml::k_scales_mins(blk + 4, sc, mn);
+  uint64_t sc8, mn8;
+  __builtin_memcpy(&sc8, sc, 8);
+  __builtin_memcpy(&mn8, mn, 8);
+  const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(sc8)));
+  const __m128i m8 = _mm_cvtsi64_si128(mn8);
+  p->mc = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));  // m[l] in int16 lanes 2l, 2l + 1
+  const __m256i low4 = _mm256_set1_epi8(15);
+  const __m512i qh =
+      Q5 ? _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16)))
+         : _mm512_setzero_si512();
+  for (int g = 0; g < 4; ++g) {
+    const __m256i q =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + (Q5 ? 48 : 16) + 32 * g));
+    const __m256i lo = _mm256_and_si256(q, low4);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+    __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    if constexpr (Q5) {  // bit 2g of qh for elements 64g + l, bit 2g + 1 for 64g + 32 + l
+      const __m512i cnt = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(2 * g)),
+                                             _mm256_set1_epi16(static_cast<short>(2 * g + 1)), 1);
+      const __m512i bit = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt), _mm512_set1_epi8(1));
+      w = _mm512_or_si512(w, _mm512_slli_epi16(bit, 4));
+    }
+    p->w[g] = w;
+    p->sc[g] = _mm512_permutexvar_epi16(idx[g], sc16);
+  }
+}
+
+void prep_q6_k(const uint8_t* blk, KPrep* p, const __m512i* idx) {
+  p->d = _cvtsh_ss(ggml::load_u16(blk + 208));
+  p->dmin = p->d;
+  const __m256i s16 =
+      _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
+  p->mc = _mm256_slli_epi16(s16, 5);  // 32 * sc: |32 * sc| <= 4096 fits int16
+  const __m512i s16z = _mm512_castsi256_si512(s16);
+  const __m512i low4 = _mm512_set1_epi8(15), low2 = _mm512_set1_epi8(3);
+  for (int g = 0; g < 4; ++g) {  // elements 128c + 64h + (0..63)
+    const int c = g >> 1, h = g & 1;
+    const __m512i ql = _mm512_loadu_si512(blk + 64 * c);
+    const __m512i lo = _mm512_and_si512(_mm512_srl_epi16(ql, _mm_cvtsi32_si128(4 * h)), low4);
+    const __m512i qh = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * c)));
+    const __m512i cnt = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(4 * h)),
+                                           _mm256_set1_epi16(static_cast<short>(4 * h + 2)), 1);
+    const __m512i hi = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt), low2);
+    p->w[g] = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
+    p->sc[g] = _mm512_permutexvar_epi16(idx[g], s16z);
+  }
+}
+
+template <int MR>
+void rows_k(const KPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
+  const int64_t k = a.k;
+  __m512 acc[MR];
+  __m256 macc[MR];
+  for (int r = 0; r < MR; ++r) {
+    acc[r] = _mm512_setzero_ps();
+    macc[r] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    const KPrep& p = P[b];
+    const __m512 dw = _mm512_set1_ps(p.d);
+    const __m256 dmw = _mm256_set1_ps(p.dmin);
+    for (int r = 0; r < MR; ++r) {
+      const int64_t row = i0 + r;
+      const int8_t* y = a.x.q + row * k + 256 * b;
+      __m512i isum = _mm512_setzero_si512();
+      for (int g = 0; g < 4; ++g)
+        isum = _mm512_dpwssd_epi32(
+            isum, _mm512_maddubs_epi16(p.w[g], _mm512_loadu_si512(y + 64 * g)), p.sc[g]);
+      const __m256i bs = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(a.x.bsum16 + row * (k / 16) + 16 * b));
+      const __m256i msum = _mm256_madd_epi16(bs, p.mc);
+      const float dy = a.x.d[row * (k / 256) + b];
+      const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(dy));
+      const __m256 dm = _mm256_mul_ps(dmw, _mm256_set1_ps(dy));
+      acc[r] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(isum), acc[r]);
+      macc[r] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(msum), macc[r]);
+    }
+  }
+  for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r]) - reduce8(macc[r]);
+}
+
+// A prepared pair of q8_0 blocks: the quants (block 2t in bytes 0..31, 2t + 1 in 32..63,
+// zero when absent), -128 times the sum of each 4 quants, the weight scales in lanes 0..7
+// and 8..15. With y + 128 unsigned, dpbusd(-128 sum w, y + 128, w) = sum w y exactly.
+struct alignas(64) Q8Prep {
+  __m512i w;
+  __m512i corr;
+  __m512 dw;
+};
+
+// The 32 integers of a block without a min (ggml::block32_int), as int8.
+template <uint32_t T>
+__m256i block32_ints(const uint8_t* b) {
+  if constexpr (T == ggml::kQ8_0) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
+  } else {
+    constexpr int qs_at = T == ggml::kQ5_0 ? 6 : 2;
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + qs_at));
+    const __m128i low4 = _mm_set1_epi8(15);
+    const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low4),
+                                         _mm_and_si128(q, low4));  // element order
+    if constexpr (T == ggml::kQ4_0) {
+      return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
+    } else if constexpr (T == ggml::kQ5_0) {
+      const __m256i five = _mm256_maskz_mov_epi8(ggml::load_u32(b + 2), _mm256_set1_epi8(16));
+      return _mm256_sub_epi8(_mm256_or_si256(nib, five), _mm256_set1_epi8(16));
+    } else {
+      static_assert(T == ggml::kIQ4_NL);
+      alignas(16) int8_t levels[16];
+      for (unsigned i = 0; i < 16; ++i) levels[i] = static_cast<int8_t>(ggml::iq4_level(i));
+      const __m128i l = _mm_load_si128(reinterpret_cast<const __m128i*>(levels));
+      return _mm256_shuffle_epi8(_mm256_set_m128i(l, l), nib);
+    }
+  }
+}
+
+// [f16 at a x 8, f16 at b x 8] (b absent: 0), exactly (F16C).
+__m512 scales2(const uint8_t* a, const uint8_t* b, bool two) {
+  const float fa = _cvtsh_ss(ggml::load_u16(a));
+  const float fb = two ? _cvtsh_ss(ggml::load_u16(b)) : 0.0f;
+  return _mm512_insertf32x8(_mm512_set1_ps(fa), _mm256_set1_ps(fb), 1);
+}
+
+// Blocks 2t and 2t + 1 of a row, prepared.
+template <uint32_t T>
+Q8Prep pair_32(const uint8_t* row, int64_t t, int64_t nblocks) {
+  constexpr int64_t bytes = ggml::block_layout(T).bytes;
+  const uint8_t* b0 = row + bytes * (2 * t);
+  const bool two = 2 * t + 1 < nblocks;
+  const __m256i lo = block32_ints<T>(b0);
+  const __m256i hi = two ? block32_ints<T>(b0 + bytes) : _mm256_setzero_si256();
+  Q8Prep p;
+  p.w = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  p.corr = _mm512_sub_epi32(
+      _mm512_setzero_si512(),
+      _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(0x80)), p.w));
+  p.dw = scales2(b0, b0 + bytes, two);
+  return p;
+}
+
+template <uint32_t T>
+void prep_32(const uint8_t* row, int64_t nblocks, Q8Prep* P) {
+  for (int64_t t = 0; 2 * t < nblocks; ++t) P[t] = pair_32<T>(row, t, nblocks);
+}
+
+// acc += the pair's terms for one row of x (qint.hpp's q8_0 lanes).
+inline __m512 step_32(const Q8Prep& p, int64_t t, int64_t nblocks, const QArgs& a, int64_t row,
+                      __m512 acc) {
+  const int64_t k = a.k;
+  const __m512i pair = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __mmask16 lanes = 2 * t + 1 < nblocks ? 0xffff : 0x00ff;
+  const __m512i y = _mm512_xor_si512(_mm512_loadu_si512(a.x.q + row * k + 64 * t),
+                                     _mm512_set1_epi8(static_cast<char>(0x80)));
+  const __m512i isum = _mm512_dpbusd_epi32(p.corr, y, p.w);
+  const __m512 dy = _mm512_permutexvar_ps(
+      pair, _mm512_castps128_ps512(_mm_castpd_ps(
+                _mm_load_sd(reinterpret_cast<const double*>(a.x.d + row * (k / 32) + 2 * t)))));
+  return _mm512_mask3_fmadd_ps(_mm512_mul_ps(p.dw, dy), _mm512_cvtepi32_ps(isum), acc, lanes);
+}
+
+template <int MR>
+void rows_q8_0(const Q8Prep* P, int64_t nblocks, const QArgs& a, int64_t i0, int64_t j) {
+  __m512 acc[MR];
+  for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t t = 0; 2 * t < nblocks; ++t)
+    for (int r = 0; r < MR; ++r) acc[r] = step_32(P[t], t, nblocks, a, i0 + r, acc[r]);
+  for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r]);
+}
+
+// Asks for weight row j + kAhead while row j is computed: the rows of a task are one
+// sequential stream, and decoding is memory bound for m = 1.
+constexpr int kAhead = 4;
+void prefetch_row(const QArgs& a, int64_t j, int64_t j1) {
+  if (j + kAhead >= j1) return;
+  const char* p = reinterpret_cast<const char*>(a.w + (j + kAhead) * a.ldw);
+  for (int64_t o = 0; o < a.ldw; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
+}
+
+// A prepared pair of q4_1 / q5_1 blocks: the unsigned quants (block 2t in bytes 0..31,
+// 2t + 1 in 32..63, zero when absent) and the scales d and m in lanes 0..7 and 8..15.
+struct alignas(64) MinPrep {
+  __m512i w;
+  __m512 dw, mw;
+};
+
+// The 32 unsigned quants of a q4_1 / q5_1 block (ggml::block32_quant_min).
+template <uint32_t T>
+__m256i block32_quants_min(const uint8_t* b) {
+  constexpr int qs_at = T == ggml::kQ5_1 ? 8 : 4;
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + qs_at));
+  const __m128i low4 = _mm_set1_epi8(15);
+  const __m256i nib =
+      _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low4), _mm_and_si128(q, low4));
+  if constexpr (T == ggml::kQ4_1) return nib;
+  return _mm256_or_si256(nib, _mm256_maskz_mov_epi8(ggml::load_u32(b + 4), _mm256_set1_epi8(16)));
+}
+
+template <uint32_t T>
+void prep_32_min(const uint8_t* row, int64_t nblocks, MinPrep* P) {
+  constexpr int64_t bytes = ggml::block_layout(T).bytes;
+  for (int64_t t = 0; 2 * t < nblocks; ++t) {
+    const uint8_t* b0 = row + bytes * (2 * t);
+    const bool two = 2 * t + 1 < nblocks;
+    const __m256i lo = block32_quants_min<T>(b0);
+    const __m256i hi = two ? block32_quants_min<T>(b0 + bytes) : _mm256_setzero_si256();
+    P[t].w = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    P[t].dw = scales2(b0, b0 + bytes, two);
+    P[t].mw = scales2(b0 + 2, b0 + bytes + 2, two);
+  }
+}
+
+template <int MR>
+void rows_32_min(const MinPrep* P, int64_t nblocks, const QArgs& a, int64_t i0, int64_t j) {
+  const int64_t k = a.k;
+  const __m512i pair = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  __m512 acc[MR], macc[MR];
+  for (int r = 0; r < MR; ++r) acc[r] = macc[r] = _mm512_setzero_ps();
+  for (int64_t t = 0; 2 * t < nblocks; ++t) {
+    const MinPrep& p = P[t];
+    const __mmask16 lanes = 2 * t + 1 < nblocks ? 0xffff : 0x00ff;
+    for (int r = 0; r < MR; ++r) {
+      const int64_t row = i0 + r;
+      const __m512i isum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), p.w,
+                                               _mm512_loadu_si512(a.x.q + row * k + 64 * t));
+      const __m512i s4 = _mm512_loadu_si512(a.x.sum4 + row * (k / 4) + 16 * t);
+      const __m512 dy = _mm512_permutexvar_ps(
+          pair, _mm512_castps128_ps512(_mm_castpd_ps(
+                    _mm_load_sd(reinterpret_cast<const double*>(a.x.d + row * (k / 32) + 2 * t)))));
+      acc[r] =
+          _mm512_mask3_fmadd_ps(_mm512_mul_ps(p.dw, dy), _mm512_cvtepi32_ps(isum), acc[r], lanes);
+      macc[r] =
+          _mm512_mask3_fmadd_ps(_mm512_mul_ps(p.mw, dy), _mm512_cvtepi32_ps(s4), macc[r], lanes);
+    }
+  }
+  for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r]) + reduce16(macc[r]);
+}
+
+template <class Prep, class Rows>
+void each_row_tile(const QArgs& a, int64_t j, const Prep* P, int64_t nb, Rows rows) {
+  for (int64_t i0 = 0; i0 < a.m; i0 += kRows) {
+    switch (a.m - i0 < kRows ? a.m - i0 : kRows) {
+      case 1:
+        rows.template operator()<1>(P, nb, a, i0, j);
+        break;
+      case 2:
+        rows.template operator()<2>(P, nb, a, i0, j);
+        break;
+      case 3:
+        rows.template operator()<3>(P, nb, a, i0, j);
+        break;
+      default:
+        rows.template operator()<4>(P, nb, a, i0, j);
+        break;
+    }
+  }
+}
+
+template <uint32_t T>
+void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  Q8Prep* P = reinterpret_cast<Q8Prep*>(scratch);
+  const int64_t nb = a.k / 32;
+  for (int64_t j = j0; j < j1; ++j) {
+    prefetch_row(a, j, j1);
+    if (a.m == 1) {  // one row of x: no reuse, prepare in registers
+      const uint8_t* row = a.w + j * a.ldw;
+      __m512 acc = _mm512_setzero_ps();
+      for (int64_t t = 0; 2 * t < nb; ++t) acc = step_32(pair_32<T>(row, t, nb), t, nb, a, 0, acc);
+      a.y[j] = reduce16(acc);
+      continue;
+    }
+    prep_32<T>(a.w + j * a.ldw, nb, P);
+    each_row_tile(a, j, P, nb,
+                  []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
+                    rows_q8_0<MR>(p, n, q, i0, jj);
+                  });
+  }
+}
+
+template <uint32_t T>
+void cols_32_min(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  MinPrep* P = reinterpret_cast<MinPrep*>(scratch);
+  const int64_t nb = a.k / 32;
+  for (int64_t j = j0; j < j1; ++j) {
+    prefetch_row(a, j, j1);
+    prep_32_min<T>(a.w + j * a.ldw, nb, P);
+    each_row_tile(a, j, P, nb,
+                  []<int MR>(const MinPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
+                    rows_32_min<MR>(p, n, q, i0, jj);
+                  });
+  }
+}
+
+template <class Prep>
+void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, int per, Prep prep) {
+  __m512i idx[4];
+  for (int g = 0; g < 4; ++g) idx[g] = scale_index(g, per);
+  KPrep* P = reinterpret_cast<KPrep*>(scratch);
+  const int64_t nb = a.k / 256;
+  const int64_t bytes = ggml::block_layout(a.dtype).bytes;
+  for (int64_t j = j0; j < j1; ++j) {
+    const uint8_t* w = a.w + j * a.ldw;
+    prefetch_row(a, j, j1);
+    for (int64_t b = 0; b < nb; ++b) prep(w + bytes * b, P + b, idx);
+    each_row_tile(a, j, P, nb,
+                  []<int MR>(const KPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
+                    rows_k<MR>(p, n, q, i0, jj);
+                  });
+  }
+}
+
+}  // namespace
+
+void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, bool kb, int8_t* q,
+                          float* d, int16_t* bsum16, int32_t* sum4) {
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  const int64_t B = kb ? 256 : 32;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t blk = 0; blk < k / B; ++blk) {
+      const float* xb = x + i * ldx + B * blk;
+      int8_t* qb = q + i * k + B * blk;
+      __m512 vmax = _mm512_setzero_ps();
+      for (int64_t c = 0; c < B; c += 16)
+        vmax = _mm512_max_ps(vmax, _mm512_andnot_ps(sign, _mm512_loadu_ps(xb + c)));
+      const float amax = _mm512_reduce_max_ps(vmax);
+      float scale = 0, dd = 0;  // q = rint(x * scale)
+      if (kb) {
+        if (amax != 0) {
+          float max = 0;  // the first value of the largest magnitude
+          for (int64_t c = 0; c < B; ++c)
+            if (__builtin_fabsf(xb[c]) == amax) {
+              max = xb[c];
+              break;
+            }
+          scale = -127.0f / max;
+          dd = 1.0f / scale;
+        }
+      } else {
+        dd = amax / 127.0f;
+        scale = dd != 0 ? 1.0f / dd : 0.0f;
+      }
+      const __m512 vs = _mm512_set1_ps(scale);
+      const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+      for (int64_t c = 0; c < B; c += 16) {
+        __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + c), vs));
+        v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(qb + c), _mm512_cvtepi32_epi8(v));
+        if (kb) {
+          bsum16[i * (k / 16) + (B * blk + c) / 16] =
+              static_cast<int16_t>(_mm512_reduce_add_epi32(v));
+        } else {  // sums of 4: (v0 + v1) + (v2 + v3) per group, exact either way
+          const __m512i s2 = _mm512_add_epi32(v, _mm512_srli_epi64(v, 32));
+          const __m512i s4 = _mm512_add_epi32(s2, _mm512_bsrli_epi128(s2, 8));
+          alignas(64) int32_t t[16];
+          _mm512_store_si512(t, s4);
+          for (int g = 0; g < 4; ++g) sum4[i * (k / 4) + (B * blk + c) / 4 + g] = t[4 * g];
+        }
+      }
+      d[i * (k / B) + blk] = dd;
+    }
+  }
+}
+
+void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  switch (a.dtype) {
+    case SPECD_DTYPE_Q4_K:
+      return cols_k(a, j0, j1, scratch, 32, [](const uint8_t* b, KPrep* p, const __m512i* idx) {
+        prep_q45_k<false>(b, p, idx);
+      });
+    case SPECD_DTYPE_Q5_K:
+      return cols_k(a, j0, j1, scratch, 32, [](const uint8_t* b, KPrep* p, const __m512i* idx) {
+        prep_q45_k<true>(b, p, idx);
+      });
+    case SPECD_DTYPE_Q6_K:
+      return cols_k(a, j0, j1, scratch, 16,
+                    [](const uint8_t* b, KPrep* p, const __m512i* idx) { prep_q6_k(b, p, idx); });
+    case SPECD_DTYPE_Q4_0:
+      return cols_32<ggml::kQ4_0>(a, j0, j1, scratch);
+    case SPECD_DTYPE_Q5_0:
+      return cols_32<ggml::kQ5_0>(a, j0, j1, scratch);
+    case SPECD_DTYPE_IQ4_NL:
+      return cols_32<ggml::kIQ4_NL>(a, j0, j1, scratch);
+    case SPECD_DTYPE_Q4_1:
+      return cols_32_min<ggml::kQ4_1>(a, j0, j1, scratch);
+    case SPECD_DTYPE_Q5_1:
+      return cols_32_min<ggml::kQ5_1>(a, j0, j1, scratch);
+    default:
+      return cols_32<ggml::kQ8_0>(a, j0, j1, scratch);
+  }
+}
+
+}  // namespace specd::cpu::qint

@@ -1,0 +1,95 @@
+// The integer family's small-m GEMM driver: quantizes the rows of x once (qint.hpp), then runs
+// column-range tasks of the chosen kernel. Which task or thread computes a column never
+// changes its bits; neither does m.
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gemm.hpp"
+#include "qint.hpp"
+
+namespace specd::cpu {
+
+bool avx512_vnni_available() {
+#if defined(__x86_64__)
+  static const bool ok = avx512_available() && __builtin_cpu_supports("avx512vnni");
+  return ok;
+#else
+  return false;
+#endif
+}
+
+const char* quant_name(QuantFamily family) {
+  return family == QuantFamily::kInt8 ? "int8" : "exact";
+}
+
+QuantFamily select_quant() {
+  const char* env = std::getenv("SPECD_CPU_QUANT");
+  if (!env || !*env) return QuantFamily::kInt8;
+  const std::string want = env;
+  if (want == "int8") return QuantFamily::kInt8;
+  if (want == "exact") return QuantFamily::kExact;
+  throw std::invalid_argument("cpu: SPECD_CPU_QUANT=" + want +
+                              " is unknown (exact: f32 activations over exactly decoded weights; "
+                              "int8: 8-bit activation blocks and integer dot products)");
+}
+
+bool int8_computes(specd_dtype dtype) {
+  return qint::supports(dtype);
+}
+
+namespace {
+
+// Grows `v` to hold `bytes` bytes plus padding and returns a 64-byte aligned pointer into it.
+uint8_t* aligned(std::vector<uint8_t>& v, int64_t bytes) {
+  const size_t need = static_cast<size_t>(bytes) + 64 + 256;
+  if (v.size() < need) v.resize(need);
+  const uintptr_t p = reinterpret_cast<uintptr_t>(v.data());
+  return v.data() + ((64 - p % 64) % 64);
+}
+
+struct ActBuffers {
+  std::vector<uint8_t> q, d, bsum16, sum4;
+};
+
+}  // namespace
+
+void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
+  thread_local ActBuffers act;
+  const bool kb = qint::k_blocks(a.dtype);
+  const int64_t mk = a.m * a.k;
+  int8_t* q = reinterpret_cast<int8_t*>(aligned(act.q, mk));
+  float* d = reinterpret_cast<float*>(aligned(act.d, mk / 32 * 4));
+  int16_t* bsum16 = reinterpret_cast<int16_t*>(aligned(act.bsum16, kb ? mk / 16 * 2 : 0));
+  int32_t* sum4 = reinterpret_cast<int32_t*>(aligned(act.sum4, kb ? 0 : mk / 4 * 4));
+  auto* cols = &qint::cols_generic;
+  auto* quantize = &qint::quantize_rows;
+  if (kernel == GemmKernel::kAvx512 && avx512_vnni_available()) {
+    cols = &qint::cols_avx512;
+    quantize = &qint::quantize_rows_avx512;
+  } else if (kernel != GemmKernel::kGeneric) {
+    cols = &qint::cols_avx2;
+  }
+  quantize(a.x, a.ldx, a.m, a.k, kb, q, d, bsum16, sum4);
+  const qint::QArgs qa{{q, d, bsum16, sum4}, a.w, a.y, a.m, a.n, a.k, a.ldw, a.ldy, a.dtype};
+  // Tasks are column ranges, as in gemm_small.
+  const int64_t threads = pool.size();
+  int64_t per = (a.n + threads * 4 - 1) / (threads * 4);
+  if (per < 8) per = 8;
+  const int64_t tasks = (a.n + per - 1) / per;
+  const int64_t scratch = qint::scratch_bytes(a.k);
+  auto task = [&](int64_t t) {
+    thread_local std::vector<uint8_t> buf;
+    const int64_t j0 = t * per;
+    const int64_t j1 = j0 + per < a.n ? j0 + per : a.n;
+    cols(qa, j0, j1, aligned(buf, scratch));
+  };
+  if (tasks == 1 || a.m * a.n * a.k < (int64_t{1} << 16)) {
+    for (int64_t t = 0; t < tasks; ++t) task(t);
+  } else {
+    pool.run(tasks, task);
+  }
+}
+
+}  // namespace specd::cpu

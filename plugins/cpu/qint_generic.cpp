@@ -1,0 +1,211 @@
+// The integer family's activation quantizer and its portable kernel: the definitions of
+// qint.hpp written out element by element (the SIMD kernels compute the same bits).
+#include <cmath>
+
+#include "qint.hpp"
+#include "specd/cpp/ggml_blocks.hpp"
+
+namespace specd::cpu::qint {
+namespace {
+
+int nearest(float v) {  // round half to even (the default rounding mode)
+  return static_cast<int>(std::rint(v));
+}
+
+int8_t clamp127(int v) {
+  return static_cast<int8_t>(v > 127 ? 127 : v < -127 ? -127 : v);
+}
+
+// One q8_K block of 256 values (qint.hpp).
+void quantize_k_block(const float* x, int8_t* q, float* d, int16_t* bsum16) {
+  float amax = 0, max = 0;
+  for (int i = 0; i < 256; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  if (amax == 0) {
+    *d = 0;
+    for (int i = 0; i < 256; ++i) q[i] = 0;
+  } else {
+    const float iscale = -127.0f / max;
+    for (int i = 0; i < 256; ++i) q[i] = clamp127(nearest(iscale * x[i]));
+    *d = 1.0f / iscale;
+  }
+  for (int g = 0; g < 16; ++g) {
+    int s = 0;
+    for (int i = 0; i < 16; ++i) s += q[16 * g + i];
+    bsum16[g] = static_cast<int16_t>(s);
+  }
+}
+
+// One block of 32 values (qint.hpp).
+void quantize_32_block(const float* x, int8_t* q, float* d, int32_t* sum4) {
+  float amax = 0;
+  for (int i = 0; i < 32; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) amax = ax;
+  }
+  const float dd = amax / 127.0f;
+  const float id = dd != 0 ? 1.0f / dd : 0.0f;
+  for (int i = 0; i < 32; ++i) q[i] = clamp127(nearest(x[i] * id));
+  *d = dd;
+  for (int g = 0; g < 8; ++g) sum4[g] = q[4 * g] + q[4 * g + 1] + q[4 * g + 2] + q[4 * g + 3];
+}
+
+float reduce(float* a, int n) {
+  for (int w = n / 2; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) a[l] += a[l + w];
+  return a[0];
+}
+
+// q4_K (Q5 = false) and q5_K (Q5 = true).
+template <bool Q5>
+float dot_q45_k(const uint8_t* w, const int8_t* y, const float* dy, const int16_t* bs, int64_t nb) {
+  constexpr int64_t bytes = Q5 ? 176 : 144;
+  float acc[16] = {}, macc[8] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = w + bytes * b;
+    const int8_t* yb = y + 256 * b;
+    uint8_t sc[8], mn[8];
+    ggml::k_scales_mins(blk + 4, sc, mn);
+    int32_t isum[16] = {};
+    for (unsigned e = 0; e < 256; ++e) {
+      const unsigned q = Q5 ? ggml::q5_k_quant(blk, e) : ggml::q4_k_quant(blk + 16, e);
+      isum[(e & 63) >> 2] += static_cast<int32_t>(sc[e >> 5] * q) * yb[e];
+    }
+    const float dd = ggml::load_f16(blk) * dy[b], dm = ggml::load_f16(blk + 2) * dy[b];
+    for (int l = 0; l < 16; ++l) acc[l] = std::fma(dd, static_cast<float>(isum[l]), acc[l]);
+    for (int l = 0; l < 8; ++l) {
+      const int32_t ms = mn[l] * (bs[16 * b + 2 * l] + bs[16 * b + 2 * l + 1]);
+      macc[l] = std::fma(dm, static_cast<float>(ms), macc[l]);
+    }
+  }
+  return reduce(acc, 16) - reduce(macc, 8);
+}
+
+float dot_q6_k(const uint8_t* w, const int8_t* y, const float* dy, const int16_t* bs, int64_t nb) {
+  float acc[16] = {}, macc[8] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = w + 210 * b;
+    const int8_t* yb = y + 256 * b;
+    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+    int32_t isum[16] = {};
+    for (unsigned e = 0; e < 256; ++e)
+      isum[(e & 63) >> 2] += sc[e >> 4] * (ggml::q6_k_quant(blk, e) + 32) * yb[e];
+    const float dd = ggml::load_f16(blk + 208) * dy[b];
+    for (int l = 0; l < 16; ++l) acc[l] = std::fma(dd, static_cast<float>(isum[l]), acc[l]);
+    for (int l = 0; l < 8; ++l) {
+      const int32_t os =
+          32 * (sc[2 * l] * bs[16 * b + 2 * l] + sc[2 * l + 1] * bs[16 * b + 2 * l + 1]);
+      macc[l] = std::fma(dd, static_cast<float>(os), macc[l]);
+    }
+  }
+  return reduce(acc, 16) - reduce(macc, 8);
+}
+
+// 32-element blocks without a min (q4_0, q5_0, q8_0, iq4_nl): d at byte 0.
+template <uint32_t T>
+float dot_32(const uint8_t* w, const int8_t* y, const float* dy, int64_t nb) {
+  constexpr uint32_t bytes = ggml::block_layout(T).bytes;
+  float acc[16] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = w + bytes * b;
+    const float dd = ggml::load_f16(blk) * dy[b];
+    for (unsigned l = 0; l < 8; ++l) {
+      int32_t s = 0;
+      for (unsigned t = 0; t < 4; ++t)
+        s += ggml::block32_int<T>(blk, 4 * l + t) * y[32 * b + 4 * l + t];
+      float& a = acc[8 * (b & 1) + l];
+      a = std::fma(dd, static_cast<float>(s), a);
+    }
+  }
+  return reduce(acc, 16);
+}
+
+// 32-element blocks with a min (q4_1, q5_1): d at byte 0, m at byte 2.
+template <uint32_t T>
+float dot_32_min(const uint8_t* w, const int8_t* y, const float* dy, const int32_t* s4,
+                 int64_t nb) {
+  constexpr uint32_t bytes = ggml::block_layout(T).bytes;
+  float acc[16] = {}, macc[16] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = w + bytes * b;
+    const float dd = ggml::load_f16(blk) * dy[b], dm = ggml::load_f16(blk + 2) * dy[b];
+    for (unsigned l = 0; l < 8; ++l) {
+      int32_t s = 0;
+      for (unsigned t = 0; t < 4; ++t)
+        s += static_cast<int32_t>(ggml::block32_quant_min<T>(blk, 4 * l + t)) *
+             y[32 * b + 4 * l + t];
+      const unsigned lane = 8 * (b & 1) + l;
+      acc[lane] = std::fma(dd, static_cast<float>(s), acc[lane]);
+      macc[lane] = std::fma(dm, static_cast<float>(s4[8 * b + l]), macc[lane]);
+    }
+  }
+  return reduce(acc, 16) + reduce(macc, 16);
+}
+
+}  // namespace
+
+void quantize_rows(const float* x, int64_t ldx, int64_t m, int64_t k, bool kb, int8_t* q, float* d,
+                   int16_t* bsum16, int32_t* sum4) {
+  for (int64_t i = 0; i < m; ++i) {
+    const float* xr = x + i * ldx;
+    if (kb) {
+      for (int64_t b = 0; b < k / 256; ++b)
+        quantize_k_block(xr + 256 * b, q + i * k + 256 * b, d + i * (k / 256) + b,
+                         bsum16 + i * (k / 16) + 16 * b);
+    } else {
+      for (int64_t b = 0; b < k / 32; ++b)
+        quantize_32_block(xr + 32 * b, q + i * k + 32 * b, d + i * (k / 32) + b,
+                          sum4 + i * (k / 4) + 8 * b);
+    }
+  }
+}
+
+void cols_generic(const QArgs& a, int64_t j0, int64_t j1, uint8_t*) {
+  const int64_t k = a.k;
+  for (int64_t j = j0; j < j1; ++j) {
+    const uint8_t* w = a.w + j * a.ldw;
+    for (int64_t i = 0; i < a.m; ++i) {
+      const int8_t* y = a.x.q + i * k;
+      const float* d = a.x.d + i * (k / (k_blocks(a.dtype) ? 256 : 32));
+      const int16_t* bs = a.x.bsum16 + i * (k / 16);
+      float r;
+      switch (a.dtype) {
+        case SPECD_DTYPE_Q4_K:
+          r = dot_q45_k<false>(w, y, d, bs, k / 256);
+          break;
+        case SPECD_DTYPE_Q5_K:
+          r = dot_q45_k<true>(w, y, d, bs, k / 256);
+          break;
+        case SPECD_DTYPE_Q6_K:
+          r = dot_q6_k(w, y, d, bs, k / 256);
+          break;
+        case SPECD_DTYPE_Q4_0:
+          r = dot_32<ggml::kQ4_0>(w, y, d, k / 32);
+          break;
+        case SPECD_DTYPE_Q5_0:
+          r = dot_32<ggml::kQ5_0>(w, y, d, k / 32);
+          break;
+        case SPECD_DTYPE_IQ4_NL:
+          r = dot_32<ggml::kIQ4_NL>(w, y, d, k / 32);
+          break;
+        case SPECD_DTYPE_Q4_1:
+          r = dot_32_min<ggml::kQ4_1>(w, y, d, a.x.sum4 + i * (k / 4), k / 32);
+          break;
+        case SPECD_DTYPE_Q5_1:
+          r = dot_32_min<ggml::kQ5_1>(w, y, d, a.x.sum4 + i * (k / 4), k / 32);
+          break;
+        default:
+          r = dot_32<ggml::kQ8_0>(w, y, d, k / 32);
+          break;
+      }
+      a.y[i * a.ldy + j] = r;
+    }
+  }
+}
+
+}  // namespace specd::cpu::qint

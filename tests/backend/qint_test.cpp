@@ -1,0 +1,298 @@
+// The CPU backend's integer kernel family (plugins/cpu/qint.hpp, SPECD_CPU_QUANT=int8): on
+// every kernel this CPU runs, each product equals a scalar reference of the same integer
+// algorithm written here from qint.hpp's definition, bit for bit; rows are batch invariant for
+// m = 1..64; and the error against the exact product is within the activation rounding bound.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backend_test_util.hpp"
+
+using namespace specd;
+using namespace specd::test;
+
+namespace {
+
+// ---- the reference: qint.hpp's definition, element by element ------------------------------
+
+struct RefAct {
+  std::vector<int8_t> q;  // [m, k]
+  std::vector<float> d;   // [m, k / B]
+  std::vector<int> bsum;  // [m, k / 16] (k-quants)
+};
+
+int8_t clamp127(float v) {
+  const int i = static_cast<int>(std::nearbyint(v));
+  return static_cast<int8_t>(std::clamp(i, -127, 127));
+}
+
+RefAct quantize(const std::vector<float>& x, int64_t m, int64_t k, bool k_blocks) {
+  const int64_t B = k_blocks ? 256 : 32;
+  RefAct a;
+  a.q.resize(m * k);
+  a.d.resize(m * k / B);
+  a.bsum.resize(m * k / 16);
+  for (int64_t blk = 0; blk < m * k / B; ++blk) {
+    const float* xb = x.data() + blk * B;
+    int8_t* qb = a.q.data() + blk * B;
+    float amax = 0, max = 0;
+    for (int64_t i = 0; i < B; ++i)
+      if (std::fabs(xb[i]) > amax) {
+        amax = std::fabs(xb[i]);
+        max = xb[i];
+      }
+    if (k_blocks) {
+      const float iscale = amax == 0 ? 0.0f : -127.0f / max;
+      for (int64_t i = 0; i < B; ++i) qb[i] = amax == 0 ? 0 : clamp127(iscale * xb[i]);
+      a.d[blk] = amax == 0 ? 0.0f : 1.0f / iscale;
+    } else {
+      const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+      for (int64_t i = 0; i < B; ++i) qb[i] = clamp127(xb[i] * id);
+      a.d[blk] = d;
+    }
+  }
+  for (int64_t g = 0; g < m * k / 16; ++g)
+    for (int i = 0; i < 16; ++i) a.bsum[g] += a.q[16 * g + i];
+  return a;
+}
+
+float reduce(std::vector<float> a) {
+  for (size_t w = a.size() / 2; w >= 1; w /= 2)
+    for (size_t l = 0; l < w; ++l) a[l] += a[l + w];
+  return a[0];
+}
+
+// The integer w of element i of a 32-element block: x = d * w, or d * w + m for q4_1, q5_1.
+int weight_int(specd_dtype dt, const uint8_t* b, unsigned i) {
+  switch (dt) {
+    case SPECD_DTYPE_Q4_1:
+      return static_cast<int>(ggml::nibble32(b + 4, i));
+    case SPECD_DTYPE_Q5_1:
+      return static_cast<int>(ggml::nibble32(b + 8, i) |
+                              (((ggml::load_u32(b + 4) >> i) & 1u) << 4));
+    case SPECD_DTYPE_Q4_0:
+      return static_cast<int>(ggml::nibble32(b + 2, i)) - 8;
+    case SPECD_DTYPE_Q5_0:
+      return static_cast<int>(ggml::nibble32(b + 6, i) |
+                              (((ggml::load_u32(b + 2) >> i) & 1u) << 4)) -
+             16;
+    case SPECD_DTYPE_IQ4_NL:
+      return ggml::iq4_level(ggml::nibble32(b + 2, i));
+    default:
+      return static_cast<int8_t>(b[2 + i]);
+  }
+}
+
+// Output (i, j) of the integer family for weight row `w`.
+float reference(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, int64_t k) {
+  std::vector<float> acc(16, 0.0f), macc(8, 0.0f);
+  const uint32_t bytes = ggml::block_layout(dt).bytes;
+  if (ggml::block_layout(dt).elements == 32) {
+    const bool with_min = dt == SPECD_DTYPE_Q4_1 || dt == SPECD_DTYPE_Q5_1;
+    std::vector<float> macc16(16, 0.0f);
+    for (int64_t b = 0; b < k / 32; ++b) {
+      const uint8_t* blk = w + bytes * b;
+      const float dy = a.d[i * (k / 32) + b];
+      const float dd = ggml::load_f16(blk) * dy;
+      for (unsigned l = 0; l < 8; ++l) {
+        int s = 0, s4 = 0;
+        for (unsigned t = 0; t < 4; ++t) {
+          const int8_t y = a.q[i * k + 32 * b + 4 * l + t];
+          s += weight_int(dt, blk, 4 * l + t) * y;
+          s4 += y;
+        }
+        float& r = acc[8 * (b & 1) + l];
+        r = std::fma(dd, static_cast<float>(s), r);
+        if (with_min) {
+          float& mr = macc16[8 * (b & 1) + l];
+          mr = std::fma(ggml::load_f16(blk + 2) * dy, static_cast<float>(s4), mr);
+        }
+      }
+    }
+    return with_min ? reduce(acc) + reduce(macc16) : reduce(acc);
+  }
+  const bool q4 = dt == SPECD_DTYPE_Q4_K || dt == SPECD_DTYPE_Q5_K;  // scale and min
+  for (int64_t b = 0; b < k / 256; ++b) {
+    const uint8_t* blk = w + bytes * b;
+    const int8_t* y = a.q.data() + i * k + 256 * b;
+    const int* bs = a.bsum.data() + i * (k / 16) + 16 * b;
+    const float dy = a.d[i * (k / 256) + b];
+    int isum[16] = {}, msum[8] = {};
+    for (unsigned e = 0; e < 256; ++e) {
+      int coef;
+      if (q4) {
+        unsigned sc, mn;
+        ggml::k_scale_min(blk + 4, e / 32, &sc, &mn);
+        unsigned q = ggml::q4_k_quant(blk + (dt == SPECD_DTYPE_Q5_K ? 48 : 16), e);
+        if (dt == SPECD_DTYPE_Q5_K) q |= ((blk[16 + e % 32] >> (e / 32)) & 1u) << 4;
+        coef = static_cast<int>(sc * q);
+      } else {
+        coef = static_cast<int8_t>(blk[192 + e / 16]) * (ggml::q6_k_quant(blk, e) + 32);
+      }
+      isum[(e % 64) / 4] += coef * y[e];
+    }
+    for (unsigned l = 0; l < 8; ++l) {
+      if (q4) {
+        unsigned sc, mn;
+        ggml::k_scale_min(blk + 4, l, &sc, &mn);
+        msum[l] = static_cast<int>(mn) * (bs[2 * l] + bs[2 * l + 1]);
+      } else {
+        const int8_t* s = reinterpret_cast<const int8_t*>(blk + 192);
+        msum[l] = 32 * (s[2 * l] * bs[2 * l] + s[2 * l + 1] * bs[2 * l + 1]);
+      }
+    }
+    const float dd = ggml::load_f16(blk + (q4 ? 0 : 208)) * dy;
+    const float dm = q4 ? ggml::load_f16(blk + 2) * dy : dd;
+    for (int l = 0; l < 16; ++l) acc[l] = std::fma(dd, static_cast<float>(isum[l]), acc[l]);
+    for (int l = 0; l < 8; ++l) macc[l] = std::fma(dm, static_cast<float>(msum[l]), macc[l]);
+  }
+  return reduce(acc) - reduce(macc);
+}
+
+// ---- the checks -----------------------------------------------------------------------------
+
+constexpr specd_dtype kInt8Types[] = {SPECD_DTYPE_Q4_K,   SPECD_DTYPE_Q5_K, SPECD_DTYPE_Q6_K,
+                                      SPECD_DTYPE_Q8_0,   SPECD_DTYPE_Q4_0, SPECD_DTYPE_Q5_0,
+                                      SPECD_DTYPE_IQ4_NL, SPECD_DTYPE_Q4_1, SPECD_DTYPE_Q5_1};
+
+// Activations with the cases that matter: an all-zero block, an outlier, ties of magnitude.
+std::vector<float> activations(std::mt19937& rng, int64_t m, int64_t k) {
+  auto x = random_floats(rng, m * k);
+  for (int64_t c = 0; c < std::min<int64_t>(k, 256); ++c) x[2 * k + c] = 0.0f;
+  x[3 * k + 5] = 40.0f;
+  x[4 * k + 1] = 9.0f;  // two values of the largest magnitude: the first one gives the sign
+  x[4 * k + 2] = -9.0f;
+  x[5 * k + 7] = -9.0f;
+  x[5 * k + 9] = 9.0f;
+  return x;
+}
+
+void check_kernel(Device& dev, const std::string& kernel, std::mt19937& rng) {
+  const int64_t max_m = 64, n = 37;
+  for (specd_dtype dt : kInt8Types) {
+    const bool kb = ggml::block_layout(dt).elements == 256;
+    const std::vector<int64_t> lengths =
+        kb ? std::vector<int64_t>{256, 768} : std::vector<int64_t>{96, 160, 1024};
+    for (int64_t k : lengths) {
+      const std::string what = kernel + " " + dtype_name(dt) + " k=" + std::to_string(k);
+      auto x = activations(rng, max_m, k);
+      auto wb = encode(dt, random_floats(rng, n * k), n, k);
+      if (dt == SPECD_DTYPE_Q8_0)  // a few -128 quants (valid, never made by the quantizer)
+        for (int64_t r = 0; r < n; r += 5) wb[r * (k / 32) * 34 + 2 + r % 32] = 0x80;
+      auto wd = decode(dt, wb, n, k);
+      const uint64_t rb = dtype_row_bytes(dt, k);
+      const RefAct act = quantize(x, max_m, k, kb);
+      Buffer bx = upload_vec(dev, x), bw = upload_vec(dev, wb), by = dev.alloc(max_m * n * 4);
+      const View w = bw.view(dt, n, k);
+      std::vector<float> single(max_m * n);
+      for (int64_t i = 0; i < max_m; ++i) {
+        dev.matmul(bx.view(SPECD_DTYPE_F32, max_m, k).slice_rows(i, 1), w,
+                   by.view(SPECD_DTYPE_F32, 1, n));
+        by.download(single.data() + i * n, n * 4);
+      }
+      int differ = 0;
+      double worst = 0;  // error / bound
+      for (int64_t i = 0; i < max_m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          const float want = reference(dt, wb.data() + j * rb, act, i, k);
+          if (std::memcmp(&want, &single[i * n + j], 4) != 0) ++differ;
+          // |x - d q| <= |d| / 2 per value (nearest rounding), plus f32 sums of k terms.
+          double exact = 0, bound = 0;
+          const int64_t B = kb ? 256 : 32;
+          for (int64_t c = 0; c < k; ++c) {
+            const double wx = double(wd[j * k + c]);
+            exact += wx * x[i * k + c];
+            bound += std::fabs(wx) *
+                     (0.5001 * std::fabs(act.d[(i * k + c) / B]) + 1e-5 * std::fabs(x[i * k + c]));
+          }
+          worst = std::max(worst, std::fabs(single[i * n + j] - exact) / (bound + 1e-30));
+        }
+      CHECK_MESSAGE(differ == 0, what << ": " << differ << " values differ from the reference");
+      CHECK_MESSAGE(worst <= 1.0, what << ": error " << worst << " of the rounding bound");
+      CHECK_MESSAGE(worst > 0.0, what << ": no rounding at all: not the integer family");
+      int mismatches = 0;
+      for (int64_t m = 1; m <= max_m; ++m) {
+        const int64_t first = max_m - m;
+        dev.matmul(bx.view(SPECD_DTYPE_F32, max_m, k).slice_rows(first, m), w,
+                   by.view(SPECD_DTYPE_F32, m, n));
+        auto y = download_vec<float>(by, m * n);
+        if (std::memcmp(y.data(), single.data() + first * n, m * n * 4) != 0) ++mismatches;
+      }
+      CHECK_MESSAGE(mismatches == 0, what << ": " << mismatches << " values of m differ");
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cpu int8 family: every kernel equals the reference bit for bit, batch invariant") {
+  std::mt19937 rng(21);
+  const ScopedEnv quant("SPECD_CPU_QUANT", "int8");
+  for (const char* kernel : {"generic", "avx2", "avx512"}) {
+    const ScopedEnv choice("SPECD_CPU_KERNEL", kernel);
+    Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
+    std::unique_ptr<Device> dev;
+    try {
+      DeviceOptions opt;
+      opt.threads = 2;
+      dev = backend.open(opt);
+    } catch (const Error& e) {
+      MESSAGE("skipping kernel " << std::string(kernel) << ": " << std::string(e.what()));
+      continue;
+    }
+    const std::string name = dev->info().name;
+    MESSAGE("kernel " << std::string(kernel) << ": " << name);
+    CHECK(name.find("int8") != std::string::npos);
+    check_kernel(*dev, kernel, rng);
+  }
+}
+
+TEST_CASE("cpu: SPECD_CPU_QUANT selects the family; an unknown value is refused naming it") {
+  std::mt19937 rng(22);
+  const int64_t m = 3, k = 256, n = 9;
+  auto x = random_floats(rng, m * k);
+  auto wb = encode(SPECD_DTYPE_Q4_K, random_floats(rng, n * k), n, k);
+  std::vector<std::vector<float>> results;
+  for (const char* family : {"exact", "int8"}) {
+    const ScopedEnv quant("SPECD_CPU_QUANT", family);
+    Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
+    auto dev = backend.open();
+    CHECK(std::string(dev->info().name).find(family) != std::string::npos);
+    Buffer bx = upload_vec(*dev, x), bw = upload_vec(*dev, wb), by = dev->alloc(m * n * 4);
+    dev->matmul(bx.view(SPECD_DTYPE_F32, m, k), bw.view(SPECD_DTYPE_Q4_K, n, k),
+                by.view(SPECD_DTYPE_F32, m, n));
+    results.push_back(download_vec<float>(by, m * n));
+  }
+  CHECK(results[0] != results[1]);  // two numeric families, both close to the exact product
+  const ScopedEnv bad("SPECD_CPU_QUANT", "int4");
+  Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
+  try {
+    backend.open();
+    FAIL("SPECD_CPU_QUANT=int4 was accepted");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("SPECD_CPU_QUANT=int4") != std::string::npos);
+  }
+}
+
+TEST_CASE("cpu int8 family: results do not depend on the thread count") {
+  const ScopedEnv quant("SPECD_CPU_QUANT", "int8");
+  std::mt19937 rng(23);
+  const int64_t m = 9, k = 512, n = 300;
+  auto x = random_floats(rng, m * k);
+  for (specd_dtype dt : {SPECD_DTYPE_Q4_K, SPECD_DTYPE_Q8_0, SPECD_DTYPE_Q5_1}) {
+    auto wb = encode(dt, random_floats(rng, n * k), n, k);
+    std::vector<std::vector<float>> results;
+    for (uint32_t threads : {1u, 2u, 3u}) {
+      Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
+      DeviceOptions opt;
+      opt.threads = threads;
+      auto dev = backend.open(opt);
+      Buffer bx = upload_vec(*dev, x), bw = upload_vec(*dev, wb), by = dev->alloc(m * n * 4);
+      dev->matmul(bx.view(SPECD_DTYPE_F32, m, k), bw.view(dt, n, k),
+                  by.view(SPECD_DTYPE_F32, m, n));
+      results.push_back(download_vec<float>(by, m * n));
+    }
+    CHECK_MESSAGE(results[0] == results[1], dtype_name(dt));
+    CHECK_MESSAGE(results[0] == results[2], dtype_name(dt));
+  }
+}
