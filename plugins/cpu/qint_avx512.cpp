@@ -11,6 +11,12 @@
 namespace specd::cpu::qint {
 namespace {
 
+// Two consecutive floats (4-byte aligned only) into the low 64 bits; the unaligned-load
+// intrinsic, since _mm_load_sd would dereference a double*.
+inline __m128i load_two_floats(const float* p) {
+  return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+}
+
 constexpr int kRows = 4;  // rows of x per register tile
 
 float reduce8(__m256 v) {  // lanes l + 4, then l + 2, then l + 1
@@ -204,8 +210,8 @@ inline __m512 step_32(const Q8Prep& p, int64_t t, int64_t nblocks, const QArgs& 
                                      _mm512_set1_epi8(static_cast<char>(0x80)));
   const __m512i isum = _mm512_dpbusd_epi32(p.corr, y, p.w);
   const __m512 dy = _mm512_permutexvar_ps(
-      pair, _mm512_castps128_ps512(_mm_castpd_ps(
-                _mm_load_sd(reinterpret_cast<const double*>(a.x.d + row * (k / 32) + 2 * t)))));
+      pair,
+      _mm512_castps128_ps512(_mm_castsi128_ps(load_two_floats(a.x.d + row * (k / 32) + 2 * t))));
   return _mm512_mask3_fmadd_ps(_mm512_mul_ps(p.dw, dy), _mm512_cvtepi32_ps(isum), acc, lanes);
 }
 
@@ -275,8 +281,8 @@ void rows_32_min(const MinPrep* P, int64_t nblocks, const QArgs& a, int64_t i0, 
                                                _mm512_loadu_si512(a.x.q + row * k + 64 * t));
       const __m512i s4 = _mm512_loadu_si512(a.x.sum4 + row * (k / 4) + 16 * t);
       const __m512 dy = _mm512_permutexvar_ps(
-          pair, _mm512_castps128_ps512(_mm_castpd_ps(
-                    _mm_load_sd(reinterpret_cast<const double*>(a.x.d + row * (k / 32) + 2 * t)))));
+          pair, _mm512_castps128_ps512(
+                    _mm_castsi128_ps(load_two_floats(a.x.d + row * (k / 32) + 2 * t))));
       acc[r] =
           _mm512_mask3_fmadd_ps(_mm512_mul_ps(p.dw, dy), _mm512_cvtepi32_ps(isum), acc[r], lanes);
       macc[r] =
