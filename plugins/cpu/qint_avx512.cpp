@@ -226,6 +226,14 @@ void prefetch_row(const QArgs& a, int64_t j, int64_t j1) {
   for (int64_t o = 0; o < a.ldw; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
 }
 
+// Asks for the bytes kStreamAhead after [p, p + bytes), p being where a task's sequential
+// weight stream is read now: spread over the blocks, the requests never queue up at once.
+constexpr int64_t kStreamAhead = 8192;
+inline void stream_ahead(const uint8_t* p, int64_t bytes) {
+  for (int64_t o = 0; o < bytes; o += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(p) + kStreamAhead + o, _MM_HINT_T0);
+}
+
 // A prepared pair of q4_1 / q5_1 blocks: the unsigned quants (block 2t in bytes 0..31,
 // 2t + 1 in 32..63, zero when absent) and the scales d and m in lanes 0..7 and 8..15.
 struct alignas(64) MinPrep {
@@ -309,15 +317,19 @@ template <uint32_t T>
 void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   Q8Prep* P = reinterpret_cast<Q8Prep*>(scratch);
   const int64_t nb = a.k / 32;
+  constexpr int64_t bytes = ggml::block_layout(T).bytes;
   for (int64_t j = j0; j < j1; ++j) {
-    prefetch_row(a, j, j1);
     if (a.m == 1) {  // one row of x: no reuse, prepare in registers
       const uint8_t* row = a.w + j * a.ldw;
       __m512 acc = _mm512_setzero_ps();
-      for (int64_t t = 0; 2 * t < nb; ++t) acc = step_32(pair_32<T>(row, t, nb), t, nb, a, 0, acc);
+      for (int64_t t = 0; 2 * t < nb; ++t) {
+        stream_ahead(row + 2 * bytes * t, 2 * bytes);
+        acc = step_32(pair_32<T>(row, t, nb), t, nb, a, 0, acc);
+      }
       a.y[j] = reduce16(acc);
       continue;
     }
+    prefetch_row(a, j, j1);
     prep_32<T>(a.w + j * a.ldw, nb, P);
     each_row_tile(a, j, P, nb,
                   []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
@@ -376,11 +388,11 @@ void cols_q4_k_m1(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   const __m512i low4 = _mm512_set1_epi8(15);
   for (int64_t j = j0; j < j1; ++j) {
     const uint8_t* w = a.w + j * a.ldw;
-    prefetch_row(a, j, j1);
     __m512 acc = _mm512_setzero_ps();
     __m256 macc = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* blk = w + 144 * b;
+      stream_ahead(blk, 144);
       const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 4));
       const __m128i x = _mm_shuffle_epi8(s, pick_x), t = _mm_shuffle_epi8(s, pick_y);
       const __m128i scm = _mm_or_si128(
@@ -424,11 +436,11 @@ void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, int per, P
   const int64_t bytes = ggml::block_layout(a.dtype).bytes;
   for (int64_t j = j0; j < j1; ++j) {
     const uint8_t* w = a.w + j * a.ldw;
-    prefetch_row(a, j, j1);
     if (a.m == 1) {  // one row of x: no reuse, each block prepared in registers and applied
       __m512 acc = _mm512_setzero_ps();
       __m256 macc = _mm256_setzero_ps();
       for (int64_t b = 0; b < nb; ++b) {
+        stream_ahead(w + bytes * b, bytes);
         KPrep p;
         prep(w + bytes * b, &p, idx);
         step_k(p, b, a, 0, acc, macc);
@@ -436,6 +448,7 @@ void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, int per, P
       a.y[j] = reduce16(acc) - reduce8(macc);
       continue;
     }
+    prefetch_row(a, j, j1);
     for (int64_t b = 0; b < nb; ++b) prep(w + bytes * b, P + b, idx);
     each_row_tile(a, j, P, nb,
                   []<int MR>(const KPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
