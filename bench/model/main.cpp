@@ -77,9 +77,9 @@ void write_random(const std::string& path, uint32_t seed) {
 }
 
 int usage() {
-  std::cerr
-      << "usage: specd-model-bench MODEL.gguf [--backend ID] [--threads N] [--repeats R] "
-         "[--json] [--cpu-time]\n       specd-model-bench --write-random OUT.gguf [--seed S]\n";
+  std::cerr << "usage: specd-model-bench MODEL.gguf [--backend ID] [--threads N] [--repeats R] "
+               "[--json] [--cpu-time] [--decode-only]\n       specd-model-bench --write-random "
+               "OUT.gguf [--seed S]\n";
   return 2;
 }
 
@@ -88,6 +88,7 @@ struct Args {
   uint32_t threads = 0, seed = 1;
   int repeats = 5;
   bool json = false;
+  bool decode_only = false;  // time m = 1 decoding only (for profiling the decode loop)
 };
 
 Args parse(int argc, char** argv) {
@@ -106,6 +107,8 @@ Args parse(int argc, char** argv) {
       a.backend = value();
     else if (s == "--json")
       a.json = true;
+    else if (s == "--decode-only")
+      a.decode_only = true;
     else if (s == "--cpu-time")
       g_cpu_time = true;
     else if (s == "--write-random")
@@ -172,8 +175,10 @@ int main(int argc, char** argv) {
     // Prefill: one chain of n_prefill tokens from an empty cache.
     auto cache = model->new_cache(n_ctx);
     std::vector<double> prefill;
-    b.forward_time(*cache, n_prefill);  // warm-up
-    for (int r = 0; r < a.repeats; ++r) prefill.push_back(b.forward_time(*cache, n_prefill));
+    if (!a.decode_only) {
+      b.forward_time(*cache, n_prefill);  // warm-up
+      for (int r = 0; r < a.repeats; ++r) prefill.push_back(b.forward_time(*cache, n_prefill));
+    }
 
     // Decode: one token at a time, committed, after `prefix` tokens.
     std::vector<double> decode;
@@ -190,6 +195,11 @@ int main(int argc, char** argv) {
         model->commit(*cache, std::vector<int32_t>{0});
       }
       decode.push_back(total / n_decode);
+    }
+    if (a.decode_only) {
+      std::printf("decode    %.1f tokens/s (m = 1 after %d tokens, median of %d repeats)\n",
+                  1.0 / median(decode), prefix, a.repeats);
+      return 0;
     }
 
     // v(m): forwards of m tokens after the same committed prefix (never committed).

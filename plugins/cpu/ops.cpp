@@ -179,7 +179,11 @@ void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const
     float* o = out.f32_row(i) + h * hd;
     for (int64_t d = 0; d < hd; ++d) o[d] = acc[d] / sum;
   };
-  if (tasks * hd < 4096) {
+  // The work of a task grows with its keys: one decoded token over a long cache is worth
+  // spreading over the threads although it has few (row, head) tasks.
+  const int64_t last = q.rows - 1;
+  const int64_t keys = q.rows > 0 ? mask.prefix[last] + mask.begin[last + 1] - mask.begin[last] : 0;
+  if (tasks * hd * (keys + 1) < (int64_t{1} << 16)) {
     for (int64_t t = 0; t < tasks; ++t) run(t);
   } else {
     pool.run(tasks, run);

@@ -84,9 +84,10 @@ static inline bool k_blocks(specd_dtype dt) {
   return dt == SPECD_DTYPE_Q4_K || dt == SPECD_DTYPE_Q5_K || dt == SPECD_DTYPE_Q6_K;
 }
 
-// Bytes of per-task scratch a kernel needs for rows of k values (prepared weight blocks).
-static inline int64_t scratch_bytes(int64_t k) {
-  return 4 * k + 1024;
+// Bytes of per-task scratch a kernel needs for m rows of k values (prepared weight blocks, or
+// the rows of x reordered to a weight layout).
+static inline int64_t scratch_bytes(int64_t m, int64_t k) {
+  return (m > 4 ? m : 4) * k + 1024;
 }
 
 // Quantizes rows x[0:m] (row stride ldx floats, k values, a whole number of blocks) into the
@@ -98,7 +99,7 @@ void quantize_rows(const float* x, int64_t ldx, int64_t m, int64_t k, bool k_blo
 void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, bool k_blocks,
                           int8_t* q, float* d, int16_t* bsum16, int32_t* sum4);
 
-// y[:, j0:j1] for all m rows. `scratch`: scratch_bytes(k) bytes, 64-byte aligned.
+// y[:, j0:j1] for all m rows. `scratch`: scratch_bytes(m, k) bytes, 64-byte aligned.
 void cols_generic(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch);
 void cols_avx2(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch);
 void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch);  // + VNNI

@@ -49,7 +49,7 @@ __m512i scale_index(int g, int per) {
 
 // q4_K (Q5 = false) and q5_K (Q5 = true: nibbles at byte 48, fifth bits at byte 16).
 template <bool Q5>
-void prep_q45_k(const uint8_t* blk, KPrep* p, const __m512i* idx) {
+[[gnu::always_inline]] inline void prep_q45_k(const uint8_t* blk, KPrep* p, const __m512i* idx) {
   p->d = _cvtsh_ss(ggml::load_u16(blk));
   p->dmin = _cvtsh_ss(ggml::load_u16(blk + 2));
   uint8_t sc[8], mn[8];
@@ -81,7 +81,7 @@ void prep_q45_k(const uint8_t* blk, KPrep* p, const __m512i* idx) {
   }
 }
 
-void prep_q6_k(const uint8_t* blk, KPrep* p, const __m512i* idx) {
+[[gnu::always_inline]] inline void prep_q6_k(const uint8_t* blk, KPrep* p, const __m512i* idx) {
   p->d = _cvtsh_ss(ggml::load_u16(blk + 208));
   p->dmin = p->d;
   const __m256i s16 =
@@ -103,36 +103,35 @@ void prep_q6_k(const uint8_t* blk, KPrep* p, const __m512i* idx) {
   }
 }
 
+// acc, macc += block b's terms for one row of x (qint.hpp's k-quant lanes).
+[[gnu::always_inline]] inline void step_k(const KPrep& p, int64_t b, const QArgs& a, int64_t row,
+                                          __m512& acc, __m256& macc) {
+  const int64_t k = a.k;
+  const int8_t* y = a.x.q + row * k + 256 * b;
+  __m512i isum = _mm512_setzero_si512();
+  for (int g = 0; g < 4; ++g)
+    isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(p.w[g], _mm512_loadu_si512(y + 64 * g)),
+                               p.sc[g]);
+  const __m256i bs =
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x.bsum16 + row * (k / 16) + 16 * b));
+  const __m256i msum = _mm256_madd_epi16(bs, p.mc);
+  const float dy = a.x.d[row * (k / 256) + b];
+  const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(p.d), _mm512_set1_ps(dy));
+  const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(p.dmin), _mm256_set1_ps(dy));
+  acc = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(isum), acc);
+  macc = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(msum), macc);
+}
+
 template <int MR>
 void rows_k(const KPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
-  const int64_t k = a.k;
   __m512 acc[MR];
   __m256 macc[MR];
   for (int r = 0; r < MR; ++r) {
     acc[r] = _mm512_setzero_ps();
     macc[r] = _mm256_setzero_ps();
   }
-  for (int64_t b = 0; b < nb; ++b) {
-    const KPrep& p = P[b];
-    const __m512 dw = _mm512_set1_ps(p.d);
-    const __m256 dmw = _mm256_set1_ps(p.dmin);
-    for (int r = 0; r < MR; ++r) {
-      const int64_t row = i0 + r;
-      const int8_t* y = a.x.q + row * k + 256 * b;
-      __m512i isum = _mm512_setzero_si512();
-      for (int g = 0; g < 4; ++g)
-        isum = _mm512_dpwssd_epi32(
-            isum, _mm512_maddubs_epi16(p.w[g], _mm512_loadu_si512(y + 64 * g)), p.sc[g]);
-      const __m256i bs = _mm256_loadu_si256(
-          reinterpret_cast<const __m256i*>(a.x.bsum16 + row * (k / 16) + 16 * b));
-      const __m256i msum = _mm256_madd_epi16(bs, p.mc);
-      const float dy = a.x.d[row * (k / 256) + b];
-      const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(dy));
-      const __m256 dm = _mm256_mul_ps(dmw, _mm256_set1_ps(dy));
-      acc[r] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(isum), acc[r]);
-      macc[r] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(msum), macc[r]);
-    }
-  }
+  for (int64_t b = 0; b < nb; ++b)
+    for (int r = 0; r < MR; ++r) step_k(P[b], b, a, i0 + r, acc[r], macc[r]);
   for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r]) - reduce8(macc[r]);
 }
 
@@ -233,6 +232,14 @@ void prefetch_row(const QArgs& a, int64_t j, int64_t j1) {
   for (int64_t o = 0; o < a.ldw; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
 }
 
+// Asks for the bytes kStreamAhead after [p, p + bytes), p being where a task's sequential
+// weight stream is read now: spread over the blocks, the requests never queue up at once.
+constexpr int64_t kStreamAhead = 8192;
+inline void stream_ahead(const uint8_t* p, int64_t bytes) {
+  for (int64_t o = 0; o < bytes; o += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(p) + kStreamAhead + o, _MM_HINT_T0);
+}
+
 // A prepared pair of q4_1 / q5_1 blocks: the unsigned quants (block 2t in bytes 0..31,
 // 2t + 1 in 32..63, zero when absent) and the scales d and m in lanes 0..7 and 8..15.
 struct alignas(64) MinPrep {
@@ -316,15 +323,19 @@ template <uint32_t T>
 void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   Q8Prep* P = reinterpret_cast<Q8Prep*>(scratch);
   const int64_t nb = a.k / 32;
+  constexpr int64_t bytes = ggml::block_layout(T).bytes;
   for (int64_t j = j0; j < j1; ++j) {
-    prefetch_row(a, j, j1);
     if (a.m == 1) {  // one row of x: no reuse, prepare in registers
       const uint8_t* row = a.w + j * a.ldw;
       __m512 acc = _mm512_setzero_ps();
-      for (int64_t t = 0; 2 * t < nb; ++t) acc = step_32(pair_32<T>(row, t, nb), t, nb, a, 0, acc);
+      for (int64_t t = 0; 2 * t < nb; ++t) {
+        stream_ahead(row + 2 * bytes * t, 2 * bytes);
+        acc = step_32(pair_32<T>(row, t, nb), t, nb, a, 0, acc);
+      }
       a.y[j] = reduce16(acc);
       continue;
     }
+    prefetch_row(a, j, j1);
     prep_32<T>(a.w + j * a.ldw, nb, P);
     each_row_tile(a, j, P, nb,
                   []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
@@ -347,6 +358,108 @@ void cols_32_min(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   }
 }
 
+// q4_K: weights used in their stored order, decoded once per block into registers and
+// applied to up to 8 rows of x. A 128-value chunk c of a block is one 64-byte load of
+// quants: its low nibbles (A) are elements 128c + 0..31 and 128c + 64..95, its high nibbles
+// (B) elements 128c + 32..63 and 128c + 96..127. The rows of x are reordered once per task to
+// match (`yr`). The int32 lanes 8..15 of A's products hold what qint.hpp sums in lanes 0..7
+// and lanes 0..7 of B's what it sums in lanes 8..15, so the integer sums are regrouped before
+// the block's f32 step: exact, the same bits as the reference.
+template <int MR>
+void q4_k_rows(const QArgs& a, const int8_t* yr, int64_t i0, int64_t j, const __m512i* idx_a,
+               const __m512i* idx_b) {
+  const int64_t nb = a.k / 256;
+  const __m128i pick_x = _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11);
+  const __m128i pick_y = _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7);
+  const __m128i keep_low =
+      _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0);
+  const __m128i keep_hi = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15);
+  const __m128i keep_top = _mm_setr_epi8(0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48);
+  const __m512i low4 = _mm512_set1_epi8(15);
+  const uint8_t* w = a.w + j * a.ldw;
+  __m512 acc[MR];
+  __m256 macc[MR];
+  for (int r = 0; r < MR; ++r) {
+    acc[r] = _mm512_setzero_ps();
+    macc[r] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = w + 144 * b;
+    stream_ahead(blk, 144);
+    // Scales and mins (ggml::k_scales_mins), 12 bytes at 4: bytes 0..7 sc, 8..15 m.
+    const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 4));
+    const __m128i x = _mm_shuffle_epi8(s, pick_x), t = _mm_shuffle_epi8(s, pick_y);
+    const __m128i scm = _mm_or_si128(
+        _mm_or_si128(_mm_and_si128(x, keep_low), _mm_and_si128(_mm_srli_epi16(x, 4), keep_hi)),
+        _mm_and_si128(_mm_srli_epi16(t, 2), keep_top));
+    const __m512i sc16 = _mm512_cvtepu8_epi16(_mm256_zextsi128_si256(scm));
+    const __m256i mc = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scm, scm));
+    __m512i qw[4], sw[4];  // A0, B0, A1, B1 and their scale vectors
+    for (int c = 0; c < 2; ++c) {
+      const __m512i q = _mm512_loadu_si512(blk + 16 + 64 * c);
+      qw[2 * c] = _mm512_and_si512(q, low4);
+      qw[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+      sw[2 * c] = _mm512_permutexvar_epi16(idx_a[c], sc16);
+      sw[2 * c + 1] = _mm512_permutexvar_epi16(idx_b[c], sc16);
+    }
+    const float dw = _cvtsh_ss(ggml::load_u16(blk)), dmw = _cvtsh_ss(ggml::load_u16(blk + 2));
+    for (int r = 0; r < MR; ++r) {
+      const int64_t row = i0 + r;
+      const int8_t* y = yr + row * a.k + 256 * b;
+      __m512i sa = _mm512_setzero_si512(), sb = _mm512_setzero_si512();
+      for (int c = 0; c < 2; ++c) {
+        sa = _mm512_dpwssd_epi32(
+            sa, _mm512_maddubs_epi16(qw[2 * c], _mm512_loadu_si512(y + 128 * c)), sw[2 * c]);
+        sb = _mm512_dpwssd_epi32(
+            sb, _mm512_maddubs_epi16(qw[2 * c + 1], _mm512_loadu_si512(y + 128 * c + 64)),
+            sw[2 * c + 1]);
+      }
+      const __m512i isum =
+          _mm512_add_epi32(_mm512_shuffle_i64x2(sa, sb, 0x44), _mm512_shuffle_i64x2(sa, sb, 0xEE));
+      const __m256i bs = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(a.x.bsum16 + row * (a.k / 16) + 16 * b));
+      const __m256i msum = _mm256_madd_epi16(bs, mc);
+      const float dy = a.x.d[row * nb + b];
+      const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(dw), _mm512_set1_ps(dy));
+      const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(dmw), _mm256_set1_ps(dy));
+      acc[r] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(isum), acc[r]);
+      macc[r] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(msum), macc[r]);
+    }
+  }
+  for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r]) - reduce8(macc[r]);
+}
+
+void cols_q4_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  int8_t* yr = reinterpret_cast<int8_t*>(scratch);
+  for (int64_t i = 0; i < a.m; ++i)
+    for (int64_t c = 0; c < a.k / 128; ++c) {
+      const int8_t* y = a.x.q + i * a.k + 128 * c;
+      int8_t* o = yr + i * a.k + 128 * c;
+      __builtin_memcpy(o, y, 32);
+      __builtin_memcpy(o + 32, y + 64, 32);
+      __builtin_memcpy(o + 64, y + 32, 32);
+      __builtin_memcpy(o + 96, y + 96, 32);
+    }
+  // int16 lane u of the scale vector of A (B) in chunk c: sub-block 4c (4c + 1) for u < 16,
+  // 4c + 2 (4c + 3) for u >= 16.
+  __m512i idx_a[2], idx_b[2];
+  for (int c = 0; c < 2; ++c) {
+    const __m256i lo = _mm256_set1_epi16(static_cast<short>(4 * c));
+    const __m256i hi = _mm256_set1_epi16(static_cast<short>(4 * c + 2));
+    idx_a[c] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    idx_b[c] = _mm512_add_epi16(idx_a[c], _mm512_set1_epi16(1));
+  }
+  // Up to 8 rows per tile: 8 weight and scale vectors plus 16 accumulators fit the registers.
+  using Rows =
+      void (*)(const QArgs&, const int8_t*, int64_t, int64_t, const __m512i*, const __m512i*);
+  static constexpr Rows tiles[9] = {nullptr,      q4_k_rows<1>, q4_k_rows<2>,
+                                    q4_k_rows<3>, q4_k_rows<4>, q4_k_rows<5>,
+                                    q4_k_rows<6>, q4_k_rows<7>, q4_k_rows<8>};
+  for (int64_t j = j0; j < j1; ++j)
+    for (int64_t i0 = 0; i0 < a.m; i0 += 8)
+      tiles[a.m - i0 < 8 ? a.m - i0 : 8](a, yr, i0, j, idx_a, idx_b);
+}
+
 template <class Prep>
 void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, int per, Prep prep) {
   __m512i idx[4];
@@ -356,6 +469,18 @@ void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, int per, P
   const int64_t bytes = ggml::block_layout(a.dtype).bytes;
   for (int64_t j = j0; j < j1; ++j) {
     const uint8_t* w = a.w + j * a.ldw;
+    if (a.m == 1) {  // one row of x: no reuse, each block prepared in registers and applied
+      __m512 acc = _mm512_setzero_ps();
+      __m256 macc = _mm256_setzero_ps();
+      for (int64_t b = 0; b < nb; ++b) {
+        stream_ahead(w + bytes * b, bytes);
+        KPrep p;
+        prep(w + bytes * b, &p, idx);
+        step_k(p, b, a, 0, acc, macc);
+      }
+      a.y[j] = reduce16(acc) - reduce8(macc);
+      continue;
+    }
     prefetch_row(a, j, j1);
     for (int64_t b = 0; b < nb; ++b) prep(w + bytes * b, P + b, idx);
     each_row_tile(a, j, P, nb,
@@ -420,9 +545,7 @@ void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, boo
 void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   switch (a.dtype) {
     case SPECD_DTYPE_Q4_K:
-      return cols_k(a, j0, j1, scratch, 32, [](const uint8_t* b, KPrep* p, const __m512i* idx) {
-        prep_q45_k<false>(b, p, idx);
-      });
+      return cols_q4_k(a, j0, j1, scratch);
     case SPECD_DTYPE_Q5_K:
       return cols_k(a, j0, j1, scratch, 32, [](const uint8_t* b, KPrep* p, const __m512i* idx) {
         prep_q45_k<true>(b, p, idx);

@@ -78,7 +78,7 @@ void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
   int64_t per = (a.n + threads * 4 - 1) / (threads * 4);
   if (per < 8) per = 8;
   const int64_t tasks = (a.n + per - 1) / per;
-  const int64_t scratch = qint::scratch_bytes(a.k);
+  const int64_t scratch = qint::scratch_bytes(a.m, a.k);
   auto task = [&](int64_t t) {
     thread_local std::vector<uint8_t> buf;
     const int64_t j0 = t * per;

@@ -10,9 +10,12 @@
 namespace specd::cpu {
 
 namespace {
-// Spin briefly before sleeping: long enough to catch back-to-back ops, short enough not to
-// burn a core that another thread (or process) needs when the machine is oversubscribed.
-constexpr int kSpinIterations = 4000;
+// Spin before sleeping: long enough to catch the next op of a decoded token and the next
+// token (about 0.3 ms at 17 ns per pause), short enough not to burn a core for long when the
+// pool is idle. A sleeping worker that another process's thread displaced wakes late, and a
+// decoding step then runs on the caller alone: 4000 spins (70 us) lost 2-thread decoding to
+// that whenever one other process ran.
+constexpr int kSpinIterations = 20000;
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
