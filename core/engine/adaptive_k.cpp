@@ -11,11 +11,11 @@ namespace {
 // fraction of a 1-row pass (CPUs measure 0.1–0.7; a GPU less): pessimistic enough that
 // long drafts are not tried blindly.
 constexpr double kPriorRowCost = 0.3;
-// Plain rounds timed before the first speculative one (the first pass after a prefill is
-// often slow), plain samples after which the 1-row time counts as settled, the refresh gap
-// until then, and the longest probe gap in multiples of probe_interval.
-constexpr uint32_t kColdPlainRounds = 2;
-constexpr uint32_t kSettledPlainRounds = 6;
+// Plain rounds timed before the first speculative one (after the untimed warm-up) (the first pass
+// after a prefill is often slow), plain samples after which the 1-row time counts as settled, the
+// refresh gap until then, and the longest probe gap in multiples of probe_interval.
+constexpr uint32_t kColdPlainRounds = 1;
+constexpr uint32_t kSettledPlainRounds = 4;
 constexpr uint32_t kEarlyRefresh = 8;
 constexpr uint32_t kMaxProbeGap = 8;
 

@@ -19,13 +19,13 @@
 // one. The verify time the engine reports includes the per-row work after the pass
 // (logits → distributions, acceptance), which on small models costs as much as the pass.
 //
-// Cold start (no load model): three plain rounds (the first, a warm-up, is not timed: a
+// Cold start (no load model): two plain rounds (the first, a warm-up, is not timed: a
 // first pass after a prefill is often slow), then one round at k_start (default 1: a
 // short draft loses little when speculation does not pay), then best_k. While plain, it
 // probes with k = 1 after `probe_interval` plain rounds; each probe that leaves the
 // prediction a loss doubles the gap (up to 8 × probe_interval), one that wins resets it.
 // While speculating, every `refresh_interval`-th round is plain to keep the 1-row time
-// fresh (every 8th until six plain rounds are timed).
+// fresh (every 8th until four plain rounds are timed).
 //
 // Under load (a scheduler batching many sequences, set_load): the pass is shared, so the
 // costs come from the scheduler's measured pass time by total rows, T(M) (PassCost), with
