@@ -13,9 +13,19 @@
 // specd_verifier_info.last_overhead_s), kept as a running mean apart from the compute
 // times, so that untried row counts are extrapolated from compute alone.
 //
-// Estimates decay exponentially so they follow the text (code vs prose, a copied passage).
-// While plain, it re-probes every `probe_interval` rounds so a change in acceptance is seen;
-// while speculating, every `refresh_interval`-th round is plain to keep the 1-row time fresh.
+// Estimates are plain means over their first 1/decay samples, then decay exponentially so
+// they follow the text (code vs prose, a copied passage); a slow first pass (cold caches)
+// thus weighs 1/n, not for the rest of a generation. More rows never count as cheaper than
+// one. The verify time the engine reports includes the per-row work after the pass
+// (logits → distributions, acceptance), which on small models costs as much as the pass.
+//
+// Cold start (no load model): two plain rounds (the first, a warm-up, is not timed: a
+// first pass after a prefill is often slow), then one round at k_start (default 1: a
+// short draft loses little when speculation does not pay), then best_k. While plain, it
+// probes with k = 1 after `probe_interval` plain rounds; each probe that leaves the
+// prediction a loss doubles the gap (up to 8 × probe_interval), one that wins resets it.
+// While speculating, every `refresh_interval`-th round is plain to keep the 1-row time
+// fresh (every 8th until four plain rounds are timed).
 //
 // Under load (a scheduler batching many sequences, set_load): the pass is shared, so the
 // costs come from the scheduler's measured pass time by total rows, T(M) (PassCost), with
@@ -36,7 +46,7 @@ namespace specd {
 
 struct AdaptiveKOptions {
   uint32_t k_max = 8;              // the longest draft ever asked for
-  uint32_t k_start = 4;            // the first speculative round's k
+  uint32_t k_start = 1;            // the first speculative round's k
   uint32_t probe_interval = 16;    // plain rounds between probes when speculation loses
   uint32_t refresh_interval = 64;  // speculative rounds between plain rounds (1-row time)
   double decay = 0.02;             // weight of one new observation in the running estimates
@@ -82,6 +92,7 @@ class AdaptiveK {
   uint32_t best_k() const;
 
  private:
+  uint32_t refresh_gap() const;
   double row_time(uint32_t rows) const;      // estimated seconds of a pass, round trip included
   double compute_time(uint32_t rows) const;  // the same without the round trip
   bool loaded() const { return load_.cost != nullptr; }
@@ -89,13 +100,17 @@ class AdaptiveK {
   AdaptiveKOptions options_;
   // β_d as decayed counts: accepted_[d] / tested_[d], with a Beta(1, 1) prior.
   std::vector<double> tested_, accepted_;
-  // Decayed mean pass time per row count (index = rows); seen_[rows] = observed at least once.
+  // Mean pass time per row count (index = rows); samples_[rows] = how many were timed.
   std::vector<double> pass_s_;
-  std::vector<bool> seen_;
-  double overhead_s_ = 0;  // decayed mean round trip per verify call
-  bool overhead_seen_ = false;
+  std::vector<uint32_t> samples_;
+  double overhead_s_ = 0;  // mean round trip per verify call
+  uint32_t overhead_n_ = 0;
   double draft_per_token_s_ = 0;
+  uint32_t draft_n_ = 0;
   bool draft_seen_ = false;
+  uint32_t plain_seen_ = 0;     // plain rounds timed
+  uint32_t probe_gap_ = 1;      // plain rounds between probes now (backs off)
+  bool probe_pending_ = false;  // the round in flight is a probe
   uint64_t rounds_ = 0;
   uint32_t since_probe_ = 0;    // plain rounds since the last probe
   uint32_t since_refresh_ = 0;  // speculative rounds since the last plain round

@@ -159,10 +159,12 @@ void Sequence::end_round(double pass_s) {
   stats.accept_s += seconds(Clock::now() - t2);
 
   parts_.verifier->commit(accepted.path);
+  // The controller is charged the whole per-row cost of the round: the pass, then turning
+  // every row's logits into a distribution and accepting (on small models, as much again).
   if (parts_.adaptive)
-    parts_.adaptive->observe(
-        {draft_.n_nodes, static_cast<uint32_t>(accepted.path.size()), draft_s_, pass_s_,
-         parts_.verifier->last_overhead_s()});
+    parts_.adaptive->observe({draft_.n_nodes, static_cast<uint32_t>(accepted.path.size()), draft_s_,
+                              pass_s_ + seconds(Clock::now() - t1),
+                              parts_.verifier->last_overhead_s()});
   ++stats.rounds;
   stats.drafted += draft_.n_nodes;
   stats.accepted += accepted.path.size();

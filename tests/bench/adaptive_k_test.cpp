@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "engine/adaptive_k.hpp"
 
@@ -34,13 +35,95 @@ void simulate(AdaptiveK& a, double alpha, double row_cost, double draft_ms, int 
 
 }  // namespace
 
-TEST_CASE("adaptive k: first a plain round, then the starting k") {
+TEST_CASE("adaptive k: first two plain rounds (one untimed), then the starting k") {
   AdaptiveKOptions o;
   o.k_start = 3;
   AdaptiveK a(o);
   CHECK(a.next_k() == 0);
+  a.observe({0, 0, 0, 9e-3});  // warm-up
+  CHECK(a.next_k() == 0);
   a.observe({0, 0, 0, 1e-3});
   CHECK(a.next_k() == 3);
+  CHECK(AdaptiveK().next_k() == 0);
+  CHECK(AdaptiveKOptions().k_start == 1);  // a blind first draft is short
+}
+
+TEST_CASE("adaptive k: when drafting always loses, few rounds from the start draft") {
+  // The shipped tiny pair: a 5-row round costs ~2.6 plain rounds, drafting a token ~0.25 of
+  // one, and acceptance is low. Counted from the very first round, over 64- and 1000-round
+  // generations.
+  for (int rounds : {64, 1000}) {
+    AdaptiveK a;
+    uint64_t state = 7;
+    int drafting = 0, drafted = 0;
+    for (int i = 0; i < rounds; ++i) {
+      const uint32_t k = a.next_k();
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      const uint32_t accepted = k > 0 && (state >> 40) % 5 == 0 ? 1 : 0;  // β ≈ 0.2
+      a.observe({k, accepted, k * 0.25e-3, (1.0 + 0.4 * k) * 1e-3});
+      drafting += k > 0;
+      drafted += k;
+    }
+    CAPTURE(rounds);
+    CHECK(drafting <= rounds / 10 + 1);
+    CHECK(drafted <= rounds / 10 + 1);  // and the drafts that are tried are short
+  }
+}
+
+TEST_CASE("adaptive k: a slow first plain pass does not make drafting look cheap") {
+  // The first passes after a prefill take 3 and 2 ms, later ones 1 ms; a 2-row pass 1.3 ms. With
+  // β = 0.3 and drafting at 0.3 per token, k = 1 loses ((1.3 / 1.6) < 1 plain speedup): the
+  // 1-row time must come from the mean of its samples, not stick to the cold one.
+  AdaptiveK a;
+  int drafting = 0;
+  for (int i = 0; i < 200; ++i) {
+    const uint32_t k = a.next_k();
+    const double pass = i == 0 ? 3e-3 : i == 1 ? 2e-3 : (1.0 + 0.3 * k) * 1e-3;
+    a.observe({k, k > 0 && i % 10 < 3 ? 1u : 0u, k * 0.3e-3, pass});
+    drafting += k > 0;
+  }
+  CHECK(a.best_k() == 0);
+  CHECK(drafting <= 20);
+}
+
+TEST_CASE("adaptive k: probes back off while they keep losing, and reset when one wins") {
+  AdaptiveKOptions o;
+  o.probe_interval = 4;
+  AdaptiveK a(o);
+  std::vector<int> probes;
+  for (int i = 0; i < 200; ++i) {
+    const uint32_t k = a.next_k();
+    if (k > 0) probes.push_back(i);
+    a.observe({k, 0, k * 0.5e-3, (1.0 + 0.5 * k) * 1e-3});
+  }
+  REQUIRE(probes.size() >= 4);
+  // Gaps between successive probes never shrink, and reach past the base interval.
+  for (size_t i = 2; i < probes.size(); ++i)
+    CHECK(probes[i] - probes[i - 1] >= probes[i - 1] - probes[i - 2]);
+  CHECK(probes.back() - probes[probes.size() - 2] >= 8 * 4);
+  // Acceptance turns perfect and drafting cheap: speculation resumes.
+  int drafting = 0;
+  for (int i = 0; i < 600; ++i) {
+    const uint32_t k = a.next_k();
+    a.observe({k, k, k * 0.01e-3, (1.0 + 0.05 * k) * 1e-3});
+    if (i >= 500) drafting += k > 0;
+  }
+  CHECK(drafting >= 90);
+  CHECK(a.best_k() >= 3);
+}
+
+TEST_CASE("adaptive k: where drafting pays it converges to drafting from a cold start") {
+  // A memory-bound pair: extra rows nearly free, drafting cheap, β = 0.85.
+  AdaptiveK a;
+  simulate(a, 0.85, 0.05, 0.03, 100);
+  int drafting = 0;
+  for (int i = 0; i < 100; ++i) {
+    const uint32_t k = a.next_k();
+    a.observe({k, k > 0 && i % 7 ? k : 0u, k * 0.03e-3, (1.0 + 0.05 * k) * 1e-3});
+    drafting += k > 0;
+  }
+  CHECK(a.best_k() >= 3);
+  CHECK(drafting >= 85);
 }
 
 TEST_CASE("adaptive k: high acceptance and cheap verification choose long drafts") {
@@ -68,13 +151,13 @@ TEST_CASE("adaptive k: low acceptance falls back to plain decoding and re-probes
   simulate(a, 0.05, 0.4, 0.05, 300);
   CHECK(a.best_k() == 0);
   int plain = 0, probes = 0;
-  for (int i = 0; i < 40; ++i) {
+  for (int i = 0; i < 100; ++i) {
     uint32_t k = a.next_k();
     (k == 0 ? plain : probes)++;
     a.observe({k, 0, k * 5e-5, (1.0 + 0.4 * k) * 1e-3});
   }
-  CHECK(plain >= 30);
-  CHECK(probes >= 2);  // every probe_interval plain rounds
+  CHECK(plain >= 90);
+  CHECK(probes >= 1);  // the gap backs off to at most 8 × probe_interval
 }
 
 TEST_CASE("adaptive k: the estimates follow a change in acceptance") {
@@ -109,6 +192,7 @@ TEST_CASE("adaptive k: a remote verifier's round trip is a per-round term") {
   // Untried lengths are extrapolated from compute alone (the prior slope is a fraction of
   // the 1-row compute time, not of the round trip): one plain round behind 50 ms.
   AdaptiveK fresh;
+  fresh.observe({0, 0, 0, 51e-3, 50e-3});  // the warm-up round, untimed
   fresh.observe({0, 0, 0, 51e-3, 50e-3});
   CHECK(fresh.verify_cost(4) < 1.05);
 }
