@@ -525,9 +525,10 @@ Config parse_table(toml::table root, const std::string& name, const std::string&
   // The built-in target verifier takes no keys: one there is a typo or a forgotten kind.
   if (cfg.verifier.kind == "target")
     for (const PluginParam& p : cfg.verifier.params)
-      c.problems.add(p.location, "unknown key '" + p.key +
-                                     "' in [verifier]: the built-in target verifier takes no "
-                                     "keys (a plugin's keys need its kind, e.g. kind = \"remote\")");
+      c.problems.add(p.location,
+                     "unknown key '" + p.key +
+                         "' in [verifier]: the built-in target verifier takes no "
+                         "keys (a plugin's keys need its kind, e.g. kind = \"remote\")");
   if (!c.problems.empty()) throw UsageError(c.problems.text());
   resolve_paths(cfg);
   return cfg;

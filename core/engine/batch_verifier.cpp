@@ -142,8 +142,7 @@ const specd_verifier_vtable kBatchVtable = {
     [](void* v) { delete static_cast<BatchVerifier*>(v); },
     [](void* v, specd_verifier_info* info) { return status_guard([&] { self(v).info(*info); }); },
     [](void* v, const specd_token* tokens, uint32_t n, float* hidden) {
-      return status_guard(
-          [&] { self(v).begin(std::span<const specd_token>(tokens, n), hidden); });
+      return status_guard([&] { self(v).begin(std::span<const specd_token>(tokens, n), hidden); });
     },
     [](void* v, specd_token root, const specd_draft_tree* tree, float* logits, float* hidden) {
       return status_guard([&] { self(v).verify(root, *tree, logits, hidden); });

@@ -32,8 +32,7 @@ class BatchVerifier {
   uint32_t context_length() const { return max_rows_; }
   uint32_t committed() const { return static_cast<uint32_t>(cache_->size()); }
   void begin(std::span<const specd_token> prompt, float* hidden);
-  void verify(specd_token root, const specd_draft_tree& tree, float* logits,
-              float* hidden);
+  void verify(specd_token root, const specd_draft_tree& tree, float* logits, float* hidden);
   void commit(std::span<const int32_t> path);
 
   bool prefilling() const { return prefilled_ < prompt_.size(); }

@@ -139,8 +139,8 @@ std::unique_ptr<AcceptanceRule> Engine::make_rule(const Config& config,
 
 LlamaModel& Engine::target() {
   if (!target_)
-    throw Error("the engine has no local target model: its verifier is '" +
-                config_.verifier.kind + "'");
+    throw Error("the engine has no local target model: its verifier is '" + config_.verifier.kind +
+                "'");
   return *target_;
 }
 uint32_t Engine::invariant_rows() const {

@@ -71,9 +71,8 @@ int status_of(const httplib::Response& res) {
 // The metrics label of a path: the routes by name, anything else as "other" (so that
 // arbitrary paths cannot grow the label set).
 std::string endpoint_label(const std::string& path) {
-  for (const char* route :
-       {"/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions",
-        "/v1/verify"})
+  for (const char* route : {"/health", "/metrics", "/v1/models", "/v1/completions",
+                            "/v1/chat/completions", "/v1/verify"})
     if (path == route) return path;
   return "other";
 }

@@ -195,8 +195,8 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
     // Each request draws from its own generator: its seed, else the configured one, so
     // what it samples never depends on the requests before or beside it.
     run->rng = std::make_unique<specd_rng>(r.seed ? *r.seed : engines_.config().engine.seed);
-    run->verifier = make_batch_verifier(engine.target(), rows, kKvBlockRows,
-                                        engine.invariant_rows(), &run->kv);
+    run->verifier =
+        make_batch_verifier(engine.target(), rows, kKvBlockRows, engine.invariant_rows(), &run->kv);
     SequenceParts parts;
     parts.tokenizer = &engine.tokenizer();
     parts.verifier = run->verifier.get();

@@ -28,9 +28,9 @@ SPECD_EXTERN_C_BEGIN
 
 typedef struct specd_verifier_info {
   uint32_t struct_size;
-  uint32_t vocab_size;    /* logits per row */
-  uint32_t hidden_dim;    /* width of hidden features; 0 = none offered */
-  uint32_t context_length;/* most tokens a sequence may hold */
+  uint32_t vocab_size;     /* logits per row */
+  uint32_t hidden_dim;     /* width of hidden features; 0 = none offered */
+  uint32_t context_length; /* most tokens a sequence may hold */
   /* ABI 0.3 (the host zeroes them before info; a 0.2 plugin leaves them 0): */
   /* Digest of the vocabulary the logits index (FNV-1a 64 over the token count and every
    * token text, as the host's tokenizer computes it); 0 = not known. The host refuses a
