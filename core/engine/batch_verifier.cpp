@@ -4,8 +4,7 @@
 #include <string>
 
 #include "common/error.hpp"
-#include "plugin/host_services.hpp"
-#include "plugin/status_guard.hpp"
+#include "engine/host_verifier_vtable.hpp"
 
 namespace specd {
 
@@ -123,43 +122,13 @@ void BatchVerifier::commit(std::span<const int32_t> path) {
   model_.commit(*cache_, rows_);
 }
 
-namespace {
-
-BatchVerifier& self(void* v) {
-  return *static_cast<BatchVerifier*>(v);
-}
-
-const specd_verifier_vtable kBatchVtable = {
-    sizeof(specd_verifier_vtable),
-    0,
-    0,
-    // create: the scheduler makes this verifier over the server's loaded target.
-    [](const specd_host*, const specd_params*, const char*, void**) -> specd_status* {
-      return host_table()->status_create(
-          nullptr, SPECD_STATUS_UNSUPPORTED,
-          "the batch verifier is created by the host's scheduler over its loaded model");
-    },
-    [](void* v) { delete static_cast<BatchVerifier*>(v); },
-    [](void* v, specd_verifier_info* info) { return status_guard([&] { self(v).info(*info); }); },
-    [](void* v, const specd_token* tokens, uint32_t n, float* hidden) {
-      return status_guard([&] { self(v).begin(std::span<const specd_token>(tokens, n), hidden); });
-    },
-    [](void* v, specd_token root, const specd_draft_tree* tree, float* logits, float* hidden) {
-      return status_guard([&] { self(v).verify(root, *tree, logits, hidden); });
-    },
-    [](void* v, const int32_t* path, uint32_t n) {
-      return status_guard([&] { self(v).commit(std::span<const int32_t>(path, n)); });
-    },
-};
-
-}  // namespace
-
 std::unique_ptr<Verifier> make_batch_verifier(LlamaModel& model, uint32_t max_rows,
                                               uint32_t block_rows, uint32_t chunk_rows,
                                               BatchVerifier** object) {
   auto* verifier = new BatchVerifier(model, max_rows, block_rows, chunk_rows);
   *object = verifier;
-  return std::make_unique<Verifier>(&kBatchVtable, verifier, "verifier 'target' (batched)");
+  return std::make_unique<Verifier>(host_verifier_vtable<BatchVerifier>(), verifier,
+                                    "verifier 'target' (batched)");
 }
 
 }  // namespace specd

@@ -5,10 +5,9 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "engine/host_verifier_vtable.hpp"
 #include "engine/verifier.hpp"
 #include "models/llama_model.hpp"
-#include "plugin/host_services.hpp"
-#include "plugin/status_guard.hpp"
 
 namespace specd {
 namespace {
@@ -82,38 +81,11 @@ class TargetVerifier {
   std::vector<int32_t> tokens_, positions_, parents_, rows_;
 };
 
-TargetVerifier& self(void* v) {
-  return *static_cast<TargetVerifier*>(v);
-}
-
-const specd_verifier_vtable kTargetVtable = {
-    sizeof(specd_verifier_vtable),
-    0,
-    0,
-    // create: the host makes this verifier over its own loaded model (make_target_verifier).
-    [](const specd_host*, const specd_params*, const char*, void**) -> specd_status* {
-      return host_table()->status_create(
-          nullptr, SPECD_STATUS_UNSUPPORTED,
-          "the built-in target verifier is created by the host over its loaded model");
-    },
-    [](void* v) { delete static_cast<TargetVerifier*>(v); },
-    [](void* v, specd_verifier_info* info) { return status_guard([&] { self(v).info(*info); }); },
-    [](void* v, const specd_token* tokens, uint32_t n, float* hidden) {
-      return status_guard([&] { self(v).begin(std::span<const specd_token>(tokens, n), hidden); });
-    },
-    [](void* v, specd_token root, const specd_draft_tree* tree, float* logits, float* hidden) {
-      return status_guard([&] { self(v).verify(root, *tree, logits, hidden); });
-    },
-    [](void* v, const int32_t* path, uint32_t n) {
-      return status_guard([&] { self(v).commit(std::span<const int32_t>(path, n)); });
-    },
-};
-
 }  // namespace
 
 std::unique_ptr<Verifier> make_target_verifier(LlamaModel& model, uint32_t context) {
-  return std::make_unique<Verifier>(&kTargetVtable, new TargetVerifier(model, context),
-                                    "verifier 'target'");
+  return std::make_unique<Verifier>(host_verifier_vtable<TargetVerifier>(),
+                                    new TargetVerifier(model, context), "verifier 'target'");
 }
 
 }  // namespace specd
