@@ -7,20 +7,6 @@
 #include "engine/plugin_params.hpp"
 
 namespace specd {
-namespace {
-
-// A status from a proposer that is already running is a runtime failure of the request,
-// whatever its code: INVALID_ARGUMENT there does not mean the configuration is wrong, so it
-// must not become a UsageError (exit 2). Acceptance rules are treated the same way.
-void throw_runtime_if_error(specd_status* status, const std::string& context) {
-  try {
-    throw_if_error(status, context);
-  } catch (const UsageError& e) {
-    throw Error(e.what());
-  }
-}
-
-}  // namespace
 
 specd_status* Proposer::apply_transform(void* context, const float* logits, uint32_t n,
                                         double* out) {

@@ -8,21 +8,16 @@
 namespace specd {
 namespace {
 
-// A status from a verifier that is already running is a runtime failure, whatever its code
-// (as for proposers and rules): INVALID_ARGUMENT there is not a configuration mistake.
-void throw_runtime_if_error(specd_status* status, const std::string& context) {
-  try {
-    throw_if_error(status, context);
-  } catch (const UsageError& e) {
-    throw Error(e.what());
-  }
+// Builds the error context only when there is an error: these run every round.
+void check(specd_status* status, const std::string& what, const char* step) {
+  if (status) throw_runtime_if_error(status, what + ": " + step);
 }
 
 specd_verifier_info read_info(const specd_verifier_vtable* vtable, void* object,
                               const std::string& what) {
   specd_verifier_info info{};
   info.struct_size = sizeof(info);
-  throw_runtime_if_error(vtable->info(object, &info), what + ": info");
+  check(vtable->info(object, &info), what, "info");
   return info;
 }
 
@@ -54,9 +49,8 @@ void Verifier::begin(std::span<const specd_token> prompt, float* hidden) {
     throw UsageError("the prompt has " + std::to_string(prompt.size()) +
                      " tokens, more than the context of " + std::to_string(info_.context_length));
   committed_ = 0;
-  throw_runtime_if_error(
-      vtable_->begin(object_, prompt.data(), static_cast<uint32_t>(prompt.size()), hidden),
-      what_ + ": begin");
+  check(vtable_->begin(object_, prompt.data(), static_cast<uint32_t>(prompt.size()), hidden), what_,
+        "begin");
   committed_ = static_cast<uint32_t>(prompt.size() - 1);
 }
 
@@ -64,7 +58,7 @@ void Verifier::verify(specd_token root, const specd_draft_tree& tree, float* log
                       float* hidden) {
   if (committed_ + tree.n_nodes + 1 > info_.context_length)
     throw Error(what_ + ": the draft does not fit the context");
-  throw_runtime_if_error(vtable_->verify(object_, root, &tree, logits, hidden), what_ + ": verify");
+  check(vtable_->verify(object_, root, &tree, logits, hidden), what_, "verify");
   last_overhead_s_ = 0;
   if (info_.struct_size >= offsetof(specd_verifier_info, last_overhead_s) + sizeof(double)) {
     const specd_verifier_info now = read_info(vtable_, object_, what_);
@@ -75,8 +69,7 @@ void Verifier::verify(specd_token root, const specd_draft_tree& tree, float* log
 }
 
 void Verifier::commit(std::span<const int32_t> path) {
-  throw_runtime_if_error(vtable_->commit(object_, path.data(), static_cast<uint32_t>(path.size())),
-                         what_ + ": commit");
+  check(vtable_->commit(object_, path.data(), static_cast<uint32_t>(path.size())), what_, "commit");
   committed_ += static_cast<uint32_t>(path.size() + 1);
 }
 

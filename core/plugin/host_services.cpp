@@ -70,4 +70,12 @@ void throw_if_error(specd_status* status, const std::string& context) {
   throw Error(message);
 }
 
+void throw_runtime_if_error(specd_status* status, const std::string& context) {
+  try {
+    throw_if_error(status, context);
+  } catch (const UsageError& e) {
+    throw Error(e.what());
+  }
+}
+
 }  // namespace specd

@@ -29,6 +29,11 @@ const specd_host* host_table();
 // it. Does nothing for NULL.
 void throw_if_error(specd_status* status, const std::string& context);
 
+// The same for a plugin that is already running (a proposer, rule or verifier mid-generation):
+// every code becomes specd::Error, since INVALID_ARGUMENT there is a runtime failure of the
+// request, not a configuration mistake (exit 2).
+void throw_runtime_if_error(specd_status* status, const std::string& context);
+
 // Message of a status, without freeing it.
 std::string status_message(const specd_status* status);
 
