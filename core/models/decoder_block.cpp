@@ -42,6 +42,12 @@ specd_rope_params rope_params(const BlockShape& s, const BlockWeights& w, int32_
   return r;
 }
 
+specd_attention_params attention_params(const BlockShape& s) {
+  return {sizeof(specd_attention_params), static_cast<uint32_t>(s.n_head),
+          static_cast<uint32_t>(s.n_head_kv), static_cast<uint32_t>(s.head_dim),
+          1.0f / std::sqrt(static_cast<float>(s.head_dim))};
+}
+
 }  // namespace
 
 BlockWeights load_block(WeightLoader& loader, const std::string& p, const BlockShape& s,
@@ -132,39 +138,39 @@ void DecoderBlock::run(const View& x, const BlockBatch& b, BlockScratch& scratch
   const View up = scratch.up.view(SPECD_DTYPE_F32, m, s.n_ff);         // [m, F]
   const View k_new = b.k_cache.slice_rows(b.first_row, m);             // [m, Hkv*hd]
   const View v_new = b.v_cache.slice_rows(b.first_row, m);             // [m, Hkv*hd]
-  specd_rope_params rq{};
-  rq.struct_size = sizeof(specd_rope_params);
-  rq.n_head = static_cast<uint32_t>(s.n_head);
-  rq.head_dim = static_cast<uint32_t>(s.head_dim);
-  rq.n_rot = static_cast<uint32_t>(s.n_rot);
-  rq.base = s.rope_base;
-  rq.mode = s.rope_mode;
-  rq.freq_scale = s.rope_freq_scale;
-  rq.freq_factors = w_.rope_factors.empty() ? nullptr : w_.rope_factors.raw();
-  specd_rope_params rk = rq;
-  rk.n_head = static_cast<uint32_t>(s.n_head_kv);
-  const specd_attention_params ap{sizeof(specd_attention_params), static_cast<uint32_t>(s.n_head),
-                                  static_cast<uint32_t>(s.n_head_kv),
-                                  static_cast<uint32_t>(s.head_dim),
-                                  1.0f / std::sqrt(static_cast<float>(s.head_dim))};
+  Device& dev = *device_;
+  project(x, b.positions, h, q, k_new, v_new);
+  dev.attention(q, b.k_cache, b.v_cache, b.prefix_len, b.extra_begin, b.extra_slots,
+                attention_params(s), attn);
+  finish(x, attn, h, gate, up);
+}
+
+void DecoderBlock::project(const View& x, const View& positions, const View& h, const View& q,
+                           const View& k, const View& v) const {
+  const BlockShape& s = shape_;
   Device& dev = *device_;
   dev.rms_norm(x, w_.attn_norm, s.rms_eps, h);
   dev.matmul(h, w_.wq, q);
-  dev.matmul(h, w_.wk, k_new);
-  dev.matmul(h, w_.wv, v_new);
+  dev.matmul(h, w_.wk, k);
+  dev.matmul(h, w_.wv, v);
   if (!w_.bq.empty()) {  // qwen2: one bias row added to every row
     dev.add(q, w_.bq, q);
-    dev.add(k_new, w_.bk, k_new);
-    dev.add(v_new, w_.bv, v_new);
+    dev.add(k, w_.bk, k);
+    dev.add(v, w_.bv, v);
   }
   if (!w_.q_norm.empty()) {  // qwen3: RMSNorm over each head of q and k
-    const View qh = per_head(q, s.n_head), kh = per_head(k_new, s.n_head_kv);
+    const View qh = per_head(q, s.n_head), kh = per_head(k, s.n_head_kv);
     dev.rms_norm(qh, w_.q_norm, s.rms_eps, qh);
     dev.rms_norm(kh, w_.k_norm, s.rms_eps, kh);
   }
-  dev.rope(q, b.positions, rq);
-  dev.rope(k_new, b.positions, rk);
-  dev.attention(q, b.k_cache, b.v_cache, b.prefix_len, b.extra_begin, b.extra_slots, ap, attn);
+  dev.rope(q, positions, rope_params(s, w_, s.n_head));
+  dev.rope(k, positions, rope_params(s, w_, s.n_head_kv));
+}
+
+void DecoderBlock::finish(const View& x, const View& attn, const View& h, const View& gate,
+                          const View& up) const {
+  const BlockShape& s = shape_;
+  Device& dev = *device_;
   dev.matmul(attn, w_.wo, h);
   dev.add(x, h, x);
   dev.rms_norm(x, w_.ffn_norm, s.rms_eps, h);
@@ -174,10 +180,6 @@ void DecoderBlock::run(const View& x, const BlockBatch& b, BlockScratch& scratch
   dev.matmul(gate, w_.w_down, h);
   dev.add(x, h, x);
 }
-
-}  // namespace specd
-
-namespace specd {
 
 void DecoderBlock::run_batch(const View& x, const View& positions,
                              std::span<const BlockSequence> seqs, const View& iota, int64_t piece,
@@ -195,34 +197,13 @@ void DecoderBlock::run_batch(const View& x, const View& positions,
   const View u_all = scratch.up.view(SPECD_DTYPE_F32, M, s.n_ff);       // [M, F]
   const View k_all = scratch.k.view(SPECD_DTYPE_F32, M, kvd);           // [M, Hkv*hd]
   const View v_all = scratch.v.view(SPECD_DTYPE_F32, M, kvd);           // [M, Hkv*hd]
-  const specd_rope_params rq = rope_params(s, w_, s.n_head), rk = rope_params(s, w_, s.n_head_kv);
-  const specd_attention_params ap{sizeof(specd_attention_params), static_cast<uint32_t>(s.n_head),
-                                  static_cast<uint32_t>(s.n_head_kv),
-                                  static_cast<uint32_t>(s.head_dim),
-                                  1.0f / std::sqrt(static_cast<float>(s.head_dim))};
+  const specd_attention_params ap = attention_params(s);
   Device& dev = *device_;
   // Before attention, piece by piece: the same ops as run() on each piece's rows.
   for (int64_t r = 0; r < M; r += piece) {
     const int64_t p = std::min(piece, M - r);
-    const View xp = x.slice_rows(r, p), h = h_all.slice_rows(r, p), q = q_all.slice_rows(r, p);
-    const View k = k_all.slice_rows(r, p), v = v_all.slice_rows(r, p);
-    const View pos = cols(positions, r, p);
-    dev.rms_norm(xp, w_.attn_norm, s.rms_eps, h);
-    dev.matmul(h, w_.wq, q);
-    dev.matmul(h, w_.wk, k);
-    dev.matmul(h, w_.wv, v);
-    if (!w_.bq.empty()) {
-      dev.add(q, w_.bq, q);
-      dev.add(k, w_.bk, k);
-      dev.add(v, w_.bv, v);
-    }
-    if (!w_.q_norm.empty()) {
-      const View qh = per_head(q, s.n_head), kh = per_head(k, s.n_head_kv);
-      dev.rms_norm(qh, w_.q_norm, s.rms_eps, qh);
-      dev.rms_norm(kh, w_.k_norm, s.rms_eps, kh);
-    }
-    dev.rope(q, pos, rq);
-    dev.rope(k, pos, rk);
+    project(x.slice_rows(r, p), cols(positions, r, p), h_all.slice_rows(r, p),
+            q_all.slice_rows(r, p), k_all.slice_rows(r, p), v_all.slice_rows(r, p));
   }
   // Attention, one call per sequence over its own cache (a block-diagonal mask).
   for (const BlockSequence& sq : seqs) {
@@ -238,16 +219,8 @@ void DecoderBlock::run_batch(const View& x, const View& positions,
   // After attention, piece by piece.
   for (int64_t r = 0; r < M; r += piece) {
     const int64_t p = std::min(piece, M - r);
-    const View xp = x.slice_rows(r, p), h = h_all.slice_rows(r, p);
-    const View gate = g_all.slice_rows(r, p), up = u_all.slice_rows(r, p);
-    dev.matmul(a_all.slice_rows(r, p), w_.wo, h);
-    dev.add(xp, h, xp);
-    dev.rms_norm(xp, w_.ffn_norm, s.rms_eps, h);
-    dev.matmul(h, w_.w_gate, gate);
-    dev.matmul(h, w_.w_up, up);
-    dev.swiglu(gate, up, gate);
-    dev.matmul(gate, w_.w_down, h);
-    dev.add(xp, h, xp);
+    finish(x.slice_rows(r, p), a_all.slice_rows(r, p), h_all.slice_rows(r, p),
+           g_all.slice_rows(r, p), u_all.slice_rows(r, p));
   }
 }
 

@@ -108,6 +108,15 @@ class DecoderBlock {
                  const View& iota, int64_t piece, BlockScratch& scratch) const;
 
  private:
+  // The ops before attention on m rows: attention norm into h, the q/k/v projections (biases,
+  // per-head q/k norm), rope at `positions` [1, m]. Shared by run and run_batch's pieces.
+  void project(const View& x, const View& positions, const View& h, const View& q, const View& k,
+               const View& v) const;
+  // The ops after attention on m rows: output projection and residual, FFN norm, SwiGLU FFN
+  // and residual, x updated in place; h, gate, up are scratch.
+  void finish(const View& x, const View& attn, const View& h, const View& gate,
+              const View& up) const;
+
   Device* device_;
   BlockShape shape_;
   BlockWeights w_;
