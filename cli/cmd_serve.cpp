@@ -1,6 +1,8 @@
 // specd serve -c FILE [--host H] [--port P] [--set section.key=value]...
-// An OpenAI-compatible HTTP server over the configured engine (docs/SERVER.md). SIGTERM or
-// SIGINT drains: requests in flight are answered, then it exits 0.
+// An OpenAI-compatible HTTP server over the configured engine (docs/SERVER.md). The port
+// opens first and the model loads behind it (GET /health is 503 until it is ready); a load
+// that fails ends the process with its error. SIGTERM or SIGINT drains: requests in flight
+// are answered, then it exits 0.
 #include <arpa/inet.h>
 #include <pthread.h>
 #include <signal.h>
@@ -8,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <string>
 #include <thread>
 
@@ -28,7 +31,9 @@ const char* kServeHelp =
     "  --port P            port (default [server] port, 8080; 0 = any free port)\n"
     "  --set s.k=v         override any configuration key (checked like the file)\n"
     "The bound address is printed to standard error as `specd serve: listening on\n"
-    "http://H:P`. SIGTERM or SIGINT stops taking requests, answers those in flight (cancelling\n"
+    "http://H:P`; the model then loads (GET /health answers 503 until it has) and `specd\n"
+    "serve: ready` follows. A model that fails to load ends the process with its error. SIGTERM or "
+    "SIGINT stops taking requests, answers those in flight (cancelling\n"
     "those still running after [server] drain_timeout_s) and exits 0. A host that is not\n"
     "loopback needs [server] api_key, or allow_public_without_key = true.\n";
 
@@ -116,12 +121,13 @@ int serve_command(int argc, char** argv) {
                port);
   std::fflush(stderr);
 
-  std::atomic<bool> served{false};
+  std::atomic<bool> served{false}, load_failed{false};
   std::thread watcher([&] {
     int sig = 0;
     sigwait(&signals, &sig);
     if (served) return;  // woken by the main thread below
-    std::fprintf(stderr, "specd serve: %s: draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    if (!load_failed)    // else woken by the loader below
+      std::fprintf(stderr, "specd serve: %s: draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     // A signal that comes before the listener runs must still stop it: repeat until it has.
     bool first = true;
     while (!served) {
@@ -134,10 +140,28 @@ int serve_command(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   });
+  // The model loads while the port answers probes; a failure stops the listener (through the
+  // watcher, which repeats stop() until it has) and is rethrown once serving has ended.
+  std::exception_ptr load_error;
+  std::thread loader([&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      http.load();
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::fprintf(stderr, "specd serve: ready (model loaded in %.2f s)\n", s);
+      std::fflush(stderr);
+    } catch (...) {
+      load_error = std::current_exception();
+      load_failed = true;
+      pthread_kill(watcher.native_handle(), SIGTERM);
+    }
+  });
   http.serve();
   served = true;
+  loader.join();  // a load still running when a signal stopped the server ends first
   pthread_kill(watcher.native_handle(), SIGTERM);  // wakes it when no signal came
   watcher.join();
+  if (load_error) std::rethrow_exception(load_error);
   std::fprintf(stderr, "specd serve: stopped\n");
   return 0;
 }

@@ -18,7 +18,7 @@ url=(--set verifier.url=\"http://127.0.0.1:$port\")
 server=$!
 trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true' EXIT
 for _ in $(seq 600); do
-  grep -q "listening on" /tmp/specd-remote-bench-server.log 2>/dev/null && break
+  grep -q "specd serve: ready" /tmp/specd-remote-bench-server.log 2>/dev/null && break
   sleep 0.1
 done
 

@@ -68,6 +68,7 @@ def main():
             m = re.search(r"listening on http://[^:]+:(\d+)", line)
             if m:
                 port = int(m.group(1))
+            if port is not None and "specd serve: ready" in line:  # the model is loaded
                 break
         if port is None:
             sys.exit("the server did not start")

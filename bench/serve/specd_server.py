@@ -43,7 +43,10 @@ class Server:
         self.port = 0
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and self.port == 0:
-            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)\n", self.log_text())
+            # The port opens before the model loads: wait for the line that says it is ready.
+            m = re.search(
+                r"listening on http://127\.0\.0\.1:(\d+)\n(?:.*\n)*specd serve: ready", self.log_text()
+            )
             if m:
                 self.port = int(m.group(1))
                 break

@@ -98,6 +98,9 @@ class InFlight {
 
 }  // namespace
 
+// Where the server is in its life: the model loads while the port is open already.
+enum class LoadState { loading, ready, failed };
+
 struct HttpServer::Impl {
   Config config;
   std::string model_id;
@@ -109,6 +112,9 @@ struct HttpServer::Impl {
   Scheduler scheduler;
   httplib::Server http;
   std::atomic<bool> draining{false};
+  // Set (release) once tokenizer, encoder and context_length below are; handlers that use
+  // them, or the engine, read it first (acquire) and answer 503 until it is `ready`.
+  std::atomic<LoadState> state{LoadState::loading};
   std::atomic<int> in_flight{0};  // completion requests not yet fully answered
   std::atomic<uint64_t> next_id{1};
   // The target's tokenizer (a copy: the cache may drop the engine it came from), for the
@@ -123,15 +129,40 @@ struct HttpServer::Impl {
 
   Impl(const Config& c, const PluginRegistry& registry)
       : config(c), engines(config, registry), scheduler(engines, config.server.queue_limit) {
-    Engine& engine = engines.get(SpeculativeRequest{});  // the configured engine, loaded now
-    tokenizer = std::make_unique<Tokenizer>(engine.tokenizer());
-    encoder = std::make_unique<PromptEncoder>(*tokenizer);
-    context_length = engine.context_length();
     model_id = config.server.model_name.empty()
                    ? std::filesystem::path(config.target.model).stem().string()
                    : config.server.model_name;
     resolve_chat_template();
     routes();
+  }
+
+  void load() {
+    try {
+      // On the worker, which owns the engines; the configured strategy is built too, so
+      // that a bad [proposer] or [acceptance] fails the load rather than the first request.
+      scheduler.run_exclusive([this] {
+        Engine& engine = engines.get(SpeculativeRequest{});
+        tokenizer = std::make_unique<Tokenizer>(engine.tokenizer());
+        encoder = std::make_unique<PromptEncoder>(*tokenizer);
+        context_length = engine.context_length();
+      });
+    } catch (...) {
+      state = LoadState::failed;
+      throw;
+    }
+    state = LoadState::ready;
+  }
+
+  // The 503 for a request that needs the model before it is loaded; false when it is.
+  bool refuse_unready(httplib::Response& res) {
+    const LoadState s = state.load();
+    if (s == LoadState::ready) return false;
+    if (s == LoadState::loading)
+      send_error(res, 503, "the model is loading", "", "model_loading");
+    else
+      send_error(res, 503, "the model failed to load (see the server's log)", "",
+                 "model_load_failed");
+    return true;
   }
 
   void resolve_chat_template() {
@@ -254,6 +285,12 @@ struct HttpServer::Impl {
         metrics.request(endpoint_label(req.path), 401);
         return httplib::Server::HandlerResponse::Handled;
       }
+      const bool needs_model = req.path == "/v1/completions" ||
+                               req.path == "/v1/chat/completions" || req.path == "/v1/verify";
+      if (needs_model && !draining && refuse_unready(res)) {
+        metrics.request(endpoint_label(req.path), 503);
+        return httplib::Server::HandlerResponse::Handled;
+      }
       return httplib::Server::HandlerResponse::Unhandled;
     });
     http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -270,9 +307,12 @@ struct HttpServer::Impl {
       metrics.request(endpoint_label(req.path), res.status);
     });
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(draining ? "{\"status\":\"draining\"}" : "{\"status\":\"ok\"}",
-                      "application/json");
-      if (draining) res.status = 503;
+      if (draining) {
+        res.status = 503;
+        res.set_content("{\"status\":\"draining\"}", "application/json");
+      } else if (!refuse_unready(res)) {
+        res.set_content("{\"status\":\"ok\"}", "application/json");
+      }
       metrics.request("/health", status_of(res));
     });
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
@@ -446,6 +486,14 @@ int HttpServer::bind(const std::string& host, int port) {
     throw Error(impl_->config.where(port ? "server.port" : "server.host") + ": cannot listen on " +
                 host + ":" + std::to_string(port));
   return bound;
+}
+
+void HttpServer::load() {
+  impl_->load();
+}
+
+bool HttpServer::ready() const {
+  return impl_->state == LoadState::ready;
 }
 
 void HttpServer::serve() {

@@ -3,8 +3,12 @@
 //   POST /v1/completions, POST /v1/chat/completions (JSON, or SSE with "stream": true)
 //   GET /v1/models, GET /health, GET /metrics (Prometheus text)
 //
+// The port can open before the model is loaded (bind, serve, then load() on another thread):
+// until load() has returned, GET /health and the completion and verify routes answer 503
+// "the model is loading" (code "model_loading"); /v1/models and /metrics answer as usual.
+//
 // Threads: the HTTP library's pool runs the handlers; generation runs on the scheduler's
-// worker. stop() may be called from any thread (a signal-watching one).
+// worker. load(), ready() and stop() may be called from any thread.
 #pragma once
 
 #include <memory>
@@ -17,13 +21,18 @@ namespace specd::server {
 
 class HttpServer {
  public:
-  // Loads the configured engine (so configuration errors surface before listening) and
-  // resolves the chat template. Throws UsageError / Error like the engine.
+  // Resolves the chat template (its configuration errors surface before listening); the
+  // model is loaded by load(). Throws UsageError.
   HttpServer(const Config& config, const PluginRegistry& registry);
   ~HttpServer();
 
   // Binds [server] host and `port` (0 = any free port); returns the bound port.
   int bind(const std::string& host, int port);
+  // Loads the configured engine (target, tokenizer, the configured proposer and rule) on the
+  // scheduler's worker; the server is ready when it returns. Throws UsageError / Error like
+  // the engine; the server then stays unready (503) until stopped. Call once.
+  void load();
+  bool ready() const;
   // Serves until stop(); returns after the requests in flight have been answered.
   void serve();
   // Drains: new requests get 503; requests in flight finish, or after [server]

@@ -47,7 +47,6 @@ Scheduler::Scheduler(EngineCache& engines, int queue_limit)
     : engines_(engines),
       queue_limit_(static_cast<size_t>(queue_limit)),
       max_sequences_(static_cast<size_t>(std::max(engines.config().server.max_sequences, 1))),
-      kv_(budget_rows(engines)),
       worker_([this] { work(); }) {}
 
 Scheduler::~Scheduler() {
@@ -97,6 +96,11 @@ void Scheduler::run_exclusive(std::function<void()> fn) {
   }
   wake_.notify_all();
   done.get();
+}
+
+KvAdmission& Scheduler::kv() {
+  if (!kv_) kv_.emplace(budget_rows(engines_));
+  return *kv_;
 }
 
 void Scheduler::run_exclusive_tasks() {
@@ -175,15 +179,15 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
                              " exceed the server's kv_budget of " + std::to_string(job->kv_budget) +
                              " tokens");
     const bool drafts = strategy.config.proposer.kind != "none";
-    const uint32_t rows = kv_.reservation(prompt.size(), r.max_tokens, drafts,
-                                          engine.invariant_rows(), engine.context_length());
-    if (!kv_.fits(rows) && !active_.empty()) return false;
+    const uint32_t rows = kv().reservation(prompt.size(), r.max_tokens, drafts,
+                                           engine.invariant_rows(), engine.context_length());
+    if (!kv().fits(rows) && !active_.empty()) return false;
 
     run->job = job;
     run->proposer = engines_.take_proposer(strategy);
     run->strategy = &strategy;  // from here on, errors give its proposer place back
     run->reserved = rows;
-    kv_.take(rows);
+    kv().take(rows);
     if (strategy.k_auto) {
       if (strategy.idle_adaptive.empty()) {
         run->adaptive = std::make_unique<AdaptiveK>(AdaptiveKOptions{});
@@ -210,14 +214,14 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
     run->sequence->start();
   } catch (const RequestError& e) {
     if (run->strategy) {
-      kv_.release(run->reserved);
+      kv().release(run->reserved);
       engines_.give_back(*run->strategy, std::move(run->proposer));
     }
     job->on_start(&e);
     return true;
   } catch (const UsageError& e) {
     if (run->strategy) {
-      kv_.release(run->reserved);
+      kv().release(run->reserved);
       engines_.give_back(*run->strategy, std::move(run->proposer));
     }
     RequestError error(400, prompt_param, e.what());
@@ -225,7 +229,7 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
     return true;
   } catch (const std::exception& e) {
     if (run->strategy) {
-      kv_.release(run->reserved);
+      kv().release(run->reserved);
       engines_.give_back(*run->strategy, nullptr);
     }
     RequestError error(500, "", e.what(), "server_error");
@@ -251,7 +255,7 @@ void Scheduler::finish(Running& run, const RequestError* error) {
     engines_.give_back(*run.strategy, std::move(run.proposer));
     if (run.adaptive) run.strategy->idle_adaptive.push_back(std::move(run.adaptive));
   }
-  kv_.release(run.reserved);
+  kv().release(run.reserved);
   run.kv = nullptr;
   run.verifier.reset();  // frees its KV cache now
   run.sequence.reset();

@@ -26,6 +26,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -58,7 +59,8 @@ struct Job {
 
 class Scheduler {
  public:
-  // max_sequences and the KV budget come from the engines' configuration ([server]).
+  // max_sequences and the KV budget come from the engines' configuration ([server]). The
+  // engine is not touched here: it loads at the first job or run_exclusive that needs it.
   Scheduler(EngineCache& engines, int queue_limit);
   ~Scheduler();  // drains
 
@@ -81,11 +83,12 @@ class Scheduler {
   void step();
   void finish(Running& r, const RequestError* error);
   void run_exclusive_tasks();
+  KvAdmission& kv();  // the worker's: sized from the loaded engine at first use
 
   EngineCache& engines_;
   const size_t queue_limit_;
   const size_t max_sequences_;
-  KvAdmission kv_;
+  std::optional<KvAdmission> kv_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;

@@ -44,7 +44,8 @@ server=$!
 trap 'kill -KILL $server 2>/dev/null || true' EXIT
 port=
 for _ in $(seq 1 1200); do
-  port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\)$|\1|p' serve.log)
+  # The port opens before the model loads: wait for the line that says it is ready.
+  grep -q "specd serve: ready" serve.log && port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\)$|\1|p' serve.log)
   [ -n "$port" ] && break
   kill -0 $server 2>/dev/null || { cat serve.log; exit 1; }
   sleep 0.1

@@ -80,7 +80,8 @@ class Server {
     for (int i = 0; i < 2400 && port_ == 0; ++i) {  // at most 120 s
       const std::string log = read_text(log_);
       const size_t at = log.find(marker);
-      if (at != std::string::npos && log.find('\n', at) != std::string::npos) {
+      // The port opens before the model loads: wait for the line that says it is ready.
+      if (at != std::string::npos && log.find("specd serve: ready", at) != std::string::npos) {
         port_ = std::stoi(log.substr(at + marker.size()));
         break;
       }

@@ -1,0 +1,150 @@
+// specd serve's readiness: the port answers while the model loads (503 "model_loading" on
+// /health and on the routes that need the model), 200 once loaded; a load that fails ends
+// `specd serve` with the error naming the file. In process over a loopback port; every wait
+// is bounded.
+#include <doctest/doctest.h>
+#include <httplib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "cli_runner.hpp"
+#include "config/config.hpp"
+#include "plugin/registry.hpp"
+#include "server/http_server.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const std::string kModels = std::string(SPECD_SOURCE_DIR) + "/models";
+
+bool have_models() {
+  if (fs::exists(kModels + "/target.gguf") && fs::exists(kModels + "/draft.gguf")) return true;
+  MESSAGE("skipped: the shipped models are missing from " << kModels);
+  return false;
+}
+
+specd::Config config(const std::string& draft) {
+  return specd::parse_config(
+      "", "readiness.toml",
+      {"engine.backend=\"cpu\"", "engine.threads=1", "target.model=\"" + kModels + "/target.gguf\"",
+       "proposer.kind=\"draft-model\"", "proposer.model=\"" + draft + "\"", "proposer.k=3",
+       "acceptance.rule=\"rejection\"", "sampling.temperature=0", "sampling.max_tokens=8",
+       "server.chat_template=\"chatml\"", "server.port=0"});
+}
+
+// The 503 an unready server gives: an OpenAI error body with `code`.
+void check_unready(const httplib::Result& res, const std::string& code) {
+  REQUIRE_MESSAGE(res, httplib::to_string(res.error()));
+  CHECK(res->status == 503);
+  json j = json::parse(res->body, nullptr, false);
+  REQUIRE_MESSAGE(j.is_object(), res->body);
+  CHECK(j["error"]["code"] == code);
+  CHECK(j["error"]["type"] == "server_overloaded");
+  if (code == "model_loading")
+    CHECK(j["error"]["message"].get<std::string>().find("model is loading") != std::string::npos);
+}
+
+// serve() on a thread, stopped and joined at the end of the scope.
+class Serving {
+ public:
+  explicit Serving(specd::server::HttpServer& http) : http_(http), thread_([&] { http.serve(); }) {}
+  ~Serving() {
+    http_.stop();
+    thread_.join();
+  }
+
+ private:
+  specd::server::HttpServer& http_;
+  std::thread thread_;
+};
+
+httplib::Client client(int port) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_connection_timeout(10, 0);
+  c.set_read_timeout(60, 0);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("serve answers 503 model_loading until load() returns, then serves") {
+  if (!have_models()) return;
+  const specd::Config cfg = config(kModels + "/draft.gguf");
+  specd::PluginRegistry registry{std::vector<std::string>{}};
+  specd::server::HttpServer http(cfg, registry);
+  const int port = http.bind("127.0.0.1", 0);
+  REQUIRE(port > 0);
+  Serving serving(http);
+  httplib::Client c = client(port);
+
+  CHECK_FALSE(http.ready());
+  check_unready(c.Get("/health"), "model_loading");
+  const std::string body = R"({"prompt":"Once upon a time","max_tokens":4})";
+  check_unready(c.Post("/v1/completions", body, "application/json"), "model_loading");
+  check_unready(
+      c.Post("/v1/chat/completions",
+             R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":2})", "application/json"),
+      "model_loading");
+  check_unready(c.Post("/v1/verify", R"({"op":"open"})", "application/json"), "model_loading");
+  auto models = c.Get("/v1/models");  // needs nothing loaded
+  REQUIRE(models);
+  CHECK(models->status == 200);
+
+  http.load();
+  CHECK(http.ready());
+  auto health = c.Get("/health");
+  REQUIRE(health);
+  CHECK(health->status == 200);
+  CHECK(json::parse(health->body) == json{{"status", "ok"}});
+  auto res = c.Post("/v1/completions", body, "application/json");
+  REQUIRE(res);
+  CHECK_MESSAGE(res->status == 200, res->body);
+  CHECK(json::parse(res->body)["usage"]["completion_tokens"] == 4);
+  auto metrics = c.Get("/metrics");
+  REQUIRE(metrics);
+  CHECK(metrics->body.find("specd_requests_total{endpoint=\"/health\",status=\"503\"} 1") !=
+        std::string::npos);
+}
+
+TEST_CASE("a model that fails to load: load() throws naming it, the server stays unready") {
+  if (!have_models()) return;
+  const fs::path garbage = fs::current_path() / "readiness_garbage.gguf";
+  std::ofstream(garbage) << "this is not a GGUF file";
+  specd::PluginRegistry registry{std::vector<std::string>{}};
+  specd::server::HttpServer http(config(garbage.string()), registry);
+  const int port = http.bind("127.0.0.1", 0);
+  Serving serving(http);
+  std::string error;
+  try {
+    http.load();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  CHECK_MESSAGE(error.find(garbage.string()) != std::string::npos, error);
+  CHECK_FALSE(http.ready());
+  httplib::Client c = client(port);
+  check_unready(c.Get("/health"), "model_load_failed");
+  check_unready(c.Post("/v1/completions", R"({"prompt":"x"})", "application/json"),
+                "model_load_failed");
+
+  // The CLI: it listened, then ends with the error and a non-zero status.
+  const fs::path toml = fs::current_path() / "readiness_garbage.toml";
+  std::ofstream(toml) << "[engine]\nbackend = \"cpu\"\nthreads = 1\n[target]\nmodel = \"" << kModels
+                      << "/target.gguf\"\n[proposer]\nkind = \"draft-model\"\nmodel = \""
+                      << garbage.string() << "\"\n[acceptance]\nrule = \"rejection\"\n"
+                      << "[server]\nport = 0\nchat_template = \"chatml\"\n";
+  specd::test::CliResult r =
+      specd::test::run_program({"timeout", "120", SPECD_CLI, "serve", "-c", toml.string()});
+  CHECK(r.status != 0);
+  CHECK(r.status != 124);  // ended by itself, not by the timeout
+  CHECK(r.err.find("listening on http://127.0.0.1:") != std::string::npos);
+  CHECK_MESSAGE(r.err.find("specd: error: ") != std::string::npos, r.err);
+  CHECK_MESSAGE(r.err.find(garbage.string()) != std::string::npos, r.err);
+  CHECK(r.err.find("ready") == std::string::npos);
+}
