@@ -231,6 +231,7 @@ struct HttpServer::Impl {
     int n = 0;
     for (const std::weak_ptr<Job>& weak : live)
       if (std::shared_ptr<Job> job = weak.lock()) {
+        job->shut_down = true;
         job->cancelled = true;
         ++n;
       }
@@ -384,12 +385,27 @@ struct HttpServer::Impl {
       *first = false;
       ch->changed.notify_all();
     };
-    job->on_done = [this, ch, info, stream, include_usage, first](const GenerationResult* r,
-                                                                  const RequestError* e) {
+    // The job outlives its callbacks (the worker holds it while calling them).
+    const Job* self = job.get();
+    job->on_done = [this, ch, info, stream, include_usage, first, self](const GenerationResult* r,
+                                                                        const RequestError* e) {
+      std::optional<RequestError> shut_down;
       if (r) {
         metrics.generation(r->stats.prompt_tokens, r->tokens.size(), r->stats.drafted,
                            r->stats.accepted, r->stats.rounds);
         if (r->stop_reason == "cancelled") metrics.cancelled();
+        // Cut short by the drain deadline: an error, so that no client takes the text so far
+        // for a finished answer (OpenAI has no finish_reason for it; 503 is retryable).
+        if (r->stop_reason == "cancelled" && self->shut_down) {
+          shut_down.emplace(
+              503, "",
+              "the server shut down before this request finished: cancelled at the drain "
+              "deadline ([server] drain_timeout_s) after " +
+                  std::to_string(r->tokens.size()) + " generated tokens; retry it",
+              "drain_timeout");
+          r = nullptr;
+          e = &*shut_down;
+        }
       }
       std::lock_guard<std::mutex> lock(ch->mutex);
       if (r) ch->result = *r;

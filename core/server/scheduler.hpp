@@ -53,6 +53,9 @@ struct Job {
   std::function<void(const GenerationResult*, const RequestError* error)> on_done;
 
   std::atomic<bool> cancelled{false};  // set by the handler when its client went away
+  // Set (before `cancelled`) when the SIGTERM drain deadline cancels it: its answer is then
+  // an error (docs/SERVER.md), not a finished completion.
+  std::atomic<bool> shut_down{false};
   std::string proposer, rule;          // what ran it (set before on_start)
   std::vector<int32_t> prompt_tokens;  // the scheduler's: the encoded prompt
 };

@@ -535,11 +535,32 @@ TEST_CASE("max_tokens is clamped to the room the context or kv_budget leaves") {
   CHECK(server.terminate() == 0);
 }
 
-TEST_CASE("past drain_timeout_s, SIGTERM cancels what runs and exits 0") {
+TEST_CASE("past drain_timeout_s, SIGTERM cancels what runs with an error, and exits 0") {
   if (!have_models()) return;
   ServerProcess server(write_config("serve_deadline.toml", "drain_timeout_s = 0\n"));
   REQUIRE_MESSAGE(server.port() > 0, server.log());
+  // A non-streaming request first, running before the signal (bounded wait on the gauge).
+  json whole = {{"prompt", kPrompt}, {"max_tokens", 480}};
+  int whole_status = -1;
+  std::string whole_body;
+  std::thread whole_client([&] {
+    httplib::Client wc = client(server.port());
+    auto r = wc.Post("/v1/completions", whole.dump(), "application/json");
+    if (r) {
+      whole_status = r->status;
+      whole_body = r->body;
+    } else {
+      whole_body = httplib::to_string(r.error());
+    }
+  });
   httplib::Client c = client(server.port());
+  bool running = false;
+  for (int i = 0; i < 600 && !running; ++i) {  // at most 30 s
+    auto m = c.Get("/metrics");
+    running = m && m->body.find("\nspecd_running 1\n") != std::string::npos;
+    if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(running);
   json body = {{"prompt", kPrompt}, {"max_tokens", 480}, {"stream", true}};
   httplib::Request req;
   req.method = "POST";
@@ -557,12 +578,26 @@ TEST_CASE("past drain_timeout_s, SIGTERM cancels what runs and exits 0") {
     return true;
   };
   auto res = c.send(req);
+  whole_client.join();
   REQUIRE_MESSAGE(res, httplib::to_string(res.error()) << "; log: " << server.log());
+  // The stream ends with an error event (code drain_timeout) and [DONE], never with a
+  // finish_reason that would pass the text so far for a finished answer.
   Stream s = parse_sse(received, false);
-  CHECK(s.done);  // the cancelled stream still ends properly
+  CHECK(s.done);
+  CHECK_MESSAGE(s.finish_reason.empty(), received);
+  const size_t at = received.find("data: {\"error\":");
+  REQUIRE_MESSAGE(at != std::string::npos, received);
+  json event = json::parse(received.substr(at + 6, received.find("\n\n", at) - at - 6));
+  CHECK(event["error"]["code"] == "drain_timeout");
+  CHECK(event["error"]["message"].get<std::string>().find("drain_timeout_s") != std::string::npos);
+  // The whole answer: a 503 with the same code.
+  CHECK_MESSAGE(whole_status == 503, whole_body);
+  json j = json::parse(whole_body, nullptr, false);
+  REQUIRE_MESSAGE(j.is_object(), whole_body);
+  CHECK(j["error"]["code"] == "drain_timeout");
   CHECK(server.wait_exit() == 0);
   CHECK_MESSAGE(
-      server.log().find("drain_timeout_s passed: cancelled 1 request") != std::string::npos,
+      server.log().find("drain_timeout_s passed: cancelled 2 request") != std::string::npos,
       server.log());
 }
 
