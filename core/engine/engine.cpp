@@ -29,7 +29,8 @@
 #include "tokenizer/tokenizer.hpp"
 
 namespace specd {
-Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(config) {
+Engine::Engine(const Config& config, const PluginRegistry& registry, EngineUse use)
+    : config_(config), use_(use) {
   check_required_for_run(config_);
   validate_sampling_params(sampling_params(config_.sampling));
   // A model is memory-mapped: a FIFO would block the open, a directory or device fail it
@@ -86,14 +87,17 @@ Engine::Engine(const Config& config, const PluginRegistry& registry) : config_(c
     // The file's own problem, said where the configuration names the file.
     throw Error(config_.where("target.model") + ": " + e.what());
   }
-  verifier_ = make_verifier(config_, registry, target_.get(), *tokenizer_);
-  if (tokenizer_->n_tokens() > static_cast<int32_t>(verifier_->vocab_size()))
+  // A scheduler's engine needs no verifier of its own over the local target (each sequence
+  // has one): its KV cache for the whole context would be allocated for nothing.
+  if (use_ == EngineUse::generate || !target_)
+    verifier_ = make_verifier(config_, registry, target_.get(), *tokenizer_);
+  if (tokenizer_->n_tokens() > static_cast<int32_t>(vocab_size()))
     throw Error(config_.target.model + ": the tokenizer has " +
                 std::to_string(tokenizer_->n_tokens()) + " tokens but the model's output has " +
-                std::to_string(verifier_->vocab_size()));
+                std::to_string(vocab_size()));
   rng_ = std::make_unique<specd_rng>(config_.engine.seed);
 
-  if (proposer_plugin) {
+  if (proposer_plugin && use_ == EngineUse::generate) {
     proposer_ = make_proposer(config_, registry);
     if (config_.proposer.k_auto) adaptive_ = std::make_unique<AdaptiveK>(AdaptiveKOptions{});
     rule_ = make_checked_rule(config_, registry, *proposer_plugin);
@@ -110,8 +114,8 @@ std::unique_ptr<Proposer> Engine::make_proposer(const Config& config,
     throw UsageError(config.where("proposer.kind") + ": " + e.what());
   }
   TargetShape shape;
-  shape.vocab_size = verifier_->vocab_size();
-  shape.hidden_dim = verifier_->hidden_dim();
+  shape.vocab_size = vocab_size();
+  shape.hidden_dim = hidden_dim();
   shape.invariant_max_rows = device_->info().invariant_max_rows;
   const ProposerSetup setup = proposer_setup(config, *tokenizer_, shape);
   const std::string target_backend =
@@ -150,7 +154,17 @@ uint32_t Engine::invariant_rows() const {
 Engine::~Engine() = default;
 
 uint32_t Engine::context_length() const {
-  return verifier_->context_length();
+  if (verifier_) return verifier_->context_length();
+  // As the built-in verifier sizes its cache: [engine] context, at most the model's.
+  const uint32_t model_ctx = static_cast<uint32_t>(target_->info().n_ctx);
+  const uint32_t context = static_cast<uint32_t>(config_.engine.context);
+  return context == 0 ? model_ctx : std::min(context, model_ctx);
+}
+uint32_t Engine::vocab_size() const {
+  return verifier_ ? verifier_->vocab_size() : static_cast<uint32_t>(target_->info().vocab_size);
+}
+uint32_t Engine::hidden_dim() const {
+  return verifier_ ? verifier_->hidden_dim() : static_cast<uint32_t>(target_->info().n_embd);
 }
 std::string Engine::backend_name() const {
   return backend_->name();
@@ -177,6 +191,10 @@ GenerationResult Engine::generate(const std::string& prompt, const GenerateOptio
 
 GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
                                          const GenerateOptions& options) {
+  if (!verifier_)
+    throw Error("this engine over " + config_.target.model +
+                " holds a scheduler's shared parts only (EngineUse::shared): it cannot generate "
+                "by itself");
   SequenceParts parts;
   parts.tokenizer = tokenizer_.get();
   parts.verifier = verifier_.get();

@@ -46,11 +46,24 @@ struct GenerateOptions {
   std::function<bool()> cancelled;
 };
 
+// What an Engine is built for.
+enum class EngineUse {
+  // generate(): the engine also holds its own verifier (the built-in one holds a KV cache of
+  // the whole context), proposer, rule and draft-length state.
+  generate,
+  // A scheduler's shared parts (core/server/): backend, device, tokenizer and target only.
+  // Each sequence brings its own verifier, proposer and rule (make_proposer, make_rule), so
+  // none is built here; generate() refuses. A plugin verifier is still built (it may be
+  // the only source of the context length and vocabulary).
+  shared,
+};
+
 class Engine {
  public:
-  // Loads backend, target, tokenizer, proposer and rule; checks their pairing. Throws
-  // UsageError for configuration problems, Error for runtime ones.
-  Engine(const Config& config, const PluginRegistry& registry);
+  // Loads backend, target, tokenizer, and for EngineUse::generate the verifier, proposer and
+  // rule; checks their pairing. Throws UsageError for configuration problems, Error for
+  // runtime ones.
+  Engine(const Config& config, const PluginRegistry& registry, EngineUse use = EngineUse::generate);
   ~Engine();
 
   GenerationResult generate(const std::string& prompt, const GenerateOptions& options = {});
@@ -75,13 +88,18 @@ class Engine {
   LlamaModel& target();
   const Config& config() const { return config_; }
   uint32_t invariant_rows() const;
+  EngineUse use() const { return use_; }
   std::unique_ptr<Proposer> make_proposer(const Config& config,
                                           const PluginRegistry& registry) const;
   std::unique_ptr<AcceptanceRule> make_rule(const Config& config,
                                             const PluginRegistry& registry) const;
 
  private:
+  uint32_t vocab_size() const;  // the target's output rows
+  uint32_t hidden_dim() const;
+
   Config config_;
+  EngineUse use_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<Tokenizer> tokenizer_;

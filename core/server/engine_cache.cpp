@@ -42,7 +42,8 @@ Config EngineCache::config_for(const SpeculativeRequest& r) const {
 }
 
 Engine& EngineCache::engine() {
-  if (!engine_) engine_ = std::make_unique<Engine>(config_, registry_);
+  // The shared parts only: each sequence has its own batch verifier, proposer and rule.
+  if (!engine_) engine_ = std::make_unique<Engine>(config_, registry_, EngineUse::shared);
   return *engine_;
 }
 
