@@ -116,19 +116,42 @@ void Scheduler::run_exclusive_tasks() {
   }
 }
 
+void Scheduler::set_reclaim(std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  reclaim_ = std::move(fn);
+}
+
 void Scheduler::work() {
+  // The first waiting job does not fit and no sequence runs: only other holders of the
+  // budget (verify sessions) keep it out, and only run_exclusive tasks (closing them) or
+  // reclaim_ (freeing idle ones) make room. Wait for those, a while at a time.
+  bool blocked = false;
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] {
-        return stopping_ || !queue_.empty() || !exclusive_.empty() || !active_.empty();
-      });
+      auto ready = [&] {
+        return !exclusive_.empty() || !active_.empty() ||
+               (!blocked && (stopping_ || !queue_.empty()));
+      };
+      if (blocked)
+        wake_.wait_for(lock, std::chrono::milliseconds(200), ready);
+      else
+        wake_.wait(lock, ready);
       if (stopping_ && queue_.empty() && exclusive_.empty() && active_.empty()) {
         worker_done_ = true;
         return;
       }
     }
     run_exclusive_tasks();
+    if (blocked) {
+      std::function<void()> reclaim;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        reclaim = reclaim_;
+      }
+      if (reclaim) reclaim();
+    }
+    blocked = false;
     while (active_.size() < max_sequences_) {
       std::shared_ptr<Job> job;
       {
@@ -136,7 +159,10 @@ void Scheduler::work() {
         if (queue_.empty()) break;
         job = queue_.front();
       }
-      if (!admit(job)) break;  // the first in line waits for KV; so do those behind it
+      if (!admit(job)) {  // the first in line waits for KV; so do those behind it
+        blocked = active_.empty();
+        break;
+      }
       std::lock_guard<std::mutex> lock(mutex_);
       queue_.pop_front();
     }
@@ -181,7 +207,9 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
     const bool drafts = strategy.config.proposer.kind != "none";
     const uint32_t rows = kv().reservation(prompt.size(), r.max_tokens, drafts,
                                            engine.invariant_rows(), engine.context_length());
-    if (!kv().fits(rows) && !active_.empty()) return false;
+    // A reservation is at most the budget, so with nothing else holding rows it fits.
+    // (A cancelled job is let in to end at its first step, not kept waiting for room.)
+    if (!kv().fits(rows) && !job->cancelled) return false;
 
     run->job = job;
     run->proposer = engines_.take_proposer(strategy);

@@ -3,7 +3,8 @@
 //
 //   1. runs the functions given to run_exclusive (they see the target between steps);
 //   2. admits waiting requests in order while fewer than [server] max_sequences run and the
-//      KV budget holds their reservation (a request that does not fit yet waits);
+//      KV budget holds their reservation (a request that does not fit yet waits; the budget
+//      also holds the verify sessions' caches, kv_admission());
 //   3. gives each running sequence either its next prefill chunk or a round (its proposer
 //      drafts; its rows are the root and the draft tree) and runs them all as ONE
 //      LlamaModel::forward_batch;
@@ -78,6 +79,14 @@ class Scheduler {
   // the target model, EngineCache::target(), alone) and returns once it has run, rethrowing
   // what it threw. Called on the worker itself, or after drain(), it runs fn at once.
   void run_exclusive(std::function<void()> fn);
+  // The KV budget the running sequences reserve from, for other holders of KV rows on the
+  // target (verify sessions) to reserve from too. Only on the worker (run_exclusive); sized
+  // from the loaded engine at first use.
+  KvAdmission& kv_admission() { return kv(); }
+  // Called on the worker while the first waiting job does not fit in the KV budget and no
+  // sequence runs (so only other holders keep it out): may free idle holders. Call before
+  // submitting jobs.
+  void set_reclaim(std::function<void()> fn);
 
  private:
   struct Running;
@@ -96,6 +105,7 @@ class Scheduler {
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;
   std::deque<std::function<void()>> exclusive_;
+  std::function<void()> reclaim_;
   bool stopping_ = false;
   std::atomic<size_t> running_{0};
   std::list<std::unique_ptr<Running>> active_;  // the worker's alone

@@ -189,16 +189,26 @@ struct VerifyEndpoint::Impl {
   Scheduler& scheduler;
   Metrics& metrics;
   const std::atomic<bool>& draining;
-  VerifySessions sessions;
+  // Made on the worker at the first request: the scheduler's KV budget, which the sessions
+  // reserve from, is sized from the loaded engine.
+  std::optional<VerifySessions> open_sessions;
   std::optional<ModelFacts> facts;  // read on the worker at the first request
 
   Impl(const Config& c, EngineCache& e, Scheduler& s, Metrics& m, const std::atomic<bool>& d)
-      : config(c),
-        engines(e),
-        scheduler(s),
-        metrics(m),
-        draining(d),
-        sessions(static_cast<size_t>(c.server.verify_sessions), c.server.verify_idle_s) {}
+      : config(c), engines(e), scheduler(s), metrics(m), draining(d) {
+    // A completion waiting for KV that idle sessions hold frees them.
+    scheduler.set_reclaim([this] {
+      if (open_sessions) open_sessions->expire();
+    });
+  }
+
+  // On the worker.
+  VerifySessions& sessions() {
+    if (!open_sessions)
+      open_sessions.emplace(static_cast<size_t>(config.server.verify_sessions),
+                            config.server.verify_idle_s, scheduler.kv_admission());
+    return *open_sessions;
+  }
 
   uint32_t session_context() const {
     return static_cast<uint32_t>(config.server.kv_budget > 0 ? config.server.kv_budget
@@ -230,7 +240,7 @@ struct VerifyEndpoint::Impl {
     json out;
     scheduler.run_exclusive([&] {
       const ModelFacts& f = model_facts();
-      const std::string id = sessions.open(engine().target(), session_context());
+      const std::string id = sessions().open(engine().target(), session_context());
       out = {{"session", id},
              {"vocab_size", f.vocab_size},
              {"n_tokens", f.n_tokens},
@@ -246,10 +256,10 @@ struct VerifyEndpoint::Impl {
   json verify(const json& body, std::string& logits_b64) {
     json out;
     scheduler.run_exclusive([&] {
-      sessions.expire();
+      sessions().expire();
       const ModelFacts& f = model_facts();
       const VerifyRequest r = parse_verify(body, f);
-      VerifySession& s = sessions.get(r.session);
+      VerifySession& s = sessions().get(r.session);
       Verifier& v = *s.verifier;
       try {
         if (r.reset) {
@@ -312,7 +322,7 @@ struct VerifyEndpoint::Impl {
   json close(const json& body) {
     const std::string id = string_field(body, "session");
     bool closed = false;
-    scheduler.run_exclusive([&] { closed = sessions.close(id); });
+    scheduler.run_exclusive([&] { closed = sessions().close(id); });
     return {{"closed", closed}};
   }
 

@@ -1,8 +1,10 @@
 #include "server/verify_sessions.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 
+#include "models/llama_model.hpp"
 #include "server/request.hpp"
 
 namespace specd::server {
@@ -24,8 +26,17 @@ std::string new_id() {
 
 }  // namespace
 
-VerifySessions::VerifySessions(size_t max_sessions, double idle_s)
-    : max_sessions_(max_sessions), idle_(idle_s) {}
+VerifySessions::VerifySessions(size_t max_sessions, double idle_s, KvAdmission& kv)
+    : max_sessions_(max_sessions), idle_(idle_s), kv_(kv) {}
+
+VerifySessions::~VerifySessions() {
+  for (auto it = sessions_.begin(); it != sessions_.end();) it = erase(it);
+}
+
+VerifySessions::Map::iterator VerifySessions::erase(Map::iterator it) {
+  kv_.release(it->second.reserved);
+  return sessions_.erase(it);
+}
 
 std::string VerifySessions::open(LlamaModel& model, uint32_t context) {
   expire();
@@ -34,6 +45,18 @@ std::string VerifySessions::open(LlamaModel& model, uint32_t context) {
                        "too many verify sessions: " + std::to_string(max_sessions_) +
                            " are open ([server] verify_sessions); close one or retry later",
                        "too_many_sessions");
+  // The rows the target verifier's cache will hold (it is allocated whole, now).
+  const uint32_t model_ctx = static_cast<uint32_t>(model.info().n_ctx);
+  const uint32_t rows = context == 0 ? model_ctx : std::min(context, model_ctx);
+  if (!kv_.fits(rows))
+    throw RequestError(503, "",
+                       "a verify session's KV cache needs " + std::to_string(rows) +
+                           " rows and the server's KV budget ([server] kv_budget) has " +
+                           std::to_string(kv_.budget() - std::min(kv_.used(), kv_.budget())) +
+                           " of " + std::to_string(kv_.budget()) +
+                           " free (running sequences and open sessions hold the rest); close a "
+                           "session or retry later",
+                       "kv_budget_full");
   std::string id = new_id();
   VerifySession& s = sessions_[id];
   try {
@@ -42,6 +65,8 @@ std::string VerifySessions::open(LlamaModel& model, uint32_t context) {
     sessions_.erase(id);
     throw;
   }
+  s.reserved = rows;
+  kv_.take(rows);
   s.last_used = Clock::now();
   return id;
 }
@@ -59,7 +84,10 @@ VerifySession& VerifySessions::get(const std::string& id) {
 }
 
 bool VerifySessions::close(const std::string& id) {
-  return sessions_.erase(id) > 0;
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return false;
+  erase(it);
+  return true;
 }
 
 size_t VerifySessions::expire() {
@@ -67,7 +95,7 @@ size_t VerifySessions::expire() {
   size_t freed = 0;
   for (auto it = sessions_.begin(); it != sessions_.end();) {
     if (now - it->second.last_used > idle_) {
-      it = sessions_.erase(it);
+      it = erase(it);
       ++freed;
     } else {
       ++it;

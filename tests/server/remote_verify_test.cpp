@@ -381,6 +381,48 @@ TEST_CASE("POST /v1/verify refuses malformed requests naming the field; sessions
   CHECK(third["session"] != second["session"]);
 }
 
+TEST_CASE("verify sessions count in the KV budget: refused when full, completions wait for them") {
+  if (!have_models()) return;
+  // kv_budget 256 rows: one session (its context is kv_budget) holds all of it.
+  Server server("kv_budget = 256\nverify_sessions = 4\n");
+  auto c = http(server.port());
+  const json opened = post(c, {{"op", "open"}}, 200);
+  CHECK(opened["context_length"] == 256);
+  const std::string first = opened["session"];
+  const json full = post(c, {{"op", "open"}}, 503);
+  CHECK(full["error"]["code"] == "kv_budget_full");
+  const std::string message = full["error"]["message"];
+  CHECK_MESSAGE(message.find("needs 256 rows") != std::string::npos, message);
+  CHECK_MESSAGE(message.find("kv_budget") != std::string::npos, message);
+  CHECK_MESSAGE(message.find("0 of 256 free") != std::string::npos, message);
+
+  // A completion waits while the session holds the budget (bounded wait on the queue gauge),
+  // then runs once it is closed.
+  int status = -1;
+  std::string body;
+  std::thread completion([&] {
+    auto cc = http(server.port());
+    auto res = cc.Post("/v1/completions", R"({"prompt":"Once upon a time","max_tokens":8})",
+                       "application/json");
+    if (res) {
+      status = res->status;
+      body = res->body;
+    }
+  });
+  bool waiting = false;
+  for (int i = 0; i < 600 && !waiting; ++i) {  // at most 30 s
+    auto m = c.Get("/metrics");
+    waiting = m && m->body.find("\nspecd_queue_depth 1\n") != std::string::npos;
+    if (!waiting) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(waiting);
+  CHECK(post(c, {{"op", "close"}, {"session", first}}, 200)["closed"] == true);
+  completion.join();
+  CHECK_MESSAGE(status == 200, body);
+  // The completion's rows are back: a session fits again.
+  post(c, {{"op", "open"}}, 200);
+}
+
 TEST_CASE("an idle verify session is freed") {
   if (!have_models()) return;
   Server server("verify_sessions = 1\nverify_idle_s = 1\n");
