@@ -2,9 +2,10 @@
 """Serving benchmark for `specd serve` (issue 16, item 7): python3 standard library only.
 
 Starts `specd serve` on an ephemeral loopback port (or uses one already running, --port),
-then for each speculation mode (per-request `speculative` object: "on" = the configured
-draft model, k and rule named explicitly; "off" = {"proposer": "none"}) and each
-concurrency level drives the prompts of the task suites in bench/tasks through
+then for each speculation mode (per-request `speculative` object: "on" = the shipped draft
+model with a fixed k = 3 and the rejection rule, named explicitly; "auto" = the same with
+k = "auto", the draft length chosen per round from acceptance, draft cost and the load;
+"off" = {"proposer": "none"}) and each concurrency level drives the prompts of the task suites in bench/tasks through
 POST /v1/completions with "stream": true, `concurrency` requests in flight at a time.
 
 Measured per (mode, concurrency) cell:
@@ -15,13 +16,14 @@ Measured per (mode, concurrency) cell:
                   together, e.g. a run speculation accepted at once)
   TPOT p50/p99    time per output token of a request: (last text - first text) / (tokens - 1)
   tau             completion tokens per target pass, over the cell (usage drafted/accepted)
+  vs off          throughput over the "off" cell's at the same concurrency
 
 Writes OUT/report.json (every number, the command, the machine), OUT/report.md (the table)
 and OUT/serve.svg (throughput and time per output token by concurrency, on vs off).
 
 usage: serve_bench.py [--specd build/bin/specd] [--config FILE] [--port P]
                       [--concurrency 1,4,16] [--tasks code,prose,copy,free] [--prompts 8]
-                      [--max-tokens 64] [--modes on,off] [--out bench-serve-out]
+                      [--max-tokens 64] [--modes on,auto,off] [--out bench-serve-out]
 """
 
 import argparse
@@ -40,6 +42,7 @@ import specd_server as ss  # noqa: E402
 
 MODES = {
     "on": {"proposer": "draft-model", "k": 3, "rule": "rejection"},
+    "auto": {"proposer": "draft-model", "k": "auto", "rule": "rejection"},
     "off": {"proposer": "none"},
 }
 
@@ -171,24 +174,27 @@ def write_markdown(path, report):
             report["machine"].get("commit", "?"),
             " ".join(report["machine"].get("loadavg_at_start", []))), "",
         "Tasks %s, %d prompts each (%d requests a cell), max_tokens %d, greedy, streamed. "
-        "Speculation on = %s; off = %s." % (
+        "Speculation %s." % (
             ",".join(a["tasks"]), a["prompts"], report["requests_per_cell"], a["max_tokens"],
-            json.dumps(MODES["on"]), json.dumps(MODES["off"])), "",
-        "| speculation | concurrency | throughput (tok/s) | TTFT p50 (ms) | TTFT p99 (ms) "
-        "| ITL p50 (ms) | ITL p99 (ms) | TPOT p50 (ms) | TPOT p99 (ms) | τ | errors |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "; ".join("%s = %s" % (m, json.dumps(MODES[m])) for m in a["modes"])), "",
+        "| speculation | concurrency | throughput (tok/s) | vs off | TTFT p50 (ms) "
+        "| TTFT p99 (ms) | ITL p50 (ms) | ITL p99 (ms) | TPOT p50 (ms) | TPOT p99 (ms) | τ "
+        "| errors |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     fmt = lambda v: "—" if v is None else ("%.1f" % v if isinstance(v, float) else str(v))  # noqa
     for c in report["cells"]:
-        lines.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d |" % (
-            c["mode"], c["concurrency"], fmt(c["throughput_tok_s"]), fmt(c["ttft_ms_p50"]),
+        lines.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |" % (
+            c["mode"], c["concurrency"], fmt(c["throughput_tok_s"]),
+            "—" if c.get("vs_off") is None else "%.2f×" % c["vs_off"], fmt(c["ttft_ms_p50"]),
             fmt(c["ttft_ms_p99"]), fmt(c["itl_ms_p50"]), fmt(c["itl_ms_p99"]),
             fmt(c["tpot_ms_p50"]), fmt(c["tpot_ms_p99"]),
             "—" if c["tau"] is None else "%.2f" % c["tau"], len(c["errors"])))
-    same = [c.get("texts_equal_on_off") for c in report["cells"]]
+    same = [c.get("texts_equal_off") for c in report["cells"]]
     if any(v is not None for v in same):
-        lines += ["", "Greedy texts with speculation on equal those with it off, request for "
-                  "request: %s." % ("yes" if all(v is not False for v in same) else "**NO**")]
+        lines += ["", "Greedy texts with speculation (every mode) equal those with it off, "
+                  "request for request: %s." % (
+                      "yes" if all(v is not False for v in same) else "**NO**")]
     lines += ["", "TTFT: request sent to first text chunk. ITL: gaps between successive text "
               "chunks as read by the client (chunks written together arrive together, so ITL "
               "p50 can be near 0 while p99 holds the target passes). TPOT: per request, "
@@ -203,7 +209,7 @@ def write_svg(path, report):
     cells = report["cells"]
     modes = [m for m in report["args"]["modes"]]
     levels = sorted({c["concurrency"] for c in cells})
-    colors = {"on": "#1f77b4", "off": "#ff7f0e"}
+    colors = {"on": "#1f77b4", "auto": "#2ca02c", "off": "#ff7f0e"}
     W, H, pad = 760, 300, 50
     panel_w = (W - 3 * pad) / 2
     out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
@@ -242,7 +248,7 @@ def write_svg(path, report):
                            (gx + mi * bar, y0 + h - bh, bar - 2, bh, colors.get(mode, "#888"),
                             mode, level, v))
     for mi, mode in enumerate(modes):
-        x = pad + mi * 150
+        x = pad + mi * 170
         out.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>' %
                    (x, H - 28, colors.get(mode, "#888")))
         out.append('<text x="%d" y="%d">speculation %s</text>' % (x + 16, H - 18, mode))
@@ -261,14 +267,15 @@ def main():
     ap.add_argument("--tasks", default="code,prose,copy,free")
     ap.add_argument("--prompts", type=int, default=8, help="prompts per task (0 = all)")
     ap.add_argument("--max-tokens", type=int, default=64)
-    ap.add_argument("--modes", default="on,off")
+    ap.add_argument("--modes", default="on,auto,off",
+                    help="speculation modes, any of on (k = 3), auto (k = \"auto\"), off")
     ap.add_argument("--out", default="bench-serve-out")
     a = ap.parse_args()
     levels = [int(x) for x in a.concurrency.split(",")]
     modes = a.modes.split(",")
     for m in modes:
         if m not in MODES:
-            ap.error("--modes: unknown mode %r (on, off)" % m)
+            ap.error("--modes: unknown mode %r (on, auto, off)" % m)
     prompts = load_prompts(a.tasks.split(","), a.prompts)
     os.makedirs(a.out, exist_ok=True)
 
@@ -278,11 +285,13 @@ def main():
     if not port:
         config = a.config or ss.write_config(
             os.path.join(work.name, "serve.toml"),
-            "queue_limit = %d\nmax_engines = 2\n" % max(levels + [16]), max_tokens=a.max_tokens)
+            # One strategy per mode stays built (each keeps its proposers and adaptive state).
+            "queue_limit = %d\nmax_engines = %d\n" % (max(levels + [16]), max(len(modes), 2)),
+            max_tokens=a.max_tokens)
         server = ss.Server(a.specd, config)
         port = server.port
     try:
-        # Warm-up: both engines built, caches touched.
+        # Warm-up: every mode's strategy built, caches touched.
         for m in modes:
             ss.stream(port, "/v1/completions", {"prompt": prompts[0][1], "max_tokens": 8,
                                                 "speculative": MODES[m]})
@@ -292,18 +301,21 @@ def main():
                 cell = run_cell(port, prompts, level, MODES[m], a.max_tokens)
                 cell.update(mode=m, concurrency=level)
                 cells.append(cell)
-            # Greedy with an exact rule: speculation must not change a single text.
-            by_mode = {c["mode"]: c["texts"] for c in cells if c["concurrency"] == level}
-            if "on" in by_mode and "off" in by_mode:
-                same = by_mode["on"] == by_mode["off"]
-                for c in cells:
-                    if c["concurrency"] == level:
-                        c["texts_equal_on_off"] = same
-                if not same:
-                    print("speculation on and off gave different texts at c=%d" % level)
-                print("speculation %-3s c=%-3d %8.1f tok/s  TTFT p50 %s ms  ITL p50 %s ms  "
+                print("speculation %-4s c=%-3d %8.1f tok/s  TTFT p50 %s ms  ITL p50 %s ms  "
                       "errors %d" % (m, level, cell["throughput_tok_s"] or 0, cell["ttft_ms_p50"],
                                      cell["itl_ms_p50"], len(cell["errors"])), flush=True)
+            # Greedy with an exact rule: speculation must not change a single text; and each
+            # mode's throughput against plain decoding at this concurrency.
+            level_cells = [c for c in cells if c["concurrency"] == level]
+            off = next((c for c in level_cells if c["mode"] == "off"), None)
+            for c in level_cells:
+                if off is None or c is off:
+                    continue
+                c["texts_equal_off"] = c["texts"] == off["texts"]
+                if off["throughput_tok_s"]:
+                    c["vs_off"] = round((c["throughput_tok_s"] or 0) / off["throughput_tok_s"], 3)
+                if not c["texts_equal_off"]:
+                    print("speculation %s and off gave different texts at c=%d" % (c["mode"], level))
     finally:
         status = server.stop() if server else 0
         if server:
@@ -324,7 +336,7 @@ def main():
     write_svg(os.path.join(a.out, "serve.svg"), report)
     print("wrote %s/report.json, report.md, serve.svg" % a.out)
     failed = sum(len(c["errors"]) for c in cells)
-    differ = any(c.get("texts_equal_on_off") is False for c in cells)
+    differ = any(c.get("texts_equal_off") is False for c in cells)
     return 1 if failed or differ or status != 0 else 0
 
 

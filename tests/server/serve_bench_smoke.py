@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Smoke test of bench/serve/serve_bench.py: tiny settings (2 concurrency levels, 1 prompt,
-8 tokens), then the report's shape: a cell per mode and level with tokens counted, the
-markdown table, a well-formed SVG.
+8 tokens, the default modes on / auto / off), then the report's shape: a cell per mode and
+level with tokens counted, throughput against off, the markdown table, a well-formed SVG.
 
 usage: serve_bench_smoke.py SPECD_CLI OUT_DIR     (exit 0 = pass, 77 = skipped)
 """
@@ -30,7 +30,8 @@ def main():
     with open(os.path.join(out, "report.json")) as f:
         report = json.load(f)
     cells = {(c["mode"], c["concurrency"]): c for c in report["cells"]}
-    if set(cells) != {("on", 1), ("off", 1), ("on", 2), ("off", 2)}:
+    modes = ("on", "auto", "off")
+    if set(cells) != {(m, level) for m in modes for level in (1, 2)}:
         problems.append("cells: %r" % sorted(cells))
     for key, c in cells.items():
         if c["completed"] != 2 or c["errors"]:
@@ -41,16 +42,20 @@ def main():
         problems.append("speculation off drafted tokens: %r" % cells.get(("off", 1)))
     if not cells.get(("on", 1), {}).get("drafted"):
         problems.append("speculation on drafted nothing: %r" % cells.get(("on", 1)))
-    if any(c.get("texts_equal_on_off") is not True for c in report["cells"]):
-        problems.append("greedy texts differ between speculation on and off")
+    if report.get("speculative", {}).get("auto", {}).get("k") != "auto":
+        problems.append("the auto mode does not ask for k = auto: %r" % report.get("speculative"))
+    for key, c in cells.items():
+        if key[0] != "off" and (c.get("texts_equal_off") is not True or not c.get("vs_off")):
+            problems.append("%r: texts_equal_off %r, vs_off %r" % (
+                key, c.get("texts_equal_off"), c.get("vs_off")))
     if report.get("server_exit_status") != 0:
         problems.append("server exit status %r" % report.get("server_exit_status"))
     with open(os.path.join(out, "report.md")) as f:
-        rows = [line for line in f if line.startswith("| on ") or line.startswith("| off ")]
-    if len(rows) != 4:
-        problems.append("report.md has %d table rows, expected 4" % len(rows))
+        rows = [line for line in f if line.startswith(tuple("| %s " % m for m in modes))]
+    if len(rows) != 6:
+        problems.append("report.md has %d table rows, expected 6" % len(rows))
     svg = xml.dom.minidom.parse(os.path.join(out, "serve.svg"))
-    if len(svg.getElementsByTagName("rect")) < 9:
+    if len(svg.getElementsByTagName("rect")) < 13:
         problems.append("serve.svg has too few bars")
     for p in problems:
         print("FAIL:", p)
