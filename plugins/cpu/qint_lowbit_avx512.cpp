@@ -199,27 +199,169 @@ inline void stream_ahead(const uint8_t* p, int64_t bytes) {
     _mm_prefetch(reinterpret_cast<const char*>(p) + kStreamAhead + o, _MM_HINT_T0);
 }
 
+// ---- m = 1: each block decoded in registers in its stored order ----------------------------
+// One 64-byte load holds the quants of 128 (iq4_xs) or 256 (q2_K, q3_K) elements; the row of
+// x is reordered once per task to the order the shifts and masks leave them in (reorder_row),
+// and the int32 sums, whose lanes then hold qint.hpp's lanes in another order (two partial
+// sums per lane), are regrouped before the block's f32 step: exact, the same bits.
+
+// x's row in the weights' stored order, per 256-value block. q2_K, q3_K: element
+// 128c + 32u + l sits at bits 2u of quant byte 32c + l, so for u < 4 the 64 bytes
+// y[32u .. + 31], y[128 + 32u .. + 31]. iq4_xs: element 32j + 16h + t sits at nibble h of
+// byte 16j + t, so for c < 2, h < 2, j = 4c .. 4c + 3 the 16 bytes y[32j + 16h .. + 15].
+template <uint32_t T>
+void reorder_row(const int8_t* y, int64_t k, int8_t* yr) {
+  for (int64_t b = 0; b < k / 256; ++b) {
+    const int8_t* s = y + 256 * b;
+    int8_t* o = yr + 256 * b;
+    if constexpr (T == ggml::kIQ4_XS) {
+      for (int c = 0; c < 2; ++c)
+        for (int h = 0; h < 2; ++h)
+          for (int j = 4 * c; j < 4 * c + 4; ++j, o += 16)
+            __builtin_memcpy(o, s + 32 * j + 16 * h, 16);
+    } else {
+      for (int u = 0; u < 4; ++u, o += 64) {
+        __builtin_memcpy(o, s + 32 * u, 32);
+        __builtin_memcpy(o + 32, s + 128 + 32 * u, 32);
+      }
+    }
+  }
+}
+
+// Scale permutations of the stored order. q2_K, q3_K, shift 2u: int16 lane t < 16 pairs
+// elements 32u + 2t (sub-block 2u + t / 8), t >= 16 elements 128 + 32u + 2(t - 16)
+// (sub-block 8 + 2u + (t - 16) / 8). iq4_xs, 64 bytes c: lane t, either nibble, sub-block
+// 4c + t / 8.
+struct StoredIndex {
+  __m512i two_bit[4], iq4[2];
+};
+
+StoredIndex stored_index() {
+  StoredIndex s;
+  alignas(64) int16_t idx[32];
+  for (int u = 0; u < 4; ++u) {
+    for (int t = 0; t < 32; ++t)
+      idx[t] = static_cast<int16_t>(t < 16 ? 2 * u + t / 8 : 8 + 2 * u + (t - 16) / 8);
+    s.two_bit[u] = _mm512_load_si512(idx);
+  }
+  for (int c = 0; c < 2; ++c) {
+    for (int t = 0; t < 32; ++t) idx[t] = static_cast<int16_t>(4 * c + t / 8);
+    s.iq4[c] = _mm512_load_si512(idx);
+  }
+  return s;
+}
+
+// acc, macc += one q2_K / q3_K block's terms; y: the block's 256 reordered values.
+template <uint32_t T>
+[[gnu::always_inline]] inline void block_m1_2bit(const uint8_t* blk, const int8_t* y, float dy,
+                                                 const int16_t* bs, const StoredIndex& ix,
+                                                 __m512& acc, __m256& macc) {
+  constexpr bool q2 = T == ggml::kQ2_K;
+  const __m128i low4 = _mm_set1_epi8(15);
+  __m512i sc16, hm = _mm512_setzero_si512();
+  __m256i mc = _mm256_setzero_si256();
+  float d;
+  if constexpr (q2) {
+    const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));
+    sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(s, low4)));
+    mc = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), low4));
+    d = f16(blk + 80);
+  } else {
+    sc16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(lowbit_simd::q3_k_scales(blk + 96)));
+    // hmask bit 4c + u of byte l for element 128c + 32u + l: bit u of this byte, half c
+    hm = _mm512_srlv_epi16(broadcast32(blk), counts(0, 4));
+    d = f16(blk + 108);
+  }
+  const __m512i q = _mm512_loadu_si512(blk + (q2 ? 16 : 32));
+  const __m512i low2 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+  __m512i sum[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+  for (int u = 0; u < 4; ++u) {
+    __m512i w = _mm512_and_si512(_mm512_srli_epi16(q, 2 * u), low2);
+    __m512i yv = _mm512_loadu_si512(y + 64 * u);
+    if constexpr (!q2) {  // w - 4 unless the hmask bit is set: magnitude 4 - w, y negated
+      const __mmask64 neg = _mm512_testn_epi8_mask(hm, _mm512_set1_epi8(static_cast<char>(1 << u)));
+      w = _mm512_mask_sub_epi8(w, neg, four, w);
+      yv = _mm512_mask_sub_epi8(yv, neg, _mm512_setzero_si512(), yv);
+    }
+    sum[u & 1] = _mm512_dpwssd_epi32(sum[u & 1], _mm512_maddubs_epi16(w, yv),
+                                     _mm512_permutexvar_epi16(ix.two_bit[u], sc16));
+  }
+  // sum[0] holds lanes 0..7 in both halves, sum[1] lanes 8..15
+  const __m512i isum = _mm512_add_epi32(_mm512_shuffle_i64x2(sum[0], sum[1], 0x44),
+                                        _mm512_shuffle_i64x2(sum[0], sum[1], 0xEE));
+  acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(d), _mm512_set1_ps(dy)),
+                        _mm512_cvtepi32_ps(isum), acc);
+  if constexpr (q2) {
+    const __m256i msum =
+        _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bs)), mc);
+    const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(f16(blk + 82)), _mm256_set1_ps(dy));
+    macc = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(msum), macc);
+  }
+}
+
+// acc += one iq4_xs block's terms; y: the block's 256 reordered values.
+[[gnu::always_inline]] inline void block_m1_iq4_xs(const uint8_t* blk, const int8_t* y, float dy,
+                                                   const StoredIndex& ix, __m512i levels,
+                                                   __m512& acc) {
+  const __m512i sc16 = _mm512_castsi128_si512(lowbit_simd::iq4_xs_scales(blk));
+  const __m512i low4 = _mm512_set1_epi8(15);
+  __m512i sum[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};  // low, high nibbles
+  for (int c = 0; c < 2; ++c) {
+    const __m512i z = _mm512_loadu_si512(blk + 8 + 64 * c);
+    const __m512i sc = _mm512_permutexvar_epi16(ix.iq4[c], sc16);
+    for (int h = 0; h < 2; ++h) {
+      const __m512i nib = _mm512_and_si512(h ? _mm512_srli_epi16(z, 4) : z, low4);
+      const __m512i v = _mm512_shuffle_epi8(levels, nib);
+      const __mmask64 neg = _mm512_movepi8_mask(v);
+      const __m512i yv =
+          _mm512_mask_sub_epi8(_mm512_loadu_si512(y + 128 * c + 64 * h), neg,
+                               _mm512_setzero_si512(), _mm512_loadu_si512(y + 128 * c + 64 * h));
+      sum[h] = _mm512_dpwssd_epi32(sum[h], _mm512_maddubs_epi16(_mm512_abs_epi8(v), yv), sc);
+    }
+  }
+  // 128-bit lane j of sum[h] holds lanes 4h + 8 (j & 1) .. + 3 of qint.hpp's sums
+  const __m512i s = _mm512_add_epi32(_mm512_shuffle_i64x2(sum[0], sum[1], 0x44),
+                                     _mm512_shuffle_i64x2(sum[0], sum[1], 0xEE));
+  const __m512i isum = _mm512_shuffle_i64x2(s, s, _MM_SHUFFLE(3, 1, 2, 0));
+  acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(f16(blk)), _mm512_set1_ps(dy)),
+                        _mm512_cvtepi32_ps(isum), acc);
+}
+
+// Columns j0 .. j1 - 1 for one row of x.
+template <uint32_t T>
+void cols_m1(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  constexpr int64_t bytes = ggml::block_layout(T).bytes;
+  const StoredIndex ix = stored_index();
+  const __m512i levels = _mm512_broadcast_i32x4(lowbit_simd::iq4_levels());
+  int8_t* yr = reinterpret_cast<int8_t*>(scratch);
+  reorder_row<T>(a.x.q, a.k, yr);
+  const int64_t nb = a.k / 256;
+  for (int64_t j = j0; j < j1; ++j) {
+    const uint8_t* w = a.w + j * a.ldw;
+    __m512 acc = _mm512_setzero_ps();
+    __m256 macc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* blk = w + bytes * b;
+      stream_ahead(blk, bytes);
+      if constexpr (T == ggml::kIQ4_XS)
+        block_m1_iq4_xs(blk, yr + 256 * b, a.x.d[b], ix, levels, acc);
+      else
+        block_m1_2bit<T>(blk, yr + 256 * b, a.x.d[b], a.x.bsum16 + 16 * b, ix, acc, macc);
+    }
+    a.y[j] = finish<T>(acc, macc);
+  }
+}
+
 template <uint32_t T>
 void cols(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   static_assert(sizeof(Prep) <= 4 * 256, "a prepared block must fit qint::scratch_bytes");
+  if (a.m == 1) return cols_m1<T>(a, j0, j1, scratch);
   constexpr int64_t bytes = ggml::block_layout(T).bytes;
   const ScaleIndex ix = scale_index();
   Prep* P = reinterpret_cast<Prep*>(scratch);
   const int64_t nb = a.k / 256;
   for (int64_t j = j0; j < j1; ++j) {
     const uint8_t* w = a.w + j * a.ldw;
-    if (a.m == 1) {  // one row of x: no reuse, each block decoded in registers and applied
-      __m512 acc = _mm512_setzero_ps();
-      __m256 macc = _mm256_setzero_ps();
-      for (int64_t b = 0; b < nb; ++b) {
-        stream_ahead(w + bytes * b, bytes);
-        Prep p;
-        prep<T>(w + bytes * b, &p, ix);
-        step<T>(p, b, a, 0, acc, macc);
-      }
-      a.y[j] = finish<T>(acc, macc);
-      continue;
-    }
     prefetch_row(a, j, j1);
     for (int64_t b = 0; b < nb; ++b) prep<T>(w + bytes * b, P + b, ix);
     for (int64_t i0 = 0; i0 < a.m; i0 += kRows) {
