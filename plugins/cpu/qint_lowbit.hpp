@@ -8,18 +8,13 @@
 
 namespace specd::cpu::qint {
 
-// True for the types of these files.
-static inline bool lowbit(specd_dtype dt) {
-  return dt == SPECD_DTYPE_Q2_K || dt == SPECD_DTYPE_Q3_K || dt == SPECD_DTYPE_IQ4_XS;
-}
-
 // Output (i, j) by qint.hpp's definition, element by element: weight row `w` of nb 256-value
-// blocks of `dt` (a lowbit type), row i's activation quants `y`, scales `dy`, bsum16 `bs`.
+// blocks of `dt` (q2_K, q3_K or iq4_xs), row i's activation quants `y`, scales `dy`, bsum16 `bs`.
 float dot_lowbit(specd_dtype dt, const uint8_t* w, const int8_t* y, const float* dy,
                  const int16_t* bs, int64_t nb);
 
-// y[:, j0:j1] for all m rows of a lowbit dtype, the same bits as dot_lowbit. `scratch`:
-// scratch_bytes(m, k) bytes, 64-byte aligned.
+// y[:, j0:j1] for all m rows of q2_K, q3_K or iq4_xs weights, the same bits as dot_lowbit.
+// `scratch`: scratch_bytes(m, k) bytes, 64-byte aligned.
 void cols_lowbit_avx2(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch);
 void cols_lowbit_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch);  // + VNNI
 

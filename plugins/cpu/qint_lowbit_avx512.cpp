@@ -1,9 +1,10 @@
 // The integer family for q2_K, q3_K and iq4_xs on AVX-512 (F/BW/VL/DQ + VNNI; called only
 // after that CPU check): qint.hpp's 16 lanes in one register, each the int32 sum that
-// vpmaddubsw + vpdpwssd form over 4 consecutive elements of a 64-element group. Weights are
-// decoded block by block (unsigned quants or magnitudes in element order, sign masks, scale
-// vectors): in registers when m = 1, else once per row into the task's scratch and applied to
-// the rows of x four at a time. The bits equal the generic kernel's (qint_lowbit_generic.cpp).
+// vpmaddubsw + vpdpwssd form over 4 consecutive elements of a 64-element group. For m > 1,
+// each weight row is decoded block by block (unsigned quants or magnitudes in element order,
+// sign masks, scale vectors) into the task's scratch once and applied to the rows of x four at
+// a time; for m = 1 each block is decoded in registers in its stored order against x's row
+// reordered to match. The bits equal the generic kernel's (qint_lowbit_generic.cpp).
 #include <immintrin.h>
 
 #include "qint_lowbit.hpp"
