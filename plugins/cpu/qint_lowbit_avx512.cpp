@@ -7,6 +7,8 @@
 // reordered to match. The bits equal the generic kernel's (qint_lowbit_generic.cpp).
 #include <immintrin.h>
 
+#include <type_traits>
+
 #include "qint_lowbit.hpp"
 #include "qint_lowbit_simd.hpp"
 
@@ -28,35 +30,6 @@ float reduce16(__m512 v) {  // lanes l + 8 first
   return reduce8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
 
-// A prepared block: for g < 4, elements 64g .. 64g + 63 as unsigned bytes in w[g] (q2_K: the
-// quants; q3_K, iq4_xs: magnitudes |w_e|) and the elements with w_e < 0 in neg[g]; the int16
-// scale of each int16 pair in sc[g]; q2_K's 16 mins as int16 lanes in mc, and d, dmin.
-struct alignas(64) Prep {
-  __m512i w[4];
-  __m512i sc[4];
-  __mmask64 neg[4];
-  __m256i mc;
-  float d, dmin;
-};
-
-// Permutations of the int16 scales: int16 lane u of group g takes scale g * (64 / per) +
-// u / (per / 2), per = elements per scale (16 or 32).
-struct ScaleIndex {
-  __m512i per16[4], per32[4];
-};
-
-ScaleIndex scale_index() {
-  ScaleIndex s;
-  alignas(64) int16_t idx[32];
-  for (int g = 0; g < 4; ++g) {
-    for (int u = 0; u < 32; ++u) idx[u] = static_cast<int16_t>(4 * g + u / 8);
-    s.per16[g] = _mm512_load_si512(idx);
-    for (int u = 0; u < 32; ++u) idx[u] = static_cast<int16_t>(2 * g + u / 16);
-    s.per32[g] = _mm512_load_si512(idx);
-  }
-  return s;
-}
-
 // 32 bytes at p in both halves of a register.
 __m512i broadcast32(const uint8_t* p) {
   return _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
@@ -68,42 +41,112 @@ __m512i counts(int a, int b) {
                             _mm256_set1_epi16(static_cast<short>(b)), 1);
 }
 
-// q2_K, 84 B: scales[16] at 0, qs[64] at 16, d at 80, dmin at 82. Element 128c + 32u + l is
-// bits 2u, 2u + 1 of qs byte 32c + l; group g = 2c + h holds u = 2h and 2h + 1.
-[[gnu::always_inline]] inline void prep_q2_k(const uint8_t* blk, Prep* p, const ScaleIndex& ix) {
-  p->d = f16(blk + 80);
-  p->dmin = f16(blk + 82);
-  const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));
-  const __m128i low4 = _mm_set1_epi8(15);
-  const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(s, low4)));
-  p->mc = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), low4));
-  const __m512i low2 = _mm512_set1_epi8(3);
+// ---- m > 1: each weight row prepared once into the task's scratch ---------------------------
+
+// q2_K, q3_K: the products s_e * w_e fit a byte (q2_K: sc * q in 0..45; q3_K: |s * w| <= 32 * 4
+// = 128, the sign kept in a mask that negates y), so one vpdpbusd per 64 values and row forms
+// qint.hpp's sums: the same integers with half the multiplies of vpmaddubsw + vpdpwssd.
+// For g < 4: |s_e w_e| of elements 64g .. 64g + 63 in w[g], the elements with s_e w_e < 0
+// in neg[g]; q2_K's 16 mins as int16 lanes in mc, and d, dmin.
+struct alignas(64) BytePrep {
+  __m512i w[4];
+  __mmask64 neg[4];
+  __m256i mc;
+  float d, dmin;
+};
+
+// iq4_xs (s_e * w_e needs 12 bits): |w_e| in w[g], w_e < 0 in neg[g], the int16 scale of each
+// int16 pair in sc[g], and d.
+struct alignas(64) Prep {
+  __m512i w[4];
+  __m512i sc[4];
+  __mmask64 neg[4];
+  float d;
+};
+
+// Byte shuffle indices: byte t of group g takes sub-block 4g + t / 16 (16 elements per scale).
+struct SubBlockIndex {
+  __m512i g[4];
+};
+
+SubBlockIndex sub_block_index() {
+  SubBlockIndex s;
+  alignas(64) int8_t idx[64];
   for (int g = 0; g < 4; ++g) {
-    const int c = g >> 1, h = g & 1;
-    p->w[g] = _mm512_and_si512(
-        _mm512_srlv_epi16(broadcast32(blk + 16 + 32 * c), counts(4 * h, 4 * h + 2)), low2);
-    p->neg[g] = 0;
-    p->sc[g] = _mm512_permutexvar_epi16(ix.per16[g], sc16);
+    for (int t = 0; t < 64; ++t) idx[t] = static_cast<int8_t>(4 * g + t / 16);
+    s.g[g] = _mm512_load_si512(idx);
   }
+  return s;
 }
 
-// q3_K, 110 B: hmask[32] at 0, qs[64] at 32, scales[12] at 96, d at 108. As q2_K's quants at
-// 32, minus 4 unless bit (e >> 5) of hmask byte e & 31 is set.
-[[gnu::always_inline]] inline void prep_q3_k(const uint8_t* blk, Prep* p, const ScaleIndex& ix) {
-  p->d = f16(blk + 108);
-  const __m512i sc16 =
-      _mm512_castsi256_si512(_mm256_cvtepi8_epi16(lowbit_simd::q3_k_scales(blk + 96)));
-  const __m512i low2 = _mm512_set1_epi8(3), one = _mm512_set1_epi8(1), four = _mm512_set1_epi8(4);
-  const __m512i hm = broadcast32(blk);
+// iq4_xs: int16 lane u of group g takes scale 2g + u / 16 (32 elements per scale).
+struct ScaleIndex {
+  __m512i g[4];
+};
+
+ScaleIndex scale_index() {
+  ScaleIndex s;
+  alignas(64) int16_t idx[32];
   for (int g = 0; g < 4; ++g) {
-    const int c = g >> 1, h = g & 1;
-    const __m512i lo = _mm512_and_si512(
-        _mm512_srlv_epi16(broadcast32(blk + 32 + 32 * c), counts(4 * h, 4 * h + 2)), low2);
-    const __m512i hi = _mm512_and_si512(_mm512_srlv_epi16(hm, counts(2 * g, 2 * g + 1)), one);
-    const __m512i v = _mm512_sub_epi8(_mm512_or_si512(lo, _mm512_slli_epi16(hi, 2)), four);
-    p->neg[g] = _mm512_movepi8_mask(v);
-    p->w[g] = _mm512_abs_epi8(v);
-    p->sc[g] = _mm512_permutexvar_epi16(ix.per16[g], sc16);
+    for (int u = 0; u < 32; ++u) idx[u] = static_cast<int16_t>(2 * g + u / 16);
+    s.g[g] = _mm512_load_si512(idx);
+  }
+  return s;
+}
+
+// Bytes q * s for q < 2^Bits, bit by bit with masked adds (AVX-512 has no byte multiply);
+// every partial sum stays below 256.
+template <int Bits>
+__m512i times(__m512i q, __m512i s) {
+  __m512i r = _mm512_setzero_si512();
+  for (int i = 0; i < Bits; ++i) {
+    r = _mm512_mask_add_epi8(
+        r, _mm512_test_epi8_mask(q, _mm512_set1_epi8(static_cast<char>(1 << i))), r, s);
+    s = _mm512_add_epi8(s, s);
+  }
+  return r;
+}
+
+// q2_K, 84 B: scales[16] at 0, qs[64] at 16, d at 80, dmin at 82. q3_K, 110 B: hmask[32] at 0,
+// qs[64] at 32, scales[12] at 96, d at 108. Element 128c + 32u + l is bits 2u, 2u + 1 of qs
+// byte 32c + l (group g = 2c + h holds u = 2h and 2h + 1); q3_K subtracts 4 unless bit
+// (e >> 5) of hmask byte e & 31 is set.
+template <uint32_t T>
+[[gnu::always_inline]] inline void prep_bytes(const uint8_t* blk, BytePrep* p,
+                                              const SubBlockIndex& sb) {
+  const __m128i low4 = _mm_set1_epi8(15);
+  const __m512i low2 = _mm512_set1_epi8(3);
+  if constexpr (T == ggml::kQ2_K) {
+    p->d = f16(blk + 80);
+    p->dmin = f16(blk + 82);
+    const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));
+    p->mc = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), low4));
+    const __m512i sc = _mm512_broadcast_i32x4(_mm_and_si128(s, low4));
+    for (int g = 0; g < 4; ++g) {
+      const int c = g >> 1, h = g & 1;
+      const __m512i q = _mm512_and_si512(
+          _mm512_srlv_epi16(broadcast32(blk + 16 + 32 * c), counts(4 * h, 4 * h + 2)), low2);
+      p->w[g] = times<2>(q, _mm512_shuffle_epi8(sc, sb.g[g]));
+      p->neg[g] = 0;
+    }
+  } else {
+    p->d = f16(blk + 108);
+    p->dmin = 0;
+    p->mc = _mm256_setzero_si256();
+    const __m128i s8 = lowbit_simd::q3_k_scales(blk + 96);
+    const __m512i sc = _mm512_broadcast_i32x4(_mm_abs_epi8(s8));
+    const __m512i sign = _mm512_broadcast_i32x4(s8);
+    const __m512i one = _mm512_set1_epi8(1), four = _mm512_set1_epi8(4);
+    const __m512i hm = broadcast32(blk);
+    for (int g = 0; g < 4; ++g) {
+      const int c = g >> 1, h = g & 1;
+      const __m512i lo = _mm512_and_si512(
+          _mm512_srlv_epi16(broadcast32(blk + 32 + 32 * c), counts(4 * h, 4 * h + 2)), low2);
+      const __m512i hi = _mm512_and_si512(_mm512_srlv_epi16(hm, counts(2 * g, 2 * g + 1)), one);
+      const __m512i v = _mm512_sub_epi8(_mm512_or_si512(lo, _mm512_slli_epi16(hi, 2)), four);
+      p->w[g] = times<3>(_mm512_abs_epi8(v), _mm512_shuffle_epi8(sc, sb.g[g]));
+      p->neg[g] = _mm512_movepi8_mask(v) ^ _mm512_movepi8_mask(_mm512_shuffle_epi8(sign, sb.g[g]));
+    }
   }
 }
 
@@ -123,45 +166,56 @@ __m512i counts(int a, int b) {
     const __m512i v = _mm512_shuffle_epi8(levels, nib);
     p->neg[g] = _mm512_movepi8_mask(v);
     p->w[g] = _mm512_abs_epi8(v);
-    p->sc[g] = _mm512_permutexvar_epi16(ix.per32[g], sc16);
+    p->sc[g] = _mm512_permutexvar_epi16(ix.g[g], sc16);
   }
 }
 
+// acc, macc += the f32 terms of block b with integer sums isum for one row of x.
 template <uint32_t T>
-[[gnu::always_inline]] inline void prep(const uint8_t* blk, Prep* p, const ScaleIndex& ix) {
-  if constexpr (T == ggml::kQ2_K) {
-    prep_q2_k(blk, p, ix);
-  } else if constexpr (T == ggml::kQ3_K) {
-    prep_q3_k(blk, p, ix);
-  } else {
-    prep_iq4_xs(blk, p, ix);
-  }
-}
-
-// acc, macc += block b's terms for one row of x (qint.hpp's lanes).
-template <uint32_t T>
-[[gnu::always_inline]] inline void step(const Prep& p, int64_t b, const QArgs& a, int64_t row,
-                                        __m512& acc, __m256& macc) {
+[[gnu::always_inline]] inline void block_terms(__m512i isum, float dw, float dmw, __m256i mc,
+                                               int64_t b, const QArgs& a, int64_t row, __m512& acc,
+                                               __m256& macc) {
   const int64_t k = a.k;
-  const int8_t* y = a.x.q + row * k + 256 * b;
-  __m512i isum = _mm512_setzero_si512();
-  for (int g = 0; g < 4; ++g) {
-    __m512i yv = _mm512_loadu_si512(y + 64 * g);
-    // |w| * (y negated where w < 0) = w * y; |w| <= 127 keeps the int16 pairs exact
-    if constexpr (T != ggml::kQ2_K)
-      yv = _mm512_mask_sub_epi8(yv, p.neg[g], _mm512_setzero_si512(), yv);
-    isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(p.w[g], yv), p.sc[g]);
-  }
   const float dy = a.x.d[row * (k / 256) + b];
-  const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(p.d), _mm512_set1_ps(dy));
-  acc = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(isum), acc);
+  acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(dw), _mm512_set1_ps(dy)),
+                        _mm512_cvtepi32_ps(isum), acc);
   if constexpr (T == ggml::kQ2_K) {
     const __m256i bs =
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x.bsum16 + row * (k / 16) + 16 * b));
-    const __m256i msum = _mm256_madd_epi16(bs, p.mc);
-    const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(p.dmin), _mm256_set1_ps(dy));
+    const __m256i msum = _mm256_madd_epi16(bs, mc);
+    const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(dmw), _mm256_set1_ps(dy));
     macc = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(msum), macc);
   }
+}
+
+// acc, macc += block b's terms for one row of x (qint.hpp's lanes): q2_K, q3_K.
+template <uint32_t T>
+[[gnu::always_inline]] inline void step(const BytePrep& p, int64_t b, const QArgs& a, int64_t row,
+                                        __m512& acc, __m256& macc) {
+  const int8_t* y = a.x.q + row * a.k + 256 * b;
+  __m512i isum = _mm512_setzero_si512();
+  for (int g = 0; g < 4; ++g) {
+    __m512i yv = _mm512_loadu_si512(y + 64 * g);
+    if constexpr (T == ggml::kQ3_K)
+      yv = _mm512_mask_sub_epi8(yv, p.neg[g], _mm512_setzero_si512(), yv);
+    isum = _mm512_dpbusd_epi32(isum, p.w[g], yv);  // |s w| <= 128, |y| <= 127: exact
+  }
+  block_terms<T>(isum, p.d, p.dmin, p.mc, b, a, row, acc, macc);
+}
+
+// The same for iq4_xs.
+template <uint32_t T>
+[[gnu::always_inline]] inline void step(const Prep& p, int64_t b, const QArgs& a, int64_t row,
+                                        __m512& acc, __m256& macc) {
+  const int8_t* y = a.x.q + row * a.k + 256 * b;
+  __m512i isum = _mm512_setzero_si512();
+  for (int g = 0; g < 4; ++g) {
+    // |w| * (y negated where w < 0) = w * y; |w| <= 127 keeps the int16 pairs exact
+    const __m512i yv = _mm512_mask_sub_epi8(_mm512_loadu_si512(y + 64 * g), p.neg[g],
+                                            _mm512_setzero_si512(), _mm512_loadu_si512(y + 64 * g));
+    isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(p.w[g], yv), p.sc[g]);
+  }
+  block_terms<T>(isum, p.d, 0.0f, _mm256_setzero_si256(), b, a, row, acc, macc);
 }
 
 template <uint32_t T>
@@ -170,8 +224,8 @@ float finish(__m512 acc, __m256 macc) {
   return reduce16(acc);
 }
 
-template <uint32_t T, int MR>
-void rows(const Prep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
+template <uint32_t T, int MR, class P>
+void rows(const P* prepared, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
   __m512 acc[MR];
   __m256 macc[MR];
   for (int r = 0; r < MR; ++r) {
@@ -179,7 +233,7 @@ void rows(const Prep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
     macc[r] = _mm256_setzero_ps();
   }
   for (int64_t b = 0; b < nb; ++b)
-    for (int r = 0; r < MR; ++r) step<T>(P[b], b, a, i0 + r, acc[r], macc[r]);
+    for (int r = 0; r < MR; ++r) step<T>(prepared[b], b, a, i0 + r, acc[r], macc[r]);
   for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = finish<T>(acc[r], macc[r]);
 }
 
@@ -355,29 +409,37 @@ void cols_m1(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
 
 template <uint32_t T>
 void cols(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
-  static_assert(sizeof(Prep) <= 4 * 256, "a prepared block must fit qint::scratch_bytes");
   if (a.m == 1) return cols_m1<T>(a, j0, j1, scratch);
+  constexpr bool iq4 = T == ggml::kIQ4_XS;
+  using P = std::conditional_t<iq4, Prep, BytePrep>;
+  static_assert(sizeof(P) <= 4 * 256, "a prepared block must fit qint::scratch_bytes");
   constexpr int64_t bytes = ggml::block_layout(T).bytes;
   const ScaleIndex ix = scale_index();
-  Prep* P = reinterpret_cast<Prep*>(scratch);
+  const SubBlockIndex sb = sub_block_index();
+  P* prepared = reinterpret_cast<P*>(scratch);
   const int64_t nb = a.k / 256;
   for (int64_t j = j0; j < j1; ++j) {
     const uint8_t* w = a.w + j * a.ldw;
     prefetch_row(a, j, j1);
-    for (int64_t b = 0; b < nb; ++b) prep<T>(w + bytes * b, P + b, ix);
+    for (int64_t b = 0; b < nb; ++b) {
+      if constexpr (iq4)
+        prep_iq4_xs(w + bytes * b, prepared + b, ix);
+      else
+        prep_bytes<T>(w + bytes * b, prepared + b, sb);
+    }
     for (int64_t i0 = 0; i0 < a.m; i0 += kRows) {
       switch (a.m - i0 < kRows ? a.m - i0 : kRows) {
         case 1:
-          rows<T, 1>(P, nb, a, i0, j);
+          rows<T, 1>(prepared, nb, a, i0, j);
           break;
         case 2:
-          rows<T, 2>(P, nb, a, i0, j);
+          rows<T, 2>(prepared, nb, a, i0, j);
           break;
         case 3:
-          rows<T, 3>(P, nb, a, i0, j);
+          rows<T, 3>(prepared, nb, a, i0, j);
           break;
         default:
-          rows<T, 4>(P, nb, a, i0, j);
+          rows<T, 4>(prepared, nb, a, i0, j);
           break;
       }
     }

@@ -405,7 +405,8 @@ TEST_CASE("cpu int8 family: hand-checked q2_K, q3_K and iq4_xs blocks on every k
     REQUIRE(ggml::dequantize_row(hc.dtype, hc.block.data(), 256, decoded.data()));
     double exact = 0;
     for (int c = 0; c < 256; ++c) exact += double(decoded[c]) * x[c];
-    CHECK_MESSAGE(exact == hc.want, dtype_name(hc.dtype) << ": the exact decode gives " << exact);
+    CHECK_MESSAGE(exact == hc.want, std::string(dtype_name(hc.dtype))
+                                        << ": the exact decode gives " << exact);
     for (const char* kernel : {"generic", "avx2", "avx512"}) {
       const ScopedEnv choice("SPECD_CPU_KERNEL", kernel);
       Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
@@ -421,11 +422,13 @@ TEST_CASE("cpu int8 family: hand-checked q2_K, q3_K and iq4_xs blocks on every k
         dev->matmul(bx.view(SPECD_DTYPE_F32, m, 256), bw.view(hc.dtype, 1, 256),
                     by.view(SPECD_DTYPE_F32, m, 1));
         const auto y = download_vec<float>(by, m);
-        CHECK_MESSAGE(y[0] == hc.want, kernel << " " << dtype_name(hc.dtype) << " m=" << m << ": "
-                                              << y[0] << ", want " << hc.want);
+        CHECK_MESSAGE(y[0] == hc.want, std::string(kernel)
+                                           << " " << std::string(dtype_name(hc.dtype)) << " m=" << m
+                                           << ": " << y[0] << ", want " << hc.want);
         if (m == 2)
-          CHECK_MESSAGE(y[1] == -hc.want, kernel << " " << dtype_name(hc.dtype)
-                                                 << " row -x: " << y[1] << ", want " << -hc.want);
+          CHECK_MESSAGE(y[1] == -hc.want, std::string(kernel)
+                                              << " " << std::string(dtype_name(hc.dtype))
+                                              << " row -x: " << y[1] << ", want " << -hc.want);
       }
     }
   }
@@ -458,7 +461,8 @@ TEST_CASE("cpu int8 family: q2_K, q3_K and iq4_xs give the same bits on every ke
         if (std::string(kernel) == "generic") generic.push_back(y);
         REQUIRE(t < generic.size());
         CHECK_MESSAGE(std::memcmp(y.data(), generic[t].data(), y.size() * 4) == 0,
-                      kernel << " " << dtype_name(dt) << " m=" << rows << " differs from generic");
+                      std::string(kernel) << " " << std::string(dtype_name(dt)) << " m=" << rows
+                                          << " differs from generic");
         ++t;
       }
     }
