@@ -196,12 +196,16 @@ void cols(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
 void cols_lowbit_avx2(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   switch (a.dtype) {
     case SPECD_DTYPE_Q2_K:
-      return cols<ggml::kQ2_K>(a, j0, j1, scratch);
+      cols<ggml::kQ2_K>(a, j0, j1, scratch);
+      break;
     case SPECD_DTYPE_Q3_K:
-      return cols<ggml::kQ3_K>(a, j0, j1, scratch);
+      cols<ggml::kQ3_K>(a, j0, j1, scratch);
+      break;
     default:
-      return cols<ggml::kIQ4_XS>(a, j0, j1, scratch);
+      cols<ggml::kIQ4_XS>(a, j0, j1, scratch);
+      break;
   }
+  _mm256_zeroupper();  // callers run SSE code (libm, the generic ops): no dirty upper state
 }
 
 }  // namespace specd::cpu::qint
