@@ -215,6 +215,7 @@ template <uint32_t T, int MR>
       if constexpr (T == ggml::kQ3_K)
         neg[u] ^= _mm512_movepi8_mask(_mm512_shuffle_epi8(sign, ix.bytes[u]));
     }
+#pragma GCC unroll 8  // accumulators in registers
     for (int r = 0; r < MR; ++r) {
       const int8_t* y = yr + (i0 + r) * a.k + 256 * b;
       __m512i sum[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
@@ -253,6 +254,7 @@ template <int MR>
   }
   const float d = f16(blk);
   __m256 none = _mm256_setzero_ps();
+#pragma GCC unroll 8  // accumulators in registers
   for (int r = 0; r < MR; ++r) {
     const int8_t* y = yr + (i0 + r) * a.k + 256 * b;
     __m512i sum[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
@@ -282,6 +284,7 @@ void tile(const QArgs& a, const int8_t* yr, int64_t i0, int64_t j, const StoredI
   const uint8_t* w = a.w + j * a.ldw;
   __m512 acc[MR];
   __m256 macc[MR];
+#pragma GCC unroll 8  // accumulators in registers
   for (int r = 0; r < MR; ++r) {
     acc[r] = _mm512_setzero_ps();
     macc[r] = _mm256_setzero_ps();
