@@ -327,7 +327,7 @@ TEST_CASE("cpu int8 family: results do not depend on the thread count") {
   std::mt19937 rng(23);
   const int64_t m = 9, k = 512, n = 300;
   auto x = random_floats(rng, m * k);
-  for (specd_dtype dt : {SPECD_DTYPE_Q4_K, SPECD_DTYPE_Q8_0, SPECD_DTYPE_Q5_1}) {
+  for (specd_dtype dt : {SPECD_DTYPE_Q4_K, SPECD_DTYPE_Q8_0, SPECD_DTYPE_Q5_1, SPECD_DTYPE_Q3_K}) {
     auto wb = encode(dt, random_floats(rng, n * k), n, k);
     std::vector<std::vector<float>> results;
     for (uint32_t threads : {1u, 2u, 3u}) {
