@@ -36,7 +36,8 @@
 //         sc[j] = scales[j] & 15, mn[j] = scales[j] >> 4
 //         isum[L] = sum over e = 64p + 4L + t (p < 4, t < 4) of sc[e / 16] * q_e * y_e (q_e 0..3)
 //         msum[l] = mn[2l] * bsum16[2l] + mn[2l + 1] * bsum16[2l + 1]                  (l < 8)
-//         acc, macc and y as q4_K
+//         acc[L] = fma(dd, float(isum[L]), acc[L]);  macc[l] = fma(dm, float(msum[l]), macc[l])
+//         y = reduce16(acc) - reduce8(macc)
 //   q3_K, iq4_xs  block b: dd = d_w * d_y; s_e the signed 6-bit scale (stored - 32) of e's
 //         sub-block (q3_K: e / 16, iq4_xs: e / 32); w_e the signed integer (q3_K: the 2-bit
 //         quant, minus 4 unless e's hmask bit is set, in -4..3; iq4_xs: the iq4 level)
