@@ -7,6 +7,7 @@
 //   k-quants (q4_K, q5_K, q6_K): 256-value blocks as llama.cpp's q8_K: amax = max |x|, the value
 //     of largest magnitude (first one) `max`, iscale = -127 / max, q = min(127, rint(iscale x)),
 //     d = 1 / iscale; a block of zeros gets d = 0, q = 0. Also the 16 sums of 16 q (bsum16).
+//   q2_K, q3_K, iq4_xs: the same 256-value blocks as the k-quants (with bsum16).
 //   32-value types (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl): amax = max |x|, d = amax / 127, q =
 //   clamp(rint(x / d)) in
 //     [-127, 127] (x * (1 / d)), d = 0 for a block of zeros. Also the sums of 4 q (sum4).
@@ -31,6 +32,18 @@
 //         acc[8h + l] = fma(dd, float(isum[l]), acc[8h + l]),
 //         macc[8h + l] = fma(dm, float(sum4[l]), macc[8h + l]);   y = reduce16(acc) +
 //         reduce16(macc)
+//   q2_K  block b: dd = d_w * d_y, dm = dmin_w * d_y (f32 products), and for j < 16
+//         sc[j] = scales[j] & 15, mn[j] = scales[j] >> 4
+//         isum[L] = sum over e = 64p + 4L + t (p < 4, t < 4) of sc[e / 16] * q_e * y_e (q_e 0..3)
+//         msum[l] = mn[2l] * bsum16[2l] + mn[2l + 1] * bsum16[2l + 1]                  (l < 8)
+//         acc[L] = fma(dd, float(isum[L]), acc[L]);  macc[l] = fma(dm, float(msum[l]), macc[l])
+//         y = reduce16(acc) - reduce8(macc)
+//   q3_K, iq4_xs  block b: dd = d_w * d_y; s_e the signed 6-bit scale (stored - 32) of e's
+//         sub-block (q3_K: e / 16, iq4_xs: e / 32); w_e the signed integer (q3_K: the 2-bit
+//         quant, minus 4 unless e's hmask bit is set, in -4..3; iq4_xs: the iq4 level)
+//         isum[L] = sum over e = 64p + 4L + t (p < 4, t < 4) of s_e * w_e * y_e
+//         acc[L] = fma(dd, float(isum[L]), acc[L]);   y = reduce16(acc)   (no min terms)
+//         (plugins/cpu/qint_lowbit*.cpp)
 //   reduceN: for w = N/2, N/4, .., 1: a[l] += a[l + w] (l < w); the result is a[0].
 // Every ISA variant (generic, avx2, avx512 with VNNI) computes exactly this, so all three give
 // the same bits, and no step depends on m or on the other rows: batch invariant.
@@ -73,6 +86,9 @@ static inline bool supports(specd_dtype dt) {
     case SPECD_DTYPE_IQ4_NL:
     case SPECD_DTYPE_Q4_1:
     case SPECD_DTYPE_Q5_1:
+    case SPECD_DTYPE_Q2_K:
+    case SPECD_DTYPE_Q3_K:
+    case SPECD_DTYPE_IQ4_XS:
       return true;
     default:
       return false;
@@ -81,7 +97,8 @@ static inline bool supports(specd_dtype dt) {
 
 // True when dtype's activations are 256-value (q8_K) blocks, false for 32-value blocks.
 static inline bool k_blocks(specd_dtype dt) {
-  return dt == SPECD_DTYPE_Q4_K || dt == SPECD_DTYPE_Q5_K || dt == SPECD_DTYPE_Q6_K;
+  return dt == SPECD_DTYPE_Q4_K || dt == SPECD_DTYPE_Q5_K || dt == SPECD_DTYPE_Q6_K ||
+         dt == SPECD_DTYPE_Q2_K || dt == SPECD_DTYPE_Q3_K || dt == SPECD_DTYPE_IQ4_XS;
 }
 
 // Bytes of per-task scratch a kernel needs for m rows of k values (prepared weight blocks, or

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include "qint.hpp"
+#include "qint_lowbit.hpp"
 #include "specd/cpp/ggml_blocks.hpp"
 
 namespace specd::cpu::qint {
@@ -343,6 +344,10 @@ void cols_avx2(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
       return cols_32_min<ggml::kQ4_1>(a, j0, j1, scratch);
     case SPECD_DTYPE_Q5_1:
       return cols_32_min<ggml::kQ5_1>(a, j0, j1, scratch);
+    case SPECD_DTYPE_Q2_K:
+    case SPECD_DTYPE_Q3_K:
+    case SPECD_DTYPE_IQ4_XS:
+      return cols_lowbit_avx2(a, j0, j1, scratch);
     default:
       return cols_32<ggml::kQ8_0>(a, j0, j1, scratch);
   }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "qint.hpp"
+#include "qint_lowbit.hpp"
 #include "specd/cpp/ggml_blocks.hpp"
 
 namespace specd::cpu::qint {
@@ -198,6 +199,11 @@ void cols_generic(const QArgs& a, int64_t j0, int64_t j1, uint8_t*) {
           break;
         case SPECD_DTYPE_Q5_1:
           r = dot_32_min<ggml::kQ5_1>(w, y, d, a.x.sum4 + i * (k / 4), k / 32);
+          break;
+        case SPECD_DTYPE_Q2_K:
+        case SPECD_DTYPE_Q3_K:
+        case SPECD_DTYPE_IQ4_XS:
+          r = dot_lowbit(a.dtype, w, y, d, bs, k / 256);
           break;
         default:
           r = dot_32<ggml::kQ8_0>(w, y, d, k / 32);

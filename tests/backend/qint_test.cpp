@@ -83,6 +83,51 @@ int weight_int(specd_dtype dt, const uint8_t* b, unsigned i) {
   }
 }
 
+// q2_K, q3_K, iq4_xs: 16 lanes of scale * integer * y sums per block; q2_K's mins over bsum16.
+float reference_lowbit(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, int64_t k) {
+  std::vector<float> acc(16, 0.0f), macc(8, 0.0f);
+  const uint32_t bytes = ggml::block_layout(dt).bytes;
+  for (int64_t b = 0; b < k / 256; ++b) {
+    const uint8_t* blk = w + bytes * b;
+    const int8_t* y = a.q.data() + i * k + 256 * b;
+    const int* bs = a.bsum.data() + i * (k / 16) + 16 * b;
+    const float dy = a.d[i * (k / 256) + b];
+    int isum[16] = {};
+    for (unsigned e = 0; e < 256; ++e) {
+      int coef;
+      if (dt == SPECD_DTYPE_Q2_K) {
+        coef = (blk[e / 16] & 15) *
+               static_cast<int>((blk[16 + e / 128 * 32 + e % 32] >> (2 * (e / 32 % 4))) & 3);
+      } else if (dt == SPECD_DTYPE_Q3_K) {
+        const int lo = (blk[32 + e / 128 * 32 + e % 32] >> (2 * (e / 32 % 4))) & 3;
+        const int hbit = (blk[e % 32] >> (e / 32)) & 1;
+        coef = ggml::q3_k_scale(blk + 96, e / 16) * (hbit ? lo : lo - 4);
+      } else {
+        const unsigned j = e / 32;
+        const int sc = static_cast<int>(((blk[4 + j / 2] >> (4 * (j % 2))) & 15) |
+                                        (((ggml::load_u16(blk + 2) >> (2 * j)) & 3) << 4)) -
+                       32;
+        const unsigned q = (blk[8 + 16 * j + e % 16] >> (4 * (e % 32 / 16))) & 15;
+        coef = sc * ggml::iq4_level(q);
+      }
+      isum[(e % 64) / 4] += coef * y[e];
+    }
+    const float dd = ggml::load_f16(blk + (dt == SPECD_DTYPE_Q2_K   ? 80
+                                           : dt == SPECD_DTYPE_Q3_K ? 108
+                                                                    : 0)) *
+                     dy;
+    for (int l = 0; l < 16; ++l) acc[l] = std::fma(dd, static_cast<float>(isum[l]), acc[l]);
+    if (dt == SPECD_DTYPE_Q2_K) {
+      const float dm = ggml::load_f16(blk + 82) * dy;
+      for (unsigned l = 0; l < 8; ++l) {
+        const int ms = (blk[2 * l] >> 4) * bs[2 * l] + (blk[2 * l + 1] >> 4) * bs[2 * l + 1];
+        macc[l] = std::fma(dm, static_cast<float>(ms), macc[l]);
+      }
+    }
+  }
+  return dt == SPECD_DTYPE_Q2_K ? reduce(acc) - reduce(macc) : reduce(acc);
+}
+
 // Output (i, j) of the integer family for weight row `w`.
 float reference(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, int64_t k) {
   std::vector<float> acc(16, 0.0f), macc(8, 0.0f);
@@ -111,6 +156,8 @@ float reference(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, in
     }
     return with_min ? reduce(acc) + reduce(macc16) : reduce(acc);
   }
+  if (dt == SPECD_DTYPE_Q2_K || dt == SPECD_DTYPE_Q3_K || dt == SPECD_DTYPE_IQ4_XS)
+    return reference_lowbit(dt, w, a, i, k);
   const bool q4 = dt == SPECD_DTYPE_Q4_K || dt == SPECD_DTYPE_Q5_K;  // scale and min
   for (int64_t b = 0; b < k / 256; ++b) {
     const uint8_t* blk = w + bytes * b;
@@ -153,7 +200,8 @@ float reference(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, in
 
 constexpr specd_dtype kInt8Types[] = {SPECD_DTYPE_Q4_K,   SPECD_DTYPE_Q5_K, SPECD_DTYPE_Q6_K,
                                       SPECD_DTYPE_Q8_0,   SPECD_DTYPE_Q4_0, SPECD_DTYPE_Q5_0,
-                                      SPECD_DTYPE_IQ4_NL, SPECD_DTYPE_Q4_1, SPECD_DTYPE_Q5_1};
+                                      SPECD_DTYPE_IQ4_NL, SPECD_DTYPE_Q4_1, SPECD_DTYPE_Q5_1,
+                                      SPECD_DTYPE_Q2_K,   SPECD_DTYPE_Q3_K, SPECD_DTYPE_IQ4_XS};
 
 // Activations with the cases that matter: an all-zero block, an outlier, ties of magnitude.
 std::vector<float> activations(std::mt19937& rng, int64_t m, int64_t k) {
@@ -279,7 +327,7 @@ TEST_CASE("cpu int8 family: results do not depend on the thread count") {
   std::mt19937 rng(23);
   const int64_t m = 9, k = 512, n = 300;
   auto x = random_floats(rng, m * k);
-  for (specd_dtype dt : {SPECD_DTYPE_Q4_K, SPECD_DTYPE_Q8_0, SPECD_DTYPE_Q5_1}) {
+  for (specd_dtype dt : {SPECD_DTYPE_Q4_K, SPECD_DTYPE_Q8_0, SPECD_DTYPE_Q5_1, SPECD_DTYPE_Q3_K}) {
     auto wb = encode(dt, random_floats(rng, n * k), n, k);
     std::vector<std::vector<float>> results;
     for (uint32_t threads : {1u, 2u, 3u}) {
@@ -294,5 +342,129 @@ TEST_CASE("cpu int8 family: results do not depend on the thread count") {
     }
     CHECK_MESSAGE(results[0] == results[1], dtype_name(dt));
     CHECK_MESSAGE(results[0] == results[2], dtype_name(dt));
+  }
+}
+
+namespace {
+
+// One hand-made block of q2_K, q3_K or iq4_xs and the product with x = (-127, 1, 1, ..., 1)
+// worked out by hand. Such x quantizes without rounding (d_y = 1, q = x) and every f32 step
+// is exact, so the integer family must give exactly the exact product.
+struct HandCase {
+  specd_dtype dtype;
+  std::vector<uint8_t> block;
+  float want;
+};
+
+std::vector<HandCase> hand_cases() {
+  std::vector<HandCase> out;
+  {  // q2_K: d = 1, dmin = 0.5, every scale 2 and min 1, every quant 3: each weight
+     // 1 * 2 * 3 - 0.5 * 1 = 5.5; 5.5 * (-127 + 255) = 704.
+    std::vector<uint8_t> b(84, 0);
+    for (int j = 0; j < 16; ++j) b[j] = 2 | (1 << 4);
+    for (int i = 16; i < 80; ++i) b[i] = 0xff;
+    b[81] = 0x3c;  // 1.0
+    b[83] = 0x38;  // 0.5
+    out.push_back({SPECD_DTYPE_Q2_K, b, 704.0f});
+  }
+  {  // q3_K: d = 0.25, every scale 37 - 32 = 5, every 2-bit quant 3; hmask bits 0..3 set
+     // (elements 0..127: q = 3, weight 3.75) and bits 4..7 clear (128..255: q = -1, weight
+     // -1.25): 3.75 * (-127 + 127) - 1.25 * 128 = -160.
+    std::vector<uint8_t> b(110, 0);
+    for (int i = 0; i < 32; ++i) b[i] = 0x0f;
+    for (int i = 32; i < 96; ++i) b[i] = 0xff;
+    for (int i = 96; i < 104; ++i) b[i] = 0x55;   // low nibbles 5
+    for (int i = 104; i < 108; ++i) b[i] = 0xaa;  // high bits 2
+    b[109] = 0x34;                                // 0.25
+    out.push_back({SPECD_DTYPE_Q3_K, b, -160.0f});
+  }
+  {  // iq4_xs: d = 0.5, every scale 33 - 32 = 1, every byte 0x98 (level 1 in the low
+     // nibble: elements 32j + 0..15; level 13 in the high: 32j + 16..31). Sub-block 0:
+     // 0.5 * (-127 + 15 + 13 * 16) = 48; sub-blocks 1..7: 0.5 * (16 + 13 * 16) each = 784.
+    std::vector<uint8_t> b(136, 0);
+    b[1] = 0x38;  // 0.5
+    b[2] = 0xaa;  // high bits 2
+    b[3] = 0xaa;
+    for (int i = 4; i < 8; ++i) b[i] = 0x11;  // low nibbles 1
+    for (int i = 8; i < 136; ++i) b[i] = 0x98;
+    out.push_back({SPECD_DTYPE_IQ4_XS, b, 832.0f});
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cpu int8 family: hand-checked q2_K, q3_K and iq4_xs blocks on every kernel") {
+  const ScopedEnv quant("SPECD_CPU_QUANT", "int8");
+  // Row 0: x; row 1: -x (d_y = -1); both exact. Two rows also take the multi-row paths.
+  std::vector<float> x(2 * 256, 1.0f);
+  x[0] = -127.0f;
+  for (int c = 0; c < 256; ++c) x[256 + c] = -x[c];
+  for (const HandCase& hc : hand_cases()) {
+    std::vector<float> decoded(256);
+    REQUIRE(ggml::dequantize_row(hc.dtype, hc.block.data(), 256, decoded.data()));
+    double exact = 0;
+    for (int c = 0; c < 256; ++c) exact += double(decoded[c]) * x[c];
+    CHECK_MESSAGE(exact == hc.want, std::string(dtype_name(hc.dtype))
+                                        << ": the exact decode gives " << exact);
+    for (const char* kernel : {"generic", "avx2", "avx512"}) {
+      const ScopedEnv choice("SPECD_CPU_KERNEL", kernel);
+      Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
+      std::unique_ptr<Device> dev;
+      try {
+        dev = backend.open();
+      } catch (const Error& e) {
+        MESSAGE("skipping kernel " << std::string(kernel) << ": " << std::string(e.what()));
+        continue;
+      }
+      Buffer bx = upload_vec(*dev, x), bw = upload_vec(*dev, hc.block), by = dev->alloc(2 * 4);
+      for (int64_t m : {1, 2}) {
+        dev->matmul(bx.view(SPECD_DTYPE_F32, m, 256), bw.view(hc.dtype, 1, 256),
+                    by.view(SPECD_DTYPE_F32, m, 1));
+        const auto y = download_vec<float>(by, m);
+        CHECK_MESSAGE(y[0] == hc.want, std::string(kernel)
+                                           << " " << std::string(dtype_name(hc.dtype)) << " m=" << m
+                                           << ": " << y[0] << ", want " << hc.want);
+        if (m == 2)
+          CHECK_MESSAGE(y[1] == -hc.want, std::string(kernel)
+                                              << " " << std::string(dtype_name(hc.dtype))
+                                              << " row -x: " << y[1] << ", want " << -hc.want);
+      }
+    }
+  }
+}
+
+TEST_CASE("cpu int8 family: q2_K, q3_K and iq4_xs give the same bits on every kernel") {
+  const ScopedEnv quant("SPECD_CPU_QUANT", "int8");
+  std::mt19937 rng(24);
+  const int64_t m = 64, k = 1024, n = 41;
+  const auto x = activations(rng, m, k);
+  for (specd_dtype dt : {SPECD_DTYPE_Q2_K, SPECD_DTYPE_Q3_K, SPECD_DTYPE_IQ4_XS}) {
+    const auto wb = encode(dt, random_floats(rng, n * k), n, k);
+    std::vector<std::vector<float>> generic;  // per row count
+    for (const char* kernel : {"generic", "avx2", "avx512"}) {
+      const ScopedEnv choice("SPECD_CPU_KERNEL", kernel);
+      Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
+      std::unique_ptr<Device> dev;
+      try {
+        dev = backend.open();
+      } catch (const Error& e) {
+        MESSAGE("skipping kernel " << std::string(kernel) << ": " << std::string(e.what()));
+        continue;
+      }
+      Buffer bx = upload_vec(*dev, x), bw = upload_vec(*dev, wb), by = dev->alloc(m * n * 4);
+      size_t t = 0;
+      for (int64_t rows : {int64_t{1}, int64_t{5}, m}) {
+        dev->matmul(bx.view(SPECD_DTYPE_F32, m, k).slice_rows(0, rows), bw.view(dt, n, k),
+                    by.view(SPECD_DTYPE_F32, rows, n));
+        auto y = download_vec<float>(by, rows * n);
+        if (std::string(kernel) == "generic") generic.push_back(y);
+        REQUIRE(t < generic.size());
+        CHECK_MESSAGE(std::memcmp(y.data(), generic[t].data(), y.size() * 4) == 0,
+                      std::string(kernel) << " " << std::string(dtype_name(dt)) << " m=" << rows
+                                          << " differs from generic");
+        ++t;
+      }
+    }
   }
 }
