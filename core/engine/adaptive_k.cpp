@@ -21,6 +21,9 @@ constexpr uint32_t kColdPlainRounds = 3;
 constexpr uint32_t kSettledPlainRounds = 4;
 constexpr uint32_t kEarlyRefresh = 8;
 constexpr uint32_t kMaxProbeGap = 8;
+// A pass over more rows timed under this fraction of the 1-row time says that the 1-row
+// time is stale (from a busy spell): it is timed afresh over kColdPlainRounds rounds.
+constexpr double kStaleRatio = 0.75;
 // Catch-up (see the header): u before a cold round is timed (÷ a 1-row pass), the fewest
 // tokens to go for a probe, how many times its cost the optimistic gain must be, and the
 // share of the remaining time a check costs at most where even S⁺ says drafting loses.
@@ -46,6 +49,8 @@ uint32_t AdaptiveK::next_k(const AdaptiveKHorizon& horizon) {
   uint32_t k = 0;
   if (plain_seen_ < kColdPlainRounds && !loaded()) {
     k = 0;  // time plain passes first: every cost is relative to them
+  } else if (retime_ > 0 && !loaded()) {
+    --retime_;  // plain rounds to time the 1-row pass afresh
   } else if (follow_up_) {
     // A cold round measured the catch-up, not c: one warm k = 1 round measures c (unless a
     // new sequence began in between: its first round is cold again).
@@ -87,7 +92,7 @@ void AdaptiveK::observe(const AdaptiveKRound& round) {
   const double keep = 1.0 - options_.decay;
   const uint32_t rows = std::min<uint32_t>(round.drafted + 1, options_.k_max + 1);
   // Costs are stored relative to the 1-row time of this moment (the step under load).
-  const double step = step_s();
+  double step = step_s();
   if (round.verify_s > 0 && !loaded()) {
     const double overhead = std::clamp(round.overhead_s, 0.0, round.verify_s);
     const double compute = round.verify_s - overhead;
@@ -97,11 +102,20 @@ void AdaptiveK::observe(const AdaptiveKRound& round) {
         t1_.add(compute);
         ++plain_seen_;
       } else if (t1_.count() && t1_.median() > 0) {
-        ratio_[rows].add(compute / t1_.median());
+        const double ratio = compute / t1_.median();
+        if (ratio < kStaleRatio) {
+          // More rows far faster than one: the 1-row time is from a busy spell that has
+          // ended. Time it afresh before anything is set against it.
+          t1_.clear();
+          retime_ = kColdPlainRounds;
+        } else {
+          ratio_[rows].add(ratio);
+        }
       }
       overhead_.add(overhead);
     }
   }
+  if (retime_ > 0) step = 0;  // no 1-row time to set the draft against
   if (round.drafted == 0) {
     settle_probe();
     return;

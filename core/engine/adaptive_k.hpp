@@ -19,7 +19,9 @@
 // kept as ratios to the 1-row time measured just before them: a (k+1)-row pass as
 // pass ÷ 1-row time, a drafted token as seconds ÷ 1-row time. When the machine is busy for
 // a while, every pass slows alike and the ratios hold; a 1-row time from a busy plain
-// stretch set against pass times from a quiet one would make every draft look cheap. More rows
+// stretch set against pass times from a quiet one would make every draft look cheap. A
+// pass over more rows timed well under the 1-row time shows that the 1-row time is from
+// such a spell: the next three rounds are plain and time it afresh. More rows
 // never count as cheaper than one. The verify time the engine reports includes the per-row work
 // after the pass (logits → distributions, acceptance), which on small models costs as much as the
 // pass.
@@ -153,6 +155,7 @@ class AdaptiveK {
   RecentMedian draft_, draft_ratio_;        // c: seconds per drafted token (warm rounds); ÷ step
   RecentMedian catch_up_, catch_up_ratio_;  // u: seconds per unseen token (cold rounds); ÷ step
   bool draft_seen_ = false;
+  uint32_t retime_ = 0;         // plain rounds still to run to time the 1-row pass afresh
   bool follow_up_ = false;      // a cold round left c unmeasured: the next round drafts k = 1
   uint32_t plain_seen_ = 0;     // plain rounds timed
   uint32_t probe_gap_ = 1;      // plain rounds between probes now (backs off)

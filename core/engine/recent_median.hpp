@@ -14,8 +14,9 @@ namespace specd {
 class RecentMedian {
  public:
   void add(double x);
+  void clear() { n_ = 0, median_ = 0; }
   double median() const { return median_; }  // 0 before any sample
-  uint32_t count() const { return n_; }      // samples ever added
+  uint32_t count() const { return n_; }      // samples added since the last clear
 
  private:
   static constexpr uint32_t kWindow = 8;

@@ -374,3 +374,25 @@ TEST_CASE("adaptive k: a busy spell in a plain stretch does not make drafting lo
   CHECK(a.predicted_speedup(1) == doctest::Approx(before).epsilon(0.05));
   CHECK(pair.draft_rounds == drafting);
 }
+
+TEST_CASE("adaptive k: a 1-row time from a busy spell that ended is timed afresh") {
+  AdaptiveK a;
+  CHECK(a.next_k() == 0);
+  a.observe({0, 0, 0, 9e-3});    // warm-up
+  for (int i = 0; i < 3; ++i) {  // the machine is busy: 1-row passes take 5 ms, not 1
+    CHECK(a.next_k() == 0);
+    a.observe({0, 0, 0, 5e-3});
+  }
+  // The spell ends: a 2-row pass takes 1.4 ms, far under the 1-row time, which is stale.
+  REQUIRE(a.next_k() == 1);
+  a.observe({1, 0, 0.3e-3, 1.4e-3});
+  CHECK(a.verify_cost(1) == doctest::Approx(1.3));  // the sample was not set against it
+  CHECK(a.draft_cost() == 0);                       // nor was the draft time
+  for (int i = 0; i < 3; ++i) {                     // three plain rounds time it afresh
+    CHECK(a.next_k() == 0);
+    a.observe({0, 0, 0, 1e-3});
+  }
+  a.observe({1, 0, 0.3e-3, 1.4e-3});
+  CHECK(a.verify_cost(1) == doctest::Approx(1.4));
+  CHECK(a.draft_cost() == doctest::Approx(0.3));
+}
