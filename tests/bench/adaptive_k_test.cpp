@@ -396,3 +396,21 @@ TEST_CASE("adaptive k: a 1-row time from a busy spell that ended is timed afresh
   CHECK(a.verify_cost(1) == doctest::Approx(1.4));
   CHECK(a.draft_cost() == doctest::Approx(0.3));
 }
+
+TEST_CASE("adaptive k: drafting that pays still waits where a sequence cannot repay its catch-up") {
+  // A pair where drafting pays about 1.5× but the draft's catch-up is dear (0.05 of a
+  // pass per token): a new 2000-token prompt with 20 tokens to go decodes plainly, the
+  // same prompt with 1000 tokens to go drafts from its first round.
+  AdaptiveK a;
+  SyntheticPair pair;
+  pair.row_cost = 0.2;
+  pair.draft = 0.1;
+  pair.catch_up = 0.05;
+  pair.accept = [](uint64_t i) { return i * 2654435761u % 10 < 8; };
+  pair.run(a, 50, 200);
+  REQUIRE(a.best_k() > 0);
+  CHECK_FALSE(a.worth_catching_up({20, 2000}, false));
+  CHECK(a.worth_catching_up({1000, 2000}, false));
+  CHECK(a.worth_catching_up({20, 5}, false));  // warm: nothing to catch up on
+  CHECK(a.next_k({20, 2000}) == 0);
+}
