@@ -10,7 +10,7 @@
 // A pass's time is its compute time plus the verifier's round trip: a round costs
 // t_draft(k) + RTT + compute(k+1), a plain round RTT + compute(1). For a local verifier
 // RTT = 0; a remote one reports each call's time outside computing (network, encoding,
-// specd_verifier_info.last_overhead_s), kept as a running mean apart from the compute
+// specd_verifier_info.last_overhead_s), kept as a median apart from the compute
 // times, so that untried row counts are extrapolated from compute alone.
 //
 // Acceptance counts decay exponentially (weight `decay` per drafting round) so that they
@@ -21,10 +21,10 @@
 // a while, every pass slows alike and the ratios hold; a 1-row time from a busy plain
 // stretch set against pass times from a quiet one would make every draft look cheap. A
 // pass over more rows timed well under the 1-row time shows that the 1-row time is from
-// such a spell: the next three rounds are plain and time it afresh. More rows
-// never count as cheaper than one. The verify time the engine reports includes the per-row work
-// after the pass (logits → distributions, acceptance), which on small models costs as much as the
-// pass.
+// such a spell: the next three rounds are plain and time it afresh. More rows never count
+// as cheaper than one. The verify time the engine reports includes the per-row work after
+// the pass (logits → distributions, acceptance), which on small models costs as much as
+// the pass.
 //
 // Cold start (no load model): four plain rounds (the first, a warm-up, is not timed: a
 // first pass after a prefill is often slow), then one round at k_start (default 1: a
@@ -44,7 +44,7 @@
 //
 //   gain = R · (1 − 1/S⁺)  ≥  2 · (unseen · u + v(1) − 1 + c)   (in 1-row pass times)
 //
-// with R the tokens the sequence may still emit (at least 16) and S⁺ the optimistic
+// with R the tokens the sequence may still emit (a probe needs 16) and S⁺ the optimistic
 // prediction (each β_d at its posterior mean plus one standard deviation); or, where S⁺
 // says drafting loses, when that cost is at most 1/64 of the remaining time (a rare check
 // that nothing changed). Before any cold round is timed u is taken as 1/32 of a 1-row
