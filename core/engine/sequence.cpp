@@ -52,6 +52,7 @@ Sequence::Sequence(const SequenceParts& parts, std::vector<int32_t> prompt,
                      " (" + parts_.target_path + "), leaving no room to generate");
   start_ = Clock::now();
   prompt_size_ = prompt.size();
+  max_tokens_ = static_cast<size_t>(max_tokens);
   result_.stats.prompt_tokens = prompt.size();
   hidden_dim_ = parts_.proposer && parts_.proposer->needs_hidden() ? verifier.hidden_dim() : 0;
   sequence_ = std::move(prompt);
@@ -97,8 +98,21 @@ bool Sequence::begin_round() {
   draft_.vocab = vocab_;
   if (proposer) {
     uint32_t capacity = room - 1;  // the proposer caps it further at its max_nodes
-    if (parts_.adaptive) capacity = std::min(capacity, parts_.adaptive->next_k());
-    if (capacity > 0) proposer->propose(sequence_, capacity, *parts_.rng, draft_);
+    // Tokens the proposer has not drafted after: a stateful one (a draft model) catches up
+    // on them before drafting, a one-time cost the controller weighs against what remains.
+    unseen_ = static_cast<uint32_t>(sequence_.size() - proposed_at_);
+    if (parts_.adaptive) {
+      const size_t emitted = sequence_.size() - prompt_size_;
+      AdaptiveKHorizon horizon;
+      horizon.remaining = static_cast<uint32_t>(
+          std::min<size_t>(max_tokens_ > emitted ? max_tokens_ - emitted : 0, room));
+      horizon.unseen = unseen_;
+      capacity = std::min(capacity, parts_.adaptive->next_k(horizon));
+    }
+    if (capacity > 0) {
+      proposer->propose(sequence_, capacity, *parts_.rng, draft_);
+      proposed_at_ = sequence_.size();
+    }
   }
   const specd_draft_tree tree = draft_.tree();
   if (draft_.n_nodes > 0) {
@@ -164,7 +178,7 @@ void Sequence::end_round(double pass_s) {
   if (parts_.adaptive)
     parts_.adaptive->observe({draft_.n_nodes, static_cast<uint32_t>(accepted.path.size()), draft_s_,
                               pass_s_ + seconds(Clock::now() - t1),
-                              parts_.verifier->last_overhead_s()});
+                              parts_.verifier->last_overhead_s(), unseen_});
   ++stats.rounds;
   stats.drafted += draft_.n_nodes;
   stats.accepted += accepted.path.size();

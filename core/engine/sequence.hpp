@@ -80,6 +80,9 @@ class Sequence {
   std::unique_ptr<Emitter> emitter_;
   std::vector<int32_t> sequence_;  // prompt, then every emitted token
   size_t prompt_size_ = 0;
+  size_t max_tokens_ = 0;
+  size_t proposed_at_ = 0;  // the sequence's length when the proposer last drafted (0: never)
+  uint32_t unseen_ = 0;     // this round's catch-up for the proposer (AdaptiveKHorizon)
   uint32_t vocab_ = 0;
   uint32_t hidden_dim_ = 0;  // features the proposer needs (0: none)
   bool proposer_started_ = false;

@@ -1,9 +1,12 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "engine/adaptive_k.hpp"
+#include "engine/recent_median.hpp"
 
 using namespace specd;
 
@@ -35,15 +38,20 @@ void simulate(AdaptiveK& a, double alpha, double row_cost, double draft_ms, int 
 
 }  // namespace
 
-TEST_CASE("adaptive k: first two plain rounds (one untimed), then the starting k") {
+TEST_CASE("adaptive k: first four plain rounds (one untimed), then the starting k") {
   AdaptiveKOptions o;
   o.k_start = 3;
   AdaptiveK a(o);
   CHECK(a.next_k() == 0);
-  a.observe({0, 0, 0, 9e-3});  // warm-up
-  CHECK(a.next_k() == 0);
-  a.observe({0, 0, 0, 1e-3});
+  a.observe({0, 0, 0, 9e-3});               // warm-up
+  for (double pass : {1e-3, 5e-3, 1e-3}) {  // three timed (one descheduled)
+    CHECK(a.next_k() == 0);
+    a.observe({0, 0, 0, pass});
+  }
   CHECK(a.next_k() == 3);
+  // The 1-row time is their median: the descheduled pass does not make rows look cheap.
+  a.observe({3, 0, 3e-4, 2e-3});
+  CHECK(a.verify_cost(3) == doctest::Approx(2.0));
   CHECK(AdaptiveK().next_k() == 0);
   CHECK(AdaptiveKOptions().k_start == 1);  // a blind first draft is short
 }
@@ -195,4 +203,214 @@ TEST_CASE("adaptive k: a remote verifier's round trip is a per-round term") {
   fresh.observe({0, 0, 0, 51e-3, 50e-3});  // the warm-up round, untimed
   fresh.observe({0, 0, 0, 51e-3, 50e-3});
   CHECK(fresh.verify_cost(4) < 1.05);
+}
+
+namespace {
+
+// A synthetic pair run sequence by sequence the way Sequence drives the controller: each
+// sequence has a prompt and a token budget (the horizon), and a draft round first catches
+// up on the tokens the proposer has not seen (a chunked pass: `catch_up` 1-row times per
+// token) before drafting k tokens (`draft` 1-row times each). A 1-row pass takes `t1` s,
+// each extra row `row_cost` of it; a draft token is accepted when `accept` says so. Timing
+// noise comes from `noise(i)`, a factor on every timed call (deterministic).
+struct SyntheticPair {
+  double t1 = 1e-3, row_cost = 0.4, draft = 0.3, catch_up = 0.03;
+  std::function<bool(uint64_t)> accept = [](uint64_t) { return false; };
+  std::function<double(uint64_t)> noise = [](uint64_t) { return 1.0; };
+  uint64_t calls = 0;
+  // Totals over the runs so far.
+  uint64_t rounds = 0, draft_rounds = 0, cold_rounds = 0;
+  double seconds = 0, plain_seconds = 0;
+
+  void run(AdaptiveK& a, uint32_t prompt, uint32_t max_tokens) {
+    uint32_t emitted = 0;
+    size_t length = prompt, proposed_at = 0;
+    while (emitted < max_tokens) {
+      AdaptiveKHorizon h;
+      h.remaining = max_tokens - emitted;
+      h.unseen = static_cast<uint32_t>(length - proposed_at);
+      const uint32_t k = a.next_k(h);
+      AdaptiveKRound r;
+      r.drafted = k;
+      r.unseen = h.unseen;
+      if (k > 0) {
+        proposed_at = length;
+        const bool cold = h.unseen > 10;
+        r.draft_s = t1 * ((cold ? h.unseen * catch_up : draft) + (k - 1) * draft);
+        r.draft_s *= noise(calls++);
+        while (r.accepted < k && accept(calls++)) ++r.accepted;
+        ++draft_rounds;
+        cold_rounds += cold;
+      }
+      r.verify_s = t1 * (1 + row_cost * k) * noise(calls++);
+      a.observe(r);
+      ++rounds;
+      seconds += r.draft_s + r.verify_s;
+      const uint32_t tokens = std::min(r.accepted + 1, max_tokens - emitted);
+      emitted += tokens;
+      length += r.accepted + 1;
+      plain_seconds += tokens * t1;
+    }
+  }
+};
+
+// Every 4th timed call descheduled (3 × its cost), and ±10% jitter.
+double shared_machine(uint64_t i) {
+  return (i % 4 == 3 ? 3.0 : 1.0) * (1.0 + 0.1 * double(int(i * 7919 % 21) - 10) / 10.0);
+}
+
+}  // namespace
+
+TEST_CASE("recent median: ignores a minority of outliers and follows a drift") {
+  RecentMedian m;
+  CHECK(m.median() == 0);
+  m.add(5);
+  CHECK(m.median() == 5);
+  m.add(1);
+  CHECK(m.median() == 3);
+  m.add(1);
+  CHECK(m.median() == 1);  // one descheduled sample of three
+  for (int i = 0; i < 8; ++i) m.add(i % 3 == 0 ? 9.0 : 2.0);
+  CHECK(m.median() == 2);  // 3 of 8 outliers: the window's median is a typical sample
+  CHECK(m.count() == 11u);
+}
+
+TEST_CASE("adaptive k: a short generation or few tokens to go never probe") {
+  // Fresh controllers: only the prior is known, so the decision rests on the horizon.
+  for (uint32_t max_tokens : {1u, 8u, 15u}) {
+    AdaptiveK a;
+    SyntheticPair pair;
+    pair.accept = [](uint64_t) { return true; };  // even a perfect draft
+    pair.run(a, 20, max_tokens);
+    CAPTURE(max_tokens);
+    CHECK(pair.draft_rounds == 0);
+  }
+  // A long prompt and 24 tokens to go: its catch-up (1000 tokens at the prior 1/32 of a
+  // pass each) outweighs the most drafting could gain.
+  AdaptiveK a;
+  SyntheticPair pair;
+  pair.run(a, 1000, 24);
+  CHECK(pair.draft_rounds == 0);
+  // The same controller and a short prompt with 64 tokens to go: it probes.
+  pair.run(a, 20, 64);
+  CHECK(pair.draft_rounds >= 1);
+}
+
+TEST_CASE("adaptive k: the catch-up is charged once, apart from the draft cost") {
+  AdaptiveK a;
+  for (int i = 0; i < 4; ++i) {
+    CHECK(a.next_k({64, 100}) == 0);
+    a.observe({0, 0, 0, 1e-3});
+  }
+  // The first draft catches up on 104 tokens: 104 × 0.03 ms, then one token.
+  REQUIRE(a.next_k({60, 104}) == 1);
+  a.observe({1, 0, 104 * 0.03e-3, 1.4e-3, 0, 104});
+  CHECK(a.catch_up_cost() == doctest::Approx(0.03).epsilon(0.01));
+  // Not 3.1 per drafted token: until a warm round is timed, c is only known to be at
+  // least one token's share of the chunk.
+  CHECK(a.draft_cost() == doctest::Approx(0.03).epsilon(0.01));
+  // The next round is a warm k = 1 one that measures c.
+  REQUIRE(a.next_k({59, 1}) == 1);
+  a.observe({1, 0, 0.3e-3, 1.4e-3, 0, 1});
+  CHECK(a.draft_cost() == doctest::Approx(0.3).epsilon(0.01));
+  CHECK(a.catch_up_cost() == doctest::Approx(0.03).epsilon(0.01));
+  CHECK(a.verify_cost(1) == doctest::Approx(1.4));
+  // Drafting loses (E(1) ≈ 1.25 against 1.7): plain decoding for the rest.
+  CHECK(a.best_k() == 0);
+}
+
+TEST_CASE("adaptive k: where drafting loses, the probes stop costing time") {
+  // The shipped tiny pair on prose: β ≈ 0.3, a 2-row pass 1.4 × a 1-row one, a drafted
+  // token 0.3 of one, the catch-up 0.03 per token; 80-token prompts, 64 tokens each, 24
+  // sequences through one controller (as `specd ab` runs an arm), on a noisy machine.
+  AdaptiveK a;
+  SyntheticPair pair;
+  pair.accept = [](uint64_t i) { return i * 2654435761u % 10 < 3; };
+  pair.noise = shared_machine;
+  for (int s = 0; s < 24; ++s) pair.run(a, 80, 64);
+  // Of 1536 rounds, a handful draft, and the catch-up (80+ tokens, 2.4 passes) is paid at
+  // most 3 times (probing every 16–128 plain rounds would pay it at least 12 times).
+  CAPTURE(pair.draft_rounds);
+  CHECK(pair.draft_rounds <= 6);
+  CHECK(pair.cold_rounds <= 3);
+  CHECK(a.best_k() == 0);
+}
+
+TEST_CASE("adaptive k: a memory-bound pair speculates from its first sequence on") {
+  // Extra rows nearly free, a draft token 2% of a pass, the catch-up 0.002 per token,
+  // β = 0.9: drafting pays about 3×. 64-token sequences behind 100-token prompts.
+  AdaptiveK a;
+  SyntheticPair pair;
+  pair.row_cost = 0.1;
+  pair.draft = 0.02;
+  pair.catch_up = 0.002;
+  pair.accept = [](uint64_t i) { return i * 2654435761u % 10 < 9; };
+  pair.noise = shared_machine;
+  pair.run(a, 100, 64);
+  CHECK(pair.draft_rounds >= pair.rounds / 2);
+  const uint64_t rounds = pair.rounds, drafting = pair.draft_rounds;
+  for (int s = 0; s < 8; ++s) pair.run(a, 100, 64);
+  // Every later sequence drafts from its first round (the catch-up is repaid).
+  CHECK(pair.draft_rounds - drafting >= (pair.rounds - rounds) * 9 / 10);
+  CHECK(a.best_k() >= 3);
+  // Over 2× plain decoding's speed (the noise makes the arm's calls 1.5× slower on average).
+  CHECK(pair.seconds < 1.5 * pair.plain_seconds / 2);
+}
+
+TEST_CASE("adaptive k: a busy spell in a plain stretch does not make drafting look cheap") {
+  // Drafting loses (the tiny pair), then the machine gets 3× slower for a long plain
+  // stretch: every pass slows alike, so the costs, kept relative to the 1-row time of
+  // their moment, are unchanged and the controller stays plain.
+  AdaptiveK a;
+  SyntheticPair pair;
+  pair.accept = [](uint64_t i) { return i * 2654435761u % 10 < 3; };
+  pair.run(a, 80, 64);
+  REQUIRE(a.best_k() == 0);
+  const double before = a.predicted_speedup(1);
+  pair.t1 = 3e-3;
+  const uint64_t drafting = pair.draft_rounds;
+  for (int s = 0; s < 4; ++s) pair.run(a, 80, 64);
+  CHECK(a.best_k() == 0);
+  CHECK(a.predicted_speedup(1) == doctest::Approx(before).epsilon(0.05));
+  CHECK(pair.draft_rounds == drafting);
+}
+
+TEST_CASE("adaptive k: a 1-row time from a busy spell that ended is timed afresh") {
+  AdaptiveK a;
+  CHECK(a.next_k() == 0);
+  a.observe({0, 0, 0, 9e-3});    // warm-up
+  for (int i = 0; i < 3; ++i) {  // the machine is busy: 1-row passes take 5 ms, not 1
+    CHECK(a.next_k() == 0);
+    a.observe({0, 0, 0, 5e-3});
+  }
+  // The spell ends: a 2-row pass takes 1.4 ms, far under the 1-row time, which is stale.
+  REQUIRE(a.next_k() == 1);
+  a.observe({1, 0, 0.3e-3, 1.4e-3});
+  CHECK(a.verify_cost(1) == doctest::Approx(1.3));  // the sample was not set against it
+  CHECK(a.draft_cost() == 0);                       // nor was the draft time
+  for (int i = 0; i < 3; ++i) {                     // three plain rounds time it afresh
+    CHECK(a.next_k() == 0);
+    a.observe({0, 0, 0, 1e-3});
+  }
+  a.observe({1, 0, 0.3e-3, 1.4e-3});
+  CHECK(a.verify_cost(1) == doctest::Approx(1.4));
+  CHECK(a.draft_cost() == doctest::Approx(0.3));
+}
+
+TEST_CASE("adaptive k: drafting that pays still waits where a sequence cannot repay its catch-up") {
+  // A pair where drafting pays about 1.5× but the draft's catch-up is dear (0.05 of a
+  // pass per token): a new 2000-token prompt with 20 tokens to go decodes plainly, the
+  // same prompt with 1000 tokens to go drafts from its first round.
+  AdaptiveK a;
+  SyntheticPair pair;
+  pair.row_cost = 0.2;
+  pair.draft = 0.1;
+  pair.catch_up = 0.05;
+  pair.accept = [](uint64_t i) { return i * 2654435761u % 10 < 8; };
+  pair.run(a, 50, 200);
+  REQUIRE(a.best_k() > 0);
+  CHECK_FALSE(a.worth_catching_up({20, 2000}, false));
+  CHECK(a.worth_catching_up({1000, 2000}, false));
+  CHECK(a.worth_catching_up({20, 5}, false));  // warm: nothing to catch up on
+  CHECK(a.next_k({20, 2000}) == 0);
 }
