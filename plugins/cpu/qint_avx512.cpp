@@ -1,8 +1,9 @@
-// The integer family on AVX-512 (F/BW/VL/DQ + VNNI; called only after that CPU check). Each
-// weight row is first prepared block by block (unsigned 8-bit quants in element order, scale
-// vectors) into the task's scratch, then applied to the rows of x four at a time, so the
-// decoding work is shared by all m rows. The arithmetic is qint.hpp's, lane for lane: the
-// bits equal the generic kernel's.
+// The integer family on AVX-512 (F/BW/VL/DQ + VNNI; called only after that CPU check). The
+// 32-value types prepare each weight row block by block (unsigned 8-bit quants in element
+// order, scale vectors) into the task's scratch and apply it to the rows of x four at a time;
+// the k-quants decode each block into registers and apply it to up to 8 rows (4 vpdpbusd,
+// 2 vpackssdw, 2 vpdpwssd per row and block). Either way the decoding work is shared by the
+// m rows. The arithmetic is qint.hpp's, lane for lane: the bits equal the generic kernel's.
 #include <immintrin.h>
 
 #include "qint.hpp"
@@ -28,111 +29,6 @@ float reduce8(__m256 v) {  // lanes l + 4, then l + 2, then l + 1
 
 float reduce16(__m512 v) {  // lanes l + 8 first
   return reduce8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
-}
-
-// A prepared 256-value k-quant block: quants of elements 64g .. 64g + 63 in w[g], the int16
-// scale of each int16 pair of w[g] in sc[g], the per-sub-block coefficients of bsum16 in mc.
-struct alignas(64) KPrep {
-  __m512i w[4];
-  __m512i sc[4];
-  __m256i mc;
-  float d, dmin;
-};
-
-// int16 lane u of idx(g, per): scale index g * (64 / per) + u / (per / 2), per = values per
-// scale (32 for q4_K, 16 for q6_K).
-__m512i scale_index(int g, int per) {
-  alignas(64) int16_t idx[32];
-  for (int u = 0; u < 32; ++u) idx[u] = static_cast<int16_t>(g * (64 / per) + u / (per / 2));
-  return _mm512_load_si512(idx);
-}
-
-// q4_K (Q5 = false) and q5_K (Q5 = true: nibbles at byte 48, fifth bits at byte 16).
-template <bool Q5>
-[[gnu::always_inline]] inline void prep_q45_k(const uint8_t* blk, KPrep* p, const __m512i* idx) {
-  p->d = _cvtsh_ss(ggml::load_u16(blk));
-  p->dmin = _cvtsh_ss(ggml::load_u16(blk + 2));
-  uint8_t sc[8], mn[8];
-  ggml::k_scales_mins(blk + 4, sc, mn);
-  uint64_t sc8, mn8;
-  __builtin_memcpy(&sc8, sc, 8);
-  __builtin_memcpy(&mn8, mn, 8);
-  const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(sc8)));
-  const __m128i m8 = _mm_cvtsi64_si128(mn8);
-  p->mc = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));  // m[l] in int16 lanes 2l, 2l + 1
-  const __m256i low4 = _mm256_set1_epi8(15);
-  const __m512i qh =
-      Q5 ? _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16)))
-         : _mm512_setzero_si512();
-  for (int g = 0; g < 4; ++g) {
-    const __m256i q =
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + (Q5 ? 48 : 16) + 32 * g));
-    const __m256i lo = _mm256_and_si256(q, low4);
-    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-    __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-    if constexpr (Q5) {  // bit 2g of qh for elements 64g + l, bit 2g + 1 for 64g + 32 + l
-      const __m512i cnt = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(2 * g)),
-                                             _mm256_set1_epi16(static_cast<short>(2 * g + 1)), 1);
-      const __m512i bit = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt), _mm512_set1_epi8(1));
-      w = _mm512_or_si512(w, _mm512_slli_epi16(bit, 4));
-    }
-    p->w[g] = w;
-    p->sc[g] = _mm512_permutexvar_epi16(idx[g], sc16);
-  }
-}
-
-[[gnu::always_inline]] inline void prep_q6_k(const uint8_t* blk, KPrep* p, const __m512i* idx) {
-  p->d = _cvtsh_ss(ggml::load_u16(blk + 208));
-  p->dmin = p->d;
-  const __m256i s16 =
-      _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
-  p->mc = _mm256_slli_epi16(s16, 5);  // 32 * sc: |32 * sc| <= 4096 fits int16
-  const __m512i s16z = _mm512_castsi256_si512(s16);
-  const __m512i low4 = _mm512_set1_epi8(15), low2 = _mm512_set1_epi8(3);
-  for (int g = 0; g < 4; ++g) {  // elements 128c + 64h + (0..63)
-    const int c = g >> 1, h = g & 1;
-    const __m512i ql = _mm512_loadu_si512(blk + 64 * c);
-    const __m512i lo = _mm512_and_si512(_mm512_srl_epi16(ql, _mm_cvtsi32_si128(4 * h)), low4);
-    const __m512i qh = _mm512_broadcast_i64x4(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * c)));
-    const __m512i cnt = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(4 * h)),
-                                           _mm256_set1_epi16(static_cast<short>(4 * h + 2)), 1);
-    const __m512i hi = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt), low2);
-    p->w[g] = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
-    p->sc[g] = _mm512_permutexvar_epi16(idx[g], s16z);
-  }
-}
-
-// acc, macc += block b's terms for one row of x (qint.hpp's k-quant lanes).
-[[gnu::always_inline]] inline void step_k(const KPrep& p, int64_t b, const QArgs& a, int64_t row,
-                                          __m512& acc, __m256& macc) {
-  const int64_t k = a.k;
-  const int8_t* y = a.x.q + row * k + 256 * b;
-  __m512i isum = _mm512_setzero_si512();
-  for (int g = 0; g < 4; ++g)
-    isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(p.w[g], _mm512_loadu_si512(y + 64 * g)),
-                               p.sc[g]);
-  const __m256i bs =
-      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x.bsum16 + row * (k / 16) + 16 * b));
-  const __m256i msum = _mm256_madd_epi16(bs, p.mc);
-  const float dy = a.x.d[row * (k / 256) + b];
-  const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(p.d), _mm512_set1_ps(dy));
-  const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(p.dmin), _mm256_set1_ps(dy));
-  acc = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(isum), acc);
-  macc = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(msum), macc);
-}
-
-template <int MR>
-void rows_k(const KPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
-  __m512 acc[MR];
-  __m256 macc[MR];
-  for (int r = 0; r < MR; ++r) {
-    acc[r] = _mm512_setzero_ps();
-    macc[r] = _mm256_setzero_ps();
-  }
-  for (int64_t b = 0; b < nb; ++b)
-    for (int r = 0; r < MR; ++r) step_k(P[b], b, a, i0 + r, acc[r], macc[r]);
-  for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r]) - reduce8(macc[r]);
 }
 
 // A prepared pair of q8_0 blocks: the quants (block 2t in bytes 0..31, 2t + 1 in 32..63,
@@ -358,136 +254,225 @@ void cols_32_min(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   }
 }
 
-// q4_K: weights used in their stored order, decoded once per block into registers and
-// applied to up to 8 rows of x. A 128-value chunk c of a block is one 64-byte load of
-// quants: its low nibbles (A) are elements 128c + 0..31 and 128c + 64..95, its high nibbles
-// (B) elements 128c + 32..63 and 128c + 96..127. The rows of x are reordered once per task to
-// match (`yr`). The int32 lanes 8..15 of A's products hold what qint.hpp sums in lanes 0..7
-// and lanes 0..7 of B's what it sums in lanes 8..15, so the integer sums are regrouped before
-// the block's f32 step: exact, the same bits as the reference.
-template <int MR>
-void q4_k_rows(const QArgs& a, const int8_t* yr, int64_t i0, int64_t j, const __m512i* idx_a,
-               const __m512i* idx_b) {
-  const int64_t nb = a.k / 256;
+// A decoded k-quant block (qint.hpp's k-quant lanes): four 64-byte vectors of unsigned quants
+// w[0..3], the int16 scale vectors s[0] (for w[0], w[1]) and s[1] (w[2], w[3]), the 16 f32
+// min terms wm and d_w. The integer sum of a row: dpbusd gives each int32 lane the sum of 4
+// products (|sum| <= 4 * 63 * 127 < 2^15), packs joins the lanes of w[2c] and w[2c + 1] as
+// int16 (exact), dpwssd multiplies each int16 by its sub-block's scale and adds pairs that
+// share it. Output lane 4k + t of a pair (w[2c], w[2c + 1]) holds, for 128-bit lane k, int32
+// lanes 4k + 2t, 4k + 2t + 1 of w[2c]'s sums (t < 2) or 4k + 2t - 4, 4k + 2t - 3 of w[2c + 1]'s.
+struct KBlock {
+  __m512i w[4];
+  __m512i s[2];
+  __m512 wm;
+  __m512 dw;
+};
+
+// int16 lane u of the scale vector of pair c: the index of its sub-block's scale.
+// q4_K / q5_K: w[2c] = low nibbles of the 64 bytes 64c.. (elements 128c + 0..31 and
+// 128c + 64..95), w[2c + 1] the high nibbles (128c + 32..63 and 128c + 96..127).
+__m512i scale_index_q45(int c) {
+  alignas(64) int16_t idx[32];
+  for (int u = 0; u < 32; ++u) idx[u] = static_cast<int16_t>(4 * c + 2 * (u >> 4) + ((u >> 2) & 1));
+  return _mm512_load_si512(idx);
+}
+// q6_K: w[g] = elements 64g .. 64g + 63 in order, 16 values per scale.
+__m512i scale_index_q6(int c) {
+  alignas(64) int16_t idx[32];
+  for (int u = 0; u < 32; ++u) idx[u] = static_cast<int16_t>(8 * c + 4 * ((u >> 2) & 1) + (u >> 3));
+  return _mm512_load_si512(idx);
+}
+
+struct KIndex {
+  __m512i s[2];
+};
+
+// q4_K (Q5 = false) and q5_K (Q5 = true: quants at byte 48, fifth bits at byte 16).
+template <bool Q5>
+[[gnu::always_inline]] inline void decode_q45_k(const uint8_t* blk, const KIndex& ix, KBlock& p) {
   const __m128i pick_x = _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11);
   const __m128i pick_y = _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7);
   const __m128i keep_low =
       _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0);
   const __m128i keep_hi = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15);
   const __m128i keep_top = _mm_setr_epi8(0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48);
+  // Scales and mins (ggml::k_scales_mins), 12 bytes at 4: bytes 0..7 sc, 8..15 m.
+  const __m128i sm = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 4));
+  const __m128i x = _mm_shuffle_epi8(sm, pick_x), t = _mm_shuffle_epi8(sm, pick_y);
+  const __m128i scm = _mm_or_si128(
+      _mm_or_si128(_mm_and_si128(x, keep_low), _mm_and_si128(_mm_srli_epi16(x, 4), keep_hi)),
+      _mm_and_si128(_mm_srli_epi16(t, 2), keep_top));
+  const __m512i sc16 = _mm512_cvtepu8_epi16(_mm256_zextsi128_si256(scm));
+  p.s[0] = _mm512_permutexvar_epi16(ix.s[0], sc16);
+  p.s[1] = _mm512_permutexvar_epi16(ix.s[1], sc16);
+  const __m512 mins = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi8(scm, scm)));
+  p.wm = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(ggml::load_u16(blk + 2))), mins);
+  p.dw = _mm512_set1_ps(_cvtsh_ss(ggml::load_u16(blk)));
   const __m512i low4 = _mm512_set1_epi8(15);
-  const uint8_t* w = a.w + j * a.ldw;
-  __m512 acc[MR];
-  __m256 macc[MR];
-  for (int r = 0; r < MR; ++r) {
-    acc[r] = _mm512_setzero_ps();
-    macc[r] = _mm256_setzero_ps();
-  }
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = w + 144 * b;
-    stream_ahead(blk, 144);
-    // Scales and mins (ggml::k_scales_mins), 12 bytes at 4: bytes 0..7 sc, 8..15 m.
-    const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 4));
-    const __m128i x = _mm_shuffle_epi8(s, pick_x), t = _mm_shuffle_epi8(s, pick_y);
-    const __m128i scm = _mm_or_si128(
-        _mm_or_si128(_mm_and_si128(x, keep_low), _mm_and_si128(_mm_srli_epi16(x, 4), keep_hi)),
-        _mm_and_si128(_mm_srli_epi16(t, 2), keep_top));
-    const __m512i sc16 = _mm512_cvtepu8_epi16(_mm256_zextsi128_si256(scm));
-    const __m256i mc = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scm, scm));
-    __m512i qw[4], sw[4];  // A0, B0, A1, B1 and their scale vectors
-    for (int c = 0; c < 2; ++c) {
-      const __m512i q = _mm512_loadu_si512(blk + 16 + 64 * c);
-      qw[2 * c] = _mm512_and_si512(q, low4);
-      qw[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
-      sw[2 * c] = _mm512_permutexvar_epi16(idx_a[c], sc16);
-      sw[2 * c + 1] = _mm512_permutexvar_epi16(idx_b[c], sc16);
-    }
-    const float dw = _cvtsh_ss(ggml::load_u16(blk)), dmw = _cvtsh_ss(ggml::load_u16(blk + 2));
-    for (int r = 0; r < MR; ++r) {
-      const int64_t row = i0 + r;
-      const int8_t* y = yr + row * a.k + 256 * b;
-      __m512i sa = _mm512_setzero_si512(), sb = _mm512_setzero_si512();
-      for (int c = 0; c < 2; ++c) {
-        sa = _mm512_dpwssd_epi32(
-            sa, _mm512_maddubs_epi16(qw[2 * c], _mm512_loadu_si512(y + 128 * c)), sw[2 * c]);
-        sb = _mm512_dpwssd_epi32(
-            sb, _mm512_maddubs_epi16(qw[2 * c + 1], _mm512_loadu_si512(y + 128 * c + 64)),
-            sw[2 * c + 1]);
+  [[maybe_unused]] __m512i qh;
+  if constexpr (Q5)
+    qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16)));
+  for (int c = 0; c < 2; ++c) {
+    const __m512i q = _mm512_loadu_si512(blk + (Q5 ? 48 : 16) + 64 * c);
+    p.w[2 * c] = _mm512_and_si512(q, low4);
+    p.w[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+    if constexpr (Q5) {  // fifth bits: bit 4c (4c + 2) of qh byte l for w[2c] bytes l (32 + l)
+      for (int h = 0; h < 2; ++h) {
+        const __m512i cnt =
+            _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(4 * c + h)),
+                               _mm256_set1_epi16(static_cast<short>(4 * c + 2 + h)), 1);
+        const __m512i bit = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt), _mm512_set1_epi8(1));
+        p.w[2 * c + h] = _mm512_or_si512(p.w[2 * c + h], _mm512_slli_epi16(bit, 4));
       }
-      const __m512i isum =
-          _mm512_add_epi32(_mm512_shuffle_i64x2(sa, sb, 0x44), _mm512_shuffle_i64x2(sa, sb, 0xEE));
-      const __m256i bs = _mm256_loadu_si256(
-          reinterpret_cast<const __m256i*>(a.x.bsum16 + row * (a.k / 16) + 16 * b));
-      const __m256i msum = _mm256_madd_epi16(bs, mc);
-      const float dy = a.x.d[row * nb + b];
-      const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(dw), _mm512_set1_ps(dy));
-      const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(dmw), _mm256_set1_ps(dy));
-      acc[r] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(isum), acc[r]);
-      macc[r] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(msum), macc[r]);
     }
   }
-  for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r]) - reduce8(macc[r]);
 }
 
-void cols_q4_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
-  int8_t* yr = reinterpret_cast<int8_t*>(scratch);
-  for (int64_t i = 0; i < a.m; ++i)
-    for (int64_t c = 0; c < a.k / 128; ++c) {
-      const int8_t* y = a.x.q + i * a.k + 128 * c;
-      int8_t* o = yr + i * a.k + 128 * c;
+[[gnu::always_inline]] inline void decode_q6_k(const uint8_t* blk, const KIndex& ix, KBlock& p) {
+  const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
+  const __m512i s16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(s8));
+  p.s[0] = _mm512_permutexvar_epi16(ix.s[0], s16);
+  p.s[1] = _mm512_permutexvar_epi16(ix.s[1], s16);
+  const float dw = _cvtsh_ss(ggml::load_u16(blk + 208));
+  p.wm = _mm512_mul_ps(_mm512_set1_ps(dw),
+                       _mm512_cvtepi32_ps(_mm512_slli_epi32(_mm512_cvtepi8_epi32(s8), 5)));
+  p.dw = _mm512_set1_ps(dw);
+  const __m512i low4 = _mm512_set1_epi8(15), low2 = _mm512_set1_epi8(3);
+  for (int g = 0; g < 4; ++g) {  // elements 128c + 64h + (0..63)
+    const int c = g >> 1, h = g & 1;
+    const __m512i ql = _mm512_loadu_si512(blk + 64 * c);
+    const __m512i lo = _mm512_and_si512(_mm512_srl_epi16(ql, _mm_cvtsi32_si128(4 * h)), low4);
+    const __m512i qh = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * c)));
+    const __m512i cnt = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(4 * h)),
+                                           _mm256_set1_epi16(static_cast<short>(4 * h + 2)), 1);
+    const __m512i hi = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt), low2);
+    p.w[g] = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
+  }
+}
+
+// The rows of x as a k-quant kernel reads them, prepared once per task in its scratch: the
+// quants (for q4_K / q5_K reordered so that byte u of a 64-byte load matches w[g]'s byte u)
+// and ys (qint.hpp: d_y * bsum16 per 16 values).
+struct KRows {
+  const int8_t* q;
+  const float* ys;
+};
+
+KRows prepare_rows(const QArgs& a, uint8_t* scratch, bool reorder) {
+  const int64_t m = a.m, k = a.k;
+  float* ys = reinterpret_cast<float*>(scratch);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t b = 0; b < k / 256; ++b) {
+      const __m512 bs = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(a.x.bsum16 + i * (k / 16) + 16 * b))));
+      _mm512_store_ps(ys + i * (k / 16) + 16 * b,
+                      _mm512_mul_ps(_mm512_set1_ps(a.x.d[i * (k / 256) + b]), bs));
+    }
+  if (!reorder) return {a.x.q, ys};
+  int8_t* yr = reinterpret_cast<int8_t*>(scratch) + 4 * m * (k / 16);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t c = 0; c < k / 128; ++c) {
+      const int8_t* y = a.x.q + i * k + 128 * c;
+      int8_t* o = yr + i * k + 128 * c;
       __builtin_memcpy(o, y, 32);
       __builtin_memcpy(o + 32, y + 64, 32);
       __builtin_memcpy(o + 64, y + 32, 32);
       __builtin_memcpy(o + 96, y + 96, 32);
     }
-  // int16 lane u of the scale vector of A (B) in chunk c: sub-block 4c (4c + 1) for u < 16,
-  // 4c + 2 (4c + 3) for u >= 16.
-  __m512i idx_a[2], idx_b[2];
-  for (int c = 0; c < 2; ++c) {
-    const __m256i lo = _mm256_set1_epi16(static_cast<short>(4 * c));
-    const __m256i hi = _mm256_set1_epi16(static_cast<short>(4 * c + 2));
-    idx_a[c] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-    idx_b[c] = _mm512_add_epi16(idx_a[c], _mm512_set1_epi16(1));
-  }
-  // Up to 8 rows per tile: 8 weight and scale vectors plus 16 accumulators fit the registers.
-  using Rows =
-      void (*)(const QArgs&, const int8_t*, int64_t, int64_t, const __m512i*, const __m512i*);
-  static constexpr Rows tiles[9] = {nullptr,      q4_k_rows<1>, q4_k_rows<2>,
-                                    q4_k_rows<3>, q4_k_rows<4>, q4_k_rows<5>,
-                                    q4_k_rows<6>, q4_k_rows<7>, q4_k_rows<8>};
-  for (int64_t j = j0; j < j1; ++j)
-    for (int64_t i0 = 0; i0 < a.m; i0 += 8)
-      tiles[a.m - i0 < 8 ? a.m - i0 : 8](a, yr, i0, j, idx_a, idx_b);
+  return {yr, ys};
 }
 
-template <class Prep>
-void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, int per, Prep prep) {
-  __m512i idx[4];
-  for (int g = 0; g < 4; ++g) idx[g] = scale_index(g, per);
-  KPrep* P = reinterpret_cast<KPrep*>(scratch);
+// acc[r] += block b's terms for rows i0 .. i0 + MR - 1.
+template <int MR>
+[[gnu::always_inline]] inline void apply_k(const KBlock& p, const QArgs& a, const KRows& x,
+                                           int64_t i0, int64_t b, __m512* acc) {
+  const int64_t k = a.k;
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    const int64_t row = i0 + r;
+    const int8_t* y = x.q + row * k + 256 * b;
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i s0 = _mm512_dpbusd_epi32(zero, p.w[0], _mm512_loadu_si512(y));
+    const __m512i s1 = _mm512_dpbusd_epi32(zero, p.w[1], _mm512_loadu_si512(y + 64));
+    const __m512i s2 = _mm512_dpbusd_epi32(zero, p.w[2], _mm512_loadu_si512(y + 128));
+    const __m512i s3 = _mm512_dpbusd_epi32(zero, p.w[3], _mm512_loadu_si512(y + 192));
+    const __m512i isum =
+        _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(zero, _mm512_packs_epi32(s0, s1), p.s[0]),
+                            _mm512_packs_epi32(s2, s3), p.s[1]);
+    const __m512 dd = _mm512_mul_ps(p.dw, _mm512_set1_ps(a.x.d[row * (k / 256) + b]));
+    acc[r] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(isum), acc[r]);
+    acc[r] = _mm512_fnmadd_ps(p.wm, _mm512_load_ps(x.ys + row * (k / 16) + 16 * b), acc[r]);
+  }
+}
+
+// y[i0 .. i0 + MR - 1, j]: each block decoded once into registers and applied to MR rows.
+template <int MR, class Decode>
+void k_rows(const QArgs& a, const KRows& x, const KIndex& ix, int64_t i0, int64_t j,
+            Decode decode) {
   const int64_t nb = a.k / 256;
   const int64_t bytes = ggml::block_layout(a.dtype).bytes;
-  for (int64_t j = j0; j < j1; ++j) {
-    const uint8_t* w = a.w + j * a.ldw;
-    if (a.m == 1) {  // one row of x: no reuse, each block prepared in registers and applied
-      __m512 acc = _mm512_setzero_ps();
-      __m256 macc = _mm256_setzero_ps();
-      for (int64_t b = 0; b < nb; ++b) {
-        stream_ahead(w + bytes * b, bytes);
-        KPrep p;
-        prep(w + bytes * b, &p, idx);
-        step_k(p, b, a, 0, acc, macc);
-      }
-      a.y[j] = reduce16(acc) - reduce8(macc);
-      continue;
-    }
-    prefetch_row(a, j, j1);
-    for (int64_t b = 0; b < nb; ++b) prep(w + bytes * b, P + b, idx);
-    each_row_tile(a, j, P, nb,
-                  []<int MR>(const KPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
-                    rows_k<MR>(p, n, q, i0, jj);
-                  });
+  const uint8_t* w = a.w + j * a.ldw;
+  __m512 acc[MR];
+  for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = w + bytes * b;
+    stream_ahead(blk, bytes);
+    KBlock p;
+    decode(blk, ix, p);
+    apply_k<MR>(p, a, x, i0, b, acc);
   }
+  for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r]);
+}
+
+// Up to 8 rows per tile: the decoded block (8 vectors) and 8 accumulators leave registers
+// for the products.
+template <class Decode>
+void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, const KIndex& ix,
+            bool reorder, Decode decode) {
+  const KRows x = prepare_rows(a, scratch, reorder);
+  for (int64_t j = j0; j < j1; ++j)
+    for (int64_t i0 = 0; i0 < a.m; i0 += 8) {
+      switch (a.m - i0 < 8 ? a.m - i0 : 8) {
+        case 1:
+          k_rows<1>(a, x, ix, i0, j, decode);
+          break;
+        case 2:
+          k_rows<2>(a, x, ix, i0, j, decode);
+          break;
+        case 3:
+          k_rows<3>(a, x, ix, i0, j, decode);
+          break;
+        case 4:
+          k_rows<4>(a, x, ix, i0, j, decode);
+          break;
+        case 5:
+          k_rows<5>(a, x, ix, i0, j, decode);
+          break;
+        case 6:
+          k_rows<6>(a, x, ix, i0, j, decode);
+          break;
+        case 7:
+          k_rows<7>(a, x, ix, i0, j, decode);
+          break;
+        default:
+          k_rows<8>(a, x, ix, i0, j, decode);
+          break;
+      }
+    }
+}
+
+template <bool Q5>
+void cols_q45_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  const KIndex ix{{scale_index_q45(0), scale_index_q45(1)}};
+  cols_k(a, j0, j1, scratch, ix, true,
+         [](const uint8_t* blk, const KIndex& i, KBlock& p) { decode_q45_k<Q5>(blk, i, p); });
+}
+
+void cols_q6_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  const KIndex ix{{scale_index_q6(0), scale_index_q6(1)}};
+  cols_k(a, j0, j1, scratch, ix, false,
+         [](const uint8_t* blk, const KIndex& i, KBlock& p) { decode_q6_k(blk, i, p); });
 }
 
 }  // namespace
@@ -545,14 +530,11 @@ void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, boo
 void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   switch (a.dtype) {
     case SPECD_DTYPE_Q4_K:
-      return cols_q4_k(a, j0, j1, scratch);
+      return cols_q45_k<false>(a, j0, j1, scratch);
     case SPECD_DTYPE_Q5_K:
-      return cols_k(a, j0, j1, scratch, 32, [](const uint8_t* b, KPrep* p, const __m512i* idx) {
-        prep_q45_k<true>(b, p, idx);
-      });
+      return cols_q45_k<true>(a, j0, j1, scratch);
     case SPECD_DTYPE_Q6_K:
-      return cols_k(a, j0, j1, scratch, 16,
-                    [](const uint8_t* b, KPrep* p, const __m512i* idx) { prep_q6_k(b, p, idx); });
+      return cols_q6_k(a, j0, j1, scratch);
     case SPECD_DTYPE_Q4_0:
       return cols_32<ggml::kQ4_0>(a, j0, j1, scratch);
     case SPECD_DTYPE_Q5_0:
