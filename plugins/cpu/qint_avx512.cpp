@@ -495,6 +495,7 @@ void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, boo
                           float* d, int16_t* bsum16, int32_t* sum4) {
   const __m512 sign = _mm512_set1_ps(-0.0f);
   const int64_t B = kb ? 256 : 32;
+  const __m512i ones = _mm512_set1_epi8(1);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t blk = 0; blk < k / B; ++blk) {
       const float* xb = x + i * ldx + B * blk;
@@ -507,11 +508,15 @@ void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, boo
       if (kb) {
         if (amax != 0) {
           float max = 0;  // the first value of the largest magnitude
-          for (int64_t c = 0; c < B; ++c)
-            if (__builtin_fabsf(xb[c]) == amax) {
-              max = xb[c];
+          const __m512 va = _mm512_set1_ps(amax);
+          for (int64_t c = 0; c < B; c += 16) {
+            const __mmask16 at =
+                _mm512_cmp_ps_mask(_mm512_andnot_ps(sign, _mm512_loadu_ps(xb + c)), va, _CMP_EQ_OQ);
+            if (at) {
+              max = xb[c + __builtin_ctz(at)];
               break;
             }
+          }
           scale = -127.0f / max;
           dd = 1.0f / scale;
         }
@@ -525,16 +530,27 @@ void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, boo
         __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + c), vs));
         v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
         _mm_storeu_si128(reinterpret_cast<__m128i*>(qb + c), _mm512_cvtepi32_epi8(v));
-        if (kb) {
-          bsum16[i * (k / 16) + (B * blk + c) / 16] =
-              static_cast<int16_t>(_mm512_reduce_add_epi32(v));
-        } else {  // sums of 4: (v0 + v1) + (v2 + v3) per group, exact either way
-          const __m512i s2 = _mm512_add_epi32(v, _mm512_srli_epi64(v, 32));
-          const __m512i s4 = _mm512_add_epi32(s2, _mm512_bsrli_epi128(s2, 8));
-          alignas(64) int32_t t[16];
-          _mm512_store_si512(t, s4);
-          for (int g = 0; g < 4; ++g) sum4[i * (k / 4) + (B * blk + c) / 4 + g] = t[4 * g];
-        }
+      }
+      if (kb) {  // the sums of 4 (vpdpbusd with ones), then of 16 by two rounds of pairs
+        const __m512i even =
+            _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+        __m512i s4[4], s8[2];
+        for (int t = 0; t < 4; ++t)
+          s4[t] =
+              _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_loadu_si512(qb + 64 * t));
+        for (int t = 0; t < 2; ++t)
+          s8[t] = _mm512_add_epi32(_mm512_permutex2var_epi32(s4[2 * t], even, s4[2 * t + 1]),
+                                   _mm512_permutex2var_epi32(s4[2 * t], odd, s4[2 * t + 1]));
+        const __m512i s16 = _mm512_add_epi32(_mm512_permutex2var_epi32(s8[0], even, s8[1]),
+                                             _mm512_permutex2var_epi32(s8[0], odd, s8[1]));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(bsum16 + i * (k / 16) + 16 * blk),
+                            _mm512_cvtepi32_epi16(s16));
+      } else {
+        _mm256_storeu_si256(
+            reinterpret_cast<__m256i*>(sum4 + i * (k / 4) + 8 * blk),
+            _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm512_castsi512_si256(ones),
+                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb))));
       }
       d[i * (k / B) + blk] = dd;
     }
