@@ -31,6 +31,34 @@ float reduce16(__m512 v) {  // lanes l + 8 first
   return reduce8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
 
+// y[r * ldy] = reduce16(acc[r]) for r < MR. From 2 rows on, the rows share one tree of
+// shuffles: every addition is reduce16's (lane l + 8, then l + 4, l + 2, l + 1), row by row.
+template <int MR>
+[[gnu::always_inline]] inline void store_reduced(const __m512* acc, float* y, int64_t ldy) {
+  if constexpr (MR == 1) {
+    y[0] = reduce16(acc[0]);
+  } else {
+    __m512 v[8];
+    for (int r = 0; r < 8; ++r) v[r] = r < MR ? acc[r] : _mm512_setzero_ps();
+    __m512 u[4];  // rows 2p, 2p + 1: lanes l + l + 8 (l < 8) in 128-bit lanes 0-1 and 2-3
+    for (int p = 0; p < 4; ++p)
+      u[p] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    __m512 w[2];  // rows 4h + t: lanes l + l + 4 (l < 4) in 128-bit lane t
+    for (int h = 0; h < 2; ++h)
+      w[h] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * h], u[2 * h + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                           _mm512_shuffle_f32x4(u[2 * h], u[2 * h + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    // 128-bit lane t: rows t and 4 + t, lanes l + l + 2 (l < 2) each
+    const __m512 x = _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512 z = _mm512_add_ps(_mm512_shuffle_ps(x, x, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_ps(x, x, _MM_SHUFFLE(3, 1, 3, 1)));
+    alignas(64) float out[16];  // row t in lane 4t, row 4 + t in lane 4t + 1
+    _mm512_store_ps(out, z);
+    for (int r = 0; r < MR; ++r) y[r * ldy] = out[4 * (r & 3) + (r >> 2)];
+  }
+}
+
 // A prepared pair of q8_0 blocks: the quants (block 2t in bytes 0..31, 2t + 1 in 32..63,
 // zero when absent), -128 times the sum of each 4 quants, the weight scales in lanes 0..7
 // and 8..15. With y + 128 unsigned, dpbusd(-128 sum w, y + 128, w) = sum w y exactly.
@@ -436,7 +464,7 @@ void k_rows(const QArgs& a, const KRows& x, const KIndex& ix, int64_t i0, int64_
     decode(blk, ix, p);
     apply_k<MR>(p, a, x, i0, b, acc);
   }
-  for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r]);
+  store_reduced<MR>(acc, a.y + i0 * a.ldy + j, a.ldy);
 }
 
 // Up to 8 rows per tile: the decoded block (8 vectors) and 8 accumulators leave registers
