@@ -132,7 +132,7 @@ void argmax(const Mat& x, int32_t* out) {
 namespace {
 
 // Fixed-order dot product: 16 interleaved lanes, then lanes added pairwise.
-float dot16(const float* a, const float* b, int64_t n) {
+[[gnu::always_inline]] inline float dot16(const float* a, const float* b, int64_t n) {
   float lane[16] = {};
   int64_t k = 0;
   for (; k + 16 <= n; k += 16)
@@ -143,6 +143,31 @@ float dot16(const float* a, const float* b, int64_t n) {
   return lane[0];
 }
 
+// One row and head of attention: scores of the keys in logical order (slot j of the cache for
+// key j), their softmax, the weighted sum of the values. Built twice (AVX-512 and the
+// baseline, chosen at load time): the lanes and the order of every operation are the same, so
+// the bits are (no contraction to fma in this file).
+[[gnu::target_clones("avx512f", "default")]] void attend_head(
+    const float* qi, const Mat& k, const Mat& v, int64_t kv_off, int64_t hd, int64_t n_keys,
+    int64_t prefix, const int32_t* extra, float scale, float* scores, float* acc, float* o) {
+  auto slot = [&](int64_t j) { return j < prefix ? j : static_cast<int64_t>(extra[j - prefix]); };
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const float s = dot16(qi, k.f32_row(slot(j)) + kv_off, hd) * scale;
+    scores[j] = s;
+    mx = s > mx ? s : mx;
+  }
+  for (int64_t d = 0; d < hd; ++d) acc[d] = 0.0f;
+  float sum = 0;
+  for (int64_t j = 0; j < n_keys; ++j) {  // keys in logical order
+    const float e = std::exp(scores[j] - mx);
+    sum += e;
+    const float* vj = v.f32_row(slot(j)) + kv_off;
+    for (int64_t d = 0; d < hd; ++d) acc[d] += e * vj[d];
+  }
+  for (int64_t d = 0; d < hd; ++d) o[d] = acc[d] / sum;
+}
+
 }  // namespace
 
 void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const MaskRows& mask,
@@ -150,34 +175,20 @@ void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const
   const int64_t hd = p.head_dim;
   const uint32_t group = p.n_head / p.n_head_kv;
   const int64_t tasks = q.rows * p.n_head;
+  // Tasks go head by head (row i of task t is t % rows): consecutive tasks read the same keys
+  // and values, which stay in cache across the rows. Each (row, head) is computed the same way
+  // whichever task or thread runs it.
   auto run = [&](int64_t t) {
-    const int64_t i = t / p.n_head;
-    const uint32_t h = static_cast<uint32_t>(t % p.n_head);
+    const int64_t i = t % q.rows;
+    const uint32_t h = static_cast<uint32_t>(t / q.rows);
     const int64_t kv_off = static_cast<int64_t>(h / group) * hd;
     const int64_t prefix = mask.prefix[i];
     const int64_t n_keys = prefix + mask.begin[i + 1] - mask.begin[i];
-    const int32_t* extra = mask.extra + mask.begin[i];
-    auto slot = [&](int64_t j) { return j < prefix ? j : static_cast<int64_t>(extra[j - prefix]); };
-
     thread_local std::vector<float> scores, acc;
     scores.resize(static_cast<size_t>(n_keys));
-    acc.assign(static_cast<size_t>(hd), 0.0f);
-    const float* qi = q.f32_row(i) + h * hd;
-    float mx = -INFINITY;
-    for (int64_t j = 0; j < n_keys; ++j) {
-      const float s = dot16(qi, k.f32_row(slot(j)) + kv_off, hd) * p.scale;
-      scores[j] = s;
-      mx = s > mx ? s : mx;
-    }
-    float sum = 0;
-    for (int64_t j = 0; j < n_keys; ++j) {  // keys in logical order
-      const float e = std::exp(scores[j] - mx);
-      sum += e;
-      const float* vj = v.f32_row(slot(j)) + kv_off;
-      for (int64_t d = 0; d < hd; ++d) acc[d] += e * vj[d];
-    }
-    float* o = out.f32_row(i) + h * hd;
-    for (int64_t d = 0; d < hd; ++d) o[d] = acc[d] / sum;
+    acc.resize(static_cast<size_t>(hd));
+    attend_head(q.f32_row(i) + h * hd, k, v, kv_off, hd, n_keys, prefix, mask.extra + mask.begin[i],
+                p.scale, scores.data(), acc.data(), out.f32_row(i) + h * hd);
   };
   // The work of a task grows with its keys: one decoded token over a long cache is worth
   // spreading over the threads although it has few (row, head) tasks.
