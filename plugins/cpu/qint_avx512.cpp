@@ -118,11 +118,6 @@ Q8Prep pair_32(const uint8_t* row, int64_t t, int64_t nblocks) {
   return p;
 }
 
-template <uint32_t T>
-void prep_32(const uint8_t* row, int64_t nblocks, Q8Prep* P) {
-  for (int64_t t = 0; 2 * t < nblocks; ++t) P[t] = pair_32<T>(row, t, nblocks);
-}
-
 // acc += the pair's terms for one row of x (qint.hpp's q8_0 lanes).
 inline __m512 step_32(const Q8Prep& p, int64_t t, int64_t nblocks, const QArgs& a, int64_t row,
                       __m512 acc) {
@@ -136,15 +131,6 @@ inline __m512 step_32(const Q8Prep& p, int64_t t, int64_t nblocks, const QArgs& 
       pair,
       _mm512_castps128_ps512(_mm_castsi128_ps(load_two_floats(a.x.d + row * (k / 32) + 2 * t))));
   return _mm512_mask3_fmadd_ps(_mm512_mul_ps(p.dw, dy), _mm512_cvtepi32_ps(isum), acc, lanes);
-}
-
-template <int MR>
-void rows_q8_0(const Q8Prep* P, int64_t nblocks, const QArgs& a, int64_t i0, int64_t j) {
-  __m512 acc[MR];
-  for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
-  for (int64_t t = 0; 2 * t < nblocks; ++t)
-    for (int r = 0; r < MR; ++r) acc[r] = step_32(P[t], t, nblocks, a, i0 + r, acc[r]);
-  for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r]);
 }
 
 // Asks for weight row j + kAhead while row j is computed: the rows of a task are one
@@ -243,13 +229,102 @@ void each_row_tile(const QArgs& a, int64_t j, const Prep* P, int64_t nb, Rows ro
   }
 }
 
+// The rows of x as the 32-value kernels read them for m > 1, prepared once per task in its
+// scratch: the quants + 128 (unsigned, as step_32's xor), each row padded to whole pairs of
+// blocks, and per pair t the vector of d_y (block 2t in lanes 0..7, 2t + 1 in 8..15).
+struct Rows32 {
+  const uint8_t* q;
+  const float* dy;
+  int64_t pairs;  // per row: q's row stride is 64 * pairs bytes, dy's 16 * pairs floats
+};
+
+Rows32 prepare_rows_32(const QArgs& a, uint8_t* scratch) {
+  const int64_t nb = a.k / 32, pairs = (nb + 1) / 2;
+  float* dy = reinterpret_cast<float*>(scratch);
+  uint8_t* q = scratch + 64 * a.m * pairs;
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t i = 0; i < a.m; ++i) {
+    const int8_t* src = a.x.q + i * a.k;
+    const float* d = a.x.d + i * nb;
+    for (int64_t t = 0; t < pairs; ++t) {  // the last pair of an odd row reads padding
+      _mm512_storeu_si512(q + (i * pairs + t) * 64,
+                          _mm512_xor_si512(_mm512_loadu_si512(src + 64 * t), flip));
+      const float hi = 2 * t + 1 < nb ? d[2 * t + 1] : 0.0f;
+      _mm512_store_ps(dy + (i * pairs + t) * 16,
+                      _mm512_insertf32x8(_mm512_set1_ps(d[2 * t]), _mm256_set1_ps(hi), 1));
+    }
+  }
+  return {q, dy, pairs};
+}
+
+// acc[r] += the pair's terms for rows i0 .. i0 + MR - 1: step_32's operations, lane for lane.
+template <int MR>
+[[gnu::always_inline]] inline void apply_32(const Q8Prep& p, const Rows32& x, int64_t i0, int64_t t,
+                                            __mmask16 lanes, __m512* acc) {
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    const int64_t at = (i0 + r) * x.pairs + t;
+    const __m512i isum = _mm512_dpbusd_epi32(p.corr, _mm512_loadu_si512(x.q + 64 * at), p.w);
+    const __m512 dd = _mm512_mul_ps(p.dw, _mm512_load_ps(x.dy + 16 * at));
+    acc[r] = _mm512_mask3_fmadd_ps(dd, _mm512_cvtepi32_ps(isum), acc[r], lanes);
+  }
+}
+
+// y[i0 .. i0 + MR - 1, j]: each pair of blocks decoded once into registers.
+template <uint32_t T, int MR>
+void rows_32(const QArgs& a, const Rows32& x, int64_t i0, int64_t j) {
+  constexpr int64_t bytes = ggml::block_layout(T).bytes;
+  const int64_t nb = a.k / 32;
+  const uint8_t* w = a.w + j * a.ldw;
+  __m512 acc[MR];
+  for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t t = 0; t < nb / 2; ++t) {
+    stream_ahead(w + 2 * bytes * t, 2 * bytes);
+    apply_32<MR>(pair_32<T>(w, t, nb), x, i0, t, 0xffff, acc);
+  }
+  if (nb & 1) apply_32<MR>(pair_32<T>(w, nb / 2, nb), x, i0, nb / 2, 0x00ff, acc);
+  store_reduced<MR>(acc, a.y + i0 * a.ldy + j, a.ldy);
+}
+
+// Calls f.template operator()<MR>(i0) for the row tiles of up to 8 rows.
+template <class F>
+void tiles_of_8(int64_t m, F f) {
+  for (int64_t i0 = 0; i0 < m; i0 += 8) {
+    switch (m - i0 < 8 ? m - i0 : 8) {
+      case 1:
+        f.template operator()<1>(i0);
+        break;
+      case 2:
+        f.template operator()<2>(i0);
+        break;
+      case 3:
+        f.template operator()<3>(i0);
+        break;
+      case 4:
+        f.template operator()<4>(i0);
+        break;
+      case 5:
+        f.template operator()<5>(i0);
+        break;
+      case 6:
+        f.template operator()<6>(i0);
+        break;
+      case 7:
+        f.template operator()<7>(i0);
+        break;
+      default:
+        f.template operator()<8>(i0);
+        break;
+    }
+  }
+}
+
 template <uint32_t T>
 void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
-  Q8Prep* P = reinterpret_cast<Q8Prep*>(scratch);
   const int64_t nb = a.k / 32;
   constexpr int64_t bytes = ggml::block_layout(T).bytes;
-  for (int64_t j = j0; j < j1; ++j) {
-    if (a.m == 1) {  // one row of x: no reuse, prepare in registers
+  if (a.m == 1) {  // one row of x: no reuse, each pair prepared in registers
+    for (int64_t j = j0; j < j1; ++j) {
       const uint8_t* row = a.w + j * a.ldw;
       __m512 acc = _mm512_setzero_ps();
       for (int64_t t = 0; 2 * t < nb; ++t) {
@@ -257,15 +332,12 @@ void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
         acc = step_32(pair_32<T>(row, t, nb), t, nb, a, 0, acc);
       }
       a.y[j] = reduce16(acc);
-      continue;
     }
-    prefetch_row(a, j, j1);
-    prep_32<T>(a.w + j * a.ldw, nb, P);
-    each_row_tile(a, j, P, nb,
-                  []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
-                    rows_q8_0<MR>(p, n, q, i0, jj);
-                  });
+    return;
   }
+  const Rows32 x = prepare_rows_32(a, scratch);
+  for (int64_t j = j0; j < j1; ++j)
+    tiles_of_8(a.m, [&]<int MR>(int64_t i0) { rows_32<T, MR>(a, x, i0, j); });
 }
 
 template <uint32_t T>
