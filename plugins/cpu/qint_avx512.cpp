@@ -498,8 +498,23 @@ KRows prepare_rows(const QArgs& a, uint8_t* scratch, bool reorder) {
   return z;
 }
 
-// acc[r] += block b's terms for rows i0 .. i0 + MR - 1.
-template <int MR>
+// The bits of 1.5 * 2^23 in each int32 lane, loaded afresh (a broadcast load, no execution
+// port) for each accumulating instruction. A sum v with |v| < 2^22 added to it reads, as a
+// float, 1.5 * 2^23 + v exactly, so subtracting 1.5 * 2^23 gives float(v) exactly.
+constexpr int32_t kMagicBits = 0x4B400000;
+constexpr float kMagic = 12582912.0f;
+[[gnu::always_inline]] inline __m512i fresh_magic() {
+  static const int32_t bits = kMagicBits;
+  __m512i z;
+  asm volatile("vpbroadcastd %1, %0" : "=v"(z) : "m"(bits));
+  return z;
+}
+
+// acc[r] += block b's terms for rows i0 .. i0 + MR - 1. Small: every lane of isum is below
+// 2^22 in magnitude (q4_K, q5_K: 16 values of at most 63 * 31 * 127), so float(isum) comes
+// from the magic number with a subtraction (either port) instead of vcvtdq2ps (port 0 only,
+// which the multiplies already fill); the same value either way.
+template <int MR, bool Small>
 [[gnu::always_inline]] inline void apply_k(const KBlock& p, const QArgs& a, const KRows& x,
                                            int64_t i0, int64_t b, __m512* acc) {
   const int64_t k = a.k;
@@ -511,82 +526,60 @@ template <int MR>
     const __m512i s1 = _mm512_dpbusd_epi32(fresh_zero(), p.w[1], _mm512_loadu_si512(y + 64));
     const __m512i s2 = _mm512_dpbusd_epi32(fresh_zero(), p.w[2], _mm512_loadu_si512(y + 128));
     const __m512i s3 = _mm512_dpbusd_epi32(fresh_zero(), p.w[3], _mm512_loadu_si512(y + 192));
-    const __m512i isum =
-        _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(fresh_zero(), _mm512_packs_epi32(s0, s1), p.s[0]),
+    const __m512i sum =
+        _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(Small ? fresh_magic() : fresh_zero(),
+                                                _mm512_packs_epi32(s0, s1), p.s[0]),
                             _mm512_packs_epi32(s2, s3), p.s[1]);
+    const __m512 fsum = Small ? _mm512_sub_ps(_mm512_castsi512_ps(sum), _mm512_set1_ps(kMagic))
+                              : _mm512_cvtepi32_ps(sum);
     const __m512 dd = _mm512_mul_ps(p.dw, _mm512_set1_ps(a.x.d[row * (k / 256) + b]));
-    acc[r] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(isum), acc[r]);
+    acc[r] = _mm512_fmadd_ps(dd, fsum, acc[r]);
     acc[r] = _mm512_fnmadd_ps(p.wm, _mm512_load_ps(x.ys + row * (k / 16) + 16 * b), acc[r]);
   }
 }
 
-// y[i0 .. i0 + MR - 1, j]: each block decoded once into registers and applied to MR rows.
-template <int MR, class Decode>
+// y[i0 .. i0 + MR - 1, j]: each block (Bytes long) decoded once into registers and applied to
+// MR rows.
+template <int MR, bool Small, int64_t Bytes, class Decode>
 void k_rows(const QArgs& a, const KRows& x, const KIndex& ix, int64_t i0, int64_t j,
             Decode decode) {
   const int64_t nb = a.k / 256;
-  const int64_t bytes = ggml::block_layout(a.dtype).bytes;
   const uint8_t* w = a.w + j * a.ldw;
   __m512 acc[MR];
   for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = w + bytes * b;
-    stream_ahead(blk, bytes);
+    const uint8_t* blk = w + Bytes * b;
+    stream_ahead(blk, Bytes);
     KBlock p;
     decode(blk, ix, p);
-    apply_k<MR>(p, a, x, i0, b, acc);
+    apply_k<MR, Small>(p, a, x, i0, b, acc);
   }
   store_reduced<MR>(acc, a.y + i0 * a.ldy + j, a.ldy);
 }
 
 // Up to 8 rows per tile: the decoded block (8 vectors) and 8 accumulators leave registers
-// for the products.
-template <class Decode>
+// for the products. Q45: q4_K / q5_K (rows reordered to the stored quant order, small sums).
+template <bool Q45, int64_t Bytes, class Decode>
 void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, const KIndex& ix,
-            bool reorder, Decode decode) {
-  const KRows x = prepare_rows(a, scratch, reorder);
+            Decode decode) {
+  const KRows x = prepare_rows(a, scratch, Q45);
   for (int64_t j = j0; j < j1; ++j)
-    for (int64_t i0 = 0; i0 < a.m; i0 += 8) {
-      switch (a.m - i0 < 8 ? a.m - i0 : 8) {
-        case 1:
-          k_rows<1>(a, x, ix, i0, j, decode);
-          break;
-        case 2:
-          k_rows<2>(a, x, ix, i0, j, decode);
-          break;
-        case 3:
-          k_rows<3>(a, x, ix, i0, j, decode);
-          break;
-        case 4:
-          k_rows<4>(a, x, ix, i0, j, decode);
-          break;
-        case 5:
-          k_rows<5>(a, x, ix, i0, j, decode);
-          break;
-        case 6:
-          k_rows<6>(a, x, ix, i0, j, decode);
-          break;
-        case 7:
-          k_rows<7>(a, x, ix, i0, j, decode);
-          break;
-        default:
-          k_rows<8>(a, x, ix, i0, j, decode);
-          break;
-      }
-    }
+    tiles_of_8(a.m, [&]<int MR>(int64_t i0) { k_rows<MR, Q45, Bytes>(a, x, ix, i0, j, decode); });
 }
 
 template <bool Q5>
 void cols_q45_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   const KIndex ix{{scale_index_q45(0), scale_index_q45(1)}};
-  cols_k(a, j0, j1, scratch, ix, true,
-         [](const uint8_t* blk, const KIndex& i, KBlock& p) { decode_q45_k<Q5>(blk, i, p); });
+  cols_k<true, Q5 ? 176 : 144>(
+      a, j0, j1, scratch, ix,
+      [](const uint8_t* blk, const KIndex& i, KBlock& p) { decode_q45_k<Q5>(blk, i, p); });
 }
 
 void cols_q6_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   const KIndex ix{{scale_index_q6(0), scale_index_q6(1)}};
-  cols_k(a, j0, j1, scratch, ix, false,
-         [](const uint8_t* blk, const KIndex& i, KBlock& p) { decode_q6_k(blk, i, p); });
+  cols_k<false, 210>(a, j0, j1, scratch, ix, [](const uint8_t* blk, const KIndex& i, KBlock& p) {
+    decode_q6_k(blk, i, p);
+  });
 }
 
 }  // namespace
