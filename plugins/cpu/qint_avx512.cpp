@@ -1,9 +1,10 @@
-// The integer family on AVX-512 (F/BW/VL/DQ + VNNI; called only after that CPU check). The
-// 32-value types prepare each weight row block by block (unsigned 8-bit quants in element
-// order, scale vectors) into the task's scratch and apply it to the rows of x four at a time;
-// the k-quants decode each block into registers and apply it to up to 8 rows (4 vpdpbusd,
-// 2 vpackssdw, 2 vpdpwssd per row and block). Either way the decoding work is shared by the
-// m rows. The arithmetic is qint.hpp's, lane for lane: the bits equal the generic kernel's.
+// The integer family on AVX-512 (F/BW/VL/DQ + VNNI; called only after that CPU check). For
+// m > 1 the k-quants and the 32-value types without a min decode each weight block (pair of
+// blocks) into registers and apply it to up to 8 rows of x (k-quants: 4 vpdpbusd, 2
+// vpackssdw, 2 vpdpwssd per row and block); q4_1 / q5_1 prepare each weight row into the
+// task's scratch and apply it four rows at a time. Either way the decoding work is shared by
+// the m rows. The arithmetic is qint.hpp's, lane for lane: the bits equal the generic
+// kernel's.
 #include <immintrin.h>
 
 #include "qint.hpp"
