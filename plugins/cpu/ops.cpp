@@ -4,7 +4,10 @@
 #include <cstring>
 #include <vector>
 
+#include <immintrin.h>
+
 #include "decode.hpp"
+#include "gemm_kernels.hpp"
 
 namespace specd::cpu {
 namespace {
@@ -132,7 +135,7 @@ void argmax(const Mat& x, int32_t* out) {
 namespace {
 
 // Fixed-order dot product: 16 interleaved lanes, then lanes added pairwise.
-float dot16(const float* a, const float* b, int64_t n) {
+[[gnu::always_inline]] inline float dot16(const float* a, const float* b, int64_t n) {
   float lane[16] = {};
   int64_t k = 0;
   for (; k + 16 <= n; k += 16)
@@ -143,6 +146,79 @@ float dot16(const float* a, const float* b, int64_t n) {
   return lane[0];
 }
 
+// One row and head of attention: scores of the keys in logical order (slot j of the cache for
+// key j), their softmax, the weighted sum of the values. Built twice (AVX-512 and the
+// baseline, chosen at load time): the lanes and the order of every operation are the same, so
+// the bits are (no contraction to fma in this file).
+[[gnu::target_clones("avx512f", "default")]] void attend_head(
+    const float* qi, const Mat& k, const Mat& v, int64_t kv_off, int64_t hd, int64_t n_keys,
+    int64_t prefix, const int32_t* extra, float scale, float* scores, float* acc, float* o) {
+  auto slot = [&](int64_t j) { return j < prefix ? j : static_cast<int64_t>(extra[j - prefix]); };
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const float s = dot16(qi, k.f32_row(slot(j)) + kv_off, hd) * scale;
+    scores[j] = s;
+    mx = s > mx ? s : mx;
+  }
+  for (int64_t d = 0; d < hd; ++d) acc[d] = 0.0f;
+  float sum = 0;
+  for (int64_t j = 0; j < n_keys; ++j) {  // keys in logical order
+    const float e = std::exp(scores[j] - mx);
+    sum += e;
+    const float* vj = v.f32_row(slot(j)) + kv_off;
+    for (int64_t d = 0; d < hd; ++d) acc[d] += e * vj[d];
+  }
+  for (int64_t d = 0; d < hd; ++d) o[d] = acc[d] / sum;
+}
+
+// attend_head for head_dim HD (a multiple of 16) with AVX-512, the query and the sum of
+// values in registers: dot16's lanes (16 products added in k order from +0, then lanes
+// l + 8, l + 4, l + 2, l + 1), the same scalar exp and sums, the same products and adds
+// of the values: the bits of attend_head.
+// (GCC 12 warns about _mm256_undefined_pd() inside its own intrinsics headers.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+template <int HD>
+[[gnu::target("avx512f")]] void attend_head_avx512(const float* qi, const Mat& k, const Mat& v,
+                                                   int64_t kv_off, int64_t n_keys, int64_t prefix,
+                                                   const int32_t* extra, float scale, float* scores,
+                                                   float* o) {
+  constexpr int V = HD / 16;
+  auto slot = [&](int64_t j) { return j < prefix ? j : static_cast<int64_t>(extra[j - prefix]); };
+  __m512 qv[V];
+  for (int c = 0; c < V; ++c) qv[c] = _mm512_loadu_ps(qi + 16 * c);
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const float* kj = k.f32_row(slot(j)) + kv_off;
+    __m512 lane = _mm512_setzero_ps();
+    for (int c = 0; c < V; ++c)
+      lane = _mm512_add_ps(lane, _mm512_mul_ps(qv[c], _mm512_loadu_ps(kj + 16 * c)));
+    const __m256 l8 =
+        _mm256_add_ps(_mm512_castps512_ps256(lane),
+                      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(lane), 1)));
+    const __m128 l4 = _mm_add_ps(_mm256_castps256_ps128(l8), _mm256_extractf128_ps(l8, 1));
+    const __m128 l2 = _mm_add_ps(l4, _mm_movehl_ps(l4, l4));
+    const float s = _mm_cvtss_f32(_mm_add_ss(l2, _mm_shuffle_ps(l2, l2, 1))) * scale;
+    scores[j] = s;
+    mx = s > mx ? s : mx;
+  }
+  __m512 acc[V];
+  for (int c = 0; c < V; ++c) acc[c] = _mm512_setzero_ps();
+  float sum = 0;
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const float e = std::exp(scores[j] - mx);
+    sum += e;
+    const float* vj = v.f32_row(slot(j)) + kv_off;
+    const __m512 ev = _mm512_set1_ps(e);
+    for (int c = 0; c < V; ++c)
+      acc[c] = _mm512_add_ps(acc[c], _mm512_mul_ps(ev, _mm512_loadu_ps(vj + 16 * c)));
+  }
+  const __m512 sv = _mm512_set1_ps(sum);
+  for (int c = 0; c < V; ++c) _mm512_storeu_ps(o + 16 * c, _mm512_div_ps(acc[c], sv));
+}
+#pragma GCC diagnostic pop
+
 }  // namespace
 
 void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const MaskRows& mask,
@@ -150,34 +226,29 @@ void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const
   const int64_t hd = p.head_dim;
   const uint32_t group = p.n_head / p.n_head_kv;
   const int64_t tasks = q.rows * p.n_head;
+  // Tasks go head by head (row i of task t is t % rows): consecutive tasks read the same keys
+  // and values, which stay in cache across the rows. Each (row, head) is computed the same way
+  // whichever task or thread runs it.
+  const bool avx512 = avx512_available();
   auto run = [&](int64_t t) {
-    const int64_t i = t / p.n_head;
-    const uint32_t h = static_cast<uint32_t>(t % p.n_head);
+    const int64_t i = t % q.rows;
+    const uint32_t h = static_cast<uint32_t>(t / q.rows);
     const int64_t kv_off = static_cast<int64_t>(h / group) * hd;
     const int64_t prefix = mask.prefix[i];
     const int64_t n_keys = prefix + mask.begin[i + 1] - mask.begin[i];
-    const int32_t* extra = mask.extra + mask.begin[i];
-    auto slot = [&](int64_t j) { return j < prefix ? j : static_cast<int64_t>(extra[j - prefix]); };
-
     thread_local std::vector<float> scores, acc;
     scores.resize(static_cast<size_t>(n_keys));
-    acc.assign(static_cast<size_t>(hd), 0.0f);
+    acc.resize(static_cast<size_t>(hd));
     const float* qi = q.f32_row(i) + h * hd;
-    float mx = -INFINITY;
-    for (int64_t j = 0; j < n_keys; ++j) {
-      const float s = dot16(qi, k.f32_row(slot(j)) + kv_off, hd) * p.scale;
-      scores[j] = s;
-      mx = s > mx ? s : mx;
-    }
-    float sum = 0;
-    for (int64_t j = 0; j < n_keys; ++j) {  // keys in logical order
-      const float e = std::exp(scores[j] - mx);
-      sum += e;
-      const float* vj = v.f32_row(slot(j)) + kv_off;
-      for (int64_t d = 0; d < hd; ++d) acc[d] += e * vj[d];
-    }
+    const int32_t* extra = mask.extra + mask.begin[i];
     float* o = out.f32_row(i) + h * hd;
-    for (int64_t d = 0; d < hd; ++d) o[d] = acc[d] / sum;
+    if (hd == 64 && avx512)
+      attend_head_avx512<64>(qi, k, v, kv_off, n_keys, prefix, extra, p.scale, scores.data(), o);
+    else if (hd == 128 && avx512)
+      attend_head_avx512<128>(qi, k, v, kv_off, n_keys, prefix, extra, p.scale, scores.data(), o);
+    else
+      attend_head(qi, k, v, kv_off, hd, n_keys, prefix, extra, p.scale, scores.data(), acc.data(),
+                  o);
   };
   // The work of a task grows with its keys: one decoded token over a long cache is worth
   // spreading over the threads although it has few (row, head) tasks.

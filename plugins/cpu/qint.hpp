@@ -14,15 +14,18 @@
 //
 // Products. Output element (i, j) keeps f32 lane accumulators and visits the weight blocks
 // in increasing k; every integer below is exact (int32), every f32 step is one rounding:
-//   q4_K  block b: dd = d_w * d_y, dm = dmin_w * d_y (f32 products)
-//         isum[L] = sum over e = 64p + 4L + t (p < 4, t < 4) of sc[e / 32] * q_e * y_e (L < 16)
-//         msum[l] = m[l] * (bsum16[2l] + bsum16[2l + 1])                               (l < 8)
-//         acc[L] = fma(dd, float(isum[L]), acc[L]);  macc[l] = fma(dm, float(msum[l]), macc[l])
+//   q4_K  block b: dd = d_w * d_y (f32 product)
+//         isum[L] = sum over the e with lane(e) = L of sc[e / 32] * q_e * y_e      (L < 16)
+//         lane(e) = 8 e6 + 4 e4 + 2 e5 + e3 (e's bits 6, 4, 5, 3: the lanes a stored-order
+//         64-byte load of quants fills, see qint_avx512.cpp)
+//         wm[g] = dmin_w * m[g / 2], ys[g] = d_y * bsum16[g] (g < 16: the 16-value groups;
+//         wm is exact, ys one f32 product)
+//         acc[L] = fma(dd, float(isum[L]), acc[L]) for L < 16, then
+//         acc[g] = fma(-wm[g], ys[g], acc[g]) for g < 16
 //   q5_K  as q4_K with the 5-bit q_e
 //   q6_K  as q4_K with q_e in 0..63 (the stored value, before the -32 offset), sc[e / 16] the
-//         signed scale, msum[l] = 32 * (sc[2l] * bsum16[2l] + sc[2l + 1] * bsum16[2l + 1]) and
-//         dm = dd
-//   y = reduce16(acc) - reduce8(macc)
+//         signed scale, lane(e) = 8 e5 + 4 e4 + 2 e6 + e3, wm[g] = d_w * (32 sc[g]) (exact)
+//   y = reduce16(acc)
 //   q8_0, q4_0, q5_0, iq4_nl  block b (32 values): h = b & 1, dd = d_w * d_y,
 //         isum[l] = sum of w_e * y_e over e = 4l .. 4l + 3 (l < 8), w_e the block's integer
 //         (ggml::block32_int: q - 8, q - 16, the int8, the iq4 level)
@@ -102,9 +105,9 @@ static inline bool k_blocks(specd_dtype dt) {
 }
 
 // Bytes of per-task scratch a kernel needs for m rows of k values (prepared weight blocks, or
-// the rows of x reordered to a weight layout).
+// the rows of x in a kernel's layout: reordered or unsigned quants and their scale vectors).
 static inline int64_t scratch_bytes(int64_t m, int64_t k) {
-  return (m > 4 ? m : 4) * k + 1024;
+  return (m > 4 ? m : 4) * (2 * k + 128) + 1024;
 }
 
 // Quantizes rows x[0:m] (row stride ldx floats, k values, a whole number of blocks) into the

@@ -1,5 +1,6 @@
 // The integer family on AVX2 + FMA (called only after avx2_available()): qint.hpp's lanes in
-// two 8-lane halves (lanes 0..7 and 8..15), pmaddubsw + pmaddwd for the integer sums. Weight
+// two 8-lane halves (lanes 0..7 and 8..15), pmaddubsw + pmaddwd for the integer sums (the
+// k-quants mirror the AVX-512 kernel's vectors in 256-bit halves, packssdw included). Weight
 // rows are prepared into the task's scratch once and applied to all m rows; the bits equal
 // the generic kernel's.
 #include <immintrin.h>
@@ -24,13 +25,14 @@ float reduce16(__m256 lo, __m256 hi) {
   return reduce8(_mm256_add_ps(lo, hi));
 }
 
-// A prepared 256-value k-quant block: for g < 4, h < 2, the quants of elements
-// 64g + 32h .. + 31 in w[2g + h] and the int16 scale of each int16 pair in sc[2g + h].
+// A prepared 256-value k-quant block in qint.hpp's k-quant lanes, laid out as the AVX-512
+// kernel's vectors split in 256-bit halves: w[g][h] half h of quant vector g, s[c][h] the
+// int16 scales of pair c, wm[h] the min terms of groups 8h .. 8h + 7.
 struct alignas(32) KPrep {
-  __m256i w[8];
-  __m256i sc[8];
-  __m256i mc;
-  float d, dmin;
+  __m256i w[4][2];
+  __m256i s[2][2];
+  __m256 wm[2];
+  float d;
 };
 
 // A binary16 field to f32, exactly (F16C).
@@ -38,96 +40,121 @@ float f16(const uint8_t* p) {
   return _cvtsh_ss(ggml::load_u16(p));
 }
 
-// int16 lanes 0..7 = a, 8..15 = b.
-__m256i two_scales(int a, int b) {
-  return _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(b)),
-                          _mm_set1_epi16(static_cast<short>(a)));
+// The scale vectors of pairs 0 and 1 from the sub-block scales and each int16 lane's index.
+template <class Index>
+void scale_vectors(const int* sc, KPrep* p, Index index) {
+  for (int c = 0; c < 2; ++c)
+    for (int h = 0; h < 2; ++h) {
+      alignas(32) int16_t v[16];
+      for (int u = 0; u < 16; ++u) v[u] = static_cast<int16_t>(sc[index(c, 16 * h + u)]);
+      p->s[c][h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(v));
+    }
 }
 
-// q4_K (Q5 = false) and q5_K (Q5 = true: nibbles at byte 48, fifth bits at byte 16).
+// q4_K (Q5 = false) and q5_K (Q5 = true: nibbles at byte 48, fifth bits at byte 16). Vector
+// 2c is the low nibbles of the 64 quant bytes 64c.., 2c + 1 their high nibbles.
 template <bool Q5>
 void prep_q45_k(const uint8_t* blk, KPrep* p) {
   p->d = f16(blk);
-  p->dmin = f16(blk + 2);
-  uint8_t sc[8], mn[8];
-  ggml::k_scales_mins(blk + 4, sc, mn);
-  uint64_t mn8;
-  __builtin_memcpy(&mn8, mn, 8);
-  const __m128i m8 = _mm_cvtsi64_si128(static_cast<long long>(mn8));
-  p->mc = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+  const float dmin = f16(blk + 2);
+  uint8_t sc8[8], mn[8];
+  ggml::k_scales_mins(blk + 4, sc8, mn);
+  int sc[8];
+  for (int i = 0; i < 8; ++i) sc[i] = sc8[i];
+  scale_vectors(sc, p, [](int c, int u) { return 4 * c + 2 * (u >> 4) + ((u >> 2) & 1); });
+  alignas(32) float wm[16];
+  for (int g = 0; g < 16; ++g) wm[g] = dmin * static_cast<float>(mn[g >> 1]);
+  p->wm[0] = _mm256_load_ps(wm);
+  p->wm[1] = _mm256_load_ps(wm + 8);
   const __m256i low4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
   const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16));
-  for (int g = 0; g < 4; ++g) {
-    const __m256i q =
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + (Q5 ? 48 : 16) + 32 * g));
-    p->w[2 * g] = _mm256_and_si256(q, low4);
-    p->w[2 * g + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-    if constexpr (Q5) {  // bit 2g of qh byte l for element 64g + l, bit 2g + 1 for 64g + 32 + l
-      for (int u = 0; u < 2; ++u) {
-        const __m256i bit =
-            _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g + u)), one);
-        p->w[2 * g + u] = _mm256_or_si256(p->w[2 * g + u], _mm256_slli_epi16(bit, 4));
+  for (int c = 0; c < 2; ++c)
+    for (int h = 0; h < 2; ++h) {
+      const __m256i q = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(blk + (Q5 ? 48 : 16) + 64 * c + 32 * h));
+      p->w[2 * c][h] = _mm256_and_si256(q, low4);
+      p->w[2 * c + 1][h] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+      if constexpr (Q5) {  // bit 4c + 2h (+ 1 for the high nibbles) of qh byte l
+        for (int u = 0; u < 2; ++u) {
+          const __m256i bit =
+              _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(4 * c + 2 * h + u)), one);
+          p->w[2 * c + u][h] = _mm256_or_si256(p->w[2 * c + u][h], _mm256_slli_epi16(bit, 4));
+        }
       }
     }
-    p->sc[2 * g] = _mm256_set1_epi16(static_cast<short>(sc[2 * g]));
-    p->sc[2 * g + 1] = _mm256_set1_epi16(static_cast<short>(sc[2 * g + 1]));
-  }
 }
 
+// q6_K: vector g is elements 64g .. 64g + 63 in order.
 void prep_q6_k(const uint8_t* blk, KPrep* p) {
   p->d = f16(blk + 208);
-  p->dmin = p->d;
-  const int8_t* s = reinterpret_cast<const int8_t*>(blk + 192);
-  p->mc = _mm256_slli_epi16(
-      _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s))), 5);
+  const int8_t* s8 = reinterpret_cast<const int8_t*>(blk + 192);
+  int sc[16];
+  for (int i = 0; i < 16; ++i) sc[i] = s8[i];
+  scale_vectors(sc, p, [](int c, int u) { return 8 * c + 4 * ((u >> 2) & 1) + (u >> 3); });
+  alignas(32) float wm[16];
+  for (int g = 0; g < 16; ++g) wm[g] = p->d * static_cast<float>(32 * sc[g]);
+  p->wm[0] = _mm256_load_ps(wm);
+  p->wm[1] = _mm256_load_ps(wm + 8);
   const __m256i low4 = _mm256_set1_epi8(15), low2 = _mm256_set1_epi8(3);
-  for (int g = 0; g < 4; ++g) {  // elements 128c + 64h + 32u + (0..31)
-    const int c = g >> 1, h = g & 1;
+  for (int g = 0; g < 4; ++g) {  // elements 128c + 64u + 32h + (0..31)
+    const int c = g >> 1, u = g & 1;
     const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * c));
-    for (int u = 0; u < 2; ++u) {
+    for (int h = 0; h < 2; ++h) {
       const __m256i ql =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * c + 32 * u));
-      const __m256i lo = _mm256_and_si256(_mm256_srl_epi16(ql, _mm_cvtsi32_si128(4 * h)), low4);
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * c + 32 * h));
+      const __m256i lo = _mm256_and_si256(_mm256_srl_epi16(ql, _mm_cvtsi32_si128(4 * u)), low4);
       const __m256i hi =
-          _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(4 * h + 2 * u)), low2);
-      p->w[2 * g + u] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
-      p->sc[2 * g + u] = two_scales(s[4 * g + 2 * u], s[4 * g + 2 * u + 1]);
+          _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(4 * u + 2 * h)), low2);
+      p->w[g][h] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
     }
   }
 }
 
-template <int MR>
+// The int32 sums of 4 products u8 w * s8 y (|sum| <= 4 * 63 * 127: no saturation).
+inline __m256i sum4(__m256i w, const int8_t* y) {
+  const __m256i p =
+      _mm256_maddubs_epi16(w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y)));
+  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+// Q45: the activation offset of half h of vector g (q4_K / q5_K's stored order).
+template <bool Q45>
+int64_t y_offset(int g, int h) {
+  return Q45 ? 128 * (g >> 1) + 64 * h + 32 * (g & 1) : 64 * g + 32 * h;
+}
+
+template <bool Q45, int MR>
 void rows_k(const KPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
   const int64_t k = a.k;
-  __m256 lo[MR], hi[MR], macc[MR];
-  for (int r = 0; r < MR; ++r) lo[r] = hi[r] = macc[r] = _mm256_setzero_ps();
+  __m256 acc[MR][2];
+  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const KPrep& p = P[b];
-    const __m256 dw = _mm256_set1_ps(p.d), dmw = _mm256_set1_ps(p.dmin);
+    const __m256 dw = _mm256_set1_ps(p.d);
     for (int r = 0; r < MR; ++r) {
       const int64_t row = i0 + r;
       const int8_t* y = a.x.q + row * k + 256 * b;
-      __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
-      for (int g = 0; g < 4; ++g) {
-        const __m256i y0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y + 64 * g));
-        const __m256i y1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y + 64 * g + 32));
-        s0 = _mm256_add_epi32(s0,
-                              _mm256_madd_epi16(_mm256_maddubs_epi16(p.w[2 * g], y0), p.sc[2 * g]));
-        s1 = _mm256_add_epi32(
-            s1, _mm256_madd_epi16(_mm256_maddubs_epi16(p.w[2 * g + 1], y1), p.sc[2 * g + 1]));
+      const float dy = a.x.d[row * (k / 256) + b];
+      const __m256 dd = _mm256_mul_ps(dw, _mm256_set1_ps(dy));
+      const __m256i bs = _mm256_cvtepi16_epi32(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.x.bsum16 + row * (k / 16) + 16 * b)));
+      const __m256i bs_hi = _mm256_cvtepi16_epi32(_mm_loadu_si128(
+          reinterpret_cast<const __m128i*>(a.x.bsum16 + row * (k / 16) + 16 * b + 8)));
+      for (int h = 0; h < 2; ++h) {
+        __m256i isum = _mm256_setzero_si256();
+        for (int c = 0; c < 2; ++c) {
+          const __m256i packed =
+              _mm256_packs_epi32(sum4(p.w[2 * c][h], y + y_offset<Q45>(2 * c, h)),
+                                 sum4(p.w[2 * c + 1][h], y + y_offset<Q45>(2 * c + 1, h)));
+          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(packed, p.s[c][h]));
+        }
+        const __m256 ys = _mm256_mul_ps(_mm256_set1_ps(dy), _mm256_cvtepi32_ps(h ? bs_hi : bs));
+        acc[r][h] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(isum), acc[r][h]);
+        acc[r][h] = _mm256_fnmadd_ps(p.wm[h], ys, acc[r][h]);
       }
-      const __m256i bs = _mm256_loadu_si256(
-          reinterpret_cast<const __m256i*>(a.x.bsum16 + row * (k / 16) + 16 * b));
-      const __m256i msum = _mm256_madd_epi16(bs, p.mc);
-      const __m256 dy = _mm256_set1_ps(a.x.d[row * (k / 256) + b]);
-      const __m256 dd = _mm256_mul_ps(dw, dy), dm = _mm256_mul_ps(dmw, dy);
-      lo[r] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(s0), lo[r]);
-      hi[r] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(s1), hi[r]);
-      macc[r] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(msum), macc[r]);
     }
   }
-  for (int r = 0; r < MR; ++r)
-    a.y[(i0 + r) * a.ldy + j] = reduce16(lo[r], hi[r]) - reduce8(macc[r]);
+  for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r][0], acc[r][1]);
 }
 
 // A prepared q8_0 block: |w| (unsigned) and w (for the sign), and the scale.
@@ -307,7 +334,7 @@ void cols_32_min(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   }
 }
 
-template <class Prep>
+template <bool Q45, class Prep>
 void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, Prep prep) {
   KPrep* P = reinterpret_cast<KPrep*>(scratch);
   const int64_t nb = a.k / 256;
@@ -318,7 +345,7 @@ void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, Prep prep)
     for (int64_t b = 0; b < nb; ++b) prep(w + bytes * b, P + b);
     each_row_tile(a, j, P, nb,
                   []<int MR>(const KPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
-                    rows_k<MR>(p, n, q, i0, jj);
+                    rows_k<Q45, MR>(p, n, q, i0, jj);
                   });
   }
 }
@@ -328,12 +355,13 @@ void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, Prep prep)
 void cols_avx2(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   switch (a.dtype) {
     case SPECD_DTYPE_Q4_K:
-      return cols_k(a, j0, j1, scratch,
-                    [](const uint8_t* b, KPrep* p) { prep_q45_k<false>(b, p); });
+      return cols_k<true>(a, j0, j1, scratch,
+                          [](const uint8_t* b, KPrep* p) { prep_q45_k<false>(b, p); });
     case SPECD_DTYPE_Q5_K:
-      return cols_k(a, j0, j1, scratch, [](const uint8_t* b, KPrep* p) { prep_q45_k<true>(b, p); });
+      return cols_k<true>(a, j0, j1, scratch,
+                          [](const uint8_t* b, KPrep* p) { prep_q45_k<true>(b, p); });
     case SPECD_DTYPE_Q6_K:
-      return cols_k(a, j0, j1, scratch, [](const uint8_t* b, KPrep* p) { prep_q6_k(b, p); });
+      return cols_k<false>(a, j0, j1, scratch, [](const uint8_t* b, KPrep* p) { prep_q6_k(b, p); });
     case SPECD_DTYPE_Q4_0:
       return cols_32<ggml::kQ4_0>(a, j0, j1, scratch);
     case SPECD_DTYPE_Q5_0:

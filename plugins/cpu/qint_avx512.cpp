@@ -1,8 +1,10 @@
-// The integer family on AVX-512 (F/BW/VL/DQ + VNNI; called only after that CPU check). Each
-// weight row is first prepared block by block (unsigned 8-bit quants in element order, scale
-// vectors) into the task's scratch, then applied to the rows of x four at a time, so the
-// decoding work is shared by all m rows. The arithmetic is qint.hpp's, lane for lane: the
-// bits equal the generic kernel's.
+// The integer family on AVX-512 (F/BW/VL/DQ + VNNI; called only after that CPU check). For
+// m > 1 the k-quants and the 32-value types without a min decode each weight block (pair of
+// blocks) into registers and apply it to up to 8 rows of x (k-quants: 4 vpdpbusd, 2
+// vpackssdw, 2 vpdpwssd per row and block); q4_1 / q5_1 prepare each weight row into the
+// task's scratch and apply it four rows at a time. Either way the decoding work is shared by
+// the m rows. The arithmetic is qint.hpp's, lane for lane: the bits equal the generic
+// kernel's.
 #include <immintrin.h>
 
 #include "qint.hpp"
@@ -31,109 +33,32 @@ float reduce16(__m512 v) {  // lanes l + 8 first
   return reduce8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
 
-// A prepared 256-value k-quant block: quants of elements 64g .. 64g + 63 in w[g], the int16
-// scale of each int16 pair of w[g] in sc[g], the per-sub-block coefficients of bsum16 in mc.
-struct alignas(64) KPrep {
-  __m512i w[4];
-  __m512i sc[4];
-  __m256i mc;
-  float d, dmin;
-};
-
-// int16 lane u of idx(g, per): scale index g * (64 / per) + u / (per / 2), per = values per
-// scale (32 for q4_K, 16 for q6_K).
-__m512i scale_index(int g, int per) {
-  alignas(64) int16_t idx[32];
-  for (int u = 0; u < 32; ++u) idx[u] = static_cast<int16_t>(g * (64 / per) + u / (per / 2));
-  return _mm512_load_si512(idx);
-}
-
-// q4_K (Q5 = false) and q5_K (Q5 = true: nibbles at byte 48, fifth bits at byte 16).
-template <bool Q5>
-[[gnu::always_inline]] inline void prep_q45_k(const uint8_t* blk, KPrep* p, const __m512i* idx) {
-  p->d = _cvtsh_ss(ggml::load_u16(blk));
-  p->dmin = _cvtsh_ss(ggml::load_u16(blk + 2));
-  uint8_t sc[8], mn[8];
-  ggml::k_scales_mins(blk + 4, sc, mn);
-  uint64_t sc8, mn8;
-  __builtin_memcpy(&sc8, sc, 8);
-  __builtin_memcpy(&mn8, mn, 8);
-  const __m512i sc16 = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(sc8)));
-  const __m128i m8 = _mm_cvtsi64_si128(mn8);
-  p->mc = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));  // m[l] in int16 lanes 2l, 2l + 1
-  const __m256i low4 = _mm256_set1_epi8(15);
-  const __m512i qh =
-      Q5 ? _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16)))
-         : _mm512_setzero_si512();
-  for (int g = 0; g < 4; ++g) {
-    const __m256i q =
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + (Q5 ? 48 : 16) + 32 * g));
-    const __m256i lo = _mm256_and_si256(q, low4);
-    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-    __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-    if constexpr (Q5) {  // bit 2g of qh for elements 64g + l, bit 2g + 1 for 64g + 32 + l
-      const __m512i cnt = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(2 * g)),
-                                             _mm256_set1_epi16(static_cast<short>(2 * g + 1)), 1);
-      const __m512i bit = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt), _mm512_set1_epi8(1));
-      w = _mm512_or_si512(w, _mm512_slli_epi16(bit, 4));
-    }
-    p->w[g] = w;
-    p->sc[g] = _mm512_permutexvar_epi16(idx[g], sc16);
-  }
-}
-
-[[gnu::always_inline]] inline void prep_q6_k(const uint8_t* blk, KPrep* p, const __m512i* idx) {
-  p->d = _cvtsh_ss(ggml::load_u16(blk + 208));
-  p->dmin = p->d;
-  const __m256i s16 =
-      _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
-  p->mc = _mm256_slli_epi16(s16, 5);  // 32 * sc: |32 * sc| <= 4096 fits int16
-  const __m512i s16z = _mm512_castsi256_si512(s16);
-  const __m512i low4 = _mm512_set1_epi8(15), low2 = _mm512_set1_epi8(3);
-  for (int g = 0; g < 4; ++g) {  // elements 128c + 64h + (0..63)
-    const int c = g >> 1, h = g & 1;
-    const __m512i ql = _mm512_loadu_si512(blk + 64 * c);
-    const __m512i lo = _mm512_and_si512(_mm512_srl_epi16(ql, _mm_cvtsi32_si128(4 * h)), low4);
-    const __m512i qh = _mm512_broadcast_i64x4(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * c)));
-    const __m512i cnt = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(4 * h)),
-                                           _mm256_set1_epi16(static_cast<short>(4 * h + 2)), 1);
-    const __m512i hi = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt), low2);
-    p->w[g] = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
-    p->sc[g] = _mm512_permutexvar_epi16(idx[g], s16z);
-  }
-}
-
-// acc, macc += block b's terms for one row of x (qint.hpp's k-quant lanes).
-[[gnu::always_inline]] inline void step_k(const KPrep& p, int64_t b, const QArgs& a, int64_t row,
-                                          __m512& acc, __m256& macc) {
-  const int64_t k = a.k;
-  const int8_t* y = a.x.q + row * k + 256 * b;
-  __m512i isum = _mm512_setzero_si512();
-  for (int g = 0; g < 4; ++g)
-    isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(p.w[g], _mm512_loadu_si512(y + 64 * g)),
-                               p.sc[g]);
-  const __m256i bs =
-      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x.bsum16 + row * (k / 16) + 16 * b));
-  const __m256i msum = _mm256_madd_epi16(bs, p.mc);
-  const float dy = a.x.d[row * (k / 256) + b];
-  const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(p.d), _mm512_set1_ps(dy));
-  const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(p.dmin), _mm256_set1_ps(dy));
-  acc = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(isum), acc);
-  macc = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(msum), macc);
-}
-
+// y[r * ldy] = reduce16(acc[r]) for r < MR. From 2 rows on, the rows share one tree of
+// shuffles: every addition is reduce16's (lane l + 8, then l + 4, l + 2, l + 1), row by row.
 template <int MR>
-void rows_k(const KPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
-  __m512 acc[MR];
-  __m256 macc[MR];
-  for (int r = 0; r < MR; ++r) {
-    acc[r] = _mm512_setzero_ps();
-    macc[r] = _mm256_setzero_ps();
+[[gnu::always_inline]] inline void store_reduced(const __m512* acc, float* y, int64_t ldy) {
+  if constexpr (MR == 1) {
+    y[0] = reduce16(acc[0]);
+  } else {
+    __m512 v[8];
+    for (int r = 0; r < 8; ++r) v[r] = r < MR ? acc[r] : _mm512_setzero_ps();
+    __m512 u[4];  // rows 2p, 2p + 1: lanes l + l + 8 (l < 8) in 128-bit lanes 0-1 and 2-3
+    for (int p = 0; p < 4; ++p)
+      u[p] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    __m512 w[2];  // rows 4h + t: lanes l + l + 4 (l < 4) in 128-bit lane t
+    for (int h = 0; h < 2; ++h)
+      w[h] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * h], u[2 * h + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                           _mm512_shuffle_f32x4(u[2 * h], u[2 * h + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    // 128-bit lane t: rows t and 4 + t, lanes l + l + 2 (l < 2) each
+    const __m512 x = _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm512_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512 z = _mm512_add_ps(_mm512_shuffle_ps(x, x, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_ps(x, x, _MM_SHUFFLE(3, 1, 3, 1)));
+    alignas(64) float out[16];  // row t in lane 4t, row 4 + t in lane 4t + 1
+    _mm512_store_ps(out, z);
+    for (int r = 0; r < MR; ++r) y[r * ldy] = out[4 * (r & 3) + (r >> 2)];
   }
-  for (int64_t b = 0; b < nb; ++b)
-    for (int r = 0; r < MR; ++r) step_k(P[b], b, a, i0 + r, acc[r], macc[r]);
-  for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r]) - reduce8(macc[r]);
 }
 
 // A prepared pair of q8_0 blocks: the quants (block 2t in bytes 0..31, 2t + 1 in 32..63,
@@ -195,11 +120,6 @@ Q8Prep pair_32(const uint8_t* row, int64_t t, int64_t nblocks) {
   return p;
 }
 
-template <uint32_t T>
-void prep_32(const uint8_t* row, int64_t nblocks, Q8Prep* P) {
-  for (int64_t t = 0; 2 * t < nblocks; ++t) P[t] = pair_32<T>(row, t, nblocks);
-}
-
 // acc += the pair's terms for one row of x (qint.hpp's q8_0 lanes).
 inline __m512 step_32(const Q8Prep& p, int64_t t, int64_t nblocks, const QArgs& a, int64_t row,
                       __m512 acc) {
@@ -213,15 +133,6 @@ inline __m512 step_32(const Q8Prep& p, int64_t t, int64_t nblocks, const QArgs& 
       pair,
       _mm512_castps128_ps512(_mm_castsi128_ps(load_two_floats(a.x.d + row * (k / 32) + 2 * t))));
   return _mm512_mask3_fmadd_ps(_mm512_mul_ps(p.dw, dy), _mm512_cvtepi32_ps(isum), acc, lanes);
-}
-
-template <int MR>
-void rows_q8_0(const Q8Prep* P, int64_t nblocks, const QArgs& a, int64_t i0, int64_t j) {
-  __m512 acc[MR];
-  for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
-  for (int64_t t = 0; 2 * t < nblocks; ++t)
-    for (int r = 0; r < MR; ++r) acc[r] = step_32(P[t], t, nblocks, a, i0 + r, acc[r]);
-  for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r]);
 }
 
 // Asks for weight row j + kAhead while row j is computed: the rows of a task are one
@@ -320,13 +231,102 @@ void each_row_tile(const QArgs& a, int64_t j, const Prep* P, int64_t nb, Rows ro
   }
 }
 
+// The rows of x as the 32-value kernels read them for m > 1, prepared once per task in its
+// scratch: the quants + 128 (unsigned, as step_32's xor), each row padded to whole pairs of
+// blocks, and per pair t the vector of d_y (block 2t in lanes 0..7, 2t + 1 in 8..15).
+struct Rows32 {
+  const uint8_t* q;
+  const float* dy;
+  int64_t pairs;  // per row: q's row stride is 64 * pairs bytes, dy's 16 * pairs floats
+};
+
+Rows32 prepare_rows_32(const QArgs& a, uint8_t* scratch) {
+  const int64_t nb = a.k / 32, pairs = (nb + 1) / 2;
+  float* dy = reinterpret_cast<float*>(scratch);
+  uint8_t* q = scratch + 64 * a.m * pairs;
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t i = 0; i < a.m; ++i) {
+    const int8_t* src = a.x.q + i * a.k;
+    const float* d = a.x.d + i * nb;
+    for (int64_t t = 0; t < pairs; ++t) {  // the last pair of an odd row reads padding
+      _mm512_storeu_si512(q + (i * pairs + t) * 64,
+                          _mm512_xor_si512(_mm512_loadu_si512(src + 64 * t), flip));
+      const float hi = 2 * t + 1 < nb ? d[2 * t + 1] : 0.0f;
+      _mm512_store_ps(dy + (i * pairs + t) * 16,
+                      _mm512_insertf32x8(_mm512_set1_ps(d[2 * t]), _mm256_set1_ps(hi), 1));
+    }
+  }
+  return {q, dy, pairs};
+}
+
+// acc[r] += the pair's terms for rows i0 .. i0 + MR - 1: step_32's operations, lane for lane.
+template <int MR>
+[[gnu::always_inline]] inline void apply_32(const Q8Prep& p, const Rows32& x, int64_t i0, int64_t t,
+                                            __mmask16 lanes, __m512* acc) {
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    const int64_t at = (i0 + r) * x.pairs + t;
+    const __m512i isum = _mm512_dpbusd_epi32(p.corr, _mm512_loadu_si512(x.q + 64 * at), p.w);
+    const __m512 dd = _mm512_mul_ps(p.dw, _mm512_load_ps(x.dy + 16 * at));
+    acc[r] = _mm512_mask3_fmadd_ps(dd, _mm512_cvtepi32_ps(isum), acc[r], lanes);
+  }
+}
+
+// y[i0 .. i0 + MR - 1, j]: each pair of blocks decoded once into registers.
+template <uint32_t T, int MR>
+void rows_32(const QArgs& a, const Rows32& x, int64_t i0, int64_t j) {
+  constexpr int64_t bytes = ggml::block_layout(T).bytes;
+  const int64_t nb = a.k / 32;
+  const uint8_t* w = a.w + j * a.ldw;
+  __m512 acc[MR];
+  for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t t = 0; t < nb / 2; ++t) {
+    stream_ahead(w + 2 * bytes * t, 2 * bytes);
+    apply_32<MR>(pair_32<T>(w, t, nb), x, i0, t, 0xffff, acc);
+  }
+  if (nb & 1) apply_32<MR>(pair_32<T>(w, nb / 2, nb), x, i0, nb / 2, 0x00ff, acc);
+  store_reduced<MR>(acc, a.y + i0 * a.ldy + j, a.ldy);
+}
+
+// Calls f.template operator()<MR>(i0) for the row tiles of up to 8 rows.
+template <class F>
+void tiles_of_8(int64_t m, F f) {
+  for (int64_t i0 = 0; i0 < m; i0 += 8) {
+    switch (m - i0 < 8 ? m - i0 : 8) {
+      case 1:
+        f.template operator()<1>(i0);
+        break;
+      case 2:
+        f.template operator()<2>(i0);
+        break;
+      case 3:
+        f.template operator()<3>(i0);
+        break;
+      case 4:
+        f.template operator()<4>(i0);
+        break;
+      case 5:
+        f.template operator()<5>(i0);
+        break;
+      case 6:
+        f.template operator()<6>(i0);
+        break;
+      case 7:
+        f.template operator()<7>(i0);
+        break;
+      default:
+        f.template operator()<8>(i0);
+        break;
+    }
+  }
+}
+
 template <uint32_t T>
 void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
-  Q8Prep* P = reinterpret_cast<Q8Prep*>(scratch);
   const int64_t nb = a.k / 32;
   constexpr int64_t bytes = ggml::block_layout(T).bytes;
-  for (int64_t j = j0; j < j1; ++j) {
-    if (a.m == 1) {  // one row of x: no reuse, prepare in registers
+  if (a.m == 1) {  // one row of x: no reuse, each pair prepared in registers
+    for (int64_t j = j0; j < j1; ++j) {
       const uint8_t* row = a.w + j * a.ldw;
       __m512 acc = _mm512_setzero_ps();
       for (int64_t t = 0; 2 * t < nb; ++t) {
@@ -334,15 +334,12 @@ void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
         acc = step_32(pair_32<T>(row, t, nb), t, nb, a, 0, acc);
       }
       a.y[j] = reduce16(acc);
-      continue;
     }
-    prefetch_row(a, j, j1);
-    prep_32<T>(a.w + j * a.ldw, nb, P);
-    each_row_tile(a, j, P, nb,
-                  []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
-                    rows_q8_0<MR>(p, n, q, i0, jj);
-                  });
+    return;
   }
+  const Rows32 x = prepare_rows_32(a, scratch);
+  for (int64_t j = j0; j < j1; ++j)
+    tiles_of_8(a.m, [&]<int MR>(int64_t i0) { rows_32<T, MR>(a, x, i0, j); });
 }
 
 template <uint32_t T>
@@ -359,136 +356,232 @@ void cols_32_min(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   }
 }
 
-// q4_K: weights used in their stored order, decoded once per block into registers and
-// applied to up to 8 rows of x. A 128-value chunk c of a block is one 64-byte load of
-// quants: its low nibbles (A) are elements 128c + 0..31 and 128c + 64..95, its high nibbles
-// (B) elements 128c + 32..63 and 128c + 96..127. The rows of x are reordered once per task to
-// match (`yr`). The int32 lanes 8..15 of A's products hold what qint.hpp sums in lanes 0..7
-// and lanes 0..7 of B's what it sums in lanes 8..15, so the integer sums are regrouped before
-// the block's f32 step: exact, the same bits as the reference.
-template <int MR>
-void q4_k_rows(const QArgs& a, const int8_t* yr, int64_t i0, int64_t j, const __m512i* idx_a,
-               const __m512i* idx_b) {
-  const int64_t nb = a.k / 256;
+// A decoded k-quant block (qint.hpp's k-quant lanes): four 64-byte vectors of unsigned quants
+// w[0..3], the int16 scale vectors s[0] (for w[0], w[1]) and s[1] (w[2], w[3]), the 16 f32
+// min terms wm and d_w. The integer sum of a row: dpbusd gives each int32 lane the sum of 4
+// products (|sum| <= 4 * 63 * 127 < 2^15), packs joins the lanes of w[2c] and w[2c + 1] as
+// int16 (exact), dpwssd multiplies each int16 by its sub-block's scale and adds pairs that
+// share it. Output lane 4k + t of a pair (w[2c], w[2c + 1]) holds, for 128-bit lane k, int32
+// lanes 4k + 2t, 4k + 2t + 1 of w[2c]'s sums (t < 2) or 4k + 2t - 4, 4k + 2t - 3 of w[2c + 1]'s.
+struct KBlock {
+  __m512i w[4];
+  __m512i s[2];
+  __m512 wm;
+  __m512 dw;
+};
+
+// v, as a vector the compiler cannot see through: a splat d_w then meets d_y in one vmulps
+// with a broadcast load, not a scalar multiply and a register broadcast per row.
+[[gnu::always_inline]] inline __m512 opaque(__m512 v) {
+  asm("" : "+v"(v));
+  return v;
+}
+
+// int16 lane u of the scale vector of pair c: the index of its sub-block's scale.
+// q4_K / q5_K: w[2c] = low nibbles of the 64 bytes 64c.. (elements 128c + 0..31 and
+// 128c + 64..95), w[2c + 1] the high nibbles (128c + 32..63 and 128c + 96..127).
+__m512i scale_index_q45(int c) {
+  alignas(64) int16_t idx[32];
+  for (int u = 0; u < 32; ++u) idx[u] = static_cast<int16_t>(4 * c + 2 * (u >> 4) + ((u >> 2) & 1));
+  return _mm512_load_si512(idx);
+}
+// q6_K: w[g] = elements 64g .. 64g + 63 in order, 16 values per scale.
+__m512i scale_index_q6(int c) {
+  alignas(64) int16_t idx[32];
+  for (int u = 0; u < 32; ++u) idx[u] = static_cast<int16_t>(8 * c + 4 * ((u >> 2) & 1) + (u >> 3));
+  return _mm512_load_si512(idx);
+}
+
+struct KIndex {
+  __m512i s[2];
+};
+
+// q4_K (Q5 = false) and q5_K (Q5 = true: quants at byte 48, fifth bits at byte 16).
+template <bool Q5>
+[[gnu::always_inline]] inline void decode_q45_k(const uint8_t* blk, const KIndex& ix, KBlock& p) {
   const __m128i pick_x = _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11);
   const __m128i pick_y = _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7);
   const __m128i keep_low =
       _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0);
   const __m128i keep_hi = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15);
   const __m128i keep_top = _mm_setr_epi8(0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48);
+  // Scales and mins (ggml::k_scales_mins), 12 bytes at 4: bytes 0..7 sc, 8..15 m.
+  const __m128i sm = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 4));
+  const __m128i x = _mm_shuffle_epi8(sm, pick_x), t = _mm_shuffle_epi8(sm, pick_y);
+  const __m128i scm = _mm_or_si128(
+      _mm_or_si128(_mm_and_si128(x, keep_low), _mm_and_si128(_mm_srli_epi16(x, 4), keep_hi)),
+      _mm_and_si128(_mm_srli_epi16(t, 2), keep_top));
+  const __m512i sc16 = _mm512_cvtepu8_epi16(_mm256_zextsi128_si256(scm));
+  p.s[0] = _mm512_permutexvar_epi16(ix.s[0], sc16);
+  p.s[1] = _mm512_permutexvar_epi16(ix.s[1], sc16);
+  const __m512 mins = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi8(scm, scm)));
+  p.wm = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(ggml::load_u16(blk + 2))), mins);
+  p.dw = opaque(_mm512_set1_ps(_cvtsh_ss(ggml::load_u16(blk))));
   const __m512i low4 = _mm512_set1_epi8(15);
-  const uint8_t* w = a.w + j * a.ldw;
-  __m512 acc[MR];
-  __m256 macc[MR];
-  for (int r = 0; r < MR; ++r) {
-    acc[r] = _mm512_setzero_ps();
-    macc[r] = _mm256_setzero_ps();
-  }
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = w + 144 * b;
-    stream_ahead(blk, 144);
-    // Scales and mins (ggml::k_scales_mins), 12 bytes at 4: bytes 0..7 sc, 8..15 m.
-    const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 4));
-    const __m128i x = _mm_shuffle_epi8(s, pick_x), t = _mm_shuffle_epi8(s, pick_y);
-    const __m128i scm = _mm_or_si128(
-        _mm_or_si128(_mm_and_si128(x, keep_low), _mm_and_si128(_mm_srli_epi16(x, 4), keep_hi)),
-        _mm_and_si128(_mm_srli_epi16(t, 2), keep_top));
-    const __m512i sc16 = _mm512_cvtepu8_epi16(_mm256_zextsi128_si256(scm));
-    const __m256i mc = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scm, scm));
-    __m512i qw[4], sw[4];  // A0, B0, A1, B1 and their scale vectors
-    for (int c = 0; c < 2; ++c) {
-      const __m512i q = _mm512_loadu_si512(blk + 16 + 64 * c);
-      qw[2 * c] = _mm512_and_si512(q, low4);
-      qw[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
-      sw[2 * c] = _mm512_permutexvar_epi16(idx_a[c], sc16);
-      sw[2 * c + 1] = _mm512_permutexvar_epi16(idx_b[c], sc16);
-    }
-    const float dw = _cvtsh_ss(ggml::load_u16(blk)), dmw = _cvtsh_ss(ggml::load_u16(blk + 2));
-    for (int r = 0; r < MR; ++r) {
-      const int64_t row = i0 + r;
-      const int8_t* y = yr + row * a.k + 256 * b;
-      __m512i sa = _mm512_setzero_si512(), sb = _mm512_setzero_si512();
-      for (int c = 0; c < 2; ++c) {
-        sa = _mm512_dpwssd_epi32(
-            sa, _mm512_maddubs_epi16(qw[2 * c], _mm512_loadu_si512(y + 128 * c)), sw[2 * c]);
-        sb = _mm512_dpwssd_epi32(
-            sb, _mm512_maddubs_epi16(qw[2 * c + 1], _mm512_loadu_si512(y + 128 * c + 64)),
-            sw[2 * c + 1]);
+  [[maybe_unused]] __m512i qh;
+  if constexpr (Q5)
+    qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16)));
+  for (int c = 0; c < 2; ++c) {
+    const __m512i q = _mm512_loadu_si512(blk + (Q5 ? 48 : 16) + 64 * c);
+    p.w[2 * c] = _mm512_and_si512(q, low4);
+    p.w[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+    if constexpr (Q5) {  // fifth bits: bit 4c (4c + 2) of qh byte l for w[2c] bytes l (32 + l)
+      for (int h = 0; h < 2; ++h) {
+        const __m512i cnt =
+            _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(4 * c + h)),
+                               _mm256_set1_epi16(static_cast<short>(4 * c + 2 + h)), 1);
+        const __m512i bit = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt), _mm512_set1_epi8(1));
+        p.w[2 * c + h] = _mm512_or_si512(p.w[2 * c + h], _mm512_slli_epi16(bit, 4));
       }
-      const __m512i isum =
-          _mm512_add_epi32(_mm512_shuffle_i64x2(sa, sb, 0x44), _mm512_shuffle_i64x2(sa, sb, 0xEE));
-      const __m256i bs = _mm256_loadu_si256(
-          reinterpret_cast<const __m256i*>(a.x.bsum16 + row * (a.k / 16) + 16 * b));
-      const __m256i msum = _mm256_madd_epi16(bs, mc);
-      const float dy = a.x.d[row * nb + b];
-      const __m512 dd = _mm512_mul_ps(_mm512_set1_ps(dw), _mm512_set1_ps(dy));
-      const __m256 dm = _mm256_mul_ps(_mm256_set1_ps(dmw), _mm256_set1_ps(dy));
-      acc[r] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(isum), acc[r]);
-      macc[r] = _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(msum), macc[r]);
     }
   }
-  for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r]) - reduce8(macc[r]);
 }
 
-void cols_q4_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
-  int8_t* yr = reinterpret_cast<int8_t*>(scratch);
-  for (int64_t i = 0; i < a.m; ++i)
-    for (int64_t c = 0; c < a.k / 128; ++c) {
-      const int8_t* y = a.x.q + i * a.k + 128 * c;
-      int8_t* o = yr + i * a.k + 128 * c;
+[[gnu::always_inline]] inline void decode_q6_k(const uint8_t* blk, const KIndex& ix, KBlock& p) {
+  const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
+  const __m512i s16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(s8));
+  p.s[0] = _mm512_permutexvar_epi16(ix.s[0], s16);
+  p.s[1] = _mm512_permutexvar_epi16(ix.s[1], s16);
+  const float dw = _cvtsh_ss(ggml::load_u16(blk + 208));
+  p.wm = _mm512_mul_ps(_mm512_set1_ps(dw),
+                       _mm512_cvtepi32_ps(_mm512_slli_epi32(_mm512_cvtepi8_epi32(s8), 5)));
+  p.dw = opaque(_mm512_set1_ps(dw));
+  const __m512i low4 = _mm512_set1_epi8(15), low2 = _mm512_set1_epi8(3);
+  for (int g = 0; g < 4; ++g) {  // elements 128c + 64h + (0..63)
+    const int c = g >> 1, h = g & 1;
+    const __m512i ql = _mm512_loadu_si512(blk + 64 * c);
+    const __m512i lo = _mm512_and_si512(_mm512_srl_epi16(ql, _mm_cvtsi32_si128(4 * h)), low4);
+    const __m512i qh = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * c)));
+    const __m512i cnt = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(4 * h)),
+                                           _mm256_set1_epi16(static_cast<short>(4 * h + 2)), 1);
+    const __m512i hi = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt), low2);
+    p.w[g] = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
+  }
+}
+
+// The rows of x as a k-quant kernel reads them, prepared once per task in its scratch: the
+// quants (for q4_K / q5_K reordered so that byte u of a 64-byte load matches w[g]'s byte u)
+// and ys (qint.hpp: d_y * bsum16 per 16 values).
+struct KRows {
+  const int8_t* q;
+  const float* ys;
+};
+
+KRows prepare_rows(const QArgs& a, uint8_t* scratch, bool reorder) {
+  const int64_t m = a.m, k = a.k;
+  float* ys = reinterpret_cast<float*>(scratch);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t b = 0; b < k / 256; ++b) {
+      const __m512 bs = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(a.x.bsum16 + i * (k / 16) + 16 * b))));
+      _mm512_store_ps(ys + i * (k / 16) + 16 * b,
+                      _mm512_mul_ps(_mm512_set1_ps(a.x.d[i * (k / 256) + b]), bs));
+    }
+  if (!reorder) return {a.x.q, ys};
+  int8_t* yr = reinterpret_cast<int8_t*>(scratch) + 4 * m * (k / 16);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t c = 0; c < k / 128; ++c) {
+      const int8_t* y = a.x.q + i * k + 128 * c;
+      int8_t* o = yr + i * k + 128 * c;
       __builtin_memcpy(o, y, 32);
       __builtin_memcpy(o + 32, y + 64, 32);
       __builtin_memcpy(o + 64, y + 32, 32);
       __builtin_memcpy(o + 96, y + 96, 32);
     }
-  // int16 lane u of the scale vector of A (B) in chunk c: sub-block 4c (4c + 1) for u < 16,
-  // 4c + 2 (4c + 3) for u >= 16.
-  __m512i idx_a[2], idx_b[2];
-  for (int c = 0; c < 2; ++c) {
-    const __m256i lo = _mm256_set1_epi16(static_cast<short>(4 * c));
-    const __m256i hi = _mm256_set1_epi16(static_cast<short>(4 * c + 2));
-    idx_a[c] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-    idx_b[c] = _mm512_add_epi16(idx_a[c], _mm512_set1_epi16(1));
-  }
-  // Up to 8 rows per tile: 8 weight and scale vectors plus 16 accumulators fit the registers.
-  using Rows =
-      void (*)(const QArgs&, const int8_t*, int64_t, int64_t, const __m512i*, const __m512i*);
-  static constexpr Rows tiles[9] = {nullptr,      q4_k_rows<1>, q4_k_rows<2>,
-                                    q4_k_rows<3>, q4_k_rows<4>, q4_k_rows<5>,
-                                    q4_k_rows<6>, q4_k_rows<7>, q4_k_rows<8>};
-  for (int64_t j = j0; j < j1; ++j)
-    for (int64_t i0 = 0; i0 < a.m; i0 += 8)
-      tiles[a.m - i0 < 8 ? a.m - i0 : 8](a, yr, i0, j, idx_a, idx_b);
+  return {yr, ys};
 }
 
-template <class Prep>
-void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, int per, Prep prep) {
-  __m512i idx[4];
-  for (int g = 0; g < 4; ++g) idx[g] = scale_index(g, per);
-  KPrep* P = reinterpret_cast<KPrep*>(scratch);
-  const int64_t nb = a.k / 256;
-  const int64_t bytes = ggml::block_layout(a.dtype).bytes;
-  for (int64_t j = j0; j < j1; ++j) {
-    const uint8_t* w = a.w + j * a.ldw;
-    if (a.m == 1) {  // one row of x: no reuse, each block prepared in registers and applied
-      __m512 acc = _mm512_setzero_ps();
-      __m256 macc = _mm256_setzero_ps();
-      for (int64_t b = 0; b < nb; ++b) {
-        stream_ahead(w + bytes * b, bytes);
-        KPrep p;
-        prep(w + bytes * b, &p, idx);
-        step_k(p, b, a, 0, acc, macc);
-      }
-      a.y[j] = reduce16(acc) - reduce8(macc);
-      continue;
-    }
-    prefetch_row(a, j, j1);
-    for (int64_t b = 0; b < nb; ++b) prep(w + bytes * b, P + b, idx);
-    each_row_tile(a, j, P, nb,
-                  []<int MR>(const KPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
-                    rows_k<MR>(p, n, q, i0, jj);
-                  });
+// A zeroed register of its own (a zeroing idiom, no execution port) for each accumulating
+// instruction, instead of copies of one shared zero.
+[[gnu::always_inline]] inline __m512i fresh_zero() {
+  __m512i z;
+  asm volatile("vpxord %0, %0, %0" : "=v"(z));
+  return z;
+}
+
+// The bits of 1.5 * 2^23 in each int32 lane, loaded afresh (a broadcast load, no execution
+// port) for each accumulating instruction. A sum v with |v| < 2^22 added to it reads, as a
+// float, 1.5 * 2^23 + v exactly, so subtracting 1.5 * 2^23 gives float(v) exactly.
+constexpr int32_t kMagicBits = 0x4B400000;
+constexpr float kMagic = 12582912.0f;
+[[gnu::always_inline]] inline __m512i fresh_magic() {
+  static const int32_t bits = kMagicBits;
+  __m512i z;
+  asm volatile("vpbroadcastd %1, %0" : "=v"(z) : "m"(bits));
+  return z;
+}
+
+// acc[r] += block b's terms for rows i0 .. i0 + MR - 1. Small: every lane of isum is below
+// 2^22 in magnitude (q4_K, q5_K: 16 values of at most 63 * 31 * 127), so float(isum) comes
+// from the magic number with a subtraction (either port) instead of vcvtdq2ps (port 0 only,
+// which the multiplies already fill); the same value either way.
+template <int MR, bool Small>
+[[gnu::always_inline]] inline void apply_k(const KBlock& p, const QArgs& a, const KRows& x,
+                                           int64_t i0, int64_t b, __m512* acc) {
+  const int64_t k = a.k;
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    const int64_t row = i0 + r;
+    const int8_t* y = x.q + row * k + 256 * b;
+    const __m512i s0 = _mm512_dpbusd_epi32(fresh_zero(), p.w[0], _mm512_loadu_si512(y));
+    const __m512i s1 = _mm512_dpbusd_epi32(fresh_zero(), p.w[1], _mm512_loadu_si512(y + 64));
+    const __m512i s2 = _mm512_dpbusd_epi32(fresh_zero(), p.w[2], _mm512_loadu_si512(y + 128));
+    const __m512i s3 = _mm512_dpbusd_epi32(fresh_zero(), p.w[3], _mm512_loadu_si512(y + 192));
+    const __m512i sum =
+        _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(Small ? fresh_magic() : fresh_zero(),
+                                                _mm512_packs_epi32(s0, s1), p.s[0]),
+                            _mm512_packs_epi32(s2, s3), p.s[1]);
+    const __m512 fsum = Small ? _mm512_sub_ps(_mm512_castsi512_ps(sum), _mm512_set1_ps(kMagic))
+                              : _mm512_cvtepi32_ps(sum);
+    const __m512 dd = _mm512_mul_ps(p.dw, _mm512_set1_ps(a.x.d[row * (k / 256) + b]));
+    acc[r] = _mm512_fmadd_ps(dd, fsum, acc[r]);
+    acc[r] = _mm512_fnmadd_ps(p.wm, _mm512_load_ps(x.ys + row * (k / 16) + 16 * b), acc[r]);
   }
+}
+
+// y[i0 .. i0 + MR - 1, j]: each block (Bytes long) decoded once into registers and applied to
+// MR rows.
+template <int MR, bool Small, int64_t Bytes, class Decode>
+void k_rows(const QArgs& a, const KRows& x, const KIndex& ix, int64_t i0, int64_t j,
+            Decode decode) {
+  const int64_t nb = a.k / 256;
+  const uint8_t* w = a.w + j * a.ldw;
+  __m512 acc[MR];
+  for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = w + Bytes * b;
+    stream_ahead(blk, Bytes);
+    KBlock p;
+    decode(blk, ix, p);
+    apply_k<MR, Small>(p, a, x, i0, b, acc);
+  }
+  store_reduced<MR>(acc, a.y + i0 * a.ldy + j, a.ldy);
+}
+
+// Up to 8 rows per tile: the decoded block (8 vectors) and 8 accumulators leave registers
+// for the products. Q45: q4_K / q5_K (rows reordered to the stored quant order, small sums).
+template <bool Q45, int64_t Bytes, class Decode>
+void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, const KIndex& ix,
+            Decode decode) {
+  const KRows x = prepare_rows(a, scratch, Q45);
+  for (int64_t j = j0; j < j1; ++j)
+    tiles_of_8(a.m, [&]<int MR>(int64_t i0) { k_rows<MR, Q45, Bytes>(a, x, ix, i0, j, decode); });
+}
+
+template <bool Q5>
+void cols_q45_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  const KIndex ix{{scale_index_q45(0), scale_index_q45(1)}};
+  cols_k<true, Q5 ? 176 : 144>(
+      a, j0, j1, scratch, ix,
+      [](const uint8_t* blk, const KIndex& i, KBlock& p) { decode_q45_k<Q5>(blk, i, p); });
+}
+
+void cols_q6_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  const KIndex ix{{scale_index_q6(0), scale_index_q6(1)}};
+  cols_k<false, 210>(a, j0, j1, scratch, ix, [](const uint8_t* blk, const KIndex& i, KBlock& p) {
+    decode_q6_k(blk, i, p);
+  });
 }
 
 }  // namespace
@@ -497,6 +590,7 @@ void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, boo
                           float* d, int16_t* bsum16, int32_t* sum4) {
   const __m512 sign = _mm512_set1_ps(-0.0f);
   const int64_t B = kb ? 256 : 32;
+  const __m512i ones = _mm512_set1_epi8(1);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t blk = 0; blk < k / B; ++blk) {
       const float* xb = x + i * ldx + B * blk;
@@ -509,11 +603,15 @@ void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, boo
       if (kb) {
         if (amax != 0) {
           float max = 0;  // the first value of the largest magnitude
-          for (int64_t c = 0; c < B; ++c)
-            if (__builtin_fabsf(xb[c]) == amax) {
-              max = xb[c];
+          const __m512 va = _mm512_set1_ps(amax);
+          for (int64_t c = 0; c < B; c += 16) {
+            const __mmask16 at =
+                _mm512_cmp_ps_mask(_mm512_andnot_ps(sign, _mm512_loadu_ps(xb + c)), va, _CMP_EQ_OQ);
+            if (at) {
+              max = xb[c + __builtin_ctz(at)];
               break;
             }
+          }
           scale = -127.0f / max;
           dd = 1.0f / scale;
         }
@@ -527,16 +625,27 @@ void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, boo
         __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + c), vs));
         v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
         _mm_storeu_si128(reinterpret_cast<__m128i*>(qb + c), _mm512_cvtepi32_epi8(v));
-        if (kb) {
-          bsum16[i * (k / 16) + (B * blk + c) / 16] =
-              static_cast<int16_t>(_mm512_reduce_add_epi32(v));
-        } else {  // sums of 4: (v0 + v1) + (v2 + v3) per group, exact either way
-          const __m512i s2 = _mm512_add_epi32(v, _mm512_srli_epi64(v, 32));
-          const __m512i s4 = _mm512_add_epi32(s2, _mm512_bsrli_epi128(s2, 8));
-          alignas(64) int32_t t[16];
-          _mm512_store_si512(t, s4);
-          for (int g = 0; g < 4; ++g) sum4[i * (k / 4) + (B * blk + c) / 4 + g] = t[4 * g];
-        }
+      }
+      if (kb) {  // the sums of 4 (vpdpbusd with ones), then of 16 by two rounds of pairs
+        const __m512i even =
+            _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+        __m512i s4[4], s8[2];
+        for (int t = 0; t < 4; ++t)
+          s4[t] =
+              _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_loadu_si512(qb + 64 * t));
+        for (int t = 0; t < 2; ++t)
+          s8[t] = _mm512_add_epi32(_mm512_permutex2var_epi32(s4[2 * t], even, s4[2 * t + 1]),
+                                   _mm512_permutex2var_epi32(s4[2 * t], odd, s4[2 * t + 1]));
+        const __m512i s16 = _mm512_add_epi32(_mm512_permutex2var_epi32(s8[0], even, s8[1]),
+                                             _mm512_permutex2var_epi32(s8[0], odd, s8[1]));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(bsum16 + i * (k / 16) + 16 * blk),
+                            _mm512_cvtepi32_epi16(s16));
+      } else {
+        _mm256_storeu_si256(
+            reinterpret_cast<__m256i*>(sum4 + i * (k / 4) + 8 * blk),
+            _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm512_castsi512_si256(ones),
+                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb))));
       }
       d[i * (k / B) + blk] = dd;
     }
@@ -546,14 +655,11 @@ void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, boo
 void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   switch (a.dtype) {
     case SPECD_DTYPE_Q4_K:
-      return cols_q4_k(a, j0, j1, scratch);
+      return cols_q45_k<false>(a, j0, j1, scratch);
     case SPECD_DTYPE_Q5_K:
-      return cols_k(a, j0, j1, scratch, 32, [](const uint8_t* b, KPrep* p, const __m512i* idx) {
-        prep_q45_k<true>(b, p, idx);
-      });
+      return cols_q45_k<true>(a, j0, j1, scratch);
     case SPECD_DTYPE_Q6_K:
-      return cols_k(a, j0, j1, scratch, 16,
-                    [](const uint8_t* b, KPrep* p, const __m512i* idx) { prep_q6_k(b, p, idx); });
+      return cols_q6_k(a, j0, j1, scratch);
     case SPECD_DTYPE_Q4_0:
       return cols_32<ggml::kQ4_0>(a, j0, j1, scratch);
     case SPECD_DTYPE_Q5_0:

@@ -62,11 +62,27 @@ float reduce(float* a, int n) {
   return a[0];
 }
 
+// The lane of element e of a k-quant block (qint.hpp): bits 6, 4, 5, 3 of e for q4_K / q5_K,
+// bits 5, 4, 6, 3 for q6_K.
+unsigned lane_q45_k(unsigned e) {
+  return 8 * ((e >> 6) & 1) + 4 * ((e >> 4) & 1) + 2 * ((e >> 5) & 1) + ((e >> 3) & 1);
+}
+unsigned lane_q6_k(unsigned e) {
+  return 8 * ((e >> 5) & 1) + 4 * ((e >> 4) & 1) + 2 * ((e >> 6) & 1) + ((e >> 3) & 1);
+}
+
+// A k-quant block's f32 step: acc[L] += dd isum[L], then acc[g] -= wm[g] ys[g] (g < 16).
+void k_block_step(float* acc, float dd, const int32_t* isum, const float* wm, float dy,
+                  const int16_t* bs) {
+  for (int l = 0; l < 16; ++l) acc[l] = std::fma(dd, static_cast<float>(isum[l]), acc[l]);
+  for (int g = 0; g < 16; ++g) acc[g] = std::fma(-wm[g], dy * static_cast<float>(bs[g]), acc[g]);
+}
+
 // q4_K (Q5 = false) and q5_K (Q5 = true).
 template <bool Q5>
 float dot_q45_k(const uint8_t* w, const int8_t* y, const float* dy, const int16_t* bs, int64_t nb) {
   constexpr int64_t bytes = Q5 ? 176 : 144;
-  float acc[16] = {}, macc[8] = {};
+  float acc[16] = {};
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = w + bytes * b;
     const int8_t* yb = y + 256 * b;
@@ -75,36 +91,31 @@ float dot_q45_k(const uint8_t* w, const int8_t* y, const float* dy, const int16_
     int32_t isum[16] = {};
     for (unsigned e = 0; e < 256; ++e) {
       const unsigned q = Q5 ? ggml::q5_k_quant(blk, e) : ggml::q4_k_quant(blk + 16, e);
-      isum[(e & 63) >> 2] += static_cast<int32_t>(sc[e >> 5] * q) * yb[e];
+      isum[lane_q45_k(e)] += static_cast<int32_t>(sc[e >> 5] * q) * yb[e];
     }
-    const float dd = ggml::load_f16(blk) * dy[b], dm = ggml::load_f16(blk + 2) * dy[b];
-    for (int l = 0; l < 16; ++l) acc[l] = std::fma(dd, static_cast<float>(isum[l]), acc[l]);
-    for (int l = 0; l < 8; ++l) {
-      const int32_t ms = mn[l] * (bs[16 * b + 2 * l] + bs[16 * b + 2 * l + 1]);
-      macc[l] = std::fma(dm, static_cast<float>(ms), macc[l]);
-    }
+    const float dmin = ggml::load_f16(blk + 2);
+    float wm[16];
+    for (int g = 0; g < 16; ++g) wm[g] = dmin * static_cast<float>(mn[g >> 1]);
+    k_block_step(acc, ggml::load_f16(blk) * dy[b], isum, wm, dy[b], bs + 16 * b);
   }
-  return reduce(acc, 16) - reduce(macc, 8);
+  return reduce(acc, 16);
 }
 
 float dot_q6_k(const uint8_t* w, const int8_t* y, const float* dy, const int16_t* bs, int64_t nb) {
-  float acc[16] = {}, macc[8] = {};
+  float acc[16] = {};
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = w + 210 * b;
     const int8_t* yb = y + 256 * b;
     const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
     int32_t isum[16] = {};
     for (unsigned e = 0; e < 256; ++e)
-      isum[(e & 63) >> 2] += sc[e >> 4] * (ggml::q6_k_quant(blk, e) + 32) * yb[e];
-    const float dd = ggml::load_f16(blk + 208) * dy[b];
-    for (int l = 0; l < 16; ++l) acc[l] = std::fma(dd, static_cast<float>(isum[l]), acc[l]);
-    for (int l = 0; l < 8; ++l) {
-      const int32_t os =
-          32 * (sc[2 * l] * bs[16 * b + 2 * l] + sc[2 * l + 1] * bs[16 * b + 2 * l + 1]);
-      macc[l] = std::fma(dd, static_cast<float>(os), macc[l]);
-    }
+      isum[lane_q6_k(e)] += sc[e >> 4] * (ggml::q6_k_quant(blk, e) + 32) * yb[e];
+    const float dw = ggml::load_f16(blk + 208);
+    float wm[16];
+    for (int g = 0; g < 16; ++g) wm[g] = dw * static_cast<float>(32 * sc[g]);
+    k_block_step(acc, dw * dy[b], isum, wm, dy[b], bs + 16 * b);
   }
-  return reduce(acc, 16) - reduce(macc, 8);
+  return reduce(acc, 16);
 }
 
 // 32-element blocks without a min (q4_0, q5_0, q8_0, iq4_nl): d at byte 0.

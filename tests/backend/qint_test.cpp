@@ -130,7 +130,7 @@ float reference_lowbit(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_
 
 // Output (i, j) of the integer family for weight row `w`.
 float reference(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, int64_t k) {
-  std::vector<float> acc(16, 0.0f), macc(8, 0.0f);
+  std::vector<float> acc(16, 0.0f);
   const uint32_t bytes = ggml::block_layout(dt).bytes;
   if (ggml::block_layout(dt).elements == 32) {
     const bool with_min = dt == SPECD_DTYPE_Q4_1 || dt == SPECD_DTYPE_Q5_1;
@@ -164,7 +164,7 @@ float reference(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, in
     const int8_t* y = a.q.data() + i * k + 256 * b;
     const int* bs = a.bsum.data() + i * (k / 16) + 16 * b;
     const float dy = a.d[i * (k / 256) + b];
-    int isum[16] = {}, msum[8] = {};
+    int isum[16] = {};
     for (unsigned e = 0; e < 256; ++e) {
       int coef;
       if (q4) {
@@ -176,24 +176,26 @@ float reference(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, in
       } else {
         coef = static_cast<int8_t>(blk[192 + e / 16]) * (ggml::q6_k_quant(blk, e) + 32);
       }
-      isum[(e % 64) / 4] += coef * y[e];
+      // qint.hpp's lane of e: bits 6, 4, 5, 3 (q4_K, q5_K) or 5, 4, 6, 3 (q6_K).
+      const unsigned b6 = (e >> 6) & 1, b5 = (e >> 5) & 1, b4 = (e >> 4) & 1, b3 = (e >> 3) & 1;
+      isum[q4 ? 8 * b6 + 4 * b4 + 2 * b5 + b3 : 8 * b5 + 4 * b4 + 2 * b6 + b3] += coef * y[e];
     }
-    for (unsigned l = 0; l < 8; ++l) {
+    const float dw = ggml::load_f16(blk + (q4 ? 0 : 208));
+    const float dd = dw * dy;
+    for (int l = 0; l < 16; ++l) acc[l] = std::fma(dd, static_cast<float>(isum[l]), acc[l]);
+    for (unsigned g = 0; g < 16; ++g) {  // the min (offset) term of the 16 values 16g ..
+      float wm;
       if (q4) {
         unsigned sc, mn;
-        ggml::k_scale_min(blk + 4, l, &sc, &mn);
-        msum[l] = static_cast<int>(mn) * (bs[2 * l] + bs[2 * l + 1]);
+        ggml::k_scale_min(blk + 4, g / 2, &sc, &mn);
+        wm = ggml::load_f16(blk + 2) * static_cast<float>(mn);
       } else {
-        const int8_t* s = reinterpret_cast<const int8_t*>(blk + 192);
-        msum[l] = 32 * (s[2 * l] * bs[2 * l] + s[2 * l + 1] * bs[2 * l + 1]);
+        wm = dw * static_cast<float>(32 * static_cast<int8_t>(blk[192 + g]));
       }
+      acc[g] = std::fma(-wm, dy * static_cast<float>(bs[g]), acc[g]);
     }
-    const float dd = ggml::load_f16(blk + (q4 ? 0 : 208)) * dy;
-    const float dm = q4 ? ggml::load_f16(blk + 2) * dy : dd;
-    for (int l = 0; l < 16; ++l) acc[l] = std::fma(dd, static_cast<float>(isum[l]), acc[l]);
-    for (int l = 0; l < 8; ++l) macc[l] = std::fma(dm, static_cast<float>(msum[l]), macc[l]);
   }
-  return reduce(acc) - reduce(macc);
+  return reduce(acc);
 }
 
 // ---- the checks -----------------------------------------------------------------------------
