@@ -54,10 +54,11 @@ test: deps build
 demo: deps build
 	./scripts/demo.sh $(BUILD)/bin/specd $(DEMO_CONFIG) "$(DEMO_PROMPT)" $(BUILD)/demo
 
-# BENCH_SERVE_ARGS: e.g. --concurrency 1,4,16 --prompts 8 --max-tokens 64 (the defaults).
+# BENCH_SERVE_ARGS: e.g. --concurrency 1,4,16 --prompts 8 --max-tokens 64 (the defaults);
+# --repeats 3 (each cell three times, modes interleaved) unless given here.
 BENCH_SERVE_ARGS ?=
 bench-serve: build
-	python3 bench/serve/serve_bench.py --specd $(BUILD)/bin/specd --out bench-serve-out \
+	python3 bench/serve/serve_bench.py --specd $(BUILD)/bin/specd --out bench-serve-out --repeats 3 \
 	  $(BENCH_SERVE_ARGS)
 
 install: build

@@ -8,22 +8,31 @@ k = "auto", the draft length chosen per round from acceptance, draft cost and th
 "off" = {"proposer": "none"}) and each concurrency level drives the prompts of the task suites in bench/tasks through
 POST /v1/completions with "stream": true, `concurrency` requests in flight at a time.
 
-Measured per (mode, concurrency) cell:
-  throughput      completion tokens (from each stream's usage chunk) / wall time of the cell
+Each (mode, concurrency) cell is run --repeats times. Within a concurrency level and a
+repeat the modes run back to back, "off" first (off, auto, on, off, auto, on, ...), so that
+a slow spell of the machine hits the modes of one repeat alike, and each mode is compared
+with the "off" run of its own repeat (a paired ratio).
+
+Measured per (mode, concurrency) cell, per run (report.json "runs") and as the median over
+the runs (the cell's own fields):
+  throughput      completion tokens (from each stream's usage chunk) / wall time of the run
   TTFT p50/p99    request sent -> first chunk with text
   ITL p50/p99     gaps between successive text chunks of a stream as the client reads them
                   (a chunk carries one token's text; chunks written together arrive
                   together, e.g. a run speculation accepted at once)
   TPOT p50/p99    time per output token of a request: (last text - first text) / (tokens - 1)
   tau             completion tokens per target pass, over the cell (usage drafted/accepted)
-  vs off          throughput over the "off" cell's at the same concurrency
+  vs off          per repeat, throughput over that repeat's "off" run at the same
+                  concurrency; the cell's vs_off is their median, vs_off_min / vs_off_max
+                  their spread (the ratios are in vs_off_runs)
 
 Writes OUT/report.json (every number, the command, the machine), OUT/report.md (the table)
 and OUT/serve.svg (throughput and time per output token by concurrency, on vs off).
 
 usage: serve_bench.py [--specd build/bin/specd] [--config FILE] [--port P]
                       [--concurrency 1,4,16] [--tasks code,prose,copy,free] [--prompts 8]
-                      [--max-tokens 64] [--modes on,auto,off] [--out bench-serve-out]
+                      [--max-tokens 64] [--modes on,auto,off] [--repeats 1]
+                      [--out bench-serve-out]
 """
 
 import argparse
@@ -66,6 +75,46 @@ def percentile(values, q):
     k = (len(v) - 1) * q / 100.0
     lo, hi = int(k), min(int(k) + 1, len(v) - 1)
     return v[lo] + (v[hi] - v[lo]) * (k - lo)
+
+
+def median(values):
+    return percentile(values, 50)
+
+
+# Per run: counts (summed over a cell's runs) and rates / latencies (their median).
+COUNTS = ("requests", "completed", "wall_s", "completion_tokens", "drafted", "accepted")
+RATES = ("throughput_tok_s", "ttft_ms_p50", "ttft_ms_p99", "itl_ms_p50", "itl_ms_p99",
+         "tpot_ms_p50", "tpot_ms_p99", "tau")
+
+
+def summarize(mode, concurrency, runs):
+    """A cell from its runs (one per repeat): counts summed, the rest the runs' median."""
+    cell = {"mode": mode, "concurrency": concurrency, "repeats": len(runs)}
+    for key in COUNTS:
+        cell[key] = round(sum(r[key] for r in runs), 4)
+    for key in RATES:
+        vals = [r[key] for r in runs if r[key] is not None]
+        cell[key] = round(median(vals), 3) if vals else None
+    tput = [r["throughput_tok_s"] or 0 for r in runs]
+    cell["throughput_tok_s_min"], cell["throughput_tok_s_max"] = min(tput), max(tput)
+    cell["errors"] = [e for r in runs for e in r["errors"]]
+    cell["runs"] = [{k: v for k, v in r.items() if k != "texts"} for r in runs]
+    cell["texts"] = [r["texts"] for r in runs]
+    return cell
+
+
+def compare_with_off(cell, off):
+    """Paired by repeat: each run's throughput over the off run of the same repeat, and
+    whether every greedy text equals off's."""
+    if off is None or cell is off:
+        return
+    cell["texts_equal_off"] = all(t == o for t, o in zip(cell["texts"], off["texts"]))
+    ratios = [round((r["throughput_tok_s"] or 0) / o["throughput_tok_s"], 3)
+              for r, o in zip(cell["runs"], off["runs"]) if o["throughput_tok_s"]]
+    if ratios:
+        cell["vs_off_runs"] = ratios
+        cell["vs_off"] = round(median(ratios), 3)
+        cell["vs_off_min"], cell["vs_off_max"] = min(ratios), max(ratios)
 
 
 def run_cell(port, prompts, concurrency, speculative, max_tokens):
@@ -177,16 +226,27 @@ def write_markdown(path, report):
         "Speculation %s." % (
             ",".join(a["tasks"]), a["prompts"], report["requests_per_cell"], a["max_tokens"],
             "; ".join("%s = %s" % (m, json.dumps(MODES[m])) for m in a["modes"])), "",
+        "Each cell: %d run%s, modes interleaved per repeat (off first); throughput, "
+        "latencies and τ are the runs' median; vs off is the median of the paired ratios "
+        "(each run over the off run of its repeat), min–max in brackets." % (
+            a.get("repeats", 1), "" if a.get("repeats", 1) == 1 else "s"), "",
         "| speculation | concurrency | throughput (tok/s) | vs off | TTFT p50 (ms) "
         "| TTFT p99 (ms) | ITL p50 (ms) | ITL p99 (ms) | TPOT p50 (ms) | TPOT p99 (ms) | τ "
         "| errors |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     fmt = lambda v: "—" if v is None else ("%.1f" % v if isinstance(v, float) else str(v))  # noqa
+
+    def vs_off(c):
+        if c.get("vs_off") is None:
+            return "—"
+        if len(c.get("vs_off_runs", [])) < 2:
+            return "%.2f×" % c["vs_off"]
+        return "%.2f× (%.2f–%.2f)" % (c["vs_off"], c["vs_off_min"], c["vs_off_max"])
     for c in report["cells"]:
         lines.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |" % (
             c["mode"], c["concurrency"], fmt(c["throughput_tok_s"]),
-            "—" if c.get("vs_off") is None else "%.2f×" % c["vs_off"], fmt(c["ttft_ms_p50"]),
+            vs_off(c), fmt(c["ttft_ms_p50"]),
             fmt(c["ttft_ms_p99"]), fmt(c["itl_ms_p50"]), fmt(c["itl_ms_p99"]),
             fmt(c["tpot_ms_p50"]), fmt(c["tpot_ms_p99"]),
             "—" if c["tau"] is None else "%.2f" % c["tau"], len(c["errors"])))
@@ -211,15 +271,18 @@ def write_svg(path, report):
     levels = sorted({c["concurrency"] for c in cells})
     colors = {"on": "#1f77b4", "auto": "#2ca02c", "off": "#ff7f0e"}
     W, H, pad = 760, 300, 50
+    runs = report["args"].get("repeats", 1)
     panel_w = (W - 3 * pad) / 2
     out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
            'font-family="sans-serif" font-size="12">' % (W, H),
            '<rect width="100%" height="100%" fill="white"/>']
-    for p, (key, title) in enumerate([("throughput_tok_s", "throughput (tokens/s)"),
+    suffix = "" if runs == 1 else ", median of %d runs" % runs
+    for p, (key, title) in enumerate([("throughput_tok_s", "throughput (tokens/s)" + suffix),
                                       ("tpot_ms_p50", "time per output token p50 (ms)")]):
         x0 = pad + p * (panel_w + pad)
         y0, h = 40, H - 100
-        vals = [c[key] or 0 for c in cells]
+        vals = [c[key] or 0 for c in cells] + [c.get("throughput_tok_s_max") or 0
+                                                for c in cells if key == "throughput_tok_s"]
         top = max(vals + [1e-9]) * 1.15
         out.append('<text x="%.1f" y="24" text-anchor="middle" font-weight="bold">%s</text>' %
                    (x0 + panel_w / 2, title))
@@ -247,6 +310,12 @@ def write_svg(path, report):
                            '<title>%s c=%d: %.3g</title></rect>' %
                            (gx + mi * bar, y0 + h - bh, bar - 2, bh, colors.get(mode, "#888"),
                             mode, level, v))
+                if c and key == "throughput_tok_s" and c.get("repeats", 1) > 1:
+                    # The runs' spread (min to max) over the median bar.
+                    xm = gx + mi * bar + (bar - 2) / 2
+                    out.append('<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="black"/>' %
+                               (xm, y0 + h - h * c["throughput_tok_s_min"] / top, xm,
+                                y0 + h - h * c["throughput_tok_s_max"] / top))
     for mi, mode in enumerate(modes):
         x = pad + mi * 170
         out.append('<rect x="%d" y="%d" width="12" height="12" fill="%s"/>' %
@@ -269,8 +338,13 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--modes", default="on,auto,off",
                     help="speculation modes, any of on (k = 3), auto (k = \"auto\"), off")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="runs of every cell, the modes interleaved; the report gives medians "
+                    "and the paired ratio to off per repeat")
     ap.add_argument("--out", default="bench-serve-out")
     a = ap.parse_args()
+    if a.repeats < 1:
+        ap.error("--repeats: %d; at least 1" % a.repeats)
     levels = [int(x) for x in a.concurrency.split(",")]
     modes = a.modes.split(",")
     for m in modes:
@@ -296,26 +370,32 @@ def main():
             ss.stream(port, "/v1/completions", {"prompt": prompts[0][1], "max_tokens": 8,
                                                 "speculative": MODES[m]})
         cells = []
+        # Off first, then the others, interleaved per repeat (see the header).
+        order = sorted(modes, key=lambda m: m != "off")
         for level in levels:
-            for m in modes:
-                cell = run_cell(port, prompts, level, MODES[m], a.max_tokens)
-                cell.update(mode=m, concurrency=level)
-                cells.append(cell)
-                print("speculation %-4s c=%-3d %8.1f tok/s  TTFT p50 %s ms  ITL p50 %s ms  "
-                      "errors %d" % (m, level, cell["throughput_tok_s"] or 0, cell["ttft_ms_p50"],
-                                     cell["itl_ms_p50"], len(cell["errors"])), flush=True)
+            runs = {m: [] for m in modes}
+            for rep in range(a.repeats):
+                for m in order:
+                    run = run_cell(port, prompts, level, MODES[m], a.max_tokens)
+                    runs[m].append(run)
+                    print("speculation %-4s c=%-3d run %d/%d %8.1f tok/s  TTFT p50 %s ms  "
+                          "ITL p50 %s ms  tau %s  errors %d" % (
+                              m, level, rep + 1, a.repeats, run["throughput_tok_s"] or 0,
+                              run["ttft_ms_p50"], run["itl_ms_p50"], run["tau"],
+                              len(run["errors"])), flush=True)
+            level_cells = [summarize(m, level, runs[m]) for m in modes]
+            cells += level_cells
             # Greedy with an exact rule: speculation must not change a single text; and each
-            # mode's throughput against plain decoding at this concurrency.
-            level_cells = [c for c in cells if c["concurrency"] == level]
+            # mode's throughput against plain decoding at this concurrency, repeat by repeat.
             off = next((c for c in level_cells if c["mode"] == "off"), None)
             for c in level_cells:
-                if off is None or c is off:
-                    continue
-                c["texts_equal_off"] = c["texts"] == off["texts"]
-                if off["throughput_tok_s"]:
-                    c["vs_off"] = round((c["throughput_tok_s"] or 0) / off["throughput_tok_s"], 3)
-                if not c["texts_equal_off"]:
+                compare_with_off(c, off)
+                if c.get("texts_equal_off") is False:
                     print("speculation %s and off gave different texts at c=%d" % (c["mode"], level))
+                if c.get("vs_off") is not None:
+                    print("c=%-3d %-4s vs off: median %.3f (%.3f..%.3f over %d repeats)" % (
+                        level, c["mode"], c["vs_off"], c["vs_off_min"], c["vs_off_max"],
+                        len(c["vs_off_runs"])), flush=True)
     finally:
         status = server.stop() if server else 0
         if server:
@@ -323,12 +403,16 @@ def main():
     report = {
         "command": " ".join(["python3", "bench/serve/serve_bench.py"] + sys.argv[1:]),
         "args": {"concurrency": levels, "tasks": a.tasks.split(","), "prompts": a.prompts,
-                 "max_tokens": a.max_tokens, "modes": modes, "port": a.port},
+                 "max_tokens": a.max_tokens, "modes": modes, "port": a.port,
+                 "repeats": a.repeats},
         "speculative": {m: MODES[m] for m in modes},
         "requests_per_cell": len(prompts),
         "machine": machine(),
         "server_exit_status": status,
         "cells": [{k: v for k, v in c.items() if k != "texts"} for c in cells],
+        "cell_fields": "per run in runs[]; in the cell, %s summed over the runs and %s the "
+                       "runs' median; vs_off the median of the paired ratios vs_off_runs" % (
+                           ", ".join(COUNTS), ", ".join(RATES)),
     }
     with open(os.path.join(a.out, "report.json"), "w") as f:
         json.dump(report, f, indent=2)
