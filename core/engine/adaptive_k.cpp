@@ -260,7 +260,10 @@ bool AdaptiveK::worth_catching_up(const AdaptiveKHorizon& horizon, bool probe) c
                       round * (probe && !draft_.count() ? 2 : 1);
   const double remaining = horizon.remaining, s = optimistic_speedup();
   const double gain = remaining * (1 - 1 / s);
-  return gain >= kRepayFactor * cost || (probe && cost <= kCheckShare * remaining);
+  // Under load every sequence in the step waits out this one's checks, and each of them
+  // runs its own: the share of the remaining time is split between them (see the header).
+  const double sharing = loaded() ? 1.0 + load_.other_sequences : 1.0;
+  return gain >= kRepayFactor * cost || (probe && cost * sharing <= kCheckShare * remaining);
 }
 
 uint32_t AdaptiveK::best_k() const {

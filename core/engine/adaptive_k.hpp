@@ -61,6 +61,12 @@
 // d the draft seconds per token (drafting runs on the scheduler's one thread, inside the
 // step). At batch 1 (o = R = 0) it is E(k) / (v(k) + k·c) again; at batch 16 extra rows slow
 // every sequence's step, so k falls, down to 0, unless acceptance pays for them.
+//
+// The catch-up and a probe's draft run inside the step too, so every sequence in it waits
+// them out: their cost above is in steps of the whole batch, and so is the gain (S is the
+// step's throughput). A check where even S⁺ says drafting loses is paid by the batch, but
+// each of the n = other_sequences + 1 sequences runs its own checks: each may spend at most
+// 1/(64·n) of the remaining time on them, so that all n together stay within 1/64.
 #pragma once
 
 #include <cstdint>
@@ -103,6 +109,7 @@ struct AdaptiveKLoad {
   const PassCost* cost = nullptr;  // the scheduler's pass times by rows; null = no load model
   uint32_t other_rows = 0;         // rows the other sequences put in a step
   double other_tokens = 0;         // tokens the other sequences emit per step
+  uint32_t other_sequences = 0;    // sequences sharing the step (each waits out its draft)
 };
 
 class AdaptiveK {

@@ -13,6 +13,7 @@ void PassCost::observe(uint32_t rows, double seconds) {
   wxx_ = keep * wxx_ + x * x;
   wy_ = keep * wy_ + y;
   wxy_ = keep * wxy_ + x * y;
+  wyy_ = keep * wyy_ + y * y;
   ++n_;
 }
 
@@ -27,7 +28,11 @@ void PassCost::fit(double& a, double& b) const {
     b = my / mx;
     return;
   }
-  b = std::max(0.0, cov / var);
+  // The slope (at least 0: more rows never cost less) plus its standard error (see the
+  // header): pessimistic where the rows seen barely vary or the times are noisy.
+  const double var_y = std::max(0.0, wyy_ / w_ - my * my);
+  const double residual = std::max(0.0, var_y - cov * cov / var);
+  b = std::max(0.0, cov / var) + std::sqrt(residual / (w_ * var));
   a = my - b * mx;
   if (a < 0) {  // a line through the origin instead: no negative fixed cost
     a = 0;

@@ -12,7 +12,15 @@
 // makes the line local to the current load: at batch 1 the passes seen are of few rows
 // (memory bound, b small), at batch 16 of many (compute bound). Before two distinct row
 // counts are seen a pass is assumed to cost in proportion to its rows (pessimistic: drafting
-// must prove itself). Thread rule: one thread at a time.
+// must prove itself).
+//
+// Likewise the slope used is the fitted one (at least 0) plus its standard error (from the
+// residuals: se(b)² = residual variance ÷ (Σw · variance of the rows)), at most the slope of a line
+// through the origin. Under a steady load the rows of a step barely vary (4 sequences: 4
+// rows, 5 when one drafts), and on a shared machine the times are noisy: the plain fit's
+// slope then rests on a few points and often comes out near 0, so that a drafted row looks
+// free where it costs a fifth of the step. With the error added, extra rows count as cheap
+// only once passes over varied rows show it. Thread rule: one thread at a time.
 #pragma once
 
 #include <cstdint>
@@ -26,13 +34,14 @@ class PassCost {
   // Estimated seconds of a pass over `rows` rows (> 0).
   double time(uint32_t rows) const;
   double fixed_s() const;    // a
-  double per_row_s() const;  // b
+  double per_row_s() const;  // b (the fitted slope plus its standard error)
   uint64_t observations() const { return n_; }
 
  private:
   void fit(double& a, double& b) const;
   double decay_;
-  double w_ = 0, wx_ = 0, wxx_ = 0, wy_ = 0, wxy_ = 0;  // decayed sums (x = rows, y = seconds)
+  // Decayed sums (x = rows, y = seconds).
+  double w_ = 0, wx_ = 0, wxx_ = 0, wy_ = 0, wxy_ = 0, wyy_ = 0;
   uint64_t n_ = 0;
 };
 

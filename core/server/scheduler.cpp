@@ -37,8 +37,11 @@ struct Scheduler::Running {
   BatchVerifier* kv = nullptr;
   std::unique_ptr<Sequence> sequence;
   uint32_t reserved = 0;  // KV rows held against the budget
-  uint32_t rows = 0;      // its rows in the last pass
-  double tokens = 0;      // tokens it emitted in the last step
+  // Its share of the next step, as the last one showed it (a prefill chunk counts as the
+  // plain round that follows it: one row, one token); `counted` says it is in the totals.
+  uint32_t rows = 0;
+  double tokens = 0;
+  bool counted = false;
   bool in_pass = false;
   bool prefill = false;  // its rows in the pass are a prefill chunk
 };
@@ -307,11 +310,18 @@ void Scheduler::step() {
       if (run.job->cancelled) run.sequence->stop("cancelled");
       run.prefill = run.kv->prefilling();
       if (run.adaptive) {
-        // The others' share of the step, from the last one (adaptive k under load).
+        // The others' share of the step, from the last one (adaptive k under load). Alone,
+        // the controller times its own rounds as in `specd run`: the scheduler's pass times
+        // (plain passes of one row, the prefill chunks left out) say nothing yet of what a
+        // drafted row costs.
         AdaptiveKLoad load;
-        load.cost = &pass_cost_;
-        load.other_rows = step_rows_ > run.rows ? step_rows_ - run.rows : 0;
-        load.other_tokens = std::max(0.0, step_tokens_ - run.tokens);
+        const uint32_t self = run.counted ? 1 : 0;
+        load.other_sequences = step_sequences_ > self ? step_sequences_ - self : 0;
+        if (load.other_sequences > 0) {
+          load.cost = &pass_cost_;
+          load.other_rows = step_rows_ > run.rows ? step_rows_ - run.rows : 0;
+          load.other_tokens = std::max(0.0, step_tokens_ - run.tokens);
+        }
         run.adaptive->set_load(load);
       }
       if (!run.prefill && (run.sequence->done() || !run.sequence->begin_round())) {
@@ -322,6 +332,7 @@ void Scheduler::step() {
       entries.push_back(run.kv->entry());
       run.rows = static_cast<uint32_t>(entries.back().tokens.size());
       run.tokens = 0;
+      run.counted = false;
       run.in_pass = true;
     } catch (const std::exception& e) {
       fail(it, e);
@@ -347,9 +358,12 @@ void Scheduler::step() {
   const double pass_s = std::chrono::duration<double>(Clock::now() - t0).count();
   uint32_t rows = 0;
   for (const ForwardEntry& e : entries) rows += static_cast<uint32_t>(e.tokens.size());
-  pass_cost_.observe(rows, pass_s);
-  step_rows_ = rows;
+  // The next step's load: the sequences that go on, each at its share (see Running).
+  step_rows_ = 0;
   step_tokens_ = 0;
+  step_sequences_ = 0;
+  bool prefill = false;
+  double rounds_s = 0;  // turning the rounds' rows into distributions, accepting, emitting
   for (auto it = active_.begin(); it != active_.end();) {
     Running& run = **it;
     if (!run.in_pass) {
@@ -360,24 +374,37 @@ void Scheduler::step() {
       run.kv->pass_done();
       if (run.prefill) {
         run.sequence->stats().prefill_s += pass_s;
+        prefill = true;
+        run.rows = 1;
+        run.tokens = 1;
       } else {
         const GenerationStats& st = run.sequence->stats();
         const uint64_t before = st.rounds + st.accepted;
+        const auto r0 = Clock::now();
         run.sequence->end_round(pass_s);
+        rounds_s += std::chrono::duration<double>(Clock::now() - r0).count();
         run.tokens = static_cast<double>(st.rounds + st.accepted - before);
-        step_tokens_ += run.tokens;
         if (run.sequence->done()) {
           finish(run, nullptr);
           it = active_.erase(it);
           continue;
         }
       }
+      step_rows_ += run.rows;
+      step_tokens_ += run.tokens;
+      ++step_sequences_;
+      run.counted = true;
     } catch (const std::exception& e) {
       fail(it, e);
       continue;
     }
     ++it;
   }
+  // A step's cost by its rows: the pass and the per-row work after it (as a round at batch
+  // 1 is charged, AdaptiveK). Steps with a prefill chunk are left out: a chunk's rows cost
+  // far less each than a round's and come and go with arrivals, so they would make the
+  // rows a draft adds look cheap.
+  if (!prefill) pass_cost_.observe(rows, pass_s + rounds_s);
 }
 
 }  // namespace specd::server

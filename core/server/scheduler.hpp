@@ -109,9 +109,12 @@ class Scheduler {
   bool stopping_ = false;
   std::atomic<size_t> running_{0};
   std::list<std::unique_ptr<Running>> active_;  // the worker's alone
-  PassCost pass_cost_;        // target pass time by total rows (adaptive k under load)
-  uint32_t step_rows_ = 0;    // rows of the last step's pass
-  double step_tokens_ = 0;    // tokens the last step emitted
+  PassCost pass_cost_;  // a step's time by total rows (adaptive k under load)
+  // The next step's load as the last one showed it: the sequences that go on, each at its
+  // share (a prefill chunk as the one-row round that follows it), for AdaptiveKLoad.
+  uint32_t step_rows_ = 0;
+  double step_tokens_ = 0;
+  uint32_t step_sequences_ = 0;
   bool worker_done_ = false;  // under mutex_: the worker has returned
   std::thread worker_;
 };

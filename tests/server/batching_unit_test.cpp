@@ -98,6 +98,61 @@ TEST_CASE("adaptive k under load keeps its pass times out of its own per-row est
   CHECK(a.next_k() > 0);  // no plain round to time first: the scheduler's model has the times
 }
 
+TEST_CASE("pass cost: steady rows on a noisy machine do not make an extra row look free") {
+  // 4 sequences on a CPU: a step costs 0.38 + 0.27·M ms, almost always over 4 rows; one in
+  // ten is over 5 (a sequence drafted); ±25% noise in a fixed pattern, and the 5-row
+  // steps happened to land on fast moments. The plain fit's slope comes out below 0.
+  PassCost cost;
+  for (int i = 0; i < 200; ++i) {
+    const uint32_t rows = i % 10 == 9 ? 5 : 4;
+    const double noise = rows == 5 ? 0.9 : 1.0 + 0.25 * double(int(i * 7919 % 21) - 10) / 10.0;
+    cost.observe(rows, (0.38 + 0.27 * rows) * noise * 1e-3);
+  }
+  // The fitted slope alone says a fifth row is free or cheaper; with its error it costs
+  // a share of a row (truly 0.27 ms, a 4-row step 1.46 ms: v(1) ≈ 1.18).
+  CHECK(cost.per_row_s() > 0.08e-3);
+  CHECK(cost.time(5) / cost.time(4) > 1.05);
+  // Never dearer than in proportion to the rows (a line through the origin).
+  CHECK(cost.time(5) / cost.time(4) <= 5.0 / 4.0 + 1e-9);
+  // Exact times over varied rows: the line itself, no margin.
+  PassCost exact;
+  for (int i = 0; i < 100; ++i) exact.observe(1 + i % 8, (0.38 + 0.27 * (1 + i % 8)) * 1e-3);
+  CHECK(exact.per_row_s() == doctest::Approx(0.27e-3).epsilon(1e-6));
+  CHECK(exact.fixed_s() == doctest::Approx(0.38e-3).epsilon(1e-6));
+}
+
+TEST_CASE("adaptive k under load: a check every sequence waits out is split between them") {
+  // Drafting loses even optimistically (nothing accepted), so a probe is only a rare check, allowed
+  // while it costs at most 1/64 of the time to go. Under load every sequence in the step
+  // waits out its draft, and each runs its own checks: with 16 sequences each may spend a
+  // sixteenth of that.
+  PassCost cost;
+  for (int i = 0; i < 100; ++i) cost.observe(1 + i % 8, (0.38 + 0.27 * (1 + i % 8)) * 1e-3);
+  AdaptiveK a;
+  a.set_load({&cost, 0, 0, 0});
+  for (int i = 0; i < 400; ++i) {
+    AdaptiveKRound r;
+    r.drafted = 1;
+    r.accepted = 0;
+    r.draft_s = 0.05e-3;
+    a.observe(r);
+  }
+  // A probe with nothing to catch up on, 40 tokens to go: its draft and extra row cost
+  // 0.07 of a 16-row step, under 40/64 alone, over it 16 times.
+  const AdaptiveKHorizon horizon{40, 1};
+  for (uint32_t others : {0u, 15u}) {
+    // The same step either way: `others` sequences at one row and one token, plus rows
+    // that keep the step at 16 (so only the sharing differs, not the prices).
+    a.set_load({&cost, 15, double(others), others});
+    CAPTURE(others);
+    REQUIRE(a.optimistic_speedup() <= 1.0);
+    CHECK(a.worth_catching_up(horizon, true) == (others == 0));
+  }
+  // Alone (batch 1) the same check is allowed, as before.
+  a.set_load({&cost, 0, 0, 0});
+  CHECK(a.worth_catching_up(horizon, true));
+}
+
 TEST_CASE("KV admission: reservations, capped by the context and the budget") {
   using server::KvAdmission;
   KvAdmission kv(100);
