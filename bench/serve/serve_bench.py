@@ -9,9 +9,11 @@ k = "auto", the draft length chosen per round from acceptance, draft cost and th
 POST /v1/completions with "stream": true, `concurrency` requests in flight at a time.
 
 Each (mode, concurrency) cell is run --repeats times. Within a concurrency level and a
-repeat the modes run back to back, "off" first (off, auto, on, off, auto, on, ...), so that
-a slow spell of the machine hits the modes of one repeat alike, and each mode is compared
-with the "off" run of its own repeat (a paired ratio).
+repeat the modes run back to back, "off" first and every other repeat in reverse (off, auto,
+on, on, auto, off, off, ...: a drift of the machine's speed favours no mode), so that a slow
+spell hits the modes of one repeat alike, and each mode is compared with the "off" run of
+its own repeat (a paired ratio). Before a level's first repeat every mode runs once at that
+concurrency, untimed, with 8 tokens per request (the server's per-sequence state built).
 
 Measured per (mode, concurrency) cell, per run (report.json "runs") and as the median over
 the runs (the cell's own fields):
@@ -226,8 +228,8 @@ def write_markdown(path, report):
         "Speculation %s." % (
             ",".join(a["tasks"]), a["prompts"], report["requests_per_cell"], a["max_tokens"],
             "; ".join("%s = %s" % (m, json.dumps(MODES[m])) for m in a["modes"])), "",
-        "Each cell: %d run%s, modes interleaved per repeat (off first); throughput, "
-        "latencies and τ are the runs' median; vs off is the median of the paired ratios "
+        "Each cell: %d run%s, modes interleaved per repeat (off first, every other repeat "
+        "in reverse); throughput, latencies and τ are the runs' median; vs off is the median of the paired ratios "
         "(each run over the off run of its repeat), min–max in brackets." % (
             a.get("repeats", 1), "" if a.get("repeats", 1) == 1 else "s"), "",
         "| speculation | concurrency | throughput (tok/s) | vs off | TTFT p50 (ms) "
@@ -370,12 +372,17 @@ def main():
             ss.stream(port, "/v1/completions", {"prompt": prompts[0][1], "max_tokens": 8,
                                                 "speculative": MODES[m]})
         cells = []
-        # Off first, then the others, interleaved per repeat (see the header).
+        # Off first, then the others, interleaved per repeat, every other repeat in reverse
+        # (see the header).
         order = sorted(modes, key=lambda m: m != "off")
         for level in levels:
+            # Untimed: every mode at this concurrency once (the server's per-sequence state
+            # for `level` sequences built: KV caches, proposers).
+            for m in order:
+                run_cell(port, prompts[:level], level, MODES[m], 8)
             runs = {m: [] for m in modes}
             for rep in range(a.repeats):
-                for m in order:
+                for m in (order if rep % 2 == 0 else order[::-1]):
                     run = run_cell(port, prompts, level, MODES[m], a.max_tokens)
                     runs[m].append(run)
                     print("speculation %-4s c=%-3d run %d/%d %8.1f tok/s  TTFT p50 %s ms  "
