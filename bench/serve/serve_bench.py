@@ -229,8 +229,9 @@ def write_markdown(path, report):
             ",".join(a["tasks"]), a["prompts"], report["requests_per_cell"], a["max_tokens"],
             "; ".join("%s = %s" % (m, json.dumps(MODES[m])) for m in a["modes"])), "",
         "Each cell: %d run%s, modes interleaved per repeat (off first, every other repeat "
-        "in reverse); throughput, latencies and τ are the runs' median; vs off is the median of the paired ratios "
-        "(each run over the off run of its repeat), min–max in brackets." % (
+        "in reverse); throughput, latencies and τ are the runs' median; vs off is the "
+        "median of the paired ratios (each run over the off run of its repeat), min–max in "
+        "brackets." % (
             a.get("repeats", 1), "" if a.get("repeats", 1) == 1 else "s"), "",
         "| speculation | concurrency | throughput (tok/s) | vs off | TTFT p50 (ms) "
         "| TTFT p99 (ms) | ITL p50 (ms) | ITL p99 (ms) | TPOT p50 (ms) | TPOT p99 (ms) | τ "
