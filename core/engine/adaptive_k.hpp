@@ -67,6 +67,7 @@
 // step's throughput). A check where even S⁺ says drafting loses is paid by the batch, but
 // each of the n = other_sequences + 1 sequences runs its own checks: each may spend at most
 // 1/(64·n) of the remaining time on them, so that all n together stay within 1/64.
+// (A scheduler gives a sequence that runs alone no load model: it times its own rounds.)
 #pragma once
 
 #include <cstdint>
