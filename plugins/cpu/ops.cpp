@@ -8,6 +8,7 @@
 
 #include "decode.hpp"
 #include "gemm_kernels.hpp"
+#include "vexp.hpp"
 
 namespace specd::cpu {
 namespace {
@@ -80,13 +81,73 @@ void get_rows(ThreadPool& pool, const Mat& table, const int32_t* ids, const Mat&
   });
 }
 
+namespace {
+
+[[gnu::target("avx512f")]] void exp_array_avx512(const float* in, float* out, int64_t n) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) _mm512_storeu_ps(out + j, exp16(_mm512_loadu_ps(in + j)));
+  if (j < n) {
+    const __mmask16 tail = static_cast<__mmask16>((1u << (n - j)) - 1);
+    _mm512_mask_storeu_ps(out + j, tail, exp16(_mm512_maskz_loadu_ps(tail, in + j)));
+  }
+}
+
+[[gnu::target("avx2")]] void exp_array_avx2(const float* in, float* out, int64_t n) {
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(out + j, exp8(_mm256_loadu_ps(in + j)));
+  for (; j < n; ++j) out[j] = exp_ref(in[j]);
+}
+
+// o[j] = g[j] / (1 + exp_ref(-g[j])) * u[j], 16 lanes at a time (the same operations).
+[[gnu::target("avx512f")]] void swiglu_row_avx512(const float* g, const float* u, float* o,
+                                                  int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512i sign = _mm512_set1_epi32(INT32_MIN);
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    const __m512 gv = _mm512_loadu_ps(g + j);
+    const __m512 e = exp16(_mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(gv), sign)));
+    _mm512_storeu_ps(
+        o + j, _mm512_mul_ps(_mm512_div_ps(gv, _mm512_add_ps(one, e)), _mm512_loadu_ps(u + j)));
+  }
+  for (; j < n; ++j) o[j] = g[j] / (1.0f + exp_ref(-g[j])) * u[j];
+}
+
+[[gnu::target("avx2")]] void swiglu_row_avx2(const float* g, const float* u, float* o, int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 gv = _mm256_loadu_ps(g + j);
+    const __m256 e = exp8(_mm256_xor_ps(gv, sign));
+    _mm256_storeu_ps(
+        o + j, _mm256_mul_ps(_mm256_div_ps(gv, _mm256_add_ps(one, e)), _mm256_loadu_ps(u + j)));
+  }
+  for (; j < n; ++j) o[j] = g[j] / (1.0f + exp_ref(-g[j])) * u[j];
+}
+
+}  // namespace
+
+void exp_array(const float* in, float* out, int64_t n) {
+  if (avx512_available()) return exp_array_avx512(in, out, n);
+  if (avx2_available()) return exp_array_avx2(in, out, n);
+  for (int64_t j = 0; j < n; ++j) out[j] = exp_ref(in[j]);
+}
+
+// SiLU(gate) * up with exp_ref (vexp.hpp): the same bits with AVX-512, AVX2 or neither.
 void swiglu(ThreadPool& pool, const Mat& gate, const Mat& up, const Mat& y) {
   const int64_t n = gate.cols;
+  const bool avx512 = avx512_available(), avx2 = avx2_available();
   for_rows(pool, gate.rows, n, [&](int64_t i) {
     const float* g = gate.f32_row(i);
     const float* u = up.f32_row(i);
     float* o = y.f32_row(i);
-    for (int64_t j = 0; j < n; ++j) o[j] = g[j] / (1.0f + std::exp(-g[j])) * u[j];
+    if (avx512) {
+      swiglu_row_avx512(g, u, o, n);
+    } else if (avx2) {
+      swiglu_row_avx2(g, u, o, n);
+    } else {
+      for (int64_t j = 0; j < n; ++j) o[j] = g[j] / (1.0f + exp_ref(-g[j])) * u[j];
+    }
   });
 }
 
@@ -161,9 +222,11 @@ namespace {
     mx = s > mx ? s : mx;
   }
   for (int64_t d = 0; d < hd; ++d) acc[d] = 0.0f;
+  for (int64_t j = 0; j < n_keys; ++j) scores[j] = scores[j] - mx;
+  exp_array(scores, scores, n_keys);
   float sum = 0;
   for (int64_t j = 0; j < n_keys; ++j) {  // keys in logical order
-    const float e = std::exp(scores[j] - mx);
+    const float e = scores[j];
     sum += e;
     const float* vj = v.f32_row(slot(j)) + kv_off;
     for (int64_t d = 0; d < hd; ++d) acc[d] += e * vj[d];
@@ -173,7 +236,7 @@ namespace {
 
 // attend_head for head_dim HD (a multiple of 16) with AVX-512, the query and the sum of
 // values in registers: dot16's lanes (16 products added in k order from +0, then lanes
-// l + 8, l + 4, l + 2, l + 1), the same scalar exp and sums, the same products and adds
+// l + 8, l + 4, l + 2, l + 1), the same exp_ref and sums, the same products and adds
 // of the values: the bits of attend_head.
 // (GCC 12 warns about _mm256_undefined_pd() inside its own intrinsics headers.)
 #pragma GCC diagnostic push
@@ -205,9 +268,11 @@ template <int HD>
   }
   __m512 acc[V];
   for (int c = 0; c < V; ++c) acc[c] = _mm512_setzero_ps();
+  for (int64_t j = 0; j < n_keys; ++j) scores[j] = scores[j] - mx;
+  exp_array(scores, scores, n_keys);
   float sum = 0;
   for (int64_t j = 0; j < n_keys; ++j) {
-    const float e = std::exp(scores[j] - mx);
+    const float e = scores[j];
     sum += e;
     const float* vj = v.f32_row(slot(j)) + kv_off;
     const __m512 ev = _mm512_set1_ps(e);

@@ -1,10 +1,10 @@
 // The integer family on AVX-512 (F/BW/VL/DQ + VNNI; called only after that CPU check). For
 // m > 1 the k-quants and the 32-value types without a min decode each weight block (pair of
-// blocks) into registers and apply it to up to 8 rows of x (k-quants: 4 vpdpbusd, 2
-// vpackssdw, 2 vpdpwssd per row and block); q4_1 / q5_1 prepare each weight row into the
-// task's scratch and apply it four rows at a time. Either way the decoding work is shared by
-// the m rows. The arithmetic is qint.hpp's, lane for lane: the bits equal the generic
-// kernel's.
+// blocks) into registers and apply it to up to 16 (k-quants) or 8 rows of x (k-quants: 4
+// vpdpbusd, 2 vpackssdw, 2 vpdpwssd per row and block); q4_1 / q5_1 prepare each weight row
+// into the task's scratch and apply it four rows at a time. Either way the decoding work is
+// shared by the m rows. The arithmetic is qint.hpp's, lane for lane: the bits equal the
+// generic kernel's.
 #include <immintrin.h>
 
 #include "qint.hpp"
@@ -556,17 +556,59 @@ void k_rows(const QArgs& a, const KRows& x, const KIndex& ix, int64_t i0, int64_
     decode(blk, ix, p);
     apply_k<MR, Small>(p, a, x, i0, b, acc);
   }
-  store_reduced<MR>(acc, a.y + i0 * a.ldy + j, a.ldy);
+  if constexpr (MR > 8) {  // two trees of 8 rows
+    store_reduced<8>(acc, a.y + i0 * a.ldy + j, a.ldy);
+    store_reduced<MR - 8>(acc + 8, a.y + (i0 + 8) * a.ldy + j, a.ldy);
+  } else {
+    store_reduced<MR>(acc, a.y + i0 * a.ldy + j, a.ldy);
+  }
 }
 
-// Up to 8 rows per tile: the decoded block (8 vectors) and 8 accumulators leave registers
-// for the products. Q45: q4_K / q5_K (rows reordered to the stored quant order, small sums).
+// Calls f.template operator()<MR>(i0) for row tiles of up to 16 rows: 16 while at least 9
+// rows are left, then 9..16 rows as one tile or 1..8 as tiles_of_8 would.
+template <class F>
+void tiles_of_16(int64_t m, F f) {
+  int64_t i0 = 0;
+  for (; m - i0 >= 9; i0 += 16) {
+    switch (m - i0 < 16 ? m - i0 : 16) {
+      case 9:
+        f.template operator()<9>(i0);
+        break;
+      case 10:
+        f.template operator()<10>(i0);
+        break;
+      case 11:
+        f.template operator()<11>(i0);
+        break;
+      case 12:
+        f.template operator()<12>(i0);
+        break;
+      case 13:
+        f.template operator()<13>(i0);
+        break;
+      case 14:
+        f.template operator()<14>(i0);
+        break;
+      case 15:
+        f.template operator()<15>(i0);
+        break;
+      default:
+        f.template operator()<16>(i0);
+        break;
+    }
+  }
+  if (i0 < m) tiles_of_8(m - i0, [&]<int MR>(int64_t i) { f.template operator()<MR>(i0 + i); });
+}
+
+// Tiles of up to 16 rows: the decoded block (8 vectors, the two f32 ones read from memory
+// by the compiler as it needs) and 16 accumulators; each block is decoded once per 16 rows.
+// Q45: q4_K / q5_K (rows reordered to the stored quant order, small sums).
 template <bool Q45, int64_t Bytes, class Decode>
 void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, const KIndex& ix,
             Decode decode) {
   const KRows x = prepare_rows(a, scratch, Q45);
   for (int64_t j = j0; j < j1; ++j)
-    tiles_of_8(a.m, [&]<int MR>(int64_t i0) { k_rows<MR, Q45, Bytes>(a, x, ix, i0, j, decode); });
+    tiles_of_16(a.m, [&]<int MR>(int64_t i0) { k_rows<MR, Q45, Bytes>(a, x, ix, i0, j, decode); });
 }
 
 template <bool Q5>

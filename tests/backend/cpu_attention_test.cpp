@@ -1,12 +1,14 @@
 // The CPU backend's attention is one fixed sequence of f32 operations per row and head
-// (plugins/cpu/ops.cpp): 16-lane dot products in k order reduced pairwise, the scalar exp of
-// each score minus the largest, the weighted values summed in key order, one division. The
-// AVX-512 path (head_dim 64 and 128) and the portable one must both give exactly its bits.
-// This reference is written from that description; the tests build for the baseline x86-64
-// instruction set, which has no fused multiply-add to contract the products into.
+// (plugins/cpu/ops.cpp): 16-lane dot products in k order reduced pairwise, exp_ref
+// (plugins/cpu/vexp.hpp, tested in vexp_test.cpp) of each score minus the largest, the weighted
+// values summed in key order, one division. The AVX-512 path (head_dim 64 and 128) and the portable
+// one must both give exactly its bits. This reference is written from that description; the tests
+// build for the baseline x86-64 instruction set, which has no fused multiply-add to contract the
+// products into.
 #include <cmath>
 #include <cstring>
 
+#include "../../plugins/cpu/vexp.hpp"
 #include "backend_test_util.hpp"
 
 using namespace specd;
@@ -73,7 +75,7 @@ TEST_CASE("cpu attention: every head_dim gives the bits of the fixed-order defin
         std::vector<float> acc(hd, 0.0f);
         float sum = 0;
         for (size_t j = 0; j < keys.size(); ++j) {
-          const float e = std::exp(s[j] - mx);
+          const float e = specd::cpu::exp_ref(s[j] - mx);
           sum += e;
           for (uint32_t d = 0; d < hd; ++d) acc[d] += e * v[keys[j] * kc + off + d];
         }
