@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include "qint.hpp"
+#include "qint_reduce.hpp"
 #include "qint_lowbit.hpp"
 #include "specd/cpp/ggml_blocks.hpp"
 
@@ -13,17 +14,6 @@ namespace specd::cpu::qint {
 namespace {
 
 constexpr int kRows = 2;  // rows of x per register tile
-
-float reduce8(__m256 v) {  // lanes l + 4, then l + 2, then l + 1
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-  return _mm_cvtss_f32(s);
-}
-
-float reduce16(__m256 lo, __m256 hi) {
-  return reduce8(_mm256_add_ps(lo, hi));
-}
 
 // A prepared 256-value k-quant block in qint.hpp's k-quant lanes, laid out as the AVX-512
 // kernel's vectors split in 256-bit halves: w[g][h] half h of quant vector g, s[c][h] the

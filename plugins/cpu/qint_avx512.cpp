@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include "qint.hpp"
+#include "qint_reduce.hpp"
 #include "qint_lowbit.hpp"
 #include "specd/cpp/ggml_blocks.hpp"
 
@@ -21,17 +22,6 @@ inline __m128i load_two_floats(const float* p) {
 }
 
 constexpr int kRows = 4;  // rows of x per register tile
-
-float reduce8(__m256 v) {  // lanes l + 4, then l + 2, then l + 1
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-  return _mm_cvtss_f32(s);
-}
-
-float reduce16(__m512 v) {  // lanes l + 8 first
-  return reduce8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
-}
 
 // y[r * ldy] = reduce16(acc[r]) for r < MR. From 2 rows on, the rows share one tree of
 // shuffles: every addition is reduce16's (lane l + 8, then l + 4, l + 2, l + 1), row by row.

@@ -8,6 +8,7 @@
 
 #include "qint_lowbit.hpp"
 #include "qint_lowbit_simd.hpp"
+#include "qint_reduce.hpp"
 
 namespace specd::cpu::qint {
 namespace {
@@ -15,17 +16,6 @@ namespace {
 using lowbit_simd::f16;
 
 constexpr int kRows = 2;  // rows of x per register tile
-
-float reduce8(__m256 v) {  // lanes l + 4, then l + 2, then l + 1
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-  return _mm_cvtss_f32(s);
-}
-
-float reduce16(__m256 lo, __m256 hi) {
-  return reduce8(_mm256_add_ps(lo, hi));
-}
 
 // A prepared block: for h < 8, elements 32h .. 32h + 31 as unsigned bytes in w[h] (q2_K: the
 // quants; q3_K, iq4_xs: magnitudes |w_e|), the signed integers in s[h] (q3_K, iq4_xs: they

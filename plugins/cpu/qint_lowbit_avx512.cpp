@@ -14,6 +14,7 @@
 
 #include "qint_lowbit.hpp"
 #include "qint_lowbit_simd.hpp"
+#include "qint_reduce.hpp"
 
 namespace specd::cpu::qint {
 namespace {
@@ -21,17 +22,6 @@ namespace {
 using lowbit_simd::f16;
 
 constexpr int kTile = 8;  // rows of x per tile
-
-float reduce8(__m256 v) {  // lanes l + 4, then l + 2, then l + 1
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-  return _mm_cvtss_f32(s);
-}
-
-float reduce16(__m512 v) {  // lanes l + 8 first
-  return reduce8(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
-}
 
 template <uint32_t T>
 float finish(__m512 acc, __m256 macc) {

@@ -51,7 +51,8 @@ def streaming_clients(port, n, rng):
     for t in threads:
         t.join(300)
     for i, (r, plan) in enumerate(zip(results, plans)):
-        check(r is not None and r[0] == 200, "stream %d: %r" % (i, r and r[0]))
+        check(r is not None and r[0] == 200,
+              "stream %d: %r" % (i, r if r and r[0] == "error" else r and r[0]))
         if r is None or r[0] != 200 or plan[0]:
             continue
         events = r[1]
