@@ -8,8 +8,8 @@
 #include <immintrin.h>
 
 #include "qint.hpp"
-#include "qint_reduce.hpp"
 #include "qint_lowbit.hpp"
+#include "qint_reduce.hpp"
 #include "specd/cpp/ggml_blocks.hpp"
 
 namespace specd::cpu::qint {
