@@ -4,6 +4,7 @@
 
 #include "qint.hpp"
 #include "qint_lowbit.hpp"
+#include "qint_reduce.hpp"
 #include "specd/cpp/ggml_blocks.hpp"
 
 namespace specd::cpu::qint {
@@ -54,12 +55,6 @@ void quantize_32_block(const float* x, int8_t* q, float* d, int32_t* sum4) {
   for (int i = 0; i < 32; ++i) q[i] = clamp127(nearest(x[i] * id));
   *d = dd;
   for (int g = 0; g < 8; ++g) sum4[g] = q[4 * g] + q[4 * g + 1] + q[4 * g + 2] + q[4 * g + 3];
-}
-
-float reduce(float* a, int n) {
-  for (int w = n / 2; w >= 1; w /= 2)
-    for (int l = 0; l < w; ++l) a[l] += a[l + w];
-  return a[0];
 }
 
 // The lane of element e of a k-quant block (qint.hpp): bits 6, 4, 5, 3 of e for q4_K / q5_K,

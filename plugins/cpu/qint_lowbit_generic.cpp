@@ -4,16 +4,11 @@
 #include <cmath>
 
 #include "qint_lowbit.hpp"
+#include "qint_reduce.hpp"
 #include "specd/cpp/ggml_blocks.hpp"
 
 namespace specd::cpu::qint {
 namespace {
-
-float reduce(float* a, int n) {
-  for (int w = n / 2; w >= 1; w /= 2)
-    for (int l = 0; l < w; ++l) a[l] += a[l + w];
-  return a[0];
-}
 
 float dot_q2_k(const uint8_t* w, const int8_t* y, const float* dy, const int16_t* bs, int64_t nb) {
   float acc[16] = {}, macc[8] = {};
