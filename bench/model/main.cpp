@@ -78,7 +78,7 @@ void write_random(const std::string& path, uint32_t seed) {
 
 int usage() {
   std::cerr << "usage: specd-model-bench MODEL.gguf [--backend ID] [--threads N] [--repeats R] "
-               "[--json] [--cpu-time] [--decode-only]\n       specd-model-bench --write-random "
+               "[--json] [--cpu-time] [--decode-only] [--only-m M]\n       specd-model-bench --write-random "
                "OUT.gguf [--seed S]\n";
   return 2;
 }
@@ -89,6 +89,7 @@ struct Args {
   int repeats = 5;
   bool json = false;
   bool decode_only = false;  // time m = 1 decoding only (for profiling the decode loop)
+  int32_t only_m = 0;        // time forwards of this many tokens only (for profiling v(m))
 };
 
 Args parse(int argc, char** argv) {
@@ -109,6 +110,8 @@ Args parse(int argc, char** argv) {
       a.json = true;
     else if (s == "--decode-only")
       a.decode_only = true;
+    else if (s == "--only-m")
+      a.only_m = std::max(1, std::stoi(value()));
     else if (s == "--cpu-time")
       g_cpu_time = true;
     else if (s == "--write-random")
@@ -175,6 +178,25 @@ int main(int argc, char** argv) {
     // Prefill: one chain of n_prefill tokens from an empty cache.
     auto cache = model->new_cache(n_ctx);
     std::vector<double> prefill;
+    if (a.only_m) {
+      b.forward_time(*cache, prefix);
+      std::vector<int32_t> all(prefix);
+      for (int32_t i = 0; i < prefix; ++i) all[i] = i;
+      model->commit(*cache, all);
+      std::vector<double> reps;
+      for (int r = 0; r < a.repeats; ++r) {
+        double total = 0;
+        int iters = 0;
+        while (iters < 3 || total < 0.5) {
+          total += b.forward_time(*cache, a.only_m);
+          ++iters;
+        }
+        reps.push_back(total / iters);
+      }
+      std::printf("forward   %.3f ms (m = %d after %d tokens, median of %d repeats)\n",
+                  median(reps) * 1e3, a.only_m, prefix, a.repeats);
+      return 0;
+    }
     if (!a.decode_only) {
       b.forward_time(*cache, n_prefill);  // warm-up
       for (int r = 0; r < a.repeats; ++r) prefill.push_back(b.forward_time(*cache, n_prefill));
