@@ -73,10 +73,12 @@ void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
   }
   quantize(a.x, a.ldx, a.m, a.k, kb, q, d, bsum16, sum4);
   const qint::QArgs qa{{q, d, bsum16, sum4}, a.w, a.y, a.m, a.n, a.k, a.ldw, a.ldy, a.dtype};
-  // Tasks are column ranges, as in gemm_small.
+  // Tasks are column ranges, as in gemm_small (which columns a task computes never changes
+  // their bits).
   const int64_t threads = pool.size();
   int64_t per = (a.n + threads * 4 - 1) / (threads * 4);
   if (per < 8) per = 8;
+  if (a.dtype == SPECD_DTYPE_Q4_K) per = (per + 15) / 16 * 16;  // whole groups of 16 columns
   const int64_t tasks = (a.n + per - 1) / per;
   const int64_t scratch = qint::scratch_bytes(a.m, a.k);
   auto task = [&](int64_t t) {
