@@ -44,10 +44,12 @@ constexpr int column_of(int h, int c) {
 // An 8 x 8 transpose of qwords: t[i] qword c = z[c] qword i.
 [[gnu::always_inline]] inline void transpose8(const __m512i* z, __m512i* t) {
   __m512i x[2][4];
+#pragma GCC unroll 4
   for (int i = 0; i < 4; ++i) {
     x[0][i] = _mm512_unpacklo_epi64(z[2 * i], z[2 * i + 1]);
     x[1][i] = _mm512_unpackhi_epi64(z[2 * i], z[2 * i + 1]);
   }
+#pragma GCC unroll 2
   for (int h = 0; h < 2; ++h) {  // t[2l + h]: 128-bit lane l of x[h][0..3]
     const __m512i a0 = _mm512_shuffle_i64x2(x[h][0], x[h][1], _MM_SHUFFLE(1, 0, 1, 0));
     const __m512i a1 = _mm512_shuffle_i64x2(x[h][2], x[h][3], _MM_SHUFFLE(1, 0, 1, 0));
@@ -74,8 +76,9 @@ __m512i pick_pair(int lo, int hi) {
 // The scale and min vectors of a group's block from its 16 headers (bytes 0..15 of each
 // column's block): the headers transposed to 4 dword fields per column, then ggml's 6-bit
 // unpacking done on 16 columns at once.
-void decode_scales(const uint8_t* const* col, int64_t b, Decoded& p) {
+[[gnu::always_inline]] inline void decode_scales(const uint8_t* const* col, int64_t b, Decoded& p) {
   __m512i q[4];  // q[i] 128-bit lane l: the header of column 4l + i
+#pragma GCC unroll 4
   for (int i = 0; i < 4; ++i) {
     __m512i v = _mm512_castsi128_si512(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(col[i] + kBlockBytes * b)));
@@ -102,6 +105,7 @@ void decode_scales(const uint8_t* const* col, int64_t b, Decoded& p) {
       _mm512_or_si512(_mm512_and_si512(c, low4), _mm512_and_si512(_mm512_srli_epi32(a, 2), top2));
   const __m512i mn47 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(c, 4), low4),
                                        _mm512_and_si512(_mm512_srli_epi32(bb, 2), top2));
+#pragma GCC unroll 4
   for (int j = 0; j < 4; ++j) {
     p.s[j] = _mm512_shuffle_epi8(sc03, pick_pair(j, j));
     p.s[4 + j] = _mm512_shuffle_epi8(sc47, pick_pair(j, j));
@@ -118,18 +122,30 @@ void decode_scales(const uint8_t* const* col, int64_t b, Decoded& p) {
 void decode_group(const uint8_t* const* col, int64_t b, Decoded& p) {
   decode_scales(col, b, p);
   const __m512i low4 = _mm512_set1_epi8(15);
+#pragma GCC unroll 2
   for (int h = 0; h < 2; ++h)
+#pragma GCC unroll 2
     for (int o = 0; o < 2; ++o) {  // quant bytes 64o .. 64o + 63: 32-byte chunks 2o, 2o + 1
       __m512i z[8], t[8];
+#pragma GCC unroll 8
       for (int c = 0; c < 8; ++c)
         z[c] = _mm512_loadu_si512(col[column_of(h, c)] + kBlockBytes * b + 16 + 64 * o);
       transpose8(z, t);
+#pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) {  // bytes 64o + 8i ..: chunk 2o + i / 4, offset 8 (i % 4)
         const int chunk = 2 * o + i / 4, u = i % 4;
         p.w[2 * chunk][h][u] = _mm512_and_si512(t[i], low4);  // low nibbles: sub-block 2 chunk
         p.w[2 * chunk + 1][h][u] = _mm512_and_si512(_mm512_srli_epi16(t[i], 4), low4);
       }
     }
+}
+
+// A zeroed register of its own (a zeroing idiom, no execution port) for each accumulating
+// instruction, instead of copies of one shared zero.
+[[gnu::always_inline]] inline __m512i fresh_zero() {
+  __m512i z;
+  asm volatile("vpxord %0, %0, %0" : "=v"(z));
+  return z;
 }
 
 // 8 activation bytes broadcast to every qword.
@@ -151,17 +167,22 @@ template <int MR>
   const int64_t k = a.k, nb = k / 256;
   __m512i isum[MR];
   for (int r = 0; r < MR; ++r) isum[r] = _mm512_setzero_si512();
+#pragma GCC unroll 1
   for (int j = 0; j < 8; ++j) {
+    __m512i w[2][4];  // in registers for all MR rows
+    for (int h = 0; h < 2; ++h)
+      for (int u = 0; u < 4; ++u) w[h][u] = p.w[j][h][u];
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const int8_t* y = a.x.q + (i0 + r) * k + 256 * b + 32 * j;
       const __m512i y0 = bcast8(y), y1 = bcast8(y + 8), y2 = bcast8(y + 16), y3 = bcast8(y + 24);
       __m512i s[2];
+#pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
-        __m512i v = _mm512_dpbusd_epi32(_mm512_setzero_si512(), p.w[j][h][0], y0);
-        v = _mm512_dpbusd_epi32(v, p.w[j][h][1], y1);
-        v = _mm512_dpbusd_epi32(v, p.w[j][h][2], y2);
-        s[h] = _mm512_dpbusd_epi32(v, p.w[j][h][3], y3);
+        __m512i v = _mm512_dpbusd_epi32(fresh_zero(), w[h][0], y0);
+        v = _mm512_dpbusd_epi32(v, w[h][1], y1);
+        v = _mm512_dpbusd_epi32(v, w[h][2], y2);
+        s[h] = _mm512_dpbusd_epi32(v, w[h][3], y3);
       }
       isum[r] = _mm512_dpwssd_epi32(isum[r], _mm512_packs_epi32(s[0], s[1]), p.s[j]);
     }
@@ -233,15 +254,21 @@ void cols_q4k_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
     const int64_t valid = j1 - g < kGroup ? j1 - g : kGroup;
     const uint8_t* col[kGroup];  // a short group repeats its last column
     for (int c = 0; c < kGroup; ++c) col[c] = a.w + (g + (c < valid ? c : valid - 1)) * a.ldw;
-    const uint8_t* next = a.w + (g + kGroup) * a.ldw;
+#ifndef PFG
+#define PFG 1
+#endif
+#ifndef PFH
+#define PFH _MM_HINT_T0
+#endif
+    const uint8_t* next = a.w + (g + PFG * kGroup) * a.ldw;
     for (int64_t i = 0; i < m; ++i) _mm512_store_ps(facc + 16 * i, _mm512_setzero_ps());
     for (int64_t b = 0; b < nb; ++b) {
       // The group's 16 rows are adjacent in memory, as are the next group's: one sequential
       // stream, asked for one group ahead, a block's share per block.
-      if (g + kGroup < j1)
+      if (g + PFG * kGroup < j1)
         for (int64_t o = 0; o < kGroup * kBlockBytes; o += 64)
           _mm_prefetch(reinterpret_cast<const char*>(next) + b * kGroup * kBlockBytes + o,
-                       _MM_HINT_T0);
+                       PFH);
       decode_group(col, b, p);
       apply_tiles(p, a, bs32, b, facc);
     }
