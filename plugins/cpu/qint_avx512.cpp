@@ -687,7 +687,7 @@ void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, boo
 void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   switch (a.dtype) {
     case SPECD_DTYPE_Q4_K:
-      return cols_q45_k<false>(a, j0, j1, scratch);
+      return cols_avx2(a, j0, j1, scratch);  // replaced by the interleaved kernel
     case SPECD_DTYPE_Q5_K:
       return cols_q45_k<true>(a, j0, j1, scratch);
     case SPECD_DTYPE_Q6_K:
