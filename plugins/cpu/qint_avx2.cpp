@@ -41,8 +41,8 @@ void scale_vectors(const int* sc, KPrep* p, Index index) {
     }
 }
 
-// q5_K (nibbles at byte 48, fifth bits at byte 16). Vector
-// 2c is the low nibbles of the 64 quant bytes 64c.., 2c + 1 their high nibbles.
+// q5_K (nibbles at byte 48, fifth bits at byte 16). Vector 2c is the low nibbles of the 64
+// quant bytes 64c.., 2c + 1 their high nibbles.
 void prep_q5_k(const uint8_t* blk, KPrep* p) {
   p->d = f16(blk);
   const float dmin = f16(blk + 2);
