@@ -12,20 +12,25 @@
 //   clamp(rint(x / d)) in
 //     [-127, 127] (x * (1 / d)), d = 0 for a block of zeros. Also the sums of 4 q (sum4).
 //
-// Products. Output element (i, j) keeps f32 lane accumulators and visits the weight blocks
-// in increasing k; every integer below is exact (int32), every f32 step is one rounding:
-//   q4_K  block b: dd = d_w * d_y (f32 product)
+// Products. Output element (i, j) keeps f32 accumulators (lanes, or one for q4_K) and visits
+// the weight blocks in increasing k; every integer below is exact (int32), every f32 step is
+// one rounding (float(): round to nearest even):
+//   q4_K  one accumulator acc = 0, then per block b: sc[8], mn[8] the 6-bit scales and mins,
+//         isum = sum over e < 256 of sc[e / 32] * q_e * y_e   (q_e the 4-bit quant)
+//         msum = sum over g < 8 of mn[g] * (bsum16[2g] + bsum16[2g + 1])
+//         dd = d_w * d_y, dm = dmin_w * d_y (f32 products)
+//         acc = fma(dd, float(isum), acc), then acc = fma(-dm, float(msum), acc);   y = acc
+//         (no lanes: one integer per block, so no kernel's lane layout can show in the bits)
+//   q5_K  block b: dd = d_w * d_y (f32 product), q_e the 5-bit quant
 //         isum[L] = sum over the e with lane(e) = L of sc[e / 32] * q_e * y_e      (L < 16)
 //         lane(e) = 8 e6 + 4 e4 + 2 e5 + e3 (e's bits 6, 4, 5, 3: the lanes a stored-order
 //         64-byte load of quants fills, see qint_avx512.cpp)
-//         wm[g] = dmin_w * m[g / 2], ys[g] = d_y * bsum16[g] (g < 16: the 16-value groups;
+//         wm[g] = dmin_w * mn[g / 2], ys[g] = d_y * bsum16[g] (g < 16: the 16-value groups;
 //         wm is exact, ys one f32 product)
 //         acc[L] = fma(dd, float(isum[L]), acc[L]) for L < 16, then
-//         acc[g] = fma(-wm[g], ys[g], acc[g]) for g < 16
-//   q5_K  as q4_K with the 5-bit q_e
-//   q6_K  as q4_K with q_e in 0..63 (the stored value, before the -32 offset), sc[e / 16] the
+//         acc[g] = fma(-wm[g], ys[g], acc[g]) for g < 16;   y = reduce16(acc)
+//   q6_K  as q5_K with q_e in 0..63 (the stored value, before the -32 offset), sc[e / 16] the
 //         signed scale, lane(e) = 8 e5 + 4 e4 + 2 e6 + e3, wm[g] = d_w * (32 sc[g]) (exact)
-//   y = reduce16(acc)
 //   q8_0, q4_0, q5_0, iq4_nl  block b (32 values): h = b & 1, dd = d_w * d_y,
 //         isum[l] = sum of w_e * y_e over e = 4l .. 4l + 3 (l < 8), w_e the block's integer
 //         (ggml::block32_int: q - 8, q - 16, the int8, the iq4 level)

@@ -1,8 +1,8 @@
 // The integer family on AVX2 + FMA (called only after avx2_available()): qint.hpp's lanes in
-// two 8-lane halves (lanes 0..7 and 8..15), pmaddubsw + pmaddwd for the integer sums (the
-// k-quants mirror the AVX-512 kernel's vectors in 256-bit halves, packssdw included). Weight
-// rows are prepared into the task's scratch once and applied to all m rows; the bits equal
-// the generic kernel's.
+// two 8-lane halves (lanes 0..7 and 8..15), pmaddubsw + pmaddwd for the integer sums (q5_K and
+// q6_K mirror the AVX-512 kernel's vectors in 256-bit halves, packssdw included; q4_K has no
+// lanes: one integer per block and row, four rows per tile). Weight rows are prepared into
+// the task's scratch once and applied to all m rows; the bits equal the generic kernel's.
 #include <immintrin.h>
 
 #include "qint.hpp"
@@ -41,10 +41,9 @@ void scale_vectors(const int* sc, KPrep* p, Index index) {
     }
 }
 
-// q4_K (Q5 = false) and q5_K (Q5 = true: nibbles at byte 48, fifth bits at byte 16). Vector
-// 2c is the low nibbles of the 64 quant bytes 64c.., 2c + 1 their high nibbles.
-template <bool Q5>
-void prep_q45_k(const uint8_t* blk, KPrep* p) {
+// q5_K (nibbles at byte 48, fifth bits at byte 16). Vector 2c is the low nibbles of the 64
+// quant bytes 64c.., 2c + 1 their high nibbles.
+void prep_q5_k(const uint8_t* blk, KPrep* p) {
   p->d = f16(blk);
   const float dmin = f16(blk + 2);
   uint8_t sc8[8], mn[8];
@@ -60,16 +59,14 @@ void prep_q45_k(const uint8_t* blk, KPrep* p) {
   const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16));
   for (int c = 0; c < 2; ++c)
     for (int h = 0; h < 2; ++h) {
-      const __m256i q = _mm256_loadu_si256(
-          reinterpret_cast<const __m256i*>(blk + (Q5 ? 48 : 16) + 64 * c + 32 * h));
+      const __m256i q =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 48 + 64 * c + 32 * h));
       p->w[2 * c][h] = _mm256_and_si256(q, low4);
       p->w[2 * c + 1][h] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-      if constexpr (Q5) {  // bit 4c + 2h (+ 1 for the high nibbles) of qh byte l
-        for (int u = 0; u < 2; ++u) {
-          const __m256i bit =
-              _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(4 * c + 2 * h + u)), one);
-          p->w[2 * c + u][h] = _mm256_or_si256(p->w[2 * c + u][h], _mm256_slli_epi16(bit, 4));
-        }
+      for (int u = 0; u < 2; ++u) {  // bit 4c + 2h (+ 1 for the high nibbles) of qh byte l
+        const __m256i bit =
+            _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(4 * c + 2 * h + u)), one);
+        p->w[2 * c + u][h] = _mm256_or_si256(p->w[2 * c + u][h], _mm256_slli_epi16(bit, 4));
       }
     }
 }
@@ -107,13 +104,13 @@ inline __m256i sum4(__m256i w, const int8_t* y) {
   return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
 }
 
-// Q45: the activation offset of half h of vector g (q4_K / q5_K's stored order).
-template <bool Q45>
+// Q5: the activation offset of half h of vector g in q5_K's stored order, else q6_K's.
+template <bool Q5>
 int64_t y_offset(int g, int h) {
-  return Q45 ? 128 * (g >> 1) + 64 * h + 32 * (g & 1) : 64 * g + 32 * h;
+  return Q5 ? 128 * (g >> 1) + 64 * h + 32 * (g & 1) : 64 * g + 32 * h;
 }
 
-template <bool Q45, int MR>
+template <bool Q5, int MR>
 void rows_k(const KPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
   const int64_t k = a.k;
   __m256 acc[MR][2];
@@ -134,8 +131,8 @@ void rows_k(const KPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
         __m256i isum = _mm256_setzero_si256();
         for (int c = 0; c < 2; ++c) {
           const __m256i packed =
-              _mm256_packs_epi32(sum4(p.w[2 * c][h], y + y_offset<Q45>(2 * c, h)),
-                                 sum4(p.w[2 * c + 1][h], y + y_offset<Q45>(2 * c + 1, h)));
+              _mm256_packs_epi32(sum4(p.w[2 * c][h], y + y_offset<Q5>(2 * c, h)),
+                                 sum4(p.w[2 * c + 1][h], y + y_offset<Q5>(2 * c + 1, h)));
           isum = _mm256_add_epi32(isum, _mm256_madd_epi16(packed, p.s[c][h]));
         }
         const __m256 ys = _mm256_mul_ps(_mm256_set1_ps(dy), _mm256_cvtepi32_ps(h ? bs_hi : bs));
@@ -145,6 +142,77 @@ void rows_k(const KPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
     }
   }
   for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r][0], acc[r][1]);
+}
+
+// A prepared q4_K block (qint.hpp's q4_K: no lanes): q[s] the 32 quants of sub-block s in
+// element order, sc[s] its scale, mins the int16 vector with lanes 2g and 2g + 1 = mn[g].
+struct alignas(32) Q4KPrep {
+  __m256i q[8];
+  __m256i mins;
+  int16_t sc[8];
+  float d, dmin;
+};
+
+void prep_q4_k(const uint8_t* blk, Q4KPrep* p) {
+  p->d = f16(blk);
+  p->dmin = f16(blk + 2);
+  uint8_t sc[8], mn[8];
+  ggml::k_scales_mins(blk + 4, sc, mn);
+  alignas(32) int16_t mins[16];
+  for (int g = 0; g < 16; ++g) mins[g] = mn[g >> 1];
+  p->mins = _mm256_load_si256(reinterpret_cast<const __m256i*>(mins));
+  for (int s = 0; s < 8; ++s) p->sc[s] = sc[s];
+  const __m256i low4 = _mm256_set1_epi8(15);
+  for (int c = 0; c < 4; ++c) {  // bytes 16 + 32c: elements 64c + l (low), 64c + 32 + l (high)
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * c));
+    p->q[2 * c] = _mm256_and_si256(q, low4);
+    p->q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+  }
+}
+
+// Lane r = the sum of v[r]'s 8 int32 lanes (exact: integer adds in any order).
+inline __m128i sums_of_4(const __m256i* v) {
+  const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+// Rows i0 .. i0 + MR - 1 (MR <= 4) of column j: per block, each row's isum and msum as 8
+// int32 lanes (maddubs pairs <= 2 * 15 * 127, times the scale in pmaddwd), reduced to one
+// integer each, then the two f32 steps with the rows in the lanes of one vector.
+template <int MR>
+void rows_q4_k(const Q4KPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
+  const int64_t k = a.k;
+  __m128 acc = _mm_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const Q4KPrep& p = P[b];
+    const int8_t* y[MR];
+    alignas(16) float dy[4] = {};
+    __m256i isum[4], msum[4];
+    for (int r = 0; r < 4; ++r) isum[r] = msum[r] = _mm256_setzero_si256();
+    for (int r = 0; r < MR; ++r) {
+      y[r] = a.x.q + (i0 + r) * k + 256 * b;
+      dy[r] = a.x.d[(i0 + r) * (k / 256) + b];
+    }
+    for (int s = 0; s < 8; ++s) {
+      const __m256i sc = _mm256_set1_epi16(p.sc[s]);
+      for (int r = 0; r < MR; ++r) {
+        const __m256i ys = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[r] + 32 * s));
+        isum[r] =
+            _mm256_add_epi32(isum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(p.q[s], ys), sc));
+      }
+    }
+    for (int r = 0; r < MR; ++r)
+      msum[r] = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                                      a.x.bsum16 + (i0 + r) * (k / 16) + 16 * b)),
+                                  p.mins);
+    const __m128 d = _mm_load_ps(dy);
+    const __m128 dd = _mm_mul_ps(_mm_set1_ps(p.d), d), dm = _mm_mul_ps(_mm_set1_ps(p.dmin), d);
+    acc = _mm_fmadd_ps(dd, _mm_cvtepi32_ps(sums_of_4(isum)), acc);
+    acc = _mm_fnmadd_ps(dm, _mm_cvtepi32_ps(sums_of_4(msum)), acc);  // fma(-dm, msum, acc)
+  }
+  alignas(16) float out[4];
+  _mm_store_ps(out, acc);
+  for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = out[r];
 }
 
 // A prepared q8_0 block: |w| (unsigned) and w (for the sign), and the scale.
@@ -324,7 +392,7 @@ void cols_32_min(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   }
 }
 
-template <bool Q45, class Prep>
+template <bool Q5, class Prep>
 void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, Prep prep) {
   KPrep* P = reinterpret_cast<KPrep*>(scratch);
   const int64_t nb = a.k / 256;
@@ -335,8 +403,35 @@ void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, Prep prep)
     for (int64_t b = 0; b < nb; ++b) prep(w + bytes * b, P + b);
     each_row_tile(a, j, P, nb,
                   []<int MR>(const KPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
-                    rows_k<Q45, MR>(p, n, q, i0, jj);
+                    rows_k<Q5, MR>(p, n, q, i0, jj);
                   });
+  }
+}
+
+// q4_K: each weight row prepared once, then applied to the rows of x four at a time.
+void cols_q4_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  Q4KPrep* P = reinterpret_cast<Q4KPrep*>(scratch);
+  const int64_t nb = a.k / 256;
+  for (int64_t j = j0; j < j1; ++j) {
+    const uint8_t* w = a.w + j * a.ldw;
+    prefetch_row(a, j, j1);
+    for (int64_t b = 0; b < nb; ++b) prep_q4_k(w + 144 * b, P + b);
+    for (int64_t i0 = 0; i0 < a.m; i0 += 4) {
+      switch (a.m - i0) {
+        case 1:
+          rows_q4_k<1>(P, nb, a, i0, j);
+          break;
+        case 2:
+          rows_q4_k<2>(P, nb, a, i0, j);
+          break;
+        case 3:
+          rows_q4_k<3>(P, nb, a, i0, j);
+          break;
+        default:
+          rows_q4_k<4>(P, nb, a, i0, j);
+          break;
+      }
+    }
   }
 }
 
@@ -345,11 +440,9 @@ void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, Prep prep)
 void cols_avx2(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   switch (a.dtype) {
     case SPECD_DTYPE_Q4_K:
-      return cols_k<true>(a, j0, j1, scratch,
-                          [](const uint8_t* b, KPrep* p) { prep_q45_k<false>(b, p); });
+      return cols_q4_k(a, j0, j1, scratch);
     case SPECD_DTYPE_Q5_K:
-      return cols_k<true>(a, j0, j1, scratch,
-                          [](const uint8_t* b, KPrep* p) { prep_q45_k<true>(b, p); });
+      return cols_k<true>(a, j0, j1, scratch, [](const uint8_t* b, KPrep* p) { prep_q5_k(b, p); });
     case SPECD_DTYPE_Q6_K:
       return cols_k<false>(a, j0, j1, scratch, [](const uint8_t* b, KPrep* p) { prep_q6_k(b, p); });
     case SPECD_DTYPE_Q4_0:

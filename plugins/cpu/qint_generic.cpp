@@ -57,9 +57,9 @@ void quantize_32_block(const float* x, int8_t* q, float* d, int32_t* sum4) {
   for (int g = 0; g < 8; ++g) sum4[g] = q[4 * g] + q[4 * g + 1] + q[4 * g + 2] + q[4 * g + 3];
 }
 
-// The lane of element e of a k-quant block (qint.hpp): bits 6, 4, 5, 3 of e for q4_K / q5_K,
-// bits 5, 4, 6, 3 for q6_K.
-unsigned lane_q45_k(unsigned e) {
+// The lane of element e of a k-quant block (qint.hpp): bits 6, 4, 5, 3 of e for q5_K, bits 5,
+// 4, 6, 3 for q6_K.
+unsigned lane_q5_k(unsigned e) {
   return 8 * ((e >> 6) & 1) + 4 * ((e >> 4) & 1) + 2 * ((e >> 5) & 1) + ((e >> 3) & 1);
 }
 unsigned lane_q6_k(unsigned e) {
@@ -73,21 +73,36 @@ void k_block_step(float* acc, float dd, const int32_t* isum, const float* wm, fl
   for (int g = 0; g < 16; ++g) acc[g] = std::fma(-wm[g], dy * static_cast<float>(bs[g]), acc[g]);
 }
 
-// q4_K (Q5 = false) and q5_K (Q5 = true).
-template <bool Q5>
-float dot_q45_k(const uint8_t* w, const int8_t* y, const float* dy, const int16_t* bs, int64_t nb) {
-  constexpr int64_t bytes = Q5 ? 176 : 144;
+// q4_K: one exact integer isum and msum per block, one f32 accumulator.
+float dot_q4_k(const uint8_t* w, const int8_t* y, const float* dy, const int16_t* bs, int64_t nb) {
+  float acc = 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = w + 144 * b;
+    const int8_t* yb = y + 256 * b;
+    const int16_t* bsb = bs + 16 * b;
+    uint8_t sc[8], mn[8];
+    ggml::k_scales_mins(blk + 4, sc, mn);
+    int32_t isum = 0, msum = 0;
+    for (unsigned e = 0; e < 256; ++e)
+      isum += static_cast<int32_t>(sc[e >> 5] * ggml::q4_k_quant(blk + 16, e)) * yb[e];
+    for (int g = 0; g < 8; ++g) msum += mn[g] * (bsb[2 * g] + bsb[2 * g + 1]);
+    const float dd = ggml::load_f16(blk) * dy[b], dm = ggml::load_f16(blk + 2) * dy[b];
+    acc = std::fma(dd, static_cast<float>(isum), acc);
+    acc = std::fma(-dm, static_cast<float>(msum), acc);
+  }
+  return acc;
+}
+
+float dot_q5_k(const uint8_t* w, const int8_t* y, const float* dy, const int16_t* bs, int64_t nb) {
   float acc[16] = {};
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = w + bytes * b;
+    const uint8_t* blk = w + 176 * b;
     const int8_t* yb = y + 256 * b;
     uint8_t sc[8], mn[8];
     ggml::k_scales_mins(blk + 4, sc, mn);
     int32_t isum[16] = {};
-    for (unsigned e = 0; e < 256; ++e) {
-      const unsigned q = Q5 ? ggml::q5_k_quant(blk, e) : ggml::q4_k_quant(blk + 16, e);
-      isum[lane_q45_k(e)] += static_cast<int32_t>(sc[e >> 5] * q) * yb[e];
-    }
+    for (unsigned e = 0; e < 256; ++e)
+      isum[lane_q5_k(e)] += static_cast<int32_t>(sc[e >> 5] * ggml::q5_k_quant(blk, e)) * yb[e];
     const float dmin = ggml::load_f16(blk + 2);
     float wm[16];
     for (int g = 0; g < 16; ++g) wm[g] = dmin * static_cast<float>(mn[g >> 1]);
@@ -183,10 +198,10 @@ void cols_generic(const QArgs& a, int64_t j0, int64_t j1, uint8_t*) {
       float r;
       switch (a.dtype) {
         case SPECD_DTYPE_Q4_K:
-          r = dot_q45_k<false>(w, y, d, bs, k / 256);
+          r = dot_q4_k(w, y, d, bs, k / 256);
           break;
         case SPECD_DTYPE_Q5_K:
-          r = dot_q45_k<true>(w, y, d, bs, k / 256);
+          r = dot_q5_k(w, y, d, bs, k / 256);
           break;
         case SPECD_DTYPE_Q6_K:
           r = dot_q6_k(w, y, d, bs, k / 256);

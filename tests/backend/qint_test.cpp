@@ -128,6 +128,32 @@ float reference_lowbit(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_
   return dt == SPECD_DTYPE_Q2_K ? reduce(acc) - reduce(macc) : reduce(acc);
 }
 
+// q4_K: one exact integer isum and msum per block, one f32 accumulator (no lanes).
+float reference_q4_k(const uint8_t* w, const RefAct& a, int64_t i, int64_t k) {
+  float acc = 0.0f;
+  for (int64_t b = 0; b < k / 256; ++b) {
+    const uint8_t* blk = w + 144 * b;
+    const int8_t* y = a.q.data() + i * k + 256 * b;
+    const int* bs = a.bsum.data() + i * (k / 16) + 16 * b;
+    const float dy = a.d[i * (k / 256) + b];
+    int isum = 0, msum = 0;
+    for (unsigned e = 0; e < 256; ++e) {
+      unsigned sc, mn;
+      ggml::k_scale_min(blk + 4, e / 32, &sc, &mn);
+      isum += static_cast<int>(sc * ggml::q4_k_quant(blk + 16, e)) * y[e];
+    }
+    for (unsigned g = 0; g < 8; ++g) {
+      unsigned sc, mn;
+      ggml::k_scale_min(blk + 4, g, &sc, &mn);
+      msum += static_cast<int>(mn) * (bs[2 * g] + bs[2 * g + 1]);
+    }
+    const float dd = ggml::load_f16(blk) * dy, dm = ggml::load_f16(blk + 2) * dy;
+    acc = std::fma(dd, static_cast<float>(isum), acc);
+    acc = std::fma(-dm, static_cast<float>(msum), acc);
+  }
+  return acc;
+}
+
 // Output (i, j) of the integer family for weight row `w`.
 float reference(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, int64_t k) {
   std::vector<float> acc(16, 0.0f);
@@ -158,7 +184,8 @@ float reference(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, in
   }
   if (dt == SPECD_DTYPE_Q2_K || dt == SPECD_DTYPE_Q3_K || dt == SPECD_DTYPE_IQ4_XS)
     return reference_lowbit(dt, w, a, i, k);
-  const bool q4 = dt == SPECD_DTYPE_Q4_K || dt == SPECD_DTYPE_Q5_K;  // scale and min
+  if (dt == SPECD_DTYPE_Q4_K) return reference_q4_k(w, a, i, k);
+  const bool q5 = dt == SPECD_DTYPE_Q5_K;  // scale and min
   for (int64_t b = 0; b < k / 256; ++b) {
     const uint8_t* blk = w + bytes * b;
     const int8_t* y = a.q.data() + i * k + 256 * b;
@@ -167,25 +194,25 @@ float reference(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, in
     int isum[16] = {};
     for (unsigned e = 0; e < 256; ++e) {
       int coef;
-      if (q4) {
+      if (q5) {
         unsigned sc, mn;
         ggml::k_scale_min(blk + 4, e / 32, &sc, &mn);
-        unsigned q = ggml::q4_k_quant(blk + (dt == SPECD_DTYPE_Q5_K ? 48 : 16), e);
-        if (dt == SPECD_DTYPE_Q5_K) q |= ((blk[16 + e % 32] >> (e / 32)) & 1u) << 4;
+        const unsigned q =
+            ggml::q4_k_quant(blk + 48, e) | (((blk[16 + e % 32] >> (e / 32)) & 1u) << 4);
         coef = static_cast<int>(sc * q);
       } else {
         coef = static_cast<int8_t>(blk[192 + e / 16]) * (ggml::q6_k_quant(blk, e) + 32);
       }
-      // qint.hpp's lane of e: bits 6, 4, 5, 3 (q4_K, q5_K) or 5, 4, 6, 3 (q6_K).
+      // qint.hpp's lane of e: bits 6, 4, 5, 3 (q5_K) or 5, 4, 6, 3 (q6_K).
       const unsigned b6 = (e >> 6) & 1, b5 = (e >> 5) & 1, b4 = (e >> 4) & 1, b3 = (e >> 3) & 1;
-      isum[q4 ? 8 * b6 + 4 * b4 + 2 * b5 + b3 : 8 * b5 + 4 * b4 + 2 * b6 + b3] += coef * y[e];
+      isum[q5 ? 8 * b6 + 4 * b4 + 2 * b5 + b3 : 8 * b5 + 4 * b4 + 2 * b6 + b3] += coef * y[e];
     }
-    const float dw = ggml::load_f16(blk + (q4 ? 0 : 208));
+    const float dw = ggml::load_f16(blk + (q5 ? 0 : 208));
     const float dd = dw * dy;
     for (int l = 0; l < 16; ++l) acc[l] = std::fma(dd, static_cast<float>(isum[l]), acc[l]);
     for (unsigned g = 0; g < 16; ++g) {  // the min (offset) term of the 16 values 16g ..
       float wm;
-      if (q4) {
+      if (q5) {
         unsigned sc, mn;
         ggml::k_scale_min(blk + 4, g / 2, &sc, &mn);
         wm = ggml::load_f16(blk + 2) * static_cast<float>(mn);
@@ -218,13 +245,20 @@ std::vector<float> activations(std::mt19937& rng, int64_t m, int64_t k) {
 }
 
 void check_kernel(Device& dev, const std::string& kernel, std::mt19937& rng) {
-  const int64_t max_m = 64, n = 37;
+  const int64_t max_m = 64;
   for (specd_dtype dt : kInt8Types) {
     const bool kb = ggml::block_layout(dt).elements == 256;
     const std::vector<int64_t> lengths =
         kb ? std::vector<int64_t>{256, 768} : std::vector<int64_t>{96, 160, 1024};
+    // (k, n): n not a multiple of 16; q4_K also n = 64 + 5 (whole 16-column groups, a tail).
+    std::vector<std::pair<int64_t, int64_t>> shapes;
     for (int64_t k : lengths) {
-      const std::string what = kernel + " " + dtype_name(dt) + " k=" + std::to_string(k);
+      shapes.push_back({k, 37});
+      if (dt == SPECD_DTYPE_Q4_K) shapes.push_back({k, 69});
+    }
+    for (const auto& [k, n] : shapes) {
+      const std::string what =
+          kernel + " " + dtype_name(dt) + " k=" + std::to_string(k) + " n=" + std::to_string(n);
       auto x = activations(rng, max_m, k);
       auto wb = encode(dt, random_floats(rng, n * k), n, k);
       if (dt == SPECD_DTYPE_Q8_0)  // a few -128 quants (valid, never made by the quantizer)
@@ -466,6 +500,96 @@ TEST_CASE("cpu int8 family: q2_K, q3_K and iq4_xs give the same bits on every ke
                       std::string(kernel) << " " << std::string(dtype_name(dt)) << " m=" << rows
                                           << " differs from generic");
         ++t;
+      }
+    }
+  }
+}
+
+namespace {
+
+// A q4_K block built by hand, rows x and -x of activations that quantize without rounding,
+// and the integers of qint.hpp's q4_K definition worked out by hand for row x.
+struct Q4Case {
+  const char* what;
+  std::vector<uint8_t> block;
+  std::vector<float> x;  // 256 values
+  int isum, msum;
+  float dd, dm;  // d_w * d_y, dmin_w * d_y
+  float want;
+};
+
+std::vector<Q4Case> q4_k_cases() {
+  std::vector<Q4Case> out;
+  {  // d = 1, dmin = 0.5, scale s + 1 and min s for sub-block s, every quant 3; x = (-127, 1,
+     // .., 1): y = x, d_y = 1, so sub-block 0 sums to -96 and the others to 32.
+     // isum = 3 (1 * -96 + 32 * (2 + .. + 8)) = 3072, msum = 32 * (1 + .. + 7) = 896,
+     // y = 3072 - 0.5 * 896 = 2624 (also the exact product).
+    std::vector<uint8_t> b(144, 0x33);
+    b[0] = 0x00, b[1] = 0x3c;  // 1.0
+    b[2] = 0x00, b[3] = 0x38;  // 0.5
+    for (int i = 0; i < 4; ++i) {
+      b[4 + i] = static_cast<uint8_t>(i + 1);                    // scales 0..3
+      b[8 + i] = static_cast<uint8_t>(i);                        // mins 0..3
+      b[12 + i] = static_cast<uint8_t>((i + 5) | (i + 4) << 4);  // scale, min 4 + i
+    }
+    std::vector<float> x(256, 1.0f);
+    x[0] = -127.0f;
+    out.push_back({"scales and mins per sub-block", b, x, 3072, 896, 1.0f, 0.5f, 2624.0f});
+  }
+  {  // d = dmin = 1, every scale and min 63, every quant 15; x = (126, 127, .., 127): d_y = -1,
+     // y = (-126, -127, ..), the sum -32511. isum = 945 * -32511 = -30722895 (odd, past
+     // 2^24: float() rounds the tie to even, -30722896), msum = 63 * -32511 = -2048193;
+     // 30722896 - 2048193 = 28674703 rounds to 28674704 (the exact product is 28674702).
+    std::vector<uint8_t> b(144, 0xff);
+    b[0] = 0x00, b[1] = 0x3c;
+    b[2] = 0x00, b[3] = 0x3c;
+    std::vector<float> x(256, 127.0f);
+    x[0] = 126.0f;
+    out.push_back(
+        {"float() and the f32 steps round", b, x, -30722895, -2048193, -1.0f, -1.0f, 28674704.0f});
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cpu int8 family: hand-checked q4_K blocks (one integer per block) on every kernel") {
+  const ScopedEnv quant("SPECD_CPU_QUANT", "int8");
+  const int64_t n = 17;  // the same block in every column: a group of 16 and a tail
+  for (const Q4Case& c : q4_k_cases()) {
+    const float formula = std::fma(-c.dm, static_cast<float>(c.msum),
+                                   std::fma(c.dd, static_cast<float>(c.isum), 0.0f));
+    CHECK_MESSAGE(formula == c.want, c.what << ": the formula gives " << formula);
+    // Rows x, -x, x, -x, x: row -x has the same y and d_y of the opposite sign.
+    std::vector<float> x(5 * 256);
+    for (int64_t i = 0; i < 5; ++i)
+      for (int e = 0; e < 256; ++e) x[i * 256 + e] = i % 2 ? -c.x[e] : c.x[e];
+    const RefAct act = quantize(x, 2, 256, true);
+    CHECK_MESSAGE(reference(SPECD_DTYPE_Q4_K, c.block.data(), act, 0, 256) == c.want, c.what);
+    CHECK_MESSAGE(reference(SPECD_DTYPE_Q4_K, c.block.data(), act, 1, 256) == -c.want, c.what);
+    std::vector<uint8_t> w;
+    for (int64_t j = 0; j < n; ++j) w.insert(w.end(), c.block.begin(), c.block.end());
+    for (const char* kernel : {"generic", "avx2", "avx512"}) {
+      const ScopedEnv choice("SPECD_CPU_KERNEL", kernel);
+      Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
+      std::unique_ptr<Device> dev;
+      try {
+        dev = backend.open();
+      } catch (const Error& e) {
+        MESSAGE("skipping kernel " << std::string(kernel) << ": " << std::string(e.what()));
+        continue;
+      }
+      Buffer bx = upload_vec(*dev, x), bw = upload_vec(*dev, w), by = dev->alloc(5 * n * 4);
+      for (int64_t m : {1, 2, 5}) {
+        dev->matmul(bx.view(SPECD_DTYPE_F32, m, 256), bw.view(SPECD_DTYPE_Q4_K, n, 256),
+                    by.view(SPECD_DTYPE_F32, m, n));
+        const auto y = download_vec<float>(by, m * n);
+        int wrong = 0;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) wrong += y[i * n + j] != (i % 2 ? -c.want : c.want);
+        CHECK_MESSAGE(wrong == 0, std::string(kernel) << " " << c.what << " m=" << m << ": "
+                                                      << wrong << " values differ from " << c.want
+                                                      << " (y[0] = " << y[0] << ")");
       }
     }
   }
