@@ -14,15 +14,13 @@
 // small scratch and is applied to up to 8 rows of x at a time.
 #include <immintrin.h>
 
-#include "qint.hpp"
+#include "qint_interleave_avx512.hpp"
 #include "qint_q4k.hpp"
 
 namespace specd::cpu::qint {
 namespace {
 
 constexpr int64_t kBlockBytes = 144;  // d, dmin (f16), 12 bytes of scales, 128 of quants
-constexpr int kGroup = 16;            // output columns per group
-constexpr int kTileRows = 8;          // rows of x per register tile
 
 // One decoded block of a group: w[j][h][u] the unsigned quants of sub-block j for the 8
 // columns of half h (h = 0: columns 0, 1, 4, 5, 8, 9, 12, 13; h = 1: the others), 4 values
@@ -35,68 +33,17 @@ struct alignas(64) Decoded {
   __m512 d, dmin;
 };
 
-// Column of lane c (0..7) of half h: vpackssdw of halves 0 and 1 followed by vpdpwssd puts
-// half 0's lanes 2c, 2c + 1 and half 1's into one dword whose index is then this column.
-constexpr int column_of(int h, int c) {
-  return 4 * (c >> 1) + 2 * h + (c & 1);
-}
-
-// An 8 x 8 transpose of qwords: t[i] qword c = z[c] qword i.
-[[gnu::always_inline]] inline void transpose8(const __m512i* z, __m512i* t) {
-  __m512i x[2][4];
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {
-    x[0][i] = _mm512_unpacklo_epi64(z[2 * i], z[2 * i + 1]);
-    x[1][i] = _mm512_unpackhi_epi64(z[2 * i], z[2 * i + 1]);
-  }
-#pragma GCC unroll 2
-  for (int h = 0; h < 2; ++h) {  // t[2l + h]: 128-bit lane l of x[h][0..3]
-    const __m512i a0 = _mm512_shuffle_i64x2(x[h][0], x[h][1], _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512i a1 = _mm512_shuffle_i64x2(x[h][2], x[h][3], _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512i b0 = _mm512_shuffle_i64x2(x[h][0], x[h][1], _MM_SHUFFLE(3, 2, 3, 2));
-    const __m512i b1 = _mm512_shuffle_i64x2(x[h][2], x[h][3], _MM_SHUFFLE(3, 2, 3, 2));
-    t[0 + h] = _mm512_shuffle_i64x2(a0, a1, _MM_SHUFFLE(2, 0, 2, 0));
-    t[2 + h] = _mm512_shuffle_i64x2(a0, a1, _MM_SHUFFLE(3, 1, 3, 1));
-    t[4 + h] = _mm512_shuffle_i64x2(b0, b1, _MM_SHUFFLE(2, 0, 2, 0));
-    t[6 + h] = _mm512_shuffle_i64x2(b0, b1, _MM_SHUFFLE(3, 1, 3, 1));
-  }
-}
-
-// vpshufb index: in each dword u of a 128-bit lane, bytes (4u + lo, -, 4u + hi, -) with the
-// gaps zeroed: the two picked bytes widened to an int16 pair.
-__m512i pick_pair(int lo, int hi) {
-  alignas(64) int8_t idx[64];
-  for (int i = 0; i < 64; ++i) {
-    const int u = (i >> 2) & 3, at = i & 3;
-    idx[i] = static_cast<int8_t>(at == 0 ? 4 * u + lo : at == 2 ? 4 * u + hi : -1);
-  }
-  return _mm512_load_si512(idx);
-}
-
 // The scale and min vectors of a group's block from its 16 headers (bytes 0..15 of each
 // column's block): the headers transposed to 4 dword fields per column, then ggml's 6-bit
 // unpacking done on 16 columns at once.
-[[gnu::always_inline]] inline void decode_scales(const uint8_t* const* col, int64_t b, Decoded& p) {
-  __m512i q[4];  // q[i] 128-bit lane l: the header of column 4l + i
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {
-    __m512i v = _mm512_castsi128_si512(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(col[i] + kBlockBytes * b)));
-    v = _mm512_inserti32x4(
-        v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(col[4 + i] + kBlockBytes * b)), 1);
-    v = _mm512_inserti32x4(
-        v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(col[8 + i] + kBlockBytes * b)), 2);
-    v = _mm512_inserti32x4(
-        v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(col[12 + i] + kBlockBytes * b)), 3);
-    q[i] = v;
-  }
-  // Dword f of every column, column c in dword c.
-  const __m512i t0 = _mm512_unpacklo_epi32(q[0], q[1]), t1 = _mm512_unpackhi_epi32(q[0], q[1]);
-  const __m512i t2 = _mm512_unpacklo_epi32(q[2], q[3]), t3 = _mm512_unpackhi_epi32(q[2], q[3]);
-  const __m512i dd = _mm512_unpacklo_epi64(t0, t2);  // d | dmin << 16
-  const __m512i a = _mm512_unpackhi_epi64(t0, t2);   // scale bytes 0..3
-  const __m512i bb = _mm512_unpacklo_epi64(t1, t3);  // 4..7
-  const __m512i c = _mm512_unpackhi_epi64(t1, t3);   // 8..11
+[[gnu::always_inline]] inline void decode_scales(const uint8_t* const* col, int64_t b,
+                                                 Decoded& p) {
+  __m512i f[4];
+  transpose_fields(col, kBlockBytes * b, f);
+  const __m512i dd = f[0];  // d | dmin << 16
+  const __m512i a = f[1];   // scale bytes 0..3
+  const __m512i bb = f[2];  // 4..7
+  const __m512i c = f[3];   // 8..11
   const __m512i low6 = _mm512_set1_epi8(63), low4 = _mm512_set1_epi8(15);
   const __m512i top2 = _mm512_set1_epi8(48);
   const __m512i sc03 = _mm512_and_si512(a, low6);
@@ -107,13 +54,13 @@ __m512i pick_pair(int lo, int hi) {
                                        _mm512_and_si512(_mm512_srli_epi32(bb, 2), top2));
 #pragma GCC unroll 4
   for (int j = 0; j < 4; ++j) {
-    p.s[j] = _mm512_shuffle_epi8(sc03, pick_pair(j, j));
-    p.s[4 + j] = _mm512_shuffle_epi8(sc47, pick_pair(j, j));
+    p.s[j] = _mm512_shuffle_epi8(sc03, dword_bytes(j, -1, j, -1));
+    p.s[4 + j] = _mm512_shuffle_epi8(sc47, dword_bytes(j, -1, j, -1));
   }
-  p.mn[0] = _mm512_shuffle_epi8(mn03, pick_pair(0, 1));
-  p.mn[1] = _mm512_shuffle_epi8(mn03, pick_pair(2, 3));
-  p.mn[2] = _mm512_shuffle_epi8(mn47, pick_pair(0, 1));
-  p.mn[3] = _mm512_shuffle_epi8(mn47, pick_pair(2, 3));
+  p.mn[0] = _mm512_shuffle_epi8(mn03, dword_bytes(0, -1, 1, -1));
+  p.mn[1] = _mm512_shuffle_epi8(mn03, dword_bytes(2, -1, 3, -1));
+  p.mn[2] = _mm512_shuffle_epi8(mn47, dword_bytes(0, -1, 1, -1));
+  p.mn[3] = _mm512_shuffle_epi8(mn47, dword_bytes(2, -1, 3, -1));
   p.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd));
   p.dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
 }
@@ -138,26 +85,6 @@ void decode_group(const uint8_t* const* col, int64_t b, Decoded& p) {
         p.w[2 * chunk + 1][h][u] = _mm512_and_si512(_mm512_srli_epi16(t[i], 4), low4);
       }
     }
-}
-
-// A zeroed register of its own (a zeroing idiom, no execution port) for each accumulating
-// instruction, instead of copies of one shared zero.
-[[gnu::always_inline]] inline __m512i fresh_zero() {
-  __m512i z;
-  asm volatile("vpxord %0, %0, %0" : "=v"(z));
-  return z;
-}
-
-// 8 activation bytes broadcast to every qword.
-[[gnu::always_inline]] inline __m512i bcast8(const int8_t* p) {
-  int64_t v;
-  __builtin_memcpy(&v, p, 8);
-  return _mm512_set1_epi64(v);
-}
-[[gnu::always_inline]] inline __m512i bcast4(const int16_t* p) {
-  int32_t v;
-  __builtin_memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
 }
 
 // facc[r] (16 columns of row i0 + r) += block b's terms, for MR rows.
@@ -203,37 +130,6 @@ template <int MR>
   }
 }
 
-void apply_tiles(const Decoded& p, const QArgs& a, const int16_t* bs32, int64_t b, float* facc) {
-  for (int64_t i0 = 0; i0 < a.m; i0 += kTileRows) {
-    switch (a.m - i0 < kTileRows ? a.m - i0 : kTileRows) {
-      case 1:
-        apply_rows<1>(p, a, bs32, i0, b, facc);
-        break;
-      case 2:
-        apply_rows<2>(p, a, bs32, i0, b, facc);
-        break;
-      case 3:
-        apply_rows<3>(p, a, bs32, i0, b, facc);
-        break;
-      case 4:
-        apply_rows<4>(p, a, bs32, i0, b, facc);
-        break;
-      case 5:
-        apply_rows<5>(p, a, bs32, i0, b, facc);
-        break;
-      case 6:
-        apply_rows<6>(p, a, bs32, i0, b, facc);
-        break;
-      case 7:
-        apply_rows<7>(p, a, bs32, i0, b, facc);
-        break;
-      default:
-        apply_rows<8>(p, a, bs32, i0, b, facc);
-        break;
-    }
-  }
-}
-
 }  // namespace
 
 int64_t q4k_scratch_bytes(int64_t m, int64_t k) {
@@ -251,30 +147,15 @@ void cols_q4k_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
       bs32[i * 8 * nb + s] = static_cast<int16_t>(bs16[0] + bs16[1]);
     }
   for (int64_t g = j0; g < j1; g += kGroup) {
-    const int64_t valid = j1 - g < kGroup ? j1 - g : kGroup;
-    const uint8_t* col[kGroup];  // a short group repeats its last column
-    for (int c = 0; c < kGroup; ++c) col[c] = a.w + (g + (c < valid ? c : valid - 1)) * a.ldw;
-#ifndef PFG
-#define PFG 1
-#endif
-#ifndef PFH
-#define PFH _MM_HINT_T0
-#endif
-    const uint8_t* next = a.w + (g + PFG * kGroup) * a.ldw;
+    const uint8_t* col[kGroup];
+    group_columns(a, g, j1, col);
     for (int64_t i = 0; i < m; ++i) _mm512_store_ps(facc + 16 * i, _mm512_setzero_ps());
     for (int64_t b = 0; b < nb; ++b) {
-      // The group's 16 rows are adjacent in memory, as are the next group's: one sequential
-      // stream, asked for one group ahead, a block's share per block.
-      if (g + PFG * kGroup < j1)
-        for (int64_t o = 0; o < kGroup * kBlockBytes; o += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(next) + b * kGroup * kBlockBytes + o,
-                       PFH);
+      stream_next_group(a, g, j1, b, kBlockBytes);
       decode_group(col, b, p);
-      apply_tiles(p, a, bs32, b, facc);
+      for_each_tile(m, [&]<int MR>(int64_t i0) { apply_rows<MR>(p, a, bs32, i0, b, facc); });
     }
-    const __mmask16 keep = static_cast<__mmask16>((1u << valid) - 1);
-    for (int64_t i = 0; i < m; ++i)
-      _mm512_mask_storeu_ps(a.y + i * a.ldy + g, keep, _mm512_load_ps(facc + 16 * i));
+    store_group(a, g, j1, facc);
   }
 }
 

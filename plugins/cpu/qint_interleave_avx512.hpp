@@ -1,0 +1,160 @@
+// Building blocks of the column-interleaved AVX-512 kernels (qint_q4k_avx512.cpp,
+// qint_q6k_avx512.cpp): 16 output columns per register, the weight blocks of a group of 16
+// columns transposed in registers to 8 columns per register (a qword of each), two such
+// halves joined by vpackssdw + vpdpwssd. Internal linkage: included by AVX-512 translation
+// units only.
+#pragma once
+
+#include <immintrin.h>
+
+#include "qint.hpp"
+
+namespace specd::cpu::qint {
+namespace {
+
+constexpr int kGroup = 16;    // output columns per group
+constexpr int kTileRows = 8;  // rows of x per register tile
+
+// Column of lane c (0..7) of half h: vpackssdw of halves 0 and 1 followed by vpdpwssd puts
+// half 0's lanes 2c, 2c + 1 and half 1's into one dword whose index is then this column.
+constexpr int column_of(int h, int c) {
+  return 4 * (c >> 1) + 2 * h + (c & 1);
+}
+
+// An 8 x 8 transpose of qwords: t[i] qword c = z[c] qword i.
+[[gnu::always_inline]] inline void transpose8(const __m512i* z, __m512i* t) {
+  __m512i x[2][4];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    x[0][i] = _mm512_unpacklo_epi64(z[2 * i], z[2 * i + 1]);
+    x[1][i] = _mm512_unpackhi_epi64(z[2 * i], z[2 * i + 1]);
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {  // t[2l + h]: 128-bit lane l of x[h][0..3]
+    const __m512i a0 = _mm512_shuffle_i64x2(x[h][0], x[h][1], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i a1 = _mm512_shuffle_i64x2(x[h][2], x[h][3], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i b0 = _mm512_shuffle_i64x2(x[h][0], x[h][1], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512i b1 = _mm512_shuffle_i64x2(x[h][2], x[h][3], _MM_SHUFFLE(3, 2, 3, 2));
+    t[0 + h] = _mm512_shuffle_i64x2(a0, a1, _MM_SHUFFLE(2, 0, 2, 0));
+    t[2 + h] = _mm512_shuffle_i64x2(a0, a1, _MM_SHUFFLE(3, 1, 3, 1));
+    t[4 + h] = _mm512_shuffle_i64x2(b0, b1, _MM_SHUFFLE(2, 0, 2, 0));
+    t[6 + h] = _mm512_shuffle_i64x2(b0, b1, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+}
+
+// Four 16-byte fields of 16 columns transposed: f[i] dword c = dword i of the 16 bytes at
+// col[c] + offset.
+[[gnu::always_inline]] inline void transpose_fields(const uint8_t* const* col, int64_t offset,
+                                                    __m512i* f) {
+  __m512i q[4];  // q[i] 128-bit lane l: the bytes of column 4l + i
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    __m512i v = _mm512_castsi128_si512(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(col[i] + offset)));
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(col[4 + i] + offset)),
+                           1);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(col[8 + i] + offset)),
+                           2);
+    v = _mm512_inserti32x4(
+        v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(col[12 + i] + offset)), 3);
+    q[i] = v;
+  }
+  const __m512i t0 = _mm512_unpacklo_epi32(q[0], q[1]), t1 = _mm512_unpackhi_epi32(q[0], q[1]);
+  const __m512i t2 = _mm512_unpacklo_epi32(q[2], q[3]), t3 = _mm512_unpackhi_epi32(q[2], q[3]);
+  f[0] = _mm512_unpacklo_epi64(t0, t2);
+  f[1] = _mm512_unpackhi_epi64(t0, t2);
+  f[2] = _mm512_unpacklo_epi64(t1, t3);
+  f[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+// vpshufb index: in each dword u of a 128-bit lane, the bytes (a, b, c, d) with a value v >= 0
+// meaning byte 4u + v of the source and -1 a zero.
+inline __m512i dword_bytes(int a, int b, int c, int d) {
+  alignas(64) int8_t idx[64];
+  const int at[4] = {a, b, c, d};
+  for (int i = 0; i < 64; ++i) {
+    const int u = (i >> 2) & 3, v = at[i & 3];
+    idx[i] = static_cast<int8_t>(v < 0 ? -1 : 4 * u + v);
+  }
+  return _mm512_load_si512(idx);
+}
+
+// A zeroed register of its own (a zeroing idiom, no execution port) for each accumulating
+// instruction, instead of copies of one shared zero.
+[[gnu::always_inline]] inline __m512i fresh_zero() {
+  __m512i z;
+  asm volatile("vpxord %0, %0, %0" : "=v"(z));
+  return z;
+}
+
+// 8 activation bytes broadcast to every qword; 2 int16 broadcast to every dword.
+[[gnu::always_inline]] inline __m512i bcast8(const int8_t* p) {
+  int64_t v;
+  __builtin_memcpy(&v, p, 8);
+  return _mm512_set1_epi64(v);
+}
+[[gnu::always_inline]] inline __m512i bcast4(const int16_t* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// The 16 weight rows of the group at column g (a short group repeats its last column).
+inline void group_columns(const QArgs& a, int64_t g, int64_t j1, const uint8_t** col) {
+  const int64_t valid = j1 - g < kGroup ? j1 - g : kGroup;
+  for (int c = 0; c < kGroup; ++c) col[c] = a.w + (g + (c < valid ? c : valid - 1)) * a.ldw;
+}
+
+// The group's 16 rows are adjacent in memory, as are the next group's: one sequential stream,
+// asked for one group ahead, a block's share (16 blocks of `bytes`) per block b.
+inline void stream_next_group(const QArgs& a, int64_t g, int64_t j1, int64_t b, int64_t bytes) {
+  if (g + kGroup >= j1) return;
+  const char* next = reinterpret_cast<const char*>(a.w + (g + kGroup) * a.ldw);
+  for (int64_t o = 0; o < kGroup * bytes; o += 64)
+    _mm_prefetch(next + b * kGroup * bytes + o, _MM_HINT_T0);
+}
+
+// Stores the 16 columns of each row's accumulator (facc[i]) at y[i, g ..] (a short group
+// stores its valid columns).
+inline void store_group(const QArgs& a, int64_t g, int64_t j1, const float* facc) {
+  const int64_t valid = j1 - g < kGroup ? j1 - g : kGroup;
+  const __mmask16 keep = static_cast<__mmask16>((1u << valid) - 1);
+  for (int64_t i = 0; i < a.m; ++i)
+    _mm512_mask_storeu_ps(a.y + i * a.ldy + g, keep, _mm512_load_ps(facc + 16 * i));
+}
+
+// Calls f.template operator()<MR>(i0) for the row tiles of up to kTileRows rows.
+template <class F>
+void for_each_tile(int64_t m, F f) {
+  for (int64_t i0 = 0; i0 < m; i0 += kTileRows) {
+    switch (m - i0 < kTileRows ? m - i0 : kTileRows) {
+      case 1:
+        f.template operator()<1>(i0);
+        break;
+      case 2:
+        f.template operator()<2>(i0);
+        break;
+      case 3:
+        f.template operator()<3>(i0);
+        break;
+      case 4:
+        f.template operator()<4>(i0);
+        break;
+      case 5:
+        f.template operator()<5>(i0);
+        break;
+      case 6:
+        f.template operator()<6>(i0);
+        break;
+      case 7:
+        f.template operator()<7>(i0);
+        break;
+      default:
+        f.template operator()<8>(i0);
+        break;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace specd::cpu::qint
