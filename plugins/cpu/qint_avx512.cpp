@@ -10,6 +10,7 @@
 #include "qint.hpp"
 #include "qint_lowbit.hpp"
 #include "qint_q4k.hpp"
+#include "qint_q6k.hpp"
 #include "qint_reduce.hpp"
 #include "specd/cpp/ggml_blocks.hpp"
 
@@ -692,7 +693,7 @@ void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
     case SPECD_DTYPE_Q5_K:
       return cols_q45_k<true>(a, j0, j1, scratch);
     case SPECD_DTYPE_Q6_K:
-      return cols_q6_k(a, j0, j1, scratch);
+      return cols_q6k_avx512(a, j0, j1, scratch);
     case SPECD_DTYPE_Q4_0:
       return cols_32<ggml::kQ4_0>(a, j0, j1, scratch);
     case SPECD_DTYPE_Q5_0:

@@ -78,7 +78,8 @@ void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
   const int64_t threads = pool.size();
   int64_t per = (a.n + threads * 4 - 1) / (threads * 4);
   if (per < 8) per = 8;
-  if (a.dtype == SPECD_DTYPE_Q4_K) per = (per + 15) / 16 * 16;  // whole groups of 16 columns
+  if (a.dtype == SPECD_DTYPE_Q4_K || a.dtype == SPECD_DTYPE_Q6_K)
+    per = (per + 15) / 16 * 16;  // whole groups of 16 columns for the interleaved kernels
   const int64_t tasks = (a.n + per - 1) / per;
   const int64_t scratch = qint::scratch_bytes(a.m, a.k);
   auto task = [&](int64_t t) {

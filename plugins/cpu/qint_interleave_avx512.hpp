@@ -67,16 +67,24 @@ constexpr int column_of(int h, int c) {
   f[3] = _mm512_unpackhi_epi64(t1, t3);
 }
 
-// vpshufb index: in each dword u of a 128-bit lane, the bytes (a, b, c, d) with a value v >= 0
-// meaning byte 4u + v of the source and -1 a zero.
-inline __m512i dword_bytes(int a, int b, int c, int d) {
-  alignas(64) int8_t idx[64];
+// vpshufb index: in each dword u of a 128-bit lane, the bytes (A, B, C, D) with a value
+// v >= 0 meaning byte 4u + v of the source and -1 a zero. A constant table, loaded.
+struct alignas(64) ByteIndex {
+  int8_t v[64];
+};
+constexpr ByteIndex make_dword_bytes(int a, int b, int c, int d) {
+  ByteIndex t{};
   const int at[4] = {a, b, c, d};
   for (int i = 0; i < 64; ++i) {
     const int u = (i >> 2) & 3, v = at[i & 3];
-    idx[i] = static_cast<int8_t>(v < 0 ? -1 : 4 * u + v);
+    t.v[i] = static_cast<int8_t>(v < 0 ? -1 : 4 * u + v);
   }
-  return _mm512_load_si512(idx);
+  return t;
+}
+template <int A, int B, int C, int D>
+[[gnu::always_inline]] inline __m512i dword_bytes() {
+  static constexpr ByteIndex table = make_dword_bytes(A, B, C, D);
+  return _mm512_load_si512(table.v);
 }
 
 // A zeroed register of its own (a zeroing idiom, no execution port) for each accumulating

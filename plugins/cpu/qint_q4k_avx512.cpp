@@ -52,15 +52,19 @@ struct alignas(64) Decoded {
       _mm512_or_si512(_mm512_and_si512(c, low4), _mm512_and_si512(_mm512_srli_epi32(a, 2), top2));
   const __m512i mn47 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(c, 4), low4),
                                        _mm512_and_si512(_mm512_srli_epi32(bb, 2), top2));
+  // Byte j of each dword to both int16 halves; bytes (0, 1) and (2, 3) to the two halves.
+  const __m512i pick[4] = {dword_bytes<0, -1, 0, -1>(), dword_bytes<1, -1, 1, -1>(),
+                           dword_bytes<2, -1, 2, -1>(), dword_bytes<3, -1, 3, -1>()};
+  const __m512i pair01 = dword_bytes<0, -1, 1, -1>(), pair23 = dword_bytes<2, -1, 3, -1>();
 #pragma GCC unroll 4
   for (int j = 0; j < 4; ++j) {
-    p.s[j] = _mm512_shuffle_epi8(sc03, dword_bytes(j, -1, j, -1));
-    p.s[4 + j] = _mm512_shuffle_epi8(sc47, dword_bytes(j, -1, j, -1));
+    p.s[j] = _mm512_shuffle_epi8(sc03, pick[j]);
+    p.s[4 + j] = _mm512_shuffle_epi8(sc47, pick[j]);
   }
-  p.mn[0] = _mm512_shuffle_epi8(mn03, dword_bytes(0, -1, 1, -1));
-  p.mn[1] = _mm512_shuffle_epi8(mn03, dword_bytes(2, -1, 3, -1));
-  p.mn[2] = _mm512_shuffle_epi8(mn47, dword_bytes(0, -1, 1, -1));
-  p.mn[3] = _mm512_shuffle_epi8(mn47, dword_bytes(2, -1, 3, -1));
+  p.mn[0] = _mm512_shuffle_epi8(mn03, pair01);
+  p.mn[1] = _mm512_shuffle_epi8(mn03, pair23);
+  p.mn[2] = _mm512_shuffle_epi8(mn47, pair01);
+  p.mn[3] = _mm512_shuffle_epi8(mn47, pair23);
   p.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd));
   p.dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
 }
