@@ -49,12 +49,12 @@ constexpr int column_of(int h, int c) {
   __m512i q[4];  // q[i] 128-bit lane l: the bytes of column 4l + i
 #pragma GCC unroll 4
   for (int i = 0; i < 4; ++i) {
-    __m512i v = _mm512_castsi128_si512(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(col[i] + offset)));
-    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(col[4 + i] + offset)),
-                           1);
-    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(col[8 + i] + offset)),
-                           2);
+    __m512i v =
+        _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(col[i] + offset)));
+    v = _mm512_inserti32x4(
+        v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(col[4 + i] + offset)), 1);
+    v = _mm512_inserti32x4(
+        v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(col[8 + i] + offset)), 2);
     v = _mm512_inserti32x4(
         v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(col[12 + i] + offset)), 3);
     q[i] = v;

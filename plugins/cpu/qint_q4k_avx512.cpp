@@ -36,8 +36,7 @@ struct alignas(64) Decoded {
 // The scale and min vectors of a group's block from its 16 headers (bytes 0..15 of each
 // column's block): the headers transposed to 4 dword fields per column, then ggml's 6-bit
 // unpacking done on 16 columns at once.
-[[gnu::always_inline]] inline void decode_scales(const uint8_t* const* col, int64_t b,
-                                                 Decoded& p) {
+[[gnu::always_inline]] inline void decode_scales(const uint8_t* const* col, int64_t b, Decoded& p) {
   __m512i f[4];
   transpose_fields(col, kBlockBytes * b, f);
   const __m512i dd = f[0];  // d | dmin << 16

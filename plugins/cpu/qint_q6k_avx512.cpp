@@ -54,12 +54,14 @@ struct alignas(64) Decoded6 {
 }
 
 // The 8 columns' qh bytes 32H .. 32H + 31 as 4 registers: t[i] qword c = qword i of column c.
-[[gnu::always_inline]] inline void transpose_qh(const uint8_t* const* col8, int64_t at, __m512i* t) {
+[[gnu::always_inline]] inline void transpose_qh(const uint8_t* const* col8, int64_t at,
+                                                __m512i* t) {
   __m512i pair[4];  // columns 2k (low 256 bits) and 2k + 1
 #pragma GCC unroll 4
   for (int k = 0; k < 4; ++k)
     pair[k] = _mm512_inserti64x4(
-        _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(col8[2 * k] + at))),
+        _mm512_castsi256_si512(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(col8[2 * k] + at))),
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(col8[2 * k + 1] + at)), 1);
   const __m512i lo = _mm512_setr_epi64(0, 4, 8, 12, 1, 5, 9, 13);
   const __m512i hi = _mm512_setr_epi64(2, 6, 10, 14, 3, 7, 11, 15);
