@@ -514,7 +514,7 @@ namespace {
 // A q4_K block built by hand, rows x and -x of activations that quantize without rounding,
 // and the integers of qint.hpp's q4_K definition worked out by hand for row x.
 struct Q4Case {
-  const char* what;
+  std::string what;
   std::vector<uint8_t> block;
   std::vector<float> x;  // 256 values
   int isum, msum;
@@ -605,7 +605,7 @@ namespace {
 // rounding (the same y, d_y of opposite signs), the integer isum of qint.hpp's q6_K worked
 // out by hand for row x, and the exact product of the decoded weights with x.
 struct Q6Case {
-  const char* what;
+  std::string what;
   std::vector<uint8_t> block;
   std::vector<float> x;  // 256 values
   int isum;
