@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <random>
 #include <vector>
 
@@ -11,10 +14,35 @@
 
 namespace specd::test {
 
+namespace {
+
+// The directories temp_dir made, removed when the test process exits (kept when
+// SPECD_TEST_KEEP_TEMP is set, to look at a failure's files).
+struct TempDirs {
+  std::mutex mutex;
+  std::vector<std::filesystem::path> dirs;
+  ~TempDirs() {
+    if (std::getenv("SPECD_TEST_KEEP_TEMP")) return;
+    for (const auto& d : dirs) {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  }
+};
+TempDirs& temp_dirs() {
+  static TempDirs t;
+  return t;
+}
+
+}  // namespace
+
 std::string temp_dir(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() /
              ("specd-test-" + name + "-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
+  TempDirs& t = temp_dirs();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  if (std::find(t.dirs.begin(), t.dirs.end(), dir) == t.dirs.end()) t.dirs.push_back(dir);
   return dir.string();
 }
 

@@ -23,7 +23,8 @@ struct RandomLlamaSpec : LlamaLayout {
 // Writes the model to `path` and returns its vocabulary size.
 uint32_t write_random_llama(const std::string& path, const RandomLlamaSpec& spec);
 
-// A fresh temporary folder for one test (removed by the OS, not by the test).
+// A temporary folder for one test, named after it and the process; removed with what it
+// holds when the test process exits (SPECD_TEST_KEEP_TEMP=1 keeps it).
 std::string temp_dir(const std::string& name);
 
 }  // namespace specd::test
