@@ -78,7 +78,8 @@ void write_random(const std::string& path, uint32_t seed) {
 
 int usage() {
   std::cerr << "usage: specd-model-bench MODEL.gguf [--backend ID] [--threads N] [--repeats R] "
-               "[--json] [--cpu-time] [--decode-only] [--only-m M]\n       specd-model-bench --write-random "
+               "[--json] [--cpu-time] [--decode-only] [--only-m M]\n       specd-model-bench "
+               "--write-random "
                "OUT.gguf [--seed S]\n";
   return 2;
 }

@@ -116,7 +116,7 @@ static inline bool k_blocks(specd_dtype dt) {
 // Bytes of per-task scratch a kernel needs for m rows of k values (prepared weight blocks, or
 // the rows of x in a kernel's layout: reordered or unsigned quants and their scale vectors).
 static inline int64_t scratch_bytes(int64_t m, int64_t k) {
-  return (m > 4 ? m : 4) * (2 * k + 128) + 8192;
+  return (m > 4 ? m : 4) * (2 * k + 128) + 1024;
 }
 
 // Quantizes rows x[0:m] (row stride ldx floats, k values, a whole number of blocks) into the

@@ -1,6 +1,7 @@
 // The integer family's small-m GEMM driver: quantizes the rows of x once (qint.hpp), then runs
 // column-range tasks of the chosen kernel. Which task or thread computes a column never
 // changes its bits; neither does m.
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -8,6 +9,8 @@
 
 #include "gemm.hpp"
 #include "qint.hpp"
+#include "qint_q4k.hpp"
+#include "qint_q6k.hpp"
 
 namespace specd::cpu {
 
@@ -81,7 +84,11 @@ void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
   if (a.dtype == SPECD_DTYPE_Q4_K || a.dtype == SPECD_DTYPE_Q6_K)
     per = (per + 15) / 16 * 16;  // whole groups of 16 columns for the interleaved kernels
   const int64_t tasks = (a.n + per - 1) / per;
-  const int64_t scratch = qint::scratch_bytes(a.m, a.k);
+  int64_t scratch = qint::scratch_bytes(a.m, a.k);
+  if (cols == &qint::cols_avx512) {  // the interleaved kernels keep a decoded block there
+    scratch = std::max(scratch, qint::q4k_scratch_bytes(a.m, a.k));
+    scratch = std::max(scratch, qint::q6k_scratch_bytes(a.m, a.k));
+  }
   auto task = [&](int64_t t) {
     thread_local std::vector<uint8_t> buf;
     const int64_t j0 = t * per;

@@ -1,8 +1,8 @@
 // Building blocks of the column-interleaved AVX-512 kernels (qint_q4k_avx512.cpp,
-// qint_q6k_avx512.cpp): 16 output columns per register, the weight blocks of a group of 16
-// columns transposed in registers to 8 columns per register (a qword of each), two such
-// halves joined by vpackssdw + vpdpwssd. Internal linkage: included by AVX-512 translation
-// units only.
+// qint_q6k_avx512.cpp; qint_avx512.cpp uses the row tiles and zeroing idiom too): 16 output columns
+// per register, the weight blocks of a group of 16 columns transposed in registers to 8 columns per
+// register (a qword of each), two such halves joined by vpackssdw + vpdpwssd. Internal linkage:
+// included by AVX-512 translation units only.
 #pragma once
 
 #include <immintrin.h>
@@ -129,6 +129,24 @@ inline void store_group(const QArgs& a, int64_t g, int64_t j1, const float* facc
   const __mmask16 keep = static_cast<__mmask16>((1u << valid) - 1);
   for (int64_t i = 0; i < a.m; ++i)
     _mm512_mask_storeu_ps(a.y + i * a.ldy + g, keep, _mm512_load_ps(facc + 16 * i));
+}
+
+// y[:, j0:j1] group by group: facc (16 floats per row of x) zeroed, then for each block b the
+// next group's rows asked for and block(col, b) called (it adds the block's terms into facc),
+// then facc stored. `bytes`: the weight type's block size.
+template <class Block>
+void each_group(const QArgs& a, int64_t j0, int64_t j1, int64_t bytes, float* facc, Block block) {
+  const int64_t nb = a.k / 256;
+  for (int64_t g = j0; g < j1; g += kGroup) {
+    const uint8_t* col[kGroup];
+    group_columns(a, g, j1, col);
+    for (int64_t i = 0; i < a.m; ++i) _mm512_store_ps(facc + 16 * i, _mm512_setzero_ps());
+    for (int64_t b = 0; b < nb; ++b) {
+      stream_next_group(a, g, j1, b, bytes);
+      block(col, b);
+    }
+    store_group(a, g, j1, facc);
+  }
 }
 
 // Calls f.template operator()<MR>(i0) for the row tiles of up to kTileRows rows.

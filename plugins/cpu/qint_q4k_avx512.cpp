@@ -149,17 +149,10 @@ void cols_q4k_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
       const int16_t* bs16 = a.x.bsum16 + i * (a.k / 16) + 2 * s;
       bs32[i * 8 * nb + s] = static_cast<int16_t>(bs16[0] + bs16[1]);
     }
-  for (int64_t g = j0; g < j1; g += kGroup) {
-    const uint8_t* col[kGroup];
-    group_columns(a, g, j1, col);
-    for (int64_t i = 0; i < m; ++i) _mm512_store_ps(facc + 16 * i, _mm512_setzero_ps());
-    for (int64_t b = 0; b < nb; ++b) {
-      stream_next_group(a, g, j1, b, kBlockBytes);
-      decode_group(col, b, p);
-      for_each_tile(m, [&]<int MR>(int64_t i0) { apply_rows<MR>(p, a, bs32, i0, b, facc); });
-    }
-    store_group(a, g, j1, facc);
-  }
+  each_group(a, j0, j1, kBlockBytes, facc, [&](const uint8_t* const* col, int64_t b) {
+    decode_group(col, b, p);
+    for_each_tile(m, [&]<int MR>(int64_t i0) { apply_rows<MR>(p, a, bs32, i0, b, facc); });
+  });
 }
 
 }  // namespace specd::cpu::qint

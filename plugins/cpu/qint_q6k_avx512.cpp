@@ -155,20 +155,12 @@ int64_t q6k_scratch_bytes(int64_t m, int64_t k) {
 }
 
 void cols_q6k_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
-  const int64_t m = a.m, nb = a.k / 256;
   Decoded6& p = *reinterpret_cast<Decoded6*>(scratch);
   float* facc = reinterpret_cast<float*>(scratch + sizeof(Decoded6));
-  for (int64_t g = j0; g < j1; g += kGroup) {
-    const uint8_t* col[kGroup];
-    group_columns(a, g, j1, col);
-    for (int64_t i = 0; i < m; ++i) _mm512_store_ps(facc + 16 * i, _mm512_setzero_ps());
-    for (int64_t b = 0; b < nb; ++b) {
-      stream_next_group(a, g, j1, b, kBlockBytes);
-      decode_group6(col, b, p);
-      for_each_tile(m, [&]<int MR>(int64_t i0) { apply_rows6<MR>(p, a, i0, b, facc); });
-    }
-    store_group(a, g, j1, facc);
-  }
+  each_group(a, j0, j1, kBlockBytes, facc, [&](const uint8_t* const* col, int64_t b) {
+    decode_group6(col, b, p);
+    for_each_tile(a.m, [&]<int MR>(int64_t i0) { apply_rows6<MR>(p, a, i0, b, facc); });
+  });
 }
 
 }  // namespace specd::cpu::qint
