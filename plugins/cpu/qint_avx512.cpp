@@ -1,18 +1,16 @@
 // The integer family on AVX-512 (F/BW/VL/DQ + VNNI; called only after that CPU check). q4_K
-// and q6_K have column-interleaved kernels of their own (qint_q4k_avx512.cpp,
-// qint_q6k_avx512.cpp). For m > 1, q5_K and the 32-value types without a min decode each
-// weight block (pair of blocks) into registers and apply it to up to 16 (q5_K) or 8 rows of x
-// (q5_K: 4 vpdpbusd, 2 vpackssdw, 2 vpdpwssd per row and block); q4_1 / q5_1 prepare each weight
-// row into the task's scratch and apply it four rows at a time. Either way the decoding work is
+// has a column-interleaved kernel of its own (qint_q4k_avx512.cpp). For m > 1 q5_K, q6_K
+// and the 32-value types without a min decode each weight block (pair of
+// blocks) into registers and apply it to up to 16 (k-quants) or 8 rows of x (k-quants: 4
+// vpdpbusd, 2 vpackssdw, 2 vpdpwssd per row and block); q4_1 / q5_1 prepare each weight row
+// into the task's scratch and apply it four rows at a time. Either way the decoding work is
 // shared by the m rows. The arithmetic is qint.hpp's, lane for lane: the bits equal the
 // generic kernel's.
 #include <immintrin.h>
 
 #include "qint.hpp"
-#include "qint_interleave_avx512.hpp"
 #include "qint_lowbit.hpp"
 #include "qint_q4k.hpp"
-#include "qint_q6k.hpp"
 #include "qint_reduce.hpp"
 #include "specd/cpp/ggml_blocks.hpp"
 
@@ -282,6 +280,39 @@ void rows_32(const QArgs& a, const Rows32& x, int64_t i0, int64_t j) {
   store_reduced<MR>(acc, a.y + i0 * a.ldy + j, a.ldy);
 }
 
+// Calls f.template operator()<MR>(i0) for the row tiles of up to 8 rows.
+template <class F>
+void tiles_of_8(int64_t m, F f) {
+  for (int64_t i0 = 0; i0 < m; i0 += 8) {
+    switch (m - i0 < 8 ? m - i0 : 8) {
+      case 1:
+        f.template operator()<1>(i0);
+        break;
+      case 2:
+        f.template operator()<2>(i0);
+        break;
+      case 3:
+        f.template operator()<3>(i0);
+        break;
+      case 4:
+        f.template operator()<4>(i0);
+        break;
+      case 5:
+        f.template operator()<5>(i0);
+        break;
+      case 6:
+        f.template operator()<6>(i0);
+        break;
+      case 7:
+        f.template operator()<7>(i0);
+        break;
+      default:
+        f.template operator()<8>(i0);
+        break;
+    }
+  }
+}
+
 template <uint32_t T>
 void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   const int64_t nb = a.k / 32;
@@ -300,7 +331,7 @@ void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   }
   const Rows32 x = prepare_rows_32(a, scratch);
   for (int64_t j = j0; j < j1; ++j)
-    for_each_tile(a.m, [&]<int MR>(int64_t i0) { rows_32<T, MR>(a, x, i0, j); });
+    tiles_of_8(a.m, [&]<int MR>(int64_t i0) { rows_32<T, MR>(a, x, i0, j); });
 }
 
 template <uint32_t T>
@@ -339,19 +370,27 @@ struct KBlock {
 }
 
 // int16 lane u of the scale vector of pair c: the index of its sub-block's scale.
-// q5_K: w[2c] = low nibbles of the 64 bytes 64c.. (elements 128c + 0..31 and
+// q4_K / q5_K: w[2c] = low nibbles of the 64 bytes 64c.. (elements 128c + 0..31 and
 // 128c + 64..95), w[2c + 1] the high nibbles (128c + 32..63 and 128c + 96..127).
 __m512i scale_index_q45(int c) {
   alignas(64) int16_t idx[32];
   for (int u = 0; u < 32; ++u) idx[u] = static_cast<int16_t>(4 * c + 2 * (u >> 4) + ((u >> 2) & 1));
   return _mm512_load_si512(idx);
 }
+// q6_K: w[g] = elements 64g .. 64g + 63 in order, 16 values per scale.
+__m512i scale_index_q6(int c) {
+  alignas(64) int16_t idx[32];
+  for (int u = 0; u < 32; ++u) idx[u] = static_cast<int16_t>(8 * c + 4 * ((u >> 2) & 1) + (u >> 3));
+  return _mm512_load_si512(idx);
+}
+
 struct KIndex {
   __m512i s[2];
 };
 
-// q5_K: quants at byte 48, fifth bits at byte 16.
-[[gnu::always_inline]] inline void decode_q5_k(const uint8_t* blk, const KIndex& ix, KBlock& p) {
+// q4_K (Q5 = false) and q5_K (Q5 = true: quants at byte 48, fifth bits at byte 16).
+template <bool Q5>
+[[gnu::always_inline]] inline void decode_q45_k(const uint8_t* blk, const KIndex& ix, KBlock& p) {
   const __m128i pick_x = _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11);
   const __m128i pick_y = _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7);
   const __m128i keep_low =
@@ -371,32 +410,57 @@ struct KIndex {
   p.wm = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(ggml::load_u16(blk + 2))), mins);
   p.dw = opaque(_mm512_set1_ps(_cvtsh_ss(ggml::load_u16(blk))));
   const __m512i low4 = _mm512_set1_epi8(15);
-  const __m512i qh =
-      _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16)));
+  [[maybe_unused]] __m512i qh;
+  if constexpr (Q5)
+    qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16)));
   for (int c = 0; c < 2; ++c) {
-    const __m512i q = _mm512_loadu_si512(blk + 48 + 64 * c);
+    const __m512i q = _mm512_loadu_si512(blk + (Q5 ? 48 : 16) + 64 * c);
     p.w[2 * c] = _mm512_and_si512(q, low4);
     p.w[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
-    // fifth bits: bit 4c (4c + 2) of qh byte l for w[2c] bytes l (32 + l)
-    for (int h = 0; h < 2; ++h) {
-      const __m512i cnt =
-          _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(4 * c + h)),
-                             _mm256_set1_epi16(static_cast<short>(4 * c + 2 + h)), 1);
-      const __m512i bit = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt), _mm512_set1_epi8(1));
-      p.w[2 * c + h] = _mm512_or_si512(p.w[2 * c + h], _mm512_slli_epi16(bit, 4));
+    if constexpr (Q5) {  // fifth bits: bit 4c (4c + 2) of qh byte l for w[2c] bytes l (32 + l)
+      for (int h = 0; h < 2; ++h) {
+        const __m512i cnt =
+            _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(4 * c + h)),
+                               _mm256_set1_epi16(static_cast<short>(4 * c + 2 + h)), 1);
+        const __m512i bit = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt), _mm512_set1_epi8(1));
+        p.w[2 * c + h] = _mm512_or_si512(p.w[2 * c + h], _mm512_slli_epi16(bit, 4));
+      }
     }
   }
 }
 
+[[gnu::always_inline]] inline void decode_q6_k(const uint8_t* blk, const KIndex& ix, KBlock& p) {
+  const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
+  const __m512i s16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(s8));
+  p.s[0] = _mm512_permutexvar_epi16(ix.s[0], s16);
+  p.s[1] = _mm512_permutexvar_epi16(ix.s[1], s16);
+  const float dw = _cvtsh_ss(ggml::load_u16(blk + 208));
+  p.wm = _mm512_mul_ps(_mm512_set1_ps(dw),
+                       _mm512_cvtepi32_ps(_mm512_slli_epi32(_mm512_cvtepi8_epi32(s8), 5)));
+  p.dw = opaque(_mm512_set1_ps(dw));
+  const __m512i low4 = _mm512_set1_epi8(15), low2 = _mm512_set1_epi8(3);
+  for (int g = 0; g < 4; ++g) {  // elements 128c + 64h + (0..63)
+    const int c = g >> 1, h = g & 1;
+    const __m512i ql = _mm512_loadu_si512(blk + 64 * c);
+    const __m512i lo = _mm512_and_si512(_mm512_srl_epi16(ql, _mm_cvtsi32_si128(4 * h)), low4);
+    const __m512i qh = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * c)));
+    const __m512i cnt = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(4 * h)),
+                                           _mm256_set1_epi16(static_cast<short>(4 * h + 2)), 1);
+    const __m512i hi = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt), low2);
+    p.w[g] = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
+  }
+}
+
 // The rows of x as a k-quant kernel reads them, prepared once per task in its scratch: the
-// quants (reordered so that byte u of a 64-byte load matches w[g]'s byte u)
+// quants (for q4_K / q5_K reordered so that byte u of a 64-byte load matches w[g]'s byte u)
 // and ys (qint.hpp: d_y * bsum16 per 16 values).
 struct KRows {
   const int8_t* q;
   const float* ys;
 };
 
-KRows prepare_rows(const QArgs& a, uint8_t* scratch) {
+KRows prepare_rows(const QArgs& a, uint8_t* scratch, bool reorder) {
   const int64_t m = a.m, k = a.k;
   float* ys = reinterpret_cast<float*>(scratch);
   for (int64_t i = 0; i < m; ++i)
@@ -406,6 +470,7 @@ KRows prepare_rows(const QArgs& a, uint8_t* scratch) {
       _mm512_store_ps(ys + i * (k / 16) + 16 * b,
                       _mm512_mul_ps(_mm512_set1_ps(a.x.d[i * (k / 256) + b]), bs));
     }
+  if (!reorder) return {a.x.q, ys};
   int8_t* yr = reinterpret_cast<int8_t*>(scratch) + 4 * m * (k / 16);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t c = 0; c < k / 128; ++c) {
@@ -417,6 +482,14 @@ KRows prepare_rows(const QArgs& a, uint8_t* scratch) {
       __builtin_memcpy(o + 96, y + 96, 32);
     }
   return {yr, ys};
+}
+
+// A zeroed register of its own (a zeroing idiom, no execution port) for each accumulating
+// instruction, instead of copies of one shared zero.
+[[gnu::always_inline]] inline __m512i fresh_zero() {
+  __m512i z;
+  asm volatile("vpxord %0, %0, %0" : "=v"(z));
+  return z;
 }
 
 // The bits of 1.5 * 2^23 in each int32 lane, loaded afresh (a broadcast load, no execution
@@ -432,7 +505,7 @@ constexpr float kMagic = 12582912.0f;
 }
 
 // acc[r] += block b's terms for rows i0 .. i0 + MR - 1. Small: every lane of isum is below
-// 2^22 in magnitude (q5_K: 16 values of at most 63 * 31 * 127), so float(isum) comes
+// 2^22 in magnitude (q4_K, q5_K: 16 values of at most 63 * 31 * 127), so float(isum) comes
 // from the magic number with a subtraction (either port) instead of vcvtdq2ps (port 0 only,
 // which the multiplies already fill); the same value either way.
 template <int MR, bool Small>
@@ -484,7 +557,7 @@ void k_rows(const QArgs& a, const KRows& x, const KIndex& ix, int64_t i0, int64_
 }
 
 // Calls f.template operator()<MR>(i0) for row tiles of up to 16 rows: 16 while at least 9
-// rows are left, then 9..16 rows as one tile or 1..8 as for_each_tile would.
+// rows are left, then 9..16 rows as one tile or 1..8 as tiles_of_8 would.
 template <class F>
 void tiles_of_16(int64_t m, F f) {
   int64_t i0 = 0;
@@ -516,24 +589,33 @@ void tiles_of_16(int64_t m, F f) {
         break;
     }
   }
-  if (i0 < m) for_each_tile(m - i0, [&]<int MR>(int64_t i) { f.template operator()<MR>(i0 + i); });
+  if (i0 < m) tiles_of_8(m - i0, [&]<int MR>(int64_t i) { f.template operator()<MR>(i0 + i); });
 }
 
 // Tiles of up to 16 rows: the decoded block (8 vectors, the two f32 ones read from memory
 // by the compiler as it needs) and 16 accumulators; each block is decoded once per 16 rows.
-// q5_K: rows reordered to the stored quant order, small sums.
-template <int64_t Bytes, class Decode>
+// Q45: q4_K / q5_K (rows reordered to the stored quant order, small sums).
+template <bool Q45, int64_t Bytes, class Decode>
 void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, const KIndex& ix,
             Decode decode) {
-  const KRows x = prepare_rows(a, scratch);
+  const KRows x = prepare_rows(a, scratch, Q45);
   for (int64_t j = j0; j < j1; ++j)
-    tiles_of_16(a.m, [&]<int MR>(int64_t i0) { k_rows<MR, true, Bytes>(a, x, ix, i0, j, decode); });
+    tiles_of_16(a.m, [&]<int MR>(int64_t i0) { k_rows<MR, Q45, Bytes>(a, x, ix, i0, j, decode); });
 }
 
-void cols_q5_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+template <bool Q5>
+void cols_q45_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   const KIndex ix{{scale_index_q45(0), scale_index_q45(1)}};
-  cols_k<176>(a, j0, j1, scratch, ix,
-              [](const uint8_t* blk, const KIndex& i, KBlock& p) { decode_q5_k(blk, i, p); });
+  cols_k<true, Q5 ? 176 : 144>(
+      a, j0, j1, scratch, ix,
+      [](const uint8_t* blk, const KIndex& i, KBlock& p) { decode_q45_k<Q5>(blk, i, p); });
+}
+
+void cols_q6_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  const KIndex ix{{scale_index_q6(0), scale_index_q6(1)}};
+  cols_k<false, 210>(a, j0, j1, scratch, ix, [](const uint8_t* blk, const KIndex& i, KBlock& p) {
+    decode_q6_k(blk, i, p);
+  });
 }
 
 }  // namespace
@@ -609,9 +691,9 @@ void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
     case SPECD_DTYPE_Q4_K:
       return cols_q4k_avx512(a, j0, j1, scratch);
     case SPECD_DTYPE_Q5_K:
-      return cols_q5_k(a, j0, j1, scratch);
+      return cols_q45_k<true>(a, j0, j1, scratch);
     case SPECD_DTYPE_Q6_K:
-      return cols_q6k_avx512(a, j0, j1, scratch);
+      return cols_q6_k(a, j0, j1, scratch);
     case SPECD_DTYPE_Q4_0:
       return cols_32<ggml::kQ4_0>(a, j0, j1, scratch);
     case SPECD_DTYPE_Q5_0:

@@ -10,7 +10,6 @@
 #include "gemm.hpp"
 #include "qint.hpp"
 #include "qint_q4k.hpp"
-#include "qint_q6k.hpp"
 
 namespace specd::cpu {
 
@@ -81,14 +80,11 @@ void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
   const int64_t threads = pool.size();
   int64_t per = (a.n + threads * 4 - 1) / (threads * 4);
   if (per < 8) per = 8;
-  if (a.dtype == SPECD_DTYPE_Q4_K || a.dtype == SPECD_DTYPE_Q6_K)
-    per = (per + 15) / 16 * 16;  // whole groups of 16 columns for the interleaved kernels
+  if (a.dtype == SPECD_DTYPE_Q4_K) per = (per + 15) / 16 * 16;  // whole groups of 16 columns
   const int64_t tasks = (a.n + per - 1) / per;
   int64_t scratch = qint::scratch_bytes(a.m, a.k);
-  if (cols == &qint::cols_avx512) {  // the interleaved kernels keep a decoded block there
+  if (cols == &qint::cols_avx512)  // the interleaved q4_K kernel keeps a decoded block there
     scratch = std::max(scratch, qint::q4k_scratch_bytes(a.m, a.k));
-    scratch = std::max(scratch, qint::q6k_scratch_bytes(a.m, a.k));
-  }
   auto task = [&](int64_t t) {
     thread_local std::vector<uint8_t> buf;
     const int64_t j0 = t * per;

@@ -1,8 +1,7 @@
-// Building blocks of the column-interleaved AVX-512 kernels (qint_q4k_avx512.cpp,
-// qint_q6k_avx512.cpp; qint_avx512.cpp uses the row tiles and zeroing idiom too): 16 output columns
-// per register, the weight blocks of a group of 16 columns transposed in registers to 8 columns per
-// register (a qword of each), two such halves joined by vpackssdw + vpdpwssd. Internal linkage:
-// included by AVX-512 translation units only.
+// Building blocks of the column-interleaved AVX-512 kernel (qint_q4k_avx512.cpp): 16 output
+// columns per register, the weight blocks of a group of 16 columns transposed in registers to
+// 8 columns per register (a qword of each), two such halves joined by vpackssdw + vpdpwssd.
+// Internal linkage: included by AVX-512 translation units only.
 #pragma once
 
 #include <immintrin.h>
