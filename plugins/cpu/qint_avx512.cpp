@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include "qint.hpp"
+#include "qint_interleave_avx512.hpp"
 #include "qint_lowbit.hpp"
 #include "qint_q4k.hpp"
 #include "qint_reduce.hpp"
@@ -280,39 +281,6 @@ void rows_32(const QArgs& a, const Rows32& x, int64_t i0, int64_t j) {
   store_reduced<MR>(acc, a.y + i0 * a.ldy + j, a.ldy);
 }
 
-// Calls f.template operator()<MR>(i0) for the row tiles of up to 8 rows.
-template <class F>
-void tiles_of_8(int64_t m, F f) {
-  for (int64_t i0 = 0; i0 < m; i0 += 8) {
-    switch (m - i0 < 8 ? m - i0 : 8) {
-      case 1:
-        f.template operator()<1>(i0);
-        break;
-      case 2:
-        f.template operator()<2>(i0);
-        break;
-      case 3:
-        f.template operator()<3>(i0);
-        break;
-      case 4:
-        f.template operator()<4>(i0);
-        break;
-      case 5:
-        f.template operator()<5>(i0);
-        break;
-      case 6:
-        f.template operator()<6>(i0);
-        break;
-      case 7:
-        f.template operator()<7>(i0);
-        break;
-      default:
-        f.template operator()<8>(i0);
-        break;
-    }
-  }
-}
-
 template <uint32_t T>
 void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   const int64_t nb = a.k / 32;
@@ -331,7 +299,7 @@ void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   }
   const Rows32 x = prepare_rows_32(a, scratch);
   for (int64_t j = j0; j < j1; ++j)
-    tiles_of_8(a.m, [&]<int MR>(int64_t i0) { rows_32<T, MR>(a, x, i0, j); });
+    for_each_tile(a.m, [&]<int MR>(int64_t i0) { rows_32<T, MR>(a, x, i0, j); });
 }
 
 template <uint32_t T>
@@ -484,14 +452,6 @@ KRows prepare_rows(const QArgs& a, uint8_t* scratch, bool reorder) {
   return {yr, ys};
 }
 
-// A zeroed register of its own (a zeroing idiom, no execution port) for each accumulating
-// instruction, instead of copies of one shared zero.
-[[gnu::always_inline]] inline __m512i fresh_zero() {
-  __m512i z;
-  asm volatile("vpxord %0, %0, %0" : "=v"(z));
-  return z;
-}
-
 // The bits of 1.5 * 2^23 in each int32 lane, loaded afresh (a broadcast load, no execution
 // port) for each accumulating instruction. A sum v with |v| < 2^22 added to it reads, as a
 // float, 1.5 * 2^23 + v exactly, so subtracting 1.5 * 2^23 gives float(v) exactly.
@@ -557,7 +517,7 @@ void k_rows(const QArgs& a, const KRows& x, const KIndex& ix, int64_t i0, int64_
 }
 
 // Calls f.template operator()<MR>(i0) for row tiles of up to 16 rows: 16 while at least 9
-// rows are left, then 9..16 rows as one tile or 1..8 as tiles_of_8 would.
+// rows are left, then 9..16 rows as one tile or 1..8 as for_each_tile would.
 template <class F>
 void tiles_of_16(int64_t m, F f) {
   int64_t i0 = 0;
@@ -589,7 +549,7 @@ void tiles_of_16(int64_t m, F f) {
         break;
     }
   }
-  if (i0 < m) tiles_of_8(m - i0, [&]<int MR>(int64_t i) { f.template operator()<MR>(i0 + i); });
+  if (i0 < m) for_each_tile(m - i0, [&]<int MR>(int64_t i) { f.template operator()<MR>(i0 + i); });
 }
 
 // Tiles of up to 16 rows: the decoded block (8 vectors, the two f32 ones read from memory

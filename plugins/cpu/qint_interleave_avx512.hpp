@@ -1,7 +1,8 @@
 // Building blocks of the column-interleaved AVX-512 kernel (qint_q4k_avx512.cpp): 16 output
 // columns per register, the weight blocks of a group of 16 columns transposed in registers to
 // 8 columns per register (a qword of each), two such halves joined by vpackssdw + vpdpwssd.
-// Internal linkage: included by AVX-512 translation units only.
+// qint_avx512.cpp uses its row tiles and zeroing idiom too. Internal linkage: included by
+// AVX-512 translation units only.
 #pragma once
 
 #include <immintrin.h>
