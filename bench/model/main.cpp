@@ -19,6 +19,7 @@
 #include "bandwidth.hpp"
 #include "common/error.hpp"
 #include "gguf/gguf_writer.hpp"
+#include "median.hpp"
 #include "models/llama_model.hpp"
 #include "models/llama_writer.hpp"
 #include "plugin/registry.hpp"
@@ -26,6 +27,8 @@
 using namespace specd;
 
 namespace {
+
+using bench::median;
 
 using Clock = std::chrono::steady_clock;
 
@@ -40,12 +43,6 @@ double now_seconds() {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
   }
   return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // A llama model with random weights: vocab 4096, d 256, 4 layers, FFN 768, 8 heads (4 KV).
@@ -78,9 +75,8 @@ void write_random(const std::string& path, uint32_t seed) {
 
 int usage() {
   std::cerr << "usage: specd-model-bench MODEL.gguf [--backend ID] [--threads N] [--repeats R] "
-               "[--json] [--cpu-time] [--decode-only] [--only-m M]\n       specd-model-bench "
-               "--write-random "
-               "OUT.gguf [--seed S]\n";
+               "[--json] [--cpu-time] [--decode-only] [--only-m M]\n"
+               "       specd-model-bench --write-random OUT.gguf [--seed S]\n";
   return 2;
 }
 
@@ -152,6 +148,29 @@ struct Bench {
     model.forward(cache, t, pos, par, logits.data());
     return now_seconds() - t0;
   }
+  // Runs and commits `n` tokens from an empty cache (the prefix every timing starts after).
+  void fill_prefix(KvCache& cache, int32_t n) {
+    model.truncate(cache, 0);
+    forward_time(cache, n);
+    std::vector<int32_t> all(n);
+    for (int32_t i = 0; i < n; ++i) all[i] = i;
+    model.commit(cache, all);
+  }
+  // Median over `repeats` of the mean time of forwards of m tokens (never committed), each
+  // repeat running at least 3 of them and at least `min_seconds`.
+  double forward_median(KvCache& cache, int32_t m, int repeats, double min_seconds) {
+    std::vector<double> reps;
+    for (int r = 0; r < repeats; ++r) {
+      double total = 0;
+      int iters = 0;
+      while (iters < 3 || total < min_seconds) {
+        total += forward_time(cache, m);
+        ++iters;
+      }
+      reps.push_back(total / iters);
+    }
+    return median(reps);
+  }
 };
 
 }  // namespace
@@ -180,22 +199,10 @@ int main(int argc, char** argv) {
     auto cache = model->new_cache(n_ctx);
     std::vector<double> prefill;
     if (a.only_m) {
-      b.forward_time(*cache, prefix);
-      std::vector<int32_t> all(prefix);
-      for (int32_t i = 0; i < prefix; ++i) all[i] = i;
-      model->commit(*cache, all);
-      std::vector<double> reps;
-      for (int r = 0; r < a.repeats; ++r) {
-        double total = 0;
-        int iters = 0;
-        while (iters < 3 || total < 0.5) {
-          total += b.forward_time(*cache, a.only_m);
-          ++iters;
-        }
-        reps.push_back(total / iters);
-      }
+      b.fill_prefix(*cache, prefix);
       std::printf("forward   %.3f ms (m = %d after %d tokens, median of %d repeats)\n",
-                  median(reps) * 1e3, a.only_m, prefix, a.repeats);
+                  b.forward_median(*cache, a.only_m, a.repeats, 0.5) * 1e3, a.only_m, prefix,
+                  a.repeats);
       return 0;
     }
     if (!a.decode_only) {
@@ -207,11 +214,7 @@ int main(int argc, char** argv) {
     std::vector<double> decode;
     const int32_t n_decode = std::min<int32_t>(64, n_ctx - prefix - 1);
     for (int r = 0; r < a.repeats; ++r) {
-      model->truncate(*cache, 0);
-      b.forward_time(*cache, prefix);
-      std::vector<int32_t> all(prefix);
-      for (int32_t i = 0; i < prefix; ++i) all[i] = i;
-      model->commit(*cache, all);
+      b.fill_prefix(*cache, prefix);
       double total = 0;
       for (int32_t i = 0; i < n_decode; ++i) {
         total += b.forward_time(*cache, 1);
@@ -231,19 +234,7 @@ int main(int argc, char** argv) {
     ms.push_back(32);
     model->truncate(*cache, prefix);
     std::vector<double> t_m;
-    for (int32_t m : ms) {
-      std::vector<double> reps;
-      for (int r = 0; r < a.repeats; ++r) {
-        double total = 0;
-        int iters = 0;
-        while (iters < 3 || total < 0.02) {
-          total += b.forward_time(*cache, m);
-          ++iters;
-        }
-        reps.push_back(total / iters);
-      }
-      t_m.push_back(median(reps));
-    }
+    for (int32_t m : ms) t_m.push_back(b.forward_median(*cache, m, a.repeats, 0.02));
 
     const double decode_tps = 1.0 / median(decode);
     const double prefill_tps = n_prefill / median(prefill);

@@ -14,11 +14,14 @@
 #include "backend/backend.hpp"
 #include "common/error.hpp"
 #include "gguf/quant_writer.hpp"
+#include "median.hpp"
 #include "plugin/registry.hpp"
 
 using namespace specd;
 
 namespace {
+
+using bench::median;
 
 struct Args {
   std::string backend = "cpu", type = "q4_K";
@@ -85,11 +88,6 @@ GgmlType type_named(const std::string& name) {
     if (ggml_writable(type) && name == ggml_type_name(type)) return type;
   }
   throw UsageError("--type " + name + " is not a type the GGUF tooling writes");
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace
