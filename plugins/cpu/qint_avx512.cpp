@@ -338,9 +338,9 @@ struct KBlock {
 }
 
 // int16 lane u of the scale vector of pair c: the index of its sub-block's scale.
-// q4_K / q5_K: w[2c] = low nibbles of the 64 bytes 64c.. (elements 128c + 0..31 and
+// q5_K: w[2c] = low nibbles of the 64 bytes 64c.. (elements 128c + 0..31 and
 // 128c + 64..95), w[2c + 1] the high nibbles (128c + 32..63 and 128c + 96..127).
-__m512i scale_index_q45(int c) {
+__m512i scale_index_q5(int c) {
   alignas(64) int16_t idx[32];
   for (int u = 0; u < 32; ++u) idx[u] = static_cast<int16_t>(4 * c + 2 * (u >> 4) + ((u >> 2) & 1));
   return _mm512_load_si512(idx);
@@ -356,9 +356,8 @@ struct KIndex {
   __m512i s[2];
 };
 
-// q4_K (Q5 = false) and q5_K (Q5 = true: quants at byte 48, fifth bits at byte 16).
-template <bool Q5>
-[[gnu::always_inline]] inline void decode_q45_k(const uint8_t* blk, const KIndex& ix, KBlock& p) {
+// q5_K: quants at byte 48, fifth bits at byte 16.
+[[gnu::always_inline]] inline void decode_q5_k(const uint8_t* blk, const KIndex& ix, KBlock& p) {
   const __m128i pick_x = _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11);
   const __m128i pick_y = _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7);
   const __m128i keep_low =
@@ -378,21 +377,19 @@ template <bool Q5>
   p.wm = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(ggml::load_u16(blk + 2))), mins);
   p.dw = opaque(_mm512_set1_ps(_cvtsh_ss(ggml::load_u16(blk))));
   const __m512i low4 = _mm512_set1_epi8(15);
-  [[maybe_unused]] __m512i qh;
-  if constexpr (Q5)
-    qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16)));
+  const __m512i qh =
+      _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16)));
   for (int c = 0; c < 2; ++c) {
-    const __m512i q = _mm512_loadu_si512(blk + (Q5 ? 48 : 16) + 64 * c);
+    const __m512i q = _mm512_loadu_si512(blk + 48 + 64 * c);
     p.w[2 * c] = _mm512_and_si512(q, low4);
     p.w[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
-    if constexpr (Q5) {  // fifth bits: bit 4c (4c + 2) of qh byte l for w[2c] bytes l (32 + l)
-      for (int h = 0; h < 2; ++h) {
-        const __m512i cnt =
-            _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(4 * c + h)),
-                               _mm256_set1_epi16(static_cast<short>(4 * c + 2 + h)), 1);
-        const __m512i bit = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt), _mm512_set1_epi8(1));
-        p.w[2 * c + h] = _mm512_or_si512(p.w[2 * c + h], _mm512_slli_epi16(bit, 4));
-      }
+    // Fifth bits: bit 4c (4c + 2) of qh byte l for w[2c] bytes l (32 + l).
+    for (int h = 0; h < 2; ++h) {
+      const __m512i cnt =
+          _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(4 * c + h)),
+                             _mm256_set1_epi16(static_cast<short>(4 * c + 2 + h)), 1);
+      const __m512i bit = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt), _mm512_set1_epi8(1));
+      p.w[2 * c + h] = _mm512_or_si512(p.w[2 * c + h], _mm512_slli_epi16(bit, 4));
     }
   }
 }
@@ -421,7 +418,7 @@ template <bool Q5>
 }
 
 // The rows of x as a k-quant kernel reads them, prepared once per task in its scratch: the
-// quants (for q4_K / q5_K reordered so that byte u of a 64-byte load matches w[g]'s byte u)
+// quants (for q5_K reordered so that byte u of a 64-byte load matches w[g]'s byte u)
 // and ys (qint.hpp: d_y * bsum16 per 16 values).
 struct KRows {
   const int8_t* q;
@@ -465,7 +462,7 @@ constexpr float kMagic = 12582912.0f;
 }
 
 // acc[r] += block b's terms for rows i0 .. i0 + MR - 1. Small: every lane of isum is below
-// 2^22 in magnitude (q4_K, q5_K: 16 values of at most 63 * 31 * 127), so float(isum) comes
+// 2^22 in magnitude (q5_K: 16 values of at most 63 * 31 * 127), so float(isum) comes
 // from the magic number with a subtraction (either port) instead of vcvtdq2ps (port 0 only,
 // which the multiplies already fill); the same value either way.
 template <int MR, bool Small>
@@ -554,21 +551,19 @@ void tiles_of_16(int64_t m, F f) {
 
 // Tiles of up to 16 rows: the decoded block (8 vectors, the two f32 ones read from memory
 // by the compiler as it needs) and 16 accumulators; each block is decoded once per 16 rows.
-// Q45: q4_K / q5_K (rows reordered to the stored quant order, small sums).
-template <bool Q45, int64_t Bytes, class Decode>
+// Q5: q5_K (rows reordered to the stored quant order, small sums), else q6_K.
+template <bool Q5, int64_t Bytes, class Decode>
 void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, const KIndex& ix,
             Decode decode) {
-  const KRows x = prepare_rows(a, scratch, Q45);
+  const KRows x = prepare_rows(a, scratch, Q5);
   for (int64_t j = j0; j < j1; ++j)
-    tiles_of_16(a.m, [&]<int MR>(int64_t i0) { k_rows<MR, Q45, Bytes>(a, x, ix, i0, j, decode); });
+    tiles_of_16(a.m, [&]<int MR>(int64_t i0) { k_rows<MR, Q5, Bytes>(a, x, ix, i0, j, decode); });
 }
 
-template <bool Q5>
-void cols_q45_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
-  const KIndex ix{{scale_index_q45(0), scale_index_q45(1)}};
-  cols_k<true, Q5 ? 176 : 144>(
-      a, j0, j1, scratch, ix,
-      [](const uint8_t* blk, const KIndex& i, KBlock& p) { decode_q45_k<Q5>(blk, i, p); });
+void cols_q5_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  const KIndex ix{{scale_index_q5(0), scale_index_q5(1)}};
+  cols_k<true, 176>(a, j0, j1, scratch, ix,
+                    [](const uint8_t* blk, const KIndex& i, KBlock& p) { decode_q5_k(blk, i, p); });
 }
 
 void cols_q6_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
@@ -651,7 +646,7 @@ void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
     case SPECD_DTYPE_Q4_K:
       return cols_q4k_avx512(a, j0, j1, scratch);
     case SPECD_DTYPE_Q5_K:
-      return cols_q45_k<true>(a, j0, j1, scratch);
+      return cols_q5_k(a, j0, j1, scratch);
     case SPECD_DTYPE_Q6_K:
       return cols_q6_k(a, j0, j1, scratch);
     case SPECD_DTYPE_Q4_0:

@@ -83,7 +83,7 @@ void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
   if (a.dtype == SPECD_DTYPE_Q4_K) per = (per + 15) / 16 * 16;  // whole groups of 16 columns
   const int64_t tasks = (a.n + per - 1) / per;
   int64_t scratch = qint::scratch_bytes(a.m, a.k);
-  if (cols == &qint::cols_avx512)  // the interleaved q4_K kernel keeps a decoded block there
+  if (cols == &qint::cols_avx512 && a.dtype == SPECD_DTYPE_Q4_K)  // its decoded group
     scratch = std::max(scratch, qint::q4k_scratch_bytes(a.m, a.k));
   auto task = [&](int64_t t) {
     thread_local std::vector<uint8_t> buf;
