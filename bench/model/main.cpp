@@ -156,19 +156,21 @@ struct Bench {
     for (int32_t i = 0; i < n; ++i) all[i] = i;
     model.commit(cache, all);
   }
-  // Median over `repeats` of the mean time of forwards of m tokens (never committed), each
-  // repeat running at least 3 of them and at least `min_seconds`.
+  // Mean time of forwards of m tokens (never committed): at least 3 of them and at least
+  // `min_seconds`.
+  double forward_mean(KvCache& cache, int32_t m, double min_seconds) {
+    double total = 0;
+    int iters = 0;
+    while (iters < 3 || total < min_seconds) {
+      total += forward_time(cache, m);
+      ++iters;
+    }
+    return total / iters;
+  }
+  // Median over `repeats` of forward_mean.
   double forward_median(KvCache& cache, int32_t m, int repeats, double min_seconds) {
     std::vector<double> reps;
-    for (int r = 0; r < repeats; ++r) {
-      double total = 0;
-      int iters = 0;
-      while (iters < 3 || total < min_seconds) {
-        total += forward_time(cache, m);
-        ++iters;
-      }
-      reps.push_back(total / iters);
-    }
+    for (int r = 0; r < repeats; ++r) reps.push_back(forward_mean(cache, m, min_seconds));
     return median(reps);
   }
 };
@@ -232,9 +234,25 @@ int main(int argc, char** argv) {
     std::vector<int32_t> ms;
     for (int32_t m = 1; m <= 16; ++m) ms.push_back(m);
     ms.push_back(32);
+    // Each repeat times m tokens right beside one token (in alternating order), so the two
+    // times of a pair see the same machine load (this VM's speed drifts over seconds); v(m) is
+    // the median of the pairs' ratios, time(m) the median of the times.
     model->truncate(*cache, prefix);
-    std::vector<double> t_m;
-    for (int32_t m : ms) t_m.push_back(b.forward_median(*cache, m, a.repeats, 0.02));
+    std::vector<std::vector<double>> times(ms.size()), ratios(ms.size());
+    for (int r = 0; r < a.repeats; ++r)
+      for (size_t i = 0; i < ms.size(); ++i) {
+        const bool one_first = r % 2 == 0 || ms[i] == 1;
+        const double t1_before = one_first ? b.forward_mean(*cache, 1, 0.02) : 0;
+        const double tm = ms[i] == 1 ? t1_before : b.forward_mean(*cache, ms[i], 0.02);
+        const double t1 = one_first ? t1_before : b.forward_mean(*cache, 1, 0.02);
+        times[i].push_back(tm);
+        ratios[i].push_back(tm / t1);
+      }
+    std::vector<double> t_m, v_m;
+    for (size_t i = 0; i < ms.size(); ++i) {
+      t_m.push_back(median(times[i]));
+      v_m.push_back(median(ratios[i]));
+    }
 
     const double decode_tps = 1.0 / median(decode);
     const double prefill_tps = n_prefill / median(prefill);
@@ -254,7 +272,7 @@ int main(int argc, char** argv) {
         std::printf("%s\"%d\": %.4f", i ? ", " : "", ms[i], t_m[i] * 1e3);
       std::printf("}, \"v\": {");
       for (size_t i = 0; i < ms.size(); ++i)
-        std::printf("%s\"%d\": %.3f", i ? ", " : "", ms[i], t_m[i] / t_m[0]);
+        std::printf("%s\"%d\": %.3f", i ? ", " : "", ms[i], v_m[i]);
       std::printf("}}\n");
     } else {
       std::printf("model     %s (%s, %.2f M params, %s)\n", in.path.c_str(), in.name.c_str(),
@@ -267,10 +285,13 @@ int main(int argc, char** argv) {
           "%.2f GB/s (read + write, one thread)\n",
           weight_bytes * decode_tps / 1e9, weight_bytes / 1e6, copy_bw / 1e9);
       std::printf("prefill   %.1f tokens/s (%d tokens in one forward)\n", prefill_tps, n_prefill);
-      std::printf("v(m) = time(m tokens) / time(1 token), after %d committed tokens\n", prefix);
+      std::printf(
+          "v(m) = time(m tokens) / time(1 token), after %d committed tokens (median of ratios "
+          "timed in pairs)\n",
+          prefix);
       std::printf("   m   time_ms   v(m)\n");
       for (size_t i = 0; i < ms.size(); ++i)
-        std::printf("%4d %9.3f %6.2f\n", ms[i], t_m[i] * 1e3, t_m[i] / t_m[0]);
+        std::printf("%4d %9.3f %6.2f\n", ms[i], t_m[i] * 1e3, v_m[i]);
     }
     return 0;
   } catch (const UsageError& e) {
