@@ -114,12 +114,12 @@ inline void group_columns(const QArgs& a, int64_t g, int64_t j1, const uint8_t**
 }
 
 // The group's 16 rows are adjacent in memory, as are the next group's: one sequential stream,
-// asked for one group ahead, a block's share (16 blocks of `bytes`) per block b.
-inline void stream_next_group(const QArgs& a, int64_t g, int64_t j1, int64_t b, int64_t bytes) {
-  if (g + kGroup >= j1) return;
-  const char* next = reinterpret_cast<const char*>(a.w + (g + kGroup) * a.ldw);
-  for (int64_t o = 0; o < kGroup * bytes; o += 64)
-    _mm_prefetch(next + b * kGroup * bytes + o, _MM_HINT_T0);
+// asked for one group ahead, a block's share (16 blocks of `bytes`) per block b. The share's
+// start, or null when no group follows in [g, j1).
+inline const char* next_group_share(const QArgs& a, int64_t g, int64_t j1, int64_t b,
+                                    int64_t bytes) {
+  if (g + kGroup >= j1) return nullptr;
+  return reinterpret_cast<const char*>(a.w + (g + kGroup) * a.ldw) + b * kGroup * bytes;
 }
 
 // Stores the 16 columns of each row's accumulator (facc[i]) at y[i, g ..] (a short group
@@ -131,9 +131,10 @@ inline void store_group(const QArgs& a, int64_t g, int64_t j1, const float* facc
     _mm512_mask_storeu_ps(a.y + i * a.ldy + g, keep, _mm512_load_ps(facc + 16 * i));
 }
 
-// y[:, j0:j1] group by group: facc (16 floats per row of x) zeroed, then for each block b the
-// next group's rows asked for and block(col, b) called (it adds the block's terms into facc),
-// then facc stored. `bytes`: the weight type's block size.
+// y[:, j0:j1] group by group: facc (16 floats per row of x) zeroed, then for each block b
+// block(col, b, ahead) called (it adds the block's terms into facc and prefetches the
+// 16 * bytes at `ahead`, the next group's share, when not null), then facc stored. `bytes`:
+// the weight type's block size.
 template <class Block>
 void each_group(const QArgs& a, int64_t j0, int64_t j1, int64_t bytes, float* facc, Block block) {
   const int64_t nb = a.k / 256;
@@ -141,10 +142,7 @@ void each_group(const QArgs& a, int64_t j0, int64_t j1, int64_t bytes, float* fa
     const uint8_t* col[kGroup];
     group_columns(a, g, j1, col);
     for (int64_t i = 0; i < a.m; ++i) _mm512_store_ps(facc + 16 * i, _mm512_setzero_ps());
-    for (int64_t b = 0; b < nb; ++b) {
-      stream_next_group(a, g, j1, b, bytes);
-      block(col, b);
-    }
+    for (int64_t b = 0; b < nb; ++b) block(col, b, next_group_share(a, g, j1, b, bytes));
     store_group(a, g, j1, facc);
   }
 }
