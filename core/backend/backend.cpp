@@ -151,6 +151,22 @@ Buffer Device::wrap_host(const void* data, uint64_t size) {
   return b;
 }
 
+Buffer Device::wrap_weights(const void* data, uint64_t size, specd_dtype dtype, int64_t rows,
+                            int64_t cols, bool& copied) {
+  copied = false;
+  if (SPECD_BACKEND_HAS(&vt(), buffer_wrap_weights) && vt().buffer_wrap_weights) {
+    specd_buffer* b = nullptr;
+    int32_t c = 0;
+    backend_->check(vt().buffer_wrap_weights(handle_, data, size, dtype, rows, cols, &b, &c),
+                    "buffer_wrap_weights");
+    copied = c != 0;
+    return Buffer(this, b, size);
+  }
+  Buffer b = wrap_host(data, size);
+  copied = !(vt().buffer_wrap_host && (backend_->flags() & SPECD_BACKEND_HOST_MEMORY));
+  return b;
+}
+
 void Device::synchronize() {
   backend_->check(vt().synchronize(handle_), "synchronize");
 }

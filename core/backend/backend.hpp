@@ -122,6 +122,12 @@ class Device {
   // A read-only buffer over host memory that must outlive it; copies (alloc + upload) when
   // the backend cannot refer to host memory.
   Buffer wrap_host(const void* data, uint64_t size);
+  // A buffer holding the weight matrix at `data` (rows x cols of dtype, GGUF layout, `size`
+  // bytes): the backend's buffer_wrap_weights when it has one (it may keep its own layout),
+  // else wrap_host. `copied` tells whether `data` may be released now (else it must outlive
+  // the buffer).
+  Buffer wrap_weights(const void* data, uint64_t size, specd_dtype dtype, int64_t rows,
+                      int64_t cols, bool& copied);
   void synchronize();
 
   // Ops (see backend.h for shapes and dtypes). rope's 0.2 fields (neox mode, freq_scale,

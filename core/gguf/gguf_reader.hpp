@@ -40,6 +40,10 @@ class GgufFile {
   uint32_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }
   size_t file_size() const { return map_ ? map_->size() : 0; }
+  // Tensor bytes a device copied: their pages are dropped from memory (MappedFile).
+  void drop_pages(const void* p, size_t n) const {
+    if (map_) map_->drop_pages(p, n);
+  }
 
   // Bytes held in memory by the parsed metadata and tensor infos (an estimate that counts
   // every element, entry and index node); the reader refuses a file whose parse would hold

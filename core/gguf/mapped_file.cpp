@@ -133,6 +133,15 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   return *this;
 }
 
+void MappedFile::drop_pages(const void* p, size_t n) const {
+  const auto* b = static_cast<const uint8_t*>(p);
+  if (!data_ || b < data_ || n > size_ || b - data_ > static_cast<ptrdiff_t>(size_ - n)) return;
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(b) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(b) + n) / page * page;
+  if (end > first) ::madvise(reinterpret_cast<void*>(first), end - first, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   if (data_) unmap(data_, size_);
 }

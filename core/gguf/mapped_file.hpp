@@ -31,6 +31,10 @@ class MappedFile {
 
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
+  // Drops the pages lying wholly inside [p, p + n) (a range of this mapping) from the
+  // process's memory: a hint for data copied elsewhere; a later read maps them from the file
+  // again (the mapping is private and never written). Errors are ignored.
+  void drop_pages(const void* p, size_t n) const;
 
  private:
   static void unmap(const uint8_t* data, size_t size);

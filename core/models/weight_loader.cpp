@@ -47,7 +47,9 @@ View WeightLoader::matrix(const std::string& name, int64_t cols, int64_t rows) {
                 std::to_string(t.n_bytes) + " bytes, " + std::to_string(need) + " needed");
   // Dtype ids are ggml type ids (backend.h): the file's bytes are used unchanged.
   const auto dt = static_cast<specd_dtype>(t.type);
-  Buffer b = device_.wrap_host(t.data, t.n_bytes);
+  bool copied = false;
+  Buffer b = device_.wrap_weights(t.data, need, dt, rows, cols, copied);
+  if (copied) file_.drop_pages(t.data, need);
   View view = b.view(dt, rows, cols);
   buffers_.push_back(std::move(b));
   return view;

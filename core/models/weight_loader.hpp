@@ -1,7 +1,8 @@
 // Puts GGUF tensors of a model, a head or the target a head is bound to on a device,
 // checking each tensor's presence, shape and type: matrices are wrapped in place
 // (f32/f16/bf16 and every block type of ggml_blocks.hpp; copied to the device when it cannot
-// read host memory), vectors (norm weights, biases) converted to f32 [1, n]. It remembers what it
+// read host memory or keeps its own layout, buffer_wrap_weights, and then the file's pages
+// are dropped), vectors (norm weights, biases) converted to f32 [1, n]. It remembers what it
 // loaded, so a loader can refuse a file with tensors it never read.
 #pragma once
 

@@ -4,9 +4,11 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "decode.hpp"
 #include "ops.hpp"
+#include "packed_q4k.hpp"
 #include "specd/cpp/backend.hpp"
 
 namespace specd::cpu {
@@ -19,6 +21,52 @@ namespace {
 void check_range(const specd_buffer* b, uint64_t offset, uint64_t size, const char* op) {
   if (!b) fail(op, "null buffer");
   sdk::check_range(op, offset, size, b->size);
+}
+
+// A view of a packed q4_K buffer, checked like any view and then to read whole rows of its
+// matrix; its Mat points into the packed bytes.
+Mat check_packed_view(const specd_view* v, const char* op, const char* arg) {
+  sdk::check_view_extent(v, op, arg, {SPECD_DTYPE_Q4_K},
+                         [](const specd_buffer* b) { return b->size; });
+  const int64_t row_bytes = v->buffer->packed_row_bytes;
+  if (static_cast<int64_t>(sdk::dtype_row_bytes(v->dtype, v->cols)) != row_bytes ||
+      v->row_stride != row_bytes || v->offset % static_cast<uint64_t>(row_bytes) != 0)
+    fail(op, std::string(arg) +
+                 ": a packed q4_K weight buffer (buffer_wrap_weights) is read only as whole rows "
+                 "of its matrix");
+  Mat m;
+  m.p = v->buffer->data + v->offset;
+  m.rows = v->rows;
+  m.cols = v->cols;
+  m.stride = row_bytes;
+  m.dtype = v->dtype;
+  return m;
+}
+
+// Rows [first, first + count) of a packed buffer's matrix in GGUF layout, in `plain`.
+Mat unpack(const specd_buffer* b, int64_t first, int64_t count, int64_t cols,
+           std::vector<uint8_t>& plain) {
+  const int64_t row_bytes = b->packed_row_bytes;
+  plain.resize(static_cast<size_t>(count * row_bytes));
+  packed_q4k::unpack_rows(b->data, row_bytes, first, count, plain.data());
+  Mat m;
+  m.p = plain.data();
+  m.rows = count;
+  m.cols = cols;
+  m.stride = row_bytes;
+  m.dtype = SPECD_DTYPE_Q4_K;
+  return m;
+}
+
+// `size` GGUF bytes at `offset` of a packed buffer, at `dst`.
+void read_packed(const specd_buffer* b, uint64_t offset, uint64_t size, uint8_t* dst) {
+  if (size == 0) return;
+  const uint64_t row_bytes = static_cast<uint64_t>(b->packed_row_bytes);
+  const uint64_t first = offset / row_bytes, end = (offset + size + row_bytes - 1) / row_bytes;
+  std::vector<uint8_t> plain(static_cast<size_t>((end - first) * row_bytes));
+  packed_q4k::unpack_rows(b->data, b->packed_row_bytes, static_cast<int64_t>(first),
+                          static_cast<int64_t>(end - first), plain.data());
+  std::memcpy(dst, plain.data() + (offset - first * row_bytes), size);
 }
 
 bool overlaps(const Mat& a, const Mat& b) {
@@ -34,6 +82,10 @@ Mat check_view(const specd_view* v, const char* op, const char* arg,
                std::initializer_list<specd_dtype> dtypes, bool output) {
   sdk::check_view_extent(v, op, arg, dtypes, [](const specd_buffer* b) { return b->size; });
   const std::string where = std::string(arg) + ": ";
+  if (v->buffer->packed_row_bytes)
+    fail(op, where +
+                 "a packed q4_K weight buffer (buffer_wrap_weights) is read only as matmul's w "
+                 "and get_rows' table");
   if (output && !v->buffer->owned) fail(op, where + "output into a read-only (wrapped) buffer");
   if ((v->dtype == SPECD_DTYPE_F32 || v->dtype == SPECD_DTYPE_I32) &&
       ((v->offset | static_cast<uint64_t>(v->row_stride)) % 4 != 0 ||
@@ -60,6 +112,8 @@ CpuDevice::CpuDevice(sdk::Host host, const specd_device_params& params) : host_(
   if (threads > 256) throw sdk::invalid_argument("cpu: threads must be <= 256");
   kernel_ = select_kernel();
   quant_ = select_quant();
+  packs_q4k_ =
+      kernel_ == GemmKernel::kAvx512 && quant_ == QuantFamily::kInt8 && avx512_vnni_available();
   pool_ = std::make_unique<ThreadPool>(threads);
 }
 
@@ -99,32 +153,69 @@ specd_buffer* CpuDevice::wrap_host(const void* data, uint64_t size) {
   return b;
 }
 
+// q4_K matrices are packed for the AVX-512 kernel (copied: the host may drop the file's
+// pages); anything else is wrapped in place.
+specd_buffer* CpuDevice::wrap_weights(const void* data, uint64_t size, specd_dtype dtype,
+                                      int64_t rows, int64_t cols, bool& copied) {
+  copied = false;
+  const uint64_t row_bytes = cols > 0 ? sdk::dtype_row_bytes(dtype, cols) : 0;
+  if (!data || rows <= 0 || row_bytes == 0 || size / row_bytes != static_cast<uint64_t>(rows) ||
+      size % row_bytes != 0)
+    throw sdk::invalid_argument("buffer_wrap_weights: " + std::to_string(size) + " bytes are not " +
+                                std::to_string(rows) + " rows of " + std::to_string(cols) +
+                                " values of " + sdk::dtype_name(dtype));
+  if (dtype != SPECD_DTYPE_Q4_K || !packs_q4k_) return wrap_host(data, size);
+  const int64_t rb = static_cast<int64_t>(row_bytes);
+  specd_buffer* b = alloc(static_cast<uint64_t>(packed_q4k::packed_bytes(rows, rb)));
+  packed_q4k::pack(static_cast<const uint8_t*>(data), rows, rb, b->data);
+  b->size = size;
+  b->packed_row_bytes = rb;
+  copied = true;
+  return b;
+}
+
 void CpuDevice::upload(specd_buffer* dst, uint64_t offset, const void* src, uint64_t size) {
   check_range(dst, offset, size, "buffer_upload");
-  if (!dst->owned) fail("buffer_upload", "read-only (wrapped) buffer");
+  if (!dst->owned || dst->packed_row_bytes) fail("buffer_upload", "read-only (weight) buffer");
   if (size) std::memcpy(dst->data + offset, src, size);
 }
 
 void CpuDevice::download(const specd_buffer* src, uint64_t offset, void* dst, uint64_t size) {
   check_range(src, offset, size, "buffer_download");
-  if (size) std::memcpy(dst, src->data + offset, size);
+  if (src->packed_row_bytes)
+    read_packed(src, offset, size, static_cast<uint8_t*>(dst));
+  else if (size)
+    std::memcpy(dst, src->data + offset, size);
 }
 
 void CpuDevice::copy(specd_buffer* dst, uint64_t dst_offset, const specd_buffer* src,
                      uint64_t src_offset, uint64_t size) {
   check_range(dst, dst_offset, size, "buffer_copy");
   check_range(src, src_offset, size, "buffer_copy");
-  if (!dst->owned) fail("buffer_copy", "read-only (wrapped) destination");
-  if (size) std::memmove(dst->data + dst_offset, src->data + src_offset, size);
+  if (!dst->owned || dst->packed_row_bytes)
+    fail("buffer_copy", "read-only (wrapped or weight) destination");
+  if (src->packed_row_bytes)
+    read_packed(src, src_offset, size, dst->data + dst_offset);
+  else if (size)
+    std::memmove(dst->data + dst_offset, src->data + src_offset, size);
 }
 
 void CpuDevice::matmul(const specd_view& xv, const specd_view& wv, const specd_view& yv) {
   const Mat x = check_view(&xv, "matmul", "x", {SPECD_DTYPE_F32});
-  const Mat w = check_view(&wv, "matmul", "w", {SPECD_CPU_WEIGHT_DTYPES});
+  const bool packed = wv.buffer && wv.buffer->packed_row_bytes;
+  Mat w = packed ? check_packed_view(&wv, "matmul", "w")
+                 : check_view(&wv, "matmul", "w", {SPECD_CPU_WEIGHT_DTYPES});
   const Mat y = check_view(&yv, "matmul", "y", {SPECD_DTYPE_F32}, true);
   sdk::check_matmul_shapes(x, w, y);
-  if (overlaps(y, x) || overlaps(y, w)) fail("matmul", "y overlaps an input");
+  if (overlaps(y, x) || (!packed && overlaps(y, w))) fail("matmul", "y overlaps an input");
   if (x.rows == 0) return;
+  // Packed weights go to their kernel when the view starts at a group of 16 rows; every other
+  // path reads the rows unpacked (the same bytes).
+  const bool packed_kernel = packed && x.rows <= kSmallMaxRows &&
+                             wv.offset % static_cast<uint64_t>(packed_q4k::kGroup * w.stride) == 0;
+  std::vector<uint8_t> plain;
+  if (packed && !packed_kernel)
+    w = unpack(wv.buffer, static_cast<int64_t>(wv.offset) / w.stride, w.rows, w.cols, plain);
   GemmArgs a{reinterpret_cast<const float*>(x.p),
              w.p,
              reinterpret_cast<float*>(y.p),
@@ -134,7 +225,8 @@ void CpuDevice::matmul(const specd_view& xv, const specd_view& wv, const specd_v
              x.stride / 4,
              w.stride,
              y.stride / 4,
-             w.dtype};
+             w.dtype,
+             packed_kernel};
   if (x.rows <= kSmallMaxRows && quant_ == QuantFamily::kInt8 && int8_computes(w.dtype)) {
     gemm_small_int8(*pool_, kernel_, a);
   } else if (x.rows <= kSmallMaxRows) {
@@ -172,13 +264,28 @@ void CpuDevice::rope(const specd_view& xv, const specd_view& pv, const specd_rop
 }
 
 void CpuDevice::get_rows(const specd_view& tv, const specd_view& iv, const specd_view& yv) {
-  const Mat t = check_view(&tv, "get_rows", "table", {SPECD_CPU_WEIGHT_DTYPES});
+  const bool packed = tv.buffer && tv.buffer->packed_row_bytes;
+  const Mat t = packed ? check_packed_view(&tv, "get_rows", "table")
+                       : check_view(&tv, "get_rows", "table", {SPECD_CPU_WEIGHT_DTYPES});
   const Mat ids = check_view(&iv, "get_rows", "ids", {SPECD_DTYPE_I32});
   const Mat y = check_view(&yv, "get_rows", "y", {SPECD_DTYPE_F32}, true);
   sdk::check_get_rows_shapes(t, ids, y);
   const int32_t* id = ids.i32_row(0);
   sdk::check_row_ids("get_rows", "id", id, ids.cols, t.rows);
-  cpu::get_rows(*pool_, t, id, y);
+  if (!packed) return cpu::get_rows(*pool_, t, id, y);
+  // The requested rows unpacked, in order, then gathered as rows 0 .. m - 1.
+  const int64_t first = static_cast<int64_t>(tv.offset) / t.stride;
+  std::vector<uint8_t> plain(static_cast<size_t>(ids.cols * t.stride));
+  std::vector<int32_t> order(static_cast<size_t>(ids.cols));
+  for (int64_t i = 0; i < ids.cols; ++i) {
+    packed_q4k::unpack_rows(tv.buffer->data, t.stride, first + id[i], 1,
+                            plain.data() + i * t.stride);
+    order[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  }
+  Mat rows = t;
+  rows.p = plain.data();
+  rows.rows = ids.cols;
+  cpu::get_rows(*pool_, rows, order.data(), y);
 }
 
 void CpuDevice::attention(const specd_view& qv, const specd_view& kv, const specd_view& vv,

@@ -24,6 +24,8 @@ class CpuDevice {
   specd_buffer* alloc(uint64_t size);
   void free(specd_buffer* buffer);
   specd_buffer* wrap_host(const void* data, uint64_t size);
+  specd_buffer* wrap_weights(const void* data, uint64_t size, specd_dtype dtype, int64_t rows,
+                             int64_t cols, bool& copied);
   void upload(specd_buffer* dst, uint64_t offset, const void* src, uint64_t size);
   void download(const specd_buffer* src, uint64_t offset, void* dst, uint64_t size);
   void copy(specd_buffer* dst, uint64_t dst_offset, const specd_buffer* src, uint64_t src_offset,
@@ -48,6 +50,8 @@ class CpuDevice {
   GemmKernel kernel_ = GemmKernel::kGeneric;
   QuantFamily quant_ = QuantFamily::kInt8;
   LargeGemm large_;
+  // Whether q4_K weights are packed for the AVX-512 kernel (it runs here and int8 is chosen).
+  bool packs_q4k_ = false;
 };
 
 // Checks a view and returns its validated form; throws naming `op` and `arg`.

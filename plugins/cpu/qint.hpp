@@ -80,6 +80,9 @@ struct QArgs {
   int64_t m, n, k;
   int64_t ldw, ldy;
   specd_dtype dtype;
+  // w is q4_K in the packed layout (packed_q4k.hpp), starting at a group; only the AVX-512
+  // q4_K kernel reads it.
+  bool packed = false;
 };
 
 // The weight dtypes this family computes; others stay on the exact f32 family.

@@ -73,8 +73,11 @@ void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
   } else if (kernel != GemmKernel::kGeneric) {
     cols = &qint::cols_avx2;
   }
+  if (a.packed && (cols != &qint::cols_avx512 || a.dtype != SPECD_DTYPE_Q4_K))
+    throw std::logic_error("cpu: packed q4_K weights reach a kernel that cannot read them");
   quantize(a.x, a.ldx, a.m, a.k, kb, q, d, bsum16, sum4);
-  const qint::QArgs qa{{q, d, bsum16, sum4}, a.w, a.y, a.m, a.n, a.k, a.ldw, a.ldy, a.dtype};
+  const qint::QArgs qa{
+      {q, d, bsum16, sum4}, a.w, a.y, a.m, a.n, a.k, a.ldw, a.ldy, a.dtype, a.packed};
   // Tasks are column ranges, as in gemm_small (which columns a task computes never changes
   // their bits).
   const int64_t threads = pool.size();

@@ -34,11 +34,9 @@ struct alignas(64) Decoded {
 };
 
 // The scale and min vectors of a group's block from its 16 headers (bytes 0..15 of each
-// column's block): the headers transposed to 4 dword fields per column, then ggml's 6-bit
+// column's block) as 4 dword fields (f[i] dword c: header dword i of column c): ggml's 6-bit
 // unpacking done on 16 columns at once.
-[[gnu::always_inline]] inline void decode_scales(const uint8_t* const* col, int64_t b, Decoded& p) {
-  __m512i f[4];
-  transpose_fields(col, kBlockBytes * b, f);
+[[gnu::always_inline]] inline void decode_scales(const __m512i* f, Decoded& p) {
   const __m512i dd = f[0];  // d | dmin << 16
   const __m512i a = f[1];   // scale bytes 0..3
   const __m512i bb = f[2];  // 4..7
@@ -68,25 +66,51 @@ struct alignas(64) Decoded {
   p.dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
 }
 
-// Block b of a group: scales, then the quants of each half transposed and split in nibbles.
-void decode_group(const uint8_t* const* col, int64_t b, Decoded& p) {
-  decode_scales(col, b, p);
+// The quants of half h, bytes 64 o .. 64 o + 63 of each column (32-byte chunks 2 o, 2 o + 1),
+// transposed (t[i] qword c: bytes 64 o + 8 i .. of column column_of(h, c)), split in nibbles.
+[[gnu::always_inline]] inline void split_nibbles(const __m512i* t, int h, int o, Decoded& p) {
   const __m512i low4 = _mm512_set1_epi8(15);
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {  // bytes 64o + 8i ..: chunk 2o + i / 4, offset 8 (i % 4)
+    const int chunk = 2 * o + i / 4, u = i % 4;
+    p.w[2 * chunk][h][u] = _mm512_and_si512(t[i], low4);  // low nibbles: sub-block 2 chunk
+    p.w[2 * chunk + 1][h][u] = _mm512_and_si512(_mm512_srli_epi16(t[i], 4), low4);
+  }
+}
+
+// Block b of a group in GGUF layout: headers and quants transposed in registers.
+void decode_group(const uint8_t* const* col, int64_t b, Decoded& p) {
+  __m512i f[4];
+  transpose_fields(col, kBlockBytes * b, f);
+  decode_scales(f, p);
 #pragma GCC unroll 2
   for (int h = 0; h < 2; ++h)
 #pragma GCC unroll 2
-    for (int o = 0; o < 2; ++o) {  // quant bytes 64o .. 64o + 63: 32-byte chunks 2o, 2o + 1
+    for (int o = 0; o < 2; ++o) {
       __m512i z[8], t[8];
 #pragma GCC unroll 8
       for (int c = 0; c < 8; ++c)
         z[c] = _mm512_loadu_si512(col[column_of(h, c)] + kBlockBytes * b + 16 + 64 * o);
       transpose8(z, t);
+      split_nibbles(t, h, o, p);
+    }
+}
+
+// A group's block in the packed layout (packed_q4k.hpp), at `g`: the transposes were done
+// when the weights were packed.
+void decode_packed(const uint8_t* g, Decoded& p) {
+  __m512i f[4];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) f[i] = _mm512_load_si512(g + 64 * i);
+  decode_scales(f, p);
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h)
+#pragma GCC unroll 2
+    for (int o = 0; o < 2; ++o) {
+      __m512i t[8];
 #pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) {  // bytes 64o + 8i ..: chunk 2o + i / 4, offset 8 (i % 4)
-        const int chunk = 2 * o + i / 4, u = i % 4;
-        p.w[2 * chunk][h][u] = _mm512_and_si512(t[i], low4);  // low nibbles: sub-block 2 chunk
-        p.w[2 * chunk + 1][h][u] = _mm512_and_si512(_mm512_srli_epi16(t[i], 4), low4);
-      }
+      for (int i = 0; i < 8; ++i) t[i] = _mm512_load_si512(g + 256 + 512 * (2 * h + o) + 64 * i);
+      split_nibbles(t, h, o, p);
     }
 }
 
@@ -167,7 +191,10 @@ void cols_q4k_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
     }
   each_group(a, j0, j1, kBlockBytes, facc,
              [&](const uint8_t* const* col, int64_t b, const char* ahead) {
-               decode_group(col, b, p);
+               if (a.packed)  // col[0]: the group's start
+                 decode_packed(col[0] + kGroup * kBlockBytes * b, p);
+               else
+                 decode_group(col, b, p);
                for_each_tile(m, [&]<int MR>(int64_t i0) {
                  apply_rows<MR>(p, a, bs32, i0, b, facc, i0 == 0 ? ahead : nullptr);
                });

@@ -290,6 +290,23 @@ typedef struct specd_backend_vtable {
   /* Optional (NULL allowed): out[0, i] = argmax of x[i, :] (lowest index among ties);
    * x f32 [m, n]; out int32 [1, m]. [same-thread] */
   specd_status* (*argmax)(void* device, const specd_view* x, const specd_view* out);
+
+  /* ---- ABI 0.4 ---------------------------------------------------------------------------
+   * Optional (NULL allowed; read only when struct_size covers it): makes a read-only buffer
+   * holding the weight matrix at `data`: `rows` rows of `cols` values of `dtype` in the GGUF
+   * layout, `size` bytes (rows times the row size). The backend may keep the matrix in a
+   * layout of its own (e.g. columns interleaved for its kernels); views of the buffer still
+   * mean the GGUF bytes. The host uses such a buffer only as matmul's `w`, get_rows' `table`
+   * and the source of buffer_download and buffer_copy; a backend may refuse it anywhere else
+   * (INVALID_ARGUMENT), and it is never an op's output or an upload's destination.
+   * *out_copied is set to 1 when the backend copied the matrix (`data` is not read after the
+   * call; the host may release it), 0 when the buffer refers to `data` as buffer_wrap_host's
+   * do (`data` must then stay valid and unchanged until buffer_free).
+   * Ownership: `data` borrowed as said; *out is the caller's, released with buffer_free.
+   * [same-thread] */
+  specd_status* (*buffer_wrap_weights)(void* device, const void* data, uint64_t size,
+                                       specd_dtype dtype, int64_t rows, int64_t cols,
+                                       specd_buffer** out, int32_t* out_copied);
 } specd_backend_vtable;
 
 /* True when vtable `vt` (struct_size as built) has slot `field`. */
@@ -315,6 +332,8 @@ SPECD_STATIC_ASSERT(offsetof(specd_rope_params, mode) == 20, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_rope_params, freq_scale) == 24, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_rope_params, freq_factors) == 32, "frozen layout");
 SPECD_STATIC_ASSERT(sizeof(specd_rope_params) == 40, "frozen layout");
+/* Layout of ABI 0.4 additions. */
+SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, buffer_wrap_weights) == 184, "frozen layout");
 #endif
 
 SPECD_EXTERN_C_END

@@ -25,6 +25,8 @@
 //     void copy_rows(const specd_view& src, const specd_view& indices, const specd_view& dst);
 //     // optional:
 //     specd_buffer* wrap_host(const void* data, uint64_t size);
+//     specd_buffer* wrap_weights(const void* data, uint64_t size, specd_dtype dtype,
+//                                int64_t rows, int64_t cols, bool& copied);  // ABI 0.4
 //     void softmax(const specd_view& x, float temperature, const specd_view& y);
 //     void argmax(const specd_view& x, const specd_view& out);
 //   };
@@ -344,6 +346,23 @@ struct BackendAdapter {
       return nullptr;
     }
   }
+  static constexpr bool has_wrap_weights =
+      requires(Device & dev, const void* p, uint64_t n, specd_dtype t, int64_t r, bool& c) {
+    dev.wrap_weights(p, n, t, r, r, c);
+  };
+  static specd_status* wrap_weights(void* d, const void* data, uint64_t size, specd_dtype dtype,
+                                    int64_t rows, int64_t cols, specd_buffer** out,
+                                    int32_t* out_copied) {
+    if constexpr (has_wrap_weights) {
+      return call(d, [&](Device& dev) {
+        bool copied = false;
+        *out = dev.wrap_weights(data, size, dtype, rows, cols, copied);
+        *out_copied = copied ? 1 : 0;
+      });
+    } else {
+      return nullptr;
+    }
+  }
   static specd_status* matmul(void* d, const specd_view* x, const specd_view* w,
                               const specd_view* y) {
     return call(d, [&](Device& dev) { dev.matmul(*x, *w, *y); });
@@ -422,6 +441,7 @@ struct BackendAdapter {
     vt.copy_rows = &copy_rows;
     vt.softmax = has_softmax ? &softmax : nullptr;
     vt.argmax = has_argmax ? &argmax : nullptr;
+    vt.buffer_wrap_weights = has_wrap_weights ? &wrap_weights : nullptr;
     return vt;
   }
 };
