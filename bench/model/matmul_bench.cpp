@@ -114,9 +114,11 @@ int main(int argc, char** argv) {
     for (int64_t r = 0; r < a.n; ++r)
       quantize_values(type, wf.data() + r * a.k, wq.data() + r * row_bytes, a.k);
 
-    Buffer bw = dev->alloc(wq.size()), bx = dev->alloc(xf.size() * 4),
-           by = dev->alloc(static_cast<uint64_t>(max_m * a.n) * 4);
-    bw.upload(wq.data(), wq.size());
+    // Handed over as a model's weights are (the backend may keep its own layout); wq outlives
+    // the buffer in case the backend refers to it.
+    bool copied = false;
+    Buffer bw = dev->wrap_weights(wq.data(), wq.size(), dtype, a.n, a.k, copied);
+    Buffer bx = dev->alloc(xf.size() * 4), by = dev->alloc(static_cast<uint64_t>(max_m * a.n) * 4);
     bx.upload(xf.data(), xf.size() * 4);
     std::vector<float> y(static_cast<size_t>(max_m * a.n));
     const View w = bw.view(dtype, a.n, a.k);
