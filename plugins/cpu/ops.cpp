@@ -48,7 +48,7 @@ namespace {
 // kSlots positions in it (position pos in slot pos % kSlots), kSpecs specs per thread.
 class RopeAngles {
  public:
-  static constexpr uint32_t kSlots = 256;
+  static constexpr uint32_t kSlots = 128;
 
   bool matches(const RopeSpec& p) const {
     return n_rot_ == p.n_rot && std::memcmp(&base_, &p.base, sizeof base_) == 0 &&
@@ -272,9 +272,10 @@ namespace {
 }
 
 // One row and head of attention: scores of the keys in logical order (slot j of the cache for
-// key j), their softmax, the weighted sum of the values. Built twice (AVX-512 and the
-// baseline, chosen at load time): the lanes and the order of every operation are the same, so
-// the bits are (no contraction to fma in this file).
+// key j), their softmax, the weighted sum of the values. The definition of the bits, and the
+// path for head_dims other than 64 and 128 or CPUs without AVX-512. Built twice (AVX-512 and
+// the baseline, chosen at load time): the lanes and the order of every operation are the same,
+// so the bits are (no contraction to fma in this file).
 [[gnu::target_clones("avx512f", "default")]] void attend_head(
     const float* qi, const Mat& k, const Mat& v, int64_t kv_off, int64_t hd, int64_t n_keys,
     int64_t prefix, const int32_t* extra, float scale, float* scores, float* acc, float* o) {
@@ -300,11 +301,12 @@ namespace {
 
 // Attention of NP consecutive query heads of one row sharing a KV head, head_dim HD (a
 // multiple of 16), with AVX-512: the bits of attend_head for each head. Scores come 16 keys at
-// a time from dot16_x16 (dot16's lanes and reduction) times scale; the largest is taken per
-// lane and then across lanes (max keeps the first of equal scores like attend_head's scan; a
-// zero maximum, whose sign would depend on the order, is rescanned in key order); exp_ref of
-// each score minus it; then each key's value row is loaded once for the NP heads, whose sums
-// of e * value (and of e) go on in key order, NP * HD / 16 independent chains.
+// a time from dot16_x16 (dot16's lanes and reduction) times scale; their largest, per lane
+// then across lanes, is the value attend_head's scan in key order finds (NaN never wins either
+// way; equal scores have equal bits but for zeros of both signs, so a zero maximum is rescanned
+// in key order); exp_ref of each score minus it; then each key's value row is loaded once for
+// the NP heads, whose sums of e * value (and of e) go on in key order: NP * HD / 16 independent
+// chains.
 // (GCC 12 warns about _mm256_undefined_pd() inside its own intrinsics headers.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
