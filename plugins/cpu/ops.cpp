@@ -27,16 +27,39 @@ void for_rows(ThreadPool& pool, int64_t rows, int64_t cols, F&& fn) {
 
 }  // namespace
 
+// Each row's sum of squares is one chain of double adds in column order (the products are
+// exact), whose latency leaves the adder waiting: four rows go side by side, four independent
+// chains. Each row's operations are unchanged, so the bits do not depend on which rows go
+// together or on m.
 void rms_norm(ThreadPool& pool, const Mat& x, const Mat& weight, float eps, const Mat& y) {
+  constexpr int64_t kRows = 4;
   const int64_t n = x.cols;
   const float* w = weight.f32_row(0);
-  for_rows(pool, x.rows, n, [&](int64_t i) {
-    const float* xi = x.f32_row(i);
-    float* yi = y.f32_row(i);
-    double ss = 0;
-    for (int64_t j = 0; j < n; ++j) ss += static_cast<double>(xi[j]) * xi[j];
-    const float s = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
-    for (int64_t j = 0; j < n; ++j) yi[j] = (xi[j] * s) * w[j];
+  for_rows(pool, (x.rows + kRows - 1) / kRows, kRows * n, [&](int64_t g) {
+    const int64_t i0 = g * kRows;
+    const int64_t rows = x.rows - i0 < kRows ? x.rows - i0 : kRows;
+    double ss[kRows] = {};
+    if (rows == kRows) {
+      const float *x0 = x.f32_row(i0), *x1 = x.f32_row(i0 + 1), *x2 = x.f32_row(i0 + 2),
+                  *x3 = x.f32_row(i0 + 3);
+      for (int64_t j = 0; j < n; ++j) {
+        ss[0] += static_cast<double>(x0[j]) * x0[j];
+        ss[1] += static_cast<double>(x1[j]) * x1[j];
+        ss[2] += static_cast<double>(x2[j]) * x2[j];
+        ss[3] += static_cast<double>(x3[j]) * x3[j];
+      }
+    } else {
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* xi = x.f32_row(i0 + r);
+        for (int64_t j = 0; j < n; ++j) ss[r] += static_cast<double>(xi[j]) * xi[j];
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xi = x.f32_row(i0 + r);
+      float* yi = y.f32_row(i0 + r);
+      const float s = static_cast<float>(1.0 / std::sqrt(ss[r] / static_cast<double>(n) + eps));
+      for (int64_t j = 0; j < n; ++j) yi[j] = (xi[j] * s) * w[j];
+    }
   });
 }
 
