@@ -1,6 +1,7 @@
 #include "ops.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -26,32 +27,118 @@ void for_rows(ThreadPool& pool, int64_t rows, int64_t cols, F&& fn) {
 
 }  // namespace
 
+// Each row's sum of squares is one chain of double adds in column order (the products are
+// exact), whose latency leaves the adder waiting: four rows go side by side, four independent
+// chains. Each row's operations are unchanged, so the bits do not depend on which rows go
+// together or on m.
 void rms_norm(ThreadPool& pool, const Mat& x, const Mat& weight, float eps, const Mat& y) {
+  constexpr int64_t kRows = 4;
   const int64_t n = x.cols;
   const float* w = weight.f32_row(0);
-  for_rows(pool, x.rows, n, [&](int64_t i) {
-    const float* xi = x.f32_row(i);
-    float* yi = y.f32_row(i);
-    double ss = 0;
-    for (int64_t j = 0; j < n; ++j) ss += static_cast<double>(xi[j]) * xi[j];
-    const float s = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
-    for (int64_t j = 0; j < n; ++j) yi[j] = (xi[j] * s) * w[j];
+  for_rows(pool, (x.rows + kRows - 1) / kRows, kRows * n, [&](int64_t g) {
+    const int64_t i0 = g * kRows;
+    const int64_t rows = x.rows - i0 < kRows ? x.rows - i0 : kRows;
+    double ss[kRows] = {};
+    if (rows == kRows) {
+      const float *x0 = x.f32_row(i0), *x1 = x.f32_row(i0 + 1), *x2 = x.f32_row(i0 + 2),
+                  *x3 = x.f32_row(i0 + 3);
+      for (int64_t j = 0; j < n; ++j) {
+        ss[0] += static_cast<double>(x0[j]) * x0[j];
+        ss[1] += static_cast<double>(x1[j]) * x1[j];
+        ss[2] += static_cast<double>(x2[j]) * x2[j];
+        ss[3] += static_cast<double>(x3[j]) * x3[j];
+      }
+    } else {
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* xi = x.f32_row(i0 + r);
+        for (int64_t j = 0; j < n; ++j) ss[r] += static_cast<double>(xi[j]) * xi[j];
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xi = x.f32_row(i0 + r);
+      float* yi = y.f32_row(i0 + r);
+      const float s = static_cast<float>(1.0 / std::sqrt(ss[r] / static_cast<double>(n) + eps));
+      for (int64_t j = 0; j < n; ++j) yi[j] = (xi[j] * s) * w[j];
+    }
   });
 }
+
+namespace {
+
+// cos and sin of rope's angles for one RopeSpec, by position, in the double expressions rope
+// has always used (theta = pos * base^(-2j / n_rot), / freq_factors[j], * freq_scale): q and k
+// of every layer of a forward share their positions. One table per spec and thread (no lock),
+// kSlots positions in it (position pos in slot pos % kSlots), kSpecs specs per thread.
+class RopeAngles {
+ public:
+  static constexpr uint32_t kSlots = 128;
+
+  bool matches(const RopeSpec& p) const {
+    return n_rot_ == p.n_rot && std::memcmp(&base_, &p.base, sizeof base_) == 0 &&
+           std::memcmp(&scale_, &p.freq_scale, sizeof scale_) == 0 &&
+           factors_.empty() == !p.freq_factors &&
+           (factors_.empty() ||
+            std::memcmp(factors_.data(), p.freq_factors, factors_.size() * sizeof(float)) == 0);
+  }
+
+  void reset(const RopeSpec& p) {
+    n_rot_ = p.n_rot;
+    base_ = p.base;
+    scale_ = p.freq_scale;
+    const uint32_t half = p.n_rot / 2;
+    factors_.assign(p.freq_factors, p.freq_factors ? p.freq_factors + half : nullptr);
+    inv_.resize(half);
+    for (uint32_t j = 0; j < half; ++j)
+      inv_[j] = std::pow(static_cast<double>(p.base), -2.0 * static_cast<double>(j) / p.n_rot);
+    pos_.assign(kSlots, kEmpty);
+    cs_sn_.resize(static_cast<size_t>(kSlots) * 2 * half);
+  }
+
+  // cos of the n_rot / 2 angles of position pos, then their sin.
+  const float* at(int32_t pos) {
+    const uint32_t half = n_rot_ / 2, slot = static_cast<uint32_t>(pos) % kSlots;
+    float* cs = cs_sn_.data() + static_cast<size_t>(slot) * 2 * half;
+    if (pos_[slot] == pos) return cs;
+    float* sn = cs + half;
+    for (uint32_t j = 0; j < half; ++j) {
+      double theta = static_cast<double>(pos) * inv_[j];
+      if (!factors_.empty()) theta /= static_cast<double>(factors_[j]);
+      if (scale_ != 1.0f) theta *= static_cast<double>(scale_);
+      cs[j] = static_cast<float>(std::cos(theta));
+      sn[j] = static_cast<float>(std::sin(theta));
+    }
+    pos_[slot] = pos;
+    return cs;
+  }
+
+ private:
+  static constexpr int64_t kEmpty = INT64_MIN;
+  uint32_t n_rot_ = 0;
+  float base_ = 0, scale_ = 0;
+  std::vector<float> factors_;  // empty: none
+  std::vector<double> inv_;     // base^(-2j / n_rot)
+  std::vector<int64_t> pos_;    // the position in each slot, or kEmpty
+  std::vector<float> cs_sn_;
+};
+
+const float* rope_angles(const RopeSpec& p, int32_t pos) {
+  constexpr int kSpecs = 4;
+  thread_local RopeAngles tables[kSpecs];
+  thread_local int used = 0, next = 0;
+  for (int t = 0; t < used; ++t)
+    if (tables[t].matches(p)) return tables[t].at(pos);
+  const int t = used < kSpecs ? used++ : next++ % kSpecs;  // the oldest goes
+  tables[t].reset(p);
+  return tables[t].at(pos);
+}
+
+}  // namespace
 
 void rope(ThreadPool& pool, const Mat& x, const int32_t* positions, const RopeSpec& p) {
   const int64_t half = p.n_rot / 2;
   for_rows(pool, x.rows, x.cols, [&](int64_t i) {
-    float cs[512], sn[512];  // n_rot <= 1024 (checked by the device)
-    const double pos = positions[i];
-    for (int64_t j = 0; j < half; ++j) {
-      double theta =
-          pos * std::pow(static_cast<double>(p.base), -2.0 * static_cast<double>(j) / p.n_rot);
-      if (p.freq_factors) theta /= static_cast<double>(p.freq_factors[j]);
-      if (p.freq_scale != 1.0f) theta *= static_cast<double>(p.freq_scale);
-      cs[j] = static_cast<float>(std::cos(theta));
-      sn[j] = static_cast<float>(std::sin(theta));
-    }
+    const float* cs = rope_angles(p, positions[i]);
+    const float* sn = cs + half;
     float* xi = x.f32_row(i);
     for (uint32_t h = 0; h < p.n_head; ++h) {
       float* v = xi + static_cast<int64_t>(h) * p.head_dim;
@@ -208,9 +295,10 @@ namespace {
 }
 
 // One row and head of attention: scores of the keys in logical order (slot j of the cache for
-// key j), their softmax, the weighted sum of the values. Built twice (AVX-512 and the
-// baseline, chosen at load time): the lanes and the order of every operation are the same, so
-// the bits are (no contraction to fma in this file).
+// key j), their softmax, the weighted sum of the values. The definition of the bits, and the
+// path for head_dims other than 64 and 128 or CPUs without AVX-512. Built twice (AVX-512 and
+// the baseline, chosen at load time): the lanes and the order of every operation are the same,
+// so the bits are (no contraction to fma in this file).
 [[gnu::target_clones("avx512f", "default")]] void attend_head(
     const float* qi, const Mat& k, const Mat& v, int64_t kv_off, int64_t hd, int64_t n_keys,
     int64_t prefix, const int32_t* extra, float scale, float* scores, float* acc, float* o) {
@@ -234,53 +322,110 @@ namespace {
   for (int64_t d = 0; d < hd; ++d) o[d] = acc[d] / sum;
 }
 
-// attend_head for head_dim HD (a multiple of 16) with AVX-512, the query and the sum of
-// values in registers: dot16's lanes (16 products added in k order from +0, then lanes
-// l + 8, l + 4, l + 2, l + 1), the same exp_ref and sums, the same products and adds
-// of the values: the bits of attend_head.
+// Attention of NP consecutive query heads of one row sharing a KV head, head_dim HD (a
+// multiple of 16), with AVX-512: the bits of attend_head for each head. Scores come 16 keys at
+// a time from dot16_x16 (dot16's lanes and reduction) times scale; their largest, per lane
+// then across lanes, is the value attend_head's scan in key order finds (NaN never wins either
+// way; equal scores have equal bits but for zeros of both signs, so a zero maximum is rescanned
+// in key order); exp_ref of each score minus it; then each key's value row is loaded once for
+// the NP heads, whose sums of e * value (and of e) go on in key order: NP * HD / 16 independent
+// chains.
 // (GCC 12 warns about _mm256_undefined_pd() inside its own intrinsics headers.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+// dot16 of one query with 16 keys at once, for head_dim HD (a multiple of 16) with AVX-512:
+// key t of the block is kp[t] (the caller passes the keys in the transposed order kTransposed
+// so that score j lands in lane j). Each key's 16 lanes are dot16's products added in k order;
+// the pairwise reduction (lanes l + 8, l + 4, l + 2, l + 1) is done for the 16 keys together by
+// shuffles, each add taking the same two lanes of the same key as dot16's. dot16 starts its
+// lanes from +0, which only turns a lane of -0 products into +0; a -0 lane can only change the
+// sign of a zero total, so adding +0 once to the totals gives dot16's bits.
 template <int HD>
-[[gnu::target("avx512f")]] void attend_head_avx512(const float* qi, const Mat& k, const Mat& v,
-                                                   int64_t kv_off, int64_t n_keys, int64_t prefix,
-                                                   const int32_t* extra, float scale, float* scores,
-                                                   float* o) {
+[[gnu::target("avx512f"), gnu::always_inline]] inline __m512 dot16_x16(const __m512* qv,
+                                                                       const float* const* kp) {
   constexpr int V = HD / 16;
-  auto slot = [&](int64_t j) { return j < prefix ? j : static_cast<int64_t>(extra[j - prefix]); };
-  __m512 qv[V];
-  for (int c = 0; c < V; ++c) qv[c] = _mm512_loadu_ps(qi + 16 * c);
-  float mx = -INFINITY;
-  for (int64_t j = 0; j < n_keys; ++j) {
-    const float* kj = k.f32_row(slot(j)) + kv_off;
-    __m512 lane = _mm512_setzero_ps();
-    for (int c = 0; c < V; ++c)
-      lane = _mm512_add_ps(lane, _mm512_mul_ps(qv[c], _mm512_loadu_ps(kj + 16 * c)));
-    const __m256 l8 =
-        _mm256_add_ps(_mm512_castps512_ps256(lane),
-                      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(lane), 1)));
-    const __m128 l4 = _mm_add_ps(_mm256_castps256_ps128(l8), _mm256_extractf128_ps(l8, 1));
-    const __m128 l2 = _mm_add_ps(l4, _mm_movehl_ps(l4, l4));
-    const float s = _mm_cvtss_f32(_mm_add_ss(l2, _mm_shuffle_ps(l2, l2, 1))) * scale;
-    scores[j] = s;
-    mx = s > mx ? s : mx;
+  __m512 l[16];
+  for (int t = 0; t < 16; ++t) {
+    l[t] = _mm512_mul_ps(qv[0], _mm512_loadu_ps(kp[t]));
+    for (int c = 1; c < V; ++c)
+      l[t] = _mm512_add_ps(l[t], _mm512_mul_ps(qv[c], _mm512_loadu_ps(kp[t] + 16 * c)));
   }
-  __m512 acc[V];
-  for (int c = 0; c < V; ++c) acc[c] = _mm512_setzero_ps();
-  for (int64_t j = 0; j < n_keys; ++j) scores[j] = scores[j] - mx;
-  exp_array(scores, scores, n_keys);
-  float sum = 0;
-  for (int64_t j = 0; j < n_keys; ++j) {
-    const float e = scores[j];
-    sum += e;
-    const float* vj = v.f32_row(slot(j)) + kv_off;
-    const __m512 ev = _mm512_set1_ps(e);
-    for (int c = 0; c < V; ++c)
-      acc[c] = _mm512_add_ps(acc[c], _mm512_mul_ps(ev, _mm512_loadu_ps(vj + 16 * c)));
+  __m512 s[8], u[4];
+  for (int p = 0; p < 8; ++p)  // lanes l + 8: [keys 2p, 2p + 1] x 8 lanes
+    s[p] = _mm512_add_ps(_mm512_shuffle_f32x4(l[2 * p], l[2 * p + 1], 0x44),
+                         _mm512_shuffle_f32x4(l[2 * p], l[2 * p + 1], 0xEE));
+  for (int r = 0; r < 4; ++r)  // lanes l + 4: [keys 4r .. 4r + 3] x 4 lanes
+    u[r] = _mm512_add_ps(_mm512_shuffle_f32x4(s[2 * r], s[2 * r + 1], 0x88),
+                         _mm512_shuffle_f32x4(s[2 * r], s[2 * r + 1], 0xDD));
+  // lanes l + 2: 128-bit lane i holds keys i and 4 + i (then 8 + i and 12 + i) x 2 lanes
+  const __m512 w0 = _mm512_add_ps(_mm512_shuffle_ps(u[0], u[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_shuffle_ps(u[0], u[1], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 w1 = _mm512_add_ps(_mm512_shuffle_ps(u[2], u[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_shuffle_ps(u[2], u[3], _MM_SHUFFLE(3, 2, 3, 2)));
+  // lanes l + 1: lane 4i + s holds key 4s + i
+  const __m512 d = _mm512_add_ps(_mm512_shuffle_ps(w0, w1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_ps(w0, w1, _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_add_ps(d, _mm512_setzero_ps());  // -0 (all products -0) to dot16's +0
+}
+
+// Lane of dot16_x16's result that key t of its block lands in (and the key that goes in slot t).
+constexpr int kTransposed[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+
+// krow[j], vrow[j]: key j's rows in the caches (offset to the KV head); scores: NP * n_keys.
+template <int HD, int NP>
+[[gnu::target("avx512f")]] void attend_heads_avx512(const float* q, const float* const* krow,
+                                                    const float* const* vrow, int64_t n_keys,
+                                                    float scale, float* scores, float* o) {
+  constexpr int V = HD / 16;
+  const __m512 sc = _mm512_set1_ps(scale);
+  for (int a = 0; a < NP; ++a) {
+    __m512 qv[V];
+    for (int c = 0; c < V; ++c) qv[c] = _mm512_loadu_ps(q + a * HD + 16 * c);
+    float* sa = scores + a * n_keys;
+    __m512 mxv = _mm512_set1_ps(-INFINITY);
+    for (int64_t j0 = 0; j0 < n_keys; j0 += 16) {
+      const int64_t nb = n_keys - j0 < 16 ? n_keys - j0 : 16;
+      const float* kp[16];
+      for (int t = 0; t < 16; ++t) kp[t] = krow[j0 + (kTransposed[t] < nb ? kTransposed[t] : 0)];
+      const __m512 s = _mm512_mul_ps(dot16_x16<HD>(qv, kp), sc);
+      const __mmask16 live = static_cast<__mmask16>((1u << nb) - 1);
+      _mm512_mask_storeu_ps(sa + j0, live, s);
+      mxv = _mm512_mask_max_ps(mxv, live, s, mxv);  // s > mx ? s : mx
+    }
+    float mx = _mm512_reduce_max_ps(mxv);
+    if (mx == 0.0f || mx != mx) {
+      mx = -INFINITY;
+      for (int64_t j = 0; j < n_keys; ++j) mx = sa[j] > mx ? sa[j] : mx;
+    }
+    const __m512 mv = _mm512_set1_ps(mx);
+    for (int64_t j0 = 0; j0 < n_keys; j0 += 16) {
+      const int64_t nb = n_keys - j0 < 16 ? n_keys - j0 : 16;
+      const __mmask16 live = static_cast<__mmask16>((1u << nb) - 1);
+      const __m512 x = _mm512_sub_ps(_mm512_maskz_loadu_ps(live, sa + j0), mv);
+      _mm512_mask_storeu_ps(sa + j0, live, exp16(x));
+    }
   }
-  const __m512 sv = _mm512_set1_ps(sum);
-  for (int c = 0; c < V; ++c) _mm512_storeu_ps(o + 16 * c, _mm512_div_ps(acc[c], sv));
+  __m512 acc[NP][V];
+  float sum[NP];
+  for (int a = 0; a < NP; ++a) {
+    sum[a] = 0.0f;
+    for (int c = 0; c < V; ++c) acc[a][c] = _mm512_setzero_ps();
+  }
+  for (int64_t j = 0; j < n_keys; ++j) {  // keys in logical order
+    __m512 vv[V];
+    for (int c = 0; c < V; ++c) vv[c] = _mm512_loadu_ps(vrow[j] + 16 * c);
+    for (int a = 0; a < NP; ++a) {
+      const float e = scores[a * n_keys + j];
+      sum[a] += e;
+      const __m512 ev = _mm512_set1_ps(e);
+      for (int c = 0; c < V; ++c) acc[a][c] = _mm512_add_ps(acc[a][c], _mm512_mul_ps(ev, vv[c]));
+    }
+  }
+  for (int a = 0; a < NP; ++a) {
+    const __m512 sv = _mm512_set1_ps(sum[a]);
+    for (int c = 0; c < V; ++c) _mm512_storeu_ps(o + a * HD + 16 * c, _mm512_div_ps(acc[a][c], sv));
+  }
 }
 #pragma GCC diagnostic pop
 
@@ -290,36 +435,52 @@ void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const
                const specd_attention_params& p, const Mat& out) {
   const int64_t hd = p.head_dim;
   const uint32_t group = p.n_head / p.n_head_kv;
-  const int64_t tasks = q.rows * p.n_head;
+  const bool avx512 = avx512_available() && (hd == 64 || hd == 128);
+  // With AVX-512 a task takes np consecutive query heads of one row that share their KV head
+  // (two when the group allows it and head_dim is 64), else one; either way each (row, head)
+  // goes through the same operations whatever the task, the thread or m.
+  const int np = avx512 && hd == 64 && group % 2 == 0 ? 2 : 1;
+  const int64_t tasks = q.rows * (p.n_head / np);
   // Tasks go head by head (row i of task t is t % rows): consecutive tasks read the same keys
-  // and values, which stay in cache across the rows. Each (row, head) is computed the same way
-  // whichever task or thread runs it.
-  const bool avx512 = avx512_available();
+  // and values, which stay in cache across the rows.
   auto run = [&](int64_t t) {
     const int64_t i = t % q.rows;
-    const uint32_t h = static_cast<uint32_t>(t / q.rows);
+    const uint32_t h = static_cast<uint32_t>(t / q.rows) * np;
     const int64_t kv_off = static_cast<int64_t>(h / group) * hd;
     const int64_t prefix = mask.prefix[i];
     const int64_t n_keys = prefix + mask.begin[i + 1] - mask.begin[i];
-    thread_local std::vector<float> scores, acc;
-    scores.resize(static_cast<size_t>(n_keys));
-    acc.resize(static_cast<size_t>(hd));
-    const float* qi = q.f32_row(i) + h * hd;
     const int32_t* extra = mask.extra + mask.begin[i];
+    thread_local std::vector<float> scores, acc;
+    scores.resize(static_cast<size_t>(np * n_keys));
+    const float* qi = q.f32_row(i) + h * hd;
     float* o = out.f32_row(i) + h * hd;
-    if (hd == 64 && avx512)
-      attend_head_avx512<64>(qi, k, v, kv_off, n_keys, prefix, extra, p.scale, scores.data(), o);
-    else if (hd == 128 && avx512)
-      attend_head_avx512<128>(qi, k, v, kv_off, n_keys, prefix, extra, p.scale, scores.data(), o);
-    else
+    if (!avx512) {
+      acc.resize(static_cast<size_t>(hd));
       attend_head(qi, k, v, kv_off, hd, n_keys, prefix, extra, p.scale, scores.data(), acc.data(),
                   o);
+      return;
+    }
+    thread_local std::vector<const float*> rows;  // key j's rows: keys, then values
+    rows.resize(static_cast<size_t>(2 * n_keys));
+    const float** kr = rows.data();
+    const float** vr = kr + n_keys;
+    for (int64_t j = 0; j < n_keys; ++j) {
+      const int64_t s = j < prefix ? j : static_cast<int64_t>(extra[j - prefix]);
+      kr[j] = k.f32_row(s) + kv_off;
+      vr[j] = v.f32_row(s) + kv_off;
+    }
+    if (hd == 128)
+      attend_heads_avx512<128, 1>(qi, kr, vr, n_keys, p.scale, scores.data(), o);
+    else if (np == 2)
+      attend_heads_avx512<64, 2>(qi, kr, vr, n_keys, p.scale, scores.data(), o);
+    else
+      attend_heads_avx512<64, 1>(qi, kr, vr, n_keys, p.scale, scores.data(), o);
   };
   // The work of a task grows with its keys: one decoded token over a long cache is worth
   // spreading over the threads although it has few (row, head) tasks.
   const int64_t last = q.rows - 1;
   const int64_t keys = q.rows > 0 ? mask.prefix[last] + mask.begin[last + 1] - mask.begin[last] : 0;
-  if (tasks * hd * (keys + 1) < (int64_t{1} << 16)) {
+  if (q.rows * p.n_head * hd * (keys + 1) < (int64_t{1} << 16)) {
     for (int64_t t = 0; t < tasks; ++t) run(t);
   } else {
     pool.run(tasks, run);

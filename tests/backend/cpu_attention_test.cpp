@@ -5,6 +5,7 @@
 // one must both give exactly its bits. This reference is written from that description; the tests
 // build for the baseline x86-64 instruction set, which has no fused multiply-add to contract the
 // products into.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -27,6 +28,62 @@ float dot16(const float* a, const float* b, int64_t n) {
   return lane[0];
 }
 
+// One attention call of m rows on the CPU backend checked value by value against the
+// definition, each (row, head) on its own. Row i sees the first prefix[i] cache rows, then
+// extra cache rows (a tree): every other one before its own, and its own. Row zero_row (if
+// any) has a zero query, so all its scores are 0.
+int attention_differences(Device& dev, std::mt19937& rng, uint32_t hd, uint32_t n_head,
+                          uint32_t n_kv, const std::vector<int32_t>& prefix, int64_t zero_row) {
+  const int64_t m = static_cast<int64_t>(prefix.size()), cap = 128;
+  const int64_t qc = n_head * hd, kc = n_kv * hd;
+  std::vector<int32_t> begin = {0}, extra;
+  const int32_t first_extra = *std::max_element(prefix.begin(), prefix.end());
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t e = 0; e <= i; ++e)
+      if (e == i || e % 2 == 0) extra.push_back(static_cast<int32_t>(first_extra + e));
+    begin.push_back(static_cast<int32_t>(extra.size()));
+  }
+  auto q = random_floats(rng, m * qc, 2.0f), k = random_floats(rng, cap * kc, 2.0f);
+  auto v = random_floats(rng, cap * kc);
+  if (zero_row >= 0) std::fill_n(q.begin() + zero_row * qc, qc, 0.0f);
+  specd_attention_params p{sizeof(p), n_head, n_kv, hd, 1.0f / std::sqrt(float(hd))};
+  Buffer bq = upload_vec(dev, q), bk = upload_vec(dev, k), bv = upload_vec(dev, v);
+  Buffer bp = upload_vec(dev, prefix), bb = upload_vec(dev, begin);
+  Buffer be = upload_vec(dev, extra), bo = dev.alloc(m * qc * 4);
+  const View ve = be.view(SPECD_DTYPE_I32, 1, static_cast<int64_t>(extra.size()));
+  dev.attention(bq.view(SPECD_DTYPE_F32, m, qc), bk.view(SPECD_DTYPE_F32, cap, kc),
+                bv.view(SPECD_DTYPE_F32, cap, kc), bp.view(SPECD_DTYPE_I32, 1, m),
+                bb.view(SPECD_DTYPE_I32, 1, m + 1), &ve, p, bo.view(SPECD_DTYPE_F32, m, qc));
+  const auto out = download_vec<float>(bo, m * qc);
+  int differ = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (uint32_t h = 0; h < n_head; ++h) {
+      std::vector<int64_t> keys;
+      for (int64_t j = 0; j < prefix[i]; ++j) keys.push_back(j);
+      for (int32_t e = begin[i]; e < begin[i + 1]; ++e) keys.push_back(extra[e]);
+      const int64_t off = static_cast<int64_t>(h / (n_head / n_kv)) * hd;
+      const float* qi = q.data() + i * qc + h * hd;
+      std::vector<float> s(keys.size());
+      float mx = -INFINITY;
+      for (size_t j = 0; j < keys.size(); ++j) {
+        s[j] = dot16(qi, k.data() + keys[j] * kc + off, hd) * p.scale;
+        mx = s[j] > mx ? s[j] : mx;
+      }
+      std::vector<float> acc(hd, 0.0f);
+      float sum = 0;
+      for (size_t j = 0; j < keys.size(); ++j) {
+        const float e = specd::cpu::exp_ref(s[j] - mx);
+        sum += e;
+        for (uint32_t d = 0; d < hd; ++d) acc[d] += e * v[keys[j] * kc + off + d];
+      }
+      for (uint32_t d = 0; d < hd; ++d) {
+        const float want = acc[d] / sum;
+        if (std::memcmp(&want, &out[i * qc + h * hd + d], 4) != 0) ++differ;
+      }
+    }
+  return differ;
+}
+
 }  // namespace
 
 TEST_CASE("cpu attention: every head_dim gives the bits of the fixed-order definition") {
@@ -36,54 +93,30 @@ TEST_CASE("cpu attention: every head_dim gives the bits of the fixed-order defin
   opt.threads = 2;
   auto dev = backend.open(opt);
   for (uint32_t hd : {32u, 64u, 80u, 128u}) {
-    const uint32_t n_head = 4, n_kv = 2;
-    const int64_t m = 5, P = 37, cap = 64;
-    const int64_t qc = n_head * hd, kc = n_kv * hd;
-    // Row i sees the prefix and then some of the later cache rows (a tree): every other one
-    // before its own.
-    std::vector<int32_t> prefix(m, static_cast<int32_t>(P)), begin = {0}, extra;
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t e = 0; e <= i; ++e)
-        if (e == i || e % 2 == 0) extra.push_back(static_cast<int32_t>(P + e));
-      begin.push_back(static_cast<int32_t>(extra.size()));
-    }
-    auto q = random_floats(rng, m * qc, 2.0f), k = random_floats(rng, cap * kc, 2.0f);
-    auto v = random_floats(rng, cap * kc);
-    specd_attention_params p{sizeof(p), n_head, n_kv, hd, 1.0f / std::sqrt(float(hd))};
-    Buffer bq = upload_vec(*dev, q), bk = upload_vec(*dev, k), bv = upload_vec(*dev, v);
-    Buffer bp = upload_vec(*dev, prefix), bb = upload_vec(*dev, begin);
-    Buffer be = upload_vec(*dev, extra), bo = dev->alloc(m * qc * 4);
-    const View ve = be.view(SPECD_DTYPE_I32, 1, static_cast<int64_t>(extra.size()));
-    dev->attention(bq.view(SPECD_DTYPE_F32, m, qc), bk.view(SPECD_DTYPE_F32, cap, kc),
-                   bv.view(SPECD_DTYPE_F32, cap, kc), bp.view(SPECD_DTYPE_I32, 1, m),
-                   bb.view(SPECD_DTYPE_I32, 1, m + 1), &ve, p, bo.view(SPECD_DTYPE_F32, m, qc));
-    const auto out = download_vec<float>(bo, m * qc);
-    int differ = 0;
-    for (int64_t i = 0; i < m; ++i)
-      for (uint32_t h = 0; h < n_head; ++h) {
-        std::vector<int64_t> keys;
-        for (int64_t j = 0; j < P; ++j) keys.push_back(j);
-        for (int32_t e = begin[i]; e < begin[i + 1]; ++e) keys.push_back(extra[e]);
-        const int64_t off = static_cast<int64_t>(h / (n_head / n_kv)) * hd;
-        const float* qi = q.data() + i * qc + h * hd;
-        std::vector<float> s(keys.size());
-        float mx = -INFINITY;
-        for (size_t j = 0; j < keys.size(); ++j) {
-          s[j] = dot16(qi, k.data() + keys[j] * kc + off, hd) * p.scale;
-          mx = s[j] > mx ? s[j] : mx;
-        }
-        std::vector<float> acc(hd, 0.0f);
-        float sum = 0;
-        for (size_t j = 0; j < keys.size(); ++j) {
-          const float e = specd::cpu::exp_ref(s[j] - mx);
-          sum += e;
-          for (uint32_t d = 0; d < hd; ++d) acc[d] += e * v[keys[j] * kc + off + d];
-        }
-        for (uint32_t d = 0; d < hd; ++d) {
-          const float want = acc[d] / sum;
-          if (std::memcmp(&want, &out[i * qc + h * hd + d], 4) != 0) ++differ;
-        }
-      }
+    const int differ = attention_differences(*dev, rng, hd, 4, 2, std::vector<int32_t>(5, 37), -1);
     CHECK_MESSAGE(differ == 0, "head_dim " << hd << ": " << differ << " values differ");
   }
+}
+
+// The AVX-512 kernels take 16 keys at a time and the query heads of a KV head together: key
+// counts below, at and past multiples of 16, rows of one call with different key counts, groups
+// of 1 to 4 query heads per KV head and a row whose scores are all zero.
+TEST_CASE("cpu attention: key blocks, GQA groups and rows of different lengths keep the bits") {
+  std::mt19937 rng(47);
+  Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
+  DeviceOptions opt;
+  opt.threads = 2;
+  auto dev = backend.open(opt);
+  const std::vector<std::vector<int32_t>> prefixes = {
+      {0}, {15}, {16}, {31, 31}, {1, 14, 15, 16, 17, 32, 33, 47, 48, 64}};
+  const uint32_t heads[][2] = {{4, 4}, {4, 2}, {6, 2}, {8, 2}};
+  for (uint32_t hd : {32u, 64u, 128u})
+    for (const auto& h : heads)
+      for (size_t c = 0; c < prefixes.size(); ++c) {
+        const int64_t zero_row = c == 4 ? 3 : -1;
+        const int differ = attention_differences(*dev, rng, hd, h[0], h[1], prefixes[c], zero_row);
+        CHECK_MESSAGE(differ == 0, "head_dim " << hd << ", " << h[0] << " heads, " << h[1]
+                                               << " KV heads, prefix case " << c << ": " << differ
+                                               << " values differ");
+      }
 }
