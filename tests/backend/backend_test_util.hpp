@@ -74,6 +74,17 @@ struct OpenBackend {
   std::unique_ptr<Device> device;
 };
 
+// The CPU backend with `threads` threads (it must be present); `device` lives as long as the
+// returned pair.
+inline OpenBackend open_cpu(uint32_t threads) {
+  OpenBackend cpu;
+  cpu.backend = std::make_unique<Backend>(registry().require("cpu", SPECD_KIND_BACKEND));
+  DeviceOptions opt;
+  opt.threads = threads;
+  cpu.device = cpu.backend->open(opt);
+  return cpu;
+}
+
 // Opens every listed backend that is built and can run here, with `threads` threads; prints a
 // MESSAGE for each one skipped. The CPU backend must always be present.
 inline std::vector<OpenBackend> open_backends(uint32_t threads = 2) {

@@ -88,10 +88,8 @@ int attention_differences(Device& dev, std::mt19937& rng, uint32_t hd, uint32_t 
 
 TEST_CASE("cpu attention: every head_dim gives the bits of the fixed-order definition") {
   std::mt19937 rng(31);
-  Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
-  DeviceOptions opt;
-  opt.threads = 2;
-  auto dev = backend.open(opt);
+  const OpenBackend cpu = open_cpu(2);
+  Device* const dev = cpu.device.get();
   for (uint32_t hd : {32u, 64u, 80u, 128u}) {
     const int differ = attention_differences(*dev, rng, hd, 4, 2, std::vector<int32_t>(5, 37), -1);
     CHECK_MESSAGE(differ == 0, "head_dim " << hd << ": " << differ << " values differ");
@@ -103,10 +101,8 @@ TEST_CASE("cpu attention: every head_dim gives the bits of the fixed-order defin
 // of 1 to 4 query heads per KV head and a row whose scores are all zero.
 TEST_CASE("cpu attention: key blocks, GQA groups and rows of different lengths keep the bits") {
   std::mt19937 rng(47);
-  Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
-  DeviceOptions opt;
-  opt.threads = 2;
-  auto dev = backend.open(opt);
+  const OpenBackend cpu = open_cpu(2);
+  Device* const dev = cpu.device.get();
   const std::vector<std::vector<int32_t>> prefixes = {
       {0}, {15}, {16}, {31, 31}, {1, 14, 15, 16, 17, 32, 33, 47, 48, 64}};
   const uint32_t heads[][2] = {{4, 4}, {4, 2}, {6, 2}, {8, 2}};

@@ -15,10 +15,8 @@ using namespace specd::test;
 
 TEST_CASE("cpu rms_norm: the bits of the definition for any number of rows") {
   std::mt19937 rng(13);
-  Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
-  DeviceOptions opt;
-  opt.threads = 2;
-  auto dev = backend.open(opt);
+  const OpenBackend cpu = open_cpu(2);
+  Device* const dev = cpu.device.get();
   const int64_t n = 1000;
   const float eps = 1e-5f;
   const auto w = random_floats(rng, n, 2.0f);

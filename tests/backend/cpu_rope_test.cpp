@@ -47,10 +47,8 @@ std::vector<float> rope_definition(const std::vector<float>& x, const std::vecto
 
 TEST_CASE("cpu rope: the bits of the definition whatever the calls before") {
   std::mt19937 rng(5);
-  Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
-  DeviceOptions opt;
-  opt.threads = 2;
-  auto dev = backend.open(opt);
+  const OpenBackend cpu = open_cpu(2);
+  Device* const dev = cpu.device.get();
   const uint32_t n_head = 2, hd = 32;
   // More specs than the CPU backend keeps tables for (4), taken in turn: each is dropped and
   // built again. Positions 0 and 256, 255 and -1, 17 and 273 share a slot.

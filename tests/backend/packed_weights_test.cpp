@@ -46,10 +46,8 @@ Pair hand_over(Device& dev, std::vector<uint8_t>& w, int64_t n, int64_t k) {
 
 TEST_CASE("cpu: q4_K weights handed over with buffer_wrap_weights read as the same bits") {
   const ScopedEnv quant("SPECD_CPU_QUANT", "int8");
-  Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
-  DeviceOptions opt;
-  opt.threads = 2;
-  auto dev = backend.open(opt);
+  const OpenBackend cpu = open_cpu(2);
+  Device* const dev = cpu.device.get();
   std::mt19937 rng(41);
   // Row counts: one group, a short last group, several groups, fewer rows than a group.
   for (const auto& [n, k] :
