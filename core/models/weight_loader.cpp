@@ -45,7 +45,7 @@ View WeightLoader::matrix(const std::string& name, int64_t cols, int64_t rows) {
   if (t.n_bytes < need)
     throw Error(file_.path() + ": tensor '" + name + "' (" + ggml_type_name(t.type) + ") holds " +
                 std::to_string(t.n_bytes) + " bytes, " + std::to_string(need) + " needed");
-  // Dtype ids are ggml type ids (backend.h): the file's bytes are used unchanged.
+  // Dtype ids are ggml type ids (backend.h): the file's bytes are handed over unchanged.
   const auto dt = static_cast<specd_dtype>(t.type);
   bool copied = false;
   Buffer b = device_.wrap_weights(t.data, need, dt, rows, cols, copied);
