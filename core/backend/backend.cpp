@@ -140,8 +140,12 @@ Buffer Device::alloc(uint64_t size) {
   return Buffer(this, b, size);
 }
 
+bool Device::wraps_host() const {
+  return vt().buffer_wrap_host && (backend_->flags() & SPECD_BACKEND_HOST_MEMORY);
+}
+
 Buffer Device::wrap_host(const void* data, uint64_t size) {
-  if (vt().buffer_wrap_host && (backend_->flags() & SPECD_BACKEND_HOST_MEMORY)) {
+  if (wraps_host()) {
     specd_buffer* b = nullptr;
     backend_->check(vt().buffer_wrap_host(handle_, data, size, &b), "buffer_wrap_host");
     return Buffer(this, b, size);
@@ -162,9 +166,8 @@ Buffer Device::wrap_weights(const void* data, uint64_t size, specd_dtype dtype, 
     copied = c != 0;
     return Buffer(this, b, size);
   }
-  Buffer b = wrap_host(data, size);
-  copied = !(vt().buffer_wrap_host && (backend_->flags() & SPECD_BACKEND_HOST_MEMORY));
-  return b;
+  copied = !wraps_host();
+  return wrap_host(data, size);
 }
 
 void Device::synchronize() {

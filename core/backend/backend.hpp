@@ -152,6 +152,8 @@ class Device {
   friend class Buffer;
   Device(const Backend* backend, void* handle) : backend_(backend), handle_(handle) {}
   const specd_backend_vtable& vt() const { return backend_->vtable(); }
+  // Whether the backend refers to host memory in place (buffer_wrap_host) rather than copying.
+  bool wraps_host() const;
   const Backend* backend_;
   void* handle_;
 };

@@ -43,7 +43,8 @@ Mat check_packed_view(const specd_view* v, const char* op, const char* arg) {
   return m;
 }
 
-// Rows [first, first + count) of a packed buffer's matrix in GGUF layout, in `plain`.
+// Rows [first, first + count) of a packed buffer's matrix (of `cols` values) in GGUF layout, in
+// `plain`.
 Mat unpack(const specd_buffer* b, int64_t first, int64_t count, int64_t cols,
            std::vector<uint8_t>& plain) {
   const int64_t row_bytes = b->packed_row_bytes;
@@ -63,10 +64,10 @@ void read_packed(const specd_buffer* b, uint64_t offset, uint64_t size, uint8_t*
   if (size == 0) return;
   const uint64_t row_bytes = static_cast<uint64_t>(b->packed_row_bytes);
   const uint64_t first = offset / row_bytes, end = (offset + size + row_bytes - 1) / row_bytes;
-  std::vector<uint8_t> plain(static_cast<size_t>((end - first) * row_bytes));
-  packed_q4k::unpack_rows(b->data, b->packed_row_bytes, static_cast<int64_t>(first),
-                          static_cast<int64_t>(end - first), plain.data());
-  std::memcpy(dst, plain.data() + (offset - first * row_bytes), size);
+  std::vector<uint8_t> plain;
+  const Mat rows =
+      unpack(b, static_cast<int64_t>(first), static_cast<int64_t>(end - first), 0, plain);
+  std::memcpy(dst, rows.p + (offset - first * row_bytes), size);
 }
 
 bool overlaps(const Mat& a, const Mat& b) {

@@ -282,6 +282,12 @@ void argmax(const Mat& x, int32_t* out) {
 
 namespace {
 
+// The cache slot of a row's key j: the first `prefix` keys are slots 0 .. prefix - 1, the rest
+// the row's extra slots.
+[[gnu::always_inline]] inline int64_t key_slot(int64_t j, int64_t prefix, const int32_t* extra) {
+  return j < prefix ? j : static_cast<int64_t>(extra[j - prefix]);
+}
+
 // Fixed-order dot product: 16 interleaved lanes, then lanes added pairwise.
 [[gnu::always_inline]] inline float dot16(const float* a, const float* b, int64_t n) {
   float lane[16] = {};
@@ -302,7 +308,7 @@ namespace {
 [[gnu::target_clones("avx512f", "default")]] void attend_head(
     const float* qi, const Mat& k, const Mat& v, int64_t kv_off, int64_t hd, int64_t n_keys,
     int64_t prefix, const int32_t* extra, float scale, float* scores, float* acc, float* o) {
-  auto slot = [&](int64_t j) { return j < prefix ? j : static_cast<int64_t>(extra[j - prefix]); };
+  auto slot = [&](int64_t j) { return key_slot(j, prefix, extra); };
   float mx = -INFINITY;
   for (int64_t j = 0; j < n_keys; ++j) {
     const float s = dot16(qi, k.f32_row(slot(j)) + kv_off, hd) * scale;
@@ -465,7 +471,7 @@ void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const
     const float** kr = rows.data();
     const float** vr = kr + n_keys;
     for (int64_t j = 0; j < n_keys; ++j) {
-      const int64_t s = j < prefix ? j : static_cast<int64_t>(extra[j - prefix]);
+      const int64_t s = key_slot(j, prefix, extra);
       kr[j] = k.f32_row(s) + kv_off;
       vr[j] = v.f32_row(s) + kv_off;
     }
