@@ -2,9 +2,14 @@
 // backend's device ABI, for a weight type and a list of m, as the kernels of a forward see
 // it (activation quantization included). Prints the median of repeats in µs, the cost per
 // row and 256 values, and t(m) / t(1): the per-matmul part of specd-model-bench's v(m).
+// Past the first m it also prints the multiply-adds per second of the extra rows (their n * k
+// each over the extra time) and, for a quantized type on the CPU backend's integer family,
+// that rate as a share of the measured int8 roof (int8_roof.hpp) times the threads.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <random>
 #include <sstream>
@@ -14,6 +19,7 @@
 #include "backend/backend.hpp"
 #include "common/error.hpp"
 #include "gguf/quant_writer.hpp"
+#include "int8_roof.hpp"
 #include "median.hpp"
 #include "plugin/registry.hpp"
 
@@ -127,8 +133,21 @@ int main(int argc, char** argv) {
     std::printf("matmul    %s weights [%lld x %lld] (%.2f MB), median of %d repeats\n",
                 a.type.c_str(), static_cast<long long>(a.n), static_cast<long long>(a.k),
                 wq.size() / 1e6, a.repeats);
-    std::printf("   m   time_us   ns/(row*256)   t(m)/t(1st m)\n");
+    // The integer family computes quantized types unless SPECD_CPU_QUANT=exact (qint_gemm.cpp).
+    const char* family = std::getenv("SPECD_CPU_QUANT");
+    const bool int8_family = a.backend == "cpu" && type != GgmlType::kF32 &&
+                             type != GgmlType::kF16 && type != GgmlType::kBF16 &&
+                             !(family && std::strcmp(family, "exact") == 0);
+    const double roof = int8_family ? bench::int8_mac_roof() * dev->info().threads : 0;
+    if (int8_family && roof > 0)
+      std::printf("int8 roof %.0f GMAC/s (512-bit vpdpbusd measured, %u thread%s)\n", roof / 1e9,
+                  dev->info().threads, dev->info().threads == 1 ? "" : "s");
+    else if (int8_family)
+      std::printf("int8 roof none (no AVX-512 VNNI)\n");
+    std::printf("   m   time_us   ns/(row*256)   t(m)/t(1st m)   extra rows GMAC/s%s\n",
+                roof > 0 ? "   of roof" : "");
     double first = 0;
+    int64_t first_m = 0;
     for (int64_t m : a.ms) {
       const View x = bx.view(SPECD_DTYPE_F32, m, a.k), out = by.view(SPECD_DTYPE_F32, m, a.n);
       dev->matmul(x, w, out);  // warm-up
@@ -142,9 +161,18 @@ int main(int argc, char** argv) {
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       }
       const double t = median(reps);
-      if (first == 0) first = t;
-      std::printf("%4lld %9.1f %14.3f %15.2f\n", static_cast<long long>(m), t * 1e6,
+      if (first == 0) {
+        first = t;
+        first_m = m;
+      }
+      std::printf("%4lld %9.1f %14.3f %15.2f", static_cast<long long>(m), t * 1e6,
                   t * 1e9 / (double(m) * a.n * (a.k / 256)), t / first);
+      if (m > first_m && t > first) {  // noise can make a larger m time less
+        const double rate = double(m - first_m) * a.n * a.k / (t - first);
+        std::printf(" %19.1f", rate / 1e9);
+        if (roof > 0) std::printf(" %9.0f%%", 100 * rate / roof);
+      }
+      std::printf("\n");
     }
     return 0;
   } catch (const UsageError& e) {
