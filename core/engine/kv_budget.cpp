@@ -2,11 +2,14 @@
 
 #include <algorithm>
 
+#include "models/kv_layout.hpp"
+
 namespace specd {
 
 uint64_t kv_cache_bytes(const ModelInfo& info, uint64_t tokens) {
-  const uint64_t per_layer = 2ull * static_cast<uint64_t>(info.n_head_kv) *
-                             static_cast<uint64_t>(info.head_dim) * sizeof(float);
+  const uint64_t per_layer =
+      2ull *
+      static_cast<uint64_t>(kv_row_bytes(static_cast<int64_t>(info.n_head_kv) * info.head_dim));
   return tokens * (per_layer * static_cast<uint64_t>(info.n_layer) + sizeof(int32_t));
 }
 

@@ -20,6 +20,26 @@ View per_head(const View& v, int64_t heads) {
   return View(r);
 }
 
+// RMSNorm over each head of v ([m, heads * hd]) in place: one call over the rows seen per head
+// when they are packed, else one call per head (a KV cache row may be padded, kv_layout.hpp).
+// Either way each (row, head) is normalized on its own, so the bits are the same.
+void norm_heads(Device& dev, const View& v, int64_t heads, const View& weight, float eps) {
+  const specd_view& r = *v.raw();
+  if (r.row_stride == r.cols * 4) {
+    const View h = per_head(v, heads);
+    dev.rms_norm(h, weight, eps, h);
+    return;
+  }
+  const int64_t hd = r.cols / heads;
+  for (int64_t h = 0; h < heads; ++h) {
+    specd_view s = r;
+    s.offset += static_cast<uint64_t>(h * hd) * 4;
+    s.cols = hd;
+    const View head(s);
+    dev.rms_norm(head, weight, eps, head);
+  }
+}
+
 // Columns [first, first + count) of a one-row view (int32 inputs such as positions).
 View cols(const View& v, int64_t first, int64_t count) {
   specd_view r = *v.raw();
@@ -159,9 +179,8 @@ void DecoderBlock::project(const View& x, const View& positions, const View& h, 
     dev.add(v, w_.bv, v);
   }
   if (!w_.q_norm.empty()) {  // qwen3: RMSNorm over each head of q and k
-    const View qh = per_head(q, s.n_head), kh = per_head(k, s.n_head_kv);
-    dev.rms_norm(qh, w_.q_norm, s.rms_eps, qh);
-    dev.rms_norm(kh, w_.k_norm, s.rms_eps, kh);
+    norm_heads(dev, q, s.n_head, w_.q_norm, s.rms_eps);
+    norm_heads(dev, k, s.n_head_kv, w_.k_norm, s.rms_eps);
   }
   dev.rope(q, positions, rope_params(s, w_, s.n_head));
   dev.rope(k, positions, rope_params(s, w_, s.n_head_kv));

@@ -1,5 +1,6 @@
 // Per-sequence key/value cache of a LlamaModel: for each layer a K and a V buffer of
-// [capacity, n_head_kv * head_dim] f32 rows on the model's device.
+// [capacity, n_head_kv * head_dim] f32 rows on the model's device, kv_row_bytes apart
+// (models/kv_layout.hpp).
 //
 // Rows [0, size()) are committed: the sequence in order. A forward of m tokens writes rows
 // [size(), size() + m) (pending); commit() keeps the pending rows of an accepted path,

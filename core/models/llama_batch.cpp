@@ -6,6 +6,7 @@
 
 #include "common/error.hpp"
 #include "models/batch_mask.hpp"
+#include "models/kv_layout.hpp"
 #include "models/llama_model.hpp"
 
 namespace specd {
@@ -95,8 +96,8 @@ void LlamaModel::forward_batch(std::span<const ForwardEntry> entries) {
   for (int32_t l = 0; l < in.n_layer; ++l) {
     for (size_t e = 0; e < n; ++e) {
       const KvCache& c = *entries[e].cache;
-      seqs[e].k_cache = c.k_[l].view(SPECD_DTYPE_F32, c.capacity(), kvd);
-      seqs[e].v_cache = c.v_[l].view(SPECD_DTYPE_F32, c.capacity(), kvd);
+      seqs[e].k_cache = kv_rows(c.k_[l], c.capacity(), kvd);
+      seqs[e].v_cache = kv_rows(c.v_[l], c.capacity(), kvd);
     }
     layers_[l].run_batch(x, v_pos, seqs, v_iota, piece, s_.block);
   }
@@ -153,10 +154,8 @@ void LlamaModel::grow(KvCache& cache, int32_t capacity) {
     const View vi = fresh->index_.view(SPECD_DTYPE_I32, 1, n);
     const int64_t kvd = static_cast<int64_t>(info_.n_head_kv) * info_.head_dim;
     for (int32_t l = 0; l < info_.n_layer; ++l) {
-      device_->copy_rows(cache.k_[l].view(SPECD_DTYPE_F32, n, kvd), vi,
-                         fresh->k_[l].view(SPECD_DTYPE_F32, n, kvd));
-      device_->copy_rows(cache.v_[l].view(SPECD_DTYPE_F32, n, kvd), vi,
-                         fresh->v_[l].view(SPECD_DTYPE_F32, n, kvd));
+      device_->copy_rows(kv_rows(cache.k_[l], n, kvd), vi, kv_rows(fresh->k_[l], n, kvd));
+      device_->copy_rows(kv_rows(cache.v_[l], n, kvd), vi, kv_rows(fresh->v_[l], n, kvd));
     }
     device_->synchronize();
   }

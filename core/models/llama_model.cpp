@@ -9,6 +9,7 @@
 #include "models/architecture.hpp"
 #include "models/batch_mask.hpp"
 #include "models/hyperparameters.hpp"
+#include "models/kv_layout.hpp"
 #include "models/weight_loader.hpp"
 
 namespace specd {
@@ -117,7 +118,7 @@ std::unique_ptr<KvCache> LlamaModel::new_cache(int32_t max_tokens) const {
   std::unique_ptr<KvCache> c(new KvCache);
   c->capacity_ = max_tokens;
   const int64_t kvd = static_cast<int64_t>(info_.n_head_kv) * info_.head_dim;
-  const uint64_t bytes = static_cast<uint64_t>(max_tokens) * kvd * 4;
+  const uint64_t bytes = static_cast<uint64_t>(max_tokens) * kv_row_bytes(kvd);
   for (int32_t l = 0; l < info_.n_layer; ++l) {
     c->k_.push_back(device_->alloc(bytes));
     c->v_.push_back(device_->alloc(bytes));
@@ -202,8 +203,8 @@ void LlamaModel::forward(KvCache& cache, std::span<const int32_t> tokens,
   batch.extra_begin = v_begin;
   batch.extra_slots = n_extra ? &v_extra : nullptr;
   for (int32_t l = 0; l < in.n_layer; ++l) {
-    batch.k_cache = cache.k_[l].view(SPECD_DTYPE_F32, cache.capacity(), kvd);  // [cap, Hkv*hd]
-    batch.v_cache = cache.v_[l].view(SPECD_DTYPE_F32, cache.capacity(), kvd);  // [cap, Hkv*hd]
+    batch.k_cache = kv_rows(cache.k_[l], cache.capacity(), kvd);  // [cap, Hkv*hd]
+    batch.v_cache = kv_rows(cache.v_[l], cache.capacity(), kvd);  // [cap, Hkv*hd]
     layers_[l].run(x, batch, s_.block);
   }
   if (hidden) s_.x.download(hidden, static_cast<uint64_t>(m) * d * 4);
@@ -244,7 +245,7 @@ void LlamaModel::commit(KvCache& cache, std::span<const int32_t> kept_rows) {
     const int64_t kvd = static_cast<int64_t>(info_.n_head_kv) * info_.head_dim;
     for (int32_t l = 0; l < info_.n_layer; ++l) {
       for (Buffer* b : {&cache.k_[l], &cache.v_[l]}) {
-        const View all = b->view(SPECD_DTYPE_F32, cache.capacity(), kvd);
+        const View all = kv_rows(*b, cache.capacity(), kvd);
         device_->copy_rows(all, vi, all.slice_rows(cache.size(), k));
       }
     }

@@ -187,6 +187,8 @@ std::vector<std::pair<std::string, FixtureSpec>> layouts() {
   s.architecture = "qwen3";
   s.head_dim = 32;  // q is 4 x 32 = 128 wide while d is 64, as in Qwen3
   v.emplace_back("qwen3", s);
+  s.head_dim = 128;  // KV cache rows of 2 x 128 f32, 1 KiB: padded (models/kv_layout.hpp)
+  v.emplace_back("qwen3-padded-kv-rows", s);
   s.architecture = "phi3";
   s.head_dim = 0;
   v.emplace_back("phi3", s);

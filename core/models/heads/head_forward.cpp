@@ -8,6 +8,7 @@
 #include "common/error.hpp"
 #include "models/batch_mask.hpp"
 #include "models/heads/head_model.hpp"
+#include "models/kv_layout.hpp"
 
 namespace specd {
 
@@ -136,8 +137,8 @@ void HeadModel::forward_block(HeadCache& cache, const float* features,
   const View extra = ints_.view(SPECD_DTYPE_I32, 1, n_extra ? n_extra : 1, 16ull * m + 4);
   BlockBatch batch;
   const int64_t kvd = info_.block.kv_dim();
-  batch.k_cache = cache.k_.view(SPECD_DTYPE_F32, cache.capacity(), kvd);  // [cap, Hkv*hd]
-  batch.v_cache = cache.v_.view(SPECD_DTYPE_F32, cache.capacity(), kvd);  // [cap, Hkv*hd]
+  batch.k_cache = kv_rows(cache.k_, cache.capacity(), kvd);  // [cap, Hkv*hd]
+  batch.v_cache = kv_rows(cache.v_, cache.capacity(), kvd);  // [cap, Hkv*hd]
   batch.first_row = cache.size() + p0;
   batch.positions = ints_.view(SPECD_DTYPE_I32, 1, m, 4ull * m);
   batch.prefix_len = ints_.view(SPECD_DTYPE_I32, 1, m, 8ull * m);
@@ -172,7 +173,7 @@ void HeadModel::commit(HeadCache& cache, std::span<const int32_t> kept) {
     cache.index_.upload(idx.data(), idx.size() * 4);
     const View vi = cache.index_.view(SPECD_DTYPE_I32, 1, k);
     for (Buffer* b : {&cache.k_, &cache.v_}) {
-      const View all = b->view(SPECD_DTYPE_F32, cache.capacity(), info_.block.kv_dim());
+      const View all = kv_rows(*b, cache.capacity(), info_.block.kv_dim());
       device_->copy_rows(all, vi, all.slice_rows(cache.size(), k));
     }
   }

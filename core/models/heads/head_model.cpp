@@ -6,6 +6,7 @@
 #include "models/architecture.hpp"
 #include "models/heads/target_binding.hpp"
 #include "models/hyperparameters.hpp"
+#include "models/kv_layout.hpp"
 #include "models/weight_loader.hpp"
 
 namespace specd {
@@ -138,7 +139,7 @@ std::unique_ptr<HeadCache> HeadModel::new_cache(int32_t max_rows) const {
   if (max_rows <= 0) throw Error("new_cache: max_rows must be > 0");
   std::unique_ptr<HeadCache> c(new HeadCache);
   c->capacity_ = max_rows;
-  const uint64_t bytes = static_cast<uint64_t>(max_rows) * info_.block.kv_dim() * 4;
+  const uint64_t bytes = static_cast<uint64_t>(max_rows) * kv_row_bytes(info_.block.kv_dim());
   c->k_ = device_->alloc(bytes);
   c->v_ = device_->alloc(bytes);
   c->index_ = device_->alloc(static_cast<uint64_t>(max_rows) * 4);

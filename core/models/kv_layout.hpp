@@ -1,0 +1,26 @@
+// The row layout of a KV cache buffer: one row per cached token, n_head_kv * head_dim f32
+// values, rows kv_row_bytes apart.
+//
+// Rows whose size is a multiple of 1 KiB would put a KV head's slice of every row into the same
+// few sets of the L1 cache, which is indexed by address bits 6..11 (a head's 256-byte slices of
+// 2 KiB rows fall into 8 of its 64 sets), so attention, which reads one head's slice of many rows
+// and reads them again for each query row of a verification pass, missed L1 on nearly every
+// line. Such rows get 128 bytes of padding (6% more cache memory for 2 KiB rows). On the
+// constructed 95 M Q4_K_M model at 2 threads, after 900 committed tokens, a forward of 8 rows
+// took 0.79x as long and one row 0.88x (ARCHITECTURE.md, "KV cache rows"). Every backend reads
+// cache rows through the view's row_stride.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/backend.hpp"
+
+namespace specd {
+
+// Bytes from one cache row to the next for kv_dim f32 values per row.
+int64_t kv_row_bytes(int64_t kv_dim);
+
+// Rows [0, rows) of a KV cache buffer as an f32 view of kv_dim columns.
+View kv_rows(const Buffer& buffer, int64_t rows, int64_t kv_dim);
+
+}  // namespace specd
