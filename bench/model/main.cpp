@@ -3,6 +3,7 @@
 //
 //   specd-model-bench MODEL.gguf [--backend cpu] [--threads N] [--repeats R] [--json]
 //                     [--cpu-time]   (process CPU time instead of wall time)
+//                     [--prefix N]   (committed tokens before the timings; default 64)
 //   specd-model-bench --write-random OUT.gguf [--seed S]   (a ~5 M-parameter f16 model)
 #include <algorithm>
 #include <chrono>
@@ -75,7 +76,7 @@ void write_random(const std::string& path, uint32_t seed) {
 
 int usage() {
   std::cerr << "usage: specd-model-bench MODEL.gguf [--backend ID] [--threads N] [--repeats R] "
-               "[--json] [--cpu-time] [--decode-only] [--only-m M]\n"
+               "[--json] [--cpu-time] [--decode-only] [--only-m M] [--prefix N]\n"
                "       specd-model-bench --write-random OUT.gguf [--seed S]\n";
   return 2;
 }
@@ -87,6 +88,7 @@ struct Args {
   bool json = false;
   bool decode_only = false;  // time m = 1 decoding only (for profiling the decode loop)
   int32_t only_m = 0;        // time forwards of this many tokens only (for profiling v(m))
+  int32_t prefix = 0;  // committed tokens before decoding and each v(m) forward; 0: the default
 };
 
 Args parse(int argc, char** argv) {
@@ -109,6 +111,8 @@ Args parse(int argc, char** argv) {
       a.decode_only = true;
     else if (s == "--only-m")
       a.only_m = std::max(1, std::stoi(value()));
+    else if (s == "--prefix")
+      a.prefix = std::max(1, std::stoi(value()));
     else if (s == "--cpu-time")
       g_cpu_time = true;
     else if (s == "--write-random")
@@ -194,8 +198,13 @@ int main(int argc, char** argv) {
     const ModelInfo& in = model->info();
     Bench b{*model, {}};
     const int32_t n_prefill = std::min<int32_t>(128, in.n_ctx / 2);
-    const int32_t n_ctx = std::min<int32_t>(in.n_ctx, 256);
-    const int32_t prefix = std::min<int32_t>(64, n_ctx / 4);
+    // A given prefix needs room after it for 64 decoded tokens and the largest v(m) forward.
+    if (a.prefix && a.prefix + 96 > in.n_ctx)
+      throw UsageError("--prefix " + std::to_string(a.prefix) + ": " + in.path + " holds " +
+                       std::to_string(in.n_ctx) +
+                       " tokens, and the timings need 96 after the prefix");
+    const int32_t n_ctx = std::min<int32_t>(in.n_ctx, std::max<int32_t>(256, a.prefix + 96));
+    const int32_t prefix = a.prefix ? a.prefix : std::min<int32_t>(64, n_ctx / 4);
 
     // Prefill: one chain of n_prefill tokens from an empty cache.
     auto cache = model->new_cache(n_ctx);
