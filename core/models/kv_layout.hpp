@@ -7,8 +7,8 @@
 // and reads them again for each query row of a verification pass, missed L1 on nearly every
 // line. Such rows get 128 bytes of padding (6% more cache memory for 2 KiB rows). On the
 // constructed 95 M Q4_K_M model at 2 threads, after 900 committed tokens, a forward of 8 rows
-// took 0.79x as long and one row 0.88x (ARCHITECTURE.md, "KV cache rows"). Every backend reads
-// cache rows through the view's row_stride.
+// took 0.78-0.79x as long and one row 0.88-0.96x (ARCHITECTURE.md, "KV cache rows"). Every
+// backend reads cache rows through the view's row_stride.
 #pragma once
 
 #include <cstdint>
