@@ -8,8 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <iostream>
 #include <random>
 #include <sstream>
@@ -129,19 +127,21 @@ int main(int argc, char** argv) {
     std::vector<float> y(static_cast<size_t>(max_m * a.n));
     const View w = bw.view(dtype, a.n, a.k);
 
-    std::printf("device    %s\n", dev->info().name);
+    const specd_device_info info = dev->info();
+    std::printf("device    %s\n", info.name);
     std::printf("matmul    %s weights [%lld x %lld] (%.2f MB), median of %d repeats\n",
                 a.type.c_str(), static_cast<long long>(a.n), static_cast<long long>(a.k),
                 wq.size() / 1e6, a.repeats);
-    // The integer family computes quantized types unless SPECD_CPU_QUANT=exact (qint_gemm.cpp).
-    const char* family = std::getenv("SPECD_CPU_QUANT");
+    // The CPU device's name ends with the family it chose for quantized weights
+    // (plugins/cpu/README.md), e.g. "cpu (2 threads, avx512, int8)".
+    const std::string device_name = info.name;
     const bool int8_family = a.backend == "cpu" && type != GgmlType::kF32 &&
                              type != GgmlType::kF16 && type != GgmlType::kBF16 &&
-                             !(family && std::strcmp(family, "exact") == 0);
-    const double roof = int8_family ? bench::int8_mac_roof() * dev->info().threads : 0;
+                             device_name.ends_with(", int8)");
+    const double roof = int8_family ? bench::int8_mac_roof() * info.threads : 0;
     if (int8_family && roof > 0)
       std::printf("int8 roof %.0f GMAC/s (512-bit vpdpbusd measured, %u thread%s)\n", roof / 1e9,
-                  dev->info().threads, dev->info().threads == 1 ? "" : "s");
+                  info.threads, info.threads == 1 ? "" : "s");
     else if (int8_family)
       std::printf("int8 roof none (no AVX-512 VNNI)\n");
     std::printf("   m   time_us   ns/(row*256)   t(m)/t(1st m)   extra rows GMAC/s%s\n",

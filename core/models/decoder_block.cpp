@@ -8,29 +8,21 @@
 namespace specd {
 namespace {
 
-// The same rows seen as `heads` rows of cols / heads each: [m, heads * hd] -> [m * heads, hd].
-// The view's rows must be packed (row_stride = its row size).
-View per_head(const View& v, int64_t heads) {
-  specd_view r = *v.raw();
-  if (r.cols % heads != 0 || r.row_stride != r.cols * 4)
-    throw Error("decoder block: per-head view of a view that is not packed f32 rows");
-  r.rows *= heads;
-  r.cols /= heads;
-  r.row_stride = r.cols * 4;
-  return View(r);
-}
-
-// RMSNorm over each head of v ([m, heads * hd]) in place: one call over the rows seen per head
-// when they are packed, else one call per head (a KV cache row may be padded, kv_layout.hpp).
-// Either way each (row, head) is normalized on its own, so the bits are the same.
+// RMSNorm over each head of v ([m, heads * hd] f32) in place. Packed rows are seen as
+// [m * heads, hd] for one call; padded ones (a KV cache row, kv_layout.hpp) take one call per
+// head. Either way each (row, head) is normalized on its own, so the bits are the same.
 void norm_heads(Device& dev, const View& v, int64_t heads, const View& weight, float eps) {
-  const specd_view& r = *v.raw();
+  specd_view r = *v.raw();
+  if (r.cols % heads != 0) throw Error("decoder block: a row does not split into whole heads");
+  const int64_t hd = r.cols / heads;
   if (r.row_stride == r.cols * 4) {
-    const View h = per_head(v, heads);
-    dev.rms_norm(h, weight, eps, h);
+    r.rows *= heads;
+    r.cols = hd;
+    r.row_stride = hd * 4;
+    const View all(r);
+    dev.rms_norm(all, weight, eps, all);
     return;
   }
-  const int64_t hd = r.cols / heads;
   for (int64_t h = 0; h < heads; ++h) {
     specd_view s = r;
     s.offset += static_cast<uint64_t>(h * hd) * 4;
