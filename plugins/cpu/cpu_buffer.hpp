@@ -10,10 +10,12 @@ struct specd_buffer {
   uint8_t* data = nullptr;
   uint64_t size = 0;
   bool owned = false;  // false: wraps host memory (read-only)
-  // Not 0: a q4_K weight matrix of rows this many bytes long, kept in the packed layout of
-  // packed_q4k.hpp (buffer_wrap_weights). `size` is its GGUF size and views mean the GGUF
-  // bytes; only matmul (w), get_rows (table), download and copy (source) read it.
+  // Not 0: a weight matrix of packed_dtype (q4_K or q6_K), rows this many bytes long, kept in
+  // the packed layout of packed_weights.hpp (buffer_wrap_weights). `size` is its GGUF size and
+  // views mean the GGUF bytes; only matmul (w), get_rows (table), download and copy (source)
+  // read it.
   int64_t packed_row_bytes = 0;
+  specd_dtype packed_dtype = SPECD_DTYPE_F32;
 };
 
 namespace specd::cpu {

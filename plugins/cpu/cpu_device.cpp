@@ -8,7 +8,7 @@
 
 #include "decode.hpp"
 #include "ops.hpp"
-#include "packed_q4k.hpp"
+#include "packed_weights.hpp"
 #include "specd/cpp/backend.hpp"
 
 namespace specd::cpu {
@@ -23,19 +23,19 @@ void check_range(const specd_buffer* b, uint64_t offset, uint64_t size, const ch
   sdk::check_range(op, offset, size, b->size);
 }
 
-// A view of a packed q4_K buffer, checked like any view and then to read whole rows of its
-// matrix; its Mat points into the packed bytes.
+// A view of a packed buffer, checked like any view and then to read whole rows of its matrix;
+// its Mat's p is the buffer's start (matmul points it at the view's first group for the kernel).
 Mat check_packed_view(const specd_view* v, const char* op, const char* arg) {
-  sdk::check_view_extent(v, op, arg, {SPECD_DTYPE_Q4_K},
+  sdk::check_view_extent(v, op, arg, {v->buffer->packed_dtype},
                          [](const specd_buffer* b) { return b->size; });
   const int64_t row_bytes = v->buffer->packed_row_bytes;
   if (static_cast<int64_t>(sdk::dtype_row_bytes(v->dtype, v->cols)) != row_bytes ||
       v->row_stride != row_bytes || v->offset % static_cast<uint64_t>(row_bytes) != 0)
     fail(op, std::string(arg) +
-                 ": a packed q4_K weight buffer (buffer_wrap_weights) is read only as whole rows "
+                 ": a packed weight buffer (buffer_wrap_weights) is read only as whole rows "
                  "of its matrix");
   Mat m;
-  m.p = v->buffer->data + v->offset;
+  m.p = v->buffer->data;
   m.rows = v->rows;
   m.cols = v->cols;
   m.stride = row_bytes;
@@ -49,13 +49,13 @@ Mat unpack(const specd_buffer* b, int64_t first, int64_t count, int64_t cols,
            std::vector<uint8_t>& plain) {
   const int64_t row_bytes = b->packed_row_bytes;
   plain.resize(static_cast<size_t>(count * row_bytes));
-  packed_q4k::unpack_rows(b->data, row_bytes, first, count, plain.data());
+  packed_weights::unpack_rows(b->packed_dtype, b->data, row_bytes, first, count, plain.data());
   Mat m;
   m.p = plain.data();
   m.rows = count;
   m.cols = cols;
   m.stride = row_bytes;
-  m.dtype = SPECD_DTYPE_Q4_K;
+  m.dtype = b->packed_dtype;
   return m;
 }
 
@@ -85,7 +85,7 @@ Mat check_view(const specd_view* v, const char* op, const char* arg,
   const std::string where = std::string(arg) + ": ";
   if (v->buffer->packed_row_bytes)
     fail(op, where +
-                 "a packed q4_K weight buffer (buffer_wrap_weights) is read only as matmul's w "
+                 "a packed weight buffer (buffer_wrap_weights) is read only as matmul's w "
                  "and get_rows' table");
   if (output && !v->buffer->owned) fail(op, where + "output into a read-only (wrapped) buffer");
   if ((v->dtype == SPECD_DTYPE_F32 || v->dtype == SPECD_DTYPE_I32) &&
@@ -113,7 +113,7 @@ CpuDevice::CpuDevice(sdk::Host host, const specd_device_params& params) : host_(
   if (threads > 256) throw sdk::invalid_argument("cpu: threads must be <= 256");
   kernel_ = select_kernel();
   quant_ = select_quant();
-  packs_q4k_ =
+  packs_ =
       kernel_ == GemmKernel::kAvx512 && quant_ == QuantFamily::kInt8 && avx512_vnni_available();
   pool_ = std::make_unique<ThreadPool>(threads);
 }
@@ -154,8 +154,8 @@ specd_buffer* CpuDevice::wrap_host(const void* data, uint64_t size) {
   return b;
 }
 
-// q4_K matrices are packed for the AVX-512 kernel (copied: the host may drop the file's
-// pages); anything else is wrapped in place.
+// q4_K and q6_K matrices are packed for the AVX-512 kernels (copied: the host may drop the
+// file's pages); anything else is wrapped in place.
 specd_buffer* CpuDevice::wrap_weights(const void* data, uint64_t size, specd_dtype dtype,
                                       int64_t rows, int64_t cols, bool& copied) {
   copied = false;
@@ -165,12 +165,13 @@ specd_buffer* CpuDevice::wrap_weights(const void* data, uint64_t size, specd_dty
     throw sdk::invalid_argument("buffer_wrap_weights: " + std::to_string(size) + " bytes are not " +
                                 std::to_string(rows) + " rows of " + std::to_string(cols) +
                                 " values of " + sdk::dtype_name(dtype));
-  if (dtype != SPECD_DTYPE_Q4_K || !packs_q4k_) return wrap_host(data, size);
+  if (!packed_weights::packs(dtype) || !packs_) return wrap_host(data, size);
   const int64_t rb = static_cast<int64_t>(row_bytes);
-  specd_buffer* b = alloc(static_cast<uint64_t>(packed_q4k::packed_bytes(rows, rb)));
-  packed_q4k::pack(static_cast<const uint8_t*>(data), rows, rb, b->data);
+  specd_buffer* b = alloc(static_cast<uint64_t>(packed_weights::packed_bytes(rows, rb)));
+  packed_weights::pack(dtype, static_cast<const uint8_t*>(data), rows, rb, b->data);
   b->size = size;
   b->packed_row_bytes = rb;
+  b->packed_dtype = dtype;
   copied = true;
   return b;
 }
@@ -212,10 +213,14 @@ void CpuDevice::matmul(const specd_view& xv, const specd_view& wv, const specd_v
   if (x.rows == 0) return;
   // Packed weights go to their kernel when the view starts at a group of 16 rows; every other
   // path reads the rows unpacked (the same bytes).
-  const bool packed_kernel = packed && x.rows <= kSmallMaxRows &&
-                             wv.offset % static_cast<uint64_t>(packed_q4k::kGroup * w.stride) == 0;
+  const int64_t group_rows = packed_weights::kGroup * w.stride;
+  const bool packed_kernel =
+      packed && x.rows <= kSmallMaxRows && wv.offset % static_cast<uint64_t>(group_rows) == 0;
   std::vector<uint8_t> plain;
-  if (packed && !packed_kernel)
+  if (packed_kernel)
+    w.p = wv.buffer->data +
+          static_cast<int64_t>(wv.offset) / group_rows * packed_weights::group_bytes(w.stride);
+  else if (packed)
     w = unpack(wv.buffer, static_cast<int64_t>(wv.offset) / w.stride, w.rows, w.cols, plain);
   GemmArgs a{reinterpret_cast<const float*>(x.p),
              w.p,
@@ -279,8 +284,8 @@ void CpuDevice::get_rows(const specd_view& tv, const specd_view& iv, const specd
   std::vector<uint8_t> plain(static_cast<size_t>(ids.cols * t.stride));
   std::vector<int32_t> order(static_cast<size_t>(ids.cols));
   for (int64_t i = 0; i < ids.cols; ++i) {
-    packed_q4k::unpack_rows(tv.buffer->data, t.stride, first + id[i], 1,
-                            plain.data() + i * t.stride);
+    packed_weights::unpack_rows(tv.buffer->packed_dtype, tv.buffer->data, t.stride, first + id[i],
+                                1, plain.data() + i * t.stride);
     order[static_cast<size_t>(i)] = static_cast<int32_t>(i);
   }
   Mat rows = t;

@@ -50,8 +50,9 @@ class CpuDevice {
   GemmKernel kernel_ = GemmKernel::kGeneric;
   QuantFamily quant_ = QuantFamily::kInt8;
   LargeGemm large_;
-  // Whether q4_K weights are packed for the AVX-512 kernel (it runs here and int8 is chosen).
-  bool packs_q4k_ = false;
+  // Whether q4_K and q6_K weights are packed for the AVX-512 kernels (it runs here and int8 is
+  // chosen).
+  bool packs_ = false;
 };
 
 // Checks a view and returns its validated form; throws naming `op` and `arg`.

@@ -15,7 +15,7 @@ struct GemmArgs {
   int64_t m, n, k;
   int64_t ldx, ldw, ldy;
   specd_dtype dtype;
-  bool packed = false;  // q4_K in the packed layout (packed_q4k.hpp), for the int8 driver only
+  bool packed = false;  // q4_K / q6_K packed (packed_weights.hpp), int8 driver only
 };
 
 // Kernel variants; one is chosen per device (the best the CPU runs, or $SPECD_CPU_KERNEL).

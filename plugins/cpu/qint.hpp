@@ -12,9 +12,9 @@
 //   clamp(rint(x / d)) in
 //     [-127, 127] (x * (1 / d)), d = 0 for a block of zeros. Also the sums of 4 q (sum4).
 //
-// Products. Output element (i, j) keeps f32 accumulators (lanes, or one for q4_K) and visits
-// the weight blocks in increasing k; every integer below is exact (int32), every f32 step is
-// one rounding (float(): round to nearest even):
+// Products. Output element (i, j) keeps f32 accumulators (lanes, or one for q4_K and q6_K)
+// and visits the weight blocks in increasing k; every integer below is exact (int32), every
+// f32 step is one rounding (float(): round to nearest even):
 //   q4_K  one accumulator acc = 0, then per block b: sc[8], mn[8] the 6-bit scales and mins,
 //         isum = sum over e < 256 of sc[e / 32] * q_e * y_e   (q_e the 4-bit quant)
 //         msum = sum over g < 8 of mn[g] * (bsum16[2g] + bsum16[2g + 1])
@@ -29,8 +29,12 @@
 //         wm is exact, ys one f32 product)
 //         acc[L] = fma(dd, float(isum[L]), acc[L]) for L < 16, then
 //         acc[g] = fma(-wm[g], ys[g], acc[g]) for g < 16;   y = reduce16(acc)
-//   q6_K  as q5_K with q_e in 0..63 (the stored value, before the -32 offset), sc[e / 16] the
-//         signed scale, lane(e) = 8 e5 + 4 e4 + 2 e6 + e3, wm[g] = d_w * (32 sc[g]) (exact)
+//   q6_K  one accumulator acc = 0, then per block b: sc[16] the int8 scales (byte 192), d_w
+//         the f16 at byte 208, q_e the signed quant in -32..31 (ggml::q6_k_quant),
+//         isum = sum over e < 256 of sc[e / 16] * q_e * y_e   (|isum| < 2^31; a kernel may
+//         form it as sum of sc * (q_e + 32) * y_e - 32 * sum over g < 16 of sc[g] * bsum16[g])
+//         acc = fma(d_w * d_y, float(isum), acc) (d_w * d_y one f32 product);   y = acc
+//         (no lanes, as q4_K)
 //   q8_0, q4_0, q5_0, iq4_nl  block b (32 values): h = b & 1, dd = d_w * d_y,
 //         isum[l] = sum of w_e * y_e over e = 4l .. 4l + 3 (l < 8), w_e the block's integer
 //         (ggml::block32_int: q - 8, q - 16, the int8, the iq4 level)
@@ -80,8 +84,8 @@ struct QArgs {
   int64_t m, n, k;
   int64_t ldw, ldy;
   specd_dtype dtype;
-  // w is q4_K in the packed layout (packed_q4k.hpp), starting at a group; only the AVX-512
-  // q4_K kernel reads it.
+  // w is q4_K or q6_K in the packed layout (packed_weights.hpp), starting at a group; only
+  // the AVX-512 interleaved kernels read it.
   bool packed = false;
 };
 

@@ -1,7 +1,7 @@
 // The integer family on AVX2 + FMA (called only after avx2_available()): qint.hpp's lanes in
-// two 8-lane halves (lanes 0..7 and 8..15), pmaddubsw + pmaddwd for the integer sums (q5_K and
-// q6_K mirror the AVX-512 kernel's vectors in 256-bit halves, packssdw included; q4_K has no
-// lanes: one integer per block and row, four rows per tile). Weight rows are prepared into
+// two 8-lane halves (lanes 0..7 and 8..15), pmaddubsw + pmaddwd for the integer sums (q5_K
+// mirrors the AVX-512 kernel's vectors in 256-bit halves, packssdw included; q4_K and q6_K have
+// no lanes: one integer per block and row, four rows per tile). Weight rows are prepared into
 // the task's scratch once and applied to all m rows; the bits equal the generic kernel's.
 #include <immintrin.h>
 
@@ -71,46 +71,19 @@ void prep_q5_k(const uint8_t* blk, KPrep* p) {
     }
 }
 
-// q6_K: vector g is elements 64g .. 64g + 63 in order.
-void prep_q6_k(const uint8_t* blk, KPrep* p) {
-  p->d = f16(blk + 208);
-  const int8_t* s8 = reinterpret_cast<const int8_t*>(blk + 192);
-  int sc[16];
-  for (int i = 0; i < 16; ++i) sc[i] = s8[i];
-  scale_vectors(sc, p, [](int c, int u) { return 8 * c + 4 * ((u >> 2) & 1) + (u >> 3); });
-  alignas(32) float wm[16];
-  for (int g = 0; g < 16; ++g) wm[g] = p->d * static_cast<float>(32 * sc[g]);
-  p->wm[0] = _mm256_load_ps(wm);
-  p->wm[1] = _mm256_load_ps(wm + 8);
-  const __m256i low4 = _mm256_set1_epi8(15), low2 = _mm256_set1_epi8(3);
-  for (int g = 0; g < 4; ++g) {  // elements 128c + 64u + 32h + (0..31)
-    const int c = g >> 1, u = g & 1;
-    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * c));
-    for (int h = 0; h < 2; ++h) {
-      const __m256i ql =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * c + 32 * h));
-      const __m256i lo = _mm256_and_si256(_mm256_srl_epi16(ql, _mm_cvtsi32_si128(4 * u)), low4);
-      const __m256i hi =
-          _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(4 * u + 2 * h)), low2);
-      p->w[g][h] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
-    }
-  }
-}
-
-// The int32 sums of 4 products u8 w * s8 y (|sum| <= 4 * 63 * 127: no saturation).
+// The int32 sums of 4 products u8 w * s8 y (|sum| <= 4 * 31 * 127: no saturation).
 inline __m256i sum4(__m256i w, const int8_t* y) {
   const __m256i p =
       _mm256_maddubs_epi16(w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y)));
   return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
 }
 
-// Q5: the activation offset of half h of vector g in q5_K's stored order, else q6_K's.
-template <bool Q5>
+// The activation offset of half h of vector g in q5_K's stored order.
 int64_t y_offset(int g, int h) {
-  return Q5 ? 128 * (g >> 1) + 64 * h + 32 * (g & 1) : 64 * g + 32 * h;
+  return 128 * (g >> 1) + 64 * h + 32 * (g & 1);
 }
 
-template <bool Q5, int MR>
+template <int MR>
 void rows_k(const KPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
   const int64_t k = a.k;
   __m256 acc[MR][2];
@@ -131,8 +104,8 @@ void rows_k(const KPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
         __m256i isum = _mm256_setzero_si256();
         for (int c = 0; c < 2; ++c) {
           const __m256i packed =
-              _mm256_packs_epi32(sum4(p.w[2 * c][h], y + y_offset<Q5>(2 * c, h)),
-                                 sum4(p.w[2 * c + 1][h], y + y_offset<Q5>(2 * c + 1, h)));
+              _mm256_packs_epi32(sum4(p.w[2 * c][h], y + y_offset(2 * c, h)),
+                                 sum4(p.w[2 * c + 1][h], y + y_offset(2 * c + 1, h)));
           isum = _mm256_add_epi32(isum, _mm256_madd_epi16(packed, p.s[c][h]));
         }
         const __m256 ys = _mm256_mul_ps(_mm256_set1_ps(dy), _mm256_cvtepi32_ps(h ? bs_hi : bs));
@@ -209,6 +182,85 @@ void rows_q4_k(const Q4KPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t
     const __m128 dd = _mm_mul_ps(_mm_set1_ps(p.d), d), dm = _mm_mul_ps(_mm_set1_ps(p.dmin), d);
     acc = _mm_fmadd_ps(dd, _mm_cvtepi32_ps(sums_of_4(isum)), acc);
     acc = _mm_fnmadd_ps(dm, _mm_cvtepi32_ps(sums_of_4(msum)), acc);  // fma(-dm, msum, acc)
+  }
+  alignas(16) float out[4];
+  _mm_store_ps(out, acc);
+  for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = out[r];
+}
+
+// A prepared q6_K block (qint.hpp's q6_K: no lanes): q[s] the 32 quants q_e + 32 (0..63) of
+// elements 32s .. 32s + 31 in order, s[s] the int16 scales of their pmaddwd pairs (lanes 0..7
+// sc[2s], 8..15 sc[2s + 1]), sc the 16 int16 scales (for the bsum16 term).
+struct alignas(32) Q6KPrep {
+  __m256i q[8];
+  __m256i s[8];
+  __m256i sc;
+  float d;
+};
+
+void prep_q6_k(const uint8_t* blk, Q6KPrep* p) {
+  p->d = f16(blk + 208);
+  const __m128i sc16 =
+      _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 192)));
+  const __m128i sc16_hi =
+      _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 200)));
+  p->sc = _mm256_set_m128i(sc16_hi, sc16);
+  // s[s]: bytes 4s, 4s + 1 (int16 lane 2s) of the scales in the low half, 4s + 2, 4s + 3 in
+  // the high half, from both halves holding int16 scales 0..7 (s < 4) or 8..15 (s >= 4).
+  const __m256i pick = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,  //
+                                        2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+  const __m256i lo = _mm256_broadcastsi128_si256(sc16), hi = _mm256_broadcastsi128_si256(sc16_hi);
+  for (int s = 0; s < 8; ++s)
+    p->s[s] = _mm256_shuffle_epi8(
+        s < 4 ? lo : hi, _mm256_add_epi8(pick, _mm256_set1_epi8(static_cast<char>(4 * (s & 3)))));
+  const __m256i low4 = _mm256_set1_epi8(15), low2 = _mm256_set1_epi8(3);
+  for (int c = 0; c < 2; ++c) {  // elements 128c + 64u + 32h + l (l < 32)
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * c));
+    for (int h = 0; h < 2; ++h) {
+      const __m256i ql =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * c + 32 * h));
+      for (int u = 0; u < 2; ++u) {  // low nibble u of ql, bits 4u + 2h of qh
+        const __m256i lo4 = _mm256_and_si256(_mm256_srl_epi16(ql, _mm_cvtsi32_si128(4 * u)), low4);
+        const __m256i hi2 =
+            _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(4 * u + 2 * h)), low2);
+        p->q[4 * c + 2 * u + h] = _mm256_or_si256(lo4, _mm256_slli_epi16(hi2, 4));
+      }
+    }
+  }
+}
+
+// Rows i0 .. i0 + MR - 1 (MR <= 4) of column j: per block, each row's sum of sc * (q + 32) * y
+// as 8 int32 lanes (maddubs pairs <= 2 * 63 * 127, times the scale in pmaddwd), minus 32 times
+// its sum of sc[g] * bsum16[g], reduced to one integer (isum, exact: int32 adds in any order),
+// then the f32 step with the rows in the lanes of one vector.
+template <int MR>
+void rows_q6_k(const Q6KPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
+  const int64_t k = a.k;
+  __m128 acc = _mm_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const Q6KPrep& p = P[b];
+    const int8_t* y[MR];
+    alignas(16) float dy[4] = {};
+    __m256i isum[4];
+    for (int r = 0; r < 4; ++r) isum[r] = _mm256_setzero_si256();
+    for (int r = 0; r < MR; ++r) {
+      y[r] = a.x.q + (i0 + r) * k + 256 * b;
+      dy[r] = a.x.d[(i0 + r) * (k / 256) + b];
+    }
+    for (int s = 0; s < 8; ++s)
+      for (int r = 0; r < MR; ++r) {
+        const __m256i ys = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[r] + 32 * s));
+        isum[r] =
+            _mm256_add_epi32(isum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(p.q[s], ys), p.s[s]));
+      }
+    for (int r = 0; r < MR; ++r) {
+      const __m256i off = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                                                a.x.bsum16 + (i0 + r) * (k / 16) + 16 * b)),
+                                            p.sc);
+      isum[r] = _mm256_sub_epi32(isum[r], _mm256_slli_epi32(off, 5));
+    }
+    const __m128 dd = _mm_mul_ps(_mm_set1_ps(p.d), _mm_load_ps(dy));
+    acc = _mm_fmadd_ps(dd, _mm_cvtepi32_ps(sums_of_4(isum)), acc);
   }
   alignas(16) float out[4];
   _mm_store_ps(out, acc);
@@ -364,6 +416,27 @@ void each_row_tile(const QArgs& a, int64_t j, const Prep* P, int64_t nb, Rows ro
   }
 }
 
+// Row tiles of four (q4_K, q6_K: one int32 per row and block, the rows in one 4-lane vector).
+template <class Prep, class Rows>
+void each_row_tile_4(const QArgs& a, int64_t j, const Prep* P, int64_t nb, Rows rows) {
+  for (int64_t i0 = 0; i0 < a.m; i0 += 4) {
+    switch (a.m - i0) {
+      case 1:
+        rows.template operator()<1>(P, nb, a, i0, j);
+        break;
+      case 2:
+        rows.template operator()<2>(P, nb, a, i0, j);
+        break;
+      case 3:
+        rows.template operator()<3>(P, nb, a, i0, j);
+        break;
+      default:
+        rows.template operator()<4>(P, nb, a, i0, j);
+        break;
+    }
+  }
+}
+
 template <uint32_t T>
 void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   Q8Prep* P = reinterpret_cast<Q8Prep*>(scratch);
@@ -392,18 +465,17 @@ void cols_32_min(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   }
 }
 
-template <bool Q5, class Prep>
-void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, Prep prep) {
+// q5_K.
+void cols_q5_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   KPrep* P = reinterpret_cast<KPrep*>(scratch);
   const int64_t nb = a.k / 256;
-  const int64_t bytes = ggml::block_layout(a.dtype).bytes;
   for (int64_t j = j0; j < j1; ++j) {
     const uint8_t* w = a.w + j * a.ldw;
     prefetch_row(a, j, j1);
-    for (int64_t b = 0; b < nb; ++b) prep(w + bytes * b, P + b);
+    for (int64_t b = 0; b < nb; ++b) prep_q5_k(w + 176 * b, P + b);
     each_row_tile(a, j, P, nb,
                   []<int MR>(const KPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
-                    rows_k<Q5, MR>(p, n, q, i0, jj);
+                    rows_k<MR>(p, n, q, i0, jj);
                   });
   }
 }
@@ -416,22 +488,23 @@ void cols_q4_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
     const uint8_t* w = a.w + j * a.ldw;
     prefetch_row(a, j, j1);
     for (int64_t b = 0; b < nb; ++b) prep_q4_k(w + 144 * b, P + b);
-    for (int64_t i0 = 0; i0 < a.m; i0 += 4) {
-      switch (a.m - i0) {
-        case 1:
-          rows_q4_k<1>(P, nb, a, i0, j);
-          break;
-        case 2:
-          rows_q4_k<2>(P, nb, a, i0, j);
-          break;
-        case 3:
-          rows_q4_k<3>(P, nb, a, i0, j);
-          break;
-        default:
-          rows_q4_k<4>(P, nb, a, i0, j);
-          break;
-      }
-    }
+    each_row_tile_4(a, j, P, nb,
+                    []<int MR>(const Q4KPrep* p, int64_t n, const QArgs& q, int64_t i0,
+                               int64_t jj) { rows_q4_k<MR>(p, n, q, i0, jj); });
+  }
+}
+
+// q6_K: each weight row prepared once, then applied to the rows of x four at a time.
+void cols_q6_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  Q6KPrep* P = reinterpret_cast<Q6KPrep*>(scratch);
+  const int64_t nb = a.k / 256;
+  for (int64_t j = j0; j < j1; ++j) {
+    const uint8_t* w = a.w + j * a.ldw;
+    prefetch_row(a, j, j1);
+    for (int64_t b = 0; b < nb; ++b) prep_q6_k(w + 210 * b, P + b);
+    each_row_tile_4(a, j, P, nb,
+                    []<int MR>(const Q6KPrep* p, int64_t n, const QArgs& q, int64_t i0,
+                               int64_t jj) { rows_q6_k<MR>(p, n, q, i0, jj); });
   }
 }
 
@@ -442,9 +515,9 @@ void cols_avx2(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
     case SPECD_DTYPE_Q4_K:
       return cols_q4_k(a, j0, j1, scratch);
     case SPECD_DTYPE_Q5_K:
-      return cols_k<true>(a, j0, j1, scratch, [](const uint8_t* b, KPrep* p) { prep_q5_k(b, p); });
+      return cols_q5_k(a, j0, j1, scratch);
     case SPECD_DTYPE_Q6_K:
-      return cols_k<false>(a, j0, j1, scratch, [](const uint8_t* b, KPrep* p) { prep_q6_k(b, p); });
+      return cols_q6_k(a, j0, j1, scratch);
     case SPECD_DTYPE_Q4_0:
       return cols_32<ggml::kQ4_0>(a, j0, j1, scratch);
     case SPECD_DTYPE_Q5_0:

@@ -1,9 +1,9 @@
 // The integer family on AVX-512 (F/BW/VL/DQ + VNNI; called only after that CPU check). q4_K
-// has a column-interleaved kernel of its own (qint_q4k_avx512.cpp). For m > 1 q5_K, q6_K
-// and the 32-value types without a min decode each weight block (pair of
-// blocks) into registers and apply it to up to 16 (k-quants) or 8 rows of x (k-quants: 4
-// vpdpbusd, 2 vpackssdw, 2 vpdpwssd per row and block); q4_1 / q5_1 prepare each weight row
-// into the task's scratch and apply it four rows at a time. Either way the decoding work is
+// and q6_K have column-interleaved kernels of their own (qint_q4k_avx512.cpp,
+// qint_q6k_avx512.cpp). For m > 1, q5_K and the 32-value types without a min decode each
+// weight block (pair of blocks) into registers and apply it to up to 16 (q5_K) or 8 rows of x
+// (q5_K: 4 vpdpbusd, 2 vpackssdw, 2 vpdpwssd per row and block); q4_1 / q5_1 prepare each weight
+// row into the task's scratch and apply it four rows at a time. Either way the decoding work is
 // shared by the m rows. The arithmetic is qint.hpp's, lane for lane: the bits equal the
 // generic kernel's.
 #include <immintrin.h>
@@ -12,6 +12,7 @@
 #include "qint_interleave_avx512.hpp"
 #include "qint_lowbit.hpp"
 #include "qint_q4k.hpp"
+#include "qint_q6k.hpp"
 #include "qint_reduce.hpp"
 #include "specd/cpp/ggml_blocks.hpp"
 
@@ -345,13 +346,6 @@ __m512i scale_index_q5(int c) {
   for (int u = 0; u < 32; ++u) idx[u] = static_cast<int16_t>(4 * c + 2 * (u >> 4) + ((u >> 2) & 1));
   return _mm512_load_si512(idx);
 }
-// q6_K: w[g] = elements 64g .. 64g + 63 in order, 16 values per scale.
-__m512i scale_index_q6(int c) {
-  alignas(64) int16_t idx[32];
-  for (int u = 0; u < 32; ++u) idx[u] = static_cast<int16_t>(8 * c + 4 * ((u >> 2) & 1) + (u >> 3));
-  return _mm512_load_si512(idx);
-}
-
 struct KIndex {
   __m512i s[2];
 };
@@ -383,7 +377,7 @@ struct KIndex {
     const __m512i q = _mm512_loadu_si512(blk + 48 + 64 * c);
     p.w[2 * c] = _mm512_and_si512(q, low4);
     p.w[2 * c + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
-    // Fifth bits: bit 4c (4c + 2) of qh byte l for w[2c] bytes l (32 + l).
+    // fifth bits: bit 4c (4c + 2) of qh byte l for w[2c] bytes l (32 + l)
     for (int h = 0; h < 2; ++h) {
       const __m512i cnt =
           _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(4 * c + h)),
@@ -394,38 +388,15 @@ struct KIndex {
   }
 }
 
-[[gnu::always_inline]] inline void decode_q6_k(const uint8_t* blk, const KIndex& ix, KBlock& p) {
-  const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
-  const __m512i s16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(s8));
-  p.s[0] = _mm512_permutexvar_epi16(ix.s[0], s16);
-  p.s[1] = _mm512_permutexvar_epi16(ix.s[1], s16);
-  const float dw = _cvtsh_ss(ggml::load_u16(blk + 208));
-  p.wm = _mm512_mul_ps(_mm512_set1_ps(dw),
-                       _mm512_cvtepi32_ps(_mm512_slli_epi32(_mm512_cvtepi8_epi32(s8), 5)));
-  p.dw = opaque(_mm512_set1_ps(dw));
-  const __m512i low4 = _mm512_set1_epi8(15), low2 = _mm512_set1_epi8(3);
-  for (int g = 0; g < 4; ++g) {  // elements 128c + 64h + (0..63)
-    const int c = g >> 1, h = g & 1;
-    const __m512i ql = _mm512_loadu_si512(blk + 64 * c);
-    const __m512i lo = _mm512_and_si512(_mm512_srl_epi16(ql, _mm_cvtsi32_si128(4 * h)), low4);
-    const __m512i qh = _mm512_broadcast_i64x4(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * c)));
-    const __m512i cnt = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<short>(4 * h)),
-                                           _mm256_set1_epi16(static_cast<short>(4 * h + 2)), 1);
-    const __m512i hi = _mm512_and_si512(_mm512_srlv_epi16(qh, cnt), low2);
-    p.w[g] = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
-  }
-}
-
 // The rows of x as a k-quant kernel reads them, prepared once per task in its scratch: the
-// quants (for q5_K reordered so that byte u of a 64-byte load matches w[g]'s byte u)
+// quants (reordered so that byte u of a 64-byte load matches w[g]'s byte u)
 // and ys (qint.hpp: d_y * bsum16 per 16 values).
 struct KRows {
   const int8_t* q;
   const float* ys;
 };
 
-KRows prepare_rows(const QArgs& a, uint8_t* scratch, bool reorder) {
+KRows prepare_rows(const QArgs& a, uint8_t* scratch) {
   const int64_t m = a.m, k = a.k;
   float* ys = reinterpret_cast<float*>(scratch);
   for (int64_t i = 0; i < m; ++i)
@@ -435,7 +406,6 @@ KRows prepare_rows(const QArgs& a, uint8_t* scratch, bool reorder) {
       _mm512_store_ps(ys + i * (k / 16) + 16 * b,
                       _mm512_mul_ps(_mm512_set1_ps(a.x.d[i * (k / 256) + b]), bs));
     }
-  if (!reorder) return {a.x.q, ys};
   int8_t* yr = reinterpret_cast<int8_t*>(scratch) + 4 * m * (k / 16);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t c = 0; c < k / 128; ++c) {
@@ -551,26 +521,19 @@ void tiles_of_16(int64_t m, F f) {
 
 // Tiles of up to 16 rows: the decoded block (8 vectors, the two f32 ones read from memory
 // by the compiler as it needs) and 16 accumulators; each block is decoded once per 16 rows.
-// Q5: q5_K (rows reordered to the stored quant order, small sums), else q6_K.
-template <bool Q5, int64_t Bytes, class Decode>
+// q5_K: rows reordered to the stored quant order, small sums.
+template <int64_t Bytes, class Decode>
 void cols_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, const KIndex& ix,
             Decode decode) {
-  const KRows x = prepare_rows(a, scratch, Q5);
+  const KRows x = prepare_rows(a, scratch);
   for (int64_t j = j0; j < j1; ++j)
-    tiles_of_16(a.m, [&]<int MR>(int64_t i0) { k_rows<MR, Q5, Bytes>(a, x, ix, i0, j, decode); });
+    tiles_of_16(a.m, [&]<int MR>(int64_t i0) { k_rows<MR, true, Bytes>(a, x, ix, i0, j, decode); });
 }
 
 void cols_q5_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   const KIndex ix{{scale_index_q5(0), scale_index_q5(1)}};
-  cols_k<true, 176>(a, j0, j1, scratch, ix,
-                    [](const uint8_t* blk, const KIndex& i, KBlock& p) { decode_q5_k(blk, i, p); });
-}
-
-void cols_q6_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
-  const KIndex ix{{scale_index_q6(0), scale_index_q6(1)}};
-  cols_k<false, 210>(a, j0, j1, scratch, ix, [](const uint8_t* blk, const KIndex& i, KBlock& p) {
-    decode_q6_k(blk, i, p);
-  });
+  cols_k<176>(a, j0, j1, scratch, ix,
+              [](const uint8_t* blk, const KIndex& i, KBlock& p) { decode_q5_k(blk, i, p); });
 }
 
 }  // namespace
@@ -648,7 +611,7 @@ void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
     case SPECD_DTYPE_Q5_K:
       return cols_q5_k(a, j0, j1, scratch);
     case SPECD_DTYPE_Q6_K:
-      return cols_q6_k(a, j0, j1, scratch);
+      return cols_q6k_avx512(a, j0, j1, scratch);
     case SPECD_DTYPE_Q4_0:
       return cols_32<ggml::kQ4_0>(a, j0, j1, scratch);
     case SPECD_DTYPE_Q5_0:

@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "gemm.hpp"
+#include "packed_weights.hpp"
 #include "qint.hpp"
 #include "qint_q4k.hpp"
+#include "qint_q6k.hpp"
 
 namespace specd::cpu {
 
@@ -73,8 +75,8 @@ void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
   } else if (kernel != GemmKernel::kGeneric) {
     cols = &qint::cols_avx2;
   }
-  if (a.packed && (cols != &qint::cols_avx512 || a.dtype != SPECD_DTYPE_Q4_K))
-    throw std::logic_error("cpu: packed q4_K weights reach a kernel that cannot read them");
+  if (a.packed && (cols != &qint::cols_avx512 || !packed_weights::packs(a.dtype)))
+    throw std::logic_error("cpu: packed weights reach a kernel that cannot read them");
   quantize(a.x, a.ldx, a.m, a.k, kb, q, d, bsum16, sum4);
   const qint::QArgs qa{
       {q, d, bsum16, sum4}, a.w, a.y, a.m, a.n, a.k, a.ldw, a.ldy, a.dtype, a.packed};
@@ -83,11 +85,14 @@ void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
   const int64_t threads = pool.size();
   int64_t per = (a.n + threads * 4 - 1) / (threads * 4);
   if (per < 8) per = 8;
-  if (a.dtype == SPECD_DTYPE_Q4_K) per = (per + 15) / 16 * 16;  // whole groups of 16 columns
+  if (a.dtype == SPECD_DTYPE_Q4_K || a.dtype == SPECD_DTYPE_Q6_K)
+    per = (per + 15) / 16 * 16;  // whole groups of 16 columns for the interleaved kernels
   const int64_t tasks = (a.n + per - 1) / per;
   int64_t scratch = qint::scratch_bytes(a.m, a.k);
   if (cols == &qint::cols_avx512 && a.dtype == SPECD_DTYPE_Q4_K)  // its decoded group
     scratch = std::max(scratch, qint::q4k_scratch_bytes(a.m, a.k));
+  if (cols == &qint::cols_avx512 && a.dtype == SPECD_DTYPE_Q6_K)
+    scratch = std::max(scratch, qint::q6k_scratch_bytes(a.m, a.k));
   auto task = [&](int64_t t) {
     thread_local std::vector<uint8_t> buf;
     const int64_t j0 = t * per;

@@ -57,16 +57,12 @@ void quantize_32_block(const float* x, int8_t* q, float* d, int32_t* sum4) {
   for (int g = 0; g < 8; ++g) sum4[g] = q[4 * g] + q[4 * g + 1] + q[4 * g + 2] + q[4 * g + 3];
 }
 
-// The lane of element e of a k-quant block (qint.hpp): bits 6, 4, 5, 3 of e for q5_K, bits 5,
-// 4, 6, 3 for q6_K.
+// The lane of element e of a q5_K block (qint.hpp): bits 6, 4, 5, 3 of e.
 unsigned lane_q5_k(unsigned e) {
   return 8 * ((e >> 6) & 1) + 4 * ((e >> 4) & 1) + 2 * ((e >> 5) & 1) + ((e >> 3) & 1);
 }
-unsigned lane_q6_k(unsigned e) {
-  return 8 * ((e >> 5) & 1) + 4 * ((e >> 4) & 1) + 2 * ((e >> 6) & 1) + ((e >> 3) & 1);
-}
 
-// A k-quant block's f32 step: acc[L] += dd isum[L], then acc[g] -= wm[g] ys[g] (g < 16).
+// A q5_K block's f32 step: acc[L] += dd isum[L], then acc[g] -= wm[g] ys[g] (g < 16).
 void k_block_step(float* acc, float dd, const int32_t* isum, const float* wm, float dy,
                   const int16_t* bs) {
   for (int l = 0; l < 16; ++l) acc[l] = std::fma(dd, static_cast<float>(isum[l]), acc[l]);
@@ -111,21 +107,18 @@ float dot_q5_k(const uint8_t* w, const int8_t* y, const float* dy, const int16_t
   return reduce(acc, 16);
 }
 
-float dot_q6_k(const uint8_t* w, const int8_t* y, const float* dy, const int16_t* bs, int64_t nb) {
-  float acc[16] = {};
+// q6_K: one exact integer isum per block (the signed quants), one f32 accumulator.
+float dot_q6_k(const uint8_t* w, const int8_t* y, const float* dy, int64_t nb) {
+  float acc = 0;
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = w + 210 * b;
     const int8_t* yb = y + 256 * b;
     const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
-    int32_t isum[16] = {};
-    for (unsigned e = 0; e < 256; ++e)
-      isum[lane_q6_k(e)] += sc[e >> 4] * (ggml::q6_k_quant(blk, e) + 32) * yb[e];
-    const float dw = ggml::load_f16(blk + 208);
-    float wm[16];
-    for (int g = 0; g < 16; ++g) wm[g] = dw * static_cast<float>(32 * sc[g]);
-    k_block_step(acc, dw * dy[b], isum, wm, dy[b], bs + 16 * b);
+    int32_t isum = 0;
+    for (unsigned e = 0; e < 256; ++e) isum += sc[e >> 4] * ggml::q6_k_quant(blk, e) * yb[e];
+    acc = std::fma(ggml::load_f16(blk + 208) * dy[b], static_cast<float>(isum), acc);
   }
-  return reduce(acc, 16);
+  return acc;
 }
 
 // 32-element blocks without a min (q4_0, q5_0, q8_0, iq4_nl): d at byte 0.
@@ -204,7 +197,7 @@ void cols_generic(const QArgs& a, int64_t j0, int64_t j1, uint8_t*) {
           r = dot_q5_k(w, y, d, bs, k / 256);
           break;
         case SPECD_DTYPE_Q6_K:
-          r = dot_q6_k(w, y, d, bs, k / 256);
+          r = dot_q6_k(w, y, d, k / 256);
           break;
         case SPECD_DTYPE_Q4_0:
           r = dot_32<ggml::kQ4_0>(w, y, d, k / 32);

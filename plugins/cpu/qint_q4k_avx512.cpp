@@ -114,18 +114,7 @@ void decode_packed(const uint8_t* g, Decoded& p) {
     }
 }
 
-// The next group's share of a block (16 blocks, kShareLines lines) is prefetched spread over
-// the first row tile: kLinesPerSub lines per sub-block j, spread over its MR rows. A burst of
-// all 36 at the block's start held up the block's own work: forwards of one and of eight rows
-// of Q4_K_M took about 8% and 10% longer.
-constexpr int kShareLines = kGroup * kBlockBytes / 64;
-constexpr int kLinesPerSub = (kShareLines + 7) / 8;
-template <int MR>
-[[gnu::always_inline]] inline void prefetch_share(const char* ahead, int j, int r) {
-  const int end = kLinesPerSub * j + kLinesPerSub * (r + 1) / MR;
-  for (int l = kLinesPerSub * j + kLinesPerSub * r / MR; l < end && l < kShareLines; ++l)
-    _mm_prefetch(ahead + 64 * l, _MM_HINT_T0);
-}
+constexpr int kShareLines = kGroup * kBlockBytes / 64;  // 36
 
 // facc[r] (16 columns of row i0 + r) += block b's terms, for MR rows; the first tile also
 // prefetches `ahead` (the next group's share, or null).
@@ -143,7 +132,7 @@ template <int MR>
       for (int u = 0; u < 4; ++u) w[h][u] = p.w[j][h][u];
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
-      if (ahead) prefetch_share<MR>(ahead, j, r);
+      if (ahead) prefetch_share<MR, kShareLines, 8>(ahead, j, r);
       const int8_t* y = a.x.q + (i0 + r) * k + 256 * b + 32 * j;
       const __m512i y0 = bcast8(y), y1 = bcast8(y + 8), y2 = bcast8(y + 16), y3 = bcast8(y + 24);
       __m512i s[2];

@@ -1,5 +1,5 @@
-// buffer_wrap_weights (ABI 0.4) on the CPU backend: q4_K matrices handed over this way are
-// packed for the AVX-512 kernel (plugins/cpu/packed_q4k.hpp) where it runs. Whatever the
+// buffer_wrap_weights (ABI 0.4) on the CPU backend: q4_K and q6_K matrices handed over this way
+// are packed for the AVX-512 kernels (plugins/cpu/packed_weights.hpp) where they run. Whatever the
 // layout, every read must give what the same matrix wrapped in place gives, bit for bit:
 // matmul at every m and row slice, get_rows and download.
 #include <cstring>
@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include "backend_test_util.hpp"
+#include "specd/cpp/backend.hpp"
 
 using namespace specd;
 using namespace specd::test;
@@ -35,70 +36,73 @@ struct Pair {
   bool copied = false;
 };
 
-Pair hand_over(Device& dev, std::vector<uint8_t>& w, int64_t n, int64_t k) {
+Pair hand_over(Device& dev, std::vector<uint8_t>& w, specd_dtype dtype, int64_t n, int64_t k) {
   Pair p;
   p.plain = dev.wrap_host(w.data(), w.size());
-  p.given = dev.wrap_weights(w.data(), w.size(), SPECD_DTYPE_Q4_K, n, k, p.copied);
+  p.given = dev.wrap_weights(w.data(), w.size(), dtype, n, k, p.copied);
   return p;
 }
 
 }  // namespace
 
-TEST_CASE("cpu: q4_K weights handed over with buffer_wrap_weights read as the same bits") {
+TEST_CASE("cpu: q4_K and q6_K weights handed over with buffer_wrap_weights read as the same bits") {
   const ScopedEnv quant("SPECD_CPU_QUANT", "int8");
   const OpenBackend cpu = open_cpu(2);
   Device* const dev = cpu.device.get();
   std::mt19937 rng(41);
-  // Row counts: one group, a short last group, several groups, fewer rows than a group.
-  for (const auto& [n, k] :
-       std::vector<std::pair<int64_t, int64_t>>{{16, 256}, {37, 512}, {100, 1024}, {5, 256}}) {
-    CAPTURE(n);
-    CAPTURE(k);
-    auto w = encode(SPECD_DTYPE_Q4_K, random_floats(rng, static_cast<size_t>(n * k)), n, k);
-    const std::vector<uint8_t> original = w;
-    Pair p = hand_over(*dev, w, n, k);
-    if (!p.copied)
-      MESSAGE("q4_K weights are not packed here (no AVX-512 VNNI): the wrapped path is checked");
-    const uint64_t row_bytes = w.size() / static_cast<uint64_t>(n);
-    std::vector<uint8_t> keep;
-    if (p.copied) {  // a copied matrix must not be read from `data` any more
-      std::fill(w.begin(), w.end(), 0);
-      keep = original;
-      p.plain = dev->wrap_host(keep.data(), keep.size());
+  // Row counts: one group, a short last group, several groups, fewer rows than a group; three
+  // blocks per row leave q6_K groups that end off a 64-byte boundary (padded).
+  for (const specd_dtype dtype : {SPECD_DTYPE_Q4_K, SPECD_DTYPE_Q6_K})
+    for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{
+             {16, 256}, {37, 512}, {100, 1024}, {5, 256}, {37, 768}}) {
+      CAPTURE(sdk::dtype_name(dtype));
+      CAPTURE(n);
+      CAPTURE(k);
+      auto w = encode(dtype, random_floats(rng, static_cast<size_t>(n * k)), n, k);
+      const std::vector<uint8_t> original = w;
+      Pair p = hand_over(*dev, w, dtype, n, k);
+      if (!p.copied)
+        MESSAGE("weights are not packed here (no AVX-512 VNNI): the wrapped path is checked");
+      const uint64_t row_bytes = w.size() / static_cast<uint64_t>(n);
+      std::vector<uint8_t> keep;
+      if (p.copied) {  // a copied matrix must not be read from `data` any more
+        std::fill(w.begin(), w.end(), 0);
+        keep = original;
+        p.plain = dev->wrap_host(keep.data(), keep.size());
+      }
+      const View plain = p.plain.view(dtype, n, k);
+      const View given = p.given.view(dtype, n, k);
+      // m up to the batch-invariant limit (the packed kernel) and past it (unpacked rows).
+      for (int64_t m : {1, 2, 7, 8, 9, 16, 33, 64, 65, 80}) {
+        CAPTURE(m);
+        CHECK(product(*dev, given, m, 7) == product(*dev, plain, m, 7));
+      }
+      // Row slices: from a group's first row (the kernel) and from inside a group (unpacked).
+      for (const auto& [first, count] : std::vector<std::pair<int64_t, int64_t>>{
+               {0, 1}, {16, n - 16}, {32, n - 32}, {5, n - 5}, {n - 1, 1}}) {
+        if (first < 0 || count <= 0 || first + count > n) continue;
+        CAPTURE(first);
+        CHECK(product(*dev, given.slice_rows(first, count), 8, 9) ==
+              product(*dev, plain.slice_rows(first, count), 8, 9));
+      }
+      // get_rows: any order, repeats.
+      const std::vector<int32_t> ids = {static_cast<int32_t>(n - 1), 0, 3 % static_cast<int32_t>(n),
+                                        static_cast<int32_t>(n / 2), static_cast<int32_t>(n - 1)};
+      Buffer bid = upload_vec(*dev, ids);
+      const int64_t m = static_cast<int64_t>(ids.size());
+      Buffer y1 = dev->alloc(static_cast<uint64_t>(m * k * 4)),
+             y2 = dev->alloc(static_cast<uint64_t>(m * k * 4));
+      dev->get_rows(given, bid.view(SPECD_DTYPE_I32, 1, m), y1.view(SPECD_DTYPE_F32, m, k));
+      dev->get_rows(plain, bid.view(SPECD_DTYPE_I32, 1, m), y2.view(SPECD_DTYPE_F32, m, k));
+      CHECK(bytes_of(y1, static_cast<uint64_t>(m * k * 4)) ==
+            bytes_of(y2, static_cast<uint64_t>(m * k * 4)));
+      // download gives the GGUF bytes, whole or any range (buffer_copy reads them the same way).
+      CHECK(bytes_of(p.given, original.size()) == original);
+      const uint64_t off = row_bytes / 3, len = original.size() - off - 7;
+      CHECK(bytes_of(p.given, len, off) ==
+            std::vector<uint8_t>(original.begin() + static_cast<int64_t>(off),
+                                 original.begin() + static_cast<int64_t>(off + len)));
     }
-    const View plain = p.plain.view(SPECD_DTYPE_Q4_K, n, k);
-    const View given = p.given.view(SPECD_DTYPE_Q4_K, n, k);
-    // m up to the batch-invariant limit (the packed kernel) and past it (unpacked rows).
-    for (int64_t m : {1, 2, 7, 8, 9, 16, 33, 64, 65, 80}) {
-      CAPTURE(m);
-      CHECK(product(*dev, given, m, 7) == product(*dev, plain, m, 7));
-    }
-    // Row slices: from a group's first row (the kernel) and from inside a group (unpacked).
-    for (const auto& [first, count] :
-         std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {16, n - 16}, {5, n - 5}, {n - 1, 1}}) {
-      if (first < 0 || count <= 0 || first + count > n) continue;
-      CAPTURE(first);
-      CHECK(product(*dev, given.slice_rows(first, count), 8, 9) ==
-            product(*dev, plain.slice_rows(first, count), 8, 9));
-    }
-    // get_rows: any order, repeats.
-    const std::vector<int32_t> ids = {static_cast<int32_t>(n - 1), 0, 3 % static_cast<int32_t>(n),
-                                      static_cast<int32_t>(n / 2), static_cast<int32_t>(n - 1)};
-    Buffer bid = upload_vec(*dev, ids);
-    const int64_t m = static_cast<int64_t>(ids.size());
-    Buffer y1 = dev->alloc(static_cast<uint64_t>(m * k * 4)),
-           y2 = dev->alloc(static_cast<uint64_t>(m * k * 4));
-    dev->get_rows(given, bid.view(SPECD_DTYPE_I32, 1, m), y1.view(SPECD_DTYPE_F32, m, k));
-    dev->get_rows(plain, bid.view(SPECD_DTYPE_I32, 1, m), y2.view(SPECD_DTYPE_F32, m, k));
-    CHECK(bytes_of(y1, static_cast<uint64_t>(m * k * 4)) ==
-          bytes_of(y2, static_cast<uint64_t>(m * k * 4)));
-    // download gives the GGUF bytes, whole or any range (buffer_copy reads them the same way).
-    CHECK(bytes_of(p.given, original.size()) == original);
-    const uint64_t off = row_bytes / 3, len = original.size() - off - 7;
-    CHECK(bytes_of(p.given, len, off) ==
-          std::vector<uint8_t>(original.begin() + static_cast<int64_t>(off),
-                               original.begin() + static_cast<int64_t>(off + len)));
-  }
 }
 
 TEST_CASE("cpu: a packed q4_K buffer is refused where the ABI does not let the host use it") {

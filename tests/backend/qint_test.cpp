@@ -154,6 +154,21 @@ float reference_q4_k(const uint8_t* w, const RefAct& a, int64_t i, int64_t k) {
   return acc;
 }
 
+// q6_K: one exact integer isum per block over the signed quants, one f32 accumulator.
+float reference_q6_k(const uint8_t* w, const RefAct& a, int64_t i, int64_t k) {
+  float acc = 0.0f;
+  for (int64_t b = 0; b < k / 256; ++b) {
+    const uint8_t* blk = w + 210 * b;
+    const int8_t* y = a.q.data() + i * k + 256 * b;
+    int isum = 0;
+    for (unsigned e = 0; e < 256; ++e)
+      isum += static_cast<int8_t>(blk[192 + e / 16]) * ggml::q6_k_quant(blk, e) * y[e];
+    const float dd = ggml::load_f16(blk + 208) * a.d[i * (k / 256) + b];
+    acc = std::fma(dd, static_cast<float>(isum), acc);
+  }
+  return acc;
+}
+
 // Output (i, j) of the integer family for weight row `w`.
 float reference(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, int64_t k) {
   std::vector<float> acc(16, 0.0f);
@@ -185,40 +200,28 @@ float reference(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, in
   if (dt == SPECD_DTYPE_Q2_K || dt == SPECD_DTYPE_Q3_K || dt == SPECD_DTYPE_IQ4_XS)
     return reference_lowbit(dt, w, a, i, k);
   if (dt == SPECD_DTYPE_Q4_K) return reference_q4_k(w, a, i, k);
-  const bool q5 = dt == SPECD_DTYPE_Q5_K;  // scale and min
-  for (int64_t b = 0; b < k / 256; ++b) {
+  if (dt == SPECD_DTYPE_Q6_K) return reference_q6_k(w, a, i, k);
+  for (int64_t b = 0; b < k / 256; ++b) {  // q5_K: 16 lanes, scale and min
     const uint8_t* blk = w + bytes * b;
     const int8_t* y = a.q.data() + i * k + 256 * b;
     const int* bs = a.bsum.data() + i * (k / 16) + 16 * b;
     const float dy = a.d[i * (k / 256) + b];
     int isum[16] = {};
     for (unsigned e = 0; e < 256; ++e) {
-      int coef;
-      if (q5) {
-        unsigned sc, mn;
-        ggml::k_scale_min(blk + 4, e / 32, &sc, &mn);
-        const unsigned q =
-            ggml::q4_k_quant(blk + 48, e) | (((blk[16 + e % 32] >> (e / 32)) & 1u) << 4);
-        coef = static_cast<int>(sc * q);
-      } else {
-        coef = static_cast<int8_t>(blk[192 + e / 16]) * (ggml::q6_k_quant(blk, e) + 32);
-      }
-      // qint.hpp's lane of e: bits 6, 4, 5, 3 (q5_K) or 5, 4, 6, 3 (q6_K).
+      unsigned sc, mn;
+      ggml::k_scale_min(blk + 4, e / 32, &sc, &mn);
+      const unsigned q =
+          ggml::q4_k_quant(blk + 48, e) | (((blk[16 + e % 32] >> (e / 32)) & 1u) << 4);
+      // qint.hpp's lane of e: bits 6, 4, 5, 3.
       const unsigned b6 = (e >> 6) & 1, b5 = (e >> 5) & 1, b4 = (e >> 4) & 1, b3 = (e >> 3) & 1;
-      isum[q5 ? 8 * b6 + 4 * b4 + 2 * b5 + b3 : 8 * b5 + 4 * b4 + 2 * b6 + b3] += coef * y[e];
+      isum[8 * b6 + 4 * b4 + 2 * b5 + b3] += static_cast<int>(sc * q) * y[e];
     }
-    const float dw = ggml::load_f16(blk + (q5 ? 0 : 208));
-    const float dd = dw * dy;
+    const float dd = ggml::load_f16(blk) * dy;
     for (int l = 0; l < 16; ++l) acc[l] = std::fma(dd, static_cast<float>(isum[l]), acc[l]);
     for (unsigned g = 0; g < 16; ++g) {  // the min (offset) term of the 16 values 16g ..
-      float wm;
-      if (q5) {
-        unsigned sc, mn;
-        ggml::k_scale_min(blk + 4, g / 2, &sc, &mn);
-        wm = ggml::load_f16(blk + 2) * static_cast<float>(mn);
-      } else {
-        wm = dw * static_cast<float>(32 * static_cast<int8_t>(blk[192 + g]));
-      }
+      unsigned sc, mn;
+      ggml::k_scale_min(blk + 4, g / 2, &sc, &mn);
+      const float wm = ggml::load_f16(blk + 2) * static_cast<float>(mn);
       acc[g] = std::fma(-wm, dy * static_cast<float>(bs[g]), acc[g]);
     }
   }
@@ -250,11 +253,12 @@ void check_kernel(Device& dev, const std::string& kernel, std::mt19937& rng) {
     const bool kb = ggml::block_layout(dt).elements == 256;
     const std::vector<int64_t> lengths =
         kb ? std::vector<int64_t>{256, 768} : std::vector<int64_t>{96, 160, 1024};
-    // (k, n): n not a multiple of 16; q4_K also n = 64 + 5 (whole 16-column groups, a tail).
+    // (k, n): n not a multiple of 16; q4_K and q6_K also n = 64 + 5 (whole 16-column groups,
+    // a tail).
     std::vector<std::pair<int64_t, int64_t>> shapes;
     for (int64_t k : lengths) {
       shapes.push_back({k, 37});
-      if (dt == SPECD_DTYPE_Q4_K) shapes.push_back({k, 69});
+      if (dt == SPECD_DTYPE_Q4_K || dt == SPECD_DTYPE_Q6_K) shapes.push_back({k, 69});
     }
     for (const auto& [k, n] : shapes) {
       const std::string what =
@@ -582,6 +586,99 @@ TEST_CASE("cpu int8 family: hand-checked q4_K blocks (one integer per block) on 
       Buffer bx = upload_vec(*dev, x), bw = upload_vec(*dev, w), by = dev->alloc(5 * n * 4);
       for (int64_t m : {1, 2, 5}) {
         dev->matmul(bx.view(SPECD_DTYPE_F32, m, 256), bw.view(SPECD_DTYPE_Q4_K, n, 256),
+                    by.view(SPECD_DTYPE_F32, m, n));
+        const auto y = download_vec<float>(by, m * n);
+        int wrong = 0;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) wrong += y[i * n + j] != (i % 2 ? -c.want : c.want);
+        CHECK_MESSAGE(wrong == 0, std::string(kernel) << " " << c.what << " m=" << m << ": "
+                                                      << wrong << " values differ from " << c.want
+                                                      << " (y[0] = " << y[0] << ")");
+      }
+    }
+  }
+}
+
+namespace {
+
+// A q6_K block built by hand (d_w = 1), rows x and -x of activations that quantize without
+// rounding (the same y, d_y of opposite signs), the integer isum of qint.hpp's q6_K worked
+// out by hand for row x, and the exact product of the decoded weights with x.
+struct Q6Case {
+  std::string what;
+  std::vector<uint8_t> block;
+  std::vector<float> x;  // 256 values
+  int isum;
+  float dd;  // d_w * d_y
+  float want;
+  double exact;
+};
+
+std::vector<Q6Case> q6_k_cases() {
+  std::vector<Q6Case> out;
+  {  // Stored quants 0 (q = -32) for elements 0..127 and 63 (q = 31) for 128..255; scales
+     // -7, 3 (x7), -2 (x7), -128 for the 16-value groups; x = (-127, 1, .., 1): y = x, d_y = 1,
+     // group sums -112, 16, .., 16. isum = -7 * -32 * -112 + 7 * 3 * -32 * 16
+     // + 7 * -2 * 31 * 16 + -128 * 31 * 16 = -25088 - 10752 - 6944 - 63488 = -106272.
+    std::vector<uint8_t> b(210, 0);
+    for (int i = 64; i < 128; ++i) b[i] = 0xff;   // ql of elements 128..255
+    for (int i = 160; i < 192; ++i) b[i] = 0xff;  // qh of elements 128..255
+    const int sc[16] = {-7, 3, 3, 3, 3, 3, 3, 3, -2, -2, -2, -2, -2, -2, -2, -128};
+    for (int g = 0; g < 16; ++g) b[192 + g] = static_cast<uint8_t>(static_cast<int8_t>(sc[g]));
+    b[209] = 0x3c;  // d_w = 1.0
+    std::vector<float> x(256, 1.0f);
+    x[0] = -127.0f;
+    out.push_back({"negative scales, q = -32 and 31", b, x, -106272, 1.0f, -106272.0f, -106272.0});
+  }
+  {  // Every quant q = 31, every scale -127; x = (126, 127, .., 127): d_y = -1, y = (-126,
+     // -127, ..), the sum -32511. isum = -3937 * -32511 = 127995807 (odd, past 2^24: float()
+     // rounds to a multiple of 8, 127995808); y = -127995808, the exact product -127995807.
+    std::vector<uint8_t> b(210, 0xff);
+    for (int g = 0; g < 16; ++g) b[192 + g] = 0x81;  // -127
+    b[208] = 0x00, b[209] = 0x3c;
+    std::vector<float> x(256, 127.0f);
+    x[0] = 126.0f;
+    out.push_back(
+        {"float() rounds the integer", b, x, 127995807, -1.0f, -127995808.0f, -127995807.0});
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cpu int8 family: hand-checked q6_K blocks (one integer per block) on every kernel") {
+  const ScopedEnv quant("SPECD_CPU_QUANT", "int8");
+  const int64_t n = 17;  // the same block in every column: a group of 16 and a tail
+  for (const Q6Case& c : q6_k_cases()) {
+    const float formula = std::fma(c.dd, static_cast<float>(c.isum), 0.0f);
+    CHECK_MESSAGE(formula == c.want, c.what << ": the formula gives " << formula);
+    std::vector<float> decoded(256);
+    REQUIRE(ggml::dequantize_row(SPECD_DTYPE_Q6_K, c.block.data(), 256, decoded.data()));
+    double exact = 0;
+    for (int e = 0; e < 256; ++e) exact += double(decoded[e]) * c.x[e];
+    CHECK_MESSAGE(exact == c.exact, c.what << ": the exact decode gives " << exact);
+    // Rows x, -x, x, -x, x: row -x has the same y and d_y of the opposite sign.
+    std::vector<float> x(5 * 256);
+    for (int64_t i = 0; i < 5; ++i)
+      for (int e = 0; e < 256; ++e) x[i * 256 + e] = i % 2 ? -c.x[e] : c.x[e];
+    const RefAct act = quantize(x, 2, 256, true);
+    CHECK_MESSAGE(reference(SPECD_DTYPE_Q6_K, c.block.data(), act, 0, 256) == c.want, c.what);
+    CHECK_MESSAGE(reference(SPECD_DTYPE_Q6_K, c.block.data(), act, 1, 256) == -c.want, c.what);
+    std::vector<uint8_t> w;
+    for (int64_t j = 0; j < n; ++j) w.insert(w.end(), c.block.begin(), c.block.end());
+    for (const char* kernel : {"generic", "avx2", "avx512"}) {
+      const ScopedEnv choice("SPECD_CPU_KERNEL", kernel);
+      Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
+      std::unique_ptr<Device> dev;
+      try {
+        dev = backend.open();
+      } catch (const Error& e) {
+        MESSAGE("skipping kernel " << std::string(kernel) << ": " << std::string(e.what()));
+        continue;
+      }
+      Buffer bx = upload_vec(*dev, x), bw = upload_vec(*dev, w), by = dev->alloc(5 * n * 4);
+      for (int64_t m : {1, 2, 5}) {
+        dev->matmul(bx.view(SPECD_DTYPE_F32, m, 256), bw.view(SPECD_DTYPE_Q6_K, n, 256),
                     by.view(SPECD_DTYPE_F32, m, n));
         const auto y = download_vec<float>(by, m * n);
         int wrong = 0;
