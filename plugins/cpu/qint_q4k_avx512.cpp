@@ -117,7 +117,7 @@ void decode_packed(const uint8_t* g, Decoded& p) {
 constexpr int kShareLines = kGroup * kBlockBytes / 64;  // 36
 
 // facc[r] (16 columns of row i0 + r) += block b's terms, for MR rows; the first tile also
-// prefetches `ahead` (the next group's share, or null).
+// prefetches `ahead` (a share of the weights ahead, or null).
 template <int MR>
 [[gnu::always_inline]] inline void apply_rows(const Decoded& p, const QArgs& a, const int16_t* bs32,
                                               int64_t i0, int64_t b, float* facc,

@@ -129,12 +129,12 @@ void decode_group6(const uint8_t* const* col, int64_t b, Decoded6& p) {
   }
 }
 
-// The next group's share of a block (16 blocks of 210 bytes, not line aligned: 53 lines),
+// A block's share of the weights ahead (16 blocks of 210 bytes, not line aligned: 53 lines),
 // prefetched over the first row tile.
 constexpr int kShareLines = (kGroup * kBlockBytes + 63) / 64 + 1;
 
 // facc[r] (16 columns of row i0 + r) += block b's terms, for MR rows.
-// The first tile also prefetches `ahead` (the next group's share, or null).
+// The first tile also prefetches `ahead` (a share of the weights ahead, or null).
 template <int MR>
 [[gnu::always_inline]] inline void apply_rows6(const Decoded6& p, const QArgs& a, int64_t i0,
                                                int64_t b, float* facc, const char* ahead) {
@@ -181,7 +181,7 @@ template <int MR>
 // and applied at once, with no decoded copy of the block in the scratch (its stores and loads
 // cost more than joining the values again for each tile of 8 rows). facc += block b's terms;
 // the same integers and f32 steps as apply_rows6, so the same bits. The first tile also
-// prefetches `ahead` (the next group's share, or null).
+// prefetches `ahead` (a share of the weights ahead, or null).
 template <int MR>
 [[gnu::always_inline]] inline void apply_packed(const uint8_t* g, int64_t b, int64_t nb,
                                                 const QArgs& a, int64_t i0, float* facc,
