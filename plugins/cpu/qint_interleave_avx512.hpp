@@ -128,9 +128,10 @@ inline void group_columns(const QArgs& a, int64_t g, int64_t j1, const uint8_t**
 // `bytes`) of the weights ahead, or null past the task's columns [.., j1). Unpacked, the
 // group's 16 rows are adjacent, as are the next group's: the share of block b of the next
 // group. Packed weights are one stream in the order the kernel reads them: the share
-// kPackedAhead blocks on, which also covers a task's first group. Against one group ahead,
-// forwards of one and of eight rows of Q4_K_M took 0.95x as long; 1 or 3 blocks on were
-// slower than 2.
+// kPackedAhead blocks on (each_group asks for a task's first ones at its start). Against one
+// group ahead, forwards of one and of eight rows of Q4_K_M took 0.95x as long, and the
+// task's first shares asked for at its start 0.95-0.96x and 0.97x more; 1 or 3 blocks on
+// were slower than 2.
 constexpr int64_t kPackedAhead = 2;
 inline const char* share_ahead(const QArgs& a, int64_t g, int64_t j1, int64_t b, int64_t bytes) {
   const int64_t share = kGroup * bytes;
@@ -172,6 +173,11 @@ inline void store_group(const QArgs& a, int64_t g, int64_t j1, const float* facc
 template <class Block>
 void each_group(const QArgs& a, int64_t j0, int64_t j1, int64_t bytes, float* facc, Block block) {
   const int64_t nb = a.k / 256;
+  if (a.packed) {  // the task's first kPackedAhead shares, which no earlier block asked for
+    const char* start = reinterpret_cast<const char*>(packed_group(a, j0));
+    for (int64_t l = 0; l <= kPackedAhead * kGroup * bytes / 64; ++l)
+      _mm_prefetch(start + 64 * l, _MM_HINT_T0);
+  }
   for (int64_t g = j0; g < j1; g += kGroup) {
     const uint8_t* col[kGroup];
     group_columns(a, g, j1, col);
