@@ -555,11 +555,49 @@ std::vector<Q4Case> q4_k_cases() {
   return out;
 }
 
+// 17 weight rows of one hand-built block (a group of 16 columns and a tail) times rows x
+// (5 rows of 256: x, -x, x, -x, x) on every kernel the CPU runs, the weights both uploaded and
+// handed over with buffer_wrap_weights (packed where the AVX-512 kernels run): every output
+// must be want (-want for rows -x).
+void check_every_kernel(specd_dtype dtype, const std::vector<uint8_t>& block,
+                        const std::vector<float>& x, float want, const std::string& what) {
+  const int64_t n = 17;
+  std::vector<uint8_t> w;
+  for (int64_t j = 0; j < n; ++j) w.insert(w.end(), block.begin(), block.end());
+  for (const char* kernel : {"generic", "avx2", "avx512"}) {
+    const ScopedEnv choice("SPECD_CPU_KERNEL", kernel);
+    Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
+    std::unique_ptr<Device> dev;
+    try {
+      dev = backend.open();
+    } catch (const Error& e) {
+      MESSAGE("skipping kernel " << std::string(kernel) << ": " << std::string(e.what()));
+      continue;
+    }
+    bool copied = false;
+    Buffer bx = upload_vec(*dev, x), by = dev->alloc(5 * n * 4);
+    Buffer uploaded = upload_vec(*dev, w);
+    Buffer handed = dev->wrap_weights(w.data(), w.size(), dtype, n, 256, copied);
+    for (const Buffer* bw : {&uploaded, &handed})
+      for (int64_t m : {1, 2, 5}) {
+        dev->matmul(bx.view(SPECD_DTYPE_F32, m, 256), bw->view(dtype, n, 256),
+                    by.view(SPECD_DTYPE_F32, m, n));
+        const auto y = download_vec<float>(by, m * n);
+        int wrong = 0;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) wrong += y[i * n + j] != (i % 2 ? -want : want);
+        CHECK_MESSAGE(wrong == 0, std::string(kernel)
+                                      << (bw == &handed && copied ? " packed " : " ") << what
+                                      << " m=" << m << ": " << wrong << " values differ from "
+                                      << want << " (y[0] = " << y[0] << ")");
+      }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("cpu int8 family: hand-checked q4_K blocks (one integer per block) on every kernel") {
   const ScopedEnv quant("SPECD_CPU_QUANT", "int8");
-  const int64_t n = 17;  // the same block in every column: a group of 16 and a tail
   for (const Q4Case& c : q4_k_cases()) {
     const float formula = std::fma(-c.dm, static_cast<float>(c.msum),
                                    std::fma(c.dd, static_cast<float>(c.isum), 0.0f));
@@ -571,31 +609,7 @@ TEST_CASE("cpu int8 family: hand-checked q4_K blocks (one integer per block) on 
     const RefAct act = quantize(x, 2, 256, true);
     CHECK_MESSAGE(reference(SPECD_DTYPE_Q4_K, c.block.data(), act, 0, 256) == c.want, c.what);
     CHECK_MESSAGE(reference(SPECD_DTYPE_Q4_K, c.block.data(), act, 1, 256) == -c.want, c.what);
-    std::vector<uint8_t> w;
-    for (int64_t j = 0; j < n; ++j) w.insert(w.end(), c.block.begin(), c.block.end());
-    for (const char* kernel : {"generic", "avx2", "avx512"}) {
-      const ScopedEnv choice("SPECD_CPU_KERNEL", kernel);
-      Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
-      std::unique_ptr<Device> dev;
-      try {
-        dev = backend.open();
-      } catch (const Error& e) {
-        MESSAGE("skipping kernel " << std::string(kernel) << ": " << std::string(e.what()));
-        continue;
-      }
-      Buffer bx = upload_vec(*dev, x), bw = upload_vec(*dev, w), by = dev->alloc(5 * n * 4);
-      for (int64_t m : {1, 2, 5}) {
-        dev->matmul(bx.view(SPECD_DTYPE_F32, m, 256), bw.view(SPECD_DTYPE_Q4_K, n, 256),
-                    by.view(SPECD_DTYPE_F32, m, n));
-        const auto y = download_vec<float>(by, m * n);
-        int wrong = 0;
-        for (int64_t i = 0; i < m; ++i)
-          for (int64_t j = 0; j < n; ++j) wrong += y[i * n + j] != (i % 2 ? -c.want : c.want);
-        CHECK_MESSAGE(wrong == 0, std::string(kernel) << " " << c.what << " m=" << m << ": "
-                                                      << wrong << " values differ from " << c.want
-                                                      << " (y[0] = " << y[0] << ")");
-      }
-    }
+    check_every_kernel(SPECD_DTYPE_Q4_K, c.block, x, c.want, c.what);
   }
 }
 
@@ -648,7 +662,6 @@ std::vector<Q6Case> q6_k_cases() {
 
 TEST_CASE("cpu int8 family: hand-checked q6_K blocks (one integer per block) on every kernel") {
   const ScopedEnv quant("SPECD_CPU_QUANT", "int8");
-  const int64_t n = 17;  // the same block in every column: a group of 16 and a tail
   for (const Q6Case& c : q6_k_cases()) {
     const float formula = std::fma(c.dd, static_cast<float>(c.isum), 0.0f);
     CHECK_MESSAGE(formula == c.want, c.what << ": the formula gives " << formula);
@@ -664,30 +677,6 @@ TEST_CASE("cpu int8 family: hand-checked q6_K blocks (one integer per block) on 
     const RefAct act = quantize(x, 2, 256, true);
     CHECK_MESSAGE(reference(SPECD_DTYPE_Q6_K, c.block.data(), act, 0, 256) == c.want, c.what);
     CHECK_MESSAGE(reference(SPECD_DTYPE_Q6_K, c.block.data(), act, 1, 256) == -c.want, c.what);
-    std::vector<uint8_t> w;
-    for (int64_t j = 0; j < n; ++j) w.insert(w.end(), c.block.begin(), c.block.end());
-    for (const char* kernel : {"generic", "avx2", "avx512"}) {
-      const ScopedEnv choice("SPECD_CPU_KERNEL", kernel);
-      Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
-      std::unique_ptr<Device> dev;
-      try {
-        dev = backend.open();
-      } catch (const Error& e) {
-        MESSAGE("skipping kernel " << std::string(kernel) << ": " << std::string(e.what()));
-        continue;
-      }
-      Buffer bx = upload_vec(*dev, x), bw = upload_vec(*dev, w), by = dev->alloc(5 * n * 4);
-      for (int64_t m : {1, 2, 5}) {
-        dev->matmul(bx.view(SPECD_DTYPE_F32, m, 256), bw.view(SPECD_DTYPE_Q6_K, n, 256),
-                    by.view(SPECD_DTYPE_F32, m, n));
-        const auto y = download_vec<float>(by, m * n);
-        int wrong = 0;
-        for (int64_t i = 0; i < m; ++i)
-          for (int64_t j = 0; j < n; ++j) wrong += y[i * n + j] != (i % 2 ? -c.want : c.want);
-        CHECK_MESSAGE(wrong == 0, std::string(kernel) << " " << c.what << " m=" << m << ": "
-                                                      << wrong << " values differ from " << c.want
-                                                      << " (y[0] = " << y[0] << ")");
-      }
-    }
+    check_every_kernel(SPECD_DTYPE_Q6_K, c.block, x, c.want, c.what);
   }
 }
