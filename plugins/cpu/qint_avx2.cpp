@@ -480,32 +480,35 @@ void cols_q5_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   }
 }
 
-// q4_K: each weight row prepared once, then applied to the rows of x four at a time.
-void cols_q4_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
-  Q4KPrep* P = reinterpret_cast<Q4KPrep*>(scratch);
+// q4_K and q6_K (one int32 per row and block): each weight row's blocks (Bytes long) prepared
+// once with prep, then applied to the rows of x four at a time by rows.
+template <class Prep, int64_t Bytes, class PrepBlock, class Rows>
+void cols_one_int(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, PrepBlock prep,
+                  Rows rows) {
+  Prep* P = reinterpret_cast<Prep*>(scratch);
   const int64_t nb = a.k / 256;
   for (int64_t j = j0; j < j1; ++j) {
     const uint8_t* w = a.w + j * a.ldw;
     prefetch_row(a, j, j1);
-    for (int64_t b = 0; b < nb; ++b) prep_q4_k(w + 144 * b, P + b);
-    each_row_tile_4(a, j, P, nb,
-                    []<int MR>(const Q4KPrep* p, int64_t n, const QArgs& q, int64_t i0,
-                               int64_t jj) { rows_q4_k<MR>(p, n, q, i0, jj); });
+    for (int64_t b = 0; b < nb; ++b) prep(w + Bytes * b, P + b);
+    each_row_tile_4(a, j, P, nb, rows);
   }
 }
 
-// q6_K: each weight row prepared once, then applied to the rows of x four at a time.
+void cols_q4_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  cols_one_int<Q4KPrep, 144>(
+      a, j0, j1, scratch, [](const uint8_t* blk, Q4KPrep* p) { prep_q4_k(blk, p); },
+      []<int MR>(const Q4KPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
+        rows_q4_k<MR>(p, n, q, i0, jj);
+      });
+}
+
 void cols_q6_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
-  Q6KPrep* P = reinterpret_cast<Q6KPrep*>(scratch);
-  const int64_t nb = a.k / 256;
-  for (int64_t j = j0; j < j1; ++j) {
-    const uint8_t* w = a.w + j * a.ldw;
-    prefetch_row(a, j, j1);
-    for (int64_t b = 0; b < nb; ++b) prep_q6_k(w + 210 * b, P + b);
-    each_row_tile_4(a, j, P, nb,
-                    []<int MR>(const Q6KPrep* p, int64_t n, const QArgs& q, int64_t i0,
-                               int64_t jj) { rows_q6_k<MR>(p, n, q, i0, jj); });
-  }
+  cols_one_int<Q6KPrep, 210>(
+      a, j0, j1, scratch, [](const uint8_t* blk, Q6KPrep* p) { prep_q6_k(blk, p); },
+      []<int MR>(const Q6KPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
+        rows_q6_k<MR>(p, n, q, i0, jj);
+      });
 }
 
 }  // namespace
