@@ -85,6 +85,23 @@ inline OpenBackend open_cpu(uint32_t threads) {
   return cpu;
 }
 
+// The CPU backend opened with GEMM kernel `kernel` (SPECD_CPU_KERNEL, read at open) and
+// `threads` threads (0: the backend's choice); `device` is null, after a MESSAGE, when this
+// CPU cannot run that kernel.
+inline OpenBackend open_cpu_kernel(const char* kernel, uint32_t threads = 0) {
+  const ScopedEnv choice("SPECD_CPU_KERNEL", kernel);
+  OpenBackend cpu;
+  cpu.backend = std::make_unique<Backend>(registry().require("cpu", SPECD_KIND_BACKEND));
+  DeviceOptions opt;
+  opt.threads = threads;
+  try {
+    cpu.device = cpu.backend->open(opt);
+  } catch (const Error& e) {
+    MESSAGE("skipping kernel " << std::string(kernel) << ": " << std::string(e.what()));
+  }
+  return cpu;
+}
+
 // Opens every listed backend that is built and can run here, with `threads` threads; prints a
 // MESSAGE for each one skipped. The CPU backend must always be present.
 inline std::vector<OpenBackend> open_backends(uint32_t threads = 2) {

@@ -317,17 +317,9 @@ TEST_CASE("cpu int8 family: every kernel equals the reference bit for bit, batch
   std::mt19937 rng(21);
   const ScopedEnv quant("SPECD_CPU_QUANT", "int8");
   for (const char* kernel : {"generic", "avx2", "avx512"}) {
-    const ScopedEnv choice("SPECD_CPU_KERNEL", kernel);
-    Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
-    std::unique_ptr<Device> dev;
-    try {
-      DeviceOptions opt;
-      opt.threads = 2;
-      dev = backend.open(opt);
-    } catch (const Error& e) {
-      MESSAGE("skipping kernel " << std::string(kernel) << ": " << std::string(e.what()));
-      continue;
-    }
+    const OpenBackend cpu = open_cpu_kernel(kernel, 2);
+    if (!cpu.device) continue;
+    Device* const dev = cpu.device.get();
     const std::string name = dev->info().name;
     MESSAGE("kernel " << std::string(kernel) << ": " << name);
     CHECK(name.find("int8") != std::string::npos);
@@ -448,15 +440,9 @@ TEST_CASE("cpu int8 family: hand-checked q2_K, q3_K and iq4_xs blocks on every k
     CHECK_MESSAGE(exact == hc.want, std::string(dtype_name(hc.dtype))
                                         << ": the exact decode gives " << exact);
     for (const char* kernel : {"generic", "avx2", "avx512"}) {
-      const ScopedEnv choice("SPECD_CPU_KERNEL", kernel);
-      Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
-      std::unique_ptr<Device> dev;
-      try {
-        dev = backend.open();
-      } catch (const Error& e) {
-        MESSAGE("skipping kernel " << std::string(kernel) << ": " << std::string(e.what()));
-        continue;
-      }
+      const OpenBackend cpu = open_cpu_kernel(kernel);
+      if (!cpu.device) continue;
+      Device* const dev = cpu.device.get();
       Buffer bx = upload_vec(*dev, x), bw = upload_vec(*dev, hc.block), by = dev->alloc(2 * 4);
       for (int64_t m : {1, 2}) {
         dev->matmul(bx.view(SPECD_DTYPE_F32, m, 256), bw.view(hc.dtype, 1, 256),
@@ -483,15 +469,9 @@ TEST_CASE("cpu int8 family: q2_K, q3_K and iq4_xs give the same bits on every ke
     const auto wb = encode(dt, random_floats(rng, n * k), n, k);
     std::vector<std::vector<float>> generic;  // per row count
     for (const char* kernel : {"generic", "avx2", "avx512"}) {
-      const ScopedEnv choice("SPECD_CPU_KERNEL", kernel);
-      Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
-      std::unique_ptr<Device> dev;
-      try {
-        dev = backend.open();
-      } catch (const Error& e) {
-        MESSAGE("skipping kernel " << std::string(kernel) << ": " << std::string(e.what()));
-        continue;
-      }
+      const OpenBackend cpu = open_cpu_kernel(kernel);
+      if (!cpu.device) continue;
+      Device* const dev = cpu.device.get();
       Buffer bx = upload_vec(*dev, x), bw = upload_vec(*dev, wb), by = dev->alloc(m * n * 4);
       size_t t = 0;
       for (int64_t rows : {int64_t{1}, int64_t{5}, m}) {
@@ -565,15 +545,9 @@ void check_every_kernel(specd_dtype dtype, const std::vector<uint8_t>& block,
   std::vector<uint8_t> w;
   for (int64_t j = 0; j < n; ++j) w.insert(w.end(), block.begin(), block.end());
   for (const char* kernel : {"generic", "avx2", "avx512"}) {
-    const ScopedEnv choice("SPECD_CPU_KERNEL", kernel);
-    Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
-    std::unique_ptr<Device> dev;
-    try {
-      dev = backend.open();
-    } catch (const Error& e) {
-      MESSAGE("skipping kernel " << std::string(kernel) << ": " << std::string(e.what()));
-      continue;
-    }
+    const OpenBackend cpu = open_cpu_kernel(kernel);
+    if (!cpu.device) continue;
+    Device* const dev = cpu.device.get();
     bool copied = false;
     Buffer bx = upload_vec(*dev, x), by = dev->alloc(5 * n * 4);
     Buffer uploaded = upload_vec(*dev, w);
