@@ -89,22 +89,25 @@ template <int S>
   return _mm512_and_si512(_mm512_srli_epi16(q, 2), m);
 }
 
+// The 6-bit values of two registers from low-nibble register t (qwords of low bytes 8i .. of
+// a range of 128 values) and its high-pair register q (qwords of high bytes 8 (i % 4) ..):
+// value 64n + 8i + e is nibble n of low byte 8i + e and pair 2n + i / 4 of high byte
+// 8 (i % 4) + e; lo holds n = 0, hi n = 1.
+[[gnu::always_inline]] inline void join6(__m512i t, __m512i q, int i, __m512i& lo, __m512i& hi) {
+  const __m512i low4 = _mm512_set1_epi8(15);
+  const __m512i p0 = i < 4 ? high_pair<0>(q) : high_pair<1>(q);
+  const __m512i p1 = i < 4 ? high_pair<2>(q) : high_pair<3>(q);
+  // (x & 15) | y: ternary-logic table 0xEC over (x, y, 15)
+  lo = _mm512_ternarylogic_epi32(t, p0, low4, 0xEC);
+  hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(t, 4), p1, low4, 0xEC);
+}
+
 // Values 128H .. 128H + 127 of half h: t[i] qword c = low-nibble bytes 64H + 8i .. of column
-// column_of(h, c), qh[i] qword c = high-pair bytes 128 + 32H + 8i ... Value 128H + 64n + 8t + e
-// is nibble n of low byte 8t + e and pair 2n + t / 4 of high byte 8 (t % 4) + e.
+// column_of(h, c), qh[i] qword c = high-pair bytes 128 + 32H + 8i ...
 [[gnu::always_inline]] inline void join_values(const __m512i* t, const __m512i* qh, int h, int H,
                                                Decoded6& p) {
-  const __m512i low4 = _mm512_set1_epi8(15);
 #pragma GCC unroll 8
-  for (int i = 0; i < 8; ++i) {
-    const __m512i lo = t[i], hi4 = _mm512_srli_epi16(t[i], 4);
-    const __m512i q = qh[i % 4];
-    const __m512i p0 = i < 4 ? high_pair<0>(q) : high_pair<1>(q);
-    const __m512i p1 = i < 4 ? high_pair<2>(q) : high_pair<3>(q);
-    // (x & 15) | y: ternary-logic table 0xEC over (x, y, 15)
-    p.v[16 * H + i][h] = _mm512_ternarylogic_epi32(lo, p0, low4, 0xEC);
-    p.v[16 * H + 8 + i][h] = _mm512_ternarylogic_epi32(hi4, p1, low4, 0xEC);
-  }
+  for (int i = 0; i < 8; ++i) join6(t[i], qh[i % 4], i, p.v[16 * H + i][h], p.v[16 * H + 8 + i][h]);
 }
 
 // Block b of a group in GGUF layout: scales, d and values transposed in registers.
@@ -188,7 +191,6 @@ template <int MR>
                                                 const char* ahead) {
   const int64_t k = a.k;
   const uint8_t* blk = g + kPackedBlockBytes * b;
-  const __m512i low4 = _mm512_set1_epi8(15);
   __m512i f[4];
 #pragma GCC unroll 4
   for (int i = 0; i < 4; ++i) f[i] = _mm512_load_si512(blk + 64 * i);
@@ -219,10 +221,7 @@ template <int MR>
         const __m512i t = _mm512_load_si512(blk + 256 + 64 * (16 * h + 8 * H + i));
         const __m512i q =
             MR <= 2 ? qh[h][i % 4] : _mm512_load_si512(blk + 2304 + 64 * (8 * h + 4 * H + i % 4));
-        const __m512i p0 = i < 4 ? high_pair<0>(q) : high_pair<1>(q);
-        const __m512i p1 = i < 4 ? high_pair<2>(q) : high_pair<3>(q);
-        va[h] = _mm512_ternarylogic_epi32(t, p0, low4, 0xEC);
-        vb[h] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(t, 4), p1, low4, 0xEC);
+        join6(t, q, i, va[h], vb[h]);
       }
       const int qa = 16 * H + i, qb = 16 * H + 8 + i;
       const __m512i sa = _mm512_srai_epi16(_mm512_shuffle_epi8(f[qa / 8], pick[(qa / 2) % 4]), 8);
