@@ -8,6 +8,7 @@
 #include "qint.hpp"
 #include "qint_lowbit.hpp"
 #include "qint_reduce.hpp"
+#include "qint_tiles.hpp"
 #include "specd/cpp/ggml_blocks.hpp"
 
 namespace specd::cpu::qint {
@@ -406,35 +407,11 @@ void prefetch_row(const QArgs& a, int64_t j, int64_t j1) {
   for (int64_t o = 0; o < a.ldw; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
 }
 
-template <class Prep, class Rows>
+// Column j's prepared row P applied to tiles of up to N rows of x (kRows, or four for q4_K and
+// q6_K: one int32 per row and block, the rows in one 4-lane vector).
+template <int N = kRows, class Prep, class Rows>
 void each_row_tile(const QArgs& a, int64_t j, const Prep* P, int64_t nb, Rows rows) {
-  for (int64_t i0 = 0; i0 < a.m; i0 += kRows) {
-    if (a.m - i0 >= 2)
-      rows.template operator()<2>(P, nb, a, i0, j);
-    else
-      rows.template operator()<1>(P, nb, a, i0, j);
-  }
-}
-
-// Row tiles of four (q4_K, q6_K: one int32 per row and block, the rows in one 4-lane vector).
-template <class Prep, class Rows>
-void each_row_tile_4(const QArgs& a, int64_t j, const Prep* P, int64_t nb, Rows rows) {
-  for (int64_t i0 = 0; i0 < a.m; i0 += 4) {
-    switch (a.m - i0) {
-      case 1:
-        rows.template operator()<1>(P, nb, a, i0, j);
-        break;
-      case 2:
-        rows.template operator()<2>(P, nb, a, i0, j);
-        break;
-      case 3:
-        rows.template operator()<3>(P, nb, a, i0, j);
-        break;
-      default:
-        rows.template operator()<4>(P, nb, a, i0, j);
-        break;
-    }
-  }
+  for_row_tiles<N>(a.m, [&]<int MR>(int64_t i0) { rows.template operator()<MR>(P, nb, a, i0, j); });
 }
 
 template <uint32_t T>
@@ -491,7 +468,7 @@ void cols_one_int(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, Prep
     const uint8_t* w = a.w + j * a.ldw;
     prefetch_row(a, j, j1);
     for (int64_t b = 0; b < nb; ++b) prep(w + Bytes * b, P + b);
-    each_row_tile_4(a, j, P, nb, rows);
+    each_row_tile<4>(a, j, P, nb, rows);
   }
 }
 

@@ -207,22 +207,8 @@ void rows_32_min(const MinPrep* P, int64_t nblocks, const QArgs& a, int64_t i0, 
 
 template <class Prep, class Rows>
 void each_row_tile(const QArgs& a, int64_t j, const Prep* P, int64_t nb, Rows rows) {
-  for (int64_t i0 = 0; i0 < a.m; i0 += kRows) {
-    switch (a.m - i0 < kRows ? a.m - i0 : kRows) {
-      case 1:
-        rows.template operator()<1>(P, nb, a, i0, j);
-        break;
-      case 2:
-        rows.template operator()<2>(P, nb, a, i0, j);
-        break;
-      case 3:
-        rows.template operator()<3>(P, nb, a, i0, j);
-        break;
-      default:
-        rows.template operator()<4>(P, nb, a, i0, j);
-        break;
-    }
-  }
+  for_row_tiles<kRows>(a.m,
+                       [&]<int MR>(int64_t i0) { rows.template operator()<MR>(P, nb, a, i0, j); });
 }
 
 // The rows of x as the 32-value kernels read them for m > 1, prepared once per task in its

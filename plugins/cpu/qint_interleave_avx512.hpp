@@ -9,6 +9,7 @@
 
 #include "packed_weights.hpp"
 #include "qint.hpp"
+#include "qint_tiles.hpp"
 
 namespace specd::cpu::qint {
 namespace {
@@ -190,34 +191,7 @@ void each_group(const QArgs& a, int64_t j0, int64_t j1, int64_t bytes, float* fa
 // Calls f.template operator()<MR>(i0) for the row tiles of up to kTileRows rows.
 template <class F>
 void for_each_tile(int64_t m, F f) {
-  for (int64_t i0 = 0; i0 < m; i0 += kTileRows) {
-    switch (m - i0 < kTileRows ? m - i0 : kTileRows) {
-      case 1:
-        f.template operator()<1>(i0);
-        break;
-      case 2:
-        f.template operator()<2>(i0);
-        break;
-      case 3:
-        f.template operator()<3>(i0);
-        break;
-      case 4:
-        f.template operator()<4>(i0);
-        break;
-      case 5:
-        f.template operator()<5>(i0);
-        break;
-      case 6:
-        f.template operator()<6>(i0);
-        break;
-      case 7:
-        f.template operator()<7>(i0);
-        break;
-      default:
-        f.template operator()<8>(i0);
-        break;
-    }
-  }
+  for_row_tiles<kTileRows>(m, f);
 }
 
 }  // namespace
