@@ -522,6 +522,16 @@ void cols_q5_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
               [](const uint8_t* blk, const KIndex& i, KBlock& p) { decode_q5_k(blk, i, p); });
 }
 
+// 64 rounded activations (four vectors of int32, in order) as bytes clamped to [-127, 127],
+// kept in a register: the packs saturate to [-128, 127], then -128 becomes -127. (Storing
+// them 16 at a time and loading the 64 back for the sums stalled on store forwarding.)
+inline __m512i bytes_of_64(__m512i a, __m512i b, __m512i c, __m512i d) {
+  const __m512i packed = _mm512_packs_epi16(_mm512_packs_epi32(a, b), _mm512_packs_epi32(c, d));
+  // 128-bit lane l holds 4 values of each input: input j's values 4l..4l+3 in dword 4l + j
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_max_epi8(_mm512_permutexvar_epi32(order, packed), _mm512_set1_epi8(-127));
+}
+
 }  // namespace
 
 void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, bool kb, int8_t* q,
@@ -558,20 +568,21 @@ void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, boo
         scale = dd != 0 ? 1.0f / dd : 0.0f;
       }
       const __m512 vs = _mm512_set1_ps(scale);
-      const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
-      for (int64_t c = 0; c < B; c += 16) {
-        __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + c), vs));
-        v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(qb + c), _mm512_cvtepi32_epi8(v));
-      }
+      auto rounded = [&](int64_t c) {
+        return _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + c), vs));
+      };
       if (kb) {  // the sums of 4 (vpdpbusd with ones), then of 16 by two rounds of pairs
+        __m512i s4[4], s8[2];
+        for (int t = 0; t < 4; ++t) {
+          const int64_t c = 64 * t;
+          const __m512i q64 =
+              bytes_of_64(rounded(c), rounded(c + 16), rounded(c + 32), rounded(c + 48));
+          _mm512_storeu_si512(qb + c, q64);
+          s4[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, q64);
+        }
         const __m512i even =
             _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
         const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-        __m512i s4[4], s8[2];
-        for (int t = 0; t < 4; ++t)
-          s4[t] =
-              _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, _mm512_loadu_si512(qb + 64 * t));
         for (int t = 0; t < 2; ++t)
           s8[t] = _mm512_add_epi32(_mm512_permutex2var_epi32(s4[2 * t], even, s4[2 * t + 1]),
                                    _mm512_permutex2var_epi32(s4[2 * t], odd, s4[2 * t + 1]));
@@ -580,10 +591,12 @@ void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, boo
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(bsum16 + i * (k / 16) + 16 * blk),
                             _mm512_cvtepi32_epi16(s16));
       } else {
+        const __m256i q32 = _mm512_castsi512_si256(
+            bytes_of_64(rounded(0), rounded(16), _mm512_setzero_si512(), _mm512_setzero_si512()));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(qb), q32);
         _mm256_storeu_si256(
             reinterpret_cast<__m256i*>(sum4 + i * (k / 4) + 8 * blk),
-            _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm512_castsi512_si256(ones),
-                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qb))));
+            _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm512_castsi512_si256(ones), q32));
       }
       d[i * (k / B) + blk] = dd;
     }
