@@ -133,10 +133,37 @@ const float* rope_angles(const RopeSpec& p, int32_t pos) {
   return tables[t].at(pos);
 }
 
+// (GCC 12 warns about _mm512_undefined_ps() inside its own intrinsics headers.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// Pairs (2j, 2j + 1) of one head rotated, 8 pairs per vector: the products of the scalar loop
+// (x0 * cos, x1 * sin; x0 * sin, x1 * cos) and its subtraction and addition, lane for lane, so
+// the bits are the scalar loop's. At 8 rows this took 0.57% of a forward's samples scalar.
+// Returns the number of pairs done (a multiple of 8); the caller rotates the rest.
+[[gnu::target("avx512f")]] int64_t rope_pairs_avx512(float* v, const float* cs, const float* sn,
+                                                     int64_t half) {
+  const __m512i twice = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  constexpr __mmask16 kEven = 0x5555;
+  int64_t j = 0;
+  for (; j + 8 <= half; j += 8) {
+    const __m512 x = _mm512_loadu_ps(v + 2 * j);
+    const __m512 c = _mm512_permutexvar_ps(twice, _mm512_zextps256_ps512(_mm256_loadu_ps(cs + j)));
+    const __m512 s = _mm512_permutexvar_ps(twice, _mm512_zextps256_ps512(_mm256_loadu_ps(sn + j)));
+    const __m512 p = _mm512_mul_ps(x, c);                           // x0 c | x1 c
+    const __m512 q = _mm512_mul_ps(_mm512_permute_ps(x, 0xB1), s);  // x1 s | x0 s
+    _mm512_storeu_ps(v + 2 * j, _mm512_mask_sub_ps(_mm512_add_ps(p, q), kEven, p, q));
+  }
+  return j;
+}
+
+#pragma GCC diagnostic pop
+
 }  // namespace
 
 void rope(ThreadPool& pool, const Mat& x, const int32_t* positions, const RopeSpec& p) {
   const int64_t half = p.n_rot / 2;
+  const bool avx512 = avx512_available();
   for_rows(pool, x.rows, x.cols, [&](int64_t i) {
     const float* cs = rope_angles(p, positions[i]);
     const float* sn = cs + half;
@@ -150,7 +177,7 @@ void rope(ThreadPool& pool, const Mat& x, const int32_t* positions, const RopeSp
           v[j + half] = x0 * sn[j] + x1 * cs[j];
         }
       } else {  // pairs (2j, 2j + 1)
-        for (int64_t j = 0; j < half; ++j) {
+        for (int64_t j = avx512 ? rope_pairs_avx512(v, cs, sn, half) : 0; j < half; ++j) {
           const float x0 = v[2 * j], x1 = v[2 * j + 1];
           v[2 * j] = x0 * cs[j] - x1 * sn[j];
           v[2 * j + 1] = x0 * sn[j] + x1 * cs[j];
@@ -453,8 +480,8 @@ void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const
   // that was 0.97x as long a forward of Q4_K_M.
   const int64_t head_tasks = p.n_head / np;
   const int64_t want = 4 * static_cast<int64_t>(pool.size());
-  const int64_t chunks = std::clamp<int64_t>((want + head_tasks - 1) / head_tasks, 1,
-                                             std::max<int64_t>(1, q.rows));
+  const int64_t chunks =
+      std::clamp<int64_t>((want + head_tasks - 1) / head_tasks, 1, std::max<int64_t>(1, q.rows));
   const int64_t rows_per = (q.rows + chunks - 1) / chunks;  // >= 1 when there are rows
   const int64_t per_head = q.rows > 0 ? (q.rows + rows_per - 1) / rows_per : 0;
   const int64_t tasks = head_tasks * per_head;
