@@ -104,9 +104,12 @@ TEST_CASE("cpu attention: key blocks, GQA groups and rows of different lengths k
   std::mt19937 rng(47);
   const OpenBackend cpu = open_cpu(2);
   Device* const dev = cpu.device.get();
-  const std::vector<std::vector<int32_t>> prefixes = {
-      {0}, {15}, {16}, {31, 31}, {1, 14, 15, 16, 17, 32, 33, 47, 48, 64},
-      {64, 48, 33, 33, 17, 2, 1, 0, 16, 16}};
+  const std::vector<std::vector<int32_t>> prefixes = {{0},
+                                                      {15},
+                                                      {16},
+                                                      {31, 31},
+                                                      {1, 14, 15, 16, 17, 32, 33, 47, 48, 64},
+                                                      {64, 48, 33, 33, 17, 2, 1, 0, 16, 16}};
   const uint32_t heads[][2] = {{4, 4}, {4, 2}, {6, 2}, {8, 2}};
   for (uint32_t hd : {32u, 64u, 128u})
     for (const auto& h : heads)
