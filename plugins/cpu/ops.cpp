@@ -470,9 +470,9 @@ void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const
   const int64_t hd = p.head_dim;
   const uint32_t group = p.n_head / p.n_head_kv;
   const bool avx512 = avx512_available() && (hd == 64 || hd == 128);
-  // With AVX-512 a (row, task) step takes np consecutive query heads that share their KV head
-  // (two when the group allows it and head_dim is 64), else one; either way each (row, head)
-  // goes through the same operations whatever the task, the thread or m.
+  // With AVX-512 a task computes, row by row, np consecutive query heads that share their KV
+  // head (two when the group allows it and head_dim is 64), else one; either way each (row,
+  // head) goes through the same operations whatever the task, the thread or m.
   const int np = avx512 && hd == 64 && group % 2 == 0 ? 2 : 1;
   // A task takes those heads for a range of rows: the rows of a head reuse its keys and values
   // from L1, and tasks are few (about 4 per thread, as matmul's) instead of one per row and
