@@ -234,12 +234,22 @@ SPECD_BLOCK_FN int iq4_xs_scale(const uint8_t* b, unsigned j) {
   return static_cast<int>(lo | (hi << 4)) - 32;
 }
 
-// q4_K / q5_K: all 8 scales (sc[j]) and mins (m[j]) of a block at once, the same values as
-// k_scale_min(s, j, ...) for j = 0..7, from the 12 packed bytes with 32-bit word operations.
-SPECD_BLOCK_FN void k_scales_mins(const uint8_t* s, uint8_t sc[8], uint8_t m[8]) {
+// q4_K / q5_K: the 8 scales and 8 mins of a block as 4 little-endian words (byte i of w[0]
+// and w[1]: scales i and 4 + i; of w[2] and w[3]: mins i and 4 + i), from the 12 packed bytes
+// with 32-bit word operations.
+SPECD_BLOCK_FN void k_scales_mins_words(const uint8_t* s, uint32_t w[4]) {
   const uint32_t a = load_u32(s), b = load_u32(s + 4), c = load_u32(s + 8);
-  const uint32_t w[4] = {a & 0x3f3f3f3fu, ((c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u)),
-                         b & 0x3f3f3f3fu, (((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u))};
+  w[0] = a & 0x3f3f3f3fu;
+  w[1] = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
+  w[2] = b & 0x3f3f3f3fu;
+  w[3] = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
+}
+
+// q4_K / q5_K: all 8 scales (sc[j]) and mins (m[j]) of a block at once, the same values as
+// k_scale_min(s, j, ...) for j = 0..7.
+SPECD_BLOCK_FN void k_scales_mins(const uint8_t* s, uint8_t sc[8], uint8_t m[8]) {
+  uint32_t w[4];
+  k_scales_mins_words(s, w);
   for (unsigned i = 0; i < 4; ++i) {
     sc[i] = static_cast<uint8_t>(w[0] >> (8 * i));
     sc[4 + i] = static_cast<uint8_t>(w[1] >> (8 * i));
