@@ -153,6 +153,15 @@ void prep_q4_k(const uint8_t* blk, Q4KPrep* p) {
   }
 }
 
+// d_y of block b of rows i0 .. i0 + MR - 1 in lanes 0 .. MR - 1 (0 in the others), built in
+// registers: scalar stores loaded back as a vector stalled on store forwarding.
+template <int MR>
+[[gnu::always_inline]] inline __m128 row_scales(const QArgs& a, int64_t i0, int64_t b) {
+  float v[4];
+  for (int r = 0; r < 4; ++r) v[r] = r < MR ? a.x.d[(i0 + r) * (a.k / 256) + b] : 0.0f;
+  return _mm_setr_ps(v[0], v[1], v[2], v[3]);
+}
+
 // Lane r = the sum of v[r]'s 8 int32 lanes (exact: integer adds in any order).
 inline __m128i sums_of_4(const __m256i* v) {
   const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
@@ -169,12 +178,10 @@ void rows_q4_k(const Q4KPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t
   for (int64_t b = 0; b < nb; ++b) {
     const Q4KPrep& p = P[b];
     const int8_t* y[MR];
-    alignas(16) float dy[4] = {};
     __m256i isum[4], msum[4];
     for (int r = 0; r < 4; ++r) isum[r] = msum[r] = _mm256_setzero_si256();
     for (int r = 0; r < MR; ++r) {
       y[r] = a.x.q + (i0 + r) * k + 256 * b;
-      dy[r] = a.x.d[(i0 + r) * (k / 256) + b];
     }
     for (int s = 0; s < 8; ++s) {
       const __m256i sc = _mm256_set1_epi16(p.sc[s]);
@@ -188,7 +195,7 @@ void rows_q4_k(const Q4KPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t
       msum[r] = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
                                       a.x.bsum16 + (i0 + r) * (k / 16) + 16 * b)),
                                   p.mins);
-    const __m128 d = _mm_load_ps(dy);
+    const __m128 d = row_scales<MR>(a, i0, b);
     const __m128 dd = _mm_mul_ps(_mm_set1_ps(p.d), d), dm = _mm_mul_ps(_mm_set1_ps(p.dmin), d);
     acc = _mm_fmadd_ps(dd, _mm_cvtepi32_ps(sums_of_4(isum)), acc);
     acc = _mm_fnmadd_ps(dm, _mm_cvtepi32_ps(sums_of_4(msum)), acc);  // fma(-dm, msum, acc)
@@ -248,12 +255,10 @@ template <int MR>
                                               int64_t b, __m128& acc) {
   const int64_t k = a.k;
   const int8_t* y[MR];
-  alignas(16) float dy[4] = {};
   __m256i isum[4];
   for (int r = 0; r < 4; ++r) isum[r] = _mm256_setzero_si256();
   for (int r = 0; r < MR; ++r) {
     y[r] = a.x.q + (i0 + r) * k + 256 * b;
-    dy[r] = a.x.d[(i0 + r) * (k / 256) + b];
   }
   for (int s = 0; s < 8; ++s)
     for (int r = 0; r < MR; ++r) {
@@ -267,7 +272,7 @@ template <int MR>
                                           p.sc);
     isum[r] = _mm256_sub_epi32(isum[r], _mm256_slli_epi32(off, 5));
   }
-  const __m128 dd = _mm_mul_ps(_mm_set1_ps(p.d), _mm_load_ps(dy));
+  const __m128 dd = _mm_mul_ps(_mm_set1_ps(p.d), row_scales<MR>(a, i0, b));
   acc = _mm_fmadd_ps(dd, _mm_cvtepi32_ps(sums_of_4(isum)), acc);
 }
 
