@@ -180,9 +180,7 @@ void rows_q4_k(const Q4KPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t
     const int8_t* y[MR];
     __m256i isum[4], msum[4];
     for (int r = 0; r < 4; ++r) isum[r] = msum[r] = _mm256_setzero_si256();
-    for (int r = 0; r < MR; ++r) {
-      y[r] = a.x.q + (i0 + r) * k + 256 * b;
-    }
+    for (int r = 0; r < MR; ++r) y[r] = a.x.q + (i0 + r) * k + 256 * b;
     for (int s = 0; s < 8; ++s) {
       const __m256i sc = _mm256_set1_epi16(p.sc[s]);
       for (int r = 0; r < MR; ++r) {
@@ -257,9 +255,7 @@ template <int MR>
   const int8_t* y[MR];
   __m256i isum[4];
   for (int r = 0; r < 4; ++r) isum[r] = _mm256_setzero_si256();
-  for (int r = 0; r < MR; ++r) {
-    y[r] = a.x.q + (i0 + r) * k + 256 * b;
-  }
+  for (int r = 0; r < MR; ++r) y[r] = a.x.q + (i0 + r) * k + 256 * b;
   for (int s = 0; s < 8; ++s)
     for (int r = 0; r < MR; ++r) {
       const __m256i ys = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[r] + 32 * s));
@@ -499,8 +495,8 @@ void cols_q4_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
 }
 
 // q6_K: up to 4 rows (one tile) prepare each block just before applying it, in registers and
-// the stack, instead of the whole weight row into the scratch first (its stores and loads
-// made one row about 12% slower than the earlier lane kernel).
+// the stack, instead of the whole weight row into the scratch first (with those stores and
+// loads one row of k 1024, n 4096 took 192 us on one thread, against 143).
 void cols_q6_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   if (a.m <= 4) {
     const int64_t nb = a.k / 256;
