@@ -32,17 +32,28 @@ float f16(const uint8_t* p) {
   return _cvtsh_ss(ggml::load_u16(p));
 }
 
+// A q4_K/q5_K block's 8 scales (bytes 0..7) and 8 mins (bytes 8..15) in a register, from
+// ggml::k_scales_mins_words: unpacked byte by byte and loaded back as vectors, they stalled on
+// store forwarding (one row of q4_K took 1.2x as long, of q5_K 1.3x).
+inline __m128i scales_mins(const uint8_t* blk) {
+  uint32_t w[4];
+  ggml::k_scales_mins_words(blk + 4, w);
+  return _mm_setr_epi32(static_cast<int>(w[0]), static_cast<int>(w[1]), static_cast<int>(w[2]),
+                        static_cast<int>(w[3]));
+}
+
+// The 8 mins of scales_mins as int16.
+inline __m128i mins16(__m128i sm) {
+  return _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+}
+
 // q5_K (nibbles at byte 48, fifth bits at byte 16). Vector 2c is the low nibbles of the 64
-// quant bytes 64c.., 2c + 1 their high nibbles. Scales and mins are unpacked as words into a
-// register and spread there: unpacked byte by byte and loaded back as vectors, they stalled on
-// store forwarding (one row took 1.3x as long).
+// quant bytes 64c.., 2c + 1 their high nibbles. The scale and min vectors are spread in
+// registers.
 void prep_q5_k(const uint8_t* blk, KPrep* p) {
   p->d = f16(blk);
   const float dmin = f16(blk + 2);
-  uint32_t words[4];
-  ggml::k_scales_mins_words(blk + 4, words);
-  const __m128i sm = _mm_setr_epi32(static_cast<int>(words[0]), static_cast<int>(words[1]),
-                                    static_cast<int>(words[2]), static_cast<int>(words[3]));
+  const __m128i sm = scales_mins(blk);
   // s[c][h] int16 lane u: the scale of sub-block 4c + 2h + ((u >> 2) & 1), from the scales as
   // int16 in both 128-bit halves.
   const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
@@ -56,7 +67,7 @@ void prep_q5_k(const uint8_t* blk, KPrep* p) {
       p->s[c][h] = _mm256_shuffle_epi8(sc16, pick);
     }
   // wm lane g: dmin * mins[g / 2].
-  const __m128i mn = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+  const __m128i mn = mins16(sm);
   const __m256 vdmin = _mm256_set1_ps(dmin);
   p->wm[0] =
       _mm256_mul_ps(vdmin, _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(_mm_unpacklo_epi16(mn, mn))));
@@ -136,14 +147,9 @@ struct alignas(32) Q4KPrep {
 void prep_q4_k(const uint8_t* blk, Q4KPrep* p) {
   p->d = f16(blk);
   p->dmin = f16(blk + 2);
-  // The scales (bytes 0..7) and mins (8..15) in a register: unpacked byte by byte and loaded
-  // back as a vector, they stalled on store forwarding (one row took 1.2x as long).
-  uint32_t w[4];
-  ggml::k_scales_mins_words(blk + 4, w);
-  const __m128i sm = _mm_setr_epi32(static_cast<int>(w[0]), static_cast<int>(w[1]),
-                                    static_cast<int>(w[2]), static_cast<int>(w[3]));
+  const __m128i sm = scales_mins(blk);
   _mm_store_si128(reinterpret_cast<__m128i*>(p->sc), _mm_cvtepu8_epi16(sm));
-  const __m128i mn = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+  const __m128i mn = mins16(sm);  // lanes 2g and 2g + 1: min g
   p->mins = _mm256_set_m128i(_mm_unpackhi_epi16(mn, mn), _mm_unpacklo_epi16(mn, mn));
   const __m256i low4 = _mm256_set1_epi8(15);
   for (int c = 0; c < 4; ++c) {  // bytes 16 + 32c: elements 64c + l (low), 64c + 32 + l (high)
