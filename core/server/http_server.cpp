@@ -16,6 +16,11 @@
 #include <sstream>
 #include <thread>
 
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "common/error.hpp"
 #include "gguf/gguf_reader.hpp"
 #include "server/chat_template.hpp"
@@ -111,6 +116,7 @@ struct HttpServer::Impl {
   EngineCache engines;
   Scheduler scheduler;
   httplib::Server http;
+  std::atomic<int> listen_fd{-1};  // the socket the library last created to bind
   std::atomic<bool> draining{false};
   // Set (release) once tokenizer, encoder and context_length below are; handlers that use
   // them, or the engine, read it first (acquire) and answer 503 until it is `ready`.
@@ -279,6 +285,13 @@ struct HttpServer::Impl {
     http.set_payload_max_length(static_cast<size_t>(config.server.max_body_bytes));
     http.set_read_timeout(30, 0);
     http.set_write_timeout(30, 0);
+    // Not the library's default options, which add SO_REUSEPORT: with it a second server on
+    // the same port binds too and silently takes half the connections.
+    http.set_socket_options([this](int fd) {
+      const int yes = 1;
+      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+      listen_fd = fd;
+    });
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (req.path != "/health" && !authorized(req)) {
         send_error(res, 401, "missing or wrong API key (send Authorization: Bearer <key>)", "",
@@ -501,6 +514,12 @@ int HttpServer::bind(const std::string& host, int port) {
   if (bound < 0)
     throw Error(impl_->config.where(port ? "server.port" : "server.host") + ": cannot listen on " +
                 host + ":" + std::to_string(port));
+  // The library listens with a backlog of 5: a burst of clients overflows it, and the kernel
+  // answers the overflow with resets (SYN cookies). Listening again only deepens the queue;
+  // the kernel caps it at net.core.somaxconn. queue_limit, not the backlog, decides refusals.
+  if (::listen(impl_->listen_fd, SOMAXCONN) != 0)
+    throw Error("cannot deepen the listen queue on " + host + ":" + std::to_string(bound) + ": " +
+                std::strerror(errno));
   return bound;
 }
 

@@ -6,7 +6,9 @@
      each a 400 (413 for the size) whose error names the field;
   3. 1,000 small requests (completion, chat, stream, bad) while resident memory (VmRSS) is
      sampled: it must stay flat after warm-up;
-  4. the server still answers as before, counted the hang-ups, and exits 0 on SIGTERM.
+  4. the server still answers as before, counted the hang-ups, and exits 0 on SIGTERM;
+  5. its listen queue holds such a burst (the kernel resets what overflows it), and a second
+     server on the same port is refused rather than sharing it.
 
 usage: load_test.py SPECD_CLI [--sanitized]   (python3 standard library only; exit 0 = pass;
        --sanitized: a sanitizer build, whose quarantine grows VmRSS: report it, do not assert)
@@ -14,6 +16,9 @@ usage: load_test.py SPECD_CLI [--sanitized]   (python3 standard library only; ex
 
 import os
 import random
+import socket
+import struct
+import subprocess
 import sys
 import tempfile
 import threading
@@ -62,6 +67,47 @@ def streaming_clients(port, n, rng):
         check(finishes and finishes[-1] in ("length", "stop"),
               "stream %d: finish_reason %r" % (i, finishes[-1:]))
     return sum(1 for p in plans if p[0])
+
+
+def listen_backlog(port):
+    """The accept-queue limit of the TCP socket listening on loopback `port`, from the
+    kernel's socket diagnostics (what `ss -lt` shows as Send-Q); None if none is found."""
+    sock_diag, by_family, listen_state, done = 4, 20, 10, 3
+    request = struct.pack("=BBBBI", socket.AF_INET, socket.IPPROTO_TCP, 0, 0,
+                          1 << listen_state) + bytes(48)
+    header = struct.pack("=IHHII", 16 + len(request), by_family, 0x1 | 0x300, 1, 0)
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, sock_diag) as nl:
+        nl.sendto(header + request, (0, 0))
+        while True:
+            data = nl.recv(65536)
+            offset = 0
+            while offset + 16 <= len(data):
+                length, kind = struct.unpack_from("=IH", data, offset)
+                if kind == done or length < 16:
+                    return None
+                # inet_diag_msg: 4 bytes, the socket id (source port first, big-endian),
+                # then expires, rqueue and wqueue; a listener's wqueue is its backlog.
+                sport = struct.unpack_from("!H", data, offset + 20)[0]
+                if sport == port:
+                    return struct.unpack_from("=I", data, offset + 16 + 60)[0]
+                offset += (length + 3) & ~3
+
+
+def second_server_refused(specd, work, port):
+    """A second `specd serve` on the port in use must fail to bind, not share the port."""
+    config = ss.write_config(os.path.join(work, "second.toml"))
+    with open(config) as f:
+        text = f.read().replace("port = 0", "port = %d" % port)
+    with open(config, "w") as f:
+        f.write(text)
+    try:
+        r = subprocess.run([specd, "serve", "-c", config], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, timeout=60, text=True)
+    except subprocess.TimeoutExpired:
+        check(False, "a second server on port %d kept running" % port)
+        return
+    check(r.returncode != 0 and "cannot listen" in r.stderr,
+          "second server on port %d: exit %d, %r" % (port, r.returncode, r.stderr[-300:]))
 
 
 BAD = [
@@ -190,6 +236,10 @@ def main():
             before, first = ss.request(port, "POST", "/v1/completions",
                                        {"prompt": "Once upon a time", "max_tokens": 16})
             check(before == 200, "first request: %d" % before)
+            backlog = listen_backlog(port)
+            check(backlog is not None and backlog >= 64,
+                  "listen backlog %r: a burst of 64 clients would be reset" % backlog)
+            second_server_refused(specd, work, port)
 
             hung_up = streaming_clients(port, 64, rng)
             print("64 streaming clients done, %d hung up" % hung_up, flush=True)
