@@ -236,9 +236,13 @@ def main():
             before, first = ss.request(port, "POST", "/v1/completions",
                                        {"prompt": "Once upon a time", "max_tokens": 16})
             check(before == 200, "first request: %d" % before)
-            backlog = listen_backlog(port)
-            check(backlog is not None and backlog >= 64,
-                  "listen backlog %r: a burst of 64 clients would be reset" % backlog)
+            try:
+                backlog = listen_backlog(port)
+            except OSError as e:  # a sandbox without netlink: say so, check the rest
+                print("listen backlog not checked: no socket diagnostics here (%s)" % e)
+            else:
+                check(backlog is not None and backlog >= 64,
+                      "listen backlog %r: a burst of 64 clients would be reset" % backlog)
             second_server_refused(specd, work, port)
 
             hung_up = streaming_clients(port, 64, rng)
