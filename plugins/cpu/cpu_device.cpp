@@ -211,11 +211,15 @@ void CpuDevice::matmul(const specd_view& xv, const specd_view& wv, const specd_v
   sdk::check_matmul_shapes(x, w, y);
   if (overlaps(y, x) || (!packed && overlaps(y, w))) fail("matmul", "y overlaps an input");
   if (x.rows == 0) return;
+  // The integer family computes every m (prefill too) in chunks of at most kSmallMaxRows rows:
+  // one kernel and one set of bits for a row whatever the batch, and at 65 rows 10x faster
+  // than decoding the weights to f32 for oneDNN.
+  const bool int8 = quant_ == QuantFamily::kInt8 && int8_computes(w.dtype);
   // Packed weights go to their kernel when the view starts at a group of 16 rows; every other
   // path reads the rows unpacked (the same bytes).
   const int64_t group_rows = packed_weights::kGroup * w.stride;
-  const bool packed_kernel =
-      packed && x.rows <= kSmallMaxRows && wv.offset % static_cast<uint64_t>(group_rows) == 0;
+  const bool packed_kernel = packed && (int8 || x.rows <= kSmallMaxRows) &&
+                             wv.offset % static_cast<uint64_t>(group_rows) == 0;
   std::vector<uint8_t> plain;
   if (packed_kernel)
     w.p = wv.buffer->data +
@@ -233,8 +237,8 @@ void CpuDevice::matmul(const specd_view& xv, const specd_view& wv, const specd_v
              y.stride / 4,
              w.dtype,
              packed_kernel};
-  if (x.rows <= kSmallMaxRows && quant_ == QuantFamily::kInt8 && int8_computes(w.dtype)) {
-    gemm_small_int8(*pool_, kernel_, a);
+  if (int8) {
+    gemm_int8(*pool_, kernel_, a);
   } else if (x.rows <= kSmallMaxRows) {
     gemm_small(*pool_, kernel_, a);
   } else {

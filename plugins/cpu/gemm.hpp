@@ -34,6 +34,9 @@ const char* quant_name(QuantFamily family);
 bool int8_computes(specd_dtype dtype);
 bool avx512_vnni_available();
 void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a);
+// gemm_small_int8 for any m: rows in chunks of kSmallMaxRows, each row's bits those of the
+// same row in a batch of one.
+void gemm_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a);
 
 // oneDNN path for large m. `scratch` is reused between calls.
 class LargeGemm {

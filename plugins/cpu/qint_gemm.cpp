@@ -106,4 +106,14 @@ void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
   }
 }
 
+void gemm_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
+  for (int64_t r0 = 0; r0 < a.m; r0 += kSmallMaxRows) {
+    GemmArgs chunk = a;
+    chunk.x = a.x + r0 * a.ldx;
+    chunk.y = a.y + r0 * a.ldy;
+    chunk.m = std::min(kSmallMaxRows, a.m - r0);
+    gemm_small_int8(pool, kernel, chunk);
+  }
+}
+
 }  // namespace specd::cpu

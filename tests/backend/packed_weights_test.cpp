@@ -72,8 +72,8 @@ TEST_CASE("cpu: q4_K and q6_K weights handed over with buffer_wrap_weights read 
       }
       const View plain = p.plain.view(dtype, n, k);
       const View given = p.given.view(dtype, n, k);
-      // m up to the batch-invariant limit (the packed kernel) and past it (unpacked rows).
-      for (int64_t m : {1, 2, 7, 8, 9, 16, 33, 64, 65, 80}) {
+      // m up to the batch-invariant limit and past it (the packed kernel in 64-row chunks).
+      for (int64_t m : {1, 2, 7, 8, 9, 16, 33, 64, 65, 80, 130}) {
         CAPTURE(m);
         CHECK(product(*dev, given, m, 7) == product(*dev, plain, m, 7));
       }
