@@ -508,12 +508,30 @@ HttpServer::~HttpServer() {
   impl_->scheduler.drain();
 }
 
+namespace {
+// Why bind() failed, when errno says it without doubt (the library keeps bind's errno: it only
+// closes the socket after); "" otherwise, e.g. for a host name that does not resolve.
+std::string bind_failure_reason(int err) {
+  switch (err) {
+    case EADDRINUSE:
+      return " (address in use: another server on this port?)";
+    case EACCES:
+      return " (permission denied: ports below 1024 need privileges)";
+    case EADDRNOTAVAIL:
+      return " (not an address of this machine)";
+    default:
+      return "";
+  }
+}
+}  // namespace
+
 int HttpServer::bind(const std::string& host, int port) {
+  errno = 0;
   int bound = port == 0 ? impl_->http.bind_to_any_port(host.c_str())
                         : (impl_->http.bind_to_port(host.c_str(), port) ? port : -1);
   if (bound < 0)
     throw Error(impl_->config.where(port ? "server.port" : "server.host") + ": cannot listen on " +
-                host + ":" + std::to_string(port));
+                host + ":" + std::to_string(port) + bind_failure_reason(errno));
   // The library listens with a backlog of 5: a burst of clients overflows it, and the kernel
   // answers the overflow with resets (SYN cookies). Listening again only deepens the queue;
   // the kernel caps it at net.core.somaxconn. queue_limit, not the backlog, decides refusals.

@@ -106,7 +106,7 @@ def second_server_refused(specd, work, port):
     except subprocess.TimeoutExpired:
         check(False, "a second server on port %d kept running" % port)
         return
-    check(r.returncode != 0 and "cannot listen" in r.stderr,
+    check(r.returncode != 0 and "cannot listen" in r.stderr and "address in use" in r.stderr,
           "second server on port %d: exit %d, %r" % (port, r.returncode, r.stderr[-300:]))
 
 
