@@ -57,6 +57,37 @@ struct ActBuffers {
   std::vector<uint8_t> q, d, bsum16, sum4;
 };
 
+// The column ranges of a product's tasks: first one large range per thread, together
+// kLargeShare percent of the columns, then one small range per thread for the rest. A thread
+// that streams one contiguous range of weights keeps the hardware prefetcher's stream, and
+// every jump to another range restarts it: against four tasks of equal size per thread, a
+// one-row forward of Q4_K_M took 0.91x as long and an eight-row one 0.97x (two threads). The small
+// ranges even out a thread that started late or ran slower. Ranges are whole granules (groups of 16
+// columns for the interleaved kernels); which range a column falls in never changes its bits.
+struct ColumnTasks {
+  static constexpr int64_t kLargeShare = 80;
+  int64_t n, granule, threads, units, large_units;
+
+  ColumnTasks(int64_t n, int64_t granule, int64_t threads)
+      : n(n),
+        granule(granule),
+        threads(threads),
+        units((n + granule - 1) / granule),
+        large_units(units * kLargeShare / 100) {}
+
+  int64_t count() const { return 2 * threads; }
+
+  // Columns [first, last) of task t (possibly empty when there are few granules).
+  void range(int64_t t, int64_t& first, int64_t& last) const {
+    const bool large = t < threads;
+    const int64_t i = large ? t : t - threads;
+    const int64_t base = large ? 0 : large_units;
+    const int64_t span = large ? large_units : units - large_units;
+    first = std::min(n, (base + span * i / threads) * granule);
+    last = std::min(n, (base + span * (i + 1) / threads) * granule);
+  }
+};
+
 }  // namespace
 
 void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
@@ -80,14 +111,8 @@ void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
   quantize(a.x, a.ldx, a.m, a.k, kb, q, d, bsum16, sum4);
   const qint::QArgs qa{
       {q, d, bsum16, sum4}, a.w, a.y, a.m, a.n, a.k, a.ldw, a.ldy, a.dtype, a.packed};
-  // Tasks are column ranges, as in gemm_small (which columns a task computes never changes
-  // their bits).
-  const int64_t threads = pool.size();
-  int64_t per = (a.n + threads * 4 - 1) / (threads * 4);
-  if (per < 8) per = 8;
-  if (a.dtype == SPECD_DTYPE_Q4_K || a.dtype == SPECD_DTYPE_Q6_K)
-    per = (per + 15) / 16 * 16;  // whole groups of 16 columns for the interleaved kernels
-  const int64_t tasks = (a.n + per - 1) / per;
+  const bool interleaved = a.dtype == SPECD_DTYPE_Q4_K || a.dtype == SPECD_DTYPE_Q6_K;
+  const ColumnTasks tasks(a.n, interleaved ? 16 : 8, pool.size());
   int64_t scratch = qint::scratch_bytes(a.m, a.k);
   if (cols == &qint::cols_avx512 && a.dtype == SPECD_DTYPE_Q4_K)  // its decoded group
     scratch = std::max(scratch, qint::q4k_scratch_bytes(a.m, a.k));
@@ -95,14 +120,15 @@ void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
     scratch = std::max(scratch, qint::q6k_scratch_bytes(a.m, a.k));
   auto task = [&](int64_t t) {
     thread_local std::vector<uint8_t> buf;
-    const int64_t j0 = t * per;
-    const int64_t j1 = j0 + per < a.n ? j0 + per : a.n;
-    cols(qa, j0, j1, aligned(buf, scratch));
+    int64_t j0 = 0, j1 = 0;
+    tasks.range(t, j0, j1);
+    if (j0 < j1) cols(qa, j0, j1, aligned(buf, scratch));
   };
-  if (tasks == 1 || a.m * a.n * a.k < (int64_t{1} << 16)) {
-    for (int64_t t = 0; t < tasks; ++t) task(t);
+  if (pool.size() == 1 || a.m * a.n * a.k < (int64_t{1} << 16)) {
+    thread_local std::vector<uint8_t> buf;
+    cols(qa, 0, a.n, aligned(buf, scratch));
   } else {
-    pool.run(tasks, task);
+    pool.run(tasks.count(), task);
   }
 }
 
