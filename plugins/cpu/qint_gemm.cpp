@@ -61,9 +61,10 @@ struct ActBuffers {
 // kLargeShare percent of the columns, then one small range per thread for the rest. A thread
 // that streams one contiguous range of weights keeps the hardware prefetcher's stream, and
 // every jump to another range restarts it: against four tasks of equal size per thread, a
-// one-row forward of Q4_K_M took 0.91x as long and an eight-row one 0.97x (two threads). The small
-// ranges even out a thread that started late or ran slower. Ranges are whole granules (groups of 16
-// columns for the interleaved kernels); which range a column falls in never changes its bits.
+// one-row forward of Q4_K_M took 0.91x as long and an eight-row one 0.95-0.97x (two
+// threads). The small ranges even out a thread that started late or ran slower. Ranges are
+// whole granules (groups of 16 columns for the interleaved kernels); which range a column
+// falls in never changes its bits.
 struct ColumnTasks {
   static constexpr int64_t kLargeShare = 80;
   int64_t n, granule, threads, units, large_units;
@@ -118,15 +119,17 @@ void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
     scratch = std::max(scratch, qint::q4k_scratch_bytes(a.m, a.k));
   if (cols == &qint::cols_avx512 && a.dtype == SPECD_DTYPE_Q6_K)
     scratch = std::max(scratch, qint::q6k_scratch_bytes(a.m, a.k));
-  auto task = [&](int64_t t) {
+  auto columns = [&](int64_t j0, int64_t j1) {  // one scratch per thread, serial or not
     thread_local std::vector<uint8_t> buf;
-    int64_t j0 = 0, j1 = 0;
-    tasks.range(t, j0, j1);
     if (j0 < j1) cols(qa, j0, j1, aligned(buf, scratch));
   };
+  auto task = [&](int64_t t) {
+    int64_t j0 = 0, j1 = 0;
+    tasks.range(t, j0, j1);
+    columns(j0, j1);
+  };
   if (pool.size() == 1 || a.m * a.n * a.k < (int64_t{1} << 16)) {
-    thread_local std::vector<uint8_t> buf;
-    cols(qa, 0, a.n, aligned(buf, scratch));
+    columns(0, a.n);
   } else {
     pool.run(tasks.count(), task);
   }
