@@ -1,8 +1,10 @@
 #include "int8_roof.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <thread>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -37,21 +39,48 @@ namespace {
   return s;
 }
 
-}  // namespace
+bool has_vnni() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni");
+}
 
-double int8_mac_roof() {
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512vnni")) return 0;
-  // 16 M instructions, about 2.5 ms at two per cycle; the best of 15 is a run that no other
-  // process's thread interrupted on this shared machine.
+// 16 M instructions, about 2.5 ms at two per cycle; the best of 15 is a run that no other
+// process's thread interrupted on this shared machine.
+double best_of_15() {
   constexpr int64_t kIters = 1'000'000;
   int32_t sink = 0;
   double best = 1e30;
   for (int r = 0; r < 15; ++r) best = std::min(best, time_dpbusd(kIters, &sink));
   return double(kIters) * 16 * 64 / best;
 }
+
+}  // namespace
+
+double int8_mac_roof() {
+  return has_vnni() ? best_of_15() : 0;
+}
+
+std::vector<double> int8_mac_roof_concurrent(int threads) {
+  if (!has_vnni() || threads < 1) return {};
+  std::vector<double> rate(static_cast<size_t>(threads));
+  std::atomic<int> ready{0};
+  auto probe = [&](int t) {  // all threads start together, so their runs overlap
+    ready.fetch_add(1);
+    while (ready.load() < threads) std::this_thread::yield();
+    rate[static_cast<size_t>(t)] = best_of_15();
+  };
+  std::vector<std::thread> others;
+  for (int t = 1; t < threads; ++t) others.emplace_back(probe, t);
+  probe(0);
+  for (auto& th : others) th.join();
+  return rate;
+}
 #else
 double int8_mac_roof() {
   return 0;
+}
+
+std::vector<double> int8_mac_roof_concurrent(int) {
+  return {};
 }
 #endif
 

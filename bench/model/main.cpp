@@ -20,6 +20,7 @@
 #include "bandwidth.hpp"
 #include "common/error.hpp"
 #include "gguf/gguf_writer.hpp"
+#include "int8_roof.hpp"
 #include "median.hpp"
 #include "models/llama_model.hpp"
 #include "models/llama_writer.hpp"
@@ -32,6 +33,18 @@ namespace {
 using bench::median;
 
 using Clock = std::chrono::steady_clock;
+
+// "a, b" for the figures of v divided by `scale`, with `digits` decimals ("none" when empty).
+std::string joined(const std::vector<double>& v, double scale, int digits) {
+  if (v.empty()) return "none";
+  std::string out;
+  char buf[32];
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%s%.*f", i ? ", " : "", digits, v[i] / scale);
+    out += buf;
+  }
+  return out;
+}
 
 // Wall time, or with --cpu-time the CPU time of the whole process (all threads, spinning
 // included): steadier on a machine shared with other jobs.
@@ -246,6 +259,14 @@ int main(int argc, char** argv) {
     // Each repeat times m tokens right beside one token (in alternating order), so the two
     // times of a pair see the same machine load (this VM's speed drifts over seconds); v(m) is
     // the median of the pairs' ratios, time(m) the median of the times.
+    // The CPU's integer roof as the forward's threads see it, taken just before and just after
+    // the v(m) timings: forwards of several rows are bound by it, and on a shared host it
+    // drops while other tenants' vector work runs on the same cores (README, "Quantized
+    // weights"), so it tells a reader which state of the machine the v(m) figures describe.
+    const bool cpu = a.backend == "cpu";
+    const int roof_threads = static_cast<int>(device->info().threads);
+    const std::vector<double> roof_before =
+        cpu ? bench::int8_mac_roof_concurrent(roof_threads) : std::vector<double>{};
     model->truncate(*cache, prefix);
     std::vector<std::vector<double>> times(ms.size()), ratios(ms.size());
     for (int r = 0; r < a.repeats; ++r)
@@ -257,6 +278,8 @@ int main(int argc, char** argv) {
         times[i].push_back(tm);
         ratios[i].push_back(tm / t1);
       }
+    const std::vector<double> roof_after =
+        cpu ? bench::int8_mac_roof_concurrent(roof_threads) : std::vector<double>{};
     std::vector<double> t_m, v_m;
     for (size_t i = 0; i < ms.size(); ++i) {
       t_m.push_back(median(times[i]));
@@ -273,10 +296,13 @@ int main(int argc, char** argv) {
           "{\"model\": \"%s\", \"params\": %lld, \"weight_type\": \"%s\", \"device\": \"%s\", "
           "\"threads\": %u, \"repeats\": %d, \"clock\": \"%s\", \"decode_tokens_per_s\": %.2f, "
           "\"prefill_tokens\": %d, \"prefill_tokens_per_s\": %.2f, \"decode_weight_bytes\": %.0f, "
-          "\"decode_bytes_per_s\": %.4g, \"copy_bytes_per_s\": %.4g, \"forward_ms\": {",
+          "\"decode_bytes_per_s\": %.4g, \"copy_bytes_per_s\": %.4g, "
+          "\"int8_roof_gmacs_before\": [%s], \"int8_roof_gmacs_after\": [%s], \"forward_ms\": {",
           in.path.c_str(), static_cast<long long>(in.n_params), in.weight_type.c_str(), di.name,
           di.threads, a.repeats, g_cpu_time ? "cpu" : "wall", decode_tps, n_prefill, prefill_tps,
-          weight_bytes, weight_bytes * decode_tps, copy_bw);
+          weight_bytes, weight_bytes * decode_tps, copy_bw,
+          roof_before.empty() ? "" : joined(roof_before, 1e9, 1).c_str(),
+          roof_after.empty() ? "" : joined(roof_after, 1e9, 1).c_str());
       for (size_t i = 0; i < ms.size(); ++i)
         std::printf("%s\"%d\": %.4f", i ? ", " : "", ms[i], t_m[i] * 1e3);
       std::printf("}, \"v\": {");
@@ -294,6 +320,11 @@ int main(int argc, char** argv) {
           "%.2f GB/s (read + write, one thread)\n",
           weight_bytes * decode_tps / 1e9, weight_bytes / 1e6, copy_bw / 1e9);
       std::printf("prefill   %.1f tokens/s (%d tokens in one forward)\n", prefill_tps, n_prefill);
+      if (!roof_before.empty())
+        std::printf(
+            "compute   512-bit vpdpbusd, %d threads at once: %s GMAC/s per thread before v(m), "
+            "%s after\n",
+            roof_threads, joined(roof_before, 1e9, 0).c_str(), joined(roof_after, 1e9, 0).c_str());
       std::printf(
           "v(m) = time(m tokens) / time(1 token), after %d committed tokens (median of ratios "
           "timed in pairs)\n",
