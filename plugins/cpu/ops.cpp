@@ -11,6 +11,7 @@
 #include "decode.hpp"
 #include "gemm_kernels.hpp"
 #include "vexp.hpp"
+#include "work_shares.hpp"
 
 namespace specd::cpu {
 namespace {
@@ -474,17 +475,12 @@ void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const
   // head (two when the group allows it and head_dim is 64), else one; either way each (row,
   // head) goes through the same operations whatever the task, the thread or m.
   const int np = avx512 && hd == 64 && group % 2 == 0 ? 2 : 1;
-  // A task takes those heads for a range of rows: the rows of a head reuse its keys and values
-  // from L1, and tasks are few (about 4 per thread, as matmul's) instead of one per row and
-  // head, each handed out by an atomic counter that the threads pass between them. At 8 rows
-  // that was 0.97x as long a forward of Q4_K_M.
+  // The work goes out in units of one row of np heads, the rows of np heads next to each other,
+  // by stealing (work_shares.hpp): a thread walks its share in order, so the rows of a head
+  // reuse its keys and values from L1, and threads that run at different speeds still finish
+  // together. Equal tasks of a range of rows, about four per thread, had each thread wait for
+  // the other for about a task at the end of each layer's attention.
   const int64_t head_tasks = p.n_head / np;
-  const int64_t want = 4 * static_cast<int64_t>(pool.size());
-  const int64_t chunks =
-      std::clamp<int64_t>((want + head_tasks - 1) / head_tasks, 1, std::max<int64_t>(1, q.rows));
-  const int64_t rows_per = (q.rows + chunks - 1) / chunks;  // >= 1 when there are rows
-  const int64_t per_head = q.rows > 0 ? (q.rows + rows_per - 1) / rows_per : 0;
-  const int64_t tasks = head_tasks * per_head;
   auto one = [&](int64_t i, uint32_t h) {
     const int64_t kv_off = static_cast<int64_t>(h / group) * hd;
     const int64_t prefix = mask.prefix[i];
@@ -516,20 +512,18 @@ void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const
     else
       attend_heads_avx512<64, 1>(qi, kr, vr, n_keys, p.scale, scores.data(), o);
   };
-  auto run = [&](int64_t t) {
-    const uint32_t h = static_cast<uint32_t>(t / per_head) * np;
-    const int64_t i0 = t % per_head * rows_per;
-    const int64_t i1 = std::min(q.rows, i0 + rows_per);
-    for (int64_t i = i0; i < i1; ++i) one(i, h);
+  auto units = [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) one(u % q.rows, static_cast<uint32_t>(u / q.rows) * np);
   };
   // The work of a task grows with its keys: one decoded token over a long cache is worth
   // spreading over the threads although it has few (row, head) tasks.
   const int64_t last = q.rows - 1;
   const int64_t keys = q.rows > 0 ? mask.prefix[last] + mask.begin[last + 1] - mask.begin[last] : 0;
   if (q.rows * p.n_head * hd * (keys + 1) < (int64_t{1} << 16)) {
-    for (int64_t t = 0; t < tasks; ++t) run(t);
+    units(0, head_tasks * q.rows);
   } else {
-    pool.run(tasks, run);
+    WorkShares shares(head_tasks * q.rows, pool.size(), 1);
+    pool.run(shares.tasks(), [&](int64_t t) { shares.run_task(static_cast<int>(t), units); });
   }
 }
 
