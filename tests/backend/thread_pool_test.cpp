@@ -2,9 +2,11 @@
 // once, its writes visible to the caller when run() returns, whatever the number of threads
 // and tasks, and the same when more pools run at once than the machine has cores (workers
 // then often join a run late, or not at all, and the caller must neither wait for them nor
-// let them into the next run early).
+// let them into the next run early). And the work shares handed out by stealing
+// (plugins/cpu/work_shares.hpp): every unit once, a late task's share done by the others.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <random>
 #include <thread>
 #include <vector>
@@ -12,8 +14,10 @@
 #include <doctest/doctest.h>
 
 #include "../../plugins/cpu/thread_pool.hpp"
+#include "../../plugins/cpu/work_shares.hpp"
 
 using specd::cpu::ThreadPool;
+using specd::cpu::WorkShares;
 
 namespace {
 
@@ -59,4 +63,57 @@ TEST_CASE("cpu thread pool: correct when more pools run at once than there are c
     });
   for (auto& c : callers) c.join();
   CHECK(failed.load() == 0);
+}
+
+namespace {
+
+// One run of `units` units through WorkShares on `pool`; pieces[u] counts how often unit u
+// was handed out, by_task[t] how many units task t's thread computed. With late_first, task
+// 0 (whichever thread runs it) waits before its first claim until the other tasks have
+// computed every unit (at most 10 s), as a thread that another tenant's work holds back.
+void share_out(ThreadPool& pool, int64_t units, int64_t min_piece, bool late_first,
+               std::vector<int>& pieces, std::vector<int64_t>& by_task) {
+  WorkShares shares(units, pool.size(), min_piece);
+  pieces.assign(static_cast<size_t>(units), 0);
+  by_task.assign(static_cast<size_t>(shares.tasks()), 0);
+  std::atomic<int64_t> done{0};
+  pool.run(shares.tasks(), [&](int64_t t) {
+    if (late_first && t == 0) {
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (done.load() < units && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::yield();
+    }
+    shares.run_task(static_cast<int>(t), [&](int64_t u0, int64_t u1) {
+      REQUIRE(u0 < u1);
+      for (int64_t u = u0; u < u1; ++u) ++pieces[static_cast<size_t>(u)];
+      by_task[static_cast<size_t>(t)] += u1 - u0;
+      done.fetch_add(u1 - u0);
+    });
+  });
+}
+
+}  // namespace
+
+TEST_CASE("cpu work shares: every unit exactly once, and a late task's share is taken over") {
+  std::vector<int> pieces;
+  std::vector<int64_t> by_task;
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads);
+    for (int64_t units : {0, 1, 2, 3, 17, 64, 1000}) {
+      for (int64_t min_piece : {1, 2, 7}) {
+        INFO("threads " << threads << ", units " << units << ", pieces of at least " << min_piece);
+        share_out(pool, units, min_piece, false, pieces, by_task);
+        CHECK(std::all_of(pieces.begin(), pieces.end(), [](int n) { return n == 1; }));
+        int64_t total = 0;
+        for (int64_t n : by_task) total += n;
+        CHECK(total == units);
+      }
+    }
+  }
+  // Task 0 late: the other thread does its own share, then steals all of task 0's.
+  ThreadPool pool(2);
+  share_out(pool, 1000, 2, true, pieces, by_task);
+  CHECK(std::all_of(pieces.begin(), pieces.end(), [](int n) { return n == 1; }));
+  CHECK(by_task[0] == 0);
+  CHECK(by_task[1] == 1000);
 }
