@@ -30,16 +30,17 @@ float dot16(const float* a, const float* b, int64_t n) {
 
 // One attention call of m rows on the CPU backend checked value by value against the
 // definition, each (row, head) on its own. Row i sees the first prefix[i] cache rows, then
-// extra cache rows (a tree): every other one before its own, and its own. Row zero_row (if
-// any) has a zero query, so all its scores are 0.
+// (unless chain) extra cache rows (a tree): every other one before its own, and its own. Row
+// zero_row (if any) has a zero query, so all its scores are 0.
 int attention_differences(Device& dev, std::mt19937& rng, uint32_t hd, uint32_t n_head,
-                          uint32_t n_kv, const std::vector<int32_t>& prefix, int64_t zero_row) {
+                          uint32_t n_kv, const std::vector<int32_t>& prefix, int64_t zero_row,
+                          bool chain = false) {
   const int64_t m = static_cast<int64_t>(prefix.size()), cap = 128;
   const int64_t qc = n_head * hd, kc = n_kv * hd;
   std::vector<int32_t> begin = {0}, extra;
   const int32_t first_extra = *std::max_element(prefix.begin(), prefix.end());
   for (int64_t i = 0; i < m; ++i) {
-    for (int64_t e = 0; e <= i; ++e)
+    for (int64_t e = 0; e <= i && !chain; ++e)
       if (e == i || e % 2 == 0) extra.push_back(static_cast<int32_t>(first_extra + e));
     begin.push_back(static_cast<int32_t>(extra.size()));
   }
@@ -118,6 +119,36 @@ TEST_CASE("cpu attention: key blocks, GQA groups and rows of different lengths k
         const int differ = attention_differences(*dev, rng, hd, h[0], h[1], prefixes[c], zero_row);
         CHECK_MESSAGE(differ == 0, "head_dim " << hd << ", " << h[0] << " heads, " << h[1]
                                                << " KV heads, prefix case " << c << ": " << differ
+                                               << " values differ");
+      }
+}
+
+// Rows that see their prefix only (decoding and chain verification) go as lanes of (row, query
+// head) pairs of one KV head, 16 at a time, with AVX-512 when a call has enough of them: every
+// GQA group from 1 to 16 (16 / group rows per block, a partial last block), key counts that
+// differ from lane to lane within a block (the longest sets how many keys the block reads),
+// calls just below and at the size that switches to lanes, and a row whose scores are all zero.
+TEST_CASE("cpu attention: chain rows as lanes of a KV head keep the bits") {
+  std::mt19937 rng(53);
+  const OpenBackend cpu = open_cpu(2);
+  Device* const dev = cpu.device.get();
+  auto chain = [](int32_t first, int rows) {
+    std::vector<int32_t> p;
+    for (int i = 0; i < rows; ++i) p.push_back(first + i);
+    return p;
+  };
+  const std::vector<std::vector<int32_t>> prefixes = {
+      chain(65, 8), chain(1, 20),   chain(30, 3),
+      chain(30, 4), chain(100, 17), {5, 70, 2, 33, 1, 16, 17, 64}};
+  const uint32_t heads[][2] = {{16, 16}, {16, 8}, {16, 4}, {6, 2}, {16, 2}, {16, 1}, {8, 1}};
+  for (uint32_t hd : {64u, 128u, 80u})
+    for (const auto& h : heads)
+      for (size_t c = 0; c < prefixes.size(); ++c) {
+        const int64_t zero_row = c == 1 ? 5 : -1;
+        const int differ =
+            attention_differences(*dev, rng, hd, h[0], h[1], prefixes[c], zero_row, true);
+        CHECK_MESSAGE(differ == 0, "head_dim " << hd << ", " << h[0] << " heads, " << h[1]
+                                               << " KV heads, chain case " << c << ": " << differ
                                                << " values differ");
       }
 }
