@@ -421,6 +421,10 @@ template <int HD, int NP>
     __m512 mxv = _mm512_set1_ps(-INFINITY);
     for (int64_t j0 = 0; j0 < n_keys; j0 += 16) {
       const int64_t nb = n_keys - j0 < 16 ? n_keys - j0 : 16;
+      if (a == 0)  // the next block's key rows (the other heads find them in L1)
+        for (int64_t j = j0 + 16; j < std::min(n_keys, j0 + 32); ++j)
+          for (int line = 0; line < HD * 4; line += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(krow[j]) + line, _MM_HINT_T0);
       const float* kp[16];
       for (int t = 0; t < 16; ++t) kp[t] = krow[j0 + (kTransposed[t] < nb ? kTransposed[t] : 0)];
       const __m512 s = _mm512_mul_ps(dot16_x16<HD>(qv, kp), sc);
@@ -448,6 +452,9 @@ template <int HD, int NP>
     for (int c = 0; c < V; ++c) acc[a][c] = _mm512_setzero_ps();
   }
   for (int64_t j = 0; j < n_keys; ++j) {  // keys in logical order
+    if (j + 8 < n_keys)
+      for (int line = 0; line < HD * 4; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(vrow[j + 8]) + line, _MM_HINT_T0);
     __m512 vv[V];
     for (int c = 0; c < V; ++c) vv[c] = _mm512_loadu_ps(vrow[j] + 16 * c);
     for (int a = 0; a < NP; ++a) {
