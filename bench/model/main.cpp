@@ -322,9 +322,10 @@ int main(int argc, char** argv) {
       std::printf("prefill   %.1f tokens/s (%d tokens in one forward)\n", prefill_tps, n_prefill);
       if (!roof_before.empty())
         std::printf(
-            "compute   512-bit vpdpbusd, %d threads at once: %s GMAC/s per thread before v(m), "
-            "%s after\n",
-            roof_threads, joined(roof_before, 1e9, 0).c_str(), joined(roof_after, 1e9, 0).c_str());
+            "compute   512-bit vpdpbusd, %d thread%s at once: %s GMAC/s per thread before "
+            "v(m), %s after\n",
+            roof_threads, roof_threads == 1 ? "" : "s", joined(roof_before, 1e9, 0).c_str(),
+            joined(roof_after, 1e9, 0).c_str());
       std::printf(
           "v(m) = time(m tokens) / time(1 token), after %d committed tokens (median of ratios "
           "timed in pairs)\n",
