@@ -469,6 +469,7 @@ template <int HD, int NP>
     for (int c = 0; c < V; ++c) _mm512_storeu_ps(o + a * HD + 16 * c, _mm512_div_ps(acc[a][c], sv));
   }
 }
+
 // Attention of up to 16 lanes, each a (row, query head) pair of one KV head that attends the
 // first n_keys[lane] cache rows (no extra rows), with AVX-512: the bits of attend_head for each
 // lane. Every step of attend_head's chain for one (row, head) is that lane of a vector step:

@@ -1,4 +1,4 @@
-// Units of work (matmul column granules, attention (head, row) pairs) handed out to the
+// Units of work (matmul column granules, attention rows or blocks of rows) handed out to the
 // threads of a pool run by stealing. Each task owns one equal, contiguous share of the units
 // and claims it from the front in halving pieces, so that a thread walks its data in order
 // (the hardware prefetcher's stream restarts only a few times, a head's keys stay in L1). A
@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace specd::cpu {
@@ -25,6 +27,8 @@ class WorkShares {
  public:
   // `units` units in `tasks` shares; pieces have at least `min_piece` units where there are.
   WorkShares(int64_t units, int tasks, int64_t min_piece) : tasks_(tasks), min_piece_(min_piece) {
+    if (units < 0 || units > int64_t{0x7fffffff})
+      throw std::length_error("cpu: " + std::to_string(units) + " units of work in one run");
     thread_local std::vector<Share> storage;
     if (static_cast<int>(storage.size()) < tasks) storage = std::vector<Share>(tasks);
     shares_ = storage.data();
@@ -52,8 +56,7 @@ class WorkShares {
   }
 
  private:
-  // A share's unclaimed units [front, back), both in one word so that one CAS claims (runs
-  // have far fewer than 2^32 units).
+  // A share's unclaimed units [front, back), both in one word so that one CAS claims.
   struct alignas(64) Share {
     std::atomic<uint64_t> word{0};
     void pack(int64_t front, int64_t back) {
