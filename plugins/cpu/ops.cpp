@@ -317,6 +317,12 @@ namespace {
   return j < prefix ? j : static_cast<int64_t>(extra[j - prefix]);
 }
 
+// Asks for the `bytes` at `row` (a head's slice of a cache row) to be brought into L1.
+inline void prefetch_row(const float* row, int64_t bytes) {
+  for (int64_t line = 0; line < bytes; line += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(row) + line, _MM_HINT_T0);
+}
+
 // Fixed-order dot product: 16 interleaved lanes, then lanes added pairwise.
 [[gnu::always_inline]] inline float dot16(const float* a, const float* b, int64_t n) {
   float lane[16] = {};
@@ -422,9 +428,7 @@ template <int HD, int NP>
     for (int64_t j0 = 0; j0 < n_keys; j0 += 16) {
       const int64_t nb = n_keys - j0 < 16 ? n_keys - j0 : 16;
       if (a == 0)  // the next block's key rows (the other heads find them in L1)
-        for (int64_t j = j0 + 16; j < std::min(n_keys, j0 + 32); ++j)
-          for (int line = 0; line < HD * 4; line += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(krow[j]) + line, _MM_HINT_T0);
+        for (int64_t j = j0 + 16; j < std::min(n_keys, j0 + 32); ++j) prefetch_row(krow[j], HD * 4);
       const float* kp[16];
       for (int t = 0; t < 16; ++t) kp[t] = krow[j0 + (kTransposed[t] < nb ? kTransposed[t] : 0)];
       const __m512 s = _mm512_mul_ps(dot16_x16<HD>(qv, kp), sc);
@@ -452,9 +456,7 @@ template <int HD, int NP>
     for (int c = 0; c < V; ++c) acc[a][c] = _mm512_setzero_ps();
   }
   for (int64_t j = 0; j < n_keys; ++j) {  // keys in logical order
-    if (j + 8 < n_keys)
-      for (int line = 0; line < HD * 4; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(vrow[j + 8]) + line, _MM_HINT_T0);
+    if (j + 8 < n_keys) prefetch_row(vrow[j + 8], HD * 4);
     __m512 vv[V];
     for (int c = 0; c < V; ++c) vv[c] = _mm512_loadu_ps(vrow[j] + 16 * c);
     for (int a = 0; a < NP; ++a) {
@@ -502,12 +504,8 @@ template <int HD>
   for (int64_t j = 0; j < most; ++j) {
     const float* kj = k.f32_row(j) + kv_off;
     if (j + kAhead < most) {
-      const char* next = reinterpret_cast<const char*>(k.f32_row(j + kAhead) + kv_off);
-      const char* next_v = reinterpret_cast<const char*>(v.f32_row(j + kAhead) + kv_off);
-      for (int line = 0; line < HD * 4; line += 64) {
-        _mm_prefetch(next + line, _MM_HINT_T0);
-        _mm_prefetch(next_v + line, _MM_HINT_T0);
-      }
+      prefetch_row(k.f32_row(j + kAhead) + kv_off, HD * 4);
+      prefetch_row(v.f32_row(j + kAhead) + kv_off, HD * 4);
     }
     __m512 l[16];
     for (int t = 0; t < 16; ++t)
@@ -646,8 +644,7 @@ void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const
   if (q.rows * p.n_head * hd * (keys + 1) < (int64_t{1} << 16)) {
     units(0, n_units);
   } else {
-    WorkShares shares(n_units, pool.size(), 1);
-    pool.run(shares.tasks(), [&](int64_t t) { shares.run_task(static_cast<int>(t), units); });
+    run_shared(pool, n_units, 1, units);
   }
 }
 

@@ -81,7 +81,6 @@ void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
   quantize(a.x, a.ldx, a.m, a.k, kb, q, d, bsum16, sum4);
   const qint::QArgs qa{
       {q, d, bsum16, sum4}, a.w, a.y, a.m, a.n, a.k, a.ldw, a.ldy, a.dtype, a.packed};
-  const bool interleaved = a.dtype == SPECD_DTYPE_Q4_K || a.dtype == SPECD_DTYPE_Q6_K;
   int64_t scratch = qint::scratch_bytes(a.m, a.k);
   if (cols == &qint::cols_avx512 && a.dtype == SPECD_DTYPE_Q4_K)  // its decoded group
     scratch = std::max(scratch, qint::q4k_scratch_bytes(a.m, a.k));
@@ -95,12 +94,10 @@ void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
     columns(0, a.n);
   } else {
     // Columns go out in granules (the interleaved kernels' groups of 16), at least two a piece.
+    const bool interleaved = a.dtype == SPECD_DTYPE_Q4_K || a.dtype == SPECD_DTYPE_Q6_K;
     const int64_t granule = interleaved ? 16 : 8;
-    WorkShares shares((a.n + granule - 1) / granule, pool.size(), 2);
-    pool.run(shares.tasks(), [&](int64_t t) {
-      shares.run_task(static_cast<int>(t), [&](int64_t u0, int64_t u1) {
-        columns(std::min(a.n, u0 * granule), std::min(a.n, u1 * granule));
-      });
+    run_shared(pool, (a.n + granule - 1) / granule, 2, [&](int64_t u0, int64_t u1) {
+      columns(std::min(a.n, u0 * granule), std::min(a.n, u1 * granule));
     });
   }
 }

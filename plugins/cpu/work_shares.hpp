@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "thread_pool.hpp"
+
 namespace specd::cpu {
 
 class WorkShares {
@@ -94,5 +96,13 @@ class WorkShares {
   int64_t min_piece_;
   Share* shares_;
 };
+
+// One pool run over `units` units in WorkShares, one share per thread: work(u0, u1) for every
+// piece, on any thread. Called by the device thread, as ThreadPool::run.
+template <class F>
+void run_shared(ThreadPool& pool, int64_t units, int64_t min_piece, F&& work) {
+  WorkShares shares(units, pool.size(), min_piece);
+  pool.run(shares.tasks(), [&](int64_t t) { shares.run_task(static_cast<int>(t), work); });
+}
 
 }  // namespace specd::cpu
