@@ -534,50 +534,67 @@ inline __m512i bytes_of_64(__m512i a, __m512i b, __m512i c, __m512i d) {
 
 }  // namespace
 
+// The blocks of the rows (in row order, across rows) go kChunk at a time through three passes:
+// every block's largest magnitude, then every block's scale (a scan for the first maximum and
+// two divisions), then the quantization. One block's steps depend on each other, and done
+// block by block they left the core waiting on them; in passes, the blocks of a chunk overlap.
+// Each block's operations and their order are unchanged, so are its bits.
 void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, bool kb, int8_t* q,
                           float* d, int16_t* bsum16, int32_t* sum4) {
+  constexpr int64_t kChunk = 8;
   const __m512 sign = _mm512_set1_ps(-0.0f);
-  const int64_t B = kb ? 256 : 32;
+  const int64_t B = kb ? 256 : 32, nb = k / B, blocks = m * nb;
   const __m512i ones = _mm512_set1_epi8(1);
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t blk = 0; blk < k / B; ++blk) {
-      const float* xb = x + i * ldx + B * blk;
-      int8_t* qb = q + i * k + B * blk;
+  auto source = [&](int64_t f) { return x + f / nb * ldx + B * (f % nb); };  // block f's values
+  for (int64_t f0 = 0; f0 < blocks; f0 += kChunk) {
+    const int64_t chunk = blocks - f0 < kChunk ? blocks - f0 : kChunk;
+    float amax[kChunk], scale[kChunk], dd[kChunk];
+    for (int64_t c = 0; c < chunk; ++c) {
+      const float* xb = source(f0 + c);
       __m512 vmax = _mm512_setzero_ps();
-      for (int64_t c = 0; c < B; c += 16)
-        vmax = _mm512_max_ps(vmax, _mm512_andnot_ps(sign, _mm512_loadu_ps(xb + c)));
-      const float amax = _mm512_reduce_max_ps(vmax);
-      float scale = 0, dd = 0;  // q = rint(x * scale)
+      for (int64_t e = 0; e < B; e += 16)
+        vmax = _mm512_max_ps(vmax, _mm512_andnot_ps(sign, _mm512_loadu_ps(xb + e)));
+      amax[c] = _mm512_reduce_max_ps(vmax);
+    }
+    for (int64_t c = 0; c < chunk; ++c) {  // q = rint(x * scale)
+      scale[c] = 0;
+      dd[c] = 0;
       if (kb) {
-        if (amax != 0) {
+        if (amax[c] != 0) {
+          const float* xb = source(f0 + c);
           float max = 0;  // the first value of the largest magnitude
-          const __m512 va = _mm512_set1_ps(amax);
-          for (int64_t c = 0; c < B; c += 16) {
+          const __m512 va = _mm512_set1_ps(amax[c]);
+          for (int64_t e = 0; e < B; e += 16) {
             const __mmask16 at =
-                _mm512_cmp_ps_mask(_mm512_andnot_ps(sign, _mm512_loadu_ps(xb + c)), va, _CMP_EQ_OQ);
+                _mm512_cmp_ps_mask(_mm512_andnot_ps(sign, _mm512_loadu_ps(xb + e)), va, _CMP_EQ_OQ);
             if (at) {
-              max = xb[c + __builtin_ctz(at)];
+              max = xb[e + __builtin_ctz(at)];
               break;
             }
           }
-          scale = -127.0f / max;
-          dd = 1.0f / scale;
+          scale[c] = -127.0f / max;
+          dd[c] = 1.0f / scale[c];
         }
       } else {
-        dd = amax / 127.0f;
-        scale = dd != 0 ? 1.0f / dd : 0.0f;
+        dd[c] = amax[c] / 127.0f;
+        scale[c] = dd[c] != 0 ? 1.0f / dd[c] : 0.0f;
       }
-      const __m512 vs = _mm512_set1_ps(scale);
-      auto rounded = [&](int64_t c) {
-        return _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + c), vs));
+    }
+    for (int64_t c = 0; c < chunk; ++c) {
+      const int64_t f = f0 + c;  // block f % nb of row f / nb: values at B f of q
+      const float* xb = source(f);
+      int8_t* qb = q + B * f;
+      const __m512 vs = _mm512_set1_ps(scale[c]);
+      auto rounded = [&](int64_t e) {
+        return _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + e), vs));
       };
       if (kb) {  // the sums of 4 (vpdpbusd with ones), then of 16 by two rounds of pairs
         __m512i s4[4], s8[2];
         for (int t = 0; t < 4; ++t) {
-          const int64_t c = 64 * t;
+          const int64_t e = 64 * t;
           const __m512i q64 =
-              bytes_of_64(rounded(c), rounded(c + 16), rounded(c + 32), rounded(c + 48));
-          _mm512_storeu_si512(qb + c, q64);
+              bytes_of_64(rounded(e), rounded(e + 16), rounded(e + 32), rounded(e + 48));
+          _mm512_storeu_si512(qb + e, q64);
           s4[t] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, q64);
         }
         const __m512i even =
@@ -588,17 +605,17 @@ void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, boo
                                    _mm512_permutex2var_epi32(s4[2 * t], odd, s4[2 * t + 1]));
         const __m512i s16 = _mm512_add_epi32(_mm512_permutex2var_epi32(s8[0], even, s8[1]),
                                              _mm512_permutex2var_epi32(s8[0], odd, s8[1]));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(bsum16 + i * (k / 16) + 16 * blk),
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(bsum16 + 16 * f),
                             _mm512_cvtepi32_epi16(s16));
       } else {
         const __m256i q32 = _mm512_castsi512_si256(
             bytes_of_64(rounded(0), rounded(16), _mm512_setzero_si512(), _mm512_setzero_si512()));
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(qb), q32);
         _mm256_storeu_si256(
-            reinterpret_cast<__m256i*>(sum4 + i * (k / 4) + 8 * blk),
+            reinterpret_cast<__m256i*>(sum4 + 8 * f),
             _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm512_castsi512_si256(ones), q32));
       }
-      d[i * (k / B) + blk] = dd;
+      d[f] = dd[c];
     }
   }
 }
