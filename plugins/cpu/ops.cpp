@@ -29,19 +29,75 @@ void for_rows(ThreadPool& pool, int64_t rows, int64_t cols, F&& fn) {
 
 }  // namespace
 
+namespace {
+
+// (GCC 12 warns about _mm256_undefined_ps() inside its own intrinsics headers.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// The sums of squares of 8 rows side by side, one double lane each: the same chain of adds in
+// column order as rms_norm's scalar loop for each row (a product of two floats is exact in
+// double). 8 x 8 blocks of the rows are transposed so that column j of the 8 rows is one vector.
+[[gnu::target("avx512f"), gnu::always_inline]] inline __m512d add_squares(__m512d acc, __m256 col) {
+  const __m512d v = _mm512_cvtps_pd(col);
+  return _mm512_add_pd(acc, _mm512_mul_pd(v, v));
+}
+
+[[gnu::target("avx512f")]] void sum_squares_8(const float* const* xr, int64_t n, double* ss) {
+  __m512d acc = _mm512_setzero_pd();
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+      const __m256 a = _mm256_loadu_ps(xr[i] + j), b = _mm256_loadu_ps(xr[i + 1] + j);
+      t[i] = _mm256_unpacklo_ps(a, b);  // a0 b0 a1 b1 | a4 b4 a5 b5
+      t[i + 1] = _mm256_unpackhi_ps(a, b);
+    }
+    for (int h = 0; h < 8; h += 4)  // u[h + c]: columns c and c + 4 of rows h .. h + 3
+      for (int c = 0; c < 2; ++c) {
+        u[h + 2 * c] = _mm256_shuffle_ps(t[h + c], t[h + 2 + c], 0x44);
+        u[h + 2 * c + 1] = _mm256_shuffle_ps(t[h + c], t[h + 2 + c], 0xEE);
+      }
+    for (int c = 0; c < 4; ++c)
+      acc = add_squares(acc, _mm256_permute2f128_ps(u[c], u[4 + c], 0x20));
+    for (int c = 0; c < 4; ++c)
+      acc = add_squares(acc, _mm256_permute2f128_ps(u[c], u[4 + c], 0x31));
+  }
+  for (; j < n; ++j) {
+    alignas(32) float col[8];
+    for (int i = 0; i < 8; ++i) col[i] = xr[i][j];
+    acc = add_squares(acc, _mm256_load_ps(col));
+  }
+  _mm512_storeu_pd(ss, acc);
+}
+#pragma GCC diagnostic pop
+
+// y = (x * s) * w, element by element (y may be x). Built twice, AVX-512 and the baseline: the
+// same two roundings either way.
+[[gnu::target_clones("avx512f", "default")]] void scale_row(const float* x, float s, const float* w,
+                                                            float* y, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) y[j] = (x[j] * s) * w[j];
+}
+
+}  // namespace
+
 // Each row's sum of squares is one chain of double adds in column order (the products are
-// exact), whose latency leaves the adder waiting: four rows go side by side, four independent
-// chains. Each row's operations are unchanged, so the bits do not depend on which rows go
-// together or on m.
+// exact), whose latency leaves the adder waiting: rows go side by side, eight in one vector
+// with AVX-512 (sum_squares_8), else four independent chains. Each row's operations are
+// unchanged, so the bits do not depend on which rows go together or on m.
 void rms_norm(ThreadPool& pool, const Mat& x, const Mat& weight, float eps, const Mat& y) {
-  constexpr int64_t kRows = 4;
+  const int64_t group = avx512_available() ? 8 : 4;
   const int64_t n = x.cols;
   const float* w = weight.f32_row(0);
-  for_rows(pool, (x.rows + kRows - 1) / kRows, kRows * n, [&](int64_t g) {
-    const int64_t i0 = g * kRows;
-    const int64_t rows = x.rows - i0 < kRows ? x.rows - i0 : kRows;
-    double ss[kRows] = {};
-    if (rows == kRows) {
+  for_rows(pool, (x.rows + group - 1) / group, group * n, [&](int64_t g) {
+    const int64_t i0 = g * group;
+    const int64_t rows = std::min(group, x.rows - i0);
+    double ss[8] = {};
+    if (rows == 8) {
+      const float* xr[8];
+      for (int r = 0; r < 8; ++r) xr[r] = x.f32_row(i0 + r);
+      sum_squares_8(xr, n, ss);
+    } else if (rows == 4) {
       const float *x0 = x.f32_row(i0), *x1 = x.f32_row(i0 + 1), *x2 = x.f32_row(i0 + 2),
                   *x3 = x.f32_row(i0 + 3);
       for (int64_t j = 0; j < n; ++j) {
@@ -57,10 +113,8 @@ void rms_norm(ThreadPool& pool, const Mat& x, const Mat& weight, float eps, cons
       }
     }
     for (int64_t r = 0; r < rows; ++r) {
-      const float* xi = x.f32_row(i0 + r);
-      float* yi = y.f32_row(i0 + r);
       const float s = static_cast<float>(1.0 / std::sqrt(ss[r] / static_cast<double>(n) + eps));
-      for (int64_t j = 0; j < n; ++j) yi[j] = (xi[j] * s) * w[j];
+      scale_row(x.f32_row(i0 + r), s, w, y.f32_row(i0 + r), n);
     }
   });
 }
@@ -267,13 +321,22 @@ void swiglu(ThreadPool& pool, const Mat& gate, const Mat& up, const Mat& y) {
   });
 }
 
+namespace {
+
+// o = a + b, element by element (o may be a). Built twice, AVX-512 and the baseline: the same
+// rounding either way.
+[[gnu::target_clones("avx512f", "default")]] void add_row(const float* a, const float* b, float* o,
+                                                          int64_t n) {
+  for (int64_t j = 0; j < n; ++j) o[j] = a[j] + b[j];
+}
+
+}  // namespace
+
 void add(ThreadPool& pool, const Mat& a, const Mat& b, const Mat& y) {
   const int64_t n = a.cols;
   for_rows(pool, a.rows, n, [&](int64_t i) {
-    const float* pa = a.f32_row(i);
-    const float* pb = b.f32_row(b.rows == 1 ? 0 : i);  // one row: a bias for every row
-    float* o = y.f32_row(i);
-    for (int64_t j = 0; j < n; ++j) o[j] = pa[j] + pb[j];
+    // One row of b: a bias for every row.
+    add_row(a.f32_row(i), b.f32_row(b.rows == 1 ? 0 : i), y.f32_row(i), n);
   });
 }
 
