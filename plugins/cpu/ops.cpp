@@ -27,22 +27,19 @@ void for_rows(ThreadPool& pool, int64_t rows, int64_t cols, F&& fn) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // (GCC 12 warns about _mm256_undefined_ps() inside its own intrinsics headers.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
-// The sums of squares of 8 rows side by side, one double lane each: the same chain of adds in
-// column order as rms_norm's scalar loop for each row (a product of two floats is exact in
-// double). 8 x 8 blocks of the rows are transposed so that column j of the 8 rows is one vector.
+// acc + col * col, each of the 8 floats of col made double first (the product is exact).
 [[gnu::target("avx512f"), gnu::always_inline]] inline __m512d add_squares(__m512d acc, __m256 col) {
   const __m512d v = _mm512_cvtps_pd(col);
   return _mm512_add_pd(acc, _mm512_mul_pd(v, v));
 }
 
+// The sums of squares of 8 rows side by side, one double lane each: the same chain of adds in
+// column order as rms_norm's scalar loop for each row. 8 x 8 blocks of the rows are transposed
+// so that column j of the 8 rows is one vector.
 [[gnu::target("avx512f")]] void sum_squares_8(const float* const* xr, int64_t n, double* ss) {
   __m512d acc = _mm512_setzero_pd();
   int64_t j = 0;
