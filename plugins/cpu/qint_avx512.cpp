@@ -545,12 +545,13 @@ void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, boo
   const __m512 sign = _mm512_set1_ps(-0.0f);
   const int64_t B = kb ? 256 : 32, nb = k / B, blocks = m * nb;
   const __m512i ones = _mm512_set1_epi8(1);
-  auto source = [&](int64_t f) { return x + f / nb * ldx + B * (f % nb); };  // block f's values
   for (int64_t f0 = 0; f0 < blocks; f0 += kChunk) {
     const int64_t chunk = blocks - f0 < kChunk ? blocks - f0 : kChunk;
+    const float* src[kChunk];  // block f's values: block f % nb of row f / nb
     float amax[kChunk], scale[kChunk], dd[kChunk];
     for (int64_t c = 0; c < chunk; ++c) {
-      const float* xb = source(f0 + c);
+      const int64_t f = f0 + c;
+      const float* xb = src[c] = x + f / nb * ldx + B * (f % nb);
       __m512 vmax = _mm512_setzero_ps();
       for (int64_t e = 0; e < B; e += 16)
         vmax = _mm512_max_ps(vmax, _mm512_andnot_ps(sign, _mm512_loadu_ps(xb + e)));
@@ -561,7 +562,7 @@ void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, boo
       dd[c] = 0;
       if (kb) {
         if (amax[c] != 0) {
-          const float* xb = source(f0 + c);
+          const float* xb = src[c];
           float max = 0;  // the first value of the largest magnitude
           const __m512 va = _mm512_set1_ps(amax[c]);
           for (int64_t e = 0; e < B; e += 16) {
@@ -581,8 +582,8 @@ void quantize_rows_avx512(const float* x, int64_t ldx, int64_t m, int64_t k, boo
       }
     }
     for (int64_t c = 0; c < chunk; ++c) {
-      const int64_t f = f0 + c;  // block f % nb of row f / nb: values at B f of q
-      const float* xb = source(f);
+      const int64_t f = f0 + c;  // its quants at B f of q
+      const float* xb = src[c];
       int8_t* qb = q + B * f;
       const __m512 vs = _mm512_set1_ps(scale[c]);
       auto rounded = [&](int64_t e) {
