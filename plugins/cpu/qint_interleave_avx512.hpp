@@ -97,6 +97,21 @@ template <int A, int B, int C, int D>
   return z;
 }
 
+// acc + the dword sums of a's unsigned bytes times b's signed bytes (vpdpbusd), and of a's int16
+// pairs times b's (vpdpwssd): the intrinsics' instructions, written so that the accumulator
+// is updated in its own register. Through the intrinsics, GCC 12 copied the q4_K kernel's row
+// sums to another register before each vpdpwssd and back after it. With these and
+// prefetch_share's lines asked for once per step, eight rows of Q4_K_M took 0.95-0.96x as long
+// and one row 0.99x; either change alone gained nothing (1.00x and 1.03x for eight rows).
+[[gnu::always_inline]] inline __m512i dpbusd(__m512i acc, __m512i a, __m512i b) {
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+  return acc;
+}
+[[gnu::always_inline]] inline __m512i dpwssd(__m512i acc, __m512i a, __m512i b) {
+  asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+  return acc;
+}
+
 // 8 activation bytes broadcast to every qword; 2 int16 broadcast to every dword.
 [[gnu::always_inline]] inline __m512i bcast8(const int8_t* p) {
   int64_t v;
@@ -147,14 +162,14 @@ inline const char* share_ahead(const QArgs& a, int64_t g, int64_t j1, int64_t b,
 }
 
 // A block's share of the weights ahead (Lines lines from `ahead`) prefetched spread over the
-// first row tile: ceil(Lines / Steps) lines in step j (< Steps) of the block's apply loop,
-// spread over its MR rows. A burst of all lines at the block's start held up the block's own
-// work: forwards of one and of eight rows of Q4_K_M took about 8% and 10% longer.
-template <int MR, int Lines, int Steps>
-[[gnu::always_inline]] inline void prefetch_share(const char* ahead, int j, int r) {
+// steps of the block's apply loop: ceil(Lines / Steps) lines in step j (< Steps), before the
+// step's rows. A burst of all lines at the block's start held up the block's own work:
+// forwards of one and of eight rows of Q4_K_M took about 8% and 10% longer. (They were spread
+// over the step's rows too, a branch per row: see dpbusd for what asking once per step gave.)
+template <int Lines, int Steps>
+[[gnu::always_inline]] inline void prefetch_share(const char* ahead, int j) {
   constexpr int per_step = (Lines + Steps - 1) / Steps;
-  const int end = per_step * j + per_step * (r + 1) / MR;
-  for (int l = per_step * j + per_step * r / MR; l < end && l < Lines; ++l)
+  for (int l = per_step * j; l < per_step * (j + 1) && l < Lines; ++l)
     _mm_prefetch(ahead + 64 * l, _MM_HINT_T0);
 }
 

@@ -136,30 +136,30 @@ template <int MR>
       for (int h = 0; h < 2; ++h)
         for (int u = 0; u < 4; ++u) w[h][u] = p.w[j][h][u];
     }
+    if (ahead) prefetch_share<kShareLines, 8>(ahead, j);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
-      if (ahead) prefetch_share<MR, kShareLines, 8>(ahead, j, r);
       const int8_t* y = a.x.q + (i0 + r) * k + 256 * b + 32 * j;
       const __m512i y0 = bcast8(y), y1 = bcast8(y + 8), y2 = bcast8(y + 16), y3 = bcast8(y + 24);
       __m512i s[2];
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
-        __m512i v = _mm512_dpbusd_epi32(fresh_zero(), w[h][0], y0);
-        v = _mm512_dpbusd_epi32(v, w[h][1], y1);
-        v = _mm512_dpbusd_epi32(v, w[h][2], y2);
-        s[h] = _mm512_dpbusd_epi32(v, w[h][3], y3);
+        __m512i v = dpbusd(fresh_zero(), w[h][0], y0);
+        v = dpbusd(v, w[h][1], y1);
+        v = dpbusd(v, w[h][2], y2);
+        s[h] = dpbusd(v, w[h][3], y3);
       }
-      isum[r] = _mm512_dpwssd_epi32(isum[r], _mm512_packs_epi32(s[0], s[1]), p.s[j]);
+      isum[r] = dpwssd(isum[r], _mm512_packs_epi32(s[0], s[1]), p.s[j]);
     }
   }
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
     const int64_t row = i0 + r;
     const int16_t* bs = bs32 + (row * nb + b) * 8;
-    __m512i msum = _mm512_dpwssd_epi32(_mm512_setzero_si512(), p.mn[0], bcast4(bs));
-    msum = _mm512_dpwssd_epi32(msum, p.mn[1], bcast4(bs + 2));
-    msum = _mm512_dpwssd_epi32(msum, p.mn[2], bcast4(bs + 4));
-    msum = _mm512_dpwssd_epi32(msum, p.mn[3], bcast4(bs + 6));
+    __m512i msum = dpwssd(_mm512_setzero_si512(), p.mn[0], bcast4(bs));
+    msum = dpwssd(msum, p.mn[1], bcast4(bs + 2));
+    msum = dpwssd(msum, p.mn[2], bcast4(bs + 4));
+    msum = dpwssd(msum, p.mn[3], bcast4(bs + 6));
     const __m512 dy = _mm512_set1_ps(a.x.d[row * nb + b]);
     __m512 acc = _mm512_load_ps(facc + 16 * row);
     acc = _mm512_fmadd_ps(_mm512_mul_ps(p.d, dy), _mm512_cvtepi32_ps(isum[r]), acc);

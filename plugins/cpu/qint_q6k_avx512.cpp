@@ -154,13 +154,13 @@ template <int MR>
     for (int c = 0; c < C; ++c) {
       const int q = q0 + c;  // values 8q .. 8q + 7, group q / 2
       const __m512i w0 = p.v[q][0], w1 = p.v[q][1];
+      if (ahead) prefetch_share<kShareLines, 32>(ahead, q);
 #pragma GCC unroll 8
       for (int r = 0; r < MR; ++r) {
-        if (ahead) prefetch_share<MR, kShareLines, 32>(ahead, q, r);
         const __m512i y = bcast8(a.x.q + (i0 + r) * k + 256 * b + 8 * q);
-        const __m512i s0 = _mm512_dpbusd_epi32(fresh_zero(), w0, y);
-        const __m512i s1 = _mm512_dpbusd_epi32(fresh_zero(), w1, y);
-        isum[r][c] = _mm512_dpwssd_epi32(isum[r][c], _mm512_packs_epi32(s0, s1), p.s[q / 2]);
+        const __m512i s0 = dpbusd(fresh_zero(), w0, y);
+        const __m512i s1 = dpbusd(fresh_zero(), w1, y);
+        isum[r][c] = dpwssd(isum[r][c], _mm512_packs_epi32(s0, s1), p.s[q / 2]);
       }
     }
   }
@@ -168,9 +168,9 @@ template <int MR>
   for (int r = 0; r < MR; ++r) {
     const int64_t row = i0 + r;
     const int16_t* bs = a.x.bsum16 + row * (k / 16) + 16 * b;
-    __m512i off = _mm512_dpwssd_epi32(fresh_zero(), p.off[0], bcast4(bs));
+    __m512i off = dpwssd(fresh_zero(), p.off[0], bcast4(bs));
 #pragma GCC unroll 7
-    for (int q = 1; q < 8; ++q) off = _mm512_dpwssd_epi32(off, p.off[q], bcast4(bs + 2 * q));
+    for (int q = 1; q < 8; ++q) off = dpwssd(off, p.off[q], bcast4(bs + 2 * q));
     const __m512 dd = _mm512_mul_ps(p.d, _mm512_set1_ps(a.x.d[row * nb + b]));
     __m512 acc = _mm512_load_ps(facc + 16 * row);
     __m512i sum = isum[r][0];
@@ -214,7 +214,7 @@ template <int MR>
         qh[h][i] = _mm512_load_si512(blk + 2304 + 64 * (8 * h + 4 * H + i));
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) {
-      if (ahead) prefetch_share<1, kShareLines, 16>(ahead, 8 * H + i, 0);
+      if (ahead) prefetch_share<kShareLines, 16>(ahead, 8 * H + i);
       __m512i va[2], vb[2];  // values 8qa .. and 8qb .. of half h
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
@@ -231,12 +231,12 @@ template <int MR>
       for (int r = 0; r < MR; ++r) {
         const int8_t* y = a.x.q + (i0 + r) * k + 256 * b;
         const __m512i ya = bcast8(y + 8 * qa), yb = bcast8(y + 8 * qb);
-        const __m512i pa = _mm512_packs_epi32(_mm512_dpbusd_epi32(fresh_zero(), va[0], ya),
-                                              _mm512_dpbusd_epi32(fresh_zero(), va[1], ya));
-        const __m512i pb = _mm512_packs_epi32(_mm512_dpbusd_epi32(fresh_zero(), vb[0], yb),
-                                              _mm512_dpbusd_epi32(fresh_zero(), vb[1], yb));
-        isum[r][c] = _mm512_dpwssd_epi32(isum[r][c], pa, sa);
-        isum[r][S == 1 ? 0 : C + c] = _mm512_dpwssd_epi32(isum[r][S == 1 ? 0 : C + c], pb, sb);
+        const __m512i pa =
+            _mm512_packs_epi32(dpbusd(fresh_zero(), va[0], ya), dpbusd(fresh_zero(), va[1], ya));
+        const __m512i pb =
+            _mm512_packs_epi32(dpbusd(fresh_zero(), vb[0], yb), dpbusd(fresh_zero(), vb[1], yb));
+        isum[r][c] = dpwssd(isum[r][c], pa, sa);
+        isum[r][S == 1 ? 0 : C + c] = dpwssd(isum[r][S == 1 ? 0 : C + c], pb, sb);
       }
     }
   }
@@ -249,9 +249,8 @@ template <int MR>
     __m512i off = fresh_zero();
 #pragma GCC unroll 8
     for (int q = 0; q < 8; ++q)
-      off =
-          _mm512_dpwssd_epi32(off, _mm512_srai_epi16(_mm512_shuffle_epi8(f[q / 2], pair[q % 2]), 3),
-                              bcast4(bs + 2 * q));
+      off = dpwssd(off, _mm512_srai_epi16(_mm512_shuffle_epi8(f[q / 2], pair[q % 2]), 3),
+                   bcast4(bs + 2 * q));
     __m512i sum = isum[r][0];
     for (int c = 1; c < S; ++c) sum = _mm512_add_epi32(sum, isum[r][c]);
     const __m512 dd = _mm512_mul_ps(d, _mm512_set1_ps(a.x.d[(i0 + r) * (k / 256) + b]));
