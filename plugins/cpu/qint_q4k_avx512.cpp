@@ -124,12 +124,13 @@ template <int MR>
   for (int j = 0; j < 8; ++j) {
     __m512i w[2][4];  // in registers for all MR rows
     if (packed) {     // sub-block j: the low (even j) or high nibbles of chunk j / 2
-      const int chunk = j / 2, o = chunk / 2;
+      // packed_weights.hpp's offset 256 + 512 (2 h + o) + 64 (4 (chunk % 2) + u) with o =
+      // chunk / 2, written so that one pointer per step serves all eight loads
+      const uint8_t* chunk = packed + 256 + 256 * (j / 2);
       const __m512i low4 = _mm512_set1_epi8(15);
       for (int h = 0; h < 2; ++h)
         for (int u = 0; u < 4; ++u) {
-          const __m512i t =
-              _mm512_load_si512(packed + 256 + 512 * (2 * h + o) + 64 * (4 * (chunk % 2) + u));
+          const __m512i t = _mm512_load_si512(chunk + 1024 * h + 64 * u);
           w[h][u] = _mm512_and_si512(j % 2 ? _mm512_srli_epi16(t, 4) : t, low4);
         }
     } else {
