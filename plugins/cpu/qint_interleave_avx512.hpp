@@ -102,7 +102,8 @@ template <int A, int B, int C, int D>
 // is updated in its own register. Through the intrinsics, GCC 12 copied the q4_K kernel's row
 // sums to another register before each vpdpwssd and back after it. With these and
 // prefetch_share's lines asked for once per step, eight rows of Q4_K_M took 0.95-0.96x as long
-// and one row 0.99x; either change alone gained nothing (1.00x and 1.03x for eight rows).
+// and one row 0.99x; either change alone gained nothing (the accumulators alone 1.00x in
+// specd-matmul-bench at m = 8, the prefetches alone 1.03x for eight rows of Q4_K_M).
 [[gnu::always_inline]] inline __m512i dpbusd(__m512i acc, __m512i a, __m512i b) {
   asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
   return acc;
