@@ -116,6 +116,7 @@ CpuDevice::CpuDevice(sdk::Host host, const specd_device_params& params) : host_(
   packs_ =
       kernel_ == GemmKernel::kAvx512 && quant_ == QuantFamily::kInt8 && avx512_vnni_available();
   pool_ = std::make_unique<ThreadPool>(threads);
+  profile_ = OpProfile::from_env();
 }
 
 void CpuDevice::info(specd_device_info& info) {
@@ -203,6 +204,7 @@ void CpuDevice::copy(specd_buffer* dst, uint64_t dst_offset, const specd_buffer*
 }
 
 void CpuDevice::matmul(const specd_view& xv, const specd_view& wv, const specd_view& yv) {
+  const OpTimer timer(profile_.get(), "matmul", &xv, false, &wv);
   const Mat x = check_view(&xv, "matmul", "x", {SPECD_DTYPE_F32});
   const bool packed = wv.buffer && wv.buffer->packed_row_bytes;
   Mat w = packed ? check_packed_view(&wv, "matmul", "w")
@@ -248,6 +250,7 @@ void CpuDevice::matmul(const specd_view& xv, const specd_view& wv, const specd_v
 
 void CpuDevice::rms_norm(const specd_view& xv, const specd_view& wv, float eps,
                          const specd_view& yv) {
+  const OpTimer timer(profile_.get(), "rms_norm", &xv);
   const Mat x = check_view(&xv, "rms_norm", "x", {SPECD_DTYPE_F32});
   const Mat w = check_view(&wv, "rms_norm", "weight", {SPECD_DTYPE_F32});
   const Mat y = check_view(&yv, "rms_norm", "y", {SPECD_DTYPE_F32}, true);
@@ -258,6 +261,7 @@ void CpuDevice::rms_norm(const specd_view& xv, const specd_view& wv, float eps,
 }
 
 void CpuDevice::rope(const specd_view& xv, const specd_view& pv, const specd_rope_params& p) {
+  const OpTimer timer(profile_.get(), "rope", &xv);
   const Mat x = check_view(&xv, "rope", "x", {SPECD_DTYPE_F32}, true);
   const Mat pos = check_view(&pv, "rope", "positions", {SPECD_DTYPE_I32});
   sdk::check_rope_shapes(x, pos, p);
@@ -274,6 +278,7 @@ void CpuDevice::rope(const specd_view& xv, const specd_view& pv, const specd_rop
 }
 
 void CpuDevice::get_rows(const specd_view& tv, const specd_view& iv, const specd_view& yv) {
+  const OpTimer timer(profile_.get(), "get_rows", &yv);
   const bool packed = tv.buffer && tv.buffer->packed_row_bytes;
   const Mat t = packed ? check_packed_view(&tv, "get_rows", "table")
                        : check_view(&tv, "get_rows", "table", {SPECD_CPU_WEIGHT_DTYPES});
@@ -301,6 +306,7 @@ void CpuDevice::get_rows(const specd_view& tv, const specd_view& iv, const specd
 void CpuDevice::attention(const specd_view& qv, const specd_view& kv, const specd_view& vv,
                           const specd_attention_mask& mask, const specd_attention_params& p,
                           const specd_view& ov) {
+  const OpTimer timer(profile_.get(), "attention", &qv);
   const char* op = "attention";
   const Mat q = check_view(&qv, op, "q", {SPECD_DTYPE_F32});
   const Mat k = check_view(&kv, op, "k_cache", {SPECD_DTYPE_F32});
@@ -340,6 +346,7 @@ void CpuDevice::attention(const specd_view& qv, const specd_view& kv, const spec
 }
 
 void CpuDevice::swiglu(const specd_view& gv, const specd_view& uv, const specd_view& yv) {
+  const OpTimer timer(profile_.get(), "swiglu", &gv);
   const Mat g = check_view(&gv, "swiglu", "gate", {SPECD_DTYPE_F32});
   const Mat u = check_view(&uv, "swiglu", "up", {SPECD_DTYPE_F32});
   const Mat y = check_view(&yv, "swiglu", "y", {SPECD_DTYPE_F32}, true);
@@ -349,6 +356,7 @@ void CpuDevice::swiglu(const specd_view& gv, const specd_view& uv, const specd_v
 }
 
 void CpuDevice::add(const specd_view& av, const specd_view& bv, const specd_view& yv) {
+  const OpTimer timer(profile_.get(), "add", &yv);
   const Mat a = check_view(&av, "add", "a", {SPECD_DTYPE_F32});
   const Mat b = check_view(&bv, "add", "b", {SPECD_DTYPE_F32});
   const Mat y = check_view(&yv, "add", "y", {SPECD_DTYPE_F32}, true);
@@ -357,6 +365,7 @@ void CpuDevice::add(const specd_view& av, const specd_view& bv, const specd_view
 }
 
 void CpuDevice::copy_rows(const specd_view& sv, const specd_view& iv, const specd_view& dv) {
+  const OpTimer timer(profile_.get(), "copy_rows", &iv, true);
   const std::initializer_list<specd_dtype> any = {SPECD_CPU_WEIGHT_DTYPES, SPECD_DTYPE_I32};
   const Mat s = check_view(&sv, "copy_rows", "src", any);
   const Mat idx = check_view(&iv, "copy_rows", "indices", {SPECD_DTYPE_I32});
@@ -378,6 +387,7 @@ void CpuDevice::copy_rows(const specd_view& sv, const specd_view& iv, const spec
 }
 
 void CpuDevice::softmax(const specd_view& xv, float temperature, const specd_view& yv) {
+  const OpTimer timer(profile_.get(), "softmax", &xv);
   const Mat x = check_view(&xv, "softmax", "x", {SPECD_DTYPE_F32});
   const Mat y = check_view(&yv, "softmax", "y", {SPECD_DTYPE_F32}, true);
   sdk::check_same_shape(x, y, "softmax", "x", "y");
@@ -386,6 +396,7 @@ void CpuDevice::softmax(const specd_view& xv, float temperature, const specd_vie
 }
 
 void CpuDevice::argmax(const specd_view& xv, const specd_view& ov) {
+  const OpTimer timer(profile_.get(), "argmax", &xv);
   const Mat x = check_view(&xv, "argmax", "x", {SPECD_DTYPE_F32});
   const Mat o = check_view(&ov, "argmax", "out", {SPECD_DTYPE_I32}, true);
   if (o.rows != 1 || o.cols != x.rows) fail("argmax", "out must be [1, m]");

@@ -8,6 +8,7 @@
 
 #include "cpu_buffer.hpp"
 #include "gemm.hpp"
+#include "op_profile.hpp"
 #include "specd/cpp/host.hpp"
 #include "thread_pool.hpp"
 
@@ -53,6 +54,7 @@ class CpuDevice {
   // Whether q4_K and q6_K weights are packed for the AVX-512 kernels (it runs here and int8 is
   // chosen).
   bool packs_ = false;
+  std::unique_ptr<OpProfile> profile_;  // $SPECD_CPU_PROFILE, or null
 };
 
 // Checks a view and returns its validated form; throws naming `op` and `arg`.
