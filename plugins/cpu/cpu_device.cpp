@@ -116,7 +116,9 @@ CpuDevice::CpuDevice(sdk::Host host, const specd_device_params& params) : host_(
   packs_ =
       kernel_ == GemmKernel::kAvx512 && quant_ == QuantFamily::kInt8 && avx512_vnni_available();
   pool_ = std::make_unique<ThreadPool>(threads);
-  profile_ = OpProfile::from_env();
+  specd_device_info about{};
+  info(about);
+  profile_ = OpProfile::from_env(about.name);
 }
 
 void CpuDevice::info(specd_device_info& info) {

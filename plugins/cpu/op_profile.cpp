@@ -5,9 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -20,18 +23,28 @@ namespace {
 constexpr const char* kVariable = "SPECD_CPU_PROFILE";
 
 // Opens `path` for writing without blocking on a FIFO and without following it into anything
-// but a regular file: the table is a file the user reads afterwards.
+// but a regular file: the table is a file the user reads afterwards. The first device of the
+// process to name a path empties it; every device appends its table to it when it closes (a
+// draft's device beside its target's).
 std::FILE* open_regular(const std::string& path) {
+  static std::mutex mutex;
+  static std::set<std::string> opened;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const bool first = opened.insert(path).second;
   const auto not_regular = [&] {
     return std::invalid_argument(std::string("cpu: ") + kVariable + "=" + path +
                                  " is not a regular file (give a file path, or - for stderr)");
   };
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) throw not_regular();
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0644);
-  if (fd < 0)
+  const int fd =
+      ::open(path.c_str(),
+             O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_CLOEXEC | (first ? O_TRUNC : 0), 0644);
+  if (fd < 0) {
+    if (first) opened.erase(path);
     throw std::invalid_argument(std::string("cpu: ") + kVariable + "=" + path +
                                 ": cannot create the file: " + std::strerror(errno));
+  }
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {  // replaced since the check above
     ::close(fd);
     throw not_regular();
@@ -47,16 +60,18 @@ std::FILE* open_regular(const std::string& path) {
 
 }  // namespace
 
-std::unique_ptr<OpProfile> OpProfile::from_env() {
+std::unique_ptr<OpProfile> OpProfile::from_env(const std::string& device) {
   const char* env = std::getenv(kVariable);
   if (!env || !*env || std::strcmp(env, "0") == 0) return nullptr;
   const std::string path = env;
-  if (path == "-") return std::unique_ptr<OpProfile>(new OpProfile(stderr, false, path));
-  return std::unique_ptr<OpProfile>(new OpProfile(open_regular(path), true, path));
+  static std::atomic<int> opened{0};  // devices of this process, in the order they opened
+  const std::string label = "device " + std::to_string(++opened) + " of the process, " + device;
+  if (path == "-") return std::unique_ptr<OpProfile>(new OpProfile(stderr, false, path, label));
+  return std::unique_ptr<OpProfile>(new OpProfile(open_regular(path), true, path, label));
 }
 
-OpProfile::OpProfile(std::FILE* out, bool owns, std::string path)
-    : out_(out), owns_(owns), path_(std::move(path)) {}
+OpProfile::OpProfile(std::FILE* out, bool owns, std::string path, std::string device)
+    : out_(out), owns_(owns), path_(std::move(path)), device_(std::move(device)) {}
 
 OpProfile::~OpProfile() {
   const std::string text = table();
@@ -76,9 +91,9 @@ void OpProfile::add(const char* op, specd_dtype weights, int64_t m, std::chrono:
 }
 
 std::string OpProfile::table() const {
-  std::string out =
-      "# specd cpu profile: wall time of the device's op calls, summed per m (rows) and op\n"
-      "#    m  op                  calls     total_ms   us_per_call  share_of_m\n";
+  std::string out = "# specd cpu profile of " + device_ +
+                    ": wall time of the device's op calls, summed per m (rows) and op\n"
+                    "#    m  op                  calls     total_ms   us_per_call  share_of_m\n";
   char line[160];
   for (auto it = sums_.begin(); it != sums_.end();) {
     const int64_t m = it->first.m;

@@ -2,7 +2,8 @@
 // stderr) when the device opens, every op call is timed on the device thread (wall clock, from
 // its entry to its return, so a threaded op's wait for its workers counts) and summed per op,
 // per row count m of its activations and, for matmul, per weight type; the table is written
-// when the device closes. Unset, empty or "0": off, and an op pays one branch.
+// when the device closes (several devices of a process append their tables to one file).
+// Unset, empty or "0": off, and an op pays one branch.
 //
 // A forward of m tokens is a sequence of ops with the same m, so the rows of one m add up to
 // the device's part of that forward; the time between ops (the caller's own work) is not in
@@ -25,8 +26,8 @@ namespace specd::cpu {
 class OpProfile {
  public:
   // Null when $SPECD_CPU_PROFILE is off; throws naming the variable and the path when the
-  // file cannot be created.
-  static std::unique_ptr<OpProfile> from_env();
+  // file cannot be created. `device` names the device in the table's header.
+  static std::unique_ptr<OpProfile> from_env(const std::string& device);
   ~OpProfile();  // writes the table
   OpProfile(const OpProfile&) = delete;
   OpProfile& operator=(const OpProfile&) = delete;
@@ -39,7 +40,7 @@ class OpProfile {
   std::string table() const;
 
  private:
-  OpProfile(std::FILE* out, bool owns, std::string path);
+  OpProfile(std::FILE* out, bool owns, std::string path, std::string device);
 
   struct Key {
     int64_t m;
@@ -54,6 +55,7 @@ class OpProfile {
   std::FILE* out_;
   bool owns_;
   std::string path_;
+  std::string device_;
 };
 
 // Times one op call into `profile` (nothing when it is null). m is read from `rows` (its

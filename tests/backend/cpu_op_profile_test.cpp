@@ -1,6 +1,7 @@
 // The CPU backend's op profile ($SPECD_CPU_PROFILE, plugins/cpu/op_profile.hpp): the table
-// written when the device closes counts every op call under its m and, for matmul, its weight
-// type; a path that cannot hold the table is refused when the device opens, naming it.
+// written when a device closes counts every op call under its m and, for matmul, its weight
+// type, and the devices of a process add their tables to one file; a path that cannot hold
+// the table is refused when the device opens, naming it.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,10 +63,18 @@ TEST_CASE("cpu op profile: every call counted under its m and weight type") {
                    bx.view(SPECD_DTYPE_F32, m, k));
     }
     const bool written_early = std::filesystem::exists(path) && !read_text(path).empty();
-    CHECK_FALSE(written_early);  // the table is written when the device closes
+    CHECK_FALSE(written_early);              // the table is written when the device closes
+    const OpenBackend second = open_cpu(1);  // a second device appends its own table
+    Buffer bx = upload_vec(*second.device, random_floats(rng, 7 * k));
+    Buffer bn2 = upload_vec(*second.device, random_floats(rng, k));
+    second.device->rms_norm(bx.view(SPECD_DTYPE_F32, 7, k), bn2.view(SPECD_DTYPE_F32, 1, k), 1e-5f,
+                            bx.view(SPECD_DTYPE_F32, 7, k));
   }
   const std::string table = read_text(path);
   INFO(table);
+  CHECK(table.find(" of the process, cpu (2 threads") != std::string::npos);
+  CHECK(table.find(" of the process, cpu (1 threads") != std::string::npos);
+  CHECK(calls_of(table, 7, "rms_norm") == 1);
   CHECK(calls_of(table, 3, "matmul q4_K") == 2);
   CHECK(calls_of(table, 5, "matmul q4_K") == 1);
   CHECK(calls_of(table, 3, "rms_norm") == 2);
