@@ -387,7 +387,7 @@ inline void prefetch_row(const float* row, int64_t bytes) {
 // a layer's cache comes from memory (the weights read since the layer last ran evict it), a
 // head's slice at a time (256 or 512 bytes of each cache row), and the near prefetches alone
 // left attention waiting on it: on a Zen 4 VM (constructed 95 M Q4_K_M, 2 threads) one row's
-// attention after 900 tokens took 0.63-0.74x as long with these, eight rows' 0.73-0.93x; after
+// attention after 900 tokens took 0.60-0.74x as long with these, eight rows' 0.73-0.93x; after
 // 64 tokens one row's 0.85x and eight rows' about the same.
 inline void prefetch_row_far(const float* row, int64_t bytes) {
   for (int64_t line = 0; line < bytes; line += 64)
