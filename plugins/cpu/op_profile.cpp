@@ -27,12 +27,13 @@ constexpr const char* kVariable = "SPECD_CPU_PROFILE";
 // process to name a path empties it; every device appends its table to it when it closes (a
 // draft's device beside its target's).
 std::FILE* open_regular(const std::string& path) {
+  const std::string setting = std::string("cpu: ") + kVariable + "=" + path;
   static std::mutex mutex;
   static std::set<std::string> opened;
   const std::lock_guard<std::mutex> lock(mutex);
   const bool first = opened.insert(path).second;
   const auto not_regular = [&] {
-    return std::invalid_argument(std::string("cpu: ") + kVariable + "=" + path +
+    return std::invalid_argument(setting +
                                  " is not a regular file (give a file path, or - for stderr)");
   };
   struct stat st {};
@@ -42,8 +43,7 @@ std::FILE* open_regular(const std::string& path) {
              O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_CLOEXEC | (first ? O_TRUNC : 0), 0644);
   if (fd < 0) {
     if (first) opened.erase(path);
-    throw std::invalid_argument(std::string("cpu: ") + kVariable + "=" + path +
-                                ": cannot create the file: " + std::strerror(errno));
+    throw std::invalid_argument(setting + ": cannot create the file: " + std::strerror(errno));
   }
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {  // replaced since the check above
     ::close(fd);
@@ -52,8 +52,7 @@ std::FILE* open_regular(const std::string& path) {
   std::FILE* f = ::fdopen(fd, "w");
   if (!f) {
     ::close(fd);
-    throw std::invalid_argument(std::string("cpu: ") + kVariable + "=" + path + ": " +
-                                std::strerror(errno));
+    throw std::invalid_argument(setting + ": " + std::strerror(errno));
   }
   return f;
 }

@@ -377,22 +377,20 @@ namespace {
   return j < prefix ? j : static_cast<int64_t>(extra[j - prefix]);
 }
 
-// Asks for the `bytes` at `row` (a head's slice of a cache row) to be brought into L1.
+// Asks for the `bytes` at `row` (a head's slice of a cache row) to be brought into L1, or with
+// _MM_HINT_T1 into L2.
+template <_mm_hint Hint = _MM_HINT_T0>
 inline void prefetch_row(const float* row, int64_t bytes) {
   for (int64_t line = 0; line < bytes; line += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(row) + line, _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(row) + line, Hint);
 }
 
-// The same into L2, for the rows kFarRows ahead of the one a pass reads. Past the first tokens
-// a layer's cache comes from memory (the weights read since the layer last ran evict it), a
-// head's slice at a time (256 or 512 bytes of each cache row), and the near prefetches alone
-// left attention waiting on it: on a Zen 4 VM (constructed 95 M Q4_K_M, 2 threads) one row's
-// attention after 900 tokens took 0.60-0.74x as long with these, eight rows' 0.73-0.93x; after
-// 64 tokens one row's 0.85x and eight rows' about the same.
-inline void prefetch_row_far(const float* row, int64_t bytes) {
-  for (int64_t line = 0; line < bytes; line += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(row) + line, _MM_HINT_T1);
-}
+// Rows kFarRows ahead of the one a pass reads are asked for into L2 (prefetch_row<_MM_HINT_T1>).
+// Past the first tokens a layer's cache comes from memory (the weights read since the layer last
+// ran evict it), a head's slice at a time (256 or 512 bytes of each cache row), and the near
+// prefetches alone left attention waiting on it: on a Zen 4 VM (constructed 95 M Q4_K_M, 2
+// threads) one row's attention after 900 tokens took 0.60-0.74x as long with these, eight rows'
+// 0.73-0.93x; after 64 tokens one row's 0.85x and eight rows' about the same.
 constexpr int64_t kFarRows = 64;
 
 // Fixed-order dot product: 16 interleaved lanes, then lanes added pairwise.
@@ -505,7 +503,7 @@ template <int HD, int NP>
         // value pass's first ones while the last keys are scored)
         const int64_t far0 = j0 == 0 ? std::min<int64_t>(32, n_keys) : j0 + kFarRows;
         for (int64_t j = far0; j < std::min(j0 + kFarRows + 16, 2 * n_keys); ++j)
-          prefetch_row_far(j < n_keys ? krow[j] : vrow[j - n_keys], HD * 4);
+          prefetch_row<_MM_HINT_T1>(j < n_keys ? krow[j] : vrow[j - n_keys], HD * 4);
       }
       const float* kp[16];
       for (int t = 0; t < 16; ++t) kp[t] = krow[j0 + (kTransposed[t] < nb ? kTransposed[t] : 0)];
@@ -535,7 +533,7 @@ template <int HD, int NP>
   }
   for (int64_t j = 0; j < n_keys; ++j) {  // keys in logical order
     if (j + 8 < n_keys) prefetch_row(vrow[j + 8], HD * 4);
-    if (j + kFarRows < n_keys) prefetch_row_far(vrow[j + kFarRows], HD * 4);
+    if (j + kFarRows < n_keys) prefetch_row<_MM_HINT_T1>(vrow[j + kFarRows], HD * 4);
     __m512 vv[V];
     for (int c = 0; c < V; ++c) vv[c] = _mm512_loadu_ps(vrow[j] + 16 * c);
     for (int a = 0; a < NP; ++a) {
@@ -587,8 +585,8 @@ template <int HD>
       prefetch_row(v.f32_row(j + kAhead) + kv_off, HD * 4);
     }
     if (j + kFarRows < most) {
-      prefetch_row_far(k.f32_row(j + kFarRows) + kv_off, HD * 4);
-      prefetch_row_far(v.f32_row(j + kFarRows) + kv_off, HD * 4);
+      prefetch_row<_MM_HINT_T1>(k.f32_row(j + kFarRows) + kv_off, HD * 4);
+      prefetch_row<_MM_HINT_T1>(v.f32_row(j + kFarRows) + kv_off, HD * 4);
     }
     __m512 l[16];
     for (int t = 0; t < 16; ++t)
