@@ -1,11 +1,14 @@
 #include "bandwidth.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "gguf/gguf_reader.hpp"
+#include "median.hpp"
 
 namespace specd::bench {
 
@@ -30,6 +33,54 @@ double copy_bandwidth() {
     src[r] = dst[n - 1 - r];  // keep the copies observable
   }
   return 2.0 * double(n) / best;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// XOR of n words in eight independent chains, so that loads, not the chain, set the pace.
+[[gnu::noinline]] uint64_t xor_words(const uint64_t* p, size_t n) {
+  uint64_t a[8] = {};
+  for (size_t i = 0; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) a[j] ^= p[i + j];
+  return a[0] ^ a[1] ^ a[2] ^ a[3] ^ a[4] ^ a[5] ^ a[6] ^ a[7];
+}
+
+}  // namespace
+
+double read_bandwidth(int threads) {
+  threads = std::max(threads, 1);
+  const size_t words = (size_t{256} << 20) / 8, slice = words / static_cast<size_t>(threads);
+  std::vector<uint64_t> buffer(words);
+  for (size_t i = 0; i < words; ++i) buffer[i] = i * 0x9e3779b97f4a7c15u;  // every page mapped
+  std::vector<double> passes;
+  uint64_t sink = 0;
+  for (int r = 0; r < 5; ++r) {
+    std::vector<Clock::time_point> start(static_cast<size_t>(threads)),
+        end(static_cast<size_t>(threads));
+    std::vector<uint64_t> result(static_cast<size_t>(threads));
+    std::atomic<int> ready{0};
+    auto read = [&](int t) {  // all threads start together, so their reads overlap
+      ready.fetch_add(1);
+      while (ready.load() < threads) std::this_thread::yield();
+      const auto i = static_cast<size_t>(t);
+      start[i] = Clock::now();
+      result[i] = xor_words(buffer.data() + i * slice, slice);
+      end[i] = Clock::now();
+    };
+    std::vector<std::thread> others;
+    for (int t = 1; t < threads; ++t) others.emplace_back(read, t);
+    read(0);
+    for (auto& th : others) th.join();
+    const auto first = *std::min_element(start.begin(), start.end());
+    const auto last = *std::max_element(end.begin(), end.end());
+    passes.push_back(double(slice * 8 * static_cast<size_t>(threads)) /
+                     std::chrono::duration<double>(last - first).count());
+    for (uint64_t x : result) sink ^= x;
+  }
+  asm volatile("" : : "r"(sink));  // keeps the reads observable
+  return median(passes);
 }
 
 }  // namespace specd::bench

@@ -1,5 +1,5 @@
 // Memory-traffic figures for specd-model-bench: how many weight bytes one decoding step
-// reads, and the machine's measured copy bandwidth to set them against.
+// reads, and the machine's measured bandwidths to set them against.
 #pragma once
 
 #include <cstdint>
@@ -15,5 +15,13 @@ uint64_t decode_weight_bytes(const std::string& gguf_path);
 // memcpy of a 256 MiB buffer, best of 5, in bytes read plus bytes written per second (as
 // STREAM's Copy counts), single thread.
 double copy_bandwidth();
+
+// Bytes per second that `threads` threads read at once, each streaming its own slice of a
+// 256 MiB buffer (far past any cache) with plain loads and nothing else: the roof that a
+// decoding step's matmuls, which stream the weights on the device's threads, run against.
+// One thread's memcpy understates it: two threads of a 2-core Zen 4 VM read 23-36 GB/s where
+// one thread copied 18-22. Median of 5 passes (this shared machine's bandwidth drifts, and a
+// median is what the decode figure beside it is).
+double read_bandwidth(int threads);
 
 }  // namespace specd::bench

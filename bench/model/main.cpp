@@ -234,7 +234,12 @@ int main(int argc, char** argv) {
       for (int r = 0; r < a.repeats; ++r) prefill.push_back(b.forward_time(*cache, n_prefill));
     }
 
-    // Decode: one token at a time, committed, after `prefix` tokens.
+    // Decode: one token at a time, committed, after `prefix` tokens. On the CPU backend the
+    // memory's read roof is taken just before and just after, with the device's threads.
+    const bool cpu = a.backend == "cpu";
+    const int device_threads = static_cast<int>(device->info().threads);
+    const bool read_roof = cpu && !a.decode_only;
+    const double read_before = read_roof ? bench::read_bandwidth(device_threads) : 0;
     std::vector<double> decode;
     const int32_t n_decode = std::min<int32_t>(64, n_ctx - prefix - 1);
     for (int r = 0; r < a.repeats; ++r) {
@@ -251,6 +256,7 @@ int main(int argc, char** argv) {
                   1.0 / median(decode), prefix, a.repeats);
       return 0;
     }
+    const double read_after = read_roof ? bench::read_bandwidth(device_threads) : 0;
 
     // v(m): forwards of m tokens after the same committed prefix (never committed).
     std::vector<int32_t> ms;
@@ -263,10 +269,8 @@ int main(int argc, char** argv) {
     // the v(m) timings: forwards of several rows are bound by it, and on a shared host it
     // drops while other tenants' vector work runs on the same cores (README, "Quantized
     // weights"), so it tells a reader which state of the machine the v(m) figures describe.
-    const bool cpu = a.backend == "cpu";
-    const int roof_threads = static_cast<int>(device->info().threads);
     const std::vector<double> roof_before =
-        cpu ? bench::int8_mac_roof_concurrent(roof_threads) : std::vector<double>{};
+        cpu ? bench::int8_mac_roof_concurrent(device_threads) : std::vector<double>{};
     model->truncate(*cache, prefix);
     std::vector<std::vector<double>> times(ms.size()), ratios(ms.size());
     for (int r = 0; r < a.repeats; ++r)
@@ -279,7 +283,7 @@ int main(int argc, char** argv) {
         ratios[i].push_back(tm / t1);
       }
     const std::vector<double> roof_after =
-        cpu ? bench::int8_mac_roof_concurrent(roof_threads) : std::vector<double>{};
+        cpu ? bench::int8_mac_roof_concurrent(device_threads) : std::vector<double>{};
     std::vector<double> t_m, v_m;
     for (size_t i = 0; i < ms.size(); ++i) {
       t_m.push_back(median(times[i]));
@@ -296,11 +300,12 @@ int main(int argc, char** argv) {
           "{\"model\": \"%s\", \"params\": %lld, \"weight_type\": \"%s\", \"device\": \"%s\", "
           "\"threads\": %u, \"repeats\": %d, \"clock\": \"%s\", \"decode_tokens_per_s\": %.2f, "
           "\"prefill_tokens\": %d, \"prefill_tokens_per_s\": %.2f, \"decode_weight_bytes\": %.0f, "
-          "\"decode_bytes_per_s\": %.4g, \"copy_bytes_per_s\": %.4g, "
+          "\"decode_bytes_per_s\": %.4g, \"read_bytes_per_s_before\": %.4g, "
+          "\"read_bytes_per_s_after\": %.4g, \"copy_bytes_per_s\": %.4g, "
           "\"int8_roof_gmacs_before\": [%s], \"int8_roof_gmacs_after\": [%s], \"forward_ms\": {",
           in.path.c_str(), static_cast<long long>(in.n_params), in.weight_type.c_str(), di.name,
           di.threads, a.repeats, g_cpu_time ? "cpu" : "wall", decode_tps, n_prefill, prefill_tps,
-          weight_bytes, weight_bytes * decode_tps, copy_bw,
+          weight_bytes, weight_bytes * decode_tps, read_before, read_after, copy_bw,
           roof_before.empty() ? "" : joined(roof_before, 1e9, 1).c_str(),
           roof_after.empty() ? "" : joined(roof_after, 1e9, 1).c_str());
       for (size_t i = 0; i < ms.size(); ++i)
@@ -315,16 +320,22 @@ int main(int argc, char** argv) {
       std::printf("device    %s, median of %d repeats, %s\n", di.name, a.repeats,
                   g_cpu_time ? "process CPU time" : "wall time");
       std::printf("decode    %.1f tokens/s (m = 1 after %d tokens)\n", decode_tps, prefix);
-      std::printf(
-          "memory    %.2f GB/s of weights read in decoding (%.1f MB per token); memcpy "
-          "%.2f GB/s (read + write, one thread)\n",
-          weight_bytes * decode_tps / 1e9, weight_bytes / 1e6, copy_bw / 1e9);
+      std::printf("memory    %.2f GB/s of weights read in decoding (%.1f MB per token)",
+                  weight_bytes * decode_tps / 1e9, weight_bytes / 1e6);
+      if (read_roof)
+        std::printf(
+            ", %.0f%% of the read roof\n"
+            "roof      %d thread%s reading at once: %.2f GB/s before decoding, %.2f after;",
+            100 * weight_bytes * decode_tps / (0.5 * (read_before + read_after)), device_threads,
+            device_threads == 1 ? "" : "s", read_before / 1e9, read_after / 1e9);
+      std::printf("%s memcpy %.2f GB/s (read + write, one thread)\n", read_roof ? "" : ";",
+                  copy_bw / 1e9);
       std::printf("prefill   %.1f tokens/s (%d tokens in one forward)\n", prefill_tps, n_prefill);
       if (!roof_before.empty())
         std::printf(
             "compute   512-bit vpdpbusd, %d thread%s at once: %s GMAC/s per thread before "
             "v(m), %s after\n",
-            roof_threads, roof_threads == 1 ? "" : "s", joined(roof_before, 1e9, 0).c_str(),
+            device_threads, device_threads == 1 ? "" : "s", joined(roof_before, 1e9, 0).c_str(),
             joined(roof_after, 1e9, 0).c_str());
       std::printf(
           "v(m) = time(m tokens) / time(1 token), after %d committed tokens (median of ratios "
