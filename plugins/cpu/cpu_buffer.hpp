@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "huge_pages.hpp"
 #include "specd/backend.h"
 
 // Opaque to the host (backend.h); host memory, 64-byte aligned unless wrapped.
@@ -16,6 +17,8 @@ struct specd_buffer {
   // read it.
   int64_t packed_row_bytes = 0;
   specd_dtype packed_dtype = SPECD_DTYPE_F32;
+  // Not null: `data` lies in this chunk of the device's weight arena (packed matrices).
+  specd::cpu::WeightArena::Chunk* arena_chunk = nullptr;
 };
 
 namespace specd::cpu {

@@ -2,11 +2,13 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "decode.hpp"
+#include "huge_pages.hpp"
 #include "ops.hpp"
 #include "packed_weights.hpp"
 #include "specd/cpp/backend.hpp"
@@ -130,9 +132,13 @@ void CpuDevice::info(specd_device_info& info) {
   std::snprintf(info.name, sizeof(info.name), "%s", name.c_str());
 }
 
+// Buffers of 2 MiB or more (a KV cache layer of a long context) ask for huge pages
+// (huge_pages.hpp).
 specd_buffer* CpuDevice::alloc(uint64_t size) {
   const uint64_t rounded = (size + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  void* p = rounded < size              ? nullptr  // within 63 bytes of 2^64
+            : rounded >= kHugePageBytes ? alloc_huge_aligned(rounded)
+                                        : std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
   if (!p)
     throw sdk::PluginError(SPECD_STATUS_OUT_OF_MEMORY,
                            "cpu: cannot allocate " + std::to_string(size) + " bytes");
@@ -144,7 +150,10 @@ specd_buffer* CpuDevice::alloc(uint64_t size) {
 }
 
 void CpuDevice::free(specd_buffer* buffer) {
-  if (buffer->owned) std::free(buffer->data);
+  if (buffer->arena_chunk)
+    weight_arena_.release(buffer->arena_chunk);
+  else if (buffer->owned)
+    std::free(buffer->data);
   delete buffer;
 }
 
@@ -157,8 +166,8 @@ specd_buffer* CpuDevice::wrap_host(const void* data, uint64_t size) {
   return b;
 }
 
-// q4_K and q6_K matrices are packed for the AVX-512 kernels (copied: the host may drop the
-// file's pages); anything else is wrapped in place.
+// q4_K and q6_K matrices are packed for the AVX-512 kernels (copied, into the weight arena's
+// huge pages: the host may drop the file's pages); anything else is wrapped in place.
 specd_buffer* CpuDevice::wrap_weights(const void* data, uint64_t size, specd_dtype dtype,
                                       int64_t rows, int64_t cols, bool& copied) {
   copied = false;
@@ -170,13 +179,19 @@ specd_buffer* CpuDevice::wrap_weights(const void* data, uint64_t size, specd_dty
                                 " values of " + sdk::dtype_name(dtype));
   if (!packed_weights::packs(dtype) || !packs_) return wrap_host(data, size);
   const int64_t rb = static_cast<int64_t>(row_bytes);
-  specd_buffer* b = alloc(static_cast<uint64_t>(packed_weights::packed_bytes(rows, rb)));
+  const auto bytes = static_cast<uint64_t>(packed_weights::packed_bytes(rows, rb));
+  auto b = std::make_unique<specd_buffer>();
+  b->data = weight_arena_.allocate(bytes, b->arena_chunk);
+  if (!b->data)
+    throw sdk::PluginError(SPECD_STATUS_OUT_OF_MEMORY,
+                           "cpu: cannot allocate " + std::to_string(bytes) + " bytes");
   packed_weights::pack(dtype, static_cast<const uint8_t*>(data), rows, rb, b->data);
+  b->owned = true;
   b->size = size;
   b->packed_row_bytes = rb;
   b->packed_dtype = dtype;
   copied = true;
-  return b;
+  return b.release();
 }
 
 void CpuDevice::upload(specd_buffer* dst, uint64_t offset, const void* src, uint64_t size) {

@@ -8,6 +8,7 @@
 
 #include "cpu_buffer.hpp"
 #include "gemm.hpp"
+#include "huge_pages.hpp"
 #include "op_profile.hpp"
 #include "specd/cpp/host.hpp"
 #include "thread_pool.hpp"
@@ -55,6 +56,7 @@ class CpuDevice {
   // chosen).
   bool packs_ = false;
   std::unique_ptr<OpProfile> profile_;  // $SPECD_CPU_PROFILE, or null
+  WeightArena weight_arena_;            // the packed matrices' memory
 };
 
 // Checks a view and returns its validated form; throws naming `op` and `arg`.
