@@ -17,7 +17,8 @@ uint64_t decode_weight_bytes(const std::string& gguf_path);
 double copy_bandwidth();
 
 // Bytes per second that `threads` threads read at once, each streaming its own slice of a
-// 256 MiB buffer (far past any cache) with plain loads and nothing else: the roof that a
+// 256 MiB buffer (far past any cache; in 2 MiB pages, as the CPU device keeps weights, unless
+// SPECD_CPU_HUGE_PAGES=0) with plain loads and nothing else: the roof that a
 // decoding step's matmuls, which stream the weights on the device's threads, run against.
 // One thread's memcpy understates it: two threads of a 2-core Zen 4 VM read 23-36 GB/s where
 // one thread copied 18-22. Median of 5 passes (this shared machine's bandwidth drifts, and a
