@@ -89,7 +89,8 @@ Mat check_view(const specd_view* v, const char* op, const char* arg,
     fail(op, where +
                  "a packed weight buffer (buffer_wrap_weights) is read only as matmul's w "
                  "and get_rows' table");
-  if (output && !v->buffer->owned) fail(op, where + "output into a read-only (wrapped) buffer");
+  if (output && !v->buffer->owned)
+    fail(op, where + "output into a read-only (wrapped or weight) buffer");
   if ((v->dtype == SPECD_DTYPE_F32 || v->dtype == SPECD_DTYPE_I32) &&
       ((v->offset | static_cast<uint64_t>(v->row_stride)) % 4 != 0 ||
        reinterpret_cast<uintptr_t>(v->buffer->data) % 4 != 0))
@@ -108,7 +109,8 @@ uint32_t CpuDevice::score(sdk::Host, std::string& reason) {
   return 1;
 }
 
-CpuDevice::CpuDevice(sdk::Host host, const specd_device_params& params) : host_(host) {
+CpuDevice::CpuDevice(sdk::Host host, const specd_device_params& params)
+    : host_(host), huge_pages_(huge_pages_wanted()), weight_arena_(huge_pages_) {
   int threads = static_cast<int>(params.threads);
   if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
   if (threads <= 0) threads = 1;
@@ -136,9 +138,10 @@ void CpuDevice::info(specd_device_info& info) {
 // (huge_pages.hpp).
 specd_buffer* CpuDevice::alloc(uint64_t size) {
   const uint64_t rounded = (size + 63) / 64 * 64;
-  void* p = rounded < size              ? nullptr  // within 63 bytes of 2^64
-            : rounded >= kHugePageBytes ? alloc_huge_aligned(rounded)
-                                        : std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  void* p = rounded < size ? nullptr  // within 63 bytes of 2^64
+            : huge_pages_ && rounded >= kHugePageBytes
+                ? alloc_huge_aligned(rounded, true)
+                : std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
   if (!p)
     throw sdk::PluginError(SPECD_STATUS_OUT_OF_MEMORY,
                            "cpu: cannot allocate " + std::to_string(size) + " bytes");
@@ -166,8 +169,9 @@ specd_buffer* CpuDevice::wrap_host(const void* data, uint64_t size) {
   return b;
 }
 
-// q4_K and q6_K matrices are packed for the AVX-512 kernels (copied, into the weight arena's
-// huge pages: the host may drop the file's pages); anything else is wrapped in place.
+// q4_K and q6_K matrices are packed for the AVX-512 kernels; with huge pages, anything else is
+// copied as it is. Both go into the weight arena, and the host may then drop the file's pages.
+// Without huge pages, unpacked matrices are wrapped in place.
 specd_buffer* CpuDevice::wrap_weights(const void* data, uint64_t size, specd_dtype dtype,
                                       int64_t rows, int64_t cols, bool& copied) {
   copied = false;
@@ -177,19 +181,23 @@ specd_buffer* CpuDevice::wrap_weights(const void* data, uint64_t size, specd_dty
     throw sdk::invalid_argument("buffer_wrap_weights: " + std::to_string(size) + " bytes are not " +
                                 std::to_string(rows) + " rows of " + std::to_string(cols) +
                                 " values of " + sdk::dtype_name(dtype));
-  if (!packed_weights::packs(dtype) || !packs_) return wrap_host(data, size);
+  const bool packs = packed_weights::packs(dtype) && packs_;
+  if (!packs && !huge_pages_) return wrap_host(data, size);
   const int64_t rb = static_cast<int64_t>(row_bytes);
-  const auto bytes = static_cast<uint64_t>(packed_weights::packed_bytes(rows, rb));
+  const auto bytes = packs ? static_cast<uint64_t>(packed_weights::packed_bytes(rows, rb)) : size;
   auto b = std::make_unique<specd_buffer>();
   b->data = weight_arena_.allocate(bytes, b->arena_chunk);
   if (!b->data)
     throw sdk::PluginError(SPECD_STATUS_OUT_OF_MEMORY,
                            "cpu: cannot allocate " + std::to_string(bytes) + " bytes");
-  packed_weights::pack(dtype, static_cast<const uint8_t*>(data), rows, rb, b->data);
-  b->owned = true;
   b->size = size;
-  b->packed_row_bytes = rb;
-  b->packed_dtype = dtype;
+  if (packs) {
+    packed_weights::pack(dtype, static_cast<const uint8_t*>(data), rows, rb, b->data);
+    b->packed_row_bytes = rb;
+    b->packed_dtype = dtype;
+  } else {
+    std::memcpy(b->data, data, size);
+  }
   copied = true;
   return b.release();
 }

@@ -56,7 +56,8 @@ class CpuDevice {
   // chosen).
   bool packs_ = false;
   std::unique_ptr<OpProfile> profile_;  // $SPECD_CPU_PROFILE, or null
-  WeightArena weight_arena_;            // the packed matrices' memory
+  bool huge_pages_;  // huge_pages_wanted(): weights copied to huge pages, large buffers too
+  WeightArena weight_arena_;  // the weight matrices' memory (packed, or copied for huge pages)
 };
 
 // Checks a view and returns its validated form; throws naming `op` and `arg`.

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <string>
 
 namespace specd::cpu {
 
@@ -13,11 +16,25 @@ struct WeightArena::Chunk {
   int64_t live = 0;  // allocations not yet released
 };
 
-void* alloc_huge_aligned(uint64_t size) {
+bool huge_pages_wanted() {
+  if (const char* env = std::getenv("SPECD_CPU_HUGE_PAGES"); env && *env) {
+    const std::string want = env;
+    if (want == "0") return false;
+    if (want != "1")
+      throw std::invalid_argument("cpu: SPECD_CPU_HUGE_PAGES=" + want +
+                                  " is unknown (0: weights stay where the file maps them and "
+                                  "buffers in 4 KiB pages; 1, the default: huge pages)");
+  }
+  std::ifstream setting("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  return std::getline(setting, line) && line.find("[never]") == std::string::npos;
+}
+
+void* alloc_huge_aligned(uint64_t size, bool advise) {
   void* p = nullptr;
   if (size == 0 || posix_memalign(&p, kHugePageBytes, size) != 0) return nullptr;
 #ifdef MADV_HUGEPAGE
-  madvise(p, size, MADV_HUGEPAGE);  // a hint: refused, the pages stay 4 KiB
+  if (advise) madvise(p, size, MADV_HUGEPAGE);  // a hint: refused, the pages stay 4 KiB
 #endif
   return p;
 }
@@ -39,7 +56,7 @@ uint8_t* WeightArena::allocate(uint64_t size, Chunk*& chunk) {
     const uint64_t capacity =
         std::max(kChunkBytes, (need + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
     if (capacity < need) return nullptr;
-    auto* data = static_cast<uint8_t*>(alloc_huge_aligned(capacity));
+    auto* data = static_cast<uint8_t*>(alloc_huge_aligned(capacity, advise_));
     if (!data) return nullptr;
     c = new Chunk{data, capacity, 0, 0};
     chunks_.push_back(c);

@@ -1,9 +1,13 @@
-// The CPU backend's large-buffer memory (plugins/cpu/huge_pages.hpp): packed weight matrices
-// lie one after another in 2 MiB-aligned chunks that are freed with their last matrix, and a
-// buffer size the device cannot hold is refused instead of wrapping around.
+// The CPU backend's memory for weights and large buffers (plugins/cpu/huge_pages.hpp): weight
+// matrices lie one after another in 2 MiB-aligned chunks that are freed with their last matrix;
+// with huge pages, matrices it does not pack are copied there too (read back as the same bits,
+// read-only), and SPECD_CPU_HUGE_PAGES=0 leaves them where the file maps them; a buffer size the
+// device cannot hold is refused instead of wrapping around.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <random>
 #include <vector>
 
 #include "../../plugins/cpu/huge_pages.hpp"
@@ -62,4 +66,59 @@ TEST_CASE("cpu buffer_alloc: a size near 2^64 is refused, large ones are usable"
   std::vector<float> back(x.size());
   b.download(back.data(), back.size() * 4);
   CHECK(back == x);
+}
+
+namespace {
+
+bool kernel_gives_huge_pages() {
+  std::ifstream setting("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  return std::getline(setting, line) && line.find("[never]") == std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("cpu buffer_wrap_weights: unpacked matrices copied for huge pages, or wrapped with 0") {
+  std::mt19937 rng(7);
+  const int64_t n = 48, k = 256;
+  auto w = encode(SPECD_DTYPE_Q8_0, random_floats(rng, static_cast<size_t>(n * k)), n, k);
+  const std::vector<uint8_t> original = w;
+  const auto x = random_floats(rng, static_cast<size_t>(3 * k));
+  std::vector<float> reference;
+  for (const char* setting : {"0", "1"}) {
+    CAPTURE(setting);
+    const ScopedEnv huge("SPECD_CPU_HUGE_PAGES", setting);
+    const OpenBackend cpu = open_cpu(1);
+    Device& dev = *cpu.device;
+    bool copied = false;
+    Buffer given = dev.wrap_weights(w.data(), w.size(), SPECD_DTYPE_Q8_0, n, k, copied);
+    const bool expect_copy = setting[0] == '1' && kernel_gives_huge_pages();
+    CHECK(copied == expect_copy);
+    if (copied) std::fill(w.begin(), w.end(), 0);  // a copy no longer reads the caller's bytes
+    Buffer bx = upload_vec(dev, x), by = dev.alloc(3 * n * 4);
+    dev.matmul(bx.view(SPECD_DTYPE_F32, 3, k), given.view(SPECD_DTYPE_Q8_0, n, k),
+               by.view(SPECD_DTYPE_F32, 3, n));
+    std::vector<float> y(static_cast<size_t>(3 * n));
+    by.download(y.data(), y.size() * 4);
+    if (reference.empty())
+      reference = y;
+    else
+      CHECK(y == reference);  // the same bits either way
+    std::vector<uint8_t> back(original.size());
+    given.download(back.data(), back.size());
+    CHECK(back == original);
+    CHECK_THROWS_AS(given.upload(original.data(), 64), Error);  // weights stay read-only
+    w = original;
+  }
+}
+
+TEST_CASE("cpu: SPECD_CPU_HUGE_PAGES other than 0 and 1 is refused, naming it") {
+  const ScopedEnv huge("SPECD_CPU_HUGE_PAGES", "yes");
+  Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
+  try {
+    backend.open();
+    FAIL("SPECD_CPU_HUGE_PAGES=yes was accepted");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("SPECD_CPU_HUGE_PAGES=yes") != std::string::npos);
+  }
 }

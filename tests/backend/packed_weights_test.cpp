@@ -144,7 +144,9 @@ TEST_CASE("cpu: a packed q4_K buffer is refused where the ABI does not let the h
         }).find("matmul") != std::string::npos);
 }
 
+// (With huge pages the device copies what it does not pack: cpu_huge_pages_test.cpp.)
 TEST_CASE("cpu: buffer_wrap_weights wraps in place what it does not pack, and checks the size") {
+  const ScopedEnv no_huge_pages("SPECD_CPU_HUGE_PAGES", "0");
   Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
   std::mt19937 rng(3);
   const int64_t n = 16, k = 256;
