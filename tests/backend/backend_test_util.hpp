@@ -85,6 +85,18 @@ inline OpenBackend open_cpu(uint32_t threads) {
   return cpu;
 }
 
+// The message with which opening a CPU device fails under the environment as it is now (a
+// variable the device reads at open set to a value it refuses), or "" when the device opens.
+inline std::string cpu_open_error() {
+  Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
+  try {
+    backend.open();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // The CPU backend opened with GEMM kernel `kernel` (SPECD_CPU_KERNEL, read at open) and
 // `threads` threads (0: the backend's choice); `device` is null, after a MESSAGE, when this
 // CPU cannot run that kernel.

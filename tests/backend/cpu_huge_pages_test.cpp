@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <random>
 #include <vector>
 
@@ -63,20 +62,8 @@ TEST_CASE("cpu buffer_alloc: a size near 2^64 is refused, large ones are usable"
   }
   const std::vector<float> x(3 << 19, 1.5f);  // 6 MiB: on huge pages where the kernel gives them
   Buffer b = upload_vec(dev, x);
-  std::vector<float> back(x.size());
-  b.download(back.data(), back.size() * 4);
-  CHECK(back == x);
+  CHECK(download_vec<float>(b, x.size()) == x);
 }
-
-namespace {
-
-bool kernel_gives_huge_pages() {
-  std::ifstream setting("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string line;
-  return std::getline(setting, line) && line.find("[never]") == std::string::npos;
-}
-
-}  // namespace
 
 TEST_CASE("cpu buffer_wrap_weights: unpacked matrices copied for huge pages, or wrapped with 0") {
   std::mt19937 rng(7);
@@ -92,21 +79,18 @@ TEST_CASE("cpu buffer_wrap_weights: unpacked matrices copied for huge pages, or 
     Device& dev = *cpu.device;
     bool copied = false;
     Buffer given = dev.wrap_weights(w.data(), w.size(), SPECD_DTYPE_Q8_0, n, k, copied);
-    const bool expect_copy = setting[0] == '1' && kernel_gives_huge_pages();
+    const bool expect_copy = specd::cpu::huge_pages_wanted();  // "1": the kernel's setting
     CHECK(copied == expect_copy);
     if (copied) std::fill(w.begin(), w.end(), 0);  // a copy no longer reads the caller's bytes
     Buffer bx = upload_vec(dev, x), by = dev.alloc(3 * n * 4);
     dev.matmul(bx.view(SPECD_DTYPE_F32, 3, k), given.view(SPECD_DTYPE_Q8_0, n, k),
                by.view(SPECD_DTYPE_F32, 3, n));
-    std::vector<float> y(static_cast<size_t>(3 * n));
-    by.download(y.data(), y.size() * 4);
+    const auto y = download_vec<float>(by, static_cast<size_t>(3 * n));
     if (reference.empty())
       reference = y;
     else
       CHECK(y == reference);  // the same bits either way
-    std::vector<uint8_t> back(original.size());
-    given.download(back.data(), back.size());
-    CHECK(back == original);
+    CHECK(download_vec<uint8_t>(given, original.size()) == original);
     CHECK_THROWS_AS(given.upload(original.data(), 64), Error);  // weights stay read-only
     w = original;
   }
@@ -114,11 +98,5 @@ TEST_CASE("cpu buffer_wrap_weights: unpacked matrices copied for huge pages, or 
 
 TEST_CASE("cpu: SPECD_CPU_HUGE_PAGES other than 0 and 1 is refused, naming it") {
   const ScopedEnv huge("SPECD_CPU_HUGE_PAGES", "yes");
-  Backend backend(registry().require("cpu", SPECD_KIND_BACKEND));
-  try {
-    backend.open();
-    FAIL("SPECD_CPU_HUGE_PAGES=yes was accepted");
-  } catch (const Error& e) {
-    CHECK(std::string(e.what()).find("SPECD_CPU_HUGE_PAGES=yes") != std::string::npos);
-  }
+  CHECK(cpu_open_error().find("SPECD_CPU_HUGE_PAGES=yes") != std::string::npos);
 }
