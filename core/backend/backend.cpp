@@ -18,6 +18,19 @@ View View::slice_rows(int64_t first, int64_t count) const {
   return View(v);
 }
 
+View View::slice_cols(int64_t first, int64_t count) const {
+  if (v_.rows != 1 || v_.dtype != SPECD_DTYPE_I32)
+    throw Error("slice_cols: only one-row int32 views are sliced by columns");
+  if (first < 0 || count < 0 || first + count > v_.cols)
+    throw Error("view columns [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                ") outside [0, " + std::to_string(v_.cols) + ")");
+  specd_view v = v_;
+  v.offset += static_cast<uint64_t>(first) * 4;
+  v.cols = count;
+  v.row_stride = count * 4;
+  return View(v);
+}
+
 // ---- Buffer ----------------------------------------------------------------------------
 
 Buffer::~Buffer() {
@@ -217,6 +230,44 @@ void Device::add(const View& a, const View& b, const View& y) {
 
 void Device::copy_rows(const View& src, const View& indices, const View& dst) {
   backend_->check(vt().copy_rows(handle_, src.raw(), indices.raw(), dst.raw()), nullptr);
+}
+
+void Device::attention_paged(const View& q, const View& k_pool, const View& v_pool,
+                             const View& prefix_len, const View& extra_begin,
+                             const View* extra_slots, int32_t block_rows, const View& block_table,
+                             const View& table_begin, const specd_attention_params& params,
+                             const View& out) {
+  if (!SPECD_BACKEND_HAS(&vt(), attention_paged) || !vt().attention_paged) {
+    backend_->require_minor(5, "attention over a paged KV cache");
+    throw UsageError(backend_->label() + ": attention_paged is not implemented (an ABI 0.5 op)");
+  }
+  specd_attention_mask mask{};
+  mask.struct_size = sizeof(mask);
+  mask.prefix_len = prefix_len.raw();
+  mask.extra_begin = extra_begin.raw();
+  mask.extra_slots = extra_slots ? extra_slots->raw() : nullptr;
+  specd_kv_pages pages{};
+  pages.struct_size = sizeof(pages);
+  pages.block_rows = static_cast<uint32_t>(block_rows);
+  pages.block_table = block_table.raw();
+  pages.table_begin = table_begin.raw();
+  backend_->check(vt().attention_paged(handle_, q.raw(), k_pool.raw(), v_pool.raw(), &mask, &pages,
+                                       &params, out.raw()),
+                  nullptr);
+}
+
+void Device::set_rows(const View& src, const View& indices, const View& dst) {
+  if (!SPECD_BACKEND_HAS(&vt(), set_rows) || !vt().set_rows) {
+    backend_->require_minor(5, "writing KV rows into a paged cache (set_rows)");
+    throw UsageError(backend_->label() + ": set_rows is not implemented (an ABI 0.5 op)");
+  }
+  backend_->check(vt().set_rows(handle_, src.raw(), indices.raw(), dst.raw()), nullptr);
+}
+
+void Device::copy_bytes(Buffer& dst, uint64_t dst_offset, const Buffer& src, uint64_t src_offset,
+                        uint64_t size) {
+  backend_->check(vt().buffer_copy(handle_, dst.get(), dst_offset, src.get(), src_offset, size),
+                  "buffer_copy");
 }
 
 void Device::softmax(const View& x, float temperature, const View& y) {

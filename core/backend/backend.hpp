@@ -34,6 +34,8 @@ class View {
   uint64_t offset() const { return v_.offset; }
   // Rows [first, first + count) of this view.
   View slice_rows(int64_t first, int64_t count) const;
+  // Columns [first, first + count) of a one-row int32 view (token ids, positions, indices).
+  View slice_cols(int64_t first, int64_t count) const;
 
  private:
   specd_view v_{};
@@ -142,6 +144,15 @@ class Device {
   void swiglu(const View& gate, const View& up, const View& y);
   void add(const View& a, const View& b, const View& y);
   void copy_rows(const View& src, const View& indices, const View& dst);
+  // ABI 0.5 (require_minor(5) otherwise): attention over a paged KV pool, and row scatter.
+  void attention_paged(const View& q, const View& k_pool, const View& v_pool,
+                       const View& prefix_len, const View& extra_begin, const View* extra_slots,
+                       int32_t block_rows, const View& block_table, const View& table_begin,
+                       const specd_attention_params& params, const View& out);
+  void set_rows(const View& src, const View& indices, const View& dst);
+  // Device-side copy of `size` bytes between buffers (ranges may overlap).
+  void copy_bytes(Buffer& dst, uint64_t dst_offset, const Buffer& src, uint64_t src_offset,
+                  uint64_t size);
   bool has_softmax() const { return vt().softmax != nullptr; }
   void softmax(const View& x, float temperature, const View& y);
   bool has_argmax() const { return vt().argmax != nullptr; }

@@ -8,12 +8,11 @@
 
 namespace specd {
 
-BatchVerifier::BatchVerifier(LlamaModel& model, uint32_t max_rows, uint32_t block_rows,
-                             uint32_t chunk_rows)
-    : model_(model), max_rows_(max_rows), block_rows_(block_rows), chunk_rows_(chunk_rows) {
-  if (max_rows_ == 0 || block_rows_ == 0 || chunk_rows_ == 0)
-    throw Error("batch verifier: rows, block and chunk sizes must be positive");
-  cache_ = model_.new_cache(static_cast<int32_t>(std::min(block_rows_, max_rows_)));
+BatchVerifier::BatchVerifier(LlamaModel& model, uint32_t max_rows, uint32_t chunk_rows)
+    : model_(model), max_rows_(max_rows), chunk_rows_(chunk_rows) {
+  if (max_rows_ == 0 || chunk_rows_ == 0)
+    throw Error("batch verifier: rows and chunk sizes must be positive");
+  cache_ = model_.new_cache(static_cast<int32_t>(max_rows_));
 }
 
 void BatchVerifier::info(specd_verifier_info& info) const {
@@ -31,16 +30,6 @@ uint32_t BatchVerifier::vocab_size() const {
 }
 uint32_t BatchVerifier::hidden_dim() const {
   return static_cast<uint32_t>(model_.info().n_embd);
-}
-
-void BatchVerifier::reserve(uint32_t rows) {
-  if (rows > max_rows_)
-    throw Error("batch verifier: " + std::to_string(rows) + " rows exceed the " +
-                std::to_string(max_rows_) + " reserved for this sequence");
-  if (rows <= allocated_rows()) return;
-  const uint32_t blocks = (rows + block_rows_ - 1) / block_rows_;
-  const uint32_t capacity = std::min(blocks * block_rows_, max_rows_);
-  model_.grow(*cache_, static_cast<int32_t>(capacity));
 }
 
 void BatchVerifier::begin(std::span<const specd_token> prompt, float* hidden) {
@@ -98,7 +87,9 @@ ForwardEntry BatchVerifier::entry() {
   } else {
     throw Error("batch verifier: no rows wait for a pass");
   }
-  reserve(committed() + static_cast<uint32_t>(tokens_.size()));
+  if (committed() + tokens_.size() > max_rows_)
+    throw Error("batch verifier: " + std::to_string(committed() + tokens_.size()) +
+                " rows exceed the " + std::to_string(max_rows_) + " reserved for this sequence");
   e.tokens = tokens_;
   e.positions = positions_;
   e.parents = parents_;
@@ -123,9 +114,8 @@ void BatchVerifier::commit(std::span<const int32_t> path) {
 }
 
 std::unique_ptr<Verifier> make_batch_verifier(LlamaModel& model, uint32_t max_rows,
-                                              uint32_t block_rows, uint32_t chunk_rows,
-                                              BatchVerifier** object) {
-  auto* verifier = new BatchVerifier(model, max_rows, block_rows, chunk_rows);
+                                              uint32_t chunk_rows, BatchVerifier** object) {
+  auto* verifier = new BatchVerifier(model, max_rows, chunk_rows);
   *object = verifier;
   return std::make_unique<Verifier>(host_verifier_vtable<BatchVerifier>(), verifier,
                                     "verifier 'target' (batched)");

@@ -6,9 +6,8 @@
 // The prompt (all but its last token) is prefilled in chunks of `chunk_rows` rows, one chunk
 // per pass, so prefill interleaves with other sequences' rounds; the chunk size depends on
 // nothing but this setting, and with chunk_rows <= the device's invariant_max_rows every row
-// is batch invariant. The KV cache grows in blocks of `block_rows` rows (growing allocates a
-// larger cache and copies the committed rows: LlamaModel::grow), never beyond `max_rows`,
-// which is also the context_length() this sequence sees.
+// is batch invariant. The KV cache takes blocks from the model's pool as it grows (no copies),
+// never beyond `max_rows`, which is also the context_length() this sequence sees.
 //
 // Thread rule: the scheduler's worker alone; the model outlives the verifier.
 #pragma once
@@ -24,7 +23,7 @@ namespace specd {
 
 class BatchVerifier {
  public:
-  BatchVerifier(LlamaModel& model, uint32_t max_rows, uint32_t block_rows, uint32_t chunk_rows);
+  BatchVerifier(LlamaModel& model, uint32_t max_rows, uint32_t chunk_rows);
 
   void info(specd_verifier_info& info) const;
   uint32_t vocab_size() const;
@@ -38,19 +37,17 @@ class BatchVerifier {
   bool prefilling() const { return prefilled_ < prompt_.size(); }
   // Whether rows wait for the next pass (a prefill chunk or a recorded round).
   bool has_entry() const { return prefilling() || round_pending_; }
-  // Those rows as one entry of forward_batch, the cache grown to hold them.
+  // Those rows as one entry of forward_batch.
   ForwardEntry entry();
   // After the pass: a prefill chunk's rows are committed; a round's stay pending until the
   // sequence's commit().
   void pass_done();
-  // Rows the cache holds now (its capacity).
-  uint32_t allocated_rows() const { return static_cast<uint32_t>(cache_->capacity()); }
+  // Rows the cache's blocks hold now.
+  uint32_t held_rows() const { return static_cast<uint32_t>(cache_->held_rows()); }
 
  private:
-  void reserve(uint32_t rows);
-
   LlamaModel& model_;
-  uint32_t max_rows_, block_rows_, chunk_rows_;
+  uint32_t max_rows_, chunk_rows_;
   std::unique_ptr<KvCache> cache_;
   std::vector<int32_t> prompt_;  // the tokens to prefill (the prompt less its last token)
   float* prompt_hidden_ = nullptr;
@@ -65,7 +62,6 @@ class BatchVerifier {
 // The host adapter over a new BatchVerifier (which it owns); `object` receives the
 // BatchVerifier for the scheduler's entry()/pass_done() calls, valid while the adapter lives.
 std::unique_ptr<Verifier> make_batch_verifier(LlamaModel& model, uint32_t max_rows,
-                                              uint32_t block_rows, uint32_t chunk_rows,
-                                              BatchVerifier** object);
+                                              uint32_t chunk_rows, BatchVerifier** object);
 
 }  // namespace specd

@@ -32,15 +32,6 @@ void norm_heads(Device& dev, const View& v, int64_t heads, const View& weight, f
   }
 }
 
-// Columns [first, first + count) of a one-row view (int32 inputs such as positions).
-View cols(const View& v, int64_t first, int64_t count) {
-  specd_view r = *v.raw();
-  r.offset += static_cast<uint64_t>(first) * 4;
-  r.cols = count;
-  r.row_stride = count * 4;
-  return View(r);
-}
-
 specd_rope_params rope_params(const BlockShape& s, const BlockWeights& w, int32_t heads) {
   specd_rope_params r{};
   r.struct_size = sizeof(specd_rope_params);
@@ -123,38 +114,50 @@ bool BlockWeights::needs_abi_0_2(const BlockShape& s, std::string* what) const {
 
 void BlockScratch::ensure(Device& device, const BlockShape& shape, int64_t m) {
   if (m <= rows_) return;
-  const int64_t d = shape.n_embd, F = shape.n_ff, qd = shape.q_dim();
+  const int64_t d = shape.n_embd, F = shape.n_ff, qd = shape.q_dim(), kvd = shape.kv_dim();
   h = device.alloc(m * d * 4);
   q = device.alloc(m * qd * 4);
   attn = device.alloc(m * qd * 4);
   gate = device.alloc(m * F * 4);
   up = device.alloc(m * F * 4);
+  k = device.alloc(m * kvd * 4);
+  v = device.alloc(m * kvd * 4);
   rows_ = m;
 }
 
-void BlockScratch::ensure_kv(Device& device, const BlockShape& shape, int64_t m) {
-  if (m <= kv_rows_) return;
-  k = device.alloc(m * shape.kv_dim() * 4);
-  v = device.alloc(m * shape.kv_dim() * 4);
-  kv_rows_ = m;
-}
-
-void DecoderBlock::run(const View& x, const BlockBatch& b, BlockScratch& scratch) const {
-  const int64_t m = x.rows();
-  if (scratch.rows() < m) throw Error("decoder block: the scratch holds fewer than m rows");
+void DecoderBlock::run(const View& x, const PagedBatch& b, const View& k_pool, const View& v_pool,
+                       int64_t piece, BlockScratch& scratch) const {
+  const int64_t M = x.rows();
+  if (scratch.rows() < M) throw Error("decoder block: the scratch holds fewer than M rows");
+  if (piece < 1) throw Error("decoder block: a pass needs pieces of at least 1 row");
   const BlockShape& s = shape_;
-  const View h = scratch.h.view(SPECD_DTYPE_F32, m, s.n_embd);         // [m, d]
-  const View q = scratch.q.view(SPECD_DTYPE_F32, m, s.q_dim());        // [m, H*hd]
-  const View attn = scratch.attn.view(SPECD_DTYPE_F32, m, s.q_dim());  // [m, H*hd]
-  const View gate = scratch.gate.view(SPECD_DTYPE_F32, m, s.n_ff);     // [m, F]
-  const View up = scratch.up.view(SPECD_DTYPE_F32, m, s.n_ff);         // [m, F]
-  const View k_new = b.k_cache.slice_rows(b.first_row, m);             // [m, Hkv*hd]
-  const View v_new = b.v_cache.slice_rows(b.first_row, m);             // [m, Hkv*hd]
+  const int64_t d = s.n_embd, kvd = s.kv_dim();
+  const View h_all = scratch.h.view(SPECD_DTYPE_F32, M, d);             // [M, d]
+  const View q_all = scratch.q.view(SPECD_DTYPE_F32, M, s.q_dim());     // [M, H*hd]
+  const View a_all = scratch.attn.view(SPECD_DTYPE_F32, M, s.q_dim());  // [M, H*hd]
+  const View g_all = scratch.gate.view(SPECD_DTYPE_F32, M, s.n_ff);     // [M, F]
+  const View u_all = scratch.up.view(SPECD_DTYPE_F32, M, s.n_ff);       // [M, F]
+  const View k_all = scratch.k.view(SPECD_DTYPE_F32, M, kvd);           // [M, Hkv*hd]
+  const View v_all = scratch.v.view(SPECD_DTYPE_F32, M, kvd);           // [M, Hkv*hd]
   Device& dev = *device_;
-  project(x, b.positions, h, q, k_new, v_new);
-  dev.attention(q, b.k_cache, b.v_cache, b.prefix_len, b.extra_begin, b.extra_slots,
-                attention_params(s), attn);
-  finish(x, attn, h, gate, up);
+  // Before attention, piece by piece.
+  for (int64_t r = 0; r < M; r += piece) {
+    const int64_t p = std::min(piece, M - r);
+    project(x.slice_rows(r, p), b.positions.slice_cols(r, p), h_all.slice_rows(r, p),
+            q_all.slice_rows(r, p), k_all.slice_rows(r, p), v_all.slice_rows(r, p));
+  }
+  // The new K and V rows into their sequences' blocks, then attention over every row at once.
+  dev.set_rows(k_all, b.write_rows, k_pool);
+  dev.set_rows(v_all, b.write_rows, v_pool);
+  dev.attention_paged(q_all, k_pool, v_pool, b.prefix_len, b.extra_begin,
+                      b.has_extra() ? &b.extra_slots : nullptr, b.block_rows, b.block_table,
+                      b.table_begin, attention_params(s), a_all);
+  // After attention, piece by piece.
+  for (int64_t r = 0; r < M; r += piece) {
+    const int64_t p = std::min(piece, M - r);
+    finish(x.slice_rows(r, p), a_all.slice_rows(r, p), h_all.slice_rows(r, p),
+           g_all.slice_rows(r, p), u_all.slice_rows(r, p));
+  }
 }
 
 void DecoderBlock::project(const View& x, const View& positions, const View& h, const View& q,
@@ -190,49 +193,6 @@ void DecoderBlock::finish(const View& x, const View& attn, const View& h, const 
   dev.swiglu(gate, up, gate);
   dev.matmul(gate, w_.w_down, h);
   dev.add(x, h, x);
-}
-
-void DecoderBlock::run_batch(const View& x, const View& positions,
-                             std::span<const BlockSequence> seqs, const View& iota, int64_t piece,
-                             BlockScratch& scratch) const {
-  const int64_t M = x.rows();
-  if (scratch.rows() < M || scratch.kv_rows() < M)
-    throw Error("decoder block: the scratch holds fewer than M rows");
-  if (piece < 1) throw Error("decoder block: a batched pass needs pieces of at least 1 row");
-  const BlockShape& s = shape_;
-  const int64_t d = s.n_embd, kvd = s.kv_dim();
-  const View h_all = scratch.h.view(SPECD_DTYPE_F32, M, d);             // [M, d]
-  const View q_all = scratch.q.view(SPECD_DTYPE_F32, M, s.q_dim());     // [M, H*hd]
-  const View a_all = scratch.attn.view(SPECD_DTYPE_F32, M, s.q_dim());  // [M, H*hd]
-  const View g_all = scratch.gate.view(SPECD_DTYPE_F32, M, s.n_ff);     // [M, F]
-  const View u_all = scratch.up.view(SPECD_DTYPE_F32, M, s.n_ff);       // [M, F]
-  const View k_all = scratch.k.view(SPECD_DTYPE_F32, M, kvd);           // [M, Hkv*hd]
-  const View v_all = scratch.v.view(SPECD_DTYPE_F32, M, kvd);           // [M, Hkv*hd]
-  const specd_attention_params ap = attention_params(s);
-  Device& dev = *device_;
-  // Before attention, piece by piece: the same ops as run() on each piece's rows.
-  for (int64_t r = 0; r < M; r += piece) {
-    const int64_t p = std::min(piece, M - r);
-    project(x.slice_rows(r, p), cols(positions, r, p), h_all.slice_rows(r, p),
-            q_all.slice_rows(r, p), k_all.slice_rows(r, p), v_all.slice_rows(r, p));
-  }
-  // Attention, one call per sequence over its own cache (a block-diagonal mask).
-  for (const BlockSequence& sq : seqs) {
-    if (sq.m == 0) continue;
-    if (sq.m > iota.cols()) throw Error("decoder block: a sequence has more rows than iota");
-    const View idx = cols(iota, 0, sq.m);
-    dev.copy_rows(k_all.slice_rows(sq.row0, sq.m), idx, sq.k_cache.slice_rows(sq.first_row, sq.m));
-    dev.copy_rows(v_all.slice_rows(sq.row0, sq.m), idx, sq.v_cache.slice_rows(sq.first_row, sq.m));
-    dev.attention(q_all.slice_rows(sq.row0, sq.m), sq.k_cache, sq.v_cache, sq.prefix_len,
-                  sq.extra_begin, sq.extra_slots.empty() ? nullptr : &sq.extra_slots, ap,
-                  a_all.slice_rows(sq.row0, sq.m));
-  }
-  // After attention, piece by piece.
-  for (int64_t r = 0; r < M; r += piece) {
-    const int64_t p = std::min(piece, M - r);
-    finish(x.slice_rows(r, p), a_all.slice_rows(r, p), h_all.slice_rows(r, p),
-           g_all.slice_rows(r, p), u_all.slice_rows(r, p));
-  }
 }
 
 }  // namespace specd

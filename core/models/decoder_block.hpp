@@ -12,6 +12,7 @@
 
 #include "backend/backend.hpp"
 #include "models/architecture.hpp"
+#include "models/paged_batch.hpp"
 #include "models/weight_loader.hpp"
 
 namespace specd {
@@ -47,43 +48,17 @@ struct BlockWeights {
 BlockWeights load_block(WeightLoader& loader, const std::string& prefix, const BlockShape& shape,
                         const Architecture& arch);
 
-// Where a batch of m rows sits: cache rows, positions and the attention mask (int32 views).
-struct BlockBatch {
-  View k_cache, v_cache;  // [capacity, Hkv*hd]
-  int64_t first_row = 0;  // the batch's K/V rows are written at first_row .. first_row+m-1
-  View positions;         // [1, m]
-  View prefix_len;        // [1, m]
-  View extra_begin;       // [1, m + 1]
-  const View* extra_slots = nullptr;  // [1, n] or nullptr
-};
-
-// One sequence's rows in a batched pass over several sequences (DecoderBlock::run_batch):
-// rows [row0, row0 + m) of the residual stream, written to its own cache at first_row, with
-// its own attention mask (int32 views as in BlockBatch).
-struct BlockSequence {
-  View k_cache, v_cache;  // [capacity, Hkv*hd]
-  int64_t first_row = 0;
-  int64_t row0 = 0, m = 0;
-  View prefix_len, extra_begin;  // [1, m], [1, m + 1]
-  View extra_slots;              // [1, n]; empty when n = 0
-};
-
 // The activations of one block's pass, reused by every block of a model (one pass runs at
-// a time): h [m, d], q and attn [m, H*hd], gate and up [m, F]; k and v [m, Hkv*hd] for a
-// batched pass (ensure_kv).
+// a time): h [m, d], q and attn [m, H*hd], gate and up [m, F], k and v [m, Hkv*hd].
 class BlockScratch {
  public:
   // Grows the buffers to hold m rows of `shape` on `device` (never shrinks).
   void ensure(Device& device, const BlockShape& shape, int64_t m);
-  // Also the k and v rows of a batched pass (never shrinks).
-  void ensure_kv(Device& device, const BlockShape& shape, int64_t m);
   int64_t rows() const { return rows_; }
-  int64_t kv_rows() const { return kv_rows_; }
   Buffer h, q, attn, gate, up, k, v;
 
  private:
   int64_t rows_ = 0;
-  int64_t kv_rows_ = 0;
 };
 
 class DecoderBlock {
@@ -93,19 +68,15 @@ class DecoderBlock {
   const BlockShape& shape() const { return shape_; }
   const BlockWeights& weights() const { return w_; }
 
-  // x: the residual stream f32 [m, d], updated in place; `scratch` holds m rows (ensure).
-  void run(const View& x, const BlockBatch& batch, BlockScratch& scratch) const;
-
-  // The same op sequence over the rows of several sequences at once: x [M, d] holds every
-  // sequence's rows, positions [1, M] theirs. Row-wise ops (norms, matmuls, biases, rope,
-  // FFN) run over all rows in pieces of at most `piece` rows (the device's
-  // invariant_max_rows: then each row's bits do not depend on the other rows of the step);
-  // K and V rows are computed into scratch and copied verbatim into each sequence's cache,
-  // and attention runs once per sequence over its own cache and mask (each sequence's m must
-  // be at most `piece` for its rows to be batch invariant). `iota` is int32 [1, >= max m]
-  // holding 0, 1, 2, ... `scratch` holds M rows (ensure and ensure_kv).
-  void run_batch(const View& x, const View& positions, std::span<const BlockSequence> seqs,
-                 const View& iota, int64_t piece, BlockScratch& scratch) const;
+  // x: the residual stream f32 [M, d] of every row of a pass, updated in place; `b` where
+  // those rows sit (paged_batch.hpp), k_pool / v_pool this layer's rows of the KV pool.
+  // Row-wise ops (norms, matmuls, biases, rope, FFN) run over the rows in pieces of at most
+  // `piece` rows (the device's invariant_max_rows when rows of several sequences share the
+  // pass: each row's bits then do not depend on the other rows); the new K and V rows are
+  // scattered into their pool rows and attention runs once over every row, each through its
+  // own sequence's block table and mask. `scratch` holds M rows (ensure).
+  void run(const View& x, const PagedBatch& b, const View& k_pool, const View& v_pool,
+           int64_t piece, BlockScratch& scratch) const;
 
  private:
   // The ops before attention on m rows: attention norm into h, the q/k/v projections (biases,

@@ -1,33 +1,64 @@
-// Per-sequence key/value cache of a LlamaModel: for each layer a K and a V buffer of
-// [capacity, n_head_kv * head_dim] f32 rows on the model's device, kv_row_bytes apart
-// (models/kv_layout.hpp).
+// One sequence's KV cache: a block table into its model's KvPool (kv_pool.hpp). Logical row r
+// of the sequence lives at pool row blocks[r / B] * B + r % B.
 //
-// Rows [0, size()) are committed: the sequence in order. A forward of m tokens writes rows
-// [size(), size() + m) (pending); commit() keeps the pending rows of an accepted path,
-// moved into sequence order right after the committed rows, and drops the rest.
+// Rows [0, size()) are committed: the sequence in order. A forward writes rows from size() on
+// (pending; a LlamaModel forward replaces the pending rows, a head's forward adds to them, so
+// a draft tree can grow one level per call); commit() keeps the pending rows of an accepted
+// path, moved into sequence order right after the committed rows, and drops the rest.
+// Blocks are taken from the pool as rows are first written and given back when the cache is
+// destroyed, so a cache never copies its rows to grow.
+//
+// Thread rule: its model's (the device's) — one thread at a time.
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <vector>
 
-#include "backend/backend.hpp"
+#include "models/kv_pool.hpp"
 
 namespace specd {
 
 class KvCache {
  public:
+  // A cache of at most `capacity` rows over `pool` (blocks are taken as rows are written).
+  KvCache(std::shared_ptr<KvPool> pool, int32_t capacity);
+  ~KvCache();
+  KvCache(const KvCache&) = delete;
+  KvCache& operator=(const KvCache&) = delete;
+
   int32_t size() const { return committed_; }  // committed rows
   int32_t pending() const { return static_cast<int32_t>(parents_.size()); }
   int32_t capacity() const { return capacity_; }  // most rows, committed plus pending
+  KvPool& pool() const { return *pool_; }
+  const std::vector<int32_t>& blocks() const { return blocks_; }
+  // Rows the cache's blocks hold now (a multiple of the block size).
+  int32_t held_rows() const;
+
+  // Makes the cache hold blocks for rows [0, rows) (rows <= capacity; throws otherwise).
+  void hold(int32_t rows);
+  // The pool row of logical row r (r < held_rows()).
+  int32_t pool_row(int32_t r) const;
+  // Parents of the pending rows, as given to forward: -1 for a child of the committed prefix,
+  // else the index of a pending row.
+  const std::vector<int32_t>& pending_parents() const { return parents_; }
+  void set_pending(std::vector<int32_t> parents) { parents_ = std::move(parents); }
+
+  // Keeps the pending rows listed (indices into the pending rows, in order, each the child of
+  // the previous, the first a child of the committed prefix) and drops the other pending rows;
+  // the kept rows become committed, in that order. An empty list just drops the pending rows.
+  void commit(std::span<const int32_t> kept);
+  // Keeps the first n committed rows (n <= size()); drops pending rows.
+  void truncate(int32_t n);
 
  private:
-  friend class LlamaModel;
-  KvCache() = default;
-  int32_t capacity_ = 0;
+  int32_t promised_blocks() const;
+  std::shared_ptr<KvPool> pool_;
+  int32_t capacity_;
   int32_t committed_ = 0;
-  std::vector<int32_t> parents_;  // of the pending rows, as given to forward
-  std::vector<Buffer> k_, v_;     // per layer
-  Buffer index_;                  // int32 row indices for compaction
+  std::vector<int32_t> parents_;  // of the pending rows
+  std::vector<int32_t> blocks_;   // block table
 };
 
 }  // namespace specd

@@ -1,5 +1,5 @@
-// The row layout of a KV cache buffer: one row per cached token, n_head_kv * head_dim f32
-// values, rows kv_row_bytes apart.
+// The row layout of KV cache buffers: one row per cached token, n_head_kv * head_dim values of
+// the cache's dtype (f32 today), rows kv_row_bytes apart.
 //
 // Rows whose size is a multiple of 1 KiB would put a KV head's slice of every row into the same
 // few sets of the L1 cache, which is indexed by address bits 6..11 (a head's 256-byte slices of
@@ -17,10 +17,7 @@
 
 namespace specd {
 
-// Bytes from one cache row to the next for kv_dim f32 values per row.
-int64_t kv_row_bytes(int64_t kv_dim);
-
-// Rows [0, rows) of a KV cache buffer as an f32 view of kv_dim columns.
-View kv_rows(const Buffer& buffer, int64_t rows, int64_t kv_dim);
+// Bytes from one cache row to the next for kv_dim values of `dtype` per row.
+int64_t kv_row_bytes(int64_t kv_dim, specd_dtype dtype = SPECD_DTYPE_F32);
 
 }  // namespace specd

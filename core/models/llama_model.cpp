@@ -1,5 +1,6 @@
 #include "models/llama_model.hpp"
 
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -113,18 +114,25 @@ void LlamaModel::load_weights() {
         2, in.path + " (architecture '" + in.architecture + "': " + features + ")");
 }
 
-std::unique_ptr<KvCache> LlamaModel::new_cache(int32_t max_tokens) const {
+KvPool& LlamaModel::kv_pool() {
+  if (!kv_pool_)
+    kv_pool_ = std::make_shared<KvPool>(*device_, info_.n_layer,
+                                        static_cast<int64_t>(info_.n_head_kv) * info_.head_dim,
+                                        kKvBlockRows);
+  return *kv_pool_;
+}
+
+std::unique_ptr<KvCache> LlamaModel::new_cache(int32_t max_tokens) {
   if (max_tokens <= 0) throw Error("new_cache: max_tokens must be > 0");
-  std::unique_ptr<KvCache> c(new KvCache);
-  c->capacity_ = max_tokens;
-  const int64_t kvd = static_cast<int64_t>(info_.n_head_kv) * info_.head_dim;
-  const uint64_t bytes = static_cast<uint64_t>(max_tokens) * kv_row_bytes(kvd);
-  for (int32_t l = 0; l < info_.n_layer; ++l) {
-    c->k_.push_back(device_->alloc(bytes));
-    c->v_.push_back(device_->alloc(bytes));
-  }
-  c->index_ = device_->alloc(static_cast<uint64_t>(max_tokens) * 4);
-  return c;
+  kv_pool();
+  return std::make_unique<KvCache>(kv_pool_, max_tokens);
+}
+
+void LlamaModel::reserve_kv(int64_t rows) {
+  const int64_t blocks = (rows + kKvBlockRows - 1) / kKvBlockRows;
+  if (blocks * kKvBlockRows > INT32_MAX)
+    throw Error("reserve_kv: " + std::to_string(rows) + " rows are more than a KV pool holds");
+  kv_pool().reserve(static_cast<int32_t>(blocks));
 }
 
 void LlamaModel::ensure_scratch(int32_t m, int32_t logit_rows, size_t n_ints) {
@@ -134,10 +142,16 @@ void LlamaModel::ensure_scratch(int32_t m, int32_t logit_rows, size_t n_ints) {
   }
   if (logit_rows > s_.logit_rows) {
     s_.logits = device_->alloc(static_cast<uint64_t>(logit_rows) * info_.vocab_size * 4);
+    s_.packed = device_->alloc(static_cast<uint64_t>(logit_rows) * info_.n_embd * 4);
     s_.logit_rows = logit_rows;
   }
   s_.block.ensure(*device_, layers_.front().shape(), m);
   if (!s_.ints || s_.ints.size() < n_ints * 4) s_.ints = device_->alloc(n_ints * 4 * 2);
+}
+
+void LlamaModel::check_cache(const KvCache& cache, const char* op) const {
+  if (!kv_pool_ || &cache.pool() != kv_pool_.get())
+    throw Error(std::string(op) + ": the cache belongs to a different model");
 }
 
 void LlamaModel::check_entry(const KvCache& cache, std::span<const int32_t> tokens,
@@ -145,6 +159,7 @@ void LlamaModel::check_entry(const KvCache& cache, std::span<const int32_t> toke
                              const float* logits, int32_t first_logit_row) const {
   const int32_t m = static_cast<int32_t>(tokens.size());
   const ModelInfo& in = info_;
+  check_cache(cache, "forward");
   if (m == 0) throw Error("forward: no tokens");
   if (first_logit_row < 0 || first_logit_row > m)
     throw Error("forward: first_logit_row " + std::to_string(first_logit_row) + " is outside [0, " +
@@ -152,11 +167,6 @@ void LlamaModel::check_entry(const KvCache& cache, std::span<const int32_t> toke
   if (m - first_logit_row > 0 && logits == nullptr) throw Error("forward: logits is null");
   if (positions.size() != tokens.size() || parents.size() != tokens.size())
     throw Error("forward: tokens, positions and parents differ in length");
-  if (cache.size() + m > cache.capacity())
-    throw Error("forward: " + std::to_string(cache.size()) + " committed + " + std::to_string(m) +
-                " new rows exceed the cache capacity " + std::to_string(cache.capacity()));
-  if (cache.k_.size() != static_cast<size_t>(in.n_layer))
-    throw Error("forward: the cache belongs to a different model");
   for (int32_t i = 0; i < m; ++i) {
     if (tokens[i] < 0 || tokens[i] >= in.vocab_size)
       throw Error("forward: token " + std::to_string(tokens[i]) + " at row " + std::to_string(i) +
@@ -168,99 +178,25 @@ void LlamaModel::check_entry(const KvCache& cache, std::span<const int32_t> toke
 void LlamaModel::forward(KvCache& cache, std::span<const int32_t> tokens,
                          std::span<const int32_t> positions, std::span<const int32_t> parents,
                          float* logits, float* hidden, int32_t first_logit_row) {
-  const int32_t m = static_cast<int32_t>(tokens.size());
-  const ModelInfo& in = info_;
-  check_entry(cache, tokens, positions, parents, logits, first_logit_row);
-  const int32_t logit_rows = m - first_logit_row;
-  const BatchMask mask = build_batch_mask(cache.size(), parents);
-
-  // One upload of every int32 input: tokens, positions, prefix_len, extra_begin, extra_slots.
-  std::vector<int32_t> ints;
-  ints.reserve(4 * m + 1 + mask.extra_slots.size());
-  ints.insert(ints.end(), tokens.begin(), tokens.end());
-  ints.insert(ints.end(), positions.begin(), positions.end());
-  ints.insert(ints.end(), mask.prefix_len.begin(), mask.prefix_len.end());
-  ints.insert(ints.end(), mask.extra_begin.begin(), mask.extra_begin.end());
-  ints.insert(ints.end(), mask.extra_slots.begin(), mask.extra_slots.end());
-  ensure_scratch(m, logit_rows, ints.size());
-  s_.ints.upload(ints.data(), ints.size() * 4);
-  const View v_tokens = s_.ints.view(SPECD_DTYPE_I32, 1, m, 0);
-  const View v_pos = s_.ints.view(SPECD_DTYPE_I32, 1, m, 4ull * m);
-  const View v_prefix = s_.ints.view(SPECD_DTYPE_I32, 1, m, 8ull * m);
-  const View v_begin = s_.ints.view(SPECD_DTYPE_I32, 1, m + 1, 12ull * m);
-  const int64_t n_extra = static_cast<int64_t>(mask.extra_slots.size());
-  const View v_extra = s_.ints.view(SPECD_DTYPE_I32, 1, n_extra ? n_extra : 1, 16ull * m + 4);
-
-  const int64_t d = in.n_embd, kvd = layers_.front().shape().kv_dim();
-  const View x = s_.x.view(SPECD_DTYPE_F32, m, d);  // residual stream [m, d]
-  Device& dev = *device_;
-
-  dev.get_rows(tok_embd_, v_tokens, x);
-  BlockBatch batch;
-  batch.first_row = cache.size();
-  batch.positions = v_pos;
-  batch.prefix_len = v_prefix;
-  batch.extra_begin = v_begin;
-  batch.extra_slots = n_extra ? &v_extra : nullptr;
-  for (int32_t l = 0; l < in.n_layer; ++l) {
-    batch.k_cache = kv_rows(cache.k_[l], cache.capacity(), kvd);  // [cap, Hkv*hd]
-    batch.v_cache = kv_rows(cache.v_[l], cache.capacity(), kvd);  // [cap, Hkv*hd]
-    layers_[l].run(x, batch, s_.block);
-  }
-  if (hidden) s_.x.download(hidden, static_cast<uint64_t>(m) * d * 4);
-  if (logit_rows > 0) {
-    // The final norm and the output projection on the rows whose logits are wanted only.
-    const uint64_t first = static_cast<uint64_t>(first_logit_row) * d * 4;
-    const View x_out = s_.x.view(SPECD_DTYPE_F32, logit_rows, d, first);          // [r, d]
-    const View h_out = s_.block.h.view(SPECD_DTYPE_F32, logit_rows, d, first);    // [r, d]
-    const View out = s_.logits.view(SPECD_DTYPE_F32, logit_rows, in.vocab_size);  // [r, V]
-    dev.rms_norm(x_out, output_norm_, in.rms_eps, h_out);
-    dev.matmul(h_out, output_, out);
-    s_.logits.download(logits, static_cast<uint64_t>(logit_rows) * in.vocab_size * 4);
-  }
-  cache.parents_.assign(parents.begin(), parents.end());
+  ForwardEntry e;
+  e.cache = &cache;
+  e.tokens = tokens;
+  e.positions = positions;
+  e.parents = parents;
+  e.logits = logits;
+  e.hidden = hidden;
+  e.first_logit_row = first_logit_row;
+  forward_batch(std::span<const ForwardEntry>(&e, 1));
 }
 
 void LlamaModel::commit(KvCache& cache, std::span<const int32_t> kept_rows) {
-  const int32_t k = static_cast<int32_t>(kept_rows.size());
-  for (int32_t j = 0; j < k; ++j) {
-    const int32_t r = kept_rows[j];
-    if (r < 0 || r >= cache.pending())
-      throw Error("commit: row " + std::to_string(r) + " is not a pending row (there are " +
-                  std::to_string(cache.pending()) + ")");
-    const int32_t want_parent = j == 0 ? -1 : kept_rows[j - 1];
-    if (cache.parents_[r] != want_parent)
-      throw Error(
-          "commit: row " + std::to_string(r) + " is not the child of " +
-          (j == 0 ? std::string("the committed prefix") : "row " + std::to_string(want_parent)));
-  }
-  bool identity = true;
-  for (int32_t j = 0; j < k; ++j) identity = identity && kept_rows[j] == j;
-  if (!identity) {
-    // Rows n + kept[j] move to n + j; kept rows increase (parents precede children).
-    std::vector<int32_t> idx(k);
-    for (int32_t j = 0; j < k; ++j) idx[j] = cache.size() + kept_rows[j];
-    cache.index_.upload(idx.data(), idx.size() * 4);
-    const View vi = cache.index_.view(SPECD_DTYPE_I32, 1, k);
-    const int64_t kvd = static_cast<int64_t>(info_.n_head_kv) * info_.head_dim;
-    for (int32_t l = 0; l < info_.n_layer; ++l) {
-      for (Buffer* b : {&cache.k_[l], &cache.v_[l]}) {
-        const View all = kv_rows(*b, cache.capacity(), kvd);
-        device_->copy_rows(all, vi, all.slice_rows(cache.size(), k));
-      }
-    }
-  }
-  device_->synchronize();  // the index buffer may be rewritten by the next commit
-  cache.committed_ += k;
-  cache.parents_.clear();
+  check_cache(cache, "commit");
+  cache.commit(kept_rows);
 }
 
 void LlamaModel::truncate(KvCache& cache, int32_t n_committed) {
-  if (n_committed < 0 || n_committed > cache.size())
-    throw Error("truncate: " + std::to_string(n_committed) + " is outside [0, " +
-                std::to_string(cache.size()) + "]");
-  cache.committed_ = n_committed;
-  cache.parents_.clear();
+  check_cache(cache, "truncate");
+  cache.truncate(n_committed);
 }
 
 }  // namespace specd

@@ -13,6 +13,10 @@
 //   model->forward(*cache, round_tokens, round_positions, round_parents, logits);
 //   model->commit(*cache, accepted_rows);
 //
+// KV caches are block tables into one pool per model (kv_pool.hpp, kv_cache.hpp): a cache
+// never copies its rows to grow, and the rows of every sequence of a batched pass are read
+// by one attention call per layer.
+//
 // Batch invariance: for m <= the device's invariant_max_rows (64 on the CPU), each row's
 // logits are bit-identical to running its path one token at a time; larger m (prefill) may
 // round differently. Thread rule: a model may serve several caches but is used by one
@@ -58,8 +62,16 @@ class LlamaModel {
   const GgufFile& file() const { return file_; }
   Device& device() const { return *device_; }
 
-  // A cache for up to max_tokens rows (committed plus pending), on this model's device.
-  std::unique_ptr<KvCache> new_cache(int32_t max_tokens) const;
+  // A cache for up to max_tokens rows (committed plus pending) in this model's KV pool.
+  // The pool is sized to hold every live cache's capacity (blocks are taken as rows are
+  // written, so memory is touched as sequences grow).
+  std::unique_ptr<KvCache> new_cache(int32_t max_tokens);
+  // Grows the KV pool to hold at least `rows` rows in all (it never shrinks).
+  void reserve_kv(int64_t rows);
+  // The KV pool (created on first use); for its gauges.
+  KvPool& kv_pool();
+  // Rows per KV block.
+  static constexpr int32_t kKvBlockRows = 16;
 
   // Runs m = tokens.size() tokens. Row i is at position positions[i] and attends to the
   // committed prefix (cache.size() rows) plus its ancestors within this batch:
@@ -78,16 +90,13 @@ class LlamaModel {
   // forward() for several sequences in one pass, each over its own cache (no two entries
   // may share a cache). The rows of all entries go through the row-wise ops together, in
   // pieces of at most the device's invariant_max_rows rows, so the weights are read once
-  // per piece rather than once per sequence; attention runs per sequence over its own cache
-  // and mask. Batch invariance: for an entry of m <= invariant_max_rows rows, its logits
-  // and hidden rows are bit-identical to forward() of that entry alone, whatever the other
-  // entries are (prefill is therefore given in chunks of at most that many rows).
+  // per piece rather than once per sequence; attention runs once per layer over every row,
+  // each through its own cache's blocks and mask. Batch invariance: for an entry of m <=
+  // invariant_max_rows rows, its logits and hidden rows are bit-identical to forward() of
+  // that entry alone, whatever the other entries are (prefill is therefore given in chunks
+  // of at most that many rows). forward() is this with one entry, whose rows then go
+  // through the row-wise ops in one piece however many there are.
   void forward_batch(std::span<const ForwardEntry> entries);
-
-  // Moves the committed rows into a cache of `capacity` rows (>= its committed rows): new
-  // device buffers, the committed rows copied, pending rows dropped. For caches that grow
-  // in blocks as their sequence does.
-  void grow(KvCache& cache, int32_t capacity);
 
   // Keeps the pending rows listed (batch indices, in order, each the child of the previous,
   // the first a child of the prefix) and drops the other pending rows; the kept rows become
@@ -100,10 +109,9 @@ class LlamaModel {
  private:
   struct Scratch {
     int32_t rows = 0;
-    int32_t logit_rows = 0;  // rows the logits buffer holds
+    int32_t logit_rows = 0;  // rows the logits and packed buffers hold
     Buffer x, logits, ints;
-    Buffer packed;  // forward_batch: the rows whose logits are wanted, gathered
-    int32_t packed_rows = 0;
+    Buffer packed;       // the rows whose logits are wanted, gathered
     BlockScratch block;  // shared by the layers; its h also holds the final norm
   };
 
@@ -114,6 +122,7 @@ class LlamaModel {
   void check_entry(const KvCache& cache, std::span<const int32_t> tokens,
                    std::span<const int32_t> positions, std::span<const int32_t> parents,
                    const float* logits, int32_t first_logit_row) const;
+  void check_cache(const KvCache& cache, const char* op) const;
 
   GgufFile file_;  // keeps the mapping alive: weights may refer to it
   Device* device_;
@@ -122,6 +131,7 @@ class LlamaModel {
   std::vector<Buffer> buffers_;  // weights (and converted norm vectors)
   View tok_embd_, output_norm_, output_;
   std::vector<DecoderBlock> layers_;
+  std::shared_ptr<KvPool> kv_pool_;
   Scratch s_;
 };
 

@@ -26,8 +26,8 @@ struct specd_model {
 };
 
 struct specd_model_cache {
-  std::unique_ptr<specd::KvCache> cache;   // of a llama model, or
-  std::unique_ptr<specd::HeadCache> head;  // of an EAGLE/MTP head
+  std::unique_ptr<specd::KvCache> cache;  // of a llama model, or
+  std::unique_ptr<specd::KvCache> head;   // of an EAGLE/MTP head
 };
 
 namespace specd {

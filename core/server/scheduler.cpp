@@ -102,7 +102,9 @@ void Scheduler::run_exclusive(std::function<void()> fn) {
 }
 
 KvAdmission& Scheduler::kv() {
-  if (!kv_) kv_.emplace(budget_rows(engines_));
+  // Reservations are counted in the target's KV blocks (its pool grows with them, as the
+  // caches of admitted sequences promise their rows; models/kv_pool.hpp).
+  if (!kv_) kv_.emplace(budget_rows(engines_), LlamaModel::kKvBlockRows);
   return *kv_;
 }
 
@@ -230,8 +232,7 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
     // Each request draws from its own generator: its seed, else the configured one, so
     // what it samples never depends on the requests before or beside it.
     run->rng = std::make_unique<specd_rng>(r.seed ? *r.seed : engines_.config().engine.seed);
-    run->verifier =
-        make_batch_verifier(engine.target(), rows, kKvBlockRows, engine.invariant_rows(), &run->kv);
+    run->verifier = make_batch_verifier(engine.target(), rows, engine.invariant_rows(), &run->kv);
     SequenceParts parts;
     parts.tokenizer = &engine.tokenizer();
     parts.verifier = run->verifier.get();

@@ -352,22 +352,61 @@ void CpuDevice::attention(const specd_view& qv, const specd_view& kv, const spec
     if (ex.rows != 1 || ex.cols < n_extra) fail(op, "mask.extra_slots shorter than extra_begin[m]");
     extra = ex.i32_row(0);
   }
-  if (begin[0] != 0) fail(op, "mask.extra_begin[0] must be 0");
-  for (int64_t i = 0; i < m; ++i) {
-    if (prefix[i] < 0 || prefix[i] > k.rows)
-      fail(op, "mask.prefix_len out of range at row " + std::to_string(i));
-    if (begin[i + 1] < begin[i]) fail(op, "mask.extra_begin not increasing");
-    if (prefix[i] + begin[i + 1] - begin[i] == 0)
-      fail(op, "row " + std::to_string(i) + " attends no key");
-    int64_t last = static_cast<int64_t>(prefix[i]) - 1;
-    for (int32_t e = begin[i]; e < begin[i + 1]; ++e) {
-      if (extra[e] <= last || extra[e] >= k.rows)
-        fail(op, "mask.extra_slots of row " + std::to_string(i) +
-                     " must increase, start at or after prefix_len and stay below capacity");
-      last = extra[e];
-    }
-  }
+  sdk::check_attention_mask(op, m, prefix, begin, extra, n_extra, [&](int64_t) { return k.rows; });
   cpu::attention(*pool_, q, k, v, MaskRows{prefix, begin, extra}, p, out);
+}
+
+void CpuDevice::attention_paged(const specd_view& qv, const specd_view& kv, const specd_view& vv,
+                                const specd_attention_mask& mask, const specd_kv_pages& pages,
+                                const specd_attention_params& p, const specd_view& ov) {
+  const OpTimer timer(profile_.get(), "attention", &qv);
+  const char* op = "attention_paged";
+  const Mat q = check_view(&qv, op, "q", {SPECD_DTYPE_F32});
+  const Mat k = check_view(&kv, op, "k_pool", {SPECD_DTYPE_F32});
+  const Mat v = check_view(&vv, op, "v_pool", {SPECD_DTYPE_F32});
+  const Mat out = check_view(&ov, op, "out", {SPECD_DTYPE_F32}, true);
+  if (mask.struct_size < sizeof(specd_attention_mask)) fail(op, "mask struct_size too small");
+  if (pages.struct_size < sizeof(specd_kv_pages)) fail(op, "pages struct_size too small");
+  const Mat pre = check_view(mask.prefix_len, op, "mask.prefix_len", {SPECD_DTYPE_I32});
+  const Mat beg = check_view(mask.extra_begin, op, "mask.extra_begin", {SPECD_DTYPE_I32});
+  const Mat tab = check_view(pages.block_table, op, "pages.block_table", {SPECD_DTYPE_I32});
+  const Mat tb = check_view(pages.table_begin, op, "pages.table_begin", {SPECD_DTYPE_I32});
+  sdk::check_attention_paged_shapes(q, k, v, out, pre, beg, tab, tb, pages, p);
+  if (overlaps(out, q) || overlaps(out, k) || overlaps(out, v)) fail(op, "out overlaps an input");
+  const int64_t m = q.rows, B = pages.block_rows;
+  const int32_t* prefix = pre.i32_row(0);
+  const int32_t* begin = beg.i32_row(0);
+  const int32_t* table = tab.i32_row(0);
+  const int32_t* table_begin = tb.i32_row(0);
+  sdk::check_kv_pages(table, tab.cols, table_begin, m, k.rows / B);
+  const int64_t n_extra = begin[m];
+  const int32_t* extra = nullptr;
+  if (n_extra > 0) {
+    const Mat ex = check_view(mask.extra_slots, op, "mask.extra_slots", {SPECD_DTYPE_I32});
+    if (ex.rows != 1 || ex.cols < n_extra) fail(op, "mask.extra_slots shorter than extra_begin[m]");
+    extra = ex.i32_row(0);
+  }
+  sdk::check_attention_mask(op, m, prefix, begin, extra, n_extra,
+                            [&](int64_t i) { return (tab.cols - table_begin[i]) * B; });
+  cpu::attention(*pool_, q, k, v, MaskRows{prefix, begin, extra, table, table_begin, B}, p, out);
+}
+
+void CpuDevice::set_rows(const specd_view& sv, const specd_view& iv, const specd_view& dv) {
+  const OpTimer timer(profile_.get(), "set_rows", &sv);
+  const std::initializer_list<specd_dtype> any = {SPECD_CPU_WEIGHT_DTYPES, SPECD_DTYPE_I32};
+  const Mat s = check_view(&sv, "set_rows", "src", any);
+  const Mat idx = check_view(&iv, "set_rows", "indices", {SPECD_DTYPE_I32});
+  const Mat d = check_view(&dv, "set_rows", "dst", any, true);
+  sdk::check_set_rows_shapes(s, idx, d);
+  if (s.dtype != d.dtype)
+    throw sdk::PluginError(SPECD_STATUS_UNSUPPORTED,
+                           std::string("set_rows: the cpu backend writes rows of their own dtype "
+                                       "only, not ") +
+                               sdk::dtype_name(s.dtype) + " into " + sdk::dtype_name(d.dtype));
+  const int32_t* ix = idx.i32_row(0);
+  sdk::check_scatter_ids(ix, s.rows, d.rows);
+  if (overlaps(s, d) || overlaps(idx, d)) fail("set_rows", "dst overlaps src or indices");
+  cpu::set_rows(s, ix, d, static_cast<int64_t>(sdk::dtype_row_bytes(s.dtype, s.cols)));
 }
 
 void CpuDevice::swiglu(const specd_view& gv, const specd_view& uv, const specd_view& yv) {

@@ -405,18 +405,19 @@ constexpr int64_t kFarRows = 64;
   return lane[0];
 }
 
-// One row and head of attention: scores of the keys in logical order (slot j of the cache for
-// key j), their softmax, the weighted sum of the values. The definition of the bits, and the
-// path for head_dims other than 64 and 128 or CPUs without AVX-512. Built twice (AVX-512 and
-// the baseline, chosen at load time): the lanes and the order of every operation are the same,
-// so the bits are (no contraction to fma in this file).
-[[gnu::target_clones("avx512f", "default")]] void attend_head(
-    const float* qi, const Mat& k, const Mat& v, int64_t kv_off, int64_t hd, int64_t n_keys,
-    int64_t prefix, const int32_t* extra, float scale, float* scores, float* acc, float* o) {
-  auto slot = [&](int64_t j) { return key_slot(j, prefix, extra); };
+// One row and head of attention: scores of the keys in logical order (krow[j], vrow[j]: key
+// j's rows, offset to the KV head), their softmax, the weighted sum of the values. The
+// definition of the bits, and the path for head_dims other than 64 and 128 or CPUs without
+// AVX-512. Built twice (AVX-512 and the baseline, chosen at load time): the lanes and the
+// order of every operation are the same, so the bits are (no contraction to fma in this file).
+[[gnu::target_clones("avx512f", "default")]] void attend_head(const float* qi,
+                                                              const float* const* krow,
+                                                              const float* const* vrow, int64_t hd,
+                                                              int64_t n_keys, float scale,
+                                                              float* scores, float* acc, float* o) {
   float mx = -INFINITY;
   for (int64_t j = 0; j < n_keys; ++j) {
-    const float s = dot16(qi, k.f32_row(slot(j)) + kv_off, hd) * scale;
+    const float s = dot16(qi, krow[j], hd) * scale;
     scores[j] = s;
     mx = s > mx ? s : mx;
   }
@@ -427,7 +428,7 @@ constexpr int64_t kFarRows = 64;
   for (int64_t j = 0; j < n_keys; ++j) {  // keys in logical order
     const float e = scores[j];
     sum += e;
-    const float* vj = v.f32_row(slot(j)) + kv_off;
+    const float* vj = vrow[j];
     for (int64_t d = 0; d < hd; ++d) acc[d] += e * vj[d];
   }
   for (int64_t d = 0; d < hd; ++d) o[d] = acc[d] / sum;
@@ -559,11 +560,13 @@ template <int HD, int NP>
 // (exp16); the weighted values and their weights summed in key order. A key past a lane's own
 // is masked out of its maximum and sums. One query's scores for 16 keys (attend_heads_avx512)
 // need shuffles to reduce across lanes; here nothing crosses lanes, and each key row is read
-// once for all the lanes. qt: HD * 16 floats, sc: 16 per key, both 64-byte aligned scratch.
+// once for all the lanes. krow[j], vrow[j]: key j's rows (offset to the KV head); qt: HD * 16
+// floats, sc: 16 per key, both 64-byte aligned scratch.
 template <int HD>
 [[gnu::target("avx512f")]] void attend_lanes_avx512(const float* const* q, float* const* o,
-                                                    const int32_t* n_keys, int lanes, const Mat& k,
-                                                    const Mat& v, int64_t kv_off, float scale,
+                                                    const int32_t* n_keys, int lanes,
+                                                    const float* const* krow,
+                                                    const float* const* vrow, float scale,
                                                     float* qt, float* sc) {
   constexpr int V = HD / 16;
   alignas(64) int32_t keys[16];
@@ -579,14 +582,14 @@ template <int HD>
   __m512 mx = _mm512_set1_ps(-INFINITY);
   constexpr int64_t kAhead = 4;  // key rows come from L2 or further: ask for them early
   for (int64_t j = 0; j < most; ++j) {
-    const float* kj = k.f32_row(j) + kv_off;
+    const float* kj = krow[j];
     if (j + kAhead < most) {
-      prefetch_row(k.f32_row(j + kAhead) + kv_off, HD * 4);
-      prefetch_row(v.f32_row(j + kAhead) + kv_off, HD * 4);
+      prefetch_row(krow[j + kAhead], HD * 4);
+      prefetch_row(vrow[j + kAhead], HD * 4);
     }
     if (j + kFarRows < most) {
-      prefetch_row<_MM_HINT_T1>(k.f32_row(j + kFarRows) + kv_off, HD * 4);
-      prefetch_row<_MM_HINT_T1>(v.f32_row(j + kFarRows) + kv_off, HD * 4);
+      prefetch_row<_MM_HINT_T1>(krow[j + kFarRows], HD * 4);
+      prefetch_row<_MM_HINT_T1>(vrow[j + kFarRows], HD * 4);
     }
     __m512 l[16];
     for (int t = 0; t < 16; ++t)
@@ -612,7 +615,7 @@ template <int HD>
     for (int64_t j = 0; j < most; ++j) {
       const __mmask16 in = _mm512_cmpgt_epi32_mask(key_count, _mm512_set1_epi32(int32_t(j)));
       const __m512 e = _mm512_load_ps(sc + 16 * j);
-      const float* vj = v.f32_row(j) + kv_off + 16 * c;
+      const float* vj = vrow[j] + 16 * c;
       if (c == 0) sum = _mm512_mask_add_ps(sum, in, sum, e);
       for (int t = 0; t < 16; ++t)
         acc[t] = _mm512_mask_add_ps(acc[t], in, acc[t], _mm512_mul_ps(e, _mm512_set1_ps(vj[t])));
@@ -627,6 +630,38 @@ template <int HD>
 
 }  // namespace
 
+namespace {
+
+// The physical rows of a query row's keys: identity, or through its block table.
+struct RowMap {
+  const int32_t* table;  // this row's table (null: identity)
+  int64_t block_rows;
+  [[gnu::always_inline]] int64_t operator()(int64_t s) const {
+    return table ? int64_t{table[s / block_rows]} * block_rows + s % block_rows : s;
+  }
+};
+
+RowMap row_map(const MaskRows& mask, int64_t i) {
+  if (!mask.table) return {nullptr, 1};
+  return {mask.table + mask.table_begin[i], mask.block_rows};
+}
+
+// Runs of consecutive rows that share one table (one sequence's rows): lane blocks never
+// cross them.
+std::vector<std::pair<int64_t, int64_t>> segments(const MaskRows& mask, int64_t m) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int64_t i = 0; i < m;) {
+    int64_t j = i + 1;
+    while (j < m && mask.table && mask.table_begin[j] == mask.table_begin[i]) ++j;
+    if (!mask.table) j = m;
+    out.emplace_back(i, j);
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace
+
 void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const MaskRows& mask,
                const specd_attention_params& p, const Mat& out) {
   const int64_t hd = p.head_dim;
@@ -636,57 +671,66 @@ void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const
   // head (two when the group allows it and head_dim is 64), else one; either way each (row,
   // head) goes through the same operations whatever the task, the thread or m.
   const int np = avx512 && hd == 64 && group % 2 == 0 ? 2 : 1;
-  // The work goes out in units of one row of np heads, the rows of np heads next to each other,
-  // by stealing (work_shares.hpp): a thread walks its share in order, so the rows of a head
-  // reuse its keys and values from L1, and threads that run at different speeds still finish
-  // together. Equal tasks of a range of rows, about four per thread, had each thread wait for
-  // the other for about a task at the end of each layer's attention.
   const int64_t head_tasks = p.n_head / np;
+  auto n_keys_of = [&](int64_t i) { return mask.prefix[i] + mask.begin[i + 1] - mask.begin[i]; };
   auto one = [&](int64_t i, uint32_t h) {
     const int64_t kv_off = static_cast<int64_t>(h / group) * hd;
     const int64_t prefix = mask.prefix[i];
-    const int64_t n_keys = prefix + mask.begin[i + 1] - mask.begin[i];
+    const int64_t n_keys = n_keys_of(i);
     const int32_t* extra = mask.extra + mask.begin[i];
+    const RowMap map = row_map(mask, i);
     thread_local std::vector<float> scores, acc;
     scores.resize(static_cast<size_t>(np * n_keys));
     const float* qi = q.f32_row(i) + h * hd;
     float* o = out.f32_row(i) + h * hd;
-    if (!avx512) {
-      acc.resize(static_cast<size_t>(hd));
-      attend_head(qi, k, v, kv_off, hd, n_keys, prefix, extra, p.scale, scores.data(), acc.data(),
-                  o);
-      return;
-    }
     thread_local std::vector<const float*> rows;  // key j's rows: keys, then values
     rows.resize(static_cast<size_t>(2 * n_keys));
     const float** kr = rows.data();
     const float** vr = kr + n_keys;
     for (int64_t j = 0; j < n_keys; ++j) {
-      const int64_t s = key_slot(j, prefix, extra);
+      const int64_t s = map(key_slot(j, prefix, extra));
       kr[j] = k.f32_row(s) + kv_off;
       vr[j] = v.f32_row(s) + kv_off;
     }
-    if (hd == 128)
+    if (!avx512) {
+      acc.resize(static_cast<size_t>(hd));
+      attend_head(qi, kr, vr, hd, n_keys, p.scale, scores.data(), acc.data(), o);
+    } else if (hd == 128) {
       attend_heads_avx512<128, 1>(qi, kr, vr, n_keys, p.scale, scores.data(), o);
-    else if (np == 2)
+    } else if (np == 2) {
       attend_heads_avx512<64, 2>(qi, kr, vr, n_keys, p.scale, scores.data(), o);
-    else
+    } else {
       attend_heads_avx512<64, 1>(qi, kr, vr, n_keys, p.scale, scores.data(), o);
+    }
   };
   // Rows that attend their prefix only (a chain: plain decoding and verification) go as lanes
-  // of one KV head instead, 16 (row, query head) pairs at a time (attend_lanes_avx512), when
-  // that fills at least three quarters of a vector: the same bits, each key row read once for
-  // all of them. After 900 tokens, eight rows of the constructed 95 M Q4_K_M (GQA group 2) took
-  // 0.84x as long and sixteen 0.84x; four rows (8 lanes) 1.03x, so fewer stay as they were.
-  bool prefix_only = true;
-  for (int64_t i = 0; i < q.rows && prefix_only; ++i)
-    prefix_only = mask.begin[i + 1] == mask.begin[i];
-  const bool lanes = avx512 && prefix_only && group <= 16 && q.rows * group >= 12;
-  const int64_t lane_rows = lanes ? 16 / group : 1;             // rows per lane block
-  const int64_t blocks = (q.rows + lane_rows - 1) / lane_rows;  // lane blocks per KV head
-  auto lane_block = [&](int64_t u) {  // KV head u / blocks, its block of rows u % blocks
-    const uint32_t g = static_cast<uint32_t>(u / blocks);
-    const int64_t i0 = u % blocks * lane_rows, i1 = std::min(q.rows, i0 + lane_rows);
+  // of one KV head instead, 16 (row, query head) pairs of one sequence at a time
+  // (attend_lanes_avx512), when that fills at least three quarters of a vector: the same
+  // bits, each key row read once for all of them. After 900 tokens, eight rows of the
+  // constructed 95 M Q4_K_M (GQA group 2) took 0.84x as long and sixteen 0.84x; four rows
+  // (8 lanes) 1.03x, so fewer stay as they were.
+  const int64_t lane_rows = group <= 16 ? 16 / group : 1;  // rows per lane block
+  struct Segment {
+    int64_t i0, i1;
+    bool lanes;
+    int64_t blocks;  // lane blocks per KV head
+    int64_t first;   // its first unit
+  };
+  std::vector<Segment> segs;
+  int64_t n_units = 0, work = 0;
+  for (auto [i0, i1] : segments(mask, q.rows)) {
+    bool prefix_only = true;
+    for (int64_t i = i0; i < i1 && prefix_only; ++i)
+      prefix_only = mask.begin[i + 1] == mask.begin[i];
+    for (int64_t i = i0; i < i1; ++i) work += n_keys_of(i) + 1;
+    Segment sg{i0, i1, avx512 && prefix_only && group <= 16 && (i1 - i0) * group >= 12, 0, n_units};
+    sg.blocks = sg.lanes ? (i1 - i0 + lane_rows - 1) / lane_rows : 0;
+    n_units += sg.lanes ? static_cast<int64_t>(p.n_head_kv) * sg.blocks : head_tasks * (i1 - i0);
+    segs.push_back(sg);
+  }
+  auto lane_block = [&](const Segment& sg, int64_t u) {  // KV head u / blocks, its rows u % blocks
+    const uint32_t g = static_cast<uint32_t>(u / sg.blocks);
+    const int64_t i0 = sg.i0 + u % sg.blocks * lane_rows, i1 = std::min(sg.i1, i0 + lane_rows);
     const float* ql[16];
     float* ol[16];
     int32_t nk[16];
@@ -699,34 +743,49 @@ void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const
         nk[n] = mask.prefix[i];
       }
     thread_local std::vector<float> scratch;
+    thread_local std::vector<const float*> rows;  // key j's rows: keys, then values
     int64_t keys = 0;
     for (int r = 0; r < n; ++r) keys = std::max<int64_t>(keys, nk[r]);
     scratch.resize(static_cast<size_t>(16 * (hd + keys) + 16));
     float* qt = scratch.data() + (16 - reinterpret_cast<uintptr_t>(scratch.data()) / 4 % 16) % 16;
     float* sc = qt + 16 * hd;
     const int64_t kv_off = static_cast<int64_t>(g) * hd;
+    const RowMap map = row_map(mask, i0);  // the segment's one table
+    rows.resize(static_cast<size_t>(2 * keys));
+    for (int64_t j = 0; j < keys; ++j) {
+      rows[j] = k.f32_row(map(j)) + kv_off;
+      rows[keys + j] = v.f32_row(map(j)) + kv_off;
+    }
     if (hd == 128)
-      attend_lanes_avx512<128>(ql, ol, nk, n, k, v, kv_off, p.scale, qt, sc);
+      attend_lanes_avx512<128>(ql, ol, nk, n, rows.data(), rows.data() + keys, p.scale, qt, sc);
     else
-      attend_lanes_avx512<64>(ql, ol, nk, n, k, v, kv_off, p.scale, qt, sc);
+      attend_lanes_avx512<64>(ql, ol, nk, n, rows.data(), rows.data() + keys, p.scale, qt, sc);
   };
   auto units = [&](int64_t u0, int64_t u1) {
-    for (int64_t u = u0; u < u1; ++u)
-      if (lanes)
-        lane_block(u);
+    size_t s = 0;
+    for (int64_t u = u0; u < u1; ++u) {
+      while (s + 1 < segs.size() && segs[s + 1].first <= u) ++s;
+      while (segs[s].first > u) --s;
+      const Segment& sg = segs[s];
+      const int64_t w = u - sg.first, rows = sg.i1 - sg.i0;
+      if (sg.lanes)
+        lane_block(sg, w);
       else
-        one(u % q.rows, static_cast<uint32_t>(u / q.rows) * np);
+        one(sg.i0 + w % rows, static_cast<uint32_t>(w / rows) * np);
+    }
   };
-  const int64_t n_units = lanes ? static_cast<int64_t>(p.n_head_kv) * blocks : head_tasks * q.rows;
   // The work of a task grows with its keys: one decoded token over a long cache is worth
   // spreading over the threads although it has few (row, head) tasks.
-  const int64_t last = q.rows - 1;
-  const int64_t keys = q.rows > 0 ? mask.prefix[last] + mask.begin[last + 1] - mask.begin[last] : 0;
-  if (q.rows * p.n_head * hd * (keys + 1) < (int64_t{1} << 16)) {
+  if (work * p.n_head * hd < (int64_t{1} << 16)) {
     units(0, n_units);
   } else {
     run_shared(pool, n_units, 1, units);
   }
+}
+
+void set_rows(const Mat& src, const int32_t* indices, const Mat& dst, int64_t row_bytes) {
+  for (int64_t i = 0; i < src.rows; ++i)
+    std::memcpy(dst.row(indices[i]), src.row(i), static_cast<size_t>(row_bytes));
 }
 
 }  // namespace specd::cpu

@@ -46,11 +46,16 @@ struct AttentionArgs {
   const int32_t* begin;   // [m + 1]
   const int32_t* extra;   // [n_extra_cols], may be null when n_extra_cols is 0
   int64_t n_extra_cols;
-  int64_t capacity;  // rows of the caches
+  int64_t capacity;  // rows of the caches (the pools' rows when paged)
+  // Paged (attention_paged): logical row s of query row i is pool row
+  // table[table_begin[i] + s / block_rows] * block_rows + s % block_rows; table null: row s.
+  const int32_t* table;
+  const int32_t* table_begin;  // [m]
+  int64_t n_table, block_rows;
   int64_t m;
   int n_head, n_head_kv, head_dim;
   float scale;
-  int* error;  // set to nonzero by a block whose mask row is invalid
+  int* error;  // set to nonzero by a block whose mask row (or table) is invalid
 };
 
 }  // namespace specd::gpu

@@ -8,7 +8,9 @@
 //
 // The mask lives in device memory; each block validates its own row (the CPU backend's rules,
 // numeric.hpp) and, if invalid, writes NaN, raises the device error flag (reported by the next
-// synchronize/download) and reads nothing out of range.
+// synchronize/download) and reads nothing out of range. Paged (attention_paged): a row's
+// logical key rows are found through its block table; the row's table range and every block
+// id it reads are validated the same way.
 #include <math.h>
 
 #include "launch.hpp"
@@ -38,7 +40,21 @@ __global__ void attention_kernel(AttentionArgs a) {
   row.begin = a.begin[i];
   row.end = a.begin[i + 1];
   if (t == 0) {
-    ok_s = mask_row_ok(row, i, a.extra, a.n_extra_cols, a.capacity) ? 1 : 0;
+    bool ok = true;
+    int64_t limit = a.capacity;
+    if (a.table) {
+      const int64_t tb = a.table_begin[i];
+      ok = tb >= 0 && tb <= a.n_table;
+      limit = ok ? (a.n_table - tb) * a.block_rows : 0;
+    }
+    ok = ok && mask_row_ok(row, i, a.extra, a.n_extra_cols, limit);
+    if (ok && a.table) {  // the blocks the row reads: up to its last key's
+      const int32_t* tab = a.table + a.table_begin[i];
+      const int64_t last = key_slot(row, a.extra, key_count(row) - 1);
+      for (int64_t b = 0; b <= last / a.block_rows && ok; ++b)
+        ok = tab[b] >= 0 && (tab[b] + 1) * a.block_rows <= a.capacity;
+    }
+    ok_s = ok ? 1 : 0;
     if (!ok_s) atomicExch(a.error, 1);
   }
   const float* qi = a.q + i * a.ldq + static_cast<int64_t>(h) * hd;
@@ -50,6 +66,7 @@ __global__ void attention_kernel(AttentionArgs a) {
     return;  // uniform across the block
   }
 
+  const int32_t* table = a.table ? a.table + a.table_begin[i] : nullptr;  // paged
   const int64_t kv_off = static_cast<int64_t>(h / (a.n_head / a.n_head_kv)) * hd;
   const int64_t n_keys = key_count(row);
   float acc[kDimsPerThread];
@@ -60,7 +77,9 @@ __global__ void attention_kernel(AttentionArgs a) {
   for (int64_t t0 = 0; t0 < n_keys; t0 += kTile) {
     const int tn = n_keys - t0 < kTile ? static_cast<int>(n_keys - t0) : kTile;
     for (int jj = warp; jj < tn; jj += kAttnWarps) {  // one key per warp
-      const int64_t slot = key_slot(row, a.extra, t0 + jj);
+      const int64_t logical = key_slot(row, a.extra, t0 + jj);
+      const int64_t slot =
+          table ? table[logical / a.block_rows] * a.block_rows + logical % a.block_rows : logical;
       const float* kr = a.k + slot * a.ldk + kv_off;
       float s = 0.0f;
       for (int d = lane; d < hd; d += kLanes) s = fmaf(q_s[d], kr[d], s);

@@ -79,8 +79,9 @@ void GpuDevice::finish() {
   if (flag) {
     SPECD_GPU_CHECK(cudaMemsetAsync(error_, 0, sizeof(int), stream_));
     throw sdk::invalid_argument(
-        "attention: an earlier call had an invalid mask (prefix_len, extra_begin or "
-        "extra_slots out of range or not increasing); its output rows are NaN");
+        "attention or set_rows: an earlier call had invalid indices (a mask's prefix_len, "
+        "extra_begin or extra_slots out of range or not increasing, a block table outside the "
+        "pool, or a set_rows index outside dst); its output rows are NaN or unwritten");
   }
 }
 
@@ -241,15 +242,35 @@ void GpuDevice::get_rows(const specd_view& tv, const specd_view& iv, const specd
 void GpuDevice::attention(const specd_view& qv, const specd_view& kv, const specd_view& vv,
                           const specd_attention_mask& mask, const specd_attention_params& p,
                           const specd_view& ov) {
-  const char* op = "attention";
+  run_attention("attention", qv, kv, vv, mask, nullptr, p, ov);
+}
+
+void GpuDevice::attention_paged(const specd_view& qv, const specd_view& kv, const specd_view& vv,
+                                const specd_attention_mask& mask, const specd_kv_pages& pages,
+                                const specd_attention_params& p, const specd_view& ov) {
+  run_attention("attention_paged", qv, kv, vv, mask, &pages, p, ov);
+}
+
+void GpuDevice::run_attention(const char* op, const specd_view& qv, const specd_view& kv,
+                              const specd_view& vv, const specd_attention_mask& mask,
+                              const specd_kv_pages* pages, const specd_attention_params& p,
+                              const specd_view& ov) {
   const Mat q = check_view(&qv, op, "q", {SPECD_DTYPE_F32});
-  const Mat k = check_view(&kv, op, "k_cache", {SPECD_DTYPE_F32});
-  const Mat v = check_view(&vv, op, "v_cache", {SPECD_DTYPE_F32});
+  const Mat k = check_view(&kv, op, pages ? "k_pool" : "k_cache", {SPECD_DTYPE_F32});
+  const Mat v = check_view(&vv, op, pages ? "v_pool" : "v_cache", {SPECD_DTYPE_F32});
   const Mat out = check_view(&ov, op, "out", {SPECD_DTYPE_F32});
   if (mask.struct_size < sizeof(specd_attention_mask)) fail(op, "mask struct_size too small");
   const Mat pre = check_view(mask.prefix_len, op, "mask.prefix_len", {SPECD_DTYPE_I32});
   const Mat beg = check_view(mask.extra_begin, op, "mask.extra_begin", {SPECD_DTYPE_I32});
-  sdk::check_attention_shapes(q, k, v, out, pre, beg, p);
+  Mat tab, tb;
+  if (pages) {
+    if (pages->struct_size < sizeof(specd_kv_pages)) fail(op, "pages struct_size too small");
+    tab = check_view(pages->block_table, op, "pages.block_table", {SPECD_DTYPE_I32});
+    tb = check_view(pages->table_begin, op, "pages.table_begin", {SPECD_DTYPE_I32});
+    sdk::check_attention_paged_shapes(q, k, v, out, pre, beg, tab, tb, *pages, p);
+  } else {
+    sdk::check_attention_shapes(q, k, v, out, pre, beg, p);
+  }
   if (overlaps(out, q) || overlaps(out, k) || overlaps(out, v)) fail(op, "out overlaps an input");
   // What the kernel supports (its per-thread head buffer, its grid's row dimension).
   if (p.head_dim > static_cast<uint32_t>(kMaxHeadDim))
@@ -280,6 +301,12 @@ void GpuDevice::attention(const specd_view& qv, const specd_view& kv, const spec
   a.extra = ex.p ? i32(ex) : nullptr;
   a.n_extra_cols = ex.p ? ex.cols : 0;
   a.capacity = k.rows;
+  if (pages) {
+    a.table = i32(tab);
+    a.table_begin = i32(tb);
+    a.n_table = tab.cols;
+    a.block_rows = pages->block_rows;
+  }
   a.m = m;
   a.n_head = static_cast<int>(p.n_head);
   a.n_head_kv = static_cast<int>(p.n_head_kv);
@@ -287,6 +314,31 @@ void GpuDevice::attention(const specd_view& qv, const specd_view& kv, const spec
   a.scale = p.scale;
   a.error = error_;
   SPECD_GPU_CHECK(launch_attention(a, stream_));
+}
+
+void GpuDevice::set_rows(const specd_view& sv, const specd_view& iv, const specd_view& dv) {
+  const std::initializer_list<specd_dtype> any = {
+      SPECD_DTYPE_F32,  SPECD_DTYPE_F16,    SPECD_DTYPE_BF16,   SPECD_DTYPE_Q8_0,
+      SPECD_DTYPE_Q4_0, SPECD_DTYPE_Q4_1,   SPECD_DTYPE_Q5_0,   SPECD_DTYPE_Q5_1,
+      SPECD_DTYPE_Q2_K, SPECD_DTYPE_Q3_K,   SPECD_DTYPE_Q4_K,   SPECD_DTYPE_Q5_K,
+      SPECD_DTYPE_Q6_K, SPECD_DTYPE_IQ4_NL, SPECD_DTYPE_IQ4_XS, SPECD_DTYPE_I32};
+  const Mat s = check_view(&sv, "set_rows", "src", any);
+  const Mat idx = check_view(&iv, "set_rows", "indices", {SPECD_DTYPE_I32});
+  const Mat d = check_view(&dv, "set_rows", "dst", any);
+  sdk::check_set_rows_shapes(s, idx, d);
+  if (s.dtype != d.dtype)
+    throw sdk::PluginError(SPECD_STATUS_UNSUPPORTED,
+                           std::string("set_rows: this backend writes rows of their own dtype "
+                                       "only, not ") +
+                               sdk::dtype_name(s.dtype) + " into " + sdk::dtype_name(d.dtype));
+  if (overlaps(s, d) || overlaps(idx, d)) fail("set_rows", "dst overlaps src or indices");
+  if (s.rows == 0) return;
+  bind();
+  // The indices stay on the device (no synchronization per call): each is range-checked by
+  // the kernel (the error flag, reported by the next synchronize or download); distinctness,
+  // which the host guarantees, is not checked here.
+  SPECD_GPU_CHECK(
+      launch_set_rows(s, i32(idx), d, static_cast<int64_t>(row_bytes(s)), error_, stream_));
 }
 
 void GpuDevice::swiglu(const specd_view& gv, const specd_view& uv, const specd_view& yv) {

@@ -45,11 +45,19 @@ class GpuDevice {
   void swiglu(const specd_view& gate, const specd_view& up, const specd_view& y);
   void add(const specd_view& a, const specd_view& b, const specd_view& y);
   void copy_rows(const specd_view& src, const specd_view& indices, const specd_view& dst);
+  void attention_paged(const specd_view& q, const specd_view& k, const specd_view& v,
+                       const specd_attention_mask& mask, const specd_kv_pages& pages,
+                       const specd_attention_params& p, const specd_view& out);
+  void set_rows(const specd_view& src, const specd_view& indices, const specd_view& dst);
   void softmax(const specd_view& x, float temperature, const specd_view& y);
   void argmax(const specd_view& x, const specd_view& out);
 
  private:
   void bind();  // makes this device current for the calling thread
+  // attention and attention_paged (pages null: the plain cache).
+  void run_attention(const char* op, const specd_view& q, const specd_view& k, const specd_view& v,
+                     const specd_attention_mask& mask, const specd_kv_pages* pages,
+                     const specd_attention_params& p, const specd_view& out);
   // Waits for the stream, then reports (and clears) an invalid mask seen by a kernel.
   void finish();
   // Copies a validated int32 [1, n] row to the host (waits for pending ops).

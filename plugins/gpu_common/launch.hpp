@@ -28,6 +28,9 @@ cudaError_t launch_add(const Mat& a, const Mat& b, const Mat& y, cudaStream_t st
 // compaction through a scratch buffer).
 cudaError_t launch_copy_rows(const Mat& src, const int32_t* indices, const Mat& dst,
                              int64_t row_bytes, cudaStream_t stream);
+// dst[indices[i]] = src[i] bytewise; an index outside dst sets *error (set_rows).
+cudaError_t launch_set_rows(const Mat& src, const int32_t* indices, const Mat& dst,
+                            int64_t row_bytes, int* error, cudaStream_t stream);
 cudaError_t launch_softmax(const Mat& x, float temperature, const Mat& y, cudaStream_t stream);
 cudaError_t launch_argmax(const Mat& x, int32_t* out, cudaStream_t stream);
 

@@ -125,6 +125,23 @@ __global__ void copy_rows_kernel(Mat src, const int32_t* indices, Mat dst, int64
   }
 }
 
+// dst[indices[i], :] = src[i, :] bytewise (set_rows); an index outside dst raises the error
+// flag and its row is not written.
+__global__ void set_rows_kernel(Mat src, const int32_t* indices, Mat dst, int64_t row_bytes,
+                                int* error) {
+  const int64_t total = src.rows * row_bytes;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = e / row_bytes, b = e % row_bytes;
+    const int64_t to = indices[i];
+    if (to < 0 || to >= dst.rows) {
+      if (b == 0) atomicExch(error, 1);
+      continue;
+    }
+    dst.p[to * dst.stride_bytes + b] = src.p[i * src.stride_bytes + b];
+  }
+}
+
 __global__ void softmax_kernel(Mat x, float temperature, Mat y) {
   __shared__ float scratch[kRowThreads];
   const int64_t i = blockIdx.x;
@@ -216,6 +233,13 @@ cudaError_t launch_copy_rows(const Mat& src, const int32_t* indices, const Mat& 
                              int64_t row_bytes, cudaStream_t stream) {
   SPECD_LAUNCH(grid_1d(dst.rows * row_bytes, 256), 256, 0, stream, copy_rows_kernel)
   (src, indices, dst, row_bytes);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_set_rows(const Mat& src, const int32_t* indices, const Mat& dst,
+                            int64_t row_bytes, int* error, cudaStream_t stream) {
+  SPECD_LAUNCH(grid_1d(src.rows * row_bytes, 256), 256, 0, stream, set_rows_kernel)
+  (src, indices, dst, row_bytes, error);
   return cudaGetLastError();
 }
 

@@ -157,38 +157,96 @@ TEST_CASE("a batched forward refuses two entries over one cache and a bad entry,
                        Error);
 }
 
-TEST_CASE("a cache grown in blocks continues exactly as a cache that was large from the start") {
+TEST_CASE(
+    "a cache whose blocks interleave with another's in the pool gives the bits of one alone") {
   FixtureSpec s;
-  auto model = LlamaModel::load(write_fixture(s, "batch-grow.gguf"), batch_device());
+  auto model = LlamaModel::load(write_fixture(s, "batch-paged.gguf"), batch_device());
+  auto lone_model = LlamaModel::load(write_fixture(s, "batch-paged.gguf"), batch_device());
   const int32_t V = model->info().vocab_size;
   std::mt19937 rng(3);
-  const auto prompt = tokens_of(rng, 20, V);
-  auto small = model->new_cache(24);
-  auto big = model->new_cache(128);
-  for (KvCache* c : {small.get(), big.get()}) {
-    model->forward(*c, prompt, range(20, 0), range(20, -1), nullptr, nullptr, 20);
-    model->commit(*c, range(20, 0));
+  const auto prompt = tokens_of(rng, 40, V), other = tokens_of(rng, 40, V);
+  auto a = model->new_cache(128), b = model->new_cache(128);
+  auto lone = lone_model->new_cache(128);
+  // Five rows at a time into a and b in turn: each takes a block of 16 every few steps, so
+  // their blocks alternate in the pool.
+  for (int32_t at = 0; at < 40; at += 5) {
+    for (auto [c, toks] : {std::pair{a.get(), &prompt}, std::pair{b.get(), &other}}) {
+      const std::vector<int32_t> chunk(toks->begin() + at, toks->begin() + at + 5);
+      model->forward(*c, chunk, range(5, at), range(5, -1), nullptr, nullptr, 5);
+      model->commit(*c, range(5, 0));
+    }
   }
-  CHECK_THROWS_AS(model->grow(*small, 10), Error);
-  model->grow(*small, 64);
-  CHECK(small->capacity() == 64);
-  CHECK(small->size() == 20);
+  lone_model->forward(*lone, prompt, range(40, 0), range(40, -1), nullptr, nullptr, 40);
+  lone_model->commit(*lone, range(40, 0));
+  CHECK(a->blocks() == std::vector<int32_t>{0, 2, 4});
+  CHECK(b->blocks() == std::vector<int32_t>{1, 3, 5});
   const auto next = tokens_of(rng, 30, V);
-  std::vector<float> a(30 * V), b(30 * V);
-  model->forward(*small, next, range(30, 20), range(30, -1), a.data());
-  model->forward(*big, next, range(30, 20), range(30, -1), b.data());
-  CHECK(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
+  std::vector<float> x(30 * V), y(30 * V);
+  model->forward(*a, next, range(30, 40), range(30, -1), x.data());
+  lone_model->forward(*lone, next, range(30, 40), range(30, -1), y.data());
+  CHECK(std::memcmp(x.data(), y.data(), x.size() * 4) == 0);
 }
 
-TEST_CASE("a batch verifier prefills in chunks and grows in blocks, equal to one token at a time") {
+TEST_CASE("the KV pool reuses freed blocks, keeps rows when it grows, and moves a tree's path") {
+  FixtureSpec s;
+  auto model = LlamaModel::load(write_fixture(s, "batch-pool.gguf"), batch_device());
+  const int32_t V = model->info().vocab_size;
+  std::mt19937 rng(4);
+  KvPool& pool = model->kv_pool();
+  {
+    auto c = model->new_cache(40);
+    CHECK(pool.blocks() >= 3);  // the capacity is promised up front
+    const auto t = tokens_of(rng, 20, V);
+    model->forward(*c, t, range(20, 0), range(20, -1), nullptr, nullptr, 20);
+    CHECK(c->blocks().size() == 2u);  // blocks taken as rows are written
+    CHECK(pool.used_blocks() == 2);
+  }
+  CHECK(pool.used_blocks() == 0);  // given back with the cache
+  // A cache kept through a growth of the pool computes as before it.
+  auto keep = model->new_cache(48);
+  const auto t = tokens_of(rng, 30, V);
+  model->forward(*keep, t, range(30, 0), range(30, -1), nullptr, nullptr, 30);
+  model->commit(*keep, range(30, 0));
+  const auto more = tokens_of(rng, 3, V);
+  std::vector<float> before(3 * V), after(3 * V);
+  model->forward(*keep, more, range(3, 30), range(3, -1), before.data());
+  const int32_t blocks = pool.blocks();
+  model->reserve_kv(int64_t{blocks} * LlamaModel::kKvBlockRows * 4);
+  CHECK(pool.blocks() == blocks * 4);
+  model->forward(*keep, more, range(3, 30), range(3, -1), after.data());
+  CHECK(std::memcmp(before.data(), after.data(), before.size() * 4) == 0);
+  // A tree over a block boundary: root at row 30, two children, the second's child; keeping
+  // the second branch moves its rows into sequence order, as a chain run alone would give.
+  const std::vector<int32_t> tree_tokens = {more[0], more[1], more[2], more[1]};
+  const std::vector<int32_t> parents = {-1, 0, 0, 2}, positions = {30, 31, 31, 32};
+  std::vector<float> logits(4 * V);
+  model->forward(*keep, tree_tokens, positions, parents, logits.data());
+  model->commit(*keep, std::vector<int32_t>{0, 2, 3});
+  CHECK(keep->size() == 33);
+  auto chain = model->new_cache(48);
+  const std::vector<int32_t> path = {more[0], more[2], more[1]};
+  std::vector<int32_t> whole(t.begin(), t.end());
+  whole.insert(whole.end(), path.begin(), path.end());
+  model->forward(*chain, whole, range(33, 0), range(33, -1), nullptr, nullptr, 33);
+  model->commit(*chain, range(33, 0));
+  const std::vector<int32_t> last = {more[2]};
+  std::vector<float> x(V), y(V);
+  model->forward(*keep, last, range(1, 33), range(1, -1), x.data());
+  model->forward(*chain, last, range(1, 33), range(1, -1), y.data());
+  CHECK(std::memcmp(x.data(), y.data(), x.size() * 4) == 0);
+}
+
+TEST_CASE(
+    "a batch verifier prefills in chunks and takes blocks as it grows, equal to one token at a "
+    "time") {
   FixtureSpec s;
   s.matrix_type = GgmlType::kQ8_0;
   auto model = LlamaModel::load(write_fixture(s, "batch-verifier.gguf"), batch_device());
   const int32_t V = model->info().vocab_size, d = model->info().n_embd;
   std::mt19937 rng(8);
   const auto prompt = tokens_of(rng, 150, V);
-  BatchVerifier verifier(*model, /*max_rows=*/160, /*block_rows=*/16, /*chunk_rows=*/64);
-  CHECK(verifier.allocated_rows() == 16u);
+  BatchVerifier verifier(*model, /*max_rows=*/160, /*chunk_rows=*/64);
+  CHECK(verifier.held_rows() == 0u);
   std::vector<float> hidden(149 * static_cast<size_t>(d));
   verifier.begin(prompt, hidden.data());
   int passes = 0;
@@ -201,7 +259,7 @@ TEST_CASE("a batch verifier prefills in chunks and grows in blocks, equal to one
   }
   CHECK(passes == 3);  // 64 + 64 + 21 rows
   CHECK(verifier.committed() == 149u);
-  CHECK(verifier.allocated_rows() == 160u);  // blocks of 16 up to the reservation
+  CHECK(verifier.held_rows() == 160u);  // blocks of 16 for the 149 rows
   // A round: the root and a chain of two nodes.
   const std::vector<specd_token> nodes = {prompt[3], prompt[4]};
   const std::vector<int32_t> parents = {0, 1};

@@ -8,7 +8,7 @@
 #include "common/error.hpp"
 #include "models/batch_mask.hpp"
 #include "models/heads/head_model.hpp"
-#include "models/kv_layout.hpp"
+#include "models/paged_batch.hpp"
 
 namespace specd {
 
@@ -33,17 +33,59 @@ void HeadModel::broadcast(const View& row, const View& y) {
   device_->get_rows(row, zero_ids_.view(SPECD_DTYPE_I32, 1, y.rows()), y);
 }
 
-void HeadModel::forward(HeadCache* cache, const float* features, std::span<const int32_t> tokens,
+void HeadModel::forward(KvCache* cache, const float* features, std::span<const int32_t> tokens,
                         std::span<const int32_t> positions, std::span<const int32_t> parents,
                         float* logits, float* hidden) {
+  Entry e;
+  e.cache = cache;
+  e.features = features;
+  e.m = static_cast<int32_t>(tokens.size());
+  e.logits = logits;
+  e.hidden = hidden;
+  if (info_.kind != HeadKind::kMedusa) {
+    e.tokens = tokens;
+    e.positions = positions;
+    e.parents = parents;
+  }
+  forward_batch(std::span<const Entry>(&e, 1));
+}
+
+void HeadModel::check_cache(const KvCache& cache, const char* op) const {
+  if (!kv_pool_ || &cache.pool() != kv_pool_.get())
+    throw Error(std::string(op) + ": the cache belongs to a different head");
+}
+
+void HeadModel::forward_batch(std::span<const Entry> entries) {
+  if (entries.empty()) throw Error("forward: no entries");
+  int64_t M = 0;
+  for (const Entry& e : entries) {
+    if (e.m <= 0) throw Error("forward: no rows");
+    M += e.m;
+  }
+  // As LlamaModel::forward_batch: pieces the device computes row by row invariantly when
+  // several sequences share the pass, one piece for one sequence.
+  const int64_t invariant = std::max<uint32_t>(device_->info().invariant_max_rows, 1);
+  const int64_t piece = entries.size() == 1 ? std::max<int64_t>(invariant, M) : invariant;
   if (info_.kind == HeadKind::kMedusa) {
-    if (cache || hidden) throw Error("forward: a Medusa head takes no cache and gives no features");
-    if (tokens.empty()) throw Error("forward: no rows");
-    forward_medusa(features, static_cast<int64_t>(tokens.size()), logits);
+    for (const Entry& e : entries)
+      if (e.cache || e.hidden)
+        throw Error("forward: a Medusa head takes no cache and gives no features");
+    forward_medusa(entries, piece);
     return;
   }
-  if (!cache) throw Error("forward: " + info_.architecture + " needs its cache");
-  forward_block(*cache, features, tokens, positions, parents, logits, hidden);
+  for (const Entry& e : entries) {
+    if (!e.cache) throw Error("forward: " + info_.architecture + " needs its cache");
+    check_cache(*e.cache, "forward");
+    if (static_cast<int32_t>(e.tokens.size()) != e.m || e.positions.size() != e.tokens.size() ||
+        e.parents.size() != e.tokens.size())
+      throw Error("forward: tokens, positions and parents differ in length");
+    for (int32_t i = 0; i < e.m; ++i) {
+      if (e.tokens[i] < 0 || e.tokens[i] >= info_.vocab_size)
+        throw Error("forward: token " + std::to_string(e.tokens[i]) + " is outside the vocabulary");
+      if (e.positions[i] < 0) throw Error("forward: negative position at row " + std::to_string(i));
+    }
+  }
+  forward_blocks(entries, piece);
 }
 
 void HeadModel::check_finite(const float* logits, size_t n) const {
@@ -56,138 +98,123 @@ void HeadModel::check_finite(const float* logits, size_t n) const {
                   "); its weights or its input features hold NaN or inf");
 }
 
-void HeadModel::forward_medusa(const float* features, int64_t m, float* logits) {
-  ensure_scratch(m);
+void HeadModel::forward_medusa(std::span<const Entry> entries, int64_t piece) {
+  int64_t M = 0;
+  for (const Entry& e : entries) M += e.m;
+  ensure_scratch(M);
   const int64_t d = info_.n_embd, V = info_.vocab_size, K = info_.n_heads;
   Device& dev = *device_;
-  x_.upload(features, static_cast<uint64_t>(m * d) * 4);
-  const View x = x_.view(SPECD_DTYPE_F32, m, d);        // hidden_t [m, d], then bias rows
-  const View z = h_.view(SPECD_DTYPE_F32, m, d);        // z_t [m, d]
-  const View t = t_.view(SPECD_DTYPE_F32, m, d);        // r_{N,t} [m, d]
-  const View ones = ones_.view(SPECD_DTYPE_F32, m, d);  // [m, d]
-  dev.rms_norm(x, output_norm_, target_eps_, z);
-  for (int64_t n = 0; n < K; ++n) {
-    const MedusaHead& head = medusa_[n];
-    dev.matmul(z, head.fc, t);
-    broadcast(head.bias, x);
-    dev.add(t, x, t);
-    dev.swiglu(t, ones, t);  // silu
-    dev.add(t, z, t);
-    const View out = logits_.view(SPECD_DTYPE_F32, m, V, static_cast<uint64_t>(n * V) * 4,
-                                  K * V * 4);  // logits[:, n, :] of [m, K, V]
-    dev.matmul(t, output_, out);
+  {
+    int64_t row0 = 0;
+    for (const Entry& e : entries) {
+      x_.upload(e.features, static_cast<uint64_t>(e.m * d) * 4,
+                static_cast<uint64_t>(row0 * d) * 4);
+      row0 += e.m;
+    }
   }
-  logits_.download(logits, static_cast<uint64_t>(m * K * V) * 4);
-  check_finite(logits, static_cast<size_t>(m * K * V));
+  const View x_all = x_.view(SPECD_DTYPE_F32, M, d);  // hidden_t [M, d], then bias rows
+  const View z_all = h_.view(SPECD_DTYPE_F32, M, d);  // z_t [M, d]
+  const View t_all = t_.view(SPECD_DTYPE_F32, M, d);  // r_{N,t} [M, d]
+  for (int64_t r = 0; r < M; r += piece) {
+    const int64_t p = std::min(piece, M - r);
+    const View x = x_all.slice_rows(r, p), z = z_all.slice_rows(r, p), t = t_all.slice_rows(r, p);
+    const View ones = ones_.view(SPECD_DTYPE_F32, p, d);
+    dev.rms_norm(x, output_norm_, target_eps_, z);
+    for (int64_t n = 0; n < K; ++n) {
+      const MedusaHead& head = medusa_[n];
+      dev.matmul(z, head.fc, t);
+      broadcast(head.bias, x);
+      dev.add(t, x, t);
+      dev.swiglu(t, ones, t);  // silu
+      dev.add(t, z, t);
+      const View out =
+          logits_.view(SPECD_DTYPE_F32, p, V, static_cast<uint64_t>((r * K + n) * V) * 4,
+                       K * V * 4);  // logits[r.., n, :] of [M, K, V]
+      dev.matmul(t, output_, out);
+    }
+  }
+  int64_t row0 = 0;
+  for (const Entry& e : entries) {
+    const uint64_t count = static_cast<uint64_t>(e.m * K * V);
+    logits_.download(e.logits, count * 4, static_cast<uint64_t>(row0 * K * V) * 4);
+    check_finite(e.logits, count);
+    row0 += e.m;
+  }
 }
 
-void HeadModel::forward_block(HeadCache& cache, const float* features,
-                              std::span<const int32_t> tokens, std::span<const int32_t> positions,
-                              std::span<const int32_t> parents, float* logits, float* hidden) {
-  const int32_t m = static_cast<int32_t>(tokens.size());
-  const int32_t p0 = cache.pending();
-  if (m == 0) throw Error("forward: no rows");
-  if (positions.size() != tokens.size() || parents.size() != tokens.size())
-    throw Error("forward: tokens, positions and parents differ in length");
-  if (cache.size() + p0 + m > cache.capacity())
-    throw Error("forward: " + std::to_string(cache.size() + p0) + " cached + " + std::to_string(m) +
-                " new elements exceed the head cache capacity " + std::to_string(cache.capacity()));
-  for (int32_t i = 0; i < m; ++i) {
-    if (tokens[i] < 0 || tokens[i] >= info_.vocab_size)
-      throw Error("forward: token " + std::to_string(tokens[i]) + " is outside the vocabulary");
-    if (positions[i] < 0) throw Error("forward: negative position at row " + std::to_string(i));
+void HeadModel::forward_blocks(std::span<const Entry> entries, int64_t piece) {
+  std::vector<PagedRows> rows(entries.size());
+  int64_t M = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
+    rows[i] = {e.cache, e.tokens, e.positions, e.parents, true};  // a tree grows per call
+    M += e.m;
   }
-  std::vector<int32_t> all = cache.parents_;
-  all.insert(all.end(), parents.begin(), parents.end());
-  const BatchMask mask = build_batch_mask(cache.size(), all);
-
-  // int32 inputs: tokens, positions, prefix_len, extra_begin (rebased), extra_slots.
-  const int32_t e0 = mask.extra_begin[p0];
-  std::vector<int32_t> ints(tokens.begin(), tokens.end());
-  ints.insert(ints.end(), positions.begin(), positions.end());
-  ints.insert(ints.end(), mask.prefix_len.begin() + p0, mask.prefix_len.end());
-  for (int32_t i = 0; i <= m; ++i) ints.push_back(mask.extra_begin[p0 + i] - e0);
-  ints.insert(ints.end(), mask.extra_slots.begin() + e0, mask.extra_slots.end());
-  const int64_t n_extra = static_cast<int64_t>(mask.extra_slots.size()) - e0;
+  const PagedBatchInputs inputs(rows);
+  const std::vector<int32_t>& ints = inputs.ints();
   if (!ints_ || ints_.size() < ints.size() * 4) ints_ = device_->alloc(ints.size() * 4 * 2);
   ints_.upload(ints.data(), ints.size() * 4);
-  ensure_scratch(m);
+  ensure_scratch(M);
 
   const int64_t d = info_.n_embd, V = info_.vocab_size;
   Device& dev = *device_;
-  // u = [feature | embedding] rows [m, 2d]
-  std::vector<float> u(static_cast<size_t>(m) * 2 * d, 0.0f);
-  for (int32_t i = 0; i < m; ++i) std::copy_n(features + i * d, d, u.data() + i * 2 * d);
-  u_.upload(u.data(), u.size() * 4);
-  const View uu = u_.view(SPECD_DTYPE_F32, m, 2 * d);                // [m, 2d]
-  const View uf = u_.view(SPECD_DTYPE_F32, m, d, 0, 2 * d * 4);      // [m, d] feature half
-  const View ue = u_.view(SPECD_DTYPE_F32, m, d, d * 4, 2 * d * 4);  // [m, d] embedding half
-  const View x = x_.view(SPECD_DTYPE_F32, m, d);                     // [m, d]
-  const View h = h_.view(SPECD_DTYPE_F32, m, d);                     // [m, d]
-  dev.get_rows(tok_embd_, ints_.view(SPECD_DTYPE_I32, 1, m, 0), ue);
-  if (info_.kind == HeadKind::kMtp) {
-    dev.rms_norm(uf, hnorm_, info_.block.rms_eps, uf);
-    dev.rms_norm(ue, enorm_, info_.block.rms_eps, ue);
-    dev.matmul(uu, eh_, x);
-  } else {
-    dev.matmul(uu, fc_, x);
-    broadcast(fc_bias_, h);
-    dev.add(x, h, x);
+  // u = [feature | embedding] rows [M, 2d]
+  {
+    std::vector<float> u(static_cast<size_t>(M) * 2 * d, 0.0f);
+    int64_t row0 = 0;
+    for (const Entry& e : entries)
+      for (int32_t i = 0; i < e.m; ++i, ++row0)
+        std::copy_n(e.features + i * d, d, u.data() + row0 * 2 * d);
+    u_.upload(u.data(), u.size() * 4);
   }
-  const View extra = ints_.view(SPECD_DTYPE_I32, 1, n_extra ? n_extra : 1, 16ull * m + 4);
-  BlockBatch batch;
-  const int64_t kvd = info_.block.kv_dim();
-  batch.k_cache = kv_rows(cache.k_, cache.capacity(), kvd);  // [cap, Hkv*hd]
-  batch.v_cache = kv_rows(cache.v_, cache.capacity(), kvd);  // [cap, Hkv*hd]
-  batch.first_row = cache.size() + p0;
-  batch.positions = ints_.view(SPECD_DTYPE_I32, 1, m, 4ull * m);
-  batch.prefix_len = ints_.view(SPECD_DTYPE_I32, 1, m, 8ull * m);
-  batch.extra_begin = ints_.view(SPECD_DTYPE_I32, 1, m + 1, 12ull * m);
-  batch.extra_slots = n_extra ? &extra : nullptr;
-  block_scratch_.ensure(*device_, info_.block, m);
-  block_->run(x, batch, block_scratch_);
-  if (hidden) x_.download(hidden, static_cast<uint64_t>(m) * d * 4);
-  dev.rms_norm(x, output_norm_, target_eps_, h);
-  const View out = logits_.view(SPECD_DTYPE_F32, m, V);  // [m, V]
-  dev.matmul(h, output_, out);
-  logits_.download(logits, static_cast<uint64_t>(m) * V * 4);
-  check_finite(logits, static_cast<size_t>(m) * V);
-  cache.parents_ = std::move(all);
-}
-
-void HeadModel::commit(HeadCache& cache, std::span<const int32_t> kept) {
-  const int32_t k = static_cast<int32_t>(kept.size());
-  for (int32_t j = 0; j < k; ++j) {
-    const int32_t r = kept[j];
-    if (r < 0 || r >= cache.pending())
-      throw Error("commit: element " + std::to_string(r) + " is not pending (there are " +
-                  std::to_string(cache.pending()) + ")");
-    if (cache.parents_[r] != (j == 0 ? -1 : kept[j - 1]))
-      throw Error("commit: element " + std::to_string(r) + " does not continue the kept path");
-  }
-  bool identity = true;
-  for (int32_t j = 0; j < k; ++j) identity = identity && kept[j] == j;
-  if (!identity) {
-    std::vector<int32_t> idx(k);
-    for (int32_t j = 0; j < k; ++j) idx[j] = cache.size() + kept[j];
-    cache.index_.upload(idx.data(), idx.size() * 4);
-    const View vi = cache.index_.view(SPECD_DTYPE_I32, 1, k);
-    for (Buffer* b : {&cache.k_, &cache.v_}) {
-      const View all = kv_rows(*b, cache.capacity(), info_.block.kv_dim());
-      device_->copy_rows(all, vi, all.slice_rows(cache.size(), k));
+  const View uu = u_.view(SPECD_DTYPE_F32, M, 2 * d);                // [M, 2d]
+  const View uf = u_.view(SPECD_DTYPE_F32, M, d, 0, 2 * d * 4);      // [M, d] feature half
+  const View ue = u_.view(SPECD_DTYPE_F32, M, d, d * 4, 2 * d * 4);  // [M, d] embedding half
+  const View x = x_.view(SPECD_DTYPE_F32, M, d);                     // [M, d]
+  const View h = h_.view(SPECD_DTYPE_F32, M, d);                     // [M, d]
+  const View tokens = inputs.tokens(ints_);
+  for (int64_t r = 0; r < M; r += piece) {
+    const int64_t p = std::min(piece, M - r);
+    dev.get_rows(tok_embd_, tokens.slice_cols(r, p), ue.slice_rows(r, p));
+    if (info_.kind == HeadKind::kMtp) {
+      dev.rms_norm(uf.slice_rows(r, p), hnorm_, info_.block.rms_eps, uf.slice_rows(r, p));
+      dev.rms_norm(ue.slice_rows(r, p), enorm_, info_.block.rms_eps, ue.slice_rows(r, p));
+      dev.matmul(uu.slice_rows(r, p), eh_, x.slice_rows(r, p));
+    } else {
+      dev.matmul(uu.slice_rows(r, p), fc_, x.slice_rows(r, p));
+      broadcast(fc_bias_, h.slice_rows(r, p));
+      dev.add(x.slice_rows(r, p), h.slice_rows(r, p), x.slice_rows(r, p));
     }
   }
-  device_->synchronize();
-  cache.committed_ += k;
-  cache.parents_.clear();
+  block_scratch_.ensure(*device_, info_.block, M);
+  block_->run(x, inputs.views(ints_), kv_pool_->k(0), kv_pool_->v(0), piece, block_scratch_);
+  const View out = logits_.view(SPECD_DTYPE_F32, M, V);  // [M, V]
+  for (int64_t r = 0; r < M; r += piece) {
+    const int64_t p = std::min(piece, M - r);
+    dev.rms_norm(x.slice_rows(r, p), output_norm_, target_eps_, h.slice_rows(r, p));
+    dev.matmul(h.slice_rows(r, p), output_, out.slice_rows(r, p));
+  }
+  int64_t row0 = 0;
+  for (const Entry& e : entries) {
+    if (e.hidden)
+      x_.download(e.hidden, static_cast<uint64_t>(e.m) * d * 4,
+                  static_cast<uint64_t>(row0) * d * 4);
+    const uint64_t count = static_cast<uint64_t>(e.m) * V;
+    logits_.download(e.logits, count * 4, static_cast<uint64_t>(row0) * V * 4);
+    check_finite(e.logits, count);
+    row0 += e.m;
+  }
+  inputs.finish();
 }
 
-void HeadModel::truncate(HeadCache& cache, int32_t n) {
-  if (n < 0 || n > cache.size())
-    throw Error("truncate: " + std::to_string(n) + " is outside [0, " +
-                std::to_string(cache.size()) + "]");
-  cache.committed_ = n;
-  cache.parents_.clear();
+void HeadModel::commit(KvCache& cache, std::span<const int32_t> kept) {
+  check_cache(cache, "commit");
+  cache.commit(kept);
+}
+
+void HeadModel::truncate(KvCache& cache, int32_t n) {
+  check_cache(cache, "truncate");
+  cache.truncate(n);
 }
 
 }  // namespace specd

@@ -134,16 +134,12 @@ void HeadModel::load_head() {
   load.refuse_unread("a one-block " + in.architecture + " head");
 }
 
-std::unique_ptr<HeadCache> HeadModel::new_cache(int32_t max_rows) const {
+std::unique_ptr<KvCache> HeadModel::new_cache(int32_t max_rows) {
   if (!has_cache()) throw Error(info_.path + ": a Medusa head keeps no cache");
   if (max_rows <= 0) throw Error("new_cache: max_rows must be > 0");
-  std::unique_ptr<HeadCache> c(new HeadCache);
-  c->capacity_ = max_rows;
-  const uint64_t bytes = static_cast<uint64_t>(max_rows) * kv_row_bytes(info_.block.kv_dim());
-  c->k_ = device_->alloc(bytes);
-  c->v_ = device_->alloc(bytes);
-  c->index_ = device_->alloc(static_cast<uint64_t>(max_rows) * 4);
-  return c;
+  if (!kv_pool_)
+    kv_pool_ = std::make_shared<KvPool>(*device_, 1, info_.block.kv_dim(), kKvBlockRows);
+  return std::make_unique<KvCache>(kv_pool_, max_rows);
 }
 
 }  // namespace specd

@@ -20,7 +20,7 @@
 #include "backend/backend.hpp"
 #include "gguf/gguf_reader.hpp"
 #include "models/decoder_block.hpp"
-#include "models/heads/head_cache.hpp"
+#include "models/kv_cache.hpp"
 
 namespace specd {
 
@@ -52,8 +52,8 @@ class HeadModel {
   const HeadInfo& info() const { return info_; }
   bool has_cache() const { return info_.kind != HeadKind::kMedusa; }
 
-  // A cache for up to max_rows elements (EAGLE, MTP only).
-  std::unique_ptr<HeadCache> new_cache(int32_t max_rows) const;
+  // A cache for up to max_rows elements (EAGLE, MTP only), in the head's KV pool.
+  std::unique_ptr<KvCache> new_cache(int32_t max_rows);
 
   // Medusa: `cache` is null, tokens/positions/parents unused; row i of `features` [m, d]
   // gives logits[i, N, :] for heads N = 0..K-1 ([m, K, V]); `hidden` must be null.
@@ -61,15 +61,32 @@ class HeadModel {
   // parent is parents[i]: -1 for the last committed element, else an index into the
   // pending elements (those of earlier forward calls since the last commit first, then
   // this call's). Writes logits [m, V] and, when not null, the output features [m, d].
-  void forward(HeadCache* cache, const float* features, std::span<const int32_t> tokens,
+  void forward(KvCache* cache, const float* features, std::span<const int32_t> tokens,
                std::span<const int32_t> positions, std::span<const int32_t> parents, float* logits,
                float* hidden);
 
+  // One sequence's rows in forward_batch: forward()'s arguments (m = features rows; tokens,
+  // positions and parents are empty for Medusa).
+  struct Entry {
+    KvCache* cache = nullptr;
+    const float* features = nullptr;
+    int32_t m = 0;
+    std::span<const int32_t> tokens, positions, parents;
+    float* logits = nullptr;
+    float* hidden = nullptr;
+  };
+  // forward() for several sequences in one pass (no two entries share a cache): the rows go
+  // through the row-wise ops together in pieces of at most the device's invariant_max_rows,
+  // and (EAGLE, MTP) attention runs once over every row through each cache's blocks. An entry
+  // of m <= invariant_max_rows rows gets the bits forward() of it alone gives.
+  void forward_batch(std::span<const Entry> entries);
+
   // Keeps the pending elements listed (in order, each the child of the previous, the first
   // a child of the committed prefix), drops the others.
-  void commit(HeadCache& cache, std::span<const int32_t> kept);
+  void commit(KvCache& cache, std::span<const int32_t> kept);
   // Keeps the first n committed elements; drops pending ones.
-  void truncate(HeadCache& cache, int32_t n);
+  void truncate(KvCache& cache, int32_t n);
+  static constexpr int32_t kKvBlockRows = 16;
 
  private:
   struct MedusaHead {
@@ -78,12 +95,11 @@ class HeadModel {
   HeadModel(GgufFile head, GgufFile target, Device& device);
   void load_target();
   void load_head();
-  void forward_medusa(const float* features, int64_t m, float* logits);
+  void forward_medusa(std::span<const Entry> entries, int64_t piece);
   // Throws naming the file when any of the n logits is NaN or infinite.
   void check_finite(const float* logits, size_t n) const;
-  void forward_block(HeadCache& cache, const float* features, std::span<const int32_t> tokens,
-                     std::span<const int32_t> positions, std::span<const int32_t> parents,
-                     float* logits, float* hidden);
+  void forward_blocks(std::span<const Entry> entries, int64_t piece);
+  void check_cache(const KvCache& cache, const char* op) const;
   void ensure_scratch(int64_t m);
   void broadcast(const View& row, const View& y);  // y[i, :] = row[0, :]
 
@@ -97,6 +113,7 @@ class HeadModel {
   View fc_, fc_bias_;        // EAGLE: [d, 2d], [1, d]
   View hnorm_, enorm_, eh_;  // MTP: [1, d], [1, d], [d, 2d]
   std::unique_ptr<DecoderBlock> block_;
+  std::shared_ptr<KvPool> kv_pool_;
   BlockScratch block_scratch_;
   int64_t rows_ = 0;
   Buffer u_, x_, h_, t_, logits_, ones_, zero_ids_, ints_;

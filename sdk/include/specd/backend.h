@@ -121,6 +121,19 @@ typedef struct specd_attention_params {
   float scale; /* scores are scale * dot(q, k), usually 1 / sqrt(head_dim) */
 } specd_attention_params;
 
+/* Paged KV (ABI 0.5). A KV pool holds the cache rows of many sequences in blocks of
+ * `block_rows` rows. Query row i of an attention_paged call belongs to a sequence whose
+ * blocks are listed at block_table[table_begin[i] ..]: that sequence's logical cache row s
+ * (the slots of specd_attention_mask) is pool row
+ *   block_table[table_begin[i] + s / block_rows] * block_rows + s % block_rows.
+ * Rows of several sequences may share one call, each with its own table. */
+typedef struct specd_kv_pages {
+  uint32_t struct_size;
+  uint32_t block_rows;           /* rows per block, >= 1 */
+  const specd_view* block_table; /* int32 [1, n]: block ids, each in [0, pool rows / block_rows) */
+  const specd_view* table_begin; /* int32 [1, m]: where row i's table starts in block_table */
+} specd_kv_pages;
+
 /* RoPE modes (ABI 0.2; the values are ggml's rope types). */
 #define SPECD_ROPE_NORMAL ((uint32_t)0) /* pairs (2j, 2j+1): llama, mistral */
 #define SPECD_ROPE_NEOX ((uint32_t)2)   /* pairs (j, j + n_rot/2): qwen2, qwen3, phi3 */
@@ -307,6 +320,34 @@ typedef struct specd_backend_vtable {
   specd_status* (*buffer_wrap_weights)(void* device, const void* data, uint64_t size,
                                        specd_dtype dtype, int64_t rows, int64_t cols,
                                        specd_buffer** out, int32_t* out_copied);
+
+  /* ---- ABI 0.5 ---------------------------------------------------------------------------
+   * Read only when struct_size covers them; the host refuses a backend of minor < 5 for the
+   * models (every model keeps its KV cache in a pool since 0.5).
+   *
+   * Attention over a paged KV pool: `attention` with each key slot s of query row i read
+   * from pool row block_table[table_begin[i] + s / block_rows] * block_rows + s % block_rows
+   * (specd_kv_pages). The mask's rules are attention's, with "below capacity" meaning "inside
+   * the row's table": table_begin[i] + s / block_rows < the table's length. k_pool and
+   * v_pool are [pool rows, n_head_kv * head_dim] of one dtype: f32, or where the backend
+   * supports it f16 or q8_0 (else SPECD_STATUS_UNSUPPORTED); q, out f32 as in attention.
+   * Batch invariance: a query row's result depends only on its (key, value) rows in logical
+   * order, never on the other rows of the call, their sequences or where blocks lie.
+   * [same-thread] */
+  specd_status* (*attention_paged)(void* device, const specd_view* q, const specd_view* k_pool,
+                                   const specd_view* v_pool, const specd_attention_mask* mask,
+                                   const specd_kv_pages* pages,
+                                   const specd_attention_params* params, const specd_view* out);
+
+  /* Row scatter (KV writes into a pool): dst[indices[0, i], :] = src[i, :] for i = 0..m-1.
+   * src [m, n], dst [rows, n]; indices int32 [1, m], each in [0, rows), pairwise distinct.
+   * Same dtype: bytes copied verbatim (any dtype). src f32 and dst f16: each value rounded to
+   * nearest even; src f32 and dst q8_0: each block of 32 quantized as llama.cpp's
+   * quantize_row_q8_0_ref does (d = max|x| / 127 rounded to f16, q = round(x / d)). Backends
+   * may answer SPECD_STATUS_UNSUPPORTED for conversions they lack. dst must not overlap src
+   * or indices. [same-thread] */
+  specd_status* (*set_rows)(void* device, const specd_view* src, const specd_view* indices,
+                            const specd_view* dst);
 } specd_backend_vtable;
 
 /* True when vtable `vt` (struct_size as built) has slot `field`. */
@@ -334,6 +375,11 @@ SPECD_STATIC_ASSERT(offsetof(specd_rope_params, freq_factors) == 32, "frozen lay
 SPECD_STATIC_ASSERT(sizeof(specd_rope_params) == 40, "frozen layout");
 /* Layout of ABI 0.4 additions. */
 SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, buffer_wrap_weights) == 184, "frozen layout");
+/* Layout of ABI 0.5 additions. */
+SPECD_STATIC_ASSERT(offsetof(specd_kv_pages, block_table) == 8, "frozen layout");
+SPECD_STATIC_ASSERT(sizeof(specd_kv_pages) == 24, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, attention_paged) == 192, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, set_rows) == 200, "frozen layout");
 #endif
 
 SPECD_EXTERN_C_END

@@ -23,6 +23,12 @@
 //     void swiglu(const specd_view& gate, const specd_view& up, const specd_view& y);
 //     void add(const specd_view& a, const specd_view& b, const specd_view& y);
 //     void copy_rows(const specd_view& src, const specd_view& indices, const specd_view& dst);
+//     // ABI 0.5, needed by the host's models (their KV caches are paged):
+//     void attention_paged(const specd_view& q, const specd_view& k_pool,
+//                          const specd_view& v_pool, const specd_attention_mask& mask,
+//                          const specd_kv_pages& pages, const specd_attention_params& p,
+//                          const specd_view& out);
+//     void set_rows(const specd_view& src, const specd_view& indices, const specd_view& dst);
 //     // optional:
 //     specd_buffer* wrap_host(const void* data, uint64_t size);
 //     specd_buffer* wrap_weights(const void* data, uint64_t size, specd_dtype dtype,
@@ -38,6 +44,7 @@
 // methods that the class does not define leave their vtable slot NULL.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -45,6 +52,7 @@
 #include <new>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "specd/backend.h"
 #include "specd/cpp/ggml_blocks.hpp"
@@ -262,6 +270,100 @@ void check_attention_shapes(const M& q, const M& k, const M& v, const M& out, co
     fail("mask.extra_begin must be [1, m + 1]");
 }
 
+// The shape rules of `attention_paged` (backend.h): attention's, with the pools in place of
+// the caches, and pages.block_table [1, n] and pages.table_begin [1, m] int32 views checked
+// by the caller into `table` and `table_begin`. Throws INVALID_ARGUMENT. [any thread]
+template <class M>
+void check_attention_paged_shapes(const M& q, const M& k, const M& v, const M& out,
+                                  const M& prefix_len, const M& extra_begin, const M& table,
+                                  const M& table_begin, const specd_kv_pages& pages,
+                                  const specd_attention_params& p) {
+  auto fail = [](const std::string& what) { throw invalid_argument("attention_paged: " + what); };
+  if (pages.struct_size < sizeof(specd_kv_pages)) fail("pages struct_size too small");
+  if (pages.block_rows == 0) fail("pages.block_rows must be at least 1");
+  if (k.rows % pages.block_rows != 0)
+    fail("the pools' " + std::to_string(k.rows) + " rows are not whole blocks of " +
+         std::to_string(pages.block_rows));
+  check_attention_shapes(q, k, v, out, prefix_len, extra_begin, p);
+  if (table.rows != 1 || table.cols < 1) fail("pages.block_table must be [1, n], n >= 1");
+  if (table_begin.rows != 1 || table_begin.cols != q.rows) fail("pages.table_begin must be [1, m]");
+}
+
+// The rules of an attention mask's values (backend.h, specd_attention_mask), for backends
+// whose index views are host memory: extra_begin starts at 0 and never decreases, every row
+// attends at least one key, a row's extra slots increase from its prefix_len on, and every
+// slot is below limit(i), the logical rows row i may address (attention: the capacity;
+// attention_paged: what its table covers). `extra` holds n_extra entries (may be null when
+// extra_begin[m] is 0). Throws INVALID_ARGUMENT naming `op`. [any thread]
+template <class Limit>
+void check_attention_mask(const char* op, int64_t m, const int32_t* prefix, const int32_t* begin,
+                          const int32_t* extra, int64_t n_extra, Limit&& limit) {
+  auto fail = [&](const std::string& what) {
+    throw invalid_argument(std::string(op) + ": " + what);
+  };
+  if (begin[0] != 0) fail("mask.extra_begin[0] must be 0");
+  if (begin[m] > n_extra) fail("mask.extra_slots shorter than extra_begin[m]");
+  for (int64_t i = 0; i < m; ++i) {
+    const int64_t cap = limit(i);
+    if (prefix[i] < 0 || prefix[i] > cap)
+      fail("mask.prefix_len out of range at row " + std::to_string(i));
+    if (begin[i + 1] < begin[i]) fail("mask.extra_begin not increasing");
+    if (prefix[i] + begin[i + 1] - begin[i] == 0)
+      fail("row " + std::to_string(i) + " attends no key");
+    int64_t last = static_cast<int64_t>(prefix[i]) - 1;
+    for (int32_t e = begin[i]; e < begin[i + 1]; ++e) {
+      if (extra[e] <= last || extra[e] >= cap)
+        fail("mask.extra_slots of row " + std::to_string(i) +
+             " must increase, start at or after prefix_len and stay below capacity");
+      last = extra[e];
+    }
+  }
+}
+
+// The rules of attention_paged's table values, for backends whose index views are host
+// memory: every block id in [0, blocks), every table_begin in [0, n]; row i's table then
+// covers (n - table_begin[i]) * block_rows logical rows (check_attention_mask's limit).
+// Throws INVALID_ARGUMENT. [any thread]
+inline void check_kv_pages(const int32_t* table, int64_t n, const int32_t* table_begin, int64_t m,
+                           int64_t blocks) {
+  for (int64_t b = 0; b < n; ++b)
+    if (table[b] < 0 || table[b] >= blocks)
+      throw invalid_argument("attention_paged: pages.block_table[" + std::to_string(b) +
+                             "] = " + std::to_string(table[b]) + " is outside the pool's " +
+                             std::to_string(blocks) + " blocks");
+  for (int64_t i = 0; i < m; ++i)
+    if (table_begin[i] < 0 || table_begin[i] > n)
+      throw invalid_argument("attention_paged: pages.table_begin[" + std::to_string(i) +
+                             "] is outside the table");
+}
+
+// The shape rules of `set_rows` (backend.h): src [m, n], indices [1, m], dst [rows, n] of
+// src's dtype (or f16 / q8_0 for an f32 src: whether the backend converts is its own).
+// Throws INVALID_ARGUMENT. [any thread]
+template <class M>
+void check_set_rows_shapes(const M& src, const M& indices, const M& dst) {
+  auto fail = [](const std::string& what) { throw invalid_argument("set_rows: " + what); };
+  if (indices.rows != 1 || indices.cols != src.rows) fail("indices must be [1, m]");
+  if (src.cols != dst.cols) fail("src and dst differ in columns");
+  const bool converts = src.dtype == SPECD_DTYPE_F32 &&
+                        (dst.dtype == SPECD_DTYPE_F16 || dst.dtype == SPECD_DTYPE_Q8_0);
+  if (src.dtype != dst.dtype && !converts)
+    fail(std::string("cannot write ") + dtype_name(src.dtype) + " rows into " +
+         dtype_name(dst.dtype) + " rows");
+}
+
+// set_rows' index values, for backends whose index views are host memory: each in
+// [0, rows), no two equal. Throws INVALID_ARGUMENT. [any thread]
+inline void check_scatter_ids(const int32_t* ids, int64_t m, int64_t rows) {
+  check_row_ids("set_rows", "index", ids, m, rows);
+  std::vector<int32_t> sorted(ids, ids + m);
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 1; i < m; ++i)
+    if (sorted[i] == sorted[i - 1])
+      throw invalid_argument("set_rows: index " + std::to_string(sorted[i]) +
+                             " appears twice (rows would be written twice)");
+}
+
 namespace detail {
 
 template <class Device>
@@ -395,6 +497,33 @@ struct BackendAdapter {
                                  const specd_view* dst) {
     return call(d, [&](Device& dev) { dev.copy_rows(*src, *idx, *dst); });
   }
+  static constexpr bool has_attention_paged =
+      requires(Device & dev, const specd_view& v, const specd_attention_mask& mk,
+               const specd_kv_pages& pg, const specd_attention_params& p) {
+    dev.attention_paged(v, v, v, mk, pg, p, v);
+  };
+  static specd_status* attention_paged(void* d, const specd_view* q, const specd_view* k,
+                                       const specd_view* v, const specd_attention_mask* mask,
+                                       const specd_kv_pages* pages, const specd_attention_params* p,
+                                       const specd_view* out) {
+    if constexpr (has_attention_paged) {
+      return call(d,
+                  [&](Device& dev) { dev.attention_paged(*q, *k, *v, *mask, *pages, *p, *out); });
+    } else {
+      return nullptr;
+    }
+  }
+  static constexpr bool has_set_rows = requires(Device & dev, const specd_view& v) {
+    dev.set_rows(v, v, v);
+  };
+  static specd_status* set_rows(void* d, const specd_view* src, const specd_view* idx,
+                                const specd_view* dst) {
+    if constexpr (has_set_rows) {
+      return call(d, [&](Device& dev) { dev.set_rows(*src, *idx, *dst); });
+    } else {
+      return nullptr;
+    }
+  }
   static constexpr bool has_softmax = requires(Device & dev, const specd_view& v, float t) {
     dev.softmax(v, t, v);
   };
@@ -442,6 +571,8 @@ struct BackendAdapter {
     vt.softmax = has_softmax ? &softmax : nullptr;
     vt.argmax = has_argmax ? &argmax : nullptr;
     vt.buffer_wrap_weights = has_wrap_weights ? &wrap_weights : nullptr;
+    vt.attention_paged = has_attention_paged ? &attention_paged : nullptr;
+    vt.set_rows = has_set_rows ? &set_rows : nullptr;
     return vt;
   }
 };

@@ -1,0 +1,88 @@
+// The KV cache memory of one model on one device: for each layer a K and a V buffer of
+// blocks × block_rows rows (kv_layout.hpp gives a row's size and stride). Sequences hold
+// block tables into it (KvCache, HeadCache); attention reads each sequence's rows through its
+// table (backend.h, attention_paged) and new rows are scattered into their blocks (set_rows).
+//
+// Why blocks: a sequence's cache grows a block at a time without copying the rows it holds,
+// freed blocks are reused by the next sequence (their pages stay mapped: no page faults or
+// zeroing on the next request), and the rows of every sequence of a batched pass sit in one
+// pair of buffers per layer, so one attention call serves them all.
+//
+// Blocks carry a reference count (a block shared by several tables is released when its last
+// holder lets go). Caches promise the blocks their capacity may need when they are made, and
+// the pool grows (by half again at least) to hold every live promise, so a pass never finds it
+// full. Growing allocates larger buffers and copies the blocks in use (their ids stay the
+// same); it happens when a cache is made, between passes, a logarithmic number of times
+// before the pool reaches the size its traffic needs, and never after.
+//
+// Thread rule: the device's — one thread at a time. Caches share ownership of the pool, so a
+// cache released after its model still returns its blocks safely; the device must outlive
+// both.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend/backend.hpp"
+
+namespace specd {
+
+class KvPool {
+ public:
+  // n_layer pairs of buffers for rows of kv_dim values of `dtype` (f32 today).
+  KvPool(Device& device, int32_t n_layer, int64_t kv_dim, int32_t block_rows,
+         specd_dtype dtype = SPECD_DTYPE_F32);
+
+  int32_t block_rows() const { return block_rows_; }
+  int32_t blocks() const { return static_cast<int32_t>(refs_.size()); }
+  int32_t free_blocks() const { return static_cast<int32_t>(free_.size()); }
+  int32_t used_blocks() const { return blocks() - free_blocks(); }
+  int64_t kv_dim() const { return kv_dim_; }
+  specd_dtype dtype() const { return dtype_; }
+  // Bytes one row takes in one layer's K (or V) buffer.
+  int64_t row_stride() const { return row_stride_; }
+  // Bytes of KV one token takes in every layer, K and V.
+  uint64_t bytes_per_token() const;
+
+  // Grows the pool to at least `blocks` blocks (never shrinks).
+  void reserve(int32_t blocks);
+  // Caches promise the blocks their capacity may come to need (KvCache does); the pool grows
+  // to hold every live promise at once, so a pass does not grow it.
+  void promise(int32_t blocks);
+  void unpromise(int32_t blocks) { promised_ -= blocks; }
+  // A free block with one reference; grows the pool (doubling) when none is free.
+  int32_t take();
+  void retain(int32_t block);
+  // Drops one reference; a block without any goes back to the free list.
+  void release(int32_t block);
+  int32_t refs(int32_t block) const { return refs_.at(static_cast<size_t>(block)); }
+
+  // Copies pool rows from[i] to to[i] in every layer's K and V (all reads before any write,
+  // so the two lists may overlap). For committing a path of a draft tree that is not the
+  // first branch.
+  void move_rows(std::span<const int32_t> from, std::span<const int32_t> to);
+
+  // Layer l's K or V rows [blocks × block_rows, kv_dim].
+  View k(int32_t layer) const;
+  View v(int32_t layer) const;
+  Device& device() const { return *device_; }
+
+ private:
+  void resize(int32_t blocks);
+
+  Device* device_;
+  int32_t n_layer_;
+  int64_t kv_dim_;
+  int32_t block_rows_;
+  specd_dtype dtype_;
+  int64_t row_stride_;
+  std::vector<Buffer> k_, v_;  // per layer
+  std::vector<int32_t> refs_;  // per block
+  std::vector<int32_t> free_;  // free block ids, taken from the back
+  int64_t promised_ = 0;
+  Buffer move_index_, move_rows_;  // move_rows' indices and the rows in transit
+};
+
+}  // namespace specd

@@ -1,0 +1,103 @@
+#include "models/paged_batch.hpp"
+
+#include <string>
+
+#include "common/error.hpp"
+#include "models/batch_mask.hpp"
+
+namespace specd {
+namespace {
+
+// Offsets (in int32 elements) of each part of the array.
+struct Layout {
+  int64_t tokens, positions, prefix, begin, extra, table_begin, tables, write;
+};
+
+Layout layout_of(int64_t m, int64_t n_extra, int64_t n_table) {
+  Layout l;
+  l.tokens = 0;
+  l.positions = m;
+  l.prefix = 2 * m;
+  l.begin = 3 * m;
+  l.extra = 4 * m + 1;
+  l.table_begin = l.extra + n_extra;
+  l.tables = l.table_begin + m;
+  l.write = l.tables + n_table;
+  return l;
+}
+
+}  // namespace
+
+PagedBatchInputs::PagedBatchInputs(std::span<const PagedRows> seqs) : seqs_(seqs) {
+  if (seqs.empty()) throw Error("forward: no sequences");
+  std::vector<int32_t> tokens, positions, prefix, begin{0}, extra, table_begin, tables, write;
+  const KvPool* pool = &seqs[0].cache->pool();
+  block_rows_ = pool->block_rows();
+  pending_.resize(seqs.size());
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    const PagedRows& in = seqs[s];
+    KvCache& cache = *in.cache;
+    if (&cache.pool() != pool) throw Error("forward: caches of different pools in one pass");
+    for (size_t o = 0; o < s; ++o)
+      if (seqs[o].cache == in.cache)
+        throw Error("forward: entries " + std::to_string(o) + " and " + std::to_string(s) +
+                    " share one cache");
+    const int32_t m = static_cast<int32_t>(in.tokens.size());
+    const int32_t p0 = in.append ? cache.pending() : 0;
+    std::vector<int32_t>& all = pending_[s];
+    if (in.append) all = cache.pending_parents();
+    all.insert(all.end(), in.parents.begin(), in.parents.end());
+    const int32_t first = cache.size() + p0;  // the logical row of the first new row
+    if (first + m > cache.capacity())
+      throw Error("forward: " + std::to_string(first) + " cached + " + std::to_string(m) +
+                  " new rows exceed the cache capacity " + std::to_string(cache.capacity()));
+    cache.hold(first + m);
+    const BatchMask mask = build_batch_mask(cache.size(), all);
+    const int32_t e0 = mask.extra_begin[p0], base = static_cast<int32_t>(extra.size());
+    const int32_t table_at = static_cast<int32_t>(tables.size());
+    tokens.insert(tokens.end(), in.tokens.begin(), in.tokens.end());
+    positions.insert(positions.end(), in.positions.begin(), in.positions.end());
+    for (int32_t i = 0; i < m; ++i) {
+      prefix.push_back(mask.prefix_len[p0 + i]);
+      begin.push_back(base + mask.extra_begin[p0 + i + 1] - e0);
+      table_begin.push_back(table_at);
+      write.push_back(cache.pool_row(first + i));
+    }
+    extra.insert(extra.end(), mask.extra_slots.begin() + e0, mask.extra_slots.end());
+    tables.insert(tables.end(), cache.blocks().begin(), cache.blocks().end());
+  }
+  m_ = static_cast<int64_t>(tokens.size());
+  n_extra_ = static_cast<int64_t>(extra.size());
+  n_table_ = static_cast<int64_t>(tables.size());
+  ints_.reserve(static_cast<size_t>(6 * m_ + 1 + n_extra_ + n_table_));
+  for (const auto* part :
+       {&tokens, &positions, &prefix, &begin, &extra, &table_begin, &tables, &write})
+    ints_.insert(ints_.end(), part->begin(), part->end());
+}
+
+PagedBatch PagedBatchInputs::views(const Buffer& buffer, uint64_t offset) const {
+  const Layout l = layout_of(m_, n_extra_, n_table_);
+  auto at = [&](int64_t first, int64_t count) {
+    return buffer.view(SPECD_DTYPE_I32, 1, count, offset + static_cast<uint64_t>(first) * 4);
+  };
+  PagedBatch b;
+  b.positions = at(l.positions, m_);
+  b.prefix_len = at(l.prefix, m_);
+  b.extra_begin = at(l.begin, m_ + 1);
+  if (n_extra_ > 0) b.extra_slots = at(l.extra, n_extra_);
+  b.table_begin = at(l.table_begin, m_);
+  b.block_table = at(l.tables, n_table_);
+  b.write_rows = at(l.write, m_);
+  b.block_rows = block_rows_;
+  return b;
+}
+
+View PagedBatchInputs::tokens(const Buffer& buffer, uint64_t offset) const {
+  return buffer.view(SPECD_DTYPE_I32, 1, m_, offset);
+}
+
+void PagedBatchInputs::finish() const {
+  for (size_t s = 0; s < seqs_.size(); ++s) seqs_[s].cache->set_pending(pending_[s]);
+}
+
+}  // namespace specd

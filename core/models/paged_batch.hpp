@@ -1,0 +1,62 @@
+// The int32 inputs of one batched pass over paged KV caches (LlamaModel and the EAGLE/MTP
+// heads), gathered host-side into one array so that a pass uploads them once:
+//
+//   tokens [M], positions [M], prefix_len [M], extra_begin [M + 1], extra_slots [X],
+//   table_begin [M], block tables [T], write_rows [M]
+//
+// Row i of the pass belongs to one sequence; its attention mask is that sequence's
+// (batch_mask.hpp: the committed prefix, then its ancestors among the pending rows), in the
+// sequence's logical rows, and its table is the sequence's block table. The M new K/V rows
+// go to the pool rows write_rows (each sequence's next logical rows).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "models/kv_cache.hpp"
+
+namespace specd {
+
+// One sequence's rows in a pass.
+struct PagedRows {
+  KvCache* cache = nullptr;
+  std::span<const int32_t> tokens, positions;
+  // parents[i]: -1 for a child of the last committed row, else the index of a pending row:
+  // with `append` (heads) the rows pending from earlier calls come first, then these; without
+  // it (llama models) the pending rows are replaced by these.
+  std::span<const int32_t> parents;
+  bool append = false;
+};
+
+// Views of the uploaded inputs, as the decoder block's batched pass reads them.
+struct PagedBatch {
+  View positions, prefix_len, extra_begin, extra_slots, table_begin, block_table, write_rows;
+  int32_t block_rows = 0;
+  bool has_extra() const { return !extra_slots.empty(); }
+};
+
+class PagedBatchInputs {
+ public:
+  // Builds the inputs of `seqs` (no two share a cache, all in one pool) and makes each cache
+  // hold blocks for its new rows. Throws specd::Error for bad parents or a full cache.
+  explicit PagedBatchInputs(std::span<const PagedRows> seqs);
+
+  const std::vector<int32_t>& ints() const { return ints_; }
+  int64_t rows() const { return m_; }
+  // The views into `buffer`, where ints() was uploaded at byte `offset`.
+  PagedBatch views(const Buffer& buffer, uint64_t offset = 0) const;
+  View tokens(const Buffer& buffer, uint64_t offset = 0) const;
+  // After the pass: each cache records its pending rows' parents.
+  void finish() const;
+
+ private:
+  std::span<const PagedRows> seqs_;
+  std::vector<std::vector<int32_t>> pending_;  // each cache's pending parents after the pass
+  std::vector<int32_t> ints_;
+  int64_t m_ = 0, n_extra_ = 0, n_table_ = 0;
+  int32_t block_rows_ = 0;
+};
+
+}  // namespace specd

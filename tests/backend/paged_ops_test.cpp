@@ -1,0 +1,187 @@
+// The ABI 0.5 ops every backend runs models with: attention over a paged KV pool and the row
+// scatter that fills it. A sequence's rows read through its block table give, bit for bit,
+// what `attention` gives over the same rows laid out contiguously, with rows of several
+// sequences (different tables, tree masks, chains long enough for the CPU's lane kernel) in
+// one call; and bad tables or indices are refused naming the op.
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "backend_test_util.hpp"
+
+using namespace specd;
+using namespace specd::test;
+
+namespace {
+
+struct Seq {
+  int32_t committed;             // logical rows before the new ones
+  std::vector<int32_t> parents;  // of the new rows (-1: the last committed row)
+  std::vector<int32_t> blocks;   // its table
+};
+
+// The mask of a sequence's new rows (the host's batch_mask rule, written out again here).
+void append_mask(const Seq& s, std::vector<int32_t>& prefix, std::vector<int32_t>& begin,
+                 std::vector<int32_t>& extra) {
+  const int32_t m = static_cast<int32_t>(s.parents.size());
+  for (int32_t i = 0; i < m; ++i) {
+    std::vector<int32_t> path;
+    for (int32_t a = i; a >= 0; a = s.parents[a]) path.push_back(a);
+    std::reverse(path.begin(), path.end());
+    size_t lead = 0;
+    while (lead < path.size() && path[lead] == static_cast<int32_t>(lead)) ++lead;
+    prefix.push_back(s.committed + static_cast<int32_t>(lead));
+    for (size_t j = lead; j < path.size(); ++j) extra.push_back(s.committed + path[j]);
+    begin.push_back(static_cast<int32_t>(extra.size()));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("attention_paged over several sequences equals attention over each one's rows laid out") {
+  std::mt19937 rng(11);
+  for (auto& ob : open_backends()) {
+    Device& dev = *ob.device;
+    const uint32_t n_head = 4, n_kv = 2, hd = 64;
+    const int64_t kc = n_kv * hd, qc = n_head * hd, B = 4, pool_blocks = 24;
+    // A tree after 9 rows, a 14-row chain after 5 (the lane kernel's case), one decoded row
+    // after 17; their blocks interleave in the pool.
+    std::vector<Seq> seqs = {{9, {-1, 0, 0, 1, 2, 4}, {5, 1, 9, 12}},
+                             {5, std::vector<int32_t>(14), {0, 7, 3, 20, 15}},
+                             {17, {-1}, {2, 22, 11, 4, 18}}};
+    std::iota(seqs[1].parents.begin(), seqs[1].parents.end(), -1);
+    auto k = random_floats(rng, pool_blocks * B * kc), v = random_floats(rng, pool_blocks * B * kc);
+    std::vector<int32_t> prefix, begin = {0}, extra, table_begin, table;
+    int64_t m = 0;
+    for (const Seq& s : seqs) {
+      append_mask(s, prefix, begin, extra);
+      for (size_t i = 0; i < s.parents.size(); ++i) table_begin.push_back(int32_t(table.size()));
+      table.insert(table.end(), s.blocks.begin(), s.blocks.end());
+      m += static_cast<int64_t>(s.parents.size());
+    }
+    auto q = random_floats(rng, m * qc);
+    specd_attention_params p{sizeof(p), n_head, n_kv, hd, 0.125f};
+    Buffer bq = upload_vec(dev, q), bk = upload_vec(dev, k), bv = upload_vec(dev, v);
+    Buffer bp = upload_vec(dev, prefix), bb = upload_vec(dev, begin), be = upload_vec(dev, extra);
+    Buffer bt = upload_vec(dev, table), btb = upload_vec(dev, table_begin);
+    Buffer bo = dev.alloc(m * qc * 4);
+    const View ve = be.view(SPECD_DTYPE_I32, 1, static_cast<int64_t>(extra.size()));
+    const int64_t pool_rows = pool_blocks * B;
+    dev.attention_paged(bq.view(SPECD_DTYPE_F32, m, qc), bk.view(SPECD_DTYPE_F32, pool_rows, kc),
+                        bv.view(SPECD_DTYPE_F32, pool_rows, kc), bp.view(SPECD_DTYPE_I32, 1, m),
+                        bb.view(SPECD_DTYPE_I32, 1, m + 1), &ve, B,
+                        bt.view(SPECD_DTYPE_I32, 1, int64_t(table.size())),
+                        btb.view(SPECD_DTYPE_I32, 1, m), p, bo.view(SPECD_DTYPE_F32, m, qc));
+    const auto paged = download_vec<float>(bo, m * qc);
+
+    int64_t row0 = 0;
+    for (const Seq& s : seqs) {
+      // The sequence's logical rows, gathered from its blocks into a cache of its own.
+      const int64_t cap = static_cast<int64_t>(s.blocks.size()) * B;
+      std::vector<float> kk(cap * kc), vv(cap * kc);
+      for (int64_t r = 0; r < cap; ++r) {
+        const int64_t at = s.blocks[r / B] * B + r % B;
+        std::copy_n(k.begin() + at * kc, kc, kk.begin() + r * kc);
+        std::copy_n(v.begin() + at * kc, kc, vv.begin() + r * kc);
+      }
+      std::vector<int32_t> pre, beg = {0}, ext;
+      append_mask(s, pre, beg, ext);
+      const int64_t sm = static_cast<int64_t>(s.parents.size());
+      std::vector<float> qs(q.begin() + row0 * qc, q.begin() + (row0 + sm) * qc);
+      Buffer cq = upload_vec(dev, qs), ck = upload_vec(dev, kk), cv = upload_vec(dev, vv);
+      Buffer cp = upload_vec(dev, pre), cb = upload_vec(dev, beg);
+      Buffer ce = upload_vec(dev, ext.empty() ? std::vector<int32_t>{0} : ext);
+      Buffer co = dev.alloc(sm * qc * 4);
+      const View vext = ce.view(SPECD_DTYPE_I32, 1, std::max<int64_t>(1, int64_t(ext.size())));
+      dev.attention(cq.view(SPECD_DTYPE_F32, sm, qc), ck.view(SPECD_DTYPE_F32, cap, kc),
+                    cv.view(SPECD_DTYPE_F32, cap, kc), cp.view(SPECD_DTYPE_I32, 1, sm),
+                    cb.view(SPECD_DTYPE_I32, 1, sm + 1), ext.empty() ? nullptr : &vext, p,
+                    co.view(SPECD_DTYPE_F32, sm, qc));
+      const auto laid_out = download_vec<float>(co, sm * qc);
+      INFO(ob.backend->name() << ": sequence at row " << row0);
+      CHECK(std::memcmp(laid_out.data(), paged.data() + row0 * qc, sm * qc * 4) == 0);
+      row0 += sm;
+    }
+  }
+}
+
+TEST_CASE("set_rows scatters rows verbatim and refuses what it cannot write") {
+  std::mt19937 rng(12);
+  for (auto& ob : open_backends()) {
+    Device& dev = *ob.device;
+    const int64_t cols = 64, rows = 10;
+    auto src = random_floats(rng, 3 * cols);
+    std::vector<float> dst(rows * cols, -1.0f);
+    Buffer bs = upload_vec(dev, src), bd = upload_vec(dev, dst);
+    const std::vector<int32_t> idx = {7, 2, 9};
+    Buffer bi = upload_vec(dev, idx);
+    dev.set_rows(bs.view(SPECD_DTYPE_F32, 3, cols), bi.view(SPECD_DTYPE_I32, 1, 3),
+                 bd.view(SPECD_DTYPE_F32, rows, cols));
+    const auto got = download_vec<float>(bd, rows * cols);
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto at = std::find(idx.begin(), idx.end(), r);
+      for (int64_t c = 0; c < cols; ++c)
+        CHECK(got[r * cols + c] == (at == idx.end() ? -1.0f : src[(at - idx.begin()) * cols + c]));
+    }
+    // q8_0 rows (34 bytes a block) go verbatim too, whatever their stride.
+    std::vector<uint8_t> qsrc(2 * 68);
+    for (size_t i = 0; i < qsrc.size(); ++i) qsrc[i] = static_cast<uint8_t>(i * 7 + 1);
+    Buffer bqs = upload_vec(dev, qsrc), bqd = dev.alloc(4 * 80);
+    const std::vector<int32_t> qidx = {3, 0};
+    Buffer bqi = upload_vec(dev, qidx);
+    dev.set_rows(bqs.view(SPECD_DTYPE_Q8_0, 2, 64), bqi.view(SPECD_DTYPE_I32, 1, 2),
+                 bqd.view(SPECD_DTYPE_Q8_0, 4, 64, 0, 80));
+    const auto qgot = download_vec<uint8_t>(bqd, 4 * 80);
+    CHECK(std::memcmp(qgot.data() + 3 * 80, qsrc.data(), 68) == 0);
+    CHECK(std::memcmp(qgot.data(), qsrc.data() + 68, 68) == 0);
+    // Another dtype than the destination's is refused: by shape when no conversion exists.
+    CHECK_THROWS_WITH_AS(
+        dev.set_rows(bs.view(SPECD_DTYPE_F32, 2, 64), bqi.view(SPECD_DTYPE_I32, 1, 2),
+                     bqd.view(SPECD_DTYPE_BF16, 2, 64)),
+        doctest::Contains("set_rows"), Error);
+  }
+}
+
+TEST_CASE("cpu attention_paged and set_rows refuse tables and indices outside their buffers") {
+  OpenBackend cpu = open_cpu(2);
+  Device& dev = *cpu.device;
+  const int64_t kc = 64, qc = 64, B = 4;
+  std::mt19937 rng(13);
+  auto k = random_floats(rng, 8 * B * kc);
+  Buffer bk = upload_vec(dev, k), bv = upload_vec(dev, k);
+  Buffer bq = upload_vec(dev, random_floats(rng, qc)), bo = dev.alloc(qc * 4);
+  specd_attention_params p{sizeof(p), 1, 1, 64, 0.125f};
+  auto call = [&](std::vector<int32_t> table, int32_t prefix, int32_t table_begin) {
+    Buffer bp = upload_vec(dev, std::vector<int32_t>{prefix});
+    Buffer bb = upload_vec(dev, std::vector<int32_t>{0, 0});
+    Buffer bt = upload_vec(dev, table);
+    Buffer btb = upload_vec(dev, std::vector<int32_t>{table_begin});
+    dev.attention_paged(bq.view(SPECD_DTYPE_F32, 1, qc), bk.view(SPECD_DTYPE_F32, 8 * B, kc),
+                        bv.view(SPECD_DTYPE_F32, 8 * B, kc), bp.view(SPECD_DTYPE_I32, 1, 1),
+                        bb.view(SPECD_DTYPE_I32, 1, 2), nullptr, B,
+                        bt.view(SPECD_DTYPE_I32, 1, int64_t(table.size())),
+                        btb.view(SPECD_DTYPE_I32, 1, 1), p, bo.view(SPECD_DTYPE_F32, 1, qc));
+  };
+  CHECK_NOTHROW(call({3, 1}, 8, 0));
+  CHECK_THROWS_WITH_AS(call({3, 8}, 8, 0), doctest::Contains("outside the pool"), UsageError);
+  CHECK_THROWS_WITH_AS(call({3, 1}, 9, 0), doctest::Contains("prefix_len out of range"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(call({3, 1}, 4, 3), doctest::Contains("table_begin"), UsageError);
+  // Pools that are not whole blocks.
+  CHECK_THROWS_WITH_AS(
+      dev.attention_paged(bq.view(SPECD_DTYPE_F32, 1, qc), bk.view(SPECD_DTYPE_F32, 30, kc),
+                          bv.view(SPECD_DTYPE_F32, 30, kc), bq.view(SPECD_DTYPE_I32, 1, 1),
+                          bq.view(SPECD_DTYPE_I32, 1, 2), nullptr, B,
+                          bq.view(SPECD_DTYPE_I32, 1, 1), bq.view(SPECD_DTYPE_I32, 1, 1), p,
+                          bo.view(SPECD_DTYPE_F32, 1, qc)),
+      doctest::Contains("whole blocks"), UsageError);
+  Buffer bs = upload_vec(dev, random_floats(rng, 2 * kc));
+  auto scatter = [&](std::vector<int32_t> idx) {
+    Buffer bi = upload_vec(dev, idx);
+    dev.set_rows(bs.view(SPECD_DTYPE_F32, 2, kc), bi.view(SPECD_DTYPE_I32, 1, 2),
+                 bk.view(SPECD_DTYPE_F32, 8 * B, kc));
+  };
+  CHECK_NOTHROW(scatter({0, 31}));
+  CHECK_THROWS_WITH_AS(scatter({0, 32}), doctest::Contains("outside [0, 32)"), UsageError);
+  CHECK_THROWS_WITH_AS(scatter({5, 5}), doctest::Contains("appears twice"), UsageError);
+}
