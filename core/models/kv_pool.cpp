@@ -47,7 +47,11 @@ void KvPool::resize(int32_t want) {
   const int32_t have = blocks();
   const uint64_t rows = static_cast<uint64_t>(want) * static_cast<uint64_t>(block_rows_);
   const uint64_t bytes = rows * static_cast<uint64_t>(row_stride_);
-  const uint64_t kept = static_cast<uint64_t>(have) * block_rows_ * row_stride_;
+  // Only the blocks up to the last one in use hold rows worth keeping (copying untouched
+  // memory would fault in and zero pages for nothing).
+  int32_t in_use = have;
+  while (in_use > 0 && refs_[static_cast<size_t>(in_use - 1)] == 0) --in_use;
+  const uint64_t kept = static_cast<uint64_t>(in_use) * block_rows_ * row_stride_;
   std::vector<Buffer> k, v;
   k.reserve(n_layer_);
   v.reserve(n_layer_);

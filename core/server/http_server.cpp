@@ -330,7 +330,7 @@ struct HttpServer::Impl {
       metrics.request("/health", status_of(res));
     });
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(metrics.render(scheduler.queued(), scheduler.running()),
+      res.set_content(metrics.render(scheduler.queued(), scheduler.running(), scheduler.steps()),
                       "text/plain; version=0.0.4");
       metrics.request("/metrics", 200);
     });

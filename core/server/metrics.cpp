@@ -24,7 +24,7 @@ void Metrics::cancelled() {
   ++cancelled_;
 }
 
-std::string Metrics::render(size_t queued, size_t running) const {
+std::string Metrics::render(size_t queued, size_t running, const StepTotals& steps) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::ostringstream o;
   auto counter = [&](const char* name, const char* help, uint64_t v) {
@@ -43,6 +43,23 @@ std::string Metrics::render(size_t queued, size_t running) const {
   counter("specd_target_passes_total", "Target passes after the prompt (rounds).", rounds_);
   counter("specd_cancelled_total",
           "Generations cancelled (a client that hung up, or the drain deadline).", cancelled_);
+  counter("specd_steps_total", "Scheduler steps (one target pass over every running sequence).",
+          steps.steps);
+  counter("specd_step_rows_total", "Rows the steps' target passes ran.", steps.rows);
+  counter("specd_step_prefill_rows_total", "Of those, prompt rows (prefill chunks).",
+          steps.prefill_rows);
+  counter("specd_step_drafting_sequences_total", "Sequences that drafted, summed over steps.",
+          steps.drafted_sequences);
+  auto seconds = [&](const char* name, const char* help, double v) {
+    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " counter\n"
+      << name << " " << v << "\n";
+  };
+  seconds("specd_step_seconds_total", "Wall time of the steps.", steps.seconds);
+  seconds("specd_step_draft_seconds_total", "Of which drafting (proposers).", steps.draft_seconds);
+  seconds("specd_step_pass_seconds_total", "Of which the target passes.", steps.pass_seconds);
+  seconds("specd_step_rounds_seconds_total",
+          "Of which the work after a pass: distributions, acceptance, commits, emission.",
+          steps.rounds_seconds);
   o << "# HELP specd_queue_depth Requests waiting for the scheduler.\n"
     << "# TYPE specd_queue_depth gauge\nspecd_queue_depth " << queued << "\n"
     << "# HELP specd_running Sequences being decoded.\n"

@@ -9,14 +9,22 @@
 
 namespace specd::server {
 
+// The scheduler's steps so far (Scheduler::steps()): how their time divides between drafting,
+// the target pass and the per-sequence work after it, and the rows they ran.
+struct StepTotals {
+  uint64_t steps = 0, rows = 0, prefill_rows = 0, drafted_sequences = 0;
+  double seconds = 0, draft_seconds = 0, pass_seconds = 0, rounds_seconds = 0;
+};
+
 class Metrics {
  public:
   void request(const std::string& endpoint, int status);  // one answered request
   void generation(uint64_t prompt_tokens, uint64_t completion_tokens, uint64_t drafted,
                   uint64_t accepted, uint64_t rounds);
   void cancelled();
-  // The text for /metrics; `queued` and `running` are the scheduler's gauges now.
-  std::string render(size_t queued, size_t running) const;
+  // The text for /metrics; `queued` and `running` are the scheduler's gauges now, `steps`
+  // its step counters.
+  std::string render(size_t queued, size_t running, const StepTotals& steps = {}) const;
 
  private:
   mutable std::mutex mutex_;

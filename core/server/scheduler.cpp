@@ -102,9 +102,21 @@ void Scheduler::run_exclusive(std::function<void()> fn) {
 }
 
 KvAdmission& Scheduler::kv() {
-  // Reservations are counted in the target's KV blocks (its pool grows with them, as the
-  // caches of admitted sequences promise their rows; models/kv_pool.hpp).
-  if (!kv_) kv_.emplace(budget_rows(engines_), LlamaModel::kKvBlockRows);
+  // Reservations are counted in the target's KV blocks, and its pool holds the whole budget
+  // from the start (as vLLM sizes its cache at startup): no admission or pass ever grows it.
+  // On the CPU that is address space, backed as rows are first written.
+  if (!kv_) {
+    kv_.emplace(budget_rows(engines_), LlamaModel::kKvBlockRows);
+    try {
+      engines_.target().reserve_kv(static_cast<int64_t>(kv_->budget()));
+    } catch (const Error& e) {
+      const uint64_t rows = kv_->budget();
+      kv_.reset();
+      throw Error("the server's KV budget of " + std::to_string(rows) + " rows (" +
+                  engines_.config().where("server.kv_budget") +
+                  ", or max_sequences times the context when it is 0) does not fit: " + e.what());
+    }
+  }
   return *kv_;
 }
 
@@ -293,7 +305,15 @@ void Scheduler::finish(Running& run, const RequestError* error) {
   run.sequence.reset();
 }
 
+StepTotals Scheduler::steps() const {
+  std::lock_guard<std::mutex> lock(steps_mutex_);
+  return steps_;
+}
+
 void Scheduler::step() {
+  const auto step_t0 = Clock::now();
+  double draft_s = 0;
+  uint32_t drafting = 0;
   std::vector<ForwardEntry> entries;
   entries.reserve(active_.size());
   auto fail = [&](std::list<std::unique_ptr<Running>>::iterator& it, const std::exception& e) {
@@ -325,10 +345,15 @@ void Scheduler::step() {
         }
         run.adaptive->set_load(load);
       }
+      const double drafted_before = run.sequence->stats().draft_s;
       if (!run.prefill && (run.sequence->done() || !run.sequence->begin_round())) {
         finish(run, nullptr);
         it = active_.erase(it);
         continue;
+      }
+      if (run.sequence->stats().draft_s > drafted_before) {
+        draft_s += run.sequence->stats().draft_s - drafted_before;
+        ++drafting;
       }
       entries.push_back(run.kv->entry());
       run.rows = static_cast<uint32_t>(entries.back().tokens.size());
@@ -406,6 +431,18 @@ void Scheduler::step() {
   // far less each than a round's and come and go with arrivals, so they would make the
   // rows a draft adds look cheap.
   if (!prefill) pass_cost_.observe(rows, pass_s + rounds_s);
+  uint32_t prefill_rows = 0;
+  for (const ForwardEntry& e : entries)
+    if (e.first_logit_row > 0) prefill_rows += static_cast<uint32_t>(e.tokens.size());
+  std::lock_guard<std::mutex> lock(steps_mutex_);
+  ++steps_.steps;
+  steps_.rows += rows;
+  steps_.prefill_rows += prefill_rows;
+  steps_.drafted_sequences += drafting;
+  steps_.seconds += std::chrono::duration<double>(Clock::now() - step_t0).count();
+  steps_.draft_seconds += draft_s;
+  steps_.pass_seconds += pass_s;
+  steps_.rounds_seconds += rounds_s;
 }
 
 }  // namespace specd::server

@@ -36,6 +36,7 @@
 #include "engine/pass_cost.hpp"
 #include "server/engine_cache.hpp"
 #include "server/kv_admission.hpp"
+#include "server/metrics.hpp"
 #include "server/request.hpp"
 
 namespace specd::server {
@@ -75,6 +76,8 @@ class Scheduler {
   size_t queued() const;
   bool busy() const { return running_ > 0; }
   size_t running() const { return running_; }
+  // The step counters so far (for /metrics). Any thread.
+  StepTotals steps() const;
   // Runs fn on the worker between two steps (no sequence's pass is in flight, so fn may use
   // the target model, EngineCache::target(), alone) and returns once it has run, rethrowing
   // what it threw. Called on the worker itself, or after drain(), it runs fn at once.
@@ -116,6 +119,8 @@ class Scheduler {
   double step_tokens_ = 0;
   uint32_t step_sequences_ = 0;
   bool worker_done_ = false;  // under mutex_: the worker has returned
+  mutable std::mutex steps_mutex_;
+  StepTotals steps_;  // under steps_mutex_
   std::thread worker_;
 };
 

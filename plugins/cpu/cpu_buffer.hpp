@@ -21,6 +21,8 @@ struct specd_buffer {
   specd_dtype packed_dtype = SPECD_DTYPE_F32;
   // Not null: `data` lies in this chunk of the device's weight arena (packed matrices).
   specd::cpu::WeightArena::Chunk* arena_chunk = nullptr;
+  // Not 0: `data` is a mapping of this many bytes (alloc_reserved), released with munmap.
+  uint64_t mapped_bytes = 0;
 };
 
 namespace specd::cpu {

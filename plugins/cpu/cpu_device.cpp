@@ -134,14 +134,15 @@ void CpuDevice::info(specd_device_info& info) {
   std::snprintf(info.name, sizeof(info.name), "%s", name.c_str());
 }
 
-// Buffers of 2 MiB or more (a KV cache layer of a long context) ask for huge pages
-// (huge_pages.hpp).
+// Buffers of 2 MiB or more (a layer of a KV pool, sized for a server's whole budget) are
+// mappings whose pages are backed as they are first written, on huge pages when the device
+// asks for them (huge_pages.hpp).
 specd_buffer* CpuDevice::alloc(uint64_t size) {
   const uint64_t rounded = (size + 63) / 64 * 64;
+  const bool mapped = rounded >= size && rounded >= kHugePageBytes;
   void* p = rounded < size ? nullptr  // within 63 bytes of 2^64
-            : huge_pages_ && rounded >= kHugePageBytes
-                ? alloc_huge_aligned(rounded, true)
-                : std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+            : mapped       ? alloc_reserved(rounded, huge_pages_)
+                           : std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
   if (!p)
     throw sdk::PluginError(SPECD_STATUS_OUT_OF_MEMORY,
                            "cpu: cannot allocate " + std::to_string(size) + " bytes");
@@ -149,12 +150,15 @@ specd_buffer* CpuDevice::alloc(uint64_t size) {
   b->data = static_cast<uint8_t*>(p);
   b->size = size;
   b->owned = true;
+  b->mapped_bytes = mapped ? rounded : 0;
   return b;
 }
 
 void CpuDevice::free(specd_buffer* buffer) {
   if (buffer->arena_chunk)
     weight_arena_.release(buffer->arena_chunk);
+  else if (buffer->mapped_bytes)
+    free_reserved(buffer->data, buffer->mapped_bytes);
   else if (buffer->owned)
     std::free(buffer->data);
   delete buffer;

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
@@ -37,6 +38,29 @@ void* alloc_huge_aligned(uint64_t size, bool advise) {
   if (advise) madvise(p, size, MADV_HUGEPAGE);  // a hint: refused, the pages stay 4 KiB
 #endif
   return p;
+}
+
+void* alloc_reserved(uint64_t size, bool advise) {
+  if (size == 0 || size > (uint64_t{1} << 62)) return nullptr;
+  // Map a huge page more than asked and trim both ends to the 2 MiB boundaries.
+  const uint64_t span = size + kHugePageBytes;
+  void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const uintptr_t base = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (base + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  if (aligned > base) munmap(raw, aligned - base);
+  const uintptr_t end = base + span, used_end = aligned + size;
+  if (end > used_end) munmap(reinterpret_cast<void*>(used_end), end - used_end);
+  void* p = reinterpret_cast<void*>(aligned);
+#ifdef MADV_HUGEPAGE
+  if (advise) madvise(p, size, MADV_HUGEPAGE);  // a hint: refused, the pages stay 4 KiB
+#endif
+  return p;
+}
+
+void free_reserved(void* p, uint64_t size) {
+  if (p) munmap(p, size);
 }
 
 WeightArena::~WeightArena() {

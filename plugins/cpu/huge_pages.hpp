@@ -29,6 +29,14 @@ bool huge_pages_wanted();
 // be huge.
 void* alloc_huge_aligned(uint64_t size, bool advise);
 
+// `size` (> 0) bytes of address space starting on a 2 MiB boundary, mapped without reserving
+// memory for it (MAP_NORESERVE): pages are backed, zero-filled, as they are first written, so a
+// buffer sized for the worst case (a server's whole KV budget) costs what is used of it. Asked
+// (when `advise`) to lie on huge pages. Null when the mapping fails. Released with
+// free_reserved(p, size).
+void* alloc_reserved(uint64_t size, bool advise);
+void free_reserved(void* p, uint64_t size);
+
 // Weight matrices (most smaller than 2 MiB: a 1024 x 2816 q4_K matrix is 1.6 MiB) placed one
 // after another in chunks of alloc_huge_aligned memory, so that they lie on huge pages without
 // each rounding up to 2 MiB. A chunk is freed when the last matrix in it is; what a chunk leaves

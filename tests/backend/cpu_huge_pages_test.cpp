@@ -5,6 +5,7 @@
 // device cannot hold is refused instead of wrapping around.
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -63,6 +64,37 @@ TEST_CASE("cpu buffer_alloc: a size near 2^64 is refused, large ones are usable"
   const std::vector<float> x(3 << 19, 1.5f);  // 6 MiB: on huge pages where the kernel gives them
   Buffer b = upload_vec(dev, x);
   CHECK(download_vec<float>(b, x.size()) == x);
+}
+
+namespace {
+
+// Resident memory of this process, from /proc/self/statm (pages).
+uint64_t resident_bytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  REQUIRE(f != nullptr);
+  unsigned long long size = 0, resident = 0;
+  CHECK(std::fscanf(f, "%llu %llu", &size, &resident) == 2);
+  std::fclose(f);
+  return resident * 4096ull;
+}
+
+}  // namespace
+
+TEST_CASE("cpu buffer_alloc: a large buffer costs what is written of it, not its size") {
+  const OpenBackend cpu = open_cpu(1);
+  Device& dev = *cpu.device;
+  // 64 GiB, more than these machines have: address space, backed as rows are written (a
+  // server's KV pool is sized for its whole budget this way).
+  const uint64_t size = 64ull << 30;
+  const uint64_t before = resident_bytes();
+  Buffer b = dev.alloc(size);
+  const std::vector<float> row(1024, 2.5f);
+  for (uint64_t at : {uint64_t{0}, size / 2, size - 4096}) b.upload(row.data(), 4096, at);
+  std::vector<float> back(1024);
+  b.download(back.data(), 4096, size / 2);
+  CHECK(back == row);
+  // Three rows written: at most three huge pages (and some slack) became resident.
+  CHECK(resident_bytes() < before + 3 * kHugePageBytes + (16ull << 20));
 }
 
 TEST_CASE("cpu buffer_wrap_weights: unpacked matrices copied for huge pages, or wrapped with 0") {

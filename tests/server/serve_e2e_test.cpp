@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -335,6 +336,13 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
     CHECK(metrics->body.find("specd_requests_total{endpoint=\"other\",status=\"404\"} 1") !=
           std::string::npos);
     CHECK(metrics->body.find("/v2/nothing") == std::string::npos);
+    // The scheduler's steps: the requests above took some, each with its pass.
+    for (const char* counter : {"specd_steps_total ", "specd_step_rows_total ",
+                                "specd_step_seconds_total ", "specd_step_pass_seconds_total "}) {
+      const size_t at = metrics->body.find(std::string("\n") + counter);
+      REQUIRE(at != std::string::npos);
+      CHECK(std::stod(metrics->body.substr(at + 1 + std::strlen(counter))) > 0);
+    }
   }
 
   SUBCASE("SIGTERM drains a request in flight and exits 0") {
