@@ -96,7 +96,7 @@ struct AdaptiveKRound {
   uint32_t unseen = 0;    // tokens the proposer caught up on (AdaptiveKHorizon::unseen)
 };
 
-// Where the sequence stands before a round (Sequence::begin_round says it).
+// Where the sequence stands before a round (Sequence::prepare_round says it).
 struct AdaptiveKHorizon {
   uint32_t remaining = UINT32_MAX;  // tokens it may still emit (max_tokens, context room)
   uint32_t unseen = 0;  // tokens appended since the proposer last drafted in this sequence

@@ -117,12 +117,13 @@ std::unique_ptr<Proposer> Engine::make_proposer(const Config& config,
   shape.vocab_size = vocab_size();
   shape.hidden_dim = hidden_dim();
   shape.invariant_max_rows = device_->info().invariant_max_rows;
-  const ProposerSetup setup = proposer_setup(config, *tokenizer_, shape);
+  ProposerSetup setup = proposer_setup(config, *tokenizer_, shape);
   const std::string target_backend =
       config.target.backend.empty() ? config.engine.backend : config.target.backend;
-  ModelServiceScope models(
-      registry, config.proposer.backend.empty() ? target_backend : config.proposer.backend,
-      static_cast<uint32_t>(config.engine.threads));
+  // A per-sequence proposer plugin opens its models again for each further sequence.
+  setup.registry = &registry;
+  setup.model_backend = config.proposer.backend.empty() ? target_backend : config.proposer.backend;
+  setup.threads = static_cast<uint32_t>(config.engine.threads);
   ProposerConfig proposer_config = config.proposer;
   // k = "auto": the proposer is built for the longest draft; each round asks for what the
   // running estimates of acceptance and cost say pays best (0 = a plain round).
@@ -195,10 +196,12 @@ GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
     throw Error("this engine over " + config_.target.model +
                 " holds a scheduler's shared parts only (EngineUse::shared): it cannot generate "
                 "by itself");
+  if (proposer_ && !proposer_sequence_) proposer_sequence_ = proposer_->open();
   SequenceParts parts;
   parts.tokenizer = tokenizer_.get();
   parts.verifier = verifier_.get();
   parts.proposer = proposer_.get();
+  parts.proposer_sequence = proposer_sequence_.get();
   parts.rule = rule_.get();
   parts.adaptive = adaptive_.get();
   parts.rng = rng_.get();
@@ -215,7 +218,12 @@ GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
       sequence.stop("cancelled");
       break;
     }
-    if (!sequence.begin_round()) break;
+    ProposeCall call;
+    if (!sequence.prepare_round(call)) break;
+    const auto t0 = std::chrono::steady_clock::now();
+    if (call.capacity > 0) proposer_->propose(std::span<ProposeCall>(&call, 1));
+    sequence.submit_round(
+        call, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     sequence.end_round();
   }
   return sequence.finish();

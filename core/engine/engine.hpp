@@ -26,6 +26,7 @@ class LlamaModel;
 class Tokenizer;
 class Verifier;
 class Proposer;
+class ProposerSequence;
 class AcceptanceRule;
 class AdaptiveK;
 
@@ -106,6 +107,7 @@ class Engine {
   std::unique_ptr<LlamaModel> target_;
   std::unique_ptr<Verifier> verifier_;
   std::unique_ptr<Proposer> proposer_;
+  std::unique_ptr<ProposerSequence> proposer_sequence_;  // generate()'s one sequence
   std::unique_ptr<AcceptanceRule> rule_;
   std::unique_ptr<AdaptiveK> adaptive_;  // k = "auto": the draft length per round
   std::unique_ptr<struct specd_rng> rng_;

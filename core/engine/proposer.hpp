@@ -1,5 +1,14 @@
-// The proposer side of a round, as the engine sees it, and the adapter that runs a
-// proposer plugin (specd_proposer_vtable) behind it.
+// The proposer side of a round, as the engine sees it: one Proposer per drafting strategy,
+// serving any number of sequences (ProposerSequence), and one propose() call that drafts for
+// several of them at once. `specd run` drives it with one sequence, the server's scheduler
+// with every drafting sequence of a step: one path.
+//
+// A batched plugin (SPECD_PROPOSER_BATCHED, ABI 0.5) is one plugin object with a handle per
+// sequence, and a propose() is one propose_batch call. A per-sequence plugin (any minor) goes
+// through an adapter: one plugin object per sequence (made with the same parameters, reused
+// after its sequence ends), propose called for each sequence in turn.
+//
+// Thread rule: a Proposer and its sequences are used by one thread at a time.
 #pragma once
 
 #include <memory>
@@ -8,6 +17,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "engine/plugin_params.hpp"
 #include "plugin/host_services.hpp"
 #include "plugin/registry.hpp"
 #include "sampling/sampling_transform.hpp"
@@ -40,11 +50,50 @@ struct ProposerSetup {
   std::string target_path;
   std::vector<std::string> token_texts;
   SamplingParams sampling;
+  // Where a per-sequence plugin's later objects open their models (host->models): the
+  // registry, the backend and threads of the run. Null registry: the caller holds a
+  // ModelServiceScope around the Proposer's construction and opens no further sequence
+  // objects (check-config).
+  const PluginRegistry* registry = nullptr;
+  std::string model_backend;
+  uint32_t threads = 0;
+};
+
+class Proposer;
+
+// One sequence's drafting state in a Proposer.
+class ProposerSequence {
+ public:
+  ~ProposerSequence();
+  ProposerSequence(const ProposerSequence&) = delete;
+  ProposerSequence& operator=(const ProposerSequence&) = delete;
+
+  // Starts the sequence (again): its prompt and, when the proposer asked, the target's
+  // features of all but the prompt's last token.
+  void begin(std::span<const specd_token> prompt, const float* hidden);
+  void commit(std::span<const specd_token> accepted, specd_token next, const float* hidden);
+
+ private:
+  friend class Proposer;
+  ProposerSequence(Proposer& owner, void* handle) : owner_(&owner), handle_(handle) {}
+  Proposer* owner_;
+  void* handle_;  // the batched plugin's sequence handle, or a per-sequence plugin's object
+};
+
+// One sequence's part of a propose() call.
+struct ProposeCall {
+  ProposerSequence* sequence = nullptr;
+  std::span<const specd_token> tokens;  // the whole accepted sequence, root last
+  uint32_t capacity = 0;                // at most this many nodes (and the proposer's max)
+  Rng* rng = nullptr;
+  Draft* draft = nullptr;
+  std::string error;  // set when this sequence alone failed: the others' drafts stand
 };
 
 class Proposer {
  public:
-  // Loads `plugin` (a proposer) with the [proposer] section of `config`.
+  // Loads `plugin` (a proposer) with the [proposer] section of `config`: the batched object,
+  // or a per-sequence plugin's first object.
   Proposer(const LoadedPlugin& plugin, const ProposerConfig& config, const ProposerSetup& setup);
   ~Proposer();
   Proposer(const Proposer&) = delete;
@@ -54,18 +103,33 @@ class Proposer {
   const std::string& name() const { return plugin_->name; }
   uint64_t flags() const { return vtable_->flags; }
   bool needs_hidden() const { return flags() & SPECD_PROPOSER_NEEDS_TARGET_HIDDEN; }
+  bool batched() const { return batched_; }
   std::string default_rule() const { return vtable_->default_rule ? vtable_->default_rule : ""; }
 
-  void begin(std::span<const specd_token> prompt, const float* hidden);
-  // Drafts at most `capacity` nodes into `draft`.
-  void propose(std::span<const specd_token> sequence, uint32_t capacity, Rng& rng, Draft& draft);
-  void commit(std::span<const specd_token> accepted, specd_token next, const float* hidden);
+  // The state of one more sequence (released with it).
+  std::unique_ptr<ProposerSequence> open();
+  // Drafts for every call's sequence (each at most once) into its draft. A failure of the
+  // whole call throws; a failure of one sequence sets its call's error.
+  void propose(std::span<ProposeCall> calls);
 
  private:
+  friend class ProposerSequence;
   static specd_status* apply_transform(void* context, const float* logits, uint32_t n, double* out);
+  void* create_object() const;
+  void close(void* handle);
+  void prepare(ProposeCall& call, specd_draft_output& out) const;
+  void finish(ProposeCall& call, const specd_draft_output& out) const;
+
   const LoadedPlugin* plugin_;
   const specd_proposer_vtable* vtable_;
-  void* object_ = nullptr;
+  bool batched_ = false;
+  ProposerConfig config_;
+  ProposerSetup setup_;
+  PluginParams params_;
+  std::vector<const char*> texts_;  // setup_.token_texts as C strings
+  specd_proposer_context context_{};
+  void* object_ = nullptr;           // the batched plugin's object
+  std::vector<void*> idle_objects_;  // per-sequence plugin objects not in use
   SamplingParams sampling_;
   uint32_t vocab_ = 0;
   uint32_t n_tokens_ = 0;      // ids from it on are padding, masked in apply_transform

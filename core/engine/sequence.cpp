@@ -75,15 +75,15 @@ void Sequence::stop(const std::string& reason) {
   done_ = true;
 }
 
-bool Sequence::begin_round() {
+bool Sequence::prepare_round(ProposeCall& call) {
+  call = ProposeCall{};
   if (done_) return false;
   Verifier& verifier = *parts_.verifier;
-  Proposer* proposer = parts_.proposer;
   if (!proposer_started_) {
     // The prompt's features exist once the prefill has run (a batched one runs in chunks).
-    if (proposer)
-      proposer->begin(std::span<const int32_t>(sequence_.data(), prompt_size_),
-                      hidden_dim_ ? prompt_hidden_.data() : nullptr);
+    if (parts_.proposer)
+      parts_.proposer_sequence->begin(std::span<const int32_t>(sequence_.data(), prompt_size_),
+                                      hidden_dim_ ? prompt_hidden_.data() : nullptr);
     proposer_started_ = true;
     generate_start_ = Clock::now();
   }
@@ -93,39 +93,46 @@ bool Sequence::begin_round() {
     stop("context");
     return false;
   }
-  round_t0_ = Clock::now();
   draft_.n_nodes = 0;
   draft_.vocab = vocab_;
-  if (proposer) {
-    uint32_t capacity = room - 1;  // the proposer caps it further at its max_nodes
-    // Tokens the proposer has not drafted after: a stateful one (a draft model) catches up
-    // on them before drafting, a one-time cost the controller weighs against what remains.
-    unseen_ = static_cast<uint32_t>(sequence_.size() - proposed_at_);
-    if (parts_.adaptive) {
-      const size_t emitted = sequence_.size() - prompt_size_;
-      AdaptiveKHorizon horizon;
-      horizon.remaining = static_cast<uint32_t>(
-          std::min<size_t>(max_tokens_ > emitted ? max_tokens_ - emitted : 0, room));
-      horizon.unseen = unseen_;
-      capacity = std::min(capacity, parts_.adaptive->next_k(horizon));
-    }
-    if (capacity > 0) {
-      proposer->propose(sequence_, capacity, *parts_.rng, draft_);
-      proposed_at_ = sequence_.size();
-    }
+  if (!parts_.proposer) return true;
+  uint32_t capacity = room - 1;  // the proposer caps it further at its max_nodes
+  // Tokens the proposer has not drafted after: a stateful one (a draft model) catches up on
+  // them before drafting, a one-time cost the controller weighs against what remains.
+  unseen_ = static_cast<uint32_t>(sequence_.size() - proposed_at_);
+  if (parts_.adaptive) {
+    const size_t emitted = sequence_.size() - prompt_size_;
+    AdaptiveKHorizon horizon;
+    horizon.remaining = static_cast<uint32_t>(
+        std::min<size_t>(max_tokens_ > emitted ? max_tokens_ - emitted : 0, room));
+    horizon.unseen = unseen_;
+    capacity = std::min(capacity, parts_.adaptive->next_k(horizon));
   }
+  if (capacity == 0) return true;
+  call.sequence = parts_.proposer_sequence;
+  call.tokens = sequence_;
+  call.capacity = capacity;
+  call.rng = parts_.rng;
+  call.draft = &draft_;
+  return true;
+}
+
+void Sequence::submit_round(const ProposeCall& call, double draft_s) {
+  Verifier& verifier = *parts_.verifier;
+  if (!call.error.empty()) throw Error(call.error);
+  if (call.capacity > 0) proposed_at_ = sequence_.size();
   const specd_draft_tree tree = draft_.tree();
   if (draft_.n_nodes > 0) {
-    validate_tree(tree, vocab_, "proposer '" + proposer->name() + "'");
-    check_tree_pairing(parts_.rule->info(), tree, proposer->name());
+    validate_tree(tree, vocab_, "proposer '" + parts_.proposer->name() + "'");
+    check_tree_pairing(parts_.rule->info(), tree, parts_.proposer->name());
   }
-  const auto t1 = Clock::now();
-  draft_s_ = seconds(t1 - round_t0_);
+  draft_s_ = draft_s;
   result_.stats.draft_s += draft_s_;
 
   const size_t rows = draft_.n_nodes + 1;
   logits_.resize(rows * vocab_);
   hidden_.resize(hidden_dim_ * rows);
+  const auto t1 = Clock::now();
   try {
     verifier.verify(sequence_.back(), tree, logits_.data(), hidden_dim_ ? hidden_.data() : nullptr);
   } catch (const UsageError&) {
@@ -134,7 +141,6 @@ bool Sequence::begin_round() {
     throw Error("target " + parts_.target_path + ": " + e.what());
   }
   pass_s_ = seconds(Clock::now() - t1);
-  return true;
 }
 
 void Sequence::end_round(double pass_s) {
@@ -212,8 +218,8 @@ void Sequence::end_round(double pass_s) {
                   kept_hidden_.data() + i * hidden_dim_);
     }
     const std::vector<specd_token> accepted_tokens(emitted_.begin(), emitted_.end() - 1);
-    parts_.proposer->commit(accepted_tokens, accepted.next_token,
-                            hidden_dim_ ? kept_hidden_.data() : nullptr);
+    parts_.proposer_sequence->commit(accepted_tokens, accepted.next_token,
+                                     hidden_dim_ ? kept_hidden_.data() : nullptr);
   }
 }
 

@@ -1,13 +1,16 @@
 // One sequence's generation, round by round (ARCHITECTURE.md, "The round"):
 //
-//   begin_round: propose → validate → verifier.verify(root + tree)
-//   end_round:   sampling transform → accept → commit → emit (stop checks)
+//   prepare_round: the draft's size (room left, k)          → a ProposeCall
+//   (the caller drafts: Proposer::propose over one or many sequences' calls)
+//   submit_round:  validate → verifier.verify(root + tree)
+//   end_round:     sampling transform → accept → commit → emit (stop checks)
 //
 // The verifier is the sequence's KV side. Engine::generate_tokens runs one sequence over
 // the engine's own verifier, whose verify() runs the target pass at once; the server's
-// scheduler gives each sequence a BatchVerifier whose verify() only records the rows, and
-// runs the passes of all its sequences as one LlamaModel::forward_batch between the two
-// halves. Both run this code, so a round is the same whether it is batched or not.
+// scheduler drafts for all its sequences in one propose call per strategy, gives each a
+// BatchVerifier whose verify() only records the rows, and runs the passes of all its
+// sequences as one LlamaModel::forward_batch between the two halves. Both run this code, so
+// a round is the same whether it is batched or not.
 //
 // Thread rule: one thread at a time; the parts must outlive the sequence.
 #pragma once
@@ -38,12 +41,13 @@ SamplingParams sampling_params(const SamplingConfig& s);
 // What a sequence runs with; none of it is owned by the sequence.
 struct SequenceParts {
   const Tokenizer* tokenizer = nullptr;
-  Verifier* verifier = nullptr;    // the sequence's KV side
-  Proposer* proposer = nullptr;    // null: plain decoding
-  AcceptanceRule* rule = nullptr;  // set when proposer is
-  AdaptiveK* adaptive = nullptr;   // k = "auto": the draft length per round
-  Rng* rng = nullptr;              // the sequence's draws (proposer and sampler)
-  std::string target_path;         // names the target in errors
+  Verifier* verifier = nullptr;                   // the sequence's KV side
+  Proposer* proposer = nullptr;                   // null: plain decoding
+  ProposerSequence* proposer_sequence = nullptr;  // this sequence's state in `proposer`
+  AcceptanceRule* rule = nullptr;                 // set when proposer is
+  AdaptiveK* adaptive = nullptr;                  // k = "auto": the draft length per round
+  Rng* rng = nullptr;                             // the sequence's draws (proposer and sampler)
+  std::string target_path;                        // names the target in errors
 };
 
 class Sequence {
@@ -58,11 +62,16 @@ class Sequence {
 
   // Processes the prompt: verifier.begin (a BatchVerifier records it and prefills in chunks).
   void start();
-  // The first half of a round. Returns false, ending the sequence, when the context has no
-  // room left (stop_reason "context"); otherwise the verifier has been given the round's rows.
-  bool begin_round();
+  // The start of a round. Returns false, ending the sequence, when the context has no room
+  // left (stop_reason "context"); otherwise `call` says what to draft (capacity 0: nothing,
+  // a plain round), to be passed to parts.proposer's propose().
+  bool prepare_round(ProposeCall& call);
+  // After the draft (if any) was written into `call`: validates it and gives the verifier
+  // the round's rows. `draft_s` is this sequence's share of the drafting time. Throws
+  // specd::Error with the call's error when its drafting failed.
+  void submit_round(const ProposeCall& call, double draft_s);
   // The second half, once the verifier's pass has written the logits. `pass_s` is that
-  // pass's time when it ran elsewhere (a batched step); < 0: it ran inside begin_round.
+  // pass's time when it ran elsewhere (a batched step); < 0: it ran inside submit_round.
   void end_round(double pass_s = -1);
   // Ends the sequence before its next round with this stop reason ("cancelled", ...).
   void stop(const std::string& reason);
@@ -93,7 +102,7 @@ class Sequence {
   std::vector<double> p_;
   std::vector<int32_t> emitted_;
   using Clock = std::chrono::steady_clock;
-  Clock::time_point start_, generate_start_, round_t0_;
+  Clock::time_point start_, generate_start_;
   double draft_s_ = 0, pass_s_ = 0;
 };
 

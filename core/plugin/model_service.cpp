@@ -185,8 +185,8 @@ specd_status* model_forward_rows(void*, specd_model* model, specd_model_cache* c
   });
 }
 
-specd_status* model_commit(void*, specd_model* model, specd_model_cache* cache,
-                           const int32_t* rows, uint32_t n) {
+specd_status* model_commit(void*, specd_model* model, specd_model_cache* cache, const int32_t* rows,
+                           uint32_t n) {
   return guarded([&] {
     if (model->head)
       model->head->commit(*cache->head, std::span<const int32_t>(rows, n));
@@ -243,6 +243,74 @@ specd_status* head_forward(void*, specd_model* model, specd_model_cache* cache,
   });
 }
 
+specd_status* model_forward_batch(void*, specd_model* model,
+                                  const specd_model_batch_entry* const* entries, uint32_t n) {
+  return guarded([&] {
+    if (n == 0) throw UsageError("forward_batch: no entries");
+    for (uint32_t e = 0; e < n; ++e) {
+      const specd_model_batch_entry* en = entries[e];
+      if (!en || en->struct_size < sizeof(specd_model_batch_entry))
+        throw UsageError("forward_batch: entry " + std::to_string(e) + " is missing or too small");
+      if (en->m == 0)
+        throw UsageError("forward_batch: entry " + std::to_string(e) + " has no rows");
+    }
+    if (model->model) {
+      std::vector<ForwardEntry> batch(n);
+      for (uint32_t e = 0; e < n; ++e) {
+        const specd_model_batch_entry& en = *entries[e];
+        if (!en.cache || !en.cache->cache)
+          throw UsageError("forward_batch: entry " + std::to_string(e) + " has no cache of " +
+                           model->path);
+        if (en.first_logit_row > en.m)
+          throw UsageError("forward_batch: entry " + std::to_string(e) + ": first_logit_row " +
+                           std::to_string(en.first_logit_row) + " is past its " +
+                           std::to_string(en.m) + " rows");
+        if (!en.tokens || !en.positions || !en.parents)
+          throw UsageError("forward_batch: entry " + std::to_string(e) +
+                           " lacks tokens, positions or parents");
+        ForwardEntry& f = batch[e];
+        f.cache = en.cache->cache.get();
+        f.tokens = std::span<const int32_t>(en.tokens, en.m);
+        f.positions = std::span<const int32_t>(en.positions, en.m);
+        f.parents = std::span<const int32_t>(en.parents, en.m);
+        f.logits = en.logits;
+        f.hidden = en.hidden;
+        f.first_logit_row = static_cast<int32_t>(en.first_logit_row);
+      }
+      model->model->forward_batch(batch);
+      return;
+    }
+    const bool medusa = !model->head->has_cache();
+    std::vector<HeadModel::Entry> batch(n);
+    for (uint32_t e = 0; e < n; ++e) {
+      const specd_model_batch_entry& en = *entries[e];
+      HeadModel::Entry& h = batch[e];
+      if (!en.features || !en.logits)
+        throw UsageError("forward_batch: entry " + std::to_string(e) + " lacks features or logits");
+      h.features = en.features;
+      h.m = static_cast<int32_t>(en.m);
+      h.logits = en.logits;
+      if (medusa) {
+        if (en.cache || en.tokens || en.positions || en.parents || en.hidden)
+          throw UsageError("forward_batch: a Medusa head takes features only");
+        continue;
+      }
+      if (!en.cache || !en.cache->head)
+        throw UsageError("forward_batch: entry " + std::to_string(e) + " has no cache of " +
+                         model->path);
+      if (!en.tokens || !en.positions || !en.parents)
+        throw UsageError("forward_batch: entry " + std::to_string(e) +
+                         " lacks tokens, positions or parents");
+      h.cache = en.cache->head.get();
+      h.tokens = std::span<const int32_t>(en.tokens, en.m);
+      h.positions = std::span<const int32_t>(en.positions, en.m);
+      h.parents = std::span<const int32_t>(en.parents, en.m);
+      h.hidden = en.hidden;
+    }
+    model->head->forward_batch(batch);
+  });
+}
+
 const specd_model_api g_api = {sizeof(specd_model_api),
                                0,
                                &model_open,
@@ -257,7 +325,8 @@ const specd_model_api g_api = {sizeof(specd_model_api),
                                &model_truncate,
                                &head_open,
                                &head_forward,
-                               &model_forward_rows};
+                               &model_forward_rows,
+                               &model_forward_batch};
 
 }  // namespace
 

@@ -71,12 +71,9 @@ Strategy& EngineCache::strategy(const SpeculativeRequest& r) {
   Strategy s;
   s.key = key;
   try {
-    std::unique_ptr<Proposer> first = shared.make_proposer(c, registry_);
+    s.proposer = shared.make_proposer(c, registry_);
     s.rule = shared.make_rule(c, registry_);
-    if (first) {
-      s.proposer_name = first->name();
-      s.idle.push_back(std::move(first));
-    }
+    if (s.proposer) s.proposer_name = s.proposer->name();
   } catch (const UsageError& e) {
     const bool configured = !r.proposer && !r.k && !r.k_auto && !r.rule && !r.allow_lossy;
     if (configured) throw;  // the configuration's own problem, located in the file
@@ -102,25 +99,23 @@ Strategy& EngineCache::strategy(const SpeculativeRequest& r) {
   return strategies_.front();
 }
 
-std::unique_ptr<Proposer> EngineCache::take_proposer(Strategy& s) {
-  if (s.config.proposer.kind == "none") {
-    ++s.lent;
-    return nullptr;
-  }
-  std::unique_ptr<Proposer> p;
-  if (!s.idle.empty()) {
-    p = std::move(s.idle.back());
-    s.idle.pop_back();
-  } else {
-    p = engine().make_proposer(s.config, registry_);
+std::unique_ptr<ProposerSequence> EngineCache::take_proposer(Strategy& s) {
+  std::unique_ptr<ProposerSequence> p;
+  if (s.proposer) {
+    if (!s.idle.empty()) {
+      p = std::move(s.idle.back());
+      s.idle.pop_back();
+    } else {
+      p = s.proposer->open();
+    }
   }
   ++s.lent;
   return p;
 }
 
-void EngineCache::give_back(Strategy& s, std::unique_ptr<Proposer> proposer) {
+void EngineCache::give_back(Strategy& s, std::unique_ptr<ProposerSequence> sequence) {
   --s.lent;
-  if (proposer) s.idle.push_back(std::move(proposer));
+  if (sequence) s.idle.push_back(std::move(sequence));
 }
 
 void EngineCache::check_sampling(const Strategy& s, const CompletionRequest& r) const {

@@ -2,11 +2,11 @@
 //
 // One Engine holds what every sequence shares: backend, device, tokenizer and the target
 // model, loaded ONCE (target()). Each (proposer, k, rule, allow_lossy) setting a request
-// names gets a Strategy: its configuration, an acceptance rule (shared by its sequences:
-// the worker runs one at a time) and a pool of proposer instances, one lent to each running
-// sequence and reused by the next (a proposer's begin() starts it afresh). A setting never
-// loads another target; at most [server] max_engines strategies are kept, the least recently
-// used idle one dropped first.
+// names gets a Strategy: its configuration, an acceptance rule and ONE proposer (both shared
+// by its sequences: the worker runs one at a time), which drafts for all of them in one call
+// per step; each running sequence holds a proposer sequence, reused by the next (its begin()
+// starts it afresh). A setting never loads another target; at most [server] max_engines
+// strategies are kept, the least recently used idle one dropped first.
 //
 // engine(), get(), strategy(), take/give_back and target() are for the scheduler's worker
 // alone (or code it runs, e.g. Scheduler::run_exclusive); config_for() and check_sampling()
@@ -28,19 +28,21 @@ class AcceptanceRule;
 class AdaptiveK;
 class LlamaModel;
 class Proposer;
+class ProposerSequence;
 }  // namespace specd
 
 namespace specd::server {
 
 struct Strategy {
   std::string key;
-  Config config;                                // the server's, with the setting applied
-  std::unique_ptr<AcceptanceRule> rule;         // null for proposer "none"
-  std::vector<std::unique_ptr<Proposer>> idle;  // proposer instances not in use
+  Config config;                                        // the server's, with the setting applied
+  std::unique_ptr<AcceptanceRule> rule;                 // null for proposer "none"
+  std::unique_ptr<Proposer> proposer;                   // null for proposer "none"
+  std::vector<std::unique_ptr<ProposerSequence>> idle;  // proposer sequences not in use
   // k = "auto": adaptive-k states not in use. A finished sequence's estimates (acceptance of
   // this pair, draft cost) start the next sequence's instead of being learnt anew.
   std::vector<std::unique_ptr<AdaptiveK>> idle_adaptive;
-  int lent = 0;  // instances running a sequence
+  int lent = 0;  // sequences running with this strategy
   std::string proposer_name = "none", rule_name, rule_label;
   bool k_auto = false;
 };
@@ -62,9 +64,10 @@ class EngineCache {
   // check them). A UsageError from building it (an unknown proposer or rule, a lossy rule
   // without allow_lossy) becomes a RequestError.
   Strategy& strategy(const SpeculativeRequest& request);
-  // A proposer instance of the strategy (null for "none"): an idle one, or a new one.
-  std::unique_ptr<Proposer> take_proposer(Strategy& strategy);
-  void give_back(Strategy& strategy, std::unique_ptr<Proposer> proposer);
+  // A proposer sequence of the strategy (null for "none"): an idle one, or a new one.
+  std::unique_ptr<ProposerSequence> take_proposer(Strategy& strategy);
+  // Returns it (null: a sequence that failed mid-round, not reused).
+  void give_back(Strategy& strategy, std::unique_ptr<ProposerSequence> sequence);
   // The target model every sequence runs on (for exclusive use through the scheduler).
   LlamaModel& target();
   // Refuses (400 naming temperature) sampling the strategy's rule makes no claim for: a

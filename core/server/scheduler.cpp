@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <future>
+#include <map>
 #include <vector>
 
 #include "common/error.hpp"
@@ -30,7 +31,7 @@ uint64_t budget_rows(EngineCache& engines) {
 struct Scheduler::Running {
   std::shared_ptr<Job> job;
   Strategy* strategy = nullptr;
-  std::unique_ptr<Proposer> proposer;
+  std::unique_ptr<ProposerSequence> proposer;  // its state in the strategy's proposer
   std::unique_ptr<AdaptiveK> adaptive;
   std::unique_ptr<specd_rng> rng;
   std::unique_ptr<Verifier> verifier;  // the host adapter over kv, which it owns
@@ -43,7 +44,9 @@ struct Scheduler::Running {
   double tokens = 0;
   bool counted = false;
   bool in_pass = false;
-  bool prefill = false;  // its rows in the pass are a prefill chunk
+  bool prefill = false;    // its rows in the pass are a prefill chunk
+  ProposeCall call;        // this step's drafting (capacity 0: none)
+  double draft_share = 0;  // its share of its strategy's propose time this step
 };
 
 Scheduler::Scheduler(EngineCache& engines, int queue_limit)
@@ -248,7 +251,8 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
     SequenceParts parts;
     parts.tokenizer = &engine.tokenizer();
     parts.verifier = run->verifier.get();
-    parts.proposer = run->proposer.get();
+    parts.proposer = strategy.proposer.get();
+    parts.proposer_sequence = run->proposer.get();
     parts.rule = strategy.rule.get();
     parts.adaptive = run->adaptive.get();
     parts.rng = run->rng.get();
@@ -324,9 +328,11 @@ void Scheduler::step() {
     finish(**it, &error);
     it = active_.erase(it);
   };
+  // 1. Each sequence's round up to drafting (or its next prefill chunk).
   for (auto it = active_.begin(); it != active_.end();) {
     Running& run = **it;
     run.in_pass = false;
+    run.call = ProposeCall{};
     try {
       if (run.job->cancelled) run.sequence->stop("cancelled");
       run.prefill = run.kv->prefilling();
@@ -345,21 +351,59 @@ void Scheduler::step() {
         }
         run.adaptive->set_load(load);
       }
-      const double drafted_before = run.sequence->stats().draft_s;
-      if (!run.prefill && (run.sequence->done() || !run.sequence->begin_round())) {
+      if (!run.prefill && (run.sequence->done() || !run.sequence->prepare_round(run.call))) {
         finish(run, nullptr);
         it = active_.erase(it);
         continue;
       }
-      if (run.sequence->stats().draft_s > drafted_before) {
-        draft_s += run.sequence->stats().draft_s - drafted_before;
-        ++drafting;
-      }
+      run.in_pass = true;
+    } catch (const std::exception& e) {
+      fail(it, e);
+      continue;
+    }
+    ++it;
+  }
+  // 2. Drafting: one propose call per strategy for all its drafting sequences (a draft
+  // model runs each draft step as one batched pass over them). Each sequence is charged its
+  // share of the call's time by the nodes it got.
+  std::map<Proposer*, std::vector<Running*>> groups;
+  for (auto& r : active_)
+    if (r->in_pass && r->call.capacity > 0) groups[r->strategy->proposer.get()].push_back(r.get());
+  for (auto& [proposer, runs] : groups) {
+    std::vector<ProposeCall> calls;
+    for (Running* r : runs) calls.push_back(r->call);
+    const auto d0 = Clock::now();
+    std::string failed;
+    try {
+      proposer->propose(calls);
+    } catch (const std::exception& e) {
+      failed = e.what();
+    }
+    const double group_s = std::chrono::duration<double>(Clock::now() - d0).count();
+    draft_s += group_s;
+    drafting += static_cast<uint32_t>(runs.size());
+    uint64_t nodes = 0;
+    for (const ProposeCall& c : calls) nodes += c.draft->n_nodes;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      runs[i]->call = calls[i];
+      if (!failed.empty() && runs[i]->call.error.empty()) runs[i]->call.error = failed;
+      runs[i]->draft_share =
+          nodes > 0 ? group_s * calls[i].draft->n_nodes / double(nodes) : group_s / runs.size();
+    }
+  }
+  // 3. Each sequence's rows for the pass: its round (root and draft) or its prefill chunk.
+  for (auto it = active_.begin(); it != active_.end();) {
+    Running& run = **it;
+    if (!run.in_pass) {
+      ++it;
+      continue;
+    }
+    try {
+      if (!run.prefill) run.sequence->submit_round(run.call, run.draft_share);
       entries.push_back(run.kv->entry());
       run.rows = static_cast<uint32_t>(entries.back().tokens.size());
       run.tokens = 0;
       run.counted = false;
-      run.in_pass = true;
     } catch (const std::exception& e) {
       fail(it, e);
       continue;

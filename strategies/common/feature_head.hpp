@@ -1,13 +1,18 @@
-// A draft head that runs on the target's features (EAGLE, MTP): a BoundHead that also owns
-// the head's KV cache, collects the true target features the engine hands over, and brings
-// the cache up to date with them before each draft.
+// A draft head that runs on the target's features (EAGLE, MTP), for many sequences: a
+// BoundHead shared by all of them, and per sequence (FeatureHead::State) the head's KV cache
+// and the true target features the engine handed over. catch_up brings every drafting
+// sequence's cache up to date with its features in batched passes (pieces of at most the
+// head device's invariant_max_rows rows per sequence and pass, so a sequence's rows have the
+// same bits whatever shares the passes); forward runs pending elements of several sequences
+// in one pass.
 //
-// The cache holds the elements built from true features (committed); elements a proposer
+// A cache holds the elements built from true features (committed); elements a proposer
 // drafts from the head's own output features stay pending and are dropped by the next
 // catch_up. Thread rule: like its proposer, used by one thread at a time.
 #pragma once
 
 #include <algorithm>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,67 +23,156 @@ namespace specd::strategies {
 
 class FeatureHead {
  public:
+  // One sequence: its cache and its true target features.
+  struct State {
+    const FeatureHead* head = nullptr;
+    specd_model_cache* cache = nullptr;
+    std::vector<float> features;  // [n, dim]: one per sequence element but the last
+    ~State() {
+      if (cache) head->head_.api()->cache_free(head->head_.context(), cache);
+    }
+  };
+
+  // A sequence's rows in one pass (forward): as specd_model_api.head_forward's arguments.
+  struct Rows {
+    State* state = nullptr;
+    const float* features = nullptr;  // [m, dim]
+    std::vector<specd_token> tokens;
+    std::vector<int32_t> positions, parents;
+    float* logits = nullptr;  // [m, vocab]
+    float* hidden = nullptr;  // [m, dim] or null
+  };
+
+  // What catch_up brings up to date: a state, its whole accepted sequence, and where the last
+  // element's logits [vocab] and output feature [dim] go.
+  struct CatchUp {
+    State* state = nullptr;
+    std::span<const specd_token> sequence;
+    float* logits = nullptr;
+    float* feature = nullptr;
+  };
+
   // `who`, `architecture`: as BoundHead; `extra_capacity` cache rows are reserved for
   // drafting.
   FeatureHead(sdk::Host host, const std::string& who, const std::string& architecture,
               const char* model_path, const specd_proposer_context& context,
               uint32_t extra_capacity)
       : head_(host, who, architecture, model_path, context),
-        capacity_(std::max<uint32_t>(4096, 2 * head_.info().context_length) + extra_capacity) {
-    check(head_.api()->cache_create(head_.context(), head_.model(), capacity_, &cache_));
-  }
-  ~FeatureHead() { head_.api()->cache_free(head_.context(), cache_); }
+        capacity_(std::max<uint32_t>(4096, 2 * head_.info().context_length) + extra_capacity),
+        piece_(std::max<uint32_t>(head_.info().invariant_max_rows, 1)) {}
   FeatureHead(const FeatureHead&) = delete;
   FeatureHead& operator=(const FeatureHead&) = delete;
 
   uint32_t vocab() const { return head_.info().vocab_size; }  // the head's output rows
   uint32_t dim() const { return head_.info().hidden_dim; }
   uint32_t capacity() const { return capacity_; }
-  // True target features received so far: one per sequence element but the last.
-  uint32_t n_features() const { return static_cast<uint32_t>(features_.size() / dim()); }
+  // True target features a state received so far: one per sequence element but the last.
+  uint32_t n_features(const State& s) const {
+    return static_cast<uint32_t>(s.features.size() / dim());
+  }
+
+  std::unique_ptr<State> open() const {
+    auto s = std::make_unique<State>();
+    s->head = this;
+    check(head_.api()->cache_create(head_.context(), head_.model(), capacity_, &s->cache));
+    return s;
+  }
 
   // A new sequence: empties the cache and keeps the prompt's features.
-  void begin(std::span<const specd_token> prompt, const float* hidden) {
-    check(head_.api()->truncate(head_.context(), head_.model(), cache_, 0));
-    features_.clear();
-    if (hidden && prompt.size() > 1) features_.assign(hidden, hidden + (prompt.size() - 1) * dim());
+  void begin(State& s, std::span<const specd_token> prompt, const float* hidden) const {
+    check(head_.api()->truncate(head_.context(), head_.model(), s.cache, 0));
+    s.features.clear();
+    if (hidden && prompt.size() > 1)
+      s.features.assign(hidden, hidden + (prompt.size() - 1) * dim());
   }
 
   // Appends the features of the accepted tokens and the root (accepted.size() + 1 rows).
-  void commit(std::span<const specd_token> accepted, const float* hidden) {
-    if (hidden) features_.insert(features_.end(), hidden, hidden + (accepted.size() + 1) * dim());
+  void commit(State& s, std::span<const specd_token> accepted, const float* hidden) const {
+    if (hidden) s.features.insert(s.features.end(), hidden, hidden + (accepted.size() + 1) * dim());
   }
 
-  // Runs and commits the elements whose true features are not in the cache yet (the last
-  // is re-run when all are, so its outputs are at hand) and writes the last one's logits
-  // [vocab] and output feature [dim]. Element i pairs feature i with token seq[i + 1].
-  void catch_up(std::span<const specd_token> seq, float* last_logits, float* last_feature) {
-    const uint32_t n_feat = n_features();
-    const uint32_t done = std::min(head_.api()->cache_size(head_.context(), cache_), n_feat - 1);
-    check(head_.api()->truncate(head_.context(), head_.model(), cache_, done));
-    const uint32_t m = n_feat - done;
-    std::vector<specd_token> tokens(m);
-    std::vector<int32_t> positions(m), parents(m), rows(m);
-    for (uint32_t i = 0; i < m; ++i) {
-      tokens[i] = seq[done + i + 1];
-      positions[i] = static_cast<int32_t>(done + i);
-      parents[i] = static_cast<int32_t>(i) - 1;
-      rows[i] = static_cast<int32_t>(i);
+  // For each job: runs and commits the elements whose true features are not in its cache yet
+  // (the last is re-run when all are, so its outputs are at hand) and writes the last one's
+  // logits and output feature. Element i pairs feature i with token sequence[i + 1].
+  void catch_up(std::span<CatchUp> jobs) {
+    struct Pending {
+      CatchUp* job;
+      uint32_t next, end;  // elements [next, end) still to run
+    };
+    std::vector<Pending> pending;
+    for (CatchUp& j : jobs) {
+      const uint32_t n_feat = n_features(*j.state);
+      const uint32_t done =
+          std::min(head_.api()->cache_size(head_.context(), j.state->cache), n_feat - 1);
+      check(head_.api()->truncate(head_.context(), head_.model(), j.state->cache, done));
+      pending.push_back({&j, done, n_feat});
     }
-    std::vector<float> logits(static_cast<size_t>(m) * vocab());
-    std::vector<float> hidden(static_cast<size_t>(m) * dim());
-    forward(features_.data() + static_cast<size_t>(done) * dim(), tokens.data(), positions.data(),
-            parents.data(), m, logits.data(), hidden.data());
-    check(head_.api()->commit(head_.context(), head_.model(), cache_, rows.data(), m));
-    std::copy(logits.end() - vocab(), logits.end(), last_logits);
-    std::copy(hidden.end() - dim(), hidden.end(), last_feature);
+    std::vector<Rows> rows;
+    std::vector<std::vector<float>> logits, hidden;
+    for (;;) {
+      rows.clear();
+      std::vector<Pending*> in_pass;
+      for (Pending& p : pending) {
+        if (p.next == p.end) continue;
+        const uint32_t m = std::min(p.end - p.next, piece_);
+        Rows& r = rows.emplace_back();
+        r.state = p.job->state;
+        r.features = p.job->state->features.data() + static_cast<size_t>(p.next) * dim();
+        for (uint32_t i = 0; i < m; ++i) {
+          r.tokens.push_back(p.job->sequence[p.next + i + 1]);
+          r.positions.push_back(static_cast<int32_t>(p.next + i));
+          r.parents.push_back(static_cast<int32_t>(i) - 1);
+        }
+        in_pass.push_back(&p);
+      }
+      if (rows.empty()) break;
+      logits.resize(rows.size());
+      hidden.resize(rows.size());
+      for (size_t e = 0; e < rows.size(); ++e) {
+        logits[e].resize(rows[e].tokens.size() * vocab());
+        hidden[e].resize(rows[e].tokens.size() * dim());
+        rows[e].logits = logits[e].data();
+        rows[e].hidden = hidden[e].data();
+      }
+      forward(rows);
+      for (size_t e = 0; e < rows.size(); ++e) {
+        Pending& p = *in_pass[e];
+        const uint32_t m = static_cast<uint32_t>(rows[e].tokens.size());
+        std::vector<int32_t> kept(m);
+        for (uint32_t i = 0; i < m; ++i) kept[i] = static_cast<int32_t>(i);
+        check(head_.api()->commit(head_.context(), head_.model(), p.job->state->cache, kept.data(),
+                                  m));
+        p.next += m;
+        if (p.next == p.end) {
+          std::copy(logits[e].end() - vocab(), logits[e].end(), p.job->logits);
+          std::copy(hidden[e].end() - dim(), hidden[e].end(), p.job->feature);
+        }
+      }
+    }
   }
 
-  // One head pass over m pending elements (specd_model_api.head_forward).
-  void forward(const float* features, const specd_token* tokens, const int32_t* positions,
-               const int32_t* parents, uint32_t m, float* logits, float* out_features) {
-    check(head_.api()->head_forward(head_.context(), head_.model(), cache_, features, tokens,
-                                    positions, parents, m, logits, out_features));
+  // One head pass over the pending elements of several states (specd_model_api
+  // forward_batch; the states' rows accumulate as head_forward's do).
+  void forward(std::span<Rows> rows) const {
+    std::vector<specd_model_batch_entry> entries(rows.size());
+    std::vector<const specd_model_batch_entry*> pointers(rows.size());
+    for (size_t e = 0; e < rows.size(); ++e) {
+      const Rows& r = rows[e];
+      entries[e] = {sizeof(specd_model_batch_entry),
+                    static_cast<uint32_t>(r.tokens.size()),
+                    r.state->cache,
+                    r.tokens.data(),
+                    r.positions.data(),
+                    r.parents.data(),
+                    r.features,
+                    0,
+                    0,
+                    r.logits,
+                    r.hidden};
+      pointers[e] = &entries[e];
+    }
+    check(head_.api()->forward_batch(head_.context(), head_.model(), pointers.data(),
+                                     static_cast<uint32_t>(pointers.size())));
   }
 
   void check(specd_status* status) const { head_.check(status); }
@@ -86,8 +180,7 @@ class FeatureHead {
  private:
   BoundHead head_;
   uint32_t capacity_;
-  specd_model_cache* cache_ = nullptr;
-  std::vector<float> features_;  // [n_features, dim] true target features
+  uint32_t piece_;  // rows of one sequence per catch-up pass
 };
 
 }  // namespace specd::strategies

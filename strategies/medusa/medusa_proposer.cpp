@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -57,25 +58,68 @@ class MedusaProposer {
         vocab_(std::min(head_.info().vocab_size, context.vocab_size)),
         head_vocab_(head_.info().vocab_size) {
     build_tree(read_choices(params), params);
-    logits_.resize(static_cast<size_t>(heads_) * head_vocab_);
   }
 
-  void begin(std::span<const specd_token> prompt, const float* hidden) {
-    feature_.clear();
+  // One sequence: the feature of the token before its root.
+  struct Sequence {
+    std::vector<float> feature;  // [dim]
+  };
+
+  std::unique_ptr<Sequence> open() { return std::make_unique<Sequence>(); }
+
+  void begin(Sequence& s, std::span<const specd_token> prompt, const float* hidden) {
+    s.feature.clear();
     if (hidden && prompt.size() > 1)
-      feature_.assign(hidden + (prompt.size() - 2) * dim_, hidden + (prompt.size() - 1) * dim_);
+      s.feature.assign(hidden + (prompt.size() - 2) * dim_, hidden + (prompt.size() - 1) * dim_);
   }
 
-  void propose(std::span<const specd_token>, specd_rng*, specd_draft_output& out) {
-    out.n_nodes = 0;
-    out.scheme = SPECD_SIBLINGS_DETERMINISTIC;
-    out.has_q = 0;
-    if (feature_.empty()) return;
-    head_.check(head_.api()->head_forward(head_.context(), head_.model(), nullptr, feature_.data(),
-                                          nullptr, nullptr, nullptr, 1, logits_.data(), nullptr));
+  // One batched pass of the heads over every drafting sequence's feature row (rows are
+  // independent: a sequence's logits do not depend on the others), then each sequence's
+  // static tree filled from its ranked candidates.
+  void propose(std::span<specd::sdk::ProposeItem<Sequence>> items) {
+    std::vector<specd::sdk::ProposeItem<Sequence>*> drafting;
+    for (auto& item : items) {
+      item.out.n_nodes = 0;
+      item.out.scheme = SPECD_SIBLINGS_DETERMINISTIC;
+      item.out.has_q = 0;
+      if (!item.sequence.feature.empty()) drafting.push_back(&item);
+    }
+    if (drafting.empty()) return;
+    const size_t per = static_cast<size_t>(heads_) * head_vocab_;
+    std::vector<float> logits(drafting.size() * per);
+    std::vector<specd_model_batch_entry> entries(drafting.size());
+    std::vector<const specd_model_batch_entry*> pointers(drafting.size());
+    for (size_t e = 0; e < drafting.size(); ++e) {
+      entries[e] = {sizeof(specd_model_batch_entry),
+                    1,
+                    nullptr,
+                    nullptr,
+                    nullptr,
+                    nullptr,
+                    drafting[e]->sequence.feature.data(),
+                    0,
+                    0,
+                    logits.data() + e * per,
+                    nullptr};
+      pointers[e] = &entries[e];
+    }
+    head_.check(head_.api()->forward_batch(head_.context(), head_.model(), pointers.data(),
+                                           static_cast<uint32_t>(pointers.size())));
+    for (size_t e = 0; e < drafting.size(); ++e) fill(logits.data() + e * per, drafting[e]->out);
+  }
+
+  void commit(Sequence& s, std::span<const specd_token> accepted, specd_token,
+              const float* hidden) {
+    if (hidden)
+      s.feature.assign(hidden + accepted.size() * dim_, hidden + (accepted.size() + 1) * dim_);
+  }
+
+ private:
+  // The static tree from one sequence's head logits [heads, head_vocab].
+  void fill(const float* logits, specd_draft_output& out) const {
     std::vector<std::vector<specd_token>> ranked(depth_width_.size());
     for (size_t h = 0; h < depth_width_.size(); ++h)
-      ranked[h] = top_k(logits_.data() + h * head_vocab_, depth_width_[h]);
+      ranked[h] = top_k(logits + h * head_vocab_, depth_width_[h]);
     const uint32_t n = std::min<uint32_t>(static_cast<uint32_t>(nodes_.size()), out.capacity);
     for (uint32_t i = 0; i < n; ++i) {
       out.tokens[i] = ranked[nodes_[i].depth - 1][nodes_[i].rank];
@@ -84,12 +128,6 @@ class MedusaProposer {
     out.n_nodes = n;
   }
 
-  void commit(std::span<const specd_token> accepted, specd_token, const float* hidden) {
-    if (hidden)
-      feature_.assign(hidden + accepted.size() * dim_, hidden + (accepted.size() + 1) * dim_);
-  }
-
- private:
   struct Node {
     uint32_t depth;  // 1 = a child of the root
     uint32_t rank;   // top-k rank within head depth-1
@@ -141,12 +179,12 @@ class MedusaProposer {
   uint32_t dim_, heads_, vocab_, head_vocab_;
   std::vector<Node> nodes_;            // the static tree, node i+1 at index i
   std::vector<uint32_t> depth_width_;  // ranks needed per head
-  std::vector<float> feature_;         // [dim] feature of the token before the root
-  std::vector<float> logits_;          // [heads, head_vocab]
 };
 
 }  // namespace
 
-SPECD_PROPOSER_PLUGIN(MedusaProposer, "org.specd.propose.medusa", "medusa", "1.0.0",
-                      "Medusa heads on the target's last hidden state, static top-k tree",
-                      SPECD_PROPOSER_NEEDS_TARGET_HIDDEN | SPECD_PROPOSER_TREES, "exact-match")
+SPECD_BATCH_PROPOSER_PLUGIN(MedusaProposer, "org.specd.propose.medusa", "medusa", "1.1.0",
+                            "Medusa heads on the target's last hidden state, static top-k tree, "
+                            "one batched head pass per step",
+                            SPECD_PROPOSER_NEEDS_TARGET_HIDDEN | SPECD_PROPOSER_TREES,
+                            "exact-match")

@@ -23,6 +23,8 @@ namespace {
 
 class MtpProposer {
  public:
+  using Sequence = specd::strategies::FeatureHead::State;
+
   MtpProposer(specd::sdk::Host host, const specd::sdk::Params& params, const char* model_path,
               const specd_proposer_context& context, const specd_transform& transform)
       : host_(host.raw()),
@@ -31,71 +33,114 @@ class MtpProposer {
         vocab_(context.vocab_size),
         greedy_((params.require_known({"mode"}),
                  params.get_choice("mode", {"sample", "greedy"}) == "greedy")),
-        head_(host, "mtp", "specd-mtp", model_path, context, 0),
-        logits_(head_.vocab()),
-        feature_(head_.dim()),
-        q_(vocab_) {}
+        head_(host, "mtp", "specd-mtp", model_path, context, 0) {}
 
-  void begin(std::span<const specd_token> prompt, const float* hidden) {
-    head_.begin(prompt, hidden);
+  std::unique_ptr<Sequence> open() { return head_.open(); }
+
+  void begin(Sequence& s, std::span<const specd_token> prompt, const float* hidden) {
+    head_.begin(s, prompt, hidden);
   }
 
-  void propose(std::span<const specd_token> seq, specd_rng* rng, specd_draft_output& out) {
-    out.n_nodes = 0;
-    out.scheme = SPECD_SIBLINGS_IID;
-    out.has_q = 1;
-    const uint32_t n_feat = head_.n_features();
-    if (n_feat == 0 || n_feat + 1 != seq.size() || n_feat > head_.capacity()) return;
-    head_.catch_up(seq, logits_.data(), feature_.data());
-    uint32_t want = std::min<uint32_t>(k_, out.capacity);
-    want = std::min<uint32_t>(want, head_.capacity() - n_feat);
-    for (uint32_t i = 0; i < want; ++i) {
-      double* q_row = out.q ? out.q + static_cast<size_t>(i) * vocab_ : q_.data();
-      const uint32_t n = std::min(head_.vocab(), vocab_);
-      check(transform_.apply(transform_.context, logits_.data(), n, q_row));
-      std::fill(q_row + n, q_row + vocab_, 0.0);
-      const specd_token token = greedy_ ? argmax(q_row) : sample(q_row, rng);
-      if (greedy_) {
-        std::fill(q_row, q_row + vocab_, 0.0);
-        q_row[token] = 1.0;
-      }
-      out.tokens[i] = token;
-      out.parents[i] = static_cast<int32_t>(i);
-      out.n_nodes = i + 1;
-      if (i + 1 == want) break;
-      // The next element: the module's own output feature and the drafted token.
-      const int32_t position = static_cast<int32_t>(n_feat + i);
-      const int32_t parent = static_cast<int32_t>(i) - 1;
-      std::vector<float> in = feature_;
-      head_.forward(in.data(), &token, &position, &parent, 1, logits_.data(), feature_.data());
+  void commit(Sequence& s, std::span<const specd_token> accepted, specd_token,
+              const float* hidden) {
+    head_.commit(s, accepted, hidden);
+  }
+
+  // Catch-up for every drafting sequence in batched passes, then one batched pass per draft
+  // step: each sequence's next element is the module's own output feature and the drafted
+  // token, at the next RoPE position.
+  void propose(std::span<specd::sdk::ProposeItem<Sequence>> items) {
+    struct Work {
+      specd::sdk::ProposeItem<Sequence>* item;
+      uint32_t n_feat, want;
+      std::vector<float> logits, feature;
+      specd_token token = 0;
+    };
+    std::vector<Work> work;
+    for (auto& item : items) {
+      item.out.n_nodes = 0;
+      item.out.scheme = SPECD_SIBLINGS_IID;
+      item.out.has_q = 1;
+      const uint32_t n_feat = head_.n_features(item.sequence);
+      if (n_feat == 0 || n_feat + 1 != item.tokens.size() || n_feat > head_.capacity()) continue;
+      uint32_t want = std::min<uint32_t>(k_, item.out.capacity);
+      want = std::min<uint32_t>(want, head_.capacity() - n_feat);
+      if (want == 0) continue;
+      work.push_back({&item, n_feat, want, std::vector<float>(head_.vocab()),
+                      std::vector<float>(head_.dim())});
     }
-  }
-
-  void commit(std::span<const specd_token> accepted, specd_token, const float* hidden) {
-    head_.commit(accepted, hidden);
+    if (work.empty()) return;
+    std::vector<specd::strategies::FeatureHead::CatchUp> jobs;
+    for (Work& w : work)
+      jobs.push_back({&w.item->sequence, w.item->tokens, w.logits.data(), w.feature.data()});
+    head_.catch_up(jobs);
+    std::vector<specd::strategies::FeatureHead::Rows> rows;
+    std::vector<std::vector<float>> inputs;
+    for (uint32_t i = 0;; ++i) {
+      rows.clear();
+      inputs.clear();
+      std::vector<Work*> in_pass;
+      for (Work& w : work) {
+        if (i >= w.want) continue;
+        w.token = draw(*w.item, i, w.logits);
+        if (i + 1 == w.want) continue;
+        in_pass.push_back(&w);
+      }
+      if (in_pass.empty()) break;
+      inputs.reserve(in_pass.size());
+      for (Work* w : in_pass) {
+        inputs.push_back(w->feature);  // the element's input: the last output feature
+        auto& r = rows.emplace_back();
+        r.state = &w->item->sequence;
+        r.features = inputs.back().data();
+        r.tokens = {w->token};
+        r.positions = {static_cast<int32_t>(w->n_feat + i)};
+        r.parents = {static_cast<int32_t>(i) - 1};
+        r.logits = w->logits.data();
+        r.hidden = w->feature.data();
+      }
+      head_.forward(rows);
+    }
   }
 
  private:
   void check(specd_status* status) const { head_.check(status); }
 
-  specd_token sample(const double* q, specd_rng* rng) const {
-    return specd::sdk::sample_index(q, vocab_, host_->rng_uniform(host_->context, rng));
+  // Draft token i of an item from q (the module's logits after the run's transform; head
+  // ids beyond the target's vocabulary impossible): a draw, or the argmax as a point mass.
+  specd_token draw(specd::sdk::ProposeItem<Sequence>& item, uint32_t i,
+                   const std::vector<float>& logits) {
+    std::vector<double> scratch;
+    double* q_row = item.out.q ? item.out.q + static_cast<size_t>(i) * vocab_
+                               : (scratch.resize(vocab_), scratch.data());
+    const uint32_t n = std::min(head_.vocab(), vocab_);
+    check(transform_.apply(transform_.context, logits.data(), n, q_row));
+    std::fill(q_row + n, q_row + vocab_, 0.0);
+    const specd_token token =
+        greedy_
+            ? specd::sdk::argmax_index(q_row, vocab_)
+            : specd::sdk::sample_index(q_row, vocab_, host_->rng_uniform(host_->context, item.rng));
+    if (greedy_) {
+      std::fill(q_row, q_row + vocab_, 0.0);
+      q_row[token] = 1.0;
+    }
+    item.out.tokens[i] = token;
+    item.out.parents[i] = static_cast<int32_t>(i);
+    item.out.n_nodes = i + 1;
+    return token;
   }
-
-  specd_token argmax(const double* q) const { return specd::sdk::argmax_index(q, vocab_); }
 
   const specd_host* host_;
   specd_transform transform_;
   uint32_t k_, vocab_;
   bool greedy_;
   specd::strategies::FeatureHead head_;
-  std::vector<float> logits_;   // [head vocab] of the last element run
-  std::vector<float> feature_;  // [dim] output feature of the last element run
-  std::vector<double> q_;
 };
 
 }  // namespace
 
-SPECD_PROPOSER_PLUGIN(MtpProposer, "org.specd.propose.mtp", "mtp", "1.0.0",
-                      "MTP module (DeepSeek-V3 style) on target features drafting a chain of k",
-                      SPECD_PROPOSER_NEEDS_TARGET_HIDDEN | SPECD_PROPOSER_PROVIDES_Q, "rejection")
+SPECD_BATCH_PROPOSER_PLUGIN(MtpProposer, "org.specd.propose.mtp", "mtp", "1.1.0",
+                            "MTP module (DeepSeek-V3 style) on target features drafting a chain "
+                            "of k, one batched pass per draft step",
+                            SPECD_PROPOSER_NEEDS_TARGET_HIDDEN | SPECD_PROPOSER_PROVIDES_Q,
+                            "rejection")

@@ -5,8 +5,14 @@
 //
 // The drafts are deterministic (no q), so any rule that accepts deterministic siblings can
 // check them; the default, exact-match, keeps the target's output distribution exactly.
+//
+// Written in the batched form (ABI 0.5): one object drafts for every sequence the host runs
+// (the server's batch, or `specd run`'s one), each sequence's state behind a handle. This
+// one keeps no state per sequence; a model-based proposer would keep its KV cache there and
+// run one batched model pass per draft step over all the items.
 #include <specd/cpp/plugin.hpp>
 
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -29,20 +35,32 @@ class Successor {
     if (depth_ < 1) throw specd::sdk::invalid_argument("successor needs k >= 1");
   }
 
-  // Stateless: every call gets the whole accepted sequence, so there is nothing to set up
-  // (begin) or to roll back (commit). A proposer that caches state updates it in commit.
-  void begin(std::span<const specd_token> prompt, const float* hidden) {
+  // One sequence's state: none here (every call gets the whole accepted sequence), so
+  // there is nothing to set up (begin) or to roll back (commit). A proposer that caches state
+  // keeps it in its Sequence and updates it in commit.
+  struct Sequence {};
+  std::unique_ptr<Sequence> open() { return std::make_unique<Sequence>(); }
+  void begin(Sequence&, std::span<const specd_token> prompt, const float* hidden) {
     (void)prompt;
     (void)hidden;
   }
-  void commit(std::span<const specd_token> accepted, specd_token next, const float* hidden) {
+  void commit(Sequence&, std::span<const specd_token> accepted, specd_token next,
+              const float* hidden) {
     (void)accepted;
     (void)next;
     (void)hidden;
   }
 
-  void propose(std::span<const specd_token> sequence, specd_rng* rng, specd_draft_output& out) {
-    (void)rng;  // deterministic
+  // Drafts for every item of the call; one item's failure (an exception) fails that sequence
+  // alone.
+  void propose(std::span<specd::sdk::ProposeItem<Sequence>> items) {
+    specd::sdk::for_each_item(items, [&](specd::sdk::ProposeItem<Sequence>& item) {
+      draft(item.tokens, item.out);  // deterministic: item.rng is not needed
+    });
+  }
+
+ private:
+  void draft(std::span<const specd_token> sequence, specd_draft_output& out) const {
     out.n_nodes = 0;
     out.scheme = SPECD_SIBLINGS_DETERMINISTIC;
     out.has_q = 0;
@@ -65,7 +83,6 @@ class Successor {
     }
   }
 
- private:
   // Up to `limit` distinct tokens that followed `token` in `sequence`, most recent first.
   // The last position is the root itself, whose successor is what we are drafting.
   static std::vector<specd_token> successors(std::span<const specd_token> sequence,
@@ -88,6 +105,7 @@ class Successor {
 
 }  // namespace
 
-SPECD_PROPOSER_PLUGIN(Successor, "com.example.propose.successor", "successor", "1.0.0",
-                      "drafts what followed the root token before: a chain or a small tree",
-                      SPECD_PROPOSER_TREES, "exact-match")
+SPECD_BATCH_PROPOSER_PLUGIN(Successor, "com.example.propose.successor", "successor", "1.1.0",
+                            "drafts what followed the root token before: a chain or a small "
+                            "tree",
+                            SPECD_PROPOSER_TREES, "exact-match")

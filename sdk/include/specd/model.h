@@ -38,6 +38,24 @@ typedef struct specd_model_info {
   uint32_t reserved2;
 } specd_model_info;
 
+/* One sequence's rows in forward_batch (ABI 0.5). Borrowed for the call; passed as an array
+ * of pointers, so later minors may append fields. */
+typedef struct specd_model_batch_entry {
+  uint32_t struct_size;
+  uint32_t m;                /* rows, >= 1 */
+  specd_model_cache* cache;  /* the sequence's cache (NULL for a Medusa head) */
+  const specd_token* tokens; /* [m] (NULL for a Medusa head) */
+  const int32_t* positions;  /* [m] (NULL for a Medusa head) */
+  const int32_t* parents;    /* [m] as in forward (NULL for a Medusa head) */
+  const float* features;     /* heads: [m, hidden_dim] as in head_forward; NULL otherwise */
+  uint32_t first_logit_row;  /* llama models: logits for rows [first_logit_row, m) only;
+                                heads: 0 */
+  uint32_t reserved;         /* 0 */
+  float* logits;             /* llama: [m - first_logit_row, vocab_size]; heads: as
+                                head_forward's (Medusa [m, head_count, vocab_size]) */
+  float* hidden;             /* [m, hidden_dim] or NULL (Medusa: NULL) */
+} specd_model_batch_entry;
+
 typedef struct specd_model_api {
   uint32_t struct_size;
   uint32_t reserved;
@@ -128,6 +146,19 @@ typedef struct specd_model_api {
                                 const specd_token* tokens, const int32_t* positions,
                                 const int32_t* parents, uint32_t m, uint32_t first_logit_row,
                                 float* logits, float* hidden);
+
+  /* ---- ABI 0.5 (present when struct_size > offsetof(specd_model_api, forward_batch)) ---- */
+
+  /* forward_rows (llama models) or head_forward (heads) for several sequences in one pass:
+   * entry e runs on its own cache (no two entries share one; Medusa's caches are NULL) with
+   * its own rows, exactly as that call alone would, and the weights are read once for all
+   * of them. Batch invariance: an entry of m <= specd_model_info.invariant_max_rows rows
+   * gets the same logits and hidden rows, bit for bit, whatever the other entries are
+   * (split longer chains into such pieces when a sequence's result must not depend on the
+   * batch). `entries` and what they point to are borrowed; outputs caller-owned.
+   * [same-thread] */
+  specd_status* (*forward_batch)(void* host_context, specd_model* model,
+                                 const specd_model_batch_entry* const* entries, uint32_t n);
 } specd_model_api;
 
 #if UINTPTR_MAX == UINT64_MAX
@@ -140,6 +171,11 @@ SPECD_STATIC_ASSERT(offsetof(specd_model_api, head_open) == 88, "frozen layout")
 SPECD_STATIC_ASSERT(offsetof(specd_model_api, head_forward) == 96, "frozen layout");
 /* Layout of ABI 0.2 — frozen. */
 SPECD_STATIC_ASSERT(offsetof(specd_model_api, forward_rows) == 104, "frozen layout");
+/* Layout of ABI 0.5 — frozen. */
+SPECD_STATIC_ASSERT(offsetof(specd_model_batch_entry, cache) == 8, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_model_batch_entry, first_logit_row) == 48, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_model_batch_entry, hidden) == 64, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_model_api, forward_batch) == 112, "frozen layout");
 #endif
 
 SPECD_EXTERN_C_END

@@ -4,8 +4,20 @@
  * see draft.h for the tree. It is told what was accepted after every round and rolls its
  * own state back accordingly.
  *
- * Lifecycle, per sequence: create → begin → (propose → commit)* → [begin again for a new
- * sequence] → destroy. All calls on one proposer object are [same-thread]: made by the
+ * Two forms.
+ * - Batched (ABI 0.5, SPECD_PROPOSER_BATCHED): one proposer object drafts for any number of
+ *   sequences. Each sequence's state sits behind a handle (sequence_open); one propose_batch
+ *   call drafts for several sequences at once, so a model-based proposer runs one batched
+ *   pass per draft step over all of them instead of one pass per sequence. Lifecycle:
+ *   create → (sequence_open → sequence_begin → (propose_batch → sequence_commit)* →
+ *   [sequence_begin again for a new sequence] → sequence_close)* → destroy. The host drives
+ *   `specd run` (a batch of one) and the server (every drafting sequence of a step) through
+ *   this form.
+ * - Per sequence (ABI 0.1): one object per sequence; create → begin → (propose → commit)*
+ *   → [begin again] → destroy. The host runs such a proposer through an adapter: one object
+ *   per sequence, propose called for each sequence of a step in turn.
+ *
+ * All calls on one proposer object, and on its sequences, are [same-thread]: made by the
  * thread that owns the object, one at a time.
  */
 #ifndef SPECD_PROPOSER_H
@@ -25,6 +37,9 @@ SPECD_EXTERN_C_BEGIN
 #define SPECD_PROPOSER_NEEDS_TARGET_HIDDEN ((uint64_t)1 << 0) /* wants target features */
 #define SPECD_PROPOSER_PROVIDES_Q ((uint64_t)1 << 1)          /* can return q rows */
 #define SPECD_PROPOSER_TREES ((uint64_t)1 << 2)               /* may return trees */
+/* ABI 0.5: implements the batched slots (sequence_open .. sequence_commit); the host then
+ * never calls begin, propose or commit, which may be NULL. */
+#define SPECD_PROPOSER_BATCHED ((uint64_t)1 << 3)
 
 /* The run's sampling transform (temperature, top-k, top-p, min-p), offered by the host so
  * that the draft's q is transformed exactly as the target's p is. */
@@ -56,7 +71,7 @@ typedef struct specd_proposer_context {
    * space); for SentencePiece ("llama") a space is "\xE2\x96\x81" ("▁") and a raw byte
    * token is "<0xNN>". Ids the tokenizer lacks (a padded output layer) are "". */
   const char* const* token_texts;
-  uint32_t draft_length;   /* [proposer] k */
+  uint32_t draft_length; /* [proposer] k */
   uint32_t reserved;
 } specd_proposer_context;
 
@@ -72,6 +87,18 @@ typedef struct specd_draft_output {
   specd_bool has_q;            /* written: 1 when rows of q were filled for every parent */
   uint32_t reserved;
 } specd_draft_output;
+
+/* One sequence's part of a propose_batch call (ABI 0.5). Host-owned, borrowed for the call;
+ * passed as an array of pointers, so later minors may append fields. */
+typedef struct specd_propose_item {
+  uint32_t struct_size;
+  uint32_t n_tokens;         /* length of tokens */
+  void* sequence;            /* the proposer's handle from sequence_open */
+  const specd_token* tokens; /* [n_tokens] the whole accepted sequence so far, root last */
+  specd_rng* rng;            /* this sequence's generator, through the host table */
+  specd_draft_output* out;   /* this sequence's buffers; capacity may differ per item */
+  specd_status* status;      /* NULL on entry; set by the proposer when this item failed */
+} specd_propose_item;
 
 typedef struct specd_proposer_vtable {
   uint32_t struct_size;
@@ -103,8 +130,8 @@ typedef struct specd_proposer_vtable {
   /* Drafts after the current root. `tokens[0..n)` (borrowed) is the whole accepted
    * sequence so far, root last. Writes the tree into `out`; randomness from `rng` through
    * the host table. [same-thread] */
-  specd_status* (*propose)(void* proposer, const specd_token* tokens, uint32_t n,
-                           specd_rng* rng, specd_draft_output* out);
+  specd_status* (*propose)(void* proposer, const specd_token* tokens, uint32_t n, specd_rng* rng,
+                           specd_draft_output* out);
 
   /* Tells the proposer the outcome of the round: `accepted[0..n_accepted)` are the tokens
    * of the accepted draft nodes in order and `next` is the token emitted after them (the
@@ -112,6 +139,35 @@ typedef struct specd_proposer_vtable {
    * and the accepted nodes, [n_accepted + 1, hidden_dim]. [same-thread] */
   specd_status* (*commit)(void* proposer, const specd_token* accepted, uint32_t n_accepted,
                           specd_token next, const float* hidden);
+
+  /* ---- ABI 0.5: the batched form (SPECD_PROPOSER_BATCHED) --------------------------------
+   * Present when struct_size covers them and the flag is set; the host then uses these
+   * alone. */
+
+  /* Makes the state of one more sequence. Ownership: *out_sequence is the proposer's
+   * handle, released with sequence_close before destroy. [same-thread] */
+  specd_status* (*sequence_open)(void* proposer, void** out_sequence);
+  /* Releases a sequence's state. NULL is allowed. [same-thread] */
+  void (*sequence_close)(void* proposer, void* sequence);
+  /* begin, for one sequence: `tokens[0..n)` is its prompt (the last one is the first root),
+   * `hidden` (borrowed, may be NULL) the target features of tokens[0..n-1). Also starts a
+   * sequence afresh for a new prompt. [same-thread] */
+  specd_status* (*sequence_begin)(void* proposer, void* sequence, const specd_token* tokens,
+                                  uint32_t n, const float* hidden);
+  /* Drafts for n_items sequences in one call (items and everything they point to are
+   * borrowed for the call; each sequence appears at most once). For each item the proposer
+   * writes its draft into item->out as `propose` would, or, when that sequence alone fails,
+   * sets item->status to an error made with the host table (ownership passes to the host;
+   * the other items still count). A returned status fails every item. The drafts of one
+   * sequence must not depend on the other items (batch invariance: run model passes over
+   * the batch in pieces the backend computes row by row invariantly, specd_model_info
+   * invariant_max_rows), so a request's output does not depend on what shares its steps.
+   * [same-thread] */
+  specd_status* (*propose_batch)(void* proposer, specd_propose_item* const* items,
+                                 uint32_t n_items);
+  /* commit, for one sequence. [same-thread] */
+  specd_status* (*sequence_commit)(void* proposer, void* sequence, const specd_token* accepted,
+                                   uint32_t n_accepted, specd_token next, const float* hidden);
 } specd_proposer_vtable;
 
 #if UINTPTR_MAX == UINT64_MAX
@@ -121,6 +177,11 @@ SPECD_STATIC_ASSERT(offsetof(specd_proposer_context, target_path) == 16, "frozen
 SPECD_STATIC_ASSERT(offsetof(specd_draft_output, q) == 24, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_proposer_vtable, create) == 24, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_proposer_vtable, commit) == 56, "frozen layout");
+/* Layout of ABI 0.5 additions. */
+SPECD_STATIC_ASSERT(offsetof(specd_propose_item, sequence) == 8, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_propose_item, status) == 40, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_proposer_vtable, sequence_open) == 64, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_proposer_vtable, sequence_commit) == 96, "frozen layout");
 #endif
 
 SPECD_EXTERN_C_END

@@ -137,8 +137,35 @@ SPECD_EXTERN_C_END
                                                                 (DESTROY),                     \
                                                                 (BEGIN),                       \
                                                                 (PROPOSE),                     \
-                                                                (COMMIT)};                     \
+                                                                (COMMIT),                      \
+                                                                NULL,                          \
+                                                                NULL,                          \
+                                                                NULL,                          \
+                                                                NULL,                          \
+                                                                NULL};                         \
   SPECD_C_PLUGIN_ENTRY(SPECD_KIND_PROPOSER, ID, NAME, VERSION, DESCRIPTION,                    \
+                       &specd_c_proposer_vtable)
+
+/* A batched proposer (proposer.h, ABI 0.5): one object drafts for many sequences. FLAGS get
+ * SPECD_PROPOSER_BATCHED added; OPEN, CLOSE, SEQ_BEGIN, PROPOSE_BATCH and SEQ_COMMIT are the
+ * functions of sequence_open .. sequence_commit. */
+#define SPECD_C_BATCH_PROPOSER_PLUGIN(ID, NAME, VERSION, DESCRIPTION, FLAGS, DEFAULT_RULE, CREATE, \
+                                      DESTROY, OPEN, CLOSE, SEQ_BEGIN, PROPOSE_BATCH, SEQ_COMMIT)  \
+  static const specd_proposer_vtable specd_c_proposer_vtable = {sizeof(specd_proposer_vtable),     \
+                                                                0,                                 \
+                                                                (FLAGS) | SPECD_PROPOSER_BATCHED,  \
+                                                                (DEFAULT_RULE),                    \
+                                                                (CREATE),                          \
+                                                                (DESTROY),                         \
+                                                                NULL,                              \
+                                                                NULL,                              \
+                                                                NULL,                              \
+                                                                (OPEN),                            \
+                                                                (CLOSE),                           \
+                                                                (SEQ_BEGIN),                       \
+                                                                (PROPOSE_BATCH),                   \
+                                                                (SEQ_COMMIT)};                     \
+  SPECD_C_PLUGIN_ENTRY(SPECD_KIND_PROPOSER, ID, NAME, VERSION, DESCRIPTION,                        \
                        &specd_c_proposer_vtable)
 
 #endif /* SPECD_C_PLUGIN_H */

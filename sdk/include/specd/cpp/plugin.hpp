@@ -17,8 +17,11 @@
 // from the CMake package so that only specd_plugin_entry is exported.
 #pragma once
 
+#include <memory>
 #include <new>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "specd/acceptance.h"
 #include "specd/cpp/host.hpp"
@@ -53,7 +56,7 @@ struct AcceptanceAdapter {
   static specd_status* outcomes(void* rule, const specd_draft_tree* tree,
                                 const specd_target_dists* target, specd_outcome_fn emit,
                                 void* user) {
-    if constexpr (requires(Rule& r) { r.outcomes(*tree, *target, emit, user); }) {
+    if constexpr (requires(Rule & r) { r.outcomes(*tree, *target, emit, user); }) {
       return guard(plugin_host(),
                    [&] { static_cast<Rule*>(rule)->outcomes(*tree, *target, emit, user); });
     } else {
@@ -61,8 +64,10 @@ struct AcceptanceAdapter {
     }
   }
   static constexpr bool has_outcomes =
-      requires(Rule& r, const specd_draft_tree& t, const specd_target_dists& d,
-               specd_outcome_fn f, void* u) { r.outcomes(t, d, f, u); };
+      requires(Rule & r, const specd_draft_tree& t, const specd_target_dists& d, specd_outcome_fn f,
+               void* u) {
+    r.outcomes(t, d, f, u);
+  };
 };
 
 template <class Proposer>
@@ -84,8 +89,7 @@ struct ProposerAdapter {
   static specd_status* propose(void* proposer, const specd_token* tokens, uint32_t n,
                                specd_rng* rng, specd_draft_output* out) {
     return guard(plugin_host(), [&] {
-      static_cast<Proposer*>(proposer)->propose(std::span<const specd_token>(tokens, n), rng,
-                                                *out);
+      static_cast<Proposer*>(proposer)->propose(std::span<const specd_token>(tokens, n), rng, *out);
     });
   }
   static specd_status* commit(void* proposer, const specd_token* accepted, uint32_t n,
@@ -99,57 +103,184 @@ struct ProposerAdapter {
 
 }  // namespace specd::sdk::detail
 
-// A proposer plugin: CLASS has
+namespace specd::sdk {
+
+// One sequence's part of a batched propose call (SPECD_BATCH_PROPOSER_PLUGIN): its state, its
+// accepted tokens (root last), its generator and the buffers its draft goes into.
+template <class Sequence>
+struct ProposeItem {
+  Sequence& sequence;
+  std::span<const specd_token> tokens;
+  specd_rng* rng;
+  specd_draft_output& out;
+  specd_propose_item* raw;
+  // Marks this sequence's draft failed with `message` (the other items still count).
+  void fail(specd_status_code code, const std::string& message) const {
+    const specd_host* host = detail::plugin_host();
+    if (raw->status) host->status_free(host->context, raw->status);
+    raw->status = host->status_create(host->context, code, message.c_str());
+  }
+};
+
+// Calls body(item) for each item; an exception thrown for one item fails that item alone.
+template <class Items, class Body>
+void for_each_item(Items&& items, Body&& body) {
+  for (auto& item : items) {
+    try {
+      body(item);
+    } catch (const PluginError& e) {
+      item.fail(e.code(), e.what());
+    } catch (const std::exception& e) {
+      item.fail(SPECD_STATUS_INTERNAL, e.what());
+    }
+  }
+}
+
+}  // namespace specd::sdk
+
+namespace specd::sdk::detail {
+
+template <class Proposer>
+struct BatchProposerAdapter {
+  using Sequence = typename Proposer::Sequence;
+  static specd_status* create(const specd_host* host, const specd_params* params,
+                              const char* model_path, const specd_proposer_context* context,
+                              const specd_transform* transform, void** out) {
+    return guard(host, [&] {
+      *out = new Proposer(Host(host), Params(params), model_path, *context, *transform);
+    });
+  }
+  static void destroy(void* proposer) { delete static_cast<Proposer*>(proposer); }
+  static specd_status* open(void* proposer, void** out) {
+    return guard(plugin_host(), [&] { *out = static_cast<Proposer*>(proposer)->open().release(); });
+  }
+  static void close(void*, void* sequence) { delete static_cast<Sequence*>(sequence); }
+  static specd_status* begin(void* proposer, void* sequence, const specd_token* tokens, uint32_t n,
+                             const float* hidden) {
+    return guard(plugin_host(), [&] {
+      static_cast<Proposer*>(proposer)->begin(*static_cast<Sequence*>(sequence),
+                                              std::span<const specd_token>(tokens, n), hidden);
+    });
+  }
+  static specd_status* propose_batch(void* proposer, specd_propose_item* const* items, uint32_t n) {
+    return guard(plugin_host(), [&] {
+      std::vector<ProposeItem<Sequence>> batch;
+      batch.reserve(n);
+      for (uint32_t i = 0; i < n; ++i) {
+        specd_propose_item* it = items[i];
+        batch.push_back({*static_cast<Sequence*>(it->sequence),
+                         std::span<const specd_token>(it->tokens, it->n_tokens), it->rng, *it->out,
+                         it});
+      }
+      static_cast<Proposer*>(proposer)->propose(std::span<ProposeItem<Sequence>>(batch));
+    });
+  }
+  static specd_status* commit(void* proposer, void* sequence, const specd_token* accepted,
+                              uint32_t n, specd_token next, const float* hidden) {
+    return guard(plugin_host(), [&] {
+      static_cast<Proposer*>(proposer)->commit(*static_cast<Sequence*>(sequence),
+                                               std::span<const specd_token>(accepted, n), next,
+                                               hidden);
+    });
+  }
+};
+
+}  // namespace specd::sdk::detail
+
+// A batched proposer plugin (ABI 0.5): one CLASS object drafts for many sequences. CLASS has
+//   using Sequence = ...;  // one sequence's state
+//   CLASS(specd::sdk::Host, const specd::sdk::Params&, const char* model_path,
+//         const specd_proposer_context&, const specd_transform&);
+//   std::unique_ptr<Sequence> open();
+//   void begin(Sequence& s, std::span<const specd_token> prompt, const float* hidden);
+//   void propose(std::span<specd::sdk::ProposeItem<Sequence>> items);
+//   void commit(Sequence& s, std::span<const specd_token> accepted, specd_token next,
+//               const float* hidden);
+// propose drafts for every item (item.out as a per-sequence propose fills it); an exception
+// fails the whole call, item.fail() (or for_each_item) one sequence.
+#define SPECD_BATCH_PROPOSER_PLUGIN(CLASS, ID, NAME, VERSION, DESCRIPTION, FLAGS, DEFAULT_RULE) \
+  namespace {                                                                                   \
+  using specd_sdk_batch_adapter = specd::sdk::detail::BatchProposerAdapter<CLASS>;              \
+  const specd_proposer_vtable specd_sdk_proposer_vtable = {                                     \
+      sizeof(specd_proposer_vtable),                                                            \
+      0,                                                                                        \
+      (FLAGS) | SPECD_PROPOSER_BATCHED,                                                         \
+      (DEFAULT_RULE),                                                                           \
+      &specd_sdk_batch_adapter::create,                                                         \
+      &specd_sdk_batch_adapter::destroy,                                                        \
+      nullptr,                                                                                  \
+      nullptr,                                                                                  \
+      nullptr,                                                                                  \
+      &specd_sdk_batch_adapter::open,                                                           \
+      &specd_sdk_batch_adapter::close,                                                          \
+      &specd_sdk_batch_adapter::begin,                                                          \
+      &specd_sdk_batch_adapter::propose_batch,                                                  \
+      &specd_sdk_batch_adapter::commit};                                                        \
+  }                                                                                             \
+  SPECD_DEFINE_PLUGIN_ENTRY(SPECD_KIND_PROPOSER, ID, NAME, VERSION, DESCRIPTION,                \
+                            &specd_sdk_proposer_vtable)
+
+// A per-sequence proposer plugin (the host drives one object per sequence): CLASS has
 //   CLASS(specd::sdk::Host, const specd::sdk::Params&, const char* model_path,
 //         const specd_proposer_context&, const specd_transform&);
 //   void begin(std::span<const specd_token> prompt, const float* hidden);
 //   void propose(std::span<const specd_token> sequence, specd_rng* rng, specd_draft_output& out);
 //   void commit(std::span<const specd_token> accepted, specd_token next, const float* hidden);
-#define SPECD_PROPOSER_PLUGIN(CLASS, ID, NAME, VERSION, DESCRIPTION, FLAGS, DEFAULT_RULE)   \
-  namespace {                                                                            \
-  using specd_sdk_proposer_adapter = specd::sdk::detail::ProposerAdapter<CLASS>;         \
-  const specd_proposer_vtable specd_sdk_proposer_vtable = {                              \
-      sizeof(specd_proposer_vtable),                                                     \
-      0,                                                                                 \
-      (FLAGS),                                                                           \
-      (DEFAULT_RULE),                                                                    \
-      &specd_sdk_proposer_adapter::create,                                               \
-      &specd_sdk_proposer_adapter::destroy,                                              \
-      &specd_sdk_proposer_adapter::begin,                                                \
-      &specd_sdk_proposer_adapter::propose,                                              \
-      &specd_sdk_proposer_adapter::commit};                                              \
-  }                                                                                      \
-  SPECD_DEFINE_PLUGIN_ENTRY(SPECD_KIND_PROPOSER, ID, NAME, VERSION, DESCRIPTION,           \
+#define SPECD_PROPOSER_PLUGIN(CLASS, ID, NAME, VERSION, DESCRIPTION, FLAGS, DEFAULT_RULE)        \
+  namespace {                                                                                    \
+  using specd_sdk_proposer_adapter = specd::sdk::detail::ProposerAdapter<CLASS>;                 \
+  const specd_proposer_vtable specd_sdk_proposer_vtable = {sizeof(specd_proposer_vtable),        \
+                                                           0,                                    \
+                                                           (FLAGS),                              \
+                                                           (DEFAULT_RULE),                       \
+                                                           &specd_sdk_proposer_adapter::create,  \
+                                                           &specd_sdk_proposer_adapter::destroy, \
+                                                           &specd_sdk_proposer_adapter::begin,   \
+                                                           &specd_sdk_proposer_adapter::propose, \
+                                                           &specd_sdk_proposer_adapter::commit,  \
+                                                           nullptr,                              \
+                                                           nullptr,                              \
+                                                           nullptr,                              \
+                                                           nullptr,                              \
+                                                           nullptr};                             \
+  }                                                                                              \
+  SPECD_DEFINE_PLUGIN_ENTRY(SPECD_KIND_PROPOSER, ID, NAME, VERSION, DESCRIPTION,                 \
                             &specd_sdk_proposer_vtable)
 
 // Defines the descriptor and the exported entry point; `vtable_expr` is a pointer to the
 // kind's static vtable.
-#define SPECD_DEFINE_PLUGIN_ENTRY(KIND, ID, NAME, VERSION, DESCRIPTION, VTABLE_PTR)        \
-  namespace {                                                                            \
-  const void* specd_sdk_get_vtable(specd_plugin_kind kind) {                            \
-    return kind == (KIND) ? static_cast<const void*>(VTABLE_PTR) : nullptr;              \
-  }                                                                                      \
-  const specd_plugin_descriptor specd_sdk_descriptor = {                                 \
-      sizeof(specd_plugin_descriptor), SPECD_ABI_VERSION_MAJOR, SPECD_ABI_VERSION_MINOR,  \
-      (KIND), (ID), (VERSION), (NAME), (DESCRIPTION), &specd::sdk::detail::store_host,    \
-      nullptr, &specd_sdk_get_vtable};                                                   \
-  }                                                                                      \
-  extern "C" SPECD_EXPORT const specd_plugin_descriptor* specd_plugin_entry(uint32_t,     \
-                                                                           uint32_t) {   \
-    return &specd_sdk_descriptor;                                                        \
+#define SPECD_DEFINE_PLUGIN_ENTRY(KIND, ID, NAME, VERSION, DESCRIPTION, VTABLE_PTR)               \
+  namespace {                                                                                     \
+  const void* specd_sdk_get_vtable(specd_plugin_kind kind) {                                      \
+    return kind == (KIND) ? static_cast<const void*>(VTABLE_PTR) : nullptr;                       \
+  }                                                                                               \
+  const specd_plugin_descriptor specd_sdk_descriptor = {sizeof(specd_plugin_descriptor),          \
+                                                        SPECD_ABI_VERSION_MAJOR,                  \
+                                                        SPECD_ABI_VERSION_MINOR,                  \
+                                                        (KIND),                                   \
+                                                        (ID),                                     \
+                                                        (VERSION),                                \
+                                                        (NAME),                                   \
+                                                        (DESCRIPTION),                            \
+                                                        &specd::sdk::detail::store_host,          \
+                                                        nullptr,                                  \
+                                                        &specd_sdk_get_vtable};                   \
+  }                                                                                               \
+  extern "C" SPECD_EXPORT const specd_plugin_descriptor* specd_plugin_entry(uint32_t, uint32_t) { \
+    return &specd_sdk_descriptor;                                                                 \
   }
 
-#define SPECD_ACCEPTANCE_PLUGIN(CLASS, ID, NAME, VERSION, DESCRIPTION, LABEL, FLAGS)       \
-  namespace {                                                                            \
-  using specd_sdk_adapter = specd::sdk::detail::AcceptanceAdapter<CLASS>;                \
-  const specd_acceptance_vtable specd_sdk_acceptance_vtable = {                          \
-      sizeof(specd_acceptance_vtable),                                                   \
-      (LABEL),                                                                           \
-      (FLAGS),                                                                           \
-      &specd_sdk_adapter::create,                                                        \
-      &specd_sdk_adapter::destroy,                                                       \
-      &specd_sdk_adapter::accept,                                                        \
-      specd_sdk_adapter::has_outcomes ? &specd_sdk_adapter::outcomes : nullptr};         \
-  }                                                                                      \
-  SPECD_DEFINE_PLUGIN_ENTRY(SPECD_KIND_ACCEPTANCE, ID, NAME, VERSION, DESCRIPTION,         \
+#define SPECD_ACCEPTANCE_PLUGIN(CLASS, ID, NAME, VERSION, DESCRIPTION, LABEL, FLAGS) \
+  namespace {                                                                        \
+  using specd_sdk_adapter = specd::sdk::detail::AcceptanceAdapter<CLASS>;            \
+  const specd_acceptance_vtable specd_sdk_acceptance_vtable = {                      \
+      sizeof(specd_acceptance_vtable),                                               \
+      (LABEL),                                                                       \
+      (FLAGS),                                                                       \
+      &specd_sdk_adapter::create,                                                    \
+      &specd_sdk_adapter::destroy,                                                   \
+      &specd_sdk_adapter::accept,                                                    \
+      specd_sdk_adapter::has_outcomes ? &specd_sdk_adapter::outcomes : nullptr};     \
+  }                                                                                  \
+  SPECD_DEFINE_PLUGIN_ENTRY(SPECD_KIND_ACCEPTANCE, ID, NAME, VERSION, DESCRIPTION,   \
                             &specd_sdk_acceptance_vtable)
