@@ -124,6 +124,7 @@ std::unique_ptr<Proposer> Engine::make_proposer(const Config& config,
   setup.registry = &registry;
   setup.model_backend = config.proposer.backend.empty() ? target_backend : config.proposer.backend;
   setup.threads = static_cast<uint32_t>(config.engine.threads);
+  setup.shared_device = device_.get();
   ProposerConfig proposer_config = config.proposer;
   // k = "auto": the proposer is built for the longest draft; each round asks for what the
   // running estimates of acceptance and cost say pays best (0 = a plain round).

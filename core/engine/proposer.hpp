@@ -25,6 +25,8 @@
 
 namespace specd {
 
+class Device;
+
 // A draft held by the engine: the storage behind a specd_draft_tree.
 struct Draft {
   std::vector<specd_token> tokens;
@@ -57,6 +59,7 @@ struct ProposerSetup {
   const PluginRegistry* registry = nullptr;
   std::string model_backend;
   uint32_t threads = 0;
+  Device* shared_device = nullptr;  // the target's device, which models on its backend share
 };
 
 class Proposer;

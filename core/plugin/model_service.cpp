@@ -16,8 +16,9 @@
 #include "tokenizer/tokenizer.hpp"
 
 struct specd_model {
-  std::unique_ptr<specd::Backend> backend;
-  std::unique_ptr<specd::Device> device;
+  std::unique_ptr<specd::Backend> backend;  // its own backend and device, or
+  std::unique_ptr<specd::Device> own_device;
+  specd::Device* device = nullptr;           // the target's (ModelServiceScope's shared)
   std::unique_ptr<specd::LlamaModel> model;  // a llama model, or
   std::unique_ptr<specd::HeadModel> head;    // a head bound to the target
   std::string path;
@@ -37,6 +38,7 @@ struct RunContext {
   const PluginRegistry* registry;
   std::string default_backend;
   uint32_t threads;
+  Device* shared;
 };
 
 thread_local const RunContext* g_run = nullptr;
@@ -67,10 +69,20 @@ specd_status* guarded(Body&& body) noexcept {
 std::unique_ptr<specd_model> open_device(const char* backend, uint32_t threads) {
   auto m = std::make_unique<specd_model>();
   std::string name = backend && *backend ? backend : g_run->default_backend;
-  m->backend = std::make_unique<Backend>(select_backend(*g_run->registry, name));
+  const LoadedPlugin& plugin = select_backend(*g_run->registry, name);
+  const uint32_t want = threads ? threads : g_run->threads;
+  if (Device* shared = g_run->shared;
+      shared && shared->backend().id() == plugin.id && (want == 0 || want == g_run->threads)) {
+    m->device = shared;
+    m->backend_name = shared->backend().name();
+    return m;
+  }
+  m->backend = std::make_unique<Backend>(plugin);
   DeviceOptions options;
-  options.threads = threads ? threads : g_run->threads;
-  m->device = m->backend->open(options);
+  options.threads = want;
+  m->own_device = m->backend->open(options);
+  m->device = m->own_device.get();
+  m->backend_name = m->backend->name();
   return m;
 }
 
@@ -90,7 +102,6 @@ specd_status* model_open(void*, const char* path, const char* backend, uint32_t 
     m->model = LlamaModel::load(path, *m->device);
     m->path = path;
     m->name = m->model->info().name;
-    m->backend_name = m->backend->name();
     *out = m.release();
   });
 }
@@ -217,7 +228,6 @@ specd_status* head_open(void*, const char* path, const char* target_path, const 
     m->head = HeadModel::load(path, target_path, *m->device);
     m->path = path;
     m->name = m->head->info().name;
-    m->backend_name = m->backend->name();
     *out = m.release();
   });
 }
@@ -335,8 +345,8 @@ const specd_model_api* model_service() {
 }
 
 ModelServiceScope::ModelServiceScope(const PluginRegistry& registry, std::string default_backend,
-                                     uint32_t threads) {
-  g_run = new RunContext{&registry, std::move(default_backend), threads};
+                                     uint32_t threads, Device* shared) {
+  g_run = new RunContext{&registry, std::move(default_backend), threads, shared};
 }
 
 ModelServiceScope::~ModelServiceScope() {

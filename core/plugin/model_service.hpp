@@ -9,15 +9,21 @@
 namespace specd {
 
 class PluginRegistry;
+class Device;
 
 // The service table the host hands to plugins (host->models).
 const specd_model_api* model_service();
 
 // While alive, model_service()->open may load models for the run described here (the
-// engine holds one around proposer creation). Not reentrant across threads.
+// engine holds one around proposer creation). A model asked for on the backend of `shared`
+// (the target's device) with the run's threads runs on that device itself: one thread pool
+// for target and draft, whose passes alternate on one thread anyway (two pools on the same
+// cores would spin against each other). `shared` must outlive the models opened on it. Not
+// reentrant across threads.
 class ModelServiceScope {
  public:
-  ModelServiceScope(const PluginRegistry& registry, std::string default_backend, uint32_t threads);
+  ModelServiceScope(const PluginRegistry& registry, std::string default_backend, uint32_t threads,
+                    Device* shared = nullptr);
   ~ModelServiceScope();
   ModelServiceScope(const ModelServiceScope&) = delete;
   ModelServiceScope& operator=(const ModelServiceScope&) = delete;
