@@ -1,5 +1,6 @@
 // specd bench|ab -c FILE --out DIR [--set section.key=value]... [--plugin-path DIR]...
-// specd bench --construct --out DIR [--size S] [--type T] [--agreement A]...
+// specd bench --construct --out DIR [--size S] [--type T] [--draft-size S] [--vocab N]
+//                                   [--agreement A]...
 #include "cmd_bench.hpp"
 
 #include <unistd.h>
@@ -28,8 +29,8 @@ namespace {
 const char* kHelp =
     "usage: specd bench -c FILE --out DIR [options]\n"
     "       specd ab    -c FILE --out DIR [options]\n"
-    "       specd bench --construct --out DIR [--size S] [--type T] [--draft-type T]\n"
-    "                   [--agreement A]...\n"
+    "       specd bench --construct --out DIR [--size S] [--type T] [--draft-size S]\n"
+    "                   [--draft-type T] [--vocab N] [--agreement A]...\n"
     "       specd bench --quantize IN --type T --out FILE\n"
     "\n"
     "Runs every arm of the bench file and plain decoding on the same prompts, interleaved,\n"
@@ -47,7 +48,9 @@ const char* kHelp =
     "                      kept for the next run (default: a temp folder, removed after)\n"
     "  --construct         only write constructed models (reused when already there):\n"
     "                      target.gguf of --size (tiny, 0.1b, 95m, 0.5b, 1.5b) in --type,\n"
-    "                      and draft-A.gguf per --agreement A in --draft-type (default f16)\n"
+    "                      and draft-A.gguf per --agreement A in --draft-type (default f16):\n"
+    "                      one small layer, or --draft-size's shape (e.g. 0.1b); --vocab N\n"
+    "                      tokens in both (default 264; e.g. 32000, 128256, 151936)\n"
     "  --quantize IN       only write a copy of the GGUF model IN with its matrices in --type\n"
     "                      to the file --out (weight precision as an axis)\n"
     "Weight types (--type, [bench] target_types / draft_types, [construct] types):\n"
@@ -55,10 +58,12 @@ const char* kHelp =
     "  q4_K_S, q4_1, q4_0, iq4_xs, iq4_nl, q3_K_L, q3_K_M, q3_K_S, q2_K.\n";
 
 int construct_only(const std::string& out, const std::string& size, const std::string& type,
-                   const std::string& draft_type, std::vector<double> agreements) {
+                   const std::string& draft_size, const std::string& draft_type, uint32_t vocab,
+                   std::vector<double> agreements) {
   std::filesystem::create_directories(out);
   specd::bench::ConstructedSpec target = specd::bench::constructed_preset(size);
   target.weights = specd::bench::weight_preset(type).name;
+  target.vocab = vocab;
   const std::string path = out + "/target.gguf";
   const bool wrote = specd::bench::ensure_constructed_model(path, target);
   std::printf("%s  (%s %s, %.1f M parameters, constructed model%s)\n", path.c_str(), size.c_str(),
@@ -68,11 +73,15 @@ int construct_only(const std::string& out, const std::string& size, const std::s
   for (double a : agreements) {
     char name[64];
     std::snprintf(name, sizeof name, "/draft-%.2f.gguf", a);
-    specd::bench::ConstructedSpec draft = specd::bench::constructed_draft(a);
+    specd::bench::ConstructedSpec draft = specd::bench::constructed_draft(a, draft_size);
     draft.weights = specd::bench::weight_preset(draft_type).name;
+    draft.vocab = vocab;
     const bool wrote_draft = specd::bench::ensure_constructed_model(out + name, draft);
-    std::printf("%s%s  (%s draft agreeing on %.0f%% of the map%s)\n", out.c_str(), name,
-                draft.weights.c_str(), a * 100, wrote_draft ? "" : ", already there");
+    std::printf("%s%s  (%s%s draft agreeing on %.0f%% of the map, %.1f M parameters%s)\n",
+                out.c_str(), name, draft_size.empty() ? "" : (draft_size + " ").c_str(),
+                draft.weights.c_str(), a * 100,
+                double(specd::bench::constructed_parameters(draft)) / 1e6,
+                wrote_draft ? "" : ", already there");
   }
   return 0;
 }
@@ -83,7 +92,8 @@ int run_bench_command(int argc, char** argv) {
   const std::string mode = argv[0];
   specd::cli::Args args(argc, argv);
   std::string config_path, out, models_dir, quantize, size = "tiny", type = "f16",
-                                                      draft_type = "f16";
+                                                      draft_type = "f16", draft_size;
+  uint32_t vocab = 264;
   std::vector<std::string> sets, plugin_paths;
   std::vector<double> agreements;
   bool construct = false;
@@ -121,6 +131,13 @@ int run_bench_command(int argc, char** argv) {
       type = args.value();
     } else if (args.match("--draft-type")) {
       draft_type = args.value();
+    } else if (args.match("--draft-size")) {
+      draft_size = args.value();
+      specd::bench::constructed_preset(draft_size);  // an unknown size is refused here
+    } else if (args.match("--vocab")) {
+      const int64_t v = args.int_value();
+      specd::bench::check_constructed_vocab(v < 0 ? 0 : static_cast<uint64_t>(v));
+      vocab = static_cast<uint32_t>(v);
     } else if (args.match("--agreement")) {
       const double a = args.float_value();
       if (!(a >= 0 && a <= 1)) {
@@ -134,7 +151,7 @@ int run_bench_command(int argc, char** argv) {
     }
   }
   if (out.empty()) throw specd::UsageError(mode + ": --out DIR is required");
-  if (construct) return construct_only(out, size, type, draft_type, agreements);
+  if (construct) return construct_only(out, size, type, draft_size, draft_type, vocab, agreements);
   if (!quantize.empty()) {
     const specd::bench::WeightPreset preset = specd::bench::weight_preset(type);
     const size_t n = specd::bench::write_weight_copy(quantize, out, preset);

@@ -249,6 +249,22 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& path)
         }
       }
     if (auto v = (*c)["rule"].value<std::string>()) s.rule = *v;
+    if (auto v = (*c)["draft_size"].value<std::string>()) {
+      try {
+        constructed_preset(*v);
+      } catch (const UsageError& e) {
+        throw UsageError(path + ": [construct] draft_size: " + e.what());
+      }
+      s.draft_size = *v;
+    }
+    if (auto v = (*c)["vocab"].value<int64_t>()) {
+      try {
+        check_constructed_vocab(*v < 0 ? 0 : static_cast<uint64_t>(*v));
+      } catch (const UsageError& e) {
+        throw UsageError(path + ": [construct] vocab: " + e.what());
+      }
+      s.vocab = static_cast<uint32_t>(*v);
+    }
     if (auto v = (*c)["prompts"].value<int64_t>(); v && (*v < 0 || *v > UINT32_MAX))
       throw UsageError(path + ": [construct] prompts = " + std::to_string(*v) +
                        " is out of range (0 to 2^32-1)");

@@ -25,9 +25,11 @@ struct ConstructSpec {
   std::vector<double> agreements;  // fraction of tokens where the draft agrees
   std::vector<uint32_t> ks;        // draft lengths
   std::vector<std::string> types;  // weight presets (bench/weight_presets.hpp): f16, q4_K_M, ...
-  // The drafts' weight presets, crossed with the targets' (default f16). Drafts are 64
-  // wide: a k-quant preset falls back as llama-quantize does (q4_K -> q5_0, ...).
+  // The drafts' weight presets, crossed with the targets' (default f16). The small drafts
+  // are 64 wide: a k-quant preset falls back as llama-quantize does (q4_K -> q5_0, ...).
   std::vector<std::string> draft_types;
+  std::string draft_size;  // "" = the one-layer 64-wide draft; else a preset ("0.1b", ...)
+  uint32_t vocab = 264;    // tokens of targets and drafts (constructed_model.hpp)
   std::string rule = "greedy";
   uint32_t prompts = 4;
 };

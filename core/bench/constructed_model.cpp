@@ -17,7 +17,7 @@ namespace specd::bench {
 namespace {
 
 constexpr uint32_t kControl = 2;  // <s>, </s>
-constexpr uint32_t kVocab = kControl + 256 + 6;
+constexpr uint32_t kSmallVocab = kControl + 256 + 6;
 constexpr int32_t kFirstPrintable = kControl + 0x20, kLastPrintable = kControl + 0x7E;
 // The correct token's logit, about: peaked enough that sampling mostly follows the map.
 constexpr double kPeakLogit = 12.0;
@@ -55,23 +55,34 @@ ConstructedSpec constructed_preset(const std::string& size) {
   return s;
 }
 
-ConstructedSpec constructed_draft(double agreement) {
+ConstructedSpec constructed_draft(double agreement, const std::string& size) {
   // Outside [0, 1] the disagreeing subset would be larger than the map (or NaN).
   if (!(agreement >= 0 && agreement <= 1))
     throw UsageError("constructed draft: agreement " + std::to_string(agreement) +
                      " must lie in [0, 1]");
   ConstructedSpec s;
-  s.name = "constructed-draft";
-  s.n_embd = 64, s.n_layer = 1, s.n_head = 2, s.n_head_kv = 2, s.n_ff = 128;
+  if (!size.empty()) {
+    s = constructed_preset(size);
+  } else {
+    s.n_embd = 64, s.n_layer = 1, s.n_head = 2, s.n_head_kv = 2, s.n_ff = 128;
+  }
+  s.name = size.empty() ? "constructed-draft" : "constructed-draft-" + size;
   s.agreement = agreement;
   s.seed = 2;
   return s;
 }
 
+void check_constructed_vocab(uint64_t vocab) {
+  if (vocab < kSmallVocab || vocab > (uint64_t{1} << 20))
+    throw UsageError("constructed model: a vocabulary of " + std::to_string(vocab) +
+                     " tokens is outside [" + std::to_string(kSmallVocab) +
+                     ", 1048576] (the byte tokenizer takes 258, the planted map 264)");
+}
+
 uint64_t constructed_parameters(const ConstructedSpec& s) {
   const uint64_t d = s.n_embd, head = d / s.n_head;
   const uint64_t layer = d * d * 2 + 2 * d * head * s.n_head_kv + 3 * d * s.n_ff + 2 * d;
-  return 2 * d * kVocab + s.n_layer * layer + d;
+  return 2 * d * s.vocab + s.n_layer * layer + d;
 }
 
 GgmlType constructed_tensor_type(const ConstructedSpec& s, const std::string& name,
@@ -86,7 +97,7 @@ GgmlType constructed_tensor_type(const ConstructedSpec& s, const std::string& na
 std::vector<int32_t> constructed_next(const ConstructedSpec& spec) {
   const std::vector<int32_t> cycle = planted_cycle(spec.map_seed);
   const size_t n = cycle.size();
-  std::vector<int32_t> next(kVocab, cycle[0]);  // everything leads into the cycle
+  std::vector<int32_t> next(spec.vocab, cycle[0]);  // everything leads into the cycle
   for (size_t i = 0; i < n; ++i) next[cycle[i]] = cycle[(i + 1) % n];
   if (spec.agreement < 1.0) {
     // Disagree on a fixed-size random subset: next-but-one instead of next.
@@ -103,7 +114,8 @@ std::vector<int32_t> constructed_next(const ConstructedSpec& spec) {
 uint32_t write_constructed_model(const std::string& path, const ConstructedSpec& s) {
   if (s.n_embd % s.n_head || s.n_head % s.n_head_kv || s.n_embd % 32)
     throw UsageError("constructed model: n_embd must be a multiple of 32 and of n_head");
-  const uint32_t d = s.n_embd;
+  check_constructed_vocab(s.vocab);
+  const uint32_t d = s.n_embd, kVocab = s.vocab;
   LlamaLayout layout;
   layout.name = s.name;
   layout.n_ctx = s.n_ctx;
@@ -134,12 +146,22 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
       std::copy_n(embd.begin() + size_t(into_cycle) * d, d, embd.begin() + size_t(t) * d);
 
   // Output row j = s·E_t summed over the cycle tokens t with next(t) = j; the normalised
-  // state has norm √d, so the planted token's logit is about kPeakLogit.
-  const float scale = float(kPeakLogit / double(d));
+  // state has norm √d, so the planted token's logit is about kPeakLogit (raised with the
+  // vocabulary, so that the many other tokens take as little of the mass as with 264).
+  const double peak = kPeakLogit + std::log(double(kVocab) / double(kSmallVocab));
+  const float scale = float(peak / double(d));
   std::vector<float> out(static_cast<size_t>(d) * kVocab, 0.0f);
   for (int32_t t = kFirstPrintable; t <= kLastPrintable; ++t) {
     const int32_t j = next[t];
     for (uint32_t i = 0; i < d; ++i) out[size_t(j) * d + i] += scale * embd[size_t(t) * d + i];
+  }
+  // The unused tokens beyond the small vocabulary embed as the other tokens outside the
+  // cycle do (they lead into it) and get small output rows (logits of about ±0.3): they are
+  // scored, and never win.
+  {
+    std::normal_distribution<float> small(0.0f, float(0.3 / double(d)));
+    for (uint32_t t = kSmallVocab; t < kVocab; ++t)
+      for (uint32_t i = 0; i < d; ++i) out[size_t(t) * d + i] = small(rng);
   }
 
   // Norms are ones; attention and FFN matrices small Gaussians (kLayerScale).
@@ -178,11 +200,11 @@ namespace {
 std::string spec_text(const ConstructedSpec& s) {
   char text[512];
   std::snprintf(text, sizeof text,
-                "constructed-model 1\nname %s\nshape %u %u %u %u %u %u\nweights %s\n"
-                "map_seed %llu\nagreement %.17g\nseed %llu\n",
+                "constructed-model 2\nname %s\nshape %u %u %u %u %u %u\nweights %s\n"
+                "map_seed %llu\nagreement %.17g\nseed %llu\nvocab %u\n",
                 s.name.c_str(), s.n_embd, s.n_layer, s.n_head, s.n_head_kv, s.n_ff, s.n_ctx,
                 s.weights.c_str(), static_cast<unsigned long long>(s.map_seed), s.agreement,
-                static_cast<unsigned long long>(s.seed));
+                static_cast<unsigned long long>(s.seed), s.vocab);
   return text;
 }
 

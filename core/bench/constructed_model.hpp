@@ -27,14 +27,17 @@ struct ConstructedSpec {
   uint64_t map_seed = 7;        // the planted map (targets and drafts of one sweep share it)
   double agreement = 1.0;       // fraction of cycle tokens where this model follows the map
   uint64_t seed = 1;            // weights
+  uint32_t vocab = 264;         // tokens (>= 264): 258 byte-tokenizer ones, the rest unused
 };
 
 // Presets by size: "tiny" (≈1.4 M), "0.1b", "95m" (d 1024, 8 layers, 16 heads, 8 KV heads,
 // FFN 2816), "0.5b", "1.5b" (parameter counts approximate).
 ConstructedSpec constructed_preset(const std::string& size);
-// The drafts' shape: one small layer.
-// `agreement` must lie in [0, 1]; throws UsageError otherwise.
-ConstructedSpec constructed_draft(double agreement);
+// The drafts' shape: one small layer, or with `size` a preset's (e.g. "0.1b" beside a 1.5b
+// target). `agreement` must lie in [0, 1]; throws UsageError otherwise.
+ConstructedSpec constructed_draft(double agreement, const std::string& size = "");
+// Throws UsageError unless `vocab` is at least 264 and at most 2^20.
+void check_constructed_vocab(uint64_t vocab);
 uint64_t constructed_parameters(const ConstructedSpec& spec);
 // The type a matrix of a constructed model is written in: its weight preset's choice for
 // that tensor and row length (bench/weight_presets.hpp).

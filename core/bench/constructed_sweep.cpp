@@ -36,8 +36,9 @@ RunPlan plan_constructed(const BenchConfig& config, const std::string& mode,
   const bool draft_type_axis = c.draft_types.size() > 1 || c.draft_types.front() != "f16";
   for (double a : c.agreements) {
     for (const std::string& draft_type : c.draft_types) {
-      ConstructedSpec draft_spec = constructed_draft(a);
+      ConstructedSpec draft_spec = constructed_draft(a, c.draft_size);
       draft_spec.weights = draft_type;
+      draft_spec.vocab = c.vocab;
       const std::string suffix = draft_type_axis ? "-" + draft_type : "";
       const std::string draft = dir + "/draft-a" + fmt(a, "%.2f") + suffix + ".gguf";
       ensure_constructed_model(draft, draft_spec);
@@ -60,12 +61,16 @@ RunPlan plan_constructed(const BenchConfig& config, const std::string& mode,
     for (const std::string& type : c.types) {
       ConstructedSpec spec = constructed_preset(size);
       spec.weights = type;
+      spec.vocab = c.vocab;
       const std::string target = dir + "/target-" + size + "-" + type + ".gguf";
       ensure_constructed_model(target, spec);
       plan.notes.push_back("constructed model " + size + " " + type + ": " +
                            fmt(double(constructed_parameters(spec)) / 1e6, "%.1f") +
-                           " M parameters, planted next-token map; drafts: 64-wide, 1 layer, "
-                           "agreeing on the stated fraction of the map");
+                           " M parameters, " + std::to_string(c.vocab) +
+                           " tokens, planted next-token map; drafts: " +
+                           (c.draft_size.empty() ? std::string("64-wide, 1 layer")
+                                                 : "the " + c.draft_size + " shape") +
+                           ", agreeing on the stated fraction of the map");
       for (double t : config.temperatures) {
         CellPlan cell;
         cell.task = "constructed-" + size + "-" + type;

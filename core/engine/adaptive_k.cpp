@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/pass_cost.hpp"
-
 namespace specd {
 namespace {
 
@@ -46,10 +44,14 @@ AdaptiveK::AdaptiveK(const AdaptiveKOptions& options) : options_(options) {
 }
 
 uint32_t AdaptiveK::next_k(const AdaptiveKHorizon& horizon) {
+  if (plan_) {
+    if (*plan_ > 0) last_k_ = *plan_;
+    return *plan_;
+  }
   uint32_t k = 0;
-  if (plain_seen_ < kColdPlainRounds && !loaded()) {
+  if (plain_seen_ < kColdPlainRounds) {
     k = 0;  // time plain passes first: every cost is relative to them
-  } else if (retime_ > 0 && !loaded()) {
+  } else if (retime_ > 0) {
     --retime_;  // plain rounds to time the 1-row pass afresh
   } else if (follow_up_) {
     // A cold round measured the catch-up, not c: one warm k = 1 round measures c (unless a
@@ -69,7 +71,7 @@ uint32_t AdaptiveK::next_k(const AdaptiveKHorizon& horizon) {
         k = 1;
         probe_pending_ = true;
       }
-    } else if (!loaded() && ++since_refresh_ >= refresh_gap()) {
+    } else if (++since_refresh_ >= refresh_gap()) {
       since_refresh_ = 0;
       k = 0;
     } else if (cold(horizon.unseen) && !worth_catching_up(horizon, false)) {
@@ -93,7 +95,7 @@ void AdaptiveK::observe(const AdaptiveKRound& round) {
   const uint32_t rows = std::min<uint32_t>(round.drafted + 1, options_.k_max + 1);
   // Costs are stored relative to the 1-row time of this moment (the step under load).
   double step = step_s();
-  if (round.verify_s > 0 && !loaded()) {
+  if (round.verify_s > 0 && !plan_) {
     const double overhead = std::clamp(round.overhead_s, 0.0, round.verify_s);
     const double compute = round.verify_s - overhead;
     // The first round's pass is a warm-up (caches, allocations after the prefill): untimed.
@@ -200,43 +202,26 @@ double AdaptiveK::compute_ratio(uint32_t rows) const {
 
 double AdaptiveK::verify_cost(uint32_t k) const {
   if (k == 0) return 1;
-  if (loaded()) {
-    const uint32_t base = load_.other_rows + 1;
-    return load_.cost->time(base + k) / load_.cost->time(base);
-  }
   return row_time(k + 1) / row_time(1);
 }
 
 double AdaptiveK::step_s() const {
-  if (loaded()) return load_.cost->time(load_.other_rows + 1);
   return t1_.count() ? row_time(1) : 0;
 }
 
 double AdaptiveK::draft_cost() const {
-  if (loaded()) {
-    // Under load the step changes with the batch: seconds ÷ the step of now.
-    const double t = step_s();
-    if (!(t > 0)) return 0;
-    if (draft_.count()) return draft_.median() / t;
-    return catch_up_.count() ? catch_up_.median() / t : 0;
-  }
   if (draft_ratio_.count()) return draft_ratio_.median();
   // Only cold rounds so far: a drafted token costs at least one token's share of a chunk.
   return catch_up_ratio_.count() ? catch_up_ratio_.median() : 0;
 }
 
 double AdaptiveK::catch_up_cost() const {
-  if (loaded()) {
-    const double t = step_s();
-    return catch_up_.count() && t > 0 ? catch_up_.median() / t : kPriorCatchUp;
-  }
   return catch_up_ratio_.count() ? catch_up_ratio_.median() : kPriorCatchUp;
 }
 
 double AdaptiveK::speedup(uint32_t k, double z) const {
   if (k == 0) return 1;
-  const double r = loaded() ? std::max(0.0, load_.other_tokens) : 0.0;
-  return (r + expected_tokens(k, z)) / (r + 1) / (verify_cost(k) + double(k) * draft_cost());
+  return expected_tokens(k, z) / (verify_cost(k) + double(k) * draft_cost());
 }
 
 double AdaptiveK::predicted_speedup(uint32_t k) const {
@@ -252,7 +237,7 @@ double AdaptiveK::optimistic_speedup() const {
 bool AdaptiveK::worth_catching_up(const AdaptiveKHorizon& horizon, bool probe) const {
   if (horizon.remaining == UINT32_MAX) return true;  // an unbounded horizon repays anything
   if (probe && horizon.remaining < kMinProbeHorizon) return false;
-  if (!loaded() && !t1_.count()) return true;  // nothing timed to weigh it with
+  if (!t1_.count()) return true;  // nothing timed to weigh it with
   // In 1-row pass times: the catch-up, then the round's extra rows and draft (twice for a
   // probe whose follow-up measures c).
   const double round = std::max(0.0, verify_cost(1) - 1) + draft_cost();
@@ -260,10 +245,7 @@ bool AdaptiveK::worth_catching_up(const AdaptiveKHorizon& horizon, bool probe) c
                       round * (probe && !draft_.count() ? 2 : 1);
   const double remaining = horizon.remaining, s = optimistic_speedup();
   const double gain = remaining * (1 - 1 / s);
-  // Under load every sequence in the step waits out this one's checks, and each of them
-  // runs its own: the share of the remaining time is split between them (see the header).
-  const double sharing = loaded() ? 1.0 + load_.other_sequences : 1.0;
-  return gain >= kRepayFactor * cost || (probe && cost * sharing <= kCheckShare * remaining);
+  return gain >= kRepayFactor * cost || (probe && cost <= kCheckShare * remaining);
 }
 
 uint32_t AdaptiveK::best_k() const {

@@ -51,26 +51,15 @@
 // pass. So a short generation, or a long prompt with few tokens to go, never probes, and a
 // sequence whose earlier probes showed that drafting loses decodes plainly.
 //
-// Under load (a scheduler batching many sequences, set_load): the pass is shared, so the
-// costs come from the scheduler's measured pass time by total rows, T(M) (PassCost), with
-// o rows and R tokens per step from the other sequences. The prediction becomes the step's
-// throughput relative to this sequence drafting nothing:
-//
-//   S(k) = (R + E(k)) / (R + 1) · T(o + 1) / (T(o + 1 + k) + k·d)
-//
-// d the draft seconds per token (drafting runs on the scheduler's one thread, inside the
-// step). At batch 1 (o = R = 0) it is E(k) / (v(k) + k·c) again; at batch 16 extra rows slow
-// every sequence's step, so k falls, down to 0, unless acceptance pays for them.
-//
-// The catch-up and a probe's draft run inside the step too, so every sequence in it waits
-// them out: their cost above is in steps of the whole batch, and so is the gain (S is the
-// step's throughput). A check where even S⁺ says drafting loses is paid by the batch, but
-// each of the n = other_sequences + 1 sequences runs its own checks: each may spend at most
-// 1/(64·n) of the remaining time on them, so that all n together stay within 1/64.
-// (A scheduler gives a sequence that runs alone no load model: it times its own rounds.)
+// Planned (a scheduler batching many sequences, set_plan): the pass is shared, so the
+// scheduler chooses every sequence's k together (core/server/step_planner.hpp) from the
+// measured cost of a pass by its rows and each sequence's acceptance estimates
+// (expected_tokens), and next_k returns that choice. observe() then keeps acceptance and
+// draft time only: a shared pass's time says nothing of this sequence's own rounds.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "engine/recent_median.hpp"
@@ -103,16 +92,6 @@ struct AdaptiveKHorizon {
                         // (all of it before its first draft): its catch-up if it drafts now
 };
 
-class PassCost;
-
-// The load around one sequence in a batched step (see above).
-struct AdaptiveKLoad {
-  const PassCost* cost = nullptr;  // the scheduler's pass times by rows; null = no load model
-  uint32_t other_rows = 0;         // rows the other sequences put in a step
-  double other_tokens = 0;         // tokens the other sequences emit per step
-  uint32_t other_sequences = 0;    // sequences sharing the step (each waits out its draft)
-};
-
 class AdaptiveK {
  public:
   explicit AdaptiveK(const AdaptiveKOptions& options = {});
@@ -121,12 +100,13 @@ class AdaptiveK {
   // horizon (unbounded, nothing to catch up on) never holds a draft back.
   uint32_t next_k(const AdaptiveKHorizon& horizon = {});
   void observe(const AdaptiveKRound& round);
-  // Sets the load for the next choices (a scheduler calls it before each round). With a
-  // load model, observe() keeps only acceptance and draft time: pass times are the model's.
-  void set_load(const AdaptiveKLoad& load) { load_ = load; }
+  // The scheduler's choice for the next round (see above); nullopt: choose alone.
+  void set_plan(std::optional<uint32_t> k) { plan_ = k; }
 
-  // The model behind the choice (for reports and tests).
+  // The model behind the choice (for reports, tests and the scheduler's plan).
   double expected_tokens(uint32_t k) const;
+  // E(k) with each β_d at its posterior mean plus z standard deviations.
+  double expected_tokens(uint32_t k, double z) const;
   double verify_cost(uint32_t k) const;  // v(k); 1 at k = 0
   double draft_cost() const;             // c
   double catch_up_cost() const;  // u ÷ time of a 1-row pass (the prior before a cold round)
@@ -140,17 +120,16 @@ class AdaptiveK {
   bool worth_catching_up(const AdaptiveKHorizon& horizon, bool probe) const;
   // The k with the highest prediction (0 when none beats min_speedup).
   uint32_t best_k() const;
+  uint64_t rounds() const { return rounds_; }  // rounds observed
 
  private:
   uint32_t refresh_gap() const;
-  double row_time(uint32_t rows) const;       // estimated seconds of a pass, round trip included
-  double compute_ratio(uint32_t rows) const;  // the same without it, ÷ the 1-row time
-  double step_s() const;                      // a 1-row pass (under load: the shared one)
-  double expected_tokens(uint32_t k, double z) const;  // E(k), β at mean + z·sd
-  double speedup(uint32_t k, double z) const;          // the prediction, likewise
+  double row_time(uint32_t rows) const;        // estimated seconds of a pass, round trip included
+  double compute_ratio(uint32_t rows) const;   // the same without it, ÷ the 1-row time
+  double step_s() const;                       // a 1-row pass
+  double speedup(uint32_t k, double z) const;  // the prediction, β at mean + z·sd
   void settle_probe();
   bool cold(uint32_t unseen) const { return unseen > options_.k_max + 2; }
-  bool loaded() const { return load_.cost != nullptr; }
 
   AdaptiveKOptions options_;
   // β_d as decayed counts: accepted_[d] / tested_[d], with a Beta(1, 1) prior.
@@ -172,7 +151,7 @@ class AdaptiveK {
   uint32_t since_probe_ = 0;    // plain rounds since the last probe
   uint32_t since_refresh_ = 0;  // speculative rounds since the last plain round
   uint32_t last_k_ = 0;
-  AdaptiveKLoad load_;
+  std::optional<uint32_t> plan_;
 };
 
 }  // namespace specd

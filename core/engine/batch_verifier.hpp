@@ -12,6 +12,7 @@
 // Thread rule: the scheduler's worker alone; the model outlives the verifier.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -35,6 +36,10 @@ class BatchVerifier {
   void commit(std::span<const int32_t> path);
 
   bool prefilling() const { return prefilled_ < prompt_.size(); }
+  // The rows of the next prefill chunk (0 when the prompt is processed).
+  uint32_t next_chunk_rows() const {
+    return static_cast<uint32_t>(std::min<size_t>(chunk_rows_, prompt_.size() - prefilled_));
+  }
   // Whether rows wait for the next pass (a prefill chunk or a recorded round).
   bool has_entry() const { return prefilling() || round_pending_; }
   // Those rows as one entry of forward_batch.

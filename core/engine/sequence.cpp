@@ -75,6 +75,15 @@ void Sequence::stop(const std::string& reason) {
   done_ = true;
 }
 
+uint32_t Sequence::draft_room() const {
+  const Verifier& verifier = *parts_.verifier;
+  const uint32_t room = verifier.context_length() - verifier.committed();
+  const size_t emitted = sequence_.size() - prompt_size_;
+  const size_t remaining = max_tokens_ > emitted ? max_tokens_ - emitted : 0;
+  return static_cast<uint32_t>(
+      std::min<size_t>(room > 0 ? room - 1 : 0, remaining > 0 ? remaining - 1 : 0));
+}
+
 bool Sequence::prepare_round(ProposeCall& call) {
   call = ProposeCall{};
   if (done_) return false;

@@ -80,6 +80,11 @@ class Sequence {
   GenerationResult finish();
   GenerationStats& stats() { return result_.stats; }
   size_t prompt_size() const { return prompt_size_; }
+  // For a scheduler planning the next round's draft: the most nodes it may draft (the
+  // context's room after the root, and the tokens it may still emit less one), and the
+  // tokens its proposer has not drafted after (its catch-up when it drafts now).
+  uint32_t draft_room() const;
+  uint32_t unseen() const { return static_cast<uint32_t>(sequence_.size() - proposed_at_); }
 
  private:
   SequenceParts parts_;

@@ -20,6 +20,7 @@
 
 #include "config/config.hpp"
 #include "engine/engine.hpp"
+#include "engine/step_cost.hpp"
 #include "plugin/registry.hpp"
 #include "server/request.hpp"
 
@@ -42,7 +43,8 @@ struct Strategy {
   // k = "auto": adaptive-k states not in use. A finished sequence's estimates (acceptance of
   // this pair, draft cost) start the next sequence's instead of being learnt anew.
   std::vector<std::unique_ptr<AdaptiveK>> idle_adaptive;
-  int lent = 0;  // sequences running with this strategy
+  int lent = 0;          // sequences running with this strategy
+  DraftTime draft_time;  // its proposer's calls over a step's sequences (the step plan)
   std::string proposer_name = "none", rule_name, rule_label;
   bool k_auto = false;
 };

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <future>
 #include <map>
+#include <tuple>
 #include <vector>
 
 #include "common/error.hpp"
@@ -12,12 +13,16 @@
 #include "engine/sequence.hpp"
 #include "models/llama_model.hpp"
 #include "plugin/host_services.hpp"
+#include "server/step_planner.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace specd::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// k = "auto": a sequence the step plan kept plain this many steps in a row drafts one token.
+constexpr uint32_t kProbeGap = 32;
 
 uint64_t budget_rows(EngineCache& engines) {
   const ServerConfig& s = engines.config().server;
@@ -38,15 +43,12 @@ struct Scheduler::Running {
   BatchVerifier* kv = nullptr;
   std::unique_ptr<Sequence> sequence;
   uint32_t reserved = 0;  // KV rows held against the budget
-  // Its share of the next step, as the last one showed it (a prefill chunk counts as the
-  // plain round that follows it: one row, one token); `counted` says it is in the totals.
-  uint32_t rows = 0;
-  double tokens = 0;
-  bool counted = false;
   bool in_pass = false;
-  bool prefill = false;    // its rows in the pass are a prefill chunk
-  ProposeCall call;        // this step's drafting (capacity 0: none)
-  double draft_share = 0;  // its share of its strategy's propose time this step
+  bool prefill = false;      // its rows in the pass are a prefill chunk
+  ProposeCall call;          // this step's drafting (capacity 0: none)
+  uint32_t unseen = 0;       // its proposer's catch-up this step (tokens since it last drafted)
+  uint32_t plain_steps = 0;  // k = "auto": steps in a row the plan kept it plain
+  double draft_share = 0;    // its share of its strategy's propose time this step
 };
 
 Scheduler::Scheduler(EngineCache& engines, int queue_limit)
@@ -192,6 +194,15 @@ void Scheduler::work() {
   }
 }
 
+const AdaptiveK* Scheduler::most_experienced(const Strategy& strategy) const {
+  const AdaptiveK* best = nullptr;
+  for (const auto& r : active_)
+    if (r->strategy == &strategy && r->adaptive &&
+        (!best || r->adaptive->rounds() > best->rounds()))
+      best = r->adaptive.get();
+  return best;
+}
+
 bool Scheduler::admit(std::shared_ptr<Job>& job) {
   const CompletionRequest& r = job->request;
   const char* prompt_param = r.chat ? "messages" : "prompt";
@@ -237,11 +248,15 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
     run->reserved = rows;
     kv().take(rows);
     if (strategy.k_auto) {
-      if (strategy.idle_adaptive.empty()) {
-        run->adaptive = std::make_unique<AdaptiveK>(AdaptiveKOptions{});
-      } else {
+      if (!strategy.idle_adaptive.empty()) {
         run->adaptive = std::move(strategy.idle_adaptive.back());
         strategy.idle_adaptive.pop_back();
+      } else if (const AdaptiveK* known = most_experienced(strategy)) {
+        // No finished sequence's estimates to start from: a running one's of the same
+        // strategy (the pair's acceptance), so that the plan need not learn it anew.
+        run->adaptive = std::make_unique<AdaptiveK>(*known);
+      } else {
+        run->adaptive = std::make_unique<AdaptiveK>(AdaptiveKOptions{});
       }
     }
     // Each request draws from its own generator: its seed, else the configured one, so
@@ -309,6 +324,108 @@ void Scheduler::finish(Running& run, const RequestError* error) {
   run.sequence.reset();
 }
 
+void Scheduler::calibrate_pass_time() {
+  // Passes of a chain of `rows` rows after a 32-row prefix, in a cache of its own: the row-wise
+  // work of a step of that many rows (its attention over one context; the steps' own times
+  // then scale the curve to what their contexts cost).
+  LlamaModel& target = engines_.target();
+  constexpr int32_t kPrefix = 32;
+  const std::vector<uint32_t> rows = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
+  auto cache = target.new_cache(kPrefix + static_cast<int32_t>(rows.back()));
+  auto chain = [](int32_t n, int32_t first) {
+    std::vector<int32_t> tokens(n, 1), positions(n), parents(n);
+    for (int32_t i = 0; i < n; ++i) {
+      positions[i] = first + i;
+      parents[i] = i - 1;
+    }
+    return std::tuple{tokens, positions, parents};
+  };
+  {
+    auto [t, p, q] = chain(kPrefix, 0);
+    target.forward(*cache, t, p, q, nullptr, nullptr, kPrefix);
+    std::vector<int32_t> all(kPrefix);
+    for (int32_t i = 0; i < kPrefix; ++i) all[i] = i;
+    target.commit(*cache, all);
+  }
+  std::vector<float> logits(static_cast<size_t>(rows.back()) * target.info().vocab_size);
+  auto time_pass = [&](uint32_t m) {
+    auto [t, p, q] = chain(static_cast<int32_t>(m), kPrefix);
+    const auto t0 = Clock::now();
+    target.forward(*cache, t, p, q, logits.data());
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    target.truncate(*cache, kPrefix);
+    return s;
+  };
+  time_pass(1);  // a warm-up pass (caches, first touches)
+  pass_time_.calibrate(rows, 2, time_pass);
+}
+
+void Scheduler::plan_drafts() {
+  bool planned = false;
+  for (auto& r : active_) planned = planned || r->adaptive != nullptr;
+  if (!planned) return;
+  if (!pass_time_.calibrated()) calibrate_pass_time();
+  std::vector<PlanSequence> seqs;
+  std::vector<Running*> runs;
+  std::vector<Proposer*> groups;
+  std::vector<const DraftTime*> drafts;
+  for (auto& r : active_) {
+    Running& run = *r;
+    if (run.sequence->done()) continue;
+    PlanSequence q;
+    if (run.kv->prefilling()) {
+      q.fixed_rows = run.kv->next_chunk_rows();
+    } else {
+      q.fixed_rows = 1;
+      q.fixed_tokens = 1;
+      const uint32_t room = run.sequence->draft_room();
+      if (Proposer* p = run.strategy->proposer.get()) {
+        auto g = std::find(groups.begin(), groups.end(), p);
+        if (g == groups.end()) {
+          groups.push_back(p);
+          drafts.push_back(&run.strategy->draft_time);
+          g = groups.end() - 1;
+        }
+        q.group = static_cast<int>(g - groups.begin());
+        if (run.adaptive) {
+          // Its expected tokens by k from its acceptance so far (a little optimistic, so that
+          // a sequence whose estimates rest on few rounds still gets to draft).
+          const uint32_t most = std::min<uint32_t>(AdaptiveKOptions{}.k_max, room);
+          double before = 1;
+          for (uint32_t j = 1; j <= most; ++j) {
+            const double e = run.adaptive->expected_tokens(j, 0.5);
+            q.gains.push_back(std::max(0.0, e - before));
+            before = e;
+          }
+          q.catch_up = run.sequence->unseen();
+        } else {
+          // A fixed k: its rows, and its tokens at its acceptance so far.
+          const GenerationStats& st = run.sequence->stats();
+          const uint32_t k = std::min<uint32_t>(
+              static_cast<uint32_t>(std::max(run.strategy->config.proposer.k, 0)), room);
+          const double alpha = (st.accepted + 1.0) / (st.drafted + 2.0);
+          q.fixed_draft = k;
+          q.fixed_rows += k;
+          q.fixed_tokens += alpha * k;
+        }
+      }
+    }
+    seqs.push_back(std::move(q));
+    runs.push_back(&run);
+  }
+  const StepPlan plan = plan_step(seqs, pass_time_, drafts);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    Running& run = *runs[i];
+    if (!run.adaptive) continue;
+    uint32_t k = plan.k[i];
+    // A sequence the plan keeps plain drafts one token now and then (kProbeGap steps), so
+    // that its acceptance and its proposer's cost stay measured as the batch changes.
+    if (k == 0 && !seqs[i].gains.empty() && ++run.plain_steps >= kProbeGap) k = 1;
+    if (k > 0) run.plain_steps = 0;
+    run.adaptive->set_plan(k);
+  }
+}
+
 StepTotals Scheduler::steps() const {
   std::lock_guard<std::mutex> lock(steps_mutex_);
   return steps_;
@@ -328,6 +445,7 @@ void Scheduler::step() {
     finish(**it, &error);
     it = active_.erase(it);
   };
+  plan_drafts();
   // 1. Each sequence's round up to drafting (or its next prefill chunk).
   for (auto it = active_.begin(); it != active_.end();) {
     Running& run = **it;
@@ -336,21 +454,7 @@ void Scheduler::step() {
     try {
       if (run.job->cancelled) run.sequence->stop("cancelled");
       run.prefill = run.kv->prefilling();
-      if (run.adaptive) {
-        // The others' share of the step, from the last one (adaptive k under load). Alone,
-        // the controller times its own rounds as in `specd run`: the scheduler's pass times
-        // (plain passes of one row, the prefill chunks left out) say nothing yet of what a
-        // drafted row costs.
-        AdaptiveKLoad load;
-        const uint32_t self = run.counted ? 1 : 0;
-        load.other_sequences = step_sequences_ > self ? step_sequences_ - self : 0;
-        if (load.other_sequences > 0) {
-          load.cost = &pass_cost_;
-          load.other_rows = step_rows_ > run.rows ? step_rows_ - run.rows : 0;
-          load.other_tokens = std::max(0.0, step_tokens_ - run.tokens);
-        }
-        run.adaptive->set_load(load);
-      }
+      run.unseen = run.prefill ? 0 : run.sequence->unseen();
       if (!run.prefill && (run.sequence->done() || !run.sequence->prepare_round(run.call))) {
         finish(run, nullptr);
         it = active_.erase(it);
@@ -383,7 +487,15 @@ void Scheduler::step() {
     draft_s += group_s;
     drafting += static_cast<uint32_t>(runs.size());
     uint64_t nodes = 0;
-    for (const ProposeCall& c : calls) nodes += c.draft->n_nodes;
+    uint32_t longest = 0, catch_up = 0;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      nodes += calls[i].draft->n_nodes;
+      longest = std::max(longest, calls[i].draft->n_nodes);
+      catch_up += runs[i]->unseen;
+    }
+    if (failed.empty())
+      runs.front()->strategy->draft_time.observe(std::max<uint32_t>(longest, 1),
+                                                 static_cast<uint32_t>(nodes) + catch_up, group_s);
     for (size_t i = 0; i < runs.size(); ++i) {
       runs[i]->call = calls[i];
       if (!failed.empty() && runs[i]->call.error.empty()) runs[i]->call.error = failed;
@@ -401,9 +513,6 @@ void Scheduler::step() {
     try {
       if (!run.prefill) run.sequence->submit_round(run.call, run.draft_share);
       entries.push_back(run.kv->entry());
-      run.rows = static_cast<uint32_t>(entries.back().tokens.size());
-      run.tokens = 0;
-      run.counted = false;
     } catch (const std::exception& e) {
       fail(it, e);
       continue;
@@ -428,10 +537,6 @@ void Scheduler::step() {
   const double pass_s = std::chrono::duration<double>(Clock::now() - t0).count();
   uint32_t rows = 0;
   for (const ForwardEntry& e : entries) rows += static_cast<uint32_t>(e.tokens.size());
-  // The next step's load: the sequences that go on, each at its share (see Running).
-  step_rows_ = 0;
-  step_tokens_ = 0;
-  step_sequences_ = 0;
   bool prefill = false;
   double rounds_s = 0;  // turning the rounds' rows into distributions, accepting, emitting
   for (auto it = active_.begin(); it != active_.end();) {
@@ -445,36 +550,27 @@ void Scheduler::step() {
       if (run.prefill) {
         run.sequence->stats().prefill_s += pass_s;
         prefill = true;
-        run.rows = 1;
-        run.tokens = 1;
       } else {
-        const GenerationStats& st = run.sequence->stats();
-        const uint64_t before = st.rounds + st.accepted;
         const auto r0 = Clock::now();
         run.sequence->end_round(pass_s);
         rounds_s += std::chrono::duration<double>(Clock::now() - r0).count();
-        run.tokens = static_cast<double>(st.rounds + st.accepted - before);
         if (run.sequence->done()) {
           finish(run, nullptr);
           it = active_.erase(it);
           continue;
         }
       }
-      step_rows_ += run.rows;
-      step_tokens_ += run.tokens;
-      ++step_sequences_;
-      run.counted = true;
     } catch (const std::exception& e) {
       fail(it, e);
       continue;
     }
     ++it;
   }
-  // A step's cost by its rows: the pass and the per-row work after it (as a round at batch
-  // 1 is charged, AdaptiveK). Steps with a prefill chunk are left out: a chunk's rows cost
-  // far less each than a round's and come and go with arrivals, so they would make the
-  // rows a draft adds look cheap.
-  if (!prefill) pass_cost_.observe(rows, pass_s + rounds_s);
+  // A step's cost by its rows keeps the plan's pass time current: the pass and the per-row
+  // work after it. Steps with a prefill chunk are left out: a chunk's rows cost less each
+  // than a round's (no logits, no rules), so they would make drafted rows look cheap.
+  if (!prefill) pass_time_.observe(rows, pass_s + rounds_s);
+
   uint32_t prefill_rows = 0;
   for (const ForwardEntry& e : entries)
     if (e.first_logit_row > 0) prefill_rows += static_cast<uint32_t>(e.tokens.size());

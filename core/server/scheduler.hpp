@@ -33,11 +33,15 @@
 #include <vector>
 
 #include "engine/generation_stats.hpp"
-#include "engine/pass_cost.hpp"
+#include "engine/step_cost.hpp"
 #include "server/engine_cache.hpp"
 #include "server/kv_admission.hpp"
 #include "server/metrics.hpp"
 #include "server/request.hpp"
+
+namespace specd {
+class AdaptiveK;
+}
 
 namespace specd::server {
 
@@ -96,6 +100,12 @@ class Scheduler {
   void work();
   bool admit(std::shared_ptr<Job>& job);  // false: it does not fit yet
   void step();
+  // k = "auto": every planned sequence's k for this step (AdaptiveK::set_plan).
+  void plan_drafts();
+  // k = "auto": the estimates of the running sequence of `strategy` that has seen the most
+  // rounds, or null.
+  const AdaptiveK* most_experienced(const Strategy& strategy) const;
+  void calibrate_pass_time();
   void finish(Running& r, const RequestError* error);
   void run_exclusive_tasks();
   KvAdmission& kv();  // the worker's: sized from the loaded engine at first use
@@ -112,12 +122,9 @@ class Scheduler {
   bool stopping_ = false;
   std::atomic<size_t> running_{0};
   std::list<std::unique_ptr<Running>> active_;  // the worker's alone
-  PassCost pass_cost_;  // a step's time by total rows (adaptive k under load)
-  // The next step's load as the last one showed it: the sequences that go on, each at its
-  // share (a prefill chunk as the one-row round that follows it), for AdaptiveKLoad.
-  uint32_t step_rows_ = 0;
-  double step_tokens_ = 0;
-  uint32_t step_sequences_ = 0;
+  // The target pass's time by its rows (k = "auto": the step plan, step_planner.hpp);
+  // calibrated at the first step that plans.
+  PassTime pass_time_;
   bool worker_done_ = false;  // under mutex_: the worker has returned
   mutable std::mutex steps_mutex_;
   StepTotals steps_;  // under steps_mutex_

@@ -1,156 +1,160 @@
-// The scheduler's pieces that need no model: the pass-cost model, adaptive k under load
-// (verification nearly free at batch 1, not at batch 16) and KV admission arithmetic.
+// The scheduler's pieces that need no model: the pass and draft time models, the step plan
+// (k = "auto" under a batch: verification nearly free at batch 1, not at batch 16) and KV
+// admission arithmetic.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "engine/adaptive_k.hpp"
-#include "engine/pass_cost.hpp"
+#include "engine/step_cost.hpp"
 #include "server/kv_admission.hpp"
+#include "server/step_planner.hpp"
 
 using namespace specd;
+using server::plan_step;
+using server::PlanSequence;
 
 namespace {
 
-// A pass that is memory bound up to 16 rows (1 ms whatever the rows) and compute bound
-// beyond (in proportion to the rows): the shape of a GPU or a CPU with a large model.
-double pass_ms(uint32_t rows) {
-  return std::max(1.0, rows / 16.0);
+// A CPU's pass: bound by reading the weights up to 8 rows (10 ms, a little more per row),
+// compute bound beyond (9 ms per row): the 1.5 B constructed model's shape on 2 cores.
+double cpu_pass_s(uint32_t rows) {
+  return (rows <= 8 ? 10.0 + 0.3 * rows : 12.4 + 9.0 * (rows - 8)) * 1e-3;
 }
 
-// Passes of the row counts a load gives (a batch of `batch` sequences drafting 0..4 each),
-// enough of them that older loads are forgotten.
-void observe_load(PassCost& cost, uint32_t batch) {
-  for (int i = 0; i < 400; ++i) {
-    const uint32_t rows = batch + static_cast<uint32_t>(i % 5) * batch;
-    cost.observe(rows, pass_ms(rows) * 1e-3);
-  }
+PassTime calibrated(double (*pass)(uint32_t)) {
+  PassTime t;
+  const std::vector<uint32_t> rows = {1, 2, 4, 8, 16, 32, 64};
+  t.calibrate(rows, 1, [&](uint32_t r) { return pass(r); });
+  return t;
 }
 
-// Rounds that accept each drafted token with probability about 0.8 (a fixed pattern).
-void teach_acceptance(AdaptiveK& a) {
-  for (int i = 0; i < 400; ++i) {
-    AdaptiveKRound r;
-    r.drafted = 4;
-    r.accepted = i % 5 == 0 ? 1 : (i % 5 == 1 ? 2 : 4);
-    r.draft_s = 4 * 0.01e-3;  // drafting: 1% of a 1-row pass per token
-    r.verify_s = 1e-3;
-    a.observe(r);
-  }
+// A sequence decoding with k = "auto" whose draft tokens are accepted with probability
+// `alpha` each (gains alpha^j), at most `most` of them.
+PlanSequence auto_seq(double alpha, uint32_t most = 8, int group = 0) {
+  PlanSequence q;
+  q.fixed_rows = 1;
+  q.fixed_tokens = 1;
+  q.group = group;
+  double reach = 1;
+  for (uint32_t j = 1; j <= most; ++j) q.gains.push_back(reach *= alpha);
+  return q;
+}
+
+uint32_t total(const std::vector<uint32_t>& k) {
+  uint32_t n = 0;
+  for (uint32_t x : k) n += x;
+  return n;
 }
 
 }  // namespace
 
-TEST_CASE("pass cost: a line through noisy pass times, forgetting old loads") {
-  PassCost cost;
-  CHECK(cost.time(4) == doctest::Approx(4.0));  // nothing measured: one unit per row
-  cost.observe(8, 2.0);
-  CHECK(cost.time(16) == doctest::Approx(4.0));  // one row count: in proportion
-  cost.observe(1, 1.0);
-  cost.observe(65, 3.0);
-  cost.observe(33, 2.0);
-  CHECK(cost.per_row_s() > 0.0);
-  CHECK(cost.time(129) > cost.time(65));
-  PassCost line;
-  for (int i = 0; i < 200; ++i) {  // 1 + M/32 seconds, with +-10% alternating noise
-    const uint32_t rows = 1 + static_cast<uint32_t>(i % 64);
-    line.observe(rows, (1.0 + rows / 32.0) * (i % 2 ? 1.1 : 0.9));
-  }
-  CHECK(line.fixed_s() == doctest::Approx(1.0).epsilon(0.1));
-  CHECK(line.per_row_s() == doctest::Approx(1.0 / 32).epsilon(0.1));
-  CHECK(line.time(33) == doctest::Approx(2.0).epsilon(0.1));
-  cost.observe(0, 1.0);  // ignored
-  cost.observe(7, -1.0);
-  CHECK(cost.observations() == 4u);
+TEST_CASE("pass time: the calibrated curve, interpolated, extended and scaled by what steps show") {
+  PassTime t;
+  CHECK(t.time(4) == doctest::Approx(4.0));  // nothing calibrated: one unit per row
+  t = calibrated(&cpu_pass_s);
+  CHECK(t.time(8) == doctest::Approx(cpu_pass_s(8)));
+  CHECK(t.time(6) == doctest::Approx((cpu_pass_s(4) + cpu_pass_s(8)) / 2));  // interpolated
+  CHECK(t.time(80) == doctest::Approx(cpu_pass_s(64) + 16 * 9e-3));          // extended
+  // Steps twice as slow as calibrated (long contexts, a busy machine): the whole curve
+  // follows, its shape kept.
+  for (int i = 0; i < 200; ++i) t.observe(16, 2 * cpu_pass_s(16));
+  CHECK(t.scale() == doctest::Approx(2.0).epsilon(0.01));
+  CHECK(t.time(4) == doctest::Approx(2 * cpu_pass_s(4)).epsilon(0.01));
+  t.observe(0, 1.0);  // ignored
+  t.observe(4, -1.0);
+  CHECK(t.scale() == doctest::Approx(2.0).epsilon(0.01));
+  // A noisy calibration never makes more rows cheaper than fewer.
+  PassTime noisy;
+  const std::vector<uint32_t> rows = {1, 2, 4};
+  noisy.calibrate(rows, 1, [](uint32_t r) { return r == 2 ? 0.5 : 1.0; });
+  CHECK(noisy.time(2) >= noisy.time(1));
 }
 
-TEST_CASE("adaptive k under load: drafts at batch 1, drafts nothing at batch 16") {
-  PassCost cost;
+TEST_CASE("draft time: a fixed cost per draft step and a cost per row, fitted") {
+  DraftTime d;
+  CHECK(d.time(4, 16) == 0.0);  // nothing timed yet
+  for (int i = 0; i < 100; ++i) {
+    const uint32_t steps = 1 + i % 6, rows = steps * (1 + i % 5);
+    d.observe(steps, rows, 2e-3 * steps + 0.1e-3 * rows);
+  }
+  CHECK(d.time(4, 16) == doctest::Approx(2e-3 * 4 + 0.1e-3 * 16).epsilon(0.01));
+  CHECK(d.time(0, 0) == 0.0);
+}
+
+TEST_CASE("step plan: drafts long alone, short or not at all under a compute-bound batch") {
+  const PassTime t = calibrated(&cpu_pass_s);
+  DraftTime draft;
+  for (int i = 0; i < 50; ++i) draft.observe(1 + i % 4, 1 + i % 4, 0.2e-3 * (1 + i % 4));
+  const std::vector<const DraftTime*> drafts = {&draft};
+  // Alone at 0.9 acceptance: a pass stays near 10 ms up to 8 rows, so a long draft pays.
+  const std::vector<PlanSequence> one = {auto_seq(0.9)};
+  const server::StepPlan alone = plan_step(one, t, drafts);
+  CHECK(alone.k[0] >= 6);
+  CHECK(alone.tokens / alone.seconds > 2.5 / cpu_pass_s(1));
+  // 16 sequences: 16 rows are compute bound already; a drafted row costs 9 ms and adds 0.9
+  // tokens against a step of ~87 ms for 16: drafting loses.
+  const std::vector<PlanSequence> sixteen(16, auto_seq(0.9));
+  CHECK(total(plan_step(sixteen, t, drafts).k) == 0);
+  // 4 sequences: 4 rows, memory bound; 4 more rows (one each) are nearly free.
+  const std::vector<PlanSequence> four(4, auto_seq(0.9));
+  const server::StepPlan p4 = plan_step(four, t, drafts);
+  CHECK(total(p4.k) >= 4);
+  CHECK(total(p4.k) <= 8);  // past 8 rows compute bound: no more than that
+  // Sequences that accept more get the draft tokens first.
+  std::vector<PlanSequence> mixed(4, auto_seq(0.3));
+  mixed[2] = auto_seq(0.95);
+  const server::StepPlan pm = plan_step(mixed, t, drafts);
+  CHECK(pm.k[2] > pm.k[0]);
+}
+
+TEST_CASE("step plan: fixed rows (prefill, fixed k) and a dear draft model weigh in") {
+  const PassTime t = calibrated(&cpu_pass_s);
+  DraftTime cheap, dear;
+  for (int i = 0; i < 50; ++i) {
+    cheap.observe(1 + i % 4, 1 + i % 4, 0.1e-3 * (1 + i % 4));
+    dear.observe(1 + i % 4, 1 + i % 4, 8e-3 * (1 + i % 4));  // a draft step as dear as a pass
+  }
+  // Six sequences drafting a fixed k = 3 put 24 rows in the step: past the knee, a drafted
+  // row of the two planned ones (0.9 tokens for 9 ms) no longer repays its time.
+  std::vector<PlanSequence> with_fixed(8, auto_seq(0.9));
+  for (size_t i = 2; i < 8; ++i) {
+    with_fixed[i].gains.clear();
+    with_fixed[i].fixed_rows = 4;
+    with_fixed[i].fixed_draft = 3;
+    with_fixed[i].fixed_tokens = 1 + 3 * 0.8;
+  }
+  const std::vector<const DraftTime*> cheap_only = {&cheap};
+  const server::StepPlan pf = plan_step(with_fixed, t, cheap_only);
+  CHECK(total(pf.k) == 0);
+  CHECK(pf.seconds >= cpu_pass_s(26));
+  // A prefill chunk makes the step long for one token: drafting the decoding sequence's
+  // tokens then costs little beside it, and the plan takes them.
+  PlanSequence prefill;
+  prefill.fixed_rows = 64;
+  const std::vector<PlanSequence> with_prefill = {prefill, auto_seq(0.9)};
+  CHECK(plan_step(with_prefill, t, cheap_only).k[1] > 0);
+  // Alone with a draft model whose steps cost as much as a pass: at 0.5 acceptance a
+  // drafted token (0.5, 0.25, ... tokens) does not repay 8 ms.
+  const std::vector<PlanSequence> one = {auto_seq(0.5)};
+  const std::vector<const DraftTime*> dear_only = {&dear};
+  CHECK(plan_step(one, t, dear_only).k[0] == 0);
+  CHECK(plan_step(one, t, cheap_only).k[0] > 0);
+}
+
+TEST_CASE("adaptive k with a plan: the scheduler's k, its pass times kept out of its own") {
   AdaptiveK a;
-  teach_acceptance(a);
-
-  observe_load(cost, 1);  // alone: passes of 1..5 rows, all memory bound (1 ms)
-  a.set_load({&cost, 0, 0});
-  const uint32_t alone = a.best_k();
-  CHECK(alone >= 4);
-  CHECK(a.verify_cost(4) == doctest::Approx(1.0));
-  CHECK(a.predicted_speedup(alone) > 2.0);
-
-  // 16 sequences: passes of 16..80 rows, compute bound, so each drafted row lengthens every
-  // sequence's step; 15 others at one row and one token each. 0.8 acceptance does not pay.
-  observe_load(cost, 16);
-  a.set_load({&cost, 15, 15});
-  CHECK(a.verify_cost(4) == doctest::Approx(20.0 / 16.0).epsilon(0.01));
-  CHECK(a.best_k() == 0);
-  for (uint32_t k = 1; k <= 8; ++k) CHECK(a.predicted_speedup(k) < 1.0);
-
-  // Back to a light load (4 sequences, memory bound again): drafting pays again.
-  observe_load(cost, 4);
-  a.set_load({&cost, 3, 3});
-  CHECK(a.best_k() > 0);
-}
-
-TEST_CASE("adaptive k under load keeps its pass times out of its own per-row estimates") {
-  PassCost cost;
-  observe_load(cost, 1);
-  AdaptiveK a;
-  a.set_load({&cost, 0, 0});
-  CHECK(a.next_k() > 0);  // no plain round to time first: the scheduler's model has the times
-}
-
-TEST_CASE("pass cost: steady rows on a noisy machine do not make an extra row look free") {
-  // 4 sequences on a CPU: a step costs 0.38 + 0.27·M ms, almost always over 4 rows; one in
-  // ten is over 5 (a sequence drafted); ±25% noise in a fixed pattern, and the 5-row
-  // steps happened to land on fast moments. The plain fit's slope comes out below 0.
-  PassCost cost;
-  for (int i = 0; i < 200; ++i) {
-    const uint32_t rows = i % 10 == 9 ? 5 : 4;
-    const double noise = rows == 5 ? 0.9 : 1.0 + 0.25 * double(int(i * 7919 % 21) - 10) / 10.0;
-    cost.observe(rows, (0.38 + 0.27 * rows) * noise * 1e-3);
-  }
-  // The fitted slope alone says a fifth row is free or cheaper; with its error it costs
-  // a share of a row (truly 0.27 ms, a 4-row step 1.46 ms: v(1) ≈ 1.18).
-  CHECK(cost.per_row_s() > 0.08e-3);
-  CHECK(cost.time(5) / cost.time(4) > 1.05);
-  // Never dearer than in proportion to the rows (a line through the origin).
-  CHECK(cost.time(5) / cost.time(4) <= 5.0 / 4.0 + 1e-9);
-  // Exact times over varied rows: the line itself, no margin.
-  PassCost exact;
-  for (int i = 0; i < 100; ++i) exact.observe(1 + i % 8, (0.38 + 0.27 * (1 + i % 8)) * 1e-3);
-  CHECK(exact.per_row_s() == doctest::Approx(0.27e-3).epsilon(1e-6));
-  CHECK(exact.fixed_s() == doctest::Approx(0.38e-3).epsilon(1e-6));
-}
-
-TEST_CASE("adaptive k under load: a check every sequence waits out is split between them") {
-  // Drafting loses even optimistically (nothing accepted), so a probe is only a rare check, allowed
-  // while it costs at most 1/64 of the time to go. Under load every sequence in the step
-  // waits out its draft, and each runs its own checks: with 16 sequences each may spend a
-  // sixteenth of that.
-  PassCost cost;
-  for (int i = 0; i < 100; ++i) cost.observe(1 + i % 8, (0.38 + 0.27 * (1 + i % 8)) * 1e-3);
-  AdaptiveK a;
-  a.set_load({&cost, 0, 0, 0});
-  for (int i = 0; i < 400; ++i) {
-    AdaptiveKRound r;
-    r.drafted = 1;
-    r.accepted = 0;
-    r.draft_s = 0.05e-3;
-    a.observe(r);
-  }
-  // A probe with nothing to catch up on, 40 tokens to go: its draft and extra row cost
-  // 0.07 of a 16-row step, under 40/64 alone, over it 16 times.
-  const AdaptiveKHorizon horizon{40, 1};
-  for (uint32_t others : {0u, 15u}) {
-    // The same step either way: `others` sequences at one row and one token, plus rows
-    // that keep the step at 16 (so only the sharing differs, not the prices).
-    a.set_load({&cost, 15, double(others), others});
-    CAPTURE(others);
-    REQUIRE(a.optimistic_speedup() <= 1.0);
-    CHECK(a.worth_catching_up(horizon, true) == (others == 0));
-  }
-  // Alone (batch 1) the same check is allowed, as before.
-  a.set_load({&cost, 0, 0, 0});
-  CHECK(a.worth_catching_up(horizon, true));
+  a.set_plan(3);
+  CHECK(a.next_k() == 3);  // no plain rounds first: the plan has the costs
+  AdaptiveKRound r;
+  r.drafted = 3;
+  r.accepted = 3;
+  r.verify_s = 1.0;  // a shared step's time: not this sequence's own pass
+  for (int i = 0; i < 20; ++i) a.observe(r);
+  CHECK(a.expected_tokens(3) > 3.0);  // acceptance learnt
+  a.set_plan(std::nullopt);
+  CHECK(a.next_k() == 0);  // alone again: it times its own plain rounds first
 }
 
 TEST_CASE("KV admission: reservations, capped by the context and the budget") {

@@ -1,0 +1,74 @@
+#include "server/step_planner.hpp"
+
+#include <algorithm>
+
+namespace specd::server {
+namespace {
+
+struct Candidate {
+  double gain;
+  size_t sequence;
+  uint32_t j;  // its j-th draft token
+};
+
+// The step's seconds with sequence s drafting k[s] (the plan's) tokens.
+double step_seconds(std::span<const PlanSequence> seqs, const std::vector<uint32_t>& k,
+                    uint32_t rows, const PassTime& pass, std::span<const DraftTime* const> drafts) {
+  double t = pass.time(rows);
+  std::vector<uint32_t> steps(drafts.size(), 0), draft_rows(drafts.size(), 0);
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    const PlanSequence& q = seqs[s];
+    if (q.group < 0 || static_cast<size_t>(q.group) >= drafts.size()) continue;
+    const uint32_t n = q.fixed_draft + k[s];
+    if (n == 0) continue;
+    steps[q.group] = std::max(steps[q.group], n);
+    draft_rows[q.group] += n + (k[s] > 0 ? q.catch_up : 0);
+  }
+  for (size_t g = 0; g < drafts.size(); ++g)
+    if (drafts[g] && steps[g] > 0) t += drafts[g]->time(steps[g], draft_rows[g]);
+  return t;
+}
+
+}  // namespace
+
+StepPlan plan_step(std::span<const PlanSequence> seqs, const PassTime& pass,
+                   std::span<const DraftTime* const> drafts) {
+  StepPlan plan;
+  plan.k.assign(seqs.size(), 0);
+  uint32_t rows = 0;
+  double tokens = 0;
+  std::vector<Candidate> candidates;
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    rows += seqs[s].fixed_rows;
+    tokens += seqs[s].fixed_tokens;
+    for (size_t j = 0; j < seqs[s].gains.size(); ++j)
+      candidates.push_back({seqs[s].gains[j], s, static_cast<uint32_t>(j + 1)});
+  }
+  // By gain, the larger first; a sequence's own in order (its gains do not increase), and
+  // between sequences the earlier one first on ties.
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.gain > b.gain; });
+  std::vector<uint32_t> k(seqs.size(), 0);
+  double best_rate = -1;
+  for (size_t n = 0;; ++n) {
+    if (n > 0) {
+      const Candidate& c = candidates[n - 1];
+      if (c.j != k[c.sequence] + 1) break;  // out of order (rising gains): stop here
+      k[c.sequence] = c.j;
+      tokens += c.gain;
+      ++rows;
+    }
+    const double seconds = step_seconds(seqs, k, std::max<uint32_t>(rows, 1), pass, drafts);
+    const double rate = seconds > 0 ? tokens / seconds : 0;
+    if (rate > best_rate) {  // strictly better: ties keep fewer rows
+      best_rate = rate;
+      plan.k = k;
+      plan.tokens = tokens;
+      plan.seconds = seconds;
+    }
+    if (n == candidates.size()) break;
+  }
+  return plan;
+}
+
+}  // namespace specd::server

@@ -1,0 +1,48 @@
+// The draft lengths of one scheduler step (k = "auto" under a batch): the k of every sequence
+// that lets its strategy choose, jointly, to maximise the step's expected tokens per second.
+//
+// A step emits, per decoding sequence, its root's token plus the draft tokens accepted; it
+// costs the target pass over all its rows, T(M) (PassTime: measured, far from a line), plus
+// each proposer's call over its drafting sequences (DraftTime). The j-th draft token of a
+// sequence adds one row and gain(j) = E(j) − E(j−1) expected tokens (from its acceptance
+// estimates: non-increasing in j). So the plan takes the candidate tokens in order of gain,
+// all sequences together, and keeps the prefix n whose
+//
+//   rate(n) = (fixed tokens + the n largest gains) / (T(fixed rows + n) + Σ draft calls)
+//
+// is highest (n = 0: nobody drafts). A sequence that starts drafting also brings its
+// proposer's catch-up rows (tokens appended since it last drafted). Sequences with a fixed k,
+// prefill chunks and plain ones put fixed rows and tokens in the step.
+//
+// Thread rule: a pure function.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/step_cost.hpp"
+
+namespace specd::server {
+
+struct PlanSequence {
+  uint32_t fixed_rows = 0;   // rows it puts in the pass whatever the plan
+  double fixed_tokens = 0;   // tokens it emits whatever the plan
+  int group = -1;            // its proposer (index into the draft costs); -1: none
+  uint32_t fixed_draft = 0;  // a fixed k's draft (counts in its group's call)
+  // k = "auto": the expected extra tokens of its j-th draft token (gains[j - 1], j = 1..),
+  // at most as many as it may draft; empty: not planned.
+  std::vector<double> gains;
+  uint32_t catch_up = 0;  // draft rows its proposer runs first when it drafts at all
+};
+
+struct StepPlan {
+  std::vector<uint32_t> k;  // per sequence (0 for those not planned)
+  double tokens = 0;        // predicted tokens of the step
+  double seconds = 0;       // predicted seconds
+};
+
+StepPlan plan_step(std::span<const PlanSequence> sequences, const PassTime& pass,
+                   std::span<const DraftTime* const> drafts);
+
+}  // namespace specd::server
