@@ -15,56 +15,116 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-// Indices of the surviving (finite) entries of z, most probable first, lowest id on ties.
-std::vector<uint32_t> sorted_survivors(const std::vector<double>& z) {
-  std::vector<uint32_t> idx;
+// The ranking every filter uses: larger z first, the lower id first on ties (a total order,
+// so any selection by it picks exactly the entries a full stable sort would put first).
+struct Ranked {
+  const std::vector<double>& z;
+  bool operator()(uint32_t a, uint32_t b) const { return z[a] != z[b] ? z[a] > z[b] : a < b; }
+};
+
+// A row's working storage, kept per thread between calls: rows of a large vocabulary are
+// megabytes, which freshly allocated would cost their page faults and zeroing every time.
+struct Scratch {
+  std::vector<double> z, e, prob;
+  std::vector<uint32_t> order;
+};
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+// Indices of the surviving (finite) entries of z, into idx.
+void survivors(const std::vector<double>& z, std::vector<uint32_t>& idx) {
+  idx.clear();
   for (uint32_t i = 0; i < z.size(); ++i)
     if (z[i] != kNegInf) idx.push_back(i);
-  std::stable_sort(idx.begin(), idx.end(), [&](uint32_t a, uint32_t b) { return z[a] > z[b]; });
-  return idx;
 }
 
-// Softmax over the surviving entries (log-sum-exp: shift by the max before exp).
-void softmax_in_place(const std::vector<double>& z, std::span<double> out) {
-  double m = kNegInf;
-  for (double v : z) m = std::max(m, v);
-  double total = 0;
-  for (size_t i = 0; i < z.size(); ++i) {
-    out[i] = z[i] == kNegInf ? 0.0 : std::exp(z[i] - m);
-    total += out[i];
+// Puts the `count` best of `idx` (Ranked) first, in rank order; the rest stay after them in
+// no particular order. Selection, then a sort of the selected only: a large vocabulary is
+// never sorted whole.
+void rank_first(std::vector<uint32_t>& idx, size_t count, const std::vector<double>& z) {
+  count = std::min(count, idx.size());
+  const Ranked ranked{z};
+  if (count < idx.size()) std::nth_element(idx.begin(), idx.begin() + count, idx.end(), ranked);
+  std::sort(idx.begin(), idx.begin() + count, ranked);
+}
+
+// exp(z - max) of every surviving entry (0 for the masked ones), computed once: each softmax
+// below (after a filter removes entries, never the largest) divides the same terms by the sum
+// of those still kept, summed in index order, so the bits are those of a fresh log-sum-exp
+// softmax over the survivors.
+struct Exps {
+  std::vector<double>& e;
+  Exps(const std::vector<double>& z, std::vector<double>& storage) : e(storage) {
+    e.resize(z.size());
+    double m = kNegInf;
+    for (double v : z) m = std::max(m, v);
+    for (size_t i = 0; i < z.size(); ++i) e[i] = z[i] == kNegInf ? 0.0 : std::exp(z[i] - m);
   }
-  // total >= 1 because the max entry contributes exp(0) = 1.
-  for (double& v : out) v /= total;
-}
+  // The softmax of the entries of z still finite, into out.
+  void softmax(const std::vector<double>& z, std::span<double> out) const {
+    double total = 0;
+    for (size_t i = 0; i < z.size(); ++i) total += out[i] = z[i] == kNegInf ? 0.0 : e[i];
+    // total >= 1 because the max entry contributes exp(0) = 1.
+    for (double& v : out) v /= total;
+  }
+};
 
-void transform_scaled(std::vector<double> z, const SamplingParams& params, std::span<double> out) {
-  std::vector<uint32_t> order = sorted_survivors(z);  // non-empty: checked by the caller
-  size_t keep = order.size();
-  if (params.top_k > 0) keep = std::min(keep, static_cast<size_t>(params.top_k));
-  for (size_t j = keep; j < order.size(); ++j) z[order[j]] = kNegInf;
-  order.resize(keep);
+void transform_scaled(std::vector<double>& z, const SamplingParams& params, std::span<double> out) {
+  Scratch& scratch_ = scratch();
+  const Exps exps(z, scratch_.e);
+  const bool filters = params.top_k > 0 || params.top_p < 1.0 || params.min_p > 0.0;
+  if (!filters) return exps.softmax(z, out);
+  std::vector<uint32_t>& order = scratch_.order;
+  survivors(z, order);  // non-empty: checked by the caller
+  size_t ranked = 0;    // order[0 .. ranked) is in rank order
+  if (params.top_k > 0 && static_cast<size_t>(params.top_k) < order.size()) {
+    const size_t keep = static_cast<size_t>(params.top_k);
+    rank_first(order, keep, z);
+    ranked = keep;
+    for (size_t j = keep; j < order.size(); ++j) z[order[j]] = kNegInf;
+    order.resize(keep);
+  }
 
   if (params.top_p < 1.0 || params.min_p > 0.0) {
-    std::vector<double> prob(z.size());
-    softmax_in_place(z, prob);
+    std::vector<double>& prob = scratch_.prob;
+    prob.resize(z.size());
+    exps.softmax(z, prob);
     if (params.top_p < 1.0) {
+      // The most probable tokens in rank order until their mass reaches top_p: rank a few
+      // hundred first, and more only when those fall short.
       double mass = 0;
       size_t j = 0;
-      while (j < order.size()) {
-        mass += prob[order[j++]];
-        if (mass >= params.top_p) break;
+      for (size_t want = std::min<size_t>(order.size(), 256);;
+           want = std::min(order.size(), 4 * want)) {
+        if (ranked < want) {
+          rank_first(order, want, z);  // keeps the ranked prefix: it holds the best of all
+          ranked = want;
+        }
+        bool reached = false;
+        while (j < want) {
+          mass += prob[order[j++]];
+          if (mass >= params.top_p) {
+            reached = true;
+            break;
+          }
+        }
+        if (reached || want == order.size()) break;
       }
       for (size_t r = j; r < order.size(); ++r) z[order[r]] = kNegInf;
       order.resize(j);
-      softmax_in_place(z, prob);
+      exps.softmax(z, prob);
     }
     if (params.min_p > 0.0) {
-      const double floor = params.min_p * prob[order.front()];
+      double top = 0;
+      for (uint32_t i : order) top = std::max(top, prob[i]);
+      const double floor = params.min_p * top;
       for (uint32_t i : order)
         if (prob[i] < floor) z[i] = kNegInf;
     }
   }
-  softmax_in_place(z, out);
+  exps.softmax(z, out);
 }
 
 template <class T>
@@ -72,7 +132,8 @@ void transform_any(std::span<const T> logits, const SamplingParams& params, std:
   if (out.size() != logits.size())
     throw Error("sampling transform: output row has " + std::to_string(out.size()) +
                 " entries, logits have " + std::to_string(logits.size()));
-  std::vector<double> z(logits.size());
+  std::vector<double>& z = scratch().z;
+  z.resize(logits.size());
   bool any = false;
   for (size_t i = 0; i < logits.size(); ++i) {
     const double v = static_cast<double>(logits[i]);
@@ -91,7 +152,7 @@ void transform_any(std::span<const T> logits, const SamplingParams& params, std:
   }
   for (double& v : z)
     if (v != kNegInf) v /= params.temperature;
-  transform_scaled(std::move(z), params, out);
+  transform_scaled(z, params, out);
 }
 
 }  // namespace

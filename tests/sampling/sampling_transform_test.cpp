@@ -1,8 +1,11 @@
 // The sampling transform: one code path for target and draft rows.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "common/error.hpp"
@@ -156,4 +159,76 @@ TEST_CASE("parameters are validated") {
   p = {};
   p.min_p = 1;
   CHECK_THROWS_AS(specd::validate_sampling_params(p), specd::UsageError);
+}
+
+namespace {
+
+// The transform as its contract states it, with a full stable sort of the row: the filters
+// of the implementation select instead of sorting a large vocabulary, and must give these
+// bits exactly.
+std::vector<double> reference(std::vector<double> z, const SamplingParams& p) {
+  for (double& v : z)
+    if (v != -kInf) v /= p.temperature;
+  auto softmax = [](const std::vector<double>& x) {
+    double m = -kInf, total = 0;
+    for (double v : x) m = std::max(m, v);
+    std::vector<double> out(x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      total += out[i] = x[i] == -kInf ? 0.0 : std::exp(x[i] - m);
+    for (double& v : out) v /= total;
+    return out;
+  };
+  std::vector<uint32_t> order;
+  for (uint32_t i = 0; i < z.size(); ++i)
+    if (z[i] != -kInf) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return z[a] > z[b]; });
+  size_t keep = order.size();
+  if (p.top_k > 0) keep = std::min(keep, static_cast<size_t>(p.top_k));
+  for (size_t j = keep; j < order.size(); ++j) z[order[j]] = -kInf;
+  order.resize(keep);
+  if (p.top_p < 1.0 || p.min_p > 0.0) {
+    std::vector<double> prob = softmax(z);
+    if (p.top_p < 1.0) {
+      double mass = 0;
+      size_t j = 0;
+      while (j < order.size()) {
+        mass += prob[order[j++]];
+        if (mass >= p.top_p) break;
+      }
+      for (size_t r = j; r < order.size(); ++r) z[order[r]] = -kInf;
+      order.resize(j);
+      prob = softmax(z);
+    }
+    if (p.min_p > 0.0) {
+      const double floor = p.min_p * prob[order.front()];
+      for (uint32_t i : order)
+        if (prob[i] < floor) z[i] = -kInf;
+    }
+  }
+  return softmax(z);
+}
+
+}  // namespace
+
+TEST_CASE("a large vocabulary's filters select without sorting, with the sorted contract's bits") {
+  std::mt19937 rng(5);
+  std::normal_distribution<double> logit(0.0, 3.0);
+  for (const uint32_t vocab : {300u, 32000u, 151936u}) {
+    std::vector<double> row(vocab);
+    for (double& v : row) v = std::round(logit(rng) * 4) / 4;  // many ties
+    for (uint32_t i = 0; i < vocab; i += 97) row[i] = -kInf;   // masked tokens
+    const SamplingParams cases[] = {{0.8, 0, 1.0, 0.0},    {0.8, 40, 1.0, 0.0},
+                                    {0.8, 0, 0.95, 0.0},   {1.3, 0, 0.999, 0.0},
+                                    {0.7, 50, 0.9, 0.05},  {1.0, 0, 1.0, 0.1},
+                                    {2.0, 0, 0.9999, 0.0}, {0.5, vocab + 10, 0.8, 0.0}};
+    for (const SamplingParams& p : cases) {
+      CAPTURE(vocab);
+      CAPTURE(p.temperature);
+      CAPTURE(p.top_k);
+      CAPTURE(p.top_p);
+      CAPTURE(p.min_p);
+      const std::vector<double> got = run(row, p), want = reference(row, p);
+      CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(double)) == 0);
+    }
+  }
 }
