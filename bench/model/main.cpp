@@ -4,6 +4,8 @@
 //   specd-model-bench MODEL.gguf [--backend cpu] [--threads N] [--repeats R] [--json]
 //                     [--cpu-time]   (process CPU time instead of wall time)
 //                     [--prefix N]   (committed tokens before the timings; default 64)
+//                     [--sequences S] (with --only-m: S sequences of M rows each in one
+//                                     batched pass, each after its own prefix: a server step)
 //   specd-model-bench --write-random OUT.gguf [--seed S]   (a ~5 M-parameter f16 model)
 #include <algorithm>
 #include <chrono>
@@ -89,7 +91,7 @@ void write_random(const std::string& path, uint32_t seed) {
 
 int usage() {
   std::cerr << "usage: specd-model-bench MODEL.gguf [--backend ID] [--threads N] [--repeats R] "
-               "[--json] [--cpu-time] [--decode-only] [--only-m M] [--prefix N]\n"
+               "[--json] [--cpu-time] [--decode-only] [--only-m M [--sequences S]] [--prefix N]\n"
                "       specd-model-bench --write-random OUT.gguf [--seed S]\n";
   return 2;
 }
@@ -101,6 +103,7 @@ struct Args {
   bool json = false;
   bool decode_only = false;  // time m = 1 decoding only (for profiling the decode loop)
   int32_t only_m = 0;        // time forwards of this many tokens only (for profiling v(m))
+  int32_t sequences = 1;     // with only_m: that many sequences of only_m rows in one pass
   int32_t prefix = 0;  // committed tokens before decoding and each v(m) forward; 0: the default
 };
 
@@ -124,6 +127,8 @@ Args parse(int argc, char** argv) {
       a.decode_only = true;
     else if (s == "--only-m")
       a.only_m = std::max(1, std::stoi(value()));
+    else if (s == "--sequences")
+      a.sequences = std::max(1, std::stoi(value()));
     else if (s == "--prefix")
       a.prefix = std::max(1, std::stoi(value()));
     else if (s == "--cpu-time")
@@ -138,6 +143,7 @@ Args parse(int argc, char** argv) {
       a.model = s;
   }
   if (a.model.empty() && a.write_random.empty()) throw UsageError("no model given");
+  if (a.sequences > 1 && !a.only_m) throw UsageError("--sequences needs --only-m");
   return a;
 }
 
@@ -184,6 +190,24 @@ struct Bench {
     }
     return total / iters;
   }
+  // Time of one batched pass: m rows of each cache's sequence, after its committed prefix.
+  double batch_time(std::vector<std::unique_ptr<KvCache>>& caches, int32_t m) {
+    std::vector<std::vector<int32_t>> t(caches.size()), pos(caches.size()), par(caches.size());
+    std::vector<ForwardEntry> entries(caches.size());
+    logits.resize(caches.size() * static_cast<size_t>(m) * model.info().vocab_size);
+    for (size_t e = 0; e < caches.size(); ++e) {
+      t[e] = tokens(m);
+      for (int32_t i = 0; i < m; ++i) {
+        pos[e].push_back(caches[e]->size() + i);
+        par[e].push_back(i - 1);
+      }
+      entries[e] = {caches[e].get(), t[e], pos[e], par[e],
+                    logits.data() + e * static_cast<size_t>(m) * model.info().vocab_size};
+    }
+    const double t0 = now_seconds();
+    model.forward_batch(entries);
+    return now_seconds() - t0;
+  }
   // Median over `repeats` of forward_mean.
   double forward_median(KvCache& cache, int32_t m, int repeats, double min_seconds) {
     std::vector<double> reps;
@@ -222,6 +246,27 @@ int main(int argc, char** argv) {
     // Prefill: one chain of n_prefill tokens from an empty cache.
     auto cache = model->new_cache(n_ctx);
     std::vector<double> prefill;
+    if (a.only_m && a.sequences > 1) {
+      // A server step: every sequence's rows in one pass, each after its own prefix.
+      std::vector<std::unique_ptr<KvCache>> caches;
+      for (int32_t sq = 0; sq < a.sequences; ++sq) {
+        caches.push_back(model->new_cache(prefix + a.only_m));
+        b.fill_prefix(*caches.back(), prefix);
+      }
+      b.batch_time(caches, a.only_m);  // warm-up
+      std::vector<double> reps;
+      for (int r = 0; r < a.repeats; ++r) {
+        double total = 0;
+        int iters = 0;
+        while (iters < 3 || total < 0.5) total += b.batch_time(caches, a.only_m), ++iters;
+        reps.push_back(total / iters);
+      }
+      std::printf(
+          "forward   %.3f ms (%d sequences of m = %d after %d tokens each, one "
+          "batched pass, median of %d repeats)\n",
+          median(reps) * 1e3, a.sequences, a.only_m, prefix, a.repeats);
+      return 0;
+    }
     if (a.only_m) {
       b.fill_prefix(*cache, prefix);
       std::printf("forward   %.3f ms (m = %d after %d tokens, median of %d repeats)\n",
