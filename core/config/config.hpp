@@ -40,12 +40,14 @@ struct EngineConfig {
   std::string backend = "auto";  // "cpu" | "cuda" | "hip" | "auto" | a plugin id
   int threads = 0;               // 0 = all hardware threads, at most kMaxThreads
   uint64_t seed = 0;
-  int context = 0;  // KV capacity in tokens; 0 = the model's context length
+  int context = 0;              // KV capacity in tokens; 0 = the model's context length
+  std::string kv_type = "f32";  // KV cache rows: "f32" | "f16" | "q8_0" (models' default)
 };
 
 struct TargetConfig {
   std::string model;    // GGUF path (relative paths resolve against the config file)
   std::string backend;  // empty = [engine] backend
+  std::string kv_type;  // empty = [engine] kv_type
 };
 
 struct ProposerConfig {
@@ -54,6 +56,7 @@ struct ProposerConfig {
   int k = 4;                        // draft length (tokens per round)
   bool k_auto = false;              // k = "auto"
   std::string backend;              // empty = the target's backend
+  std::string kv_type;              // its model's KV cache; empty = [engine] kv_type
   std::vector<PluginParam> params;  // every other key, for the plugin
 };
 

@@ -104,6 +104,18 @@ void read_path(Context& c, const std::string& key, const toml::node& n, std::str
   if (n.is_string() && out.empty()) c.add(n, "'" + key + "' must be a file path, not empty");
 }
 
+// A KV cache type: f32, f16 or q8_0 (llama.cpp's -ctk/-ctv names).
+void read_kv_type(Context& c, const std::string& key, const toml::node& n, std::string& out) {
+  std::string v;
+  read_string(c, key, n, v);
+  if (!n.is_string()) return;
+  if (v != "f32" && v != "f16" && v != "q8_0") {
+    c.add(n, "'" + key + "' must be \"f32\", \"f16\" or \"q8_0\", not '" + v + "'");
+    return;
+  }
+  out = v;
+}
+
 void read_bool(Context& c, const std::string& key, const toml::node& n, bool& out) {
   if (n.is_boolean()) {
     out = *n.value<bool>();
@@ -248,6 +260,9 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
   engine["context"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_int(c, k, n, cfg.engine.context, 0, 1 << 24, "0 = the model's, up to 16M");
   };
+  engine["kv_type"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_kv_type(c, k, n, cfg.engine.kv_type);
+  };
 
   auto& target = s["target"].keys;
   target["model"] = [&](Context& c, const std::string& k, const toml::node& n) {
@@ -255,6 +270,9 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
   };
   target["backend"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_string(c, k, n, cfg.target.backend);
+  };
+  target["kv_type"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_kv_type(c, k, n, cfg.target.kv_type);
   };
 
   auto& proposer = s["proposer"];
@@ -268,6 +286,9 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
   };
   proposer.keys["backend"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_string(c, k, n, cfg.proposer.backend);
+  };
+  proposer.keys["kv_type"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_kv_type(c, k, n, cfg.proposer.kv_type);
   };
   proposer.keys["k"] = [&](Context& c, const std::string& k, const toml::node& n) {
     if (n.is_string() && *n.value<std::string>() == "auto") {

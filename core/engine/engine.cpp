@@ -21,6 +21,7 @@
 #include "engine/verifier.hpp"
 #include "engine/verifier_factory.hpp"
 #include "gguf/gguf_reader.hpp"
+#include "models/kv_layout.hpp"
 #include "models/llama_model.hpp"
 #include "plugin/host_services.hpp"
 #include "plugin/model_service.hpp"
@@ -80,7 +81,11 @@ Engine::Engine(const Config& config, const PluginRegistry& registry, EngineUse u
     GgufFile target_file = GgufFile::open(config_.target.model);
     tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::from_gguf(target_file));
     // A plugin verifier (e.g. remote) scores on its own model: only the tokenizer is read.
-    if (uses_local_target(config_)) target_ = LlamaModel::load(std::move(target_file), *device_);
+    if (uses_local_target(config_)) {
+      target_ = LlamaModel::load(std::move(target_file), *device_);
+      target_->set_kv_dtype(kv_dtype(config_.target.kv_type.empty() ? config_.engine.kv_type
+                                                                    : config_.target.kv_type));
+    }
   } catch (const UsageError&) {
     throw;
   } catch (const Error& e) {
@@ -125,6 +130,8 @@ std::unique_ptr<Proposer> Engine::make_proposer(const Config& config,
   setup.model_backend = config.proposer.backend.empty() ? target_backend : config.proposer.backend;
   setup.threads = static_cast<uint32_t>(config.engine.threads);
   setup.shared_device = device_.get();
+  setup.kv_dtype =
+      kv_dtype(config.proposer.kv_type.empty() ? config.engine.kv_type : config.proposer.kv_type);
   ProposerConfig proposer_config = config.proposer;
   // k = "auto": the proposer is built for the longest draft; each round asks for what the
   // running estimates of acceptance and cost say pays best (0 = a plain round).

@@ -89,7 +89,8 @@ void* Proposer::create_object() const {
   // first creation holds that scope itself when no registry is given.
   std::optional<ModelServiceScope> models;
   if (setup_.registry)
-    models.emplace(*setup_.registry, setup_.model_backend, setup_.threads, setup_.shared_device);
+    models.emplace(*setup_.registry, setup_.model_backend, setup_.threads, setup_.shared_device,
+                   setup_.kv_dtype);
   void* object = nullptr;
   throw_if_error(vtable_->create(host_table(), params_.raw(),
                                  config_.model.empty() ? nullptr : config_.model.c_str(), &context_,

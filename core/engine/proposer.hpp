@@ -60,6 +60,7 @@ struct ProposerSetup {
   std::string model_backend;
   uint32_t threads = 0;
   Device* shared_device = nullptr;  // the target's device, which models on its backend share
+  uint32_t kv_dtype = 0;            // the KV cache rows of the models it opens (f32)
 };
 
 class Proposer;

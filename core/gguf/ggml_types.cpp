@@ -79,29 +79,7 @@ size_t ggml_row_size(GgmlType type, int64_t n) {
 }
 
 uint16_t f32_to_f16(float value) {
-  const uint32_t x = float_bits(value);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const uint32_t abs = x & 0x7fffffffu;
-  if (abs >= 0x7f800000u) {  // inf or NaN
-    return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
-  }
-  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to inf
-  if (abs < 0x38800000u) {
-    // Subnormal half (or zero): shift the implicit-one mantissa into place, round to even.
-    if (abs < 0x33000000u) return static_cast<uint16_t>(sign);
-    const uint32_t e = abs >> 23;
-    const uint32_t m = (abs & 0x7fffffu) | 0x800000u;
-    const uint32_t shift = 126 - e;  // 14..24
-    uint32_t half = m >> shift;
-    const uint32_t rem = m & ((1u << shift) - 1);
-    const uint32_t mid = 1u << (shift - 1);
-    if (rem > mid || (rem == mid && (half & 1u))) ++half;
-    return static_cast<uint16_t>(sign | half);
-  }
-  uint32_t half = ((abs - 0x38000000u) >> 13);
-  const uint32_t rem = abs & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;
-  return static_cast<uint16_t>(sign | half);
+  return ggml::f32_to_f16(value);
 }
 
 float f16_to_f32(uint16_t h) {
@@ -135,20 +113,8 @@ void dequantize_row(GgmlType type, const void* in, float* y, int64_t n) {
 
 void quantize_q8_0(const float* x, void* out, int64_t n) {
   auto* dst = static_cast<uint8_t*>(out);
-  for (int64_t b = 0; b < n / static_cast<int64_t>(kQ8_0BlockSize); ++b) {
-    const float* xb = x + b * kQ8_0BlockSize;
-    float amax = 0.0f;
-    for (size_t j = 0; j < kQ8_0BlockSize; ++j) amax = std::max(amax, std::fabs(xb[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    const uint16_t dh = f32_to_f16(d);
-    uint8_t* block = dst + b * kQ8_0BlockBytes;
-    std::memcpy(block, &dh, 2);
-    for (size_t j = 0; j < kQ8_0BlockSize; ++j) {
-      const auto q = static_cast<int8_t>(std::lround(xb[j] * id));
-      std::memcpy(block + 2 + j, &q, 1);
-    }
-  }
+  for (int64_t b = 0; b < n / static_cast<int64_t>(kQ8_0BlockSize); ++b)
+    ggml::quantize_q8_0_block(x + b * kQ8_0BlockSize, dst + b * kQ8_0BlockBytes);
 }
 
 void dequantize_q8_0(const void* in, float* y, int64_t n) {

@@ -1,5 +1,5 @@
 // The row layout of KV cache buffers: one row per cached token, n_head_kv * head_dim values of
-// the cache's dtype (f32 today), rows kv_row_bytes apart.
+// the cache's dtype (f32, f16 or q8_0: [engine] kv_type), rows kv_row_bytes apart.
 //
 // Rows whose size is a multiple of 1 KiB would put a KV head's slice of every row into the same
 // few sets of the L1 cache, which is indexed by address bits 6..11 (a head's 256-byte slices of
@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "backend/backend.hpp"
 
@@ -19,5 +20,9 @@ namespace specd {
 
 // Bytes from one cache row to the next for kv_dim values of `dtype` per row.
 int64_t kv_row_bytes(int64_t kv_dim, specd_dtype dtype = SPECD_DTYPE_F32);
+
+// The dtype of a KV cache type name ([engine] kv_type): "f32", "f16" or "q8_0"; "" is f32.
+// Throws UsageError for another name.
+specd_dtype kv_dtype(const std::string& name);
 
 }  // namespace specd

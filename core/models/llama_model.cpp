@@ -118,8 +118,19 @@ KvPool& LlamaModel::kv_pool() {
   if (!kv_pool_)
     kv_pool_ = std::make_shared<KvPool>(*device_, info_.n_layer,
                                         static_cast<int64_t>(info_.n_head_kv) * info_.head_dim,
-                                        kKvBlockRows);
+                                        kKvBlockRows, kv_dtype_);
   return *kv_pool_;
+}
+
+void LlamaModel::set_kv_dtype(specd_dtype dtype) {
+  if (kv_pool_ && dtype != kv_dtype_)
+    throw Error(info_.path + ": the KV cache type is set before the first cache is made");
+  if (dtype == SPECD_DTYPE_Q8_0 && info_.head_dim % 32 != 0)
+    throw UsageError(info_.path + ": a q8_0 KV cache needs a head size that is a multiple of 32 (" +
+                     std::to_string(info_.head_dim) + " here)");
+  if (dtype != SPECD_DTYPE_F32 && dtype != SPECD_DTYPE_F16 && dtype != SPECD_DTYPE_Q8_0)
+    throw Error(info_.path + ": a KV cache holds f32, f16 or q8_0 rows");
+  kv_dtype_ = dtype;
 }
 
 std::unique_ptr<KvCache> LlamaModel::new_cache(int32_t max_tokens) {

@@ -70,6 +70,9 @@ class LlamaModel {
   void reserve_kv(int64_t rows);
   // The KV pool (created on first use); for its gauges.
   KvPool& kv_pool();
+  // The dtype of the KV cache rows (f32, f16 or q8_0; default f32), set before the first cache
+  // is made. Throws Error after, and for q8_0 when a row is not whole 32-value blocks.
+  void set_kv_dtype(specd_dtype dtype);
   // Rows per KV block.
   static constexpr int32_t kKvBlockRows = 16;
 
@@ -132,6 +135,7 @@ class LlamaModel {
   View tok_embd_, output_norm_, output_;
   std::vector<DecoderBlock> layers_;
   std::shared_ptr<KvPool> kv_pool_;
+  specd_dtype kv_dtype_ = SPECD_DTYPE_F32;
   Scratch s_;
 };
 

@@ -39,6 +39,7 @@ struct RunContext {
   std::string default_backend;
   uint32_t threads;
   Device* shared;
+  specd_dtype kv_dtype;
 };
 
 thread_local const RunContext* g_run = nullptr;
@@ -100,6 +101,7 @@ specd_status* model_open(void*, const char* path, const char* backend, uint32_t 
     if (!path || !*path) throw UsageError("no model file given");
     auto m = open_device(backend, threads);
     m->model = LlamaModel::load(path, *m->device);
+    m->model->set_kv_dtype(g_run->kv_dtype);
     m->path = path;
     m->name = m->model->info().name;
     *out = m.release();
@@ -226,6 +228,7 @@ specd_status* head_open(void*, const char* path, const char* target_path, const 
       throw UsageError("no target file given for head " + std::string(path));
     auto m = open_device(backend, threads);
     m->head = HeadModel::load(path, target_path, *m->device);
+    if (m->head->has_cache()) m->head->set_kv_dtype(g_run->kv_dtype);
     m->path = path;
     m->name = m->head->info().name;
     *out = m.release();
@@ -345,8 +348,8 @@ const specd_model_api* model_service() {
 }
 
 ModelServiceScope::ModelServiceScope(const PluginRegistry& registry, std::string default_backend,
-                                     uint32_t threads, Device* shared) {
-  g_run = new RunContext{&registry, std::move(default_backend), threads, shared};
+                                     uint32_t threads, Device* shared, uint32_t kv_dtype) {
+  g_run = new RunContext{&registry, std::move(default_backend), threads, shared, kv_dtype};
 }
 
 ModelServiceScope::~ModelServiceScope() {

@@ -22,8 +22,9 @@ const specd_model_api* model_service();
 // reentrant across threads.
 class ModelServiceScope {
  public:
+  // `kv_dtype`: the KV cache rows of the models opened (f32, f16 or q8_0).
   ModelServiceScope(const PluginRegistry& registry, std::string default_backend, uint32_t threads,
-                    Device* shared = nullptr);
+                    Device* shared = nullptr, uint32_t kv_dtype = 0);
   ~ModelServiceScope();
   ModelServiceScope(const ModelServiceScope&) = delete;
   ModelServiceScope& operator=(const ModelServiceScope&) = delete;

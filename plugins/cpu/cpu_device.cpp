@@ -366,8 +366,11 @@ void CpuDevice::attention_paged(const specd_view& qv, const specd_view& kv, cons
   const OpTimer timer(profile_.get(), "attention", &qv);
   const char* op = "attention_paged";
   const Mat q = check_view(&qv, op, "q", {SPECD_DTYPE_F32});
-  const Mat k = check_view(&kv, op, "k_pool", {SPECD_DTYPE_F32});
-  const Mat v = check_view(&vv, op, "v_pool", {SPECD_DTYPE_F32});
+  const Mat k = check_view(&kv, op, "k_pool", {SPECD_DTYPE_F32, SPECD_DTYPE_F16, SPECD_DTYPE_Q8_0});
+  const Mat v = check_view(&vv, op, "v_pool", {SPECD_DTYPE_F32, SPECD_DTYPE_F16, SPECD_DTYPE_Q8_0});
+  if (k.dtype != v.dtype) fail(op, "k_pool and v_pool differ in dtype");
+  if (k.dtype == SPECD_DTYPE_Q8_0 && p.head_dim % 32 != 0)
+    fail(op, "q8_0 pools need head_dim a multiple of 32 (a head's values are whole blocks)");
   const Mat out = check_view(&ov, op, "out", {SPECD_DTYPE_F32}, true);
   if (mask.struct_size < sizeof(specd_attention_mask)) fail(op, "mask struct_size too small");
   if (pages.struct_size < sizeof(specd_kv_pages)) fail(op, "pages struct_size too small");
@@ -401,12 +404,7 @@ void CpuDevice::set_rows(const specd_view& sv, const specd_view& iv, const specd
   const Mat s = check_view(&sv, "set_rows", "src", any);
   const Mat idx = check_view(&iv, "set_rows", "indices", {SPECD_DTYPE_I32});
   const Mat d = check_view(&dv, "set_rows", "dst", any, true);
-  sdk::check_set_rows_shapes(s, idx, d);
-  if (s.dtype != d.dtype)
-    throw sdk::PluginError(SPECD_STATUS_UNSUPPORTED,
-                           std::string("set_rows: the cpu backend writes rows of their own dtype "
-                                       "only, not ") +
-                               sdk::dtype_name(s.dtype) + " into " + sdk::dtype_name(d.dtype));
+  sdk::check_set_rows_shapes(s, idx, d);  // same dtype, or f32 into f16 / q8_0
   const int32_t* ix = idx.i32_row(0);
   sdk::check_scatter_ids(ix, s.rows, d.rows);
   if (overlaps(s, d) || overlaps(idx, d)) fail("set_rows", "dst overlaps src or indices");

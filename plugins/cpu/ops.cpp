@@ -10,6 +10,7 @@
 
 #include "decode.hpp"
 #include "gemm_kernels.hpp"
+#include "kv_rows.hpp"
 #include "vexp.hpp"
 #include "work_shares.hpp"
 
@@ -646,6 +647,43 @@ RowMap row_map(const MaskRows& mask, int64_t i) {
   return {mask.table + mask.table_begin[i], mask.block_rows};
 }
 
+// Key j's head slices for j < n (physical row slot(j)): pointers into the cache for f32, else
+// into this thread's scratch, where they are decoded (kv_rows.hpp: exact, so the kernels'
+// bits are those of f32 rows holding the decoded values). The source rows are asked for a
+// few keys ahead, as the f32 kernels do for theirs.
+template <class Slot>
+void head_rows(const Mat& k, const Mat& v, int64_t kv_off, int64_t hd, int64_t n, Slot&& slot,
+               const float** kr, const float** vr) {
+  if (k.dtype == SPECD_DTYPE_F32) {
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t s = slot(j);
+      kr[j] = k.f32_row(s) + kv_off;
+      vr[j] = v.f32_row(s) + kv_off;
+    }
+    return;
+  }
+  thread_local std::vector<float> decoded;
+  decoded.resize(static_cast<size_t>(2 * n * hd));
+  const int64_t off = kv_byte_offset(k.dtype, kv_off);
+  const int64_t bytes = kv_byte_offset(k.dtype, hd);
+  constexpr int64_t kAhead = 8;
+  for (int64_t j = 0; j < n; ++j) {
+    if (j + kAhead < n) {
+      const int64_t a = slot(j + kAhead);
+      for (int64_t line = 0; line < bytes; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(k.row(a) + off + line), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(v.row(a) + off + line), _MM_HINT_T0);
+      }
+    }
+    const int64_t s = slot(j);
+    float* kd = decoded.data() + 2 * j * hd;
+    decode_kv_row(k.row(s) + off, hd, k.dtype, kd);
+    decode_kv_row(v.row(s) + off, hd, v.dtype, kd + hd);
+    kr[j] = kd;
+    vr[j] = kd + hd;
+  }
+}
+
 // Runs of consecutive rows that share one table (one sequence's rows): lane blocks never
 // cross them.
 std::vector<std::pair<int64_t, int64_t>> segments(const MaskRows& mask, int64_t m) {
@@ -687,11 +725,9 @@ void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const
     rows.resize(static_cast<size_t>(2 * n_keys));
     const float** kr = rows.data();
     const float** vr = kr + n_keys;
-    for (int64_t j = 0; j < n_keys; ++j) {
-      const int64_t s = map(key_slot(j, prefix, extra));
-      kr[j] = k.f32_row(s) + kv_off;
-      vr[j] = v.f32_row(s) + kv_off;
-    }
+    head_rows(
+        k, v, kv_off, hd, n_keys, [&](int64_t j) { return map(key_slot(j, prefix, extra)); }, kr,
+        vr);
     if (!avx512) {
       acc.resize(static_cast<size_t>(hd));
       attend_head(qi, kr, vr, hd, n_keys, p.scale, scores.data(), acc.data(), o);
@@ -752,10 +788,7 @@ void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const
     const int64_t kv_off = static_cast<int64_t>(g) * hd;
     const RowMap map = row_map(mask, i0);  // the segment's one table
     rows.resize(static_cast<size_t>(2 * keys));
-    for (int64_t j = 0; j < keys; ++j) {
-      rows[j] = k.f32_row(map(j)) + kv_off;
-      rows[keys + j] = v.f32_row(map(j)) + kv_off;
-    }
+    head_rows(k, v, kv_off, hd, keys, map, rows.data(), rows.data() + keys);
     if (hd == 128)
       attend_lanes_avx512<128>(ql, ol, nk, n, rows.data(), rows.data() + keys, p.scale, qt, sc);
     else
@@ -784,8 +817,12 @@ void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const
 }
 
 void set_rows(const Mat& src, const int32_t* indices, const Mat& dst, int64_t row_bytes) {
-  for (int64_t i = 0; i < src.rows; ++i)
-    std::memcpy(dst.row(indices[i]), src.row(i), static_cast<size_t>(row_bytes));
+  for (int64_t i = 0; i < src.rows; ++i) {
+    if (src.dtype == dst.dtype)
+      std::memcpy(dst.row(indices[i]), src.row(i), static_cast<size_t>(row_bytes));
+    else
+      encode_kv_row(src.f32_row(i), src.cols, dst.dtype, dst.row(indices[i]));
+  }
 }
 
 }  // namespace specd::cpu

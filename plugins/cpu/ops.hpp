@@ -23,12 +23,14 @@ void swiglu(ThreadPool& pool, const Mat& gate, const Mat& up, const Mat& y);
 void add(ThreadPool& pool, const Mat& a, const Mat& b, const Mat& y);
 // Rows moved in increasing i with memmove, so in-place compaction towards the front works.
 void copy_rows(const Mat& src, const int32_t* indices, const Mat& dst, int64_t row_bytes);
-// dst[indices[i]] = src[i], row_bytes each, verbatim (same dtype).
+// dst[indices[i]] = src[i]: row_bytes each, verbatim (same dtype), or f32 rows encoded as
+// dst's f16 or q8_0 (kv_rows.hpp).
 void set_rows(const Mat& src, const int32_t* indices, const Mat& dst, int64_t row_bytes);
 void softmax(ThreadPool& pool, const Mat& x, float temperature, const Mat& y);
 void argmax(const Mat& x, int32_t* out);
 
-// Query rows of the mask, already validated: row i attends its logical cache rows
+// Query rows of the mask, already validated: row i attends its logical cache rows (k and v
+// f32, or a pool's f16 or q8_0 rows, decoded exactly: kv_rows.hpp)
 // [0, prefix[i]) then extra[begin[i] .. begin[i+1]). Without a table (`table` null) logical
 // row s is row s of k and v; with one (paged, attention_paged) it is row
 // table[table_begin[i] + s / block_rows] * block_rows + s % block_rows.

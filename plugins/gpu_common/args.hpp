@@ -38,10 +38,12 @@ struct RopeArgs {
 // Attention over the KV cache; see backend.h. Mask arrays are int32 device rows.
 struct AttentionArgs {
   const float* q;
-  const float* k;
-  const float* v;
+  const uint8_t* k;  // rows of kv_dtype (f32, or a pool's f16 / q8_0), ldk / ldv bytes apart
+  const uint8_t* v;
   float* out;
-  int64_t ldq, ldk, ldv, ldo;
+  int64_t ldq, ldo;       // in floats
+  int64_t ldk, ldv;       // in bytes
+  uint32_t kv_dtype;      // SPECD_DTYPE_F32, _F16 or _Q8_0
   const int32_t* prefix;  // [m]
   const int32_t* begin;   // [m + 1]
   const int32_t* extra;   // [n_extra_cols], may be null when n_extra_cols is 0

@@ -68,6 +68,7 @@ __global__ void attention_kernel(AttentionArgs a) {
 
   const int32_t* table = a.table ? a.table + a.table_begin[i] : nullptr;  // paged
   const int64_t kv_off = static_cast<int64_t>(h / (a.n_head / a.n_head_kv)) * hd;
+  const int64_t kv_off_bytes = kv_byte_offset(a.kv_dtype, kv_off);
   const int64_t n_keys = key_count(row);
   float acc[kDimsPerThread];
 #pragma unroll
@@ -80,9 +81,9 @@ __global__ void attention_kernel(AttentionArgs a) {
       const int64_t logical = key_slot(row, a.extra, t0 + jj);
       const int64_t slot =
           table ? table[logical / a.block_rows] * a.block_rows + logical % a.block_rows : logical;
-      const float* kr = a.k + slot * a.ldk + kv_off;
+      const uint8_t* kr = a.k + slot * a.ldk + kv_off_bytes;
       float s = 0.0f;
-      for (int d = lane; d < hd; d += kLanes) s = fmaf(q_s[d], kr[d], s);
+      for (int d = lane; d < hd; d += kLanes) s = fmaf(q_s[d], kv_value(kr, a.kv_dtype, d), s);
       s = warp_sum(s);
       if (lane == 0) {
         score_s[jj] = s * a.scale;
@@ -101,11 +102,11 @@ __global__ void attention_kernel(AttentionArgs a) {
     for (int jj = 0; jj < tn; ++jj) {
       const float p = expf(score_s[jj] - new_max);
       run_sum += p;
-      const float* vr = a.v + slot_s[jj] * a.ldv + kv_off;
+      const uint8_t* vr = a.v + slot_s[jj] * a.ldv + kv_off_bytes;
 #pragma unroll
       for (int r = 0; r < kDimsPerThread; ++r) {
         const int d = t + r * kAttnThreads;
-        if (d < hd) acc[r] = fmaf(p, vr[d], acc[r]);
+        if (d < hd) acc[r] = fmaf(p, kv_value(vr, a.kv_dtype, d), acc[r]);
       }
     }
     run_max = new_max;

@@ -256,8 +256,16 @@ void GpuDevice::run_attention(const char* op, const specd_view& qv, const specd_
                               const specd_kv_pages* pages, const specd_attention_params& p,
                               const specd_view& ov) {
   const Mat q = check_view(&qv, op, "q", {SPECD_DTYPE_F32});
-  const Mat k = check_view(&kv, op, pages ? "k_pool" : "k_cache", {SPECD_DTYPE_F32});
-  const Mat v = check_view(&vv, op, pages ? "v_pool" : "v_cache", {SPECD_DTYPE_F32});
+  // A paged pool may hold f16 or q8_0 rows, decoded exactly as they are read.
+  const Mat k =
+      pages ? check_view(&kv, op, "k_pool", {SPECD_DTYPE_F32, SPECD_DTYPE_F16, SPECD_DTYPE_Q8_0})
+            : check_view(&kv, op, "k_cache", {SPECD_DTYPE_F32});
+  const Mat v =
+      pages ? check_view(&vv, op, "v_pool", {SPECD_DTYPE_F32, SPECD_DTYPE_F16, SPECD_DTYPE_Q8_0})
+            : check_view(&vv, op, "v_cache", {SPECD_DTYPE_F32});
+  if (k.dtype != v.dtype) fail(op, "the K and V rows differ in dtype");
+  if (k.dtype == SPECD_DTYPE_Q8_0 && p.head_dim % 32 != 0)
+    fail(op, "q8_0 pools need head_dim a multiple of 32 (a head's values are whole blocks)");
   const Mat out = check_view(&ov, op, "out", {SPECD_DTYPE_F32});
   if (mask.struct_size < sizeof(specd_attention_mask)) fail(op, "mask struct_size too small");
   const Mat pre = check_view(mask.prefix_len, op, "mask.prefix_len", {SPECD_DTYPE_I32});
@@ -289,13 +297,14 @@ void GpuDevice::run_attention(const char* op, const specd_view& qv, const specd_
   bind();
   AttentionArgs a{};
   a.q = f32(q);
-  a.k = f32(k);
-  a.v = f32(v);
+  a.k = k.p;
+  a.v = v.p;
   a.out = reinterpret_cast<float*>(out.p);
   a.ldq = q.stride_bytes / 4;
-  a.ldk = k.stride_bytes / 4;
-  a.ldv = v.stride_bytes / 4;
+  a.ldk = k.stride_bytes;
+  a.ldv = v.stride_bytes;
   a.ldo = out.stride_bytes / 4;
+  a.kv_dtype = k.dtype;
   a.prefix = i32(pre);
   a.begin = i32(beg);
   a.extra = ex.p ? i32(ex) : nullptr;
@@ -325,18 +334,17 @@ void GpuDevice::set_rows(const specd_view& sv, const specd_view& iv, const specd
   const Mat s = check_view(&sv, "set_rows", "src", any);
   const Mat idx = check_view(&iv, "set_rows", "indices", {SPECD_DTYPE_I32});
   const Mat d = check_view(&dv, "set_rows", "dst", any);
-  sdk::check_set_rows_shapes(s, idx, d);
-  if (s.dtype != d.dtype)
-    throw sdk::PluginError(SPECD_STATUS_UNSUPPORTED,
-                           std::string("set_rows: this backend writes rows of their own dtype "
-                                       "only, not ") +
-                               sdk::dtype_name(s.dtype) + " into " + sdk::dtype_name(d.dtype));
+  sdk::check_set_rows_shapes(s, idx, d);  // same dtype, or f32 into f16 / q8_0
   if (overlaps(s, d) || overlaps(idx, d)) fail("set_rows", "dst overlaps src or indices");
   if (s.rows == 0) return;
   bind();
   // The indices stay on the device (no synchronization per call): each is range-checked by
   // the kernel (the error flag, reported by the next synchronize or download); distinctness,
   // which the host guarantees, is not checked here.
+  if (s.dtype != d.dtype) {
+    SPECD_GPU_CHECK(launch_set_rows_encoded(s, i32(idx), d, error_, stream_));
+    return;
+  }
   SPECD_GPU_CHECK(
       launch_set_rows(s, i32(idx), d, static_cast<int64_t>(row_bytes(s)), error_, stream_));
 }

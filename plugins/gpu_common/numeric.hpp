@@ -57,6 +57,24 @@ inline void visit_weight_dtype(uint32_t dtype, F&& f) {
   ggml::visit_type(dtype, [&](auto tag) { f(DtypeTag<static_cast<int>(decltype(tag)::value)>{}); });
 }
 
+// Element `col` of a KV row of `dtype` (f32, f16, or q8_0 in 32-value blocks), decoded exactly:
+// the value an f32 row would hold.
+SPECD_HD inline float kv_value(const uint8_t* row, uint32_t dtype, int64_t col) {
+  if (dtype == kF16) return ggml::load_f16(row + 2 * col);
+  if (dtype == kQ8_0) {
+    const uint8_t* block = row + col / 32 * 34;
+    return ggml::load_f16(block) * static_cast<float>(static_cast<int8_t>(block[2 + col % 32]));
+  }
+  float v;
+  __builtin_memcpy(&v, row + 4 * col, 4);
+  return v;
+}
+
+// Byte offset of element `col` (a multiple of 32 for q8_0) in a KV row of `dtype`.
+SPECD_HD inline int64_t kv_byte_offset(uint32_t dtype, int64_t col) {
+  return dtype == kF16 ? 2 * col : dtype == kQ8_0 ? col / 32 * 34 : 4 * col;
+}
+
 // The attention mask of one query row (backend.h, specd_attention_mask), as read from device
 // memory. `extra` points at the whole extra_slots row (n_extra_cols entries, may be null).
 struct MaskRow {

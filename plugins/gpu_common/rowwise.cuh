@@ -142,6 +142,33 @@ __global__ void set_rows_kernel(Mat src, const int32_t* indices, Mat dst, int64_
   }
 }
 
+// dst[indices[i], :] = src[i, :] encoded as dst's f16 (one thread per value) or q8_0 (one
+// thread per 32-value block), with the SDK's encoders (ggml_blocks.hpp): the CPU backend's
+// bits. An index outside dst raises the error flag and its row is not written.
+__global__ void set_rows_encoded_kernel(Mat src, const int32_t* indices, Mat dst, int* error) {
+  const bool q8 = dst.dtype == kQ8_0;
+  const int64_t per_row = q8 ? src.cols / 32 : src.cols;
+  const int64_t total = src.rows * per_row;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = e / per_row, c = e % per_row;
+    const int64_t to = indices[i];
+    if (to < 0 || to >= dst.rows) {
+      if (c == 0) atomicExch(error, 1);
+      continue;
+    }
+    const float* x = f32_row(src, i);
+    uint8_t* row = dst.p + to * dst.stride_bytes;
+    if (q8) {
+      ggml::quantize_q8_0_block(x + 32 * c, row + 34 * c);
+    } else {
+      const uint16_t h = ggml::f32_to_f16(x[c]);
+      row[2 * c] = static_cast<uint8_t>(h & 0xffu);
+      row[2 * c + 1] = static_cast<uint8_t>(h >> 8);
+    }
+  }
+}
+
 __global__ void softmax_kernel(Mat x, float temperature, Mat y) {
   __shared__ float scratch[kRowThreads];
   const int64_t i = blockIdx.x;
@@ -240,6 +267,14 @@ cudaError_t launch_set_rows(const Mat& src, const int32_t* indices, const Mat& d
                             int64_t row_bytes, int* error, cudaStream_t stream) {
   SPECD_LAUNCH(grid_1d(src.rows * row_bytes, 256), 256, 0, stream, set_rows_kernel)
   (src, indices, dst, row_bytes, error);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_set_rows_encoded(const Mat& src, const int32_t* indices, const Mat& dst,
+                                    int* error, cudaStream_t stream) {
+  const int64_t per_row = dst.dtype == kQ8_0 ? src.cols / 32 : src.cols;
+  SPECD_LAUNCH(grid_1d(src.rows * per_row, 256), 256, 0, stream, set_rows_encoded_kernel)
+  (src, indices, dst, error);
   return cudaGetLastError();
 }
 

@@ -185,3 +185,108 @@ TEST_CASE("cpu attention_paged and set_rows refuse tables and indices outside th
   CHECK_THROWS_WITH_AS(scatter({0, 32}), doctest::Contains("outside [0, 32)"), UsageError);
   CHECK_THROWS_WITH_AS(scatter({5, 5}), doctest::Contains("appears twice"), UsageError);
 }
+
+TEST_CASE("set_rows encodes f32 rows as f16 and q8_0 with the SDK's encoders' bits") {
+  std::mt19937 rng(14);
+  for (auto& ob : open_backends()) {
+    Device& dev = *ob.device;
+    const int64_t cols = 128;
+    auto src = random_floats(rng, 3 * cols, 3.0f);
+    src[5] = 65520.0f;  // rounds to inf in f16
+    src[6] = 6.0e-8f;   // a subnormal half
+    src[7] = -0.0f;
+    for (int64_t c = 64; c < 96; ++c) src[cols + c] = 0.0f;  // an all-zero q8_0 block
+    Buffer bs = upload_vec(dev, src);
+    const std::vector<int32_t> idx = {2, 0, 3};
+    Buffer bi = upload_vec(dev, idx);
+    {
+      Buffer bd = dev.alloc(4 * cols * 2);
+      dev.set_rows(bs.view(SPECD_DTYPE_F32, 3, cols), bi.view(SPECD_DTYPE_I32, 1, 3),
+                   bd.view(SPECD_DTYPE_F16, 4, cols));
+      const auto got = download_vec<uint16_t>(bd, 4 * cols);
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t c = 0; c < cols; ++c) {
+          INFO(ob.backend->name() << " f16 row " << i << " col " << c);
+          CHECK(got[idx[i] * cols + c] == specd::ggml::f32_to_f16(src[i * cols + c]));
+        }
+    }
+    {
+      const int64_t row_bytes = cols / 32 * 34;
+      Buffer bd = dev.alloc(4 * row_bytes);
+      dev.set_rows(bs.view(SPECD_DTYPE_F32, 3, cols), bi.view(SPECD_DTYPE_I32, 1, 3),
+                   bd.view(SPECD_DTYPE_Q8_0, 4, cols));
+      const auto got = download_vec<uint8_t>(bd, 4 * row_bytes);
+      for (int64_t i = 0; i < 3; ++i) {
+        std::vector<uint8_t> want(row_bytes);
+        for (int64_t b = 0; b < cols / 32; ++b)
+          specd::ggml::quantize_q8_0_block(src.data() + i * cols + 32 * b, want.data() + 34 * b);
+        INFO(ob.backend->name() << " q8_0 row " << i);
+        CHECK(std::memcmp(got.data() + idx[i] * row_bytes, want.data(), row_bytes) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("attention_paged over f16 and q8_0 pools equals f32 attention over the decoded rows") {
+  std::mt19937 rng(15);
+  for (auto& ob : open_backends()) {
+    Device& dev = *ob.device;
+    for (const specd_dtype dtype : {SPECD_DTYPE_F16, SPECD_DTYPE_Q8_0}) {
+      for (const uint32_t hd : {64u, 128u}) {
+        const uint32_t n_head = 4, n_kv = 2;
+        const int64_t kc = n_kv * hd, qc = n_head * hd, B = 4, blocks = 10, rows = blocks * B;
+        // The pool's rows: f32 values encoded by set_rows, and the same rows decoded to f32.
+        auto values = random_floats(rng, rows * kc);
+        std::vector<int32_t> all(rows);
+        std::iota(all.begin(), all.end(), 0);
+        Buffer bsrc = upload_vec(dev, values), ball = upload_vec(dev, all);
+        const int64_t row_bytes = static_cast<int64_t>(sdk::dtype_row_bytes(dtype, kc));
+        Buffer bk = dev.alloc(rows * row_bytes), bv = dev.alloc(rows * row_bytes);
+        const View kpool = bk.view(dtype, rows, kc), vpool = bv.view(dtype, rows, kc);
+        dev.set_rows(bsrc.view(SPECD_DTYPE_F32, rows, kc), ball.view(SPECD_DTYPE_I32, 1, rows),
+                     kpool);
+        dev.set_rows(bsrc.view(SPECD_DTYPE_F32, rows, kc), ball.view(SPECD_DTYPE_I32, 1, rows),
+                     vpool);
+        std::vector<float> decoded(rows * kc);
+        const auto kbytes = download_vec<uint8_t>(bk, rows * row_bytes);
+        for (int64_t r = 0; r < rows; ++r)
+          specd::ggml::dequantize_row(dtype, kbytes.data() + r * row_bytes, kc,
+                                      decoded.data() + r * kc);
+        // One sequence (a tree after 9 rows) and one chain (16 rows, the lane kernel's case).
+        std::vector<Seq> seqs = {{9, {-1, 0, 0, 1, 2}, {3, 1, 7, 5}},
+                                 {2, std::vector<int32_t>(16), {8, 0, 2, 9, 6}}};
+        std::iota(seqs[1].parents.begin(), seqs[1].parents.end(), -1);
+        std::vector<int32_t> prefix, begin = {0}, extra, table_begin, table;
+        for (const Seq& s : seqs) {
+          append_mask(s, prefix, begin, extra);
+          for (size_t i = 0; i < s.parents.size(); ++i)
+            table_begin.push_back(int32_t(table.size()));
+          table.insert(table.end(), s.blocks.begin(), s.blocks.end());
+        }
+        const int64_t m = static_cast<int64_t>(prefix.size());
+        auto q = random_floats(rng, m * qc);
+        specd_attention_params p{sizeof(p), n_head, n_kv, hd, 1.0f / std::sqrt(float(hd))};
+        Buffer bq = upload_vec(dev, q), bp = upload_vec(dev, prefix), bb = upload_vec(dev, begin);
+        Buffer be = upload_vec(dev, extra), bt = upload_vec(dev, table);
+        Buffer btb = upload_vec(dev, table_begin), bo = dev.alloc(m * qc * 4);
+        const View ve = be.view(SPECD_DTYPE_I32, 1, static_cast<int64_t>(extra.size()));
+        dev.attention_paged(bq.view(SPECD_DTYPE_F32, m, qc), kpool, vpool,
+                            bp.view(SPECD_DTYPE_I32, 1, m), bb.view(SPECD_DTYPE_I32, 1, m + 1), &ve,
+                            B, bt.view(SPECD_DTYPE_I32, 1, int64_t(table.size())),
+                            btb.view(SPECD_DTYPE_I32, 1, m), p, bo.view(SPECD_DTYPE_F32, m, qc));
+        const auto got = download_vec<float>(bo, m * qc);
+        // The same call over an f32 pool holding the decoded values.
+        Buffer fk = upload_vec(dev, decoded);
+        const View fpool = fk.view(SPECD_DTYPE_F32, rows, kc);
+        Buffer bo2 = dev.alloc(m * qc * 4);
+        dev.attention_paged(bq.view(SPECD_DTYPE_F32, m, qc), fpool, fpool,
+                            bp.view(SPECD_DTYPE_I32, 1, m), bb.view(SPECD_DTYPE_I32, 1, m + 1), &ve,
+                            B, bt.view(SPECD_DTYPE_I32, 1, int64_t(table.size())),
+                            btb.view(SPECD_DTYPE_I32, 1, m), p, bo2.view(SPECD_DTYPE_F32, m, qc));
+        const auto want = download_vec<float>(bo2, m * qc);
+        INFO(ob.backend->name() << " " << sdk::dtype_name(dtype) << " head_dim " << hd);
+        CHECK(std::memcmp(got.data(), want.data(), got.size() * 4) == 0);
+      }
+    }
+  }
+}

@@ -157,6 +157,14 @@ TEST_CASE("k = \"auto\"") {
   CHECK(contains(error_of("[proposer]\nk = \"many\"\n"), "t.toml:2:5: 'k' must be an integer"));
 }
 
+TEST_CASE("KV cache types") {
+  auto c = parse_config("[engine]\nkv_type = \"q8_0\"\n[proposer]\nkv_type = \"f16\"\n", "t.toml");
+  CHECK(c.engine.kv_type == "q8_0");
+  CHECK(c.proposer.kv_type == "f16");
+  CHECK(contains(error_of("[target]\nkv_type = \"q4_0\"\n"),
+                 "t.toml:2:11: 'kv_type' must be \"f32\", \"f16\" or \"q8_0\", not 'q4_0'"));
+}
+
 TEST_CASE("missing target model for run") {
   auto c = parse_config("", "t.toml");
   CHECK_THROWS_WITH_AS(specd::check_required_for_run(c),

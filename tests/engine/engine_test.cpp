@@ -111,6 +111,49 @@ TEST_CASE("greedy speculative output equals plain greedy output, every proposer 
   }
 }
 
+TEST_CASE("greedy speculative output equals plain greedy output with f16 and q8_0 KV caches") {
+  // Within each cache type: its speculative output equals its own plain output (the rows a
+  // round writes and commits, tree branches moved included, are the rows plain decoding
+  // writes, whatever their encoding). Types change the logits, so they are compared with
+  // themselves only.
+  Fixture f;
+  test::RandomLlamaSpec spec;
+  spec.weight_type = GgmlType::kF16;
+  spec.seed = 23;
+  spec.n_embd = 128;  // head_dim 32: a q8_0 row holds whole blocks of 32
+  const std::string model = f.dir + "/random-kv.gguf";
+  test::write_random_llama(model, spec);
+  for (const char* kv : {"f16", "q8_0"}) {
+    CAPTURE(kv);
+    const std::string type = std::string("engine.kv_type=\"") + kv + "\"";
+    Engine plain(make_config(model, {"sampling.max_tokens=40", type}), f.registry);
+    Engine f32(make_config(model, {"sampling.max_tokens=40"}), f.registry);
+    bool differs_from_f32 = false;
+    for (const std::string& prompt : kPrompts) {
+      CAPTURE(prompt);
+      const GenerationResult base = plain.generate(prompt);
+      differs_from_f32 = differs_from_f32 || base.tokens != f32.generate(prompt).tokens;
+      Engine ngram(make_config(model, {"sampling.max_tokens=40", "proposer.kind=ngram",
+                                       "proposer.k=5", "acceptance.rule=greedy", type}),
+                   f.registry);
+      CHECK(join(ngram.generate(prompt).tokens) == join(base.tokens));
+      const size_t prompt_length = plain.tokenizer().encode(prompt).size();
+      Engine oracle(
+          make_config(model, {"sampling.max_tokens=40", "proposer.kind=oracle", "proposer.k=6",
+                              "proposer.oracle=\"" + join(base.tokens) + "\"",
+                              "proposer.prompt_length=" + std::to_string(prompt_length),
+                              "proposer.tree=true", "acceptance.rule=exact-match", type}),
+          f.registry);
+      const GenerationResult out = oracle.generate(prompt);
+      CHECK(join(out.tokens) == join(base.tokens));
+      CHECK(out.stats.accepted > 0);
+    }
+    // The type took effect: on six prompts of 40 tokens its greedy text departs from f32's
+    // somewhere (q8_0 certainly; f16 rounds the random model's rows less).
+    if (std::string(kv) == "q8_0") CHECK(differs_from_f32);
+  }
+}
+
 TEST_CASE("stop strings and max tokens cut inside accepted runs exactly as plain decoding") {
   Fixture f;
   test::RandomLlamaSpec spec;
@@ -171,7 +214,8 @@ TEST_CASE("bad requests fail cleanly and the engine goes on") {
                        doctest::Contains("leaving no room to generate"), UsageError);
   CHECK(engine.generate("ok").tokens.size() == 4);
   // A long generation stops at the context instead of overflowing it.
-  GenerationResult r = engine.generate("ok", {.max_tokens = 100, .on_text = {}, .sampling = {}, .cancelled = {}});
+  GenerationResult r =
+      engine.generate("ok", {.max_tokens = 100, .on_text = {}, .sampling = {}, .cancelled = {}});
   CHECK(r.stop_reason == "context");
   CHECK(r.tokens.size() < 32);
 }
@@ -194,6 +238,9 @@ TEST_CASE("configuration mistakes name the file position") {
       doctest::Contains("key 'max_n' must be in [min_n, 64]"), UsageError);
   CHECK_THROWS_WITH_AS(Engine(make_config(f.dir + "/missing.gguf", {}), f.registry),
                        doctest::Contains("missing.gguf"), Error);
+  // The random model's heads are 16 wide: q8_0 rows hold whole blocks of 32.
+  CHECK_THROWS_WITH_AS(Engine(make_config(model, {"engine.kv_type=\"q8_0\""}), f.registry),
+                       doctest::Contains("multiple of 32 (16 here)"), UsageError);
 }
 
 TEST_CASE("draft-model proposer: exact at temperature 0, its own KV rolled back correctly") {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gguf/ggml_types.hpp"
+#include "specd/cpp/ggml_blocks.hpp"
 
 using namespace specd;
 
@@ -92,4 +93,22 @@ TEST_CASE("q8_0 quantization uses d = amax / 127 and rounds") {
   quantize_q8_0(zeros.data(), q.data(), 32);
   dequantize_q8_0(q.data(), out.data(), 32);
   for (float v : out) CHECK(v == 0.0f);
+}
+
+TEST_CASE("the q8_0 block quantizer rounds half away from zero, as roundf") {
+  // Values whose product with 1/d lands just below a half (0.49999997) or on one.
+  std::vector<float> x(32, 0.0f);
+  x[0] = 127.0f;  // d = 1, 1/d = 1: every other value is its own quant
+  x[1] = 0.49999997f;
+  x[2] = 0.5f;
+  x[3] = -0.5f;
+  x[4] = -0.49999997f;
+  x[5] = 2.5f;
+  x[6] = -1.5f;
+  std::vector<uint8_t> block(34);
+  specd::ggml::quantize_q8_0_block(x.data(), block.data());
+  for (int j = 1; j <= 6; ++j) {
+    CAPTURE(j);
+    CHECK(static_cast<int8_t>(block[2 + j]) == static_cast<int8_t>(std::lround(x[j])));
+  }
 }

@@ -138,8 +138,17 @@ std::unique_ptr<KvCache> HeadModel::new_cache(int32_t max_rows) {
   if (!has_cache()) throw Error(info_.path + ": a Medusa head keeps no cache");
   if (max_rows <= 0) throw Error("new_cache: max_rows must be > 0");
   if (!kv_pool_)
-    kv_pool_ = std::make_shared<KvPool>(*device_, 1, info_.block.kv_dim(), kKvBlockRows);
+    kv_pool_ = std::make_shared<KvPool>(*device_, 1, info_.block.kv_dim(), kKvBlockRows, kv_dtype_);
   return std::make_unique<KvCache>(kv_pool_, max_rows);
+}
+
+void HeadModel::set_kv_dtype(specd_dtype dtype) {
+  if (kv_pool_ && dtype != kv_dtype_)
+    throw Error(info_.path + ": the KV cache type is set before the first cache is made");
+  if (dtype == SPECD_DTYPE_Q8_0 && info_.block.head_dim % 32 != 0)
+    throw UsageError(info_.path + ": a q8_0 KV cache needs a head size that is a multiple of 32 (" +
+                     std::to_string(info_.block.head_dim) + " here)");
+  kv_dtype_ = dtype;
 }
 
 }  // namespace specd

@@ -54,6 +54,8 @@ class HeadModel {
 
   // A cache for up to max_rows elements (EAGLE, MTP only), in the head's KV pool.
   std::unique_ptr<KvCache> new_cache(int32_t max_rows);
+  // The dtype of its KV rows (f32, f16 or q8_0), set before the first cache is made.
+  void set_kv_dtype(specd_dtype dtype);
 
   // Medusa: `cache` is null, tokens/positions/parents unused; row i of `features` [m, d]
   // gives logits[i, N, :] for heads N = 0..K-1 ([m, K, V]); `hidden` must be null.
@@ -114,6 +116,7 @@ class HeadModel {
   View hnorm_, enorm_, eh_;  // MTP: [1, d], [1, d], [d, 2d]
   std::unique_ptr<DecoderBlock> block_;
   std::shared_ptr<KvPool> kv_pool_;
+  specd_dtype kv_dtype_ = SPECD_DTYPE_F32;
   BlockScratch block_scratch_;
   int64_t rows_ = 0;
   Buffer u_, x_, h_, t_, logits_, ones_, zero_ids_, ints_;

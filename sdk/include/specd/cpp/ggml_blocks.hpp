@@ -182,6 +182,62 @@ SPECD_BLOCK_FN float bf16_to_f32(uint16_t h) {
   return bits_to_f32(static_cast<uint32_t>(h) << 16);
 }
 
+// f32 to IEEE binary16, rounded to nearest even, overflow to inf, a NaN to the quiet NaN with
+// the top 10 bits of its payload: the bits of the x86 conversion instructions (F16C,
+// AVX-512) on every input, and the inverse of f16_to_f32 on every value a half holds. Integer
+// arithmetic only, so host and device give the same bits.
+SPECD_BLOCK_FN uint16_t f32_to_f16(float value) {
+  const uint32_t x = f32_to_bits(value);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t abs = x & 0x7fffffffu;
+  if (abs > 0x7f800000u)  // NaN: quiet, payload kept
+    return static_cast<uint16_t>(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));
+  if (abs == 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u);  // inf
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to inf
+  if (abs < 0x38800000u) {
+    // Subnormal half (or zero): shift the implicit-one mantissa into place, round to even.
+    if (abs < 0x33000000u) return static_cast<uint16_t>(sign);
+    const uint32_t e = abs >> 23;
+    const uint32_t m = (abs & 0x7fffffu) | 0x800000u;
+    const uint32_t shift = 126 - e;  // 14..24
+    uint32_t half = m >> shift;
+    const uint32_t rem = m & ((1u << shift) - 1);
+    const uint32_t mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1u))) ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = ((abs - 0x38000000u) >> 13);
+  const uint32_t rem = abs & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;
+  return static_cast<uint16_t>(sign | half);
+}
+
+// One q8_0 block (34 bytes: f16 d, 32 int8 q) from 32 values, as llama.cpp's
+// quantize_row_q8_0_ref: d = max|x| / 127, q = x · (1/d) rounded half away from zero, d stored
+// as f16 (the quants come from the f32 d, the decoder multiplies by the f16 one).
+SPECD_BLOCK_FN void quantize_q8_0_block(const float* x, uint8_t* out) {
+  float amax = 0.0f;
+  for (int j = 0; j < 32; ++j) {
+    const float a = x[j] < 0.0f ? -x[j] : x[j];
+    amax = a > amax ? a : amax;
+  }
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const uint16_t dh = f32_to_f16(d);
+  out[0] = static_cast<uint8_t>(dh & 0xffu);
+  out[1] = static_cast<uint8_t>(dh >> 8);
+  for (int j = 0; j < 32; ++j) {
+    const float v = x[j] * id;
+    // Half away from zero (roundf), written out so host and device round alike: v - trunc(v)
+    // is exact, so the comparison sees the true fraction (v + 0.5 would round first).
+    float r = __builtin_truncf(v);
+    const float frac = v - r;
+    if (frac >= 0.5f) r += 1.0f;
+    if (frac <= -0.5f) r -= 1.0f;
+    out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(r));
+  }
+}
+
 SPECD_BLOCK_FN uint16_t load_u16(const uint8_t* p) {
   uint16_t v;
   __builtin_memcpy(&v, p, 2);
