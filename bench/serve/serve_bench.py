@@ -35,6 +35,12 @@ usage: serve_bench.py [--specd build/bin/specd] [--config FILE] [--port P]
                       [--concurrency 1,4,16] [--tasks code,prose,copy,free] [--prompts 8]
                       [--max-tokens 64] [--modes on,auto,off] [--repeats 1]
                       [--out bench-serve-out]
+       serve_bench.py --peer LLAMA_BUILD_DIR --target T.gguf --draft D.gguf [--threads 2]
+                      [--k auto] [--peer-draft-max 4] [--context 1024]
+                      [--kv-type f16] [the options above]
+
+With --peer, the side-by-side mode (side_by_side.py): specd serve and llama.cpp's
+llama-server on the same target and draft, each plain and speculative, the same clients.
 """
 
 import argparse
@@ -49,6 +55,7 @@ import time
 import tomllib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import side_by_side  # noqa: E402
 import specd_server as ss  # noqa: E402
 
 MODES = {
@@ -119,8 +126,10 @@ def compare_with_off(cell, off):
         cell["vs_off_min"], cell["vs_off_max"] = min(ratios), max(ratios)
 
 
-def run_cell(port, prompts, concurrency, speculative, max_tokens):
-    """All prompts through the server with `concurrency` streams in flight."""
+def run_cell(port, prompts, concurrency, extra, max_tokens):
+    """All prompts through the server with `concurrency` streams in flight; `extra` holds
+    request fields beyond the common ones (specd's "speculative" object, another engine's
+    own)."""
     lock = threading.Lock()
     pending = list(range(len(prompts)))
     records = []
@@ -134,7 +143,8 @@ def run_cell(port, prompts, concurrency, speculative, max_tokens):
                 i = pending.pop(0)
             task, prompt = prompts[i]
             body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
-                    "speculative": speculative, "stream_options": {"include_usage": True}}
+                    "stream_options": {"include_usage": True}}
+            body.update(extra)
             sent = time.monotonic()
             try:
                 status, events = ss.stream(port, "/v1/completions", body, timeout=600)
@@ -345,9 +355,27 @@ def main():
                     help="runs of every cell, the modes interleaved; the report gives medians "
                     "and the paired ratio to off per repeat")
     ap.add_argument("--out", default="bench-serve-out")
+    ap.add_argument("--peer", help="a llama.cpp build folder: the side-by-side mode against "
+                    "its llama-server (needs --target and --draft)")
+    ap.add_argument("--target", help="side-by-side: the target GGUF both engines serve")
+    ap.add_argument("--draft", help="side-by-side: the draft GGUF both engines draft with")
+    ap.add_argument("--threads", type=int, default=2, help="side-by-side: threads of each engine")
+    ap.add_argument("--k", default="auto", help="side-by-side: specd's draft length (auto or N)")
+    ap.add_argument("--peer-draft-max", type=int, default=4,
+                    help="side-by-side: llama-server's --spec-draft-n-max")
+    ap.add_argument("--kv-type", default="f16", choices=("f32", "f16", "q8_0"),
+                    help="side-by-side: both engines' KV cache type (llama-server's default f16)")
+    ap.add_argument("--context", type=int, default=1024,
+                    help="side-by-side: llama-server's context per slot (the model's, at most)")
     a = ap.parse_args()
     if a.repeats < 1:
         ap.error("--repeats: %d; at least 1" % a.repeats)
+    if a.peer:
+        if not a.target or not a.draft:
+            ap.error("--peer needs --target and --draft (the files both engines serve)")
+        if a.k != "auto" and not a.k.isdigit():
+            ap.error("--k: %r; auto or a number" % a.k)
+        return side_by_side.run(a, run_cell, load_prompts, machine)
     levels = [int(x) for x in a.concurrency.split(",")]
     modes = a.modes.split(",")
     for m in modes:
@@ -380,11 +408,12 @@ def main():
             # Untimed: every mode at this concurrency once (the server's per-sequence state
             # for `level` sequences built: KV caches, proposers).
             for m in order:
-                run_cell(port, prompts[:level], level, MODES[m], 8)
+                run_cell(port, prompts[:level], level, {"speculative": MODES[m]}, 8)
             runs = {m: [] for m in modes}
             for rep in range(a.repeats):
                 for m in (order if rep % 2 == 0 else order[::-1]):
-                    run = run_cell(port, prompts, level, MODES[m], a.max_tokens)
+                    run = run_cell(port, prompts, level, {"speculative": MODES[m]},
+                                   a.max_tokens)
                     runs[m].append(run)
                     print("speculation %-4s c=%-3d run %d/%d %8.1f tok/s  TTFT p50 %s ms  "
                           "ITL p50 %s ms  tau %s  errors %d" % (
