@@ -401,6 +401,9 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
   server["allow_public_without_key"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_bool(c, k, n, cfg.server.allow_public_without_key);
   };
+  server["prefix_cache"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_bool(c, k, n, cfg.server.prefix_cache);
+  };
   server["verify_sessions"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_int(c, k, n, cfg.server.verify_sessions, 0, 1024, "0 = no /v1/verify, up to 1024");
   };

@@ -8,8 +8,9 @@
 
 namespace specd {
 
-BatchVerifier::BatchVerifier(LlamaModel& model, uint32_t max_rows, uint32_t chunk_rows)
-    : model_(model), max_rows_(max_rows), chunk_rows_(chunk_rows) {
+BatchVerifier::BatchVerifier(LlamaModel& model, uint32_t max_rows, uint32_t chunk_rows,
+                             bool prefix_cache)
+    : model_(model), max_rows_(max_rows), chunk_rows_(chunk_rows), prefix_cache_(prefix_cache) {
   if (max_rows_ == 0 || chunk_rows_ == 0)
     throw Error("batch verifier: rows and chunk sizes must be positive");
   cache_ = model_.new_cache(static_cast<int32_t>(max_rows_));
@@ -41,7 +42,11 @@ void BatchVerifier::begin(std::span<const specd_token> prompt, float* hidden) {
   prompt_.assign(prompt.begin(), prompt.end() - 1);
   prompt_hidden_ = hidden;
   prefilled_ = 0;
+  hit_rows_ = 0;
   round_pending_ = false;
+  if (prefix_cache_ && !hidden)
+    prefilled_ = hit_rows_ =
+        static_cast<uint32_t>(cache_->adopt_prefix(prompt_, static_cast<int32_t>(prompt_.size())));
 }
 
 void BatchVerifier::verify(specd_token root, const specd_draft_tree& tree, float* logits,
@@ -102,6 +107,9 @@ void BatchVerifier::pass_done() {
     for (uint32_t i = 0; i < chunk_; ++i) rows_[i] = static_cast<int32_t>(i);
     model_.commit(*cache_, rows_);
     prefilled_ += chunk_;
+    if (prefix_cache_ && !prompt_hidden_)
+      while (cache_->publish_next(prompt_)) {
+      }
   } else {
     round_pending_ = false;
   }
@@ -114,8 +122,9 @@ void BatchVerifier::commit(std::span<const int32_t> path) {
 }
 
 std::unique_ptr<Verifier> make_batch_verifier(LlamaModel& model, uint32_t max_rows,
-                                              uint32_t chunk_rows, BatchVerifier** object) {
-  auto* verifier = new BatchVerifier(model, max_rows, chunk_rows);
+                                              uint32_t chunk_rows, BatchVerifier** object,
+                                              bool prefix_cache) {
+  auto* verifier = new BatchVerifier(model, max_rows, chunk_rows, prefix_cache);
   *object = verifier;
   return std::make_unique<Verifier>(host_verifier_vtable<BatchVerifier>(), verifier,
                                     "verifier 'target' (batched)");

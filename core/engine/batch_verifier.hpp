@@ -9,6 +9,14 @@
 // is batch invariant. The KV cache takes blocks from the model's pool as it grows (no copies),
 // never beyond `max_rows`, which is also the context_length() this sequence sees.
 //
+// With `prefix_cache`, the prompt's full blocks that the pool has published are taken instead
+// of prefilled (KvCache::adopt_prefix), and the prompt's own full blocks are published as
+// their chunks commit. A taken row has the bits a prefill would give it here: every row of a
+// pass of at most invariant_max_rows rows per sequence is batch invariant, so its bits depend
+// on its token, its position and the rows before it, never on how the prompt was cut into
+// chunks (ARCHITECTURE.md, "Prefix caching"). Not when the proposer needs the prompt's hidden
+// states (EAGLE, MTP): those sequences prefill in full.
+//
 // Thread rule: the scheduler's worker alone; the model outlives the verifier.
 #pragma once
 
@@ -24,7 +32,8 @@ namespace specd {
 
 class BatchVerifier {
  public:
-  BatchVerifier(LlamaModel& model, uint32_t max_rows, uint32_t chunk_rows);
+  BatchVerifier(LlamaModel& model, uint32_t max_rows, uint32_t chunk_rows,
+                bool prefix_cache = false);
 
   void info(specd_verifier_info& info) const;
   uint32_t vocab_size() const;
@@ -49,10 +58,14 @@ class BatchVerifier {
   void pass_done();
   // Rows the cache's blocks hold now.
   uint32_t held_rows() const { return static_cast<uint32_t>(cache_->held_rows()); }
+  // The prompt's rows taken from the prefix cache at begin().
+  uint32_t prefix_hit_rows() const { return hit_rows_; }
 
  private:
   LlamaModel& model_;
   uint32_t max_rows_, chunk_rows_;
+  bool prefix_cache_;
+  uint32_t hit_rows_ = 0;
   std::unique_ptr<KvCache> cache_;
   std::vector<int32_t> prompt_;  // the tokens to prefill (the prompt less its last token)
   float* prompt_hidden_ = nullptr;
@@ -67,6 +80,7 @@ class BatchVerifier {
 // The host adapter over a new BatchVerifier (which it owns); `object` receives the
 // BatchVerifier for the scheduler's entry()/pass_done() calls, valid while the adapter lives.
 std::unique_ptr<Verifier> make_batch_verifier(LlamaModel& model, uint32_t max_rows,
-                                              uint32_t chunk_rows, BatchVerifier** object);
+                                              uint32_t chunk_rows, BatchVerifier** object,
+                                              bool prefix_cache = false);
 
 }  // namespace specd

@@ -1,5 +1,6 @@
 #include "models/kv_cache.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "common/error.hpp"
@@ -14,7 +15,9 @@ KvCache::KvCache(std::shared_ptr<KvPool> pool, int32_t capacity)
 }
 
 KvCache::~KvCache() {
-  for (int32_t b : blocks_) pool_->release(b);
+  // Last block first: parked published blocks then age children before parents, so the
+  // pool evicts a prefix's tail before its head.
+  for (auto b = blocks_.rbegin(); b != blocks_.rend(); ++b) pool_->release(*b);
   pool_->unpromise(promised_blocks());
 }
 
@@ -70,8 +73,53 @@ void KvCache::truncate(int32_t n) {
   if (n < 0 || n > committed_)
     throw Error("truncate: " + std::to_string(n) + " is outside [0, " + std::to_string(committed_) +
                 "]");
+  const int32_t B = pool_->block_rows();
+  if (n < shared_ * B) {
+    if (n % B != 0)
+      throw Error("truncate: row " + std::to_string(n) +
+                  " falls inside a shared KV block (rows are shared a block at a time)");
+    while (static_cast<int32_t>(blocks_.size()) > n / B) {
+      pool_->release(blocks_.back());
+      blocks_.pop_back();
+    }
+    shared_ = n / B;
+    publishing_ = true;
+  }
   committed_ = n;
   parents_.clear();
+}
+
+int32_t KvCache::adopt_prefix(std::span<const int32_t> tokens, int32_t max_rows) {
+  if (committed_ != 0 || !parents_.empty() || !blocks_.empty())
+    throw Error("KV cache: adopting a prefix into a cache that holds rows");
+  const int32_t B = pool_->block_rows();
+  const int32_t limit =
+      std::min<int32_t>({static_cast<int32_t>(tokens.size()), max_rows, capacity_});
+  int32_t parent = -1;
+  while ((committed_ + B) <= limit) {
+    const int32_t b = pool_->find(parent, tokens.subspan(static_cast<size_t>(committed_), B));
+    if (b < 0) break;
+    pool_->retain(b);
+    blocks_.push_back(b);
+    committed_ += B;
+    parent = b;
+  }
+  shared_ = static_cast<int32_t>(blocks_.size());
+  return committed_;
+}
+
+bool KvCache::publish_next(std::span<const int32_t> tokens) {
+  const int32_t B = pool_->block_rows();
+  const int32_t end = (shared_ + 1) * B;
+  if (!publishing_ || end > committed_ || end > static_cast<int32_t>(tokens.size())) return false;
+  const int32_t parent = shared_ ? blocks_[static_cast<size_t>(shared_ - 1)] : -1;
+  if (!pool_->publish(blocks_[static_cast<size_t>(shared_)], parent,
+                      tokens.subspan(static_cast<size_t>(shared_) * B, B))) {
+    publishing_ = false;
+    return false;
+  }
+  ++shared_;
+  return true;
 }
 
 }  // namespace specd

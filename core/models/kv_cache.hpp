@@ -8,6 +8,11 @@
 // Blocks are taken from the pool as rows are first written and given back when the cache is
 // destroyed, so a cache never copies its rows to grow.
 //
+// Prefix sharing: a fresh cache may start with blocks another cache published (adopt_prefix),
+// and publish its own full committed blocks (publish_next). Both kinds are shared and
+// read-only: the cache's leading `shared_blocks()` blocks are never written again, and
+// truncate() refuses to cut into them except at a block boundary (which lets them go).
+//
 // Thread rule: its model's (the device's) — one thread at a time.
 #pragma once
 
@@ -49,8 +54,19 @@ class KvCache {
   // the previous, the first a child of the committed prefix) and drops the other pending rows;
   // the kept rows become committed, in that order. An empty list just drops the pending rows.
   void commit(std::span<const int32_t> kept);
-  // Keeps the first n committed rows (n <= size()); drops pending rows.
+  // Keeps the first n committed rows (n <= size()); drops pending rows. Blocks past n are
+  // given back when n falls inside the shared blocks (it must then be a block boundary).
   void truncate(int32_t n);
+
+  // A cache holding nothing yet takes the published blocks that hold `tokens` from the start,
+  // as far as they match, whole blocks only, at most `max_rows` rows; they become its committed
+  // rows. Returns the rows taken.
+  int32_t adopt_prefix(std::span<const int32_t> tokens, int32_t max_rows);
+  // Publishes the cache's next unshared block if it is full of committed rows, whose tokens
+  // (the sequence's, from row 0) are given; returns false when there is none to publish or
+  // the pool has that prefix in another block (then nothing after it is published either).
+  bool publish_next(std::span<const int32_t> tokens);
+  int32_t shared_blocks() const { return shared_; }
 
  private:
   int32_t promised_blocks() const;
@@ -59,6 +75,8 @@ class KvCache {
   int32_t committed_ = 0;
   std::vector<int32_t> parents_;  // of the pending rows
   std::vector<int32_t> blocks_;   // block table
+  int32_t shared_ = 0;            // leading blocks adopted or published: read-only
+  bool publishing_ = true;        // false once a block could not be published
 };
 
 }  // namespace specd

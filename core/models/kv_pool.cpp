@@ -50,7 +50,8 @@ void KvPool::resize(int32_t want) {
   // Only the blocks up to the last one in use hold rows worth keeping (copying untouched
   // memory would fault in and zero pages for nothing).
   int32_t in_use = have;
-  while (in_use > 0 && refs_[static_cast<size_t>(in_use - 1)] == 0) --in_use;
+  while (in_use > 0 && refs_[static_cast<size_t>(in_use - 1)] == 0 && !prefix_.parked(in_use - 1))
+    --in_use;
   const uint64_t kept = static_cast<uint64_t>(in_use) * block_rows_ * row_stride_;
   std::vector<Buffer> k, v;
   k.reserve(n_layer_);
@@ -78,6 +79,15 @@ void KvPool::resize(int32_t want) {
 }
 
 int32_t KvPool::take() {
+  if (free_.empty() && prefix_.parked_count() > 0) {
+    // Evict the least recently parked block. Blocks published under it lose their prefix:
+    // the parked ones are freed, the held ones stay with their caches, unpublished.
+    std::vector<int32_t> removed;
+    prefix_.erase(prefix_.oldest_parked(), removed);
+    for (int32_t b : removed)
+      if (refs_[static_cast<size_t>(b)] == 0) free_.push_back(b);
+    ++evictions_;
+  }
   if (free_.empty()) resize(std::max(2 * blocks(), 4));
   const int32_t b = free_.back();
   free_.pop_back();
@@ -87,14 +97,30 @@ int32_t KvPool::take() {
 
 void KvPool::retain(int32_t block) {
   int32_t& r = refs_.at(static_cast<size_t>(block));
-  if (r <= 0) throw Error("KV pool: retaining block " + std::to_string(block) + ", which is free");
+  if (r == 0 && prefix_.parked(block)) {
+    prefix_.unpark(block);
+  } else if (r <= 0) {
+    throw Error("KV pool: retaining block " + std::to_string(block) + ", which is free");
+  }
   ++r;
 }
 
 void KvPool::release(int32_t block) {
   int32_t& r = refs_.at(static_cast<size_t>(block));
   if (r <= 0) throw Error("KV pool: releasing block " + std::to_string(block) + ", which is free");
-  if (--r == 0) free_.push_back(block);
+  if (--r > 0) return;
+  if (prefix_.indexed(block))
+    prefix_.park(block);
+  else
+    free_.push_back(block);
+}
+
+bool KvPool::publish(int32_t block, int32_t parent, std::span<const int32_t> tokens) {
+  if (static_cast<int32_t>(tokens.size()) != block_rows_)
+    throw Error("KV pool: a published block holds " + std::to_string(block_rows_) + " tokens");
+  if (refs_.at(static_cast<size_t>(block)) <= 0)
+    throw Error("KV pool: publishing block " + std::to_string(block) + ", which is free");
+  return prefix_.insert(block, parent, tokens);
 }
 
 void KvPool::move_rows(std::span<const int32_t> from, std::span<const int32_t> to) {

@@ -9,7 +9,11 @@
 // pair of buffers per layer, so one attention call serves them all.
 //
 // Blocks carry a reference count (a block shared by several tables is released when its last
-// holder lets go). Caches promise the blocks their capacity may need when they are made, and
+// holder lets go). Full blocks of a sequence's prefix may be published in the pool's prefix
+// index (prefix_index.hpp): another cache that starts with the same tokens then holds the same
+// blocks instead of computing their rows again. A published block no cache holds stays parked
+// with its rows until a block is needed and none is free: then the least recently parked one
+// is evicted. Caches promise the blocks their capacity may need when they are made, and
 // the pool grows (by half again at least) to hold every live promise, so a pass never finds it
 // full. Growing allocates larger buffers and copies the blocks in use (their ids stay the
 // same); it happens when a cache is made, between passes, a logarithmic number of times
@@ -26,6 +30,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "models/prefix_index.hpp"
 
 namespace specd {
 
@@ -37,7 +42,12 @@ class KvPool {
 
   int32_t block_rows() const { return block_rows_; }
   int32_t blocks() const { return static_cast<int32_t>(refs_.size()); }
-  int32_t free_blocks() const { return static_cast<int32_t>(free_.size()); }
+  // Blocks a take() can have: free ones and parked ones (published, held by no cache).
+  int32_t free_blocks() const {
+    return static_cast<int32_t>(free_.size() + prefix_.parked_count());
+  }
+  int32_t parked_blocks() const { return static_cast<int32_t>(prefix_.parked_count()); }
+  uint64_t evictions() const { return evictions_; }
   int32_t used_blocks() const { return blocks() - free_blocks(); }
   int64_t kv_dim() const { return kv_dim_; }
   specd_dtype dtype() const { return dtype_; }
@@ -52,11 +62,23 @@ class KvPool {
   // to hold every live promise at once, so a pass does not grow it.
   void promise(int32_t blocks);
   void unpromise(int32_t blocks) { promised_ -= blocks; }
-  // A free block with one reference; grows the pool (doubling) when none is free.
+  // A free block with one reference: a free one, else the least recently parked one
+  // (evicted, with every block published under it); grows the pool (doubling) when neither.
   int32_t take();
+  // One more reference to a block in use, or to a parked one (which a cache takes again).
   void retain(int32_t block);
-  // Drops one reference; a block without any goes back to the free list.
+  // Drops one reference; a block without any is parked when published, else freed.
   void release(int32_t block);
+
+  // The prefix index. find: the published block holding `tokens` (block_rows of them) after
+  // block `parent` (-1: the start), or -1. publish: publishes a block in use, full with
+  // `tokens` after `parent` (a published block or -1); false when that prefix is published
+  // already (in another block) or `parent` is not.
+  int32_t find(int32_t parent, std::span<const int32_t> tokens) const {
+    return prefix_.find(parent, tokens);
+  }
+  bool publish(int32_t block, int32_t parent, std::span<const int32_t> tokens);
+  bool published(int32_t block) const { return prefix_.indexed(block); }
   int32_t refs(int32_t block) const { return refs_.at(static_cast<size_t>(block)); }
 
   // Copies pool rows from[i] to to[i] in every layer's K and V (all reads before any write,
@@ -81,6 +103,8 @@ class KvPool {
   std::vector<Buffer> k_, v_;  // per layer
   std::vector<int32_t> refs_;  // per block
   std::vector<int32_t> free_;  // free block ids, taken from the back
+  PrefixIndex prefix_;
+  uint64_t evictions_ = 0;
   int64_t promised_ = 0;
   Buffer move_index_, move_rows_;  // move_rows' indices and the rows in transit
 };

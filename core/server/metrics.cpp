@@ -60,6 +60,22 @@ std::string Metrics::render(size_t queued, size_t running, const StepTotals& ste
   seconds("specd_step_rounds_seconds_total",
           "Of which the work after a pass: distributions, acceptance, commits, emission.",
           steps.rounds_seconds);
+  counter("specd_prefix_prompt_rows_total",
+          "Prompt rows of admitted sequences (each prompt less its last token).",
+          steps.prompt_rows);
+  counter("specd_prefix_hit_rows_total", "Of those, rows taken from the prefix cache.",
+          steps.prefix_hit_rows);
+  counter("specd_kv_evictions_total", "Cached KV blocks evicted to make room.", steps.kv_evictions);
+  auto gauge = [&](const char* name, const char* help, uint64_t v) {
+    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " gauge\n"
+      << name << " " << v << "\n";
+  };
+  gauge("specd_kv_blocks", "Blocks of the target's KV pool (16 rows each).", steps.kv_blocks);
+  gauge("specd_kv_blocks_free",
+        "Of those, blocks no sequence holds (free, or cached prefixes kept until evicted).",
+        steps.kv_blocks_free);
+  gauge("specd_kv_blocks_cached", "Of the free blocks, cached prefixes (evictable).",
+        steps.kv_blocks_cached);
   o << "# HELP specd_queue_depth Requests waiting for the scheduler.\n"
     << "# TYPE specd_queue_depth gauge\nspecd_queue_depth " << queued << "\n"
     << "# HELP specd_running Sequences being decoded.\n"

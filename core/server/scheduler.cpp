@@ -262,7 +262,8 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
     // Each request draws from its own generator: its seed, else the configured one, so
     // what it samples never depends on the requests before or beside it.
     run->rng = std::make_unique<specd_rng>(r.seed ? *r.seed : engines_.config().engine.seed);
-    run->verifier = make_batch_verifier(engine.target(), rows, engine.invariant_rows(), &run->kv);
+    run->verifier = make_batch_verifier(engine.target(), rows, engine.invariant_rows(), &run->kv,
+                                        engines_.config().server.prefix_cache);
     SequenceParts parts;
     parts.tokenizer = &engine.tokenizer();
     parts.verifier = run->verifier.get();
@@ -275,6 +276,9 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
     run->sequence =
         std::make_unique<Sequence>(parts, prompt, r.sampling, r.max_tokens, job->on_text);
     run->sequence->start();
+    std::lock_guard<std::mutex> lock(steps_mutex_);
+    steps_.prompt_rows += prompt.size() - 1;
+    steps_.prefix_hit_rows += run->kv->prefix_hit_rows();
   } catch (const RequestError& e) {
     if (run->strategy) {
       kv().release(run->reserved);
@@ -574,7 +578,12 @@ void Scheduler::step() {
   uint32_t prefill_rows = 0;
   for (const ForwardEntry& e : entries)
     if (e.first_logit_row > 0) prefill_rows += static_cast<uint32_t>(e.tokens.size());
+  const KvPool& pool = engines_.target().kv_pool();
   std::lock_guard<std::mutex> lock(steps_mutex_);
+  steps_.kv_blocks = static_cast<uint64_t>(pool.blocks());
+  steps_.kv_blocks_free = static_cast<uint64_t>(pool.free_blocks());
+  steps_.kv_blocks_cached = static_cast<uint64_t>(pool.parked_blocks());
+  steps_.kv_evictions = pool.evictions();
   ++steps_.steps;
   steps_.rows += rows;
   steps_.prefill_rows += prefill_rows;

@@ -1,7 +1,8 @@
 // LlamaModel::forward_batch: the rows of a batched pass over several sequences are
 // bit-identical to each sequence's forward() alone (chains, trees, prefill chunks; f32 and
 // quantized weights), a cache grown in blocks continues as if it had been large, and a
-// BatchVerifier prefills in chunks equal to decoding one token at a time.
+// BatchVerifier prefills in chunks equal to decoding one token at a time; blocks shared through
+// the prefix cache compute what a fresh prefill computes, and are evicted oldest first.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -234,6 +235,76 @@ TEST_CASE("the KV pool reuses freed blocks, keeps rows when it grows, and moves 
   model->forward(*keep, last, range(1, 33), range(1, -1), x.data());
   model->forward(*chain, last, range(1, 33), range(1, -1), y.data());
   CHECK(std::memcmp(x.data(), y.data(), x.size() * 4) == 0);
+}
+
+TEST_CASE("prefix cache: adopted blocks compute what a fresh prefill computes; eviction order") {
+  FixtureSpec s;
+  auto model = LlamaModel::load(write_fixture(s, "batch-prefix.gguf"), batch_device());
+  const int32_t V = model->info().vocab_size;
+  const int32_t B = LlamaModel::kKvBlockRows;
+  std::mt19937 rng(7);
+  KvPool& pool = model->kv_pool();
+  const auto prompt = tokens_of(rng, 40, V);
+  const std::vector<int32_t> next = {prompt[3]};
+  std::vector<float> want(V), got(V);
+  auto a = model->new_cache(64);
+  model->forward(*a, prompt, range(40, 0), range(40, -1), nullptr, nullptr, 40);
+  model->commit(*a, range(40, 0));
+  CHECK(a->publish_next(prompt));
+  CHECK(a->publish_next(prompt));
+  CHECK_FALSE(a->publish_next(prompt));  // 8 rows of a third block: not full
+  CHECK(a->shared_blocks() == 2);
+  model->forward(*a, next, range(1, 40), range(1, -1), want.data());
+  {
+    // A prompt that starts the same takes the two blocks, prefills the rest in its own
+    // chunks, and computes the next token's logits bit for bit.
+    auto b = model->new_cache(64);
+    CHECK(b->adopt_prefix(prompt, 40) == 2 * B);
+    CHECK(b->blocks()[0] == a->blocks()[0]);
+    CHECK(b->blocks()[1] == a->blocks()[1]);
+    CHECK(pool.refs(a->blocks()[0]) == 2);
+    const std::vector<int32_t> rest(prompt.begin() + 2 * B, prompt.end());
+    model->forward(*b, rest, range(8, 2 * B), range(8, -1), nullptr, nullptr, 8);
+    model->commit(*b, range(8, 0));
+    model->forward(*b, next, range(1, 40), range(1, -1), got.data());
+    CHECK(std::memcmp(want.data(), got.data(), want.size() * 4) == 0);
+    // A prefix that differs inside the second block takes only the first; one differing in
+    // the first takes nothing.
+    auto other = prompt;
+    other[20] = (other[20] + 1) % V;
+    auto c = model->new_cache(64);
+    CHECK(c->adopt_prefix(other, 40) == B);
+    other[2] = (other[2] + 1) % V;
+    auto d = model->new_cache(64);
+    CHECK(d->adopt_prefix(other, 40) == 0);
+    // Shared rows are read-only: a cut inside them is refused, one at a block boundary lets
+    // the later blocks go.
+    CHECK_THROWS_WITH_AS(b->truncate(20), doctest::Contains("shared KV block"), Error);
+    b->truncate(B);
+    CHECK(b->shared_blocks() == 1);
+    CHECK(pool.refs(a->blocks()[1]) == 1);
+  }
+  // With no holder left, the published blocks stay parked with their rows, the prefix's tail
+  // (released first) oldest; a take() with nothing else free evicts it, then the head.
+  const int32_t head = a->blocks()[0], tail = a->blocks()[1];
+  a.reset();
+  CHECK(pool.parked_blocks() == 2);
+  CHECK(pool.used_blocks() == 0);
+  CHECK(pool.find(-1, std::span(prompt).first(B)) == head);
+  std::vector<int32_t> taken;
+  while (pool.free_blocks() > 2) taken.push_back(pool.take());
+  CHECK(pool.evictions() == 0);
+  taken.push_back(pool.take());
+  CHECK(taken.back() == tail);
+  CHECK(pool.evictions() == 1);
+  CHECK(pool.find(-1, std::span(prompt).first(B)) == head);
+  CHECK(pool.find(head, std::span(prompt).subspan(B, B)) == -1);
+  taken.push_back(pool.take());
+  CHECK(taken.back() == head);
+  CHECK(pool.find(-1, std::span(prompt).first(B)) == -1);
+  for (int32_t b : taken) pool.release(b);
+  CHECK(pool.parked_blocks() == 0);
+  CHECK(pool.used_blocks() == 0);
 }
 
 TEST_CASE(

@@ -228,9 +228,12 @@ def main():
         return 77
     rng = random.Random(20261130)
     with tempfile.TemporaryDirectory() as work:
+        # The prefix cache off: cached blocks keep their pages (up to the KV budget, a fixed
+        # pool: scheduler_test checks that eviction keeps it at its size), which would hide
+        # what the requests themselves leak.
         config = ss.write_config(os.path.join(work, "load.toml"),
                                  'queue_limit = 96\nmax_body_bytes = 65536\n'
-                                 'chat_template = "chatml"\n')
+                                 'chat_template = "chatml"\nprefix_cache = false\n')
         with ss.Server(specd, config) as server:
             port = server.port
             before, first = ss.request(port, "POST", "/v1/completions",

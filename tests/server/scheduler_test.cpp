@@ -1,7 +1,8 @@
 // The continuous-batching scheduler on the shipped models: a request's greedy output alone
 // equals its output among 15 concurrent others, token for token, with speculation off, with
 // ngram and with the draft model (and all three mixed in one batch); requests beyond
-// max_sequences or the KV budget wait and then run; cancellation; run_exclusive.
+// max_sequences or the KV budget wait and then run; cancellation; run_exclusive; the prefix
+// cache changes no output.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -258,6 +259,78 @@ TEST_CASE("requests beyond max_sequences or the KV budget wait, then run with th
       CHECK(together[i].tokens == alone[i].tokens);
     }
   }
+}
+
+TEST_CASE("prefix cache: requests that take cached blocks give the tokens they give without") {
+  if (!have_models()) return;
+  std::string system = "You are a careful assistant. Answer briefly, and name the sources you used";
+  while (system.size() < 360) system += ", checking every number twice";
+  const std::vector<std::string> texts = {
+      system + ". Q: what is two plus two? A:", system + ". Q: name a long river. A:",
+      system + ". Q: who wrote Hamlet? A:", system + ". Q: what is two plus two? A:"};
+  for (const std::string temperature : {"0", "0.8"}) {
+    for (const std::string name : {"none", "draft-model"}) {
+      INFO("temperature " << temperature << ", " << name);
+      const std::vector<SpeculativeRequest> specs(texts.size(), setting(name));
+      const std::string t = "sampling.temperature=" + temperature;
+      // Without the cache, each request alone.
+      const Config off = config({t, "server.prefix_cache=false"});
+      PluginRegistry registry{std::vector<std::string>{}};
+      std::vector<Outcome> want;
+      {
+        EngineCache engines(off, registry);
+        Scheduler scheduler(engines, off.server.queue_limit);
+        for (size_t i = 0; i < texts.size(); ++i)
+          want.push_back(run_alone(scheduler, off, texts[i], specs[i]));
+        CHECK(scheduler.steps().prefix_hit_rows == 0);
+      }
+      // With it: one after another (each after the first takes the system prompt's blocks,
+      // the last the whole prompt's), then all together (sharing blocks among running
+      // sequences too).
+      const Config on = config({t});
+      EngineCache engines(on, registry);
+      Scheduler scheduler(engines, on.server.queue_limit);
+      for (size_t i = 0; i < texts.size(); ++i) {
+        const Outcome got = run_alone(scheduler, on, texts[i], specs[i]);
+        REQUIRE_MESSAGE(got.error.empty(), got.error);
+        CHECK(got.tokens == want[i].tokens);
+        CHECK(got.text == want[i].text);
+      }
+      const StepTotals first = scheduler.steps();
+      CHECK(first.prefix_hit_rows >= 3 * 4 * LlamaModel::kKvBlockRows);
+      CHECK(first.prefix_hit_rows < first.prompt_rows);
+      Probe probe;
+      const std::vector<Outcome> together = run_together(scheduler, on, texts, specs, probe);
+      for (size_t i = 0; i < texts.size(); ++i) {
+        REQUIRE_MESSAGE(together[i].error.empty(), together[i].error);
+        CHECK(together[i].tokens == want[i].tokens);
+      }
+      CHECK(scheduler.steps().prefix_hit_rows > first.prefix_hit_rows);
+    }
+  }
+}
+
+TEST_CASE("prefix cache: a full pool evicts cached blocks, oldest first, and outputs hold") {
+  if (!have_models()) return;
+  // 256 KV rows: sixteen blocks, so the second prompt's prefill needs blocks the first one left
+  // cached, and those are evicted rather than the pool grown.
+  const Config c = config({"server.kv_budget=256"});
+  PluginRegistry registry{std::vector<std::string>{}};
+  EngineCache engines(c, registry);
+  Scheduler scheduler(engines, c.server.queue_limit);
+  const std::vector<std::string> all = prompts();
+  const std::string& long_prompt = all.back();
+  const SpeculativeRequest spec = setting("draft-model");
+  const Outcome first = run_alone(scheduler, c, long_prompt, spec);
+  REQUIRE_MESSAGE(first.error.empty(), first.error);
+  std::string other = "Far away in the hills there lived a miller who";
+  while (other.size() < 400) other += " ground the corn and told tales and";
+  const Outcome second = run_alone(scheduler, c, other, spec);
+  REQUIRE_MESSAGE(second.error.empty(), second.error);
+  CHECK(scheduler.steps().kv_evictions > 0);
+  CHECK(scheduler.steps().kv_blocks == 16);
+  const Outcome again = run_alone(scheduler, c, long_prompt, spec);
+  CHECK(again.tokens == first.tokens);
 }
 
 TEST_CASE("a cancelled request ends at its next step and frees its place; run_exclusive") {

@@ -338,7 +338,8 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
     CHECK(metrics->body.find("/v2/nothing") == std::string::npos);
     // The scheduler's steps: the requests above took some, each with its pass.
     for (const char* counter : {"specd_steps_total ", "specd_step_rows_total ",
-                                "specd_step_seconds_total ", "specd_step_pass_seconds_total "}) {
+                                "specd_step_seconds_total ", "specd_step_pass_seconds_total ",
+                                "specd_kv_blocks ", "specd_prefix_prompt_rows_total "}) {
       const size_t at = metrics->body.find(std::string("\n") + counter);
       REQUIRE(at != std::string::npos);
       CHECK(std::stod(metrics->body.substr(at + 1 + std::strlen(counter))) > 0);
