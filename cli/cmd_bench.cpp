@@ -1,5 +1,6 @@
 // specd bench|ab -c FILE --out DIR [--set section.key=value]... [--plugin-path DIR]...
 // specd bench --construct --out DIR [--size S] [--type T] [--draft-size S] [--vocab N]
+//             [--context N]
 //                                   [--agreement A]...
 #include "cmd_bench.hpp"
 
@@ -30,7 +31,7 @@ const char* kHelp =
     "usage: specd bench -c FILE --out DIR [options]\n"
     "       specd ab    -c FILE --out DIR [options]\n"
     "       specd bench --construct --out DIR [--size S] [--type T] [--draft-size S]\n"
-    "                   [--draft-type T] [--vocab N] [--agreement A]...\n"
+    "                   [--draft-type T] [--vocab N] [--context N] [--agreement A]...\n"
     "       specd bench --quantize IN --type T --out FILE\n"
     "\n"
     "Runs every arm of the bench file and plain decoding on the same prompts, interleaved,\n"
@@ -50,7 +51,8 @@ const char* kHelp =
     "                      target.gguf of --size (tiny, 0.1b, 95m, 0.5b, 1.5b) in --type,\n"
     "                      and draft-A.gguf per --agreement A in --draft-type (default f16):\n"
     "                      one small layer, or --draft-size's shape (e.g. 0.1b); --vocab N\n"
-    "                      tokens in both (default 264; e.g. 32000, 128256, 151936)\n"
+    "                      tokens in both (default 264; e.g. 32000, 128256, 151936);\n"
+    "                      --context N: their context length (default 1024, 64..131072)\n"
     "  --quantize IN       only write a copy of the GGUF model IN with its matrices in --type\n"
     "                      to the file --out (weight precision as an axis)\n"
     "Weight types (--type, [bench] target_types / draft_types, [construct] types):\n"
@@ -59,11 +61,12 @@ const char* kHelp =
 
 int construct_only(const std::string& out, const std::string& size, const std::string& type,
                    const std::string& draft_size, const std::string& draft_type, uint32_t vocab,
-                   std::vector<double> agreements) {
+                   uint32_t context, std::vector<double> agreements) {
   std::filesystem::create_directories(out);
   specd::bench::ConstructedSpec target = specd::bench::constructed_preset(size);
   target.weights = specd::bench::weight_preset(type).name;
   target.vocab = vocab;
+  target.n_ctx = context;
   const std::string path = out + "/target.gguf";
   const bool wrote = specd::bench::ensure_constructed_model(path, target);
   std::printf("%s  (%s %s, %.1f M parameters, constructed model%s)\n", path.c_str(), size.c_str(),
@@ -76,6 +79,7 @@ int construct_only(const std::string& out, const std::string& size, const std::s
     specd::bench::ConstructedSpec draft = specd::bench::constructed_draft(a, draft_size);
     draft.weights = specd::bench::weight_preset(draft_type).name;
     draft.vocab = vocab;
+    draft.n_ctx = context;
     const bool wrote_draft = specd::bench::ensure_constructed_model(out + name, draft);
     std::printf("%s%s  (%s%s draft agreeing on %.0f%% of the map, %.1f M parameters%s)\n",
                 out.c_str(), name, draft_size.empty() ? "" : (draft_size + " ").c_str(),
@@ -93,7 +97,7 @@ int run_bench_command(int argc, char** argv) {
   specd::cli::Args args(argc, argv);
   std::string config_path, out, models_dir, quantize, size = "tiny", type = "f16",
                                                       draft_type = "f16", draft_size;
-  uint32_t vocab = 264;
+  uint32_t vocab = 264, context = 1024;
   std::vector<std::string> sets, plugin_paths;
   std::vector<double> agreements;
   bool construct = false;
@@ -138,6 +142,12 @@ int run_bench_command(int argc, char** argv) {
       const int64_t v = args.int_value();
       specd::bench::check_constructed_vocab(v < 0 ? 0 : static_cast<uint64_t>(v));
       vocab = static_cast<uint32_t>(v);
+    } else if (args.match("--context")) {
+      const int64_t n = args.int_value();
+      if (n < 64 || n > 131072)
+        throw specd::UsageError("option --context " + std::to_string(n) +
+                                " must lie in [64, 131072] (the constructed models' context)");
+      context = static_cast<uint32_t>(n);
     } else if (args.match("--agreement")) {
       const double a = args.float_value();
       if (!(a >= 0 && a <= 1)) {
@@ -151,7 +161,8 @@ int run_bench_command(int argc, char** argv) {
     }
   }
   if (out.empty()) throw specd::UsageError(mode + ": --out DIR is required");
-  if (construct) return construct_only(out, size, type, draft_size, draft_type, vocab, agreements);
+  if (construct)
+    return construct_only(out, size, type, draft_size, draft_type, vocab, context, agreements);
   if (!quantize.empty()) {
     const specd::bench::WeightPreset preset = specd::bench::weight_preset(type);
     const size_t n = specd::bench::write_weight_copy(quantize, out, preset);
