@@ -24,13 +24,13 @@ PREFIX ?= /usr/local
 
 # Debian packages: compiler and tools, Boost.DLL, oneDNN (Debian builds it with the OpenCL
 # GPU runtime, so its CMake package requires the OpenCL loader and headers), toml++,
-# doctest; PyTorch for the golden tests and training; the HIP compiler so the HIP backend
-# builds everywhere.
+# doctest; PyTorch for the golden tests and training; HAProxy for the replica test; the HIP
+# compiler so the HIP backend builds everywhere.
 DEPS_BUILD := build-essential cmake pkg-config libboost-dev libboost-filesystem-dev \
               libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libtomlplusplus-dev doctest-dev \
               ccache libcpp-httplib-dev nlohmann-json3-dev
 DEPS_TEST  := python3 python3-numpy python3-torch libopenblas0-pthread python3-regex \
-              python3.11-doc libpython3.11-stdlib valgrind
+              python3.11-doc libpython3.11-stdlib valgrind haproxy
 DEPS_GPU   := hipcc libamdhip64-dev
 
 .PHONY: all deps deps-build build test demo clean format models models-smoke install install-sdk \
