@@ -148,6 +148,7 @@ int serve_command(int argc, char** argv) {
     try {
       http.load();
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::fprintf(stderr, "specd serve: %s\n", http.kv_summary().c_str());
       std::fprintf(stderr, "specd serve: ready (model loaded in %.2f s)\n", s);
       std::fflush(stderr);
     } catch (...) {

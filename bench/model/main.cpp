@@ -4,6 +4,7 @@
 //   specd-model-bench MODEL.gguf [--backend cpu] [--threads N] [--repeats R] [--json]
 //                     [--cpu-time]   (process CPU time instead of wall time)
 //                     [--prefix N]   (committed tokens before the timings; default 64)
+//                     [--kv-type T]  (the KV cache type: f32, f16, q8_0; default f32)
 //                     [--sequences S] (with --only-m: S sequences of M rows each in one
 //                                     batched pass, each after its own prefix: a server step)
 //   specd-model-bench --write-random OUT.gguf [--seed S]   (a ~5 M-parameter f16 model)
@@ -24,6 +25,7 @@
 #include "gguf/gguf_writer.hpp"
 #include "int8_roof.hpp"
 #include "median.hpp"
+#include "models/kv_layout.hpp"
 #include "models/llama_model.hpp"
 #include "models/llama_writer.hpp"
 #include "plugin/registry.hpp"
@@ -91,7 +93,8 @@ void write_random(const std::string& path, uint32_t seed) {
 
 int usage() {
   std::cerr << "usage: specd-model-bench MODEL.gguf [--backend ID] [--threads N] [--repeats R] "
-               "[--json] [--cpu-time] [--decode-only] [--only-m M [--sequences S]] [--prefix N]\n"
+               "[--json] [--cpu-time] [--decode-only] [--only-m M [--sequences S]] [--prefix N] "
+               "[--kv-type f32|f16|q8_0]\n"
                "       specd-model-bench --write-random OUT.gguf [--seed S]\n";
   return 2;
 }
@@ -105,6 +108,7 @@ struct Args {
   int32_t only_m = 0;        // time forwards of this many tokens only (for profiling v(m))
   int32_t sequences = 1;     // with only_m: that many sequences of only_m rows in one pass
   int32_t prefix = 0;  // committed tokens before decoding and each v(m) forward; 0: the default
+  std::string kv_type = "f32";  // the KV cache's type: f32, f16, q8_0
 };
 
 Args parse(int argc, char** argv) {
@@ -131,6 +135,8 @@ Args parse(int argc, char** argv) {
       a.sequences = std::max(1, std::stoi(value()));
     else if (s == "--prefix")
       a.prefix = std::max(1, std::stoi(value()));
+    else if (s == "--kv-type")
+      a.kv_type = value();
     else if (s == "--cpu-time")
       g_cpu_time = true;
     else if (s == "--write-random")
@@ -232,6 +238,7 @@ int main(int argc, char** argv) {
     opt.threads = a.threads;
     auto device = backend.open(opt);
     auto model = LlamaModel::load(a.model, *device);
+    model->set_kv_dtype(kv_dtype(a.kv_type));
     const ModelInfo& in = model->info();
     Bench b{*model, {}};
     const int32_t n_prefill = std::min<int32_t>(128, in.n_ctx / 2);

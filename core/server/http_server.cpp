@@ -19,10 +19,12 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "common/error.hpp"
 #include "gguf/gguf_reader.hpp"
+#include "models/llama_model.hpp"
 #include "server/chat_template.hpp"
 #include "server/engine_cache.hpp"
 #include "server/metrics.hpp"
@@ -128,6 +130,7 @@ struct HttpServer::Impl {
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<PromptEncoder> encoder;
   uint32_t context_length = 0;
+  std::string kv_summary;  // set by load()
   // The jobs of requests not yet answered, for cancelling them at the drain deadline.
   std::mutex live_mutex;
   std::vector<std::weak_ptr<Job>> live;
@@ -151,6 +154,19 @@ struct HttpServer::Impl {
         tokenizer = std::make_unique<Tokenizer>(engine.tokenizer());
         encoder = std::make_unique<PromptEncoder>(*tokenizer);
         context_length = engine.context_length();
+        // What the KV budget buys: the operator's first question about memory.
+        const KvPool& pool = engines.target().kv_pool();
+        const uint64_t tokens = scheduler.kv_admission().budget();
+        const uint64_t bytes = tokens * pool.bytes_per_token();
+        char line[256];
+        std::snprintf(
+            line, sizeof line,
+            "KV cache: %s, %llu bytes a token; budget %llu tokens (%.2f GiB), %llu "
+            "sequences at the full context of %u",
+            dtype_name(pool.dtype()), static_cast<unsigned long long>(pool.bytes_per_token()),
+            static_cast<unsigned long long>(tokens), double(bytes) / (1ull << 30),
+            static_cast<unsigned long long>(tokens / std::max(1u, context_length)), context_length);
+        kv_summary = line;
       });
     } catch (...) {
       state = LoadState::failed;
@@ -543,6 +559,10 @@ int HttpServer::bind(const std::string& host, int port) {
 
 void HttpServer::load() {
   impl_->load();
+}
+
+std::string HttpServer::kv_summary() const {
+  return impl_->kv_summary;
 }
 
 bool HttpServer::ready() const {

@@ -32,6 +32,8 @@ class HttpServer {
   // scheduler's worker; the server is ready when it returns. Throws UsageError / Error like
   // the engine; the server then stays unready (503) until stopped. Call once.
   void load();
+  // After load(): the target's KV cache type, bytes a token and what the budget holds.
+  std::string kv_summary() const;
   bool ready() const;
   // Serves until stop(); returns after the requests in flight have been answered.
   void serve();
