@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace specd {
@@ -82,6 +83,9 @@ struct SamplingConfig {
   int max_tokens = 128;
   std::vector<std::string> stop;  // stop strings; the output ends before them
   bool ignore_eos = false;
+  double presence_penalty = 0;                        // OpenAI's, -2..2 (sampling/penalties.hpp)
+  double frequency_penalty = 0;                       // OpenAI's, -2..2
+  std::vector<std::pair<int32_t, float>> logit_bias;  // token id, -100..100 (requests only)
 };
 
 struct PluginsConfig {

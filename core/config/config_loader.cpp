@@ -356,6 +356,15 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
   sampling["ignore_eos"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_bool(c, k, n, cfg.sampling.ignore_eos);
   };
+  auto penalty_range = [](double v) {
+    return v >= -2 && v <= 2 ? std::string() : std::string("-2 to 2");
+  };
+  sampling["presence_penalty"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_float(c, k, n, cfg.sampling.presence_penalty, penalty_range);
+  };
+  sampling["frequency_penalty"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_float(c, k, n, cfg.sampling.frequency_penalty, penalty_range);
+  };
 
   auto& server = s["server"].keys;
   server["host"] = [&](Context& c, const std::string& k, const toml::node& n) {

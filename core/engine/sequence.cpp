@@ -43,6 +43,9 @@ Sequence::Sequence(const SequenceParts& parts, std::vector<int32_t> prompt,
   if (max_tokens < 1) throw UsageError("the number of tokens to generate must be at least 1");
   Verifier& verifier = *parts_.verifier;
   vocab_ = verifier.vocab_size();
+  penalties_ = std::make_unique<Penalties>(
+      PenaltyParams{sampling.presence_penalty, sampling.frequency_penalty, sampling.logit_bias},
+      vocab_);
   for (int32_t t : prompt)
     if (t < 0 || static_cast<uint32_t>(t) >= vocab_)
       throw UsageError("prompt token " + std::to_string(t) + " is outside the vocabulary");
@@ -163,6 +166,14 @@ void Sequence::end_round(double pass_s) {
     for (size_t r = 0; r < rows; ++r) {
       const std::span<float> row(logits_.data() + r * vocab, vocab);
       mask_padding(row, static_cast<size_t>(parts_.tokenizer->n_tokens()));
+      if (penalties_->active()) {
+        // Row r verifies node r: its path is the draft tokens from the root's child to it.
+        row_path_.clear();
+        for (size_t node = r; node != 0; node = static_cast<size_t>(draft_.parents[node - 1]))
+          row_path_.push_back(draft_.tokens[node - 1]);
+        std::reverse(row_path_.begin(), row_path_.end());
+        penalties_->apply(row, row_path_);
+      }
       transform_logits(row, sampling_, std::span<double>(p_.data() + r * vocab, vocab));
     }
   } catch (const UsageError&) {
@@ -213,6 +224,7 @@ void Sequence::end_round(double pass_s) {
   if (stats.rounds == 1) stats.first_token_s = seconds(Clock::now() - start_);
   for (int32_t token : emitted_) {
     sequence_.push_back(token);
+    penalties_->add(token);
     if (!emitter_->push(token, result_)) {
       done_ = true;
       break;

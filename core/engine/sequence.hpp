@@ -25,6 +25,7 @@
 #include "config/config.hpp"
 #include "engine/generation_stats.hpp"
 #include "engine/proposer.hpp"
+#include "sampling/penalties.hpp"
 #include "sampling/sampling_transform.hpp"
 
 namespace specd {
@@ -90,6 +91,8 @@ class Sequence {
   SequenceParts parts_;
   SamplingConfig sampling_config_;
   SamplingParams sampling_;
+  std::unique_ptr<Penalties> penalties_;             // presence/frequency penalties, logit_bias
+  std::vector<int32_t> row_path_;                    // a verified row's draft tokens (penalties)
   std::function<void(const std::string&)> on_text_;  // the emitter refers to it
   std::unique_ptr<Emitter> emitter_;
   std::vector<int32_t> sequence_;  // prompt, then every emitted token

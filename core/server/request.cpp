@@ -2,7 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
+#include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 
 namespace specd::server {
@@ -165,9 +168,22 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
   if (!j.is_object())
     throw RequestError(400, "",
                        std::string("the request body must be a JSON object, not ") + kind_of(j));
-  std::set<std::string> known = {"model",          "max_tokens", "temperature", "top_p", "top_k",
-                                 "min_p",          "stop",       "seed",        "n",     "stream",
-                                 "stream_options", "user",       "speculative"};
+  std::set<std::string> known = {"model",
+                                 "max_tokens",
+                                 "temperature",
+                                 "top_p",
+                                 "top_k",
+                                 "min_p",
+                                 "stop",
+                                 "seed",
+                                 "n",
+                                 "stream",
+                                 "stream_options",
+                                 "user",
+                                 "speculative",
+                                 "presence_penalty",
+                                 "frequency_penalty",
+                                 "logit_bias"};
   known.insert(chat ? "messages" : "prompt");
   if (chat) known.insert("max_completion_tokens");
   check_known(j, known, "");
@@ -202,6 +218,26 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
     if (r.sampling.min_p >= 1) bad("min_p", "is out of range (0 <= min_p < 1)");
   }
   if (j.contains("stop")) r.sampling.stop = stops(j["stop"]);
+  for (const char* key : {"presence_penalty", "frequency_penalty"})
+    if (j.contains(key) && !j[key].is_null())
+      (key[0] == 'p' ? r.sampling.presence_penalty : r.sampling.frequency_penalty) =
+          number(key, j[key], -2, 2, "-2 to 2");
+  if (j.contains("logit_bias") && !j["logit_bias"].is_null()) {
+    const json& b = j["logit_bias"];
+    if (!b.is_object()) bad("logit_bias", std::string("must be an object, not ") + kind_of(b));
+    if (b.size() > 1024) bad("logit_bias", "has more than 1024 entries");
+    for (const auto& [key, value] : b.items()) {
+      // OpenAI's keys are token ids written as strings.
+      char* end = nullptr;
+      errno = 0;
+      const long id = std::strtol(key.c_str(), &end, 10);
+      if (key.empty() || *end != '\0' || errno != 0 || id < 0 || id > INT32_MAX)
+        bad("logit_bias", "keys must be token ids (\"" + key.substr(0, 32) + "\" is not)");
+      r.sampling.logit_bias.emplace_back(
+          static_cast<int32_t>(id),
+          static_cast<float>(number("logit_bias." + key, value, -100, 100, "-100 to 100")));
+    }
+  }
   if (j.contains("seed") && !j["seed"].is_null())
     r.seed = uint64_t(integer("seed", j["seed"], 0, INT64_MAX, ">= 0"));
   if (j.contains("n") && !j["n"].is_null()) integer("n", j["n"], 1, 1, "only n = 1 is served");

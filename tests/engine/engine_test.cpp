@@ -154,6 +154,56 @@ TEST_CASE("greedy speculative output equals plain greedy output with f16 and q8_
   }
 }
 
+TEST_CASE("presence/frequency penalties and logit_bias: greedy speculative output equals plain") {
+  // Each verified row is penalised by its own path (the committed output and its draft
+  // ancestors), so chains, trees and lookup drafts all give plain decoding's tokens.
+  Fixture f;
+  test::RandomLlamaSpec spec;
+  spec.seed = 29;
+  const std::string model = f.dir + "/random-penalties.gguf";
+  test::write_random_llama(model, spec);
+  const std::vector<std::string> penalties = {
+      "sampling.max_tokens=40", "sampling.presence_penalty=0.9", "sampling.frequency_penalty=0.7"};
+  Config penalised = make_config(model, penalties);
+  penalised.sampling.logit_bias = {{7, -100.f}, {11, 4.f}};
+  Engine plain(penalised, f.registry);
+  Engine unpenalised(make_config(model, {"sampling.max_tokens=40"}), f.registry);
+  size_t differ = 0;
+  for (const std::string& prompt : kPrompts) {
+    CAPTURE(prompt);
+    const GenerationResult base = plain.generate(prompt);
+    REQUIRE(base.tokens.size() == 40);
+    CHECK(std::count(base.tokens.begin(), base.tokens.end(), 7) == 0);  // biased out
+    differ += join(unpenalised.generate(prompt).tokens) != join(base.tokens);
+
+    std::vector<std::string> ngram_o = penalties;
+    ngram_o.insert(ngram_o.end(),
+                   {"proposer.kind=ngram", "proposer.k=5", "acceptance.rule=greedy"});
+    Config ngram_c = make_config(model, ngram_o);
+    ngram_c.sampling.logit_bias = penalised.sampling.logit_bias;
+    Engine ngram(ngram_c, f.registry);
+    CHECK(join(ngram.generate(prompt).tokens) == join(base.tokens));
+
+    const size_t prompt_length = plain.tokenizer().encode(prompt).size();
+    for (bool tree : {false, true}) {
+      CAPTURE(tree);
+      std::vector<std::string> o = penalties;
+      o.insert(o.end(), {"proposer.kind=oracle", "proposer.k=6",
+                         "proposer.oracle=\"" + join(base.tokens) + "\"",
+                         "proposer.prompt_length=" + std::to_string(prompt_length),
+                         std::string("proposer.tree=") + (tree ? "true" : "false"),
+                         "acceptance.rule=exact-match"});
+      Config c = make_config(model, o);
+      c.sampling.logit_bias = penalised.sampling.logit_bias;
+      Engine oracle(c, f.registry);
+      const GenerationResult out = oracle.generate(prompt);
+      CHECK(join(out.tokens) == join(base.tokens));
+      CHECK(out.stats.accepted > 0);  // rows deep in the drafts were penalised and accepted
+    }
+  }
+  CHECK(differ > 0);  // the penalties changed what plain decoding says
+}
+
 TEST_CASE("stop strings and max tokens cut inside accepted runs exactly as plain decoding") {
   Fixture f;
   test::RandomLlamaSpec spec;

@@ -72,6 +72,13 @@ TEST_CASE("every field is read") {
   CHECK(
       parse_completion_request(R"({"prompt":"x","stop":"END"})", false, defaults()).sampling.stop ==
       std::vector<std::string>{"END"});
+  const CompletionRequest p = parse_completion_request(
+      R"({"prompt":"x","presence_penalty":0.5,"frequency_penalty":-1.5,
+          "logit_bias":{"7":-100,"300":2.5}})",
+      false, defaults());
+  CHECK(p.sampling.presence_penalty == doctest::Approx(0.5));
+  CHECK(p.sampling.frequency_penalty == doctest::Approx(-1.5));
+  CHECK(p.sampling.logit_bias == std::vector<std::pair<int32_t, float>>{{300, 2.5f}, {7, -100.f}});
 }
 
 TEST_CASE("chat messages are read in order") {
@@ -129,6 +136,13 @@ TEST_CASE("each bad field is named") {
   CHECK(refused(R"({"prompt":"x","n":0})") == "n");
   CHECK(refused(R"({"prompt":"x","n":"1"})") == "n");
   CHECK(refused(R"({"prompt":"x","n":1})") == "<none>");
+  CHECK(refused(R"({"prompt":"x","presence_penalty":2.5})") == "presence_penalty");
+  CHECK(refused(R"({"prompt":"x","frequency_penalty":"x"})") == "frequency_penalty");
+  CHECK(refused(R"({"prompt":"x","logit_bias":[1]})") == "logit_bias");
+  CHECK(refused(R"({"prompt":"x","logit_bias":{"a":1}})") == "logit_bias");
+  CHECK(refused(R"({"prompt":"x","logit_bias":{"-1":1}})") == "logit_bias");
+  CHECK(refused(R"({"prompt":"x","logit_bias":{"5":101}})") == "logit_bias.5");
+  CHECK(refused(R"({"prompt":"x","logit_bias":{"5":"up"}})") == "logit_bias.5");
   CHECK(refused(R"({"prompt":"x","stream":"yes"})") == "stream");
   CHECK(refused(R"({"prompt":"x","stream_options":{"x":1}})") == "stream_options.x");
   CHECK(refused(R"({"prompt":"x","stream_options":{"include_usage":1}})") ==

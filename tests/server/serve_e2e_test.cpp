@@ -282,6 +282,21 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
     CHECK(unknown["error"]["param"] == "speculative.proposer");
   }
 
+  SUBCASE("penalties and logit_bias: the draft model's text equals plain decoding's") {
+    json body = {{"prompt", kPrompt},          {"max_tokens", 32},
+                 {"presence_penalty", 1.2},    {"frequency_penalty", 0.8},
+                 {"logit_bias", {{"5", 3.0}}}, {"speculative", {{"proposer", "none"}}}};
+    const json plain = post(c, "/v1/completions", body, 200);
+    CHECK(plain["choices"][0]["text"] != greedy);  // the penalties change the text
+    body.erase("speculative");                     // the configured draft model
+    const json drafted = post(c, "/v1/completions", body, 200);
+    CHECK(drafted["choices"][0]["text"] == plain["choices"][0]["text"]);
+    CHECK(drafted["usage"]["drafted_tokens"].get<int>() > 0);
+    body["logit_bias"] = {{"99999999", 1.0}};
+    CHECK(post(c, "/v1/completions", body, 400)["error"]["message"].get<std::string>().find(
+              "outside the vocabulary") != std::string::npos);
+  }
+
   SUBCASE("chat with the configured template, streamed equal to whole") {
     json body = {{"messages",
                   {{{"role", "system"}, {"content", "Be brief."}},
