@@ -1,6 +1,8 @@
 #include "engine/sequence.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <span>
 
 #include "acceptance/acceptance_rule.hpp"
@@ -166,6 +168,10 @@ void Sequence::end_round(double pass_s) {
     for (size_t r = 0; r < rows; ++r) {
       const std::span<float> row(logits_.data() + r * vocab, vocab);
       mask_padding(row, static_cast<size_t>(parts_.tokenizer->n_tokens()));
+      if (logprobs_top_ >= 0) {
+        raw_logits_.resize(rows * vocab);
+        std::copy(row.begin(), row.end(), raw_logits_.begin() + r * vocab);
+      }
       if (penalties_->active()) {
         // Row r verifies node r: its path is the draft tokens from the root's child to it.
         row_path_.clear();
@@ -222,7 +228,12 @@ void Sequence::end_round(double pass_s) {
   for (int32_t node : accepted.path) emitted_.push_back(draft_.tokens[node - 1]);
   emitted_.push_back(accepted.next_token);
   if (stats.rounds == 1) stats.first_token_s = seconds(Clock::now() - start_);
-  for (int32_t token : emitted_) {
+  for (size_t i = 0; i < emitted_.size(); ++i) {
+    const int32_t token = emitted_[i];
+    // Token i was chosen from row 0 (the root's) or from the row of the i-th accepted node.
+    if (logprobs_top_ >= 0 &&
+        !(token == parts_.tokenizer->eos_id() && !sampling_config_.ignore_eos))
+      record_logprob(token, i == 0 ? 0 : static_cast<size_t>(accepted.path[i - 1]));
     sequence_.push_back(token);
     penalties_->add(token);
     if (!emitter_->push(token, result_)) {
@@ -242,6 +253,35 @@ void Sequence::end_round(double pass_s) {
     parts_.proposer_sequence->commit(accepted_tokens, accepted.next_token,
                                      hidden_dim_ ? kept_hidden_.data() : nullptr);
   }
+}
+
+void Sequence::set_logprobs(int top, std::function<void(const TokenLogprob&)> on_logprob) {
+  if (top < 0 || top > 20) throw UsageError("logprobs: the number of alternatives must be 0 to 20");
+  logprobs_top_ = top;
+  on_logprob_ = std::move(on_logprob);
+}
+
+void Sequence::record_logprob(int32_t token, size_t row) {
+  const std::span<const float> z(raw_logits_.data() + row * vocab_, vocab_);
+  float max = -std::numeric_limits<float>::infinity();
+  for (float x : z) max = std::max(max, x);
+  double sum = 0;
+  for (float x : z) sum += std::exp(double(x) - double(max));
+  const double log_norm = double(max) + std::log(sum);
+  TokenLogprob lp;
+  lp.token = token;
+  lp.logprob = static_cast<float>(double(z[static_cast<size_t>(token)]) - log_norm);
+  if (logprobs_top_ > 0) {
+    std::vector<int32_t> ids(vocab_);
+    for (uint32_t t = 0; t < vocab_; ++t) ids[t] = static_cast<int32_t>(t);
+    const size_t n = std::min<size_t>(static_cast<size_t>(logprobs_top_), vocab_);
+    std::partial_sort(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(n), ids.end(),
+                      [&](int32_t a, int32_t b) { return z[a] > z[b] || (z[a] == z[b] && a < b); });
+    for (size_t j = 0; j < n; ++j)
+      lp.top.emplace_back(ids[j], static_cast<float>(double(z[ids[j]]) - log_norm));
+  }
+  if (on_logprob_) on_logprob_(lp);
+  result_.logprobs.push_back(std::move(lp));
 }
 
 GenerationResult Sequence::finish() {

@@ -61,6 +61,10 @@ class Sequence {
   Sequence(const Sequence&) = delete;
   Sequence& operator=(const Sequence&) = delete;
 
+  // Records each generated token's log-probability and its `top` alternatives (0..20;
+  // TokenLogprob), in the result and, as each token is emitted (before its text), through
+  // `on_logprob` when given. Call before start().
+  void set_logprobs(int top, std::function<void(const TokenLogprob&)> on_logprob = {});
   // Processes the prompt: verifier.begin (a BatchVerifier records it and prefills in chunks).
   void start();
   // The start of a round. Returns false, ending the sequence, when the context has no room
@@ -91,8 +95,12 @@ class Sequence {
   SequenceParts parts_;
   SamplingConfig sampling_config_;
   SamplingParams sampling_;
-  std::unique_ptr<Penalties> penalties_;             // presence/frequency penalties, logit_bias
-  std::vector<int32_t> row_path_;                    // a verified row's draft tokens (penalties)
+  std::unique_ptr<Penalties> penalties_;  // presence/frequency penalties, logit_bias
+  std::vector<int32_t> row_path_;         // a verified row's draft tokens (penalties)
+  int logprobs_top_ = -1;                 // -1: no logprobs
+  std::function<void(const TokenLogprob&)> on_logprob_;
+  std::vector<float> raw_logits_;  // the round's rows before penalties (logprobs)
+  void record_logprob(int32_t token, size_t row);
   std::function<void(const std::string&)> on_text_;  // the emitter refers to it
   std::unique_ptr<Emitter> emitter_;
   std::vector<int32_t> sequence_;  // prompt, then every emitted token

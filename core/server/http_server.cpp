@@ -175,6 +175,20 @@ struct HttpServer::Impl {
     state = LoadState::ready;
   }
 
+  // Logprob entries with their tokens' texts (the target's tokenizer: loaded by now).
+  std::vector<LogprobText> render_logprobs(const std::vector<TokenLogprob>& entries) const {
+    std::vector<LogprobText> out;
+    out.reserve(entries.size());
+    for (const TokenLogprob& e : entries) {
+      LogprobText t;
+      t.token = tokenizer->token_to_piece(e.token);
+      t.logprob = e.logprob;
+      for (const auto& [id, lp] : e.top) t.top.emplace_back(tokenizer->token_to_piece(id), lp);
+      out.push_back(std::move(t));
+    }
+    return out;
+  }
+
   // The 503 for a request that needs the model before it is loaded; false when it is.
   bool refuse_unready(httplib::Response& res) {
     const LoadState s = state.load();
@@ -407,16 +421,32 @@ struct HttpServer::Impl {
       ch->changed.notify_all();
     };
     auto first = std::make_shared<bool>(true);
-    job->on_text = [ch, info, stream, first](const std::string& piece) {
-      if (!stream) return;
-      std::lock_guard<std::mutex> lock(ch->mutex);
-      ch->events.push_back(chunk_event(info, piece, *first, ""));
+    // Streamed logprobs: the entries of the tokens emitted since the last chunk (worker only).
+    const bool logprobs = job->request.logprobs >= 0;
+    auto pending = std::make_shared<std::vector<TokenLogprob>>();
+    auto cursor = std::make_shared<LogprobCursor>();
+    if (logprobs && stream)
+      job->on_logprob = [pending](const TokenLogprob& e) { pending->push_back(e); };
+    auto chunk = [this, info, logprobs, pending, cursor, first](const std::string& piece,
+                                                                const std::string& finish) {
+      std::vector<LogprobText> texts;
+      if (logprobs) texts = render_logprobs(*pending);
+      pending->clear();
+      std::string event =
+          chunk_event(info, piece, *first, finish, logprobs ? &texts : nullptr, cursor.get());
       *first = false;
+      return event;
+    };
+    job->on_text = [ch, stream, chunk](const std::string& piece) {
+      if (!stream) return;
+      std::string event = chunk(piece, "");
+      std::lock_guard<std::mutex> lock(ch->mutex);
+      ch->events.push_back(std::move(event));
       ch->changed.notify_all();
     };
     // The job outlives its callbacks (the worker holds it while calling them).
     const Job* self = job.get();
-    job->on_done = [this, ch, info, stream, include_usage, first, self](const GenerationResult* r,
+    job->on_done = [this, ch, info, stream, include_usage, self, chunk](const GenerationResult* r,
                                                                         const RequestError* e) {
       std::optional<RequestError> shut_down;
       if (r) {
@@ -436,12 +466,13 @@ struct HttpServer::Impl {
           e = &*shut_down;
         }
       }
+      std::string last = r && stream ? chunk("", finish_reason(r->stop_reason)) : "";
       std::lock_guard<std::mutex> lock(ch->mutex);
       if (r) ch->result = *r;
       if (e) ch->error = *e;
       if (stream) {
         if (r) {
-          ch->events.push_back(chunk_event(info, "", *first, finish_reason(r->stop_reason)));
+          ch->events.push_back(std::move(last));
           if (include_usage) ch->events.push_back(usage_event(info, *r));
         } else {
           ch->events.push_back(
@@ -485,7 +516,10 @@ struct HttpServer::Impl {
         send_error(res, ch->error->status, ch->error->what(), ch->error->param, ch->error->code);
         return;
       }
-      res.set_content(completion_json(info, *ch->result), "application/json");
+      std::vector<LogprobText> texts;
+      if (logprobs) texts = render_logprobs(ch->result->logprobs);
+      res.set_content(completion_json(info, *ch->result, logprobs ? &texts : nullptr),
+                      "application/json");
       return;
     }
     res.set_header("Cache-Control", "no-cache");

@@ -181,9 +181,11 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
                                  "stream_options",
                                  "user",
                                  "speculative",
+                                 "logprobs",
                                  "presence_penalty",
                                  "frequency_penalty",
                                  "logit_bias"};
+  if (chat) known.insert("top_logprobs");
   known.insert(chat ? "messages" : "prompt");
   if (chat) known.insert("max_completion_tokens");
   check_known(j, known, "");
@@ -242,6 +244,16 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
     r.seed = uint64_t(integer("seed", j["seed"], 0, INT64_MAX, ">= 0"));
   if (j.contains("n") && !j["n"].is_null()) integer("n", j["n"], 1, 1, "only n = 1 is served");
   if (j.contains("stream") && !j["stream"].is_null()) r.stream = boolean("stream", j["stream"]);
+  if (!chat && j.contains("logprobs") && !j["logprobs"].is_null())
+    r.logprobs = int(integer("logprobs", j["logprobs"], 0, 20, "0 to 20"));
+  if (chat && j.contains("logprobs") && !j["logprobs"].is_null() &&
+      boolean("logprobs", j["logprobs"]))
+    r.logprobs = 0;
+  if (chat && j.contains("top_logprobs") && !j["top_logprobs"].is_null()) {
+    const int top = int(integer("top_logprobs", j["top_logprobs"], 0, 20, "0 to 20"));
+    if (r.logprobs < 0) bad("top_logprobs", "needs \"logprobs\": true");
+    r.logprobs = top;
+  }
   if (j.contains("stream_options") && !j["stream_options"].is_null()) {
     const json& so = j["stream_options"];
     if (!so.is_object())

@@ -47,6 +47,9 @@ struct CompletionRequest {
   std::optional<uint64_t> seed;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  // Alternatives per token in `logprobs` (0..20); -1: no logprobs. Completions' `logprobs: N`,
+  // chat's `logprobs: true` with `top_logprobs: N`.
+  int logprobs = -1;
   SpeculativeRequest speculative;
   // The prompt as the engine reads it, set by the HTTP handler before queueing (chat
   // content encoded as plain text, never as special tokens); max_tokens is then already

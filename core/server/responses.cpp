@@ -30,6 +30,43 @@ std::string dump(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+json bytes_of(const std::string& text) {
+  json b = json::array();
+  for (unsigned char c : text) b.push_back(int(c));
+  return b;
+}
+
+json logprobs_json(bool chat, const std::vector<LogprobText>& entries, LogprobCursor& cursor) {
+  if (chat) {
+    json content = json::array();
+    for (const LogprobText& e : entries) {
+      json top = json::array();
+      for (const auto& [text, lp] : e.top)
+        top.push_back({{"token", text}, {"logprob", lp}, {"bytes", bytes_of(text)}});
+      content.push_back({{"token", e.token},
+                         {"logprob", e.logprob},
+                         {"bytes", bytes_of(e.token)},
+                         {"top_logprobs", top}});
+    }
+    return {{"content", content}, {"refusal", nullptr}};
+  }
+  json tokens = json::array(), token_logprobs = json::array(), top = json::array(),
+       offsets = json::array();
+  for (const LogprobText& e : entries) {
+    tokens.push_back(e.token);
+    token_logprobs.push_back(e.logprob);
+    json alternatives = json::object();
+    for (const auto& [text, lp] : e.top) alternatives[text] = lp;
+    top.push_back(alternatives);
+    offsets.push_back(cursor.text_offset);
+    cursor.text_offset += e.token.size();
+  }
+  return {{"tokens", tokens},
+          {"token_logprobs", token_logprobs},
+          {"top_logprobs", top},
+          {"text_offset", offsets}};
+}
+
 }  // namespace
 
 std::string finish_reason(const std::string& stop_reason) {
@@ -40,22 +77,24 @@ std::string usage_json(const GenerationStats& stats, size_t completion_tokens) {
   return dump(usage(stats, completion_tokens));
 }
 
-std::string completion_json(const ResponseInfo& info, const GenerationResult& r) {
+std::string completion_json(const ResponseInfo& info, const GenerationResult& r,
+                            const std::vector<LogprobText>* logprobs) {
   json j = head(info, false);
   json choice = {{"index", 0}, {"finish_reason", finish_reason(r.stop_reason)}};
-  if (info.chat) {
+  if (info.chat)
     choice["message"] = {{"role", "assistant"}, {"content", r.text}};
-  } else {
+  else
     choice["text"] = r.text;
-    choice["logprobs"] = nullptr;
-  }
+  LogprobCursor cursor;
+  choice["logprobs"] = logprobs ? logprobs_json(info.chat, *logprobs, cursor) : json(nullptr);
   j["choices"] = json::array({choice});
   j["usage"] = usage(r.stats, r.tokens.size());
   return dump(j);
 }
 
 std::string chunk_event(const ResponseInfo& info, const std::string& text, bool first,
-                        const std::string& finish) {
+                        const std::string& finish, const std::vector<LogprobText>* logprobs,
+                        LogprobCursor* cursor) {
   json j = head(info, true);
   json choice = {{"index", 0}};
   if (info.chat) {
@@ -65,8 +104,10 @@ std::string chunk_event(const ResponseInfo& info, const std::string& text, bool 
     choice["delta"] = delta;
   } else {
     choice["text"] = text;
-    choice["logprobs"] = nullptr;
   }
+  LogprobCursor none;
+  choice["logprobs"] =
+      logprobs ? logprobs_json(info.chat, *logprobs, cursor ? *cursor : none) : json(nullptr);
   choice["finish_reason"] = finish.empty() ? json(nullptr) : json(finish);
   j["choices"] = json::array({choice});
   return "data: " + dump(j) + "\n\n";

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/generation_stats.hpp"
 
@@ -16,17 +18,35 @@ struct ResponseInfo {
   bool chat = false;
 };
 
+// A generated token's logprob entry with the texts of its token and alternatives (the
+// tokenizer's pieces), as responses show them.
+struct LogprobText {
+  std::string token;
+  float logprob = 0;
+  std::vector<std::pair<std::string, float>> top;
+};
+// Where a stream's logprobs stand: for completions' text_offset.
+struct LogprobCursor {
+  size_t text_offset = 0;
+};
+
 // OpenAI's finish_reason for an engine stop reason: "stop" (eos, stop string), "length".
 std::string finish_reason(const std::string& stop_reason);
 // {"prompt_tokens", "completion_tokens", "total_tokens", "drafted_tokens",
 //  "accepted_tokens", "tau"}
 std::string usage_json(const GenerationStats& stats, size_t completion_tokens);
-// The whole non-streamed response.
-std::string completion_json(const ResponseInfo& info, const GenerationResult& result);
+// The whole non-streamed response; `logprobs` (one per generated token) when asked for:
+// chat's {"content": [{token, logprob, bytes, top_logprobs}]}, completions' {tokens,
+// token_logprobs, top_logprobs, text_offset}.
+std::string completion_json(const ResponseInfo& info, const GenerationResult& result,
+                            const std::vector<LogprobText>* logprobs = nullptr);
 // One SSE event "data: <json>\n\n" carrying `text` (the first chat chunk also carries the
-// role), or the last one with finish_reason when `finish` is non-empty.
+// role), or the last one with finish_reason when `finish` is non-empty; with `logprobs`, the
+// entries of the tokens emitted since the previous chunk.
 std::string chunk_event(const ResponseInfo& info, const std::string& text, bool first,
-                        const std::string& finish);
+                        const std::string& finish,
+                        const std::vector<LogprobText>* logprobs = nullptr,
+                        LogprobCursor* cursor = nullptr);
 // The usage chunk (stream_options.include_usage): empty choices and the usage.
 std::string usage_event(const ResponseInfo& info, const GenerationResult& result);
 std::string done_event();  // "data: [DONE]\n\n"

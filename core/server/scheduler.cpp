@@ -275,6 +275,7 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
     parts.target_path = engines_.config().target.model;
     run->sequence =
         std::make_unique<Sequence>(parts, prompt, r.sampling, r.max_tokens, job->on_text);
+    if (r.logprobs >= 0) run->sequence->set_logprobs(r.logprobs, job->on_logprob);
     run->sequence->start();
     std::lock_guard<std::mutex> lock(steps_mutex_);
     steps_.prompt_rows += prompt.size() - 1;

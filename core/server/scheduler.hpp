@@ -54,6 +54,8 @@ struct Job {
   // generation starts, else with the error that refused it (then nothing else follows).
   std::function<void(const RequestError*)> on_start;
   std::function<void(const std::string&)> on_text;
+  // With request.logprobs >= 0: each generated token's entry, before its text (on_text).
+  std::function<void(const TokenLogprob&)> on_logprob;
   // Called once at the end of a started job: the result, or an error (status 400 for a
   // request the engine refused, 500 for a runtime failure).
   std::function<void(const GenerationResult*, const RequestError* error)> on_done;

@@ -136,6 +136,16 @@ TEST_CASE("each bad field is named") {
   CHECK(refused(R"({"prompt":"x","n":0})") == "n");
   CHECK(refused(R"({"prompt":"x","n":"1"})") == "n");
   CHECK(refused(R"({"prompt":"x","n":1})") == "<none>");
+  CHECK(refused(R"({"prompt":"x","logprobs":21})") == "logprobs");
+  CHECK(refused(R"({"prompt":"x","logprobs":true})") == "logprobs");
+  CHECK(refused(R"({"prompt":"x","top_logprobs":2})") == "top_logprobs");  // chat's field
+  CHECK(parse_completion_request(R"({"prompt":"x","logprobs":4})", false, defaults()).logprobs ==
+        4);
+  CHECK(parse_completion_request(R"({"prompt":"x"})", false, defaults()).logprobs == -1);
+  CHECK(parse_completion_request(R"({"messages":[{"role":"user","content":"x"}],
+                                     "logprobs":true,"top_logprobs":5})",
+                                 true, defaults())
+            .logprobs == 5);
   CHECK(refused(R"({"prompt":"x","presence_penalty":2.5})") == "presence_penalty");
   CHECK(refused(R"({"prompt":"x","frequency_penalty":"x"})") == "frequency_penalty");
   CHECK(refused(R"({"prompt":"x","logit_bias":[1]})") == "logit_bias");

@@ -144,6 +144,8 @@ struct Stream {
   std::string finish_reason;  // the last chunk's
   bool done = false;          // ended with data: [DONE]
   int events = 0;
+  json logprobs = json::array();  // chat: the chunks' logprobs.content; completions: tokens
+                                  // with their token_logprobs, as [token, logprob] pairs
 };
 
 Stream parse_sse(const std::string& body, bool chat) {
@@ -169,6 +171,15 @@ Stream parse_sse(const std::string& body, bool chat) {
       if (choice["delta"].contains("content")) s.text += choice["delta"]["content"];
     } else {
       s.text += choice["text"].get<std::string>();
+    }
+    if (choice.contains("logprobs") && !choice["logprobs"].is_null()) {
+      const json& lp = choice["logprobs"];
+      if (chat) {
+        for (const json& e : lp["content"]) s.logprobs.push_back(e);
+      } else {
+        for (size_t i = 0; i < lp["tokens"].size(); ++i)
+          s.logprobs.push_back(json::array({lp["tokens"][i], lp["token_logprobs"][i]}));
+      }
     }
     if (!choice["finish_reason"].is_null()) s.finish_reason = choice["finish_reason"];
   }
@@ -295,6 +306,57 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
     body["logit_bias"] = {{"99999999", 1.0}};
     CHECK(post(c, "/v1/completions", body, 400)["error"]["message"].get<std::string>().find(
               "outside the vocabulary") != std::string::npos);
+  }
+
+  SUBCASE("logprobs: the same with and without the draft, streamed or not, chat or not") {
+    json body = {{"prompt", kPrompt}, {"max_tokens", 24}, {"logprobs", 3}};
+    body["speculative"] = {{"proposer", "none"}};
+    const json plain = post(c, "/v1/completions", body, 200);
+    body.erase("speculative");
+    const json drafted = post(c, "/v1/completions", body, 200);
+    CHECK(drafted["usage"]["drafted_tokens"].get<int>() > 0);
+    const json& lp = plain["choices"][0]["logprobs"];
+    CHECK(drafted["choices"][0]["logprobs"] == lp);  // bit-identical rows, identical values
+    REQUIRE(lp["tokens"].size() == plain["usage"]["completion_tokens"].get<size_t>());
+    std::string joined;
+    for (size_t i = 0; i < lp["tokens"].size(); ++i) {
+      CHECK(lp["text_offset"][i].get<size_t>() == joined.size());
+      joined += lp["tokens"][i].get<std::string>();
+      // Greedy: the chosen token is the most likely one, the first of its alternatives.
+      CHECK(lp["top_logprobs"][i].size() <= 3);
+      double best = -1e30;
+      for (const auto& [text, v] : lp["top_logprobs"][i].items())
+        best = std::max(best, v.get<double>());
+      CHECK(lp["token_logprobs"][i].get<double>() == doctest::Approx(best));
+      CHECK(lp["token_logprobs"][i].get<double>() <= 0);
+    }
+    CHECK(joined == greedy);
+    body["stream"] = true;
+    auto res = c.Post("/v1/completions", auth(), body.dump(), "application/json");
+    REQUIRE(res);
+    const Stream st = parse_sse(res->body, false);
+    REQUIRE(st.logprobs.size() == lp["tokens"].size());
+    for (size_t i = 0; i < st.logprobs.size(); ++i) {
+      CHECK(st.logprobs[i][0] == lp["tokens"][i]);
+      CHECK(st.logprobs[i][1] == lp["token_logprobs"][i]);
+    }
+    // Chat: logprobs true with top_logprobs, in chat's shape.
+    json chat = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+                 {"max_tokens", 12},
+                 {"logprobs", true},
+                 {"top_logprobs", 2}};
+    const json cw = post(c, "/v1/chat/completions", chat, 200);
+    const json& content = cw["choices"][0]["logprobs"]["content"];
+    REQUIRE(content.size() == cw["usage"]["completion_tokens"].get<size_t>());
+    CHECK(content[0]["top_logprobs"].size() == 2);
+    CHECK(content[0]["bytes"].size() == content[0]["token"].get<std::string>().size());
+    chat["stream"] = true;
+    res = c.Post("/v1/chat/completions", auth(), chat.dump(), "application/json");
+    REQUIRE(res);
+    CHECK(parse_sse(res->body, true).logprobs == content);
+    chat["stream"] = false;
+    chat["logprobs"] = false;
+    CHECK(post(c, "/v1/chat/completions", chat, 400)["error"]["param"] == "top_logprobs");
   }
 
   SUBCASE("chat with the configured template, streamed equal to whole") {
