@@ -107,6 +107,7 @@ struct ServerConfig {
   int max_engines = 2;                    // engines kept for per-request proposer/rule settings
   double drain_timeout_s = 30.0;          // SIGTERM: seconds in-flight requests get before cancel
   bool allow_public_without_key = false;  // a non-loopback host without api_key is refused
+  int max_n = 8;                          // most choices a request may ask for (`n`)
   bool prefix_cache = true;               // prompts' full KV blocks shared between requests
   int verify_sessions = 4;                // POST /v1/verify sessions held at once (each a KV cache)
   double verify_idle_s = 300;             // a verify session unused this long is freed

@@ -410,6 +410,9 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
   server["allow_public_without_key"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_bool(c, k, n, cfg.server.allow_public_without_key);
   };
+  server["max_n"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_int(c, k, n, cfg.server.max_n, 1, 128, "1 to 128");
+  };
   server["prefix_cache"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_bool(c, k, n, cfg.server.prefix_cache);
   };

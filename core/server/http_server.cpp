@@ -38,17 +38,36 @@
 namespace specd::server {
 namespace {
 
-// What the worker hands a handler: the start, the stream's events, the end.
+// What the worker hands a handler: the start, the stream's events, the end, for each of the
+// request's n choices (one job each).
 struct Channel {
   std::mutex mutex;
   std::condition_variable changed;
-  bool started = false;
-  std::optional<RequestError> start_error;
-  std::deque<std::string> events;  // SSE events not yet written
-  bool done = false;
-  std::optional<GenerationResult> result;
-  std::optional<RequestError> error;
+  size_t n = 1;
+  size_t started = 0;
+  std::optional<RequestError> start_error;  // the first choice refused
+  std::deque<std::string> events;           // SSE events not yet written
+  size_t done = 0;
+  std::vector<std::optional<GenerationResult>> results;  // by choice
+  std::optional<RequestError> error;                     // the first choice that failed
+  // The results, in order (all done, none failed).
+  std::vector<const GenerationResult*> choices() const {
+    std::vector<const GenerationResult*> out;
+    for (const auto& r : results)
+      if (r) out.push_back(&*r);
+    return out;
+  }
 };
+
+// Choice i's seed: the request's for the first, then a splitmix64 step away from it for each
+// other, so choices are reproducible and do not repeat each other.
+uint64_t choice_seed(uint64_t seed, size_t i) {
+  if (i == 0) return seed;
+  uint64_t z = seed + 0x9e3779b97f4a7c15ull * i;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return (z ^ (z >> 31)) & INT64_MAX;
+}
 
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
@@ -396,6 +415,11 @@ struct HttpServer::Impl {
             404, "model",
             "'model': this server serves '" + model_id + "', not '" + job->request.model + "'",
             "model_not_found");
+      if (job->request.n > config.server.max_n)
+        throw RequestError(400, "n",
+                           "'n' = " + std::to_string(job->request.n) + " is more than " +
+                               config.where("server.max_n") + " allows (" +
+                               std::to_string(config.server.max_n) + ")");
       if (chat && !chat_family) throw RequestError(400, "messages", chat_refusal, "chat_template");
       prepare_prompt(*job);
       engines.config_for(job->request.speculative);  // a refused allow_lossy: 400 now
@@ -412,98 +436,128 @@ struct HttpServer::Impl {
     info.id = std::string(chat ? "chatcmpl-" : "cmpl-") + std::to_string(info.created) + "-" +
               std::to_string(next_id++);
     const bool stream = job->request.stream, include_usage = job->request.include_usage;
-
-    auto ch = std::make_shared<Channel>();
-    job->on_start = [ch](const RequestError* e) {
-      std::lock_guard<std::mutex> lock(ch->mutex);
-      ch->started = true;
-      if (e) ch->start_error = *e;
-      ch->changed.notify_all();
-    };
-    auto first = std::make_shared<bool>(true);
-    // Streamed logprobs: the entries of the tokens emitted since the last chunk (worker only).
     const bool logprobs = job->request.logprobs >= 0;
-    auto pending = std::make_shared<std::vector<TokenLogprob>>();
-    auto cursor = std::make_shared<LogprobCursor>();
-    if (logprobs && stream)
-      job->on_logprob = [pending](const TokenLogprob& e) { pending->push_back(e); };
-    auto chunk = [this, info, logprobs, pending, cursor, first](const std::string& piece,
-                                                                const std::string& finish) {
-      std::vector<LogprobText> texts;
-      if (logprobs) texts = render_logprobs(*pending);
-      pending->clear();
-      std::string event =
-          chunk_event(info, piece, *first, finish, logprobs ? &texts : nullptr, cursor.get());
-      *first = false;
-      return event;
-    };
-    job->on_text = [ch, stream, chunk](const std::string& piece) {
-      if (!stream) return;
-      std::string event = chunk(piece, "");
-      std::lock_guard<std::mutex> lock(ch->mutex);
-      ch->events.push_back(std::move(event));
-      ch->changed.notify_all();
-    };
-    // The job outlives its callbacks (the worker holds it while calling them).
-    const Job* self = job.get();
-    job->on_done = [this, ch, info, stream, include_usage, self, chunk](const GenerationResult* r,
-                                                                        const RequestError* e) {
-      std::optional<RequestError> shut_down;
-      if (r) {
-        metrics.generation(r->stats.prompt_tokens, r->tokens.size(), r->stats.drafted,
-                           r->stats.accepted, r->stats.rounds);
-        if (r->stop_reason == "cancelled") metrics.cancelled();
-        // Cut short by the drain deadline: an error, so that no client takes the text so far
-        // for a finished answer (OpenAI has no finish_reason for it; 503 is retryable).
-        if (r->stop_reason == "cancelled" && self->shut_down) {
-          shut_down.emplace(
-              503, "",
-              "the server shut down before this request finished: cancelled at the drain "
-              "deadline ([server] drain_timeout_s) after " +
-                  std::to_string(r->tokens.size()) + " generated tokens; retry it",
-              "drain_timeout");
-          r = nullptr;
-          e = &*shut_down;
-        }
-      }
-      std::string last = r && stream ? chunk("", finish_reason(r->stop_reason)) : "";
-      std::lock_guard<std::mutex> lock(ch->mutex);
-      if (r) ch->result = *r;
-      if (e) ch->error = *e;
-      if (stream) {
-        if (r) {
-          ch->events.push_back(std::move(last));
-          if (include_usage) ch->events.push_back(usage_event(info, *r));
-        } else {
-          ch->events.push_back(
-              "data: " + error_json(e->what(), error_type(e->status), e->param, e->code) + "\n\n");
-        }
-        ch->events.push_back(done_event());
-      }
-      ch->done = true;
-      ch->changed.notify_all();
-    };
+    const size_t n = static_cast<size_t>(job->request.n);
 
-    track(job);
+    // n choices: one job each, from one prompt. Choice i draws from its own generator (the
+    // request's seed, or [engine] seed, for choice 0; a seed derived from it for the others),
+    // and with the prefix cache the others wait for choice 0's prefill to share its blocks.
+    auto ch = std::make_shared<Channel>();
+    ch->n = n;
+    ch->results.resize(n);
+    std::vector<std::shared_ptr<Job>> jobs(n);
+    const uint64_t seed = job->request.seed ? *job->request.seed : config.engine.seed;
+    for (size_t i = 0; i < n; ++i) {
+      jobs[i] = i == 0 ? job : std::make_shared<Job>();
+      Job& jb = *jobs[i];
+      if (i > 0) {
+        jb.request = job->request;
+        jb.prompt_text = job->prompt_text;
+        jb.prompt_tokens = job->prompt_tokens;
+        jb.kv_budget = job->kv_budget;
+        if (config.server.prefix_cache) jb.wait_for_prefill = job;
+      }
+      jb.request.seed = choice_seed(seed, i);
+      ResponseInfo choice_info = info;
+      choice_info.index = static_cast<int>(i);
+      jb.on_start = [ch](const RequestError* e) {
+        std::lock_guard<std::mutex> lock(ch->mutex);
+        ++ch->started;
+        if (e && !ch->start_error) ch->start_error = *e;
+        ch->changed.notify_all();
+      };
+      // Streamed logprobs: the entries of the tokens emitted since the last chunk (worker).
+      auto first = std::make_shared<bool>(true);
+      auto pending = std::make_shared<std::vector<TokenLogprob>>();
+      auto cursor = std::make_shared<LogprobCursor>();
+      if (logprobs && stream)
+        jb.on_logprob = [pending](const TokenLogprob& e) { pending->push_back(e); };
+      auto chunk = [this, choice_info, logprobs, pending, cursor, first](
+                       const std::string& piece, const std::string& finish) {
+        std::vector<LogprobText> texts;
+        if (logprobs) texts = render_logprobs(*pending);
+        pending->clear();
+        std::string event = chunk_event(choice_info, piece, *first, finish,
+                                        logprobs ? &texts : nullptr, cursor.get());
+        *first = false;
+        return event;
+      };
+      jb.on_text = [ch, stream, chunk](const std::string& piece) {
+        if (!stream) return;
+        std::string event = chunk(piece, "");
+        std::lock_guard<std::mutex> lock(ch->mutex);
+        ch->events.push_back(std::move(event));
+        ch->changed.notify_all();
+      };
+      // The job outlives its callbacks (the worker holds it while calling them).
+      const Job* self = &jb;
+      jb.on_done = [this, ch, info, stream, include_usage, self, chunk, i](
+                       const GenerationResult* r, const RequestError* e) {
+        std::optional<RequestError> shut_down;
+        if (r) {
+          metrics.generation(i == 0 ? r->stats.prompt_tokens : 0, r->tokens.size(),
+                             r->stats.drafted, r->stats.accepted, r->stats.rounds);
+          if (r->stop_reason == "cancelled") metrics.cancelled();
+          // Cut short by the drain deadline: an error, so that no client takes the text so
+          // far for a finished answer (OpenAI has no finish_reason for it; 503 is retryable).
+          if (r->stop_reason == "cancelled" && self->shut_down) {
+            shut_down.emplace(
+                503, "",
+                "the server shut down before this request finished: cancelled at the drain "
+                "deadline ([server] drain_timeout_s) after " +
+                    std::to_string(r->tokens.size()) + " generated tokens; retry it",
+                "drain_timeout");
+            r = nullptr;
+            e = &*shut_down;
+          }
+        }
+        std::string last = r && stream ? chunk("", finish_reason(r->stop_reason)) : "";
+        std::lock_guard<std::mutex> lock(ch->mutex);
+        if (r) ch->results[i] = *r;
+        if (e && !ch->error) ch->error = *e;
+        if (stream) {
+          if (r)
+            ch->events.push_back(std::move(last));
+          else
+            ch->events.push_back(
+                "data: " + error_json(e->what(), error_type(e->status), e->param, e->code) +
+                "\n\n");
+        }
+        if (++ch->done == ch->n && stream) {
+          if (include_usage && !ch->error)
+            ch->events.push_back(usage_event(info, combined_usage(ch->choices())));
+          ch->events.push_back(done_event());
+        }
+        ch->changed.notify_all();
+      };
+      track(jobs[i]);
+    }
+    auto cancel_all_choices = [jobs] {
+      for (const auto& j : jobs) j->cancelled = true;
+    };
     // The client's connection, watched while the request waits so that a client that
-    // hangs up cancels its sequence (-1 when not found: then only a failed write tells).
+    // hangs up cancels its sequences (-1 when not found: then only a failed write tells).
     const int connection = find_connection_socket(req.remote_addr, req.remote_port, req.local_port);
     auto wait_watching = [&](std::unique_lock<std::mutex>& lock, auto ready) {
       while (!ch->changed.wait_for(lock, std::chrono::milliseconds(100), ready))
-        if (!job->cancelled && peer_closed(connection)) job->cancelled = true;
+        if (!job->cancelled && peer_closed(connection)) cancel_all_choices();
     };
 
-    if (!scheduler.submit(job)) {
+    for (size_t i = 0; i < n; ++i) {
+      if (scheduler.submit(jobs[i])) continue;
+      cancel_all_choices();  // those submitted end at their first step
       send_error(res, 503,
                  "the server is busy: " + std::to_string(config.server.queue_limit) +
-                     " requests are already waiting (queue_limit); retry later",
+                     " requests are already waiting (queue_limit" +
+                     (n > 1 ? ", each of n choices counting as one" : "") + "); retry later",
                  "", "queue_full");
       return;
     }
     {
       std::unique_lock<std::mutex> lock(ch->mutex);
-      wait_watching(lock, [&] { return ch->started; });
+      wait_watching(lock, [&] { return ch->started == ch->n || ch->start_error; });
       if (ch->start_error) {
+        cancel_all_choices();
         const RequestError& e = *ch->start_error;
         send_error(res, e.status, e.what(), e.param, e.code);
         return;
@@ -511,42 +565,43 @@ struct HttpServer::Impl {
     }
     if (!stream) {
       std::unique_lock<std::mutex> lock(ch->mutex);
-      wait_watching(lock, [&] { return ch->done; });
+      wait_watching(lock, [&] { return ch->done == ch->n; });
       if (ch->error) {
         send_error(res, ch->error->status, ch->error->what(), ch->error->param, ch->error->code);
         return;
       }
-      std::vector<LogprobText> texts;
-      if (logprobs) texts = render_logprobs(ch->result->logprobs);
-      res.set_content(completion_json(info, *ch->result, logprobs ? &texts : nullptr),
+      std::vector<std::vector<LogprobText>> texts;
+      if (logprobs)
+        for (const auto& r : ch->results) texts.push_back(render_logprobs(r->logprobs));
+      res.set_content(completion_json(info, ch->choices(), logprobs ? &texts : nullptr),
                       "application/json");
       return;
     }
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [ch, job, guard, connection](size_t, httplib::DataSink& sink) {
+        [ch, job, guard, connection, cancel_all_choices](size_t, httplib::DataSink& sink) {
           std::deque<std::string> events;
           bool done;
           {
             std::unique_lock<std::mutex> lock(ch->mutex);
             while (!ch->changed.wait_for(lock, std::chrono::milliseconds(100),
-                                         [&] { return ch->done || !ch->events.empty(); }))
-              if (!job->cancelled && peer_closed(connection)) job->cancelled = true;
+                                         [&] { return ch->done == ch->n || !ch->events.empty(); }))
+              if (!job->cancelled && peer_closed(connection)) cancel_all_choices();
             events.swap(ch->events);
-            done = ch->done;
+            done = ch->done == ch->n;
           }
           for (const std::string& e : events) {
             if (!sink.write(e.data(), e.size())) {
-              job->cancelled = true;  // the client went away: end its generation
+              cancel_all_choices();  // the client went away: end its generations
               return false;
             }
           }
           if (done) sink.done();
           return true;
         },
-        [job](bool success) {
-          if (!success) job->cancelled = true;
+        [cancel_all_choices](bool success) {
+          if (!success) cancel_all_choices();
         });
   }
 };

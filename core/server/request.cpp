@@ -242,7 +242,7 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
   }
   if (j.contains("seed") && !j["seed"].is_null())
     r.seed = uint64_t(integer("seed", j["seed"], 0, INT64_MAX, ">= 0"));
-  if (j.contains("n") && !j["n"].is_null()) integer("n", j["n"], 1, 1, "only n = 1 is served");
+  if (j.contains("n") && !j["n"].is_null()) r.n = int(integer("n", j["n"], 1, 128, "1 to 128"));
   if (j.contains("stream") && !j["stream"].is_null()) r.stream = boolean("stream", j["stream"]);
   if (!chat && j.contains("logprobs") && !j["logprobs"].is_null())
     r.logprobs = int(integer("logprobs", j["logprobs"], 0, 20, "0 to 20"));

@@ -50,6 +50,7 @@ struct CompletionRequest {
   // Alternatives per token in `logprobs` (0..20); -1: no logprobs. Completions' `logprobs: N`,
   // chat's `logprobs: true` with `top_logprobs: N`.
   int logprobs = -1;
+  int n = 1;  // choices from the one prompt (1..128; [server] max_n caps it)
   SpeculativeRequest speculative;
   // The prompt as the engine reads it, set by the HTTP handler before queueing (chat
   // content encoded as plain text, never as special tokens); max_tokens is then already

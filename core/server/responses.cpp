@@ -77,18 +77,40 @@ std::string usage_json(const GenerationStats& stats, size_t completion_tokens) {
   return dump(usage(stats, completion_tokens));
 }
 
-std::string completion_json(const ResponseInfo& info, const GenerationResult& r,
-                            const std::vector<LogprobText>* logprobs) {
+GenerationResult combined_usage(const std::vector<const GenerationResult*>& choices) {
+  GenerationResult all;
+  if (choices.empty()) return all;
+  all.stats.prompt_tokens = choices.front()->stats.prompt_tokens;
+  for (const GenerationResult* r : choices) {
+    all.tokens.insert(all.tokens.end(), r->tokens.begin(), r->tokens.end());
+    all.stats.drafted += r->stats.drafted;
+    all.stats.accepted += r->stats.accepted;
+    all.stats.rounds += r->stats.rounds;
+    all.stats.generated_tokens += r->stats.generated_tokens;
+  }
+  return all;
+}
+
+std::string completion_json(const ResponseInfo& info,
+                            const std::vector<const GenerationResult*>& choices,
+                            const std::vector<std::vector<LogprobText>>* logprobs) {
   json j = head(info, false);
-  json choice = {{"index", 0}, {"finish_reason", finish_reason(r.stop_reason)}};
-  if (info.chat)
-    choice["message"] = {{"role", "assistant"}, {"content", r.text}};
-  else
-    choice["text"] = r.text;
-  LogprobCursor cursor;
-  choice["logprobs"] = logprobs ? logprobs_json(info.chat, *logprobs, cursor) : json(nullptr);
-  j["choices"] = json::array({choice});
-  j["usage"] = usage(r.stats, r.tokens.size());
+  json list = json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const GenerationResult& r = *choices[i];
+    json choice = {{"index", i}, {"finish_reason", finish_reason(r.stop_reason)}};
+    if (info.chat)
+      choice["message"] = {{"role", "assistant"}, {"content", r.text}};
+    else
+      choice["text"] = r.text;
+    LogprobCursor cursor;
+    choice["logprobs"] =
+        logprobs ? logprobs_json(info.chat, (*logprobs)[i], cursor) : json(nullptr);
+    list.push_back(choice);
+  }
+  j["choices"] = list;
+  const GenerationResult all = combined_usage(choices);
+  j["usage"] = usage(all.stats, all.tokens.size());
   return dump(j);
 }
 
@@ -96,7 +118,7 @@ std::string chunk_event(const ResponseInfo& info, const std::string& text, bool 
                         const std::string& finish, const std::vector<LogprobText>* logprobs,
                         LogprobCursor* cursor) {
   json j = head(info, true);
-  json choice = {{"index", 0}};
+  json choice = {{"index", info.index}};
   if (info.chat) {
     json delta = json::object();
     if (first) delta["role"] = "assistant";

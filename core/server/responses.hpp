@@ -16,6 +16,7 @@ struct ResponseInfo {
   std::string model;
   int64_t created = 0;  // Unix seconds
   bool chat = false;
+  int index = 0;  // the choice a chunk belongs to (n > 1)
 };
 
 // A generated token's logprob entry with the texts of its token and alternatives (the
@@ -35,11 +36,16 @@ std::string finish_reason(const std::string& stop_reason);
 // {"prompt_tokens", "completion_tokens", "total_tokens", "drafted_tokens",
 //  "accepted_tokens", "tau"}
 std::string usage_json(const GenerationStats& stats, size_t completion_tokens);
-// The whole non-streamed response; `logprobs` (one per generated token) when asked for:
-// chat's {"content": [{token, logprob, bytes, top_logprobs}]}, completions' {tokens,
-// token_logprobs, top_logprobs, text_offset}.
-std::string completion_json(const ResponseInfo& info, const GenerationResult& result,
-                            const std::vector<LogprobText>* logprobs = nullptr);
+// The whole non-streamed response, a choice per result (index in order); `logprobs` (per
+// choice, one entry per generated token) when asked for: chat's {"content": [{token,
+// logprob, bytes, top_logprobs}]}, completions' {tokens, token_logprobs, top_logprobs,
+// text_offset}. Usage sums the choices' completions (the prompt counted once).
+std::string completion_json(const ResponseInfo& info,
+                            const std::vector<const GenerationResult*>& choices,
+                            const std::vector<std::vector<LogprobText>>* logprobs = nullptr);
+// The choices' results as one, for usage: the first's prompt, every choice's tokens and
+// drafting counts.
+GenerationResult combined_usage(const std::vector<const GenerationResult*>& choices);
 // One SSE event "data: <json>\n\n" carrying `text` (the first chat chunk also carries the
 // role), or the last one with finish_reason when `finish` is non-empty; with `logprobs`, the
 // entries of the tokens emitted since the previous chunk.
@@ -47,7 +53,8 @@ std::string chunk_event(const ResponseInfo& info, const std::string& text, bool 
                         const std::string& finish,
                         const std::vector<LogprobText>* logprobs = nullptr,
                         LogprobCursor* cursor = nullptr);
-// The usage chunk (stream_options.include_usage): empty choices and the usage.
+// The usage chunk (stream_options.include_usage): empty choices and the usage (of
+// combined_usage for n > 1).
 std::string usage_event(const ResponseInfo& info, const GenerationResult& result);
 std::string done_event();  // "data: [DONE]\n\n"
 // {"error": {"message", "type", "param", "code"}}

@@ -205,6 +205,8 @@ const AdaptiveK* Scheduler::most_experienced(const Strategy& strategy) const {
 
 bool Scheduler::admit(std::shared_ptr<Job>& job) {
   const CompletionRequest& r = job->request;
+  // A later choice of an n > 1 request waits for the first's prefill (not when cancelled).
+  if (job->wait_for_prefill && !job->wait_for_prefill->prefilled && !job->cancelled) return false;
   const char* prompt_param = r.chat ? "messages" : "prompt";
   auto run = std::make_unique<Running>();
   try {
@@ -277,6 +279,7 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
         std::make_unique<Sequence>(parts, prompt, r.sampling, r.max_tokens, job->on_text);
     if (r.logprobs >= 0) run->sequence->set_logprobs(r.logprobs, job->on_logprob);
     run->sequence->start();
+    if (!run->kv->prefilling()) job->prefilled = true;  // nothing to prefill, or all cached
     std::lock_guard<std::mutex> lock(steps_mutex_);
     steps_.prompt_rows += prompt.size() - 1;
     steps_.prefix_hit_rows += run->kv->prefix_hit_rows();
@@ -285,6 +288,7 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
       kv().release(run->reserved);
       engines_.give_back(*run->strategy, std::move(run->proposer));
     }
+    job->prefilled = true;
     job->on_start(&e);
     return true;
   } catch (const UsageError& e) {
@@ -293,6 +297,7 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
       engines_.give_back(*run->strategy, std::move(run->proposer));
     }
     RequestError error(400, prompt_param, e.what());
+    job->prefilled = true;
     job->on_start(&error);
     return true;
   } catch (const std::exception& e) {
@@ -301,6 +306,7 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
       engines_.give_back(*run->strategy, nullptr);
     }
     RequestError error(500, "", e.what(), "server_error");
+    job->prefilled = true;
     job->on_start(&error);
     return true;
   }
@@ -313,6 +319,7 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
 
 void Scheduler::finish(Running& run, const RequestError* error) {
   Job& job = *run.job;
+  job.prefilled = true;  // choices waiting for it go on, prefilling what they must
   if (error) {
     job.on_done(nullptr, error);
     // A proposer that failed mid-round is not reused.
@@ -553,6 +560,7 @@ void Scheduler::step() {
     try {
       run.kv->pass_done();
       if (run.prefill) {
+        if (!run.kv->prefilling()) run.job->prefilled = true;
         run.sequence->stats().prefill_s += pass_s;
         prefill = true;
       } else {

@@ -64,6 +64,10 @@ struct Job {
   // Set (before `cancelled`) when the SIGTERM drain deadline cancels it: its answer is then
   // an error (docs/SERVER.md), not a finished completion.
   std::atomic<bool> shut_down{false};
+  // Another choice of the same request (n > 1) whose prefill this one waits for, so that it
+  // takes the prompt's blocks from the prefix cache instead of prefilling them too.
+  std::shared_ptr<Job> wait_for_prefill;
+  std::atomic<bool> prefilled{false};  // set by the scheduler: the prompt is in the KV cache
   std::string proposer, rule;          // what ran it (set before on_start)
   std::vector<int32_t> prompt_tokens;  // the scheduler's: the encoded prompt
 };

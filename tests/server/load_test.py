@@ -133,7 +133,7 @@ BAD = [
     ("/v1/completions", '{"prompt": "x", "min_p": 1}', 400, "min_p"),
     ("/v1/completions", '{"prompt": "x", "max_tokens": 0}', 400, "max_tokens"),
     ("/v1/completions", '{"prompt": "x", "max_tokens": 1e30}', 400, "max_tokens"),
-    ("/v1/completions", '{"prompt": "x", "n": 2}', 400, "n"),
+    ("/v1/completions", '{"prompt": "x", "n": 200}', 400, "n"),
     ("/v1/completions", '{"prompt": "x", "seed": -1}', 400, "seed"),
     ("/v1/completions", '{"prompt": "x", "speculative": {"k": 65}}', 400, "speculative.k"),
     ("/v1/completions", '{"prompt": "x", "speculative": {"proposer": "nope"}}', 400,

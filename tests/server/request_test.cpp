@@ -132,7 +132,8 @@ TEST_CASE("each bad field is named") {
   CHECK(refused(R"({"prompt":"x","stop":["a",3]})") == "stop[1]");
   CHECK(refused(R"({"prompt":"x","seed":-1})") == "seed");
   CHECK(refused(R"({"prompt":"x","seed":"s"})") == "seed");
-  CHECK(refused(R"({"prompt":"x","n":2})") == "n");
+  CHECK(refused(R"({"prompt":"x","n":129})") == "n");
+  CHECK(refused(R"({"prompt":"x","n":2})") == "<none>");
   CHECK(refused(R"({"prompt":"x","n":0})") == "n");
   CHECK(refused(R"({"prompt":"x","n":"1"})") == "n");
   CHECK(refused(R"({"prompt":"x","n":1})") == "<none>");

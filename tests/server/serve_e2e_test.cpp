@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -357,6 +358,58 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
     chat["stream"] = false;
     chat["logprobs"] = false;
     CHECK(post(c, "/v1/chat/completions", chat, 400)["error"]["param"] == "top_logprobs");
+  }
+
+  SUBCASE("n choices: one prompt prefilled once, a generator each, streamed by index") {
+    std::string prompt = "The lighthouse keeper wrote in his log every evening";
+    while (prompt.size() < 200) prompt += ", noting the wind and the ships";
+    auto hit_rows = [&c] {
+      const std::string m = c.Get("/metrics", auth())->body;
+      const std::string name = "\nspecd_prefix_hit_rows_total ";
+      REQUIRE_MESSAGE(m.find(name) != std::string::npos, m);
+      return std::stod(m.substr(m.find(name) + name.size()));
+    };
+    const double hits0 = hit_rows();
+    json body = {
+        {"prompt", prompt}, {"max_tokens", 16}, {"n", 3}, {"temperature", 0.9}, {"seed", 7}};
+    const json a = post(c, "/v1/completions", body, 200);
+    REQUIRE(a["choices"].size() == 3);
+    std::set<std::string> texts;
+    for (int i = 0; i < 3; ++i) {
+      CHECK(a["choices"][i]["index"] == i);
+      texts.insert(a["choices"][i]["text"].get<std::string>());
+    }
+    CHECK(texts.size() > 1);  // each choice its own generator
+    CHECK(a["usage"]["completion_tokens"] == 48);
+    const json again = post(c, "/v1/completions", body, 200);
+    CHECK(again["choices"] == a["choices"]);  // the seed reproduces every choice
+    body["n"] = 1;
+    CHECK(post(c, "/v1/completions", body, 200)["choices"][0]["text"] ==
+          a["choices"][0]["text"]);  // choice 0 is the n = 1 answer
+    // The later choices took the prompt's blocks from the first's prefill.
+    CHECK(hit_rows() - hits0 >= 2 * 16);
+    // Streamed: chunks carry their choice's index; each index's text is that choice's.
+    body["n"] = 2;
+    body["stream"] = true;
+    auto res = c.Post("/v1/completions", auth(), body.dump(), "application/json");
+    REQUIRE(res);
+    std::string by_index[2];
+    size_t pos = 0;
+    int finished = 0;
+    while ((pos = res->body.find("data: {", pos)) != std::string::npos) {
+      const size_t end = res->body.find("\n\n", pos);
+      const json j = json::parse(res->body.substr(pos + 6, end - pos - 6));
+      pos = end;
+      if (j["choices"].empty()) continue;
+      const int i = j["choices"][0]["index"];
+      by_index[i] += j["choices"][0]["text"].get<std::string>();
+      finished += !j["choices"][0]["finish_reason"].is_null();
+    }
+    CHECK(finished == 2);
+    CHECK(by_index[0] == a["choices"][0]["text"]);
+    CHECK(by_index[1] == a["choices"][1]["text"]);
+    body["n"] = 9;  // [server] max_n is 8
+    CHECK(post(c, "/v1/completions", body, 400)["error"]["param"] == "n");
   }
 
   SUBCASE("chat with the configured template, streamed equal to whole") {
