@@ -319,8 +319,9 @@ int main(int argc, char** argv) {
     // the median of the pairs' ratios, time(m) the median of the times.
     // The CPU's integer roof as the forward's threads see it, taken just before and just after
     // the v(m) timings: forwards of several rows are bound by it, and on a shared host it
-    // drops while other tenants' vector work runs on the same cores (README, "Quantized
-    // weights"), so it tells a reader which state of the machine the v(m) figures describe.
+    // drops while other tenants' vector work runs on the same cores (docs/PERFORMANCE.md,
+    // "Quantized weights"), so it tells a reader which state of the machine the v(m) figures
+    // describe.
     const std::vector<double> roof_before =
         cpu ? bench::int8_mac_roof_concurrent(device_threads) : std::vector<double>{};
     model->truncate(*cache, prefix);

@@ -279,7 +279,7 @@ TEST_CASE("configs/demo-quant.toml: one q4_K_M 95m cell, one greedy arm") {
   CHECK(cfg.construct.rule == "greedy");
 }
 
-// The README's quantized-pair table: every target type crossed with every draft type.
+// docs/PERFORMANCE.md's quantized-pair table: every target type crossed with every draft type.
 TEST_CASE("configs/ab-quant.toml: target and draft presets on the shipped pair") {
   const bench::BenchConfig cfg =
       bench::load_bench_config(std::string(SPECD_SOURCE_DIR) + "/configs/ab-quant.toml");
