@@ -8,6 +8,7 @@
 #include "config/config.hpp"
 #include "engine/plugin_checks.hpp"
 #include "plugin/registry.hpp"
+#include "server/server_checks.hpp"
 
 namespace specd::cli {
 
@@ -33,6 +34,10 @@ int check_config_command(int argc, char** argv) {
   // them, loading no model.
   PluginRegistry registry(config.plugins.paths);
   check_config_plugins(config, registry);
+  // What `serve` checks before listening ([server] is read by serve alone, but a file it
+  // would refuse is not ok).
+  server::configured_chat_family(config);
+  server::check_server_host(config);
   std::printf("%s: ok\n", path.c_str());
   flush_stdout();  // before the registry unloads plugins: see flush_stdout
   return 0;

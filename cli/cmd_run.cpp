@@ -137,14 +137,13 @@ int run_command(int argc, char** argv) {
     }
   }
   if (config_path.empty()) throw UsageError("run needs -c FILE (see specd run --help)");
-  catch_interrupts();
   if (have_prompt && !prompt_file.empty()) throw UsageError("give -p or -f, not both");
   Config config = load_config(config_path, overrides);
   check_required_for_run(config);
   if (!prompt_file.empty()) {
     prompt = read_text_file(prompt_file, "prompt file");
   } else if (!have_prompt) {
-    prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    prompt = read_text_fd(0, "standard input", "prompt");
   }
 
   PluginRegistry registry(config.plugins.paths);
@@ -160,6 +159,10 @@ int run_command(int argc, char** argv) {
       flush_stdout();  // a failed write ends the run (exit 1) instead of going unnoticed
     };
   }
+  // Until here SIGINT/SIGTERM end the process at once (130/143), whatever it waits for (a
+  // prompt on a pipe that never ends, a plugin that loops while loading); from here they end
+  // generation between rounds with what was generated.
+  catch_interrupts();
   GenerationResult result = engine.generate(prompt, options);
   if (json) {
     JsonWriter w;

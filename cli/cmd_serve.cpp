@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "config/config.hpp"
 #include "plugin/registry.hpp"
 #include "server/http_server.hpp"
+#include "server/server_checks.hpp"
 
 namespace specd::cli {
 namespace {
@@ -91,6 +93,7 @@ int serve_command(int argc, char** argv) {
   if (config_path.empty()) throw UsageError("serve needs -c FILE (see specd serve --help)");
   Config config = load_config(config_path, overrides);
   check_required_for_run(config);
+  server::check_server_host(config);
   const std::string& host = config.server.host;
   if (!is_loopback(host) && config.server.api_key.empty() &&
       !config.server.allow_public_without_key)
@@ -100,11 +103,33 @@ int serve_command(int argc, char** argv) {
                      "in [server] to serve it without a key anyway");
 
   // Every thread started from here on inherits the blocked signals; one thread waits for them.
+  // Until the server listens (plugins load, the chat template is read: either may hang on a
+  // bad file) an early watcher ends the process at once on SIGTERM/SIGINT (143/130); then it
+  // hands over (woken by SIGUSR1) to the watcher that drains.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  sigset_t early_signals = signals;
+  sigaddset(&early_signals, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &early_signals, nullptr);
+  std::thread early_watcher([&early_signals] {
+    int sig = 0;
+    sigwait(&early_signals, &sig);
+    if (sig == SIGUSR1) return;
+    std::fprintf(stderr, "specd serve: %s before listening: stopped\n",
+                 sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    std::fflush(stderr);
+    std::_Exit(128 + sig);
+  });
+  struct HandOver {
+    std::thread& thread;
+    ~HandOver() {  // also when setting up throws: the early watcher must not outlive it
+      if (!thread.joinable()) return;
+      pthread_kill(thread.native_handle(), SIGUSR1);
+      thread.join();
+    }
+  } hand_over{early_watcher};
 
   PluginRegistry registry(config.plugins.paths);
   for (const std::string& w : registry.warnings())
@@ -122,6 +147,8 @@ int serve_command(int argc, char** argv) {
   std::fflush(stderr);
 
   std::atomic<bool> served{false}, load_failed{false};
+  pthread_kill(early_watcher.native_handle(), SIGUSR1);
+  early_watcher.join();
   std::thread watcher([&] {
     int sig = 0;
     sigwait(&signals, &sig);

@@ -391,7 +391,10 @@ def main():
         config = a.config or ss.write_config(
             os.path.join(work.name, "serve.toml"),
             # One strategy per mode stays built (each keeps its proposers and adaptive state).
-            "queue_limit = %d\nmax_engines = %d\n" % (max(levels + [16]), max(len(modes), 2)),
+            # The prefix cache off: the modes resend the same prompts, and the mode that runs
+            # first would prefill what the others then take from the cache.
+            "queue_limit = %d\nmax_engines = %d\nprefix_cache = false\n" %
+            (max(levels + [16]), max(len(modes), 2)),
             max_tokens=a.max_tokens)
         server = ss.Server(a.specd, config)
         port = server.port

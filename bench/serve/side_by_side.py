@@ -6,8 +6,8 @@ Four arms: specd plain ({"proposer": "none"}), specd speculative (the draft mode
 given, default "auto", the exact rejection rule), llama-server plain, llama-server with the
 draft (-md --spec-type draft-simple --spec-draft-n-max K). Both engines get the same threads,
 the same KV cache type, and for each concurrency level c servers started afresh with c slots
-of --context tokens each (llama-server's prompt cache is off: the repeats resend the same
-prompts). For each concurrency level every arm runs once
+of --context tokens each (llama-server's prompt cache and specd's prefix cache are off: the
+repeats resend the same prompts). For each concurrency level every arm runs once
 untimed (8 tokens), then `repeats` times with the arms in a rotating order, so a drift of
 the machine favours none. Per arm and level: throughput (completion tokens / wall time, the
 median over repeats, min-max), TTFT and TPOT p50, and the ratios paired by repeat against
@@ -36,7 +36,10 @@ def write_specd_config(path, target, draft, threads, slots, k, context, kv_type)
             '[proposer]\nkind = "draft-model"\nmodel = "%s"\nk = %s\n'
             '[acceptance]\nrule = "rejection"\n'
             "[sampling]\ntemperature = 0.0\n"
+            # The prefix cache off, as llama-server's prompt cache is (the repeats resend the
+            # same prompts: a cache would serve them from the first run).
             "[server]\nport = 0\nmax_sequences = %d\nqueue_limit = %d\nmax_engines = 4\n"
+            "prefix_cache = false\n"
             % (threads, context, kv_type, os.path.abspath(target), os.path.abspath(draft), k_text, slots,
                max(slots, 16)))
     return path
@@ -181,7 +184,8 @@ def write_markdown(path, report):
         "Machine: %s, %s CPUs, load average at start %s. Target `%s`, draft `%s`, %d threads "
         "each, a slot per concurrent request, %d tokens of context per slot, %s KV caches; "
         "greedy, %d tokens per request, %d requests a cell, %d repeats (arms interleaved, "
-        "rotating); llama-server's prompt cache off (`cache_prompt: false`)." % (
+        "rotating); llama-server's prompt cache off (`cache_prompt: false`), specd's prefix "
+        "cache off (`prefix_cache = false`)." % (
             m.get("cpu", "?"), m.get("cpus"), " ".join(m.get("loadavg_at_start", [])),
             a["target"], a["draft"], a["threads"], a["context"], a["kv_type"], a["max_tokens"],
             report["requests_per_cell"], a["repeats"]), "",

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "common/error.hpp"
 
@@ -56,25 +57,41 @@ void check_regular_file(const std::string& path, const std::string& what) {
   if (!kind.empty()) throw UsageError(path + ": " + what + " is " + kind + ", not a regular file");
 }
 
-std::string read_text_file(const std::string& path, const std::string& what) {
+std::string read_text_file(const std::string& path, const std::string& what, size_t max_bytes) {
   // O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer, forever if none.
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) throw UsageError(path + ": cannot open " + what + ": " + std::strerror(errno));
+  return read_text_fd(fd.get(), path, what, max_bytes);
+}
+
+std::string read_text_fd(int fd, const std::string& path, const std::string& what,
+                         size_t max_bytes) {
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0)
+  if (::fstat(fd, &st) != 0)
     throw UsageError(path + ": cannot stat " + what + ": " + std::strerror(errno));
-  const bool pipe_or_tty = S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode);
-  if (!S_ISREG(st.st_mode) && !pipe_or_tty)
+  // A character device is read only when it is a terminal or /dev/null: /dev/zero or
+  // /dev/urandom would never end.
+  struct stat null_st {};
+  const bool readable_device =
+      S_ISCHR(st.st_mode) &&
+      (::isatty(fd) || (::stat("/dev/null", &null_st) == 0 && null_st.st_rdev == st.st_rdev));
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !readable_device)
     throw UsageError(path + ": " + what + " is " + kind_of(st.st_mode) + ", not a file");
+  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes)
+    throw UsageError(path + ": " + what + " is " + std::to_string(st.st_size) +
+                     " bytes, more than the " + std::to_string(max_bytes) + " read at most");
   // From here reads may wait, as reading any pipe does: there is a writer, or the read
   // ends at once.
-  const int flags = ::fcntl(fd.get(), F_GETFL);
-  if (flags >= 0) ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0 && (flags & O_NONBLOCK)) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   std::string text;
   char buf[65536];
   for (;;) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n > 0) {
+      if (text.size() + static_cast<size_t>(n) > max_bytes)
+        throw UsageError(path + ": " + what + " holds more than the " + std::to_string(max_bytes) +
+                         " bytes read at most");
       text.append(buf, static_cast<size_t>(n));
     } else if (n == 0) {
       break;
@@ -82,7 +99,7 @@ std::string read_text_file(const std::string& path, const std::string& what) {
       throw UsageError(path + ": cannot read " + what + ": " + std::strerror(errno));
     }
   }
-  if (text.empty() && S_ISFIFO(st.st_mode))
+  if (text.empty() && S_ISFIFO(st.st_mode) && path != "standard input")
     throw UsageError(path + ": " + what + " is a FIFO and nothing was written to it");
   return text;
 }

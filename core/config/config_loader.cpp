@@ -258,7 +258,12 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
     read_int(c, k, n, cfg.engine.seed, 0, INT64_MAX, ">= 0");
   };
   engine["context"] = [&](Context& c, const std::string& k, const toml::node& n) {
-    read_int(c, k, n, cfg.engine.context, 0, 1 << 24, "0 = the model's, up to 16M");
+    read_int(c, k, n, cfg.engine.context, 0, 1 << 24,
+             "0 = the model's, else 2 (a prompt token and one to generate) up to 16M");
+    if (cfg.engine.context == 1)
+      c.add(n, "'" + k +
+                   "' = 1 leaves no room to generate: at least 2 tokens (a prompt token "
+                   "and one to generate), or 0 for the model's context");
   };
   engine["kv_type"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_kv_type(c, k, n, cfg.engine.kv_type);
@@ -480,6 +485,13 @@ void apply_override(Context& c, toml::table& root, const std::string& text) {
   }
   try {
     toml::table parsed = toml::parse(value_text);
+    if (parsed.size() != 1) {
+      // "1\n[plugins]\npaths = [...]": one option must not set other keys on the side.
+      c.problems.add("--set " + section + "." + key,
+                     "the value holds more than one TOML value (a line break?); write a "
+                     "line break inside a string as \\n");
+      return;
+    }
     if (const toml::node* v = parsed.get("v")) {
       if (toml_holds_nul(*v)) {
         c.problems.add("--set " + section + "." + key,
@@ -490,6 +502,11 @@ void apply_override(Context& c, toml::table& root, const std::string& text) {
       parsed_as_toml = true;
     }
   } catch (const toml::parse_error&) {
+  }
+  if (!parsed_as_toml && value.find_first_of("\r\n") != std::string::npos) {
+    c.problems.add("--set " + section + "." + key,
+                   "the value holds a line break; write it inside a TOML string as \\n");
+    return;
   }
   if (!parsed_as_toml) table->insert_or_assign(key, value);  // not TOML: take it as a string
   c.override_locations[table->get(key)] = "--set " + section + "." + key;

@@ -33,6 +33,7 @@
 #include "server/request.hpp"
 #include "server/responses.hpp"
 #include "server/scheduler.hpp"
+#include "server/server_checks.hpp"
 #include "server/verify_endpoint.hpp"
 
 namespace specd::server {
@@ -222,27 +223,11 @@ struct HttpServer::Impl {
 
   void resolve_chat_template() {
     const ServerConfig& s = config.server;
-    if (!s.chat_template.empty()) {
-      chat_family = chat_family_by_name(s.chat_template);
-      if (!chat_family)
-        throw UsageError(config.where("server.chat_template") + ": unknown chat template '" +
-                         s.chat_template + "' (known: " + chat_family_names() + ")");
-      chat_note = chat_family_name(*chat_family) + " from [server] chat_template";
-      return;
-    }
-    if (!s.chat_template_file.empty()) {
-      std::ifstream in(s.chat_template_file, std::ios::binary);
-      if (!in)
-        throw UsageError(config.where("server.chat_template_file") + ": cannot read '" +
-                         s.chat_template_file + "'");
-      std::stringstream text;
-      text << in.rdbuf();
-      chat_family = detect_chat_family(text.str());
-      if (!chat_family)
-        throw UsageError(s.chat_template_file +
-                         ": the chat template matches no known family (known: " +
-                         chat_family_names() + "); name one with [server] chat_template");
-      chat_note = chat_family_name(*chat_family) + " recognised in " + s.chat_template_file;
+    if (!s.chat_template.empty() || !s.chat_template_file.empty()) {
+      chat_family = configured_chat_family(config);
+      chat_note = chat_family_name(*chat_family) +
+                  (s.chat_template.empty() ? " recognised in " + s.chat_template_file
+                                           : std::string(" from [server] chat_template"));
       return;
     }
     GgufFile target = GgufFile::open(config.target.model);

@@ -1,5 +1,8 @@
 #include "server/request.hpp"
 
+#include "sampling/sampling_ranges.hpp"
+#include "server/json_body.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
@@ -163,8 +166,7 @@ SpeculativeRequest speculative(const json& v) {
 
 CompletionRequest parse_completion_request(std::string_view body, bool chat,
                                            const SamplingConfig& defaults) {
-  json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw RequestError(400, "", "the request body is not valid JSON");
+  json j = parse_json_body(body);
   if (!j.is_object())
     throw RequestError(400, "",
                        std::string("the request body must be a JSON object, not ") + kind_of(j));
@@ -209,6 +211,8 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
       r.max_tokens = int(integer(key, j[key], 1, 1 << 24, "1 to 16777216"));
   if (j.contains("temperature") && !j["temperature"].is_null())
     r.sampling.temperature = number("temperature", j["temperature"], 0, 2, "0 to 2");
+  if (const std::string range = temperature_range(r.sampling.temperature); !range.empty())
+    bad("temperature", "is out of range (" + range + ")");
   if (j.contains("top_p") && !j["top_p"].is_null()) {
     r.sampling.top_p = number("top_p", j["top_p"], 0, 1, "0 < top_p <= 1");
     if (r.sampling.top_p <= 0) bad("top_p", "is out of range (0 < top_p <= 1)");

@@ -1,11 +1,15 @@
 #include "server/verify_endpoint.hpp"
 
+#include "server/json_body.hpp"
+
 #include <httplib.h>
 
 #include <nlohmann/json.hpp>
 
 #include <bit>
 #include <chrono>
+#include <climits>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 
@@ -73,10 +77,12 @@ std::vector<int32_t> int_array(const json& value, const std::string& name, int64
     const json& v = value[i];
     if (!v.is_number_integer())
       throw RequestError(400, name, "'" + name + "'[" + std::to_string(i) + "] must be an integer");
-    const int64_t x = v.get<int64_t>();
-    if (x < lo || x >= hi)
+    // Above INT64_MAX the value is unsigned: compared and shown as given, never wrapped.
+    const bool huge = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX);
+    const int64_t x = huge ? INT64_MAX : v.get<int64_t>();
+    if (huge || x < lo || x >= hi)
       throw RequestError(400, name,
-                         "'" + name + "'[" + std::to_string(i) + "] = " + std::to_string(x) +
+                         "'" + name + "'[" + std::to_string(i) + "] = " + v.dump() +
                              " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) +
                              ")");
     out.push_back(static_cast<int32_t>(x));
@@ -116,11 +122,11 @@ VerifyRequest parse_verify(const json& body, const ModelFacts& facts) {
   auto root = body.find("root");
   if (root == body.end() || !root->is_number_integer())
     throw RequestError(400, "root", "'root' must be an integer token id");
-  const int64_t root_id = root->get<int64_t>();
-  if (root_id < 0 || root_id >= vocab)
+  const bool huge = root->is_number_unsigned() && root->get<uint64_t>() > uint64_t(INT64_MAX);
+  const int64_t root_id = huge ? INT64_MAX : root->get<int64_t>();
+  if (huge || root_id < 0 || root_id >= vocab)
     throw RequestError(
-        400, "root",
-        "'root' = " + std::to_string(root_id) + " is outside [0, " + std::to_string(vocab) + ")");
+        400, "root", "'root' = " + root->dump() + " is outside [0, " + std::to_string(vocab) + ")");
   r.root = static_cast<int32_t>(root_id);
   auto tree = body.find("tree");
   if (tree == body.end() || !tree->is_object())
@@ -340,8 +346,8 @@ struct VerifyEndpoint::Impl {
         throw RequestError(404, "",
                            "/v1/verify is off on this server ([server] verify_sessions = 0)",
                            "not_found");
-      json body = json::parse(req.body, nullptr, false);
-      if (body.is_discarded() || !body.is_object())
+      json body = parse_json_body(req.body, "invalid_json");
+      if (!body.is_object())
         throw RequestError(400, "", "the body must be a JSON object", "invalid_json");
       std::string op = "verify";
       if (body.contains("op")) op = string_field(body, "op");

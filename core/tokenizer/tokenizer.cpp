@@ -13,6 +13,29 @@ namespace specd {
 
 namespace {
 
+// Whether `text` is one UTF-8 character (a BPE alphabet symbol).
+bool one_code_point(const std::string& text) {
+  if (text.empty()) return false;
+  const auto lead = static_cast<unsigned char>(text[0]);
+  const size_t n = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xe ? 3 : 4;
+  return text.size() == n;
+}
+
+// A token's text for a message: control bytes escaped, at most 40 bytes.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text.substr(0, 40)) {
+    if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return text.size() > 40 ? out + "..." : out;
+}
+
 constexpr std::string_view kSpmSpace = "\xe2\x96\x81";  // U+2581, SentencePiece's space
 
 std::string spm_escape(std::string_view text) {
@@ -114,15 +137,30 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
     }
   }
 
-  // A string that appears twice maps to its last id, as in llama.cpp (and in trainers that
-  // add one token per merge even when two merges spell the same string).
+  // A string that appears twice maps to its last id, as in llama.cpp: BPE trainers add one
+  // token per merge even when two merges spell the same string. But a SentencePiece model
+  // never holds two normal (or two byte) pieces alike, and a BPE alphabet never holds one
+  // symbol twice (merges make strings of two or more): such a file is refused, since the
+  // prompt would be encoded with whichever id came last, silently another token than the
+  // model saw there.
   std::unordered_map<std::string, int32_t> any_text;
   any_text.reserve(n);
   v.text_to_id.reserve(n);
   for (size_t k = 0; k < n; ++k) {
     const auto id = static_cast<int32_t>(k);
-    any_text[v.text[k]] = id;
     const TokenType t = v.type[k];
+    auto [at, fresh] = any_text.try_emplace(v.text[k], id);
+    if (!fresh) {
+      const TokenType before = v.type[static_cast<size_t>(at->second)];
+      const bool encodes = [](TokenType x) {
+        return x == TokenType::kNormal || x == TokenType::kByte || x == TokenType::kUndefined;
+      }(t);
+      if (encodes && before == t && (spm || one_code_point(v.text[k])))
+        fail("tokens " + std::to_string(at->second) + " and " + std::to_string(id) + " are both '" +
+             printable(v.text[k]) +
+             "' (tokenizer.ggml.tokens): a prompt could not be encoded unambiguously");
+      at->second = id;
+    }
     if (t != TokenType::kControl && t != TokenType::kUnknown && t != TokenType::kByte) {
       v.text_to_id[v.text[k]] = id;
     }

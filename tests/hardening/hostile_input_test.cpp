@@ -387,6 +387,71 @@ std::vector<Case> padding_cases() {
   return cases;
 }
 
+// Issue #39: unbounded special files, line breaks in --set, [server] values check-config
+// passed, a context of 1, duplicate token texts.
+std::vector<Case> third_round_cases() {
+  const Files& f = files();
+  const std::string fifo = f.dir + "/fifo";
+  mkfifo(fifo.c_str(), 0600);
+  // A copy of token 100's text at id 101: every such piece of a prompt would become 101.
+  const std::string duplicated = f.dir + "/duplicated.gguf";
+  rewrite_gguf(f.model, duplicated, [](const GgufFile& file, GgufWriter& w) {
+    std::vector<GgufValue> tokens = file.get_array("tokenizer.ggml.tokens").elements();
+    tokens[101] = tokens[100];
+    w.set("tokenizer.ggml.tokens", GgufValue::make_array(tokens.front().type, tokens));
+  });
+  auto server = [&](const std::string& name, const std::string& keys) {
+    return f.file(name, Files::config_for(f.model, "\n[server]\n" + keys));
+  };
+  return {
+      {"check-config /dev/zero (grew to gigabytes before)",
+       {"check-config", "/dev/zero"},
+       2,
+       "/dev/zero: configuration file is a character device, not a file"},
+      {"run -f /dev/zero", {"run", "-c", f.good, "-f", "/dev/zero"}, 2, "character device"},
+      {"audit --markov /dev/urandom",
+       {"audit", "--markov", "/dev/urandom"},
+       2,
+       "/dev/urandom: Markov table is a character device"},
+      {"--set with a line break and a table after it (applied in part before)",
+       {"check-config", f.good, "--set", "engine.seed=1\n[plugins]\npaths=[\"" + f.dir + "\"]"},
+       2,
+       "--set engine.seed: the value holds more than one TOML value"},
+      {"--set with a line break in a bare string",
+       {"check-config", f.good, "--set", "server.api_key=ab\ncd"},
+       2,
+       "--set server.api_key: the value holds a line break"},
+      {"engine.context = 1 (a runtime error with backwards advice before)",
+       {"check-config", f.file("context-1.toml", "[engine]\ncontext = 1\n")},
+       2,
+       "context-1.toml:2:11: 'context' = 1 leaves no room to generate"},
+      {"check-config: unknown [server] chat_template (ok before)",
+       {"check-config", server("template-name.toml", "chat_template = \"no-such\"\n")},
+       2,
+       "unknown chat template 'no-such'"},
+      {"check-config: a chat_template_file that does not exist (ok before)",
+       {"check-config", server("template-missing.toml", "chat_template_file = \"/nonexistent\"\n")},
+       2,
+       "/nonexistent: cannot open chat template file"},
+      {"check-config: a FIFO as chat_template_file (serve hung before)",
+       {"check-config", server("template-fifo.toml", "chat_template_file = \"" + fifo + "\"\n")},
+       2,
+       fifo + ": chat template file is a FIFO"},
+      {"check-config: a directory as chat_template_file",
+       {"check-config", server("template-dir.toml", "chat_template_file = \"" + f.dir + "\"\n")},
+       2,
+       "chat template file is a directory"},
+      {"check-config: host with a space (ok before)",
+       {"check-config", server("host.toml", "host = \" 127.0.0.1\"\n")},
+       2,
+       "host ' 127.0.0.1' is not an address or a name"},
+      {"a vocabulary with two tokens spelled alike (wrong ids before)",
+       {"run", "-c", f.file("duplicated.toml", Files::config_for(duplicated)), "-p", "x"},
+       1,
+       "tokens 100 and 101 are both"},
+  };
+}
+
 void run_cases(const std::vector<Case>& cases) {
   for (const Case& c : cases) {
     CAPTURE(c.name);
@@ -437,6 +502,10 @@ TEST_CASE("values that were silently truncated or accepted are refused; a stalle
 
 TEST_CASE("check-config runs the plugins' parameter checks that run would") {
   run_cases(plugin_check_cases());
+}
+
+TEST_CASE("third round: special files, --set line breaks, [server] checks, duplicate tokens") {
+  run_cases(third_round_cases());
 }
 
 TEST_CASE("padding rows of the embedding are never drawn, by the target or a draft") {

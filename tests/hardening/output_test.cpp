@@ -2,7 +2,10 @@
 // a run is interrupted: every failure is an exit status with its reason, never output lost
 // in silence.
 #include <doctest/doctest.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <chrono>
+#include <sstream>
 
 #include <csignal>
 
@@ -175,6 +178,52 @@ TEST_CASE("SIGINT and SIGTERM end a run with its output and stop reason interrup
       } else {
         CHECK(r.err.find("(stop: interrupted)") != std::string::npos);
       }
+    }
+  }
+}
+
+// Issue #39, items 2 to 4: before generation starts a signal ends the process at once,
+// whatever it waits for: `run` reading a prompt from a pipe that never ends, `serve` reading
+// a chat template from one (signals were blocked or restarted reads until then).
+TEST_CASE("SIGTERM and SIGINT before generation or listening end the process at once") {
+  const std::string& good = files().good;
+  const std::string serve_config = files().dir + "/serve-template-stdin.toml";
+  {
+    std::ifstream in(good);
+    std::stringstream text;
+    text << in.rdbuf() << "\n[server]\nport = 0\nchat_template_file = \"/dev/stdin\"\n";
+    std::ofstream(serve_config) << text.str();
+  }
+  for (int signal : {SIGTERM, SIGINT}) {
+    for (const bool serve : {false, true}) {
+      CAPTURE(signal);
+      CAPTURE(serve);
+      const std::vector<std::string> argv =
+          serve ? std::vector<std::string>{SPECD_CLI, "serve", "-c", serve_config}
+                : std::vector<std::string>{SPECD_CLI, "run", "-c", good};
+      test::RunningProgram p = test::start_program(argv);
+      usleep(400 * 1000);  // it waits on its standard input, which stays open
+      const auto t0 = std::chrono::steady_clock::now();
+      REQUIRE(kill(p.pid, signal) == 0);
+      // The input is closed only after the program had 5 s to end on its own.
+      int status = 0;
+      bool ended = false;
+      for (int i = 0; i < 500 && !ended; ++i) {
+        ended = waitpid(p.pid, &status, WNOHANG) == p.pid;
+        if (!ended) usleep(10 * 1000);
+      }
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (!ended) {
+        kill(p.pid, SIGKILL);
+        waitpid(p.pid, &status, 0);
+      }
+      close(p.in);
+      close(p.out);
+      close(p.err);
+      CHECK(ended);
+      CHECK(s < 5);
+      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      CHECK(code == 128 + signal);
     }
   }
 }

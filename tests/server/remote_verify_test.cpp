@@ -339,6 +339,21 @@ TEST_CASE("POST /v1/verify refuses malformed requests naming the field; sessions
         "tree");
   CHECK(param_of(post(c, {{"op", "frobnicate"}}, 400)) == "op");
   {
+    // 2^63 is shown as sent, not wrapped to a negative number.
+    const json huge = post(
+        c,
+        with({{"reset", true}, {"delta", {json(uint64_t{1} << 63)}}, {"root", 1}, {"tree", tree}}),
+        400);
+    CHECK(param_of(huge) == "delta");
+    CHECK(huge["error"]["message"].get<std::string>().find("= 9223372036854775808 is outside") !=
+          std::string::npos);
+    const json huge_root = post(
+        c, with({{"reset", true}, {"delta", {1}}, {"root", json(~uint64_t{0})}, {"tree", tree}}),
+        400);
+    CHECK(huge_root["error"]["message"].get<std::string>().find("18446744073709551615") !=
+          std::string::npos);
+  }
+  {
     // More nodes than the server verifies batch-invariantly in one pass.
     const size_t too_many = opened["max_nodes"].get<size_t>() + 1;
     json parents = json::array();

@@ -106,6 +106,31 @@ TEST_CASE("malformed bodies are 400s") {
   CHECK(refused("\"text\"") == "");
 }
 
+// The message of the RequestError a body raises ("" when it parses).
+std::string refusal(const std::string& body) {
+  try {
+    parse_completion_request(body, false, defaults());
+  } catch (const RequestError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_CASE("malformed JSON says why and where; deep nesting is refused before parsing") {
+  CHECK(refusal(R"({"prompt": tru})").find("not valid JSON: parse error at line 1, column") !=
+        std::string::npos);
+  CHECK(refusal("{\"prompt\": \"\xff\"}").find("invalid") != std::string::npos);
+  CHECK(refusal(R"({"prompt": "x", "max_tokens": 1e400})").find("not valid JSON") !=
+        std::string::npos);
+  // 70 levels: refused by the scan, naming the limit and the byte (before: a tree was built).
+  const std::string deep = "{\"prompt\":" + std::string(70, '[') + std::string(70, ']') + "}";
+  CHECK(refusal(deep) == "the request body nests deeper than 64 levels (at byte 73)");
+  // Brackets inside strings (escaped quotes too) are not nesting.
+  const std::string text =
+      R"({"prompt": "[[[[\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["})";
+  CHECK(refusal(text).empty());
+}
+
 TEST_CASE("each bad field is named") {
   CHECK(refused(R"({})") == "prompt");
   CHECK(refused(R"({"prompt":5})") == "prompt");
@@ -121,6 +146,7 @@ TEST_CASE("each bad field is named") {
   CHECK(refused(R"({"prompt":"x","temperature":-0.1})") == "temperature");
   CHECK(refused(R"({"prompt":"x","temperature":2.5})") == "temperature");
   CHECK(refused(R"({"prompt":"x","temperature":"hot"})") == "temperature");
+  CHECK(refused(R"({"prompt":"x","temperature":1e-7})") == "temperature");  // was "prompt"
   CHECK(refused(R"({"prompt":"x","top_p":0})") == "top_p");
   CHECK(refused(R"({"prompt":"x","top_p":1.01})") == "top_p");
   CHECK(refused(R"({"prompt":"x","top_k":-1})") == "top_k");

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <random>
 
 #include "common/error.hpp"
@@ -176,4 +178,25 @@ TEST_CASE("spm without byte tokens falls back to the unknown token") {
   CHECK(tok.encode("a\xc3\xa9"
                    "a") == std::vector<int32_t>{1, 5, 0, 0, 4});
   CHECK(tok.decode(tok.encode("a a")) == "a a");
+}
+
+TEST_CASE("spm: two pieces spelled alike are refused, naming the file and both ids") {
+  // A copy of "ab" (a normal piece) and of <0x41> (a byte piece) at the end: a prompt's
+  // "ab" or byte 0x41 would silently have become the copy's id.
+  for (const std::string& copied : {std::string("ab"), std::string("<0x41>")}) {
+    CAPTURE(copied);
+    const std::string path = test::write_spm("spm_dup.gguf", [&](GgufWriter& w) {
+      test::SpmSpec s = test::spm_spec();
+      const auto at = std::find(s.tokens.begin(), s.tokens.end(), copied) - s.tokens.begin();
+      s.tokens.push_back(copied);
+      s.scores.push_back(-1);
+      s.types.push_back(s.types[static_cast<size_t>(at)]);
+      w.set("tokenizer.ggml.tokens", GgufValue::string_array(s.tokens));
+      w.set("tokenizer.ggml.scores", GgufValue::float32_array(s.scores));
+      w.set("tokenizer.ggml.token_type", GgufValue::int32_array(s.types));
+    });
+    CHECK_THROWS_WITH_AS(test::load(path), doctest::Contains((path + ": tokens ").c_str()), Error);
+    CHECK_THROWS_WITH_AS(test::load(path), doctest::Contains(("are both '" + copied + "'").c_str()),
+                         Error);
+  }
 }
