@@ -86,6 +86,7 @@ struct SamplingConfig {
   double presence_penalty = 0;                        // OpenAI's, -2..2 (sampling/penalties.hpp)
   double frequency_penalty = 0;                       // OpenAI's, -2..2
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id, -100..100 (requests only)
+  std::string grammar;  // GBNF the output must match (grammar/gbnf_grammar.hpp); "" = none
 };
 
 struct PluginsConfig {

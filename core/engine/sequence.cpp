@@ -48,6 +48,12 @@ Sequence::Sequence(const SequenceParts& parts, std::vector<int32_t> prompt,
   penalties_ = std::make_unique<Penalties>(
       PenaltyParams{sampling.presence_penalty, sampling.frequency_penalty, sampling.logit_bias},
       vocab_);
+  if (!sampling.grammar.empty()) {
+    if (sampling.ignore_eos)
+      throw UsageError("ignore_eos cannot be combined with a grammar (the grammar decides where "
+                       "the output may end)");
+    constraint_ = std::make_unique<TokenConstraint>(sampling.grammar, *parts_.tokenizer);
+  }
   for (int32_t t : prompt)
     if (t < 0 || static_cast<uint32_t>(t) >= vocab_)
       throw UsageError("prompt token " + std::to_string(t) + " is outside the vocabulary");
@@ -172,14 +178,7 @@ void Sequence::end_round(double pass_s) {
         raw_logits_.resize(rows * vocab);
         std::copy(row.begin(), row.end(), raw_logits_.begin() + r * vocab);
       }
-      if (penalties_->active()) {
-        // Row r verifies node r: its path is the draft tokens from the root's child to it.
-        row_path_.clear();
-        for (size_t node = r; node != 0; node = static_cast<size_t>(draft_.parents[node - 1]))
-          row_path_.push_back(draft_.tokens[node - 1]);
-        std::reverse(row_path_.begin(), row_path_.end());
-        penalties_->apply(row, row_path_);
-      }
+      mask_row(row, r);
       transform_logits(row, sampling_, std::span<double>(p_.data() + r * vocab, vocab));
     }
   } catch (const UsageError&) {
@@ -204,6 +203,13 @@ void Sequence::end_round(double pass_s) {
   }
   stats.accept_s += seconds(Clock::now() - t2);
 
+  if (constraint_) {
+    // A dead row is an error only where the round uses it: row 0 and the accepted nodes'.
+    for (size_t i = 0; i <= accepted.path.size(); ++i)
+      if (dead_rows_[i == 0 ? 0 : static_cast<size_t>(accepted.path[i - 1])])
+        throw Error("grammar: no token of the vocabulary can continue the output here (the "
+                    "grammar needs a character no token spells)");
+  }
   parts_.verifier->commit(accepted.path);
   // The controller is charged the whole per-row cost of the round: the pass, then turning
   // every row's logits into a distribution and accepting (on small models, as much again).
@@ -236,6 +242,7 @@ void Sequence::end_round(double pass_s) {
       record_logprob(token, i == 0 ? 0 : static_cast<size_t>(accepted.path[i - 1]));
     sequence_.push_back(token);
     penalties_->add(token);
+    if (constraint_) constraint_->commit(token);
     if (!emitter_->push(token, result_)) {
       done_ = true;
       break;
@@ -253,6 +260,19 @@ void Sequence::end_round(double pass_s) {
     parts_.proposer_sequence->commit(accepted_tokens, accepted.next_token,
                                      hidden_dim_ ? kept_hidden_.data() : nullptr);
   }
+}
+
+void Sequence::mask_row(std::span<float> row, size_t r) {
+  if (r == 0) dead_rows_.assign(draft_.n_nodes + 1, 0);
+  if (!penalties_->active() && !constraint_) return;
+  // Row r verifies node r: its path is the draft tokens from the root's child to it.
+  row_path_.clear();
+  for (size_t node = r; node != 0; node = static_cast<size_t>(draft_.parents[node - 1]))
+    row_path_.push_back(draft_.tokens[node - 1]);
+  std::reverse(row_path_.begin(), row_path_.end());
+  if (penalties_->active()) penalties_->apply(row, row_path_);
+  if (constraint_ && constraint_->apply(row, row_path_) == TokenConstraint::Row::kDead)
+    dead_rows_[r] = 1;
 }
 
 void Sequence::set_logprobs(int top, std::function<void(const TokenLogprob&)> on_logprob) {

@@ -25,6 +25,7 @@
 #include "config/config.hpp"
 #include "engine/generation_stats.hpp"
 #include "engine/proposer.hpp"
+#include "grammar/token_constraint.hpp"
 #include "sampling/penalties.hpp"
 #include "sampling/sampling_transform.hpp"
 
@@ -96,7 +97,10 @@ class Sequence {
   SamplingConfig sampling_config_;
   SamplingParams sampling_;
   std::unique_ptr<Penalties> penalties_;  // presence/frequency penalties, logit_bias
-  std::vector<int32_t> row_path_;         // a verified row's draft tokens (penalties)
+  std::unique_ptr<TokenConstraint> constraint_;  // the grammar, when there is one
+  std::vector<int32_t> row_path_;  // a verified row's draft tokens (penalties, grammar)
+  std::vector<uint8_t> dead_rows_;  // rows after which the grammar allows no token
+  void mask_row(std::span<float> row, size_t r);
   int logprobs_top_ = -1;                 // -1: no logprobs
   std::function<void(const TokenLogprob&)> on_logprob_;
   std::vector<float> raw_logits_;  // the round's rows before penalties (logprobs)

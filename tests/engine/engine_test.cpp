@@ -5,15 +5,19 @@
 
 #include <algorithm>
 #include <csignal>
+#include <map>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "audit/config_audit.hpp"
+#include "audit/statistics.hpp"
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
 #include "gguf/gguf_reader.hpp"
+#include "grammar/grammar_matcher.hpp"
+#include "grammar/json_schema_grammar.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -202,6 +206,117 @@ TEST_CASE("presence/frequency penalties and logit_bias: greedy speculative outpu
     }
   }
   CHECK(differ > 0);  // the penalties changed what plain decoding says
+}
+
+TEST_CASE("grammar: greedy speculative output equals plain, and it matches the grammar") {
+  // Each verified row is masked by the grammar's state after its own path, so chains, trees
+  // and lookup drafts all give plain decoding's tokens; the draft knows nothing of the
+  // grammar and is simply rejected where it leaves it.
+  Fixture f;
+  test::RandomLlamaSpec spec;
+  spec.seed = 31;
+  const std::string model = f.dir + "/random-grammar.gguf";
+  test::write_random_llama(model, spec);
+  const std::string gbnf = json_object_gbnf();
+  const auto config = [&](std::vector<std::string> o) {
+    o.insert(o.end(), {"sampling.max_tokens=40", "sampling.ignore_eos=false"});
+    Config c = make_config(model, o);
+    c.sampling.grammar = gbnf;
+    return c;
+  };
+  const Grammar grammar = parse_gbnf(gbnf);
+  Engine plain(config({}), f.registry);
+  Engine free(make_config(model, {"sampling.max_tokens=40"}), f.registry);
+  for (const std::string& prompt : kPrompts) {
+    CAPTURE(prompt);
+    const GenerationResult base = plain.generate(prompt);
+    REQUIRE(!base.tokens.empty());
+    GrammarMatcher m(grammar);
+    GrammarState state = m.initial();
+    CHECK(m.advance(state, base.text));
+    if (base.stop_reason == "eos") CHECK(GrammarMatcher::can_end(state));
+    CHECK(base.text[0] == '{');
+    CHECK(free.generate(prompt).text != base.text);  // the grammar changed the output
+
+    Engine ngram(config({"proposer.kind=ngram", "proposer.k=5", "acceptance.rule=greedy"}),
+                 f.registry);
+    CHECK(join(ngram.generate(prompt).tokens) == join(base.tokens));
+    const size_t prompt_length = plain.tokenizer().encode(prompt).size();
+    for (bool tree : {false, true}) {
+      CAPTURE(tree);
+      Engine oracle(config({"proposer.kind=oracle", "proposer.k=6",
+                            "proposer.oracle=\"" + join(base.tokens) + "\"",
+                            "proposer.prompt_length=" + std::to_string(prompt_length),
+                            std::string("proposer.tree=") + (tree ? "true" : "false"),
+                            "acceptance.rule=exact-match"}),
+                    f.registry);
+      const GenerationResult out = oracle.generate(prompt);
+      CHECK(join(out.tokens) == join(base.tokens));
+      CHECK(out.stats.accepted > 0);
+    }
+  }
+  Config with_eos_ignored = config({});
+  with_eos_ignored.sampling.ignore_eos = true;
+  CHECK_THROWS_WITH_AS(Engine(with_eos_ignored, f.registry).generate("x"),
+                       doctest::Contains("ignore_eos cannot be combined with a grammar"),
+                       UsageError);
+}
+
+TEST_CASE("grammar at temperature 1: speculative sampling draws plain decoding's distribution") {
+  // Two letters, a-d then e-h, under the grammar: 16 outcomes, plain against the exact rule with
+  // a draft model that ignores the grammar (most of its tokens are masked out of the target's
+  // rows and refused; the letters it does draft are accepted with the masked ratio).
+  Fixture f;
+  test::RandomLlamaSpec spec;
+  spec.seed = 37;
+  const std::string model = f.dir + "/random-grammar-t1.gguf";
+  test::write_random_llama(model, spec);
+  const auto config = [&](std::vector<std::string> o) {
+    o.insert(o.end(), {"sampling.max_tokens=3", "sampling.ignore_eos=false",
+                       "sampling.temperature=1"});
+    Config c = make_config(model, o);
+    c.sampling.grammar = "root ::= [a-d] [e-h]";
+    return c;
+  };
+  Engine plain(config({}), f.registry);
+  // A draft model that knows nothing of the grammar: another random model.
+  test::RandomLlamaSpec draft_spec = spec;
+  draft_spec.seed = 38;
+  const std::string draft = f.dir + "/random-grammar-draft.gguf";
+  test::write_random_llama(draft, draft_spec);
+  Engine speculative(config({"proposer.kind=draft-model", "proposer.model=\"" + draft + "\"",
+                             "proposer.k=2", "acceptance.rule=rejection"}),
+                     f.registry);
+  const int n = 1500;
+  std::map<std::string, std::pair<double, double>> counts;
+  uint64_t accepted = 0;
+  for (int i = 0; i < n; ++i) {
+    plain.reseed(1000 + static_cast<uint64_t>(i));
+    speculative.reseed(900000 + static_cast<uint64_t>(i));
+    const GenerationResult a = plain.generate("x");
+    const GenerationResult b = speculative.generate("x");
+    for (const std::string& text : {a.text, b.text}) {
+      REQUIRE(text.size() == 2);
+      CHECK((text[0] >= 'a' && text[0] <= 'd' && text[1] >= 'e' && text[1] <= 'h'));
+    }
+    counts[a.text].first += 1;
+    counts[b.text].second += 1;
+    accepted += b.stats.accepted;
+  }
+  // Two-sample chi-square test of homogeneity.
+  double x2 = 0;
+  for (const auto& [text, c] : counts) {
+    const double expected = (c.first + c.second) / 2;
+    x2 += (c.first - expected) * (c.first - expected) / expected +
+          (c.second - expected) * (c.second - expected) / expected;
+  }
+  const double p = chi2_survival(x2, static_cast<double>(counts.size() - 1));
+  MESSAGE("outcomes " << counts.size() << ", chi2 " << x2 << ", p " << p << ", accepted "
+                      << accepted);
+  CHECK(counts.size() <= 16);
+  CHECK(counts.size() >= 8);
+  CHECK(accepted > 0);
+  CHECK(p > 1e-4);
 }
 
 TEST_CASE("stop strings and max tokens cut inside accepted runs exactly as plain decoding") {

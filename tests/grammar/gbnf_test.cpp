@@ -1,0 +1,148 @@
+// GBNF: parsing (and its errors, with line and column) and matching texts byte by byte.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "grammar/gbnf_grammar.hpp"
+#include "grammar/grammar_matcher.hpp"
+
+namespace specd {
+namespace {
+
+enum class Match { kComplete, kPrefix, kNo };
+
+Match match(const std::string& gbnf, const std::string& text) {
+  const Grammar g = parse_gbnf(gbnf);
+  GrammarMatcher m(g);
+  GrammarState s = m.initial();
+  if (!m.advance(s, text)) return Match::kNo;
+  return GrammarMatcher::can_end(s) ? Match::kComplete : Match::kPrefix;
+}
+
+std::string error_of(const std::string& gbnf) {
+  try {
+    parse_gbnf(gbnf);
+  } catch (const GrammarError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("gbnf: literals, sequences, alternatives and rule references") {
+  const std::string g =
+      "root ::= greeting \" \" name\ngreeting ::= \"hi\" | \"hello\"\n"
+      "name ::= [A-Z] [a-z]*\n";
+  CHECK(match(g, "hi Bob") == Match::kComplete);
+  CHECK(match(g, "hello Al") == Match::kComplete);
+  CHECK(match(g, "hel") == Match::kPrefix);
+  CHECK(match(g, "hi bob") == Match::kNo);
+  CHECK(match(g, "hey") == Match::kNo);
+  CHECK(match(g, "hi B0") == Match::kNo);
+}
+
+TEST_CASE("gbnf: repetition operators and bounds") {
+  CHECK(match("root ::= \"a\"+", "") == Match::kPrefix);
+  CHECK(match("root ::= \"a\"+", "aaa") == Match::kComplete);
+  CHECK(match("root ::= \"a\"*", "") == Match::kComplete);
+  CHECK(match("root ::= \"a\"? \"b\"", "b") == Match::kComplete);
+  CHECK(match("root ::= \"a\"? \"b\"", "ab") == Match::kComplete);
+  CHECK(match("root ::= \"a\"? \"b\"", "aab") == Match::kNo);
+  const std::string bounded = "root ::= [0-9]{2,4}";
+  CHECK(match(bounded, "1") == Match::kPrefix);
+  CHECK(match(bounded, "12") == Match::kComplete);
+  CHECK(match(bounded, "1234") == Match::kComplete);
+  CHECK(match(bounded, "12345") == Match::kNo);
+  CHECK(match("root ::= \"x\"{3}", "xxx") == Match::kComplete);
+  CHECK(match("root ::= \"x\"{3}", "xx") == Match::kPrefix);
+  CHECK(match("root ::= \"x\"{3}", "xxxx") == Match::kNo);
+  CHECK(match("root ::= \"x\"{2,}", "xxxxxxxx") == Match::kComplete);
+  CHECK(match("root ::= \"x\"{,2}", "") == Match::kComplete);
+  CHECK(match("root ::= \"x\"{,2}", "xxx") == Match::kNo);
+  CHECK(match("root ::= (\"ab\" | \"c\")+ \"!\"", "abcab!") == Match::kComplete);
+}
+
+TEST_CASE("gbnf: classes, negation, any character, escapes and Unicode") {
+  CHECK(match("root ::= [^a-c]", "d") == Match::kComplete);
+  CHECK(match("root ::= [^a-c]", "b") == Match::kNo);
+  CHECK(match("root ::= .", "\xC3\xA9") == Match::kComplete);  // é
+  CHECK(match("root ::= [à-ü]+", "\xC3\xA9\xC3\xBC") == Match::kComplete);
+  CHECK(match("root ::= [à-ü]+", "\xC3") == Match::kPrefix);  // é's first byte could continue
+  CHECK(match("root ::= [à-ü]+", "\xC2") == Match::kNo);      // U+0080..U+00BF: none is
+  CHECK(match("root ::= \"\\x41\\u00e9\\n\\t\\\"\"", "A\xC3\xA9\n\t\"") == Match::kComplete);
+  CHECK(match("root ::= \"日本\"", "日本") == Match::kComplete);
+  CHECK(match("root ::= \"日本\"", "日") == Match::kPrefix);
+  CHECK(match("root ::= [a-z]", "\xFF") == Match::kNo);  // never UTF-8
+  // Overlong forms of '{' and a surrogate spell no character, whole or begun.
+  CHECK(match("root ::= \"{\"", "\xC1\xBB") == Match::kNo);
+  CHECK(match("root ::= \"{\"", "\xE0\x81\xBB") == Match::kNo);
+  CHECK(match("root ::= \"{\"", "\xF0\x80\x81\xBB") == Match::kNo);
+  CHECK(match("root ::= \"{\"", "\xF0\x80") == Match::kNo);
+  CHECK(match("root ::= .", "\xED\xA0\x80") == Match::kNo);
+  CHECK(match("root ::= .", "\xED\xA0") == Match::kNo);
+  CHECK(match("root ::= .", "\xED\x9F") == Match::kPrefix);
+  CHECK(match("root ::= .", "\xF4\x90") == Match::kNo);  // above U+10FFFF
+  CHECK(match("root ::= [\\]\\[-]", "]") == Match::kComplete);
+  CHECK(match("root ::= [\\]\\[-]", "-") == Match::kComplete);
+}
+
+TEST_CASE("gbnf: comments, line continuation inside groups and after |") {
+  const std::string g = "# a comment\nroot ::= ( \"a\"\n  | \"b\" ) |  # trailing\n  \"c\"\n";
+  CHECK(match(g, "a") == Match::kComplete);
+  CHECK(match(g, "b") == Match::kComplete);
+  CHECK(match(g, "c") == Match::kComplete);
+}
+
+TEST_CASE("gbnf: an ambiguous grammar keeps its parses bounded") {
+  // Each character doubles the parses unless equal stacks are merged.
+  const std::string g = "root ::= ( \"a\" | \"a\" | [a-z] )*";
+  CHECK(match(g, std::string(200, 'a')) == Match::kComplete);
+}
+
+TEST_CASE("gbnf: errors say where") {
+  CHECK(error_of("root ::= foo") == "grammar: line 1, column 10: rule 'foo' is not defined");
+  CHECK(error_of("start ::= \"a\"") == "grammar: line 1, column 14: no rule named 'root'");
+  CHECK(error_of("root ::= \"a\"\nroot ::= \"b\"") ==
+        "grammar: line 2, column 1: rule 'root' is defined twice");
+  CHECK(error_of("root ::= \"abc") == "grammar: line 1, column 10: the literal is not closed");
+  CHECK(error_of("root ::= [abc") ==
+        "grammar: line 1, column 10: the character class is not closed");
+  CHECK(error_of("root ::= ( \"a\"") == "grammar: line 1, column 10: the group is not closed");
+  CHECK(error_of("root ::= \"\\q\"") == "grammar: line 1, column 12: unknown escape '\\q'");
+  CHECK(error_of("root = \"a\"") ==
+        "grammar: line 1, column 6: expected '::=' after the rule name");
+  CHECK(error_of("root ::= \"a\"{10001}") ==
+        "grammar: line 1, column 14: repetition counts above 10000 are refused");
+  CHECK(error_of("root ::= * \"a\"") ==
+        "grammar: line 1, column 10: a repetition needs something before it");
+  CHECK(error_of("root ::= [z-a]") ==
+        "grammar: line 1, column 10: the class has a range whose end is below its start");
+  CHECK(error_of("root ::= expr\nexpr ::= expr \"+\" \"1\" | \"1\"")
+            .find("rule 'expr' is left-recursive") != std::string::npos);
+  CHECK(error_of("root ::= ( \"a\"? )*").find("left-recursive") != std::string::npos);
+  CHECK(error_of("root ::= \"a\" )") ==
+        "grammar: line 1, column 14: expected the end of the rule, found ')'");
+  std::string deep = "root ::= " + std::string(300, '(') + "\"a\"" + std::string(300, ')');
+  CHECK(error_of(deep).find("groups nest deeper than 256") != std::string::npos);
+  std::string huge = "root ::=";
+  for (int i = 0; i < 11; ++i) huge += " \"abcdefghij\"{10000}";
+  CHECK(error_of(huge).find("more than 1000000 elements") != std::string::npos);
+  CHECK(error_of("root ::= \"a\"\n  | \"b\"").find("expected a rule name") != std::string::npos);
+}
+
+TEST_CASE("gbnf: a partial character is kept between advances") {
+  const Grammar g = parse_gbnf("root ::= \"é\" \"!\"");
+  GrammarMatcher m(g);
+  GrammarState s = m.initial();
+  REQUIRE(m.advance(s, "\xC3"));
+  CHECK(s.pending.left == 1);
+  CHECK_FALSE(GrammarMatcher::can_end(s));
+  GrammarState bad = s;
+  CHECK_FALSE(m.advance(bad, "\xA8"));  // è
+  CHECK(bad == s);                      // a refused advance changes nothing
+  REQUIRE(m.advance(s, "\xA9!"));
+  CHECK(GrammarMatcher::can_end(s));
+}
+
+}  // namespace specd
