@@ -10,7 +10,7 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 JOBS=${JOBS:-2}
 CXX_FUZZ=${CXX_FUZZ:-$(command -v clang++-14 || command -v clang++)}
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(gguf config tokenizer validation request)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(gguf config tokenizer validation request grammar)
 
 cmake -S fuzz -B build-fuzz -DCMAKE_CXX_COMPILER="$CXX_FUZZ" >/dev/null
 cmake --build build-fuzz -j "$JOBS" --target "${TARGETS[@]/#/fuzz_}"

@@ -7,10 +7,15 @@
 #include <tuple>
 
 #include "common/error.hpp"
+#include "common/file_io.hpp"
 #include "config/config.hpp"
 #include "config/did_you_mean.hpp"
 #include "config/toml_text.hpp"
+#include "grammar/gbnf_grammar.hpp"
+#include "grammar/json_schema_grammar.hpp"
 #include "sampling/sampling_ranges.hpp"
+#include "server/json_body.hpp"
+#include "server/request.hpp"
 #include "tokenizer/unicode.hpp"
 
 namespace specd {
@@ -358,6 +363,15 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
         i += u.len;
       }
   };
+  sampling["grammar"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_string(c, k, n, cfg.sampling.grammar);
+  };
+  sampling["grammar_file"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_string(c, k, n, cfg.sampling.grammar_file);
+  };
+  sampling["json_schema_file"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_string(c, k, n, cfg.sampling.json_schema_file);
+  };
   sampling["ignore_eos"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_bool(c, k, n, cfg.sampling.ignore_eos);
   };
@@ -369,6 +383,15 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
   };
   sampling["frequency_penalty"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_float(c, k, n, cfg.sampling.frequency_penalty, penalty_range);
+  };
+  sampling["repeat_penalty"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_float(c, k, n, cfg.sampling.repeat_penalty, [](double v) {
+      return v > 0 && v <= 10 ? std::string() : std::string("0 < repeat_penalty <= 10; 1 = off");
+    });
+  };
+  sampling["repeat_last_n"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_int(c, k, n, cfg.sampling.repeat_last_n, -1, 1 << 24,
+             "-1 = the whole context, 0 = off, else a number of tokens");
   };
 
   auto& server = s["server"].keys;
@@ -559,10 +582,47 @@ void resolve_paths(Config& cfg) {
   resolve(cfg.target.model);
   resolve(cfg.proposer.model);
   resolve(cfg.server.chat_template_file);
+  resolve(cfg.sampling.grammar_file);
+  resolve(cfg.sampling.json_schema_file);
   // Plugin paths are code the run executes: relative to the configuration file only, never
   // to whatever folder the command happens to run in.
   for (auto& p : cfg.plugins.paths)
     if (!p.empty() && fs::path(p).is_relative()) p = (base / p).lexically_normal().string();
+}
+
+// [sampling] grammar, grammar_file or json_schema_file: checked now, so that a bad grammar
+// is reported with the configuration's other problems (and by check-config).
+void load_grammar(Config& cfg) {
+  SamplingConfig& s = cfg.sampling;
+  const int given = !s.grammar.empty() + !s.grammar_file.empty() + !s.json_schema_file.empty();
+  if (given > 1)
+    throw UsageError(cfg.where("sampling.grammar_file") +
+                     ": give one of [sampling] grammar, grammar_file and json_schema_file");
+  std::string where = cfg.where("sampling.grammar");
+  if (!s.grammar_file.empty()) {
+    where = s.grammar_file;
+    s.grammar = read_text_file(s.grammar_file, "grammar file", size_t{1} << 20);
+  } else if (!s.json_schema_file.empty()) {
+    const std::string text =
+        read_text_file(s.json_schema_file, "JSON Schema file", size_t{1} << 20);
+    nlohmann::json schema;
+    try {
+      schema = server::parse_json_body(text);
+    } catch (const server::RequestError& e) {
+      std::string why = e.what();
+      if (const size_t at = why.find("the request body"); at != std::string::npos)
+        why.replace(at, 16, "the file");
+      throw UsageError(s.json_schema_file + ": " + why);
+    }
+    s.grammar = json_schema_gbnf(schema, s.json_schema_file + ": schema");
+    return;
+  }
+  if (s.grammar.empty()) return;
+  try {
+    parse_gbnf(s.grammar);
+  } catch (const GrammarError& e) {
+    throw UsageError(where + ": " + e.what());
+  }
 }
 
 Config parse_table(toml::table root, const std::string& name, const std::string& path,
@@ -584,6 +644,7 @@ Config parse_table(toml::table root, const std::string& name, const std::string&
                          "keys (a plugin's keys need its kind, e.g. kind = \"remote\")");
   if (!c.problems.empty()) throw UsageError(c.problems.text());
   resolve_paths(cfg);
+  load_grammar(cfg);
   return cfg;
 }
 

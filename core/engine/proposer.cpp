@@ -214,7 +214,8 @@ void Proposer::propose(std::span<ProposeCall> calls) {
                 c.tokens.data(),
                 c.rng,
                 &outs[i],
-                nullptr};
+                nullptr,
+                c.filter};
     pointers[i] = &items[i];
   }
   specd_status* status =

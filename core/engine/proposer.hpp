@@ -91,6 +91,7 @@ struct ProposeCall {
   uint32_t capacity = 0;                // at most this many nodes (and the proposer's max)
   Rng* rng = nullptr;
   Draft* draft = nullptr;
+  const specd_token_filter* filter = nullptr;  // the sequence's output constraint, if any
   std::string error;  // set when this sequence alone failed: the others' drafts stand
 };
 

@@ -46,13 +46,16 @@ Sequence::Sequence(const SequenceParts& parts, std::vector<int32_t> prompt,
   Verifier& verifier = *parts_.verifier;
   vocab_ = verifier.vocab_size();
   penalties_ = std::make_unique<Penalties>(
-      PenaltyParams{sampling.presence_penalty, sampling.frequency_penalty, sampling.logit_bias},
+      PenaltyParams{sampling.presence_penalty, sampling.frequency_penalty, sampling.logit_bias,
+                    sampling.repeat_penalty, sampling.repeat_last_n},
       vocab_);
   if (!sampling.grammar.empty()) {
     if (sampling.ignore_eos)
-      throw UsageError("ignore_eos cannot be combined with a grammar (the grammar decides where "
-                       "the output may end)");
+      throw UsageError(
+          "ignore_eos cannot be combined with a grammar (the grammar decides where "
+          "the output may end)");
     constraint_ = std::make_unique<TokenConstraint>(sampling.grammar, *parts_.tokenizer);
+    filter_ = {sizeof(specd_token_filter), 0, this, &Sequence::filter_apply};
   }
   for (int32_t t : prompt)
     if (t < 0 || static_cast<uint32_t>(t) >= vocab_)
@@ -66,6 +69,7 @@ Sequence::Sequence(const SequenceParts& parts, std::vector<int32_t> prompt,
   max_tokens_ = static_cast<size_t>(max_tokens);
   result_.stats.prompt_tokens = prompt.size();
   hidden_dim_ = parts_.proposer && parts_.proposer->needs_hidden() ? verifier.hidden_dim() : 0;
+  for (int32_t t : prompt) penalties_->add_context(t);
   sequence_ = std::move(prompt);
   emitter_ = std::make_unique<Emitter>(*parts_.tokenizer, sampling_config_, max_tokens, on_text_,
                                        sequence_);
@@ -134,7 +138,23 @@ bool Sequence::prepare_round(ProposeCall& call) {
   call.capacity = capacity;
   call.rng = parts_.rng;
   call.draft = &draft_;
+  call.filter = constraint_ ? &filter_ : nullptr;
   return true;
+}
+
+int32_t Sequence::filter_apply(void* context, const specd_token* path, uint32_t n_path,
+                               float* logits, uint32_t n) {
+  // Called from a plugin: nothing may propagate through the C ABI.
+  try {
+    auto* self = static_cast<Sequence*>(context);
+    return self->constraint_->apply(std::span<float>(logits, n),
+                                    std::span<const int32_t>(path, n_path)) ==
+                   TokenConstraint::Row::kMasked
+               ? 1
+               : 0;
+  } catch (...) {
+    return 0;  // the target's own mask reports the grammar's problem in end_round
+  }
 }
 
 void Sequence::submit_round(const ProposeCall& call, double draft_s) {
@@ -207,8 +227,9 @@ void Sequence::end_round(double pass_s) {
     // A dead row is an error only where the round uses it: row 0 and the accepted nodes'.
     for (size_t i = 0; i <= accepted.path.size(); ++i)
       if (dead_rows_[i == 0 ? 0 : static_cast<size_t>(accepted.path[i - 1])])
-        throw Error("grammar: no token of the vocabulary can continue the output here (the "
-                    "grammar needs a character no token spells)");
+        throw Error(
+            "grammar: no token of the vocabulary can continue the output here (the "
+            "grammar needs a character no token spells)");
   }
   parts_.verifier->commit(accepted.path);
   // The controller is charged the whole per-row cost of the round: the pass, then turning

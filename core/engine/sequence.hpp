@@ -96,12 +96,15 @@ class Sequence {
   SequenceParts parts_;
   SamplingConfig sampling_config_;
   SamplingParams sampling_;
-  std::unique_ptr<Penalties> penalties_;  // presence/frequency penalties, logit_bias
+  std::unique_ptr<Penalties> penalties_;         // presence/frequency penalties, logit_bias
   std::unique_ptr<TokenConstraint> constraint_;  // the grammar, when there is one
-  std::vector<int32_t> row_path_;  // a verified row's draft tokens (penalties, grammar)
+  specd_token_filter filter_{};                  // constraint_ offered to the proposer (ABI 0.6)
+  static int32_t filter_apply(void* context, const specd_token* path, uint32_t n_path,
+                              float* logits, uint32_t n);
+  std::vector<int32_t> row_path_;   // a verified row's draft tokens (penalties, grammar)
   std::vector<uint8_t> dead_rows_;  // rows after which the grammar allows no token
   void mask_row(std::span<float> row, size_t r);
-  int logprobs_top_ = -1;                 // -1: no logprobs
+  int logprobs_top_ = -1;  // -1: no logprobs
   std::function<void(const TokenLogprob&)> on_logprob_;
   std::vector<float> raw_logits_;  // the round's rows before penalties (logprobs)
   void record_logprob(int32_t token, size_t row);

@@ -22,7 +22,7 @@ integer ::= "-"? ( "0" | [1-9] [0-9]{0,15} )
 number ::= integer ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,4} )?
 boolean ::= "true" | "false"
 null ::= "null"
-ws ::= [ \t\n]{0,20}
+ws ::= ( " " | "\n" [ \t]{0,20} )?
 )";
 
 // A GBNF literal spelling `bytes`.

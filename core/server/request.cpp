@@ -1,5 +1,7 @@
 #include "server/request.hpp"
 
+#include "grammar/gbnf_grammar.hpp"
+#include "grammar/json_schema_grammar.hpp"
 #include "sampling/sampling_ranges.hpp"
 #include "server/json_body.hpp"
 
@@ -162,6 +164,60 @@ SpeculativeRequest speculative(const json& v) {
   return s;
 }
 
+// `grammar` (llama.cpp's GBNF) or `response_format` (OpenAI's JSON modes) as GBNF; the
+// configuration's grammar when the request gives neither.
+std::string grammar(const json& j, const std::string& configured) {
+  const bool has_grammar = j.contains("grammar") && !j["grammar"].is_null();
+  std::string format = "text";
+  const json* rf = nullptr;
+  if (j.contains("response_format") && !j["response_format"].is_null()) {
+    rf = &j["response_format"];
+    if (!rf->is_object())
+      bad("response_format", std::string("must be an object, not ") + kind_of(*rf));
+    check_known(*rf, {"type", "json_schema"}, "response_format.");
+    if (!rf->contains("type")) bad("response_format.type", "is required");
+    format = string("response_format.type", (*rf)["type"]);
+    if (format != "text" && format != "json_object" && format != "json_schema")
+      bad("response_format.type", "must be \"text\", \"json_object\" or \"json_schema\"");
+    if (format != "json_schema" && rf->contains("json_schema"))
+      bad("response_format.json_schema", "needs \"type\": \"json_schema\"");
+  }
+  if (has_grammar && format != "text")
+    bad("grammar", "cannot be combined with a response_format other than text");
+  if (has_grammar) {
+    const std::string text = string("grammar", j["grammar"]);
+    if (text.size() > (size_t{1} << 20)) bad("grammar", "is longer than 1 MiB");
+    try {
+      parse_gbnf(text);
+    } catch (const GrammarError& e) {
+      bad("grammar", std::string("does not parse: ") + (e.what() + 9));  // after "grammar: "
+    }
+    return text;
+  }
+  if (format == "json_object") return json_object_gbnf();
+  if (format == "json_schema") {
+    if (!rf->contains("json_schema")) bad("response_format.json_schema", "is required");
+    const json& js = (*rf)["json_schema"];
+    if (!js.is_object())
+      bad("response_format.json_schema", std::string("must be an object, not ") + kind_of(js));
+    check_known(js, {"name", "description", "schema", "strict"}, "response_format.json_schema.");
+    if (!js.contains("name")) bad("response_format.json_schema.name", "is required");
+    const std::string name = string("response_format.json_schema.name", js["name"]);
+    if (name.empty() || name.size() > 64)
+      bad("response_format.json_schema.name", "must be 1 to 64 characters");
+    if (js.contains("strict") && !js["strict"].is_null())
+      boolean("response_format.json_schema.strict", js["strict"]);
+    if (!js.contains("schema")) return json_object_gbnf();
+    try {
+      return json_schema_gbnf(js["schema"], "response_format.json_schema.schema");
+    } catch (const GrammarError& e) {
+      // The message starts with the keyword's path: the param names the schema.
+      throw RequestError(400, "response_format.json_schema.schema", e.what());
+    }
+  }
+  return configured;
+}
+
 }  // namespace
 
 CompletionRequest parse_completion_request(std::string_view body, bool chat,
@@ -186,7 +242,11 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
                                  "logprobs",
                                  "presence_penalty",
                                  "frequency_penalty",
-                                 "logit_bias"};
+                                 "repeat_penalty",
+                                 "repeat_last_n",
+                                 "logit_bias",
+                                 "response_format",
+                                 "grammar"};
   if (chat) known.insert("top_logprobs");
   known.insert(chat ? "messages" : "prompt");
   if (chat) known.insert("max_completion_tokens");
@@ -228,6 +288,15 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
     if (j.contains(key) && !j[key].is_null())
       (key[0] == 'p' ? r.sampling.presence_penalty : r.sampling.frequency_penalty) =
           number(key, j[key], -2, 2, "-2 to 2");
+  if (j.contains("repeat_penalty") && !j["repeat_penalty"].is_null()) {
+    r.sampling.repeat_penalty =
+        number("repeat_penalty", j["repeat_penalty"], 0, 10, "0 < repeat_penalty <= 10; 1 = off");
+    if (r.sampling.repeat_penalty <= 0)
+      bad("repeat_penalty", "is out of range (0 < repeat_penalty <= 10; 1 = off)");
+  }
+  if (j.contains("repeat_last_n") && !j["repeat_last_n"].is_null())
+    r.sampling.repeat_last_n = int(integer("repeat_last_n", j["repeat_last_n"], -1, 1 << 24,
+                                           "-1 = the whole context, 0 = off, else tokens"));
   if (j.contains("logit_bias") && !j["logit_bias"].is_null()) {
     const json& b = j["logit_bias"];
     if (!b.is_object()) bad("logit_bias", std::string("must be an object, not ") + kind_of(b));
@@ -244,6 +313,7 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
           static_cast<float>(number("logit_bias." + key, value, -100, 100, "-100 to 100")));
     }
   }
+  r.sampling.grammar = grammar(j, defaults.grammar);
   if (j.contains("seed") && !j["seed"].is_null())
     r.seed = uint64_t(integer("seed", j["seed"], 0, INT64_MAX, ">= 0"));
   if (j.contains("n") && !j["n"].is_null()) r.n = int(integer("n", j["n"], 1, 128, "1 to 128"));

@@ -15,6 +15,9 @@
 // sequence, then catches up on the new tokens. Catch-up runs in pieces of at most the draft
 // device's invariant_max_rows rows, so every row of a sequence's cache, and so its drafts,
 // have the same bits whatever other sequences share the passes.
+//
+// A sequence with an output constraint (a request's grammar or JSON Schema, ABI 0.6) has its
+// draft rows masked by it before the transform, so the draft stays inside the grammar.
 #include <specd/model.h>
 #include <specd/cpp/distribution.hpp>
 #include <specd/cpp/plugin.hpp>
@@ -134,7 +137,10 @@ class DraftModelProposer {
       std::vector<Work*> pass;
       for (Work& w : work) {
         if (i >= w.want) continue;
-        w.token = draw(*w.item, i, w.logits);
+        if (!draw(*w.item, i, w.logits, w.token)) {
+          w.want = i;  // the output's constraint allows nothing below this draft
+          continue;
+        }
         if (i + 1 < w.want) {
           w.rows = std::span<const specd_token>(&w.token, 1);
           w.wants_logits = true;
@@ -216,13 +222,18 @@ class DraftModelProposer {
   }
 
   // Draft token i of an item from the logits of its last row: q over the target's
-  // vocabulary (draft ids beyond it, padding, are impossible), then a draw or the argmax.
-  specd_token draw(specd::sdk::ProposeItem<Sequence>& item, uint32_t i,
-                   const std::vector<float>& logits) {
+  // vocabulary (draft ids beyond it, padding, are impossible), masked by the output's
+  // constraint when the item has one (so q is what the token is drawn from), then a draw or
+  // the argmax. False: the constraint allows nothing here, and token i is not drafted.
+  bool draw(specd::sdk::ProposeItem<Sequence>& item, uint32_t i, std::vector<float>& logits,
+            specd_token& drafted) {
+    const uint32_t n = std::min(draft_vocab_, vocab_);
+    if (item.filter &&
+        !item.filter->apply(item.filter->context, item.out.tokens, i, logits.data(), n))
+      return false;
     std::vector<double> scratch;
     double* q_row = item.out.q ? item.out.q + static_cast<size_t>(i) * vocab_
                                : (scratch.resize(vocab_), scratch.data());
-    const uint32_t n = std::min(draft_vocab_, vocab_);
     check(transform_.apply(transform_.context, logits.data(), n, q_row));
     std::fill(q_row + n, q_row + vocab_, 0.0);
     const specd_token token =
@@ -236,7 +247,8 @@ class DraftModelProposer {
     item.out.tokens[i] = token;
     item.out.parents[i] = static_cast<int32_t>(i);
     item.out.n_nodes = i + 1;
-    return token;
+    drafted = token;
+    return true;
   }
 
   const specd_host* host_;

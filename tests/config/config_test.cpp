@@ -1,6 +1,10 @@
 // The TOML configuration: every problem reported at once as file:line:col: message.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "common/error.hpp"
@@ -163,6 +167,41 @@ TEST_CASE("KV cache types") {
   CHECK(c.proposer.kv_type == "f16");
   CHECK(contains(error_of("[target]\nkv_type = \"q4_0\"\n"),
                  "t.toml:2:11: 'kv_type' must be \"f32\", \"f16\" or \"q8_0\", not 'q4_0'"));
+}
+
+TEST_CASE("[sampling] grammar, grammar_file and json_schema_file") {
+  const std::string dir = std::filesystem::temp_directory_path() /
+                          ("specd-config-grammar-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  };
+  auto c = parse_config("[sampling]\ngrammar = 'root ::= \"a\"+'\n", "t.toml");
+  CHECK(c.sampling.grammar == "root ::= \"a\"+");
+  CHECK(contains(error_of("[sampling]\ngrammar = 'root ::= b'\n"),
+                 "grammar: line 1, column 10: rule 'b' is not defined"));
+  const std::string gbnf = write("g.gbnf", "root ::= [0-9]+\n");
+  c = parse_config("[sampling]\ngrammar_file = '" + gbnf + "'\n", "t.toml");
+  CHECK(c.sampling.grammar == "root ::= [0-9]+\n");
+  const std::string broken = write("broken.gbnf", "root ::= x\n\nx ::= (\"a\"\n");
+  CHECK(error_of("[sampling]\ngrammar_file = '" + broken + "'\n") ==
+        broken + ": grammar: line 3, column 7: the group is not closed");
+  CHECK(contains(error_of("[sampling]\ngrammar_file = '" + dir + "/none.gbnf'\n"), "none.gbnf"));
+  const std::string schema =
+      write("s.json", R"({"type": "object", "properties": {"a": {"type": "boolean"}}})");
+  c = parse_config("[sampling]\njson_schema_file = '" + schema + "'\n", "t.toml");
+  CHECK(c.sampling.grammar.rfind("root ::= ", 0) == 0);
+  const std::string not_json = write("bad.json", "{\"type\": ");
+  CHECK(contains(error_of("[sampling]\njson_schema_file = '" + not_json + "'\n"),
+                 not_json + ": the file is not valid JSON"));
+  const std::string unsupported = write("u.json", R"({"type": "string", "format": "email"})");
+  CHECK(error_of("[sampling]\njson_schema_file = '" + unsupported + "'\n")
+            .rfind(unsupported + ": schema: the keyword \"format\" is not supported", 0) == 0);
+  CHECK(
+      contains(error_of("[sampling]\ngrammar = 'root ::= \"a\"'\ngrammar_file = '" + gbnf + "'\n"),
+               "give one of [sampling] grammar, grammar_file and json_schema_file"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("missing target model for run") {

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <csignal>
-#include <map>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -158,7 +158,8 @@ TEST_CASE("greedy speculative output equals plain greedy output with f16 and q8_
   }
 }
 
-TEST_CASE("presence/frequency penalties and logit_bias: greedy speculative output equals plain") {
+TEST_CASE(
+    "presence/frequency/repeat penalties and logit_bias: greedy speculative output equals plain") {
   // Each verified row is penalised by its own path (the committed output and its draft
   // ancestors), so chains, trees and lookup drafts all give plain decoding's tokens.
   Fixture f;
@@ -167,7 +168,8 @@ TEST_CASE("presence/frequency penalties and logit_bias: greedy speculative outpu
   const std::string model = f.dir + "/random-penalties.gguf";
   test::write_random_llama(model, spec);
   const std::vector<std::string> penalties = {
-      "sampling.max_tokens=40", "sampling.presence_penalty=0.9", "sampling.frequency_penalty=0.7"};
+      "sampling.max_tokens=40", "sampling.presence_penalty=0.9", "sampling.frequency_penalty=0.7",
+      "sampling.repeat_penalty=1.3", "sampling.repeat_last_n=16"};
   Config penalised = make_config(model, penalties);
   penalised.sampling.logit_bias = {{7, -100.f}, {11, 4.f}};
   Engine plain(penalised, f.registry);
@@ -241,6 +243,16 @@ TEST_CASE("grammar: greedy speculative output equals plain, and it matches the g
     Engine ngram(config({"proposer.kind=ngram", "proposer.k=5", "acceptance.rule=greedy"}),
                  f.registry);
     CHECK(join(ngram.generate(prompt).tokens) == join(base.tokens));
+    // The target as its own draft: the draft model masks its rows with the grammar too
+    // (ABI 0.6 token filter), so every drafted token is the target's and all are accepted.
+    // Unmasked, it would draft the free text and be refused at the first brace.
+    Engine self_draft(config({"proposer.kind=draft-model", "proposer.model=\"" + model + "\"",
+                              "proposer.k=4", "acceptance.rule=rejection"}),
+                      f.registry);
+    const GenerationResult drafted = self_draft.generate(prompt);
+    CHECK(join(drafted.tokens) == join(base.tokens));
+    CHECK(drafted.stats.drafted > 0);
+    CHECK(drafted.stats.accepted == drafted.stats.drafted);
     const size_t prompt_length = plain.tokenizer().encode(prompt).size();
     for (bool tree : {false, true}) {
       CAPTURE(tree);
@@ -272,8 +284,8 @@ TEST_CASE("grammar at temperature 1: speculative sampling draws plain decoding's
   const std::string model = f.dir + "/random-grammar-t1.gguf";
   test::write_random_llama(model, spec);
   const auto config = [&](std::vector<std::string> o) {
-    o.insert(o.end(), {"sampling.max_tokens=3", "sampling.ignore_eos=false",
-                       "sampling.temperature=1"});
+    o.insert(o.end(),
+             {"sampling.max_tokens=3", "sampling.ignore_eos=false", "sampling.temperature=1"});
     Config c = make_config(model, o);
     c.sampling.grammar = "root ::= [a-d] [e-h]";
     return c;

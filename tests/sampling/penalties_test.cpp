@@ -1,5 +1,5 @@
-// Presence and frequency penalties and logit_bias (sampling/penalties.hpp): a verified row's
-// adjustment counts the draft tokens on its own path, with the bits plain decoding gives at
+// Presence, frequency and repeat penalties and logit_bias (sampling/penalties.hpp): a verified
+// row's adjustment counts the draft tokens on its own path, with the bits plain decoding gives at
 // that position; the formula; bad values refused.
 #include <doctest/doctest.h>
 
@@ -54,6 +54,40 @@ TEST_CASE("penalties: a row's path counts as if its tokens were committed, bit f
   CHECK(std::memcmp(row.data(), want.data(), row.size() * sizeof(float)) == 0);
   // No penalty for a token that is not on the path nor committed.
   CHECK(row[0] == 1.0f);
+}
+
+TEST_CASE("repeat penalty: the window spans prompt, output and path, bit for bit") {
+  const uint32_t vocab = 64;
+  for (int last_n : {3, 6, 64, -1}) {
+    CAPTURE(last_n);
+    const PenaltyParams params{0.2, 0.1, {}, 1.3, last_n};
+    const std::vector<int32_t> prompt = {7, 8, 9, 7}, committed = {3, 5}, path = {5, 11, 3};
+    Penalties spec(params, vocab), plain(params, vocab);
+    for (int32_t t : prompt) spec.add_context(t), plain.add_context(t);
+    for (int32_t t : committed) spec.add(t), plain.add(t);
+    for (int32_t t : path) plain.add(t);
+    for (uint32_t seed = 1; seed <= 10; ++seed) {
+      std::vector<float> a = random_row(vocab, seed), b = a;
+      spec.apply(a, path);
+      plain.apply(b, {});
+      CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+    }
+  }
+  // The formula: each distinct token of the window once, divided when positive, multiplied
+  // otherwise; tokens outside the window untouched.
+  Penalties p(PenaltyParams{0, 0, {}, 2.0, 3}, 16);
+  for (int32_t t : {1, 2, 3, 4}) p.add_context(t);
+  std::vector<float> row(16, 1.0f);
+  row[3] = -1.0f;
+  p.apply(row, std::vector<int32_t>{4});  // window: 3, 4, 4
+  CHECK(row[1] == 1.0f);
+  CHECK(row[2] == 1.0f);
+  CHECK(row[3] == -2.0f);
+  CHECK(row[4] == 0.5f);
+  CHECK_FALSE(Penalties(PenaltyParams{0, 0, {}, 1.0, 64}, 10).active());
+  CHECK_FALSE(Penalties(PenaltyParams{0, 0, {}, 1.5, 0}, 10).active());
+  CHECK_THROWS_WITH_AS(Penalties(PenaltyParams{0, 0, {}, 0.0, 64}, 10),
+                       doctest::Contains("repeat_penalty"), UsageError);
 }
 
 TEST_CASE("penalties: out-of-range values and tokens are refused, naming them") {

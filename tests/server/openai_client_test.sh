@@ -41,7 +41,8 @@ expected=$(timeout 120 "$cli" run -c serve.toml -p "Once upon a time" -n 24 --js
 rm -f serve.log
 timeout 300 "$cli" serve -c serve.toml 2> serve.log &
 server=$!
-trap 'kill -KILL $server 2>/dev/null || true' EXIT
+# $server is timeout(1): kill what it runs too, or a failed check leaves the server up.
+trap 'pkill -KILL -P $server 2>/dev/null; kill -KILL $server 2>/dev/null || true' EXIT
 port=
 for _ in $(seq 1 1200); do
   # The port opens before the model loads: wait for the line that says it is ready.

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "grammar/json_schema_grammar.hpp"
 #include "server/request.hpp"
 
 using namespace specd::server;
@@ -79,6 +80,28 @@ TEST_CASE("every field is read") {
   CHECK(p.sampling.presence_penalty == doctest::Approx(0.5));
   CHECK(p.sampling.frequency_penalty == doctest::Approx(-1.5));
   CHECK(p.sampling.logit_bias == std::vector<std::pair<int32_t, float>>{{300, 2.5f}, {7, -100.f}});
+}
+
+TEST_CASE("structured output: response_format and grammar become the request's grammar") {
+  const auto grammar_of = [](const std::string& body) {
+    return parse_completion_request(body, true, defaults()).sampling.grammar;
+  };
+  const std::string chat = R"("messages":[{"role":"user","content":"hi"}])";
+  CHECK(grammar_of("{" + chat + "}").empty());
+  CHECK(grammar_of("{" + chat + R"(,"response_format":{"type":"text"}})").empty());
+  CHECK(grammar_of("{" + chat + R"(,"response_format":{"type":"json_object"}})") ==
+        specd::json_object_gbnf());
+  const std::string g = grammar_of(
+      "{" + chat +
+      R"(,"response_format":{"type":"json_schema","json_schema":{"name":"p","strict":true,
+          "schema":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}}}})");
+  CHECK(g.find("root ::=") == 0);
+  CHECK(grammar_of("{" + chat + R"(,"grammar":"root ::= \"yes\" | \"no\""})") ==
+        "root ::= \"yes\" | \"no\"");
+  specd::SamplingConfig configured = defaults();
+  configured.grammar = "root ::= \"x\"";
+  CHECK(parse_completion_request(R"({"prompt":"p"})", false, configured).sampling.grammar ==
+        "root ::= \"x\"");
 }
 
 TEST_CASE("chat messages are read in order") {
@@ -175,11 +198,35 @@ TEST_CASE("each bad field is named") {
             .logprobs == 5);
   CHECK(refused(R"({"prompt":"x","presence_penalty":2.5})") == "presence_penalty");
   CHECK(refused(R"({"prompt":"x","frequency_penalty":"x"})") == "frequency_penalty");
+  CHECK(refused(R"({"prompt":"x","repeat_penalty":0})") == "repeat_penalty");
+  CHECK(refused(R"({"prompt":"x","repeat_penalty":11})") == "repeat_penalty");
+  CHECK(refused(R"({"prompt":"x","repeat_last_n":-2})") == "repeat_last_n");
+  CHECK(parse_completion_request(R"({"prompt":"x","repeat_penalty":1.1,"repeat_last_n":-1})", false,
+                                 defaults())
+            .sampling.repeat_last_n == -1);
   CHECK(refused(R"({"prompt":"x","logit_bias":[1]})") == "logit_bias");
   CHECK(refused(R"({"prompt":"x","logit_bias":{"a":1}})") == "logit_bias");
   CHECK(refused(R"({"prompt":"x","logit_bias":{"-1":1}})") == "logit_bias");
   CHECK(refused(R"({"prompt":"x","logit_bias":{"5":101}})") == "logit_bias.5");
   CHECK(refused(R"({"prompt":"x","logit_bias":{"5":"up"}})") == "logit_bias.5");
+  CHECK(refused(R"({"prompt":"x","grammar":"root ::= foo"})") == "grammar");
+  CHECK(refused(R"({"prompt":"x","grammar":7})") == "grammar");
+  CHECK(refused(R"({"prompt":"x","response_format":"json"})") == "response_format");
+  CHECK(refused(R"({"prompt":"x","response_format":{}})") == "response_format.type");
+  CHECK(refused(R"({"prompt":"x","response_format":{"type":"yaml"}})") == "response_format.type");
+  CHECK(refused(R"({"prompt":"x","response_format":{"type":"json_schema"}})") ==
+        "response_format.json_schema");
+  CHECK(refused(R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":
+        {"schema":{}}}})") == "response_format.json_schema.name");
+  CHECK(refused(R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":
+        {"name":"n","schema":{"type":"string","pattern":"a+"}}}})") ==
+        "response_format.json_schema.schema");
+  CHECK(refused(R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":
+        {"name":"n","schema":{"type":"tuple"}}}})") == "response_format.json_schema.schema");
+  CHECK(refused(R"({"prompt":"x","response_format":{"type":"json_object"},
+        "grammar":"root ::= \"a\""})") == "grammar");
+  CHECK(refused(R"({"prompt":"x","response_format":{"type":"text","extra":1}})") ==
+        "response_format.extra");
   CHECK(refused(R"({"prompt":"x","stream":"yes"})") == "stream");
   CHECK(refused(R"({"prompt":"x","stream_options":{"x":1}})") == "stream_options.x");
   CHECK(refused(R"({"prompt":"x","stream_options":{"include_usage":1}})") ==

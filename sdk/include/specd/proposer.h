@@ -88,6 +88,26 @@ typedef struct specd_draft_output {
   uint32_t reserved;
 } specd_draft_output;
 
+/* A constraint on one sequence's output (ABI 0.6): the grammar or JSON Schema a request gave
+ * (the host masks every verified row of the target with it). A proposer that drafts from
+ * logits may apply it to its own rows, so that its drafts stay inside the constraint and are
+ * accepted more often; the q it reports must then be the masked distribution it drew from.
+ * A proposer that ignores it stays exact: its refused tokens are rejected. Host-owned,
+ * borrowed for the propose_batch call. */
+typedef struct specd_token_filter {
+  uint32_t struct_size;
+  uint32_t reserved;
+  void* context; /* the host's, passed back to apply */
+  /* Sets to -infinity each entry of logits[0..n) (indexed by the target's token ids) that
+   * the constraint refuses after the sequence's accepted tokens followed by
+   * path[0..n_path) (draft tokens below the root, the root's child first). Returns 1 when
+   * it masked the row (at least one entry is left), 0 when nothing may follow `path` (the
+   * path leaves the constraint, or no token continues it): stop drafting below it.
+   * [same-thread: only during the propose_batch call that passed it] */
+  int32_t (*apply)(void* context, const specd_token* path, uint32_t n_path, float* logits,
+                   uint32_t n);
+} specd_token_filter;
+
 /* One sequence's part of a propose_batch call (ABI 0.5). Host-owned, borrowed for the call;
  * passed as an array of pointers, so later minors may append fields. */
 typedef struct specd_propose_item {
@@ -98,6 +118,9 @@ typedef struct specd_propose_item {
   specd_rng* rng;            /* this sequence's generator, through the host table */
   specd_draft_output* out;   /* this sequence's buffers; capacity may differ per item */
   specd_status* status;      /* NULL on entry; set by the proposer when this item failed */
+  /* ABI 0.6 (present when struct_size covers it): the sequence's output constraint, NULL
+   * when it has none. */
+  const specd_token_filter* filter;
 } specd_propose_item;
 
 typedef struct specd_proposer_vtable {
@@ -180,6 +203,8 @@ SPECD_STATIC_ASSERT(offsetof(specd_proposer_vtable, commit) == 56, "frozen layou
 /* Layout of ABI 0.5 additions. */
 SPECD_STATIC_ASSERT(offsetof(specd_propose_item, sequence) == 8, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_propose_item, status) == 40, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_propose_item, filter) == 48, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_token_filter, apply) == 16, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_proposer_vtable, sequence_open) == 64, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_proposer_vtable, sequence_commit) == 96, "frozen layout");
 #endif

@@ -17,6 +17,7 @@
 // from the CMake package so that only specd_plugin_entry is exported.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <new>
 #include <span>
@@ -114,6 +115,9 @@ struct ProposeItem {
   specd_rng* rng;
   specd_draft_output& out;
   specd_propose_item* raw;
+  // The sequence's output constraint (ABI 0.6), or null: from a host that passes none, or
+  // for an unconstrained sequence.
+  const specd_token_filter* filter = nullptr;
   // Marks this sequence's draft failed with `message` (the other items still count).
   void fail(specd_status_code code, const std::string& message) const {
     const specd_host* host = detail::plugin_host();
@@ -168,9 +172,11 @@ struct BatchProposerAdapter {
       batch.reserve(n);
       for (uint32_t i = 0; i < n; ++i) {
         specd_propose_item* it = items[i];
+        const bool has_filter =
+            it->struct_size >= offsetof(specd_propose_item, filter) + sizeof(it->filter);
         batch.push_back({*static_cast<Sequence*>(it->sequence),
                          std::span<const specd_token>(it->tokens, it->n_tokens), it->rng, *it->out,
-                         it});
+                         it, has_filter ? it->filter : nullptr});
       }
       static_cast<Proposer*>(proposer)->propose(std::span<ProposeItem<Sequence>>(batch));
     });
