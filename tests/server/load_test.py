@@ -5,7 +5,8 @@
   2. malformed JSON, an oversized body, unknown fields, wrong types and out-of-range values:
      each a 400 (413 for the size) whose error names the field;
   3. 1,000 small requests (completion, chat, stream, bad) while resident memory (VmRSS) is
-     sampled: it must stay flat after warm-up;
+     sampled: after warm-up it must not grow with the requests (median growth per 100
+     requests under 200 KiB, total under 16 MiB);
   4. the server still answers as before, counted the hang-ups, and exits 0 on SIGTERM;
   5. its listen queue holds such a burst (the kernel resets what overflows it), and a second
      server on the same port is refused rather than sharing it.
@@ -255,15 +256,22 @@ def main():
 
             samples = many_requests(server, 1000, 4, rng)
             print("VmRSS (KiB) by requests served:", samples, flush=True)
-            # Flat: after warm-up (the first 300), growth stays under 2 MiB (~3 KiB a request).
+            # After warm-up (the first 300 requests) memory must not grow with the requests.
             warm = [kib for n, kib in samples if n >= 300]
             check(len(warm) >= 5, "too few memory samples: %r" % samples)
             if warm and sanitized:
                 print("VmRSS flatness not asserted: a sanitizer build keeps freed memory in "
                       "its quarantine (grew %d KiB)" % (max(warm) - warm[0]), flush=True)
             elif warm:
+                # A leak grows every interval; the allocator grows in steps now and then (a
+                # new arena or a heap extension, about 2 MiB at once), so the median step
+                # per 100 requests is what is asserted, with a cap on the total.
+                steps = sorted(b - a for a, b in zip(warm, warm[1:]))
+                per_100 = steps[len(steps) // 2]
+                check(per_100 < 200, "VmRSS grows %d KiB per 100 requests after warm-up "
+                      "(median of the steps)" % per_100)
                 growth = max(warm) - warm[0]
-                check(growth < 2048, "VmRSS grew %d KiB from 300 to 1,000 requests" % growth)
+                check(growth < 16384, "VmRSS grew %d KiB from 300 to 1,000 requests" % growth)
 
             status, health = ss.request(port, "GET", "/health")
             check(status == 200 and health == {"status": "ok"}, "health: %d %r" % (status, health))
