@@ -33,6 +33,7 @@
 #include "server/request.hpp"
 #include "server/responses.hpp"
 #include "server/scheduler.hpp"
+#include "tokenizer/unicode.hpp"
 #include "server/server_checks.hpp"
 #include "server/verify_endpoint.hpp"
 
@@ -158,9 +159,11 @@ struct HttpServer::Impl {
 
   Impl(const Config& c, const PluginRegistry& registry)
       : config(c), engines(config, registry), scheduler(engines, config.server.queue_limit) {
-    model_id = config.server.model_name.empty()
-                   ? std::filesystem::path(config.target.model).stem().string()
-                   : config.server.model_name;
+    // A file name need not be UTF-8; the id is JSON text, so invalid bytes become U+FFFD
+    // (and a request naming the model sends it back that way).
+    model_id = valid_utf8(config.server.model_name.empty()
+                              ? std::filesystem::path(config.target.model).stem().string()
+                              : config.server.model_name);
     resolve_chat_template();
     routes();
   }
@@ -372,7 +375,8 @@ struct HttpServer::Impl {
       nlohmann::json model = {
           {"id", model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "specd"}};
       nlohmann::json body = {{"object", "list"}, {"data", nlohmann::json::array({model})}};
-      res.set_content(body.dump(), "application/json");
+      res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                      "application/json");
       metrics.request("/v1/models", 200);
     });
     http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {

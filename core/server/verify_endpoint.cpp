@@ -362,7 +362,7 @@ struct VerifyEndpoint::Impl {
       else
         throw RequestError(400, "op",
                            "'op' must be \"open\", \"verify\" or \"close\", not \"" + op + "\"");
-      std::string text = out.dump();
+      std::string text = out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       if (!logits.empty()) {
         // Base64 needs no JSON escaping: appended as the last member, not copied through
         // the JSON writer (a round's logits are megabytes for a large vocabulary).

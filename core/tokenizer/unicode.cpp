@@ -78,6 +78,19 @@ Utf8Unit utf8_next(std::string_view s, size_t pos) {
   return {cp, lead.len, true};
 }
 
+std::string valid_utf8(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const Utf8Unit u = utf8_next(s, i);
+    if (u.valid)
+      out.append(s.substr(i, u.len));
+    else
+      out += "\xEF\xBF\xBD";
+    i += u.len;
+  }
+  return out;
+}
+
 bool utf8_is_incomplete(std::string_view s, size_t pos) {
   const Lead lead = lead_info(static_cast<uint8_t>(s[pos]));
   if (lead.len < 2 || pos + lead.len <= s.size()) return false;

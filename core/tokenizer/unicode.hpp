@@ -18,6 +18,8 @@ struct Utf8Unit {
 // Decodes the sequence at s[pos] (pos < s.size()). Overlong forms, surrogates, values past
 // U+10FFFF and truncated sequences give one invalid byte.
 Utf8Unit utf8_next(std::string_view s, size_t pos);
+// `s` with every byte that does not start a valid UTF-8 character replaced by U+FFFD.
+std::string valid_utf8(std::string_view s);
 // True when s[pos..] is the start of a valid sequence that is merely cut off by the end of s.
 bool utf8_is_incomplete(std::string_view s, size_t pos);
 void utf8_append(std::string& out, uint32_t cp);

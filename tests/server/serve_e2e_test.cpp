@@ -58,7 +58,8 @@ std::string read_text(const fs::path& path) {
 // `specd serve` as a child process; killed at destruction if still running.
 class ServerProcess {
  public:
-  explicit ServerProcess(const std::string& config) {
+  // `set`: --set overrides, passed as they are (a value that is not TOML arrives as bytes).
+  explicit ServerProcess(const std::string& config, const std::vector<std::string>& set = {}) {
     static int started = 0;
     log_ = config + "." + std::to_string(++started) + ".log";
     fs::remove(log_);  // never read a previous server's port
@@ -66,7 +67,12 @@ class ServerProcess {
     if (pid_ == 0) {
       FILE* f = std::freopen(log_.c_str(), "w", stderr);
       (void)f;
-      execl(SPECD_CLI, SPECD_CLI, "serve", "-c", config.c_str(), static_cast<char*>(nullptr));
+      std::vector<std::string> args = {SPECD_CLI, "serve", "-c", config};
+      for (const std::string& o : set) args.insert(args.end(), {"--set", o});
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(SPECD_CLI, argv.data());
       _exit(127);
     }
     // Wait (at most 120 s) for the line that names the bound port, and then for the one that
@@ -596,6 +602,31 @@ TEST_CASE("chat is refused with a clear error when the model has no template") {
   std::string message = json::parse(res->body)["error"]["message"];
   CHECK(message.find("chat_template") != std::string::npos);
   CHECK(server.terminate() == 0);
+}
+
+TEST_CASE("a target file name that is not UTF-8: /v1/models and verify answer, the id uses U+FFFD") {
+  if (!have_models()) return;
+  // TOML text is UTF-8, so such a path comes from a --set value that is not TOML.
+  const fs::path odd = fs::current_path() / "t\xff\xfe.gguf";
+  fs::copy_file(kModels + "/target.gguf", odd, fs::copy_options::overwrite_existing);
+  ServerProcess server(write_config("serve_odd_name.toml", ""), {"target.model=" + odd.string()});
+  REQUIRE_MESSAGE(server.port() > 0, server.log());
+  httplib::Client c = client(server.port());
+  auto models = c.Get("/v1/models");
+  REQUIRE(models);
+  CHECK(models->status == 200);
+  const std::string id = json::parse(models->body)["data"][0]["id"];
+  CHECK(id == "t\xEF\xBF\xBD\xEF\xBF\xBD");
+  auto done = c.Post("/v1/completions", json{{"model", id}, {"prompt", kPrompt}, {"max_tokens", 4}}.dump(),
+                     "application/json");
+  REQUIRE(done);
+  CHECK(done->status == 200);
+  auto open = c.Post("/v1/verify", R"({"op":"open"})", "application/json");
+  REQUIRE(open);
+  CHECK(open->status == 200);
+  CHECK(json::parse(open->body).is_object());
+  CHECK(server.terminate() == 0);
+  fs::remove(odd);
 }
 
 TEST_CASE("a chat template file is recognised, or refused at startup naming the file") {
