@@ -459,6 +459,28 @@ TEST_CASE("draft-model proposer: exact at temperature 0, its own KV rolled back 
   }
 }
 
+TEST_CASE("draft-model proposer: a draft that claims a huge context runs") {
+  // A draft file with context_length 2^30 once asked for a cache of 2^30 rows at once (half
+  // a TB) and failed; caches are pools of blocks taken as sequences grow, so it runs.
+  Fixture f;
+  test::RandomLlamaSpec spec;
+  spec.seed = 41;
+  const std::string target = f.dir + "/huge-ctx-target.gguf";
+  test::write_random_llama(target, spec);
+  test::RandomLlamaSpec huge = spec;
+  huge.n_ctx = 1u << 30;
+  const std::string draft = f.dir + "/huge-ctx-draft.gguf";
+  test::write_random_llama(draft, huge);
+  Engine plain(make_config(target, {"sampling.max_tokens=24"}), f.registry);
+  Engine speculative(make_config(target, {"sampling.max_tokens=24", "proposer.kind=draft-model",
+                                          "proposer.model=\"" + draft + "\"", "proposer.k=3",
+                                          "acceptance.rule=greedy"}),
+                     f.registry);
+  const GenerationResult a = plain.generate("hello"), b = speculative.generate("hello");
+  CHECK(join(a.tokens) == join(b.tokens));
+  CHECK(b.stats.accepted == b.stats.drafted);  // the draft is the same model
+}
+
 TEST_CASE("draft-model proposer: a draft with another vocabulary is refused clearly") {
   Fixture f;
   test::RandomLlamaSpec spec;
