@@ -1,6 +1,8 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <sstream>
@@ -133,6 +135,19 @@ template <class Int>
 void read_int(Context& c, const std::string& key, const toml::node& n, Int& out, int64_t lo,
               int64_t hi, const std::string& range_text) {
   if (!n.is_integer()) {
+    // A --set value of digits that TOML could not read is an integer beyond 64 bits (a
+    // quoted number that fits is a string like any other).
+    const std::string* text = n.is_string() ? &n.ref<std::string>() : nullptr;
+    const size_t sign = text && !text->empty() && (*text)[0] == '-' ? 1 : 0;
+    if (text && text->size() > sign + 18 && text->size() < 64 &&
+        text->find_first_not_of("0123456789", sign) == std::string::npos) {
+      errno = 0;
+      (void)std::strtoll(text->c_str(), nullptr, 10);
+      if (errno == ERANGE) {
+        c.add(n, "'" + key + "' = " + *text + " is out of range (" + range_text + ")");
+        return;
+      }
+    }
     c.add(n, "'" + key + "' must be an integer, not " + type_name(n));
     return;
   }

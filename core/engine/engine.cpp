@@ -194,7 +194,8 @@ void Engine::reseed(uint64_t seed) {
 GenerationResult Engine::generate(const std::string& prompt, const GenerateOptions& options) {
   std::vector<int32_t> tokens = tokenizer_->encode(prompt, /*add_special=*/true);
   if (tokens.empty())
-    throw UsageError("the prompt is empty and the model adds no BOS token to start from");
+    throw UsageError("the prompt is empty and the model (" + config_.target.model +
+                     ") adds no BOS token to start from");
   return generate_tokens(tokens, options);
 }
 

@@ -1,6 +1,7 @@
 #include "models/architecture.hpp"
 
 #include "common/error.hpp"
+#include "common/printable.hpp"
 #include "models/architectures/architectures.hpp"
 
 namespace specd {
@@ -33,7 +34,7 @@ const Architecture& architecture_of(const GgufFile& file) {
   if (!name) throw Error(file.path() + ": no general.architecture: not a model file");
   const Architecture* a = find_architecture(*name);
   if (!a)
-    throw Error(file.path() + ": architecture '" + *name +
+    throw Error(file.path() + ": architecture '" + printable(*name, 64) +
                 "' is not supported (supported: " + supported_architectures() + ")");
   return *a;
 }

@@ -73,6 +73,8 @@ void LlamaModel::load_weights() {
   if (embd.n_dims != 2 || embd.ne[0] != in.n_embd)
     throw Error(in.path + ": tensor 'token_embd.weight' must have ne = [" +
                 std::to_string(in.n_embd) + ", vocab]");
+  if (embd.ne[1] == 0)
+    throw Error(in.path + ": tensor 'token_embd.weight' has 0 rows: the model has no vocabulary");
   in.vocab_size = static_cast<int32_t>(embd.ne[1]);
   if (auto vs = file_.get_u32_opt(a + "vocab_size"); vs && *vs != embd.ne[1])
     throw Error(in.path + ": " + a + "vocab_size " + std::to_string(*vs) +

@@ -33,9 +33,9 @@
 #include "server/request.hpp"
 #include "server/responses.hpp"
 #include "server/scheduler.hpp"
-#include "tokenizer/unicode.hpp"
 #include "server/server_checks.hpp"
 #include "server/verify_endpoint.hpp"
+#include "tokenizer/unicode.hpp"
 
 namespace specd::server {
 namespace {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common/error.hpp"
+#include "common/printable.hpp"
 #include "gguf/gguf_reader.hpp"
 #include "tokenizer/pretokenizer.hpp"
 #include "tokenizer/unicode.hpp"
@@ -19,21 +20,6 @@ bool one_code_point(const std::string& text) {
   const auto lead = static_cast<unsigned char>(text[0]);
   const size_t n = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xe ? 3 : 4;
   return text.size() == n;
-}
-
-// A token's text for a message: control bytes escaped, at most 40 bytes.
-std::string printable(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text.substr(0, 40)) {
-    if (c < 0x20 || c == 0x7f) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", c);
-      out += hex;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return text.size() > 40 ? out + "..." : out;
 }
 
 constexpr std::string_view kSpmSpace = "\xe2\x96\x81";  // U+2581, SentencePiece's space

@@ -204,6 +204,14 @@ TEST_CASE("[sampling] grammar, grammar_file and json_schema_file") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("--set integers beyond 64 bits are out of range, not strings") {
+  CHECK(contains(error_of("", {"engine.seed=18446744073709551615"}),
+                 "'seed' = 18446744073709551615 is out of range (>= 0)"));
+  CHECK(contains(error_of("", {"engine.context=-99999999999999999999"}),
+                 "'context' = -99999999999999999999 is out of range"));
+  CHECK(contains(error_of("", {"engine.seed=12abc"}), "'seed' must be an integer, not a string"));
+}
+
 TEST_CASE("missing target model for run") {
   auto c = parse_config("", "t.toml");
   CHECK_THROWS_WITH_AS(specd::check_required_for_run(c),

@@ -451,6 +451,17 @@ TEST_CASE("architecture files with missing parts, unsupported keys or an old bac
   msg = message_of(write_fixture(mamba, "mamba.gguf"), cpu_device());
   CHECK(msg.find("mamba.gguf: architecture 'mamba' is not supported (supported: llama, qwen2, "
                  "qwen3, phi3)") != std::string::npos);
+  // An embedding of 0 rows: no vocabulary, said with the file.
+  FixtureSpec empty_vocab;
+  empty_vocab.vocab = 0;
+  msg = message_of(write_fixture(empty_vocab, "empty-vocab.gguf"), cpu_device());
+  CHECK(msg.find("empty-vocab.gguf: tensor 'token_embd.weight' has 0 rows") != std::string::npos);
+  // A NUL inside the name is shown escaped (it would cut the message short).
+  FixtureSpec nul;
+  nul.architecture = std::string("lla\0ma", 6);
+  msg = message_of(write_fixture(nul, "nul-arch.gguf"), cpu_device());
+  CHECK(msg.find("architecture 'lla\\x00ma' is not supported (supported: llama") !=
+        std::string::npos);
 
   FixtureSpec freqs;
   freqs.rope_freqs = true;

@@ -604,7 +604,8 @@ TEST_CASE("chat is refused with a clear error when the model has no template") {
   CHECK(server.terminate() == 0);
 }
 
-TEST_CASE("a target file name that is not UTF-8: /v1/models and verify answer, the id uses U+FFFD") {
+TEST_CASE(
+    "a target file name that is not UTF-8: /v1/models and verify answer, the id uses U+FFFD") {
   if (!have_models()) return;
   // TOML text is UTF-8, so such a path comes from a --set value that is not TOML.
   const fs::path odd = fs::current_path() / "t\xff\xfe.gguf";
@@ -617,8 +618,9 @@ TEST_CASE("a target file name that is not UTF-8: /v1/models and verify answer, t
   CHECK(models->status == 200);
   const std::string id = json::parse(models->body)["data"][0]["id"];
   CHECK(id == "t\xEF\xBF\xBD\xEF\xBF\xBD");
-  auto done = c.Post("/v1/completions", json{{"model", id}, {"prompt", kPrompt}, {"max_tokens", 4}}.dump(),
-                     "application/json");
+  auto done =
+      c.Post("/v1/completions", json{{"model", id}, {"prompt", kPrompt}, {"max_tokens", 4}}.dump(),
+             "application/json");
   REQUIRE(done);
   CHECK(done->status == 200);
   auto open = c.Post("/v1/verify", R"({"op":"open"})", "application/json");
