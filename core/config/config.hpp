@@ -86,9 +86,9 @@ struct SamplingConfig {
   double presence_penalty = 0;                        // OpenAI's, -2..2 (sampling/penalties.hpp)
   double frequency_penalty = 0;                       // OpenAI's, -2..2
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id, -100..100 (requests only)
-  double repeat_penalty = 1.0;  // llama.cpp's, (0, 10]; 1 = off (sampling/penalties.hpp)
-  int repeat_last_n = 64;       // its window; 0 = off, -1 = the whole context
-  std::string grammar;  // GBNF the output must match (grammar/gbnf_grammar.hpp); "" = none
+  double repeat_penalty = 1.0;   // llama.cpp's, (0, 10]; 1 = off (sampling/penalties.hpp)
+  int repeat_last_n = 64;        // its window; 0 = off, -1 = the whole context
+  std::string grammar;           // GBNF the output must match (grammar/gbnf_grammar.hpp); "" = none
   std::string grammar_file;      // a file holding GBNF: read into `grammar`
   std::string json_schema_file;  // a JSON Schema file: its grammar goes into `grammar`
 };
@@ -116,6 +116,8 @@ struct ServerConfig {
   bool prefix_cache = true;               // prompts' full KV blocks shared between requests
   int verify_sessions = 4;                // POST /v1/verify sessions held at once (each a KV cache)
   double verify_idle_s = 300;             // a verify session unused this long is freed
+  double verify_yield_s = 5;              // ... or this long, when a completion needs its room
+  double kv_wait_s = 30;  // a completion kept out by verify sessions in use gets 503 after it
 };
 
 struct Config {

@@ -467,6 +467,16 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
       return v >= 1 && v <= 86400 ? std::string() : std::string("1 to 86400 seconds");
     });
   };
+  server["verify_yield_s"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_float(c, k, n, cfg.server.verify_yield_s, [](double v) {
+      return v >= 0.1 && v <= 86400 ? std::string() : std::string("0.1 to 86400 seconds");
+    });
+  };
+  server["kv_wait_s"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_float(c, k, n, cfg.server.kv_wait_s, [](double v) {
+      return v >= 0.1 && v <= 86400 ? std::string() : std::string("0.1 to 86400 seconds");
+    });
+  };
 
   auto& plugins = s["plugins"].keys;
   plugins["paths"] = [&](Context& c, const std::string& k, const toml::node& n) {

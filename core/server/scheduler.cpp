@@ -242,7 +242,22 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
                                            engine.invariant_rows(), engine.context_length());
     // A reservation is at most the budget, so with nothing else holding rows it fits.
     // (A cancelled job is let in to end at its first step, not kept waiting for room.)
-    if (!kv().fits(rows) && !job->cancelled) return false;
+    if (!kv().fits(rows) && !job->cancelled) {
+      // Nothing runs, so only /v1/verify sessions in use hold the rows (idle ones yield
+      // them): wait at most [server] kv_wait_s, then answer.
+      if (active_.empty()) {
+        const auto now = std::chrono::steady_clock::now();
+        if (!job->blocked_since) job->blocked_since = now;
+        const double waited = std::chrono::duration<double>(now - *job->blocked_since).count();
+        if (waited > engines_.config().server.kv_wait_s)
+          throw RequestError(503, "",
+                             "the KV budget is held by /v1/verify sessions in use; waited " +
+                                 std::to_string(static_cast<int>(waited)) +
+                                 " s ([server] kv_wait_s): retry later",
+                             "kv_budget_full");
+      }
+      return false;
+    }
 
     run->job = job;
     run->proposer = engines_.take_proposer(strategy);

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -70,6 +71,8 @@ struct Job {
   std::atomic<bool> prefilled{false};  // set by the scheduler: the prompt is in the KV cache
   std::string proposer, rule;          // what ran it (set before on_start)
   std::vector<int32_t> prompt_tokens;  // the scheduler's: the encoded prompt
+  // The scheduler's: since when the job waits for KV rows that only verify sessions hold.
+  std::optional<std::chrono::steady_clock::time_point> blocked_since;
 };
 
 class Scheduler {

@@ -202,9 +202,11 @@ struct VerifyEndpoint::Impl {
 
   Impl(const Config& c, EngineCache& e, Scheduler& s, Metrics& m, const std::atomic<bool>& d)
       : config(c), engines(e), scheduler(s), metrics(m), draining(d) {
-    // A completion waiting for KV that idle sessions hold frees them.
+    // A completion waiting for KV that sessions hold frees those unused for verify_yield_s.
     scheduler.set_reclaim([this] {
-      if (open_sessions) open_sessions->expire();
+      if (!open_sessions) return;
+      open_sessions->expire();
+      open_sessions->free_idle(std::chrono::duration<double>(config.server.verify_yield_s));
     });
   }
 

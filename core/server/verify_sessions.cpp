@@ -90,11 +90,11 @@ bool VerifySessions::close(const std::string& id) {
   return true;
 }
 
-size_t VerifySessions::expire() {
+size_t VerifySessions::free_idle(std::chrono::duration<double> idle) {
   const auto now = Clock::now();
   size_t freed = 0;
   for (auto it = sessions_.begin(); it != sessions_.end();) {
-    if (now - it->second.last_used > idle_) {
+    if (now - it->second.last_used > idle) {
       it = erase(it);
       ++freed;
     } else {

@@ -4,7 +4,8 @@
 // Bounded in number ([server] verify_sessions) and by the scheduler's KV budget ([server]
 // kv_budget): a session's cache rows are reserved there like a running sequence's, for as
 // long as it is open. A session unused for [server] verify_idle_s is freed at the next
-// sweep (every /v1/verify request, and the scheduler when a job waits for KV).
+// sweep (every /v1/verify request); one unused for verify_yield_s is freed when a
+// completion waits for the rows it holds, so idle sessions never starve completions.
 //
 // Thread rules: none inside. Every call runs on the scheduler's worker (run_exclusive),
 // which also owns the model the sessions' caches live on.
@@ -51,7 +52,9 @@ class VerifySessions {
   // Frees it; false when there was none.
   bool close(const std::string& id);
   // Frees the sessions idle longer than idle_s; returns how many.
-  size_t expire();
+  size_t expire() { return free_idle(idle_); }
+  // Frees the sessions idle longer than `idle` (a completion waits for their rows).
+  size_t free_idle(std::chrono::duration<double> idle);
   size_t size() const { return sessions_.size(); }
 
  private:

@@ -398,8 +398,9 @@ TEST_CASE("POST /v1/verify refuses malformed requests naming the field; sessions
 
 TEST_CASE("verify sessions count in the KV budget: refused when full, completions wait for them") {
   if (!have_models()) return;
-  // kv_budget 256 rows: one session (its context is kv_budget) holds all of it.
-  Server server("kv_budget = 256\nverify_sessions = 4\n");
+  // kv_budget 256 rows: one session (its context is kv_budget) holds all of it. It is not
+  // idle long enough to yield its rows here.
+  Server server("kv_budget = 256\nverify_sessions = 4\nverify_yield_s = 600\n");
   auto c = http(server.port());
   const json opened = post(c, {{"op", "open"}}, 200);
   CHECK(opened["context_length"] == 256);
@@ -436,6 +437,42 @@ TEST_CASE("verify sessions count in the KV budget: refused when full, completion
   CHECK_MESSAGE(status == 200, body);
   // The completion's rows are back: a session fits again.
   post(c, {{"op", "open"}}, 200);
+}
+
+TEST_CASE("idle verify sessions yield their rows to a waiting completion") {
+  if (!have_models()) return;
+  // A session holds the whole budget (its context is kv_budget) and goes idle: a completion
+  // does not wait for verify_idle_s (300 s) but about verify_yield_s, and the session is gone.
+  Server server("kv_budget = 256\nverify_sessions = 4\nverify_yield_s = 1\n");
+  auto c = http(server.port());
+  const std::vector<std::string> ids = {post(c, {{"op", "open"}}, 200)["session"]};
+  post(c, {{"op", "open"}}, 503);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto res = c.Post("/v1/completions", R"({"prompt":"Once upon a time","max_tokens":8})",
+                    "application/json");
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(res);
+  CHECK_MESSAGE(res->status == 200, res->body);
+  CHECK(waited < 60);
+  const json tree = {{"tokens", json::array()}, {"parents", json::array()}};
+  CHECK(param_of(post(
+            c, {{"session", ids[0]}, {"reset", true}, {"delta", {1}}, {"root", 2}, {"tree", tree}},
+            404)) == "session");
+}
+
+TEST_CASE("a completion kept out by verify sessions in use gets 503 after kv_wait_s") {
+  if (!have_models()) return;
+  Server server("kv_budget = 256\nverify_sessions = 4\nverify_yield_s = 600\nkv_wait_s = 1\n");
+  auto c = http(server.port());
+  post(c, {{"op", "open"}}, 200);
+  auto res = c.Post("/v1/completions", R"({"prompt":"Once upon a time","max_tokens":8})",
+                    "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 503);
+  const json error = json::parse(res->body)["error"];
+  CHECK(error["code"] == "kv_budget_full");
+  CHECK_MESSAGE(std::string(error["message"]).find("kv_wait_s") != std::string::npos, res->body);
 }
 
 TEST_CASE("an idle verify session is freed") {
