@@ -9,6 +9,10 @@ namespace {
 // memory: parses alive at once, and stack nodes made while advancing one state.
 constexpr size_t kMaxParses = 10000;
 constexpr size_t kMaxNodes = 1u << 22;
+// Stack nodes made and stacks compared in one call (advance, allowed_tokens): a JSON
+// grammar's mask over a 150,000-token vocabulary takes about a million; a grammar built to
+// keep thousands of parses alive would otherwise hold the scheduler for minutes per row.
+constexpr uint64_t kMaxWork = 40'000'000;
 
 }  // namespace
 
@@ -17,6 +21,7 @@ GrammarMatcher::GrammarMatcher(const Grammar& grammar) : grammar_(grammar) {}
 int32_t GrammarMatcher::node(uint32_t pos, int32_t parent) {
   if (arena_.size() >= kMaxNodes)
     throw GrammarError("grammar: too ambiguous (more than 4194304 parse steps for one token)");
+  spend(1);
   arena_.push_back({pos, parent});
   return static_cast<int32_t>(arena_.size() - 1);
 }
@@ -66,6 +71,13 @@ bool GrammarMatcher::same_stack(int32_t a, int32_t b) const {
   return true;
 }
 
+void GrammarMatcher::spend(uint64_t units) {
+  work_done_ += units;
+  if (work_done_ > kMaxWork)
+    throw GrammarError(
+        "grammar: too ambiguous (masking one position took more than 40000000 parse steps)");
+}
+
 void GrammarMatcher::dedupe(size_t begin) {
   if (sets_.size() - begin <= 1) return;
   // Different nodes may hold equal stacks (an ambiguous grammar). Equal stacks have equal
@@ -80,11 +92,13 @@ void GrammarMatcher::dedupe(size_t begin) {
   size_t out = begin;
   for (size_t i = begin; i < sets_.size(); ++i) {
     bool duplicate = false;
-    for (size_t j = out; j-- > begin && top(sets_[j]) == top(sets_[i]);)
+    for (size_t j = out; j-- > begin && top(sets_[j]) == top(sets_[i]);) {
+      spend(1);
       if (same_stack(sets_[j], sets_[i])) {
         duplicate = true;
         break;
       }
+    }
     if (!duplicate) sets_[out++] = sets_[i];
   }
   sets_.resize(out);
@@ -201,6 +215,7 @@ void GrammarMatcher::store(size_t begin, size_t end, GrammarState& state) const 
 GrammarState GrammarMatcher::initial() {
   arena_.clear();
   sets_.clear();
+  work_done_ = 0;
   for (const uint32_t start : grammar_.rule_alternatives[grammar_.root])
     expand(node(start, kComplete), sets_);
   dedupe(0);
@@ -212,6 +227,7 @@ GrammarState GrammarMatcher::initial() {
 bool GrammarMatcher::advance(GrammarState& state, std::string_view bytes) {
   arena_.clear();
   sets_.clear();
+  work_done_ = 0;
   size_t begin = load(state);
   size_t end = sets_.size();
   Utf8Pending pending = state.pending;
@@ -249,6 +265,7 @@ bool GrammarMatcher::allowed_tokens(const GrammarState& state, const TokenTrie& 
   allowed.assign(trie.vocab(), 0);
   arena_.clear();
   sets_.clear();
+  work_done_ = 0;
   const size_t begin = load(state);
   const size_t end = sets_.size();
   trie_ = &trie;

@@ -66,6 +66,7 @@ class GrammarMatcher {
   size_t step(size_t begin, size_t end, uint32_t cp);
   void dedupe(size_t begin);
   bool same_stack(int32_t a, int32_t b) const;
+  void spend(uint64_t units);  // counts work against kMaxWork (GrammarError past it)
   // One byte: pending's update, and a step when it completes a character ([begin, end)
   // becomes the new set). Returns false when the byte is refused: not UTF-8, no parse takes
   // the character, or no parse could take any character starting with the pending bytes.
@@ -79,6 +80,7 @@ class GrammarMatcher {
   std::vector<Node> arena_;
   std::vector<int32_t> sets_;
   std::vector<int32_t> work_;
+  uint64_t work_done_ = 0;  // since the current call began
   const TokenTrie* trie_ = nullptr;
   std::vector<uint8_t>* allowed_ = nullptr;
 };

@@ -2,9 +2,11 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "grammar/gbnf_grammar.hpp"
 #include "grammar/grammar_matcher.hpp"
+#include "grammar/token_trie.hpp"
 
 namespace specd {
 namespace {
@@ -98,6 +100,25 @@ TEST_CASE("gbnf: an ambiguous grammar keeps its parses bounded") {
   // Each character doubles the parses unless equal stacks are merged.
   const std::string g = "root ::= ( \"a\" | \"a\" | [a-z] )*";
   CHECK(match(g, std::string(200, 'a')) == Match::kComplete);
+}
+
+TEST_CASE("gbnf: a grammar that keeps thousands of parses alive fails fast, with a reason") {
+  // Every "(" may close with ")" or "]": after n of them, 2^n distinct stacks are alive.
+  const Grammar g = parse_gbnf("root ::= e\ne ::= \"(\" e \")\" | \"(\" e \"]\" | \"x\"");
+  GrammarMatcher m(g);
+  std::vector<std::string> bytes;
+  for (int b = 0; b < 128; ++b) bytes.push_back(std::string(1, static_cast<char>(b)));
+  const TokenTrie trie(bytes);
+  const auto run = [&] {
+    GrammarState s = m.initial();
+    for (int i = 0; i < 13; ++i) m.advance(s, "(");
+    std::vector<uint8_t> allowed;
+    m.allowed_tokens(s, trie, allowed);
+  };
+  CHECK_THROWS_WITH_AS(run(), doctest::Contains("grammar: too ambiguous"), GrammarError);
+  // A few levels are fine.
+  GrammarState s = m.initial();
+  CHECK(m.advance(s, "(((x)])"));
 }
 
 TEST_CASE("gbnf: errors say where") {
