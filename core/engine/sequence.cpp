@@ -284,8 +284,8 @@ void Sequence::end_round(double pass_s) {
 }
 
 void Sequence::mask_row(std::span<float> row, size_t r) {
-  if (r == 0) dead_rows_.assign(draft_.n_nodes + 1, 0);
   if (!penalties_->active() && !constraint_) return;
+  if (constraint_ && r == 0) dead_rows_.assign(draft_.n_nodes + 1, 0);
   // Row r verifies node r: its path is the draft tokens from the root's child to it.
   row_path_.clear();
   for (size_t node = r; node != 0; node = static_cast<size_t>(draft_.parents[node - 1]))

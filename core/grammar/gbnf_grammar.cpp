@@ -4,6 +4,8 @@
 #include <limits>
 #include <map>
 
+#include "tokenizer/unicode.hpp"
+
 namespace specd {
 
 bool GrammarElement::matches(uint32_t cp) const {
@@ -187,21 +189,10 @@ class Parser {
           fail(pos_ - 1, std::string("unknown escape '\\") + e + "'");
       }
     }
-    const int len = c < 0x80           ? 1
-                    : (c >> 5) == 0x6  ? 2
-                    : (c >> 4) == 0xE  ? 3
-                    : (c >> 3) == 0x1E ? 4
-                                       : 0;
-    if (len == 0 || pos_ + static_cast<size_t>(len) > text_.size())
-      fail(pos_, "the grammar is not valid UTF-8");
-    uint32_t cp = len == 1 ? c : c & (0xFF >> (len + 1));
-    for (int i = 1; i < len; ++i) {
-      const auto b = static_cast<unsigned char>(text_[pos_ + static_cast<size_t>(i)]);
-      if ((b & 0xC0) != 0x80) fail(pos_, "the grammar is not valid UTF-8");
-      cp = (cp << 6) | (b & 0x3F);
-    }
-    pos_ += static_cast<size_t>(len);
-    return cp;
+    const Utf8Unit u = utf8_next(text_, pos_);
+    if (!u.valid) fail(pos_, "the grammar is not valid UTF-8");
+    pos_ += u.len;
+    return u.cp;
   }
 
   uint32_t parse_count() {

@@ -21,7 +21,7 @@ GrammarMatcher::GrammarMatcher(const Grammar& grammar) : grammar_(grammar) {}
 int32_t GrammarMatcher::node(uint32_t pos, int32_t parent) {
   if (arena_.size() >= kMaxNodes)
     throw GrammarError("grammar: too ambiguous (more than 4194304 parse steps for one token)");
-  spend(1);
+  spend();
   arena_.push_back({pos, parent});
   return static_cast<int32_t>(arena_.size() - 1);
 }
@@ -71,8 +71,14 @@ bool GrammarMatcher::same_stack(int32_t a, int32_t b) const {
   return true;
 }
 
-void GrammarMatcher::spend(uint64_t units) {
-  work_done_ += units;
+void GrammarMatcher::reset() {
+  arena_.clear();
+  sets_.clear();
+  work_done_ = 0;
+}
+
+void GrammarMatcher::spend() {
+  ++work_done_;
   if (work_done_ > kMaxWork)
     throw GrammarError(
         "grammar: too ambiguous (masking one position took more than 40000000 parse steps)");
@@ -93,7 +99,7 @@ void GrammarMatcher::dedupe(size_t begin) {
   for (size_t i = begin; i < sets_.size(); ++i) {
     bool duplicate = false;
     for (size_t j = out; j-- > begin && top(sets_[j]) == top(sets_[i]);) {
-      spend(1);
+      spend();
       if (same_stack(sets_[j], sets_[i])) {
         duplicate = true;
         break;
@@ -213,9 +219,7 @@ void GrammarMatcher::store(size_t begin, size_t end, GrammarState& state) const 
 }
 
 GrammarState GrammarMatcher::initial() {
-  arena_.clear();
-  sets_.clear();
-  work_done_ = 0;
+  reset();
   for (const uint32_t start : grammar_.rule_alternatives[grammar_.root])
     expand(node(start, kComplete), sets_);
   dedupe(0);
@@ -225,9 +229,7 @@ GrammarState GrammarMatcher::initial() {
 }
 
 bool GrammarMatcher::advance(GrammarState& state, std::string_view bytes) {
-  arena_.clear();
-  sets_.clear();
-  work_done_ = 0;
+  reset();
   size_t begin = load(state);
   size_t end = sets_.size();
   Utf8Pending pending = state.pending;
@@ -263,9 +265,7 @@ void GrammarMatcher::walk(uint32_t trie_node, size_t begin, size_t end, Utf8Pend
 bool GrammarMatcher::allowed_tokens(const GrammarState& state, const TokenTrie& trie,
                                     std::vector<uint8_t>& allowed) {
   allowed.assign(trie.vocab(), 0);
-  arena_.clear();
-  sets_.clear();
-  work_done_ = 0;
+  reset();
   const size_t begin = load(state);
   const size_t end = sets_.size();
   trie_ = &trie;

@@ -66,7 +66,8 @@ class GrammarMatcher {
   size_t step(size_t begin, size_t end, uint32_t cp);
   void dedupe(size_t begin);
   bool same_stack(int32_t a, int32_t b) const;
-  void spend(uint64_t units);  // counts work against kMaxWork (GrammarError past it)
+  void spend();  // one unit of work against kMaxWork (GrammarError past it)
+  void reset();  // empties the arena and the sets at the start of a call
   // One byte: pending's update, and a step when it completes a character ([begin, end)
   // becomes the new set). Returns false when the byte is refused: not UTF-8, no parse takes
   // the character, or no parse could take any character starting with the pending bytes.
