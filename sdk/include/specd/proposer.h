@@ -103,6 +103,7 @@ typedef struct specd_token_filter {
    * path[0..n_path) (draft tokens below the root, the root's child first). Returns 1 when
    * it masked the row (at least one entry is left), 0 when nothing may follow `path` (the
    * path leaves the constraint, or no token continues it): stop drafting below it.
+   * `path` and `logits` are the caller's, borrowed for the call; `context` is the host's.
    * [same-thread: only during the propose_batch call that passed it] */
   int32_t (*apply)(void* context, const specd_token* path, uint32_t n_path, float* logits,
                    uint32_t n);
