@@ -192,12 +192,12 @@ def main():
             log = []
             lock = threading.Lock()
             keys = [key_for(front, names[i % 2], "warm-up %d" % i) for i in range(4)]
-            stop = time.monotonic() + 6.0
+            stop = [float("inf")]  # set at the kill: the clients go on 4 s after it
             killed_at = [None]
 
             def client(i):
                 n = 0
-                while time.monotonic() < stop:
+                while time.monotonic() < stop[0]:
                     t0 = time.monotonic()
                     r = post(front, {"prompt": system + " Q%d.%d" % (i, n), "max_tokens": 48},
                              keys[i], stream=(n % 2 == 0))
@@ -208,9 +208,18 @@ def main():
             threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
             for t in threads:
                 t.start()
-            time.sleep(2.0)
+            # Kill once both replicas have answered (a slow build needs longer than a fixed
+            # wait), at most 30 s on.
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                with lock:
+                    served = {r[1] for _, _, r in log}
+                if served >= {"replica1", "replica2"}:
+                    break
+                time.sleep(0.1)
             replicas[0].proc.send_signal(signal.SIGKILL)
             killed_at[0] = time.monotonic()
+            stop[0] = killed_at[0] + 4.0
             for t in threads:
                 t.join(CLIENT_TIMEOUT + 10)
             check(not any(t.is_alive() for t in threads), "a client never got an answer")
