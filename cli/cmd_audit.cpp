@@ -1,5 +1,6 @@
 // specd audit [--markov FILE]... [--rule ID]... [--tokens N] [--k K] [--tree B1,B2,...]
-//             [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--samples N] [--seed S]
+//             [--constraints C1,C2,...] [--temperature T] [--top-k K] [--top-p P] [--min-p P]
+//             [--samples N] [--seed S]
 //             [--alpha A] [--detect-tv D] [--json] [--details] [--plugin-path DIR]...
 #include "cmd_audit.hpp"
 
@@ -39,6 +40,11 @@ const char* kUsage =
     "  --tokens N          tokens generated after the prompt token (default 3)\n"
     "  --k K               draft chain length (default 2)\n"
     "  --tree B1,B2,...    draft tree branching per depth, for rules that support trees\n"
+    "  --constraints LIST  path-dependent targets to audit under, comma-separated: none,\n"
+    "                      mask (grammar-like masks on target and draft), mask-target (a\n"
+    "                      drafter unaware of the mask), penalties (presence, frequency,\n"
+    "                      repeat, logit_bias), all (mask-target + penalties);\n"
+    "                      default none,mask,all\n"
     "  --temperature T     sampling temperature (default 1; 0 = greedy)\n"
     "  --top-k K, --top-p P, --min-p P\n"
     "                      the sampling transform, applied to target and draft alike\n"
@@ -171,6 +177,17 @@ int audit(int argc, char** argv) {
       options.k = parse_u32("--k", args.value(), specd::kMaxAuditDraftNodes);
     } else if (args.match("--tree")) {
       options.tree = parse_tree(args.value());
+    } else if (args.match("--constraints")) {
+      options.constraints.clear();
+      const std::string list = args.value();
+      size_t start = 0;
+      while (true) {
+        const size_t comma = list.find(',', start);
+        options.constraints.push_back(specd::audit_constraint(
+            list.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
     } else if (args.match("--temperature")) {
       options.sampling.temperature = args.float_value();
     } else if (args.match("--top-k")) {

@@ -12,38 +12,17 @@ namespace {
 
 using Seq = std::vector<specd_token>;
 
-// Transformed rows of the table.
-struct Chains {
-  std::vector<std::vector<double>> p, q;
-};
-
-Chains transformed(const MarkovModel& m, const SamplingParams& s) {
-  Chains c;
-  for (uint32_t a = 0; a < m.vocab; ++a) {
-    c.p.push_back(transform_probs(m.target[a], s));
-    c.q.push_back(transform_probs(m.draft[a], s));
-  }
-  return c;
-}
-
-// Row function of a Markov chain for drafts rooted at token `root`.
-RowFn chain_row(const std::vector<std::vector<double>>& rows, specd_token root) {
-  return [&rows, root](std::span<const specd_token> ctx) {
-    return rows[ctx.empty() ? root : ctx.back()];
-  };
-}
-
 size_t index_of(const Seq& s, uint32_t vocab) {
   size_t i = 0;
   for (specd_token t : s) i = i * vocab + static_cast<size_t>(t);
   return i;
 }
 
-// Emitted-token distribution of one round from root `root`: every draft times outcomes.
+// Emitted-token distribution of one round after `committed`: every draft times outcomes.
 std::map<Seq, double> round_distribution(const AcceptanceRule& rule, const DraftSpec& spec,
-                                         const Chains& c, specd_token root) {
+                                         const PathRows& rows, const Seq& committed) {
   std::map<Seq, double> out;
-  enumerate_drafts(spec, chain_row(c.q, root), chain_row(c.p, root),
+  enumerate_drafts(spec, rows.draft(committed), rows.target(committed),
                    [&](const OwnedDraft& d, double w) {
                      const specd_draft_tree tree = d.tree();
                      const specd_target_dists target = d.target();
@@ -78,7 +57,7 @@ std::vector<double> target_distribution(const CaseSetup& setup) {
   const uint32_t V = m.vocab;
   const size_t length = setup.tokens + 1;  // t0 .. tn
   const size_t space = sequence_space(V, setup.tokens, 1u << 22);
-  const Chains c = transformed(m, setup.sampling);
+  const PathRows rows(m, setup.sampling, setup.constraint);
   // Chain rule over (t0..tn).
   std::vector<double> target(space, 0.0);
   std::map<Seq, double> frontier;
@@ -86,13 +65,15 @@ std::vector<double> target_distribution(const CaseSetup& setup) {
     if (m.initial[t] > 0) frontier[{static_cast<specd_token>(t)}] = m.initial[t];
   while (!frontier.empty() && frontier.begin()->first.size() < length) {
     std::map<Seq, double> next;
-    for (const auto& [s, pr] : frontier)
+    for (const auto& [s, pr] : frontier) {
+      const std::vector<double> p = rows.target(s)({});
       for (uint32_t y = 0; y < V; ++y)
-        if (c.p[s.back()][y] > 0) {
+        if (p[y] > 0) {
           Seq e = s;
           e.push_back(static_cast<specd_token>(y));
-          next[e] += pr * c.p[s.back()][y];
+          next[e] += pr * p[y];
         }
+    }
     frontier = std::move(next);
   }
   for (const auto& [s, pr] : frontier) target[index_of(s, V)] += pr;
@@ -107,7 +88,7 @@ CaseNumbers measure_case(const AcceptanceRule& rule, const CaseSetup& setup, uin
   const size_t space = sequence_space(V, setup.tokens, 1u << 22);
   DraftSpec spec = setup.spec;
   spec.vocab = V;
-  const Chains c = transformed(m, setup.sampling);
+  const PathRows rows(m, setup.sampling, setup.constraint);
 
   CaseNumbers out;
   out.target = target_distribution(setup);
@@ -115,9 +96,7 @@ CaseNumbers measure_case(const AcceptanceRule& rule, const CaseSetup& setup, uin
   // Exact speculative distribution: rounds chained by a dynamic program over prefixes.
   out.has_exact = rule.has_outcomes();
   if (out.has_exact) {
-    std::vector<std::map<Seq, double>> rounds;
-    for (uint32_t r = 0; r < V; ++r)
-      rounds.push_back(round_distribution(rule, spec, c, static_cast<specd_token>(r)));
+    std::map<Seq, std::map<Seq, double>> rounds;  // by PathRows::key of the committed tokens
     out.exact.assign(space, 0.0);
     std::map<Seq, double> open;
     for (uint32_t t = 0; t < V; ++t)
@@ -125,7 +104,11 @@ CaseNumbers measure_case(const AcceptanceRule& rule, const CaseSetup& setup, uin
     while (!open.empty()) {
       std::map<Seq, double> next;
       for (const auto& [s, pr] : open) {
-        for (const auto& [e, pe] : rounds[s.back()]) {
+        const Seq key = rows.key(s);
+        auto round = rounds.find(key);
+        if (round == rounds.end())
+          round = rounds.emplace(key, round_distribution(rule, spec, rows, s)).first;
+        for (const auto& [e, pe] : round->second) {
           Seq ext = s;
           const size_t keep = cut_emitted(e, {}, length - s.size());
           ext.insert(ext.end(), e.begin(), e.begin() + static_cast<std::ptrdiff_t>(keep));
@@ -141,16 +124,10 @@ CaseNumbers measure_case(const AcceptanceRule& rule, const CaseSetup& setup, uin
 
   // Monte-Carlo with the rule's sampler.
   out.counts.assign(space, 0);
-  std::vector<RowFn> q_fns, p_fns;
-  for (uint32_t r = 0; r < V; ++r) {
-    q_fns.push_back(chain_row(c.q, static_cast<specd_token>(r)));
-    p_fns.push_back(chain_row(c.p, static_cast<specd_token>(r)));
-  }
   for (uint64_t i = 0; i < samples; ++i) {
     Seq s{static_cast<specd_token>(sample(m.initial, rng))};
     while (s.size() < length) {
-      const specd_token root = s.back();
-      const OwnedDraft d = sample_draft(spec, q_fns[root], p_fns[root], rng);
+      const OwnedDraft d = sample_draft(spec, rows.draft(s), rows.target(s), rng);
       const AcceptResult r = rule.accept(d.tree(), d.target(), rng);
       Seq e;
       for (int32_t node : r.path) e.push_back(d.tokens[node - 1]);

@@ -9,6 +9,7 @@
 #include "acceptance/acceptance_rule.hpp"
 #include "audit/draft_enumeration.hpp"
 #include "audit/markov_model.hpp"
+#include "audit/path_rows.hpp"
 #include "sampling/sampling_transform.hpp"
 
 namespace specd {
@@ -16,22 +17,23 @@ namespace specd {
 struct CaseSetup {
   const MarkovModel* model = nullptr;
   SamplingParams sampling;
-  DraftSpec spec;       // vocab filled in by measure_case
-  uint32_t tokens = 3;  // generated after the prompt token
+  DraftSpec spec;              // vocab filled in by measure_case
+  AuditConstraint constraint;  // masks and penalties of every row (path_rows.hpp)
+  uint32_t tokens = 3;         // generated after the prompt token
 };
 
 // Distributions over sequences (t0, t1..tn), indexed in base vocab (t0 most significant).
 struct CaseNumbers {
   bool has_exact = false;
   std::vector<double> exact;     // speculative, from outcomes (empty without outcomes)
-  std::vector<double> target;    // plain sampling from the transformed target chain
+  std::vector<double> target;    // plain sampling from the transformed, constrained target
   std::vector<uint64_t> counts;  // Monte-Carlo counts from accept
 };
 
 // Number of sequences (t0..tn); throws UsageError when above `limit`.
 size_t sequence_space(uint32_t vocab, uint32_t tokens, size_t limit);
 
-// The target chain's distribution of (t0..tn) alone (CaseNumbers::target).
+// The target's distribution of (t0..tn) alone (CaseNumbers::target).
 std::vector<double> target_distribution(const CaseSetup& setup);
 
 CaseNumbers measure_case(const AcceptanceRule& rule, const CaseSetup& setup, uint64_t samples,

@@ -19,6 +19,7 @@ struct Plan {
   const MarkovModel* table;
   SamplingParams sampling;
   specd_sibling_scheme scheme;
+  const AuditConstraint* constraint;
 };
 
 // Every sibling scheme the rule declares: each is a promise the audit checks.
@@ -59,6 +60,11 @@ std::string format_count(uint64_t n) {
   return std::to_string(n);
 }
 
+// " under mask" for a constrained case, nothing for an unconstrained one.
+std::string where(const AuditCase& c) {
+  return c.constraint == "none" ? "" : " under " + c.constraint;
+}
+
 void aggregate(RuleAudit& r, specd_lossless_label label) {
   bool any = false, wrong = false, not_rejected = false;
   uint64_t most_samples = 0;
@@ -93,16 +99,16 @@ void aggregate(RuleAudit& r, specd_lossless_label label) {
   }
   if (wrong) {
     r.verdict = "label-wrong";
-    r.summary = "LABEL WRONG (" + worst_wrong->table + ", " + worst_wrong->scheme +
-                " drafts: exact TV " +
+    r.summary = "LABEL WRONG (" + worst_wrong->table + where(*worst_wrong) + ", " +
+                worst_wrong->scheme + " drafts: exact TV " +
                 (worst_wrong->has_exact ? format_tv(worst_wrong->exact_tv) : "n/a") + ", p-value " +
                 format_tv(worst_wrong->p_value) + ")";
     return;
   }
   if (first_error) {
     r.verdict = "error";
-    r.summary = "ERROR: could not run (" + first_error->table + ", " + first_error->scheme +
-                " drafts): " + first_error->error;
+    r.summary = "ERROR: could not run (" + first_error->table + where(*first_error) + ", " +
+                first_error->scheme + " drafts): " + first_error->error;
     return;
   }
   if (label == SPECD_LABEL_LOSSY ||
@@ -193,21 +199,23 @@ AuditReport run_audit(const std::vector<const AcceptanceRule*>& rules,
   if (options.k > kMaxAuditDraftNodes)
     throw UsageError("--k must be at most " + std::to_string(kMaxAuditDraftNodes));
   check_audit_tree(options.tree, "--tree");
+  if (options.constraints.empty()) throw UsageError("--constraints needs at least one constraint");
   for (const MarkovModel& t : tables) sequence_space(t.vocab, options.tokens, 1u << 22);
 
   // Plan every case first: the per-case significance depends on how many there are.
   std::vector<std::vector<Plan>> plans(rules.size());
   size_t n_cases = 0;
   for (size_t i = 0; i < rules.size(); ++i) {
-    for (specd_sibling_scheme scheme : declared_schemes(*rules[i]))
-      for (const MarkovModel& t : tables) {
-        plans[i].push_back({rules[i], &t, options.sampling, scheme});
-        if (rules[i]->label() == SPECD_LABEL_GREEDY_EXACT && options.sampling.temperature != 0) {
-          SamplingParams greedy = options.sampling;
-          greedy.temperature = 0;
-          plans[i].push_back({rules[i], &t, greedy, scheme});
+    for (const AuditConstraint& constraint : options.constraints)
+      for (specd_sibling_scheme scheme : declared_schemes(*rules[i]))
+        for (const MarkovModel& t : tables) {
+          plans[i].push_back({rules[i], &t, options.sampling, scheme, &constraint});
+          if (rules[i]->label() == SPECD_LABEL_GREEDY_EXACT && options.sampling.temperature != 0) {
+            SamplingParams greedy = options.sampling;
+            greedy.temperature = 0;
+            plans[i].push_back({rules[i], &t, greedy, scheme, &constraint});
+          }
         }
-      }
     n_cases += plans[i].size();
   }
   AuditReport report;
@@ -229,10 +237,12 @@ AuditReport run_audit(const std::vector<const AcceptanceRule*>& rules,
     for (const Plan& plan : plans[i]) {
       AuditCase c;
       c.table = plan.table->name;
+      c.constraint = plan.constraint->name;
       c.temperature = plan.sampling.temperature;
       CaseSetup setup;
       setup.model = plan.table;
       setup.sampling = plan.sampling;
+      setup.constraint = *plan.constraint;
       setup.spec = spec_for(rule, options, plan.scheme, c.shape);
       setup.tokens = options.tokens;
       c.scheme = scheme_name(setup.spec.scheme);

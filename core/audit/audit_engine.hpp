@@ -24,6 +24,9 @@
 //     Greedy-exact rules at temperature > 0 make no claim: those cases are reported as not
 //     applicable, and the audit adds temperature-0 cases. A case whose rule fails (an error
 //     from the plugin, an invalid answer) is "error" with the message; the audit goes on.
+// Constraints: every case also runs under each of `constraints` (path_rows.hpp): per-position
+// masks on the target (and the draft, for a constraint-aware drafter) and penalties with a
+// logit_bias, each row computed from its own path as the server computes a verified row.
 // Drafts: a chain of k tokens, or the --tree shape for rules that support trees, drawn with
 // EVERY sibling scheme the rule declares, each its own case: i.i.d. or without replacement
 // from q, or deterministically (the top-b draft tokens; b = 1 is the draft's argmax; q is
@@ -37,6 +40,7 @@
 
 #include "acceptance/acceptance_rule.hpp"
 #include "audit/markov_model.hpp"
+#include "audit/path_rows.hpp"
 #include "sampling/sampling_transform.hpp"
 
 namespace specd {
@@ -59,7 +63,9 @@ struct AuditOptions {
   std::vector<uint32_t> tree;  // branching per depth for tree rules; empty = chains;
                                // at most kMaxAuditDraftNodes nodes in all
   SamplingParams sampling;     // applied to target and draft rows alike
-  uint64_t samples = 20000;    // Monte-Carlo runs per case (at least)
+  // Path-dependent adjustments, each its own set of cases (default: none, mask, all).
+  std::vector<AuditConstraint> constraints = default_audit_constraints();
+  uint64_t samples = 20000;  // Monte-Carlo runs per case (at least)
   uint64_t seed = 1;
   double alpha = 1e-3;  // family-wise significance of the whole audit
   // For rules without outcomes: raise a case's samples until every TV >= detect_tv would be
@@ -73,6 +79,7 @@ constexpr double kAuditPower = 0.95;
 
 struct AuditCase {
   std::string table;
+  std::string constraint = "none";
   double temperature = 1;
   std::string shape;       // "chain k=2" or "tree 2,2"
   std::string scheme;      // sibling scheme of the drafts

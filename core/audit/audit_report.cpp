@@ -68,6 +68,8 @@ std::string settings_line(const AuditReport& report, const AuditOptions& o,
                   std::to_string(o.tokens) + " tokens, chains of k=" + std::to_string(o.k);
   if (!tree.empty()) s += ", trees " + tree + " for tree rules";
   s += ", temperature " + num(o.sampling.temperature);
+  s += ", constraints ";
+  for (size_t i = 0; i < o.constraints.size(); ++i) s += (i ? "," : "") + o.constraints[i].name;
   if (o.sampling.top_k > 0) s += ", top-k " + std::to_string(o.sampling.top_k);
   if (o.sampling.top_p < 1) s += ", top-p " + num(o.sampling.top_p);
   if (o.sampling.min_p > 0) s += ", min-p " + num(o.sampling.min_p);
@@ -100,14 +102,15 @@ std::string format_audit_text(const AuditReport& report, const AuditOptions& opt
            "\n";
   }
   if (details) {
-    out += "\n" + pad("rule", 16) + pad("table", 13) + pad("T", 4) + pad("draft", 12) +
-           pad("scheme", 14) + pad("exact TV", 9) + pad("MC TV", 7) + pad("95% CI", 18) +
-           pad("p-value", 8) + "verdict\n";
+    out += "\n" + pad("rule", 16) + pad("table", 13) + pad("constraint", 12) + pad("T", 4) +
+           pad("draft", 12) + pad("scheme", 14) + pad("exact TV", 9) + pad("MC TV", 7) +
+           pad("95% CI", 18) + pad("p-value", 8) + "verdict\n";
     for (const RuleAudit& r : report.rules)
       for (const AuditCase& c : r.cases)
-        out += pad(r.name, 16) + pad(c.table, 13) + pad(num(c.temperature), 4) + pad(c.shape, 12) +
-               pad(c.scheme, 14) + pad(c.has_exact ? num(c.exact_tv) : "n/a", 9) +
-               pad(num(c.mc_tv), 7) + pad(ci(c.mc_tv_ci), 18) + pad(num(c.p_value), 8) + c.verdict +
+        out += pad(r.name, 16) + pad(c.table, 13) + pad(c.constraint, 12) +
+               pad(num(c.temperature), 4) + pad(c.shape, 12) + pad(c.scheme, 14) +
+               pad(c.has_exact ? num(c.exact_tv) : "n/a", 9) + pad(num(c.mc_tv), 7) +
+               pad(ci(c.mc_tv_ci), 18) + pad(num(c.p_value), 8) + c.verdict +
                (c.error.empty() ? "" : ": " + c.error) + "\n";
   }
   out +=
@@ -137,8 +140,9 @@ std::string format_audit_json(const AuditReport& report, const AuditOptions& o,
     for (size_t j = 0; j < r.cases.size(); ++j) {
       const AuditCase& c = r.cases[j];
       out += j ? ", " : "";
-      out += "{\"table\": " + json_str(c.table) + ", \"temperature\": " + json_num(c.temperature) +
-             ", \"draft\": " + json_str(c.shape) + ", \"scheme\": " + json_str(c.scheme) +
+      out += "{\"table\": " + json_str(c.table) + ", \"constraint\": " + json_str(c.constraint) +
+             ", \"temperature\": " + json_num(c.temperature) + ", \"draft\": " + json_str(c.shape) +
+             ", \"scheme\": " + json_str(c.scheme) +
              ", \"exact_tv\": " + (c.has_exact ? json_num(c.exact_tv) : "null") +
              ", \"mc_tv\": " + json_num(c.mc_tv) + ", \"mc_tv_ci\": [" +
              json_num(c.mc_tv_ci.first) + ", " + json_num(c.mc_tv_ci.second) +
@@ -159,7 +163,10 @@ std::string format_audit_json(const AuditReport& report, const AuditOptions& o,
       ", \"top_p\": " + json_num(o.sampling.top_p) + ", \"min_p\": " + json_num(o.sampling.min_p) +
       ", \"samples\": " + std::to_string(o.samples) + ", \"detect_tv\": " + json_num(o.detect_tv) +
       ", \"seed\": " + std::to_string(o.seed) + ", \"alpha\": " + json_num(o.alpha) +
-      ", \"alpha_per_case\": " + json_num(report.alpha_per_case) + ", \"tables\": [";
+      ", \"alpha_per_case\": " + json_num(report.alpha_per_case) + ", \"constraints\": [";
+  for (size_t i = 0; i < o.constraints.size(); ++i)
+    out += (i ? ", " : "") + json_str(o.constraints[i].name);
+  out += "], \"tables\": [";
   for (size_t i = 0; i < tables.size(); ++i) {
     if (i) out += ", ";
     out += json_str(tables[i].name);

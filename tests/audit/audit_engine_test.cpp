@@ -2,10 +2,13 @@
 // one whose exact outcomes are lossy, and one whose sampler disagrees with its outcomes.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <memory>
 
+#include "audit/audit_case.hpp"
 #include "audit/audit_engine.hpp"
 #include "audit/audit_report.hpp"
+#include "common/error.hpp"
 #include "plugin/registry.hpp"
 
 namespace {
@@ -53,8 +56,8 @@ TEST_CASE("the bundled rules' labels hold on the built-in tables") {
   }
   const auto& greedy = find(report, "greedy");
   CHECK(greedy.verdict == "lossless");
-  // T=1 (not applicable) and T=0, for each of its three sibling schemes.
-  CHECK(greedy.cases.size() == 2 * 3 * tables.size());
+  // T=1 (not applicable) and T=0, for each of its three sibling schemes and constraints.
+  CHECK(greedy.cases.size() == 2 * 3 * tables.size() * specd::default_audit_constraints().size());
   for (const char* lossy : {"typical", "relaxed-topk"}) {
     const auto& r = find(report, lossy);
     CHECK(r.verdict == "lossy");
@@ -82,7 +85,63 @@ TEST_CASE("tree drafts, temperature 0 and the truncating transforms keep exact r
   o.sampling.temperature = 0;
   report = specd::run_audit(rules.views, tables, o);
   CHECK_FALSE(report.any_label_wrong());
-  CHECK(find(report, "greedy").cases.size() == 3 * tables.size());  // three schemes
+  // Three schemes, each constraint.
+  CHECK(find(report, "greedy").cases.size() == 3 * tables.size() * o.constraints.size());
+}
+
+TEST_CASE("audit constraints mask and penalise the target per path, and exact rules hold") {
+  const auto tables = specd::builtin_markov_models();
+  const specd::MarkovModel* uniform = nullptr;
+  for (const auto& t : tables)
+    if (t.name == "near-uniform") uniform = &t;
+  REQUIRE(uniform != nullptr);
+  specd::CaseSetup setup;
+  setup.model = uniform;
+  setup.tokens = 3;
+  const std::vector<double> plain = specd::target_distribution(setup);
+  setup.constraint = specd::audit_constraint("mask");
+  const std::vector<double> masked = specd::target_distribution(setup);
+  setup.constraint = specd::audit_constraint("penalties");
+  const std::vector<double> penalised = specd::target_distribution(setup);
+  const uint32_t V = uniform->vocab;
+  double moved = 0;
+  size_t reachable = 0;
+  for (size_t index = 0; index < masked.size(); ++index) {
+    moved += std::abs(penalised[index] - plain[index]) / 2;
+    if (masked[index] == 0) continue;
+    ++reachable;
+    std::vector<uint32_t> seq(setup.tokens + 1);  // t0 most significant
+    for (size_t i = seq.size(), rest = index; i-- > 0; rest /= V) seq[i] = rest % V;
+    std::vector<int> seen(V, 0);
+    for (size_t i = 1; i < seq.size(); ++i) {
+      INFO("sequence index " << index << ", position " << i);
+      // Every row of this table keeps a token the mask allows, so no row drops its mask.
+      CHECK((seq[i] + (i - 1) + seq[i - 1]) % 3 != 0);
+      CHECK(seen[seq[i]] < 2);
+      ++seen[seq[i]];
+    }
+  }
+  CHECK(reachable > 0);
+  CHECK(reachable < masked.size() / 2);
+  CHECK(moved > 0.01);  // the penalties do change the distribution
+
+  Rules rules(SPECD_BINARY_DIR "/bin/plugins");
+  auto o = quick();
+  o.samples = 2000;
+  o.constraints.clear();
+  for (const std::string& name : specd::audit_constraint_names())
+    o.constraints.push_back(specd::audit_constraint(name));
+  for (double temperature : {1.0, 0.0}) {
+    o.sampling.temperature = temperature;
+    const auto report = specd::run_audit(rules.views, {*uniform, tables.front()}, o);
+    CHECK_FALSE(report.any_label_wrong());
+    for (const char* exact : {"rejection", "tree-rejection", "exact-match", "greedy"}) {
+      INFO(exact << " at T=" << temperature);
+      CHECK(find(report, exact).verdict == "lossless");
+    }
+  }
+  CHECK_THROWS_WITH_AS(specd::audit_constraint("grammar"),
+                       doctest::Contains("unknown audit constraint 'grammar'"), specd::UsageError);
 }
 
 TEST_CASE("a lossy rule labelled exact is caught by the exact TV") {
