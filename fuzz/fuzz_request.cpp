@@ -1,14 +1,19 @@
 // specd serve's request parser, chat templates and response encoding: any body either gives
 // a typed request or throws server::RequestError (request.hpp); a parsed chat renders with
-// every family, and any text (invalid UTF-8 included) encodes into an SSE chunk. Input
+// every family (a family without a tool format refuses tools with std::invalid_argument),
+// its tools give a call grammar or a RequestError, every message's text goes through the
+// tool-call parsers and the stream splitter, and any text (invalid UTF-8 included) encodes
+// into an SSE chunk. Input
 // layout: one byte choosing completions (even) or chat (odd), then the body.
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include "server/chat_template.hpp"
 #include "server/request.hpp"
 #include "server/responses.hpp"
+#include "server/tool_calls.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
@@ -22,8 +27,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string text = r.prompt;
     for (auto family : {specd::server::ChatFamily::chatml, specd::server::ChatFamily::llama3,
                         specd::server::ChatFamily::mistral, specd::server::ChatFamily::phi3,
-                        specd::server::ChatFamily::gemma})
-      if (chat) text += specd::server::render_chat(family, r.messages);
+                        specd::server::ChatFamily::gemma}) {
+      if (!chat) continue;
+      try {
+        text += specd::server::render_chat(family, r.messages, r.tools.tools);
+      } catch (const std::invalid_argument&) {
+        if (specd::server::family_has_tools(family)) throw;  // only those without a format
+      }
+      if (!specd::server::family_has_tools(family)) continue;
+      for (const auto& m : r.messages) {
+        (void)specd::server::parse_tool_calls(family, m.content, r.tools.tools, "id");
+        specd::server::ToolCallStream stream(family, true);
+        for (size_t i = 0; i < m.content.size(); i += 3)
+          text += stream.feed(m.content.substr(i, 3));
+      }
+      if (r.tools.forced()) (void)specd::server::tool_call_grammar(family, r.tools);
+    }
     (void)specd::server::chunk_event(info, text, true, "");
   } catch (const specd::server::RequestError& e) {
     (void)specd::server::error_json(e.what(), "invalid_request_error", e.param, e.code);

@@ -25,8 +25,9 @@ null ::= "null"
 ws ::= ( " " | "\n" [ \t]{0,20} )?
 )";
 
-// A GBNF literal spelling `bytes`.
-std::string literal(const std::string& bytes) {
+}  // namespace
+
+std::string gbnf_literal(const std::string& bytes) {
   std::string out = "\"";
   for (const char ch : bytes) {
     const auto c = static_cast<unsigned char>(ch);
@@ -45,14 +46,21 @@ std::string literal(const std::string& bytes) {
   return out + "\"";
 }
 
+namespace {
+
 class SchemaConverter {
  public:
-  SchemaConverter(const json& root, std::string where) : root_(root), where_(std::move(where)) {}
+  SchemaConverter(const json& root, std::string where, std::string prefix = "")
+      : root_(root), where_(std::move(where)), prefix_(std::move(prefix)) {}
 
   std::string convert() {
     const std::string top = rule_for(root_, "");
     return "root ::= " + top + "\n" + rules_ + kJsonRules;
   }
+
+  // The root schema's expression; its rules are then in rules().
+  std::string expression() { return rule_for(root_, ""); }
+  const std::string& rules() const { return rules_; }
 
  private:
   [[noreturn]] void fail(const std::string& path, const std::string& what) const {
@@ -60,7 +68,7 @@ class SchemaConverter {
   }
 
   std::string add_rule(const std::string& body) {
-    const std::string name = "s" + std::to_string(++count_);
+    const std::string name = prefix_ + "s" + std::to_string(++count_);
     rules_ += name + " ::= " + body + "\n";
     return name;
   }
@@ -117,18 +125,18 @@ class SchemaConverter {
       const auto it = refs_.find(ref);
       if (it != refs_.end()) return it->second;
       // Named before it is converted, so that a recursive schema refers to itself.
-      const std::string name = "r" + std::to_string(refs_.size() + 1);
+      const std::string name = prefix_ + "r" + std::to_string(refs_.size() + 1);
       refs_[ref] = name;
       const std::string body = rule_for(resolve(ref, path + ".$ref"), path + ".$ref");
       rules_ += name + " ::= " + body + "\n";
       return name;
     }
-    if (schema.contains("const")) return "(" + literal(schema["const"].dump()) + ")";
+    if (schema.contains("const")) return "(" + gbnf_literal(schema["const"].dump()) + ")";
     if (schema.contains("enum")) {
       const json& values = schema["enum"];
       if (!values.is_array() || values.empty()) fail(path + ".enum", "must be a non-empty array");
       std::string body;
-      for (const auto& v : values) body += (body.empty() ? "" : " | ") + literal(v.dump());
+      for (const auto& v : values) body += (body.empty() ? "" : " | ") + gbnf_literal(v.dump());
       return "(" + body + ")";
     }
     for (const char* key : {"anyOf", "oneOf", "allOf"}) {
@@ -266,7 +274,7 @@ class SchemaConverter {
       const json& p = schema["properties"];
       if (!p.is_object()) fail(path + ".properties", "must be an object");
       for (const auto& [key, sub] : p.items())
-        props.push_back({literal(json(key).dump()), rule_for(sub, path + ".properties." + key),
+        props.push_back({gbnf_literal(json(key).dump()), rule_for(sub, path + ".properties." + key),
                          required.erase(key) > 0});
     }
     if (!required.empty())
@@ -297,6 +305,7 @@ class SchemaConverter {
 
   const json& root_;
   std::string where_;
+  std::string prefix_;  // of every rule name, so that several schemas share a grammar
   std::string rules_;
   std::map<std::string, std::string> refs_;
   int count_ = 0;
@@ -307,6 +316,18 @@ class SchemaConverter {
 
 std::string json_object_gbnf() {
   return std::string("root ::= object\n") + kJsonRules;
+}
+
+std::string json_value_gbnf_rules() {
+  return kJsonRules;
+}
+
+std::string json_schema_expression(const json& schema, const std::string& where,
+                                   const std::string& prefix, std::string& rules) {
+  SchemaConverter converter(schema, where, prefix);
+  std::string expression = converter.expression();
+  rules += converter.rules();
+  return expression;
 }
 
 std::string json_schema_gbnf(const json& schema, const std::string& where) {

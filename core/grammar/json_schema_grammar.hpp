@@ -28,4 +28,14 @@ std::string json_object_gbnf();
 // The instances of `schema`. Throws GrammarError naming `where` and the keyword's path.
 std::string json_schema_gbnf(const nlohmann::json& schema, const std::string& where);
 
+// For grammars that embed several schemas (tool calls): the expression for `schema`'s
+// instances, its rules appended to `rules`, every rule name starting with `prefix` (letters,
+// digits and '-'). The expressions use the value rules of json_value_gbnf_rules(), which the
+// grammar must include once. Throws GrammarError as json_schema_gbnf does.
+std::string json_schema_expression(const nlohmann::json& schema, const std::string& where,
+                                   const std::string& prefix, std::string& rules);
+std::string json_value_gbnf_rules();
+// A GBNF string literal spelling `bytes` exactly.
+std::string gbnf_literal(const std::string& bytes);
+
 }  // namespace specd

@@ -12,9 +12,25 @@ namespace specd::server {
 
 enum class ChatFamily { chatml, llama3, mistral, phi3, gemma };
 
+// A function call the assistant made (OpenAI's tool_calls[i]).
+struct ToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // JSON text of an object
+};
+
+// A function the model may call (OpenAI's tools[i].function).
+struct ToolFunction {
+  std::string name;
+  std::string description;
+  std::string parameters;  // JSON text of its JSON Schema ("{}" when not given)
+};
+
 struct ChatMessage {
-  std::string role;  // "system", "user" or "assistant"
+  std::string role;  // "system", "user", "assistant" or "tool"
   std::string content;
+  std::vector<ToolCall> tool_calls = {};  // assistant: the calls it made
+  std::string tool_call_id = {};          // tool: the call this answers
 };
 
 // "chatml", "llama3", "mistral", "phi3", "gemma".
@@ -34,12 +50,19 @@ struct ChatSegment {
   bool scaffolding = false;
 };
 
+// Whether the family's templates define a tool-call format (chatml as Qwen2.5/Hermes,
+// llama3 as Llama 3.1's JSON calls, mistral as its v3 [TOOL_CALLS]).
+bool family_has_tools(ChatFamily family);
+
 // The conversation as the family lays it out, ending with the assistant's turn opened,
-// as segments in order. The BOS token is not written: the tokenizer adds it as the
-// vocabulary asks.
+// as segments in order, with `tools` described where the family's template puts them.
+// The BOS token is not written: the tokenizer adds it as the vocabulary asks. Tools, tool
+// calls and tool messages need family_has_tools (std::invalid_argument otherwise).
 std::vector<ChatSegment> render_chat_segments(ChatFamily family,
-                                              const std::vector<ChatMessage>& messages);
+                                              const std::vector<ChatMessage>& messages,
+                                              const std::vector<ToolFunction>& tools = {});
 // The same as one text (the segments concatenated), for logs and tests.
-std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messages);
+std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messages,
+                        const std::vector<ToolFunction>& tools = {});
 
 }  // namespace specd::server

@@ -34,6 +34,7 @@
 #include "server/responses.hpp"
 #include "server/scheduler.hpp"
 #include "server/server_checks.hpp"
+#include "server/tool_calls.hpp"
 #include "server/verify_endpoint.hpp"
 #include "tokenizer/unicode.hpp"
 
@@ -287,7 +288,19 @@ struct HttpServer::Impl {
     CompletionRequest& r = job.request;
     const std::string field = r.chat ? "messages" : "prompt";
     if (r.chat) {
-      std::vector<ChatSegment> segments = render_chat_segments(*chat_family, r.messages);
+      std::vector<ChatSegment> segments;
+      try {
+        segments = render_chat_segments(*chat_family, r.messages,
+                                        r.tools.choice == ToolRequest::Choice::none
+                                            ? std::vector<ToolFunction>{}
+                                            : r.tools.tools);
+      } catch (const std::invalid_argument& e) {
+        throw RequestError(400, r.tools.tools.empty() ? "messages" : "tools",
+                           std::string(e.what()) +
+                               ": tools, tool calls and tool messages need a chatml (qwen), "
+                               "llama3 or mistral template ([server] chat_template)");
+      }
+      if (r.tools.forced()) r.sampling.grammar = tool_call_grammar(*chat_family, r.tools);
       job.prompt_text.clear();
       for (const ChatSegment& seg : segments) job.prompt_text += seg.text;
       r.prompt_tokens = encoder->encode_chat(segments);
@@ -471,8 +484,35 @@ struct HttpServer::Impl {
         *first = false;
         return event;
       };
-      jb.on_text = [ch, stream, chunk](const std::string& piece) {
+      // With tools, text that may be a call is held back until the output ends.
+      auto calls = std::make_shared<ToolCallStream>(chat ? *chat_family : ChatFamily::chatml,
+                                                    chat && job->request.tools.active());
+      const std::string id_seed = info.id + "-" + std::to_string(i);
+      // The events that end a streamed choice: its held text as calls or content, then the
+      // finish chunk.
+      auto ending = [this, choice_info, calls, chunk, first, id_seed,
+                     tools = job->request.tools.tools](const GenerationResult& r) {
+        std::vector<std::string> events;
+        std::string finish = finish_reason(r.stop_reason);
+        if (!calls->held().empty()) {
+          std::optional<ParsedToolCalls> parsed =
+              parse_tool_calls(*chat_family, calls->held(), tools, id_seed);
+          if (parsed) {
+            events.push_back(tool_calls_event(choice_info, parsed->calls, *first));
+            *first = false;
+            if (!parsed->content.empty()) events.push_back(chunk(parsed->content, ""));
+            finish = "tool_calls";
+          } else {
+            events.push_back(chunk(calls->held(), ""));
+          }
+        }
+        events.push_back(chunk("", finish));
+        return events;
+      };
+      jb.on_text = [ch, stream, chunk, calls](const std::string& text) {
         if (!stream) return;
+        const std::string piece = calls->feed(text);
+        if (piece.empty() && !text.empty()) return;
         std::string event = chunk(piece, "");
         std::lock_guard<std::mutex> lock(ch->mutex);
         ch->events.push_back(std::move(event));
@@ -480,7 +520,7 @@ struct HttpServer::Impl {
       };
       // The job outlives its callbacks (the worker holds it while calling them).
       const Job* self = &jb;
-      jb.on_done = [this, ch, info, stream, include_usage, self, chunk, i](
+      jb.on_done = [this, ch, info, stream, include_usage, self, ending, i](
                        const GenerationResult* r, const RequestError* e) {
         std::optional<RequestError> shut_down;
         if (r) {
@@ -500,13 +540,14 @@ struct HttpServer::Impl {
             e = &*shut_down;
           }
         }
-        std::string last = r && stream ? chunk("", finish_reason(r->stop_reason)) : "";
+        std::vector<std::string> last;
+        if (r && stream) last = ending(*r);
         std::lock_guard<std::mutex> lock(ch->mutex);
         if (r) ch->results[i] = *r;
         if (e && !ch->error) ch->error = *e;
         if (stream) {
           if (r)
-            ch->events.push_back(std::move(last));
+            for (std::string& event : last) ch->events.push_back(std::move(event));
           else
             ch->events.push_back(
                 "data: " + error_json(e->what(), error_type(e->status), e->param, e->code) +
@@ -562,7 +603,12 @@ struct HttpServer::Impl {
       std::vector<std::vector<LogprobText>> texts;
       if (logprobs)
         for (const auto& r : ch->results) texts.push_back(render_logprobs(r->logprobs));
-      res.set_content(completion_json(info, ch->choices(), logprobs ? &texts : nullptr),
+      std::vector<std::optional<ParsedToolCalls>> calls(n);
+      if (chat && job->request.tools.active())
+        for (size_t i = 0; i < n; ++i)
+          calls[i] = parse_tool_calls(*chat_family, ch->results[i]->text, job->request.tools.tools,
+                                      info.id + "-" + std::to_string(i));
+      res.set_content(completion_json(info, ch->choices(), logprobs ? &texts : nullptr, &calls),
                       "application/json");
       return;
     }

@@ -4,6 +4,8 @@
 #include "grammar/json_schema_grammar.hpp"
 #include "sampling/sampling_ranges.hpp"
 #include "server/json_body.hpp"
+#include "server/request_fields.hpp"
+#include "server/tool_request.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -17,68 +19,6 @@ namespace specd::server {
 namespace {
 
 using nlohmann::json;
-
-[[noreturn]] void bad(const std::string& param, const std::string& message) {
-  throw RequestError(400, param, "'" + param + "' " + message);
-}
-
-const char* kind_of(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::boolean:
-      return "a boolean";
-    case json::value_t::string:
-      return "a string";
-    case json::value_t::array:
-      return "an array";
-    case json::value_t::object:
-      return "an object";
-    case json::value_t::number_float:
-      return "a float";
-    default:
-      return "an integer";
-  }
-}
-
-double number(const std::string& param, const json& v, double lo, double hi,
-              const std::string& range) {
-  if (!v.is_number()) bad(param, std::string("must be a number, not ") + kind_of(v));
-  double x = v.get<double>();
-  if (!std::isfinite(x) || x < lo || x > hi) bad(param, "is out of range (" + range + ")");
-  return x;
-}
-
-int64_t integer(const std::string& param, const json& v, int64_t lo, int64_t hi,
-                const std::string& range) {
-  if (v.is_number_float()) {
-    double d = v.get<double>();
-    if (d != std::floor(d)) bad(param, "must be an integer, not a fraction");
-  } else if (!v.is_number_integer()) {
-    bad(param, std::string("must be an integer, not ") + kind_of(v));
-  }
-  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
-    bad(param, "is out of range (" + range + ")");
-  double d = v.get<double>();
-  if (d < double(lo) || d > double(hi)) bad(param, "is out of range (" + range + ")");
-  return v.is_number_float() ? int64_t(d) : v.get<int64_t>();
-}
-
-std::string string(const std::string& param, const json& v) {
-  if (!v.is_string()) bad(param, std::string("must be a string, not ") + kind_of(v));
-  return v.get<std::string>();
-}
-
-bool boolean(const std::string& param, const json& v) {
-  if (!v.is_boolean()) bad(param, std::string("must be true or false, not ") + kind_of(v));
-  return v.get<bool>();
-}
-
-void check_known(const json& obj, const std::set<std::string>& known, const std::string& prefix) {
-  for (auto it = obj.begin(); it != obj.end(); ++it)
-    if (!known.count(it.key()))
-      throw RequestError(400, prefix + it.key(), "unknown field '" + prefix + it.key() + "'");
-}
 
 std::vector<std::string> stops(const json& v) {
   if (v.is_null()) return {};
@@ -125,14 +65,28 @@ std::vector<ChatMessage> messages(const json& v) {
     std::string p = "messages[" + std::to_string(i) + "]";
     const json& m = v[i];
     if (!m.is_object()) bad(p, std::string("must be an object, not ") + kind_of(m));
-    check_known(m, {"role", "content", "name"}, p + ".");
+    check_known(m, {"role", "content", "name", "tool_calls", "tool_call_id"}, p + ".");
     if (!m.contains("role")) bad(p + ".role", "is required");
-    if (!m.contains("content")) bad(p + ".content", "is required");
     ChatMessage msg;
     msg.role = string(p + ".role", m["role"]);
-    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant")
-      bad(p + ".role", "must be \"system\", \"user\" or \"assistant\", not \"" + msg.role + "\"");
-    msg.content = content(p + ".content", m["content"]);
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool")
+      bad(p + ".role",
+          "must be \"system\", \"user\", \"assistant\" or \"tool\", not \"" + msg.role + "\"");
+    const bool calls =
+        msg.role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].is_null();
+    if (calls) msg.tool_calls = parse_message_tool_calls(p + ".tool_calls", m["tool_calls"]);
+    if (m.contains("tool_calls") && !m["tool_calls"].is_null() && msg.role != "assistant")
+      bad(p + ".tool_calls", "belongs to assistant messages only");
+    // An assistant's message that makes calls may have null or no content.
+    if (!m.contains("content") && !calls) bad(p + ".content", "is required");
+    if (m.contains("content") && !(calls && m["content"].is_null()))
+      msg.content = content(p + ".content", m["content"]);
+    if (msg.role == "tool") {
+      if (!m.contains("tool_call_id")) bad(p + ".tool_call_id", "is required for a tool message");
+      msg.tool_call_id = string(p + ".tool_call_id", m["tool_call_id"]);
+    } else if (m.contains("tool_call_id")) {
+      bad(p + ".tool_call_id", "belongs to tool messages only");
+    }
     if (m.contains("name")) string(p + ".name", m["name"]);
     out.push_back(std::move(msg));
   }
@@ -247,7 +201,9 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
                                  "logit_bias",
                                  "response_format",
                                  "grammar"};
-  if (chat) known.insert("top_logprobs");
+  if (chat)
+    for (const char* key : {"top_logprobs", "tools", "tool_choice", "parallel_tool_calls"})
+      known.insert(key);
   known.insert(chat ? "messages" : "prompt");
   if (chat) known.insert("max_completion_tokens");
   check_known(j, known, "");
@@ -260,6 +216,7 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
   if (chat) {
     if (!j.contains("messages")) bad("messages", "is required");
     r.messages = messages(j["messages"]);
+    r.tools = parse_tool_request(j);
   } else {
     if (!j.contains("prompt")) bad("prompt", "is required");
     if (!j["prompt"].is_string())
@@ -314,6 +271,10 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
     }
   }
   r.sampling.grammar = grammar(j, defaults.grammar);
+  if (r.tools.forced() && !r.sampling.grammar.empty())
+    bad("tool_choice",
+        "forces a call through a grammar, so it cannot be combined with another one "
+        "('grammar', 'response_format', or [sampling] grammar)");
   if (j.contains("seed") && !j["seed"].is_null())
     r.seed = uint64_t(integer("seed", j["seed"], 0, INT64_MAX, ">= 0"));
   if (j.contains("n") && !j["n"].is_null()) r.n = int(integer("n", j["n"], 1, 128, "1 to 128"));

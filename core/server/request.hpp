@@ -11,6 +11,7 @@
 
 #include "config/config.hpp"
 #include "server/chat_template.hpp"
+#include "server/tool_request.hpp"
 
 namespace specd::server {
 
@@ -42,6 +43,7 @@ struct CompletionRequest {
   std::string model;                  // "" when not given
   std::string prompt;                 // completions
   std::vector<ChatMessage> messages;  // chat
+  ToolRequest tools;                  // chat: the functions the model may call
   SamplingConfig sampling;            // the server's [sampling] with the request's overrides
   int max_tokens = 0;
   std::optional<uint64_t> seed;

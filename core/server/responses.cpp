@@ -91,15 +91,35 @@ GenerationResult combined_usage(const std::vector<const GenerationResult*>& choi
   return all;
 }
 
+static json calls_json(const std::vector<ToolCall>& calls, bool indexed) {
+  json list = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json c = {{"id", calls[i].id},
+              {"type", "function"},
+              {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (indexed) c["index"] = i;
+    list.push_back(c);
+  }
+  return list;
+}
+
 std::string completion_json(const ResponseInfo& info,
                             const std::vector<const GenerationResult*>& choices,
-                            const std::vector<std::vector<LogprobText>>* logprobs) {
+                            const std::vector<std::vector<LogprobText>>* logprobs,
+                            const std::vector<std::optional<ParsedToolCalls>>* tool_calls) {
   json j = head(info, false);
   json list = json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     const GenerationResult& r = *choices[i];
     json choice = {{"index", i}, {"finish_reason", finish_reason(r.stop_reason)}};
-    if (info.chat)
+    const ParsedToolCalls* calls = tool_calls && (*tool_calls)[i] ? &*(*tool_calls)[i] : nullptr;
+    if (calls) {
+      choice["message"] = {
+          {"role", "assistant"},
+          {"content", calls->content.empty() ? json(nullptr) : json(calls->content)},
+          {"tool_calls", calls_json(calls->calls, false)}};
+      choice["finish_reason"] = "tool_calls";
+    } else if (info.chat)
       choice["message"] = {{"role", "assistant"}, {"content", r.text}};
     else
       choice["text"] = r.text;
@@ -132,6 +152,18 @@ std::string chunk_event(const ResponseInfo& info, const std::string& text, bool 
       logprobs ? logprobs_json(info.chat, *logprobs, cursor ? *cursor : none) : json(nullptr);
   choice["finish_reason"] = finish.empty() ? json(nullptr) : json(finish);
   j["choices"] = json::array({choice});
+  return "data: " + dump(j) + "\n\n";
+}
+
+std::string tool_calls_event(const ResponseInfo& info, const std::vector<ToolCall>& calls,
+                             bool first) {
+  json j = head(info, true);
+  json delta = {{"tool_calls", calls_json(calls, true)}};
+  if (first) delta["role"] = "assistant";
+  j["choices"] = json::array({{{"index", info.index},
+                               {"delta", delta},
+                               {"logprobs", nullptr},
+                               {"finish_reason", nullptr}}});
   return "data: " + dump(j) + "\n\n";
 }
 

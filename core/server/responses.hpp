@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "engine/generation_stats.hpp"
+#include "server/tool_calls.hpp"
 
 namespace specd::server {
 
@@ -39,10 +41,18 @@ std::string usage_json(const GenerationStats& stats, size_t completion_tokens);
 // The whole non-streamed response, a choice per result (index in order); `logprobs` (per
 // choice, one entry per generated token) when asked for: chat's {"content": [{token,
 // logprob, bytes, top_logprobs}]}, completions' {tokens, token_logprobs, top_logprobs,
-// text_offset}. Usage sums the choices' completions (the prompt counted once).
-std::string completion_json(const ResponseInfo& info,
-                            const std::vector<const GenerationResult*>& choices,
-                            const std::vector<std::vector<LogprobText>>* logprobs = nullptr);
+// text_offset}. Usage sums the choices' completions (the prompt counted once). With
+// `tool_calls` (per choice; nullopt: none found), a chat choice that made calls carries
+// them in its message (content null when there is no other text), finish_reason
+// "tool_calls".
+std::string completion_json(
+    const ResponseInfo& info, const std::vector<const GenerationResult*>& choices,
+    const std::vector<std::vector<LogprobText>>* logprobs = nullptr,
+    const std::vector<std::optional<ParsedToolCalls>>* tool_calls = nullptr);
+// A chat chunk whose delta carries whole calls: tool_calls [{index, id, type, function:
+// {name, arguments}}] (OpenAI's stream shape, each call in one delta).
+std::string tool_calls_event(const ResponseInfo& info, const std::vector<ToolCall>& calls,
+                             bool first);
 // The choices' results as one, for usage: the first's prompt, every choice's tokens and
 // drafting counts.
 GenerationResult combined_usage(const std::vector<const GenerationResult*>& choices);

@@ -249,7 +249,7 @@ TEST_CASE("each bad chat field is named") {
   CHECK(refused(R"({"messages":[3]})", true) == "messages[0]");
   CHECK(refused(R"({"messages":[{"content":"x"}]})", true) == "messages[0].role");
   CHECK(refused(R"({"messages":[{"role":"user"}]})", true) == "messages[0].content");
-  CHECK(refused(R"({"messages":[{"role":"user","content":"a"},{"role":"tool","content":"b"}]})",
+  CHECK(refused(R"({"messages":[{"role":"user","content":"a"},{"role":"function","content":"b"}]})",
                 true) == "messages[1].role");
   CHECK(refused(R"({"messages":[{"role":"user","content":[1]}]})", true) ==
         "messages[0].content[0]");

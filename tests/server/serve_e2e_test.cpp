@@ -151,8 +151,9 @@ struct Stream {
   std::string finish_reason;  // the last chunk's
   bool done = false;          // ended with data: [DONE]
   int events = 0;
-  json logprobs = json::array();  // chat: the chunks' logprobs.content; completions: tokens
-                                  // with their token_logprobs, as [token, logprob] pairs
+  json logprobs = json::array();    // chat: the chunks' logprobs.content; completions: tokens
+                                    // with their token_logprobs, as [token, logprob] pairs
+  json tool_calls = json::array();  // chat: the deltas' tool_calls
 };
 
 Stream parse_sse(const std::string& body, bool chat) {
@@ -176,6 +177,8 @@ Stream parse_sse(const std::string& body, bool chat) {
     const json& choice = j["choices"][0];
     if (chat) {
       if (choice["delta"].contains("content")) s.text += choice["delta"]["content"];
+      if (choice["delta"].contains("tool_calls"))
+        for (const json& call : choice["delta"]["tool_calls"]) s.tool_calls.push_back(call);
     } else {
       s.text += choice["text"].get<std::string>();
     }
@@ -364,6 +367,59 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
     chat["stream"] = false;
     chat["logprobs"] = false;
     CHECK(post(c, "/v1/chat/completions", chat, 400)["error"]["param"] == "top_logprobs");
+  }
+
+  SUBCASE("tool_choice required: calls to the tools, the same with and without a draft") {
+    json tools = json::parse(R"([{"type":"function","function":{"name":"get_time",
+        "parameters":{"type":"object","properties":{"zone":{"enum":["UTC","CET"]},
+        "hour":{"type":"integer"}},"required":["zone","hour"]}}},
+        {"type":"function","function":{"name":"get_weather","parameters":{"type":"object",
+        "properties":{"city":{"type":"string","maxLength":12}},"required":["city"]}}}])");
+    json body = {{"messages", {{{"role", "user"}, {"content", "What time is it in Oslo?"}}}},
+                 {"max_tokens", 96},
+                 {"tools", tools},
+                 {"tool_choice", "required"},
+                 {"parallel_tool_calls", false}};
+    const json r = post(c, "/v1/chat/completions", body, 200);
+    const json& choice = r["choices"][0];
+    INFO(r.dump());
+    CHECK(choice["finish_reason"] == "tool_calls");
+    REQUIRE(choice["message"]["tool_calls"].size() == 1);
+    const json& call = choice["message"]["tool_calls"][0];
+    CHECK(call["type"] == "function");
+    CHECK(call["id"].get<std::string>().rfind("call_", 0) == 0);
+    const json args = json::parse(call["function"]["arguments"].get<std::string>());
+    if (call["function"]["name"] == "get_time") {
+      CHECK((args["zone"] == "UTC" || args["zone"] == "CET"));
+      CHECK(args["hour"].is_number_integer());
+    } else {
+      CHECK(call["function"]["name"] == "get_weather");
+      CHECK(args["city"].get<std::string>().size() <= 12);
+    }
+    // Greedy: the draft changes nothing.
+    body["speculative"] = {{"proposer", "none"}};
+    const json plain = post(c, "/v1/chat/completions", body, 200);
+    CHECK(plain["choices"][0]["message"]["tool_calls"][0]["function"] == call["function"]);
+    // Streamed: the call in a delta, finish_reason tool_calls.
+    body.erase("speculative");
+    body["stream"] = true;
+    auto res = c.Post("/v1/chat/completions", auth(), body.dump(), "application/json");
+    REQUIRE(res);
+    const Stream st = parse_sse(res->body, true);
+    CHECK(st.finish_reason == "tool_calls");
+    REQUIRE(st.tool_calls.size() == 1);
+    CHECK(st.tool_calls[0]["function"] == call["function"]);
+    CHECK(st.text.empty());
+    // A tool result goes back into the conversation.
+    body["stream"] = false;
+    body["tool_choice"] = "auto";
+    body["messages"].push_back({{"role", "assistant"},
+                                {"content", nullptr},
+                                {"tool_calls", choice["message"]["tool_calls"]}});
+    body["messages"].push_back(
+        {{"role", "tool"}, {"tool_call_id", call["id"]}, {"content", "12:00"}});
+    const json after = post(c, "/v1/chat/completions", body, 200);
+    CHECK(after["usage"]["prompt_tokens"].get<int>() > r["usage"]["prompt_tokens"].get<int>());
   }
 
   SUBCASE("n choices: one prompt prefilled once, a generator each, streamed by index") {

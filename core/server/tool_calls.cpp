@@ -1,0 +1,207 @@
+#include "server/tool_calls.hpp"
+
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "grammar/gbnf_grammar.hpp"
+#include "grammar/json_schema_grammar.hpp"
+#include "server/json_body.hpp"
+#include "server/request.hpp"
+
+namespace specd::server {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kHermesOpen = "<tool_call>";
+constexpr std::string_view kHermesClose = "</tool_call>";
+constexpr std::string_view kPythonTag = "<|python_tag|>";
+constexpr std::string_view kMistralTag = "[TOOL_CALLS]";
+
+std::string_view trim(std::string_view s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+std::string dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// "call_" and nine base-62 characters from an FNV-1a hash of the seed and the index.
+std::string call_id(const std::string& seed, size_t index) {
+  uint64_t h = 1469598103934665603ull;
+  for (char c : seed + "#" + std::to_string(index)) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  static const char* digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  std::string out = "call_";
+  for (int i = 0; i < 9; ++i, h /= 62) out += digits[h % 62];
+  return out;
+}
+
+std::optional<json> parse(std::string_view text) {
+  try {
+    return parse_json_body(text);  // with the request body's nesting limit
+  } catch (const RequestError&) {
+    return std::nullopt;
+  }
+}
+
+// A call object {"name": <a tool>, <arguments_key>: {...}} (arguments may also be the JSON
+// text of an object, as some models write them).
+std::optional<ToolCall> call_of(const json& j, const std::vector<ToolFunction>& tools) {
+  if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return std::nullopt;
+  ToolCall call;
+  call.name = j["name"].get<std::string>();
+  bool known = false;
+  for (const ToolFunction& t : tools) known = known || t.name == call.name;
+  if (!known) return std::nullopt;
+  const char* key = j.contains("arguments") ? "arguments" : "parameters";
+  json args = j.contains(key) ? j[key] : json::object();
+  if (args.is_string()) {
+    std::optional<json> inner = parse(args.get<std::string>());
+    if (!inner) return std::nullopt;
+    args = *inner;
+  }
+  if (!args.is_object()) return std::nullopt;
+  call.arguments = dump(args);
+  return call;
+}
+
+std::optional<ParsedToolCalls> parse_hermes(std::string_view text,
+                                            const std::vector<ToolFunction>& tools) {
+  ParsedToolCalls out;
+  std::string content;
+  size_t at = 0;
+  while (true) {
+    const size_t open = text.find(kHermesOpen, at);
+    if (open == std::string_view::npos) break;
+    const size_t start = open + kHermesOpen.size();
+    const size_t close = text.find(kHermesClose, start);
+    if (close == std::string_view::npos) return std::nullopt;  // cut off: not a call
+    const std::optional<json> j = parse(trim(text.substr(start, close - start)));
+    if (!j) return std::nullopt;
+    std::optional<ToolCall> call = call_of(*j, tools);
+    if (!call) return std::nullopt;
+    out.calls.push_back(std::move(*call));
+    content += text.substr(at, open - at);
+    at = close + kHermesClose.size();
+  }
+  if (out.calls.empty()) return std::nullopt;
+  content += text.substr(at);
+  out.content = std::string(trim(content));
+  return out;
+}
+
+std::optional<ParsedToolCalls> parse_whole(std::string_view text, std::string_view tag, bool list,
+                                           const std::vector<ToolFunction>& tools) {
+  text = trim(text);
+  if (text.substr(0, tag.size()) == tag) text = trim(text.substr(tag.size()));
+  if (text.empty() || text.front() != (list ? '[' : '{')) return std::nullopt;
+  const std::optional<json> j = parse(text);
+  if (!j) return std::nullopt;
+  ParsedToolCalls out;
+  for (const json& item : list ? *j : json::array({*j})) {
+    std::optional<ToolCall> call = call_of(item, tools);
+    if (!call) return std::nullopt;
+    out.calls.push_back(std::move(*call));
+  }
+  if (out.calls.empty()) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+std::optional<ParsedToolCalls> parse_tool_calls(ChatFamily family, std::string_view text,
+                                                const std::vector<ToolFunction>& tools,
+                                                const std::string& id_seed) {
+  std::optional<ParsedToolCalls> out;
+  if (family == ChatFamily::chatml)
+    out = parse_hermes(text, tools);
+  else if (family == ChatFamily::llama3)
+    out = parse_whole(text, kPythonTag, false, tools);
+  else if (family == ChatFamily::mistral)
+    out = parse_whole(text, kMistralTag, true, tools);
+  if (out)
+    for (size_t i = 0; i < out->calls.size(); ++i) out->calls[i].id = call_id(id_seed, i);
+  return out;
+}
+
+std::string tool_call_grammar(ChatFamily family, const ToolRequest& request) {
+  const char* key = family == ChatFamily::llama3 ? "parameters" : "arguments";
+  std::string rules, alternatives;
+  for (size_t i = 0; i < request.tools.size(); ++i) {
+    const ToolFunction& tool = request.tools[i];
+    if (request.choice == ToolRequest::Choice::named && tool.name != request.named) continue;
+    const std::string index = std::to_string(i);
+    const std::string where = "tools[" + index + "].function.parameters";
+    std::string arguments;
+    try {
+      arguments = json_schema_expression(json::parse(tool.parameters), where,
+                                         std::string("t").append(index).append("-"), rules);
+    } catch (const GrammarError& e) {
+      throw RequestError(400, where,
+                         std::string("tool_choice forces a call with a grammar, and ") + e.what());
+    }
+    const std::string rule = std::string("f").append(index);
+    rules += rule + " ::= " + gbnf_literal("\"" + tool.name + "\", \"" + key + "\": ") + " " +
+             arguments + "\n";
+    alternatives += (alternatives.empty() ? "" : " | ") + rule;
+  }
+  const std::string object = gbnf_literal("{\"name\": ") + " ( " + alternatives + " ) \"}\"";
+  std::string top;
+  const bool many = request.parallel && family != ChatFamily::llama3;
+  if (family == ChatFamily::chatml) {
+    top = "root ::= call" + std::string(many ? " ( \"\\n\" call )*" : "") +
+          "\ncall ::= " + gbnf_literal("<tool_call>\n") + " " + object + " " +
+          gbnf_literal("\n</tool_call>") + "\n";
+  } else if (family == ChatFamily::mistral) {
+    top = "root ::= \"[\" call" + std::string(many ? " ( \", \" call )*" : "") +
+          " \"]\"\ncall ::= " + object + "\n";
+  } else {
+    top = "root ::= " + object + "\n";
+  }
+  std::string text = top + rules + json_value_gbnf_rules();
+  parse_gbnf(text);  // a bug here must not reach a request as a bad grammar
+  return text;
+}
+
+std::string ToolCallStream::feed(const std::string& piece) {
+  if (!active_ || streaming_) return piece;
+  held_ += piece;
+  if (holding_) return "";
+  if (family_ == ChatFamily::chatml) {
+    const size_t at = held_.find(kHermesOpen);
+    size_t keep;  // held back: the marker and what follows, or what may begin it
+    if (at != std::string::npos) {
+      holding_ = true;
+      keep = held_.size() - at;
+    } else {
+      keep = 0;
+      for (size_t n = std::min(held_.size(), kHermesOpen.size() - 1); n > 0 && keep == 0; --n)
+        if (std::string_view(held_).substr(held_.size() - n) == kHermesOpen.substr(0, n)) keep = n;
+    }
+    std::string out = held_.substr(0, held_.size() - keep);
+    held_.erase(0, held_.size() - keep);
+    return out;
+  }
+  // llama3, mistral: a call is the whole answer, so its first characters decide.
+  const std::string_view rest = trim(held_);
+  if (rest.empty()) return "";
+  const std::string_view tag = family_ == ChatFamily::llama3 ? kPythonTag : kMistralTag;
+  const char open = family_ == ChatFamily::llama3 ? '{' : '[';
+  if (rest.front() == open || rest.substr(0, tag.size()) == tag) {
+    holding_ = true;
+    return "";
+  }
+  if (tag.substr(0, rest.size()) == rest) return "";  // may still become the tag
+  streaming_ = true;
+  std::string out;
+  out.swap(held_);
+  return out;
+}
+
+}  // namespace specd::server
