@@ -118,6 +118,8 @@ struct ServerConfig {
   double verify_idle_s = 300;             // a verify session unused this long is freed
   double verify_yield_s = 5;              // ... or this long, when a completion needs its room
   double kv_wait_s = 30;  // a completion kept out by verify sessions in use gets 503 after it
+  double request_timeout_s = 10;  // a connection's whole request (headers, body) must arrive in it
+  int max_waiting_per_client = 32;  // connections of one address still sending a request; 0 = any
 };
 
 struct Config {

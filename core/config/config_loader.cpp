@@ -478,6 +478,15 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
     });
   };
 
+  server["request_timeout_s"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_float(c, k, n, cfg.server.request_timeout_s, [](double v) {
+      return v >= 1 && v <= 3600 ? std::string() : std::string("1 to 3600 seconds");
+    });
+  };
+  server["max_waiting_per_client"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_int(c, k, n, cfg.server.max_waiting_per_client, 0, 65536, "0 = no cap, up to 65536");
+  };
+
   auto& plugins = s["plugins"].keys;
   plugins["paths"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_string_array(c, k, n, cfg.plugins.paths);

@@ -26,6 +26,7 @@
 #include "gguf/gguf_reader.hpp"
 #include "models/llama_model.hpp"
 #include "server/chat_template.hpp"
+#include "server/connection_guard.hpp"
 #include "server/engine_cache.hpp"
 #include "server/metrics.hpp"
 #include "server/peer_socket.hpp"
@@ -141,6 +142,9 @@ struct HttpServer::Impl {
   Scheduler scheduler;
   httplib::Server http;
   std::atomic<int> listen_fd{-1};  // the socket the library last created to bind
+  int port = 0;                    // the port bound
+  // Cuts connections whose request is slow to arrive, or too many waiting from one address.
+  ConnectionGuard guard{config.server.request_timeout_s, config.server.max_waiting_per_client};
   std::atomic<bool> draining{false};
   // Set (release) once tokenizer, encoder and context_length below are; handlers that use
   // them, or the engine, read it first (acquire) and answer 503 until it is `ready`.
@@ -370,7 +374,8 @@ struct HttpServer::Impl {
         send_error(res, res.status, "HTTP " + std::to_string(res.status));
       metrics.request(endpoint_label(req.path), res.status);
     });
-    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    http.Get("/health", [this](const httplib::Request& req, httplib::Response& res) {
+      guard.busy(req.remote_addr, req.remote_port);
       if (draining) {
         res.status = 503;
         res.set_content("{\"status\":\"draining\"}", "application/json");
@@ -379,12 +384,14 @@ struct HttpServer::Impl {
       }
       metrics.request("/health", status_of(res));
     });
-    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    http.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+      guard.busy(req.remote_addr, req.remote_port);
       res.set_content(metrics.render(scheduler.queued(), scheduler.running(), scheduler.steps()),
                       "text/plain; version=0.0.4");
       metrics.request("/metrics", 200);
     });
-    http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    http.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
+      guard.busy(req.remote_addr, req.remote_port);
       nlohmann::json model = {
           {"id", model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "specd"}};
       nlohmann::json body = {{"object", "list"}, {"data", nlohmann::json::array({model})}};
@@ -393,14 +400,20 @@ struct HttpServer::Impl {
       metrics.request("/v1/models", 200);
     });
     http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      guard.busy(req.remote_addr, req.remote_port);
       complete(req, res, false);
       metrics.request("/v1/completions", status_of(res));
     });
     http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      guard.busy(req.remote_addr, req.remote_port);
       complete(req, res, true);
       metrics.request("/v1/chat/completions", status_of(res));
     });
-    verify.add_route(http);
+    verify.add_route(http, guard);
+    // Every answer, routed or not, ends with the logger: the connection waits again.
+    http.set_logger([this](const httplib::Request& req, const httplib::Response&) {
+      guard.idle(req.remote_addr, req.remote_port);
+    });
   }
 
   void complete(const httplib::Request& req, httplib::Response& res, bool chat) {
@@ -672,6 +685,7 @@ int HttpServer::bind(const std::string& host, int port) {
   if (bound < 0)
     throw Error(impl_->config.where(port ? "server.port" : "server.host") + ": cannot listen on " +
                 host + ":" + std::to_string(port) + bind_failure_reason(errno));
+  impl_->port = bound;
   // The library listens with a backlog of 5: a burst of clients overflows it, and the kernel
   // answers the overflow with resets (SYN cookies). Listening again only deepens the queue;
   // the kernel caps it at net.core.somaxconn. queue_limit, not the backlog, decides refusals.
@@ -694,7 +708,9 @@ bool HttpServer::ready() const {
 }
 
 void HttpServer::serve() {
+  impl_->guard.start(impl_->port);
   impl_->http.listen_after_bind();
+  impl_->guard.stop();
   impl_->scheduler.drain();
 }
 

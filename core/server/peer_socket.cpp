@@ -33,11 +33,11 @@ bool address_of(const sockaddr_storage& a, std::string& host, int& port) {
 
 }  // namespace
 
-int find_connection_socket(const std::string& remote_addr, int remote_port, int local_port) {
-  if (remote_port <= 0 || local_port <= 0) return -1;
+std::vector<ConnectionSocket> connection_sockets(int local_port) {
+  std::vector<ConnectionSocket> out;
+  if (local_port <= 0) return out;
   DIR* dir = opendir("/proc/self/fd");
-  if (!dir) return -1;
-  int found = -1;
+  if (!dir) return out;
   while (dirent* entry = readdir(dir)) {
     char* end = nullptr;
     long fd = std::strtol(entry->d_name, &end, 10);
@@ -46,16 +46,32 @@ int find_connection_socket(const std::string& remote_addr, int remote_port, int 
     socklen_t local_len = sizeof local, peer_len = sizeof peer;
     if (getsockname(int(fd), reinterpret_cast<sockaddr*>(&local), &local_len) != 0) continue;
     if (getpeername(int(fd), reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0) continue;
-    std::string local_host, peer_host;
-    int lport = 0, pport = 0;
-    if (!address_of(local, local_host, lport) || !address_of(peer, peer_host, pport)) continue;
-    if (lport == local_port && pport == remote_port && peer_host == remote_addr) {
-      found = int(fd);
-      break;
-    }
+    std::string local_host;
+    ConnectionSocket c;
+    int lport = 0;
+    if (!address_of(local, local_host, lport) || !address_of(peer, c.peer, c.peer_port)) continue;
+    if (lport != local_port) continue;
+    c.fd = int(fd);
+    out.push_back(std::move(c));
   }
   closedir(dir);
-  return found;
+  return out;
+}
+
+bool is_connection(int fd, const std::string& peer, int peer_port) {
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return false;
+  std::string host;
+  int port = 0;
+  return address_of(a, host, port) && host == peer && port == peer_port;
+}
+
+int find_connection_socket(const std::string& remote_addr, int remote_port, int local_port) {
+  if (remote_port <= 0) return -1;
+  for (const ConnectionSocket& c : connection_sockets(local_port))
+    if (c.peer_port == remote_port && c.peer == remote_addr) return c.fd;
+  return -1;
 }
 
 bool peer_closed(int fd) {

@@ -10,8 +10,24 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace specd::server {
+
+// An accepted connection of this process: its descriptor and its peer's numeric address.
+struct ConnectionSocket {
+  int fd = -1;
+  std::string peer;
+  int peer_port = 0;
+};
+
+// Every connection of this process accepted on `local_port` (a snapshot: a connection may
+// close, and its descriptor be reused, right after).
+std::vector<ConnectionSocket> connection_sockets(int local_port);
+
+// Whether `fd` is still the connection from peer:peer_port (checked just before acting on a
+// snapshot's descriptor).
+bool is_connection(int fd, const std::string& peer, int peer_port);
 
 // The descriptor of the server's connection from remote_addr:remote_port to local_port;
 // -1 when no such socket is open.

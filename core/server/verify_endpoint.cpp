@@ -1,5 +1,7 @@
 #include "server/verify_endpoint.hpp"
 
+#include "server/connection_guard.hpp"
+
 #include "server/json_body.hpp"
 
 #include <httplib.h>
@@ -395,11 +397,12 @@ VerifyEndpoint::VerifyEndpoint(const Config& config, EngineCache& engines, Sched
 
 VerifyEndpoint::~VerifyEndpoint() = default;
 
-void VerifyEndpoint::add_route(httplib::Server& http) {
+void VerifyEndpoint::add_route(httplib::Server& http, ConnectionGuard& guard) {
   // A verify round trip is one small request and answer: Nagle's algorithm with delayed
   // ACKs would add ~40 ms to each (harmless for the other routes).
   http.set_tcp_nodelay(true);
-  http.Post("/v1/verify", [this](const httplib::Request& req, httplib::Response& res) {
+  http.Post("/v1/verify", [this, &guard](const httplib::Request& req, httplib::Response& res) {
+    guard.busy(req.remote_addr, req.remote_port);
     impl_->handle(req, res);
   });
 }

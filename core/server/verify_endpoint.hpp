@@ -27,14 +27,15 @@ namespace specd::server {
 class EngineCache;
 class Scheduler;
 class Metrics;
+class ConnectionGuard;
 
 class VerifyEndpoint {
  public:
   VerifyEndpoint(const Config& config, EngineCache& engines, Scheduler& scheduler, Metrics& metrics,
                  const std::atomic<bool>& draining);
   ~VerifyEndpoint();
-  // Registers POST /v1/verify on `http`.
-  void add_route(httplib::Server& http);
+  // Registers POST /v1/verify on `http`; its handler tells `guard` that a request arrived.
+  void add_route(httplib::Server& http, ConnectionGuard& guard);
 
  private:
   struct Impl;

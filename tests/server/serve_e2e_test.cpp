@@ -1,15 +1,21 @@
 // specd serve end to end: the real binary on an ephemeral loopback port with the shipped
 // models, driven over HTTP. Every wait is bounded; the child is always killed.
+#include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -630,6 +636,96 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
   SUBCASE("SIGTERM when idle exits 0") {
     CHECK(server.terminate() == 0);
   }
+}
+
+// A raw connection to the server that sends its request a header line at a time.
+struct SlowClient {
+  int fd = -1;
+  explicit SlowClient(int port) {
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(uint16_t(port));
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  ~SlowClient() {
+    if (fd >= 0) close(fd);
+  }
+  void send_text(const std::string& text) const {
+    if (fd >= 0) (void)send(fd, text.data(), text.size(), MSG_NOSIGNAL);
+  }
+  // The server closed the connection (end of stream or reset), seen without blocking.
+  bool closed_by_server() const {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 0) <= 0) return false;
+    char buf[256];
+    const ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+  }
+};
+
+TEST_CASE("slow clients are cut: health and completions answer while 40 connections dribble") {
+  if (!have_models()) return;
+  const std::string config =
+      write_config("serve_slow.toml",
+                   "queue_limit = 4\nmax_sequences = 4\nrequest_timeout_s = 3\n"
+                   "max_waiting_per_client = 8\ndrain_timeout_s = 2\n");
+  ServerProcess server(config);
+  REQUIRE_MESSAGE(server.port() > 0, server.log());
+  // 40 connections (the handler pool here is 12 threads) each sending a header line every
+  // 500 ms and never finishing their request.
+  std::vector<std::unique_ptr<SlowClient>> slow;
+  for (int i = 0; i < 40; ++i) {
+    slow.push_back(std::make_unique<SlowClient>(server.port()));
+    REQUIRE(slow.back()->fd >= 0);
+    slow.back()->send_text("POST /v1/completions HTTP/1.1\r\nHost: x\r\n");
+  }
+  // Stopped and joined however the test leaves this scope (a failed REQUIRE included).
+  struct Dribble {
+    std::atomic<bool> on{true};
+    std::thread thread;
+    ~Dribble() {
+      on = false;
+      if (thread.joinable()) thread.join();
+    }
+  } dribble;
+  dribble.thread = std::thread([&] {
+    for (int line = 0; dribble.on; ++line) {
+      for (auto& c : slow) c->send_text("X-Line-" + std::to_string(line) + ": 1\r\n");
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  httplib::Client c = client(server.port());
+  c.set_read_timeout(20, 0);  // bounded: the defect made these wait for as long as the dribble
+  auto health = c.Get("/health");
+  REQUIRE_MESSAGE(health, httplib::to_string(health.error()));
+  CHECK(health->status == 200);
+  auto done = c.Post("/v1/completions", json{{"prompt", kPrompt}, {"max_tokens", 4}}.dump(),
+                     "application/json");
+  REQUIRE_MESSAGE(done, httplib::to_string(done.error()));
+  CHECK(done->status == 200);
+  // Every dribbling connection is cut: the oldest beyond 8 at once, the rest after 3 s.
+  size_t cut = 0;
+  for (int wait = 0; wait < 200 && cut < slow.size(); ++wait) {
+    cut = 0;
+    for (auto& s : slow) cut += s->closed_by_server() || s->fd < 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(cut == slow.size());
+  dribble.on = false;
+  dribble.thread.join();
+  // A fresh batch of dribblers does not keep SIGTERM from ending the server.
+  std::vector<std::unique_ptr<SlowClient>> more;
+  for (int i = 0; i < 20; ++i) {
+    more.push_back(std::make_unique<SlowClient>(server.port()));
+    more.back()->send_text("GET /health HTTP/1.1\r\n");
+  }
+  CHECK(server.terminate() == 0);
 }
 
 TEST_CASE("past the queue limit a request gets 503 with an OpenAI error body") {
