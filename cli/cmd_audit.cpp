@@ -40,6 +40,7 @@ const char* kUsage =
     "  --tokens N          tokens generated after the prompt token (default 3)\n"
     "  --k K               draft chain length (default 2)\n"
     "  --tree B1,B2,...    draft tree branching per depth, for rules that support trees\n"
+    "                      (default 2,2; none: chains only)\n"
     "  --constraints LIST  path-dependent targets to audit under, comma-separated: none,\n"
     "                      mask (grammar-like masks on target and draft), mask-target (a\n"
     "                      drafter unaware of the mask), penalties (presence, frequency,\n"
@@ -89,6 +90,7 @@ uint32_t parse_u32(const std::string& option, const std::string& v, uint32_t max
 
 std::vector<uint32_t> parse_tree(const std::string& v) {
   std::vector<uint32_t> out;
+  if (v == "none") return out;  // chains only
   size_t start = 0;
   while (start <= v.size()) {
     const size_t comma = v.find(',', start);
@@ -240,6 +242,13 @@ int audit(int argc, char** argv) {
   specd::PluginRegistry registry(plugin_paths);
   for (const auto& e : registry.errors())
     std::fprintf(stderr, "specd audit: warning: %s\n", e.message.c_str());
+  // A path the user named to audit that gives no rule would make the run a false pass.
+  for (const std::string& entry : registry.search_path())
+    if (entry != specd::default_plugin_folder() &&
+        registry.plugins_from(entry, SPECD_KIND_ACCEPTANCE) == 0)
+      throw specd::Error("plugin path '" + entry +
+                         "' contributes no acceptance rule, so none of it can be audited (plugin "
+                         "files are named specd-accept-<name>.so; see the warnings above)");
   std::vector<const specd::LoadedPlugin*> plugins;
   if (rule_ids.empty()) {
     plugins = registry.of_kind(SPECD_KIND_ACCEPTANCE);

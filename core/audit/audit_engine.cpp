@@ -293,6 +293,9 @@ AuditReport run_audit(const std::vector<const AcceptanceRule*>& rules,
       ra.cases.push_back(c);
     }
     aggregate(ra, rule.label());
+    if (rule.supports_trees() && options.tree.empty() &&
+        (ra.verdict == "lossless" || ra.verdict == "not-rejected"))
+      ra.summary += "; on chains only: trees not audited (--tree)";
     report.rules.push_back(std::move(ra));
   }
   return report;

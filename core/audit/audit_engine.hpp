@@ -58,11 +58,13 @@ uint64_t audit_tree_nodes(const std::vector<uint32_t>& branching);
 void check_audit_tree(const std::vector<uint32_t>& branching, const std::string& option);
 
 struct AuditOptions {
-  uint32_t tokens = 3;         // n: tokens generated after the prompt token
-  uint32_t k = 2;              // chain length of a draft, 1..kMaxAuditDraftNodes
-  std::vector<uint32_t> tree;  // branching per depth for tree rules; empty = chains;
-                               // at most kMaxAuditDraftNodes nodes in all
-  SamplingParams sampling;     // applied to target and draft rows alike
+  uint32_t tokens = 3;  // n: tokens generated after the prompt token
+  uint32_t k = 2;       // chain length of a draft, 1..kMaxAuditDraftNodes
+  // Branching per depth for rules that support trees (a rule wrong only where a node has
+  // several children is caught here); empty = chains for every rule, and such rules'
+  // summaries say they were verified on chains only. At most kMaxAuditDraftNodes nodes.
+  std::vector<uint32_t> tree = {2, 2};
+  SamplingParams sampling;  // applied to target and draft rows alike
   // Path-dependent adjustments, each its own set of cases (default: none, mask, all).
   std::vector<AuditConstraint> constraints = default_audit_constraints();
   uint64_t samples = 20000;  // Monte-Carlo runs per case (at least)

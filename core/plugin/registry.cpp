@@ -125,15 +125,45 @@ PluginRegistry::PluginRegistry(const std::vector<std::string>& config_paths,
         errors_.push_back({entry, "plugin path '" + entry + "' does not exist", /*warn=*/true});
       continue;
     }
-    std::vector<fs::path> files;
-    for (const auto& item : fs::directory_iterator(path, ec))
-      if (item.is_regular_file(ec) && is_plugin_file_name(item.path().filename().string()))
+    std::vector<fs::path> files, misnamed;
+    for (const auto& item : fs::directory_iterator(path, ec)) {
+      if (!item.is_regular_file(ec)) continue;
+      if (is_plugin_file_name(item.path().filename().string()))
         files.push_back(item.path());
+      else if (named && item.path().extension() == ".so")
+        misnamed.push_back(item.path());
+    }
     std::sort(files.begin(), files.end());  // deterministic order
+    std::sort(misnamed.begin(), misnamed.end());
+    // A library the user put in a folder they named, skipped for its name alone, would
+    // otherwise vanish without a word (and an audit of that folder would pass on nothing).
+    for (const auto& file : misnamed)
+      errors_.push_back({file.string(),
+                         file.string() + ": skipped: a plugin file must be named "
+                                         "specd-<backend|propose|verify|accept>-<name>.so",
+                         /*warn=*/true});
     for (const auto& file : files)
       if (seen_files.insert(fs::weakly_canonical(file, ec).string()).second)
         load_file(file.string(), named);
+    // (Files that fail to load say so themselves.)
+    if (named && files.empty())
+      errors_.push_back({entry,
+                         "plugin path '" + entry +
+                             "' contributes no plugin: it holds no file named "
+                             "specd-<kind>-<name>.so",
+                         /*warn=*/true});
   }
+}
+
+size_t PluginRegistry::plugins_from(const std::string& entry, specd_plugin_kind kind) const {
+  std::error_code ec;
+  const fs::path root = fs::weakly_canonical(entry, ec);
+  size_t n = 0;
+  for (const LoadedPlugin* p : of_kind(kind)) {
+    const fs::path file = fs::weakly_canonical(p->path, ec);
+    n += file == root || file.parent_path() == root;
+  }
+  return n;
 }
 
 PluginRegistry::~PluginRegistry() {

@@ -73,6 +73,10 @@ class PluginRegistry {
   // Like find, but throws UsageError "unknown <kind> 'x' (known: a, b, c)" when absent.
   const LoadedPlugin& require(std::string_view id_or_name, specd_plugin_kind kind) const;
 
+  // How many plugins of `kind` were loaded from `entry` (a search-path entry: a file, or a
+  // folder's files).
+  size_t plugins_from(const std::string& entry, specd_plugin_kind kind) const;
+
   // The directories searched, in order (for messages and `specd plugins`).
   const std::vector<std::string>& search_path() const { return search_path_; }
 

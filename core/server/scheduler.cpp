@@ -13,6 +13,7 @@
 #include "engine/sequence.hpp"
 #include "models/llama_model.hpp"
 #include "plugin/host_services.hpp"
+#include "server/server_log.hpp"
 #include "server/step_planner.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -320,6 +321,7 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
       kv().release(run->reserved);
       engines_.give_back(*run->strategy, nullptr);
     }
+    log_server_error(e.what());
     RequestError error(500, "", e.what(), "server_error");
     job->prefilled = true;
     job->on_start(&error);
@@ -466,6 +468,7 @@ void Scheduler::step() {
   entries.reserve(active_.size());
   auto fail = [&](std::list<std::unique_ptr<Running>>::iterator& it, const std::exception& e) {
     const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
+    if (!usage) log_server_error(e.what());
     RequestError error =
         usage ? RequestError(400, (*it)->job->request.chat ? "messages" : "prompt", e.what())
               : RequestError(500, "", e.what(), "server_error");

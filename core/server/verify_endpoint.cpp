@@ -1,6 +1,7 @@
 #include "server/verify_endpoint.hpp"
 
 #include "server/connection_guard.hpp"
+#include "server/server_log.hpp"
 
 #include "server/json_body.hpp"
 
@@ -382,9 +383,12 @@ struct VerifyEndpoint::Impl {
       // Draining began while this request waited for the worker, or the model failed.
       if (draining)
         fail(503, e.what(), "", "shutting_down");
-      else
+      else {
+        log_server_error(e.what());
         fail(500, e.what(), "", "server_error");
+      }
     } catch (const std::exception& e) {
+      log_server_error(e.what());
       fail(500, e.what(), "", "server_error");
     }
     metrics.request("/v1/verify", res.status == -1 ? 200 : res.status);

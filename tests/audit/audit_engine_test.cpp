@@ -128,6 +128,7 @@ TEST_CASE("audit constraints mask and penalise the target per path, and exact ru
   Rules rules(SPECD_BINARY_DIR "/bin/plugins");
   auto o = quick();
   o.samples = 2000;
+  o.tree = {2, 1};  // several children at the root, fewer drafts to enumerate per prefix
   o.constraints.clear();
   for (const std::string& name : specd::audit_constraint_names())
     o.constraints.push_back(specd::audit_constraint(name));

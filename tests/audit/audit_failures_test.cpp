@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
@@ -89,6 +90,42 @@ specd::AuditOptions quick() {
 }
 
 }  // namespace
+
+TEST_CASE("the default audit runs trees: a rule wrong only with several children is caught") {
+  Rules rules({"test-sibling-blind"});
+  const auto tables = specd::builtin_markov_models();
+  specd::AuditOptions o = quick();
+  o.constraints = {specd::audit_constraint("none")};
+  REQUIRE(o.tree == std::vector<uint32_t>{2, 2});  // the default shape for tree rules
+  const specd::RuleAudit& wrong =
+      row(specd::run_audit(rules.views, tables, o), "test-sibling-blind");
+  CHECK(wrong.verdict == "label-wrong");
+  CHECK(wrong.exact_tv > 1e-3);
+  // On chains alone it is exact, and the report says trees were not audited.
+  o.tree.clear();
+  const specd::RuleAudit& chains =
+      row(specd::run_audit(rules.views, tables, o), "test-sibling-blind");
+  CHECK(chains.verdict == "lossless");
+  CHECK(contains(chains.summary, "on chains only"));
+  // The command's default catches it too.
+  CHECK(audit_command({"--plugin-path", kFailing, "--rule", "test-sibling-blind", "--samples",
+                       "500", "--constraints", "none"})
+            .status == 1);
+}
+
+TEST_CASE("a plugin path that contributes no rule fails the audit instead of passing on none") {
+  // A real rule under a name the registry skips: warned about, and the audit exits 3.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "specd-audit-misnamed";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(kFailing + "/specd-accept-two-scheme.so", dir / "two-scheme.so");
+  CHECK(audit_command({"--plugin-path", dir.string(), "--samples", "100"}).status == 3);
+  std::filesystem::rename(dir / "two-scheme.so", dir / "specd-accept-two-scheme.so");
+  CHECK(audit_command({"--plugin-path", dir.string(), "--rule", "test-two-scheme", "--samples",
+                       "500", "--constraints", "none"})
+            .status == 1);
+  std::filesystem::remove_all(dir);
+}
 
 TEST_CASE("a rule is audited under every sibling scheme it declares") {
   Rules rules({"test-two-scheme"});
@@ -174,6 +211,7 @@ TEST_CASE("--detect-tv raises the samples until a small bias is caught") {
   Rules rules({"test-biased-sampler"});
   const auto tables = specd::builtin_markov_models();
   specd::AuditOptions o;
+  o.constraints = {specd::audit_constraint("none")};  // the bias is the same under any
   const auto plain = specd::run_audit(rules.views, tables, o);
   CHECK_FALSE(contains(row(plain, "test-biased-sampler").summary, "lossless"));
   o.detect_tv = 0.02;

@@ -219,13 +219,27 @@ TEST_CASE("in a folder only files named by the convention are loaded") {
   for (const char* name : {"specd-accept-good.so.bak", "specd-accept-good.so.1", "libhelper.so",
                            "good.so", "specd-accept-good.so~"})
     fs::copy_file(good, dir / name);
+  // The libraries skipped for their name are reported (a misnamed plugin would otherwise
+  // vanish without a word), and so is a folder that contributes nothing.
+  auto skipped = [&](const PluginRegistry& reg) {
+    std::string all;
+    for (const auto& e : reg.errors()) {
+      CHECK(e.warn);
+      all += e.message + "\n";
+    }
+    CHECK(reg.errors().size() == 3);
+    CHECK(contains(all, (dir / "good.so").string() + ": skipped: a plugin file must be named"));
+    CHECK(contains(all, (dir / "libhelper.so").string() + ": skipped"));
+    CHECK(contains(all, "' contributes no plugin"));
+    CHECK_FALSE(contains(all, ".bak"));
+  };
   {
     PluginRegistry reg({dir.string()}, false);
-    CHECK(reg.errors().empty());
+    skipped(reg);
     CHECK(reg.plugins().empty());
   }
   PluginRegistry reg({dir.string(), broken("good")}, false);
-  CHECK(reg.errors().empty());
+  skipped(reg);
   const specd::LoadedPlugin* p = reg.find("org.specd.test.good", SPECD_KIND_ACCEPTANCE);
   REQUIRE(p != nullptr);
   CHECK(p->path == good.string());

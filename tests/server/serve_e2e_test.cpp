@@ -728,6 +728,25 @@ TEST_CASE("slow clients are cut: health and completions answer while 40 connecti
   CHECK(server.terminate() == 0);
 }
 
+TEST_CASE("a plugin failing inside serve: the request gets 500 and the server logs why") {
+  if (!have_models()) return;
+  const std::string config = write_config("serve_plugin_error.toml", "");
+  ServerProcess server(config, {"plugins.paths=[\"" SPECD_HARDENING_PLUGINS "\"]",
+                                "acceptance.rule=bad-rule", "acceptance.mode=\"fail\""});
+  REQUIRE_MESSAGE(server.port() > 0, server.log());
+  httplib::Client c = client(server.port());
+  auto res = c.Post("/v1/completions", json{{"prompt", kPrompt}, {"max_tokens", 8}}.dump(),
+                    "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 500);
+  CHECK(res->body.find("asked to fail") != std::string::npos);
+  const std::string log = server.log();
+  const size_t at = log.find("specd serve: error: ");
+  REQUIRE_MESSAGE(at != std::string::npos, log);
+  CHECK(log.find("asked to fail", at) != std::string::npos);
+  CHECK(server.terminate() == 0);
+}
+
 TEST_CASE("past the queue limit a request gets 503 with an OpenAI error body") {
   if (!have_models()) return;
   ServerProcess server(write_config("serve_queue.toml", "queue_limit = 0\n"));

@@ -1,0 +1,12 @@
+// The server's log of failures it answers with 500 (a plugin or the model failing inside a
+// request): one line on standard error, "specd serve: error: <message>", so that an operator
+// sees what clients were told. Thread rule: any thread; each line is written whole.
+#pragma once
+
+#include <string_view>
+
+namespace specd::server {
+
+void log_server_error(std::string_view message);
+
+}  // namespace specd::server
