@@ -103,6 +103,9 @@ void aggregate(RuleAudit& r, specd_lossless_label label) {
                 worst_wrong->scheme + " drafts: exact TV " +
                 (worst_wrong->has_exact ? format_tv(worst_wrong->exact_tv) : "n/a") + ", p-value " +
                 format_tv(worst_wrong->p_value) + ")";
+    if (worst_wrong->sampler_disagrees && !(worst_wrong->exact_tv > kExactTolerance))
+      r.summary += ": its sampler disagrees with its own outcomes (p-value " +
+                   format_tv(worst_wrong->outcomes_p_value) + ")";
     return;
   }
   if (first_error) {
@@ -283,9 +286,18 @@ AuditReport run_audit(const std::vector<const AcceptanceRule*>& rules,
         if (n.target[j] > 0 || n.counts[j] > 0 || (n.has_exact && n.exact[j] > 0)) ++outcomes;
       c.mc_tv_ci = tv_interval(c.mc_tv, c.samples, outcomes, 0.95);
       c.p_value = g_test(n.target, n.counts).p_value;
-      if (exact_claim) {
+      if (n.has_exact && c.samples > 0) {
+        c.outcomes_p_value = g_test(n.exact, n.counts).p_value;
+        c.sampler_disagrees = c.outcomes_p_value < report.alpha_per_case;
+      }
+      if (c.sampler_disagrees && !exact_claim) {
+        c.verdict = "error";
+        c.error = "its sampler disagrees with its own outcomes (G-test p-value " +
+                  format_tv(c.outcomes_p_value) + "), so its measured TV cannot be trusted";
+      } else if (exact_claim) {
         const bool wrong = (c.has_exact && c.exact_tv > kExactTolerance) ||
-                           (c.samples > 0 && c.p_value < report.alpha_per_case);
+                           (c.samples > 0 && c.p_value < report.alpha_per_case) ||
+                           c.sampler_disagrees;
         c.verdict = wrong ? "label-wrong" : c.has_exact ? "lossless" : "not-rejected";
       } else {
         c.verdict = rule.label() == SPECD_LABEL_GREEDY_EXACT ? "not-applicable" : "lossy";

@@ -93,6 +93,11 @@ struct AuditCase {
   std::pair<double, double> mc_tv_ci{0, 0};
   double p_value = 1;
   double detectable_tv = 1;  // detected with probability kAuditPower at this sample count
+  // For a rule with outcomes: G-test of its sampler's counts against its own outcomes'
+  // distribution. Below the per-case significance the rule contradicts itself ("sampler
+  // disagrees with its outcomes"): a wrong label for an exact rule, an error for a lossy one.
+  double outcomes_p_value = 1;
+  bool sampler_disagrees = false;
   // "lossless", "not-rejected", "lossy", "label-wrong", "not-applicable", "error"
   std::string verdict;
   std::string error;  // for "error": what went wrong

@@ -149,6 +149,7 @@ std::string format_audit_json(const AuditReport& report, const AuditOptions& o,
              "], \"p_value\": " + json_num(c.p_value) +
              ", \"samples\": " + std::to_string(c.samples) +
              ", \"detectable_tv\": " + json_num(c.detectable_tv) +
+             ", \"outcomes_p_value\": " + (c.has_exact ? json_num(c.outcomes_p_value) : "null") +
              ", \"verdict\": " + json_str(c.verdict) +
              (c.error.empty() ? "" : ", \"error\": " + json_str(c.error)) + "}";
     }

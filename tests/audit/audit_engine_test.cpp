@@ -54,6 +54,12 @@ TEST_CASE("the bundled rules' labels hold on the built-in tables") {
     CHECK(r.verdict == "lossless");
     CHECK(r.exact_tv < 1e-12);
   }
+  // Every bundled rule's sampler agrees with its own outcomes, lossy ones included.
+  for (const auto& r : report.rules)
+    for (const specd::AuditCase& c : r.cases) {
+      INFO(r.name << " " << c.table << " " << c.constraint << " " << c.scheme);
+      CHECK_FALSE(c.sampler_disagrees);
+    }
   const auto& greedy = find(report, "greedy");
   CHECK(greedy.verdict == "lossless");
   // T=1 (not applicable) and T=0, for each of its three sibling schemes and constraints.
@@ -165,4 +171,6 @@ TEST_CASE("a sampler that disagrees with its outcomes is caught by the p-value")
   CHECK(r.exact_tv < 1e-12);  // its outcomes are exact-match's, which are exact
   CHECK(r.verdict == "label-wrong");
   CHECK(r.p_value < report.alpha_per_case);
+  // Named as what it is: the rule contradicts itself.
+  CHECK(r.summary.find("its sampler disagrees with its own outcomes") != std::string::npos);
 }
