@@ -1,6 +1,6 @@
 // The server's log of failures it answers with 500 (a plugin or the model failing inside a
-// request): one line on standard error, "specd serve: error: <message>", so that an operator
-// sees what clients were told. Thread rule: any thread; each line is written whole.
+// request): one line through common/log.hpp, "specd: error: serve: request failed:
+// <message>", so that an operator sees what clients were told. Thread rule: any thread.
 #pragma once
 
 #include <string_view>

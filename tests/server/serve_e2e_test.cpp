@@ -741,7 +741,7 @@ TEST_CASE("a plugin failing inside serve: the request gets 500 and the server lo
   CHECK(res->status == 500);
   CHECK(res->body.find("asked to fail") != std::string::npos);
   const std::string log = server.log();
-  const size_t at = log.find("specd serve: error: ");
+  const size_t at = log.find("specd: error: serve: request failed: ");
   REQUIRE_MESSAGE(at != std::string::npos, log);
   CHECK(log.find("asked to fail", at) != std::string::npos);
   CHECK(server.terminate() == 0);
