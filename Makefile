@@ -33,7 +33,7 @@ DEPS_TEST  := python3 python3-numpy python3-torch libopenblas0-pthread python3-r
               python3.11-doc libpython3.11-stdlib valgrind haproxy
 DEPS_GPU   := hipcc libamdhip64-dev
 
-.PHONY: all deps deps-build build test demo clean format models models-smoke install install-sdk \
+.PHONY: all deps deps-build build test demo clean format models models-smoke install install-sdk build-release \
         package bench-serve
 
 all: build
@@ -45,7 +45,12 @@ deps-build:
 	@./scripts/install-deps.sh $(DEPS_BUILD)
 
 build:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DSPECD_BUILD_TESTS=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+# What install and package ship, without compiling a single test suite.
+build-release:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DSPECD_BUILD_TESTS=OFF $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
 test: deps build
@@ -61,7 +66,7 @@ bench-serve: build
 	python3 bench/serve/serve_bench.py --specd $(BUILD)/bin/specd --out bench-serve-out --repeats 3 \
 	  $(BENCH_SERVE_ARGS)
 
-install: build
+install: build-release
 	cmake --install $(BUILD) --prefix "$(PREFIX)"
 
 # The SDK configured on its own (sdk/CMakeLists.txt): needs neither the core's dependencies
@@ -70,7 +75,7 @@ install-sdk:
 	cmake -S sdk -B $(BUILD)-sdk
 	cmake --install $(BUILD)-sdk --prefix "$(PREFIX)"
 
-package: deps-build build
+package: deps-build build-release
 	cd $(BUILD) && cpack -G DEB
 	@ls $(BUILD)/package/*.deb
 

@@ -48,7 +48,9 @@ set(plugindir ${prefix}/lib/specd/plugins)
 foreach(f bin/specd lib/specd/plugins/specd-backend-cpu.so
           lib/specd/plugins/specd-propose-draft-model.so lib/specd/plugins/specd-accept-rejection.so
           include/specd/entry.h include/specd/cpp/plugin.hpp share/specd/configs/default.toml
-          share/specd/models/target.gguf share/specd/models/draft.gguf)
+          share/specd/models/target.gguf share/specd/models/draft.gguf
+          share/doc/specd-sdk/README.md share/doc/specd-sdk/CHANGELOG.md
+          share/doc/specd-sdk/examples/successor/CMakeLists.txt)
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "the install layout lacks ${prefix}/${f}")
   endif()

@@ -27,6 +27,37 @@ if(EXISTS ${prefix}/bin)
   message(FATAL_ERROR "the SDK-only install put programs in ${prefix}/bin")
 endif()
 
+# The package is versioned by the ABI: the current minor is found, the next one is not.
+file(STRINGS ${SPECD_SOURCE_DIR}/sdk/include/specd/version.h abi_lines
+     REGEX "^#define SPECD_ABI_VERSION_(MAJOR|MINOR) [0-9]+u$")
+string(REGEX MATCH "MAJOR ([0-9]+)u" _ "${abi_lines}")
+set(abi_major ${CMAKE_MATCH_1})
+string(REGEX MATCH "MINOR ([0-9]+)u" _ "${abi_lines}")
+set(abi_minor ${CMAKE_MATCH_1})
+math(EXPR next_minor "${abi_minor} + 1")
+foreach(wanted ${abi_major}.${abi_minor} ${abi_major}.${next_minor})
+  set(probe ${WORK_DIR}/probe-${wanted})
+  file(WRITE ${probe}/CMakeLists.txt
+       "cmake_minimum_required(VERSION 3.25)\nproject(probe NONE)\n"
+       "find_package(specd ${wanted} REQUIRED)\n"
+       "message(STATUS \"abi=\${SPECD_ABI_VERSION_MAJOR}.\${SPECD_ABI_VERSION_MINOR}\")\n")
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${probe} -B ${probe}/build
+                          -DCMAKE_PREFIX_PATH=${prefix}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(wanted STREQUAL "${abi_major}.${abi_minor}" AND
+     (NOT rc EQUAL 0 OR NOT out MATCHES "abi=${abi_major}.${abi_minor}"))
+    message(FATAL_ERROR "find_package(specd ${wanted}) failed on the SDK of that ABI:\n${out}\n${err}")
+  elseif(wanted STREQUAL "${abi_major}.${next_minor}" AND rc EQUAL 0)
+    message(FATAL_ERROR "find_package(specd ${wanted}) accepted an SDK of ABI ${abi_major}.${abi_minor}")
+  endif()
+endforeach()
+foreach(f share/doc/specd-sdk/README.md share/doc/specd-sdk/CHANGELOG.md
+          share/doc/specd-sdk/examples/successor/successor.cpp)
+  if(NOT EXISTS ${prefix}/${f})
+    message(FATAL_ERROR "the SDK install lacks ${f}")
+  endif()
+endforeach()
+
 # Every example, with the compilers of this build.
 file(GLOB examples LIST_DIRECTORIES true ${SPECD_SOURCE_DIR}/sdk/examples/*)
 set(plugin_path)
