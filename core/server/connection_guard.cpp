@@ -3,11 +3,27 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "server/peer_socket.hpp"
 
 namespace specd::server {
+namespace {
+
+// Whether a whole request head already waits in the socket's receive buffer, unread: the
+// client has sent its request and only waits for a free handler thread (a burst from a proxy,
+// say), so the delay is the server's and the connection is left alone. A slow client's
+// buffer holds part of a head (still queued), or nothing (a thread is reading it).
+bool request_waits_unread(int fd) {
+  char buf[8192];
+  const ssize_t n = recv(fd, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
+  if (n <= 0) return false;
+  if (size_t(n) == sizeof buf) return true;  // more than a head's worth sent: not dribbling
+  return memmem(buf, size_t(n), "\r\n\r\n", 4) != nullptr;
+}
+
+}  // namespace
 
 void ConnectionGuard::busy(const std::string& peer, int port) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -36,7 +52,7 @@ size_t ConnectionGuard::sweep(int local_port, Clock::time_point now) {
     auto [it, added] = connections_.try_emplace({s.peer, s.peer_port});
     if (added) it->second.waiting_since = now;
     it->second.seen = true;
-    if (it->second.busy == 0 && !it->second.cut)
+    if (it->second.busy == 0 && !it->second.cut && !request_waits_unread(s.fd))
       waiting[s.peer].push_back({it->second.waiting_since, &s});
   }
   // Closed connections are forgotten (a running handler keeps its socket open: kept anyway).

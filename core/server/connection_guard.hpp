@@ -10,7 +10,9 @@
 //   - the oldest waiting connections of an address beyond max_waiting_per_client, so that a
 //     client opening many slow connections loses its own oldest first, and a probe or a real
 //     request from the same address still gets through.
-// A connection whose handler runs (a generation, a stream) is never cut by the guard.
+// A connection whose handler runs (a generation, a stream) is never cut by the guard, nor is
+// one whose whole request head already waits unread in its socket buffer (it waits for a
+// free handler thread: the delay is the server's, as in a burst through a proxy).
 //
 // Thread rules: busy() and idle() are called from handler threads; sweep() from the guard's
 // own thread (start/stop), or directly in tests.

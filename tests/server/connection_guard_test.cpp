@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <string>
 #include <vector>
 
 #include "server/connection_guard.hpp"
@@ -92,6 +93,20 @@ TEST_CASE("the guard cuts waiting connections beyond the cap, then those past th
   CHECK(guard.sweep(net.port, ConnectionGuard::Clock::now()) == 0);
   CHECK(guard.sweep(net.port, ConnectionGuard::Clock::now() + std::chrono::seconds(11)) == 1);
   CHECK(net.cut_count() == 12);
+}
+
+TEST_CASE("a request sent whole and waiting for a thread is never cut; a partial one is") {
+  Loopback net(3);
+  ConnectionGuard guard(10, 1);
+  const auto t0 = ConnectionGuard::Clock::now();
+  const std::string head = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  REQUIRE(send(net.clients[0], head.data(), head.size(), 0) == ssize_t(head.size()));
+  REQUIRE(send(net.clients[1], head.data(), 20, 0) == 20);  // a head cut short
+  CHECK(guard.sweep(net.port, t0) == 1);                    // two without a whole head, one allowed
+  CHECK(guard.sweep(net.port, t0 + std::chrono::seconds(11)) == 1);
+  CHECK_FALSE(net.cut(0));  // its request waits unread: the server is the slow one
+  CHECK(net.cut(1));
+  CHECK(net.cut(2));
 }
 
 TEST_CASE("without a cap only the timeout cuts, and other ports are never touched") {
