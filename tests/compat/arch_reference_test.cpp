@@ -16,6 +16,7 @@
 #include "config/config.hpp"
 #include "engine/engine.hpp"
 #include "plugin/registry.hpp"
+#include "test_skip.hpp"
 
 using namespace specd;
 
@@ -57,7 +58,7 @@ std::string visible(const std::string& s) {
 TEST_CASE("greedy continuations equal llama.cpp's for every architecture layout") {
   const std::string dir = compat_dir();
   if (!std::filesystem::exists(dir + "/reference.json")) {
-    MESSAGE("skipping: " << dir << "/reference.json is not there (the shared compat data)");
+    ::specd::test::skip_missing(dir, "/reference.json is not there (the shared compat data)");
     return;
   }
   const test::Json ref = test::JsonParser(read_file(dir + "/reference.json")).parse();

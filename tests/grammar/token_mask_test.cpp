@@ -13,6 +13,7 @@
 #include "grammar/json_schema_grammar.hpp"
 #include "grammar/token_constraint.hpp"
 #include "grammar/token_trie.hpp"
+#include "test_skip.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace specd {
@@ -35,14 +36,15 @@ std::vector<uint8_t> brute_force(GrammarMatcher& m, const GrammarState& s, const
 
 }  // namespace
 
-TEST_CASE("token mask: the trie walk equals token-by-token checks on real vocabularies") {
+TEST_CASE("token mask: the trie walk equals token-by-token checks on real vocabularies" *
+          SPECD_MAY_SKIP) {
   const std::string gbnf = json_object_gbnf();
   const Grammar g = parse_gbnf(gbnf);
   for (const char* name : {"llama-spm", "gpt-2"}) {
     CAPTURE(name);
     const auto path = vocab_file(name);
     if (!std::filesystem::exists(path)) {
-      MESSAGE("skipped: " << path << " is missing");
+      ::specd::test::skip_missing(path, " is missing");
       continue;
     }
     const Tokenizer tok = Tokenizer::from_gguf(GgufFile::open(path.string()));
@@ -67,10 +69,11 @@ TEST_CASE("token mask: the trie walk equals token-by-token checks on real vocabu
   }
 }
 
-TEST_CASE("token constraint: end of sequence only when complete, control tokens never") {
+TEST_CASE("token constraint: end of sequence only when complete, control tokens never" *
+          SPECD_MAY_SKIP) {
   const auto path = vocab_file("llama-spm");
   if (!std::filesystem::exists(path)) {
-    MESSAGE("skipped: " << path << " is missing");
+    ::specd::test::skip_missing(path, " is missing");
     return;
   }
   const Tokenizer tok = Tokenizer::from_gguf(GgufFile::open(path.string()));

@@ -16,6 +16,7 @@
 #include "gguf/gguf_reader.hpp"
 #include "gguf/gguf_writer.hpp"
 #include "random_llama.hpp"
+#include "test_skip.hpp"
 
 using namespace specd;
 
@@ -332,37 +333,45 @@ std::vector<Case> cases() {
   };
 }
 
-}  // namespace
-
-TEST_CASE("specd run: exit status and message for every kind of bad input") {
-  const bool root = geteuid() == 0;
-  for (const Case& c : cases()) {
-    CAPTURE(c.name);
-    if (c.needs_non_root && root) {
-      MESSAGE("skipped as root (root reads any file): " << c.name);
-      continue;
-    }
-    std::vector<std::string> argv = {SPECD_CLI};
-    argv.insert(argv.end(), c.args.begin(), c.args.end());
-    test::CliResult r = test::run_program(argv, c.stdin_text);
-    // SPECD_BAD_INPUT_PRINT=1 lists what the CLI says in every case, to review the messages.
-    if (std::getenv("SPECD_BAD_INPUT_PRINT"))
-      MESSAGE(c.name << " -> " << r.status << ": " << r.err.substr(0, r.err.find('\n')));
-    INFO("stdout: " << r.out.substr(0, 2000));
-    INFO("stderr: " << r.err.substr(0, 2000));
-    CHECK(r.status == c.status);
-    const std::string& where = c.status == 0 ? r.out + r.err : r.err;
-    CHECK(where.find(c.needle) != std::string::npos);
-    if (c.status != 0) {
-      // One clear line starting with "specd: error:", never a stack of internals.
-      CHECK(r.err.rfind("specd: error: ", 0) == 0);
-    }
+// Runs one bad-input case through the CLI and checks its status and message.
+void check_case(const Case& c) {
+  CAPTURE(c.name);
+  std::vector<std::string> argv = {SPECD_CLI};
+  argv.insert(argv.end(), c.args.begin(), c.args.end());
+  test::CliResult r = test::run_program(argv, c.stdin_text);
+  // SPECD_BAD_INPUT_PRINT=1 lists what the CLI says in every case, to review the messages.
+  if (std::getenv("SPECD_BAD_INPUT_PRINT"))
+    MESSAGE(c.name << " -> " << r.status << ": " << r.err.substr(0, r.err.find('\n')));
+  INFO("stdout: " << r.out.substr(0, 2000));
+  INFO("stderr: " << r.err.substr(0, 2000));
+  CHECK(r.status == c.status);
+  const std::string& where = c.status == 0 ? r.out + r.err : r.err;
+  CHECK(where.find(c.needle) != std::string::npos);
+  if (c.status != 0) {
+    // One clear line starting with "specd: error:", never a stack of internals.
+    CHECK(r.err.rfind("specd: error: ", 0) == 0);
   }
 }
 
-TEST_CASE("backend = \"cuda\" without a GPU names cuda and the reason") {
+}  // namespace
+
+TEST_CASE("specd run: exit status and message for every kind of bad input") {
+  for (const Case& c : cases())
+    if (!c.needs_non_root) check_case(c);
+}
+
+TEST_CASE("specd run: files a user cannot read" * SPECD_MAY_SKIP) {
+  if (geteuid() == 0) {
+    ::specd::test::skip_here("root reads any file");
+    return;
+  }
+  for (const Case& c : cases())
+    if (c.needs_non_root) check_case(c);
+}
+
+TEST_CASE("backend = \"cuda\" without a GPU names cuda and the reason" * SPECD_MAY_SKIP) {
   if (access("/dev/nvidia0", F_OK) == 0) {
-    MESSAGE("skipped: this machine has an NVIDIA device");
+    ::specd::test::skip_here("this machine has an NVIDIA device");
     return;
   }
   const std::string cli = SPECD_CLI;

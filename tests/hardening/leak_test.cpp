@@ -10,6 +10,7 @@
 
 #include "cli_runner.hpp"
 #include "random_llama.hpp"
+#include "test_skip.hpp"
 
 using namespace specd;
 
@@ -25,7 +26,7 @@ struct Run {
 TEST_CASE("specd run leaks nothing: plain, ngram and draft-model") {
   const bool sanitized = SPECD_SANITIZED;
   if (!sanitized && !test::on_path("valgrind")) {
-    MESSAGE("skipped: valgrind is not installed and this is not a sanitizer build");
+    ::specd::test::skip_missing("valgrind is not installed and this is not a sanitizer build");
     return;
   }
   const std::string dir = test::temp_dir("leaks");
@@ -50,8 +51,11 @@ TEST_CASE("specd run leaks nothing: plain, ngram and draft-model") {
     CAPTURE(run.name);
     std::vector<std::string> argv;
     if (!sanitized)
-      argv = {"valgrind", "--leak-check=full", "--errors-for-leak-kinds=definite,indirect",
-              "--error-exitcode=99", "--quiet",
+      argv = {"valgrind",
+              "--leak-check=full",
+              "--errors-for-leak-kinds=definite,indirect",
+              "--error-exitcode=99",
+              "--quiet",
               "--suppressions=" SPECD_SOURCE_DIR "/tests/hardening/valgrind.supp"};
     argv.insert(argv.end(), {SPECD_CLI, "run", "-c", config, "-p", "def f(x): return x"});
     for (const std::string& s : run.sets) argv.insert(argv.end(), {"--set", s});

@@ -12,6 +12,7 @@
 #include "gguf/gguf_reader.hpp"
 #include "gguf/gguf_writer.hpp"
 #include "random_llama.hpp"
+#include "test_skip.hpp"
 
 using specd::test::CliResult;
 
@@ -35,7 +36,7 @@ constexpr uint64_t kLimitKiB = 4ull << 20;  // 4 GiB: far above what these runs 
 TEST_CASE(
     "a KV cache too large to allocate names the model, [engine] context and a size that fits") {
   if (SPECD_SANITIZED) {
-    MESSAGE("skipped: sanitizer builds cannot run under an address-space limit");
+    ::specd::test::skip_here("sanitizer builds cannot run under an address-space limit");
     return;
   }
   const std::string dir = specd::test::temp_dir("kv-too-large");
@@ -73,7 +74,7 @@ TEST_CASE(
 
 TEST_CASE("a model with a 24 MB metadata array runs in a small multiple of its size") {
   if (SPECD_SANITIZED) {
-    MESSAGE("skipped: sanitizer builds cannot run under an address-space limit");
+    ::specd::test::skip_here("sanitizer builds cannot run under an address-space limit");
     return;
   }
   // 24 M one-byte elements: held as one value each (about 100 bytes) that is 2.4 GB per

@@ -14,6 +14,7 @@
 #include "plugin/registry.hpp"
 #include "random_heads.hpp"
 #include "random_llama.hpp"
+#include "test_skip.hpp"
 
 using namespace specd;
 
@@ -106,11 +107,11 @@ TEST_CASE("greedy output with every head proposer equals plain greedy output") {
   check_equivalence(f.target, f.dir, kPrompts, 40, f.registry);
 }
 
-TEST_CASE("greedy equivalence on the shipped target and heads") {
+TEST_CASE("greedy equivalence on the shipped target and heads" * SPECD_MAY_SKIP) {
   const std::string models = std::string(SPECD_SOURCE_DIR) + "/models";
   for (const char* file : {"target.gguf", "medusa.gguf", "eagle.gguf", "mtp.gguf"}) {
     if (!std::filesystem::exists(models + "/" + file)) {
-      MESSAGE("skipping: " << models << "/" << file << " is not there");
+      ::specd::test::skip_missing(models, "/", file, " is not there");
       return;
     }
   }
@@ -120,11 +121,12 @@ TEST_CASE("greedy equivalence on the shipped target and heads") {
                     48, registry);
 }
 
-TEST_CASE("heads with quantized matrices (q8_0, q4_K_M copies of the shipped heads)") {
+TEST_CASE("heads with quantized matrices (q8_0, q4_K_M copies of the shipped heads)" *
+          SPECD_MAY_SKIP) {
   const std::string models = std::string(SPECD_SOURCE_DIR) + "/models";
   for (const char* file : {"target.gguf", "medusa.gguf", "eagle.gguf", "mtp.gguf"}) {
     if (!std::filesystem::exists(models + "/" + file)) {
-      MESSAGE("skipping: " << models << "/" << file << " is not there");
+      ::specd::test::skip_missing(models, "/", file, " is not there");
       return;
     }
   }

@@ -10,6 +10,7 @@
 #include "../backend/backend_test_util.hpp"
 #include "model_fixture.hpp"
 #include "models/llama_model.hpp"
+#include "test_skip.hpp"
 
 using namespace specd;
 using namespace specd::test;
@@ -97,12 +98,13 @@ TEST_CASE("model forward matches the naive reference for f32, f16, bf16 and q8_0
   }
 }
 
-TEST_CASE("model forward over every llama.cpp quantization preset matches the naive reference") {
+TEST_CASE("model forward over every llama.cpp quantization preset matches the naive reference" *
+          SPECD_MAY_SKIP) {
   // ../shared/compat/quant: one model quantized by llama-quantize into each preset; the
   // reference runs in double precision over the exactly dequantized weights.
   const std::string dir = std::string(SPECD_SOURCE_DIR) + "/../shared/compat/quant";
   if (!std::filesystem::is_directory(dir)) {
-    MESSAGE("SKIPPED: llama.cpp reference data not found at " << dir);
+    ::specd::test::skip_missing("llama.cpp reference data not found at ", dir);
     return;
   }
   for (const char* preset : {"Q2_K", "Q3_K_M", "Q4_0", "Q4_1", "Q4_K_M", "Q5_0", "Q5_1", "Q5_K_M",
@@ -399,7 +401,8 @@ TEST_CASE("bad model files and bad calls give clear errors naming the file and t
   CHECK_THROWS_AS(model->truncate(*cache, 1), Error);
 }
 
-TEST_CASE("architecture files with missing parts, unsupported keys or an old backend are refused") {
+TEST_CASE("architecture files with missing parts, unsupported keys or an old backend are refused" *
+          SPECD_MAY_SKIP) {
   auto message_of = [](const std::string& path, Device& device) {
     try {
       LlamaModel::load(path, device);
@@ -497,11 +500,11 @@ TEST_CASE("architecture files with missing parts, unsupported keys or an old bac
 bool torch_available() {
   const std::string script = std::string(SPECD_SOURCE_DIR) + "/train/reference_forward.py";
   if (!std::filesystem::exists(script)) {
-    MESSAGE("skipping: " << script << " does not exist");
+    ::specd::test::skip_missing(script, " does not exist");
     return false;
   }
   if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
-    MESSAGE("skipping: /usr/bin/python3 cannot import torch");
+    ::specd::test::skip_missing("/usr/bin/python3 cannot import torch");
     return false;
   }
   return true;
@@ -539,21 +542,23 @@ double torch_difference(const std::string& model_path, const std::vector<int32_t
   return worst;
 }
 
-TEST_CASE("logits match the PyTorch reference (train/reference_forward.py) on models/target.gguf") {
+TEST_CASE("logits match the PyTorch reference (train/reference_forward.py) on models/target.gguf" *
+          SPECD_MAY_SKIP) {
   // $SPECD_TEST_TORCH_MODEL may name another model GGUF to compare.
   const char* env_model = std::getenv("SPECD_TEST_TORCH_MODEL");
   const std::string model_path = env_model && *env_model
                                      ? std::string(env_model)
                                      : std::string(SPECD_SOURCE_DIR) + "/models/target.gguf";
   if (!std::filesystem::exists(model_path)) {
-    MESSAGE("skipping: " << model_path << " does not exist");
+    ::specd::test::skip_missing(model_path, " does not exist");
     return;
   }
   if (!torch_available()) return;
   CHECK(torch_difference(model_path, {1, 2, 3}) <= 1e-4);
 }
 
-TEST_CASE("every architecture layout matches the PyTorch reference (fixtures and llama.cpp's)") {
+TEST_CASE("every architecture layout matches the PyTorch reference (fixtures and llama.cpp's)" *
+          SPECD_MAY_SKIP) {
   if (!torch_available()) return;
   std::mt19937 rng(12);
   for (auto [name, s] : layouts()) {
@@ -564,7 +569,7 @@ TEST_CASE("every architecture layout matches the PyTorch reference (fixtures and
   }
   const std::string compat = std::string(SPECD_SOURCE_DIR) + "/../shared/compat/arch";
   if (!std::filesystem::exists(compat)) {
-    MESSAGE("skipping the llama.cpp files: " << compat << " is not there");
+    ::specd::test::skip_missing("the llama.cpp files: ", compat, " is not there");
     return;
   }
   for (const char* file : {"llama", "llama-tied", "llama-rope-freqs", "qwen2", "qwen3"}) {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <string>
+#include "test_skip.hpp"
 
 namespace specd::test {
 
@@ -16,8 +17,8 @@ inline std::string quant_compat_dir() {
 // True when the folder exists; otherwise tells why the case is skipped.
 inline bool have_quant_compat() {
   if (std::filesystem::is_directory(quant_compat_dir())) return true;
-  MESSAGE("SKIPPED: llama.cpp reference data not found at " << quant_compat_dir()
-                                                            << " (see shared/compat/README.md)");
+  ::specd::test::skip_missing("llama.cpp reference data not found at ", quant_compat_dir(),
+                              " (see shared/compat/README.md)");
   return false;
 }
 

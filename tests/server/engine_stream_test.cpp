@@ -11,6 +11,7 @@
 #include "engine/engine.hpp"
 #include "plugin/registry.hpp"
 #include "server/engine_cache.hpp"
+#include "test_skip.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 using namespace specd;
@@ -23,7 +24,7 @@ bool have_models() {
   if (std::filesystem::exists(kModels + "/target.gguf") &&
       std::filesystem::exists(kModels + "/draft.gguf"))
     return true;
-  MESSAGE("skipped: the shipped models are missing from " << kModels);
+  ::specd::test::skip_missing("the shipped models are missing from ", kModels);
   return false;
 }
 

@@ -18,6 +18,7 @@
 #include "plugin/registry.hpp"
 #include "server/engine_cache.hpp"
 #include "server/scheduler.hpp"
+#include "test_skip.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 using namespace specd;
@@ -29,7 +30,7 @@ const std::string kModels = std::string(SPECD_SOURCE_DIR) + "/models";
 
 bool have_models() {
   if (std::filesystem::exists(kModels + "/target.gguf")) return true;
-  MESSAGE("skipped: the shipped target is missing from " << kModels);
+  ::specd::test::skip_missing("the shipped target is missing from ", kModels);
   return false;
 }
 

@@ -28,6 +28,7 @@
 #include "engine/engine.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
+#include "test_skip.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace fs = std::filesystem;
@@ -43,7 +44,7 @@ const std::vector<std::string> kPrompts = {"Once upon a time",
 
 bool have_models() {
   if (fs::exists(kModels + "/target.gguf") && fs::exists(kModels + "/draft.gguf")) return true;
-  MESSAGE("skipped: the shipped models are missing from " << kModels);
+  ::specd::test::skip_missing("the shipped models are missing from ", kModels);
   return false;
 }
 

@@ -20,6 +20,7 @@
 #include "plugin/registry.hpp"
 #include "server/engine_cache.hpp"
 #include "server/scheduler.hpp"
+#include "test_skip.hpp"
 
 using namespace specd;
 using namespace specd::server;
@@ -32,7 +33,7 @@ bool have_models() {
   if (std::filesystem::exists(kModels + "/target.gguf") &&
       std::filesystem::exists(kModels + "/draft.gguf"))
     return true;
-  MESSAGE("skipped: the shipped models are missing from " << kModels);
+  ::specd::test::skip_missing("the shipped models are missing from ", kModels);
   return false;
 }
 

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "test_skip.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -36,7 +37,7 @@ const char* kKey = "test-key-123";
 
 bool have_models() {
   if (fs::exists(kModels + "/target.gguf") && fs::exists(kModels + "/draft.gguf")) return true;
-  MESSAGE("skipped: the shipped models are missing from " << kModels);
+  ::specd::test::skip_missing("the shipped models are missing from ", kModels);
   return false;
 }
 

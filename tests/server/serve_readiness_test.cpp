@@ -15,6 +15,7 @@
 #include "config/config.hpp"
 #include "plugin/registry.hpp"
 #include "server/http_server.hpp"
+#include "test_skip.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -25,7 +26,7 @@ const std::string kModels = std::string(SPECD_SOURCE_DIR) + "/models";
 
 bool have_models() {
   if (fs::exists(kModels + "/target.gguf") && fs::exists(kModels + "/draft.gguf")) return true;
-  MESSAGE("skipped: the shipped models are missing from " << kModels);
+  ::specd::test::skip_missing("the shipped models are missing from ", kModels);
   return false;
 }
 

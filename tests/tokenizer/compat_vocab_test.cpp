@@ -11,6 +11,7 @@
 
 #include "gguf/gguf_reader.hpp"
 #include "gguf/gguf_writer.hpp"
+#include "test_skip.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "tokenizer_fixtures.hpp"
 
@@ -102,7 +103,7 @@ Tokenizer with_pre(const std::filesystem::path& gguf, const std::string& pre) {
 void run_cases(const std::string& name, const std::string& pre = "") {
   const std::filesystem::path gguf = kVocabDir / ("ggml-vocab-" + name + ".gguf");
   if (!std::filesystem::exists(kVocabDir)) {
-    MESSAGE("skipped: " << kVocabDir.string() << " is missing (llama.cpp reference data)");
+    ::specd::test::skip_missing(kVocabDir.string(), " is missing (llama.cpp reference data)");
     return;
   }
   const Tokenizer tok =
@@ -131,10 +132,10 @@ void run_cases(const std::string& name, const std::string& pre = "") {
 
 }  // namespace
 
-TEST_CASE("compat vocab: gpt-neox (no tokenizer.ggml.pre) round-trips any text") {
+TEST_CASE("compat vocab: gpt-neox (no tokenizer.ggml.pre) round-trips any text" * SPECD_MAY_SKIP) {
   const std::filesystem::path gguf = kVocabDir / "ggml-vocab-gpt-neox.gguf";
   if (!std::filesystem::exists(gguf)) {
-    MESSAGE("skipped: " << gguf.string() << " is missing (llama.cpp reference data)");
+    ::specd::test::skip_missing(gguf.string(), " is missing (llama.cpp reference data)");
     return;
   }
   const Tokenizer tok = Tokenizer::from_gguf(GgufFile::open(gguf.string()));
@@ -143,33 +144,34 @@ TEST_CASE("compat vocab: gpt-neox (no tokenizer.ggml.pre) round-trips any text")
   }
 }
 
-TEST_CASE("compat vocab: gpt-2") {
+TEST_CASE("compat vocab: gpt-2" * SPECD_MAY_SKIP) {
   run_cases("gpt-2");
 }
 
-TEST_CASE("compat vocab: llama-spm") {
+TEST_CASE("compat vocab: llama-spm" * SPECD_MAY_SKIP) {
   run_cases("llama-spm");
 }
 
-TEST_CASE("compat vocab: phi-3") {
+TEST_CASE("compat vocab: phi-3" * SPECD_MAY_SKIP) {
   run_cases("phi-3");
 }
 
-TEST_CASE("compat vocab: deepseek-coder") {
+TEST_CASE("compat vocab: deepseek-coder" * SPECD_MAY_SKIP) {
   run_cases("deepseek-coder");
 }
 
-TEST_CASE("compat vocab: falcon") {
+TEST_CASE("compat vocab: falcon" * SPECD_MAY_SKIP) {
   run_cases("falcon");
 }
 
-TEST_CASE("compat vocab: starcoder") {
+TEST_CASE("compat vocab: starcoder" * SPECD_MAY_SKIP) {
   run_cases("starcoder");
 }
 
 // refact, command-r and smollm use starcoder's patterns; mpt, olmo and phi-2 GPT-2's; llama.cpp's
 // cases for those vocabularies are therefore also theirs.
-TEST_CASE("compat vocab: pre-tokenizer names that share a pattern list give the same ids") {
+TEST_CASE("compat vocab: pre-tokenizer names that share a pattern list give the same ids" *
+          SPECD_MAY_SKIP) {
   for (const char* pre : {"refact", "command-r", "smollm"}) run_cases("starcoder", pre);
   for (const char* pre : {"mpt", "olmo", "phi-2"}) run_cases("gpt-2", pre);
 }

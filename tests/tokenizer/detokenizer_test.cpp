@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "test_skip.hpp"
 #include "tokenizer/unicode.hpp"
 #include "tokenizer_fixtures.hpp"
 
@@ -122,10 +123,10 @@ TEST_CASE("streaming detokenizer continuation equals decode(all) minus decode(co
   }
 }
 
-TEST_CASE("streaming detokenizer on llama.cpp's SentencePiece vocabularies") {
+TEST_CASE("streaming detokenizer on llama.cpp's SentencePiece vocabularies" * SPECD_MAY_SKIP) {
   const auto dir = std::filesystem::path(SPECD_SOURCE_DIR) / ".." / "shared" / "compat" / "vocab";
   if (!std::filesystem::exists(dir)) {
-    MESSAGE("skipped: " << dir.string() << " is missing (llama.cpp reference data)");
+    ::specd::test::skip_missing(dir.string(), " is missing (llama.cpp reference data)");
     return;
   }
   for (const char* name : {"llama-spm", "phi-3", "gpt-2", "deepseek-coder"}) {

@@ -11,6 +11,7 @@
 
 #include "common/error.hpp"
 #include "gguf/gguf_reader.hpp"
+#include "test_skip.hpp"
 #include "tokenizer/pretokenizer.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -217,11 +218,12 @@ TEST_CASE("pre-tokenizer families split as their llama.cpp pattern lists") {
   }
 }
 
-TEST_CASE("bpe vocabulary without tokenizer.ggml.pre uses llama.cpp's default pre-tokenizer") {
+TEST_CASE("bpe vocabulary without tokenizer.ggml.pre uses llama.cpp's default pre-tokenizer" *
+          SPECD_MAY_SKIP) {
   const auto gguf = std::filesystem::path(SPECD_SOURCE_DIR) / ".." / "shared" / "compat" / "vocab" /
                     "ggml-vocab-gpt-neox.gguf";
   if (!std::filesystem::exists(gguf)) {
-    MESSAGE("skipped: " << gguf.string() << " is missing (llama.cpp reference data)");
+    ::specd::test::skip_missing(gguf.string(), " is missing (llama.cpp reference data)");
     return;
   }
   const Tokenizer tok = Tokenizer::from_gguf(GgufFile::open(gguf.string()));
