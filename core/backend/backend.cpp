@@ -270,14 +270,4 @@ void Device::copy_bytes(Buffer& dst, uint64_t dst_offset, const Buffer& src, uin
                   "buffer_copy");
 }
 
-void Device::softmax(const View& x, float temperature, const View& y) {
-  if (!has_softmax()) throw Error(backend_->label() + ": softmax is not implemented");
-  backend_->check(vt().softmax(handle_, x.raw(), temperature, y.raw()), nullptr);
-}
-
-void Device::argmax(const View& x, const View& out) {
-  if (!has_argmax()) throw Error(backend_->label() + ": argmax is not implemented");
-  backend_->check(vt().argmax(handle_, x.raw(), out.raw()), nullptr);
-}
-
 }  // namespace specd

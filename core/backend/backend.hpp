@@ -118,7 +118,9 @@ class Device {
 
   const Backend& backend() const { return *backend_; }
   specd_device_info info() const;
-  bool batch_invariant() const { return (backend_->flags() & SPECD_BACKEND_BATCH_INVARIANT) != 0; }
+  // Whether the device makes backend.h's batch-invariance contract (for info().invariant_max_rows
+  // rows).
+  bool batch_invariant() const { return info().invariant_max_rows > 0; }
 
   Buffer alloc(uint64_t size);
   // A read-only buffer over host memory that must outlive it; copies (alloc + upload) when
@@ -153,10 +155,6 @@ class Device {
   // Device-side copy of `size` bytes between buffers (ranges may overlap).
   void copy_bytes(Buffer& dst, uint64_t dst_offset, const Buffer& src, uint64_t src_offset,
                   uint64_t size);
-  bool has_softmax() const { return vt().softmax != nullptr; }
-  void softmax(const View& x, float temperature, const View& y);
-  bool has_argmax() const { return vt().argmax != nullptr; }
-  void argmax(const View& x, const View& out);
 
  private:
   friend class Backend;

@@ -20,8 +20,8 @@ namespace {
 specd_status g_out_of_memory{SPECD_STATUS_OUT_OF_MEMORY, "out of memory (creating a status)"};
 
 void host_log(void*, specd_log_level level, const char* plugin_id, const char* message) {
-  log_message(static_cast<LogLevel>(level), std::string(plugin_id ? plugin_id : "plugin") +
-                                                ": " + (message ? message : ""));
+  log_message(static_cast<LogLevel>(level),
+              std::string(plugin_id ? plugin_id : "plugin") + ": " + (message ? message : ""));
 }
 
 specd_status* host_status_create(void*, specd_status_code code, const char* message) {
@@ -44,18 +44,33 @@ const char* host_status_message(void*, const specd_status* status) {
   return status ? status->message.c_str() : "";
 }
 
-double host_rng_uniform(void*, specd_rng* rng) { return rng->uniform(); }
-uint64_t host_rng_bits(void*, specd_rng* rng) { return rng->engine(); }
+double host_rng_uniform(void*, specd_rng* rng) {
+  return rng->uniform();
+}
+uint64_t host_retired_rng_bits(void*, specd_rng* rng) {
+  return rng->engine();
+}
 
 const specd_host g_host = {
-    sizeof(specd_host), SPECD_ABI_VERSION_MAJOR, SPECD_ABI_VERSION_MINOR, nullptr,
-    &host_log,          &host_status_create,     &host_status_free,       &host_status_code,
-    &host_status_message, &host_rng_uniform,     &host_rng_bits,          model_service(),
+    sizeof(specd_host),
+    SPECD_ABI_VERSION_MAJOR,
+    SPECD_ABI_VERSION_MINOR,
+    nullptr,
+    &host_log,
+    &host_status_create,
+    &host_status_free,
+    &host_status_code,
+    &host_status_message,
+    &host_rng_uniform,
+    &host_retired_rng_bits,
+    model_service(),
 };
 
 }  // namespace
 
-const specd_host* host_table() { return &g_host; }
+const specd_host* host_table() {
+  return &g_host;
+}
 
 std::string status_message(const specd_status* status) {
   return status ? status->message : std::string();

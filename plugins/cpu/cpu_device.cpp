@@ -452,21 +452,4 @@ void CpuDevice::copy_rows(const specd_view& sv, const specd_view& iv, const spec
   cpu::copy_rows(s, ix, d, static_cast<int64_t>(sdk::dtype_row_bytes(s.dtype, s.cols)));
 }
 
-void CpuDevice::softmax(const specd_view& xv, float temperature, const specd_view& yv) {
-  const OpTimer timer(profile_.get(), "softmax", &xv);
-  const Mat x = check_view(&xv, "softmax", "x", {SPECD_DTYPE_F32});
-  const Mat y = check_view(&yv, "softmax", "y", {SPECD_DTYPE_F32}, true);
-  sdk::check_same_shape(x, y, "softmax", "x", "y");
-  if (!(temperature > 0)) fail("softmax", "temperature must be > 0");
-  cpu::softmax(*pool_, x, temperature, y);
-}
-
-void CpuDevice::argmax(const specd_view& xv, const specd_view& ov) {
-  const OpTimer timer(profile_.get(), "argmax", &xv);
-  const Mat x = check_view(&xv, "argmax", "x", {SPECD_DTYPE_F32});
-  const Mat o = check_view(&ov, "argmax", "out", {SPECD_DTYPE_I32}, true);
-  if (o.rows != 1 || o.cols != x.rows) fail("argmax", "out must be [1, m]");
-  cpu::argmax(x, o.i32_row(0));
-}
-
 }  // namespace specd::cpu

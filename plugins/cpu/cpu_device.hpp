@@ -47,8 +47,6 @@ class CpuDevice {
   void swiglu(const specd_view& gate, const specd_view& up, const specd_view& y);
   void add(const specd_view& a, const specd_view& b, const specd_view& y);
   void copy_rows(const specd_view& src, const specd_view& indices, const specd_view& dst);
-  void softmax(const specd_view& x, float temperature, const specd_view& y);
-  void argmax(const specd_view& x, const specd_view& out);
 
  private:
   sdk::Host host_;

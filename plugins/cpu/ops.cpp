@@ -343,33 +343,6 @@ void copy_rows(const Mat& src, const int32_t* indices, const Mat& dst, int64_t r
     std::memmove(dst.row(i), src.row(indices[i]), static_cast<size_t>(row_bytes));
 }
 
-void softmax(ThreadPool& pool, const Mat& x, float temperature, const Mat& y) {
-  const int64_t n = x.cols;
-  for_rows(pool, x.rows, n, [&](int64_t i) {
-    const float* xi = x.f32_row(i);
-    float* yi = y.f32_row(i);
-    float mx = xi[0];
-    for (int64_t j = 1; j < n; ++j) mx = xi[j] > mx ? xi[j] : mx;
-    double sum = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      yi[j] = std::exp((xi[j] - mx) / temperature);
-      sum += yi[j];
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    for (int64_t j = 0; j < n; ++j) yi[j] *= inv;
-  });
-}
-
-void argmax(const Mat& x, int32_t* out) {
-  for (int64_t i = 0; i < x.rows; ++i) {
-    const float* xi = x.f32_row(i);
-    int64_t best = 0;
-    for (int64_t j = 1; j < x.cols; ++j)
-      if (xi[j] > xi[best]) best = j;
-    out[i] = static_cast<int32_t>(best);
-  }
-}
-
 namespace {
 
 // The cache slot of a row's key j: the first `prefix` keys are slots 0 .. prefix - 1, the rest

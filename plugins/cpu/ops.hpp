@@ -26,8 +26,6 @@ void copy_rows(const Mat& src, const int32_t* indices, const Mat& dst, int64_t r
 // dst[indices[i]] = src[i]: row_bytes each, verbatim (same dtype), or f32 rows encoded as
 // dst's f16 or q8_0 (kv_rows.hpp).
 void set_rows(const Mat& src, const int32_t* indices, const Mat& dst, int64_t row_bytes);
-void softmax(ThreadPool& pool, const Mat& x, float temperature, const Mat& y);
-void argmax(const Mat& x, int32_t* out);
 
 // Query rows of the mask, already validated: row i attends its logical cache rows (k and v
 // f32, or a pool's f16 or q8_0 rows, decoded exactly: kv_rows.hpp)

@@ -4,4 +4,4 @@
 
 SPECD_BACKEND_PLUGIN(specd::cpu::CpuDevice, "org.specd.backend.cpu", "cpu", "0.1.0",
                      "CPU: batch-invariant small-m kernels (AVX-512 or portable), oneDNN prefill",
-                     SPECD_BACKEND_BATCH_INVARIANT | SPECD_BACKEND_HOST_MEMORY)
+                     SPECD_BACKEND_HOST_MEMORY)

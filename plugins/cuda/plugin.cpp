@@ -4,5 +4,4 @@
 #include "specd/cpp/backend.hpp"
 
 SPECD_BACKEND_PLUGIN(specd::gpu::GpuDevice, "org.specd.backend.cuda", "cuda", "0.1.0",
-                     "CUDA: batch-invariant kernels for m <= 64, cuBLAS SGEMM prefill",
-                     SPECD_BACKEND_BATCH_INVARIANT)
+                     "CUDA: batch-invariant kernels for m <= 64, cuBLAS SGEMM prefill", 0)

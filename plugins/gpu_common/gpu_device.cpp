@@ -409,23 +409,4 @@ void GpuDevice::copy_rows(const specd_view& sv, const specd_view& iv, const spec
       static_cast<size_t>(rb), static_cast<size_t>(d.rows), cudaMemcpyDeviceToDevice, stream_));
 }
 
-void GpuDevice::softmax(const specd_view& xv, float temperature, const specd_view& yv) {
-  const Mat x = check_view(&xv, "softmax", "x", {SPECD_DTYPE_F32});
-  const Mat y = check_view(&yv, "softmax", "y", {SPECD_DTYPE_F32});
-  sdk::check_same_shape(x, y, "softmax", "x", "y");
-  if (!(temperature > 0)) fail("softmax", "temperature must be > 0");
-  if (x.rows == 0) return;
-  bind();
-  SPECD_GPU_CHECK(launch_softmax(x, temperature, y, stream_));
-}
-
-void GpuDevice::argmax(const specd_view& xv, const specd_view& ov) {
-  const Mat x = check_view(&xv, "argmax", "x", {SPECD_DTYPE_F32});
-  const Mat o = check_view(&ov, "argmax", "out", {SPECD_DTYPE_I32});
-  if (o.rows != 1 || o.cols != x.rows) fail("argmax", "out must be [1, m]");
-  if (x.rows == 0) return;
-  bind();
-  SPECD_GPU_CHECK(launch_argmax(x, reinterpret_cast<int32_t*>(o.p), stream_));
-}
-
 }  // namespace specd::gpu

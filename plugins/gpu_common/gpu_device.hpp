@@ -49,8 +49,6 @@ class GpuDevice {
                        const specd_attention_mask& mask, const specd_kv_pages& pages,
                        const specd_attention_params& p, const specd_view& out);
   void set_rows(const specd_view& src, const specd_view& indices, const specd_view& dst);
-  void softmax(const specd_view& x, float temperature, const specd_view& y);
-  void argmax(const specd_view& x, const specd_view& out);
 
  private:
   void bind();  // makes this device current for the calling thread

@@ -34,8 +34,6 @@ cudaError_t launch_set_rows(const Mat& src, const int32_t* indices, const Mat& d
 // The same with src f32 rows encoded as dst's f16 or q8_0 (ggml_blocks.hpp's encoders).
 cudaError_t launch_set_rows_encoded(const Mat& src, const int32_t* indices, const Mat& dst,
                                     int* error, cudaStream_t stream);
-cudaError_t launch_softmax(const Mat& x, float temperature, const Mat& y, cudaStream_t stream);
-cudaError_t launch_argmax(const Mat& x, int32_t* out, cudaStream_t stream);
 
 // Attention (attention.cuh); head_dim <= kMaxHeadDim.
 constexpr int kMaxHeadDim = 512;

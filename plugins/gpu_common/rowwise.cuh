@@ -34,19 +34,6 @@ __device__ float block_sum(float v, float* scratch) {
   return r;
 }
 
-__device__ float block_max(float v, float* scratch) {
-  const int t = static_cast<int>(threadIdx.x);
-  scratch[t] = v;
-  __syncthreads();
-  for (int w = kRowThreads / 2; w > 0; w /= 2) {
-    if (t < w) scratch[t] = fmaxf(scratch[t], scratch[t + w]);
-    __syncthreads();
-  }
-  const float r = scratch[0];
-  __syncthreads();
-  return r;
-}
-
 __global__ void rms_norm_kernel(Mat x, const float* weight, float eps, Mat y) {
   __shared__ float scratch[kRowThreads];
   const int64_t i = blockIdx.x;
@@ -169,59 +156,6 @@ __global__ void set_rows_encoded_kernel(Mat src, const int32_t* indices, Mat dst
   }
 }
 
-__global__ void softmax_kernel(Mat x, float temperature, Mat y) {
-  __shared__ float scratch[kRowThreads];
-  const int64_t i = blockIdx.x;
-  const int64_t n = x.cols;
-  const float* xi = f32_row(x, i);
-  float* yi = f32_row(y, i);
-  float mx = -INFINITY;
-  for (int64_t j = threadIdx.x; j < n; j += kRowThreads) mx = fmaxf(mx, xi[j]);
-  mx = block_max(mx, scratch);
-  float sum = 0.0f;
-  for (int64_t j = threadIdx.x; j < n; j += kRowThreads) {
-    const float e = expf((xi[j] - mx) / temperature);
-    yi[j] = e;  // same thread, same element: y may equal x
-    sum += e;
-  }
-  sum = block_sum(sum, scratch);
-  const float inv = 1.0f / sum;
-  for (int64_t j = threadIdx.x; j < n; j += kRowThreads) yi[j] *= inv;
-}
-
-// Lowest index among ties (as the CPU's strict '>' scan from index 0).
-__global__ void argmax_kernel(Mat x, int32_t* out) {
-  __shared__ float best_v[kRowThreads];
-  __shared__ int64_t best_i[kRowThreads];
-  const int t = static_cast<int>(threadIdx.x);
-  const float* xi = f32_row(x, blockIdx.x);
-  float bv = -INFINITY;
-  int64_t bi = -1;
-  for (int64_t j = t; j < x.cols; j += kRowThreads) {
-    if (bi < 0 || xi[j] > bv) {
-      bv = xi[j];
-      bi = j;
-    }
-  }
-  best_v[t] = bv;
-  best_i[t] = bi;
-  __syncthreads();
-  for (int w = kRowThreads / 2; w > 0; w /= 2) {
-    if (t < w) {
-      const float ov = best_v[t + w];
-      const int64_t oi = best_i[t + w];
-      const bool take =
-          oi >= 0 && (best_i[t] < 0 || ov > best_v[t] || (ov == best_v[t] && oi < best_i[t]));
-      if (take) {
-        best_v[t] = ov;
-        best_i[t] = oi;
-      }
-    }
-    __syncthreads();
-  }
-  if (t == 0) out[blockIdx.x] = static_cast<int32_t>(best_i[0]);
-}
-
 }  // namespace
 
 cudaError_t launch_rms_norm(const Mat& x, const float* weight, float eps, const Mat& y,
@@ -275,17 +209,6 @@ cudaError_t launch_set_rows_encoded(const Mat& src, const int32_t* indices, cons
   const int64_t per_row = dst.dtype == kQ8_0 ? src.cols / 32 : src.cols;
   SPECD_LAUNCH(grid_1d(src.rows * per_row, 256), 256, 0, stream, set_rows_encoded_kernel)
   (src, indices, dst, error);
-  return cudaGetLastError();
-}
-
-cudaError_t launch_softmax(const Mat& x, float temperature, const Mat& y, cudaStream_t stream) {
-  SPECD_LAUNCH(static_cast<unsigned>(x.rows), kRowThreads, 0, stream, softmax_kernel)
-  (x, temperature, y);
-  return cudaGetLastError();
-}
-
-cudaError_t launch_argmax(const Mat& x, int32_t* out, cudaStream_t stream) {
-  SPECD_LAUNCH(static_cast<unsigned>(x.rows), kRowThreads, 0, stream, argmax_kernel)(x, out);
   return cudaGetLastError();
 }
 

@@ -4,5 +4,4 @@
 #include "specd/cpp/backend.hpp"
 
 SPECD_BACKEND_PLUGIN(specd::gpu::GpuDevice, "org.specd.backend.hip", "hip", "0.1.0",
-                     "HIP (AMD): batch-invariant kernels for every m",
-                     SPECD_BACKEND_BATCH_INVARIANT)
+                     "HIP (AMD): batch-invariant kernels for every m", 0)

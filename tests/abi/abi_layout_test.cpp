@@ -39,7 +39,7 @@ TEST_CASE("SPECD_HOST_HAS sees fields within struct_size only") {
   CHECK(SPECD_HOST_HAS(&host, status_message));
   CHECK_FALSE(SPECD_HOST_HAS(&host, rng_uniform));
   host.struct_size = sizeof(specd_host);
-  CHECK(SPECD_HOST_HAS(&host, rng_bits));
+  CHECK(SPECD_HOST_HAS(&host, models));
 }
 
 TEST_CASE("ABI 0.2 appends to specd_rope_params after the frozen 0.1 fields") {

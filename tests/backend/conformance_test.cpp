@@ -346,44 +346,6 @@ TEST_CASE("copy_rows gathers and compacts in place") {
   }
 }
 
-TEST_CASE("softmax with temperature and argmax (optional ops)") {
-  std::mt19937 rng(8);
-  for (auto& ob : open_backends()) {
-    Device& dev = *ob.device;
-    const int64_t m = 3, n = 50;
-    auto x = random_floats(rng, m * n, 4.0f);
-    x[1 * n + 7] = x[1 * n + 9] = 100.0f;  // a tie: the lowest index wins
-    Buffer bx = upload_vec(dev, x), by = dev.alloc(m * n * 4), bo = dev.alloc(m * 4);
-    if (dev.has_softmax()) {
-      dev.softmax(bx.view(SPECD_DTYPE_F32, m, n), 0.7f, by.view(SPECD_DTYPE_F32, m, n));
-      auto y = download_vec<float>(by, m * n);
-      std::vector<double> ref(m * n), scale(m * n);
-      for (int64_t i = 0; i < m; ++i) {
-        double mx = -1e300, s = 0;
-        for (int64_t j = 0; j < n; ++j) mx = std::max(mx, double(x[i * n + j]));
-        for (int64_t j = 0; j < n; ++j) s += std::exp((x[i * n + j] - mx) / 0.7);
-        for (int64_t j = 0; j < n; ++j) {
-          ref[i * n + j] = std::exp((x[i * n + j] - mx) / 0.7) / s;
-          scale[i * n + j] = ref[i * n + j] + 1e-12;
-        }
-      }
-      check_close(y, ref, scale, 1e-5, "softmax");
-    } else {
-      MESSAGE(ob.backend->name() << ": no softmax");
-    }
-    if (dev.has_argmax()) {
-      dev.argmax(bx.view(SPECD_DTYPE_F32, m, n), bo.view(SPECD_DTYPE_I32, 1, m));
-      auto o = download_vec<int32_t>(bo, m);
-      for (int64_t i = 0; i < m; ++i) {
-        const int64_t want =
-            std::max_element(x.begin() + i * n, x.begin() + (i + 1) * n) - (x.begin() + i * n);
-        CHECK(o[i] == want);
-      }
-      CHECK(o[1] == 7);
-    }
-  }
-}
-
 TEST_CASE("bad arguments are reported with the op and argument, never a crash") {
   for (auto& ob : open_backends()) {
     Device& dev = *ob.device;

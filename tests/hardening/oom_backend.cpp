@@ -61,4 +61,4 @@ class OomDevice {
 
 SPECD_BACKEND_PLUGIN(OomDevice, "org.specd.test.backend.oom", "oom", "0.0.1",
                      "test backend: every allocation fails with out-of-memory",
-                     SPECD_BACKEND_BATCH_INVARIANT | SPECD_BACKEND_HOST_MEMORY)
+                     SPECD_BACKEND_HOST_MEMORY)

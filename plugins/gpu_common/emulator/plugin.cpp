@@ -4,5 +4,4 @@
 #include "specd/cpp/backend.hpp"
 
 SPECD_BACKEND_PLUGIN(specd::gpu::GpuDevice, "org.specd.backend.gpu-emulator", "gpu-emulator",
-                     "0.1.0", "GPU kernels emulated on the host (tests only; very slow)",
-                     SPECD_BACKEND_BATCH_INVARIANT)
+                     "0.1.0", "GPU kernels emulated on the host (tests only; very slow)", 0)

@@ -33,9 +33,9 @@
  * distinct devices may be used from distinct threads concurrently. A backend may run its
  * own worker threads inside an op.
  *
- * Batch invariance (contract of every op, for m <= `invariant_max_rows` rows, declared with
- * SPECD_BACKEND_BATCH_INVARIANT). Row i of an op's output is a deterministic function of
- * row i's inputs only: the same bits whatever the number of rows m in the call, the row's
+ * Batch invariance (contract of every op for m <= specd_device_info.invariant_max_rows rows;
+ * a device declaring 0 makes no such promise). Row i of an op's output is a deterministic function
+ * of row i's inputs only: the same bits whatever the number of rows m in the call, the row's
  * position in the batch, the other rows' contents and the device's thread count. For
  * `matmul` each output element is one reduction over k in a fixed order; for `attention`
  * a query row's result depends only on the sequence of (key, value) rows it attends, in
@@ -172,14 +172,15 @@ typedef struct specd_device_info {
   uint32_t struct_size;
   uint32_t threads;            /* worker threads in use */
   uint64_t memory_bytes;       /* device memory; 0 if unknown */
-  uint32_t invariant_max_rows; /* largest m with the batch-invariance contract (>= 64) */
+  uint32_t invariant_max_rows; /* largest m with the batch-invariance contract: 0 (none) or
+                                * >= 64. The one signal of the contract. */
   uint32_t reserved;
   char name[64]; /* human-readable, NUL-terminated, e.g. "cpu (2 threads, avx512)" */
 } specd_device_info;
 
-/* Capability bits of a backend (uint64_t). */
-#define SPECD_BACKEND_BATCH_INVARIANT ((uint64_t)1 << 0) /* honours the contract above */
-#define SPECD_BACKEND_HOST_MEMORY ((uint64_t)1 << 1)     /* buffers live in host memory */
+/* Capability bits of a backend (uint64_t). Bit 0 is retired: up to 0.6 it was
+ * SPECD_BACKEND_BATCH_INVARIANT, which duplicated invariant_max_rows and no host read. */
+#define SPECD_BACKEND_HOST_MEMORY ((uint64_t)1 << 1) /* buffers live in host memory */
 
 typedef struct specd_backend_vtable {
   uint32_t struct_size;
@@ -293,16 +294,11 @@ typedef struct specd_backend_vtable {
   specd_status* (*copy_rows)(void* device, const specd_view* src, const specd_view* indices,
                              const specd_view* dst);
 
-  /* Optional (NULL allowed): y[i, :] = softmax(x[i, :] / temperature), temperature > 0,
-   * x, y f32 [m, n]; y may equal x. [same-thread]
-   * Never called by the host, which transforms logits itself (one code path for p and q);
-   * this slot and argmax's are removed in ABI 1.0 (docs/ABI-1.0.md). Leave them NULL. */
-  specd_status* (*softmax)(void* device, const specd_view* x, float temperature,
-                           const specd_view* y);
-
-  /* Optional (NULL allowed): out[0, i] = argmax of x[i, :] (lowest index among ties);
-   * x f32 [m, n]; out int32 [1, m]. [same-thread] */
-  specd_status* (*argmax)(void* device, const specd_view* x, const specd_view* out);
+  /* Retired slots (0.1-0.6 named them softmax and argmax): never called by the host, which
+   * transforms logits itself in one code path for p and q (docs/ABI-1.0.md). Leave them
+   * NULL; they keep their place in the 0.x layout and leave it at 1.0. */
+  void (*retired_softmax)(void);
+  void (*retired_argmax)(void);
 
   /* ---- ABI 0.4 ---------------------------------------------------------------------------
    * Optional (NULL allowed; read only when struct_size covers it): makes a read-only buffer
@@ -367,7 +363,7 @@ SPECD_STATIC_ASSERT(offsetof(specd_device_info, name) == 24, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, score) == 16, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, buffer_alloc) == 56, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, matmul) == 104, "frozen layout");
-SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, argmax) == 176, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, retired_argmax) == 176, "frozen layout");
 /* Layout of ABI 0.2 additions. */
 SPECD_STATIC_ASSERT(offsetof(specd_rope_params, mode) == 20, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_rope_params, freq_scale) == 24, "frozen layout");

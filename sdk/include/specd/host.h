@@ -53,8 +53,11 @@ typedef struct specd_host {
    * Thread rule: [same-thread] as the call that handed out `rng`. */
   double (*rng_uniform)(void* context, specd_rng* rng);
 
-  /* 64 uniformly random bits, from the same generator. Thread rule: as rng_uniform. */
-  uint64_t (*rng_bits)(void* context, specd_rng* rng);
+  /* Retired (0.1-0.6 named it rng_bits; no plugin of this SDK calls it): 64 random bits
+   * from the same generator. The host still fills it for plugins built against 0.6 or
+   * older; new code uses rng_uniform. It leaves the table at 1.0. Thread rule: as
+   * rng_uniform. */
+  uint64_t (*retired_rng_bits)(void* context, specd_rng* rng);
 
   /* Models as a service (model.h): load a GGUF onto a backend and run it. Pass
    * `context` as each function's host_context. Never NULL in a host of ABI >= 0.1.

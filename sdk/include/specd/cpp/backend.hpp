@@ -33,11 +33,9 @@
 //     specd_buffer* wrap_host(const void* data, uint64_t size);
 //     specd_buffer* wrap_weights(const void* data, uint64_t size, specd_dtype dtype,
 //                                int64_t rows, int64_t cols, bool& copied);  // ABI 0.4
-//     void softmax(const specd_view& x, float temperature, const specd_view& y);
-//     void argmax(const specd_view& x, const specd_view& out);
 //   };
 //   SPECD_BACKEND_PLUGIN(MyDevice, "com.example.backend.mine", "mine", "1.0.0", "what it is",
-//                        SPECD_BACKEND_BATCH_INVARIANT)
+//                        SPECD_BACKEND_HOST_MEMORY)
 //
 // Methods throw (specd::sdk::PluginError or any std::exception); the macro's adapters turn
 // exceptions into statuses made with the host table the device was opened with. Optional
@@ -524,26 +522,6 @@ struct BackendAdapter {
       return nullptr;
     }
   }
-  static constexpr bool has_softmax = requires(Device & dev, const specd_view& v, float t) {
-    dev.softmax(v, t, v);
-  };
-  static specd_status* softmax(void* d, const specd_view* x, float t, const specd_view* y) {
-    if constexpr (has_softmax) {
-      return call(d, [&](Device& dev) { dev.softmax(*x, t, *y); });
-    } else {
-      return nullptr;
-    }
-  }
-  static constexpr bool has_argmax = requires(Device & dev, const specd_view& v) {
-    dev.argmax(v, v);
-  };
-  static specd_status* argmax(void* d, const specd_view* x, const specd_view* out) {
-    if constexpr (has_argmax) {
-      return call(d, [&](Device& dev) { dev.argmax(*x, *out); });
-    } else {
-      return nullptr;
-    }
-  }
 
   static specd_backend_vtable make_vtable(uint64_t flags) {
     specd_backend_vtable vt{};
@@ -568,8 +546,6 @@ struct BackendAdapter {
     vt.swiglu = &swiglu;
     vt.add = &add;
     vt.copy_rows = &copy_rows;
-    vt.softmax = has_softmax ? &softmax : nullptr;
-    vt.argmax = has_argmax ? &argmax : nullptr;
     vt.buffer_wrap_weights = has_wrap_weights ? &wrap_weights : nullptr;
     vt.attention_paged = has_attention_paged ? &attention_paged : nullptr;
     vt.set_rows = has_set_rows ? &set_rows : nullptr;

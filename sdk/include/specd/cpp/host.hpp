@@ -58,7 +58,6 @@ class Host {
     host_->status_free(host_->context, status);
     throw PluginError(code, message);
   }
-  uint64_t bits(specd_rng* rng) const { return host_->rng_bits(host_->context, rng); }
 
  private:
   const specd_host* host_ = nullptr;
