@@ -90,6 +90,10 @@ struct QArgs {
 };
 
 // The weight dtypes this family computes; others stay on the exact f32 family.
+// Called by a kernel's dtype switch for a type `supports` refuses: gemm_small_int8 refuses
+// those before any kernel runs, so reaching it is a bug, never bad input.
+[[noreturn]] void unreachable_dtype(specd_dtype dt, const char* kernel);
+
 static inline bool supports(specd_dtype dt) {
   switch (dt) {
     case SPECD_DTYPE_Q4_K:

@@ -643,8 +643,10 @@ void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
     case SPECD_DTYPE_Q3_K:
     case SPECD_DTYPE_IQ4_XS:
       return cols_lowbit_avx512(a, j0, j1, scratch);
-    default:
+    case SPECD_DTYPE_Q8_0:
       return cols_32<ggml::kQ8_0>(a, j0, j1, scratch);
+    default:
+      unreachable_dtype(a.dtype, "cols_avx512");
   }
 }
 

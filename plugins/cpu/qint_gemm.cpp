@@ -2,6 +2,7 @@
 // column-range tasks of the chosen kernel. Which task or thread computes a column never
 // changes its bits; neither does m.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -12,6 +13,7 @@
 #include "qint.hpp"
 #include "qint_q4k.hpp"
 #include "qint_q6k.hpp"
+#include "specd/cpp/backend.hpp"
 #include "work_shares.hpp"
 
 namespace specd::cpu {
@@ -44,6 +46,16 @@ bool int8_computes(specd_dtype dtype) {
   return qint::supports(dtype);
 }
 
+namespace qint {
+
+void unreachable_dtype(specd_dtype dt, const char* kernel) {
+  std::fprintf(stderr, "specd: cpu: internal error: %s reached with dtype %s\n", kernel,
+               sdk::dtype_name(dt));
+  std::abort();
+}
+
+}  // namespace qint
+
 namespace {
 
 // Grows `v` to hold `bytes` bytes plus padding and returns a 64-byte aligned pointer into it.
@@ -61,6 +73,9 @@ struct ActBuffers {
 }  // namespace
 
 void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
+  if (!qint::supports(a.dtype))
+    throw std::invalid_argument(std::string("cpu: the int8 kernels have no dot product for ") +
+                                sdk::dtype_name(a.dtype) + " weights");
   thread_local ActBuffers act;
   const bool kb = qint::k_blocks(a.dtype);
   const int64_t mk = a.m * a.k;

@@ -219,9 +219,11 @@ void cols_generic(const QArgs& a, int64_t j0, int64_t j1, uint8_t*) {
         case SPECD_DTYPE_IQ4_XS:
           r = dot_lowbit(a.dtype, w, y, d, bs, k / 256);
           break;
-        default:
+        case SPECD_DTYPE_Q8_0:
           r = dot_32<ggml::kQ8_0>(w, y, d, k / 32);
           break;
+        default:
+          unreachable_dtype(a.dtype, "cols_generic");
       }
       a.y[i * a.ldy + j] = r;
     }

@@ -191,9 +191,11 @@ void cols_lowbit_avx2(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) 
     case SPECD_DTYPE_Q3_K:
       cols<ggml::kQ3_K>(a, j0, j1, scratch);
       break;
-    default:
+    case SPECD_DTYPE_IQ4_XS:
       cols<ggml::kIQ4_XS>(a, j0, j1, scratch);
       break;
+    default:
+      unreachable_dtype(a.dtype, "cols_lowbit_avx2");
   }
   _mm256_zeroupper();  // callers run SSE code (libm, the generic ops): no dirty upper state
 }

@@ -64,8 +64,10 @@ float dot_lowbit(specd_dtype dt, const uint8_t* w, const int8_t* y, const float*
       return dot_q2_k(w, y, dy, bs, nb);
     case SPECD_DTYPE_Q3_K:
       return dot_signed<ggml::kQ3_K>(w, y, dy, nb);
-    default:
+    case SPECD_DTYPE_IQ4_XS:
       return dot_signed<ggml::kIQ4_XS>(w, y, dy, nb);
+    default:
+      unreachable_dtype(dt, "dot_lowbit");
   }
 }
 
