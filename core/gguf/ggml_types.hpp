@@ -7,31 +7,34 @@
 #include <optional>
 #include <string>
 
+#include "specd/cpp/ggml_blocks.hpp"
+
 namespace specd {
 
+// The ggml types as stored in GGUF files; ids from the SDK's one list (ggml_blocks.hpp).
 enum class GgmlType : uint32_t {
-  kF32 = 0,
-  kF16 = 1,
-  kQ4_0 = 2,
-  kQ4_1 = 3,
-  kQ5_0 = 6,
-  kQ5_1 = 7,
-  kQ8_0 = 8,
-  kQ8_1 = 9,
-  kQ2_K = 10,
-  kQ3_K = 11,
-  kQ4_K = 12,
-  kQ5_K = 13,
-  kQ6_K = 14,
-  kQ8_K = 15,
-  kIQ4_NL = 20,
-  kIQ4_XS = 23,
-  kI8 = 24,
-  kI16 = 25,
-  kI32 = 26,
-  kI64 = 27,
-  kF64 = 28,
-  kBF16 = 30,
+  kF32 = ggml::kF32,
+  kF16 = ggml::kF16,
+  kQ4_0 = ggml::kQ4_0,
+  kQ4_1 = ggml::kQ4_1,
+  kQ5_0 = ggml::kQ5_0,
+  kQ5_1 = ggml::kQ5_1,
+  kQ8_0 = ggml::kQ8_0,
+  kQ8_1 = ggml::kQ8_1,
+  kQ2_K = ggml::kQ2_K,
+  kQ3_K = ggml::kQ3_K,
+  kQ4_K = ggml::kQ4_K,
+  kQ5_K = ggml::kQ5_K,
+  kQ6_K = ggml::kQ6_K,
+  kQ8_K = ggml::kQ8_K,
+  kIQ4_NL = ggml::kIQ4_NL,
+  kIQ4_XS = ggml::kIQ4_XS,
+  kI8 = ggml::kI8,
+  kI16 = ggml::kI16,
+  kI32 = ggml::kI32,
+  kI64 = ggml::kI64,
+  kF64 = ggml::kF64,
+  kBF16 = ggml::kBF16,
 };
 
 struct GgmlTypeInfo {

@@ -14,7 +14,7 @@ namespace {
 
 constexpr int kGemmWarps = 8;  // output columns per block
 
-template <int DT, int MR>
+template <uint32_t DT, int MR>
 __global__ void gemm_rows_kernel(GemmArgs a) {
   const int lane = static_cast<int>(threadIdx.x) % kLanes;
   const int64_t j = static_cast<int64_t>(blockIdx.x) * kGemmWarps + threadIdx.x / kLanes;
@@ -44,7 +44,7 @@ __global__ void gemm_rows_kernel(GemmArgs a) {
   }
 }
 
-template <int DT>
+template <uint32_t DT>
 __global__ void decode_rows_kernel(GemmArgs a, int64_t row0, int64_t rows, float* out) {
   const int64_t total = rows * a.k;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
@@ -54,7 +54,7 @@ __global__ void decode_rows_kernel(GemmArgs a, int64_t row0, int64_t rows, float
   }
 }
 
-template <int DT>
+template <uint32_t DT>
 cudaError_t gemm_rows_dt(const GemmArgs& a, cudaStream_t stream) {
   const dim3 block(kGemmWarps * kLanes);
   const unsigned cols = static_cast<unsigned>((a.n + kGemmWarps - 1) / kGemmWarps);

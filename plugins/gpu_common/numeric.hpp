@@ -16,45 +16,30 @@ using ggml::f16_to_f32;
 using ggml::f32_to_bits;
 using ggml::load_u16;
 
-// Dtype ids as template parameters (ggml ids, backend.h).
-enum : int {
-  kF32 = 0,
-  kF16 = 1,
-  kQ4_0 = 2,
-  kQ4_1 = 3,
-  kQ5_0 = 6,
-  kQ5_1 = 7,
-  kQ8_0 = 8,
-  kQ2_K = 10,
-  kQ3_K = 11,
-  kQ4_K = 12,
-  kQ5_K = 13,
-  kQ6_K = 14,
-  kIQ4_NL = 20,
-  kIQ4_XS = 23,
-  kBF16 = 30
-};
+using ggml::kF16;
+using ggml::kF32;
+using ggml::kQ8_0;
 
 // Element c of a weight row of dtype DT, as f32: the SDK's one decoder (ggml_blocks.hpp),
 // bit-identical to llama.cpp's dequantization and to the CPU backend's.
-template <int DT>
+template <uint32_t DT>
 SPECD_HD inline float load_element(const uint8_t* row, int64_t c) {
   if constexpr (DT == kF32) {
     return reinterpret_cast<const float*>(row)[c];
   } else {
-    return ggml::element<static_cast<uint32_t>(DT)>(row, c);
+    return ggml::element<DT>(row, c);
   }
 }
 
-// Calls f(DtypeTag<DT>{}) for a weight dtype id validated on the host (any of the above).
-template <int DT>
+// Calls f(DtypeTag<DT>{}) for a weight dtype id validated on the host (ggml::visit_type's).
+template <uint32_t DT>
 struct DtypeTag {
-  static constexpr int value = DT;
+  static constexpr uint32_t value = DT;
 };
 
 template <class F>
 inline void visit_weight_dtype(uint32_t dtype, F&& f) {
-  ggml::visit_type(dtype, [&](auto tag) { f(DtypeTag<static_cast<int>(decltype(tag)::value)>{}); });
+  ggml::visit_type(dtype, [&](auto tag) { f(DtypeTag<decltype(tag)::value>{}); });
 }
 
 // Element `col` of a KV row of `dtype` (f32, f16, or q8_0 in 32-value blocks), decoded exactly:

@@ -72,7 +72,7 @@ __global__ void rope_kernel(Mat x, RopeArgs a) {
   }
 }
 
-template <int DT>
+template <uint32_t DT>
 __global__ void get_rows_kernel(Mat table, const int32_t* ids, Mat y) {
   const int64_t total = y.rows * y.cols;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;

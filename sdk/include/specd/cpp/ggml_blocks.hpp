@@ -29,6 +29,8 @@
 
 #include <stdint.h>
 
+#include "specd/backend.h"
+
 #ifndef SPECD_HD
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #define SPECD_HD __host__ __device__
@@ -42,23 +44,31 @@
 
 namespace specd::ggml {
 
-// ggml type ids (= specd_dtype ids, backend.h).
+// ggml type ids: specd_dtype's (backend.h, where they are defined) and the GGUF types specd
+// reads but never computes with. The one list of ids; core's GgmlType takes its values here.
 enum : uint32_t {
-  kF32 = 0,
-  kF16 = 1,
-  kQ4_0 = 2,
-  kQ4_1 = 3,
-  kQ5_0 = 6,
-  kQ5_1 = 7,
-  kQ8_0 = 8,
-  kQ2_K = 10,
-  kQ3_K = 11,
-  kQ4_K = 12,
-  kQ5_K = 13,
-  kQ6_K = 14,
-  kIQ4_NL = 20,
-  kIQ4_XS = 23,
-  kBF16 = 30,
+  kF32 = SPECD_DTYPE_F32,
+  kF16 = SPECD_DTYPE_F16,
+  kQ4_0 = SPECD_DTYPE_Q4_0,
+  kQ4_1 = SPECD_DTYPE_Q4_1,
+  kQ5_0 = SPECD_DTYPE_Q5_0,
+  kQ5_1 = SPECD_DTYPE_Q5_1,
+  kQ8_0 = SPECD_DTYPE_Q8_0,
+  kQ2_K = SPECD_DTYPE_Q2_K,
+  kQ3_K = SPECD_DTYPE_Q3_K,
+  kQ4_K = SPECD_DTYPE_Q4_K,
+  kQ5_K = SPECD_DTYPE_Q5_K,
+  kQ6_K = SPECD_DTYPE_Q6_K,
+  kIQ4_NL = SPECD_DTYPE_IQ4_NL,
+  kIQ4_XS = SPECD_DTYPE_IQ4_XS,
+  kBF16 = SPECD_DTYPE_BF16,
+  kQ8_1 = 9,
+  kQ8_K = 15,
+  kI8 = 24,
+  kI16 = 25,
+  kI32 = SPECD_DTYPE_I32,
+  kI64 = 27,
+  kF64 = 28,
 };
 
 struct BlockLayout {
