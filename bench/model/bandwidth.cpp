@@ -58,7 +58,7 @@ using Clock = std::chrono::steady_clock;
 double read_bandwidth(int threads) {
   threads = std::max(threads, 1);
   const size_t words = (size_t{256} << 20) / 8, slice = words / static_cast<size_t>(threads);
-  // In the pages the CPU device keeps weights in (plugins/cpu/huge_pages.hpp): 2 MiB ones,
+  // In the pages the CPU device keeps weights in (plugins/cpu/runtime/huge_pages.hpp): 2 MiB ones,
   // unless SPECD_CPU_HUGE_PAGES=0.
   void* memory = nullptr;
   if (posix_memalign(&memory, size_t{2} << 20, words * 8) != 0) throw std::bad_alloc();

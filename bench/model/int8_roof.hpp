@@ -1,4 +1,4 @@
-// The compute roof of the CPU backend's integer kernel family (plugins/cpu/qint.hpp): how many
+// The compute roof of the CPU backend's integer kernel family (plugins/cpu/qint/qint.hpp): how many
 // 8-bit multiply-adds one core retires per second through 512-bit vpdpbusd, measured, so that
 // specd-matmul-bench can show how far the cost of each extra row is from it, and
 // specd-model-bench how much of it the machine gave while it timed v(m).

@@ -7,10 +7,10 @@
 #include <thread>
 #include <vector>
 
-#include "decode.hpp"
-#include "huge_pages.hpp"
-#include "ops.hpp"
-#include "packed_weights.hpp"
+#include "gemm/decode.hpp"
+#include "ops/ops.hpp"
+#include "qint/packed_weights.hpp"
+#include "runtime/huge_pages.hpp"
 #include "specd/cpp/backend.hpp"
 
 namespace specd::cpu {

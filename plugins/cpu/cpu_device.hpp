@@ -6,12 +6,12 @@
 #include <memory>
 #include <string>
 
-#include "cpu_buffer.hpp"
-#include "gemm.hpp"
-#include "huge_pages.hpp"
-#include "op_profile.hpp"
+#include "gemm/gemm.hpp"
+#include "runtime/cpu_buffer.hpp"
+#include "runtime/huge_pages.hpp"
+#include "runtime/op_profile.hpp"
+#include "runtime/thread_pool.hpp"
 #include "specd/cpp/host.hpp"
-#include "thread_pool.hpp"
 
 namespace specd::cpu {
 

@@ -1,6 +1,6 @@
 // Row-wise kernels: every output row is computed from its own input row by one block (or, for
 // elementwise ops, each element by one thread) in a fixed order, so results do not depend on
-// m or the row's place in the batch. Semantics mirror plugins/cpu/ops.cpp.
+// m or the row's place in the batch. Semantics mirror plugins/cpu/ops/ops.cpp.
 #include <math.h>
 
 #include "launch.hpp"

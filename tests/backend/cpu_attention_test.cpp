@@ -1,6 +1,6 @@
 // The CPU backend's attention is one fixed sequence of f32 operations per row and head
-// (plugins/cpu/ops.cpp): 16-lane dot products in k order reduced pairwise, exp_ref
-// (plugins/cpu/vexp.hpp, tested in vexp_test.cpp) of each score minus the largest, the weighted
+// (plugins/cpu/ops/ops.cpp): 16-lane dot products in k order reduced pairwise, exp_ref
+// (plugins/cpu/ops/vexp.hpp, tested in vexp_test.cpp) of each score minus the largest, the weighted
 // values summed in key order, one division. The AVX-512 path (head_dim 64 and 128) and the portable
 // one must both give exactly its bits. This reference is written from that description; the tests
 // build for the baseline x86-64 instruction set, which has no fused multiply-add to contract the
@@ -9,8 +9,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "../../plugins/cpu/vexp.hpp"
 #include "backend_test_util.hpp"
+#include "ops/vexp.hpp"
 
 using namespace specd;
 using namespace specd::test;

@@ -1,8 +1,8 @@
-// The CPU backend's memory for weights and large buffers (plugins/cpu/huge_pages.hpp): weight
-// matrices lie one after another in 2 MiB-aligned chunks that are freed with their last matrix;
-// with huge pages, matrices it does not pack are copied there too (read back as the same bits,
-// read-only), and SPECD_CPU_HUGE_PAGES=0 leaves them where the file maps them; a buffer size the
-// device cannot hold is refused instead of wrapping around.
+// The CPU backend's memory for weights and large buffers (plugins/cpu/runtime/huge_pages.hpp):
+// weight matrices lie one after another in 2 MiB-aligned chunks that are freed with their last
+// matrix; with huge pages, matrices it does not pack are copied there too (read back as the same
+// bits, read-only), and SPECD_CPU_HUGE_PAGES=0 leaves them where the file maps them; a buffer size
+// the device cannot hold is refused instead of wrapping around.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -10,8 +10,8 @@
 #include <random>
 #include <vector>
 
-#include "../../plugins/cpu/huge_pages.hpp"
 #include "backend_test_util.hpp"
+#include "runtime/huge_pages.hpp"
 
 using namespace specd;
 using namespace specd::test;

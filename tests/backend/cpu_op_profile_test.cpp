@@ -1,4 +1,4 @@
-// The CPU backend's op profile ($SPECD_CPU_PROFILE, plugins/cpu/op_profile.hpp): the table
+// The CPU backend's op profile ($SPECD_CPU_PROFILE, plugins/cpu/runtime/op_profile.hpp): the table
 // written when a device closes counts every op call under its m and, for matmul, its weight
 // type, and the devices of a process add their tables to one file; a path that cannot hold
 // the table is refused when the device opens, naming it.

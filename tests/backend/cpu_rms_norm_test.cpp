@@ -1,5 +1,6 @@
-// The CPU backend's rms_norm (plugins/cpu/ops.cpp) is one fixed sequence per row: the squares of
-// the row's values made double (exact) and added in column order from 0, s = f32(1 / sqrt(sum / n
+// The CPU backend's rms_norm (plugins/cpu/ops/ops.cpp) is one fixed sequence per row: the squares
+// of the row's values made double (exact) and added in column order from 0, s = f32(1 / sqrt(sum /
+// n
 // + eps)), then (x * s) * w in f32. It sums several rows side by side (and the rows of a group on
 // one thread): the bits must be those of the definition for any number of rows and threads. A
 // sum taken in another order seldom moves s; what this catches is a row given another row's sum,

@@ -1,4 +1,4 @@
-// The CPU backend's rope (plugins/cpu/ops.cpp) rotates by angles computed in double, with cos
+// The CPU backend's rope (plugins/cpu/ops/ops.cpp) rotates by angles computed in double, with cos
 // and sin rounded to f32, then rotates each pair in f32: theta = pos * base^(-2j / n_rot), divided
 // by freq_factors[j] when given, times freq_scale when not 1; (a, b) becomes
 // (a * c - b * s, a * s + b * c). It keeps the cos and sin of recent positions between calls,

@@ -1,7 +1,7 @@
 // buffer_wrap_weights (ABI 0.4) on the CPU backend: q4_K and q6_K matrices handed over this way
-// are packed for the AVX-512 kernels (plugins/cpu/packed_weights.hpp) where they run. Whatever the
-// layout, every read must give what the same matrix wrapped in place gives, bit for bit:
-// matmul at every m and row slice, get_rows and download.
+// are packed for the AVX-512 kernels (plugins/cpu/qint/packed_weights.hpp) where they run. Whatever
+// the layout, every read must give what the same matrix wrapped in place gives, bit for bit: matmul
+// at every m and row slice, get_rows and download.
 #include <cstring>
 #include <random>
 #include <vector>

@@ -1,4 +1,4 @@
-// The CPU backend's integer kernel family (plugins/cpu/qint.hpp, SPECD_CPU_QUANT=int8): on
+// The CPU backend's integer kernel family (plugins/cpu/qint/qint.hpp, SPECD_CPU_QUANT=int8): on
 // every kernel this CPU runs, each product equals a scalar reference of the same integer
 // algorithm written here from qint.hpp's definition, bit for bit; rows are batch invariant for
 // m = 1..64; and the error against the exact product is within the activation rounding bound.

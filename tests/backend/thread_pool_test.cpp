@@ -1,9 +1,9 @@
-// The CPU backend's thread pool (plugins/cpu/thread_pool.cpp): every task of a run exactly
+// The CPU backend's thread pool (plugins/cpu/runtime/thread_pool.cpp): every task of a run exactly
 // once, its writes visible to the caller when run() returns, whatever the number of threads
 // and tasks, and the same when more pools run at once than the machine has cores (workers
 // then often join a run late, or not at all, and the caller must neither wait for them nor
 // let them into the next run early). And the work shares handed out by stealing
-// (plugins/cpu/work_shares.hpp): every unit once, a late task's share done by the others.
+// (plugins/cpu/runtime/work_shares.hpp): every unit once, a late task's share done by the others.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -13,8 +13,8 @@
 
 #include <doctest/doctest.h>
 
-#include "../../plugins/cpu/thread_pool.hpp"
-#include "../../plugins/cpu/work_shares.hpp"
+#include "runtime/thread_pool.hpp"
+#include "runtime/work_shares.hpp"
 
 using specd::cpu::ThreadPool;
 using specd::cpu::WorkShares;

@@ -1,11 +1,11 @@
-// The CPU backend's exp (plugins/cpu/vexp.hpp): the scalar definition's accuracy against exp,
+// The CPU backend's exp (plugins/cpu/ops/vexp.hpp): the scalar definition's accuracy against exp,
 // its limits, the AVX2 and AVX-512 versions giving its bits on every element, and the swiglu
 // and attention ops that use it (cpu_attention_test.cpp) giving the bits of that definition.
 #include <cmath>
 #include <cstring>
 
-#include "../../plugins/cpu/vexp.hpp"
 #include "backend_test_util.hpp"
+#include "ops/vexp.hpp"
 #include "test_skip.hpp"
 
 using namespace specd;
