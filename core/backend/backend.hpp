@@ -117,6 +117,9 @@ class Device {
   Device& operator=(const Device&) = delete;
 
   const Backend& backend() const { return *backend_; }
+  // The plugin's device handle, for calls straight through backend().vtable() (tests of
+  // what the ABI boundary does with arguments this class never passes).
+  void* handle() const { return handle_; }
   specd_device_info info() const;
   // Whether the device makes backend.h's batch-invariance contract (for info().invariant_max_rows
   // rows).

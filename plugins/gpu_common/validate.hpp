@@ -1,6 +1,6 @@
-// Host-side argument checks of the GPU backends: the SDK's view, shape and range checks
+// Host-side argument checks of the GPU backends: the SDK's view and range checks
 // (specd/cpp/backend.hpp, shared with the CPU backend) plus the alignment the kernels' loads
-// need. Shapes are compared with sdk::check_same_shape.
+// need. Each op's shapes were checked by the SDK's adapter (specd/cpp/op_contract.hpp).
 #pragma once
 
 #include <initializer_list>

@@ -346,6 +346,44 @@ TEST_CASE("copy_rows gathers and compacts in place") {
   }
 }
 
+// The op contracts (specd/cpp/op_contract.hpp) run in the SDK's adapter before a backend's
+// method: calls straight through the vtable with what the host never passes.
+TEST_CASE("the adapter refuses missing views and broken shapes before the backend runs") {
+  for (auto& ob : open_backends()) {
+    Device& dev = *ob.device;
+    CAPTURE(ob.backend->name());
+    const specd_backend_vtable& vt = dev.backend().vtable();
+    Buffer a = dev.alloc(64 * 4), y = dev.alloc(64 * 4);
+    const View x = a.view(SPECD_DTYPE_F32, 2, 8), out = y.view(SPECD_DTYPE_F32, 2, 8);
+    const View w_bad = a.view(SPECD_DTYPE_F32, 1, 4);
+    auto message = [&](specd_status* s) {
+      REQUIRE(s != nullptr);
+      std::string m;
+      try {
+        dev.backend().check(s, nullptr);
+      } catch (const Error& e) {
+        m = e.what();
+      }
+      return m;
+    };
+    CHECK(message(vt.rms_norm(dev.handle(), nullptr, w_bad.raw(), 1e-5f, out.raw()))
+              .find("rms_norm: x: missing view") != std::string::npos);
+    CHECK(message(vt.rms_norm(dev.handle(), x.raw(), w_bad.raw(), 1e-5f, out.raw()))
+              .find("rms_norm: weight must be [1, n]") != std::string::npos);
+    CHECK(message(vt.rms_norm(dev.handle(), x.raw(), a.view(SPECD_DTYPE_F32, 1, 8).raw(), -1.0f,
+                              out.raw()))
+              .find("eps must be >= 0") != std::string::npos);
+    specd_attention_params p{};
+    p.struct_size = sizeof(p);
+    p.n_head = p.n_head_kv = 1;
+    p.head_dim = 8;
+    CHECK(message(vt.attention(dev.handle(), x.raw(), x.raw(), x.raw(), nullptr, &p, out.raw()))
+              .find("attention: missing mask") != std::string::npos);
+    CHECK(message(vt.swiglu(dev.handle(), x.raw(), a.view(SPECD_DTYPE_F32, 1, 8).raw(), out.raw()))
+              .find("swiglu: up is [1, 8] but gate is [2, 8]") != std::string::npos);
+  }
+}
+
 TEST_CASE("bad arguments are reported with the op and argument, never a crash") {
   for (auto& ob : open_backends()) {
     Device& dev = *ob.device;

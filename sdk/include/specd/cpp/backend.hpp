@@ -39,7 +39,10 @@
 //
 // Methods throw (specd::sdk::PluginError or any std::exception); the macro's adapters turn
 // exceptions into statuses made with the host table the device was opened with. Optional
-// methods that the class does not define leave their vtable slot NULL.
+// methods that the class does not define leave their vtable slot NULL. Before an op's method
+// runs, the adapter checks the op's contract (op_contract.hpp: shapes, parameters, dtype
+// relations); the method checks its views against its buffers (check_view_extent) and the
+// index values in its memory.
 #pragma once
 
 #include <algorithm>
@@ -55,21 +58,11 @@
 #include "specd/backend.h"
 #include "specd/cpp/ggml_blocks.hpp"
 #include "specd/cpp/host.hpp"
+#include "specd/cpp/op_contract.hpp"
 #include "specd/cpp/plugin.hpp"
 #include "specd/entry.h"
 
 namespace specd::sdk {
-
-// Bytes of one row of `cols` elements of `dtype`, or 0 for an unknown dtype or a quantized
-// row that is not a whole number of blocks (block layouts: ggml_blocks.hpp).
-inline uint64_t dtype_row_bytes(specd_dtype dtype, int64_t cols) {
-  if (dtype == SPECD_DTYPE_I32) return static_cast<uint64_t>(cols) * 4;
-  return ggml::row_bytes(dtype, cols);
-}
-
-inline const char* dtype_name(specd_dtype dtype) {
-  return dtype == SPECD_DTYPE_I32 ? "i32" : ggml::type_name(dtype);
-}
 
 // A packed view (row_stride = row size) of `rows` x `cols` at `offset`.
 inline specd_view make_view(specd_buffer* buffer, specd_dtype dtype, uint64_t offset, int64_t rows,
@@ -125,241 +118,6 @@ uint64_t check_view_extent(const specd_view* v, const char* op, const char* arg,
                            std::to_string(v->cols) + "] at offset " + std::to_string(v->offset) +
                            " exceeds its buffer of " + std::to_string(size) + " bytes");
   return row_bytes;
-}
-
-// Throws "<op>: <b_name> is [r, c] but <a_name> is [r, c]" unless `a` and `b` (views, or a
-// backend's own matrix type: anything with rows and cols) have the same shape. [any thread]
-template <class A, class B>
-void check_same_shape(const A& a, const B& b, const char* op, const char* a_name,
-                      const char* b_name) {
-  if (a.rows != b.rows || a.cols != b.cols)
-    throw invalid_argument(std::string(op) + ": " + b_name + " is [" + std::to_string(b.rows) +
-                           ", " + std::to_string(b.cols) + "] but " + a_name + " is [" +
-                           std::to_string(a.rows) + ", " + std::to_string(a.cols) + "]");
-}
-
-// Throws unless bytes [offset, offset + size) lie inside a buffer of `buffer_size` bytes
-// (uploads, downloads, copies). [any thread]
-inline void check_range(const char* op, uint64_t offset, uint64_t size, uint64_t buffer_size) {
-  if (offset > buffer_size || size > buffer_size - offset)
-    throw invalid_argument(std::string(op) + ": range [" + std::to_string(offset) + ", +" +
-                           std::to_string(size) + ") outside a buffer of " +
-                           std::to_string(buffer_size) + " bytes");
-}
-
-// The shape rules of `matmul` (backend.h) for a backend's matrix type M: x [m, k],
-// w [n, k], y [m, n]. Throws INVALID_ARGUMENT. [any thread]
-template <class M>
-void check_matmul_shapes(const M& x, const M& w, const M& y) {
-  if (w.cols != x.cols)
-    throw invalid_argument("matmul: x has k = " + std::to_string(x.cols) +
-                           " but w has k = " + std::to_string(w.cols));
-  if (y.rows != x.rows || y.cols != w.rows)
-    throw invalid_argument("matmul: y is [" + std::to_string(y.rows) + ", " +
-                           std::to_string(y.cols) + "], expected [" + std::to_string(x.rows) +
-                           ", " + std::to_string(w.rows) + "]");
-}
-
-// The shape rules of `get_rows`: ids [1, m] for y [m, d], table [rows, d]. [any thread]
-template <class M>
-void check_get_rows_shapes(const M& table, const M& ids, const M& y) {
-  if (ids.rows != 1 || ids.cols != y.rows)
-    throw invalid_argument("get_rows: ids must be [1, m] for y [m, d]");
-  if (y.cols != table.cols) throw invalid_argument("get_rows: y and table differ in cols");
-}
-
-// The shape rules of `copy_rows`: src and dst of one dtype and width, indices [1, m] for
-// dst [m, n]. [any thread]
-template <class M>
-void check_copy_rows_shapes(const M& src, const M& indices, const M& dst) {
-  if (src.dtype != dst.dtype || src.cols != dst.cols)
-    throw invalid_argument("copy_rows: src and dst differ in dtype or cols");
-  if (indices.rows != 1 || indices.cols != dst.rows)
-    throw invalid_argument("copy_rows: indices must be [1, m] for dst [m, n]");
-}
-
-// Row indices read on the host: each of ids[0, n) must be in [0, rows). Throws
-// "<op>: <what> <id> at <i> outside [0, <rows>)". [any thread]
-inline void check_row_ids(const char* op, const char* what, const int32_t* ids, int64_t n,
-                          int64_t rows) {
-  for (int64_t i = 0; i < n; ++i)
-    if (ids[i] < 0 || ids[i] >= rows)
-      throw invalid_argument(std::string(op) + ": " + what + " " + std::to_string(ids[i]) + " at " +
-                             std::to_string(i) + " outside [0, " + std::to_string(rows) + ")");
-}
-
-// The ABI 0.2 fields of `rope` params (backend.h), or their 0.1 meaning (normal mode, no
-// scaling, no factors) when struct_size ends before them. Pure; [any thread].
-struct RopeOptions {
-  uint32_t mode = SPECD_ROPE_NORMAL;
-  float freq_scale = 1.0f;
-  const specd_view* freq_factors = nullptr;  // borrowed from the params
-};
-inline RopeOptions rope_options(const specd_rope_params& p) {
-  RopeOptions o;
-  if (p.struct_size >= offsetof(specd_rope_params, freq_factors) + sizeof(p.freq_factors)) {
-    o.mode = p.mode;
-    o.freq_scale = p.freq_scale == 0.0f ? 1.0f : p.freq_scale;  // 0: no scaling
-    o.freq_factors = p.freq_factors;
-  }
-  return o;
-}
-
-// The shape rules of `rope` (backend.h), for a backend's own matrix type M (anything with
-// rows and cols): the params' size, even head_dim and n_rot <= min(head_dim, 1024), x of
-// n_head * head_dim columns, positions [1, m]. Throws INVALID_ARGUMENT. [any thread]
-template <class M>
-void check_rope_shapes(const M& x, const M& positions, const specd_rope_params& p) {
-  auto fail = [](const std::string& what) { throw invalid_argument("rope: " + what); };
-  if (p.struct_size < offsetof(specd_rope_params, mode)) fail("params struct_size too small");
-  const RopeOptions o = rope_options(p);
-  if (o.mode != SPECD_ROPE_NORMAL && o.mode != SPECD_ROPE_NEOX)
-    fail("mode " + std::to_string(o.mode) + " is neither SPECD_ROPE_NORMAL nor SPECD_ROPE_NEOX");
-  if (!(o.freq_scale > 0.0f) || o.freq_scale > 3.0e38f)
-    fail("freq_scale " + std::to_string(o.freq_scale) + " must be 0 (none) or finite and > 0");
-  if (p.head_dim == 0 || p.head_dim % 2 || p.n_rot % 2 || p.n_rot > p.head_dim || p.n_rot > 1024)
-    fail("need even head_dim and even n_rot <= min(head_dim, 1024)");
-  const int64_t cols = static_cast<int64_t>(p.n_head) * p.head_dim;
-  if (cols != x.cols)
-    fail("x has " + std::to_string(x.cols) +
-         " cols, expected n_head * head_dim = " + std::to_string(cols));
-  if (positions.rows != 1 || positions.cols != x.rows) fail("positions must be [1, m]");
-}
-
-// The shape rule of `rope`'s freq_factors (the backend's checked view of
-// rope_options(p).freq_factors): f32 [1, n_rot / 2]. Their values (> 0) are the caller's
-// to guarantee: they may live in device memory. Throws INVALID_ARGUMENT. [any thread]
-template <class M>
-void check_rope_factors_shape(const M& factors, const specd_rope_params& p) {
-  if (factors.rows != 1 || factors.cols != static_cast<int64_t>(p.n_rot / 2))
-    throw invalid_argument("rope: freq_factors is [" + std::to_string(factors.rows) + ", " +
-                           std::to_string(factors.cols) +
-                           "], expected [1, n_rot / 2 = " + std::to_string(p.n_rot / 2) + "]");
-}
-
-// The shape rules of `add`: y and a [m, n]; b [m, n] or, since ABI 0.2, one row [1, n]
-// added to every row (a bias). Throws INVALID_ARGUMENT. [any thread]
-template <class M>
-void check_add_shapes(const M& a, const M& b, const M& y) {
-  check_same_shape(a, y, "add", "a", "y");
-  if (b.rows == 1 && b.cols == a.cols) return;
-  check_same_shape(a, b, "add", "a", "b");
-}
-
-// The shape rules of `attention` (backend.h) for a backend's matrix type M: the params
-// (n_head a positive multiple of n_head_kv, head_dim > 0), q and out [m, n_head * head_dim],
-// the caches [capacity, n_head_kv * head_dim], mask.prefix_len [1, m] and mask.extra_begin
-// [1, m + 1]. The mask's values are the backend's to check (they may be in device memory).
-// Throws INVALID_ARGUMENT. [any thread]
-template <class M>
-void check_attention_shapes(const M& q, const M& k, const M& v, const M& out, const M& prefix_len,
-                            const M& extra_begin, const specd_attention_params& p) {
-  auto fail = [](const std::string& what) { throw invalid_argument("attention: " + what); };
-  if (p.struct_size < sizeof(specd_attention_params)) fail("params struct_size too small");
-  if (p.n_head == 0 || p.n_head_kv == 0 || p.n_head % p.n_head_kv || p.head_dim == 0)
-    fail("need n_head a positive multiple of n_head_kv and head_dim > 0");
-  if (q.cols != static_cast<int64_t>(p.n_head) * p.head_dim) fail("q cols != n_head * head_dim");
-  if (k.cols != static_cast<int64_t>(p.n_head_kv) * p.head_dim || v.cols != k.cols ||
-      v.rows != k.rows)
-    fail("k_cache/v_cache must be [capacity, n_head_kv * head_dim]");
-  check_same_shape(q, out, "attention", "q", "out");
-  if (prefix_len.rows != 1 || prefix_len.cols != q.rows) fail("mask.prefix_len must be [1, m]");
-  if (extra_begin.rows != 1 || extra_begin.cols != q.rows + 1)
-    fail("mask.extra_begin must be [1, m + 1]");
-}
-
-// The shape rules of `attention_paged` (backend.h): attention's, with the pools in place of
-// the caches, and pages.block_table [1, n] and pages.table_begin [1, m] int32 views checked
-// by the caller into `table` and `table_begin`. Throws INVALID_ARGUMENT. [any thread]
-template <class M>
-void check_attention_paged_shapes(const M& q, const M& k, const M& v, const M& out,
-                                  const M& prefix_len, const M& extra_begin, const M& table,
-                                  const M& table_begin, const specd_kv_pages& pages,
-                                  const specd_attention_params& p) {
-  auto fail = [](const std::string& what) { throw invalid_argument("attention_paged: " + what); };
-  if (pages.struct_size < sizeof(specd_kv_pages)) fail("pages struct_size too small");
-  if (pages.block_rows == 0) fail("pages.block_rows must be at least 1");
-  if (k.rows % pages.block_rows != 0)
-    fail("the pools' " + std::to_string(k.rows) + " rows are not whole blocks of " +
-         std::to_string(pages.block_rows));
-  check_attention_shapes(q, k, v, out, prefix_len, extra_begin, p);
-  if (table.rows != 1 || table.cols < 1) fail("pages.block_table must be [1, n], n >= 1");
-  if (table_begin.rows != 1 || table_begin.cols != q.rows) fail("pages.table_begin must be [1, m]");
-}
-
-// The rules of an attention mask's values (backend.h, specd_attention_mask), for backends
-// whose index views are host memory: extra_begin starts at 0 and never decreases, every row
-// attends at least one key, a row's extra slots increase from its prefix_len on, and every
-// slot is below limit(i), the logical rows row i may address (attention: the capacity;
-// attention_paged: what its table covers). `extra` holds n_extra entries (may be null when
-// extra_begin[m] is 0). Throws INVALID_ARGUMENT naming `op`. [any thread]
-template <class Limit>
-void check_attention_mask(const char* op, int64_t m, const int32_t* prefix, const int32_t* begin,
-                          const int32_t* extra, int64_t n_extra, Limit&& limit) {
-  auto fail = [&](const std::string& what) {
-    throw invalid_argument(std::string(op) + ": " + what);
-  };
-  if (begin[0] != 0) fail("mask.extra_begin[0] must be 0");
-  if (begin[m] > n_extra) fail("mask.extra_slots shorter than extra_begin[m]");
-  for (int64_t i = 0; i < m; ++i) {
-    const int64_t cap = limit(i);
-    if (prefix[i] < 0 || prefix[i] > cap)
-      fail("mask.prefix_len out of range at row " + std::to_string(i));
-    if (begin[i + 1] < begin[i]) fail("mask.extra_begin not increasing");
-    if (prefix[i] + begin[i + 1] - begin[i] == 0)
-      fail("row " + std::to_string(i) + " attends no key");
-    int64_t last = static_cast<int64_t>(prefix[i]) - 1;
-    for (int32_t e = begin[i]; e < begin[i + 1]; ++e) {
-      if (extra[e] <= last || extra[e] >= cap)
-        fail("mask.extra_slots of row " + std::to_string(i) +
-             " must increase, start at or after prefix_len and stay below capacity");
-      last = extra[e];
-    }
-  }
-}
-
-// The rules of attention_paged's table values, for backends whose index views are host
-// memory: every block id in [0, blocks), every table_begin in [0, n]; row i's table then
-// covers (n - table_begin[i]) * block_rows logical rows (check_attention_mask's limit).
-// Throws INVALID_ARGUMENT. [any thread]
-inline void check_kv_pages(const int32_t* table, int64_t n, const int32_t* table_begin, int64_t m,
-                           int64_t blocks) {
-  for (int64_t b = 0; b < n; ++b)
-    if (table[b] < 0 || table[b] >= blocks)
-      throw invalid_argument("attention_paged: pages.block_table[" + std::to_string(b) +
-                             "] = " + std::to_string(table[b]) + " is outside the pool's " +
-                             std::to_string(blocks) + " blocks");
-  for (int64_t i = 0; i < m; ++i)
-    if (table_begin[i] < 0 || table_begin[i] > n)
-      throw invalid_argument("attention_paged: pages.table_begin[" + std::to_string(i) +
-                             "] is outside the table");
-}
-
-// The shape rules of `set_rows` (backend.h): src [m, n], indices [1, m], dst [rows, n] of
-// src's dtype (or f16 / q8_0 for an f32 src: whether the backend converts is its own).
-// Throws INVALID_ARGUMENT. [any thread]
-template <class M>
-void check_set_rows_shapes(const M& src, const M& indices, const M& dst) {
-  auto fail = [](const std::string& what) { throw invalid_argument("set_rows: " + what); };
-  if (indices.rows != 1 || indices.cols != src.rows) fail("indices must be [1, m]");
-  if (src.cols != dst.cols) fail("src and dst differ in columns");
-  const bool converts = src.dtype == SPECD_DTYPE_F32 &&
-                        (dst.dtype == SPECD_DTYPE_F16 || dst.dtype == SPECD_DTYPE_Q8_0);
-  if (src.dtype != dst.dtype && !converts)
-    fail(std::string("cannot write ") + dtype_name(src.dtype) + " rows into " +
-         dtype_name(dst.dtype) + " rows");
-}
-
-// set_rows' index values, for backends whose index views are host memory: each in
-// [0, rows), no two equal. Throws INVALID_ARGUMENT. [any thread]
-inline void check_scatter_ids(const int32_t* ids, int64_t m, int64_t rows) {
-  check_row_ids("set_rows", "index", ids, m, rows);
-  std::vector<int32_t> sorted(ids, ids + m);
-  std::sort(sorted.begin(), sorted.end());
-  for (int64_t i = 1; i < m; ++i)
-    if (sorted[i] == sorted[i - 1])
-      throw invalid_argument("set_rows: index " + std::to_string(sorted[i]) +
-                             " appears twice (rows would be written twice)");
 }
 
 namespace detail {
@@ -465,35 +223,59 @@ struct BackendAdapter {
   }
   static specd_status* matmul(void* d, const specd_view* x, const specd_view* w,
                               const specd_view* y) {
-    return call(d, [&](Device& dev) { dev.matmul(*x, *w, *y); });
+    return call(d, [&](Device& dev) {
+      contract::matmul(x, w, y);
+      dev.matmul(*x, *w, *y);
+    });
   }
   static specd_status* rms_norm(void* d, const specd_view* x, const specd_view* w, float eps,
                                 const specd_view* y) {
-    return call(d, [&](Device& dev) { dev.rms_norm(*x, *w, eps, *y); });
+    return call(d, [&](Device& dev) {
+      contract::rms_norm(x, w, eps, y);
+      dev.rms_norm(*x, *w, eps, *y);
+    });
   }
   static specd_status* rope(void* d, const specd_view* x, const specd_view* pos,
                             const specd_rope_params* p) {
-    return call(d, [&](Device& dev) { dev.rope(*x, *pos, *p); });
+    return call(d, [&](Device& dev) {
+      contract::rope(x, pos, p);
+      dev.rope(*x, *pos, *p);
+    });
   }
   static specd_status* get_rows(void* d, const specd_view* t, const specd_view* ids,
                                 const specd_view* y) {
-    return call(d, [&](Device& dev) { dev.get_rows(*t, *ids, *y); });
+    return call(d, [&](Device& dev) {
+      contract::get_rows(t, ids, y);
+      dev.get_rows(*t, *ids, *y);
+    });
   }
   static specd_status* attention(void* d, const specd_view* q, const specd_view* k,
                                  const specd_view* v, const specd_attention_mask* mask,
                                  const specd_attention_params* p, const specd_view* out) {
-    return call(d, [&](Device& dev) { dev.attention(*q, *k, *v, *mask, *p, *out); });
+    return call(d, [&](Device& dev) {
+      contract::attention(q, k, v, mask, p, out);
+      dev.attention(*q, *k, *v, *mask, *p, *out);
+    });
   }
   static specd_status* swiglu(void* d, const specd_view* g, const specd_view* u,
                               const specd_view* y) {
-    return call(d, [&](Device& dev) { dev.swiglu(*g, *u, *y); });
+    return call(d, [&](Device& dev) {
+      contract::swiglu(g, u, y);
+      dev.swiglu(*g, *u, *y);
+    });
   }
   static specd_status* add(void* d, const specd_view* a, const specd_view* b, const specd_view* y) {
-    return call(d, [&](Device& dev) { dev.add(*a, *b, *y); });
+    return call(d, [&](Device& dev) {
+      contract::add(a, b, y);
+      dev.add(*a, *b, *y);
+    });
   }
   static specd_status* copy_rows(void* d, const specd_view* src, const specd_view* idx,
                                  const specd_view* dst) {
-    return call(d, [&](Device& dev) { dev.copy_rows(*src, *idx, *dst); });
+    return call(d, [&](Device& dev) {
+      contract::copy_rows(src, idx, dst);
+      dev.copy_rows(*src, *idx, *dst);
+    });
   }
   static constexpr bool has_attention_paged =
       requires(Device & dev, const specd_view& v, const specd_attention_mask& mk,
@@ -505,8 +287,10 @@ struct BackendAdapter {
                                        const specd_kv_pages* pages, const specd_attention_params* p,
                                        const specd_view* out) {
     if constexpr (has_attention_paged) {
-      return call(d,
-                  [&](Device& dev) { dev.attention_paged(*q, *k, *v, *mask, *pages, *p, *out); });
+      return call(d, [&](Device& dev) {
+        contract::attention_paged(q, k, v, mask, pages, p, out);
+        dev.attention_paged(*q, *k, *v, *mask, *pages, *p, *out);
+      });
     } else {
       return nullptr;
     }
@@ -517,7 +301,10 @@ struct BackendAdapter {
   static specd_status* set_rows(void* d, const specd_view* src, const specd_view* idx,
                                 const specd_view* dst) {
     if constexpr (has_set_rows) {
-      return call(d, [&](Device& dev) { dev.set_rows(*src, *idx, *dst); });
+      return call(d, [&](Device& dev) {
+        contract::set_rows(src, idx, dst);
+        dev.set_rows(*src, *idx, *dst);
+      });
     } else {
       return nullptr;
     }
