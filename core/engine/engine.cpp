@@ -13,6 +13,7 @@
 #include "engine/adaptive_k.hpp"
 #include "engine/backend_selection.hpp"
 #include "engine/kv_budget.hpp"
+#include "engine/model_service.hpp"
 #include "engine/padding_mask.hpp"
 #include "engine/plugin_checks.hpp"
 #include "engine/plugin_params.hpp"
@@ -24,7 +25,6 @@
 #include "models/kv_layout.hpp"
 #include "models/llama_model.hpp"
 #include "plugin/host_services.hpp"
-#include "plugin/model_service.hpp"
 #include "sampling/sample_row.hpp"
 #include "sampling/sampling_transform.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -125,12 +125,15 @@ std::unique_ptr<Proposer> Engine::make_proposer(const Config& config,
   ProposerSetup setup = proposer_setup(config, *tokenizer_, shape);
   const std::string target_backend =
       config.target.backend.empty() ? config.engine.backend : config.target.backend;
-  // A per-sequence proposer plugin opens its models again for each further sequence.
-  setup.registry = &registry;
-  setup.model_backend = config.proposer.backend.empty() ? target_backend : config.proposer.backend;
-  setup.threads = static_cast<uint32_t>(config.engine.threads);
-  setup.shared_device = device_.get();
-  setup.kv_dtype =
+  // Where its models load (a per-sequence proposer plugin opens them again for each further
+  // sequence): the run's backend and threads, sharing the target's device.
+  setup.models = std::make_shared<ModelRun>();
+  setup.models->registry = &registry;
+  setup.models->default_backend =
+      config.proposer.backend.empty() ? target_backend : config.proposer.backend;
+  setup.models->threads = static_cast<uint32_t>(config.engine.threads);
+  setup.models->shared = device_.get();
+  setup.models->kv_dtype =
       kv_dtype(config.proposer.kv_type.empty() ? config.engine.kv_type : config.proposer.kv_type);
   ProposerConfig proposer_config = config.proposer;
   // k = "auto": the proposer is built for the longest draft; each round asks for what the

@@ -6,11 +6,11 @@
 #include "backend/backend.hpp"
 #include "common/error.hpp"
 #include "engine/backend_selection.hpp"
+#include "engine/model_service.hpp"
 #include "engine/plugin_params.hpp"
 #include "engine/proposer.hpp"
 #include "engine/verifier_factory.hpp"
 #include "gguf/gguf_reader.hpp"
-#include "plugin/model_service.hpp"
 
 namespace specd {
 namespace {
@@ -165,15 +165,16 @@ void check_config_plugins(const Config& config, const PluginRegistry& registry) 
   } catch (const Error&) {
     return;
   }
-  ModelCheckScope no_models;
+  auto no_models = std::make_shared<ModelRun>();  // no registry: opens refused, recorded
+  setup.models = no_models;
   try {
     Proposer checked(proposer, config.proposer, setup);
   } catch (const UsageError& e) {
-    if (!no_models.refused_open()) throw_located_proposer_error(config, e);
+    if (!no_models->refused_open) throw_located_proposer_error(config, e);
   } catch (const Error&) {
     // Past its parameter checks the proposer opens its model, which is refused here; any
     // other runtime failure is run's to report with the models loaded.
-    if (!no_models.refused_open()) throw;
+    if (!no_models->refused_open) throw;
   }
 }
 

@@ -4,8 +4,8 @@
 #include <optional>
 
 #include "common/error.hpp"
+#include "engine/model_service.hpp"
 #include "engine/padding_mask.hpp"
-#include "plugin/model_service.hpp"
 
 namespace specd {
 
@@ -27,12 +27,23 @@ specd_status* Proposer::apply_transform(void* context, const float* logits, uint
   }
 }
 
+namespace {
+
+// A setup without a model run refuses models (as a run without a registry does).
+ProposerSetup with_models(ProposerSetup setup) {
+  if (!setup.models) setup.models = std::make_shared<ModelRun>();
+  return setup;
+}
+
+}  // namespace
+
 Proposer::Proposer(const LoadedPlugin& plugin, const ProposerConfig& config,
                    const ProposerSetup& setup)
     : plugin_(&plugin),
       vtable_(static_cast<const specd_proposer_vtable*>(plugin.vtable)),
       config_(config),
-      setup_(setup),
+      setup_(with_models(setup)),
+      host_(model_host_table(*setup_.models)),
       params_(config_.params, plugin.abi_minor),  // points into config_
       sampling_(setup.sampling),
       vocab_(setup.vocab_size),
@@ -85,14 +96,8 @@ Proposer::~Proposer() {
 }
 
 void* Proposer::create_object() const {
-  // Models a proposer opens (host->models) load onto the run's backend; the caller of the
-  // first creation holds that scope itself when no registry is given.
-  std::optional<ModelServiceScope> models;
-  if (setup_.registry)
-    models.emplace(*setup_.registry, setup_.model_backend, setup_.threads, setup_.shared_device,
-                   setup_.kv_dtype);
   void* object = nullptr;
-  throw_if_error(vtable_->create(host_table(), params_.raw(),
+  throw_if_error(vtable_->create(&host_, params_.raw(),
                                  config_.model.empty() ? nullptr : config_.model.c_str(), &context_,
                                  &transform_, &object),
                  what_);
@@ -110,7 +115,7 @@ std::unique_ptr<ProposerSequence> Proposer::open() {
     object = idle_objects_.back();
     idle_objects_.pop_back();
   } else {
-    if (!setup_.registry)
+    if (!setup_.models->registry)
       throw Error(what_ + ": no further sequences can be opened here (its models are not loaded)");
     object = create_object();
   }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "engine/model_service.hpp"
 #include "engine/plugin_params.hpp"
 #include "plugin/host_services.hpp"
 #include "plugin/registry.hpp"
@@ -52,15 +53,10 @@ struct ProposerSetup {
   std::string target_path;
   std::vector<std::string> token_texts;
   SamplingParams sampling;
-  // Where a per-sequence plugin's later objects open their models (host->models): the
-  // registry, the backend and threads of the run. Null registry: the caller holds a
-  // ModelServiceScope around the Proposer's construction and opens no further sequence
-  // objects (check-config).
-  const PluginRegistry* registry = nullptr;
-  std::string model_backend;
-  uint32_t threads = 0;
-  Device* shared_device = nullptr;  // the target's device, which models on its backend share
-  uint32_t kv_dtype = 0;            // the KV cache rows of the models it opens (f32)
+  // What the models it opens (host->models) load onto: the context of the host table its
+  // plugin objects receive, shared with the caller (check-config reads refused_open). Null,
+  // or a run without a registry: models are refused and no further sequence objects open.
+  std::shared_ptr<ModelRun> models;
 };
 
 class Proposer;
@@ -130,6 +126,7 @@ class Proposer {
   bool batched_ = false;
   ProposerConfig config_;
   ProposerSetup setup_;
+  specd_host host_;  // the process's host table with the model service for setup_.models
   PluginParams params_;
   std::vector<const char*> texts_;  // setup_.token_texts as C strings
   specd_proposer_context context_{};

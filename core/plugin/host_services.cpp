@@ -3,10 +3,12 @@
 #include <cstdio>
 #include <mutex>
 #include <new>
+#include <type_traits>
+
+#include "specd/model.h"
 
 #include "common/error.hpp"
 #include "common/log.hpp"
-#include "plugin/model_service.hpp"
 
 struct specd_status {
   specd_status_code code;
@@ -51,6 +53,53 @@ uint64_t host_retired_rng_bits(void*, specd_rng* rng) {
   return rng->engine();
 }
 
+// The models slot of the process-wide table: models are served to proposers only, through the
+// host table their create() receives (engine/model_service.hpp, whose context is the run's).
+// Every entry refuses or does nothing; no model can come from this table.
+specd_status* models_unserved() {
+  return host_status_create(nullptr, SPECD_STATUS_UNSUPPORTED,
+                            "models are served to proposers only, through the host table "
+                            "their create() received");
+}
+template <class F>
+struct Unserved;
+template <class... A>
+struct Unserved<specd_status* (*)(A...)> {
+  static specd_status* call(A...) { return models_unserved(); }
+};
+template <class... A>
+struct Unserved<void (*)(A...)> {
+  static void call(A...) {}
+};
+template <class... A>
+struct Unserved<uint32_t (*)(A...)> {
+  static uint32_t call(A...) { return 0; }
+};
+
+const specd_model_api* unserved_models() {
+  static const specd_model_api api = [] {
+    specd_model_api a{};
+    a.struct_size = sizeof(a);
+    auto set = [](auto& slot) { slot = &Unserved<std::remove_reference_t<decltype(slot)>>::call; };
+    set(a.open);
+    set(a.close);
+    set(a.info);
+    set(a.check_vocabulary);
+    set(a.cache_create);
+    set(a.cache_free);
+    set(a.cache_size);
+    set(a.forward);
+    set(a.commit);
+    set(a.truncate);
+    set(a.head_open);
+    set(a.head_forward);
+    set(a.forward_rows);
+    set(a.forward_batch);
+    return a;
+  }();
+  return &api;
+}
+
 const specd_host g_host = {
     sizeof(specd_host),
     SPECD_ABI_VERSION_MAJOR,
@@ -63,7 +112,7 @@ const specd_host g_host = {
     &host_status_message,
     &host_rng_uniform,
     &host_retired_rng_bits,
-    model_service(),
+    unserved_models(),
 };
 
 }  // namespace

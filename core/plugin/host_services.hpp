@@ -21,7 +21,9 @@ namespace specd {
 
 using Rng = specd_rng;
 
-// The one host table of this process. Valid for the life of the process. Thread-safe.
+// The process-wide host table (context NULL), given to backends, rules and verifiers. Its
+// models slot serves nothing: proposers get a table of their own with the model service
+// (engine/model_service.hpp). Valid for the life of the process. Thread-safe.
 const specd_host* host_table();
 
 // Turns a status returned by a plugin into an exception (specd::Error, or UsageError for

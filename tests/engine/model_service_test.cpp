@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/model_service.hpp"
 #include "plugin/host_services.hpp"
-#include "plugin/model_service.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
 
@@ -18,10 +18,15 @@ TEST_CASE("forward_rows gives the asked rows' logits only, equal to forward's") 
   const std::string path = dir + "/draft.gguf";
   const uint32_t V = test::write_random_llama(path, {});
   PluginRegistry registry;
-  const specd_model_api* api = model_service();
+  ModelRun run;
+  run.registry = &registry;
+  run.default_backend = "cpu";
+  run.threads = 1;
+  const specd_host table = model_host_table(run);
+  const specd_host* host = &table;
+  const specd_model_api* api = host->models;
   REQUIRE(api->struct_size > offsetof(specd_model_api, forward_rows));
   REQUIRE(static_cast<bool>(api->forward_rows));
-  const specd_host* host = host_table();
   auto ok = [&](specd_status* s) {
     const std::string message = s ? status_message(s) : "";
     if (s) host->status_free(host->context, s);
@@ -29,7 +34,6 @@ TEST_CASE("forward_rows gives the asked rows' logits only, equal to forward's") 
     CHECK(s == nullptr);
   };
 
-  ModelServiceScope scope(registry, "cpu", 1);
   specd_model* model = nullptr;
   ok(api->open(host->context, path.c_str(), "cpu", 1, &model));
   REQUIRE(model != nullptr);
@@ -70,4 +74,34 @@ TEST_CASE("forward_rows gives the asked rows' logits only, equal to forward's") 
   api->cache_free(host->context, full);
   api->cache_free(host->context, last);
   api->close(host->context, model);
+}
+
+TEST_CASE("models are served through a proposer's host table only; a check run refuses them") {
+  const std::string dir = test::temp_dir("model-service-refusals");
+  const std::string path = dir + "/draft.gguf";
+  test::write_random_llama(path, {});
+  auto message = [](specd_status* s) {
+    REQUIRE(s != nullptr);
+    const std::string m = status_message(s);
+    host_table()->status_free(nullptr, s);
+    return m;
+  };
+  specd_model* model = nullptr;
+  // The process-wide table (backends, rules, verifiers) serves no model.
+  const specd_host* global = host_table();
+  CHECK(global->context == nullptr);
+  CHECK(message(global->models->open(nullptr, path.c_str(), "cpu", 1, &model))
+            .find("served to proposers only") != std::string::npos);
+  CHECK(model == nullptr);
+  // A proposer's table whose run checks a configuration: refused, and recorded.
+  ModelRun check;
+  const specd_host table = model_host_table(check);
+  CHECK(table.context == &check);
+  CHECK(message(table.models->open(table.context, path.c_str(), "cpu", 1, &model))
+            .find("not opened while checking a configuration") != std::string::npos);
+  CHECK(check.refused_open);
+  // The model service without the context its table carries.
+  CHECK(
+      message(table.models->open(nullptr, path.c_str(), "cpu", 1, &model)).find("host->context") !=
+      std::string::npos);
 }

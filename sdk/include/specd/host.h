@@ -1,7 +1,10 @@
 /* specd ABI — host services.
  *
- * The host passes this table to a plugin's `init` and again to every factory function.
- * Plugins never link against the host: everything they need from it is in here.
+ * The host passes this table to a plugin's `init` and again to every factory function; a
+ * proposer's `create` receives a table of its own, whose context is the proposer's run and
+ * whose `models` serve it (other tables' `models` answer SPECD_STATUS_UNSUPPORTED). Use the
+ * table an object was created with for that object's calls. Plugins never link against the
+ * host: everything they need from it is in here.
  * Ownership: the table and its context are owned by the host and outlive every object the
  * plugin creates. A plugin built against an older minor sees a shorter table; check
  * `struct_size` (or SPECD_HOST_HAS) before using a field appended after minor 1.

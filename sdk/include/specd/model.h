@@ -64,8 +64,9 @@ typedef struct specd_model_api {
    * `backend` ("cpu", "cuda", "hip", a backend id, "auto", or NULL/"" for the proposer's
    * configured backend: [proposer] backend, else the target's) with `threads` workers
    * (0 = the run's [engine] threads). `path` and `backend` are borrowed. Errors name the file.
-   * Only valid while the host creates a proposer (inside its `create`), which is when the
-   * host knows the run's backends and threads.
+   * Served only through the host table a proposer's `create` received (its context is the
+   * proposer's run: backends, threads, KV type); through any other table it answers
+   * SPECD_STATUS_UNSUPPORTED.
    * Ownership: *out is the caller's, released with close. [main-thread] */
   specd_status* (*open)(void* host_context, const char* path, const char* backend, uint32_t threads,
                         specd_model** out);

@@ -1,4 +1,4 @@
-#include "plugin/model_service.hpp"
+#include "engine/model_service.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -34,22 +34,18 @@ struct specd_model_cache {
 namespace specd {
 namespace {
 
-struct RunContext {
-  const PluginRegistry* registry;
-  std::string default_backend;
-  uint32_t threads;
-  Device* shared;
-  specd_dtype kv_dtype;
-};
+// The run a model is opened for: the context of the host table the proposer received.
+ModelRun& run_of(void* host_context, const char* what) {
+  if (!host_context)
+    throw Error(std::string(what) +
+                " needs the host table the proposer's create() received (host->context)");
+  return *static_cast<ModelRun*>(host_context);
+}
 
-thread_local const RunContext* g_run = nullptr;
-// ModelCheckScope: opens are refused (g_checking) and the refusal recorded (g_refused).
-thread_local bool g_checking = false;
-thread_local bool g_refused = false;
-
-void refuse_while_checking(const char* path) {
-  if (!g_checking) return;
-  g_refused = true;
+// A run without a registry checks a configuration: opens are refused, and recorded.
+void refuse_while_checking(ModelRun& run, const char* path) {
+  if (run.registry) return;
+  run.refused_open = true;
   throw Error(std::string(path ? path : "") +
               ": not opened while checking a configuration (its parameters are checked, the "
               "file only by run)");
@@ -67,13 +63,14 @@ specd_status* guarded(Body&& body) noexcept {
   }
 }
 
-std::unique_ptr<specd_model> open_device(const char* backend, uint32_t threads) {
+std::unique_ptr<specd_model> open_device(const ModelRun& run, const char* backend,
+                                         uint32_t threads) {
   auto m = std::make_unique<specd_model>();
-  std::string name = backend && *backend ? backend : g_run->default_backend;
-  const LoadedPlugin& plugin = select_backend(*g_run->registry, name);
-  const uint32_t want = threads ? threads : g_run->threads;
-  if (Device* shared = g_run->shared;
-      shared && shared->backend().id() == plugin.id && (want == 0 || want == g_run->threads)) {
+  std::string name = backend && *backend ? backend : run.default_backend;
+  const LoadedPlugin& plugin = select_backend(*run.registry, name);
+  const uint32_t want = threads ? threads : run.threads;
+  if (Device* shared = run.shared;
+      shared && shared->backend().id() == plugin.id && (want == 0 || want == run.threads)) {
     m->device = shared;
     m->backend_name = shared->backend().name();
     return m;
@@ -92,16 +89,16 @@ void require_llama(const specd_model* model, const char* what) {
     throw UsageError(std::string(what) + ": " + model->path + " is a head; use head_forward");
 }
 
-specd_status* model_open(void*, const char* path, const char* backend, uint32_t threads,
-                         specd_model** out) {
+specd_status* model_open(void* host_context, const char* path, const char* backend,
+                         uint32_t threads, specd_model** out) {
   return guarded([&] {
     *out = nullptr;
-    refuse_while_checking(path);
-    if (!g_run) throw Error("models can be opened only while a proposer is created");
+    ModelRun& run = run_of(host_context, "models->open");
+    refuse_while_checking(run, path);
     if (!path || !*path) throw UsageError("no model file given");
-    auto m = open_device(backend, threads);
+    auto m = open_device(run, backend, threads);
     m->model = LlamaModel::load(path, *m->device);
-    m->model->set_kv_dtype(g_run->kv_dtype);
+    m->model->set_kv_dtype(run.kv_dtype);
     m->path = path;
     m->name = m->model->info().name;
     *out = m.release();
@@ -217,18 +214,18 @@ specd_status* model_truncate(void*, specd_model* model, specd_model_cache* cache
   });
 }
 
-specd_status* head_open(void*, const char* path, const char* target_path, const char* backend,
-                        uint32_t threads, specd_model** out) {
+specd_status* head_open(void* host_context, const char* path, const char* target_path,
+                        const char* backend, uint32_t threads, specd_model** out) {
   return guarded([&] {
     *out = nullptr;
-    refuse_while_checking(path);
-    if (!g_run) throw Error("heads can be opened only while a proposer is created");
+    ModelRun& run = run_of(host_context, "models->head_open");
+    refuse_while_checking(run, path);
     if (!path || !*path) throw UsageError("no head file given");
     if (!target_path || !*target_path)
       throw UsageError("no target file given for head " + std::string(path));
-    auto m = open_device(backend, threads);
+    auto m = open_device(run, backend, threads);
     m->head = HeadModel::load(path, target_path, *m->device);
-    if (m->head->has_cache()) m->head->set_kv_dtype(g_run->kv_dtype);
+    if (m->head->has_cache()) m->head->set_kv_dtype(run.kv_dtype);
     m->path = path;
     m->name = m->head->info().name;
     *out = m.release();
@@ -343,32 +340,11 @@ const specd_model_api g_api = {sizeof(specd_model_api),
 
 }  // namespace
 
-const specd_model_api* model_service() {
-  return &g_api;
-}
-
-ModelServiceScope::ModelServiceScope(const PluginRegistry& registry, std::string default_backend,
-                                     uint32_t threads, Device* shared, uint32_t kv_dtype) {
-  g_run = new RunContext{&registry, std::move(default_backend), threads, shared, kv_dtype};
-}
-
-ModelServiceScope::~ModelServiceScope() {
-  delete g_run;
-  g_run = nullptr;
-}
-
-ModelCheckScope::ModelCheckScope() {
-  g_checking = true;
-  g_refused = false;
-}
-
-ModelCheckScope::~ModelCheckScope() {
-  g_checking = false;
-  g_refused = false;
-}
-
-bool ModelCheckScope::refused_open() const {
-  return g_refused;
+specd_host model_host_table(ModelRun& run) {
+  specd_host host = *host_table();
+  host.context = &run;
+  host.models = &g_api;
+  return host;
 }
 
 }  // namespace specd
