@@ -22,7 +22,7 @@
 #include "common/file_io.hpp"
 #include "common/json_writer.hpp"
 #include "config/config.hpp"
-#include "plugin/plugin_info.hpp"
+#include "engine/plugin_info.hpp"
 #include "plugin/registry.hpp"
 
 namespace {

@@ -5,7 +5,7 @@
 #include "commands.hpp"
 #include "common/file_io.hpp"
 #include "common/json_writer.hpp"
-#include "plugin/plugin_info.hpp"
+#include "engine/plugin_info.hpp"
 #include "plugin/registry.hpp"
 
 namespace specd::cli {

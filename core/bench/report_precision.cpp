@@ -81,10 +81,20 @@ std::string format_precision_tables(const BenchResults& r) {
         md += "| " + (target.empty() ? std::string("as given") : target) + " |";
         for (const ArmResult* a : arms) {
           const CellResult* c = find_cell(*a, task, t, target);
-          md += c ? " " + fmt(c->tau, "%.2f") + ", " + fmt(c->speedup, "%.2f") + "× |" : " – |";
+          if (c)
+            md.append(" ")
+                .append(fmt(c->tau, "%.2f"))
+                .append(", ")
+                .append(fmt(c->speedup, "%.2f"))
+                .append("× |");
+          else
+            md += " – |";
         }
         const CellResult* plain = find_cell(r.arms[0], task, t, target);
-        md += plain ? " " + fmt(plain->tokens_per_s, "%.1f") + " |\n" : " – |\n";
+        if (plain)
+          md.append(" ").append(fmt(plain->tokens_per_s, "%.1f")).append(" |\n");
+        else
+          md += " – |\n";
       }
     }
   }

@@ -10,14 +10,13 @@
 
 #include "common/error.hpp"
 #include "common/file_io.hpp"
+#include "common/json_text.hpp"
 #include "config/config.hpp"
 #include "config/did_you_mean.hpp"
 #include "config/toml_text.hpp"
 #include "grammar/gbnf_grammar.hpp"
 #include "grammar/json_schema_grammar.hpp"
 #include "sampling/sampling_ranges.hpp"
-#include "server/json_body.hpp"
-#include "server/request.hpp"
 #include "tokenizer/unicode.hpp"
 
 namespace specd {
@@ -641,12 +640,9 @@ void load_grammar(Config& cfg) {
         read_text_file(s.json_schema_file, "JSON Schema file", size_t{1} << 20);
     nlohmann::json schema;
     try {
-      schema = server::parse_json_body(text);
-    } catch (const server::RequestError& e) {
-      std::string why = e.what();
-      if (const size_t at = why.find("the request body"); at != std::string::npos)
-        why.replace(at, 16, "the file");
-      throw UsageError(s.json_schema_file + ": " + why);
+      schema = parse_json_text(text, "the file");
+    } catch (const JsonTextError& e) {
+      throw UsageError(s.json_schema_file + ": " + e.what());
     }
     s.grammar = json_schema_gbnf(schema, s.json_schema_file + ": schema");
     return;

@@ -9,7 +9,7 @@
 
 #include "common/error.hpp"
 #include "plugin/host_services.hpp"
-#include "plugin/plugin_info.hpp"
+#include "engine/plugin_info.hpp"
 #include "plugin/registry.hpp"
 #include "specd/acceptance.h"
 #include "specd/version.h"

@@ -1,4 +1,4 @@
-#include "plugin/plugin_info.hpp"
+#include "engine/plugin_info.hpp"
 
 #include "acceptance/labels.hpp"
 #include "backend/backend.hpp"
