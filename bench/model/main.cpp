@@ -22,13 +22,13 @@
 #include "backend/backend.hpp"
 #include "bandwidth.hpp"
 #include "common/error.hpp"
-#include "gguf/gguf_writer.hpp"
 #include "int8_roof.hpp"
 #include "median.hpp"
 #include "models/kv_layout.hpp"
 #include "models/llama_model.hpp"
-#include "models/llama_writer.hpp"
 #include "plugin/registry.hpp"
+#include "writers/gguf_writer.hpp"
+#include "writers/llama_writer.hpp"
 
 using namespace specd;
 

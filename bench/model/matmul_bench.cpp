@@ -16,10 +16,10 @@
 
 #include "backend/backend.hpp"
 #include "common/error.hpp"
-#include "gguf/quant_writer.hpp"
 #include "int8_roof.hpp"
 #include "median.hpp"
 #include "plugin/registry.hpp"
+#include "writers/quant_writer.hpp"
 
 using namespace specd;
 

@@ -10,8 +10,8 @@
 
 #include "bench/weight_presets.hpp"
 #include "common/error.hpp"
-#include "gguf/gguf_writer.hpp"
-#include "models/llama_writer.hpp"
+#include "writers/gguf_writer.hpp"
+#include "writers/llama_writer.hpp"
 
 namespace specd::bench {
 namespace {

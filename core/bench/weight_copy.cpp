@@ -7,7 +7,7 @@
 
 #include "common/error.hpp"
 #include "gguf/gguf_reader.hpp"
-#include "gguf/gguf_writer.hpp"
+#include "writers/gguf_writer.hpp"
 
 namespace specd::bench {
 namespace {

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "gguf/gguf_reader.hpp"
-#include "gguf/gguf_writer.hpp"
 #include "models/heads/target_binding.hpp"
+#include "writers/gguf_writer.hpp"
 
 namespace specd::test {
 namespace {

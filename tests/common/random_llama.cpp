@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
-#include "gguf/gguf_writer.hpp"
-#include "models/llama_writer.hpp"
+#include "writers/gguf_writer.hpp"
+#include "writers/llama_writer.hpp"
 
 namespace specd::test {
 

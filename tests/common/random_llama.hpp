@@ -7,7 +7,7 @@
 #include <string>
 
 #include "gguf/ggml_types.hpp"
-#include "models/llama_writer.hpp"
+#include "writers/llama_writer.hpp"
 
 namespace specd::test {
 

@@ -6,8 +6,8 @@
 
 #include "common/error.hpp"
 #include "gguf/gguf_reader.hpp"
-#include "gguf/gguf_writer.hpp"
 #include "gguf_test_util.hpp"
+#include "writers/gguf_writer.hpp"
 
 using namespace specd;
 

@@ -11,7 +11,7 @@
 
 #include "common/error.hpp"
 #include "gguf/ggml_types.hpp"
-#include "gguf/quant_writer.hpp"
+#include "writers/quant_writer.hpp"
 
 using namespace specd;
 

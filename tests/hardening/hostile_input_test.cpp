@@ -14,8 +14,8 @@
 
 #include "cli_runner.hpp"
 #include "gguf/gguf_reader.hpp"
-#include "gguf/gguf_writer.hpp"
 #include "random_llama.hpp"
+#include "writers/gguf_writer.hpp"
 
 using namespace specd;
 

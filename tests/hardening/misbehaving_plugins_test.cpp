@@ -13,9 +13,9 @@
 #include "engine/engine.hpp"
 #include "engine/plugin_checks.hpp"
 #include "gguf/gguf_reader.hpp"
-#include "gguf/gguf_writer.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
+#include "writers/gguf_writer.hpp"
 
 using namespace specd;
 

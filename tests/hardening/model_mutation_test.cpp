@@ -18,10 +18,10 @@
 #include "config/config.hpp"
 #include "engine/engine.hpp"
 #include "gguf/gguf_reader.hpp"
-#include "gguf/gguf_writer.hpp"
 #include "plugin/registry.hpp"
 #include "random_heads.hpp"
 #include "random_llama.hpp"
+#include "writers/gguf_writer.hpp"
 
 using namespace specd;
 

@@ -10,9 +10,9 @@
 
 #include "cli_runner.hpp"
 #include "gguf/gguf_reader.hpp"
-#include "gguf/gguf_writer.hpp"
 #include "random_llama.hpp"
 #include "test_skip.hpp"
+#include "writers/gguf_writer.hpp"
 
 using specd::test::CliResult;
 

@@ -11,8 +11,8 @@
 
 #include "gguf/ggml_types.hpp"
 #include "gguf/gguf_reader.hpp"
-#include "gguf/gguf_writer.hpp"
-#include "models/llama_writer.hpp"
+#include "writers/gguf_writer.hpp"
+#include "writers/llama_writer.hpp"
 
 namespace specd::test {
 

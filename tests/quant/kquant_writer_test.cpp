@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gguf/ggml_types.hpp"
-#include "gguf/kquant_writer.hpp"
+#include "writers/kquant_writer.hpp"
 
 using namespace specd;
 

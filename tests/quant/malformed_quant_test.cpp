@@ -15,8 +15,8 @@
 #include "config/config.hpp"
 #include "engine/engine.hpp"
 #include "gguf/gguf_reader.hpp"
-#include "gguf/gguf_writer.hpp"
 #include "plugin/registry.hpp"
+#include "writers/gguf_writer.hpp"
 
 using namespace specd;
 

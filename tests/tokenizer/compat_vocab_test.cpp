@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "gguf/gguf_reader.hpp"
-#include "gguf/gguf_writer.hpp"
 #include "test_skip.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "tokenizer_fixtures.hpp"
+#include "writers/gguf_writer.hpp"
 
 using namespace specd;
 

@@ -13,11 +13,11 @@
 
 #include "cli_runner.hpp"
 #include "gguf/gguf_reader.hpp"
-#include "gguf/gguf_writer.hpp"
-#include "models/llama_writer.hpp"
 #include "random_llama.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "tokenizer/unicode.hpp"
+#include "writers/gguf_writer.hpp"
+#include "writers/llama_writer.hpp"
 
 using namespace specd;
 

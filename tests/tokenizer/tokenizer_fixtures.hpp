@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "gguf/gguf_reader.hpp"
-#include "gguf/gguf_writer.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "tokenizer/unicode.hpp"
+#include "writers/gguf_writer.hpp"
 
 namespace specd::test {
 

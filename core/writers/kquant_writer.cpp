@@ -1,4 +1,4 @@
-#include "gguf/kquant_writer.hpp"
+#include "writers/kquant_writer.hpp"
 
 #include <algorithm>
 #include <cmath>

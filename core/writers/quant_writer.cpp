@@ -1,4 +1,4 @@
-#include "gguf/quant_writer.hpp"
+#include "writers/quant_writer.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <string>
 
 #include "common/error.hpp"
-#include "gguf/kquant_writer.hpp"
+#include "writers/kquant_writer.hpp"
 
 namespace specd {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "gguf/gguf_writer.hpp"
+#include "writers/gguf_writer.hpp"
 
 namespace specd {
 

@@ -1,7 +1,7 @@
-#include "gguf/gguf_writer.hpp"
+#include "writers/gguf_writer.hpp"
 
-#include "gguf/kquant_writer.hpp"
-#include "gguf/quant_writer.hpp"
+#include "writers/kquant_writer.hpp"
+#include "writers/quant_writer.hpp"
 
 #include <cerrno>
 #include <cstdio>

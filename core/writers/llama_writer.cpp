@@ -1,4 +1,4 @@
-#include "models/llama_writer.hpp"
+#include "writers/llama_writer.hpp"
 
 #include "common/error.hpp"
 #include "models/architecture.hpp"
