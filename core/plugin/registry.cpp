@@ -228,9 +228,21 @@ const LoadedPlugin* PluginRegistry::load_file(const std::string& path, bool name
   if (d->abi_major != SPECD_ABI_VERSION_MAJOR)
     return fail(who + "ABI major version differs: plugin built for ABI " + version +
                 ", host has ABI " + host_version);
-  if (d->abi_minor > SPECD_ABI_VERSION_MINOR)
-    return fail(who + "plugin needs ABI " + version + ", newer than the host's ABI " +
-                host_version + "; upgrade specd");
+  // The oldest host minor it runs on: its own minor unless it declares an older one.
+  uint32_t needs = d->abi_minor;
+  if (d->struct_size >=
+          offsetof(specd_plugin_descriptor, min_host_abi_minor) + sizeof(d->min_host_abi_minor) &&
+      d->min_host_abi_minor != 0) {
+    if (d->min_host_abi_minor > d->abi_minor)
+      return fail(who + "declares that it needs host ABI " + std::to_string(d->abi_major) + "." +
+                  std::to_string(d->min_host_abi_minor) + ", above the ABI " + version +
+                  " it was built against");
+    needs = d->min_host_abi_minor;
+  }
+  if (needs > SPECD_ABI_VERSION_MINOR)
+    return fail(who + "plugin needs ABI " + std::to_string(d->abi_major) + "." +
+                std::to_string(needs) + ", newer than the host's ABI " + host_version +
+                "; upgrade specd");
   if (!d->id || !*d->id) return fail("descriptor has no id");
   if (!d->get_vtable) return fail("descriptor has no get_vtable");
   if (d->kind < SPECD_KIND_BACKEND || d->kind > SPECD_KIND_ACCEPTANCE)
@@ -250,7 +262,9 @@ const LoadedPlugin* PluginRegistry::load_file(const std::string& path, bool name
   p.path = path;
   p.kind = d->kind;
   p.abi_major = d->abi_major;
-  p.abi_minor = d->abi_minor;
+  // Driven as the newest minor both know (a plugin built against a newer minor that runs on
+  // this host, per min_host_abi_minor, is this host's minor to it).
+  p.abi_minor = std::min<uint32_t>(d->abi_minor, SPECD_ABI_VERSION_MINOR);
   p.descriptor = d;
 
   if (d->init) {

@@ -25,7 +25,9 @@ TEST_CASE("every ABI struct starts with struct_size") {
 }
 
 TEST_CASE("ABI 0.1 sizes on LP64") {
-  CHECK(sizeof(specd_plugin_descriptor) == 72);
+  // The 0.1 descriptor ends at 72 bytes; 0.6 appended min_host_abi_minor there.
+  CHECK(offsetof(specd_plugin_descriptor, min_host_abi_minor) == 72);
+  CHECK(sizeof(specd_plugin_descriptor) == 80);
   CHECK(sizeof(specd_draft_tree) == 40);
   CHECK(sizeof(specd_target_dists) == 24);
   CHECK(sizeof(specd_accept_result) == 24);

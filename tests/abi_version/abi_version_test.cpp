@@ -90,3 +90,31 @@ TEST_CASE("a plugin built for another major is refused by id and file") {
     CHECK(std::string(u.what()).find("org.specd.test.version-other-major") != std::string::npos);
   }
 }
+
+TEST_CASE("a plugin of a newer minor is refused unless it declares that it runs on this host") {
+  NoPluginPathEnv env;
+  const std::string next =
+      std::to_string(SPECD_ABI_VERSION_MAJOR) + "." + std::to_string(SPECD_ABI_VERSION_MINOR + 1);
+  {
+    PluginRegistry reg({plugin_file("next-minor")}, false);
+    CHECK(reg.plugins().empty());
+    REQUIRE(reg.errors().size() == 1);
+    CHECK(reg.errors()[0].message.find("plugin needs ABI " + next + ", newer than the host's") !=
+          std::string::npos);
+  }
+  {
+    PluginRegistry reg({plugin_file("next-minor-runs-here")}, false);
+    CHECK(reg.errors().empty());
+    const specd::LoadedPlugin* p = reg.find("version-next-minor-runs-here", SPECD_KIND_ACCEPTANCE);
+    REQUIRE(p != nullptr);
+    CHECK(p->abi_minor == SPECD_ABI_VERSION_MINOR);  // driven as this host's minor
+    CHECK(create_error(*p, p->abi_minor) == "");
+  }
+  {
+    PluginRegistry reg({plugin_file("min-above-own")}, false);
+    CHECK(reg.plugins().empty());
+    REQUIRE(reg.errors().size() == 1);
+    CHECK(reg.errors()[0].message.find("declares that it needs host ABI " + next +
+                                       ", above the ABI") != std::string::npos);
+  }
+}

@@ -2,7 +2,10 @@
 //   SPECD_TEST_CASE 1: built against ABI 0.1 (every 0.1 layout is frozen, so the 0.1
 //                      plugin is this source with abi_minor 1);
 //   SPECD_TEST_CASE 2: built against the current minor;
-//   SPECD_TEST_CASE 3: built for the next major.
+//   SPECD_TEST_CASE 3: built for the next major;
+//   SPECD_TEST_CASE 4: built for the next minor;
+//   SPECD_TEST_CASE 5: built for the next minor, declaring that it runs on the current one;
+//   SPECD_TEST_CASE 6: declaring a host minor above its own.
 // create() checks how the key `choices` arrives: as TOML text for 0.1, as an array after.
 #include <string>
 
@@ -15,8 +18,18 @@ namespace {
 constexpr uint32_t kMajor = SPECD_ABI_VERSION_MAJOR, kMinor = 1;
 #elif SPECD_TEST_CASE == 2
 constexpr uint32_t kMajor = SPECD_ABI_VERSION_MAJOR, kMinor = SPECD_ABI_VERSION_MINOR;
-#else
+#elif SPECD_TEST_CASE == 3
 constexpr uint32_t kMajor = SPECD_ABI_VERSION_MAJOR + 1, kMinor = 0;
+#else
+constexpr uint32_t kMajor = SPECD_ABI_VERSION_MAJOR;
+constexpr uint32_t kMinor = SPECD_ABI_VERSION_MINOR + (SPECD_TEST_CASE == 6 ? 0 : 1);
+#endif
+#if SPECD_TEST_CASE == 5
+constexpr uint32_t kMinHost = SPECD_ABI_VERSION_MINOR;
+#elif SPECD_TEST_CASE == 6
+constexpr uint32_t kMinHost = SPECD_ABI_VERSION_MINOR + 1;
+#else
+constexpr uint32_t kMinHost = 0;  // none declared: abi_minor
 #endif
 
 int g_rule;  // the rule holds no state: every object is this one
@@ -71,7 +84,8 @@ const specd_plugin_descriptor g_descriptor = {sizeof(specd_plugin_descriptor),
                                               "ABI version test rule",
                                               nullptr,
                                               nullptr,
-                                              &get_vtable};
+                                              &get_vtable,
+                                              kMinHost};
 
 }  // namespace
 

@@ -52,6 +52,14 @@ typedef struct specd_plugin_descriptor {
    * for SPECD_KIND_BACKEND. The vtable is static, owned by the library.
    * Returns NULL if the library provides no such interface. [thread-safe] */
   const void* (*get_vtable)(specd_plugin_kind kind);
+
+  /* ---- Appended in 0.6; read only when struct_size covers it --------------------------
+   * The oldest host ABI minor the plugin runs on: it uses nothing a host of that minor
+   * lacks without checking struct_size (or SPECD_HOST_HAS) first. A host whose minor is at
+   * least this loads the plugin and drives it as the newest minor both know. 0 (or a
+   * descriptor without the field): abi_minor. Must not exceed abi_minor. The SDK's macros
+   * set it from SPECD_PLUGIN_MIN_HOST_ABI_MINOR when the plugin defines it. */
+  uint32_t min_host_abi_minor;
 } specd_plugin_descriptor;
 
 /* Name of the one exported symbol. */
@@ -60,6 +68,12 @@ typedef struct specd_plugin_descriptor {
 typedef const specd_plugin_descriptor* (*specd_plugin_entry_fn)(uint32_t host_abi_major,
                                                                 uint32_t host_abi_minor);
 
+/* The oldest host minor the SDK's macros declare: define it before including the SDK's
+ * plugin headers to run on older hosts (default: the minor built against). */
+#ifndef SPECD_PLUGIN_MIN_HOST_ABI_MINOR
+#define SPECD_PLUGIN_MIN_HOST_ABI_MINOR SPECD_ABI_VERSION_MINOR
+#endif
+
 /* Layout of ABI 0.1 — frozen; do not modify above this line once released. */
 #if UINTPTR_MAX == UINT64_MAX
 SPECD_STATIC_ASSERT(offsetof(specd_plugin_descriptor, struct_size) == 0, "frozen layout");
@@ -67,6 +81,8 @@ SPECD_STATIC_ASSERT(offsetof(specd_plugin_descriptor, kind) == 12, "frozen layou
 SPECD_STATIC_ASSERT(offsetof(specd_plugin_descriptor, id) == 16, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_plugin_descriptor, init) == 48, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_plugin_descriptor, get_vtable) == 64, "frozen layout");
+/* Layout of the 0.6 addition. */
+SPECD_STATIC_ASSERT(offsetof(specd_plugin_descriptor, min_host_abi_minor) == 72, "frozen layout");
 #endif
 
 SPECD_EXTERN_C_END

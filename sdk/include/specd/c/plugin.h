@@ -102,7 +102,8 @@ SPECD_EXTERN_C_END
                                                              (DESCRIPTION),                   \
                                                              NULL,                            \
                                                              NULL,                            \
-                                                             specd_c_get_vtable};             \
+                                                             specd_c_get_vtable,              \
+                                                             SPECD_PLUGIN_MIN_HOST_ABI_MINOR}; \
   SPECD_EXTERN_C SPECD_EXPORT const specd_plugin_descriptor* specd_plugin_entry(              \
       uint32_t host_abi_major, uint32_t host_abi_minor) {                                     \
     (void)host_abi_major;                                                                     \

@@ -270,7 +270,8 @@ struct BatchProposerAdapter {
                                                         (DESCRIPTION),                            \
                                                         &specd::sdk::detail::store_host,          \
                                                         nullptr,                                  \
-                                                        &specd_sdk_get_vtable};                   \
+                                                        &specd_sdk_get_vtable,                    \
+                                                        SPECD_PLUGIN_MIN_HOST_ABI_MINOR};         \
   }                                                                                               \
   extern "C" SPECD_EXPORT const specd_plugin_descriptor* specd_plugin_entry(uint32_t, uint32_t) { \
     return &specd_sdk_descriptor;                                                                 \
