@@ -1,6 +1,8 @@
 #include "engine/plugin_checks.hpp"
 
 #include <cstdio>
+#include <memory>
+#include <optional>
 
 #include "acceptance/labels.hpp"
 #include "backend/backend.hpp"
@@ -92,6 +94,7 @@ ProposerSetup proposer_setup(const Config& config, const Tokenizer& tokenizer,
   for (int32_t i = 0; i < tokenizer.n_tokens(); ++i)
     setup.token_texts.push_back(tokenizer.token_text(i));
   setup.token_texts.resize(setup.vocab_size);
+  setup.tokenizer = &tokenizer;
   setup.sampling.temperature = config.sampling.temperature;
   setup.sampling.top_k = config.sampling.top_k;
   setup.sampling.top_p = config.sampling.top_p;
@@ -155,13 +158,14 @@ void check_config_plugins(const Config& config, const PluginRegistry& registry) 
   const uint32_t invariant_rows = backend_invariant_rows(config, registry);
   if (invariant_rows == 0) return;
   ProposerSetup setup;
+  std::optional<Tokenizer> tokenizer;  // the setup's text service reads it
   try {
     const GgufFile target = GgufFile::open(config.target.model);
     TargetShape shape = target_shape_of(target);
     shape.invariant_max_rows = invariant_rows;
-    const Tokenizer tokenizer = Tokenizer::from_gguf(target);
-    if (shape.vocab_size < static_cast<uint32_t>(tokenizer.n_tokens())) return;
-    setup = proposer_setup(config, tokenizer, shape);
+    tokenizer.emplace(Tokenizer::from_gguf(target));
+    if (shape.vocab_size < static_cast<uint32_t>(tokenizer->n_tokens())) return;
+    setup = proposer_setup(config, *tokenizer, shape);
   } catch (const Error&) {
     return;
   }

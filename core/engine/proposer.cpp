@@ -6,6 +6,7 @@
 #include "common/error.hpp"
 #include "engine/model_service.hpp"
 #include "engine/padding_mask.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace specd {
 
@@ -21,6 +22,46 @@ specd_status* Proposer::apply_transform(void* context, const float* logits, uint
       logits = self->masked_.data();
     }
     transform_logits(std::span<const float>(logits, n), self->sampling_, std::span<double>(out, n));
+    return nullptr;
+  } catch (const std::exception& e) {
+    return host_table()->status_create(nullptr, SPECD_STATUS_INVALID_ARGUMENT, e.what());
+  }
+}
+
+specd_status* Proposer::text_encode(void* context, const char* text, uint64_t length,
+                                    specd_token* tokens, uint32_t capacity, uint32_t* out_count) {
+  auto* self = static_cast<Proposer*>(context);
+  try {
+    if (!out_count || (length > 0 && !text) || (capacity > 0 && !tokens))
+      throw Error("text service: encode needs text, out_count and room for capacity ids");
+    const std::vector<int32_t> ids =
+        self->setup_.tokenizer->encode(std::string_view(text ? text : "", length), false, false);
+    *out_count = static_cast<uint32_t>(ids.size());
+    std::copy_n(ids.begin(), std::min<size_t>(ids.size(), capacity), tokens);
+    return nullptr;
+  } catch (const std::exception& e) {
+    return host_table()->status_create(nullptr, SPECD_STATUS_INVALID_ARGUMENT, e.what());
+  }
+}
+
+specd_status* Proposer::text_decode(void* context, const specd_token* tokens, uint32_t count,
+                                    char* text, uint64_t capacity, uint64_t* out_length) {
+  auto* self = static_cast<Proposer*>(context);
+  try {
+    if (!out_length || (count > 0 && !tokens) || (capacity > 0 && !text))
+      throw Error("text service: decode needs ids, out_length and room for capacity bytes");
+    const Tokenizer& tokenizer = *self->setup_.tokenizer;
+    for (uint32_t i = 0; i < count; ++i)
+      if (tokens[i] < 0 || tokens[i] >= tokenizer.n_tokens())
+        throw Error("text service: id " + std::to_string(tokens[i]) + " at " + std::to_string(i) +
+                    " is outside the tokenizer's " + std::to_string(tokenizer.n_tokens()) +
+                    " tokens");
+    // Each token's bytes as the host streams them: no space-prefix removal, which only
+    // applies to the start of a whole text.
+    std::string bytes;
+    for (uint32_t i = 0; i < count; ++i) bytes += tokenizer.token_to_piece(tokens[i]);
+    *out_length = bytes.size();
+    std::copy_n(bytes.begin(), std::min<uint64_t>(bytes.size(), capacity), text);
     return nullptr;
   } catch (const std::exception& e) {
     return host_table()->status_create(nullptr, SPECD_STATUS_INVALID_ARGUMENT, e.what());
@@ -75,6 +116,7 @@ Proposer::Proposer(const LoadedPlugin& plugin, const ProposerConfig& config,
                 sampling_.temperature};
   texts_.reserve(setup_.token_texts.size());
   for (const auto& t : setup_.token_texts) texts_.push_back(t.c_str());
+  text_ = {sizeof(specd_text_service), 0, this, &Proposer::text_encode, &Proposer::text_decode};
   context_ = {sizeof(specd_proposer_context),
               vocab_,
               setup_.hidden_dim,
@@ -82,7 +124,8 @@ Proposer::Proposer(const LoadedPlugin& plugin, const ProposerConfig& config,
               setup_.target_path.c_str(),
               texts_.data(),
               static_cast<uint32_t>(config_.k),
-              0};
+              0,
+              setup_.tokenizer ? &text_ : nullptr};
   void* first = create_object();
   if (batched_)
     object_ = first;

@@ -26,6 +26,8 @@
 
 namespace specd {
 
+class Tokenizer;
+
 class Device;
 
 // A draft held by the engine: the storage behind a specd_draft_tree.
@@ -57,6 +59,9 @@ struct ProposerSetup {
   // plugin objects receive, shared with the caller (check-config reads refused_open). Null,
   // or a run without a registry: models are refused and no further sequence objects open.
   std::shared_ptr<ModelRun> models;
+  // The target's tokenizer, behind the text service (specd_proposer_context.text); must
+  // outlive the Proposer. Null: the proposer gets no text service.
+  const Tokenizer* tokenizer = nullptr;
 };
 
 class Proposer;
@@ -116,6 +121,11 @@ class Proposer {
  private:
   friend class ProposerSequence;
   static specd_status* apply_transform(void* context, const float* logits, uint32_t n, double* out);
+  // specd_text_service over setup_.tokenizer.
+  static specd_status* text_encode(void* context, const char* text, uint64_t length,
+                                   specd_token* tokens, uint32_t capacity, uint32_t* out_count);
+  static specd_status* text_decode(void* context, const specd_token* tokens, uint32_t count,
+                                   char* text, uint64_t capacity, uint64_t* out_length);
   void* create_object() const;
   void close(void* handle);
   void prepare(ProposeCall& call, specd_draft_output& out) const;
@@ -136,6 +146,7 @@ class Proposer {
   uint32_t vocab_ = 0;
   uint32_t n_tokens_ = 0;      // ids from it on are padding, masked in apply_transform
   std::vector<float> masked_;  // apply_transform's copy of logits with padding masked
+  specd_text_service text_{};  // context_.text when the setup has a tokenizer
   uint32_t max_nodes_ = 0;
   specd_transform transform_{};
   // How errors name this proposer: "proposer 'draft-model' (model /path/draft.gguf)", so a

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "grammar/json_schema_grammar.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
+#include "test_skip.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 using namespace specd;
@@ -602,4 +604,32 @@ TEST_CASE("a stop string never cuts a UTF-8 character, even one built in code") 
   CHECK(r.stop_reason == "length");
   CHECK(r.text == full.text);
   CHECK(streamed == r.text);
+}
+
+// A text-based proposer through the host's text service (specd_text_service): on the shipped
+// target, a prompt that repeats itself is drafted from its own text, and greedy output
+// equals plain output.
+TEST_CASE("a proposer drafting in text through the host's text service" * SPECD_MAY_SKIP) {
+  const std::string target = std::string(SPECD_SOURCE_DIR) + "/models/target.gguf";
+  if (!std::filesystem::exists(target)) {
+    ::specd::test::skip_missing(target, " is missing");
+    return;
+  }
+  Fixture f;
+  const std::string prompt =
+      "def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return a + b\n\ndef add(a, b):";
+  Engine plain(make_config(target, {"sampling.max_tokens=32", "engine.backend=cpu"}), f.registry);
+  Engine text(make_config(target, {"sampling.max_tokens=32", "engine.backend=cpu",
+                                   "proposer.kind=text-lookup", "proposer.k=4"}),
+              f.registry);
+  const GenerationResult base = plain.generate(prompt);
+  const GenerationResult out = text.generate(prompt);
+  CHECK(out.tokens == base.tokens);
+  CHECK(out.stats.drafted > 0);
+  CHECK(out.stats.accepted > 0);
+  MESSAGE("text-lookup: drafted " << out.stats.drafted << ", accepted " << out.stats.accepted);
+  // A bad parameter is refused at its key.
+  CHECK_THROWS_WITH_AS(
+      Engine(make_config(target, {"proposer.kind=text-lookup", "proposer.match=0"}), f.registry),
+      doctest::Contains("match must be in [1, 256]"), Error);
 }

@@ -73,7 +73,33 @@ typedef struct specd_proposer_context {
   const char* const* token_texts;
   uint32_t draft_length; /* [proposer] k */
   uint32_t reserved;
+  /* ---- Appended in 0.6; read only when struct_size covers it --------------------------
+   * The target's tokenizer (below), for proposers that draft in text; NULL when the host
+   * has none. Host-owned, valid as long as the proposer object. */
+  const struct specd_text_service* text;
 } specd_proposer_context;
+
+/* The target's tokenizer as a host service (specd_proposer_context.text). Both functions are
+ * [same-thread] with the proposer call they are made from; pass `context` back to them.
+ * Errors as statuses naming the problem (INVALID_ARGUMENT for a bad id or buffer). */
+typedef struct specd_text_service {
+  uint32_t struct_size;
+  uint32_t reserved;
+  void* context;
+  /* The ids the target's tokenizer gives `length` bytes of `text` on their own: no BOS or
+   * EOS, text that spells a control token stays text, and a SentencePiece vocabulary adds
+   * its space prefix as it does for a prompt. Writes min(count, capacity) ids to `tokens`
+   * (may be NULL when capacity is 0) and the count to *out_count: call again with room for
+   * that many when it is larger. `text` is borrowed. */
+  specd_status* (*encode)(void* context, const char* text, uint64_t length, specd_token* tokens,
+                          uint32_t capacity, uint32_t* out_count);
+  /* The bytes `count` ids stand for, concatenated as the host streams them (a token holding
+   * part of a UTF-8 character gives its bytes; control tokens give none). Writes
+   * min(length, capacity) bytes to `text` (not NUL-terminated) and the length to
+   * *out_length. An id outside the tokenizer's vocabulary is refused. */
+  specd_status* (*decode)(void* context, const specd_token* tokens, uint32_t count, char* text,
+                          uint64_t capacity, uint64_t* out_length);
+} specd_text_service;
 
 /* The host-owned buffers a proposer writes its draft into. */
 typedef struct specd_draft_output {
@@ -206,6 +232,8 @@ SPECD_STATIC_ASSERT(offsetof(specd_propose_item, sequence) == 8, "frozen layout"
 SPECD_STATIC_ASSERT(offsetof(specd_propose_item, status) == 40, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_propose_item, filter) == 48, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_token_filter, apply) == 16, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_proposer_context, text) == 40, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_text_service, decode) == 24, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_proposer_vtable, sequence_open) == 64, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_proposer_vtable, sequence_commit) == 96, "frozen layout");
 #endif

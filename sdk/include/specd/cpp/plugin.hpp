@@ -22,6 +22,7 @@
 #include <new>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "specd/acceptance.h"
@@ -105,6 +106,60 @@ struct ProposerAdapter {
 }  // namespace specd::sdk::detail
 
 namespace specd::sdk {
+
+// The target's tokenizer (specd_proposer_context.text), for proposers that draft in text.
+// available() is false on a host without the service (older than it, or a target without a
+// tokenizer). Calls throw PluginError with the host's message. [same-thread] as the
+// proposer call it is used in; keep it no longer than the proposer object.
+class TextService {
+ public:
+  explicit TextService(const specd_proposer_context& context)
+      : service_(context.struct_size >=
+                         offsetof(specd_proposer_context, text) + sizeof(context.text)
+                     ? context.text
+                     : nullptr) {}
+  bool available() const { return service_ != nullptr; }
+
+  // The ids of `text` on its own (specd_text_service.encode).
+  std::vector<specd_token> encode(std::string_view text) const {
+    require();
+    std::vector<specd_token> ids(text.size() + 8);
+    uint32_t n = 0;
+    for (;;) {
+      check(service_->encode(service_->context, text.data(), text.size(), ids.data(),
+                             static_cast<uint32_t>(ids.size()), &n));
+      if (n <= ids.size()) break;
+      ids.resize(n);
+    }
+    ids.resize(n);
+    return ids;
+  }
+
+  // The bytes of `ids` (specd_text_service.decode).
+  std::string decode(std::span<const specd_token> ids) const {
+    require();
+    std::string text(ids.size() * 8 + 16, '\0');
+    uint64_t n = 0;
+    for (;;) {
+      check(service_->decode(service_->context, ids.data(), static_cast<uint32_t>(ids.size()),
+                             text.data(), text.size(), &n));
+      if (n <= text.size()) break;
+      text.resize(n);
+    }
+    text.resize(n);
+    return text;
+  }
+
+ private:
+  void require() const {
+    if (!service_)
+      throw PluginError(SPECD_STATUS_UNSUPPORTED,
+                        "the host offers no text service (older than ABI 0.6's, or a target "
+                        "without a tokenizer)");
+  }
+  static void check(specd_status* status) { Host(detail::plugin_host()).check(status); }
+  const specd_text_service* service_;
+};
 
 // One sequence's part of a batched propose call (SPECD_BATCH_PROPOSER_PLUGIN): its state, its
 // accepted tokens (root last), its generator and the buffers its draft goes into.
