@@ -26,9 +26,8 @@
 
 namespace specd {
 
-class Tokenizer;
-
 class Device;
+class Tokenizer;
 
 // A draft held by the engine: the storage behind a specd_draft_tree.
 struct Draft {
