@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "common/error.hpp"
-#include "plugin/host_services.hpp"
 #include "engine/plugin_info.hpp"
+#include "plugin/host_services.hpp"
 #include "plugin/registry.hpp"
 #include "specd/acceptance.h"
 #include "specd/version.h"

@@ -88,27 +88,27 @@ SPECD_EXTERN_C_END
 /* The descriptor and entry point around `VTABLE_PTR`, a pointer to the kind's static vtable.
  * The descriptor has no init and no deinit: keep the host table that create receives in the
  * object it makes, as the host passes it to every factory call. */
-#define SPECD_C_PLUGIN_ENTRY(KIND, ID, NAME, VERSION, DESCRIPTION, VTABLE_PTR)                \
-  static const void* specd_c_get_vtable(specd_plugin_kind kind) {                             \
-    return kind == (KIND) ? (const void*)(VTABLE_PTR) : NULL;                                 \
-  }                                                                                           \
-  static const specd_plugin_descriptor specd_c_descriptor = {sizeof(specd_plugin_descriptor), \
-                                                             SPECD_ABI_VERSION_MAJOR,         \
-                                                             SPECD_ABI_VERSION_MINOR,         \
-                                                             (KIND),                          \
-                                                             (ID),                            \
-                                                             (VERSION),                       \
-                                                             (NAME),                          \
-                                                             (DESCRIPTION),                   \
-                                                             NULL,                            \
-                                                             NULL,                            \
-                                                             specd_c_get_vtable,              \
+#define SPECD_C_PLUGIN_ENTRY(KIND, ID, NAME, VERSION, DESCRIPTION, VTABLE_PTR)                 \
+  static const void* specd_c_get_vtable(specd_plugin_kind kind) {                              \
+    return kind == (KIND) ? (const void*)(VTABLE_PTR) : NULL;                                  \
+  }                                                                                            \
+  static const specd_plugin_descriptor specd_c_descriptor = {sizeof(specd_plugin_descriptor),  \
+                                                             SPECD_ABI_VERSION_MAJOR,          \
+                                                             SPECD_ABI_VERSION_MINOR,          \
+                                                             (KIND),                           \
+                                                             (ID),                             \
+                                                             (VERSION),                        \
+                                                             (NAME),                           \
+                                                             (DESCRIPTION),                    \
+                                                             NULL,                             \
+                                                             NULL,                             \
+                                                             specd_c_get_vtable,               \
                                                              SPECD_PLUGIN_MIN_HOST_ABI_MINOR}; \
-  SPECD_EXTERN_C SPECD_EXPORT const specd_plugin_descriptor* specd_plugin_entry(              \
-      uint32_t host_abi_major, uint32_t host_abi_minor) {                                     \
-    (void)host_abi_major;                                                                     \
-    (void)host_abi_minor;                                                                     \
-    return &specd_c_descriptor;                                                               \
+  SPECD_EXTERN_C SPECD_EXPORT const specd_plugin_descriptor* specd_plugin_entry(               \
+      uint32_t host_abi_major, uint32_t host_abi_minor) {                                      \
+    (void)host_abi_major;                                                                      \
+    (void)host_abi_minor;                                                                      \
+    return &specd_c_descriptor;                                                                \
   }
 
 /* An acceptance rule (acceptance.h): LABEL is a SPECD_LABEL_*, FLAGS SPECD_ACCEPT_* bits,
