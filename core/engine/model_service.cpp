@@ -18,7 +18,7 @@
 struct specd_model {
   std::unique_ptr<specd::Backend> backend;  // its own backend and device, or
   std::unique_ptr<specd::Device> own_device;
-  specd::Device* device = nullptr;           // the target's (ModelServiceScope's shared)
+  specd::Device* device = nullptr;           // its own, or the run's shared one (the target's)
   std::unique_ptr<specd::LlamaModel> model;  // a llama model, or
   std::unique_ptr<specd::HeadModel> head;    // a head bound to the target
   std::string path;

@@ -6,6 +6,7 @@
 #include "common/error.hpp"
 #include "engine/model_service.hpp"
 #include "engine/padding_mask.hpp"
+#include "plugin/status_guard.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace specd {
@@ -30,42 +31,36 @@ specd_status* Proposer::apply_transform(void* context, const float* logits, uint
 
 specd_status* Proposer::text_encode(void* context, const char* text, uint64_t length,
                                     specd_token* tokens, uint32_t capacity, uint32_t* out_count) {
-  auto* self = static_cast<Proposer*>(context);
-  try {
+  const auto* self = static_cast<const Proposer*>(context);
+  return status_guard([&] {
     if (!out_count || (length > 0 && !text) || (capacity > 0 && !tokens))
-      throw Error("text service: encode needs text, out_count and room for capacity ids");
+      throw UsageError("text service: encode needs text, out_count and room for capacity ids");
     const std::vector<int32_t> ids =
         self->setup_.tokenizer->encode(std::string_view(text ? text : "", length), false, false);
     *out_count = static_cast<uint32_t>(ids.size());
     std::copy_n(ids.begin(), std::min<size_t>(ids.size(), capacity), tokens);
-    return nullptr;
-  } catch (const std::exception& e) {
-    return host_table()->status_create(nullptr, SPECD_STATUS_INVALID_ARGUMENT, e.what());
-  }
+  });
 }
 
 specd_status* Proposer::text_decode(void* context, const specd_token* tokens, uint32_t count,
                                     char* text, uint64_t capacity, uint64_t* out_length) {
-  auto* self = static_cast<Proposer*>(context);
-  try {
+  const auto* self = static_cast<const Proposer*>(context);
+  return status_guard([&] {
     if (!out_length || (count > 0 && !tokens) || (capacity > 0 && !text))
-      throw Error("text service: decode needs ids, out_length and room for capacity bytes");
+      throw UsageError("text service: decode needs ids, out_length and room for capacity bytes");
     const Tokenizer& tokenizer = *self->setup_.tokenizer;
     for (uint32_t i = 0; i < count; ++i)
       if (tokens[i] < 0 || tokens[i] >= tokenizer.n_tokens())
-        throw Error("text service: id " + std::to_string(tokens[i]) + " at " + std::to_string(i) +
-                    " is outside the tokenizer's " + std::to_string(tokenizer.n_tokens()) +
-                    " tokens");
+        throw UsageError("text service: id " + std::to_string(tokens[i]) + " at " +
+                         std::to_string(i) + " is outside the tokenizer's " +
+                         std::to_string(tokenizer.n_tokens()) + " tokens");
     // Each token's bytes as the host streams them: no space-prefix removal, which only
     // applies to the start of a whole text.
     std::string bytes;
     for (uint32_t i = 0; i < count; ++i) bytes += tokenizer.token_to_piece(tokens[i]);
     *out_length = bytes.size();
     std::copy_n(bytes.begin(), std::min<uint64_t>(bytes.size(), capacity), text);
-    return nullptr;
-  } catch (const std::exception& e) {
-    return host_table()->status_create(nullptr, SPECD_STATUS_INVALID_ARGUMENT, e.what());
-  }
+  });
 }
 
 namespace {

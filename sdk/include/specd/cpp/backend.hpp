@@ -83,38 +83,37 @@ inline specd_view make_view(specd_buffer* buffer, specd_dtype dtype, uint64_t of
 // `dtypes` (else SPECD_STATUS_UNSUPPORTED), rows >= 0 and cols >= 1, a row stride that holds
 // one row, and lies inside the `buffer_size(v->buffer)` bytes of its buffer. Anything else
 // throws PluginError(SPECD_STATUS_INVALID_ARGUMENT) reading "<op>: <arg>: ...". Returns the
-// bytes of one row. Pure; [any thread].
+// bytes of one row. Pure; [any thread]. It runs on every op call, so messages are built only
+// when a check fails.
 template <class BufferSize>
 uint64_t check_view_extent(const specd_view* v, const char* op, const char* arg,
                            std::initializer_list<specd_dtype> dtypes, BufferSize buffer_size) {
-  const std::string where = std::string(op) + ": " + arg + ": ";
-  if (!v) throw invalid_argument(where + "missing view");
-  if (v->struct_size < sizeof(specd_view)) throw invalid_argument(where + "struct_size too small");
-  if (!v->buffer) throw invalid_argument(where + "null buffer");
-  bool ok = false;
-  std::string allowed;
-  for (specd_dtype d : dtypes) {
-    ok = ok || d == v->dtype;
-    allowed += std::string(allowed.empty() ? "" : "/") + dtype_name(d);
-  }
-  if (!ok)
-    throw PluginError(SPECD_STATUS_UNSUPPORTED, where + "dtype " + dtype_name(v->dtype) + " (" +
+  const auto where = [&] { return std::string(op) + ": " + arg + ": "; };
+  if (!v) throw invalid_argument(where() + "missing view");
+  if (v->struct_size < sizeof(specd_view))
+    throw invalid_argument(where() + "struct_size too small");
+  if (!v->buffer) throw invalid_argument(where() + "null buffer");
+  if (std::find(dtypes.begin(), dtypes.end(), v->dtype) == dtypes.end()) {
+    std::string allowed;
+    for (specd_dtype d : dtypes) allowed += std::string(allowed.empty() ? "" : "/") + dtype_name(d);
+    throw PluginError(SPECD_STATUS_UNSUPPORTED, where() + "dtype " + dtype_name(v->dtype) + " (" +
                                                     std::to_string(v->dtype) +
                                                     ") not supported, expected " + allowed);
-  if (v->rows < 0 || v->cols < 1) throw invalid_argument(where + "bad shape");
+  }
+  if (v->rows < 0 || v->cols < 1) throw invalid_argument(where() + "bad shape");
   const uint64_t row_bytes = dtype_row_bytes(v->dtype, v->cols);
   if (row_bytes == 0)
-    throw invalid_argument(where + "cols " + std::to_string(v->cols) +
+    throw invalid_argument(where() + "cols " + std::to_string(v->cols) +
                            " is not a multiple of the " + dtype_name(v->dtype) + " block size " +
                            std::to_string(ggml::block_layout(v->dtype).elements));
   if (v->row_stride < static_cast<int64_t>(row_bytes))
-    throw invalid_argument(where + "row_stride " + std::to_string(v->row_stride) + " < row size " +
-                           std::to_string(row_bytes));
+    throw invalid_argument(where() + "row_stride " + std::to_string(v->row_stride) +
+                           " < row size " + std::to_string(row_bytes));
   const uint64_t size = buffer_size(v->buffer);
   const uint64_t extent =
       v->rows == 0 ? 0 : static_cast<uint64_t>(v->rows - 1) * v->row_stride + row_bytes;
   if (v->offset > size || extent > size - v->offset)
-    throw invalid_argument(where + "view [" + std::to_string(v->rows) + ", " +
+    throw invalid_argument(where() + "view [" + std::to_string(v->rows) + ", " +
                            std::to_string(v->cols) + "] at offset " + std::to_string(v->offset) +
                            " exceeds its buffer of " + std::to_string(size) + " bytes");
   return row_bytes;

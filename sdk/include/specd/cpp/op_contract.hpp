@@ -274,11 +274,17 @@ namespace contract {
 
 // The view an op received, present and as large as the ABI's struct (its other fields are
 // the backend's to check against its buffers).
+// Runs on every op call: the message is built only when the view fails.
 inline const specd_view& view(const specd_view* v, const char* op, const char* arg) {
-  const std::string where = std::string(op) + ": " + arg + ": ";
-  if (!v) throw invalid_argument(where + "missing view");
-  if (v->struct_size < sizeof(specd_view)) throw invalid_argument(where + "struct_size too small");
-  return *v;
+  if (v && v->struct_size >= sizeof(specd_view)) return *v;
+  throw invalid_argument(std::string(op) + ": " + arg + ": " +
+                         (v ? "struct_size too small" : "missing view"));
+}
+
+// The mask's extra_slots, when given, are one row.
+inline void extra_slots(const specd_attention_mask& mask, const char* op) {
+  if (mask.extra_slots && view(mask.extra_slots, op, "mask.extra_slots").rows != 1)
+    throw invalid_argument(std::string(op) + ": mask.extra_slots must be [1, n]");
 }
 
 // A parameter struct the op needs, present and at least `size` bytes by its struct_size.
@@ -315,7 +321,7 @@ inline void get_rows(const specd_view* table, const specd_view* ids, const specd
                         view(y, "get_rows", "y"));
 }
 
-// attention's shapes; the mask's extra_slots, when given, one row.
+// attention's shapes and its mask's extra_slots.
 inline void attention(const specd_view* q, const specd_view* k, const specd_view* v,
                       const specd_attention_mask* mask, const specd_attention_params* p,
                       const specd_view* out) {
@@ -324,8 +330,7 @@ inline void attention(const specd_view* q, const specd_view* k, const specd_view
   check_attention_shapes(view(q, op, "q"), view(k, op, "k_cache"), view(v, op, "v_cache"),
                          view(out, op, "out"), view(mk.prefix_len, op, "mask.prefix_len"),
                          view(mk.extra_begin, op, "mask.extra_begin"), params(p, op, "params"));
-  if (mk.extra_slots && view(mk.extra_slots, op, "mask.extra_slots").rows != 1)
-    throw invalid_argument("attention: mask.extra_slots must be [1, n]");
+  extra_slots(mk, op);
 }
 
 // attention's rules over the pools, one dtype for both pools, whole q8_0 blocks per head.
@@ -348,8 +353,7 @@ inline void attention_paged(const specd_view* q, const specd_view* k, const spec
     throw invalid_argument(
         "attention_paged: q8_0 pools need head_dim a multiple of 32 (a head's values are whole "
         "blocks)");
-  if (mk.extra_slots && view(mk.extra_slots, op, "mask.extra_slots").rows != 1)
-    throw invalid_argument("attention_paged: mask.extra_slots must be [1, n]");
+  extra_slots(mk, op);
 }
 
 inline void swiglu(const specd_view* g, const specd_view* u, const specd_view* y) {
