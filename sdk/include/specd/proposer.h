@@ -79,9 +79,12 @@ typedef struct specd_proposer_context {
   const struct specd_text_service* text;
 } specd_proposer_context;
 
-/* The target's tokenizer as a host service (specd_proposer_context.text). Both functions are
- * [same-thread] with the proposer call they are made from; pass `context` back to them.
- * Errors as statuses naming the problem (INVALID_ARGUMENT for a bad id or buffer). */
+/* The target's tokenizer as a host service (specd_proposer_context.text). The table and its
+ * context are host-owned and live as long as the proposer object. Both functions are
+ * [same-thread] with the proposer call they are made from; pass `context` back to them. Every
+ * pointer argument is the caller's: inputs borrowed for the call, outputs written in place.
+ * Errors as statuses naming the problem (INVALID_ARGUMENT for a bad id or buffer), owned by
+ * the caller and released with host->status_free. */
 typedef struct specd_text_service {
   uint32_t struct_size;
   uint32_t reserved;
