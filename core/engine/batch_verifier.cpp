@@ -30,7 +30,7 @@ uint32_t BatchVerifier::vocab_size() const {
   return static_cast<uint32_t>(model_.info().vocab_size);
 }
 uint32_t BatchVerifier::hidden_dim() const {
-  return static_cast<uint32_t>(model_.info().n_embd);
+  return static_cast<uint32_t>(model_.feature_dim());
 }
 
 void BatchVerifier::begin(std::span<const specd_token> prompt, float* hidden) {

@@ -22,6 +22,7 @@
 #include "engine/verifier.hpp"
 #include "engine/verifier_factory.hpp"
 #include "gguf/gguf_reader.hpp"
+#include "models/heads/head_model.hpp"
 #include "models/kv_layout.hpp"
 #include "models/llama_model.hpp"
 #include "plugin/host_services.hpp"
@@ -92,6 +93,7 @@ Engine::Engine(const Config& config, const PluginRegistry& registry, EngineUse u
     // The file's own problem, said where the configuration names the file.
     throw Error(config_.where("target.model") + ": " + e.what());
   }
+  if (proposer_plugin) ask_target_for_head_features();
   // A scheduler's engine needs no verifier of its own over the local target (each sequence
   // has one): its KV cache for the whole context would be allocated for nothing.
   if (use_ == EngineUse::generate || !target_)
@@ -106,6 +108,28 @@ Engine::Engine(const Config& config, const PluginRegistry& registry, EngineUse u
     proposer_ = make_proposer(config_, registry);
     if (config_.proposer.k_auto) adaptive_ = std::make_unique<AdaptiveK>(AdaptiveKOptions{});
     rule_ = make_checked_rule(config_, registry, *proposer_plugin);
+  }
+}
+
+void Engine::ask_target_for_head_features() {
+  const std::string& path = config_.proposer.model;
+  if (path.empty() || !is_gguf_file(path)) return;  // a proposer's own format: not a head
+  std::vector<int32_t> layers;
+  try {
+    layers = head_target_layers(GgufFile::open(path));
+  } catch (const Error& e) {
+    throw Error(config_.where("proposer.model") + ": " + e.what());
+  }
+  if (layers.empty()) return;
+  if (!target_)
+    throw UsageError(config_.where("proposer.model") + ": " + path +
+                     " takes the inputs of target layers as features, which only the built-in "
+                     "verifier computes, not verifier '" +
+                     config_.verifier.kind + "'");
+  try {
+    target_->set_feature_layers(layers);
+  } catch (const UsageError& e) {
+    throw UsageError(config_.where("proposer.model") + ": " + path + ": " + e.what());
   }
 }
 
@@ -176,7 +200,7 @@ uint32_t Engine::vocab_size() const {
   return verifier_ ? verifier_->vocab_size() : static_cast<uint32_t>(target_->info().vocab_size);
 }
 uint32_t Engine::hidden_dim() const {
-  return verifier_ ? verifier_->hidden_dim() : static_cast<uint32_t>(target_->info().n_embd);
+  return verifier_ ? verifier_->hidden_dim() : static_cast<uint32_t>(target_->feature_dim());
 }
 std::string Engine::backend_name() const {
   return backend_->name();
@@ -236,7 +260,14 @@ GenerationResult Engine::generate_tokens(const std::vector<int32_t>& prompt,
     if (call.capacity > 0) proposer_->propose(std::span<ProposeCall>(&call, 1));
     sequence.submit_round(
         call, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    const uint64_t accepted_before = sequence.stats().accepted;
     sequence.end_round();
+    if (options.on_round) {
+      const size_t n = call.capacity > 0 && call.draft ? call.draft->n_nodes : 0;
+      options.on_round(std::span<const int32_t>(n ? call.draft->tokens.data() : nullptr, n),
+                       std::span<const int32_t>(n ? call.draft->parents.data() : nullptr, n),
+                       sequence.stats().accepted - accepted_before);
+    }
   }
   return sequence.finish();
 }

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,13 @@ struct GenerateOptions {
   std::optional<SamplingConfig> sampling;
   // Polled once per round; returning true ends the generation with stop_reason "cancelled".
   std::function<bool()> cancelled;
+  // Called after each round with its draft (node tokens in tree order and each node's parent:
+  // 0 for the root, else the parent's 1-based place in that order; empty for a plain round)
+  // and how many nodes were accepted: traces, and tests that compare drafts with another
+  // engine's.
+  std::function<void(std::span<const int32_t> tokens, std::span<const int32_t> parents,
+                     uint64_t accepted)>
+      on_round;
 };
 
 // What an Engine is built for.
@@ -98,6 +106,9 @@ class Engine {
  private:
   uint32_t vocab_size() const;  // the target's output rows
   uint32_t hidden_dim() const;
+  // An EAGLE-3 head as [proposer] model names the target layers whose inputs it takes
+  // (head_target_layers): the target computes those as its features for every row.
+  void ask_target_for_head_features();
 
   Config config_;
   EngineUse use_;

@@ -120,6 +120,7 @@ specd_status* model_info(void*, const specd_model* model, specd_model_info* info
       out.context_length = static_cast<uint32_t>(hi.n_ctx);
       out.architecture = hi.architecture.c_str();
       out.head_count = static_cast<uint32_t>(hi.n_heads);
+      out.input_dim = static_cast<uint32_t>(hi.input_dim);
     } else {
       const ModelInfo& mi = model->model->info();
       out.vocab_size = static_cast<uint32_t>(mi.vocab_size);
@@ -253,6 +254,20 @@ specd_status* head_forward(void*, specd_model* model, specd_model_cache* cache,
   });
 }
 
+specd_status* head_encode(void*, specd_model* model, const float* target_features, uint32_t m,
+                          float* features) {
+  if (model && model->head && model->head->info().kind != HeadKind::kEagle3)
+    return host_table()->status_create(
+        nullptr, SPECD_STATUS_UNSUPPORTED,
+        ("head_encode: " + model->path + " takes the target's features as they are").c_str());
+  return guarded([&] {
+    if (!model || !model->head) throw UsageError("head_encode: not a head");
+    if (m == 0) throw UsageError("head_encode: no rows");
+    if (!target_features || !features) throw UsageError("head_encode: null features");
+    model->head->encode(target_features, static_cast<int32_t>(m), features);
+  });
+}
+
 specd_status* model_forward_batch(void*, specd_model* model,
                                   const specd_model_batch_entry* const* entries, uint32_t n) {
   return guarded([&] {
@@ -336,7 +351,8 @@ const specd_model_api g_api = {sizeof(specd_model_api),
                                &head_open,
                                &head_forward,
                                &model_forward_rows,
-                               &model_forward_batch};
+                               &model_forward_batch,
+                               &head_encode};
 
 }  // namespace
 

@@ -22,7 +22,7 @@ class TargetVerifier {
 
   void info(specd_verifier_info& info) const {
     info.vocab_size = static_cast<uint32_t>(model_.info().vocab_size);
-    info.hidden_dim = static_cast<uint32_t>(model_.info().n_embd);
+    info.hidden_dim = static_cast<uint32_t>(model_.feature_dim());
     info.context_length = capacity_;
     if (info.struct_size >= offsetof(specd_verifier_info, last_overhead_s) + sizeof(double)) {
       info.vocab_digest = 0;  // the host's own tokenizer and model: nothing to compare

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <new>
 
@@ -9,6 +10,12 @@
 #include "gguf/gguf_format.hpp"
 
 namespace specd {
+
+bool is_gguf_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  return in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
+}
 
 // Bounds-checked little-endian cursor over the mapping; every read names the path on failure.
 class GgufParser {

@@ -30,6 +30,10 @@ struct GgufTensor {
   const void* data = nullptr;
 };
 
+// Whether the regular file at `path` starts with the GGUF magic (false when it cannot be
+// read): for paths that may name a GGUF file or a file of another format.
+bool is_gguf_file(const std::string& path);
+
 class GgufFile {
  public:
   // Maps and validates the file; throws specd::Error("<path>: ...") on any problem.

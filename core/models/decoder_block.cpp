@@ -56,20 +56,21 @@ specd_attention_params attention_params(const BlockShape& s) {
 BlockWeights load_block(WeightLoader& loader, const std::string& p, const BlockShape& s,
                         const Architecture& arch) {
   const int64_t d = s.n_embd, F = s.n_ff, qd = s.q_dim(), kvd = s.kv_dim(), hd = s.head_dim;
+  const int64_t in = s.attn_in_dim();
   BlockWeights w;
   w.attn_norm = loader.vector(p + "attn_norm.weight", d);  // [1, d]
   const bool fused_qkv =
       arch.fused_qkv == Presence::kRequired ||
       (arch.fused_qkv == Presence::kOptional && loader.has(p + "attn_qkv.weight"));
   if (fused_qkv) {
-    const View qkv = loader.matrix(p + "attn_qkv.weight", d, qd + 2 * kvd);  // [q+2kv, d]
+    const View qkv = loader.matrix(p + "attn_qkv.weight", in, qd + 2 * kvd);  // [q+2kv, in]
     w.wq = qkv.slice_rows(0, qd);
     w.wk = qkv.slice_rows(qd, kvd);
     w.wv = qkv.slice_rows(qd + kvd, kvd);
   } else {
-    w.wq = loader.matrix(p + "attn_q.weight", d, qd);   // [H*hd, d]
-    w.wk = loader.matrix(p + "attn_k.weight", d, kvd);  // [Hkv*hd, d]
-    w.wv = loader.matrix(p + "attn_v.weight", d, kvd);  // [Hkv*hd, d]
+    w.wq = loader.matrix(p + "attn_q.weight", in, qd);   // [H*hd, in]
+    w.wk = loader.matrix(p + "attn_k.weight", in, kvd);  // [Hkv*hd, in]
+    w.wv = loader.matrix(p + "attn_v.weight", in, kvd);  // [Hkv*hd, in]
   }
   const bool bias = arch.qkv_bias == Presence::kRequired ||
                     (arch.qkv_bias == Presence::kOptional && loader.has(p + "attn_q.bias"));
@@ -126,10 +127,12 @@ void BlockScratch::ensure(Device& device, const BlockShape& shape, int64_t m) {
 }
 
 void DecoderBlock::run(const View& x, const PagedBatch& b, const View& k_pool, const View& v_pool,
-                       int64_t piece, BlockScratch& scratch) const {
+                       int64_t piece, BlockScratch& scratch, const View* attn_input) const {
   const int64_t M = x.rows();
   if (scratch.rows() < M) throw Error("decoder block: the scratch holds fewer than M rows");
   if (piece < 1) throw Error("decoder block: a pass needs pieces of at least 1 row");
+  if (attn_input && (attn_input->rows() != M || attn_input->cols() != shape_.attn_in_dim()))
+    throw Error("decoder block: the attention input is not [M, attn_in_dim]");
   const BlockShape& s = shape_;
   const int64_t d = s.n_embd, kvd = s.kv_dim();
   const View h_all = scratch.h.view(SPECD_DTYPE_F32, M, d);             // [M, d]
@@ -143,8 +146,10 @@ void DecoderBlock::run(const View& x, const PagedBatch& b, const View& k_pool, c
   // Before attention, piece by piece.
   for (int64_t r = 0; r < M; r += piece) {
     const int64_t p = std::min(piece, M - r);
-    project(x.slice_rows(r, p), b.positions.slice_cols(r, p), h_all.slice_rows(r, p),
-            q_all.slice_rows(r, p), k_all.slice_rows(r, p), v_all.slice_rows(r, p));
+    const View in = attn_input ? attn_input->slice_rows(r, p) : View();
+    project(x.slice_rows(r, p), attn_input ? &in : nullptr, b.positions.slice_cols(r, p),
+            h_all.slice_rows(r, p), q_all.slice_rows(r, p), k_all.slice_rows(r, p),
+            v_all.slice_rows(r, p));
   }
   // The new K and V rows into their sequences' blocks, then attention over every row at once.
   dev.set_rows(k_all, b.write_rows, k_pool);
@@ -160,14 +165,15 @@ void DecoderBlock::run(const View& x, const PagedBatch& b, const View& k_pool, c
   }
 }
 
-void DecoderBlock::project(const View& x, const View& positions, const View& h, const View& q,
-                           const View& k, const View& v) const {
+void DecoderBlock::project(const View& x, const View* in, const View& positions, const View& h,
+                           const View& q, const View& k, const View& v) const {
   const BlockShape& s = shape_;
   Device& dev = *device_;
-  dev.rms_norm(x, w_.attn_norm, s.rms_eps, h);
-  dev.matmul(h, w_.wq, q);
-  dev.matmul(h, w_.wk, k);
-  dev.matmul(h, w_.wv, v);
+  if (!in) dev.rms_norm(x, w_.attn_norm, s.rms_eps, h);
+  const View& a = in ? *in : h;
+  dev.matmul(a, w_.wq, q);
+  dev.matmul(a, w_.wk, k);
+  dev.matmul(a, w_.wv, v);
   if (!w_.bq.empty()) {  // qwen2: one bias row added to every row
     dev.add(q, w_.bq, q);
     dev.add(k, w_.bk, k);

@@ -28,6 +28,8 @@ struct BlockShape {
   float rms_eps = 1e-5f;
   uint32_t rope_mode = SPECD_ROPE_NORMAL;  // the architecture's pairing
   float rope_freq_scale = 1.0f;            // linear rope scaling: 1 / rope.scaling.factor
+  int32_t attn_in = 0;  // width of the q/k/v projections' input; 0 = n_embd (EAGLE-3: 2 n_embd)
+  int64_t attn_in_dim() const { return attn_in ? attn_in : n_embd; }
   int64_t kv_dim() const { return static_cast<int64_t>(n_head_kv) * head_dim; }
   int64_t q_dim() const { return static_cast<int64_t>(n_head) * head_dim; }
 };
@@ -75,14 +77,17 @@ class DecoderBlock {
   // pass: each row's bits then do not depend on the other rows); the new K and V rows are
   // scattered into their pool rows and attention runs once over every row, each through its
   // own sequence's block table and mask. `scratch` holds M rows (ensure).
+  // `attn_input` [M, attn_in_dim()], when given, is what q, k and v are projected from in
+  // place of the normed residual stream (EAGLE-3 feeds its normed embedding and feature
+  // there); the attention norm is then the caller's.
   void run(const View& x, const PagedBatch& b, const View& k_pool, const View& v_pool,
-           int64_t piece, BlockScratch& scratch) const;
+           int64_t piece, BlockScratch& scratch, const View* attn_input = nullptr) const;
 
  private:
-  // The ops before attention on m rows: attention norm into h, the q/k/v projections (biases,
-  // per-head q/k norm), rope at `positions` [1, m]. Shared by run and run_batch's pieces.
-  void project(const View& x, const View& positions, const View& h, const View& q, const View& k,
-               const View& v) const;
+  // The ops before attention on m rows: attention norm of x into h (or `in` as given), the
+  // q/k/v projections (biases, per-head q/k norm), rope at `positions` [1, m].
+  void project(const View& x, const View* in, const View& positions, const View& h, const View& q,
+               const View& k, const View& v) const;
   // The ops after attention on m rows: output projection and residual, FFN norm, SwiGLU FFN
   // and residual, x updated in place; h, gate, up are scratch.
   void finish(const View& x, const View& attn, const View& h, const View& gate,

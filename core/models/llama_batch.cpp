@@ -55,19 +55,47 @@ void LlamaModel::forward_batch(std::span<const ForwardEntry> entries) {
     const int64_t p = std::min<int64_t>(piece, M - r);
     dev.get_rows(tok_embd_, tokens.slice_cols(r, p), x.slice_rows(r, p));
   }
-  KvPool& pool = *kv_pool_;
-  for (int32_t l = 0; l < in.n_layer; ++l)
-    layers_[l].run(x, batch, pool.k(l), pool.v(l), piece, s_.block);
-  {
-    int64_t row0 = 0;
-    for (const ForwardEntry& en : entries) {
-      const int64_t m = static_cast<int64_t>(en.tokens.size());
-      if (en.hidden)
-        s_.x.download(en.hidden, static_cast<uint64_t>(m) * d * 4,
-                      static_cast<uint64_t>(row0) * d * 4);
-      row0 += m;
+  const bool any_hidden =
+      std::any_of(entries.begin(), entries.end(), [](const ForwardEntry& e) { return e.hidden; });
+  const std::vector<int32_t> last{in.n_layer};
+  const std::vector<int32_t>& feature_at = feature_layers_.empty() ? last : feature_layers_;
+  const int64_t width = static_cast<int64_t>(feature_at.size()) * d;
+  // The residual stream entering `layer` (n_layer: the last hidden state) into column block
+  // `slot` of every entry's hidden rows, for each slot that asks for that layer.
+  auto take_features = [&](int32_t layer) {
+    if (!any_hidden || std::find(feature_at.begin(), feature_at.end(), layer) == feature_at.end())
+      return;
+    if (feature_at.size() == 1) {  // straight into each entry's rows
+      int64_t row0 = 0;
+      for (const ForwardEntry& en : entries) {
+        const int64_t m = static_cast<int64_t>(en.tokens.size());
+        if (en.hidden)
+          s_.x.download(en.hidden, static_cast<uint64_t>(m) * d * 4,
+                        static_cast<uint64_t>(row0) * d * 4);
+        row0 += m;
+      }
+      return;
     }
+    feature_rows_.resize(static_cast<size_t>(M) * d);
+    s_.x.download(feature_rows_.data(), static_cast<uint64_t>(M) * d * 4);
+    for (size_t slot = 0; slot < feature_at.size(); ++slot) {
+      if (feature_at[slot] != layer) continue;
+      int64_t row0 = 0;
+      for (const ForwardEntry& en : entries) {
+        const int64_t m = static_cast<int64_t>(en.tokens.size());
+        for (int64_t i = 0; en.hidden && i < m; ++i)
+          std::copy_n(feature_rows_.data() + (row0 + i) * d, d,
+                      en.hidden + i * width + static_cast<int64_t>(slot) * d);
+        row0 += m;
+      }
+    }
+  };
+  KvPool& pool = *kv_pool_;
+  for (int32_t l = 0; l < in.n_layer; ++l) {
+    take_features(l);
+    layers_[l].run(x, batch, pool.k(l), pool.v(l), piece, s_.block);
   }
+  take_features(in.n_layer);
   if (logit_rows > 0) {
     // The rows whose logits are wanted, gathered (verbatim) into one block, then the final
     // norm and the output projection piece by piece.

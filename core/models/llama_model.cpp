@@ -124,6 +124,20 @@ KvPool& LlamaModel::kv_pool() {
   return *kv_pool_;
 }
 
+void LlamaModel::set_feature_layers(std::vector<int32_t> layers) {
+  for (int32_t l : layers)
+    if (l < 0 || l > info_.n_layer)
+      throw UsageError(info_.path + ": features of layer " + std::to_string(l) +
+                       " were asked for, but the model has " + std::to_string(info_.n_layer) +
+                       " layers (0.." + std::to_string(info_.n_layer) + " can be read)");
+  feature_layers_ = std::move(layers);
+}
+
+int32_t LlamaModel::feature_dim() const {
+  const size_t n = feature_layers_.empty() ? 1 : feature_layers_.size();
+  return static_cast<int32_t>(n) * info_.n_embd;
+}
+
 void LlamaModel::set_kv_dtype(specd_dtype dtype) {
   if (kv_pool_ && dtype != kv_dtype_)
     throw Error(info_.path + ": the KV cache type is set before the first cache is made");

@@ -43,7 +43,7 @@ struct ForwardEntry {
   KvCache* cache = nullptr;
   std::span<const int32_t> tokens, positions, parents;
   float* logits = nullptr;  // [(m - first_logit_row) x vocab_size]
-  float* hidden = nullptr;  // [m x n_embd] when not null
+  float* hidden = nullptr;  // [m x feature_dim()] when not null
   int32_t first_logit_row = 0;
 };
 
@@ -76,6 +76,15 @@ class LlamaModel {
   // Rows per KV block.
   static constexpr int32_t kKvBlockRows = 16;
 
+  // The features forward writes to `hidden`: for each listed layer L in order, the residual
+  // stream entering layer L (L = n_layer: the last hidden state before the final norm),
+  // concatenated, [m x layers.size() * n_embd]. Empty = {n_layer}, the default. EAGLE-3
+  // heads take the inputs of a low, a middle and a high layer (llama.cpp's target_layers).
+  // Throws UsageError naming the model when a layer is outside [0, n_layer].
+  void set_feature_layers(std::vector<int32_t> layers);
+  const std::vector<int32_t>& feature_layers() const { return feature_layers_; }
+  int32_t feature_dim() const;
+
   // Runs m = tokens.size() tokens. Row i is at position positions[i] and attends to the
   // committed prefix (cache.size() rows) plus its ancestors within this batch:
   // parents[i] = index of its parent row in the batch, or -1 when its parent is the last
@@ -85,7 +94,8 @@ class LlamaModel {
   // [(m - first_logit_row) x vocab_size]: the final norm and the output matmul run on those
   // rows alone, so a prefill that needs no logits (first_logit_row = m; logits may then be
   // null) or only its last row's costs no [m x vocab] buffer on device or host. If
-  // hidden != nullptr, also the last hidden state before the final norm [m x n_embd].
+  // hidden != nullptr, also the rows' features [m x feature_dim()]: the last hidden state
+  // before the final norm, or what set_feature_layers chose.
   void forward(KvCache& cache, std::span<const int32_t> tokens, std::span<const int32_t> positions,
                std::span<const int32_t> parents, float* logits, float* hidden = nullptr,
                int32_t first_logit_row = 0);
@@ -136,6 +146,8 @@ class LlamaModel {
   std::vector<DecoderBlock> layers_;
   std::shared_ptr<KvPool> kv_pool_;
   specd_dtype kv_dtype_ = SPECD_DTYPE_F32;
+  std::vector<int32_t> feature_layers_;  // empty = the last hidden state
+  std::vector<float> feature_rows_;      // one layer's residual stream, for hidden
   Scratch s_;
 };
 

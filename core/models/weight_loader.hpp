@@ -30,6 +30,8 @@ class WeightLoader {
 
   // Whether the file has a tensor of that name (loaded or not).
   bool has(const std::string& name) const { return file_.tensor(name) != nullptr; }
+  // Counts a tensor the caller reads itself (not a weight: an index table) as used.
+  void mark_read(const std::string& name) { loaded_.insert(name); }
 
   // The total number of elements of the tensors loaded so far.
   int64_t n_params() const { return n_params_; }

@@ -95,6 +95,7 @@ const specd_model_api* unserved_models() {
     set(a.head_forward);
     set(a.forward_rows);
     set(a.forward_batch);
+    set(a.head_encode);
     return a;
   }();
   return &api;

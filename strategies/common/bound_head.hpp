@@ -1,6 +1,7 @@
 // A draft-head file opened through the host's model service (specd/model.h, head_open)
-// against the run's target, checked to be of the expected architecture and of the target's
-// width, and closed on destruction. Medusa uses it as is; EAGLE and MTP through FeatureHead.
+// against the run's target, checked to be of an expected architecture and to take features
+// of the width the verifier offers, and closed on destruction. Medusa uses it as is; EAGLE,
+// EAGLE-3 and MTP through FeatureHead.
 // Thread rule: like its proposer, used by one thread at a time.
 #pragma once
 
@@ -8,15 +9,17 @@
 #include <specd/proposer.h>
 #include <specd/cpp/host.hpp>
 
+#include <cstddef>
 #include <string>
+#include <vector>
 
 namespace specd::strategies {
 
 class BoundHead {
  public:
-  // `who` names the proposer in messages; `architecture` is the head kind the file must
-  // hold (specd-medusa, specd-eagle, specd-mtp).
-  BoundHead(sdk::Host host, const std::string& who, const std::string& architecture,
+  // `who` names the proposer in messages; `architectures` are the head kinds the file may
+  // hold (specd-medusa, specd-eagle, eagle3, specd-mtp).
+  BoundHead(sdk::Host host, const std::string& who, const std::vector<std::string>& architectures,
             const char* model_path, const specd_proposer_context& context)
       : host_(host.raw()), api_(host.raw()->models) {
     if (!model_path || !*model_path)
@@ -27,11 +30,24 @@ class BoundHead {
     try {
       info_.struct_size = sizeof(info_);
       check(api_->info(host_->context, model_, &info_));
-      if (info_.architecture != architecture)
+      bool known = false;
+      std::string expected;
+      for (const std::string& a : architectures) {
+        known = known || a == info_.architecture;
+        expected += (expected.empty() ? "" : " or ") + a;
+      }
+      if (!known)
         throw sdk::invalid_argument(who + ": " + model_path + " is a " + info_.architecture +
-                                    " file, not " + architecture);
-      if (info_.hidden_dim != context.hidden_dim)
-        throw sdk::invalid_argument(who + ": the head's width differs from the target's");
+                                    " file, not " + expected);
+      if (input_dim() != context.hidden_dim)
+        throw sdk::invalid_argument(
+            who + ": " + model_path + " takes target features of width " +
+            std::to_string(input_dim()) + ", the verifier offers " +
+            std::to_string(context.hidden_dim) +
+            (fuses() ? " (the host reads an EAGLE-3 head's target layers from [proposer] model)"
+                     : ""));
+      if (fuses() && api_->struct_size <= offsetof(specd_model_api, head_encode))
+        throw sdk::invalid_argument(who + ": this host cannot run EAGLE-3 heads (no head_encode)");
     } catch (...) {
       api_->close(host_->context, model_);
       throw;
@@ -42,6 +58,10 @@ class BoundHead {
   BoundHead& operator=(const BoundHead&) = delete;
 
   const specd_model_info& info() const { return info_; }
+  // The width of the target features the head takes, and whether it fuses them into its own
+  // width first (EAGLE-3, head_encode).
+  uint32_t input_dim() const { return info_.input_dim ? info_.input_dim : info_.hidden_dim; }
+  bool fuses() const { return input_dim() != info_.hidden_dim; }
   specd_model* model() const { return model_; }
   const specd_model_api* api() const { return api_; }
   void* context() const { return host_->context; }  // the host context every api call takes

@@ -54,10 +54,10 @@ class FeatureHead {
 
   // `who`, `architecture`: as BoundHead; `extra_capacity` cache rows are reserved for
   // drafting.
-  FeatureHead(sdk::Host host, const std::string& who, const std::string& architecture,
+  FeatureHead(sdk::Host host, const std::string& who, const std::vector<std::string>& architectures,
               const char* model_path, const specd_proposer_context& context,
               uint32_t extra_capacity)
-      : head_(host, who, architecture, model_path, context),
+      : head_(host, who, architectures, model_path, context),
         capacity_(std::max<uint32_t>(4096, 2 * head_.info().context_length) + extra_capacity),
         piece_(std::max<uint32_t>(head_.info().invariant_max_rows, 1)) {}
   FeatureHead(const FeatureHead&) = delete;
@@ -82,13 +82,12 @@ class FeatureHead {
   void begin(State& s, std::span<const specd_token> prompt, const float* hidden) const {
     check(head_.api()->truncate(head_.context(), head_.model(), s.cache, 0));
     s.features.clear();
-    if (hidden && prompt.size() > 1)
-      s.features.assign(hidden, hidden + (prompt.size() - 1) * dim());
+    if (hidden && prompt.size() > 1) append(s, hidden, prompt.size() - 1);
   }
 
   // Appends the features of the accepted tokens and the root (accepted.size() + 1 rows).
   void commit(State& s, std::span<const specd_token> accepted, const float* hidden) const {
-    if (hidden) s.features.insert(s.features.end(), hidden, hidden + (accepted.size() + 1) * dim());
+    if (hidden) append(s, hidden, accepted.size() + 1);
   }
 
   // For each job: runs and commits the elements whose true features are not in its cache yet
@@ -178,6 +177,18 @@ class FeatureHead {
   void check(specd_status* status) const { head_.check(status); }
 
  private:
+  // Keeps `rows` rows of target features as head features (fused first by an EAGLE-3 head).
+  void append(State& s, const float* hidden, size_t rows) const {
+    if (!head_.fuses()) {
+      s.features.insert(s.features.end(), hidden, hidden + rows * dim());
+      return;
+    }
+    const size_t at = s.features.size();
+    s.features.resize(at + rows * dim());
+    check(head_.api()->head_encode(head_.context(), head_.model(), hidden,
+                                   static_cast<uint32_t>(rows), s.features.data() + at));
+  }
+
   BoundHead head_;
   uint32_t capacity_;
   uint32_t piece_;  // rows of one sequence per catch-up pass

@@ -46,7 +46,7 @@ class EagleProposer {
                 positive(params, "depth", 5, 64))),
         top_k_(std::min(positive(params, "top_k", 4, 64), context.vocab_size)),
         max_nodes_(positive(params, "max_nodes", 24, 4096)),
-        head_(host, "eagle", "specd-eagle", model_path, context, depth_ * top_k_),
+        head_(host, "eagle", {"specd-eagle", "eagle3"}, model_path, context, depth_ * top_k_),
         dim_(head_.dim()),
         vocab_(std::min(head_.vocab(), context.vocab_size)) {
     top_k_ = std::min(top_k_, vocab_);

@@ -51,7 +51,7 @@ class MedusaProposer {
   MedusaProposer(specd::sdk::Host host, const specd::sdk::Params& params, const char* model_path,
                  const specd_proposer_context& context, const specd_transform&)
       // Unknown keys are reported before the model is opened.
-      : head_((params.require_known({"choices"}), host), "medusa", "specd-medusa", model_path,
+      : head_((params.require_known({"choices"}), host), "medusa", {"specd-medusa"}, model_path,
               context),
         dim_(context.hidden_dim),
         heads_(head_.info().head_count),

@@ -33,7 +33,7 @@ class MtpProposer {
         vocab_(context.vocab_size),
         greedy_((params.require_known({"mode"}),
                  params.get_choice("mode", {"sample", "greedy"}) == "greedy")),
-        head_(host, "mtp", "specd-mtp", model_path, context, 0) {}
+        head_(host, "mtp", {"specd-mtp"}, model_path, context, 0) {}
 
   std::unique_ptr<Sequence> open() { return head_.open(); }
 

@@ -393,8 +393,8 @@ TEST_CASE("bad requests fail cleanly and the engine goes on") {
                        doctest::Contains("leaving no room to generate"), UsageError);
   CHECK(engine.generate("ok").tokens.size() == 4);
   // A long generation stops at the context instead of overflowing it.
-  GenerationResult r =
-      engine.generate("ok", {.max_tokens = 100, .on_text = {}, .sampling = {}, .cancelled = {}});
+  GenerationResult r = engine.generate(
+      "ok", {.max_tokens = 100, .on_text = {}, .sampling = {}, .cancelled = {}, .on_round = {}});
   CHECK(r.stop_reason == "context");
   CHECK(r.tokens.size() < 32);
 }

@@ -75,6 +75,7 @@ void HeadModel::forward_batch(std::span<const Entry> entries) {
   }
   for (const Entry& e : entries) {
     if (!e.cache) throw Error("forward: " + info_.architecture + " needs its cache");
+    if (!e.features) throw Error("forward: " + info_.architecture + " needs features");
     check_cache(*e.cache, "forward");
     if (static_cast<int32_t>(e.tokens.size()) != e.m || e.positions.size() != e.tokens.size() ||
         e.parents.size() != e.tokens.size())
@@ -85,7 +86,10 @@ void HeadModel::forward_batch(std::span<const Entry> entries) {
       if (e.positions[i] < 0) throw Error("forward: negative position at row " + std::to_string(i));
     }
   }
-  forward_blocks(entries, piece);
+  if (info_.kind == HeadKind::kEagle3)
+    forward_eagle3(entries, piece);
+  else
+    forward_blocks(entries, piece);
 }
 
 void HeadModel::check_finite(const float* logits, size_t n) const {
@@ -142,19 +146,44 @@ void HeadModel::forward_medusa(std::span<const Entry> entries, int64_t piece) {
   }
 }
 
-void HeadModel::forward_blocks(std::span<const Entry> entries, int64_t piece) {
+std::vector<PagedRows> HeadModel::paged_rows(std::span<const Entry> entries, int64_t& M) {
   std::vector<PagedRows> rows(entries.size());
-  int64_t M = 0;
+  M = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
     const Entry& e = entries[i];
     rows[i] = {e.cache, e.tokens, e.positions, e.parents, true};  // a tree grows per call
     M += e.m;
   }
-  const PagedBatchInputs inputs(rows);
+  return rows;
+}
+
+void HeadModel::upload_pass(const PagedBatchInputs& inputs, int64_t M) {
   const std::vector<int32_t>& ints = inputs.ints();
   if (!ints_ || ints_.size() < ints.size() * 4) ints_ = device_->alloc(ints.size() * 4 * 2);
   ints_.upload(ints.data(), ints.size() * 4);
   ensure_scratch(M);
+}
+
+void HeadModel::block_and_output(const View& x, const PagedBatchInputs& inputs, int64_t n_out,
+                                 int64_t piece, const View* attn_input) {
+  const int64_t M = x.rows();
+  block_scratch_.ensure(*device_, info_.block, M);
+  block_->run(x, inputs.views(ints_), kv_pool_->k(0), kv_pool_->v(0), piece, block_scratch_,
+              attn_input);
+  const View h = h_.view(SPECD_DTYPE_F32, M, info_.n_embd);
+  const View out = logits_.view(SPECD_DTYPE_F32, M, n_out);  // [M, n_out]
+  for (int64_t r = 0; r < M; r += piece) {
+    const int64_t p = std::min(piece, M - r);
+    device_->rms_norm(x.slice_rows(r, p), output_norm_, target_eps_, h.slice_rows(r, p));
+    device_->matmul(h.slice_rows(r, p), output_, out.slice_rows(r, p));
+  }
+}
+
+void HeadModel::forward_blocks(std::span<const Entry> entries, int64_t piece) {
+  int64_t M = 0;
+  const std::vector<PagedRows> rows = paged_rows(entries, M);
+  const PagedBatchInputs inputs(rows);  // keeps a view of rows
+  upload_pass(inputs, M);
 
   const int64_t d = info_.n_embd, V = info_.vocab_size;
   Device& dev = *device_;
@@ -186,14 +215,7 @@ void HeadModel::forward_blocks(std::span<const Entry> entries, int64_t piece) {
       dev.add(x.slice_rows(r, p), h.slice_rows(r, p), x.slice_rows(r, p));
     }
   }
-  block_scratch_.ensure(*device_, info_.block, M);
-  block_->run(x, inputs.views(ints_), kv_pool_->k(0), kv_pool_->v(0), piece, block_scratch_);
-  const View out = logits_.view(SPECD_DTYPE_F32, M, V);  // [M, V]
-  for (int64_t r = 0; r < M; r += piece) {
-    const int64_t p = std::min(piece, M - r);
-    dev.rms_norm(x.slice_rows(r, p), output_norm_, target_eps_, h.slice_rows(r, p));
-    dev.matmul(h.slice_rows(r, p), output_, out.slice_rows(r, p));
-  }
+  block_and_output(x, inputs, V, piece, nullptr);
   int64_t row0 = 0;
   for (const Entry& e : entries) {
     if (e.hidden)

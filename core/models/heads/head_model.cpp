@@ -28,8 +28,9 @@ HeadKind kind_of(const GgufFile& f, const std::string& arch) {
   if (arch == "specd-medusa") return HeadKind::kMedusa;
   if (arch == "specd-eagle") return HeadKind::kEagle;
   if (arch == "specd-mtp") return HeadKind::kMtp;
+  if (arch == "eagle3") return HeadKind::kEagle3;
   throw Error(f.path() + ": architecture '" + arch +
-              "' is not a head (expected specd-medusa, specd-eagle or specd-mtp)");
+              "' is not a head (expected specd-medusa, specd-eagle, specd-mtp or eagle3)");
 }
 
 }  // namespace
@@ -46,13 +47,21 @@ std::unique_ptr<HeadModel> HeadModel::load(const std::string& head_path,
   const HeadKind kind = kind_of(head, *arch);
   GgufFile target = GgufFile::open(target_path);
   architecture_of(target);  // any supported model architecture can be a head's target
-  check_target_binding(head, target);
+  // An EAGLE-3 file names no target: it is bound by shape and vocabulary (load_eagle3).
+  if (kind != HeadKind::kEagle3) check_target_binding(head, target);
   std::unique_ptr<HeadModel> model(new HeadModel(std::move(head), std::move(target), device));
   model->info_.path = head_path;
   model->info_.architecture = *arch;
   model->info_.kind = kind;
-  model->load_target();
-  model->load_head();
+  if (kind == HeadKind::kEagle3) {
+    model->load_eagle3();
+  } else {
+    model->load_target();
+    model->load_head();
+  }
+  model->info_.input_dim = model->info_.input_dim ? model->info_.input_dim : model->info_.n_embd;
+  model->info_.draft_vocab =
+      model->info_.draft_vocab ? model->info_.draft_vocab : model->info_.vocab_size;
   return model;
 }
 

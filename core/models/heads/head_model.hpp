@@ -3,6 +3,9 @@
 // fusion projection and one decoder block over target features) and DeepSeek-V3 style MTP
 // (normed hidden and embedding, a projection and one decoder block). All use the target's
 // token_embd, output_norm and output (LM head), read from the target file.
+// EAGLE-3 heads come in llama.cpp's layout (general.architecture "eagle3", as its
+// convert_hf_to_gguf.py writes them; eagle3_head.cpp): their features are the inputs of three
+// target layers, fused by encode() into the head's width before forward.
 //
 // Feature rows given to forward are the target's hidden_t (BEFORE output_norm), as the
 // engine hands them to proposers; Medusa applies the target's output_norm itself.
@@ -21,10 +24,11 @@
 #include "gguf/gguf_reader.hpp"
 #include "models/decoder_block.hpp"
 #include "models/kv_cache.hpp"
+#include "models/paged_batch.hpp"
 
 namespace specd {
 
-enum class HeadKind { kMedusa, kEagle, kMtp };
+enum class HeadKind { kMedusa, kEagle, kMtp, kEagle3 };
 
 struct HeadInfo {
   std::string name;          // general.name of the head
@@ -37,8 +41,19 @@ struct HeadInfo {
   int32_t n_ctx = 0;           // trained context (EAGLE, MTP); the target's for Medusa
   int32_t n_heads = 1;         // Medusa's K; 1 otherwise
   int32_t predict_offset = 2;  // MTP: the module predicts token t + predict_offset
-  BlockShape block;            // EAGLE, MTP
+  BlockShape block;            // EAGLE, MTP, EAGLE-3
+  // EAGLE-3: the target layers whose inputs are its features, their fused width (input_dim;
+  // n_embd for the others), the rows of its own output (draft_vocab; vocab_size otherwise).
+  std::vector<int32_t> target_layers;
+  int32_t input_dim = 0;
+  int32_t draft_vocab = 0;
+  bool norm_before_residual = false;  // eagle3.norm_before_residual
 };
+
+// The target layers a head file asks for as features (<arch>.target_layers of an EAGLE-3
+// file), empty for a head on the last hidden state. Throws Error naming the file when the
+// key is malformed.
+std::vector<int32_t> head_target_layers(const GgufFile& head);
 
 class HeadModel {
  public:
@@ -83,6 +98,10 @@ class HeadModel {
   // of m <= invariant_max_rows rows gets the bits forward() of it alone gives.
   void forward_batch(std::span<const Entry> entries);
 
+  // EAGLE-3: fuses m rows of target features [m, input_dim] into the head's features
+  // [m, n_embd] (its fc projection), which forward then takes. Other heads: throws.
+  void encode(const float* target_features, int32_t m, float* features);
+
   // Keeps the pending elements listed (in order, each the child of the previous, the first
   // a child of the committed prefix), drops the others.
   void commit(KvCache& cache, std::span<const int32_t> kept);
@@ -97,10 +116,19 @@ class HeadModel {
   HeadModel(GgufFile head, GgufFile target, Device& device);
   void load_target();
   void load_head();
+  void load_eagle3();  // eagle3_head.cpp: the head and what it takes from the target
+  void forward_eagle3(std::span<const Entry> entries, int64_t piece);
   void forward_medusa(std::span<const Entry> entries, int64_t piece);
   // Throws naming the file when any of the n logits is NaN or infinite.
   void check_finite(const float* logits, size_t n) const;
   void forward_blocks(std::span<const Entry> entries, int64_t piece);
+  // A block pass's rows (M: their count) and their upload, with scratch for M rows.
+  static std::vector<PagedRows> paged_rows(std::span<const Entry> entries, int64_t& M);
+  void upload_pass(const PagedBatchInputs& inputs, int64_t M);
+  // The block over x [M, d] (in place; attn_input as DecoderBlock::run), then the output
+  // norm and matmul into logits_ [M, n_out].
+  void block_and_output(const View& x, const PagedBatchInputs& inputs, int64_t n_out, int64_t piece,
+                        const View* attn_input);
   void check_cache(const KvCache& cache, const char* op) const;
   void ensure_scratch(int64_t m);
   void broadcast(const View& row, const View& y);  // y[i, :] = row[0, :]
@@ -112,8 +140,13 @@ class HeadModel {
   std::vector<Buffer> buffers_;
   View tok_embd_, output_norm_, output_;  // target: [V, d], [1, d], [V, d]
   std::vector<MedusaHead> medusa_;
-  View fc_, fc_bias_;        // EAGLE: [d, 2d], [1, d]
-  View hnorm_, enorm_, eh_;  // MTP: [1, d], [1, d], [d, 2d]
+  View fc_, fc_bias_;                // EAGLE: [d, 2d], [1, d]
+  View hnorm_, enorm_, eh_;          // MTP: [1, d], [1, d], [d, 2d]
+  View fc3_, gnorm_;                 // EAGLE-3: [d, input_dim], [1, d] (blk.0.attn_norm_2)
+  std::vector<int32_t> d2t_;         // EAGLE-3: target id of each draft-vocabulary row, or empty
+  std::vector<float> draft_logits_;  // EAGLE-3 with d2t: [m, draft_vocab] before scatter
+  Buffer enc_;                       // EAGLE-3: target features being fused
+  int64_t enc_rows_ = 0;
   std::unique_ptr<DecoderBlock> block_;
   std::shared_ptr<KvPool> kv_pool_;
   specd_dtype kv_dtype_ = SPECD_DTYPE_F32;

@@ -35,7 +35,9 @@ typedef struct specd_model_info {
   const char* backend;      /* name of the backend it runs on; owned by the model */
   uint32_t head_count;      /* heads: Medusa's K (logit rows per feature row), 1 for EAGLE/MTP;
                              * 0 for a llama model */
-  uint32_t reserved2;
+  uint32_t input_dim;       /* heads: width of the target features they take; an EAGLE-3 head
+                             * (input_dim != hidden_dim) takes them through head_encode. 0 from
+                             * hosts before head_encode: read it as hidden_dim */
 } specd_model_info;
 
 /* One sequence's rows in forward_batch (ABI 0.5). Borrowed for the call; passed as an array
@@ -113,6 +115,10 @@ typedef struct specd_model_api {
    * target's token_embd, output_norm and output), onto `backend` with `threads` as in open.
    * A head whose specd.target.digest (or, without one, specd.target.name) does not match
    * that target is refused with INVALID_ARGUMENT naming both files, names and digests.
+   * An EAGLE-3 head in llama.cpp's layout (general.architecture "eagle3") names no target:
+   * it is refused when its target_hidden_size, target_layers or vocabulary do not fit. It
+   * takes the inputs of its eagle3.target_layers, concatenated, as target features: the
+   * host asks the target for those when the file is the run's [proposer] model.
    * `path`, `target_path` and `backend` are borrowed. Only valid inside a proposer's create.
    * Ownership: *out is the caller's, released with close. [main-thread] */
   specd_status* (*head_open)(void* host_context, const char* path, const char* target_path,
@@ -130,7 +136,10 @@ typedef struct specd_model_api {
    * first, then this call's rows), so a draft tree may grow one level per call. Writes
    * logits [m, vocab_size] (the prediction of the token after tokens[i]) and, when not NULL,
    * hidden [m, hidden_dim]: the element's output feature, the input feature of its children.
-   * commit keeps a path of pending elements (indices as above). [same-thread] */
+   * commit keeps a path of pending elements (indices as above).
+   * EAGLE-3: `features` are head features (head_encode's output, or a parent's `hidden`);
+   * with a draft vocabulary (its d2t table), logits of target tokens outside it are -inf.
+   * [same-thread] */
   specd_status* (*head_forward)(void* host_context, specd_model* head, specd_model_cache* cache,
                                 const float* features, const specd_token* tokens,
                                 const int32_t* positions, const int32_t* parents, uint32_t m,
@@ -160,6 +169,16 @@ typedef struct specd_model_api {
    * [same-thread] */
   specd_status* (*forward_batch)(void* host_context, specd_model* model,
                                  const specd_model_batch_entry* const* entries, uint32_t n);
+
+  /* ---- ABI 0.6, appended (present when struct_size > offsetof(specd_model_api,
+   * head_encode)) ---- */
+
+  /* Fuses m rows of target features [m, input_dim] (borrowed) into head features
+   * [m, hidden_dim] (caller-owned), what head_forward takes: an EAGLE-3 head's fc
+   * projection. Rows are fused independently (a row's bits do not depend on m). Heads whose
+   * input_dim equals hidden_dim answer UNSUPPORTED. [same-thread] */
+  specd_status* (*head_encode)(void* host_context, specd_model* head, const float* target_features,
+                               uint32_t m, float* features);
 } specd_model_api;
 
 #if UINTPTR_MAX == UINT64_MAX
@@ -177,6 +196,8 @@ SPECD_STATIC_ASSERT(offsetof(specd_model_batch_entry, cache) == 8, "frozen layou
 SPECD_STATIC_ASSERT(offsetof(specd_model_batch_entry, first_logit_row) == 48, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_model_batch_entry, hidden) == 64, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_model_api, forward_batch) == 112, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_model_info, input_dim) == 52, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_model_api, head_encode) == 120, "frozen layout");
 #endif
 
 SPECD_EXTERN_C_END

@@ -1,0 +1,268 @@
+// EAGLE-3 heads in llama.cpp's layout (general.architecture "eagle3", tensor and key names of
+// its src/llama-arch.cpp, written by its convert_hf_to_gguf.py): loading, binding to a target
+// by shape and vocabulary, the feature fusion (encode) and the decoder pass.
+//
+// The pass, per element (feature g at position P, token t = the token after P):
+//   u = [attn_norm(embd(t)) | attn_norm_2(g)]            (2d wide)
+//   x = g (norm_before_residual: attn_norm_2(g))
+//   x += attention over u's q, k, v at RoPE position P;  x += SwiGLU FFN of ffn_norm(x)
+//   hidden = x (the children's g);  logits = output(output_norm(x))
+// and the draft vocabulary's logits land on the target ids d2t lists (-inf elsewhere), as
+// llama.cpp's src/models/eagle3.cpp computes them.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "common/error.hpp"
+#include "models/architecture.hpp"
+#include "models/heads/head_model.hpp"
+#include "models/hyperparameters.hpp"
+#include "models/paged_batch.hpp"
+#include "models/weight_loader.hpp"
+
+namespace specd {
+namespace {
+
+// The head's decoder block: the llama block with rope frequency factors allowed.
+const Architecture kEagle3Block = {
+    .name = "eagle3",
+    .rope_mode = SPECD_ROPE_NORMAL,
+    .qkv_bias = Presence::kAbsent,
+    .qk_norm = Presence::kAbsent,
+    .fused_qkv = Presence::kAbsent,
+    .fused_gate_up = false,
+    .rope_freqs = Presence::kOptional,
+};
+
+std::string count_of(int64_t n, const char* what) {
+  return std::to_string(n) + " " + what;
+}
+
+}  // namespace
+
+std::vector<int32_t> head_target_layers(const GgufFile& head) {
+  const auto arch = head.get_string_opt("general.architecture");
+  if (!arch) return {};
+  const std::string key = *arch + ".target_layers";
+  const GgufValue* v = head.find(key);
+  if (!v) return {};
+  if (v->type != GgufType::kArray || !gguf_is_integer(v->elem_type))
+    throw Error(head.path() + ": " + key + " must be an array of integers, not " + v->type_name());
+  if (v->array_size() == 0 || v->array_size() > 16)
+    throw Error(head.path() + ": " + key + " must list 1 to 16 layers, not " +
+                std::to_string(v->array_size()));
+  std::vector<int32_t> layers;
+  for (size_t k = 0; k < v->array_size(); ++k) {
+    const int64_t l = v->int_at(k);
+    if (l < 0 || l > 65535)
+      throw Error(head.path() + ": " + key + "[" + std::to_string(k) + "] = " + std::to_string(l) +
+                  " is not a layer index");
+    layers.push_back(static_cast<int32_t>(l));
+  }
+  return layers;
+}
+
+void HeadModel::load_eagle3() {
+  const GgufFile& f = head_file_;
+  const GgufFile& t = target_file_;
+  HeadInfo& in = info_;
+  const std::string a = "eagle3.";
+  const std::string both = " (head " + f.path() + ", target " + t.path() + ")";
+  in.name = f.get_string_opt("general.name").value_or("");
+  in.target_name = t.get_string_opt("general.name").value_or("");
+
+  // What the head needs of the target: its width, its depth, its vocabulary.
+  const std::string ta = std::string(architecture_of(t).name) + ".";
+  const GgufTensor& t_embd = t.require_tensor("token_embd.weight");
+  if (t_embd.n_dims != 2) throw Error(t.path() + ": token_embd.weight must be 2-D");
+  const int32_t n_tgt = static_cast<int32_t>(t_embd.ne[0]);
+  const int32_t V = static_cast<int32_t>(t_embd.ne[1]);
+  const int32_t t_layers = positive_int_key(t, ta + "block_count");
+  in.vocab_size = V;
+  in.target_layers = head_target_layers(f);
+  if (in.target_layers.size() != 3)
+    throw Error(f.path() + ": an EAGLE-3 head needs " + a + "target_layers with 3 layers, not " +
+                std::to_string(in.target_layers.size()));
+  for (int32_t l : in.target_layers)
+    if (l >= t_layers)
+      throw UsageError("the EAGLE-3 head reads the input of target layer " + std::to_string(l) +
+                       ", but the target has " + count_of(t_layers, "layers") + both);
+  const int32_t t_hidden = positive_int_key(f, a + "target_hidden_size");
+  if (t_hidden != n_tgt)
+    throw UsageError("the EAGLE-3 head was made for a target of width " + std::to_string(t_hidden) +
+                     ", the target's is " + std::to_string(n_tgt) + both);
+  const GgufValue* h_tokens = f.find("tokenizer.ggml.tokens");
+  const GgufValue* t_tokens = t.find("tokenizer.ggml.tokens");
+  if (h_tokens && t_tokens && !(*h_tokens == *t_tokens))
+    throw UsageError("the EAGLE-3 head's vocabulary (" +
+                     count_of(static_cast<int64_t>(h_tokens->array_size()), "tokens") +
+                     ") is not the target's (" +
+                     count_of(static_cast<int64_t>(t_tokens->array_size()), "tokens") + ")" + both);
+
+  const int32_t d = positive_int_key(f, a + "embedding_length");
+  in.n_embd = d;
+  in.input_dim = static_cast<int32_t>(in.target_layers.size()) * n_tgt;
+  in.n_ctx = positive_int_key_or(f, a + "context_length",
+                                 positive_int_key_or(t, ta + "context_length", 2048));
+  in.norm_before_residual = f.get_bool_opt(a + "norm_before_residual").value_or(false);
+  if (auto blocks = f.get_u32_opt(a + "block_count"); blocks && *blocks != 1)
+    throw Error(f.path() + ": " + a + "block_count " + std::to_string(*blocks) +
+                " is not supported (1)");
+  BlockShape& s = in.block;
+  s.n_embd = d;
+  s.attn_in = 2 * d;
+  s.n_head = positive_int_key(f, a + "attention.head_count");
+  s.n_head_kv = positive_int_key_or(f, a + "attention.head_count_kv", s.n_head);
+  if (s.n_head % s.n_head_kv != 0)
+    throw Error(f.path() + ": head counts " + std::to_string(s.n_head) + "/" +
+                std::to_string(s.n_head_kv) + " do not divide");
+  if (!f.has(a + "attention.key_length") && d % s.n_head != 0)
+    throw Error(f.path() + ": " + std::to_string(s.n_head) +
+                " heads do not divide embedding_length " + std::to_string(d));
+  s.head_dim = positive_int_key_or(f, a + "attention.key_length", d / s.n_head);
+  s.n_ff = positive_int_key(f, a + "feed_forward_length");
+  s.n_rot = positive_int_key_or(f, a + "rope.dimension_count", s.head_dim);
+  if (s.n_rot > s.head_dim || s.n_rot % 2 != 0)
+    throw Error(f.path() + ": rope.dimension_count must be even and <= the head dim");
+  s.rope_base = positive_float_key_or(f, a + "rope.freq_base", 10000.0f);
+  s.rms_eps = positive_float_key_or(f, a + "attention.layer_norm_rms_epsilon", 1e-5f);
+  target_eps_ = s.rms_eps;  // the head's own output_norm
+
+  WeightLoader load(f, *device_, buffers_);
+  WeightLoader from_target(t, *device_, buffers_);
+  fc3_ = load.matrix("fc.weight", in.input_dim, d);  // [d, 3 n_tgt]
+  output_norm_ = load.vector("output_norm.weight", d);
+
+  // d2t: the target id of each row of the head's output (absolute ids, as the converter
+  // writes them), when its vocabulary is a subset of the target's.
+  if (const GgufTensor* m = f.tensor("d2t")) {
+    if (m->type != GgmlType::kI64 || m->n_dims != 1)
+      throw Error(f.path() + ": d2t must be a 1-D i64 tensor");
+    load.mark_read("d2t");
+    const auto* ids = static_cast<const int64_t*>(m->data);
+    std::unordered_set<int64_t> seen;
+    for (int64_t i = 0; i < m->ne[0]; ++i) {
+      if (ids[i] < 0 || ids[i] >= V)
+        throw UsageError("the EAGLE-3 head maps draft token " + std::to_string(i) +
+                         " to target id " + std::to_string(ids[i]) +
+                         ", outside the target's vocabulary of " + std::to_string(V) + both);
+      if (!seen.insert(ids[i]).second)
+        throw Error(f.path() + ": d2t maps two draft tokens to target id " +
+                    std::to_string(ids[i]));
+      d2t_.push_back(static_cast<int32_t>(ids[i]));
+    }
+  }
+  const bool own_output = f.tensor("output.weight") != nullptr;
+  const bool own_embd = f.tensor("token_embd.weight") != nullptr;
+  if ((!own_output || !own_embd) && d != n_tgt)
+    throw UsageError("the EAGLE-3 head of width " + std::to_string(d) + " borrows the target's " +
+                     (own_embd ? "output" : "token_embd") + ", of width " + std::to_string(n_tgt) +
+                     both);
+  if (own_output) {
+    const GgufTensor& o = f.require_tensor("output.weight");
+    in.draft_vocab = static_cast<int32_t>(o.n_dims == 2 ? o.ne[1] : 0);
+    output_ = load.matrix("output.weight", d, in.draft_vocab);
+  } else {
+    in.draft_vocab = V;
+    output_ = t.tensor("output.weight") ? from_target.matrix("output.weight", d, V)
+                                        : from_target.matrix("token_embd.weight", d, V);
+  }
+  if (d2t_.empty() ? in.draft_vocab != V : static_cast<int32_t>(d2t_.size()) != in.draft_vocab)
+    throw Error(f.path() + ": the output has " + count_of(in.draft_vocab, "rows") + " and d2t " +
+                count_of(static_cast<int64_t>(d2t_.size()), "entries") + " for a target of " +
+                count_of(V, "tokens"));
+  tok_embd_ = own_embd ? load.matrix("token_embd.weight", d, V)
+                       : from_target.matrix("token_embd.weight", d, V);
+
+  gnorm_ = load.vector("blk.0.attn_norm_2.weight", d);
+  BlockWeights w = load_block(load, "blk.0.", s, kEagle3Block);
+  if (load.has("rope_freqs.weight")) w.rope_factors = load.vector("rope_freqs.weight", s.n_rot / 2);
+  block_ = std::make_unique<DecoderBlock>(*device_, s, w);
+  load.refuse_unread("a one-block EAGLE-3 head");
+}
+
+void HeadModel::encode(const float* target_features, int32_t m, float* features) {
+  if (info_.kind != HeadKind::kEagle3)
+    throw Error(info_.path + ": only an EAGLE-3 head fuses target features");
+  if (m <= 0) throw Error("encode: no rows");
+  const int64_t din = info_.input_dim, d = info_.n_embd;
+  ensure_scratch(m);
+  if (enc_rows_ < m) {
+    enc_ = device_->alloc(static_cast<uint64_t>(m) * din * 4);
+    enc_rows_ = m;
+  }
+  enc_.upload(target_features, static_cast<uint64_t>(m) * din * 4);
+  const View in = enc_.view(SPECD_DTYPE_F32, m, din);
+  const View out = x_.view(SPECD_DTYPE_F32, m, d);
+  // Pieces of invariant rows: a row's bits do not depend on how many were fused with it.
+  const int64_t piece = std::max<uint32_t>(device_->info().invariant_max_rows, 1);
+  for (int64_t r = 0; r < m; r += piece) {
+    const int64_t p = std::min<int64_t>(piece, m - r);
+    device_->matmul(in.slice_rows(r, p), fc3_, out.slice_rows(r, p));
+  }
+  x_.download(features, static_cast<uint64_t>(m) * d * 4);
+}
+
+void HeadModel::forward_eagle3(std::span<const Entry> entries, int64_t piece) {
+  int64_t M = 0;
+  const std::vector<PagedRows> rows = paged_rows(entries, M);
+  const PagedBatchInputs inputs(rows);  // keeps a view of rows
+  upload_pass(inputs, M);
+
+  const int64_t d = info_.n_embd, V = info_.vocab_size, Vd = info_.draft_vocab;
+  const float eps = info_.block.rms_eps;
+  Device& dev = *device_;
+  // u = [embedding | feature] rows [M, 2d]; x = feature rows [M, d].
+  {
+    std::vector<float> u(static_cast<size_t>(M) * 2 * d, 0.0f);
+    std::vector<float> g(static_cast<size_t>(M) * d);
+    int64_t row0 = 0;
+    for (const Entry& e : entries)
+      for (int32_t i = 0; i < e.m; ++i, ++row0) {
+        std::copy_n(e.features + i * d, d, u.data() + row0 * 2 * d + d);
+        std::copy_n(e.features + i * d, d, g.data() + row0 * d);
+      }
+    u_.upload(u.data(), u.size() * 4);
+    x_.upload(g.data(), g.size() * 4);
+  }
+  const View uu = u_.view(SPECD_DTYPE_F32, M, 2 * d);                // [M, 2d]
+  const View ue = u_.view(SPECD_DTYPE_F32, M, d, 0, 2 * d * 4);      // [M, d] embedding half
+  const View uf = u_.view(SPECD_DTYPE_F32, M, d, d * 4, 2 * d * 4);  // [M, d] feature half
+  const View x = x_.view(SPECD_DTYPE_F32, M, d);
+  const View tokens = inputs.tokens(ints_);
+  for (int64_t r = 0; r < M; r += piece) {
+    const int64_t p = std::min(piece, M - r);
+    dev.get_rows(tok_embd_, tokens.slice_cols(r, p), ue.slice_rows(r, p));
+    dev.rms_norm(ue.slice_rows(r, p), block_->weights().attn_norm, eps, ue.slice_rows(r, p));
+    dev.rms_norm(uf.slice_rows(r, p), gnorm_, eps, uf.slice_rows(r, p));
+    if (info_.norm_before_residual)
+      dev.rms_norm(x.slice_rows(r, p), gnorm_, eps, x.slice_rows(r, p));
+  }
+  block_and_output(x, inputs, Vd, piece, &uu);
+  int64_t row0 = 0;
+  for (const Entry& e : entries) {
+    if (e.hidden)
+      x_.download(e.hidden, static_cast<uint64_t>(e.m) * d * 4,
+                  static_cast<uint64_t>(row0) * d * 4);
+    const uint64_t count = static_cast<uint64_t>(e.m) * Vd;
+    if (d2t_.empty()) {
+      logits_.download(e.logits, count * 4, static_cast<uint64_t>(row0) * Vd * 4);
+      check_finite(e.logits, count);
+    } else {
+      draft_logits_.resize(count);
+      logits_.download(draft_logits_.data(), count * 4, static_cast<uint64_t>(row0) * Vd * 4);
+      check_finite(draft_logits_.data(), count);
+      std::fill_n(e.logits, static_cast<size_t>(e.m) * V, -std::numeric_limits<float>::infinity());
+      for (int32_t i = 0; i < e.m; ++i)
+        for (int64_t k = 0; k < Vd; ++k)
+          e.logits[i * V + d2t_[k]] = draft_logits_[static_cast<size_t>(i * Vd + k)];
+    }
+    row0 += e.m;
+  }
+  inputs.finish();
+}
+
+}  // namespace specd

@@ -1,0 +1,214 @@
+#!/usr/bin/python3
+"""Makes the EAGLE-3 reference data of tests/compat/eagle3 with llama.cpp as the oracle.
+
+Writes two EAGLE-3 heads (random weights, f32) for ../shared/compat/arch/llama.gguf with
+llama.cpp's Python package gguf, in the layout its convert_hf_to_gguf.py writes (general.
+architecture "eagle3", fc.weight, blk.0.attn_norm_2.weight, eagle3.target_layers, ...):
+
+  eagle3-shared.gguf  borrows the target's token_embd and output (same vocabulary);
+  eagle3-d2t.gguf     has its own token_embd and a 64-token output with a d2t table.
+
+Then serves each head with llama.cpp's llama-server on loopback (--spec-type draft-eagle3,
+greedy, 4 drafted tokens a round, no confidence cut-off, f32 KV caches, no flash attention;
+its llama-speculative-simple does not feed EAGLE-3 the target's features) and records, in
+eagle3_reference.json, for each prompt: the generated token ids, the tokens drafted each
+round (the first candidate of each draft position in its debug log), the accepted count of
+each round and the totals of its timings.
+
+Usage (a llama.cpp checkout with eagle3 support and a CPU build of its examples):
+  make_eagle3_reference.py --llama-cpp DIR --bin DIR/build/bin
+"""
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+TARGET = HERE.parents[2] / ".." / "shared" / "compat" / "arch" / "llama.gguf"
+PROMPTS = ["def parse(argv):", "The quick brown fox", "import os\nimport sys\n"]
+N_PREDICT = 24
+N_DRAFT = 4
+
+
+def write_head(gguf, target, path, seed, own_vocab):
+    rng = np.random.default_rng(seed)
+    d = int(target.fields["llama.embedding_length"].parts[-1][0])
+    n_layer = int(target.fields["llama.block_count"].parts[-1][0])
+    t_embd = next(t for t in target.tensors if t.name == "token_embd.weight")
+    n_vocab = int(t_embd.shape[1])
+    n_head, n_head_kv, n_ff = 4, 2, 256
+    head_dim = d // n_head
+
+    def normal(shape, fan_in):
+        return (rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32)
+
+    w = gguf.GGUFWriter(str(path), "eagle3")
+    w.add_name(path.stem)
+    w.add_context_length(2048)
+    w.add_embedding_length(d)
+    w.add_block_count(1)
+    w.add_feed_forward_length(n_ff)
+    w.add_head_count(n_head)
+    w.add_head_count_kv(n_head_kv)
+    w.add_rope_freq_base(10000.0)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_rope_dimension_count(head_dim)
+    w.add_vocab_size(n_vocab)
+    w.add_target_layers([0, 1, n_layer - 1])
+    w.add_target_hidden_size(d)
+    w.add_norm_before_residual(False)
+    # The converter copies the target's tokenizer into the head.
+    for name, field in target.fields.items():
+        if not name.startswith("tokenizer."):
+            continue
+        value = field.contents()
+        if name == "tokenizer.ggml.model":
+            w.add_tokenizer_model(value)
+        elif name == "tokenizer.ggml.pre":
+            w.add_tokenizer_pre(value)
+        elif name == "tokenizer.ggml.tokens":
+            w.add_token_list(value)
+        elif name == "tokenizer.ggml.token_type":
+            w.add_token_types(value)
+        elif name == "tokenizer.ggml.merges":
+            w.add_token_merges(value)
+        elif name == "tokenizer.ggml.scores":
+            w.add_token_scores(value)
+        elif isinstance(value, bool):
+            w.add_bool(name, value)
+        elif isinstance(value, int):
+            w.add_uint32(name, value)
+    w.add_tensor("fc.weight", normal((d, 3 * d), 3 * d))
+    w.add_tensor("output_norm.weight", (1 + 0.1 * rng.standard_normal(d)).astype(np.float32))
+    if own_vocab:
+        draft_vocab = 64
+        ids = np.sort(rng.choice(n_vocab, size=draft_vocab, replace=False)).astype(np.int64)
+        w.add_tensor("token_embd.weight", normal((n_vocab, d), 1).astype(np.float16))
+        w.add_tensor("output.weight", normal((draft_vocab, d), d) * 4)
+        w.add_tensor("d2t", ids, raw_dtype=gguf.GGMLQuantizationType.I64)
+    p = "blk.0."
+    w.add_tensor(p + "attn_norm.weight", (1 + 0.1 * rng.standard_normal(d)).astype(np.float32))
+    w.add_tensor(p + "attn_norm_2.weight", (1 + 0.1 * rng.standard_normal(d)).astype(np.float32))
+    w.add_tensor(p + "attn_q.weight", normal((n_head * head_dim, 2 * d), 2 * d))
+    w.add_tensor(p + "attn_k.weight", normal((n_head_kv * head_dim, 2 * d), 2 * d))
+    w.add_tensor(p + "attn_v.weight", normal((n_head_kv * head_dim, 2 * d), 2 * d))
+    w.add_tensor(p + "attn_output.weight", normal((d, n_head * head_dim), n_head * head_dim))
+    w.add_tensor(p + "ffn_norm.weight", (1 + 0.1 * rng.standard_normal(d)).astype(np.float32))
+    w.add_tensor(p + "ffn_gate.weight", normal((n_ff, d), d))
+    w.add_tensor(p + "ffn_up.weight", normal((n_ff, d), d))
+    w.add_tensor(p + "ffn_down.weight", normal((d, n_ff), n_ff))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def start_server(binary, head, port, log):
+    cmd = [str(binary), "-m", str(TARGET), "-md", str(head), "--spec-type", "draft-eagle3",
+           "--spec-draft-n-max", str(N_DRAFT), "--spec-draft-n-min", "0",
+           "--spec-draft-p-min", "0", "-ctk", "f32", "-ctv", "f32", "-ctkd", "f32",
+           "-ctvd", "f32", "-fa", "off", "-c", "512", "-np", "1", "-t", "2", "--verbose",
+           "--no-warmup", "--host", "127.0.0.1", "--port", str(port)]
+    server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(600):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r:
+                if r.status == 200:
+                    return server
+        except OSError:
+            time.sleep(0.1)
+    server.kill()
+    sys.exit(f"{' '.join(cmd)} did not start")
+
+
+def complete(port, prompt):
+    body = json.dumps({"prompt": prompt, "n_predict": N_PREDICT, "temperature": 0,
+                       "top_k": 1, "seed": 1, "cache_prompt": False, "return_tokens": True,
+                       "ignore_eos": True}).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/completion", data=body,
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as r:
+        return json.loads(r.read())
+
+
+def rounds_of(log_text):
+    """The drafted tokens and the accepted count of each round, from the server's log."""
+    drafts, current, accepted = [], [], []
+    for line in log_text.splitlines():
+        m = re.search(r"draft candidate\s+0, pos\s+(\d+):\s+(-?\d+)", line)
+        if m:
+            if int(m.group(1)) == 0 and current:
+                drafts.append(current)
+                current = []
+            current.append(int(m.group(2)))
+            continue
+        m = re.search(r"accepted\s+(\d+)/\s*(\d+) draft tokens", line)
+        if m:
+            if current:
+                drafts.append(current)
+                current = []
+            accepted.append(int(m.group(1)))
+    return drafts, accepted
+
+
+def run_oracle(binary, head, port, log_path):
+    results = []
+    with open(log_path, "w") as log:
+        server = start_server(binary, head, port, log)
+        try:
+            for prompt in PROMPTS:
+                at = Path(log_path).stat().st_size
+                out = complete(port, prompt)
+                time.sleep(0.2)  # the log lines of the request's end
+                text = Path(log_path).read_text(errors="replace")[at:]
+                drafts, accepted = rounds_of(text)
+                if len(drafts) != len(accepted):
+                    sys.exit(f"{head.name}: {len(drafts)} drafts but {len(accepted)} verdicts")
+                t = out["timings"]
+                results.append({"prompt": prompt, "prompt_n": t["prompt_n"],
+                                "tokens": out["tokens"], "drafts": drafts,
+                                "accepted": accepted, "draft_n": t.get("draft_n", 0),
+                                "draft_n_accepted": t.get("draft_n_accepted", 0)})
+        finally:
+            server.terminate()
+            server.wait()
+    return results
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--llama-cpp", required=True, type=Path, help="llama.cpp source tree")
+    ap.add_argument("--bin", required=True, type=Path, help="its build's bin folder")
+    ap.add_argument("--port", type=int, default=18093, help="loopback port for llama-server")
+    ap.add_argument("--log-dir", type=Path, default=Path("/tmp"), help="where server logs go")
+    args = ap.parse_args()
+    sys.path.insert(0, str(args.llama_cpp / "gguf-py"))
+    import gguf  # llama.cpp's own writer, as its converter uses it
+
+    target = gguf.GGUFReader(str(TARGET))
+    heads = {"eagle3-shared.gguf": (1, False), "eagle3-d2t.gguf": (2, True)}
+    reference = {
+        "made_with": "llama.cpp llama-server --spec-type draft-eagle3, greedy, "
+                     f"{N_DRAFT} drafted tokens a round, p-min 0, f32 KV caches, flash attention "
+                     "off, 2 threads; drafts = first candidate of each draft position",
+        "target": "../shared/compat/arch/llama.gguf",
+        "n_predict": N_PREDICT,
+        "n_draft": N_DRAFT,
+        "heads": {},
+    }
+    for name, (seed, own_vocab) in heads.items():
+        path = HERE / name
+        write_head(gguf, target, path, seed, own_vocab)
+        reference["heads"][name] = run_oracle(args.bin / "llama-server", path, args.port,
+                                              args.log_dir / (path.stem + ".log"))
+    (HERE / "eagle3_reference.json").write_text(json.dumps(reference, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

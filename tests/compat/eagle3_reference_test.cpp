@@ -1,0 +1,161 @@
+// EAGLE-3 heads in llama.cpp's layout (tests/compat/eagle3: written by llama.cpp's gguf-py
+// for ../shared/compat/arch/llama.gguf; eagle3_reference.json: what llama.cpp's server
+// drafted with them, made by make_eagle3_reference.py there). Through specd's engine, with
+// the EAGLE proposer drafting a greedy chain of 4 as llama.cpp does: the output equals plain
+// greedy decoding and llama.cpp's, and every round that starts where one of llama.cpp's
+// rounds starts drafts the same tokens and accepts as many.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../bench/json_parse.hpp"
+#include "common/error.hpp"
+#include "config/config.hpp"
+#include "engine/engine.hpp"
+#include "plugin/registry.hpp"
+#include "test_skip.hpp"
+
+using namespace specd;
+
+namespace {
+
+const std::string kHeads = std::string(SPECD_SOURCE_DIR) + "/tests/compat/eagle3";
+const std::string kTarget = std::string(SPECD_SOURCE_DIR) + "/../shared/compat/arch/llama.gguf";
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<int32_t> ints(const test::Json& array) {
+  std::vector<int32_t> v;
+  for (const test::Json& x : array.a) v.push_back(static_cast<int32_t>(x.n));
+  return v;
+}
+
+Config config(const std::vector<std::string>& extra, int n_predict) {
+  std::vector<std::string> all = {"target.model=\"" + kTarget + "\"",
+                                  "engine.backend=cpu",
+                                  "engine.threads=1",
+                                  "sampling.temperature=0",
+                                  "sampling.ignore_eos=true",
+                                  "sampling.max_tokens=" + std::to_string(n_predict)};
+  all.insert(all.end(), extra.begin(), extra.end());
+  return parse_config("", "eagle3.toml", all);
+}
+
+// One round as specd ran it: where its first drafted token sits in the sequence, the chain
+// drafted and how many were accepted.
+struct Round {
+  size_t start = 0;
+  std::vector<int32_t> chain;
+  uint64_t accepted = 0;
+};
+
+}  // namespace
+
+TEST_CASE("EAGLE-3 heads in llama.cpp's layout draft what llama.cpp drafts") {
+  if (!std::filesystem::exists(kTarget)) {
+    ::specd::test::skip_missing(kTarget, " is not there (the shared compat data)");
+    return;
+  }
+  const test::Json ref = test::JsonParser(read_file(kHeads + "/eagle3_reference.json")).parse();
+  const int n_predict = static_cast<int>(ref["n_predict"].n);
+  const int n_draft = static_cast<int>(ref["n_draft"].n);
+  PluginRegistry registry{{}};
+  Engine plain(config({}, n_predict), registry);
+  int heads = 0;
+  for (const auto& [file, cases] : ref["heads"].o) {
+    CAPTURE(file);
+    const std::string k = std::to_string(n_draft);
+    Engine spec(config({"proposer.kind=\"eagle\"", "proposer.model=\"" + kHeads + "/" + file + "\"",
+                        "proposer.k=" + k, "proposer.depth=" + k, "proposer.top_k=1",
+                        "proposer.max_nodes=" + k},
+                       n_predict),
+                registry);
+    size_t compared = 0, llama_rounds = 0;
+    for (const test::Json& c : cases.a) {
+      const std::string& prompt = c["prompt"].s;
+      CAPTURE(prompt);
+      std::vector<Round> ours;
+      size_t generated = 0;
+      GenerateOptions options;
+      const GenerationResult base = plain.generate(prompt);
+      options.on_round = [&](std::span<const int32_t> tokens, std::span<const int32_t> parents,
+                             uint64_t accepted) {
+        Round r;
+        r.start = base.stats.prompt_tokens + generated;
+        for (size_t i = 0; i < tokens.size(); ++i) {
+          REQUIRE(parents[i] == static_cast<int32_t>(i));  // a chain, in order
+          r.chain.push_back(tokens[i]);
+        }
+        r.accepted = accepted;
+        generated += accepted + 1;
+        ours.push_back(r);
+      };
+      const GenerationResult out = spec.generate(prompt, options);
+      // Greedy equality: with plain decoding, and with llama.cpp's output.
+      CHECK(out.tokens == base.tokens);
+      CHECK(out.tokens == ints(c["tokens"]));
+      REQUIRE(out.stats.prompt_tokens == static_cast<uint64_t>(c["prompt_n"].n));
+
+      // llama.cpp's rounds: its prompt pass gives the first token, so its round j drafts from
+      // sequence index prompt_n + 1 + (tokens emitted by its earlier rounds).
+      std::map<size_t, std::pair<std::vector<int32_t>, uint64_t>> theirs;
+      size_t at = static_cast<size_t>(c["prompt_n"].n) + 1;
+      const test::Json& drafts = c["drafts"];
+      const test::Json& accepted = c["accepted"];
+      REQUIRE(drafts.a.size() == accepted.a.size());
+      for (size_t j = 0; j < drafts.a.size(); ++j) {
+        theirs[at] = {ints(drafts.a[j]), static_cast<uint64_t>(accepted.a[j].n)};
+        at += static_cast<size_t>(accepted.a[j].n) + 1;
+      }
+      llama_rounds += theirs.size();
+      for (const Round& r : ours) {
+        auto it = theirs.find(r.start);
+        if (it == theirs.end() || r.chain.empty()) continue;
+        const std::vector<int32_t>& chain = it->second.first;
+        const size_t n = std::min(chain.size(), r.chain.size());  // both cut at the budget
+        CAPTURE(r.start);
+        CHECK(std::vector<int32_t>(r.chain.begin(), r.chain.begin() + n) ==
+              std::vector<int32_t>(chain.begin(), chain.begin() + n));
+        if (chain.size() == r.chain.size()) CHECK(r.accepted == it->second.second);
+        ++compared;
+      }
+    }
+    // Almost every llama.cpp round has a specd round starting at the same place.
+    CHECK(compared * 10 >= llama_rounds * 8);
+    ++heads;
+  }
+  CHECK(heads == 2);
+}
+
+TEST_CASE("an EAGLE-3 head is refused for a target it does not fit, naming both files") {
+  const std::string other = std::string(SPECD_SOURCE_DIR) + "/../shared/compat/quant/F16.gguf";
+  if (!std::filesystem::exists(other)) {
+    ::specd::test::skip_missing(other, " is not there (the shared compat data)");
+    return;
+  }
+  PluginRegistry registry{{}};
+  // quant/F16.gguf is 256 wide; the heads were made for the 128-wide arch/llama.gguf.
+  std::vector<std::string> overrides = {"target.model=\"" + other + "\"", "engine.backend=cpu",
+                                        "engine.threads=1", "proposer.kind=\"eagle\"",
+                                        "proposer.model=\"" + kHeads + "/eagle3-shared.gguf\""};
+  const Config c = parse_config("", "eagle3.toml", overrides);
+  try {
+    Engine engine(c, registry);
+    FAIL("the engine accepted an EAGLE-3 head made for another target");
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    CHECK(what.find("eagle3-shared.gguf") != std::string::npos);
+    CHECK(what.find("F16.gguf") != std::string::npos);
+    CHECK(what.find("width 128") != std::string::npos);
+  }
+}
