@@ -111,6 +111,38 @@ std::vector<int32_t> constructed_next(const ConstructedSpec& spec) {
   return next;
 }
 
+std::vector<float> constructed_embedding(const ConstructedSpec& s, std::mt19937_64& rng) {
+  // One Gaussian vector per cycle token; tokens outside the cycle copy the embedding of the
+  // cycle token before cycle[0], so they lead where it leads.
+  const uint32_t d = s.n_embd;
+  std::normal_distribution<float> unit(0.0f, 1.0f);
+  const std::vector<int32_t> cycle = planted_cycle(s.map_seed);
+  std::vector<float> embd(static_cast<size_t>(d) * s.vocab);
+  for (int32_t t = kFirstPrintable; t <= kLastPrintable; ++t)
+    for (uint32_t i = 0; i < d; ++i) embd[size_t(t) * d + i] = unit(rng);
+  const int32_t into_cycle = cycle.back();  // its planted next is cycle[0]
+  for (uint32_t t = 0; t < s.vocab; ++t)
+    if (int32_t(t) < kFirstPrintable || int32_t(t) > kLastPrintable)
+      std::copy_n(embd.begin() + size_t(into_cycle) * d, d, embd.begin() + size_t(t) * d);
+  return embd;
+}
+
+std::vector<float> constructed_output(const ConstructedSpec& s, const std::vector<float>& embd) {
+  // Output row j = s·E_t summed over the cycle tokens t with next(t) = j; the normalised
+  // state has norm √d, so the planted token's logit is about kPeakLogit (raised with the
+  // vocabulary, so that the many other tokens take as little of the mass as with 264).
+  const uint32_t d = s.n_embd;
+  const std::vector<int32_t> next = constructed_next(s);
+  const double peak = kPeakLogit + std::log(double(s.vocab) / double(kSmallVocab));
+  const float scale = float(peak / double(d));
+  std::vector<float> out(static_cast<size_t>(d) * s.vocab, 0.0f);
+  for (int32_t t = kFirstPrintable; t <= kLastPrintable; ++t) {
+    const int32_t j = next[t];
+    for (uint32_t i = 0; i < d; ++i) out[size_t(j) * d + i] += scale * embd[size_t(t) * d + i];
+  }
+  return out;
+}
+
 uint32_t write_constructed_model(const std::string& path, const ConstructedSpec& s) {
   if (s.n_embd % s.n_head || s.n_head % s.n_head_kv || s.n_embd % 32)
     throw UsageError("constructed model: n_embd must be a multiple of 32 and of n_head");
@@ -131,30 +163,8 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
   set_byte_tokenizer(w, kVocab);
 
   std::mt19937_64 rng(s.seed);
-  std::normal_distribution<float> unit(0.0f, 1.0f);
-  const std::vector<int32_t> next = constructed_next(s);
-
-  // Embeddings: one Gaussian vector per cycle token; tokens outside the cycle copy the
-  // embedding of the cycle token before cycle[0], so they lead where it leads.
-  const std::vector<int32_t> cycle = planted_cycle(s.map_seed);
-  std::vector<float> embd(static_cast<size_t>(d) * kVocab);
-  for (int32_t t = kFirstPrintable; t <= kLastPrintable; ++t)
-    for (uint32_t i = 0; i < d; ++i) embd[size_t(t) * d + i] = unit(rng);
-  const int32_t into_cycle = cycle.back();  // its planted next is cycle[0]
-  for (uint32_t t = 0; t < kVocab; ++t)
-    if (int32_t(t) < kFirstPrintable || int32_t(t) > kLastPrintable)
-      std::copy_n(embd.begin() + size_t(into_cycle) * d, d, embd.begin() + size_t(t) * d);
-
-  // Output row j = s·E_t summed over the cycle tokens t with next(t) = j; the normalised
-  // state has norm √d, so the planted token's logit is about kPeakLogit (raised with the
-  // vocabulary, so that the many other tokens take as little of the mass as with 264).
-  const double peak = kPeakLogit + std::log(double(kVocab) / double(kSmallVocab));
-  const float scale = float(peak / double(d));
-  std::vector<float> out(static_cast<size_t>(d) * kVocab, 0.0f);
-  for (int32_t t = kFirstPrintable; t <= kLastPrintable; ++t) {
-    const int32_t j = next[t];
-    for (uint32_t i = 0; i < d; ++i) out[size_t(j) * d + i] += scale * embd[size_t(t) * d + i];
-  }
+  const std::vector<float> embd = constructed_embedding(s, rng);
+  std::vector<float> out = constructed_output(s, embd);
   // The unused tokens beyond the small vocabulary embed as the other tokens outside the
   // cycle do (they lead into it) and get small output rows (logits of about ±0.3): they are
   // scored, and never win.

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,12 @@ GgmlType constructed_tensor_type(const ConstructedSpec& spec, const std::string&
 // The map the model computes: next[t] for every token id (the planted map where the model
 // agrees, the disagreeing token elsewhere).
 std::vector<int32_t> constructed_next(const ConstructedSpec& spec);
+
+// The token embeddings [vocab, n_embd] (drawn first from the weights' generator `rng`) and
+// the output rows [vocab, n_embd] that map each token's embedding to its next token under
+// `spec`'s map (the rows beyond the printable cycle left zero).
+std::vector<float> constructed_embedding(const ConstructedSpec& spec, std::mt19937_64& rng);
+std::vector<float> constructed_output(const ConstructedSpec& spec, const std::vector<float>& embd);
 
 // Writes the GGUF (byte-level tokenizer, llama.cpp names); returns the vocabulary size.
 uint32_t write_constructed_model(const std::string& path, const ConstructedSpec& spec);

@@ -3,8 +3,10 @@
 #include <string>
 #include <vector>
 
+#include "bench/constructed_eagle3.hpp"
 #include "bench/constructed_model.hpp"
 #include "bench/weight_copy.hpp"
+#include "common/error.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
 #include "gguf/gguf_reader.hpp"
@@ -83,6 +85,39 @@ TEST_CASE("constructed draft: greedy speculative decoding accepts what the draft
   GenerationResult r = engine.generate("abc");
   CHECK(r.stats.acceptance_rate() == doctest::Approx(1.0));
   CHECK(r.stats.tau() > 4.0);
+}
+
+TEST_CASE("constructed EAGLE-3 head: drafts the map where it agrees, output equals plain") {
+  const std::string dir = test::temp_dir("bench-constructed-eagle3");
+  PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
+  bench::ConstructedSpec spec = bench::constructed_preset("tiny");
+  spec.n_embd = 128;
+  spec.n_ff = 256;
+  bench::write_constructed_model(dir + "/target.gguf", spec);
+  CHECK_THROWS_AS(bench::write_constructed_eagle3(dir + "/bad.gguf", spec, 1.5), UsageError);
+  Engine plain(plain_config(dir + "/target.gguf", 48), registry);
+  for (double a : {1.0, 0.5}) {
+    CAPTURE(a);
+    const std::string head = dir + "/eagle3.gguf";
+    bench::write_constructed_eagle3(head, spec, a);
+    Engine engine(
+        parse_config(
+            "", "test.toml",
+            {"target.model=\"" + dir + "/target.gguf\"", "engine.backend=cpu", "engine.threads=1",
+             "sampling.temperature=0", "sampling.ignore_eos=true", "sampling.max_tokens=48",
+             "proposer.kind=\"eagle\"", "proposer.model=\"" + head + "\"", "proposer.k=4",
+             "proposer.depth=4", "proposer.top_k=1", "proposer.max_nodes=4"}),
+        registry);
+    for (const std::string prompt : {"abc", "Q"}) {
+      GenerationResult r = engine.generate(prompt);
+      CHECK(r.tokens == plain.generate(prompt).tokens);
+      // Every draft is right where the head follows the map: all of them at a = 1, and a
+      // first token right about half the time at a = 0.5.
+      if (a == 1.0) CHECK(r.stats.acceptance_rate() == doctest::Approx(1.0));
+      if (a == 0.5) CHECK(r.stats.acceptance_rate() < 0.6);
+      if (a == 0.5) CHECK(r.stats.accepted > 0);
+    }
+  }
 }
 
 TEST_CASE("weight copy: q8_0 copy of a model still walks the planted map") {
