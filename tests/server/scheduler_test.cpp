@@ -219,6 +219,21 @@ TEST_CASE("greedy output alone equals output among 15 others: EAGLE trees over t
                         "acceptance.rule=\"exact-match\""});
 }
 
+TEST_CASE("greedy output alone equals output among 15 others: EAGLE-3 in llama.cpp's layout") {
+  // A head reading three target layers' inputs (tests/compat/eagle3), with a draft
+  // vocabulary of its own, beside requests that draft nothing and read no features.
+  const std::string compat = std::string(SPECD_SOURCE_DIR) + "/../shared/compat/arch/llama.gguf";
+  if (!std::filesystem::exists(compat)) {
+    ::specd::test::skip_missing(compat, " is missing (the shared compat data)");
+    return;
+  }
+  const std::string head = std::string(SPECD_SOURCE_DIR) + "/tests/compat/eagle3/eagle3-d2t.gguf";
+  check_alone_equals_batched(
+      {"draft-model", "none"},
+      {"target.model=\"" + compat + "\"", "proposer.kind=\"eagle\"",
+       "proposer.model=\"" + head + "\"", "acceptance.rule=\"exact-match\""});
+}
+
 TEST_CASE("greedy output alone equals output among 15 others: k = auto (k follows the load)") {
   if (!have_models()) return;
   check_alone_equals_batched({"auto"});
