@@ -41,6 +41,13 @@ void LlamaModel::read_hyperparameters() {
   in.name = f.get_string_opt("general.name").value_or("");
   in.n_embd = positive_int_key(f, a + "embedding_length");
   in.n_layer = positive_int_key(f, a + "block_count");
+  // llama.cpp counts a file's MTP layers (blk.N.nextn.*) in block_count: run as ordinary
+  // layers they would change every output, so such a file is refused, not misread.
+  if (const auto nextn = f.get_u32_opt(a + "nextn_predict_layers"); nextn && *nextn > 0)
+    throw UsageError(path + ": its last " + std::to_string(*nextn) + " of " +
+                     std::to_string(in.n_layer) + " blocks are MTP (" + a +
+                     "nextn_predict_layers) layers, which specd does not run from a target "
+                     "file; MTP drafting takes a specd-mtp head ([proposer] kind = \"mtp\")");
   in.n_ff = positive_int_key(f, a + "feed_forward_length");
   in.n_head = positive_int_key(f, a + "attention.head_count");
   in.n_head_kv = positive_int_key_or(f, a + "attention.head_count_kv", in.n_head);

@@ -29,6 +29,7 @@ struct FixtureSpec {
   float rope_scale = 0;       // > 0: linear rope scaling factor
   std::string extra_tensor;   // also write this f32 vector of d / n_head / 2 ones
   std::vector<std::pair<std::string, std::string>> string_keys;  // set after the metadata
+  std::vector<std::pair<std::string, uint32_t>> u32_keys;        // likewise
   std::string skip_tensor;                                       // leave this tensor out
   std::string bad_shape_tensor;                                  // give this tensor a wrong shape
 };
@@ -60,6 +61,7 @@ inline std::string write_fixture(const FixtureSpec& s, const std::string& file) 
   GgufWriter w;
   set_llama_metadata(w, layout);
   for (const auto& [key, value] : s.string_keys) w.set_string(key, value);
+  for (const auto& [key, value] : s.u32_keys) w.set_u32(key, value);
   if (!s.extra_tensor.empty()) {
     const std::vector<float> ones(static_cast<size_t>(s.d / s.n_head / 2), 1.0f);
     w.add_tensor_f32(s.extra_tensor, GgmlType::kF32, {static_cast<int64_t>(ones.size())},

@@ -443,6 +443,12 @@ TEST_CASE("architecture files with missing parts, unsupported keys or an old bac
   msg = message_of(write_fixture(yarn, "yarn.gguf"), cpu_device());
   CHECK(msg.find("yarn.gguf: llama.rope.scaling.type = 'yarn' is not supported") !=
         std::string::npos);
+  // A file whose last blocks are MTP layers (llama.cpp's nextn) is refused, not run as if
+  // they were ordinary layers.
+  FixtureSpec nextn;
+  nextn.u32_keys = {{"llama.nextn_predict_layers", 1}};
+  msg = message_of(write_fixture(nextn, "nextn.gguf"), cpu_device());
+  CHECK(msg.find("nextn.gguf: its last 1 of 2 blocks are MTP") != std::string::npos);
   FixtureSpec none;  // type none: the factor is ignored, as llama.cpp does
   none.string_keys = {{"llama.rope.scaling.type", "none"}};
   none.rope_scale = 0;
@@ -513,7 +519,10 @@ bool torch_available() {
 // max |specd - PyTorch| over the logits of `tokens` at positions 0.. (train/reference_forward.py).
 double torch_difference(const std::string& model_path, const std::vector<int32_t>& tokens) {
   std::string list;
-  for (int32_t t : tokens) list += (list.empty() ? "" : ",") + std::to_string(t);
+  for (int32_t t : tokens) {
+    if (!list.empty()) list += ',';  // appending: GCC 12's -Wrestrict misfires on "," + string
+    list += std::to_string(t);
+  }
   const std::string cmd = "/usr/bin/python3 " + std::string(SPECD_SOURCE_DIR) +
                           "/train/reference_forward.py " + model_path + " --tokens " + list;
   FILE* pipe = popen(cmd.c_str(), "r");
