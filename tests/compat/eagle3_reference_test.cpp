@@ -17,8 +17,10 @@
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
+#include "gguf/gguf_reader.hpp"
 #include "plugin/registry.hpp"
 #include "test_skip.hpp"
+#include "writers/gguf_writer.hpp"
 
 using namespace specd;
 
@@ -49,6 +51,25 @@ Config config(const std::vector<std::string>& extra, int n_predict) {
                                   "sampling.max_tokens=" + std::to_string(n_predict)};
   all.insert(all.end(), extra.begin(), extra.end());
   return parse_config("", "eagle3.toml", all);
+}
+
+// A copy of the GGUF file `from` at `to` with metadata key `key` renamed to `renamed` (or
+// left out when `renamed` is empty).
+void copy_renaming(const std::string& from, const std::string& to, const std::string& key,
+                   const std::string& renamed) {
+  const GgufFile f = GgufFile::open(from);
+  GgufWriter w;
+  for (const auto& [k, v] : f.metadata())
+    if (k != key)
+      w.set(k, v);
+    else if (!renamed.empty())
+      w.set(renamed, v);
+  for (const GgufTensor& t : f.tensors()) {
+    const auto* bytes = static_cast<const uint8_t*>(t.data);
+    w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims),
+                 std::vector<uint8_t>(bytes, bytes + t.n_bytes));
+  }
+  w.write(to);
 }
 
 // One round as specd ran it: where its first drafted token sits in the sequence, the chain
@@ -158,4 +179,43 @@ TEST_CASE("an EAGLE-3 head is refused for a target it does not fit, naming both 
     CHECK(what.find("F16.gguf") != std::string::npos);
     CHECK(what.find("width 128") != std::string::npos);
   }
+}
+
+TEST_CASE("an EAGLE-3 head keyed as earlier converters wrote it drafts the same") {
+  if (!std::filesystem::exists(kTarget)) {
+    ::specd::test::skip_missing(kTarget, " is not there (the shared compat data)");
+    return;
+  }
+  const std::string dir = std::filesystem::temp_directory_path() / "specd-eagle3-keys";
+  std::filesystem::create_directories(dir);
+  const std::string head = kHeads + "/eagle3-shared.gguf";
+  const std::string older = dir + "/extract-layers.gguf", keyless = dir + "/no-layers.gguf";
+  copy_renaming(head, older, "eagle3.target_layers", "eagle3.extract_layers");
+  copy_renaming(head, keyless, "eagle3.target_layers", "");
+  PluginRegistry registry{{}};
+  auto drafts_of = [&](const std::string& file) {
+    Engine engine(
+        config({"proposer.kind=\"eagle\"", "proposer.model=\"" + file + "\"", "proposer.k=4",
+                "proposer.depth=4", "proposer.top_k=1", "proposer.max_nodes=4"},
+               16),
+        registry);
+    std::vector<int32_t> drafted;
+    GenerateOptions options;
+    options.on_round = [&](std::span<const int32_t> tokens, std::span<const int32_t>, uint64_t) {
+      drafted.insert(drafted.end(), tokens.begin(), tokens.end());
+    };
+    engine.generate("def parse(argv):", options);
+    return drafted;
+  };
+  const std::vector<int32_t> drafted = drafts_of(head);
+  CHECK(drafted.size() >= 40);
+  CHECK(drafts_of(older) == drafted);
+  try {
+    drafts_of(keyless);
+    FAIL("a head without target layers was run");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("eagle3.target_layers (or eagle3.extract_layers)") !=
+          std::string::npos);
+  }
+  std::filesystem::remove_all(dir);
 }

@@ -46,8 +46,10 @@ std::string count_of(int64_t n, const char* what) {
 std::vector<int32_t> head_target_layers(const GgufFile& head) {
   const auto arch = head.get_string_opt("general.architecture");
   if (!arch) return {};
-  const std::string key = *arch + ".target_layers";
+  // llama.cpp's converter wrote <arch>.extract_layers before it named the key target_layers.
+  std::string key = *arch + ".target_layers";
   const GgufValue* v = head.find(key);
+  if (!v && *arch == "eagle3") v = head.find(key = *arch + ".extract_layers");
   if (!v) return {};
   if (v->type != GgufType::kArray || !gguf_is_integer(v->elem_type))
     throw Error(head.path() + ": " + key + " must be an array of integers, not " + v->type_name());
@@ -83,9 +85,9 @@ void HeadModel::load_eagle3() {
   const int32_t t_layers = positive_int_key(t, ta + "block_count");
   in.vocab_size = V;
   in.target_layers = head_target_layers(f);
-  if (in.target_layers.size() != 3)
-    throw Error(f.path() + ": an EAGLE-3 head needs " + a + "target_layers with 3 layers, not " +
-                std::to_string(in.target_layers.size()));
+  if (in.target_layers.empty())
+    throw Error(f.path() + ": an EAGLE-3 head needs " + a + "target_layers (or " + a +
+                "extract_layers): the target layers whose inputs it fuses");
   for (int32_t l : in.target_layers)
     if (l >= t_layers)
       throw UsageError("the EAGLE-3 head reads the input of target layer " + std::to_string(l) +

@@ -4,7 +4,7 @@
 // (normed hidden and embedding, a projection and one decoder block). All use the target's
 // token_embd, output_norm and output (LM head), read from the target file.
 // EAGLE-3 heads come in llama.cpp's layout (general.architecture "eagle3", as its
-// convert_hf_to_gguf.py writes them; eagle3_head.cpp): their features are the inputs of three
+// convert_hf_to_gguf.py writes them; eagle3_head.cpp): their features are the inputs of a few
 // target layers, fused by encode() into the head's width before forward.
 //
 // Feature rows given to forward are the target's hidden_t (BEFORE output_norm), as the
