@@ -191,21 +191,19 @@ void HeadModel::encode(const float* target_features, int32_t m, float* features)
     throw Error(info_.path + ": only an EAGLE-3 head fuses target features");
   if (m <= 0) throw Error("encode: no rows");
   const int64_t din = info_.input_dim, d = info_.n_embd;
-  ensure_scratch(m);
-  if (enc_rows_ < m) {
-    enc_ = device_->alloc(static_cast<uint64_t>(m) * din * 4);
-    enc_rows_ = m;
-  }
-  enc_.upload(target_features, static_cast<uint64_t>(m) * din * 4);
-  const View in = enc_.view(SPECD_DTYPE_F32, m, din);
-  const View out = x_.view(SPECD_DTYPE_F32, m, d);
-  // Pieces of invariant rows: a row's bits do not depend on how many were fused with it.
+  // Pieces of invariant rows: a row's bits do not depend on how many were fused with it,
+  // and a long prompt's rows pass through buffers of one piece.
   const int64_t piece = std::max<uint32_t>(device_->info().invariant_max_rows, 1);
+  if (!enc_) {
+    enc_ = device_->alloc(static_cast<uint64_t>(piece) * din * 4);
+    enc_out_ = device_->alloc(static_cast<uint64_t>(piece) * d * 4);
+  }
   for (int64_t r = 0; r < m; r += piece) {
     const int64_t p = std::min<int64_t>(piece, m - r);
-    device_->matmul(in.slice_rows(r, p), fc3_, out.slice_rows(r, p));
+    enc_.upload(target_features + r * din, static_cast<uint64_t>(p) * din * 4);
+    device_->matmul(enc_.view(SPECD_DTYPE_F32, p, din), fc3_, enc_out_.view(SPECD_DTYPE_F32, p, d));
+    enc_out_.download(features + r * d, static_cast<uint64_t>(p) * d * 4);
   }
-  x_.download(features, static_cast<uint64_t>(m) * d * 4);
 }
 
 void HeadModel::forward_eagle3(std::span<const Entry> entries, int64_t piece) {

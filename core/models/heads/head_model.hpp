@@ -145,8 +145,7 @@ class HeadModel {
   View fc3_, gnorm_;                 // EAGLE-3: [d, input_dim], [1, d] (blk.0.attn_norm_2)
   std::vector<int32_t> d2t_;         // EAGLE-3: target id of each draft-vocabulary row, or empty
   std::vector<float> draft_logits_;  // EAGLE-3 with d2t: [m, draft_vocab] before scatter
-  Buffer enc_;                       // EAGLE-3: target features being fused
-  int64_t enc_rows_ = 0;
+  Buffer enc_, enc_out_;             // EAGLE-3: a piece of target features and their fusion
   std::unique_ptr<DecoderBlock> block_;
   std::shared_ptr<KvPool> kv_pool_;
   specd_dtype kv_dtype_ = SPECD_DTYPE_F32;
