@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,7 @@ class SuffixTrie {
   // Forgets everything.
   void clear() {
     nodes_.assign(1, Node{});
+    edges_.clear();
     open_.clear();
   }
 
@@ -59,9 +61,8 @@ class SuffixTrie {
 
   // The child of `node` for `token`, or -1.
   int32_t child(int32_t node, int32_t token) const {
-    for (const auto& [t, c] : nodes_[static_cast<size_t>(node)].children)
-      if (t == token) return c;
-    return -1;
+    const auto it = edges_.find(edge(node, token));
+    return it == edges_.end() ? -1 : it->second;
   }
 
   // The deepest node matching the end of `context` (at most max_length tokens) that has a
@@ -83,18 +84,27 @@ class SuffixTrie {
   // The depth of the window of an open_ entry `age` entries from the end (the newest is 1).
   static uint32_t depth_of(size_t age) { return static_cast<uint32_t>(age); }
 
+  // Lookups go through one hash of (node, token): the root alone may have as many children
+  // as the vocabulary has tokens.
+  static uint64_t edge(int32_t node, int32_t token) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(node)) << 32) |
+           static_cast<uint32_t>(token);
+  }
+
   int32_t child_or_add(int32_t node, int32_t token) {
-    const int32_t c = child(node, token);
-    if (c >= 0) return c;
-    const int32_t added = static_cast<int32_t>(nodes_.size());
+    const auto [it, added] = edges_.try_emplace(edge(node, token), 0);
+    if (!added) return it->second;
+    const int32_t id = static_cast<int32_t>(nodes_.size());
+    it->second = id;
     nodes_.push_back(Node{token, 0, {}});
-    nodes_[static_cast<size_t>(node)].children.emplace_back(token, added);
-    return added;
+    nodes_[static_cast<size_t>(node)].children.emplace_back(token, id);
+    return id;
   }
 
   uint32_t depth_;
-  std::vector<Node> nodes_;    // [0] is the root
-  std::vector<int32_t> open_;  // nodes of the windows still growing, oldest first
+  std::vector<Node> nodes_;                      // [0] is the root
+  std::unordered_map<uint64_t, int32_t> edges_;  // (node, token) -> child
+  std::vector<int32_t> open_;                    // nodes of the windows still growing, oldest first
 };
 
 }  // namespace specd::strategies
