@@ -99,6 +99,10 @@ size_t tensor_bytes(const std::string& name, GgmlType type, const std::vector<in
 
 }  // namespace
 
+void GgufWriter::erase(const std::string& key) {
+  std::erase_if(kv_, [&](const auto& kv) { return kv.first == key; });
+}
+
 void GgufWriter::set(const std::string& key, GgufValue value) {
   if (key == kGgufAlignmentKey && value.type == GgufType::kUint32) {
     alignment_ = static_cast<uint32_t>(value.u);

@@ -17,6 +17,8 @@ class GgufWriter {
  public:
   // Sets or replaces a key; insertion order of first set is kept.
   void set(const std::string& key, GgufValue value);
+  // Drops a key set before (nothing when it is not there).
+  void erase(const std::string& key);
   void set_string(const std::string& key, std::string v) {
     set(key, GgufValue::string(std::move(v)));
   }

@@ -18,11 +18,17 @@ using namespace specd;
 
 namespace {
 
-Config plain_config(const std::string& model, int max_tokens) {
-  return parse_config("", "test.toml",
-                      {"target.model=\"" + model + "\"", "engine.backend=cpu", "engine.threads=1",
-                       "sampling.temperature=0", "sampling.ignore_eos=true",
-                       "sampling.max_tokens=" + std::to_string(max_tokens)});
+// Greedy decoding of `model` on the CPU, with `extra` overrides (a proposer) appended.
+Config plain_config(const std::string& model, int max_tokens,
+                    const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> all = {"target.model=\"" + model + "\"",
+                                  "engine.backend=cpu",
+                                  "engine.threads=1",
+                                  "sampling.temperature=0",
+                                  "sampling.ignore_eos=true",
+                                  "sampling.max_tokens=" + std::to_string(max_tokens)};
+  all.insert(all.end(), extra.begin(), extra.end());
+  return parse_config("", "test.toml", all);
 }
 
 }  // namespace
@@ -74,14 +80,11 @@ TEST_CASE("constructed draft: greedy speculative decoding accepts what the draft
   spec.n_ff = 256;
   bench::write_constructed_model(dir + "/target.gguf", spec);
   bench::write_constructed_model(dir + "/draft.gguf", bench::constructed_draft(1.0));
-  Config config = plain_config(dir + "/target.gguf", 32);
-  config = parse_config(
-      "", "test.toml",
-      {"target.model=\"" + dir + "/target.gguf\"", "engine.backend=cpu", "engine.threads=1",
-       "sampling.temperature=0", "sampling.ignore_eos=true", "sampling.max_tokens=32",
-       "proposer.kind=\"draft-model\"", "proposer.model=\"" + dir + "/draft.gguf\"",
-       "proposer.mode=\"greedy\"", "proposer.k=4", "acceptance.rule=\"greedy\""});
-  Engine engine(config, registry);
+  Engine engine(
+      plain_config(dir + "/target.gguf", 32,
+                   {"proposer.kind=\"draft-model\"", "proposer.model=\"" + dir + "/draft.gguf\"",
+                    "proposer.mode=\"greedy\"", "proposer.k=4", "acceptance.rule=\"greedy\""}),
+      registry);
   GenerationResult r = engine.generate("abc");
   CHECK(r.stats.acceptance_rate() == doctest::Approx(1.0));
   CHECK(r.stats.tau() > 4.0);
@@ -101,12 +104,9 @@ TEST_CASE("constructed EAGLE-3 head: drafts the map where it agrees, output equa
     const std::string head = dir + "/eagle3.gguf";
     bench::write_constructed_eagle3(head, spec, a);
     Engine engine(
-        parse_config(
-            "", "test.toml",
-            {"target.model=\"" + dir + "/target.gguf\"", "engine.backend=cpu", "engine.threads=1",
-             "sampling.temperature=0", "sampling.ignore_eos=true", "sampling.max_tokens=48",
-             "proposer.kind=\"eagle\"", "proposer.model=\"" + head + "\"", "proposer.k=4",
-             "proposer.depth=4", "proposer.top_k=1", "proposer.max_nodes=4"}),
+        plain_config(dir + "/target.gguf", 48,
+                     {"proposer.kind=\"eagle\"", "proposer.model=\"" + head + "\"", "proposer.k=4",
+                      "proposer.depth=4", "proposer.top_k=1", "proposer.max_nodes=4"}),
         registry);
     for (const std::string prompt : {"abc", "Q"}) {
       GenerationResult r = engine.generate(prompt);

@@ -17,10 +17,10 @@
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
-#include "gguf/gguf_reader.hpp"
+#include "gguf_rewrite.hpp"
 #include "plugin/registry.hpp"
+#include "random_llama.hpp"
 #include "test_skip.hpp"
-#include "writers/gguf_writer.hpp"
 
 using namespace specd;
 
@@ -51,25 +51,6 @@ Config config(const std::vector<std::string>& extra, int n_predict) {
                                   "sampling.max_tokens=" + std::to_string(n_predict)};
   all.insert(all.end(), extra.begin(), extra.end());
   return parse_config("", "eagle3.toml", all);
-}
-
-// A copy of the GGUF file `from` at `to` with metadata key `key` renamed to `renamed` (or
-// left out when `renamed` is empty).
-void copy_renaming(const std::string& from, const std::string& to, const std::string& key,
-                   const std::string& renamed) {
-  const GgufFile f = GgufFile::open(from);
-  GgufWriter w;
-  for (const auto& [k, v] : f.metadata())
-    if (k != key)
-      w.set(k, v);
-    else if (!renamed.empty())
-      w.set(renamed, v);
-  for (const GgufTensor& t : f.tensors()) {
-    const auto* bytes = static_cast<const uint8_t*>(t.data);
-    w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims),
-                 std::vector<uint8_t>(bytes, bytes + t.n_bytes));
-  }
-  w.write(to);
 }
 
 // One round as specd ran it: where its first drafted token sits in the sequence, the chain
@@ -186,12 +167,15 @@ TEST_CASE("an EAGLE-3 head keyed as earlier converters wrote it drafts the same"
     ::specd::test::skip_missing(kTarget, " is not there (the shared compat data)");
     return;
   }
-  const std::string dir = std::filesystem::temp_directory_path() / "specd-eagle3-keys";
-  std::filesystem::create_directories(dir);
+  const std::string dir = test::temp_dir("eagle3-keys");
   const std::string head = kHeads + "/eagle3-shared.gguf";
   const std::string older = dir + "/extract-layers.gguf", keyless = dir + "/no-layers.gguf";
-  copy_renaming(head, older, "eagle3.target_layers", "eagle3.extract_layers");
-  copy_renaming(head, keyless, "eagle3.target_layers", "");
+  test::rewrite_gguf(head, older, [](const GgufFile& f, GgufWriter& w) {
+    w.erase("eagle3.target_layers");
+    w.set("eagle3.extract_layers", *f.find("eagle3.target_layers"));
+  });
+  test::rewrite_gguf(head, keyless,
+                     [](const GgufFile&, GgufWriter& w) { w.erase("eagle3.target_layers"); });
   PluginRegistry registry{{}};
   auto drafts_of = [&](const std::string& file) {
     Engine engine(
@@ -217,5 +201,4 @@ TEST_CASE("an EAGLE-3 head keyed as earlier converters wrote it drafts the same"
     CHECK(std::string(e.what()).find("eagle3.target_layers (or eagle3.extract_layers)") !=
           std::string::npos);
   }
-  std::filesystem::remove_all(dir);
 }

@@ -14,6 +14,7 @@
 
 #include "cli_runner.hpp"
 #include "gguf/gguf_reader.hpp"
+#include "gguf_rewrite.hpp"
 #include "random_llama.hpp"
 #include "test_skip.hpp"
 #include "writers/gguf_writer.hpp"
@@ -24,23 +25,6 @@ namespace {
 
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
-}
-
-// Copies a GGUF file with its metadata changed by `edit` (tensors unchanged).
-void rewrite_gguf(const std::string& from, const std::string& to,
-                  const std::function<void(GgufWriter&)>& edit) {
-  GgufFile file = GgufFile::open(from);
-  GgufWriter w;
-  for (const auto& [key, value] : file.metadata())
-    if (key != "general.alignment") w.set(key, value);
-  w.set_alignment(file.alignment());
-  for (const GgufTensor& t : file.tensors()) {
-    const auto* bytes = static_cast<const uint8_t*>(t.data);
-    w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims),
-                 std::vector<uint8_t>(bytes, bytes + t.n_bytes));
-  }
-  edit(w);
-  w.write(to);
 }
 
 // Every file the table needs, written once.
@@ -61,10 +45,12 @@ struct Files {
   Files() {
     test::RandomLlamaSpec spec;
     test::write_random_llama(model, spec);
-    rewrite_gguf(model, no_bos,
-                 [](GgufWriter& w) { w.set_bool("tokenizer.ggml.add_bos_token", false); });
-    rewrite_gguf(model, gptneox,
-                 [](GgufWriter& w) { w.set_string("general.architecture", "gptneox"); });
+    test::rewrite_gguf(model, no_bos, [](const GgufFile&, GgufWriter& w) {
+      w.set_bool("tokenizer.ggml.add_bos_token", false);
+    });
+    test::rewrite_gguf(model, gptneox, [](const GgufFile&, GgufWriter& w) {
+      w.set_string("general.architecture", "gptneox");
+    });
     {
       std::ifstream in(model, std::ios::binary);
       std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -75,8 +61,7 @@ struct Files {
     bigger.vocab += 4;
     bigger.seed = 2;
     test::write_random_llama(draft_bigger, bigger);
-    rewrite_gguf(draft_bigger, draft_extra, [&](GgufWriter& w) {
-      GgufFile f = GgufFile::open(draft_bigger);
+    test::rewrite_gguf(draft_bigger, draft_extra, [](const GgufFile& f, GgufWriter& w) {
       std::vector<GgufValue> tokens = f.get_array("tokenizer.ggml.tokens").elements();
       std::vector<GgufValue> types = f.get_array("tokenizer.ggml.token_type").elements();
       tokens.back().str = "zz";
@@ -84,8 +69,7 @@ struct Files {
       w.set("tokenizer.ggml.tokens", GgufValue::make_array(GgufType::kString, tokens));
       w.set("tokenizer.ggml.token_type", GgufValue::make_array(GgufType::kInt32, types));
     });
-    rewrite_gguf(model, draft_renamed, [&](GgufWriter& w) {
-      GgufFile f = GgufFile::open(model);
+    test::rewrite_gguf(model, draft_renamed, [](const GgufFile& f, GgufWriter& w) {
       std::vector<GgufValue> tokens = f.get_array("tokenizer.ggml.tokens").elements();
       tokens.back().str = "[RENAMED]";
       w.set("tokenizer.ggml.tokens", GgufValue::make_array(GgufType::kString, tokens));

@@ -14,6 +14,7 @@
 
 #include "cli_runner.hpp"
 #include "gguf/gguf_reader.hpp"
+#include "gguf_rewrite.hpp"
 #include "random_llama.hpp"
 #include "writers/gguf_writer.hpp"
 
@@ -31,23 +32,6 @@ std::string repeat(const std::string& part, const std::string& sep, int n) {
   return out;
 }
 
-// Copies a GGUF file with its metadata changed by `edit` (tensors unchanged).
-void rewrite_gguf(const std::string& from, const std::string& to,
-                  const std::function<void(const GgufFile&, GgufWriter&)>& edit) {
-  GgufFile file = GgufFile::open(from);
-  GgufWriter w;
-  for (const auto& [key, value] : file.metadata())
-    if (key != "general.alignment") w.set(key, value);
-  w.set_alignment(file.alignment());
-  for (const GgufTensor& t : file.tensors()) {
-    const auto* bytes = static_cast<const uint8_t*>(t.data);
-    w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims),
-                 std::vector<uint8_t>(bytes, bytes + t.n_bytes));
-  }
-  edit(file, w);
-  w.write(to);
-}
-
 struct Files {
   std::string dir = test::temp_dir("hostile-input");
   std::string model = dir + "/random.gguf";
@@ -59,7 +43,7 @@ struct Files {
   Files() {
     test::write_random_llama(model, test::RandomLlamaSpec{});
     write_text(good, config_for(model));
-    rewrite_gguf(model, padded, [](const GgufFile& f, GgufWriter& w) {
+    test::rewrite_gguf(model, padded, [](const GgufFile& f, GgufWriter& w) {
       for (const char* key : {"tokenizer.ggml.tokens", "tokenizer.ggml.token_type"}) {
         std::vector<GgufValue> kept = f.get_array(key).elements();
         kept.resize(258);
@@ -395,7 +379,7 @@ std::vector<Case> third_round_cases() {
   mkfifo(fifo.c_str(), 0600);
   // A copy of token 100's text at id 101: every such piece of a prompt would become 101.
   const std::string duplicated = f.dir + "/duplicated.gguf";
-  rewrite_gguf(f.model, duplicated, [](const GgufFile& file, GgufWriter& w) {
+  test::rewrite_gguf(f.model, duplicated, [](const GgufFile& file, GgufWriter& w) {
     std::vector<GgufValue> tokens = file.get_array("tokenizer.ggml.tokens").elements();
     tokens[101] = tokens[100];
     w.set("tokenizer.ggml.tokens", GgufValue::make_array(tokens.front().type, tokens));
