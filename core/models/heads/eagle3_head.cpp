@@ -215,18 +215,15 @@ void HeadModel::forward_eagle3(std::span<const Entry> entries, int64_t piece) {
   const int64_t d = info_.n_embd, V = info_.vocab_size, Vd = info_.draft_vocab;
   const float eps = info_.block.rms_eps;
   Device& dev = *device_;
-  // u = [embedding | feature] rows [M, 2d]; x = feature rows [M, d].
+  // x = the feature rows [M, d], uploaded once; u = [embedding | feature] rows [M, 2d] is
+  // built on the device from the token ids and x.
   {
-    std::vector<float> u(static_cast<size_t>(M) * 2 * d, 0.0f);
-    std::vector<float> g(static_cast<size_t>(M) * d);
     int64_t row0 = 0;
-    for (const Entry& e : entries)
-      for (int32_t i = 0; i < e.m; ++i, ++row0) {
-        std::copy_n(e.features + i * d, d, u.data() + row0 * 2 * d + d);
-        std::copy_n(e.features + i * d, d, g.data() + row0 * d);
-      }
-    u_.upload(u.data(), u.size() * 4);
-    x_.upload(g.data(), g.size() * 4);
+    for (const Entry& e : entries) {
+      x_.upload(e.features, static_cast<uint64_t>(e.m) * d * 4,
+                static_cast<uint64_t>(row0) * d * 4);
+      row0 += e.m;
+    }
   }
   const View uu = u_.view(SPECD_DTYPE_F32, M, 2 * d);                // [M, 2d]
   const View ue = u_.view(SPECD_DTYPE_F32, M, d, 0, 2 * d * 4);      // [M, d] embedding half
@@ -237,7 +234,7 @@ void HeadModel::forward_eagle3(std::span<const Entry> entries, int64_t piece) {
     const int64_t p = std::min(piece, M - r);
     dev.get_rows(tok_embd_, tokens.slice_cols(r, p), ue.slice_rows(r, p));
     dev.rms_norm(ue.slice_rows(r, p), block_->weights().attn_norm, eps, ue.slice_rows(r, p));
-    dev.rms_norm(uf.slice_rows(r, p), gnorm_, eps, uf.slice_rows(r, p));
+    dev.rms_norm(x.slice_rows(r, p), gnorm_, eps, uf.slice_rows(r, p));
     if (info_.norm_before_residual)
       dev.rms_norm(x.slice_rows(r, p), gnorm_, eps, x.slice_rows(r, p));
   }
