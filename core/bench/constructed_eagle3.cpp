@@ -26,10 +26,10 @@ std::vector<float> diagonal(int64_t rows, int64_t cols, float value) {
 
 void write_constructed_eagle3(const std::string& path, const ConstructedSpec& target,
                               double agreement) {
-  const ConstructedSpec draft = constructed_draft(agreement);  // checks agreement's range
+  constructed_draft(agreement);  // refuses an agreement outside [0, 1]
   const int64_t d = target.n_embd, V = target.vocab, n_ff = 128;
   ConstructedSpec map = target;
-  map.agreement = draft.agreement;
+  map.agreement = agreement;
   std::mt19937_64 rng(target.seed);
   const std::vector<float> out = constructed_output(map, constructed_embedding(target, rng));
 

@@ -49,8 +49,9 @@ class SuffixTrie {
     for (size_t i = 0; i < open_.size(); ++i) {
       const int32_t child = child_or_add(open_[i], token);
       ++nodes_[static_cast<size_t>(child)].count;
-      // A window at full depth is closed; the others stay open, oldest first.
-      if (depth_of(open_.size() - i) < depth_) open_[keep++] = child;
+      // Window i now holds open_.size() - i tokens: at full depth it is closed; the others
+      // stay open, oldest first.
+      if (open_.size() - i < depth_) open_[keep++] = child;
     }
     open_.resize(keep);
   }
@@ -81,9 +82,6 @@ class SuffixTrie {
   }
 
  private:
-  // The depth of the window of an open_ entry `age` entries from the end (the newest is 1).
-  static uint32_t depth_of(size_t age) { return static_cast<uint32_t>(age); }
-
   // Lookups go through one hash of (node, token): the root alone may have as many children
   // as the vocabulary has tokens.
   static uint64_t edge(int32_t node, int32_t token) {
