@@ -8,6 +8,7 @@
 #include "backend/backend.hpp"
 #include "common/error.hpp"
 #include "engine/backend_selection.hpp"
+#include "engine/text_service.hpp"
 #include "gguf/gguf_reader.hpp"
 #include "models/heads/head_model.hpp"
 #include "models/llama_model.hpp"
@@ -24,6 +25,9 @@ struct specd_model {
   std::string path;
   std::string name;
   std::string backend_name;
+  // The model's tokenizer as a text service, made when first asked for.
+  std::unique_ptr<specd::Tokenizer> tokenizer;
+  std::unique_ptr<specd::TokenizerTextService> text;
 };
 
 struct specd_model_cache {
@@ -146,6 +150,22 @@ specd_status* model_check_vocabulary(void*, const specd_model* model, const char
     if (!same_vocabulary(target, draft, &why))
       throw UsageError("vocabulary mismatch between draft " + model->path + " and target " +
                        target_path + ": " + why);
+  });
+}
+
+specd_status* model_text(void*, const specd_model* model, const specd_text_service** out) {
+  if (model && model->head)
+    return host_table()->status_create(
+        nullptr, SPECD_STATUS_UNSUPPORTED,
+        ("text: " + model->path + " is a head, which drafts in the target's vocabulary").c_str());
+  return guarded([&] {
+    if (!model || !out) throw UsageError("text: needs a model and out");
+    auto* m = const_cast<specd_model*>(model);  // the service is made once, on first use
+    if (!m->text) {
+      m->tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_gguf(m->model->file()));
+      m->text = std::make_unique<TokenizerTextService>(*m->tokenizer);
+    }
+    *out = m->text->table();
   });
 }
 
@@ -352,7 +372,8 @@ const specd_model_api g_api = {sizeof(specd_model_api),
                                &head_forward,
                                &model_forward_rows,
                                &model_forward_batch,
-                               &head_encode};
+                               &head_encode,
+                               &model_text};
 
 }  // namespace
 

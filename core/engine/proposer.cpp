@@ -29,40 +29,6 @@ specd_status* Proposer::apply_transform(void* context, const float* logits, uint
   }
 }
 
-specd_status* Proposer::text_encode(void* context, const char* text, uint64_t length,
-                                    specd_token* tokens, uint32_t capacity, uint32_t* out_count) {
-  const auto* self = static_cast<const Proposer*>(context);
-  return status_guard([&] {
-    if (!out_count || (length > 0 && !text) || (capacity > 0 && !tokens))
-      throw UsageError("text service: encode needs text, out_count and room for capacity ids");
-    const std::vector<int32_t> ids =
-        self->setup_.tokenizer->encode(std::string_view(text ? text : "", length), false, false);
-    *out_count = static_cast<uint32_t>(ids.size());
-    std::copy_n(ids.begin(), std::min<size_t>(ids.size(), capacity), tokens);
-  });
-}
-
-specd_status* Proposer::text_decode(void* context, const specd_token* tokens, uint32_t count,
-                                    char* text, uint64_t capacity, uint64_t* out_length) {
-  const auto* self = static_cast<const Proposer*>(context);
-  return status_guard([&] {
-    if (!out_length || (count > 0 && !tokens) || (capacity > 0 && !text))
-      throw UsageError("text service: decode needs ids, out_length and room for capacity bytes");
-    const Tokenizer& tokenizer = *self->setup_.tokenizer;
-    for (uint32_t i = 0; i < count; ++i)
-      if (tokens[i] < 0 || tokens[i] >= tokenizer.n_tokens())
-        throw UsageError("text service: id " + std::to_string(tokens[i]) + " at " +
-                         std::to_string(i) + " is outside the tokenizer's " +
-                         std::to_string(tokenizer.n_tokens()) + " tokens");
-    // Each token's bytes as the host streams them: no space-prefix removal, which only
-    // applies to the start of a whole text.
-    std::string bytes;
-    for (uint32_t i = 0; i < count; ++i) bytes += tokenizer.token_to_piece(tokens[i]);
-    *out_length = bytes.size();
-    std::copy_n(bytes.begin(), std::min<uint64_t>(bytes.size(), capacity), text);
-  });
-}
-
 namespace {
 
 // A setup without a model run refuses models (as a run without a registry does).
@@ -111,7 +77,7 @@ Proposer::Proposer(const LoadedPlugin& plugin, const ProposerConfig& config,
                 sampling_.temperature};
   texts_.reserve(setup_.token_texts.size());
   for (const auto& t : setup_.token_texts) texts_.push_back(t.c_str());
-  text_ = {sizeof(specd_text_service), 0, this, &Proposer::text_encode, &Proposer::text_decode};
+  if (setup_.tokenizer) text_ = std::make_unique<TokenizerTextService>(*setup_.tokenizer);
   context_ = {sizeof(specd_proposer_context),
               vocab_,
               setup_.hidden_dim,
@@ -120,7 +86,7 @@ Proposer::Proposer(const LoadedPlugin& plugin, const ProposerConfig& config,
               texts_.data(),
               static_cast<uint32_t>(config_.k),
               0,
-              setup_.tokenizer ? &text_ : nullptr};
+              text_ ? text_->table() : nullptr};
   void* first = create_object();
   if (batched_)
     object_ = first;

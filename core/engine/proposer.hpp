@@ -19,6 +19,7 @@
 #include "config/config.hpp"
 #include "engine/model_service.hpp"
 #include "engine/plugin_params.hpp"
+#include "engine/text_service.hpp"
 #include "plugin/host_services.hpp"
 #include "plugin/registry.hpp"
 #include "sampling/sampling_transform.hpp"
@@ -120,11 +121,6 @@ class Proposer {
  private:
   friend class ProposerSequence;
   static specd_status* apply_transform(void* context, const float* logits, uint32_t n, double* out);
-  // specd_text_service over setup_.tokenizer.
-  static specd_status* text_encode(void* context, const char* text, uint64_t length,
-                                   specd_token* tokens, uint32_t capacity, uint32_t* out_count);
-  static specd_status* text_decode(void* context, const specd_token* tokens, uint32_t count,
-                                   char* text, uint64_t capacity, uint64_t* out_length);
   void* create_object() const;
   void close(void* handle);
   void prepare(ProposeCall& call, specd_draft_output& out) const;
@@ -145,7 +141,7 @@ class Proposer {
   uint32_t vocab_ = 0;
   uint32_t n_tokens_ = 0;      // ids from it on are padding, masked in apply_transform
   std::vector<float> masked_;  // apply_transform's copy of logits with padding masked
-  specd_text_service text_{};  // context_.text when the setup has a tokenizer
+  std::unique_ptr<TokenizerTextService> text_;  // context_.text when the setup has a tokenizer
   uint32_t max_nodes_ = 0;
   specd_transform transform_{};
   // How errors name this proposer: "proposer 'draft-model' (model /path/draft.gguf)", so a

@@ -96,6 +96,7 @@ const specd_model_api* unserved_models() {
     set(a.forward_rows);
     set(a.forward_batch);
     set(a.head_encode);
+    set(a.text);
     return a;
   }();
   return &api;

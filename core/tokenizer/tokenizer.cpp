@@ -246,7 +246,7 @@ void Tokenizer::encode_text(std::string_view text, bool after_special,
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
-                                       bool parse_special) const {
+                                       bool parse_special, bool continuation) const {
   struct Fragment {
     int32_t id;  // -1 for raw text
     std::string_view text;
@@ -276,7 +276,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
 
   std::vector<int32_t> out;
   if (add_special && add_bos_) out.push_back(bos_id_);
-  bool after_special = true;
+  bool after_special = !continuation;
   for (const Fragment& fr : frags) {
     if (fr.id >= 0) {
       out.push_back(fr.id);

@@ -45,9 +45,10 @@ class Tokenizer {
 
   // add_special: prepend BOS / append EOS as the vocabulary asks. parse_special: text that
   // spells a control token becomes that token; otherwise control tokens never come out of
-  // plain text. User-defined tokens are always matched as whole strings.
+  // plain text. User-defined tokens are always matched as whole strings. continuation: the
+  // text goes on from earlier text, so a SentencePiece vocabulary adds no space prefix.
   std::vector<int32_t> encode(std::string_view text, bool add_special = true,
-                              bool parse_special = false) const;
+                              bool parse_special = false, bool continuation = false) const;
 
   // The bytes of one token. Control, unknown and unused tokens give "" unless render_special.
   std::string token_to_piece(int32_t id, bool render_special = false) const;

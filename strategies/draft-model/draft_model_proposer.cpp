@@ -18,14 +18,29 @@
 //
 // A sequence with an output constraint (a request's grammar or JSON Schema, ABI 0.6) has its
 // draft rows masked by it before the transform, so the draft stays inside the grammar.
+//
+// vocabulary = "shared" (default: the draft's vocabulary must be the target's, else the run
+// is refused naming the first difference), "text" or "intersection": a draft whose tokenizer
+// differs (specd/cpp/vocabulary_bridge.hpp says how each stays exact). The draft's context is
+// the target's committed text re-tokenized by the draft's tokenizer (only its end, each
+// round); its q is its softmax at the run's temperature (top-k/top-p are the target's, in
+// another vocabulary). "text" drafts the draft's argmax at each step and proposes the target's
+// tokenization of the drafted bytes with a one-hot q (so it is accepted with probability p);
+// "intersection" draws (mode) only tokens that spell one target token, q carried across.
+// A constraint is checked on the translated tokens: a draft stops at the first it refuses.
 #include <specd/model.h>
 #include <specd/cpp/distribution.hpp>
 #include <specd/cpp/plugin.hpp>
+#include <specd/cpp/vocabulary_bridge.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -38,6 +53,12 @@ class DraftModelProposer {
     specd_model_cache* cache = nullptr;
     std::vector<specd_token> cached;  // the tokens the cache holds, in order
     bool said_context_full = false;   // the warning that drafting stopped, once per request
+    // Across vocabularies: the target tokens whose text is in `text`, where each ends, and
+    // the draft's tokens for that text.
+    std::vector<specd_token> seen;
+    std::vector<size_t> seen_ends;
+    std::string text;
+    std::optional<specd::sdk::DraftTokens> draft;
     ~Sequence() {
       if (cache) api->cache_free(host_context, cache);
     }
@@ -51,15 +72,22 @@ class DraftModelProposer {
         transform_(transform),
         k_(context.draft_length),
         vocab_(context.vocab_size) {
-    params.require_known({"mode"});
+    params.require_known({"mode", "vocabulary"});
     greedy_ = params.get_choice("mode", {"sample", "greedy"}) == "greedy";
+    const std::string vocabulary =
+        params.get_choice("vocabulary", {"shared", "text", "intersection"});
+    across_ = vocabulary != "shared";
+    intersection_ = vocabulary == "intersection";
     if (!model_path || !*model_path)
       throw specd::sdk::invalid_argument(
           "draft-model needs [proposer] model = \"path/to/draft.gguf\"");
     model_path_ = model_path;
     check(api_->open(host_->context, model_path, nullptr, 0, &model_));
     try {
-      check(api_->check_vocabulary(host_->context, model_, context.target_path));
+      if (across_)
+        open_translation(context);
+      else
+        check_same_vocabulary(context.target_path);
       specd_model_info info{};
       info.struct_size = sizeof(info);
       check(api_->info(host_->context, model_, &info));
@@ -78,6 +106,13 @@ class DraftModelProposer {
     auto s = std::make_unique<Sequence>();
     s->api = api_;
     s->host_context = host_->context;
+    if (across_)
+      s->draft.emplace(
+          [this](std::string_view text, bool start) {
+            return draft_text_->encode(
+                text, start ? SPECD_ENCODE_BOS : SPECD_ENCODE_CONTINUATION);
+          },
+          draft_pieces_);
     check(api_->cache_create(host_->context, model_, capacity_, &s->cache));
     return s;
   }
@@ -86,6 +121,10 @@ class DraftModelProposer {
     check(api_->truncate(host_->context, model_, s.cache, 0));
     s.cached.clear();
     s.said_context_full = false;
+    s.seen.clear();
+    s.seen_ends.clear();
+    s.text.clear();
+    if (s.draft) s.draft->reset();
   }
 
   void commit(Sequence&, std::span<const specd_token>, specd_token, const float*) {}
@@ -97,22 +136,25 @@ class DraftModelProposer {
       item.out.n_nodes = 0;
       item.out.scheme = SPECD_SIBLINGS_IID;
       item.out.has_q = 1;
-      const uint32_t want = draft_length(item);
-      if (want == 0) continue;
       Sequence& s = item.sequence;
-      // Longest common prefix of the cache and the sequence; the root is always re-run so
+      // What the draft model reads: the sequence itself, or its text in the draft's tokens.
+      const std::span<const specd_token> context =
+          across_ ? std::span<const specd_token>(draft_context(s, item.tokens)) : item.tokens;
+      const uint32_t want = context.empty() ? 0 : draft_length(item, context.size());
+      if (want == 0) continue;
+      // Longest common prefix of the cache and the context; the root is always re-run so
       // that its logits are at hand.
       size_t common = 0;
-      while (common < s.cached.size() && common < item.tokens.size() &&
-             s.cached[common] == item.tokens[common])
+      while (common < s.cached.size() && common < context.size() &&
+             s.cached[common] == context[common])
         ++common;
-      common = std::min(common, item.tokens.size() - 1);
+      common = std::min(common, context.size() - 1);
       check(api_->truncate(host_->context, model_, s.cache, static_cast<uint32_t>(common)));
       s.cached.resize(common);
       Work& w = work.emplace_back();
       w.item = &item;
       w.want = want;
-      w.catch_up = item.tokens.subspan(common);
+      w.catch_up = context.subspan(common);
     }
     if (work.empty()) return;
     for (Work& w : work) w.logits.resize(draft_vocab_);
@@ -137,7 +179,7 @@ class DraftModelProposer {
       std::vector<Work*> pass;
       for (Work& w : work) {
         if (i >= w.want) continue;
-        if (!draw(*w.item, i, w.logits, w.token)) {
+        if (!(across_ ? draw_across(w, i) : draw(*w.item, i, w.logits, w.token))) {
           w.want = i;  // the output's constraint allows nothing below this draft
           continue;
         }
@@ -150,6 +192,8 @@ class DraftModelProposer {
       if (pass.empty()) break;
       run(pass);
     }
+    if (across_)
+      for (Work& w : work) finish_across(w);
   }
 
  private:
@@ -161,15 +205,15 @@ class DraftModelProposer {
     bool wants_logits = false;
     specd_token token = 0;      // the last drafted token
     std::vector<float> logits;  // [draft vocab] of the last row run
+    std::vector<specd_token> drafted;  // across vocabularies: the draft's own tokens
   };
 
   void check(specd_status* status) const { specd::sdk::Host(host_).check(status); }
 
   // The item's draft length: k within its room and the draft model's context (drafting stops
   // when that is full, and the run goes on as plain decoding; said once per request).
-  uint32_t draft_length(specd::sdk::ProposeItem<Sequence>& item) {
+  uint32_t draft_length(specd::sdk::ProposeItem<Sequence>& item, size_t n) {
     uint32_t want = std::min<uint32_t>(k_, item.out.capacity);
-    const size_t n = item.tokens.size();
     if (n + want > capacity_) want = n < capacity_ ? static_cast<uint32_t>(capacity_ - n) : 0;
     if (want == 0 && item.out.capacity > 0 && k_ > 0 && !item.sequence.said_context_full) {
       item.sequence.said_context_full = true;
@@ -251,6 +295,149 @@ class DraftModelProposer {
     return true;
   }
 
+  void check_same_vocabulary(const char* target_path) {
+    try {
+      check(api_->check_vocabulary(host_->context, model_, target_path));
+    } catch (const specd::sdk::PluginError& e) {
+      if (e.code() != SPECD_STATUS_INVALID_ARGUMENT) throw;
+      throw specd::sdk::invalid_argument(
+          std::string(e.what()) +
+          " (to draft across vocabularies set [proposer] vocabulary = \"text\" or "
+          "\"intersection\")");
+    }
+  }
+
+  // The two tokenizers, each id's bytes, and for "intersection" the draft-to-target map.
+  void open_translation(const specd_proposer_context& context) {
+    target_text_.emplace(context);
+    if (!target_text_->available() || !target_text_->has_flags())
+      throw specd::sdk::invalid_argument(
+          "draft-model: drafting across vocabularies needs the host's text service with "
+          "encode_with (the target's tokenizer)");
+    if (api_->struct_size <= offsetof(specd_model_api, text) || !api_->text)
+      throw specd::sdk::invalid_argument(
+          "draft-model: drafting across vocabularies needs the model service's text (a newer "
+          "host)");
+    const specd_text_service* service = nullptr;
+    check(api_->text(host_->context, model_, &service));
+    draft_text_.emplace(service);
+    specd_model_info info{};
+    info.struct_size = sizeof(info);
+    check(api_->info(host_->context, model_, &info));
+    draft_pieces_ = pieces(*draft_text_, info.vocab_size);
+    target_pieces_ = pieces(*target_text_, vocab_);
+    // A SentencePiece target puts a space before the first word that its text does not have:
+    // the text given to the draft drops it (the draft adds its own prefix, if any).
+    target_space_prefix_ = target_text_->encode("a") != target_text_->encode("a", SPECD_ENCODE_CONTINUATION);
+    if (intersection_) {
+      map_ = specd::sdk::intersect_vocabularies(draft_pieces_, target_pieces_);
+      if (std::none_of(map_.begin(), map_.end(), [](specd_token t) { return t >= 0; }))
+        throw specd::sdk::invalid_argument("draft-model: the draft " + model_path_ +
+                                           " and the target share no token: vocabulary = "
+                                           "\"intersection\" cannot draft (try \"text\")");
+    }
+  }
+
+  // The bytes of each id below n ("" for ids the tokenizer does not have: padding).
+  static std::vector<std::string> pieces(const specd::sdk::TextService& text, uint32_t n) {
+    std::vector<std::string> out(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      const specd_token id = static_cast<specd_token>(i);
+      try {
+        out[i] = text.decode(std::span<const specd_token>(&id, 1));
+      } catch (const specd::sdk::PluginError&) {
+      }
+    }
+    return out;
+  }
+
+  // The draft's tokens for the text of the sequence's accepted tokens.
+  const std::vector<specd_token>& draft_context(Sequence& s, std::span<const specd_token> tokens) {
+    size_t common = 0;
+    while (common < s.seen.size() && common < tokens.size() && s.seen[common] == tokens[common])
+      ++common;
+    s.seen.resize(common);
+    s.seen_ends.resize(common);
+    s.text.resize(common ? s.seen_ends.back() : 0);
+    for (size_t i = common; i < tokens.size(); ++i) {
+      const specd_token t = tokens[i];
+      if (t >= 0 && static_cast<size_t>(t) < target_pieces_.size())
+        s.text += target_pieces_[static_cast<size_t>(t)];
+      s.seen.push_back(t);
+      s.seen_ends.push_back(s.text.size());
+    }
+    std::string_view text = s.text;
+    if (target_space_prefix_ && !text.empty() && text.front() == ' ') text.remove_prefix(1);
+    return s.draft->update(text);
+  }
+
+  // Draft token i across vocabularies: q over the draft's ids from its logits (restricted to
+  // the intersection for "intersection"), a draw or the argmax. For "intersection" the token
+  // and its q go straight into the output, mapped to the target's ids. False: nothing to draw.
+  bool draw_across(Work& w, uint32_t i) {
+    auto& item = *w.item;
+    std::vector<double> q(w.logits.size());
+    if (intersection_) specd::sdk::mask_outside_intersection(w.logits, map_);
+    if (!specd::sdk::softmax_at(w.logits, transform_.temperature, q)) return false;
+    const uint32_t n = static_cast<uint32_t>(q.size());
+    // "text" proposes with a one-hot q whatever the mode, so a token is accepted with
+    // probability p(token): the draft's most likely token is its best guess at that.
+    const specd_token token =
+        greedy_ || !intersection_ ? specd::sdk::argmax_index(q.data(), n)
+                : specd::sdk::sample_index(q.data(), n, host_->rng_uniform(host_->context, item.rng));
+    if (intersection_) {
+      if (greedy_) std::fill(q.begin(), q.end(), 0.0), q[static_cast<size_t>(token)] = 1.0;
+      std::vector<double> scratch;
+      double* q_row = item.out.q ? item.out.q + static_cast<size_t>(i) * vocab_
+                                 : (scratch.resize(vocab_), scratch.data());
+      specd::sdk::map_to_target(q, map_, std::span<double>(q_row, vocab_));
+      item.out.tokens[i] = map_[static_cast<size_t>(token)];
+      item.out.parents[i] = static_cast<int32_t>(i);
+      item.out.n_nodes = i + 1;
+      if (!allowed(item, i)) {
+        item.out.n_nodes = i;
+        return false;
+      }
+    }
+    w.drafted.push_back(token);
+    w.token = token;
+    return true;
+  }
+
+  // "text": the drafted bytes as the target's tokens, each with a one-hot q (a token "drawn"
+  // from a point mass), up to the output's capacity and the first token a constraint refuses.
+  void finish_across(Work& w) {
+    if (intersection_ || w.drafted.empty()) return;
+    auto& out = w.item->out;
+    std::string bytes;
+    for (specd_token d : w.drafted) bytes += draft_pieces_[static_cast<size_t>(d)];
+    const std::vector<specd_token> ids = target_text_->encode(bytes, SPECD_ENCODE_CONTINUATION);
+    out.n_nodes = 0;
+    for (size_t i = 0; i < ids.size() && i < out.capacity; ++i) {
+      if (ids[i] < 0 || static_cast<uint32_t>(ids[i]) >= vocab_) break;
+      out.tokens[i] = ids[i];
+      out.parents[i] = static_cast<int32_t>(i);
+      out.n_nodes = static_cast<uint32_t>(i + 1);
+      if (!allowed(*w.item, static_cast<uint32_t>(i))) {
+        out.n_nodes = static_cast<uint32_t>(i);
+        break;
+      }
+      if (out.q) {
+        double* q_row = out.q + i * vocab_;
+        std::fill(q_row, q_row + vocab_, 0.0);
+        q_row[ids[i]] = 1.0;
+      }
+    }
+  }
+
+  // Whether the item's constraint (if any) allows its draft token i after tokens [0, i).
+  bool allowed(specd::sdk::ProposeItem<Sequence>& item, uint32_t i) {
+    if (!item.filter) return true;
+    std::vector<float> row(vocab_, 0.0f);
+    return item.filter->apply(item.filter->context, item.out.tokens, i, row.data(), vocab_) &&
+           std::isfinite(row[static_cast<size_t>(item.out.tokens[i])]);
+  }
+
   const specd_host* host_;
   const specd_model_api* api_;
   specd_transform transform_;
@@ -259,6 +446,11 @@ class DraftModelProposer {
   std::string model_path_;
   specd_model* model_ = nullptr;
   uint32_t draft_vocab_ = 0, capacity_ = 0, piece_ = 1;
+  // Across vocabularies (vocabulary = "text" or "intersection").
+  bool across_ = false, intersection_ = false, target_space_prefix_ = false;
+  std::optional<specd::sdk::TextService> target_text_, draft_text_;
+  std::vector<std::string> draft_pieces_, target_pieces_;
+  std::vector<specd_token> map_;  // draft id -> target id, -1 outside the intersection
 };
 
 }  // namespace

@@ -22,6 +22,7 @@ SPECD_EXTERN_C_BEGIN
 
 typedef struct specd_model specd_model;             /* opaque, host-owned */
 typedef struct specd_model_cache specd_model_cache; /* opaque KV cache of one sequence */
+struct specd_text_service;                          /* a tokenizer as a service (proposer.h) */
 
 typedef struct specd_model_info {
   uint32_t struct_size;
@@ -179,6 +180,16 @@ typedef struct specd_model_api {
    * input_dim equals hidden_dim answer UNSUPPORTED. [same-thread] */
   specd_status* (*head_encode)(void* host_context, specd_model* head, const float* target_features,
                                uint32_t m, float* features);
+
+  /* ---- Appended after 0.6 (present when struct_size > offsetof(specd_model_api, text)) */
+
+  /* The tokenizer of a llama model (`model`'s own vocabulary, which may differ from the
+   * target's) as a text service (proposer.h), for drafting across vocabularies. *out is the
+   * model's and lives as long as it; its functions are [same-thread] like the model's.
+   * Heads answer UNSUPPORTED (they share the target's vocabulary: use the proposer context's
+   * text). [same-thread] */
+  specd_status* (*text)(void* host_context, const specd_model* model,
+                        const struct specd_text_service** out);
 } specd_model_api;
 
 #if UINTPTR_MAX == UINT64_MAX
@@ -198,6 +209,7 @@ SPECD_STATIC_ASSERT(offsetof(specd_model_batch_entry, hidden) == 64, "frozen lay
 SPECD_STATIC_ASSERT(offsetof(specd_model_api, forward_batch) == 112, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_model_info, input_dim) == 52, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_model_api, head_encode) == 120, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_model_api, text) == 128, "frozen layout");
 #endif
 
 SPECD_EXTERN_C_END

@@ -102,7 +102,17 @@ typedef struct specd_text_service {
    * *out_length. An id outside the tokenizer's vocabulary is refused. */
   specd_status* (*decode)(void* context, const specd_token* tokens, uint32_t count, char* text,
                           uint64_t capacity, uint64_t* out_length);
+  /* ---- Appended after 0.6 (present when struct_size > offsetof(specd_text_service,
+   * encode_with)) ---- */
+  /* As encode, with `flags` (SPECD_ENCODE_*, OR-ed; 0 = encode): SPECD_ENCODE_BOS prepends
+   * the BOS id when the vocabulary asks for one; SPECD_ENCODE_CONTINUATION reads `text` as
+   * going on from earlier text, so a SentencePiece vocabulary adds no space prefix. */
+  specd_status* (*encode_with)(void* context, const char* text, uint64_t length, uint32_t flags,
+                               specd_token* tokens, uint32_t capacity, uint32_t* out_count);
 } specd_text_service;
+
+#define SPECD_ENCODE_BOS ((uint32_t)1)
+#define SPECD_ENCODE_CONTINUATION ((uint32_t)2)
 
 /* The host-owned buffers a proposer writes its draft into. */
 typedef struct specd_draft_output {
@@ -237,6 +247,7 @@ SPECD_STATIC_ASSERT(offsetof(specd_propose_item, filter) == 48, "frozen layout")
 SPECD_STATIC_ASSERT(offsetof(specd_token_filter, apply) == 16, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_proposer_context, text) == 40, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_text_service, decode) == 24, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_text_service, encode_with) == 32, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_proposer_vtable, sequence_open) == 64, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_proposer_vtable, sequence_commit) == 96, "frozen layout");
 #endif

@@ -107,10 +107,11 @@ struct ProposerAdapter {
 
 namespace specd::sdk {
 
-// The target's tokenizer (specd_proposer_context.text), for proposers that draft in text.
-// available() is false on a host without the service (older than it, or a target without a
-// tokenizer). Calls throw PluginError with the host's message. [same-thread] as the
-// proposer call it is used in; keep it no longer than the proposer object.
+// A tokenizer as a host service: the target's (specd_proposer_context.text), for proposers
+// that draft in text, or a draft model's (specd_model_api.text). available() is false on a
+// host without the service (older than it, or a target without a tokenizer). Calls throw
+// PluginError with the host's message. [same-thread] as the proposer call it is used in; keep
+// it no longer than the proposer object (or the model whose tokenizer it is).
 class TextService {
  public:
   explicit TextService(const specd_proposer_context& context)
@@ -118,16 +119,30 @@ class TextService {
                          offsetof(specd_proposer_context, text) + sizeof(context.text)
                      ? context.text
                      : nullptr) {}
+  explicit TextService(const specd_text_service* service) : service_(service) {}
   bool available() const { return service_ != nullptr; }
+  // Whether encode takes flags (a host newer than 0.6's first text service).
+  bool has_flags() const {
+    return service_ && service_->struct_size > offsetof(specd_text_service, encode_with) &&
+           service_->encode_with;
+  }
 
-  // The ids of `text` on its own (specd_text_service.encode).
-  std::vector<specd_token> encode(std::string_view text) const {
+  // The ids of `text` on its own (specd_text_service.encode), or with `flags`
+  // (SPECD_ENCODE_BOS, SPECD_ENCODE_CONTINUATION; encode_with, which has_flags() says the
+  // host offers).
+  std::vector<specd_token> encode(std::string_view text, uint32_t flags = 0) const {
     require();
+    if (flags != 0 && !has_flags())
+      throw PluginError(SPECD_STATUS_UNSUPPORTED,
+                        "the host's text service takes no encode flags (older than encode_with)");
     std::vector<specd_token> ids(text.size() + 8);
     uint32_t n = 0;
     for (;;) {
-      check(service_->encode(service_->context, text.data(), text.size(), ids.data(),
-                             static_cast<uint32_t>(ids.size()), &n));
+      check(flags == 0 ? service_->encode(service_->context, text.data(), text.size(), ids.data(),
+                                          static_cast<uint32_t>(ids.size()), &n)
+                       : service_->encode_with(service_->context, text.data(), text.size(),
+                                               flags, ids.data(),
+                                               static_cast<uint32_t>(ids.size()), &n));
       if (n <= ids.size()) break;
       ids.resize(n);
     }
