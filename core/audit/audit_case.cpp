@@ -19,11 +19,11 @@ size_t index_of(const Seq& s, uint32_t vocab) {
 }
 
 // Emitted-token distribution of one round after `committed`: every draft times outcomes.
-std::map<Seq, double> round_distribution(const AcceptanceRule& rule, const DraftSpec& spec,
-                                         const PathRows& rows, const Seq& committed) {
+std::map<Seq, double> round_distribution(const AcceptanceRule& rule, const CaseSetup& setup,
+                                         const DraftSpec& spec, const PathRows& rows,
+                                         const Seq& committed) {
   std::map<Seq, double> out;
-  enumerate_drafts(spec, rows.draft(committed), rows.target(committed),
-                   [&](const OwnedDraft& d, double w) {
+  const auto visit = [&](const OwnedDraft& d, double w) {
                      const specd_draft_tree tree = d.tree();
                      const specd_target_dists target = d.target();
                      validate_tree(tree, spec.vocab, "audit draft");
@@ -33,7 +33,13 @@ std::map<Seq, double> round_distribution(const AcceptanceRule& rule, const Draft
                        e.push_back(o.next_token);
                        out[e] += w * o.probability;
                      }
-                   });
+  };
+  if (setup.model->two_vocabularies())
+    enumerate_translated_drafts(*setup.model, setup.translation, setup.sampling.temperature,
+                                static_cast<uint32_t>(spec.branching.size()), committed,
+                                rows.target(committed), visit);
+  else
+    enumerate_drafts(spec, rows.draft(committed), rows.target(committed), visit);
   return out;
 }
 
@@ -104,10 +110,11 @@ CaseNumbers measure_case(const AcceptanceRule& rule, const CaseSetup& setup, uin
     while (!open.empty()) {
       std::map<Seq, double> next;
       for (const auto& [s, pr] : open) {
-        const Seq key = rows.key(s);
+        // A two-vocabulary draft reads the whole text (its tokens may span target tokens).
+        const Seq key = m.two_vocabularies() ? s : rows.key(s);
         auto round = rounds.find(key);
         if (round == rounds.end())
-          round = rounds.emplace(key, round_distribution(rule, spec, rows, s)).first;
+          round = rounds.emplace(key, round_distribution(rule, setup, spec, rows, s)).first;
         for (const auto& [e, pe] : round->second) {
           Seq ext = s;
           const size_t keep = cut_emitted(e, {}, length - s.size());
@@ -127,7 +134,12 @@ CaseNumbers measure_case(const AcceptanceRule& rule, const CaseSetup& setup, uin
   for (uint64_t i = 0; i < samples; ++i) {
     Seq s{static_cast<specd_token>(sample(m.initial, rng))};
     while (s.size() < length) {
-      const OwnedDraft d = sample_draft(spec, rows.draft(s), rows.target(s), rng);
+      const OwnedDraft d =
+          m.two_vocabularies()
+              ? sample_translated_draft(m, setup.translation, setup.sampling.temperature,
+                                        static_cast<uint32_t>(spec.branching.size()), s,
+                                        rows.target(s), rng)
+              : sample_draft(spec, rows.draft(s), rows.target(s), rng);
       const AcceptResult r = rule.accept(d.tree(), d.target(), rng);
       Seq e;
       for (int32_t node : r.path) e.push_back(d.tokens[node - 1]);

@@ -10,6 +10,7 @@
 #include "audit/draft_enumeration.hpp"
 #include "audit/markov_model.hpp"
 #include "audit/path_rows.hpp"
+#include "audit/translated_drafts.hpp"
 #include "sampling/sampling_transform.hpp"
 
 namespace specd {
@@ -20,6 +21,9 @@ struct CaseSetup {
   DraftSpec spec;              // vocab filled in by measure_case
   AuditConstraint constraint;  // masks and penalties of every row (path_rows.hpp)
   uint32_t tokens = 3;         // generated after the prompt token
+  // Two-vocabulary tables: how drafts cross (translated_drafts.hpp); spec.branching is then
+  // a chain whose length is the draft's k.
+  Translation translation = Translation::kText;
 };
 
 // Distributions over sequences (t0, t1..tn), indexed in base vocab (t0 most significant).

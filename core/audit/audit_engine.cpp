@@ -20,6 +20,7 @@ struct Plan {
   SamplingParams sampling;
   specd_sibling_scheme scheme;
   const AuditConstraint* constraint;
+  Translation translation = Translation::kText;  // two-vocabulary tables only
 };
 
 // Every sibling scheme the rule declares: each is a promise the audit checks.
@@ -212,11 +213,21 @@ AuditReport run_audit(const std::vector<const AcceptanceRule*>& rules,
     for (const AuditConstraint& constraint : options.constraints)
       for (specd_sibling_scheme scheme : declared_schemes(*rules[i]))
         for (const MarkovModel& t : tables) {
-          plans[i].push_back({rules[i], &t, options.sampling, scheme, &constraint});
-          if (rules[i]->label() == SPECD_LABEL_GREEDY_EXACT && options.sampling.temperature != 0) {
-            SamplingParams greedy = options.sampling;
-            greedy.temperature = 0;
-            plans[i].push_back({rules[i], &t, greedy, scheme, &constraint});
+          // A draft of another vocabulary comes as the draft-model proposer gives it: a chain
+          // of i.i.d.-scheme nodes with q, unconstrained, by each way across.
+          std::vector<Translation> ways = {Translation::kText};
+          if (t.two_vocabularies()) {
+            if (scheme != SPECD_SIBLINGS_IID || constraint.path_dependent()) continue;
+            ways.push_back(Translation::kIntersection);
+          }
+          for (Translation way : ways) {
+            plans[i].push_back({rules[i], &t, options.sampling, scheme, &constraint, way});
+            if (rules[i]->label() == SPECD_LABEL_GREEDY_EXACT &&
+                options.sampling.temperature != 0) {
+              SamplingParams greedy = options.sampling;
+              greedy.temperature = 0;
+              plans[i].push_back({rules[i], &t, greedy, scheme, &constraint, way});
+            }
           }
         }
     n_cases += plans[i].size();
@@ -249,6 +260,12 @@ AuditReport run_audit(const std::vector<const AcceptanceRule*>& rules,
       setup.spec = spec_for(rule, options, plan.scheme, c.shape);
       setup.tokens = options.tokens;
       c.scheme = scheme_name(setup.spec.scheme);
+      if (plan.table->two_vocabularies()) {
+        setup.spec.branching.assign(options.k, 1);
+        c.shape = "chain k=" + std::to_string(options.k);
+        setup.translation = plan.translation;
+        c.scheme = translation_name(plan.translation);
+      }
       const bool exact_claim = rule.label() == SPECD_LABEL_EXACT ||
                                (rule.label() == SPECD_LABEL_GREEDY_EXACT && c.temperature == 0);
       c.applicable = exact_claim;

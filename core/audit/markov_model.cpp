@@ -1,6 +1,7 @@
 #include "audit/markov_model.hpp"
 
 #include <toml++/toml.h>
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.hpp"
@@ -53,6 +54,23 @@ std::vector<std::vector<double>> read_matrix(const toml::table& t, const char* k
   return rows;
 }
 
+// An optional array of strings (empty when the key is absent).
+std::vector<std::string> read_texts(const toml::table& t, const char* key, const std::string& path) {
+  std::vector<std::string> out;
+  const toml::node* node = t.get(key);
+  if (!node) return out;
+  const toml::array* arr = node->as_array();
+  if (!arr || arr->size() > 64)
+    throw UsageError(at(path, node->source()) + "'" + key +
+                     "' must be an array of at most 64 strings");
+  for (const toml::node& v : *arr) {
+    std::optional<std::string> s = v.value<std::string>();
+    if (!s) throw UsageError(at(path, v.source()) + "'" + key + "' entries must be strings");
+    out.push_back(*s);
+  }
+  return out;
+}
+
 std::vector<double> normalised(std::vector<double> r) {
   double s = 0;
   for (double v : r) s += v;
@@ -103,12 +121,43 @@ void validate_markov_model(const MarkovModel& m, const std::string& where) {
     if (std::fabs(s - 1.0) > 1e-6) throw UsageError(p + what + " does not sum to 1");
   };
   row_ok(m.initial, "initial");
-  if (m.target.size() != m.vocab || m.draft.size() != m.vocab)
-    throw UsageError(p + "target and draft must have vocab rows");
-  for (uint32_t a = 0; a < m.vocab; ++a) {
-    row_ok(m.target[a], "target row " + std::to_string(a));
-    row_ok(m.draft[a], "draft row " + std::to_string(a));
+  const uint32_t dv = m.draft_vocab();
+  if (m.target.size() != m.vocab || m.draft.size() != dv)
+    throw UsageError(p + "target must have vocab rows and draft one per draft token");
+  for (uint32_t a = 0; a < m.vocab; ++a) row_ok(m.target[a], "target row " + std::to_string(a));
+  for (uint32_t a = 0; a < dv; ++a) {
+    if (m.draft[a].size() != dv)
+      throw UsageError(p + "draft row " + std::to_string(a) + " has " +
+                       std::to_string(m.draft[a].size()) + " entries, the draft has " +
+                       std::to_string(dv) + " tokens");
+    double s = 0;
+    for (double v : m.draft[a]) {
+      if (!std::isfinite(v) || v < 0)
+        throw UsageError(p + "draft row " + std::to_string(a) + " has an invalid entry");
+      s += v;
+    }
+    if (std::fabs(s - 1.0) > 1e-6)
+      throw UsageError(p + "draft row " + std::to_string(a) + " does not sum to 1");
   }
+  if (!m.two_vocabularies()) {
+    if (!m.target_text.empty()) throw UsageError(p + "target_text needs draft_text");
+    return;
+  }
+  if (dv < 2 || dv > 64)
+    throw UsageError(p + "draft_text must have 2 to 64 tokens (got " + std::to_string(dv) + ")");
+  if (m.target_text.size() != m.vocab)
+    throw UsageError(p + "target_text must have vocab (" + std::to_string(m.vocab) +
+                     ") entries");
+  // Both tokenizers must spell any text of either vocabulary.
+  for (const auto* texts : {&m.target_text, &m.draft_text})
+    for (const std::string& t : *texts) {
+      if (t.empty()) throw UsageError(p + "token texts must not be empty");
+      for (char c : t)
+        for (const auto* other : {&m.target_text, &m.draft_text})
+          if (std::find(other->begin(), other->end(), std::string(1, c)) == other->end())
+            throw UsageError(p + "'" + std::string(1, c) + "' (in '" + t +
+                             "') must be a token of both vocabularies");
+    }
 }
 
 MarkovModel load_markov_model(const std::string& path) {
@@ -122,9 +171,10 @@ MarkovModel load_markov_model(const std::string& path) {
   for (const auto& [key, value] : t) {
     const std::string k(key.str());
     if (k != "name" && k != "vocab" && k != "initial" && k != "target" && k != "draft" &&
-        k != "description")
+        k != "description" && k != "target_text" && k != "draft_text")
       throw UsageError(at(path, value.source()) + "unknown key '" + k +
-                       "' (known: vocab, initial, target, draft, name, description)");
+                       "' (known: vocab, initial, target, draft, name, description, "
+                       "target_text, draft_text)");
   }
   m.description = t["description"].value_or(std::string());
   const toml::node* vocab = t.get("vocab");
@@ -137,7 +187,10 @@ MarkovModel load_markov_model(const std::string& path) {
   if (!initial) throw UsageError(path + ": missing key 'initial' (the first token's distribution)");
   m.initial = read_row(*initial, path, "initial", m.vocab);
   m.target = read_matrix(t, "target", path, m.vocab);
-  m.draft = read_matrix(t, "draft", path, m.vocab);
+  m.target_text = read_texts(t, "target_text", path);
+  m.draft_text = read_texts(t, "draft_text", path);
+  m.draft = read_matrix(t, "draft", path, m.draft_vocab());
+  validate_markov_model(m, path);
   return m;
 }
 
@@ -159,6 +212,25 @@ std::vector<MarkovModel> builtin_markov_models() {
                      circulant({0.3, 0.3, 0.2, 0.2})));
   out.push_back(make("one-hot-q", "deterministic draft (one-hot rows)", uniform4,
                      circulant({0.3, 0.4, 0.2, 0.1}), circulant({0, 1, 0, 0})));
+  // The draft has "ca" and "abc", which the target lacks, lacks the target's "bc", and spells
+  // "a" twice (the second one only ever drafted, never read).
+  MarkovModel two = make(
+      "two-vocabularies", "draft with a vocabulary of its own", {2, 1, 1, 1, 1},
+      {{0.1, 0.3, 0.1, 0.3, 0.2},
+       {0.2, 0.1, 0.4, 0.1, 0.2},
+       {0.4, 0.2, 0.1, 0.2, 0.1},
+       {0.1, 0.1, 0.5, 0.1, 0.2},
+       {0.5, 0.1, 0.1, 0.2, 0.1}},
+      {{0.1, 0.3, 0.1, 0.2, 0.1, 0.1, 0.1},
+       {0.2, 0.1, 0.3, 0.1, 0.1, 0.1, 0.1},
+       {0.3, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1},
+       {0.1, 0.1, 0.4, 0.1, 0.1, 0.1, 0.1},
+       {0.1, 0.3, 0.1, 0.2, 0.1, 0.1, 0.1},
+       {0.3, 0.1, 0.1, 0.1, 0.2, 0.1, 0.1},
+       {0.1, 0.2, 0.2, 0.2, 0.1, 0.1, 0.1}});
+  two.target_text = {"a", "b", "c", "ab", "bc"};
+  two.draft_text = {"a", "b", "c", "ab", "ca", "abc", "a"};
+  out.push_back(std::move(two));
   return out;
 }
 

@@ -63,7 +63,8 @@ PathRows::PathRows(const MarkovModel& model, const SamplingParams& sampling,
     : model_(model), sampling_(sampling), constraint_(std::move(constraint)) {
   for (uint32_t a = 0; a < model.vocab; ++a) {
     plain_p_.push_back(transform_probs(model.target[a], sampling));
-    plain_q_.push_back(transform_probs(model.draft[a], sampling));
+    // A two-vocabulary table's draft is read by translated_drafts.hpp, not here.
+    if (!model.two_vocabularies()) plain_q_.push_back(transform_probs(model.draft[a], sampling));
   }
 }
 
