@@ -15,6 +15,7 @@
 #include "bench/bench_config.hpp"
 #include "bench/bench_runner.hpp"
 #include "bench/constructed_eagle3.hpp"
+#include "bench/shuffled_vocabulary.hpp"
 #include "bench/constructed_model.hpp"
 #include "bench/constructed_sweep.hpp"
 #include "bench/report_files.hpp"
@@ -52,6 +53,7 @@ const char* kHelp =
     "                      target.gguf of --size (tiny, 0.1b, 95m, 0.5b, 1.5b) in --type,\n"
     "                      and draft-A.gguf per --agreement A in --draft-type (default f16):\n"
     "                      one small layer, or --draft-size's shape (e.g. 0.1b), and\n"
+    "                      draft-A-shuffled.gguf, the same draft in a shuffled vocabulary,\n"
     "                      eagle3-A.gguf, an EAGLE-3 head for the target; --vocab N\n"
     "                      tokens in both (default 264; e.g. 32000, 128256, 151936);\n"
     "                      --context N: their context length (default 1024, 64..131072)\n"
@@ -88,6 +90,12 @@ int construct_only(const std::string& out, const std::string& size, const std::s
                 draft.weights.c_str(), a * 100,
                 double(specd::bench::constructed_parameters(draft)) / 1e6,
                 wrote_draft ? "" : ", already there");
+    char shuffled[64];
+    std::snprintf(shuffled, sizeof shuffled, "/draft-%.2f-shuffled.gguf", a);
+    if (wrote_draft || !std::filesystem::exists(out + shuffled))
+      specd::bench::write_shuffled_vocabulary(out + name, out + shuffled, 1);
+    std::printf("%s%s  (the same draft with its token ids shuffled: another vocabulary)\n",
+                out.c_str(), shuffled);
     std::snprintf(name, sizeof name, "/eagle3-%.2f.gguf", a);
     specd::bench::write_constructed_eagle3(out + name, target, a);
     std::printf("%s%s  (EAGLE-3 head in llama.cpp's layout agreeing on %.0f%% of the map)\n",

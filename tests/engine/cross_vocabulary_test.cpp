@@ -9,60 +9,20 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <numeric>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "bench/shuffled_vocabulary.hpp"
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
-#include "gguf/gguf_reader.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
 #include "test_skip.hpp"
-#include "writers/gguf_writer.hpp"
 
 using namespace specd;
 
 namespace {
-
-// `from` with its token ids permuted: new id = perm[old id].
-void write_shuffled_vocabulary(const std::string& from, const std::string& to) {
-  const GgufFile file = GgufFile::open(from);
-  const size_t n = file.find("tokenizer.ggml.tokens")->array_size();
-  std::vector<uint32_t> perm(n);
-  std::iota(perm.begin(), perm.end(), 0u);
-  std::shuffle(perm.begin(), perm.end(), std::mt19937(7));
-  GgufWriter w;
-  for (const auto& [key, value] : file.metadata()) {
-    if (key == "general.alignment") continue;
-    if (key == "tokenizer.ggml.tokens" || key == "tokenizer.ggml.scores" ||
-        key == "tokenizer.ggml.token_type") {
-      const std::vector<GgufValue> old = value.elements();
-      std::vector<GgufValue> moved(old.size());
-      for (size_t i = 0; i < old.size(); ++i) moved[perm[i]] = old[i];
-      w.set(key, GgufValue::make_array(value.elem_type, moved));
-    } else if (key.starts_with("tokenizer.ggml.") && key.ends_with("_token_id")) {
-      w.set_u32(key, perm[*value.as_uint64()]);
-    } else {
-      w.set(key, value);
-    }
-  }
-  w.set_alignment(file.alignment());
-  for (const GgufTensor& t : file.tensors()) {
-    const auto* bytes = static_cast<const uint8_t*>(t.data);
-    std::vector<uint8_t> data(bytes, bytes + t.n_bytes);
-    if (t.name == "token_embd.weight" || t.name == "output.weight") {
-      const size_t row = t.n_bytes / static_cast<size_t>(t.ne[1]);
-      for (size_t i = 0; i < n; ++i)
-        std::copy_n(bytes + i * row, row, data.begin() + static_cast<std::ptrdiff_t>(perm[i] * row));
-    }
-    w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims),
-                 std::move(data));
-  }
-  w.write(to);
-}
 
 Config config(const std::string& target, const std::vector<std::string>& extra) {
   std::vector<std::string> all = {"target.model=\"" + target + "\"", "engine.backend=cpu",
@@ -83,7 +43,7 @@ TEST_CASE("a draft of another vocabulary: refused as shared, exact across" * SPE
   }
   const std::string dir = test::temp_dir("cross-vocabulary");
   const std::string shuffled = dir + "/draft-shuffled.gguf";
-  write_shuffled_vocabulary(draft, shuffled);
+  bench::write_shuffled_vocabulary(draft, shuffled, 7);
   PluginRegistry registry{{}};
   const auto with_draft = [&](const std::string& model, const std::string& vocabulary) {
     std::vector<std::string> extra = {"proposer.kind=\"draft-model\"",
@@ -129,7 +89,7 @@ TEST_CASE("across vocabularies at temperature 1: a fixed seed gives the same out
   if (!std::filesystem::exists(target) || !std::filesystem::exists(draft)) return;
   const std::string dir = test::temp_dir("cross-vocabulary-sampled");
   const std::string shuffled = dir + "/draft-shuffled.gguf";
-  write_shuffled_vocabulary(draft, shuffled);
+  bench::write_shuffled_vocabulary(draft, shuffled, 7);
   PluginRegistry registry{{}};
   for (const std::string vocabulary : {"text", "intersection"}) {
     CAPTURE(vocabulary);
