@@ -1,5 +1,5 @@
-// Independent draft model: a second, smaller model GGUF of any supported architecture (same
-// vocabulary as the target, its architecture may differ) drafts a chain of k tokens, run by
+// Independent draft model: a second, smaller model GGUF of any supported architecture (the
+// target's vocabulary, or another with `vocabulary` below) drafts a chain of k tokens, run by
 // the host's model service on any backend ([proposer] backend may differ from the target's).
 // Batched (ABI 0.5): one model serves every sequence, each with its own KV cache, and each
 // draft step is ONE pass over all the drafting sequences (forward_batch).
@@ -456,7 +456,7 @@ class DraftModelProposer {
 }  // namespace
 
 SPECD_BATCH_PROPOSER_PLUGIN(DraftModelProposer, "org.specd.propose.draft-model", "draft-model",
-                            "1.1.0",
+                            "1.2.0",
                             "independent draft model (a smaller GGUF model) drafting a chain of "
                             "k tokens, one batched pass per draft step",
                             SPECD_PROPOSER_PROVIDES_Q, "rejection")

@@ -15,11 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "bench/shuffled_vocabulary.hpp"
 #include "config/config.hpp"
 #include "models/llama_model.hpp"
 #include "plugin/registry.hpp"
 #include "server/engine_cache.hpp"
 #include "server/scheduler.hpp"
+#include "random_llama.hpp"
 #include "test_skip.hpp"
 
 using namespace specd;
@@ -232,6 +234,23 @@ TEST_CASE("greedy output alone equals output among 15 others: EAGLE-3 in llama.c
       {"draft-model", "none"},
       {"target.model=\"" + compat + "\"", "proposer.kind=\"eagle\"",
        "proposer.model=\"" + head + "\"", "acceptance.rule=\"exact-match\""});
+}
+
+TEST_CASE("a draft of another vocabulary: alone equals among 15 others, greedy and seeded") {
+  if (!have_models()) return;
+  // The shipped draft with its ids shuffled, drafting by text and by intersection: its
+  // context is re-tokenized text, and that too must not depend on the batch.
+  const std::string shuffled = ::specd::test::temp_dir("scheduler-vocabulary") + "/draft.gguf";
+  bench::write_shuffled_vocabulary(kModels + "/draft.gguf", shuffled, 3);
+  for (const char* way : {"text", "intersection"}) {
+    INFO(way);
+    const std::vector<std::string> across = {"proposer.model=\"" + shuffled + "\"",
+                                             std::string("proposer.vocabulary=\"") + way + "\""};
+    check_alone_equals_batched({"draft-model", "none"}, across);
+    std::vector<std::string> sampled = across;
+    sampled.insert(sampled.end(), {"sampling.temperature=0.9", "sampling.top_p=0.95"});
+    check_alone_equals_batched({"draft-model"}, sampled);
+  }
 }
 
 TEST_CASE("greedy output alone equals output among 15 others: k = auto (k follows the load)") {
