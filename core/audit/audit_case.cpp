@@ -24,15 +24,15 @@ std::map<Seq, double> round_distribution(const AcceptanceRule& rule, const CaseS
                                          const Seq& committed) {
   std::map<Seq, double> out;
   const auto visit = [&](const OwnedDraft& d, double w) {
-                     const specd_draft_tree tree = d.tree();
-                     const specd_target_dists target = d.target();
-                     validate_tree(tree, spec.vocab, "audit draft");
-                     for (const AcceptOutcome& o : rule.outcomes(tree, target)) {
-                       Seq e;
-                       for (int32_t node : o.path) e.push_back(d.tokens[node - 1]);
-                       e.push_back(o.next_token);
-                       out[e] += w * o.probability;
-                     }
+    const specd_draft_tree tree = d.tree();
+    const specd_target_dists target = d.target();
+    validate_tree(tree, spec.vocab, "audit draft");
+    for (const AcceptOutcome& o : rule.outcomes(tree, target)) {
+      Seq e;
+      for (int32_t node : o.path) e.push_back(d.tokens[node - 1]);
+      e.push_back(o.next_token);
+      out[e] += w * o.probability;
+    }
   };
   if (setup.model->two_vocabularies())
     enumerate_translated_drafts(*setup.model, setup.translation, setup.sampling.temperature,

@@ -55,7 +55,8 @@ std::vector<std::vector<double>> read_matrix(const toml::table& t, const char* k
 }
 
 // An optional array of strings (empty when the key is absent).
-std::vector<std::string> read_texts(const toml::table& t, const char* key, const std::string& path) {
+std::vector<std::string> read_texts(const toml::table& t, const char* key,
+                                    const std::string& path) {
   std::vector<std::string> out;
   const toml::node* node = t.get(key);
   if (!node) return out;
@@ -146,8 +147,7 @@ void validate_markov_model(const MarkovModel& m, const std::string& where) {
   if (dv < 2 || dv > 64)
     throw UsageError(p + "draft_text must have 2 to 64 tokens (got " + std::to_string(dv) + ")");
   if (m.target_text.size() != m.vocab)
-    throw UsageError(p + "target_text must have vocab (" + std::to_string(m.vocab) +
-                     ") entries");
+    throw UsageError(p + "target_text must have vocab (" + std::to_string(m.vocab) + ") entries");
   // Both tokenizers must spell any text of either vocabulary.
   for (const auto* texts : {&m.target_text, &m.draft_text})
     for (const std::string& t : *texts) {
@@ -214,20 +214,19 @@ std::vector<MarkovModel> builtin_markov_models() {
                      circulant({0.3, 0.4, 0.2, 0.1}), circulant({0, 1, 0, 0})));
   // The draft has "ca" and "abc", which the target lacks, lacks the target's "bc", and spells
   // "a" twice (the second one only ever drafted, never read).
-  MarkovModel two = make(
-      "two-vocabularies", "draft with a vocabulary of its own", {2, 1, 1, 1, 1},
-      {{0.1, 0.3, 0.1, 0.3, 0.2},
-       {0.2, 0.1, 0.4, 0.1, 0.2},
-       {0.4, 0.2, 0.1, 0.2, 0.1},
-       {0.1, 0.1, 0.5, 0.1, 0.2},
-       {0.5, 0.1, 0.1, 0.2, 0.1}},
-      {{0.1, 0.3, 0.1, 0.2, 0.1, 0.1, 0.1},
-       {0.2, 0.1, 0.3, 0.1, 0.1, 0.1, 0.1},
-       {0.3, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1},
-       {0.1, 0.1, 0.4, 0.1, 0.1, 0.1, 0.1},
-       {0.1, 0.3, 0.1, 0.2, 0.1, 0.1, 0.1},
-       {0.3, 0.1, 0.1, 0.1, 0.2, 0.1, 0.1},
-       {0.1, 0.2, 0.2, 0.2, 0.1, 0.1, 0.1}});
+  MarkovModel two = make("two-vocabularies", "draft with a vocabulary of its own", {2, 1, 1, 1, 1},
+                         {{0.1, 0.3, 0.1, 0.3, 0.2},
+                          {0.2, 0.1, 0.4, 0.1, 0.2},
+                          {0.4, 0.2, 0.1, 0.2, 0.1},
+                          {0.1, 0.1, 0.5, 0.1, 0.2},
+                          {0.5, 0.1, 0.1, 0.2, 0.1}},
+                         {{0.1, 0.3, 0.1, 0.2, 0.1, 0.1, 0.1},
+                          {0.2, 0.1, 0.3, 0.1, 0.1, 0.1, 0.1},
+                          {0.3, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1},
+                          {0.1, 0.1, 0.4, 0.1, 0.1, 0.1, 0.1},
+                          {0.1, 0.3, 0.1, 0.2, 0.1, 0.1, 0.1},
+                          {0.3, 0.1, 0.1, 0.1, 0.2, 0.1, 0.1},
+                          {0.1, 0.2, 0.2, 0.2, 0.1, 0.1, 0.1}});
   two.target_text = {"a", "b", "c", "ab", "bc"};
   two.draft_text = {"a", "b", "c", "ab", "ca", "abc", "a"};
   out.push_back(std::move(two));

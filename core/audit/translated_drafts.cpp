@@ -108,9 +108,8 @@ std::vector<specd_token> longest_match_tokens(std::string_view text,
   return out;
 }
 
-void enumerate_translated_drafts(const MarkovModel& m, Translation translation,
-                                 double temperature, uint32_t k, const Seq& committed,
-                                 const RowFn& p_row,
+void enumerate_translated_drafts(const MarkovModel& m, Translation translation, double temperature,
+                                 uint32_t k, const Seq& committed, const RowFn& p_row,
                                  const std::function<void(const OwnedDraft&, double)>& visit) {
   if (translation == Translation::kText) {
     visit(text_draft(m, temperature, k, committed, p_row), 1.0);
@@ -120,9 +119,9 @@ void enumerate_translated_drafts(const MarkovModel& m, Translation translation,
   Seq tokens;
   std::vector<std::vector<double>> q_rows;
   std::function<void(specd_token, double)> grow = [&](specd_token state, double weight) {
-    const std::vector<double> q =
-        tokens.size() < k ? draft_row(m, translation, temperature, map, state)
-                          : std::vector<double>();
+    const std::vector<double> q = tokens.size() < k
+                                      ? draft_row(m, translation, temperature, map, state)
+                                      : std::vector<double>();
     if (q.empty()) {
       visit(make_draft(m.vocab, tokens, q_rows, p_row), weight);
       return;

@@ -24,7 +24,8 @@ void write_shuffled_vocabulary(const std::string& from, const std::string& to, u
     if (key == "general.alignment") continue;
     if (key == "tokenizer.ggml.tokens" || key == "tokenizer.ggml.scores" ||
         key == "tokenizer.ggml.token_type") {
-      if (value.array_size() != n) throw Error(from + ": " + key + " does not have one entry per token");
+      if (value.array_size() != n)
+        throw Error(from + ": " + key + " does not have one entry per token");
       const std::vector<GgufValue> old = value.elements();
       std::vector<GgufValue> moved(n);
       for (size_t i = 0; i < n; ++i) moved[perm[i]] = old[i];
@@ -45,7 +46,8 @@ void write_shuffled_vocabulary(const std::string& from, const std::string& to, u
         throw Error(from + ": " + t.name + " does not have a row per token");
       const size_t row = t.n_bytes / static_cast<size_t>(t.ne[1]);
       for (size_t i = 0; i < n; ++i)
-        std::copy_n(bytes + i * row, row, data.begin() + static_cast<std::ptrdiff_t>(perm[i] * row));
+        std::copy_n(bytes + i * row, row,
+                    data.begin() + static_cast<std::ptrdiff_t>(perm[i] * row));
     }
     w.add_tensor(t.name, t.type, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims),
                  std::move(data));

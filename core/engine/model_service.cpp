@@ -125,12 +125,15 @@ specd_status* model_info(void*, const specd_model* model, specd_model_info* info
       out.architecture = hi.architecture.c_str();
       out.head_count = static_cast<uint32_t>(hi.n_heads);
       out.input_dim = static_cast<uint32_t>(hi.input_dim);
+      out.block_size = static_cast<uint32_t>(hi.block_size);
+      out.mask_token = hi.mask_token;
     } else {
       const ModelInfo& mi = model->model->info();
       out.vocab_size = static_cast<uint32_t>(mi.vocab_size);
       out.hidden_dim = static_cast<uint32_t>(mi.n_embd);
       out.context_length = static_cast<uint32_t>(mi.n_ctx);
       out.architecture = mi.architecture.c_str();
+      out.mask_token = -1;
     }
     out.invariant_max_rows = model->device->info().invariant_max_rows;
     out.name = model->name.c_str();
@@ -276,7 +279,8 @@ specd_status* head_forward(void*, specd_model* model, specd_model_cache* cache,
 
 specd_status* head_encode(void*, specd_model* model, const float* target_features, uint32_t m,
                           float* features) {
-  if (model && model->head && model->head->info().kind != HeadKind::kEagle3)
+  if (model && model->head && model->head->info().kind != HeadKind::kEagle3 &&
+      model->head->info().kind != HeadKind::kDflash)
     return host_table()->status_create(
         nullptr, SPECD_STATUS_UNSUPPORTED,
         ("head_encode: " + model->path + " takes the target's features as they are").c_str());
@@ -326,10 +330,25 @@ specd_status* model_forward_batch(void*, specd_model* model,
       return;
     }
     const bool medusa = !model->head->has_cache();
+    const bool dflash = model->head->info().kind == HeadKind::kDflash;
     std::vector<HeadModel::Entry> batch(n);
     for (uint32_t e = 0; e < n; ++e) {
       const specd_model_batch_entry& en = *entries[e];
       HeadModel::Entry& h = batch[e];
+      if (dflash) {  // features to inject, or block rows (HeadModel::forward checks which)
+        if (!en.cache || !en.cache->head || !en.positions || !en.parents)
+          throw UsageError("forward_batch: entry " + std::to_string(e) +
+                           " lacks the drafter's cache, positions or parents");
+        h = {en.cache->head.get(),
+             en.features,
+             static_cast<int32_t>(en.m),
+             en.tokens ? std::span<const int32_t>(en.tokens, en.m) : std::span<const int32_t>(),
+             std::span<const int32_t>(en.positions, en.m),
+             std::span<const int32_t>(en.parents, en.m),
+             en.logits,
+             en.hidden};
+        continue;
+      }
       if (!en.features || !en.logits)
         throw UsageError("forward_batch: entry " + std::to_string(e) + " lacks features or logits");
       h.features = en.features;

@@ -120,7 +120,11 @@ bool Sequence::prepare_round(ProposeCall& call) {
   draft_.n_nodes = 0;
   draft_.vocab = vocab_;
   if (!parts_.proposer) return true;
-  uint32_t capacity = room - 1;  // the proposer caps it further at its max_nodes
+  // The root takes a row, and a round emits at most its drafted tokens and one more: nodes
+  // beyond the context's room or the tokens still to generate are never used (a block
+  // drafter such as DFlash drafts a shorter block then, as llama.cpp's server does). The
+  // proposer caps it further at its max_nodes.
+  uint32_t capacity = draft_room();
   // Tokens the proposer has not drafted after: a stateful one (a draft model) catches up on
   // them before drafting, a one-time cost the controller weighs against what remains.
   unseen_ = static_cast<uint32_t>(sequence_.size() - proposed_at_);

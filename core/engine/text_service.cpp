@@ -34,18 +34,17 @@ specd_status* TokenizerTextService::encode_with(void* context, const char* text,
     std::vector<int32_t> ids;
     if ((flags & SPECD_ENCODE_BOS) && tokenizer.add_bos() && tokenizer.bos_id() >= 0)
       ids.push_back(tokenizer.bos_id());
-    const std::vector<int32_t> text_ids = tokenizer.encode(
-        std::string_view(text ? text : "", length), false, false,
-        (flags & SPECD_ENCODE_CONTINUATION) != 0);
+    const std::vector<int32_t> text_ids =
+        tokenizer.encode(std::string_view(text ? text : "", length), false, false,
+                         (flags & SPECD_ENCODE_CONTINUATION) != 0);
     ids.insert(ids.end(), text_ids.begin(), text_ids.end());
     *out_count = static_cast<uint32_t>(ids.size());
     std::copy_n(ids.begin(), std::min<size_t>(ids.size(), capacity), tokens);
   });
 }
 
-specd_status* TokenizerTextService::decode(void* context, const specd_token* tokens,
-                                           uint32_t count, char* text, uint64_t capacity,
-                                           uint64_t* out_length) {
+specd_status* TokenizerTextService::decode(void* context, const specd_token* tokens, uint32_t count,
+                                           char* text, uint64_t capacity, uint64_t* out_length) {
   const auto* self = static_cast<const TokenizerTextService*>(context);
   return status_guard([&] {
     if (!out_length || (count > 0 && !tokens) || (capacity > 0 && !text))

@@ -18,13 +18,12 @@ class TokenizerTextService {
   const specd_text_service* table() const { return &table_; }
 
  private:
-  static specd_status* encode(void* context, const char* text, uint64_t length,
-                              specd_token* tokens, uint32_t capacity, uint32_t* out_count);
-  static specd_status* encode_with(void* context, const char* text, uint64_t length,
-                                   uint32_t flags, specd_token* tokens, uint32_t capacity,
-                                   uint32_t* out_count);
-  static specd_status* decode(void* context, const specd_token* tokens, uint32_t count,
-                              char* text, uint64_t capacity, uint64_t* out_length);
+  static specd_status* encode(void* context, const char* text, uint64_t length, specd_token* tokens,
+                              uint32_t capacity, uint32_t* out_count);
+  static specd_status* encode_with(void* context, const char* text, uint64_t length, uint32_t flags,
+                                   specd_token* tokens, uint32_t capacity, uint32_t* out_count);
+  static specd_status* decode(void* context, const specd_token* tokens, uint32_t count, char* text,
+                              uint64_t capacity, uint64_t* out_length);
 
   const Tokenizer* tokenizer_;
   specd_text_service table_{};

@@ -165,6 +165,28 @@ void DecoderBlock::run(const View& x, const PagedBatch& b, const View& k_pool, c
   }
 }
 
+void DecoderBlock::write_kv(const View& input, const PagedBatch& b, const View& k_pool,
+                            const View& v_pool, int64_t piece, BlockScratch& scratch) const {
+  const int64_t M = input.rows();
+  if (scratch.rows() < M) throw Error("decoder block: the scratch holds fewer than M rows");
+  if (piece < 1) throw Error("decoder block: a pass needs pieces of at least 1 row");
+  if (input.cols() != shape_.attn_in_dim())
+    throw Error("decoder block: the K/V input is not [M, attn_in_dim]");
+  const BlockShape& s = shape_;
+  const View h_all = scratch.h.view(SPECD_DTYPE_F32, M, s.n_embd);
+  const View q_all = scratch.q.view(SPECD_DTYPE_F32, M, s.q_dim());
+  const View k_all = scratch.k.view(SPECD_DTYPE_F32, M, s.kv_dim());
+  const View v_all = scratch.v.view(SPECD_DTYPE_F32, M, s.kv_dim());
+  for (int64_t r = 0; r < M; r += piece) {
+    const int64_t p = std::min(piece, M - r);
+    const View in = input.slice_rows(r, p);
+    project(in, &in, b.positions.slice_cols(r, p), h_all.slice_rows(r, p), q_all.slice_rows(r, p),
+            k_all.slice_rows(r, p), v_all.slice_rows(r, p));
+  }
+  device_->set_rows(k_all, b.write_rows, k_pool);
+  device_->set_rows(v_all, b.write_rows, v_pool);
+}
+
 void DecoderBlock::project(const View& x, const View* in, const View& positions, const View& h,
                            const View& q, const View& k, const View& v) const {
   const BlockShape& s = shape_;

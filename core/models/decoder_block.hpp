@@ -82,6 +82,11 @@ class DecoderBlock {
   // there); the attention norm is then the caller's.
   void run(const View& x, const PagedBatch& b, const View& k_pool, const View& v_pool,
            int64_t piece, BlockScratch& scratch, const View* attn_input = nullptr) const;
+  // Only the K and V rows of `input` [M, n_embd] (projected as attn_input is, no attention
+  // norm; per-head k norm and rope at b.positions), scattered into their pool rows: a DFlash
+  // layer's K/V of target features. Nothing else runs.
+  void write_kv(const View& input, const PagedBatch& b, const View& k_pool, const View& v_pool,
+                int64_t piece, BlockScratch& scratch) const;
 
  private:
   // The ops before attention on m rows: attention norm of x into h (or `in` as given), the

@@ -52,13 +52,20 @@ PagedBatchInputs::PagedBatchInputs(std::span<const PagedRows> seqs) : seqs_(seqs
       throw Error("forward: " + std::to_string(first) + " cached + " + std::to_string(m) +
                   " new rows exceed the cache capacity " + std::to_string(cache.capacity()));
     cache.hold(first + m);
+    if (in.bidirectional) {
+      if (p0 != 0) throw Error("forward: a bidirectional block needs no pending rows before it");
+      for (int32_t i = 0; i < m; ++i)
+        if (in.parents[i] != i - 1)
+          throw Error("forward: a bidirectional block's rows must be a chain");
+    }
     const BatchMask mask = build_batch_mask(cache.size(), all);
     const int32_t e0 = mask.extra_begin[p0], base = static_cast<int32_t>(extra.size());
     const int32_t table_at = static_cast<int32_t>(tables.size());
     tokens.insert(tokens.end(), in.tokens.begin(), in.tokens.end());
     positions.insert(positions.end(), in.positions.begin(), in.positions.end());
     for (int32_t i = 0; i < m; ++i) {
-      prefix.push_back(mask.prefix_len[p0 + i]);
+      // A chain's mask is a prefix; a bidirectional block's is the whole chain for each row.
+      prefix.push_back(in.bidirectional ? cache.size() + m : mask.prefix_len[p0 + i]);
       begin.push_back(base + mask.extra_begin[p0 + i + 1] - e0);
       table_begin.push_back(table_at);
       write.push_back(cache.pool_row(first + i));

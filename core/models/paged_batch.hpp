@@ -28,6 +28,9 @@ struct PagedRows {
   // it (llama models) the pending rows are replaced by these.
   std::span<const int32_t> parents;
   bool append = false;
+  // Every row attends to the committed rows and to all of these rows, later ones included
+  // (a DFlash block); the rows must be a chain after the committed rows, none pending before.
+  bool bidirectional = false;
 };
 
 // Views of the uploaded inputs, as the decoder block's batched pass reads them.

@@ -245,8 +245,8 @@ void Tokenizer::encode_text(std::string_view text, bool after_special,
   for (std::string_view word : splitter_.split(text)) bpe_encode_word(vocab_, word, out);
 }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
-                                       bool parse_special, bool continuation) const {
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special,
+                                       bool continuation) const {
   struct Fragment {
     int32_t id;  // -1 for raw text
     std::string_view text;

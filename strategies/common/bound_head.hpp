@@ -18,7 +18,7 @@ namespace specd::strategies {
 class BoundHead {
  public:
   // `who` names the proposer in messages; `architectures` are the head kinds the file may
-  // hold (specd-medusa, specd-eagle, eagle3, specd-mtp).
+  // hold (specd-medusa, specd-eagle, eagle3, specd-mtp, dflash).
   BoundHead(sdk::Host host, const std::string& who, const std::vector<std::string>& architectures,
             const char* model_path, const specd_proposer_context& context)
       : host_(host.raw()), api_(host.raw()->models) {
@@ -59,9 +59,11 @@ class BoundHead {
 
   const specd_model_info& info() const { return info_; }
   // The width of the target features the head takes, and whether it fuses them into its own
-  // width first (EAGLE-3, head_encode).
+  // width first (EAGLE-3, DFlash: head_encode).
   uint32_t input_dim() const { return info_.input_dim ? info_.input_dim : info_.hidden_dim; }
-  bool fuses() const { return input_dim() != info_.hidden_dim; }
+  bool fuses() const {
+    return input_dim() != info_.hidden_dim || std::string(info_.architecture) == "dflash";
+  }
   specd_model* model() const { return model_; }
   const specd_model_api* api() const { return api_; }
   void* context() const { return host_->context; }  // the host context every api call takes

@@ -63,6 +63,7 @@ class FeatureHead {
   FeatureHead(const FeatureHead&) = delete;
   FeatureHead& operator=(const FeatureHead&) = delete;
 
+  const BoundHead& bound() const { return head_; }
   uint32_t vocab() const { return head_.info().vocab_size; }  // the head's output rows
   uint32_t dim() const { return head_.info().hidden_dim; }
   uint32_t capacity() const { return capacity_; }

@@ -109,8 +109,7 @@ class DraftModelProposer {
     if (across_)
       s->draft.emplace(
           [this](std::string_view text, bool start) {
-            return draft_text_->encode(
-                text, start ? SPECD_ENCODE_BOS : SPECD_ENCODE_CONTINUATION);
+            return draft_text_->encode(text, start ? SPECD_ENCODE_BOS : SPECD_ENCODE_CONTINUATION);
           },
           draft_pieces_);
     check(api_->cache_create(host_->context, model_, capacity_, &s->cache));
@@ -203,8 +202,8 @@ class DraftModelProposer {
     std::span<const specd_token> catch_up;  // tokens still to run before drafting
     std::span<const specd_token> rows;      // this pass's rows
     bool wants_logits = false;
-    specd_token token = 0;      // the last drafted token
-    std::vector<float> logits;  // [draft vocab] of the last row run
+    specd_token token = 0;             // the last drafted token
+    std::vector<float> logits;         // [draft vocab] of the last row run
     std::vector<specd_token> drafted;  // across vocabularies: the draft's own tokens
   };
 
@@ -328,7 +327,8 @@ class DraftModelProposer {
     target_pieces_ = pieces(*target_text_, vocab_);
     // A SentencePiece target puts a space before the first word that its text does not have:
     // the text given to the draft drops it (the draft adds its own prefix, if any).
-    target_space_prefix_ = target_text_->encode("a") != target_text_->encode("a", SPECD_ENCODE_CONTINUATION);
+    target_space_prefix_ =
+        target_text_->encode("a") != target_text_->encode("a", SPECD_ENCODE_CONTINUATION);
     if (intersection_) {
       map_ = specd::sdk::intersect_vocabularies(draft_pieces_, target_pieces_);
       if (std::none_of(map_.begin(), map_.end(), [](specd_token t) { return t >= 0; }))
@@ -383,8 +383,9 @@ class DraftModelProposer {
     // "text" proposes with a one-hot q whatever the mode, so a token is accepted with
     // probability p(token): the draft's most likely token is its best guess at that.
     const specd_token token =
-        greedy_ || !intersection_ ? specd::sdk::argmax_index(q.data(), n)
-                : specd::sdk::sample_index(q.data(), n, host_->rng_uniform(host_->context, item.rng));
+        greedy_ || !intersection_
+            ? specd::sdk::argmax_index(q.data(), n)
+            : specd::sdk::sample_index(q.data(), n, host_->rng_uniform(host_->context, item.rng));
     if (intersection_) {
       if (greedy_) std::fill(q.begin(), q.end(), 0.0), q[static_cast<size_t>(token)] = 1.0;
       std::vector<double> scratch;

@@ -100,8 +100,7 @@ TEST_CASE("text drafts are the draft's argmax chain re-tokenized; intersection d
                                 total += w;
                                 CHECK(d.n_nodes() <= 3);
                                 for (uint32_t i = 0; i < d.n_nodes(); ++i)
-                                  CHECK(d.q[i * m.vocab + static_cast<size_t>(d.tokens[i])] ==
-                                        1.0);
+                                  CHECK(d.q[i * m.vocab + static_cast<size_t>(d.tokens[i])] == 1.0);
                               });
   CHECK(drafts == 1);
   CHECK(total == 1.0);

@@ -1,6 +1,6 @@
-// EAGLE-3 heads in llama.cpp's layout (tests/compat/eagle3: written by llama.cpp's gguf-py
-// for ../shared/compat/arch/llama.gguf; eagle3_reference.json: what llama.cpp's server
-// drafted with them, made by make_eagle3_reference.py there). Through specd's engine, with
+// EAGLE-3 heads and DFlash drafters in llama.cpp's layout (tests/compat/eagle3: written by
+// llama.cpp's gguf-py for ../shared/compat/arch/llama.gguf; eagle3_reference.json: what llama.cpp's
+// server drafted with them, made by make_eagle3_reference.py there). Through specd's engine, with
 // the EAGLE proposer drafting a greedy chain of 4 as llama.cpp does: the output equals plain
 // greedy decoding and llama.cpp's, and every round that starts where one of llama.cpp's
 // rounds starts drafts the same tokens and accepts as many.
@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
@@ -61,6 +62,66 @@ struct Round {
   uint64_t accepted = 0;
 };
 
+// Runs each case of `cases` (llama.cpp's output for one prompt) through `spec` and `plain`:
+// greedy output equal to plain's and to llama.cpp's, and each round that starts where one of
+// llama.cpp's starts drafts the same chain (both cut at the budget) and accepts as many.
+// Returns how many rounds were compared and how many llama.cpp ran.
+std::pair<size_t, size_t> compare_rounds(Engine& spec, Engine& plain, const test::Json& cases) {
+  size_t compared = 0, llama_rounds = 0;
+  for (const test::Json& c : cases.a) {
+    const std::string& prompt = c["prompt"].s;
+    CAPTURE(prompt);
+    std::vector<Round> ours;
+    size_t generated = 0;
+    GenerateOptions options;
+    const GenerationResult base = plain.generate(prompt);
+    options.on_round = [&](std::span<const int32_t> tokens, std::span<const int32_t> parents,
+                           uint64_t accepted) {
+      Round r;
+      r.start = base.stats.prompt_tokens + generated;
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        REQUIRE(parents[i] == static_cast<int32_t>(i));  // a chain, in order
+        r.chain.push_back(tokens[i]);
+      }
+      r.accepted = accepted;
+      generated += accepted + 1;
+      ours.push_back(r);
+    };
+    const GenerationResult out = spec.generate(prompt, options);
+    // Greedy equality: with plain decoding, and with llama.cpp's output.
+    CHECK(out.tokens == base.tokens);
+    CHECK(out.tokens == ints(c["tokens"]));
+    REQUIRE(out.stats.prompt_tokens == static_cast<uint64_t>(c["prompt_n"].n));
+
+    // llama.cpp's rounds: its prompt pass gives the first token, so its round j drafts from
+    // sequence index prompt_n + 1 + (tokens emitted by its earlier rounds).
+    std::map<size_t, std::pair<std::vector<int32_t>, uint64_t>> theirs;
+    size_t at = static_cast<size_t>(c["prompt_n"].n) + 1;
+    const test::Json& drafts = c["drafts"];
+    const test::Json& accepted = c["accepted"];
+    REQUIRE(drafts.a.size() == accepted.a.size());
+    for (size_t j = 0; j < drafts.a.size(); ++j) {
+      theirs[at] = {ints(drafts.a[j]), static_cast<uint64_t>(accepted.a[j].n)};
+      at += static_cast<size_t>(accepted.a[j].n) + 1;
+    }
+    llama_rounds += theirs.size();
+    for (const Round& r : ours) {
+      auto it = theirs.find(r.start);
+      if (it == theirs.end() || r.chain.empty()) continue;
+      const std::vector<int32_t>& chain = it->second.first;
+      const size_t n = std::min(chain.size(), r.chain.size());  // both cut at the budget
+      CAPTURE(r.start);
+      CAPTURE(r.chain.size());
+      CAPTURE(chain.size());
+      CHECK(std::vector<int32_t>(r.chain.begin(), r.chain.begin() + n) ==
+            std::vector<int32_t>(chain.begin(), chain.begin() + n));
+      if (chain.size() == r.chain.size()) CHECK(r.accepted == it->second.second);
+      ++compared;
+    }
+  }
+  return {compared, llama_rounds};
+}
+
 }  // namespace
 
 TEST_CASE("EAGLE-3 heads in llama.cpp's layout draft what llama.cpp drafts") {
@@ -82,56 +143,7 @@ TEST_CASE("EAGLE-3 heads in llama.cpp's layout draft what llama.cpp drafts") {
                         "proposer.max_nodes=" + k},
                        n_predict),
                 registry);
-    size_t compared = 0, llama_rounds = 0;
-    for (const test::Json& c : cases.a) {
-      const std::string& prompt = c["prompt"].s;
-      CAPTURE(prompt);
-      std::vector<Round> ours;
-      size_t generated = 0;
-      GenerateOptions options;
-      const GenerationResult base = plain.generate(prompt);
-      options.on_round = [&](std::span<const int32_t> tokens, std::span<const int32_t> parents,
-                             uint64_t accepted) {
-        Round r;
-        r.start = base.stats.prompt_tokens + generated;
-        for (size_t i = 0; i < tokens.size(); ++i) {
-          REQUIRE(parents[i] == static_cast<int32_t>(i));  // a chain, in order
-          r.chain.push_back(tokens[i]);
-        }
-        r.accepted = accepted;
-        generated += accepted + 1;
-        ours.push_back(r);
-      };
-      const GenerationResult out = spec.generate(prompt, options);
-      // Greedy equality: with plain decoding, and with llama.cpp's output.
-      CHECK(out.tokens == base.tokens);
-      CHECK(out.tokens == ints(c["tokens"]));
-      REQUIRE(out.stats.prompt_tokens == static_cast<uint64_t>(c["prompt_n"].n));
-
-      // llama.cpp's rounds: its prompt pass gives the first token, so its round j drafts from
-      // sequence index prompt_n + 1 + (tokens emitted by its earlier rounds).
-      std::map<size_t, std::pair<std::vector<int32_t>, uint64_t>> theirs;
-      size_t at = static_cast<size_t>(c["prompt_n"].n) + 1;
-      const test::Json& drafts = c["drafts"];
-      const test::Json& accepted = c["accepted"];
-      REQUIRE(drafts.a.size() == accepted.a.size());
-      for (size_t j = 0; j < drafts.a.size(); ++j) {
-        theirs[at] = {ints(drafts.a[j]), static_cast<uint64_t>(accepted.a[j].n)};
-        at += static_cast<size_t>(accepted.a[j].n) + 1;
-      }
-      llama_rounds += theirs.size();
-      for (const Round& r : ours) {
-        auto it = theirs.find(r.start);
-        if (it == theirs.end() || r.chain.empty()) continue;
-        const std::vector<int32_t>& chain = it->second.first;
-        const size_t n = std::min(chain.size(), r.chain.size());  // both cut at the budget
-        CAPTURE(r.start);
-        CHECK(std::vector<int32_t>(r.chain.begin(), r.chain.begin() + n) ==
-              std::vector<int32_t>(chain.begin(), chain.begin() + n));
-        if (chain.size() == r.chain.size()) CHECK(r.accepted == it->second.second);
-        ++compared;
-      }
-    }
+    const auto [compared, llama_rounds] = compare_rounds(spec, plain, cases);
     // Almost every llama.cpp round has a specd round starting at the same place.
     CHECK(compared * 10 >= llama_rounds * 8);
     ++heads;
@@ -201,4 +213,59 @@ TEST_CASE("an EAGLE-3 head keyed as earlier converters wrote it drafts the same"
     CHECK(std::string(e.what()).find("eagle3.target_layers (or eagle3.extract_layers)") !=
           std::string::npos);
   }
+}
+
+// DFlash (tests/compat/dflash, made by make_dflash_reference.py there): a block drafter
+// reading two target layers' inputs, drafting 4 tokens a round in one block pass.
+TEST_CASE("DFlash drafters in llama.cpp's layout draft what llama.cpp drafts") {
+  if (!std::filesystem::exists(kTarget)) {
+    ::specd::test::skip_missing(kTarget, " is not there (the shared compat data)");
+    return;
+  }
+  const std::string dir = std::string(SPECD_SOURCE_DIR) + "/tests/compat/dflash";
+  const test::Json ref = test::JsonParser(read_file(dir + "/dflash_reference.json")).parse();
+  const int n_predict = static_cast<int>(ref["n_predict"].n);
+  PluginRegistry registry{{}};
+  Engine plain(config({}, n_predict), registry);
+  Engine spec(
+      config({"proposer.kind=\"dflash\"", "proposer.model=\"" + dir + "/" + ref["drafter"].s + "\"",
+              "proposer.k=" + std::to_string(static_cast<int>(ref["n_draft"].n))},
+             n_predict),
+      registry);
+  const auto [compared, llama_rounds] = compare_rounds(spec, plain, ref["prompts"]);
+  CHECK(compared * 10 == llama_rounds * 10);  // every round: k is cut at the budget alike
+
+  // Files that do not fit are refused, each naming what is wrong.
+  const std::string tmp = test::temp_dir("dflash-bad");
+  const std::string drafter = dir + "/" + ref["drafter"].s;
+  const auto refused = [&](const std::string& name,
+                           const std::function<void(const GgufFile&, GgufWriter&)>& edit,
+                           const std::string& message) {
+    CAPTURE(name);
+    test::rewrite_gguf(drafter, tmp + "/" + name, edit);
+    try {
+      Engine engine(config({"proposer.kind=\"dflash\"",
+                            "proposer.model=\"" + tmp + "/" + name + "\"", "proposer.k=4"},
+                           8),
+                    registry);
+      FAIL("a DFlash drafter that does not fit was run");
+    } catch (const Error& e) {
+      INFO(std::string(e.what()));
+      CHECK(std::string(e.what()).find(message) != std::string::npos);
+    }
+  };
+  refused(
+      "no-mask.gguf",
+      [](const GgufFile&, GgufWriter& w) { w.erase("tokenizer.ggml.mask_token_id"); },
+      "tokenizer.ggml.mask_token_id");
+  refused(
+      "deep-layer.gguf",
+      [](const GgufFile&, GgufWriter& w) {
+        w.set("dflash.target_layers", GgufValue::int32_array({0, 7}));
+      },
+      "features of layer 7 were asked for, but the model has 2 layers");
+  refused(
+      "wide.gguf",
+      [](const GgufFile&, GgufWriter& w) { w.set_u32("dflash.embedding_length", 256); },
+      "width 256");
 }

@@ -25,9 +25,9 @@ using namespace specd;
 namespace {
 
 Config config(const std::string& target, const std::vector<std::string>& extra) {
-  std::vector<std::string> all = {"target.model=\"" + target + "\"", "engine.backend=cpu",
-                                  "engine.threads=1", "sampling.temperature=0",
-                                  "sampling.ignore_eos=true", "sampling.max_tokens=48"};
+  std::vector<std::string> all = {
+      "target.model=\"" + target + "\"", "engine.backend=cpu",       "engine.threads=1",
+      "sampling.temperature=0",          "sampling.ignore_eos=true", "sampling.max_tokens=48"};
   all.insert(all.end(), extra.begin(), extra.end());
   return parse_config("", "test.toml", all);
 }
@@ -70,10 +70,9 @@ TEST_CASE("a draft of another vocabulary: refused as shared, exact across" * SPE
       accepted[e] += out.stats.accepted;
     }
   }
-  MESSAGE("accepted/drafted: same vocabulary " << accepted[0] << "/" << drafted[0] << ", text "
-                                               << accepted[1] << "/" << drafted[1]
-                                               << ", intersection " << accepted[2] << "/"
-                                               << drafted[2]);
+  MESSAGE("accepted/drafted: same vocabulary "
+          << accepted[0] << "/" << drafted[0] << ", text " << accepted[1] << "/" << drafted[1]
+          << ", intersection " << accepted[2] << "/" << drafted[2]);
   // The shuffled draft is the same model. Through the intersection (here all of both
   // vocabularies) it drafts what the unshuffled one does, but for its context: the target's
   // text re-tokenized, which may split a word differently. Through text its drafts are
@@ -93,10 +92,10 @@ TEST_CASE("across vocabularies at temperature 1: a fixed seed gives the same out
   PluginRegistry registry{{}};
   for (const std::string vocabulary : {"text", "intersection"}) {
     CAPTURE(vocabulary);
-    const Config c = config(target, {"sampling.temperature=1", "engine.seed=11",
-                                     "proposer.kind=\"draft-model\"",
-                                     "proposer.model=\"" + shuffled + "\"", "proposer.k=4",
-                                     "proposer.vocabulary=\"" + vocabulary + "\""});
+    const Config c =
+        config(target, {"sampling.temperature=1", "engine.seed=11", "proposer.kind=\"draft-model\"",
+                        "proposer.model=\"" + shuffled + "\"", "proposer.k=4",
+                        "proposer.vocabulary=\"" + vocabulary + "\""});
     const GenerationResult a = Engine(c, registry).generate("Once upon a time");
     const GenerationResult b = Engine(c, registry).generate("Once upon a time");
     CHECK(a.tokens == b.tokens);

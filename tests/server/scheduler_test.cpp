@@ -19,9 +19,9 @@
 #include "config/config.hpp"
 #include "models/llama_model.hpp"
 #include "plugin/registry.hpp"
+#include "random_llama.hpp"
 #include "server/engine_cache.hpp"
 #include "server/scheduler.hpp"
-#include "random_llama.hpp"
 #include "test_skip.hpp"
 
 using namespace specd;
@@ -234,6 +234,21 @@ TEST_CASE("greedy output alone equals output among 15 others: EAGLE-3 in llama.c
       {"draft-model", "none"},
       {"target.model=\"" + compat + "\"", "proposer.kind=\"eagle\"",
        "proposer.model=\"" + head + "\"", "acceptance.rule=\"exact-match\""});
+}
+
+TEST_CASE("greedy output alone equals output among 15 others: DFlash in llama.cpp's layout") {
+  // A block drafter reading two target layers' inputs (tests/compat/dflash): its injected
+  // rows and its non-causal block must not depend on what shares the passes.
+  const std::string compat = std::string(SPECD_SOURCE_DIR) + "/../shared/compat/arch/llama.gguf";
+  if (!std::filesystem::exists(compat)) {
+    ::specd::test::skip_missing(compat, " is missing (the shared compat data)");
+    return;
+  }
+  const std::string drafter = std::string(SPECD_SOURCE_DIR) + "/tests/compat/dflash/dflash.gguf";
+  check_alone_equals_batched(
+      {"draft-model", "none"},
+      {"target.model=\"" + compat + "\"", "proposer.kind=\"dflash\"",
+       "proposer.model=\"" + drafter + "\"", "acceptance.rule=\"exact-match\""});
 }
 
 TEST_CASE("a draft of another vocabulary: alone equals among 15 others, greedy and seeded") {

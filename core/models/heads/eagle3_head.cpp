@@ -187,8 +187,8 @@ void HeadModel::load_eagle3() {
 }
 
 void HeadModel::encode(const float* target_features, int32_t m, float* features) {
-  if (info_.kind != HeadKind::kEagle3)
-    throw Error(info_.path + ": only an EAGLE-3 head fuses target features");
+  if (info_.kind != HeadKind::kEagle3 && info_.kind != HeadKind::kDflash)
+    throw Error(info_.path + ": only EAGLE-3 and DFlash heads fuse target features");
   if (m <= 0) throw Error("encode: no rows");
   const int64_t din = info_.input_dim, d = info_.n_embd;
   // Pieces of invariant rows: a row's bits do not depend on how many were fused with it,
@@ -201,7 +201,10 @@ void HeadModel::encode(const float* target_features, int32_t m, float* features)
   for (int64_t r = 0; r < m; r += piece) {
     const int64_t p = std::min<int64_t>(piece, m - r);
     enc_.upload(target_features + r * din, static_cast<uint64_t>(p) * din * 4);
-    device_->matmul(enc_.view(SPECD_DTYPE_F32, p, din), fc3_, enc_out_.view(SPECD_DTYPE_F32, p, d));
+    const View out = enc_out_.view(SPECD_DTYPE_F32, p, d);
+    device_->matmul(enc_.view(SPECD_DTYPE_F32, p, din), fc3_, out);
+    if (info_.kind == HeadKind::kDflash)
+      device_->rms_norm(out, enc_norm_, info_.block.rms_eps, out);
     enc_out_.download(features + r * d, static_cast<uint64_t>(p) * d * 4);
   }
 }

@@ -73,6 +73,10 @@ void HeadModel::forward_batch(std::span<const Entry> entries) {
     forward_medusa(entries, piece);
     return;
   }
+  if (info_.kind == HeadKind::kDflash) {
+    forward_dflash(entries, piece);
+    return;
+  }
   for (const Entry& e : entries) {
     if (!e.cache) throw Error("forward: " + info_.architecture + " needs its cache");
     if (!e.features) throw Error("forward: " + info_.architecture + " needs features");

@@ -29,8 +29,9 @@ HeadKind kind_of(const GgufFile& f, const std::string& arch) {
   if (arch == "specd-eagle") return HeadKind::kEagle;
   if (arch == "specd-mtp") return HeadKind::kMtp;
   if (arch == "eagle3") return HeadKind::kEagle3;
+  if (arch == "dflash") return HeadKind::kDflash;
   throw Error(f.path() + ": architecture '" + arch +
-              "' is not a head (expected specd-medusa, specd-eagle, specd-mtp or eagle3)");
+              "' is not a head (expected specd-medusa, specd-eagle, specd-mtp, eagle3 or dflash)");
 }
 
 }  // namespace
@@ -47,14 +48,16 @@ std::unique_ptr<HeadModel> HeadModel::load(const std::string& head_path,
   const HeadKind kind = kind_of(head, *arch);
   GgufFile target = GgufFile::open(target_path);
   architecture_of(target);  // any supported model architecture can be a head's target
-  // An EAGLE-3 file names no target: it is bound by shape and vocabulary (load_eagle3).
-  if (kind != HeadKind::kEagle3) check_target_binding(head, target);
+  // EAGLE-3 and DFlash files name no target: they are bound by shape and vocabulary.
+  if (kind != HeadKind::kEagle3 && kind != HeadKind::kDflash) check_target_binding(head, target);
   std::unique_ptr<HeadModel> model(new HeadModel(std::move(head), std::move(target), device));
   model->info_.path = head_path;
   model->info_.architecture = *arch;
   model->info_.kind = kind;
   if (kind == HeadKind::kEagle3) {
     model->load_eagle3();
+  } else if (kind == HeadKind::kDflash) {
+    model->load_dflash();
   } else {
     model->load_target();
     model->load_head();
@@ -147,7 +150,8 @@ std::unique_ptr<KvCache> HeadModel::new_cache(int32_t max_rows) {
   if (!has_cache()) throw Error(info_.path + ": a Medusa head keeps no cache");
   if (max_rows <= 0) throw Error("new_cache: max_rows must be > 0");
   if (!kv_pool_)
-    kv_pool_ = std::make_shared<KvPool>(*device_, 1, info_.block.kv_dim(), kKvBlockRows, kv_dtype_);
+    kv_pool_ = std::make_shared<KvPool>(*device_, info_.n_layers, info_.block.kv_dim(),
+                                        kKvBlockRows, kv_dtype_);
   return std::make_unique<KvCache>(kv_pool_, max_rows);
 }
 

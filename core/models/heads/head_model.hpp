@@ -5,7 +5,9 @@
 // token_embd, output_norm and output (LM head), read from the target file.
 // EAGLE-3 heads come in llama.cpp's layout (general.architecture "eagle3", as its
 // convert_hf_to_gguf.py writes them; eagle3_head.cpp): their features are the inputs of a few
-// target layers, fused by encode() into the head's width before forward.
+// target layers, fused by encode() into the head's width before forward. DFlash block
+// drafters (general.architecture "dflash", dflash_head.cpp) fuse the same kind of features
+// into K/V rows of each of their layers, and draft a whole block in one pass.
 //
 // Feature rows given to forward are the target's hidden_t (BEFORE output_norm), as the
 // engine hands them to proposers; Medusa applies the target's output_norm itself.
@@ -28,7 +30,7 @@
 
 namespace specd {
 
-enum class HeadKind { kMedusa, kEagle, kMtp, kEagle3 };
+enum class HeadKind { kMedusa, kEagle, kMtp, kEagle3, kDflash };
 
 struct HeadInfo {
   std::string name;          // general.name of the head
@@ -48,6 +50,11 @@ struct HeadInfo {
   int32_t input_dim = 0;
   int32_t draft_vocab = 0;
   bool norm_before_residual = false;  // eagle3.norm_before_residual
+  // DFlash: its decoder layers, the rows of one block pass (the root and block_size - 1
+  // masks) and the mask token's id.
+  int32_t n_layers = 1;
+  int32_t block_size = 0;
+  int32_t mask_token = -1;
 };
 
 // The target layers a head file asks for as features (<arch>.target_layers of an EAGLE-3
@@ -78,6 +85,11 @@ class HeadModel {
   // parent is parents[i]: -1 for the last committed element, else an index into the
   // pending elements (those of earlier forward calls since the last commit first, then
   // this call's). Writes logits [m, V] and, when not null, the output features [m, d].
+  // DFlash: an element with features and no tokens is a fused target feature (encode) at
+  // `positions[i]`, whose K and V rows every layer writes (k_norm(wk g) at its RoPE position,
+  // wv g); an element with tokens and no features is a block row (the root, then masks) at
+  // its position, attending to the committed rows and to every row of its call; logits as
+  // EAGLE's. Both kinds stay pending until commit or truncate.
   void forward(KvCache* cache, const float* features, std::span<const int32_t> tokens,
                std::span<const int32_t> positions, std::span<const int32_t> parents, float* logits,
                float* hidden);
@@ -99,7 +111,8 @@ class HeadModel {
   void forward_batch(std::span<const Entry> entries);
 
   // EAGLE-3: fuses m rows of target features [m, input_dim] into the head's features
-  // [m, n_embd] (its fc projection), which forward then takes. Other heads: throws.
+  // [m, n_embd] (its fc projection), which forward then takes; DFlash: its fc projection and
+  // encoder norm. Other heads: throws.
   void encode(const float* target_features, int32_t m, float* features);
 
   // Keeps the pending elements listed (in order, each the child of the previous, the first
@@ -117,6 +130,8 @@ class HeadModel {
   void load_target();
   void load_head();
   void load_eagle3();  // eagle3_head.cpp: the head and what it takes from the target
+  void load_dflash();  // dflash_head.cpp
+  void forward_dflash(std::span<const Entry> entries, int64_t piece);
   void forward_eagle3(std::span<const Entry> entries, int64_t piece);
   void forward_medusa(std::span<const Entry> entries, int64_t piece);
   // Throws naming the file when any of the n logits is NaN or infinite.
@@ -146,6 +161,8 @@ class HeadModel {
   std::vector<int32_t> d2t_;         // EAGLE-3: target id of each draft-vocabulary row, or empty
   std::vector<float> draft_logits_;  // EAGLE-3 with d2t: [m, draft_vocab] before scatter
   Buffer enc_, enc_out_;             // EAGLE-3: a piece of target features and their fusion
+  View enc_norm_;                    // DFlash: [1, d], after fc
+  std::vector<std::unique_ptr<DecoderBlock>> layers_;  // DFlash
   std::unique_ptr<DecoderBlock> block_;
   std::shared_ptr<KvPool> kv_pool_;
   specd_dtype kv_dtype_ = SPECD_DTYPE_F32;

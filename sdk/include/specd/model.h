@@ -39,6 +39,10 @@ typedef struct specd_model_info {
   uint32_t input_dim;       /* heads: width of the target features they take; an EAGLE-3 head
                              * (input_dim != hidden_dim) takes them through head_encode. 0 from
                              * hosts before head_encode: read it as hidden_dim */
+  /* Appended after 0.6 (present when struct_size covers them): */
+  uint32_t block_size; /* DFlash: rows of one block pass (the root, then masks); 0 otherwise */
+  int32_t mask_token;  /* DFlash: the token a block is filled with; -1 otherwise (0 from older
+                        * hosts: read block_size first) */
 } specd_model_info;
 
 /* One sequence's rows in forward_batch (ABI 0.5). Borrowed for the call; passed as an array
@@ -120,6 +124,13 @@ typedef struct specd_model_api {
    * it is refused when its target_hidden_size, target_layers or vocabulary do not fit. It
    * takes the inputs of its eagle3.target_layers, concatenated, as target features: the
    * host asks the target for those when the file is the run's [proposer] model.
+   * A DFlash block drafter (general.architecture "dflash", llama.cpp's layout) is bound the
+   * same way (dflash.target_layers) and reads the target's token_embd and output. Its
+   * forward_batch entries are of two kinds, one kind per call, both pending until commit:
+   * fused target features (head_encode) with positions and chain parents and no tokens,
+   * written as K/V rows of every layer at those positions; or block rows (tokens: the root,
+   * then mask_token) with positions and chain parents and no features, each attending to
+   * the committed rows and to every row of its entry, writing logits [m, vocab].
    * `path`, `target_path` and `backend` are borrowed. Only valid inside a proposer's create.
    * Ownership: *out is the caller's, released with close. [main-thread] */
   specd_status* (*head_open)(void* host_context, const char* path, const char* target_path,
@@ -176,8 +187,9 @@ typedef struct specd_model_api {
 
   /* Fuses m rows of target features [m, input_dim] (borrowed) into head features
    * [m, hidden_dim] (caller-owned), what head_forward takes: an EAGLE-3 head's fc
-   * projection. Rows are fused independently (a row's bits do not depend on m). Heads whose
-   * input_dim equals hidden_dim answer UNSUPPORTED. [same-thread] */
+   * projection, a DFlash drafter's fc projection and encoder norm. Rows are fused independently (a
+   * row's bits do not depend on m). Heads whose input_dim equals hidden_dim (but DFlash) answer
+   * UNSUPPORTED. [same-thread] */
   specd_status* (*head_encode)(void* host_context, specd_model* head, const float* target_features,
                                uint32_t m, float* features);
 
@@ -210,6 +222,7 @@ SPECD_STATIC_ASSERT(offsetof(specd_model_api, forward_batch) == 112, "frozen lay
 SPECD_STATIC_ASSERT(offsetof(specd_model_info, input_dim) == 52, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_model_api, head_encode) == 120, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_model_api, text) == 128, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_model_info, mask_token) == 60, "frozen layout");
 #endif
 
 SPECD_EXTERN_C_END

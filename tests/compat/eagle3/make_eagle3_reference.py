@@ -20,16 +20,14 @@ Usage (a llama.cpp checkout with eagle3 support and a CPU build of its examples)
 """
 import argparse
 import json
-import re
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from llama_server_oracle import copy_tokenizer, run_oracle  # noqa: E402
 TARGET = HERE.parents[2] / ".." / "shared" / "compat" / "arch" / "llama.gguf"
 PROMPTS = ["def parse(argv):", "The quick brown fox", "import os\nimport sys\n"]
 N_PREDICT = 24
@@ -63,27 +61,7 @@ def write_head(gguf, target, path, seed, own_vocab):
     w.add_target_layers([0, 1, n_layer - 1])
     w.add_target_hidden_size(d)
     w.add_norm_before_residual(False)
-    # The converter copies the target's tokenizer into the head.
-    for name, field in target.fields.items():
-        if not name.startswith("tokenizer."):
-            continue
-        value = field.contents()
-        if name == "tokenizer.ggml.model":
-            w.add_tokenizer_model(value)
-        elif name == "tokenizer.ggml.pre":
-            w.add_tokenizer_pre(value)
-        elif name == "tokenizer.ggml.tokens":
-            w.add_token_list(value)
-        elif name == "tokenizer.ggml.token_type":
-            w.add_token_types(value)
-        elif name == "tokenizer.ggml.merges":
-            w.add_token_merges(value)
-        elif name == "tokenizer.ggml.scores":
-            w.add_token_scores(value)
-        elif isinstance(value, bool):
-            w.add_bool(name, value)
-        elif isinstance(value, int):
-            w.add_uint32(name, value)
+    copy_tokenizer(w, target)  # the converter copies the target's tokenizer into the head
     w.add_tensor("fc.weight", normal((d, 3 * d), 3 * d))
     w.add_tensor("output_norm.weight", (1 + 0.1 * rng.standard_normal(d)).astype(np.float32))
     if own_vocab:
@@ -107,78 +85,6 @@ def write_head(gguf, target, path, seed, own_vocab):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-
-
-def start_server(binary, head, port, log):
-    cmd = [str(binary), "-m", str(TARGET), "-md", str(head), "--spec-type", "draft-eagle3",
-           "--spec-draft-n-max", str(N_DRAFT), "--spec-draft-n-min", "0",
-           "--spec-draft-p-min", "0", "-ctk", "f32", "-ctv", "f32", "-ctkd", "f32",
-           "-ctvd", "f32", "-fa", "off", "-c", "512", "-np", "1", "-t", "2", "--verbose",
-           "--no-warmup", "--host", "127.0.0.1", "--port", str(port)]
-    server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    for _ in range(600):
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r:
-                if r.status == 200:
-                    return server
-        except OSError:
-            time.sleep(0.1)
-    server.kill()
-    sys.exit(f"{' '.join(cmd)} did not start")
-
-
-def complete(port, prompt):
-    body = json.dumps({"prompt": prompt, "n_predict": N_PREDICT, "temperature": 0,
-                       "top_k": 1, "seed": 1, "cache_prompt": False, "return_tokens": True,
-                       "ignore_eos": True}).encode()
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/completion", data=body,
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=120) as r:
-        return json.loads(r.read())
-
-
-def rounds_of(log_text):
-    """The drafted tokens and the accepted count of each round, from the server's log."""
-    drafts, current, accepted = [], [], []
-    for line in log_text.splitlines():
-        m = re.search(r"draft candidate\s+0, pos\s+(\d+):\s+(-?\d+)", line)
-        if m:
-            if int(m.group(1)) == 0 and current:
-                drafts.append(current)
-                current = []
-            current.append(int(m.group(2)))
-            continue
-        m = re.search(r"accepted\s+(\d+)/\s*(\d+) draft tokens", line)
-        if m:
-            if current:
-                drafts.append(current)
-                current = []
-            accepted.append(int(m.group(1)))
-    return drafts, accepted
-
-
-def run_oracle(binary, head, port, log_path):
-    results = []
-    with open(log_path, "w") as log:
-        server = start_server(binary, head, port, log)
-        try:
-            for prompt in PROMPTS:
-                at = Path(log_path).stat().st_size
-                out = complete(port, prompt)
-                time.sleep(0.2)  # the log lines of the request's end
-                text = Path(log_path).read_text(errors="replace")[at:]
-                drafts, accepted = rounds_of(text)
-                if len(drafts) != len(accepted):
-                    sys.exit(f"{head.name}: {len(drafts)} drafts but {len(accepted)} verdicts")
-                t = out["timings"]
-                results.append({"prompt": prompt, "prompt_n": t["prompt_n"],
-                                "tokens": out["tokens"], "drafts": drafts,
-                                "accepted": accepted, "draft_n": t.get("draft_n", 0),
-                                "draft_n_accepted": t.get("draft_n_accepted", 0)})
-        finally:
-            server.terminate()
-            server.wait()
-    return results
 
 
 def main():
@@ -205,8 +111,9 @@ def main():
     for name, (seed, own_vocab) in heads.items():
         path = HERE / name
         write_head(gguf, target, path, seed, own_vocab)
-        reference["heads"][name] = run_oracle(args.bin / "llama-server", path, args.port,
-                                              args.log_dir / (path.stem + ".log"))
+        reference["heads"][name] = run_oracle(args.bin / "llama-server", TARGET, path,
+                                              "draft-eagle3", N_DRAFT, PROMPTS, N_PREDICT,
+                                              args.port, args.log_dir / (path.stem + ".log"))
     (HERE / "eagle3_reference.json").write_text(json.dumps(reference, indent=1) + "\n")
 
 

@@ -140,9 +140,8 @@ class TextService {
     for (;;) {
       check(flags == 0 ? service_->encode(service_->context, text.data(), text.size(), ids.data(),
                                           static_cast<uint32_t>(ids.size()), &n)
-                       : service_->encode_with(service_->context, text.data(), text.size(),
-                                               flags, ids.data(),
-                                               static_cast<uint32_t>(ids.size()), &n));
+                       : service_->encode_with(service_->context, text.data(), text.size(), flags,
+                                               ids.data(), static_cast<uint32_t>(ids.size()), &n));
       if (n <= ids.size()) break;
       ids.resize(n);
     }

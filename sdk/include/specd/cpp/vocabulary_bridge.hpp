@@ -106,8 +106,7 @@ class DraftTokens {
   // The draft ids for `text`.
   const std::vector<specd_token>& update(std::string_view text) {
     size_t common = 0;
-    while (common < text_.size() && common < text.size() && text_[common] == text[common])
-      ++common;
+    while (common < text_.size() && common < text.size() && text_[common] == text[common]) ++common;
     size_t keep = 0;
     while (keep < ends_.size() && ends_[keep] <= common) ++keep;
     keep = keep > kMargin ? keep - kMargin : 0;

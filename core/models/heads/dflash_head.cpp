@@ -1,0 +1,217 @@
+// DFlash block drafters in llama.cpp's layout (general.architecture "dflash", tensor and key
+// names of its src/llama-arch.cpp and src/models/dflash.cpp, written by its converter for a
+// DFlashDraftModel): loading, binding to a target by shape and vocabulary, and the two passes.
+//
+//   encode (fusion): g = enc_norm(fc · [inputs of the target layers])            per token
+//   inject:          every layer l writes K = rope(k_norm_l(wk_l g)), V = wv_l g at the
+//                    token's position (no attention norm, nothing else runs)
+//   block:           rows [root, mask, ..., mask] at positions n-1, n, ...: Qwen3 decoder
+//                    layers (per-head q/k norms, NEOX rope) whose attention reads the injected
+//                    rows and every row of the block, later ones too (non-causal); then the
+//                    output norm and the target's LM head. Row i + 1 predicts token n + i.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "models/architecture.hpp"
+#include "models/heads/head_model.hpp"
+#include "models/hyperparameters.hpp"
+#include "models/paged_batch.hpp"
+#include "models/weight_loader.hpp"
+
+namespace specd {
+namespace {
+
+// DFlash's decoder layers: Qwen3's (per-head q/k RMS norms, NEOX rope pairing).
+const Architecture kDflashLayer = {
+    .name = "dflash",
+    .rope_mode = SPECD_ROPE_NEOX,
+    .qkv_bias = Presence::kAbsent,
+    .qk_norm = Presence::kRequired,
+    .fused_qkv = Presence::kAbsent,
+    .fused_gate_up = false,
+    .rope_freqs = Presence::kAbsent,
+};
+
+}  // namespace
+
+void HeadModel::load_dflash() {
+  const GgufFile& f = head_file_;
+  const GgufFile& t = target_file_;
+  HeadInfo& in = info_;
+  const std::string a = "dflash.";
+  const std::string both = " (drafter " + f.path() + ", target " + t.path() + ")";
+  in.name = f.get_string_opt("general.name").value_or("");
+  in.target_name = t.get_string_opt("general.name").value_or("");
+
+  const std::string ta = std::string(architecture_of(t).name) + ".";
+  const GgufTensor& t_embd = t.require_tensor("token_embd.weight");
+  if (t_embd.n_dims != 2) throw Error(t.path() + ": token_embd.weight must be 2-D");
+  const int32_t n_tgt = static_cast<int32_t>(t_embd.ne[0]);
+  const int32_t V = static_cast<int32_t>(t_embd.ne[1]);
+  const int32_t t_layers = positive_int_key(t, ta + "block_count");
+  in.vocab_size = V;
+  in.draft_vocab = V;
+  in.target_layers = head_target_layers(f);
+  if (in.target_layers.empty())
+    throw Error(f.path() + ": a DFlash drafter needs " + a +
+                "target_layers: the target layers whose inputs it fuses");
+  for (int32_t l : in.target_layers)
+    if (l >= t_layers)
+      throw UsageError("the DFlash drafter reads the input of target layer " + std::to_string(l) +
+                       ", but the target has " + std::to_string(t_layers) + " layers" + both);
+  const GgufValue* h_tokens = f.find("tokenizer.ggml.tokens");
+  const GgufValue* t_tokens = t.find("tokenizer.ggml.tokens");
+  if (h_tokens && t_tokens && !(*h_tokens == *t_tokens))
+    throw UsageError("the DFlash drafter's vocabulary (" + std::to_string(h_tokens->array_size()) +
+                     " tokens) is not the target's (" + std::to_string(t_tokens->array_size()) +
+                     " tokens)" + both);
+  const int32_t d = positive_int_key(f, a + "embedding_length");
+  if (d != n_tgt)
+    throw UsageError("the DFlash drafter has width " + std::to_string(d) +
+                     " and reads the target's embeddings and LM head, of width " +
+                     std::to_string(n_tgt) + both);
+  in.n_embd = d;
+  in.input_dim = static_cast<int32_t>(in.target_layers.size()) * n_tgt;
+  in.n_ctx = positive_int_key_or(f, a + "context_length",
+                                 positive_int_key_or(t, ta + "context_length", 2048));
+  in.n_layers = positive_int_key(f, a + "block_count");
+  if (in.n_layers > 64)
+    throw Error(f.path() + ": " + a + "block_count " + std::to_string(in.n_layers) +
+                " is more layers than a drafter has (at most 64)");
+  in.block_size = positive_int_key_or(f, a + "block_size", 16);  // llama.cpp's default
+  if (in.block_size < 2 || in.block_size > 64)
+    throw Error(f.path() + ": " + a + "block_size must be in [2, 64], not " +
+                std::to_string(in.block_size));
+  const auto mask = f.get_u32_opt("tokenizer.ggml.mask_token_id");
+  if (!mask)
+    throw Error(f.path() +
+                ": a DFlash drafter needs tokenizer.ggml.mask_token_id (the token "
+                "its block is filled with)");
+  if (*mask >= static_cast<uint32_t>(V))
+    throw Error(f.path() + ": tokenizer.ggml.mask_token_id " + std::to_string(*mask) +
+                " is outside the target's vocabulary of " + std::to_string(V));
+  in.mask_token = static_cast<int32_t>(*mask);
+
+  BlockShape& s = in.block;
+  s.n_embd = d;
+  s.n_head = positive_int_key(f, a + "attention.head_count");
+  s.n_head_kv = positive_int_key_or(f, a + "attention.head_count_kv", s.n_head);
+  if (s.n_head % s.n_head_kv != 0)
+    throw Error(f.path() + ": head counts " + std::to_string(s.n_head) + "/" +
+                std::to_string(s.n_head_kv) + " do not divide");
+  if (!f.has(a + "attention.key_length") && d % s.n_head != 0)
+    throw Error(f.path() + ": " + std::to_string(s.n_head) +
+                " heads do not divide embedding_length " + std::to_string(d));
+  s.head_dim = positive_int_key_or(f, a + "attention.key_length", d / s.n_head);
+  if (auto v = f.get_u32_opt(a + "attention.value_length");
+      v && static_cast<int32_t>(*v) != s.head_dim)
+    throw Error(f.path() + ": value_length " + std::to_string(*v) + " differs from key_length " +
+                std::to_string(s.head_dim) + " (not supported)");
+  s.n_ff = positive_int_key(f, a + "feed_forward_length");
+  s.n_rot = positive_int_key_or(f, a + "rope.dimension_count", s.head_dim);
+  if (s.n_rot > s.head_dim || s.n_rot % 2 != 0)
+    throw Error(f.path() + ": rope.dimension_count must be even and <= the head dim");
+  s.rope_base = positive_float_key_or(f, a + "rope.freq_base", 10000.0f);
+  s.rms_eps = positive_float_key_or(f, a + "attention.layer_norm_rms_epsilon", 1e-6f);
+  s.rope_mode = SPECD_ROPE_NEOX;
+  if (f.has(a + "attention.sliding_window"))
+    throw Error(f.path() + ": sliding-window DFlash layers are not supported");
+  target_eps_ = s.rms_eps;  // its own output norm
+
+  WeightLoader load(f, *device_, buffers_);
+  WeightLoader from_target(t, *device_, buffers_);
+  fc3_ = load.matrix("fc.weight", in.input_dim, d);  // [d, input_dim]
+  enc_norm_ = load.vector("enc.output_norm.weight", d);
+  output_norm_ = load.vector("output_norm.weight", d);
+  for (int32_t l = 0; l < in.n_layers; ++l)
+    layers_.push_back(std::make_unique<DecoderBlock>(
+        *device_, s, load_block(load, "blk." + std::to_string(l) + ".", s, kDflashLayer)));
+  const bool own_output = f.tensor("output.weight") != nullptr;
+  output_ = own_output                  ? load.matrix("output.weight", d, V)
+            : t.tensor("output.weight") ? from_target.matrix("output.weight", d, V)
+                                        : from_target.matrix("token_embd.weight", d, V);
+  tok_embd_ = f.tensor("token_embd.weight") ? load.matrix("token_embd.weight", d, V)
+                                            : from_target.matrix("token_embd.weight", d, V);
+  load.refuse_unread("a " + std::to_string(in.n_layers) + "-layer DFlash drafter");
+}
+
+void HeadModel::forward_dflash(std::span<const Entry> entries, int64_t piece) {
+  // One kind of element per call: fused features to inject, or block rows.
+  const bool inject = entries.front().features != nullptr;
+  for (const Entry& e : entries) {
+    if (!e.cache) throw Error("forward: dflash needs its cache");
+    check_cache(*e.cache, "forward");
+    if ((e.features != nullptr) != inject)
+      throw Error("forward: a DFlash call injects features or runs block rows, not both");
+    if (inject ? !e.tokens.empty() : e.tokens.size() != static_cast<size_t>(e.m))
+      throw Error(inject ? "forward: DFlash features come without tokens"
+                         : "forward: DFlash block rows need one token each");
+    if (e.positions.size() != static_cast<size_t>(e.m) ||
+        e.parents.size() != static_cast<size_t>(e.m))
+      throw Error("forward: positions and parents need one entry per row");
+    for (int32_t i = 0; i < e.m; ++i) {
+      if (e.positions[i] < 0) throw Error("forward: negative position at row " + std::to_string(i));
+      if (!inject && (e.tokens[i] < 0 || e.tokens[i] >= info_.vocab_size))
+        throw Error("forward: token " + std::to_string(e.tokens[i]) + " is outside the vocabulary");
+    }
+    if (!inject && !e.logits) throw Error("forward: DFlash block rows need logits");
+  }
+  int64_t M = 0;
+  std::vector<PagedRows> rows(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
+    // Injected rows carry no token: their positions fill the (unread) token slots.
+    rows[i] = {e.cache, inject ? e.positions : e.tokens, e.positions, e.parents, true, !inject};
+    M += e.m;
+  }
+  const PagedBatchInputs inputs(rows);
+  upload_pass(inputs, M);
+  block_scratch_.ensure(*device_, info_.block, M);
+  const int64_t d = info_.n_embd, V = info_.vocab_size;
+  Device& dev = *device_;
+  const View x = x_.view(SPECD_DTYPE_F32, M, d);
+  const PagedBatch b = inputs.views(ints_);
+  if (inject) {
+    int64_t row0 = 0;
+    for (const Entry& e : entries) {
+      x_.upload(e.features, static_cast<uint64_t>(e.m) * d * 4,
+                static_cast<uint64_t>(row0) * d * 4);
+      row0 += e.m;
+    }
+    for (size_t l = 0; l < layers_.size(); ++l)
+      layers_[l]->write_kv(x, b, kv_pool_->k(static_cast<int32_t>(l)),
+                           kv_pool_->v(static_cast<int32_t>(l)), piece, block_scratch_);
+    inputs.finish();
+    return;
+  }
+  const View tokens = inputs.tokens(ints_);
+  for (int64_t r = 0; r < M; r += piece) {
+    const int64_t p = std::min(piece, M - r);
+    dev.get_rows(tok_embd_, tokens.slice_cols(r, p), x.slice_rows(r, p));
+  }
+  for (size_t l = 0; l < layers_.size(); ++l)
+    layers_[l]->run(x, b, kv_pool_->k(static_cast<int32_t>(l)),
+                    kv_pool_->v(static_cast<int32_t>(l)), piece, block_scratch_);
+  const View h = h_.view(SPECD_DTYPE_F32, M, d);
+  const View out = logits_.view(SPECD_DTYPE_F32, M, V);
+  for (int64_t r = 0; r < M; r += piece) {
+    const int64_t p = std::min(piece, M - r);
+    dev.rms_norm(x.slice_rows(r, p), output_norm_, target_eps_, h.slice_rows(r, p));
+    dev.matmul(h.slice_rows(r, p), output_, out.slice_rows(r, p));
+  }
+  int64_t row0 = 0;
+  for (const Entry& e : entries) {
+    if (e.hidden)
+      x_.download(e.hidden, static_cast<uint64_t>(e.m) * d * 4,
+                  static_cast<uint64_t>(row0) * d * 4);
+    const uint64_t count = static_cast<uint64_t>(e.m) * V;
+    logits_.download(e.logits, count * 4, static_cast<uint64_t>(row0) * V * 4);
+    check_finite(e.logits, count);
+    row0 += e.m;
+  }
+  inputs.finish();
+}
+
+}  // namespace specd

@@ -1,0 +1,112 @@
+"""llama.cpp's llama-server as an oracle for speculative drafting (used by the scripts that make
+the reference data of tests/compat/eagle3 and tests/compat/dflash).
+
+The server runs on loopback with one slot, greedy, a fixed number of drafted tokens a round,
+no confidence cut-off, f32 KV caches and no flash attention, and --verbose: its debug log names
+the first candidate of each draft position ("draft candidate 0, pos P: ID") and each round's
+verdict ("accepted X/Y draft tokens"), which rounds_of reads back.
+"""
+import json
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+
+def copy_tokenizer(w, target):
+    """Copies the target's tokenizer.* keys into a draft file, as llama.cpp's converter does."""
+    for name, field in target.fields.items():
+        if not name.startswith("tokenizer."):
+            continue
+        value = field.contents()
+        if name == "tokenizer.ggml.model":
+            w.add_tokenizer_model(value)
+        elif name == "tokenizer.ggml.pre":
+            w.add_tokenizer_pre(value)
+        elif name == "tokenizer.ggml.tokens":
+            w.add_token_list(value)
+        elif name == "tokenizer.ggml.token_type":
+            w.add_token_types(value)
+        elif name == "tokenizer.ggml.merges":
+            w.add_token_merges(value)
+        elif name == "tokenizer.ggml.scores":
+            w.add_token_scores(value)
+        elif isinstance(value, bool):
+            w.add_bool(name, value)
+        elif isinstance(value, int):
+            w.add_uint32(name, value)
+
+
+def start_server(binary, target, draft, spec_type, n_draft, port, log):
+    cmd = [str(binary), "-m", str(target), "-md", str(draft), "--spec-type", spec_type,
+           "--spec-draft-n-max", str(n_draft), "--spec-draft-n-min", "0",
+           "--spec-draft-p-min", "0", "-ctk", "f32", "-ctv", "f32", "-ctkd", "f32",
+           "-ctvd", "f32", "-fa", "off", "-c", "512", "-np", "1", "-t", "2", "--verbose",
+           "--no-warmup", "--host", "127.0.0.1", "--port", str(port)]
+    server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(600):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r:
+                if r.status == 200:
+                    return server
+        except OSError:
+            time.sleep(0.1)
+    server.kill()
+    sys.exit(f"{' '.join(cmd)} did not start")
+
+
+def complete(port, prompt, n_predict):
+    body = json.dumps({"prompt": prompt, "n_predict": n_predict, "temperature": 0,
+                       "top_k": 1, "seed": 1, "cache_prompt": False, "return_tokens": True,
+                       "ignore_eos": True}).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/completion", data=body,
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as r:
+        return json.loads(r.read())
+
+
+def rounds_of(log_text):
+    """The drafted tokens and the accepted count of each round, from the server's log."""
+    drafts, current, accepted = [], [], []
+    for line in log_text.splitlines():
+        m = re.search(r"draft candidate\s+0, pos\s+(\d+):\s+(-?\d+)", line)
+        if m:
+            if int(m.group(1)) == 0 and current:
+                drafts.append(current)
+                current = []
+            current.append(int(m.group(2)))
+            continue
+        m = re.search(r"accepted\s+(\d+)/\s*(\d+) draft tokens", line)
+        if m:
+            if current:
+                drafts.append(current)
+                current = []
+            accepted.append(int(m.group(1)))
+    return drafts, accepted
+
+
+def run_oracle(binary, target, draft, spec_type, n_draft, prompts, n_predict, port, log_path):
+    """Each prompt's generated ids, drafts per round, accepted counts and timing totals."""
+    results = []
+    with open(log_path, "w") as log:
+        server = start_server(binary, target, draft, spec_type, n_draft, port, log)
+        try:
+            for prompt in prompts:
+                at = Path(log_path).stat().st_size
+                out = complete(port, prompt, n_predict)
+                time.sleep(0.2)  # the log lines of the request's end
+                text = Path(log_path).read_text(errors="replace")[at:]
+                drafts, accepted = rounds_of(text)
+                if len(drafts) != len(accepted):
+                    sys.exit(f"{Path(draft).name}: {len(drafts)} drafts but {len(accepted)} verdicts")
+                t = out["timings"]
+                results.append({"prompt": prompt, "prompt_n": t["prompt_n"],
+                                "tokens": out["tokens"], "drafts": drafts,
+                                "accepted": accepted, "draft_n": t.get("draft_n", 0),
+                                "draft_n_accepted": t.get("draft_n_accepted", 0)})
+        finally:
+            server.terminate()
+            server.wait()
+    return results
