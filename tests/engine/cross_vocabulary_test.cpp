@@ -3,7 +3,7 @@
 // has a vocabulary that differs from the target's id for id but spells the same texts. It is
 // refused as a same-vocabulary draft, and across vocabularies it drafts what the unshuffled
 // draft drafts: output equals plain greedy output, and acceptance stays close to the
-// unshuffled draft's.
+// unshuffled draft's. Then tokenizers that really differ (BPE and bytes), both ways.
 #include <doctest/doctest.h>
 
 #include <algorithm>
