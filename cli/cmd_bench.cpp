@@ -14,6 +14,7 @@
 #include "args.hpp"
 #include "bench/bench_config.hpp"
 #include "bench/bench_runner.hpp"
+#include "bench/constructed_dflash.hpp"
 #include "bench/constructed_eagle3.hpp"
 #include "bench/constructed_model.hpp"
 #include "bench/constructed_sweep.hpp"
@@ -54,7 +55,8 @@ const char* kHelp =
     "                      and draft-A.gguf per --agreement A in --draft-type (default f16):\n"
     "                      one small layer, or --draft-size's shape (e.g. 0.1b), and\n"
     "                      draft-A-shuffled.gguf, the same draft in a shuffled vocabulary,\n"
-    "                      eagle3-A.gguf, an EAGLE-3 head for the target; --vocab N\n"
+    "                      eagle3-A.gguf, an EAGLE-3 head for the target, dflash-A.gguf,\n"
+    "                      a DFlash drafter for it (its first token counts); --vocab N\n"
     "                      tokens in both (default 264; e.g. 32000, 128256, 151936);\n"
     "                      --context N: their context length (default 1024, 64..131072)\n"
     "  --quantize IN       only write a copy of the GGUF model IN with its matrices in --type\n"
@@ -96,6 +98,12 @@ int construct_only(const std::string& out, const std::string& size, const std::s
       specd::bench::write_shuffled_vocabulary(out + name, out + shuffled, 1);
     std::printf("%s%s  (the same draft with its token ids shuffled: another vocabulary)\n",
                 out.c_str(), shuffled);
+    std::snprintf(name, sizeof name, "/dflash-%.2f.gguf", a);
+    specd::bench::write_constructed_dflash(out + name, target, a);
+    std::printf(
+        "%s%s  (DFlash drafter in llama.cpp's layout agreeing on %.0f%% of the map, "
+        "its first drafted token)\n",
+        out.c_str(), name, a * 100);
     std::snprintf(name, sizeof name, "/eagle3-%.2f.gguf", a);
     specd::bench::write_constructed_eagle3(out + name, target, a);
     std::printf("%s%s  (EAGLE-3 head in llama.cpp's layout agreeing on %.0f%% of the map)\n",

@@ -111,6 +111,10 @@ std::vector<int32_t> constructed_next(const ConstructedSpec& spec) {
   return next;
 }
 
+std::pair<int32_t, int32_t> constructed_cycle_range() {
+  return {kFirstPrintable, kLastPrintable};
+}
+
 std::vector<float> constructed_embedding(const ConstructedSpec& s, std::mt19937_64& rng) {
   // One Gaussian vector per cycle token; tokens outside the cycle copy the embedding of the
   // cycle token before cycle[0], so they lead where it leads.

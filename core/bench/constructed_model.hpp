@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gguf/ggml_types.hpp"
@@ -44,6 +45,9 @@ uint64_t constructed_parameters(const ConstructedSpec& spec);
 // that tensor and row length (bench/weight_presets.hpp).
 GgmlType constructed_tensor_type(const ConstructedSpec& spec, const std::string& tensor,
                                  int64_t row_length);
+
+// The ids of the planted cycle's tokens: the printable byte tokens, first and last.
+std::pair<int32_t, int32_t> constructed_cycle_range();
 
 // The map the model computes: next[t] for every token id (the planted map where the model
 // agrees, the disagreeing token elsewhere).

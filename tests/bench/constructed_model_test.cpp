@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/constructed_dflash.hpp"
 #include "bench/constructed_eagle3.hpp"
 #include "bench/constructed_model.hpp"
 #include "bench/weight_copy.hpp"
@@ -115,6 +116,33 @@ TEST_CASE("constructed EAGLE-3 head: drafts the map where it agrees, output equa
       // first token right about half the time at a = 0.5.
       if (a == 1.0) CHECK(r.stats.acceptance_rate() == doctest::Approx(1.0));
       if (a == 0.5) CHECK(r.stats.acceptance_rate() < 0.6);
+      if (a == 0.5) CHECK(r.stats.accepted > 0);
+    }
+  }
+}
+
+TEST_CASE("constructed DFlash drafter: its first token follows the map, output equals plain") {
+  const std::string dir = test::temp_dir("bench-constructed-dflash");
+  PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
+  bench::ConstructedSpec spec = bench::constructed_preset("tiny");
+  spec.n_embd = 128;
+  spec.n_ff = 256;
+  bench::write_constructed_model(dir + "/target.gguf", spec);
+  CHECK_THROWS_AS(bench::write_constructed_dflash(dir + "/bad.gguf", spec, -0.5), UsageError);
+  Engine plain(plain_config(dir + "/target.gguf", 48), registry);
+  for (double a : {1.0, 0.5}) {
+    CAPTURE(a);
+    const std::string drafter = dir + "/dflash.gguf";
+    bench::write_constructed_dflash(drafter, spec, a);
+    Engine engine(plain_config(dir + "/target.gguf", 48,
+                               {"proposer.kind=\"dflash\"", "proposer.model=\"" + drafter + "\"",
+                                "proposer.k=1", "acceptance.rule=\"exact-match\""}),
+                  registry);
+    for (const std::string prompt : {"abc", "Q"}) {
+      GenerationResult r = engine.generate(prompt);
+      CHECK(r.tokens == plain.generate(prompt).tokens);
+      if (a == 1.0) CHECK(r.stats.acceptance_rate() == doctest::Approx(1.0));
+      if (a == 0.5) CHECK(r.stats.acceptance_rate() < 0.7);
       if (a == 0.5) CHECK(r.stats.accepted > 0);
     }
   }
