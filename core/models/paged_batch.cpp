@@ -47,17 +47,17 @@ PagedBatchInputs::PagedBatchInputs(std::span<const PagedRows> seqs) : seqs_(seqs
     std::vector<int32_t>& all = pending_[s];
     if (in.append) all = cache.pending_parents();
     all.insert(all.end(), in.parents.begin(), in.parents.end());
-    const int32_t first = cache.size() + p0;  // the logical row of the first new row
-    if (first + m > cache.capacity())
-      throw Error("forward: " + std::to_string(first) + " cached + " + std::to_string(m) +
-                  " new rows exceed the cache capacity " + std::to_string(cache.capacity()));
-    cache.hold(first + m);
     if (in.bidirectional) {
       if (p0 != 0) throw Error("forward: a bidirectional block needs no pending rows before it");
       for (int32_t i = 0; i < m; ++i)
         if (in.parents[i] != i - 1)
           throw Error("forward: a bidirectional block's rows must be a chain");
     }
+    const int32_t first = cache.size() + p0;  // the logical row of the first new row
+    if (first + m > cache.capacity())
+      throw Error("forward: " + std::to_string(first) + " cached + " + std::to_string(m) +
+                  " new rows exceed the cache capacity " + std::to_string(cache.capacity()));
+    cache.hold(first + m);
     const BatchMask mask = build_batch_mask(cache.size(), all);
     const int32_t e0 = mask.extra_begin[p0], base = static_cast<int32_t>(extra.size());
     const int32_t table_at = static_cast<int32_t>(tables.size());

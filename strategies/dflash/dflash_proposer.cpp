@@ -41,6 +41,10 @@ class DflashProposer {
       throw specd::sdk::invalid_argument(
           "dflash: this host does not say the drafter's block size and mask token");
     mask_ = info.mask_token;
+    if (piece_ < 2)
+      throw specd::sdk::invalid_argument(
+          "dflash: the drafter's device computes fewer than 2 rows batch-invariantly, and a "
+          "block is the root and at least one mask in one piece");
     // A block is the root and k masks, in one piece of the drafter's invariant rows.
     k_ = std::min({context.draft_length, info.block_size - 1, piece_ - 1});
     if (k_ == 0)

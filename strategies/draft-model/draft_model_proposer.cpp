@@ -27,7 +27,8 @@
 // another vocabulary). "text" drafts the draft's argmax at each step and proposes the target's
 // tokenization of the drafted bytes with a one-hot q (so it is accepted with probability p);
 // "intersection" draws (mode) only tokens that spell one target token, q carried across.
-// A constraint is checked on the translated tokens: a draft stops at the first it refuses.
+// A constraint masks an "intersection" draw (mapped onto the draft's ids); a "text" chain
+// stops at the first translated token it refuses.
 #include <specd/model.h>
 #include <specd/cpp/distribution.hpp>
 #include <specd/cpp/plugin.hpp>
@@ -377,7 +378,15 @@ class DraftModelProposer {
   bool draw_across(Work& w, uint32_t i) {
     auto& item = *w.item;
     std::vector<double> q(w.logits.size());
-    if (intersection_) specd::sdk::mask_outside_intersection(w.logits, map_);
+    if (intersection_) {
+      specd::sdk::mask_outside_intersection(w.logits, map_);
+      // A constraint masks the draw itself (its q is then the masked distribution drawn
+      // from); refusing a token only after drawing it would cut the chain on the draw.
+      if (item.filter && !mask_refused(item, i, w.logits)) return false;
+    } else {
+      for (size_t d = 0; d < w.logits.size(); ++d)  // control and padding ids spell nothing
+        if (draft_pieces_[d].empty()) w.logits[d] = -std::numeric_limits<float>::infinity();
+    }
     if (!specd::sdk::softmax_at(w.logits, transform_.temperature, q)) return false;
     const uint32_t n = static_cast<uint32_t>(q.size());
     // "text" proposes with a one-hot q whatever the mode, so a token is accepted with
@@ -395,18 +404,28 @@ class DraftModelProposer {
       item.out.tokens[i] = map_[static_cast<size_t>(token)];
       item.out.parents[i] = static_cast<int32_t>(i);
       item.out.n_nodes = i + 1;
-      if (!allowed(item, i)) {
-        item.out.n_nodes = i;
-        return false;
-      }
     }
     w.drafted.push_back(token);
     w.token = token;
     return true;
   }
 
+  // Draft logits of the intersection set to -inf where the item's constraint refuses their
+  // target token after draft tokens [0, i). False: it refuses everything here.
+  bool mask_refused(specd::sdk::ProposeItem<Sequence>& item, uint32_t i,
+                    std::vector<float>& logits) {
+    std::vector<float> row(vocab_, 0.0f);
+    if (!item.filter->apply(item.filter->context, item.out.tokens, i, row.data(), vocab_))
+      return false;
+    for (size_t d = 0; d < logits.size(); ++d)
+      if (map_[d] >= 0 && !std::isfinite(row[static_cast<size_t>(map_[d])]))
+        logits[d] = -std::numeric_limits<float>::infinity();
+    return true;
+  }
+
   // "text": the drafted bytes as the target's tokens, each with a one-hot q (a token "drawn"
-  // from a point mass), up to the output's capacity and the first token a constraint refuses.
+  // from a point mass), up to k and the output's capacity and the first token a constraint
+  // refuses (a cut that depends only on the path, so the one-hot q stays exact).
   void finish_across(Work& w) {
     if (intersection_ || w.drafted.empty()) return;
     auto& out = w.item->out;
@@ -414,7 +433,7 @@ class DraftModelProposer {
     for (specd_token d : w.drafted) bytes += draft_pieces_[static_cast<size_t>(d)];
     const std::vector<specd_token> ids = target_text_->encode(bytes, SPECD_ENCODE_CONTINUATION);
     out.n_nodes = 0;
-    for (size_t i = 0; i < ids.size() && i < out.capacity; ++i) {
+    for (size_t i = 0; i < ids.size() && i < std::min(out.capacity, k_); ++i) {
       if (ids[i] < 0 || static_cast<uint32_t>(ids[i]) >= vocab_) break;
       out.tokens[i] = ids[i];
       out.parents[i] = static_cast<int32_t>(i);
@@ -431,7 +450,8 @@ class DraftModelProposer {
     }
   }
 
-  // Whether the item's constraint (if any) allows its draft token i after tokens [0, i).
+  // Whether the item's constraint (if any) allows its draft token i after tokens [0, i)
+  // ("text": checked on the translated chain).
   bool allowed(specd::sdk::ProposeItem<Sequence>& item, uint32_t i) {
     if (!item.filter) return true;
     std::vector<float> row(vocab_, 0.0f);

@@ -13,6 +13,7 @@
 
 #include "audit/config_audit.hpp"
 #include "audit/statistics.hpp"
+#include "bench/shuffled_vocabulary.hpp"
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
@@ -298,39 +299,50 @@ TEST_CASE("grammar at temperature 1: speculative sampling draws plain decoding's
   draft_spec.seed = 38;
   const std::string draft = f.dir + "/random-grammar-draft.gguf";
   test::write_random_llama(draft, draft_spec);
-  Engine speculative(config({"proposer.kind=draft-model", "proposer.model=\"" + draft + "\"",
-                             "proposer.k=2", "acceptance.rule=rejection"}),
-                     f.registry);
-  const int n = 1500;
-  std::map<std::string, std::pair<double, double>> counts;
-  uint64_t accepted = 0;
-  for (int i = 0; i < n; ++i) {
-    plain.reseed(1000 + static_cast<uint64_t>(i));
-    speculative.reseed(900000 + static_cast<uint64_t>(i));
-    const GenerationResult a = plain.generate("x");
-    const GenerationResult b = speculative.generate("x");
-    for (const std::string& text : {a.text, b.text}) {
-      REQUIRE(text.size() == 2);
-      CHECK((text[0] >= 'a' && text[0] <= 'd' && text[1] >= 'e' && text[1] <= 'h'));
+  // The same draft, and its copy in a shuffled vocabulary drafting through the intersection
+  // (its draws masked by the grammar mapped onto its own ids).
+  const std::string shuffled = f.dir + "/random-grammar-draft-shuffled.gguf";
+  bench::write_shuffled_vocabulary(draft, shuffled, 4);
+  for (const std::vector<std::string>& drafting :
+       {std::vector<std::string>{"proposer.model=\"" + draft + "\""},
+        std::vector<std::string>{"proposer.model=\"" + shuffled + "\"",
+                                 "proposer.vocabulary=\"intersection\""}}) {
+    CAPTURE(drafting.back());
+    std::vector<std::string> o = {"proposer.kind=draft-model", "proposer.k=2",
+                                  "acceptance.rule=rejection"};
+    o.insert(o.end(), drafting.begin(), drafting.end());
+    Engine speculative(config(o), f.registry);
+    const int n = 1500;
+    std::map<std::string, std::pair<double, double>> counts;
+    uint64_t accepted = 0;
+    for (int i = 0; i < n; ++i) {
+      plain.reseed(1000 + static_cast<uint64_t>(i));
+      speculative.reseed(900000 + static_cast<uint64_t>(i));
+      const GenerationResult a = plain.generate("x");
+      const GenerationResult b = speculative.generate("x");
+      for (const std::string& text : {a.text, b.text}) {
+        REQUIRE(text.size() == 2);
+        CHECK((text[0] >= 'a' && text[0] <= 'd' && text[1] >= 'e' && text[1] <= 'h'));
+      }
+      counts[a.text].first += 1;
+      counts[b.text].second += 1;
+      accepted += b.stats.accepted;
     }
-    counts[a.text].first += 1;
-    counts[b.text].second += 1;
-    accepted += b.stats.accepted;
+    // Two-sample chi-square test of homogeneity.
+    double x2 = 0;
+    for (const auto& [text, c] : counts) {
+      const double expected = (c.first + c.second) / 2;
+      x2 += (c.first - expected) * (c.first - expected) / expected +
+            (c.second - expected) * (c.second - expected) / expected;
+    }
+    const double p = chi2_survival(x2, static_cast<double>(counts.size() - 1));
+    MESSAGE("outcomes " << counts.size() << ", chi2 " << x2 << ", p " << p << ", accepted "
+                        << accepted);
+    CHECK(counts.size() <= 16);
+    CHECK(counts.size() >= 8);
+    CHECK(accepted > 0);
+    CHECK(p > 1e-4);
   }
-  // Two-sample chi-square test of homogeneity.
-  double x2 = 0;
-  for (const auto& [text, c] : counts) {
-    const double expected = (c.first + c.second) / 2;
-    x2 += (c.first - expected) * (c.first - expected) / expected +
-          (c.second - expected) * (c.second - expected) / expected;
-  }
-  const double p = chi2_survival(x2, static_cast<double>(counts.size() - 1));
-  MESSAGE("outcomes " << counts.size() << ", chi2 " << x2 << ", p " << p << ", accepted "
-                      << accepted);
-  CHECK(counts.size() <= 16);
-  CHECK(counts.size() >= 8);
-  CHECK(accepted > 0);
-  CHECK(p > 1e-4);
 }
 
 TEST_CASE("stop strings and max tokens cut inside accepted runs exactly as plain decoding") {

@@ -85,7 +85,8 @@ class HeadModel {
   // parent is parents[i]: -1 for the last committed element, else an index into the
   // pending elements (those of earlier forward calls since the last commit first, then
   // this call's). Writes logits [m, V] and, when not null, the output features [m, d].
-  // DFlash: an element with features and no tokens is a fused target feature (encode) at
+  // DFlash (through forward_batch: forward() takes block rows only): an element with
+  // features and no tokens is a fused target feature (encode) at
   // `positions[i]`, whose K and V rows every layer writes (k_norm(wk g) at its RoPE position,
   // wv g); an element with tokens and no features is a block row (the root, then masks) at
   // its position, attending to the committed rows and to every row of its call; logits as

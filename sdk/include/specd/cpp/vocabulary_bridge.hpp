@@ -110,6 +110,7 @@ class DraftTokens {
     size_t keep = 0;
     while (keep < ends_.size() && ends_[keep] <= common) ++keep;
     keep = keep > kMargin ? keep - kMargin : 0;
+    if (keep > 0 && ends_[keep - 1] == 0) keep = 0;  // only BOS: read the text as a start
     tokens_.resize(keep);
     ends_.resize(keep);
     const size_t from = keep ? ends_.back() : 0;
