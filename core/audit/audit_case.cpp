@@ -35,9 +35,11 @@ std::map<Seq, double> round_distribution(const AcceptanceRule& rule, const CaseS
     }
   };
   if (setup.model->two_vocabularies())
-    enumerate_translated_drafts(*setup.model, setup.translation, setup.sampling.temperature,
-                                static_cast<uint32_t>(spec.branching.size()), committed,
-                                rows.target(committed), visit);
+    enumerate_translated_drafts(
+        *setup.model, setup.translation, setup.sampling.temperature,
+        static_cast<uint32_t>(spec.branching.size()), committed, rows.target(committed),
+        [&](std::span<const specd_token> path) { return rows.draft_allowed(committed, path); },
+        visit);
   else
     enumerate_drafts(spec, rows.draft(committed), rows.target(committed), visit);
   return out;
@@ -136,9 +138,11 @@ CaseNumbers measure_case(const AcceptanceRule& rule, const CaseSetup& setup, uin
     while (s.size() < length) {
       const OwnedDraft d =
           m.two_vocabularies()
-              ? sample_translated_draft(m, setup.translation, setup.sampling.temperature,
-                                        static_cast<uint32_t>(spec.branching.size()), s,
-                                        rows.target(s), rng)
+              ? sample_translated_draft(
+                    m, setup.translation, setup.sampling.temperature,
+                    static_cast<uint32_t>(spec.branching.size()), s, rows.target(s),
+                    [&](std::span<const specd_token> path) { return rows.draft_allowed(s, path); },
+                    rng)
               : sample_draft(spec, rows.draft(s), rows.target(s), rng);
       const AcceptResult r = rule.accept(d.tree(), d.target(), rng);
       Seq e;

@@ -214,10 +214,10 @@ AuditReport run_audit(const std::vector<const AcceptanceRule*>& rules,
       for (specd_sibling_scheme scheme : declared_schemes(*rules[i]))
         for (const MarkovModel& t : tables) {
           // A draft of another vocabulary comes as the draft-model proposer gives it: a chain
-          // of i.i.d.-scheme nodes with q, unconstrained, by each way across.
+          // of i.i.d.-scheme nodes with q, by each way across, under each constraint.
           std::vector<Translation> ways = {Translation::kText};
           if (t.two_vocabularies()) {
-            if (scheme != SPECD_SIBLINGS_IID || constraint.path_dependent()) continue;
+            if (scheme != SPECD_SIBLINGS_IID) continue;
             ways.push_back(Translation::kIntersection);
           }
           for (Translation way : ways) {

@@ -99,6 +99,21 @@ std::vector<double> PathRows::row(const std::vector<std::vector<double>>& table,
   return out;
 }
 
+std::vector<bool> PathRows::draft_allowed(const std::vector<specd_token>& committed,
+                                          std::span<const specd_token> path) const {
+  std::vector<bool> allowed(model_.vocab, true);
+  if (!constraint_.mask_draft) return allowed;
+  const specd_token last = path.empty() ? committed.back() : path.back();
+  const std::vector<double>& probs = model_.target[static_cast<size_t>(last)];
+  bool any = false;
+  for (uint32_t y = 0; y < model_.vocab; ++y) {
+    allowed[y] = !banned(static_cast<specd_token>(y), committed, path);
+    any = any || (allowed[y] && probs[y] > 0);
+  }
+  if (!any) allowed.assign(model_.vocab, true);
+  return allowed;
+}
+
 RowFn PathRows::target(const std::vector<specd_token>& committed) const {
   if (!constraint_.path_dependent())
     return [this, root = committed.back()](std::span<const specd_token> ctx) {

@@ -53,6 +53,12 @@ class PathRows {
   // What a round's rows depend on: the whole committed sequence for a path-dependent
   // constraint, else its last token. Rounds with the same key have the same rows.
   std::vector<specd_token> key(const std::vector<specd_token>& committed) const;
+  // A two-vocabulary table's constraint-aware drafter: the target tokens the mask allows
+  // after `committed` and the draft path `path` (target tokens), as the host's token filter
+  // tells the draft-model proposer; all of them where the constraint does not mask the draft
+  // or where the mask is dropped (it would leave the target's row without mass).
+  std::vector<bool> draft_allowed(const std::vector<specd_token>& committed,
+                                  std::span<const specd_token> path) const;
 
  private:
   std::vector<double> row(const std::vector<std::vector<double>>& table, bool mask,

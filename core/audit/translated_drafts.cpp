@@ -15,13 +15,19 @@ using Seq = std::vector<specd_token>;
 
 // The draft's distribution after draft token `state`, as the proposer computes it.
 std::vector<double> draft_row(const MarkovModel& m, Translation translation, double temperature,
-                              const std::vector<specd_token>& map, specd_token state) {
+                              const std::vector<specd_token>& map, specd_token state,
+                              const std::vector<bool>* allowed = nullptr) {
   const std::vector<double>& probs = m.draft[static_cast<size_t>(state)];
   std::vector<float> logits(probs.size());
   for (size_t d = 0; d < probs.size(); ++d)
     logits[d] = probs[d] > 0 ? static_cast<float>(std::log(probs[d]))
                              : -std::numeric_limits<float>::infinity();
-  if (translation == Translation::kIntersection) sdk::mask_outside_intersection(logits, map);
+  if (translation == Translation::kIntersection) {
+    sdk::mask_outside_intersection(logits, map);
+    for (size_t d = 0; allowed && d < logits.size(); ++d)
+      if (map[d] >= 0 && !(*allowed)[static_cast<size_t>(map[d])])
+        logits[d] = -std::numeric_limits<float>::infinity();
+  }
   std::vector<double> q(probs.size());
   if (!sdk::softmax_at(logits, temperature, q)) q.clear();
   return q;
@@ -67,7 +73,7 @@ std::vector<double> one_hot(uint32_t vocab, specd_token t) {
 
 // The text translation's one draft: k argmax steps, re-tokenized for the target.
 OwnedDraft text_draft(const MarkovModel& m, double temperature, uint32_t k, const Seq& committed,
-                      const RowFn& p_row) {
+                      const RowFn& p_row, const AllowedFn& allowed) {
   specd_token state = draft_state(m, committed);
   std::string bytes;
   for (uint32_t i = 0; i < k; ++i) {
@@ -78,6 +84,11 @@ OwnedDraft text_draft(const MarkovModel& m, double temperature, uint32_t k, cons
   }
   Seq tokens = longest_match_tokens(bytes, m.target_text);
   if (tokens.size() > k) tokens.resize(k);
+  for (size_t i = 0; i < tokens.size(); ++i)  // cut before the first refused token
+    if (!allowed(std::span<const specd_token>(tokens.data(), i))[static_cast<size_t>(tokens[i])]) {
+      tokens.resize(i);
+      break;
+    }
   std::vector<std::vector<double>> q;
   for (specd_token t : tokens) q.push_back(one_hot(m.vocab, t));
   return make_draft(m.vocab, tokens, q, p_row);
@@ -110,17 +121,19 @@ std::vector<specd_token> longest_match_tokens(std::string_view text,
 
 void enumerate_translated_drafts(const MarkovModel& m, Translation translation, double temperature,
                                  uint32_t k, const Seq& committed, const RowFn& p_row,
+                                 const AllowedFn& allowed,
                                  const std::function<void(const OwnedDraft&, double)>& visit) {
   if (translation == Translation::kText) {
-    visit(text_draft(m, temperature, k, committed, p_row), 1.0);
+    visit(text_draft(m, temperature, k, committed, p_row, allowed), 1.0);
     return;
   }
   const std::vector<specd_token> map = sdk::intersect_vocabularies(m.draft_text, m.target_text);
   Seq tokens;
   std::vector<std::vector<double>> q_rows;
   std::function<void(specd_token, double)> grow = [&](specd_token state, double weight) {
+    const std::vector<bool> ok = allowed(tokens);
     const std::vector<double> q = tokens.size() < k
-                                      ? draft_row(m, translation, temperature, map, state)
+                                      ? draft_row(m, translation, temperature, map, state, &ok)
                                       : std::vector<double>();
     if (q.empty()) {
       visit(make_draft(m.vocab, tokens, q_rows, p_row), weight);
@@ -142,14 +155,16 @@ void enumerate_translated_drafts(const MarkovModel& m, Translation translation, 
 
 OwnedDraft sample_translated_draft(const MarkovModel& m, Translation translation,
                                    double temperature, uint32_t k, const Seq& committed,
-                                   const RowFn& p_row, Rng& rng) {
-  if (translation == Translation::kText) return text_draft(m, temperature, k, committed, p_row);
+                                   const RowFn& p_row, const AllowedFn& allowed, Rng& rng) {
+  if (translation == Translation::kText)
+    return text_draft(m, temperature, k, committed, p_row, allowed);
   const std::vector<specd_token> map = sdk::intersect_vocabularies(m.draft_text, m.target_text);
   Seq tokens;
   std::vector<std::vector<double>> q_rows;
   specd_token state = draft_state(m, committed);
   while (tokens.size() < k) {
-    const std::vector<double> q = draft_row(m, translation, temperature, map, state);
+    const std::vector<bool> ok = allowed(tokens);
+    const std::vector<double> q = draft_row(m, translation, temperature, map, state, &ok);
     if (q.empty()) break;
     state = static_cast<specd_token>(sample(q, rng));
     std::vector<double> q_target(m.vocab);

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,17 +33,24 @@ const char* translation_name(Translation t);
 std::vector<specd_token> longest_match_tokens(std::string_view text,
                                               const std::vector<std::string>& vocabulary);
 
+// The target tokens a constraint allows after a draft path (target tokens below the root),
+// as the host's token filter tells the proposer (PathRows::draft_allowed).
+using AllowedFn = std::function<std::vector<bool>(std::span<const specd_token> path)>;
+
 // Every draft of the round after `committed` (t0 first) with its probability; p_row gives
-// the target's rows as in enumerate_drafts.
+// the target's rows as in enumerate_drafts. Under a constraint, an intersection draw is
+// masked by `allowed` (mapped onto the draft's ids) and a text chain is cut before its first
+// refused token, as the proposer does.
 void enumerate_translated_drafts(const MarkovModel& model, Translation translation,
                                  double temperature, uint32_t k,
                                  const std::vector<specd_token>& committed, const RowFn& p_row,
+                                 const AllowedFn& allowed,
                                  const std::function<void(const OwnedDraft&, double)>& visit);
 
 // One draft of that round, drawn with `rng`.
 OwnedDraft sample_translated_draft(const MarkovModel& model, Translation translation,
                                    double temperature, uint32_t k,
                                    const std::vector<specd_token>& committed, const RowFn& p_row,
-                                   Rng& rng);
+                                   const AllowedFn& allowed, Rng& rng);
 
 }  // namespace specd

@@ -153,7 +153,7 @@ TEST_CASE("a rule is audited under every sibling scheme it declares") {
   for (const auto& t : tables) two += t.two_vocabularies() ? 1 : 0;
   CHECK(deterministic == (tables.size() - two) * quick().constraints.size());
   CHECK(iid == (tables.size() - two) * quick().constraints.size());
-  CHECK(across == 2 * two);
+  CHECK(across == 2 * two * quick().constraints.size());
   // The command says so too, with the label-wrong status.
   CHECK(audit_command({"--plugin-path", kFailing, "--rule", "test-two-scheme", "--samples", "500"})
             .status == 1);

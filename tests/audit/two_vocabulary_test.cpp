@@ -92,9 +92,12 @@ TEST_CASE("text drafts are the draft's argmax chain re-tokenized; intersection d
   const RowFn p_row = [&](std::span<const specd_token>) {
     return std::vector<double>(m.vocab, 1.0 / m.vocab);
   };
+  const AllowedFn all = [&](std::span<const specd_token>) {
+    return std::vector<bool>(m.vocab, true);
+  };
   size_t drafts = 0;
   double total = 0;
-  enumerate_translated_drafts(m, Translation::kText, 1.0, 3, {0, 1}, p_row,
+  enumerate_translated_drafts(m, Translation::kText, 1.0, 3, {0, 1}, p_row, all,
                               [&](const OwnedDraft& d, double w) {
                                 ++drafts;
                                 total += w;
@@ -106,7 +109,7 @@ TEST_CASE("text drafts are the draft's argmax chain re-tokenized; intersection d
   CHECK(total == 1.0);
   drafts = 0;
   total = 0;
-  enumerate_translated_drafts(m, Translation::kIntersection, 1.0, 2, {2}, p_row,
+  enumerate_translated_drafts(m, Translation::kIntersection, 1.0, 2, {2}, p_row, all,
                               [&](const OwnedDraft& d, double w) {
                                 ++drafts;
                                 total += w;
@@ -139,7 +142,21 @@ TEST_CASE("the exact rule stays exact across vocabularies; a mislabelled rule is
       CHECK_FALSE(c.sampler_disagrees);
     }
   }
+  // Under a grammar-like mask on target and draft: an intersection draw is masked first, a
+  // text chain cut before its first refused token (draft_model_proposer.cpp does the same).
   options.sampling.temperature = 1.0;
+  options.constraints = {audit_constraint("mask")};
+  {
+    const AuditReport report = run_audit(rejection.views, tables, options);
+    REQUIRE(report.rules[0].cases.size() == 2);
+    for (const AuditCase& c : report.rules[0].cases) {
+      CAPTURE(c.scheme);
+      CHECK(c.constraint == "mask");
+      CHECK(c.exact_tv < 1e-12);
+      CHECK(c.verdict == "lossless");
+    }
+  }
+  options.constraints = {audit_constraint("none")};
   // A rule wrong on drafts with q (after a rejection it draws from p, not from the residual)
   // is caught on the translated drafts too, by text (a one-hot q) and by intersection.
   Rules wrong(SPECD_AUDIT_FAILING_PLUGIN_DIR, "test-two-scheme");
