@@ -41,32 +41,11 @@ void HeadModel::load_dflash() {
   const GgufFile& t = target_file_;
   HeadInfo& in = info_;
   const std::string a = "dflash.";
-  const std::string both = " (drafter " + f.path() + ", target " + t.path() + ")";
-  in.name = f.get_string_opt("general.name").value_or("");
-  in.target_name = t.get_string_opt("general.name").value_or("");
-
-  const std::string ta = std::string(architecture_of(t).name) + ".";
-  const GgufTensor& t_embd = t.require_tensor("token_embd.weight");
-  if (t_embd.n_dims != 2) throw Error(t.path() + ": token_embd.weight must be 2-D");
-  const int32_t n_tgt = static_cast<int32_t>(t_embd.ne[0]);
-  const int32_t V = static_cast<int32_t>(t_embd.ne[1]);
-  const int32_t t_layers = positive_int_key(t, ta + "block_count");
-  in.vocab_size = V;
+  const BoundTarget bound = bind_by_shape(
+      "the DFlash drafter", "a DFlash drafter needs " + a + "target_layers", "drafter");
+  const std::string& both = bound.both;
+  const int32_t n_tgt = bound.width, V = bound.vocab;
   in.draft_vocab = V;
-  in.target_layers = head_target_layers(f);
-  if (in.target_layers.empty())
-    throw Error(f.path() + ": a DFlash drafter needs " + a +
-                "target_layers: the target layers whose inputs it fuses");
-  for (int32_t l : in.target_layers)
-    if (l >= t_layers)
-      throw UsageError("the DFlash drafter reads the input of target layer " + std::to_string(l) +
-                       ", but the target has " + std::to_string(t_layers) + " layers" + both);
-  const GgufValue* h_tokens = f.find("tokenizer.ggml.tokens");
-  const GgufValue* t_tokens = t.find("tokenizer.ggml.tokens");
-  if (h_tokens && t_tokens && !(*h_tokens == *t_tokens))
-    throw UsageError("the DFlash drafter's vocabulary (" + std::to_string(h_tokens->array_size()) +
-                     " tokens) is not the target's (" + std::to_string(t_tokens->array_size()) +
-                     " tokens)" + both);
   const int32_t d = positive_int_key(f, a + "embedding_length");
   if (d != n_tgt)
     throw UsageError("the DFlash drafter has width " + std::to_string(d) +
@@ -75,7 +54,7 @@ void HeadModel::load_dflash() {
   in.n_embd = d;
   in.input_dim = static_cast<int32_t>(in.target_layers.size()) * n_tgt;
   in.n_ctx = positive_int_key_or(f, a + "context_length",
-                                 positive_int_key_or(t, ta + "context_length", 2048));
+                                 positive_int_key_or(t, bound.keys + "context_length", 2048));
   in.n_layers = positive_int_key(f, a + "block_count");
   if (in.n_layers > 64)
     throw Error(f.path() + ": " + a + "block_count " + std::to_string(in.n_layers) +
@@ -94,31 +73,15 @@ void HeadModel::load_dflash() {
                 " is outside the target's vocabulary of " + std::to_string(V));
   in.mask_token = static_cast<int32_t>(*mask);
 
+  read_block_shape(a, d, 1e-6f);
   BlockShape& s = in.block;
-  s.n_embd = d;
-  s.n_head = positive_int_key(f, a + "attention.head_count");
-  s.n_head_kv = positive_int_key_or(f, a + "attention.head_count_kv", s.n_head);
-  if (s.n_head % s.n_head_kv != 0)
-    throw Error(f.path() + ": head counts " + std::to_string(s.n_head) + "/" +
-                std::to_string(s.n_head_kv) + " do not divide");
-  if (!f.has(a + "attention.key_length") && d % s.n_head != 0)
-    throw Error(f.path() + ": " + std::to_string(s.n_head) +
-                " heads do not divide embedding_length " + std::to_string(d));
-  s.head_dim = positive_int_key_or(f, a + "attention.key_length", d / s.n_head);
   if (auto v = f.get_u32_opt(a + "attention.value_length");
       v && static_cast<int32_t>(*v) != s.head_dim)
     throw Error(f.path() + ": value_length " + std::to_string(*v) + " differs from key_length " +
                 std::to_string(s.head_dim) + " (not supported)");
-  s.n_ff = positive_int_key(f, a + "feed_forward_length");
-  s.n_rot = positive_int_key_or(f, a + "rope.dimension_count", s.head_dim);
-  if (s.n_rot > s.head_dim || s.n_rot % 2 != 0)
-    throw Error(f.path() + ": rope.dimension_count must be even and <= the head dim");
-  s.rope_base = positive_float_key_or(f, a + "rope.freq_base", 10000.0f);
-  s.rms_eps = positive_float_key_or(f, a + "attention.layer_norm_rms_epsilon", 1e-6f);
   s.rope_mode = SPECD_ROPE_NEOX;
   if (f.has(a + "attention.sliding_window"))
     throw Error(f.path() + ": sliding-window DFlash layers are not supported");
-  target_eps_ = s.rms_eps;  // its own output norm
 
   WeightLoader load(f, *device_, buffers_);
   WeightLoader from_target(t, *device_, buffers_);
@@ -194,23 +157,8 @@ void HeadModel::forward_dflash(std::span<const Entry> entries, int64_t piece) {
   for (size_t l = 0; l < layers_.size(); ++l)
     layers_[l]->run(x, b, kv_pool_->k(static_cast<int32_t>(l)),
                     kv_pool_->v(static_cast<int32_t>(l)), piece, block_scratch_);
-  const View h = h_.view(SPECD_DTYPE_F32, M, d);
-  const View out = logits_.view(SPECD_DTYPE_F32, M, V);
-  for (int64_t r = 0; r < M; r += piece) {
-    const int64_t p = std::min(piece, M - r);
-    dev.rms_norm(x.slice_rows(r, p), output_norm_, target_eps_, h.slice_rows(r, p));
-    dev.matmul(h.slice_rows(r, p), output_, out.slice_rows(r, p));
-  }
-  int64_t row0 = 0;
-  for (const Entry& e : entries) {
-    if (e.hidden)
-      x_.download(e.hidden, static_cast<uint64_t>(e.m) * d * 4,
-                  static_cast<uint64_t>(row0) * d * 4);
-    const uint64_t count = static_cast<uint64_t>(e.m) * V;
-    logits_.download(e.logits, count * 4, static_cast<uint64_t>(row0) * V * 4);
-    check_finite(e.logits, count);
-    row0 += e.m;
-  }
+  output_logits(x, V, piece);
+  download_outputs(entries, V);
   inputs.finish();
 }
 

@@ -67,31 +67,74 @@ std::vector<int32_t> head_target_layers(const GgufFile& head) {
   return layers;
 }
 
+HeadModel::BoundTarget HeadModel::bind_by_shape(const std::string& what,
+                                                const std::string& needs_layers,
+                                                const std::string& role) {
+  const GgufFile& f = head_file_;
+  const GgufFile& t = target_file_;
+  HeadInfo& in = info_;
+  BoundTarget bound;
+  bound.both = " (" + role + " " + f.path() + ", target " + t.path() + ")";
+  in.name = f.get_string_opt("general.name").value_or("");
+  in.target_name = t.get_string_opt("general.name").value_or("");
+  bound.keys = std::string(architecture_of(t).name) + ".";
+  const GgufTensor& t_embd = t.require_tensor("token_embd.weight");
+  if (t_embd.n_dims != 2) throw Error(t.path() + ": token_embd.weight must be 2-D");
+  bound.width = static_cast<int32_t>(t_embd.ne[0]);
+  bound.vocab = static_cast<int32_t>(t_embd.ne[1]);
+  const int32_t t_layers = positive_int_key(t, bound.keys + "block_count");
+  in.vocab_size = bound.vocab;
+  in.target_layers = head_target_layers(f);
+  if (in.target_layers.empty())
+    throw Error(f.path() + ": " + needs_layers + ": the target layers whose inputs it fuses");
+  for (int32_t l : in.target_layers)
+    if (l >= t_layers)
+      throw UsageError(what + " reads the input of target layer " + std::to_string(l) +
+                       ", but the target has " + count_of(t_layers, "layers") + bound.both);
+  const GgufValue* h_tokens = f.find("tokenizer.ggml.tokens");
+  const GgufValue* t_tokens = t.find("tokenizer.ggml.tokens");
+  if (h_tokens && t_tokens && !(*h_tokens == *t_tokens))
+    throw UsageError(what + "'s vocabulary (" +
+                     count_of(static_cast<int64_t>(h_tokens->array_size()), "tokens") +
+                     ") is not the target's (" +
+                     count_of(static_cast<int64_t>(t_tokens->array_size()), "tokens") + ")" +
+                     bound.both);
+  return bound;
+}
+
+void HeadModel::read_block_shape(const std::string& a, int32_t d, float eps) {
+  const GgufFile& f = head_file_;
+  BlockShape& s = info_.block;
+  s.n_embd = d;
+  s.n_head = positive_int_key(f, a + "attention.head_count");
+  s.n_head_kv = positive_int_key_or(f, a + "attention.head_count_kv", s.n_head);
+  if (s.n_head % s.n_head_kv != 0)
+    throw Error(f.path() + ": head counts " + std::to_string(s.n_head) + "/" +
+                std::to_string(s.n_head_kv) + " do not divide");
+  if (!f.has(a + "attention.key_length") && d % s.n_head != 0)
+    throw Error(f.path() + ": " + std::to_string(s.n_head) +
+                " heads do not divide embedding_length " + std::to_string(d));
+  s.head_dim = positive_int_key_or(f, a + "attention.key_length", d / s.n_head);
+  s.n_ff = positive_int_key(f, a + "feed_forward_length");
+  s.n_rot = positive_int_key_or(f, a + "rope.dimension_count", s.head_dim);
+  if (s.n_rot > s.head_dim || s.n_rot % 2 != 0)
+    throw Error(f.path() + ": rope.dimension_count must be even and <= the head dim");
+  s.rope_base = positive_float_key_or(f, a + "rope.freq_base", 10000.0f);
+  s.rms_eps = positive_float_key_or(f, a + "attention.layer_norm_rms_epsilon", eps);
+  target_eps_ = s.rms_eps;  // the file's own output_norm
+}
+
 void HeadModel::load_eagle3() {
   const GgufFile& f = head_file_;
   const GgufFile& t = target_file_;
   HeadInfo& in = info_;
   const std::string a = "eagle3.";
-  const std::string both = " (head " + f.path() + ", target " + t.path() + ")";
-  in.name = f.get_string_opt("general.name").value_or("");
-  in.target_name = t.get_string_opt("general.name").value_or("");
-
-  // What the head needs of the target: its width, its depth, its vocabulary.
-  const std::string ta = std::string(architecture_of(t).name) + ".";
-  const GgufTensor& t_embd = t.require_tensor("token_embd.weight");
-  if (t_embd.n_dims != 2) throw Error(t.path() + ": token_embd.weight must be 2-D");
-  const int32_t n_tgt = static_cast<int32_t>(t_embd.ne[0]);
-  const int32_t V = static_cast<int32_t>(t_embd.ne[1]);
-  const int32_t t_layers = positive_int_key(t, ta + "block_count");
-  in.vocab_size = V;
-  in.target_layers = head_target_layers(f);
-  if (in.target_layers.empty())
-    throw Error(f.path() + ": an EAGLE-3 head needs " + a + "target_layers (or " + a +
-                "extract_layers): the target layers whose inputs it fuses");
-  for (int32_t l : in.target_layers)
-    if (l >= t_layers)
-      throw UsageError("the EAGLE-3 head reads the input of target layer " + std::to_string(l) +
-                       ", but the target has " + count_of(t_layers, "layers") + both);
+  const BoundTarget bound = bind_by_shape(
+      "the EAGLE-3 head",
+      "an EAGLE-3 head needs " + a + "target_layers (or " + a + "extract_layers)", "head");
+  const std::string& both = bound.both;
+  const std::string& ta = bound.keys;
+  const int32_t n_tgt = bound.width, V = bound.vocab;
   const int32_t t_hidden = positive_int_key(f, a + "target_hidden_size");
   if (t_hidden != n_tgt)
     throw UsageError("the EAGLE-3 head was made for a target of width " + std::to_string(t_hidden) +
@@ -113,25 +156,9 @@ void HeadModel::load_eagle3() {
   if (auto blocks = f.get_u32_opt(a + "block_count"); blocks && *blocks != 1)
     throw Error(f.path() + ": " + a + "block_count " + std::to_string(*blocks) +
                 " is not supported (1)");
+  read_block_shape(a, d, 1e-5f);
   BlockShape& s = in.block;
-  s.n_embd = d;
   s.attn_in = 2 * d;
-  s.n_head = positive_int_key(f, a + "attention.head_count");
-  s.n_head_kv = positive_int_key_or(f, a + "attention.head_count_kv", s.n_head);
-  if (s.n_head % s.n_head_kv != 0)
-    throw Error(f.path() + ": head counts " + std::to_string(s.n_head) + "/" +
-                std::to_string(s.n_head_kv) + " do not divide");
-  if (!f.has(a + "attention.key_length") && d % s.n_head != 0)
-    throw Error(f.path() + ": " + std::to_string(s.n_head) +
-                " heads do not divide embedding_length " + std::to_string(d));
-  s.head_dim = positive_int_key_or(f, a + "attention.key_length", d / s.n_head);
-  s.n_ff = positive_int_key(f, a + "feed_forward_length");
-  s.n_rot = positive_int_key_or(f, a + "rope.dimension_count", s.head_dim);
-  if (s.n_rot > s.head_dim || s.n_rot % 2 != 0)
-    throw Error(f.path() + ": rope.dimension_count must be even and <= the head dim");
-  s.rope_base = positive_float_key_or(f, a + "rope.freq_base", 10000.0f);
-  s.rms_eps = positive_float_key_or(f, a + "attention.layer_norm_rms_epsilon", 1e-5f);
-  target_eps_ = s.rms_eps;  // the head's own output_norm
 
   WeightLoader load(f, *device_, buffers_);
   WeightLoader from_target(t, *device_, buffers_);

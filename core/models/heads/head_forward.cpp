@@ -174,6 +174,11 @@ void HeadModel::block_and_output(const View& x, const PagedBatchInputs& inputs, 
   block_scratch_.ensure(*device_, info_.block, M);
   block_->run(x, inputs.views(ints_), kv_pool_->k(0), kv_pool_->v(0), piece, block_scratch_,
               attn_input);
+  output_logits(x, n_out, piece);
+}
+
+void HeadModel::output_logits(const View& x, int64_t n_out, int64_t piece) {
+  const int64_t M = x.rows();
   const View h = h_.view(SPECD_DTYPE_F32, M, info_.n_embd);
   const View out = logits_.view(SPECD_DTYPE_F32, M, n_out);  // [M, n_out]
   for (int64_t r = 0; r < M; r += piece) {
@@ -220,17 +225,22 @@ void HeadModel::forward_blocks(std::span<const Entry> entries, int64_t piece) {
     }
   }
   block_and_output(x, inputs, V, piece, nullptr);
+  download_outputs(entries, V);
+  inputs.finish();
+}
+
+void HeadModel::download_outputs(std::span<const Entry> entries, int64_t n_out) {
+  const int64_t d = info_.n_embd;
   int64_t row0 = 0;
   for (const Entry& e : entries) {
     if (e.hidden)
       x_.download(e.hidden, static_cast<uint64_t>(e.m) * d * 4,
                   static_cast<uint64_t>(row0) * d * 4);
-    const uint64_t count = static_cast<uint64_t>(e.m) * V;
-    logits_.download(e.logits, count * 4, static_cast<uint64_t>(row0) * V * 4);
+    const uint64_t count = static_cast<uint64_t>(e.m) * n_out;
+    logits_.download(e.logits, count * 4, static_cast<uint64_t>(row0) * n_out * 4);
     check_finite(e.logits, count);
     row0 += e.m;
   }
-  inputs.finish();
 }
 
 void HeadModel::commit(KvCache& cache, std::span<const int32_t> kept) {

@@ -130,6 +130,21 @@ class HeadModel {
   HeadModel(GgufFile head, GgufFile target, Device& device);
   void load_target();
   void load_head();
+  // EAGLE-3 and DFlash (llama.cpp's layouts, which name no target) are bound by shape
+  // (eagle3_head.cpp): the target's width, its vocabulary (the file's tokens must be its),
+  // and that each of the file's target layers exists. `what` names the file in messages
+  // ("the EAGLE-3 head"), `needs_layers` says what it lacks without target layers, `role`
+  // names it beside the target ("head"). Sets name, target_name, vocab_size, target_layers.
+  struct BoundTarget {
+    int32_t width = 0, vocab = 0;
+    std::string keys;  // the target's key prefix, "<architecture>."
+    std::string both;  // " (<role> <file>, target <file>)", appended to messages
+  };
+  BoundTarget bind_by_shape(const std::string& what, const std::string& needs_layers,
+                            const std::string& role);
+  // Their attention block's shape from the `a`-prefixed keys for width d (rms eps `eps`
+  // when the file gives none) into info_.block.
+  void read_block_shape(const std::string& a, int32_t d, float eps);
   void load_eagle3();  // eagle3_head.cpp: the head and what it takes from the target
   void load_dflash();  // dflash_head.cpp
   void forward_dflash(std::span<const Entry> entries, int64_t piece);
@@ -145,6 +160,11 @@ class HeadModel {
   // norm and matmul into logits_ [M, n_out].
   void block_and_output(const View& x, const PagedBatchInputs& inputs, int64_t n_out, int64_t piece,
                         const View* attn_input);
+  // The output norm and matmul of x [M, d] into logits_ [M, n_out], piece by piece.
+  void output_logits(const View& x, int64_t n_out, int64_t piece);
+  // Each entry's rows of x_ (its hidden, when asked for) and of logits_ [M, n_out], checked
+  // finite, in entry order.
+  void download_outputs(std::span<const Entry> entries, int64_t n_out);
   void check_cache(const KvCache& cache, const char* op) const;
   void ensure_scratch(int64_t m);
   void broadcast(const View& row, const View& y);  // y[i, :] = row[0, :]
