@@ -403,6 +403,7 @@ void Scheduler::plan_drafts() {
     if (run.sequence->done()) continue;
     PlanSequence q;
     if (run.kv->prefilling()) {
+      q.prefill = true;
       q.fixed_rows = run.kv->next_chunk_rows();
     } else {
       q.fixed_rows = 1;
@@ -426,7 +427,16 @@ void Scheduler::plan_drafts() {
             q.gains.push_back(std::max(0.0, e - before));
             before = e;
           }
-          q.catch_up = run.sequence->unseen();
+          // Its catch-up beyond one round's tokens (a sequence that stayed plain for a while,
+          // or a prompt the proposer has not read) is paid once and then serves every later
+          // round: charged to this step in full, it would keep a sequence that fell behind
+          // from ever drafting again, its catch-up growing while it stays plain. So the plan
+          // charges that part spread over the rounds left (at two tokens a round).
+          const uint32_t unseen = run.sequence->unseen(), steady = most + 1;
+          const uint32_t rounds_left = std::max<uint32_t>(1, (room + 1) / 2);
+          q.catch_up = unseen <= steady
+                           ? unseen
+                           : steady + (unseen - steady + rounds_left - 1) / rounds_left;
         } else {
           // A fixed k: its rows, and its tokens at its acceptance so far.
           const GenerationStats& st = run.sequence->stats();

@@ -35,11 +35,12 @@ StepPlan plan_step(std::span<const PlanSequence> seqs, const PassTime& pass,
                    std::span<const DraftTime* const> drafts) {
   StepPlan plan;
   plan.k.assign(seqs.size(), 0);
-  uint32_t rows = 0;
+  uint32_t rows = 0, prefill_rows = 0;
   double tokens = 0;
   std::vector<Candidate> candidates;
   for (size_t s = 0; s < seqs.size(); ++s) {
     rows += seqs[s].fixed_rows;
+    if (seqs[s].prefill) prefill_rows += seqs[s].fixed_rows;
     tokens += seqs[s].fixed_tokens;
     for (size_t j = 0; j < seqs[s].gains.size(); ++j)
       candidates.push_back({seqs[s].gains[j], s, static_cast<uint32_t>(j + 1)});
@@ -48,6 +49,11 @@ StepPlan plan_step(std::span<const PlanSequence> seqs, const PassTime& pass,
   // between sequences the earlier one first on ties.
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const Candidate& a, const Candidate& b) { return a.gain > b.gain; });
+  // What the prefill chunks add to the pass (header): not in the rate.
+  const double prefill_s = prefill_rows == 0
+                               ? 0.0
+                               : pass.time(std::max<uint32_t>(rows, 1)) -
+                                     pass.time(std::max<uint32_t>(rows - prefill_rows, 1));
   std::vector<uint32_t> k(seqs.size(), 0);
   double best_rate = -1;
   for (size_t n = 0;; ++n) {
@@ -59,7 +65,8 @@ StepPlan plan_step(std::span<const PlanSequence> seqs, const PassTime& pass,
       ++rows;
     }
     const double seconds = step_seconds(seqs, k, std::max<uint32_t>(rows, 1), pass, drafts);
-    const double rate = seconds > 0 ? tokens / seconds : 0;
+    const double decoding_s = seconds - prefill_s;
+    const double rate = decoding_s > 0 ? tokens / decoding_s : 0;
     if (rate > best_rate) {  // strictly better: ties keep fewer rows
       best_rate = rate;
       plan.k = k;

@@ -11,8 +11,16 @@
 //   rate(n) = (fixed tokens + the n largest gains) / (T(fixed rows + n) + Σ draft calls)
 //
 // is highest (n = 0: nobody drafts). A sequence that starts drafting also brings its
-// proposer's catch-up rows (tokens appended since it last drafted). Sequences with a fixed k,
-// prefill chunks and plain ones put fixed rows and tokens in the step.
+// proposer's catch-up rows (tokens appended since it last drafted). Sequences with a fixed k
+// and plain ones put fixed rows and tokens in the step.
+//
+// Prefill chunks put rows in the pass but no tokens, and their seconds are not the drafts'
+// to beat: the rate leaves out what the chunks add to the pass, T(fixed rows) − T(fixed rows
+// without the chunks). A drafted row still costs the pass's slope where the chunks put it,
+// but it is weighed against what decoding alone yields per second. Counted in the rate, a
+// chunk's seconds would make any drafted token look cheap beside it: on a compute-bound CPU
+// pass the plan then drafted while new requests prefilled, lengthening every step for fewer
+// tokens than plain rows would have given (ARCHITECTURE.md, "Drafting under a batch").
 //
 // Thread rule: a pure function.
 #pragma once
@@ -26,6 +34,7 @@
 namespace specd::server {
 
 struct PlanSequence {
+  bool prefill = false;      // its rows are a prefill chunk (no tokens)
   uint32_t fixed_rows = 0;   // rows it puts in the pass whatever the plan
   double fixed_tokens = 0;   // tokens it emits whatever the plan
   int group = -1;            // its proposer (index into the draft costs); -1: none
@@ -39,7 +48,7 @@ struct PlanSequence {
 struct StepPlan {
   std::vector<uint32_t> k;  // per sequence (0 for those not planned)
   double tokens = 0;        // predicted tokens of the step
-  double seconds = 0;       // predicted seconds
+  double seconds = 0;       // predicted seconds (prefill chunks' share included)
 };
 
 StepPlan plan_step(std::span<const PlanSequence> sequences, const PassTime& pass,

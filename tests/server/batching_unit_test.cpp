@@ -23,9 +23,14 @@ double cpu_pass_s(uint32_t rows) {
   return (rows <= 8 ? 10.0 + 0.3 * rows : 12.4 + 9.0 * (rows - 8)) * 1e-3;
 }
 
+// A GPU's pass: reading the weights dominates up to 128 rows.
+double gpu_pass_s(uint32_t rows) {
+  return (rows <= 128 ? 10.0 + 0.01 * rows : 11.28 + 0.5 * (rows - 128)) * 1e-3;
+}
+
 PassTime calibrated(double (*pass)(uint32_t)) {
   PassTime t;
-  const std::vector<uint32_t> rows = {1, 2, 4, 8, 16, 32, 64};
+  const std::vector<uint32_t> rows = {1, 2, 4, 8, 16, 32, 64, 128, 256};
   t.calibrate(rows, 1, [&](uint32_t r) { return pass(r); });
   return t;
 }
@@ -129,12 +134,23 @@ TEST_CASE("step plan: fixed rows (prefill, fixed k) and a dear draft model weigh
   const server::StepPlan pf = plan_step(with_fixed, t, cheap_only);
   CHECK(total(pf.k) == 0);
   CHECK(pf.seconds >= cpu_pass_s(26));
-  // A prefill chunk makes the step long for one token: drafting the decoding sequence's
-  // tokens then costs little beside it, and the plan takes them.
+  // A prefill chunk makes the step long, but its seconds are not the drafts' to beat: eight
+  // decoding sequences beside a 64-row chunk draft no more than without it (a drafted row
+  // still costs 9 ms for 0.9 tokens, against 8 tokens in 12.4 ms for the plain rows).
   PlanSequence prefill;
+  prefill.prefill = true;
   prefill.fixed_rows = 64;
-  const std::vector<PlanSequence> with_prefill = {prefill, auto_seq(0.9)};
-  CHECK(plan_step(with_prefill, t, cheap_only).k[1] > 0);
+  std::vector<PlanSequence> with_prefill(8, auto_seq(0.9));
+  CHECK(total(plan_step(with_prefill, t, cheap_only).k) == 0);
+  with_prefill.push_back(prefill);
+  const server::StepPlan pp = plan_step(with_prefill, t, cheap_only);
+  CHECK(total(pp.k) == 0);
+  CHECK(pp.seconds == doctest::Approx(cpu_pass_s(72)));  // the chunk's share is in the step
+  // Where the chunk leaves the pass bound by reading the weights (a GPU's pass up to 128
+  // rows), drafted rows are still nearly free and the plan takes them.
+  const PassTime gpu = calibrated(&gpu_pass_s);
+  const std::vector<PlanSequence> chunk_and_one = {prefill, auto_seq(0.9)};
+  CHECK(plan_step(chunk_and_one, gpu, cheap_only).k[1] >= 6);
   // Alone with a draft model whose steps cost as much as a pass: at 0.5 acceptance a
   // drafted token (0.5, 0.25, ... tokens) does not repay 8 ms.
   const std::vector<PlanSequence> one = {auto_seq(0.5)};
