@@ -19,26 +19,44 @@ void PassTime::calibrate(std::span<const uint32_t> rows, uint32_t repeats,
     rows_.push_back(r);
     seconds_.push_back(std::max(t, 1e-9));
   }
+  log_fix_.assign(rows_.size(), 0.0);
   scale_ = 1;
   observed_ = 0;
+}
+
+PassTime::Bracket PassTime::bracket(uint32_t rows) const {
+  const double x = std::max<uint32_t>(rows, 1);
+  if (x <= rows_.front()) return {0, 0, 0};
+  for (size_t i = 1; i < rows_.size(); ++i)
+    if (x <= rows_[i]) return {i - 1, i, (x - rows_[i - 1]) / double(rows_[i] - rows_[i - 1])};
+  return {rows_.size() - 1, rows_.size() - 1, 0};
+}
+
+double PassTime::point(size_t i) const {
+  return seconds_[i] * std::exp(log_fix_[i]);
 }
 
 double PassTime::calibrated_time(uint32_t rows) const {
   const double x = std::max<uint32_t>(rows, 1);
   if (rows_.empty()) return x;
-  if (x <= rows_.front()) return seconds_.front() * x / rows_.front();
-  for (size_t i = 1; i < rows_.size(); ++i) {
-    if (x > rows_[i]) continue;
-    const double f = (x - rows_[i - 1]) / double(rows_[i] - rows_[i - 1]);
-    return seconds_[i - 1] + f * (seconds_[i] - seconds_[i - 1]);
+  const size_t n = rows_.size();
+  // Each count at least as dear as the one before it (a correction may say otherwise).
+  auto at = [&](size_t i) {
+    double t = point(0);
+    for (size_t j = 1; j <= i; ++j) t = std::max(t, point(j));
+    return t;
+  };
+  if (x <= rows_.front()) return at(0) * x / rows_.front();
+  if (x <= rows_[n - 1]) {
+    const Bracket b = bracket(rows);
+    return at(b.lo) + b.share * (at(b.hi) - at(b.lo));
   }
   // Past the last count: its last segment's slope (per row at least the average so far).
-  const size_t n = rows_.size();
-  const double slope =
-      n >= 2 ? std::max((seconds_[n - 1] - seconds_[n - 2]) / double(rows_[n - 1] - rows_[n - 2]),
-                        seconds_[n - 1] / rows_[n - 1] * 0.5)
-             : seconds_[0] / rows_[0];
-  return seconds_[n - 1] + slope * (x - rows_[n - 1]);
+  const double last = at(n - 1);
+  const double slope = n >= 2 ? std::max((last - at(n - 2)) / double(rows_[n - 1] - rows_[n - 2]),
+                                         last / rows_[n - 1] * 0.5)
+                              : last / rows_[0];
+  return last + slope * (x - rows_[n - 1]);
 }
 
 void PassTime::observe(uint32_t rows, double seconds) {
@@ -48,6 +66,11 @@ void PassTime::observe(uint32_t rows, double seconds) {
   const double keep = observed_ == 0 ? 0.0 : 1.0 - decay_;
   scale_ = keep * scale_ + (1 - keep) * ratio;
   ++observed_;
+  // What the scale leaves unexplained corrects the shape around these rows (header).
+  const double residual = std::log(seconds / time(rows));
+  const Bracket b = bracket(rows);
+  log_fix_[b.lo] += decay_ * (1 - b.share) * residual;
+  if (b.hi != b.lo) log_fix_[b.hi] += decay_ * b.share * residual;
 }
 
 double PassTime::time(uint32_t rows) const {

@@ -8,7 +8,13 @@
 // last one extended along its last segment. The steps themselves then keep it current:
 // attention grows with the sequences' contexts and other processes come and go, so every
 // observed pass (its rows, its seconds) moves one scale factor (observed ÷ calibrated,
-// averaged with exponential forgetting) that multiplies the whole curve.
+// averaged with exponential forgetting) that multiplies the whole curve. A calibration
+// taken on a busy machine also gets its shape wrong (on a shared 2-core VM two passes of a
+// size vary by a quarter), and a plan that believes 48 rows cost 2.4 times 12 drafts where
+// they cost 3.5 times; so what an observed pass leaves unexplained after the scale also
+// corrects the two calibrated counts around its rows (by their share in the interpolation,
+// in log space, with the same forgetting), and the curve takes the shape the steps show
+// where the server runs.
 //
 // DraftTime: a proposer's call over a step's drafting sequences, fitted as
 //   t = a · steps + b · rows
@@ -43,10 +49,18 @@ class PassTime {
   double scale() const { return scale_; }
 
  private:
+  // The calibrated counts around `rows`: lo and hi, and rows' share of the way from lo to hi.
+  struct Bracket {
+    size_t lo, hi;
+    double share;
+  };
+  Bracket bracket(uint32_t rows) const;
+  double point(size_t i) const;  // count i's seconds, corrected
   double calibrated_time(uint32_t rows) const;
   double decay_;
   std::vector<uint32_t> rows_;
   std::vector<double> seconds_;
+  std::vector<double> log_fix_;  // per calibrated count: the steps' correction, in log space
   double scale_ = 1;
   uint64_t observed_ = 0;
 };

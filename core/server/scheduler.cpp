@@ -1,12 +1,14 @@
 #include "server/scheduler.hpp"
 
 #include <chrono>
+#include <cstdio>
 #include <future>
 #include <map>
 #include <tuple>
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/log.hpp"
 #include "engine/adaptive_k.hpp"
 #include "engine/batch_verifier.hpp"
 #include "engine/proposer.hpp"
@@ -387,6 +389,13 @@ void Scheduler::calibrate_pass_time() {
   };
   time_pass(1);  // a warm-up pass (caches, first touches)
   pass_time_.calibrate(rows, 2, time_pass);
+  std::string line = "serve: the target's pass timed for k = \"auto\" (rows: ms):";
+  for (uint32_t r : rows) {
+    char item[48];
+    std::snprintf(item, sizeof item, " %u: %.2f", r, pass_time_.time(r) * 1e3);
+    line += item;
+  }
+  log_message(LogLevel::info, line);
 }
 
 void Scheduler::plan_drafts() {
@@ -453,13 +462,36 @@ void Scheduler::plan_drafts() {
     runs.push_back(&run);
   }
   const StepPlan plan = plan_step(seqs, pass_time_, drafts);
+  // The plan were every draft token accepted: a sequence it keeps plain would not draft
+  // whatever its acceptance, so probing that acceptance would only cost (a draft model's
+  // catch-up over every token since it last drafted, for all such sequences at once).
+  std::vector<PlanSequence> sure = seqs;
+  for (PlanSequence& q : sure) std::fill(q.gains.begin(), q.gains.end(), 1.0);
+  const StepPlan best_case = plan_step(sure, pass_time_, drafts);
+  if (log_level() == LogLevel::debug) {
+    uint32_t drafted = 0, prefill_rows = 0, decoding = 0;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      drafted += plan.k[i];
+      prefill_rows += seqs[i].prefill ? seqs[i].fixed_rows : 0;
+      decoding += seqs[i].prefill ? 0 : 1;
+    }
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "serve: step plan: %u decoding, %u prefill rows, %u drafted; %.2f tokens in "
+                  "%.1f ms (pass scale %.2f)",
+                  decoding, prefill_rows, drafted, plan.tokens, plan.seconds * 1e3,
+                  pass_time_.scale());
+    log_message(LogLevel::debug, line);
+  }
   for (size_t i = 0; i < runs.size(); ++i) {
     Running& run = *runs[i];
     if (!run.adaptive) continue;
     uint32_t k = plan.k[i];
     // A sequence the plan keeps plain drafts one token now and then (kProbeGap steps), so
-    // that its acceptance and its proposer's cost stay measured as the batch changes.
-    if (k == 0 && !seqs[i].gains.empty() && ++run.plain_steps >= kProbeGap) k = 1;
+    // that its acceptance and its proposer's cost stay measured as the batch changes, where
+    // a better acceptance could make it draft.
+    if (k == 0 && !seqs[i].gains.empty() && ++run.plain_steps >= kProbeGap && best_case.k[i] > 0)
+      k = 1;
     if (k > 0) run.plain_steps = 0;
     run.adaptive->set_plan(k);
   }

@@ -77,6 +77,26 @@ TEST_CASE("pass time: the calibrated curve, interpolated, extended and scaled by
   CHECK(noisy.time(2) >= noisy.time(1));
 }
 
+TEST_CASE("pass time: the steps correct a calibration's shape where they run") {
+  // Calibrated on a busy moment: 48 rows 2.4 times 12 where the steps show 3.5 times.
+  PassTime t;
+  const std::vector<uint32_t> rows = {1, 4, 12, 24, 48, 64};
+  t.calibrate(rows, 1, [](uint32_t r) {
+    return r == 48 ? 0.204 : r == 64 ? 0.29 : r == 24 ? 0.16 : r == 12 ? 0.085 : 0.03;
+  });
+  CHECK(t.time(48) / t.time(12) == doctest::Approx(2.4).epsilon(0.01));
+  for (int i = 0; i < 300; ++i) {
+    t.observe(12, 0.055);
+    if (i % 4 == 0) t.observe(48, 0.19);  // the plan's occasional large step
+  }
+  CHECK(t.time(12) == doctest::Approx(0.055).epsilon(0.03));
+  CHECK(t.time(48) == doctest::Approx(0.19).epsilon(0.03));
+  // Between and beyond them the curve keeps rising.
+  CHECK(t.time(24) >= t.time(12));
+  CHECK(t.time(64) >= t.time(48));
+  CHECK(t.time(80) > t.time(64));
+}
+
 TEST_CASE("draft time: a fixed cost per draft step and a cost per row, fitted") {
   DraftTime d;
   CHECK(d.time(4, 16) == 0.0);  // nothing timed yet
@@ -102,6 +122,10 @@ TEST_CASE("step plan: drafts long alone, short or not at all under a compute-bou
   // tokens against a step of ~87 ms for 16: drafting loses.
   const std::vector<PlanSequence> sixteen(16, auto_seq(0.9));
   CHECK(total(plan_step(sixteen, t, drafts).k) == 0);
+  // Nor would it were every draft token accepted: the scheduler then stops probing their
+  // acceptance (the probes' catch-up would only cost).
+  const std::vector<PlanSequence> sure(16, auto_seq(1.0));
+  CHECK(total(plan_step(sure, t, drafts).k) == 0);
   // 4 sequences: 4 rows, memory bound; 4 more rows (one each) are nearly free.
   const std::vector<PlanSequence> four(4, auto_seq(0.9));
   const server::StepPlan p4 = plan_step(four, t, drafts);
