@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <future>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -462,12 +463,19 @@ void Scheduler::plan_drafts() {
     runs.push_back(&run);
   }
   const StepPlan plan = plan_step(seqs, pass_time_, drafts);
-  // The plan were every draft token accepted: a sequence it keeps plain would not draft
-  // whatever its acceptance, so probing that acceptance would only cost (a draft model's
-  // catch-up over every token since it last drafted, for all such sequences at once).
-  std::vector<PlanSequence> sure = seqs;
-  for (PlanSequence& q : sure) std::fill(q.gains.begin(), q.gains.end(), 1.0);
-  const StepPlan best_case = plan_step(sure, pass_time_, drafts);
+  // The plan were every draft token accepted (made only when a probe is due): a sequence it
+  // keeps plain would not draft whatever its acceptance, so probing that acceptance would
+  // only cost (a draft model's catch-up over every token since it last drafted, for all
+  // such sequences at once).
+  std::optional<StepPlan> best_case;
+  auto could_pay = [&](size_t i) {
+    if (!best_case) {
+      std::vector<PlanSequence> sure = seqs;
+      for (PlanSequence& q : sure) std::fill(q.gains.begin(), q.gains.end(), 1.0);
+      best_case = plan_step(sure, pass_time_, drafts);
+    }
+    return best_case->k[i] > 0;
+  };
   if (log_level() == LogLevel::debug) {
     uint32_t drafted = 0, prefill_rows = 0, decoding = 0;
     for (size_t i = 0; i < seqs.size(); ++i) {
@@ -490,8 +498,7 @@ void Scheduler::plan_drafts() {
     // A sequence the plan keeps plain drafts one token now and then (kProbeGap steps), so
     // that its acceptance and its proposer's cost stay measured as the batch changes, where
     // a better acceptance could make it draft.
-    if (k == 0 && !seqs[i].gains.empty() && ++run.plain_steps >= kProbeGap && best_case.k[i] > 0)
-      k = 1;
+    if (k == 0 && !seqs[i].gains.empty() && ++run.plain_steps >= kProbeGap && could_pay(i)) k = 1;
     if (k > 0) run.plain_steps = 0;
     run.adaptive->set_plan(k);
   }
