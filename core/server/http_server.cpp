@@ -195,6 +195,7 @@ struct HttpServer::Impl {
             static_cast<unsigned long long>(tokens), double(bytes) / (1ull << 30),
             static_cast<unsigned long long>(tokens / std::max(1u, context_length)), context_length);
         kv_summary = line;
+        scheduler.prepare_step_plan();
       });
     } catch (...) {
       state = LoadState::failed;

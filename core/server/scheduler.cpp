@@ -399,6 +399,12 @@ void Scheduler::calibrate_pass_time() {
   log_message(LogLevel::info, line);
 }
 
+void Scheduler::prepare_step_plan() {
+  const Config& c = engines_.config();
+  if (c.proposer.kind != "none" && c.proposer.k_auto && !pass_time_.calibrated())
+    calibrate_pass_time();
+}
+
 void Scheduler::plan_drafts() {
   bool planned = false;
   for (auto& r : active_) planned = planned || r->adaptive != nullptr;

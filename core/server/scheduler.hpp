@@ -103,6 +103,12 @@ class Scheduler {
   // sequence runs (so only other holders keep it out): may free idle holders. Call before
   // submitting jobs.
   void set_reclaim(std::function<void()> fn);
+  // Times the target's passes for the step plan now when the server's own configuration asks
+  // for k = "auto", so that the first such request does not wait for it (on a 2-core CPU it
+  // takes seconds for a 1.5 B target). Otherwise, or for a request that asks for k = "auto"
+  // on a server configured with a fixed k, the passes are timed at the first step that plans.
+  // The worker's: call it from run_exclusive.
+  void prepare_step_plan();
 
  private:
   struct Running;
@@ -132,7 +138,7 @@ class Scheduler {
   std::atomic<size_t> running_{0};
   std::list<std::unique_ptr<Running>> active_;  // the worker's alone
   // The target pass's time by its rows (k = "auto": the step plan, step_planner.hpp);
-  // calibrated at the first step that plans.
+  // calibrated by prepare_step_plan() or at the first step that plans.
   PassTime pass_time_;
   bool worker_done_ = false;  // under mutex_: the worker has returned
   mutable std::mutex steps_mutex_;

@@ -65,8 +65,10 @@ std::string read_text(const fs::path& path) {
 // `specd serve` as a child process; killed at destruction if still running.
 class ServerProcess {
  public:
-  // `set`: --set overrides, passed as they are (a value that is not TOML arrives as bytes).
-  explicit ServerProcess(const std::string& config, const std::vector<std::string>& set = {}) {
+  // `set`: --set overrides, passed as they are (a value that is not TOML arrives as bytes);
+  // `env`: NAME=VALUE settings of the server's environment alone.
+  explicit ServerProcess(const std::string& config, const std::vector<std::string>& set = {},
+                         const std::vector<std::string>& env = {}) {
     static int started = 0;
     log_ = config + "." + std::to_string(++started) + ".log";
     fs::remove(log_);  // never read a previous server's port
@@ -74,6 +76,7 @@ class ServerProcess {
     if (pid_ == 0) {
       FILE* f = std::freopen(log_.c_str(), "w", stderr);
       (void)f;
+      for (const std::string& e : env) putenv(strdup(e.c_str()));
       std::vector<std::string> args = {SPECD_CLI, "serve", "-c", config};
       for (const std::string& o : set) args.insert(args.end(), {"--set", o});
       std::vector<char*> argv;
@@ -759,6 +762,32 @@ TEST_CASE("past the queue limit a request gets 503 with an OpenAI error body") {
   json j = json::parse(res->body);
   CHECK(j["error"]["code"] == "queue_full");
   CHECK(j["error"]["message"].get<std::string>().find("queue_limit") != std::string::npos);
+  CHECK(server.terminate() == 0);
+}
+
+TEST_CASE(
+    "k = \"auto\" in the configuration: the passes are timed before ready, not in a request") {
+  if (!have_models()) return;
+  const std::vector<std::string> info = {"SPECD_LOG_LEVEL=info"};  // logs the timing line
+  const std::string timed = "the target's pass timed for k = \"auto\"";
+  {
+    ServerProcess fixed(write_config("serve_fixed_k.toml", ""), {}, info);
+    REQUIRE_MESSAGE(fixed.port() > 0, fixed.log());
+    CHECK(fixed.log().find(timed) == std::string::npos);  // k = 3: nothing to time
+    CHECK(fixed.terminate() == 0);
+  }
+  ServerProcess server(write_config("serve_auto_k.toml", ""), {"proposer.k=\"auto\""}, info);
+  REQUIRE_MESSAGE(server.port() > 0, server.log());
+  const std::string log = server.log();
+  const size_t at = log.find(timed);
+  REQUIRE_MESSAGE(at != std::string::npos, log);
+  CHECK(at < log.find("specd serve: ready"));
+  httplib::Client c = client(server.port());
+  auto res = c.Post("/v1/completions", json{{"prompt", kPrompt}, {"max_tokens", 8}}.dump(),
+                    "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  CHECK(server.log().find(timed, at + 1) == std::string::npos);  // timed once
   CHECK(server.terminate() == 0);
 }
 
