@@ -9,15 +9,19 @@ void PassTime::calibrate(std::span<const uint32_t> rows, uint32_t repeats,
                          const std::function<double(uint32_t rows)>& time_pass) {
   rows_.clear();
   seconds_.clear();
-  for (uint32_t r : rows) {
-    if (r == 0 || (!rows_.empty() && r <= rows_.back())) continue;
-    std::vector<double> times;
-    for (uint32_t i = 0; i < std::max<uint32_t>(repeats, 1); ++i) times.push_back(time_pass(r));
-    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+  for (uint32_t r : rows)
+    if (r > 0 && (rows_.empty() || r > rows_.back())) rows_.push_back(r);
+  // Rounds over all the counts rather than each count's repeats back to back: a slow spell
+  // of a shared machine (a second or two) then costs one sample of several counts, which
+  // their medians outvote, instead of every sample of one or two neighbouring counts.
+  std::vector<std::vector<double>> times(rows_.size());
+  for (uint32_t i = 0; i < std::max<uint32_t>(repeats, 1); ++i)
+    for (size_t j = 0; j < rows_.size(); ++j) times[j].push_back(time_pass(rows_[j]));
+  for (std::vector<double>& t : times) {
+    std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
     // More rows never cost less than fewer (a noisy sample may say so).
-    const double t = std::max(times[times.size() / 2], seconds_.empty() ? 0.0 : seconds_.back());
-    rows_.push_back(r);
-    seconds_.push_back(std::max(t, 1e-9));
+    const double median = std::max(t[t.size() / 2], seconds_.empty() ? 0.0 : seconds_.back());
+    seconds_.push_back(std::max(median, 1e-9));
   }
   log_fix_.assign(rows_.size(), 0.0);
   scale_ = 1;

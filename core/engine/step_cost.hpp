@@ -36,8 +36,8 @@ namespace specd {
 class PassTime {
  public:
   explicit PassTime(double decay = 0.05) : decay_(decay) {}
-  // Times `time_pass(rows)` `repeats` times for each of `rows` (increasing) and keeps the
-  // medians. A call replaces an earlier calibration.
+  // Times `time_pass(rows)` `repeats` times for each of `rows` (increasing), in `repeats`
+  // rounds over all of them, and keeps the medians. A call replaces an earlier calibration.
   void calibrate(std::span<const uint32_t> rows, uint32_t repeats,
                  const std::function<double(uint32_t rows)>& time_pass);
   bool calibrated() const { return !rows_.empty(); }

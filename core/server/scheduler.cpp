@@ -389,7 +389,7 @@ void Scheduler::calibrate_pass_time() {
     return s;
   };
   time_pass(1);  // a warm-up pass (caches, first touches)
-  pass_time_.calibrate(rows, 2, time_pass);
+  pass_time_.calibrate(rows, 3, time_pass);
   std::string line = "serve: the target's pass timed for k = \"auto\" (rows: ms):";
   for (uint32_t r : rows) {
     char item[48];
@@ -656,6 +656,14 @@ void Scheduler::step() {
   // work after it. Steps with a prefill chunk are left out: a chunk's rows cost less each
   // than a round's (no logits, no rules), so they would make drafted rows look cheap.
   if (!prefill) pass_time_.observe(rows, pass_s + rounds_s);
+  if (log_level() == LogLevel::debug) {  // what the step took, beside its plan's line
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "serve: step done: %u rows in %.1f ms (drafting %.1f, pass %.1f, rounds %.1f)",
+                  rows, std::chrono::duration<double>(Clock::now() - step_t0).count() * 1e3,
+                  draft_s * 1e3, pass_s * 1e3, rounds_s * 1e3);
+    log_message(LogLevel::debug, line);
+  }
 
   uint32_t prefill_rows = 0;
   for (const ForwardEntry& e : entries)
