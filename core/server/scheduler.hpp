@@ -109,6 +109,11 @@ class Scheduler {
   // on a server configured with a fixed k, the passes are timed at the first step that plans.
   // The worker's: call it from run_exclusive.
   void prepare_step_plan();
+  // Replaces the step plan's pass-time curve with `t` (calibrated), as if timed here: a
+  // calibration kept from an earlier run on the same machine, or a test's known curve. The
+  // steps then correct it as they would a timed one. The worker's: call it from
+  // run_exclusive.
+  void set_pass_time(const PassTime& t) { pass_time_ = t; }
 
  private:
   struct Running;
