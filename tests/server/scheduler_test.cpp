@@ -274,10 +274,10 @@ TEST_CASE("a draft of another vocabulary: alone equals among 15 others, greedy a
 TEST_CASE("greedy output alone equals output among 15 others: k = auto (k follows the load)") {
   if (!have_models()) return;
   // Whether drafting pays on the shipped pair depends on the machine and the build (under
-  // the sanitizers a 2-row pass costs nearly two 1-row ones, and k = "auto" rightly drafts
-  // nothing), so the plan starts from a pass whose reading of the weights dominates up to 32
-  // rows (a GPU's shape): alone a sequence drafts long, among 16 short. The steps then
-  // correct it toward this machine's curve.
+  // the sanitizers on a 2-core Zen 3 VM the timed curve priced a drafted row above its
+  // expected gain, and k = "auto" rightly drafted nothing), so the plan starts from a pass whose
+  // reading of the weights dominates up to 32 rows (a GPU's shape): alone a sequence drafts long,
+  // among 16 short. The steps then correct it toward this machine's curve.
   PassTime pass;
   const std::vector<uint32_t> rows = {1, 2, 4, 8, 16, 32, 64};
   pass.calibrate(
