@@ -59,6 +59,9 @@ struct ProposerConfig {
   std::string backend;              // empty = the target's backend
   std::string kv_type;              // its model's KV cache; empty = [engine] kv_type
   std::vector<PluginParam> params;  // every other key, for the plugin
+
+  // Whether the draft length is planned each step: k = "auto" on a proposer that drafts.
+  bool plans_k() const { return kind != "none" && k_auto; }
 };
 
 struct AcceptanceConfig {

@@ -86,7 +86,7 @@ Strategy& EngineCache::strategy(const SpeculativeRequest& r) {
     s.rule_name = s.rule->name();
     s.rule_label = label_name(s.rule->label());
   }
-  s.k_auto = c.proposer.kind != "none" && c.proposer.k_auto;
+  s.k_auto = c.proposer.plans_k();
   s.config = std::move(c);
   // Drop the least recently used idle strategies beyond max_engines (one still running a
   // sequence stays until it is idle).

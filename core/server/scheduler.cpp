@@ -401,7 +401,7 @@ void Scheduler::calibrate_pass_time() {
 
 void Scheduler::prepare_step_plan() {
   const Config& c = engines_.config();
-  if (c.proposer.kind != "none" && c.proposer.k_auto && !pass_time_.calibrated())
+  if (c.proposer.plans_k() && !pass_time_.calibrated())
     calibrate_pass_time();
 }
 
