@@ -1,8 +1,8 @@
 // specd serve -c FILE [--host H] [--port P] [--set section.key=value]...
 // An OpenAI-compatible HTTP server over the configured engine (docs/SERVER.md). The port
 // opens first and the model loads behind it (GET /health is 503 until it is ready); a load
-// that fails ends the process with its error. SIGTERM or SIGINT drains: requests in flight
-// are answered, then it exits 0.
+// that fails ends the process with its error. SIGTERM or SIGINT during the load ends it at
+// once; once ready, it drains: requests in flight are answered, then it exits 0.
 #include <arpa/inet.h>
 #include <pthread.h>
 #include <signal.h>
@@ -34,10 +34,11 @@ const char* kServeHelp =
     "  --set s.k=v         override any configuration key (checked like the file)\n"
     "The bound address is printed to standard error as `specd serve: listening on\n"
     "http://H:P`; the model then loads (GET /health answers 503 until it has) and `specd\n"
-    "serve: ready` follows. A model that fails to load ends the process with its error. SIGTERM or "
-    "SIGINT stops taking requests, answers those in flight (cancelling\n"
-    "those still running after [server] drain_timeout_s) and exits 0. A host that is not\n"
-    "loopback needs [server] api_key, or allow_public_without_key = true.\n";
+    "serve: ready` follows. A model that fails to load ends the process with its error.\n"
+    "SIGTERM or SIGINT while it loads ends the process at once (143 or 130); once ready,\n"
+    "it stops taking requests, answers those in flight (cancelling those still running\n"
+    "after [server] drain_timeout_s) and exits 0. A host that is not loopback needs\n"
+    "[server] api_key, or allow_public_without_key = true.\n";
 
 // `text` as a TOML basic string: quotes, backslashes and control characters escaped, so
 // that a command-line value is always taken as exactly that text.
@@ -141,19 +142,28 @@ int serve_command(int argc, char** argv) {
                  "specd serve: warning: listening on %s without [server] api_key "
                  "(allow_public_without_key = true): anyone who can reach it can use it\n",
                  host.c_str());
+  std::atomic<bool> served{false}, load_failed{false};
+  pthread_kill(early_watcher.native_handle(), SIGUSR1);
+  early_watcher.join();
+  // After the hand-over, so that a signal sent on this line reaches the watcher below.
   std::fprintf(stderr, "specd serve: chat template: %s\n", http.chat_template_note().c_str());
   std::fprintf(stderr, "specd serve: listening on http://%s:%d\n", config.server.host.c_str(),
                port);
   std::fflush(stderr);
-
-  std::atomic<bool> served{false}, load_failed{false};
-  pthread_kill(early_watcher.native_handle(), SIGUSR1);
-  early_watcher.join();
   std::thread watcher([&] {
     int sig = 0;
     sigwait(&signals, &sig);
     if (served) return;  // woken by the main thread below
-    if (!load_failed)    // else woken by the loader below
+    // While the model loads no request has been admitted, so there is nothing to drain and
+    // no reason to wait for the load (minutes for a large model): end at once, as before
+    // listening.
+    if (!load_failed && http.abandon_load()) {
+      std::fprintf(stderr, "specd serve: %s while loading the model: stopped\n",
+                   sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      std::fflush(stderr);
+      std::_Exit(128 + sig);
+    }
+    if (!load_failed)  // else woken by the loader below
       std::fprintf(stderr, "specd serve: %s: draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     // A signal that comes before the listener runs must still stop it: repeat until it has.
     bool first = true;

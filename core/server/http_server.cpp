@@ -129,7 +129,7 @@ class InFlight {
 }  // namespace
 
 // Where the server is in its life: the model loads while the port is open already.
-enum class LoadState { loading, ready, failed };
+enum class LoadState { loading, ready, failed, abandoned };
 
 struct HttpServer::Impl {
   Config config;
@@ -198,10 +198,12 @@ struct HttpServer::Impl {
         scheduler.prepare_step_plan();
       });
     } catch (...) {
-      state = LoadState::failed;
+      LoadState expected = LoadState::loading;
+      state.compare_exchange_strong(expected, LoadState::failed);
       throw;
     }
-    state = LoadState::ready;
+    LoadState expected = LoadState::loading;  // not ready if abandon_load() came first
+    state.compare_exchange_strong(expected, LoadState::ready);
   }
 
   // Logprob entries with their tokens' texts (the target's tokenizer: loaded by now).
@@ -224,6 +226,8 @@ struct HttpServer::Impl {
     if (s == LoadState::ready) return false;
     if (s == LoadState::loading)
       send_error(res, 503, "the model is loading", "", "model_loading");
+    else if (s == LoadState::abandoned)
+      send_error(res, 503, "the server is shutting down", "", "shutting_down");
     else
       send_error(res, 503, "the model failed to load (see the server's log)", "",
                  "model_load_failed");
@@ -706,6 +710,11 @@ std::string HttpServer::kv_summary() const {
 
 bool HttpServer::ready() const {
   return impl_->state == LoadState::ready;
+}
+
+bool HttpServer::abandon_load() {
+  LoadState expected = LoadState::loading;
+  return impl_->state.compare_exchange_strong(expected, LoadState::abandoned);
 }
 
 void HttpServer::serve() {

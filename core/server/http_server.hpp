@@ -8,7 +8,7 @@
 // "the model is loading" (code "model_loading"); /v1/models and /metrics answer as usual.
 //
 // Threads: the HTTP library's pool runs the handlers; generation runs on the scheduler's
-// worker. load(), ready() and stop() may be called from any thread.
+// worker. load(), abandon_load(), ready() and stop() may be called from any thread.
 #pragma once
 
 #include <memory>
@@ -35,6 +35,12 @@ class HttpServer {
   // After load(): the target's KV cache type, bytes a token and what the budget holds.
   std::string kv_summary() const;
   bool ready() const;
+  // Gives up a load still running, so that a signal during a long load (a large model, the
+  // step plan's timed passes) need not wait for it: true when the server was not ready, and
+  // now never will be (the model routes go on answering 503, so no request was or will be
+  // admitted: the caller may end the process at once); false once load() has made it ready
+  // or failed. load() itself runs on until it returns.
+  bool abandon_load();
   // Serves until stop(); returns after the requests in flight have been answered.
   void serve();
   // Drains: new requests get 503; requests in flight finish, or after [server]

@@ -1,10 +1,12 @@
 // specd serve's readiness: the port answers while the model loads (503 "model_loading" on
 // /health and on the routes that need the model), 200 once loaded; a load that fails ends
-// `specd serve` with the error naming the file. In process over a loopback port; every wait
-// is bounded.
+// `specd serve` with the error naming the file; a signal during the load ends it at once. In
+// process over a loopback port; every wait is bounded.
 #include <doctest/doctest.h>
 #include <httplib.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -148,4 +150,64 @@ TEST_CASE("a model that fails to load: load() throws naming it, the server stays
   CHECK_MESSAGE(r.err.find("specd: error: ") != std::string::npos, r.err);
   CHECK_MESSAGE(r.err.find(garbage.string()) != std::string::npos, r.err);
   CHECK(r.err.find("ready") == std::string::npos);
+}
+
+TEST_CASE("abandon_load: a server given up while loading never becomes ready") {
+  if (!have_models()) return;
+  specd::PluginRegistry registry{std::vector<std::string>{}};
+  specd::server::HttpServer http(config(kModels + "/draft.gguf"), registry);
+  const int port = http.bind("127.0.0.1", 0);
+  Serving serving(http);
+  CHECK(http.abandon_load());
+  CHECK_FALSE(http.abandon_load());  // once
+  http.load();                       // runs to its end, as a load under way would
+  CHECK_FALSE(http.ready());
+  httplib::Client c = client(port);
+  check_unready(c.Get("/health"), "shutting_down");
+  check_unready(c.Post("/v1/completions", R"({"prompt":"x"})", "application/json"),
+                "shutting_down");
+
+  specd::server::HttpServer loaded(config(kModels + "/draft.gguf"), registry);
+  loaded.load();
+  CHECK_FALSE(loaded.abandon_load());  // too late: it is ready and stays so
+  CHECK(loaded.ready());
+}
+
+TEST_CASE("specd serve: SIGTERM while the model loads ends it at once (143)") {
+  if (!have_models()) return;
+  // k = "auto" makes the load longer (it times the target's passes); the signal goes as soon
+  // as the port is open, which is before the load starts.
+  const fs::path toml = fs::current_path() / "readiness_signal.toml";
+  std::ofstream(toml) << "[engine]\nbackend = \"cpu\"\nthreads = 1\n[target]\nmodel = \"" << kModels
+                      << "/target.gguf\"\n[proposer]\nkind = \"draft-model\"\nmodel = \"" << kModels
+                      << "/draft.gguf\"\nk = \"auto\"\n[acceptance]\nrule = \"rejection\"\n"
+                      << "[server]\nport = 0\nchat_template = \"chatml\"\n";
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    specd::test::RunningProgram p =
+        specd::test::start_program({"timeout", "120", SPECD_CLI, "serve", "-c", toml.string()});
+    std::string err;
+    char buf[4096];
+    while (err.find("listening on") == std::string::npos) {
+      const ssize_t n = ::read(p.err, buf, sizeof buf);
+      if (n <= 0) break;
+      err.append(buf, static_cast<size_t>(n));
+    }
+    REQUIRE_MESSAGE(err.find("listening on") != std::string::npos, err);
+    ::kill(p.pid, SIGTERM);  // `timeout` passes it on to specd
+    specd::test::CliResult r = specd::test::finish_program(p);
+    r.err = err + r.err;
+    if (r.err.find("specd serve: ready") != std::string::npos) {
+      // The load won the race (a fast machine): then it drained, and exits 0. Try again.
+      CHECK_MESSAGE(r.status == 0, r.err);
+      CHECK(r.err.find("draining") != std::string::npos);
+      continue;
+    }
+    CHECK_MESSAGE(r.status == 128 + SIGTERM, r.err);
+    CHECK_MESSAGE(
+        r.err.find("specd serve: SIGTERM while loading the model: stopped") != std::string::npos,
+        r.err);
+    CHECK(r.err.find("draining") == std::string::npos);
+    return;
+  }
+  FAIL("the load finished before the signal in three tries: the case was not exercised");
 }
