@@ -401,8 +401,7 @@ void Scheduler::calibrate_pass_time() {
 
 void Scheduler::prepare_step_plan() {
   const Config& c = engines_.config();
-  if (c.proposer.plans_k() && !pass_time_.calibrated())
-    calibrate_pass_time();
+  if (c.proposer.plans_k() && !pass_time_.calibrated()) calibrate_pass_time();
 }
 
 void Scheduler::plan_drafts() {
@@ -433,7 +432,11 @@ void Scheduler::plan_drafts() {
           g = groups.end() - 1;
         }
         q.group = static_cast<int>(g - groups.begin());
-        if (run.adaptive) {
+        if (run.adaptive && run.sequence->stats().rounds == 0) {
+          // Its first round stays plain: the request's first token waits for no draft (a
+          // draft model's catch-up over the whole prompt, the drafted rows), as it waits for
+          // none in plain decoding. Drafting starts from its second round.
+        } else if (run.adaptive) {
           // Its expected tokens by k from its acceptance so far (a little optimistic, so that
           // a sequence whose estimates rest on few rounds still gets to draft).
           const uint32_t most = std::min<uint32_t>(AdaptiveKOptions{}.k_max, room);

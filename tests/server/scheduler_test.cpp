@@ -285,6 +285,38 @@ TEST_CASE("greedy output alone equals output among 15 others: k = auto (k follow
   check_alone_equals_batched({"auto"}, {}, &pass);
 }
 
+TEST_CASE("k = auto: a request's first token waits for no draft; its later rounds draft") {
+  if (!have_models()) return;
+  const Config c = config();
+  PluginRegistry registry{std::vector<std::string>{}};
+  EngineCache engines(c, registry);
+  Scheduler scheduler(engines, c.server.queue_limit);
+  PassTime pass;  // drafting pays: a pass costs about the same up to 32 rows
+  const std::vector<uint32_t> rows = {1, 2, 4, 8, 16, 32, 64};
+  pass.calibrate(
+      rows, 1, [](uint32_t r) { return r <= 32 ? 0.010 + 1e-5 * r : 0.0103 + 0.5e-3 * (r - 32); });
+  scheduler.run_exclusive([&] { scheduler.set_pass_time(pass); });
+  for (const std::string& prompt : {std::string("Once upon a time"), prompts().back()}) {
+    INFO(prompt.substr(0, 30));
+    std::promise<Outcome> done;
+    Probe probe;
+    auto job = make_job(prompt, setting("auto"), c, done, scheduler, probe);
+    // Each token's step (steps() counts the steps done; a round's tokens share one).
+    std::vector<uint64_t> step_of;
+    job->request.logprobs = 0;
+    job->on_logprob = [&](const TokenLogprob&) { step_of.push_back(scheduler.steps().steps); };
+    scheduler.run_exclusive([&] { REQUIRE(scheduler.submit(job)); });
+    const Outcome out = done.get_future().get();
+    REQUIRE_MESSAGE(out.error.empty(), out.error);
+    REQUIRE(step_of.size() == 24u);
+    CHECK(step_of[0] != step_of[1]);  // the first round emitted one token: it drafted nothing
+    CHECK(out.drafted > 0);
+    size_t shared = 0;  // tokens emitted in the round of the token before: accepted drafts
+    for (size_t i = 1; i < step_of.size(); ++i) shared += step_of[i] == step_of[i - 1];
+    CHECK(shared > 0);
+  }
+}
+
 TEST_CASE("a seeded sampled request alone equals itself among 15 others (fixed k, exact rule)") {
   if (!have_models()) return;
   // Its draws come from its own generator and its logits are batch invariant, so at
