@@ -105,6 +105,7 @@ struct ServerConfig {
   std::string host = "127.0.0.1";         // loopback unless told otherwise
   int port = 8080;                        // 0 = any free port
   int max_sequences = 16;                 // sequences decoded at once (one batch)
+  int max_prefill_rows = 0;               // a step's prefill rows (whole chunks); 0 = no limit
   int queue_limit = 16;                   // requests waiting beyond it get 503 (0..1024)
   int kv_budget = 0;                      // tokens per sequence (prompt + output); 0 = no cap
   int64_t max_body_bytes = 1 << 20;       // request bodies above it get 413

@@ -419,6 +419,9 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
   server["max_sequences"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_int(c, k, n, cfg.server.max_sequences, 1, 256, "1 to 256");
   };
+  server["max_prefill_rows"] = [&](Context& c, const std::string& k, const toml::node& n) {
+    read_int(c, k, n, cfg.server.max_prefill_rows, 0, 1 << 20, "0 = no limit, up to 1048576");
+  };
   server["queue_limit"] = [&](Context& c, const std::string& k, const toml::node& n) {
     // Each waiting request holds one HTTP thread and the pool is sized from this limit.
     read_int(c, k, n, cfg.server.queue_limit, 0, 1024,

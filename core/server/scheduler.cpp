@@ -49,6 +49,7 @@ struct Scheduler::Running {
   uint32_t reserved = 0;  // KV rows held against the budget
   bool in_pass = false;
   bool prefill = false;      // its rows in the pass are a prefill chunk
+  bool waits = false;        // prefilling, but this step's prefill rows are spent
   ProposeCall call;          // this step's drafting (capacity 0: none)
   uint32_t unseen = 0;       // its proposer's catch-up this step (tokens since it last drafted)
   uint32_t plain_steps = 0;  // k = "auto": steps in a row the plan kept it plain
@@ -404,6 +405,24 @@ void Scheduler::prepare_step_plan() {
   if (c.proposer.plans_k() && !pass_time_.calibrated()) calibrate_pass_time();
 }
 
+void Scheduler::choose_prefill_chunks() {
+  // A budget trades the later requests' first tokens and the decoding sequences' steady
+  // steps for the earlier requests' first tokens (docs/SERVER.md, "Prefill budget").
+  const uint64_t budget = static_cast<uint64_t>(engines_.config().server.max_prefill_rows);
+  uint64_t taken = 0;
+  for (auto& r : active_) {
+    Running& run = *r;
+    run.waits = false;
+    if (!run.kv->prefilling()) continue;
+    const uint32_t rows = run.kv->next_chunk_rows();
+    if (budget > 0 && taken > 0 && taken + rows > budget) {
+      run.waits = true;
+      continue;
+    }
+    taken += rows;
+  }
+}
+
 void Scheduler::plan_drafts() {
   bool planned = false;
   for (auto& r : active_) planned = planned || r->adaptive != nullptr;
@@ -415,7 +434,7 @@ void Scheduler::plan_drafts() {
   std::vector<const DraftTime*> drafts;
   for (auto& r : active_) {
     Running& run = *r;
-    if (run.sequence->done()) continue;
+    if (run.sequence->done() || run.waits) continue;
     PlanSequence q;
     if (run.kv->prefilling()) {
       q.prefill = true;
@@ -533,12 +552,23 @@ void Scheduler::step() {
     finish(**it, &error);
     it = active_.erase(it);
   };
+  choose_prefill_chunks();
   plan_drafts();
   // 1. Each sequence's round up to drafting (or its next prefill chunk).
   for (auto it = active_.begin(); it != active_.end();) {
     Running& run = **it;
     run.in_pass = false;
     run.call = ProposeCall{};
+    if (run.waits) {  // its turn to prefill comes later; cancelled, it need not come
+      if (run.job->cancelled) {
+        run.sequence->stop("cancelled");
+        finish(run, nullptr);
+        it = active_.erase(it);
+        continue;
+      }
+      ++it;
+      continue;
+    }
     try {
       if (run.job->cancelled) run.sequence->stop("cancelled");
       run.prefill = run.kv->prefilling();

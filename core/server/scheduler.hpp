@@ -120,6 +120,9 @@ class Scheduler {
   void work();
   bool admit(std::shared_ptr<Job>& job);  // false: it does not fit yet
   void step();
+  // Which prefilling sequences put their next chunk in this step ([server] max_prefill_rows):
+  // the earliest admitted first, whole chunks, at least one; the others wait (Running::waits).
+  void choose_prefill_chunks();
   // k = "auto": every planned sequence's k for this step (AdaptiveK::set_plan).
   void plan_drafts();
   // k = "auto": the estimates of the running sequence of `strategy` that has seen the most

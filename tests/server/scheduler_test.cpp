@@ -317,6 +317,51 @@ TEST_CASE("k = auto: a request's first token waits for no draft; its later round
   }
 }
 
+TEST_CASE("max_prefill_rows: one chunk a step, the earliest request first; outputs unchanged") {
+  if (!have_models()) return;
+  for (const std::string budget : {"0", "1"}) {
+    INFO("max_prefill_rows " << budget);
+    // Without the prefix cache: a prompt the runs alone published would need no prefill.
+    const Config c = config({"server.max_prefill_rows=" + budget, "server.prefix_cache=false"});
+    PluginRegistry registry{std::vector<std::string>{}};
+    EngineCache engines(c, registry);
+    Scheduler scheduler(engines, c.server.queue_limit);
+    const std::vector<std::string> texts = prompts();
+    const std::vector<SpeculativeRequest> specs(texts.size(), setting("draft-model"));
+    std::vector<Outcome> alone;
+    for (size_t i = 0; i < texts.size(); ++i)
+      alone.push_back(run_alone(scheduler, c, texts[i], specs[i]));
+    // All 16 queued at once; each request's first text comes in the step after its last
+    // chunk's (steps() counts the steps done).
+    const uint64_t start = scheduler.steps().steps;
+    std::vector<std::promise<Outcome>> done(texts.size());
+    std::vector<uint64_t> first_step(texts.size(), 0);
+    std::vector<std::shared_ptr<Job>> jobs;
+    Probe probe;
+    for (size_t i = 0; i < texts.size(); ++i) {
+      jobs.push_back(make_job(texts[i], specs[i], c, done[i], scheduler, probe));
+      jobs.back()->on_text = [&, i](const std::string&) {
+        if (!first_step[i]) first_step[i] = scheduler.steps().steps - start + 1;
+      };
+    }
+    scheduler.run_exclusive([&] {
+      for (auto& job : jobs) REQUIRE(scheduler.submit(job));
+    });
+    for (size_t i = 0; i < texts.size(); ++i) {
+      const Outcome got = done[i].get_future().get();
+      REQUIRE_MESSAGE(got.error.empty(), got.error);
+      CHECK(got.tokens == alone[i].tokens);
+    }
+    // The last prompt takes several chunks; every other fits in one.
+    if (budget == "0") {
+      for (size_t i = 0; i + 1 < texts.size(); ++i) CHECK(first_step[i] == 2);
+    } else {
+      for (size_t i = 0; i + 1 < texts.size(); ++i) CHECK(first_step[i] == i + 2);
+      CHECK(first_step.back() > texts.size());
+    }
+  }
+}
+
 TEST_CASE("a seeded sampled request alone equals itself among 15 others (fixed k, exact rule)") {
   if (!have_models()) return;
   // Its draws come from its own generator and its logits are batch invariant, so at

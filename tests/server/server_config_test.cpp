@@ -27,6 +27,7 @@ TEST_CASE("[server] defaults bind loopback") {
   CHECK(c.server.api_key.empty());
   CHECK(c.server.queue_limit == 16);
   CHECK(c.server.drain_timeout_s == 30.0);
+  CHECK(c.server.max_prefill_rows == 0);
   CHECK_FALSE(c.server.allow_public_without_key);
 }
 
@@ -34,8 +35,9 @@ TEST_CASE("[server] keys are read") {
   specd::Config c = specd::parse_config(
       "[server]\nhost = \"0.0.0.0\"\nport = 9000\nmax_sequences = 1\nqueue_limit = 3\n"
       "kv_budget = 512\nmax_body_bytes = 4096\napi_key = \"k\"\nmodel_name = \"m\"\n"
-      "chat_template = \"gemma\"\nmax_engines = 4\n",
+      "chat_template = \"gemma\"\nmax_engines = 4\nmax_prefill_rows = 64\n",
       "serve.toml");
+  CHECK(c.server.max_prefill_rows == 64);
   CHECK(c.server.host == "0.0.0.0");
   CHECK(c.server.port == 9000);
   CHECK(c.server.queue_limit == 3);
@@ -71,6 +73,10 @@ TEST_CASE("[server] problems name file, line and column") {
         "serve.toml:2:19: 'drain_timeout_s' = -1 is out of range (0 to 3600 seconds)");
   CHECK(problems("[server]\nallow_public_without_key = 1\n") ==
         "serve.toml:2:28: 'allow_public_without_key' must be true or false, not an integer");
+  CHECK(problems("[server]\nmax_prefill_rows = -1\n") ==
+        "serve.toml:2:20: 'max_prefill_rows' = -1 is out of range (0 = no limit, up to 1048576)");
+  CHECK(problems("[server]\nmax_prefill_rows = \"auto\"\n") ==
+        "serve.toml:2:20: 'max_prefill_rows' must be an integer, not a string");
   CHECK(problems("[server]\nqueue_limt = 2\n") ==
         "serve.toml:2:1: unknown key 'queue_limt' in [server] (did you mean 'queue_limit'?)");
 }
