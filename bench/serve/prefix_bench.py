@@ -44,9 +44,9 @@ def write_config(path, args, prefix_cache):
                 '[target]\nmodel = "%s"\n%s[acceptance]\nrule = "rejection"\n'
                 '[sampling]\ntemperature = 0.0\n'
                 '[server]\nport = 0\nmax_sequences = %d\nqueue_limit = 64\n'
-                'chat_template = "chatml"\nprefix_cache = %s\n'
+                'chat_template = "chatml"\nprefix_cache = %s\nmax_prefill_rows = %d\n'
                 % (args.threads, args.context, args.kv_type, os.path.abspath(args.target), proposer,
-                   args.concurrency, "true" if prefix_cache else "false"))
+                   args.concurrency, "true" if prefix_cache else "false", args.max_prefill_rows))
     return path
 
 
@@ -100,6 +100,8 @@ def main():
     ap.add_argument("--system-tokens", type=int, default=1000)
     ap.add_argument("--max-tokens", type=int, default=16)
     ap.add_argument("--apart-tokens", type=int, default=64, help="max_tokens of `apart`")
+    ap.add_argument("--max-prefill-rows", type=int, default=0,
+                    help="[server] max_prefill_rows of both arms (0 = no limit)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default="bench-prefix-out")
     args = ap.parse_args()
@@ -115,13 +117,13 @@ def main():
                 servers[arm] = ss.Server(args.specd, write_config(
                     os.path.join(work, arm + ".toml"), args, arm == "on"), timeout=600)
             # Words per token of the system prompt, from one request's usage.
-            probe = text_of(rng, 200)
+            probe = text_of(rng, 50)  # fits a 1024-token context at 7 tokens a word
             s, r = ss.request(servers["on"].port, "POST", "/v1/chat/completions",
                               {"messages": [{"role": "system", "content": probe}],
                                "max_tokens": 1})
             if s != 200:
                 raise RuntimeError("probe: %d %r" % (s, r))
-            words = max(1, int(200 * args.system_tokens / r["usage"]["prompt_tokens"]))
+            words = max(1, int(50 * args.system_tokens / r["usage"]["prompt_tokens"]))
             for rep in range(args.repeats):
                 system = text_of(rng, words)
                 questions = [text_of(rng, 12) + "?" for _ in range(2 * args.concurrency)]

@@ -49,6 +49,17 @@ void BatchVerifier::begin(std::span<const specd_token> prompt, float* hidden) {
         static_cast<uint32_t>(cache_->adopt_prefix(prompt_, static_cast<int32_t>(prompt_.size())));
 }
 
+uint32_t BatchVerifier::take_published() {
+  if (!prefix_cache_ || prompt_hidden_ || !prefilling()) return 0;
+  const auto held =
+      static_cast<size_t>(cache_->adopt_prefix(prompt_, static_cast<int32_t>(prompt_.size())));
+  if (held <= prefilled_) return 0;
+  const auto taken = static_cast<uint32_t>(held - prefilled_);
+  prefilled_ = held;
+  hit_rows_ += taken;
+  return taken;
+}
+
 void BatchVerifier::verify(specd_token root, const specd_draft_tree& tree, float* logits,
                            float* hidden) {
   if (prefilling()) throw Error("batch verifier: a round before the prompt was processed");

@@ -10,7 +10,8 @@
 // never beyond `max_rows`, which is also the context_length() this sequence sees.
 //
 // With `prefix_cache`, the prompt's full blocks that the pool has published are taken instead
-// of prefilled (KvCache::adopt_prefix), and the prompt's own full blocks are published as
+// of prefilled (KvCache::adopt_prefix: at begin(), and by take_published() before a chunk
+// while every row so far is shared), and the prompt's own full blocks are published as
 // their chunks commit. A taken row has the bits a prefill would give it here: every row of a
 // pass of at most invariant_max_rows rows per sequence is batch invariant, so its bits depend
 // on its token, its position and the rows before it, never on how the prompt was cut into
@@ -58,8 +59,12 @@ class BatchVerifier {
   void pass_done();
   // Rows the cache's blocks hold now.
   uint32_t held_rows() const { return static_cast<uint32_t>(cache_->held_rows()); }
-  // The prompt's rows taken from the prefix cache at begin().
+  // The prompt's rows taken from the prefix cache at begin() and by take_published().
   uint32_t prefix_hit_rows() const { return hit_rows_; }
+  // Before its next chunk: takes the blocks of its prompt that other sequences published
+  // since (a request that waited for its turn to prefill behind one with the same start).
+  // Returns the rows taken.
+  uint32_t take_published();
 
  private:
   LlamaModel& model_;

@@ -90,12 +90,13 @@ void KvCache::truncate(int32_t n) {
 }
 
 int32_t KvCache::adopt_prefix(std::span<const int32_t> tokens, int32_t max_rows) {
-  if (committed_ != 0 || !parents_.empty() || !blocks_.empty())
-    throw Error("KV cache: adopting a prefix into a cache that holds rows");
+  if (!parents_.empty()) throw Error("KV cache: adopting a prefix while rows are pending");
   const int32_t B = pool_->block_rows();
+  if (committed_ != shared_ * B || shared_ != static_cast<int32_t>(blocks_.size()))
+    return committed_;  // rows of its own (or a partial block): what follows is not shared
   const int32_t limit =
       std::min<int32_t>({static_cast<int32_t>(tokens.size()), max_rows, capacity_});
-  int32_t parent = -1;
+  int32_t parent = blocks_.empty() ? -1 : blocks_.back();
   while ((committed_ + B) <= limit) {
     const int32_t b = pool_->find(parent, tokens.subspan(static_cast<size_t>(committed_), B));
     if (b < 0) break;

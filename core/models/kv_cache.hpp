@@ -58,9 +58,11 @@ class KvCache {
   // given back when n falls inside the shared blocks (it must then be a block boundary).
   void truncate(int32_t n);
 
-  // A cache holding nothing yet takes the published blocks that hold `tokens` from the start,
-  // as far as they match, whole blocks only, at most `max_rows` rows; they become its committed
-  // rows. Returns the rows taken.
+  // Takes the published blocks that hold `tokens` after the rows it holds, as far as they
+  // match, whole blocks only, up to `max_rows` rows; they become committed rows. Only a cache
+  // whose every row is in shared blocks (none yet, or blocks it adopted or published) takes
+  // more: a prefill may adopt what other sequences published while it waited. Returns the
+  // rows it holds. Throws when rows are pending.
   int32_t adopt_prefix(std::span<const int32_t> tokens, int32_t max_rows);
   // Publishes the cache's next unshared block if it is full of committed rows, whose tokens
   // (the sequence's, from row 0) are given; returns false when there is none to publish or

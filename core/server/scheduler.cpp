@@ -409,17 +409,27 @@ void Scheduler::choose_prefill_chunks() {
   // A budget trades the later requests' first tokens and the decoding sequences' steady
   // steps for the earlier requests' first tokens (docs/SERVER.md, "Prefill budget").
   const uint64_t budget = static_cast<uint64_t>(engines_.config().server.max_prefill_rows);
-  uint64_t taken = 0;
+  uint64_t taken = 0, adopted = 0;
   for (auto& r : active_) {
     Running& run = *r;
     run.waits = false;
     if (!run.kv->prefilling()) continue;
+    // What a request ahead with the same start published since (one it waited behind).
+    adopted += run.kv->take_published();
+    if (!run.kv->prefilling()) {
+      run.job->prefilled = true;
+      continue;
+    }
     const uint32_t rows = run.kv->next_chunk_rows();
     if (budget > 0 && taken > 0 && taken + rows > budget) {
       run.waits = true;
       continue;
     }
     taken += rows;
+  }
+  if (adopted) {
+    std::lock_guard<std::mutex> lock(steps_mutex_);
+    steps_.prefix_hit_rows += adopted;
   }
 }
 

@@ -277,6 +277,20 @@ TEST_CASE("prefix cache: adopted blocks compute what a fresh prefill computes; e
     other[2] = (other[2] + 1) % V;
     auto d = model->new_cache(64);
     CHECK(d->adopt_prefix(other, 40) == 0);
+    // A cache that holds shared blocks only takes more as they are published (a prefill that
+    // waited behind one with the same start); one holding rows of its own takes none.
+    auto e = model->new_cache(64);
+    CHECK(e->adopt_prefix(std::span(prompt).first(B), 40) == B);
+    CHECK(e->adopt_prefix(prompt, 40) == 2 * B);
+    CHECK(e->blocks()[1] == a->blocks()[1]);
+    CHECK(e->shared_blocks() == 2);
+    e.reset();
+    const std::vector<int32_t> own(other.begin(), other.begin() + 4);
+    model->forward(*d, own, range(4, 0), range(4, -1), nullptr, nullptr, 4);
+    CHECK_THROWS_WITH_AS(d->adopt_prefix(prompt, 40), doctest::Contains("pending"), Error);
+    model->commit(*d, range(4, 0));
+    CHECK(d->adopt_prefix(prompt, 40) == 4);
+    CHECK(d->shared_blocks() == 0);
     // Shared rows are read-only: a cut inside them is refused, one at a block boundary lets
     // the later blocks go.
     CHECK_THROWS_WITH_AS(b->truncate(20), doctest::Contains("shared KV block"), Error);

@@ -449,6 +449,44 @@ TEST_CASE("prefix cache: requests that take cached blocks give the tokens they g
   }
 }
 
+TEST_CASE("prefix cache: a burst behind a prefill budget takes what the first one published") {
+  if (!have_models()) return;
+  std::string system = "You are a careful assistant. Answer briefly, and name the sources you used";
+  while (system.size() < 360) system += ", checking every number twice";
+  const std::vector<std::string> texts = {
+      system + ". Q: what is two plus two? A:", system + ". Q: name a long river. A:",
+      system + ". Q: who wrote Hamlet? A:"};
+  const std::vector<SpeculativeRequest> specs(texts.size(), setting("draft-model"));
+  PluginRegistry registry{std::vector<std::string>{}};
+  std::vector<Outcome> want;
+  {
+    const Config off = config({"server.prefix_cache=false"});
+    EngineCache engines(off, registry);
+    Scheduler scheduler(engines, off.server.queue_limit);
+    for (size_t i = 0; i < texts.size(); ++i)
+      want.push_back(run_alone(scheduler, off, texts[i], specs[i]));
+  }
+  for (const std::string budget : {"0", "1"}) {
+    INFO("max_prefill_rows " << budget);
+    const Config c = config({"server.max_prefill_rows=" + budget});
+    EngineCache engines(c, registry);
+    Scheduler scheduler(engines, c.server.queue_limit);
+    Probe probe;
+    const std::vector<Outcome> got = run_together(scheduler, c, texts, specs, probe);
+    for (size_t i = 0; i < texts.size(); ++i) {
+      REQUIRE_MESSAGE(got[i].error.empty(), got[i].error);
+      CHECK(got[i].tokens == want[i].tokens);
+    }
+    // Queued at once, none finds the system prompt published when it starts; behind the
+    // budget the second and third take it once the first has prefilled it.
+    const uint64_t hits = scheduler.steps().prefix_hit_rows;
+    if (budget == "0")
+      CHECK(hits == 0);
+    else
+      CHECK(hits >= 2 * 4 * LlamaModel::kKvBlockRows);
+  }
+}
+
 TEST_CASE("prefix cache: a full pool evicts cached blocks, oldest first, and outputs hold") {
   if (!have_models()) return;
   // 256 KV rows: sixteen blocks, so the second prompt's prefill needs blocks the first one left
