@@ -246,7 +246,7 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
     const uint32_t rows = kv().reservation(prompt.size(), r.max_tokens, drafts,
                                            engine.invariant_rows(), engine.context_length());
     // A reservation is at most the budget, so with nothing else holding rows it fits.
-    // (A cancelled job is let in to end at its first step, not kept waiting for room.)
+    // (A cancelled job is let in to end at its next step, not kept waiting for room.)
     if (!kv().fits(rows) && !job->cancelled) {
       // Nothing runs, so only /v1/verify sessions in use hold the rows (idle ones yield
       // them): wait at most [server] kv_wait_s, then answer.
@@ -569,13 +569,15 @@ void Scheduler::step() {
     Running& run = **it;
     run.in_pass = false;
     run.call = ProposeCall{};
-    if (run.waits) {  // its turn to prefill comes later; cancelled, it need not come
-      if (run.job->cancelled) {
-        run.sequence->stop("cancelled");
-        finish(run, nullptr);
-        it = active_.erase(it);
-        continue;
-      }
+    // Cancelled before its first token: it ends now, not after the rest of its prefill (a
+    // long prompt's chunks would only delay the others).
+    if (run.job->cancelled && run.kv->prefilling()) {
+      run.sequence->stop("cancelled");
+      finish(run, nullptr);
+      it = active_.erase(it);
+      continue;
+    }
+    if (run.waits) {  // its turn to prefill comes later
       ++it;
       continue;
     }

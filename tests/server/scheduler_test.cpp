@@ -548,6 +548,41 @@ TEST_CASE("a cancelled request ends at its next step and frees its place; run_ex
   CHECK(ran);
 }
 
+TEST_CASE("a request cancelled while its prompt prefills ends at once, prefilling no more") {
+  if (!have_models()) return;
+  for (const std::string budget : {"0", "1"}) {
+    INFO("max_prefill_rows " << budget);
+    const Config c = config({"server.max_prefill_rows=" + budget, "server.prefix_cache=false"});
+    PluginRegistry registry{std::vector<std::string>{}};
+    EngineCache engines(c, registry);
+    Scheduler scheduler(engines, c.server.queue_limit);
+    Probe probe;
+    std::promise<Outcome> long_done, short_done;
+    // A prompt of several chunks, and (with the budget: waiting behind it) a short one;
+    // both are cancelled as they are admitted, before any pass.
+    auto long_job =
+        make_job(prompts().back(), setting("draft-model"), c, long_done, scheduler, probe);
+    auto short_job =
+        make_job("The quick brown fox", setting("draft-model"), c, short_done, scheduler, probe);
+    for (Job* job : {long_job.get(), short_job.get()})
+      job->on_start = [job](const RequestError* e) {
+        REQUIRE(e == nullptr);
+        job->cancelled = true;
+      };
+    scheduler.run_exclusive([&] {
+      REQUIRE(scheduler.submit(long_job));
+      REQUIRE(scheduler.submit(short_job));
+    });
+    for (auto* done : {&long_done, &short_done}) {
+      const Outcome o = done->get_future().get();
+      CHECK(o.error.empty());
+      CHECK(o.stop_reason == "cancelled");
+      CHECK(o.tokens.empty());
+    }
+    CHECK(scheduler.steps().prefill_rows == 0);
+  }
+}
+
 // Not run by default (a measurement, no assertion on time):
 //   build/bin/scheduler_test -tc="*throughput*" --no-skip
 TEST_CASE("throughput of 1, 8 and 16 concurrent greedy sequences" * doctest::skip()) {
