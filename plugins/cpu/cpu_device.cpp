@@ -348,7 +348,7 @@ void CpuDevice::attention(const specd_view& qv, const specd_view& kv, const spec
     extra = ex.i32_row(0);
   }
   sdk::check_attention_mask(op, m, prefix, begin, extra, n_extra, [&](int64_t) { return k.rows; });
-  cpu::attention(*pool_, q, k, v, MaskRows{prefix, begin, extra}, p, out);
+  cpu::attention(*pool_, kernel_, q, k, v, MaskRows{prefix, begin, extra}, p, out);
 }
 
 void CpuDevice::attention_paged(const specd_view& qv, const specd_view& kv, const specd_view& vv,
@@ -380,7 +380,8 @@ void CpuDevice::attention_paged(const specd_view& qv, const specd_view& kv, cons
   }
   sdk::check_attention_mask(op, m, prefix, begin, extra, n_extra,
                             [&](int64_t i) { return (tab.cols - table_begin[i]) * B; });
-  cpu::attention(*pool_, q, k, v, MaskRows{prefix, begin, extra, table, table_begin, B}, p, out);
+  cpu::attention(*pool_, kernel_, q, k, v, MaskRows{prefix, begin, extra, table, table_begin, B}, p,
+                 out);
 }
 
 void CpuDevice::set_rows(const specd_view& sv, const specd_view& iv, const specd_view& dv) {

@@ -1,8 +1,8 @@
 // The CPU backend's attention is one fixed sequence of f32 operations per row and head
 // (plugins/cpu/ops/ops.cpp): 16-lane dot products in k order reduced pairwise, exp_ref
 // (plugins/cpu/ops/vexp.hpp, tested in vexp_test.cpp) of each score minus the largest, the weighted
-// values summed in key order, one division. The AVX-512 path (head_dim 64 and 128) and the portable
-// one must both give exactly its bits. This reference is written from that description; the tests
+// values summed in key order, one division. The AVX-512 and AVX2 paths (head_dim 64 and 128) and
+// the portable one must all give exactly its bits: each case runs on every kernel the CPU has. This reference is written from that description; the tests
 // build for the baseline x86-64 instruction set, which has no fused multiply-add to contract the
 // products into.
 #include <algorithm>
@@ -89,38 +89,49 @@ int attention_differences(Device& dev, std::mt19937& rng, uint32_t hd, uint32_t 
 
 TEST_CASE("cpu attention: every head_dim gives the bits of the fixed-order definition") {
   std::mt19937 rng(31);
-  const OpenBackend cpu = open_cpu(2);
-  Device* const dev = cpu.device.get();
-  for (uint32_t hd : {32u, 64u, 80u, 128u}) {
-    const int differ = attention_differences(*dev, rng, hd, 4, 2, std::vector<int32_t>(5, 37), -1);
-    CHECK_MESSAGE(differ == 0, "head_dim " << hd << ": " << differ << " values differ");
+  for (const char* kernel : {"generic", "avx2", "avx512"}) {
+    const OpenBackend cpu = open_cpu_kernel(kernel, 2);
+    if (!cpu.device) continue;
+    Device* const dev = cpu.device.get();
+    INFO("kernel " << kernel);
+    for (uint32_t hd : {32u, 64u, 80u, 128u}) {
+      const int differ =
+          attention_differences(*dev, rng, hd, 4, 2, std::vector<int32_t>(5, 37), -1);
+      CHECK_MESSAGE(differ == 0, "head_dim " << hd << ": " << differ << " values differ");
+    }
   }
 }
 
-// The AVX-512 kernels take 16 keys at a time and the query heads of a KV head together: key
-// counts below, at and past multiples of 16, rows of one call with different key counts (growing
-// and shrinking from row to row, within a task's range of rows), groups of 1 to 4 query heads
-// per KV head and a row whose scores are all zero.
+// The AVX-512 kernels take 16 keys at a time, the AVX2 ones 8, and both the query heads of a KV
+// head together: key counts below, at and past multiples of 8 and 16, rows of one call with
+// different key counts (growing and shrinking from row to row, within a task's range of rows),
+// groups of 1 to 4 query heads per KV head and a row whose scores are all zero.
 TEST_CASE("cpu attention: key blocks, GQA groups and rows of different lengths keep the bits") {
   std::mt19937 rng(47);
-  const OpenBackend cpu = open_cpu(2);
-  Device* const dev = cpu.device.get();
-  const std::vector<std::vector<int32_t>> prefixes = {{0},
-                                                      {15},
-                                                      {16},
-                                                      {31, 31},
-                                                      {1, 14, 15, 16, 17, 32, 33, 47, 48, 64},
-                                                      {64, 48, 33, 33, 17, 2, 1, 0, 16, 16}};
-  const uint32_t heads[][2] = {{4, 4}, {4, 2}, {6, 2}, {8, 2}};
-  for (uint32_t hd : {32u, 64u, 128u})
-    for (const auto& h : heads)
-      for (size_t c = 0; c < prefixes.size(); ++c) {
-        const int64_t zero_row = c == 4 ? 3 : -1;
-        const int differ = attention_differences(*dev, rng, hd, h[0], h[1], prefixes[c], zero_row);
-        CHECK_MESSAGE(differ == 0, "head_dim " << hd << ", " << h[0] << " heads, " << h[1]
-                                               << " KV heads, prefix case " << c << ": " << differ
-                                               << " values differ");
-      }
+  for (const char* kernel : {"generic", "avx2", "avx512"}) {
+    const OpenBackend cpu = open_cpu_kernel(kernel, 2);
+    if (!cpu.device) continue;
+    Device* const dev = cpu.device.get();
+    INFO("kernel " << kernel);
+    const std::vector<std::vector<int32_t>> prefixes = {{0},
+                                                        {15},
+                                                        {16},
+                                                        {31, 31},
+                                                        {1, 14, 15, 16, 17, 32, 33, 47, 48, 64},
+                                                        {64, 48, 33, 33, 17, 2, 1, 0, 16, 16},
+                                                        {7, 8, 9, 23, 24, 25}};
+    const uint32_t heads[][2] = {{4, 4}, {4, 2}, {6, 2}, {8, 2}};
+    for (uint32_t hd : {32u, 64u, 128u})
+      for (const auto& h : heads)
+        for (size_t c = 0; c < prefixes.size(); ++c) {
+          const int64_t zero_row = c == 4 ? 3 : -1;
+          const int differ =
+              attention_differences(*dev, rng, hd, h[0], h[1], prefixes[c], zero_row);
+          CHECK_MESSAGE(differ == 0, "head_dim " << hd << ", " << h[0] << " heads, " << h[1]
+                                                 << " KV heads, prefix case " << c << ": " << differ
+                                                 << " values differ");
+        }
+  }
 }
 
 // Rows that see their prefix only (decoding and chain verification) go as lanes of (row, query
@@ -130,25 +141,29 @@ TEST_CASE("cpu attention: key blocks, GQA groups and rows of different lengths k
 // calls just below and at the size that switches to lanes, and a row whose scores are all zero.
 TEST_CASE("cpu attention: chain rows as lanes of a KV head keep the bits") {
   std::mt19937 rng(53);
-  const OpenBackend cpu = open_cpu(2);
-  Device* const dev = cpu.device.get();
-  auto chain = [](int32_t first, int rows) {
-    std::vector<int32_t> p;
-    for (int i = 0; i < rows; ++i) p.push_back(first + i);
-    return p;
-  };
-  const std::vector<std::vector<int32_t>> prefixes = {
-      chain(65, 8), chain(1, 20),   chain(30, 3),
-      chain(30, 4), chain(100, 17), {5, 70, 2, 33, 1, 16, 17, 64}};
-  const uint32_t heads[][2] = {{16, 16}, {16, 8}, {16, 4}, {6, 2}, {16, 2}, {16, 1}, {8, 1}};
-  for (uint32_t hd : {64u, 128u, 80u})
-    for (const auto& h : heads)
-      for (size_t c = 0; c < prefixes.size(); ++c) {
-        const int64_t zero_row = c == 1 ? 5 : -1;
-        const int differ =
-            attention_differences(*dev, rng, hd, h[0], h[1], prefixes[c], zero_row, true);
-        CHECK_MESSAGE(differ == 0, "head_dim " << hd << ", " << h[0] << " heads, " << h[1]
-                                               << " KV heads, chain case " << c << ": " << differ
-                                               << " values differ");
-      }
+  for (const char* kernel : {"generic", "avx2", "avx512"}) {
+    const OpenBackend cpu = open_cpu_kernel(kernel, 2);
+    if (!cpu.device) continue;
+    Device* const dev = cpu.device.get();
+    INFO("kernel " << kernel);
+    auto chain = [](int32_t first, int rows) {
+      std::vector<int32_t> p;
+      for (int i = 0; i < rows; ++i) p.push_back(first + i);
+      return p;
+    };
+    const std::vector<std::vector<int32_t>> prefixes = {
+        chain(65, 8), chain(1, 20),   chain(30, 3),
+        chain(30, 4), chain(100, 17), {5, 70, 2, 33, 1, 16, 17, 64}};
+    const uint32_t heads[][2] = {{16, 16}, {16, 8}, {16, 4}, {6, 2}, {16, 2}, {16, 1}, {8, 1}};
+    for (uint32_t hd : {64u, 128u, 80u})
+      for (const auto& h : heads)
+        for (size_t c = 0; c < prefixes.size(); ++c) {
+          const int64_t zero_row = c == 1 ? 5 : -1;
+          const int differ =
+              attention_differences(*dev, rng, hd, h[0], h[1], prefixes[c], zero_row, true);
+          CHECK_MESSAGE(differ == 0, "head_dim " << hd << ", " << h[0] << " heads, " << h[1]
+                                                 << " KV heads, chain case " << c << ": " << differ
+                                                 << " values differ");
+        }
+  }
 }

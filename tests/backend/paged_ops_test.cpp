@@ -229,8 +229,18 @@ TEST_CASE("set_rows encodes f32 rows as f16 and q8_0 with the SDK's encoders' bi
 
 TEST_CASE("attention_paged over f16 and q8_0 pools equals f32 attention over the decoded rows") {
   std::mt19937 rng(15);
-  for (auto& ob : open_backends()) {
-    Device& dev = *ob.device;
+  // Every backend, and the CPU backend with each kernel this CPU has (the AVX2 one reads the
+  // encoded rows itself, the others decode them first).
+  std::vector<OpenBackend> devices = open_backends();
+  std::vector<std::string> labels;
+  for (const OpenBackend& ob : devices) labels.push_back(ob.backend->name());
+  for (const char* kernel : {"generic", "avx2", "avx512"})
+    if (OpenBackend cpu = open_cpu_kernel(kernel, 2); cpu.device) {
+      devices.push_back(std::move(cpu));
+      labels.push_back(std::string("cpu kernel ") + kernel);
+    }
+  for (size_t d = 0; d < devices.size(); ++d) {
+    Device& dev = *devices[d].device;
     for (const specd_dtype dtype : {SPECD_DTYPE_F16, SPECD_DTYPE_Q8_0}) {
       for (const uint32_t hd : {64u, 128u}) {
         const uint32_t n_head = 4, n_kv = 2;
@@ -284,7 +294,7 @@ TEST_CASE("attention_paged over f16 and q8_0 pools equals f32 attention over the
                             B, bt.view(SPECD_DTYPE_I32, 1, int64_t(table.size())),
                             btb.view(SPECD_DTYPE_I32, 1, m), p, bo2.view(SPECD_DTYPE_F32, m, qc));
         const auto want = download_vec<float>(bo2, m * qc);
-        INFO(ob.backend->name() << " " << sdk::dtype_name(dtype) << " head_dim " << hd);
+        INFO(labels[d] << " " << sdk::dtype_name(dtype) << " head_dim " << hd);
         CHECK(std::memcmp(got.data(), want.data(), got.size() * 4) == 0);
       }
     }

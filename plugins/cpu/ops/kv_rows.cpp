@@ -46,6 +46,22 @@ namespace ggml = specd::ggml;
 
 #pragma GCC diagnostic pop
 
+[[gnu::target("avx2,f16c")]] void encode_f16_avx2(const float* src, int64_t n, uint16_t* dst) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; ++i) dst[i] = ggml::f32_to_f16(src[i]);
+}
+
+[[gnu::target("avx2,f16c")]] void decode_f16_avx2(const uint16_t* src, int64_t n, float* dst) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  for (; i < n; ++i) dst[i] = ggml::f16_to_f32(src[i]);
+}
+
 }  // namespace
 
 int64_t kv_byte_offset(specd_dtype dtype, int64_t col) {
@@ -58,6 +74,7 @@ void encode_kv_row(const float* src, int64_t n, specd_dtype dtype, uint8_t* dst)
   if (dtype == SPECD_DTYPE_F16) {
     auto* h = reinterpret_cast<uint16_t*>(dst);
     if (avx512_available()) return encode_f16_avx512(src, n, h);
+    if (avx2_available()) return encode_f16_avx2(src, n, h);
     for (int64_t i = 0; i < n; ++i) h[i] = ggml::f32_to_f16(src[i]);
     return;
   }
@@ -68,6 +85,7 @@ void decode_kv_row(const uint8_t* src, int64_t n, specd_dtype dtype, float* dst)
   if (dtype == SPECD_DTYPE_F16) {
     const auto* h = reinterpret_cast<const uint16_t*>(src);
     if (avx512_available()) return decode_f16_avx512(h, n, dst);
+    if (avx2_available()) return decode_f16_avx2(h, n, dst);
     for (int64_t i = 0; i < n; ++i) dst[i] = ggml::f16_to_f32(h[i]);
     return;
   }

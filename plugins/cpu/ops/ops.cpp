@@ -10,6 +10,7 @@
 
 #include "gemm/decode.hpp"
 #include "gemm/gemm_kernels.hpp"
+#include "ops/attention_avx2.hpp"
 #include "ops/kv_rows.hpp"
 #include "ops/vexp.hpp"
 #include "runtime/work_shares.hpp"
@@ -673,15 +674,17 @@ std::vector<std::pair<int64_t, int64_t>> segments(const MaskRows& mask, int64_t 
 
 }  // namespace
 
-void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const MaskRows& mask,
-               const specd_attention_params& p, const Mat& out) {
+void attention(ThreadPool& pool, GemmKernel kernel, const Mat& q, const Mat& k, const Mat& v,
+               const MaskRows& mask, const specd_attention_params& p, const Mat& out) {
   const int64_t hd = p.head_dim;
   const uint32_t group = p.n_head / p.n_head_kv;
-  const bool avx512 = avx512_available() && (hd == 64 || hd == 128);
-  // With AVX-512 a task computes, row by row, np consecutive query heads that share their KV
-  // head (two when the group allows it and head_dim is 64), else one; either way each (row,
-  // head) goes through the same operations whatever the task, the thread or m.
-  const int np = avx512 && hd == 64 && group % 2 == 0 ? 2 : 1;
+  // The device's kernel choice picks the instruction set (all give the same bits).
+  const bool avx512 = kernel == GemmKernel::kAvx512 && (hd == 64 || hd == 128);
+  const bool avx2 = kernel == GemmKernel::kAvx2 && attend_avx2_supports(hd) && k.dtype == v.dtype;
+  // With AVX-512 or AVX2 a task computes, row by row, np consecutive query heads that share
+  // their KV head (two when the group allows it and head_dim is 64), else one; either way each
+  // (row, head) goes through the same operations whatever the task, the thread or m.
+  const int np = (avx512 || avx2) && hd == 64 && group % 2 == 0 ? 2 : 1;
   const int64_t head_tasks = p.n_head / np;
   auto n_keys_of = [&](int64_t i) { return mask.prefix[i] + mask.begin[i + 1] - mask.begin[i]; };
   auto one = [&](int64_t i, uint32_t h) {
@@ -694,6 +697,19 @@ void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const
     scores.resize(static_cast<size_t>(np * n_keys));
     const float* qi = q.f32_row(i) + h * hd;
     float* o = out.f32_row(i) + h * hd;
+    if (avx2) {                                         // reads the cache rows in their encoding
+      thread_local std::vector<const uint8_t*> slices;  // key j's: keys, then values
+      slices.resize(static_cast<size_t>(2 * n_keys));
+      const int64_t off = kv_byte_offset(k.dtype, kv_off);
+      for (int64_t j = 0; j < n_keys; ++j) {
+        const int64_t s = map(key_slot(j, prefix, extra));
+        slices[j] = k.row(s) + off;
+        slices[n_keys + j] = v.row(s) + off;
+      }
+      attend_heads_avx2(hd, np, k.dtype, qi, slices.data(), slices.data() + n_keys, n_keys, p.scale,
+                        scores.data(), o);
+      return;
+    }
     thread_local std::vector<const float*> rows;  // key j's rows: keys, then values
     rows.resize(static_cast<size_t>(2 * n_keys));
     const float** kr = rows.data();

@@ -2,6 +2,7 @@
 // computed by one thread in a fixed order, so results do not depend on m or the thread count.
 #pragma once
 
+#include "gemm/gemm_kernels.hpp"
 #include "runtime/cpu_buffer.hpp"
 #include "runtime/thread_pool.hpp"
 
@@ -40,7 +41,8 @@ struct MaskRows {
   const int32_t* table_begin = nullptr;
   int64_t block_rows = 0;
 };
-void attention(ThreadPool& pool, const Mat& q, const Mat& k, const Mat& v, const MaskRows& mask,
-               const specd_attention_params& p, const Mat& out);
+// `kernel` (the device's GEMM kernel) picks the instruction set; the bits are the same.
+void attention(ThreadPool& pool, GemmKernel kernel, const Mat& q, const Mat& k, const Mat& v,
+               const MaskRows& mask, const specd_attention_params& p, const Mat& out);
 
 }  // namespace specd::cpu

@@ -1,0 +1,26 @@
+// Attention of one row's query heads with AVX2 (called only after avx2_available(), when the
+// device's kernel is avx2): the bits of ops.cpp's attend_head for each head, reading the cache
+// rows in their own encoding (f32, f16 or q8_0), decoded exactly as kv_rows.hpp does, in
+// registers instead of through a decoded copy of the rows.
+//
+// Thread rule: a pure function of its arguments; `scores` is the caller's scratch.
+#pragma once
+
+#include <cstdint>
+
+#include "specd/backend.h"
+
+namespace specd::cpu {
+
+// True when attend_heads_avx2 computes this head_dim (64 and 128).
+bool attend_avx2_supports(int64_t head_dim);
+
+// NP (1, or 2 when head_dim is 64) consecutive query heads q (NP * head_dim floats) that share
+// one KV head: krow[j], vrow[j] point at key j's slice of that KV head in its cache row (dtype
+// f32, f16 or q8_0; a q8_0 slice starts on a block); scores: NP * n_keys floats; o: NP *
+// head_dim floats.
+void attend_heads_avx2(int64_t head_dim, int np, specd_dtype dtype, const float* q,
+                       const uint8_t* const* krow, const uint8_t* const* vrow, int64_t n_keys,
+                       float scale, float* scores, float* o);
+
+}  // namespace specd::cpu
