@@ -12,9 +12,9 @@
 //
 // A cache row is read in its encoding and decoded in registers with kv_rows.hpp's exact
 // decoding (a half is an f32; a q8_0 value is d·q, one exact product), so every encoding gets
-// the bits of f32 rows holding the decoded values. On a 2-core Zen 3 VM this kernel made one
-// row of the constructed 1.5 B model after 500 tokens of f16 cache take about a third as long
-// in attention as the portable loop over rows decoded into scratch.
+// the bits of f32 rows holding the decoded values. On a 2-core Zen 3 VM, four sequences of the
+// constructed 1.5 B model after 140 tokens of f16 cache took 354 us of attention a layer, against
+// 1561 us for the portable loop over rows decoded into scratch.
 #include "ops/attention_avx2.hpp"
 
 #include <immintrin.h>
