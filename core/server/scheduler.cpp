@@ -524,9 +524,9 @@ void Scheduler::plan_drafts() {
     char line[200];
     std::snprintf(line, sizeof line,
                   "serve: step plan: %u decoding, %u prefill rows, %u drafted; %.2f tokens in "
-                  "%.1f ms (pass scale %.2f)",
+                  "%.1f ms (plain %.1f ms; pass scale %.2f)",
                   decoding, prefill_rows, drafted, plan.tokens, plan.seconds * 1e3,
-                  pass_time_.scale());
+                  plan.plain_seconds * 1e3, pass_time_.scale());
     log_message(LogLevel::debug, line);
   }
   for (size_t i = 0; i < runs.size(); ++i) {

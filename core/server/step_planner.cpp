@@ -65,6 +65,7 @@ StepPlan plan_step(std::span<const PlanSequence> seqs, const PassTime& pass,
       ++rows;
     }
     const double seconds = step_seconds(seqs, k, std::max<uint32_t>(rows, 1), pass, drafts);
+    if (n == 0) plan.plain_seconds = seconds;
     const double decoding_s = seconds - prefill_s;
     const double rate = decoding_s > 0 ? tokens / decoding_s : 0;
     if (rate > best_rate) {  // strictly better: ties keep fewer rows

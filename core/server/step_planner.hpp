@@ -46,9 +46,10 @@ struct PlanSequence {
 };
 
 struct StepPlan {
-  std::vector<uint32_t> k;  // per sequence (0 for those not planned)
-  double tokens = 0;        // predicted tokens of the step
-  double seconds = 0;       // predicted seconds (prefill chunks' share included)
+  std::vector<uint32_t> k;   // per sequence (0 for those not planned)
+  double tokens = 0;         // predicted tokens of the step
+  double seconds = 0;        // predicted seconds (prefill chunks' share included)
+  double plain_seconds = 0;  // predicted seconds had no planned sequence drafted
 };
 
 StepPlan plan_step(std::span<const PlanSequence> sequences, const PassTime& pass,

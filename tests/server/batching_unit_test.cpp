@@ -137,6 +137,7 @@ TEST_CASE("step plan: drafts long alone, short or not at all under a compute-bou
   const server::StepPlan alone = plan_step(one, t, drafts);
   CHECK(alone.k[0] >= 6);
   CHECK(alone.tokens / alone.seconds > 2.5 / cpu_pass_s(1));
+  CHECK(alone.plain_seconds == doctest::Approx(cpu_pass_s(1)));  // what it weighed against
   // 16 sequences: 16 rows are compute bound already; a drafted row costs 9 ms and adds 0.9
   // tokens against a step of ~87 ms for 16: drafting loses.
   const std::vector<PlanSequence> sixteen(16, auto_seq(0.9));
