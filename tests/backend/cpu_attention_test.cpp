@@ -2,9 +2,9 @@
 // (plugins/cpu/ops/ops.cpp): 16-lane dot products in k order reduced pairwise, exp_ref
 // (plugins/cpu/ops/vexp.hpp, tested in vexp_test.cpp) of each score minus the largest, the weighted
 // values summed in key order, one division. The AVX-512 and AVX2 paths (head_dim 64 and 128) and
-// the portable one must all give exactly its bits: each case runs on every kernel the CPU has. This reference is written from that description; the tests
-// build for the baseline x86-64 instruction set, which has no fused multiply-add to contract the
-// products into.
+// the portable one must all give exactly its bits: each case runs on every kernel the CPU has. This
+// reference is written from that description; the tests build for the baseline x86-64 instruction
+// set, which has no fused multiply-add to contract the products into.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -94,7 +94,7 @@ TEST_CASE("cpu attention: every head_dim gives the bits of the fixed-order defin
     if (!cpu.device) continue;
     Device* const dev = cpu.device.get();
     INFO("kernel " << kernel);
-    for (uint32_t hd : {32u, 64u, 80u, 128u}) {
+    for (uint32_t hd : {32u, 64u, 80u, 96u, 128u, 256u}) {
       const int differ =
           attention_differences(*dev, rng, hd, 4, 2, std::vector<int32_t>(5, 37), -1);
       CHECK_MESSAGE(differ == 0, "head_dim " << hd << ": " << differ << " values differ");

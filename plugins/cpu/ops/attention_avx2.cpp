@@ -104,6 +104,13 @@ template <int HD, class Row>
   return _mm_cvtss_f32(m);
 }
 
+// The most dimensions, a multiple of 8 dividing HD, whose sums for NP heads fit 8 registers.
+constexpr int dims_per_pass(int hd, int np) {
+  int d = 64 / np;
+  while (hd % d != 0) d -= 8;
+  return d;
+}
+
 template <int HD, int NP, class Row>
 [[gnu::target("avx2,f16c")]] void attend(const float* q, const uint8_t* const* krow,
                                          const uint8_t* const* vrow, int64_t n_keys, float scale,
@@ -147,9 +154,9 @@ template <int HD, int NP, class Row>
       _mm256_storeu_ps(sa + j, exp8(_mm256_sub_ps(_mm256_loadu_ps(sa + j), mv)));
     for (; j < n_keys; ++j) sa[j] = exp_ref(sa[j] - mx);
   }
-  // The weighted values, D dimensions of every head per pass over the keys (8 registers of
-  // sums); the sums of e on the first pass.
-  constexpr int D = std::min(HD, 64 / NP), R = D / 8;
+  // The weighted values, D dimensions of every head per pass over the keys (at most 8
+  // registers of sums); the sums of e on the first pass.
+  constexpr int D = dims_per_pass(HD, NP), R = D / 8;
   float sum[NP] = {};
   for (int d0 = 0; d0 < HD; d0 += D) {
     __m256 acc[NP][R];
@@ -192,18 +199,25 @@ void attend_dtype(specd_dtype dtype, const float* q, const uint8_t* const* krow,
 }  // namespace
 
 bool attend_avx2_supports(int64_t head_dim) {
-  return head_dim == 64 || head_dim == 128;
+  return head_dim == 64 || head_dim == 80 || head_dim == 96 || head_dim == 128 || head_dim == 256;
 }
 
 void attend_heads_avx2(int64_t head_dim, int np, specd_dtype dtype, const float* q,
                        const uint8_t* const* krow, const uint8_t* const* vrow, int64_t n_keys,
                        float scale, float* scores, float* o) {
-  if (head_dim == 128)
-    attend_dtype<128, 1>(dtype, q, krow, vrow, n_keys, scale, scores, o);
-  else if (np == 2)
-    attend_dtype<64, 2>(dtype, q, krow, vrow, n_keys, scale, scores, o);
-  else
-    attend_dtype<64, 1>(dtype, q, krow, vrow, n_keys, scale, scores, o);
+  switch (head_dim) {
+    case 64:
+      return np == 2 ? attend_dtype<64, 2>(dtype, q, krow, vrow, n_keys, scale, scores, o)
+                     : attend_dtype<64, 1>(dtype, q, krow, vrow, n_keys, scale, scores, o);
+    case 80:
+      return attend_dtype<80, 1>(dtype, q, krow, vrow, n_keys, scale, scores, o);
+    case 96:
+      return attend_dtype<96, 1>(dtype, q, krow, vrow, n_keys, scale, scores, o);
+    case 128:
+      return attend_dtype<128, 1>(dtype, q, krow, vrow, n_keys, scale, scores, o);
+    default:
+      return attend_dtype<256, 1>(dtype, q, krow, vrow, n_keys, scale, scores, o);
+  }
 }
 
 }  // namespace specd::cpu
