@@ -28,6 +28,22 @@ struct alignas(32) KPrep {
   float d;
 };
 
+// Weight row j + kAhead (null past j1): its blocks are asked for block by block while row j's
+// are worked on. Spread so, the requests leave the memory less idle than a whole row asked for
+// at once (on a Zen 3 VM one row's q6_K matmuls of the 1.5 B constructed model took 0.7x as
+// long, its q4_K ones 0.96x).
+constexpr int kAhead = 4;
+const uint8_t* row_ahead(const QArgs& a, int64_t j, int64_t j1) {
+  return j + kAhead < j1 ? a.w + (j + kAhead) * a.ldw : nullptr;
+}
+
+// Asks for the cache lines of bytes [p, p + n) of a row.
+inline void prefetch_span(const uint8_t* p, int64_t n) {
+  const char* c = reinterpret_cast<const char*>(p);
+  for (int64_t o = 0; o < n; o += 64) _mm_prefetch(c + o, _MM_HINT_T0);
+  _mm_prefetch(c + n - 1, _MM_HINT_T0);
+}
+
 // A binary16 field to f32, exactly (F16C).
 float f16(const uint8_t* p) {
   return _cvtsh_ss(ggml::load_u16(p));
@@ -334,9 +350,10 @@ __m256i block32_ints(const uint8_t* b) {
 }
 
 template <uint32_t T>
-void prep_32(const uint8_t* row, int64_t nb, Q8Prep* P) {
+void prep_32(const uint8_t* row, int64_t nb, Q8Prep* P, const uint8_t* ahead) {
   constexpr int64_t bytes = ggml::block_layout(T).bytes;
   for (int64_t b = 0; b < nb; ++b) {
+    if (ahead) prefetch_span(ahead + bytes * b, bytes);
     const __m256i w = block32_ints<T>(row + bytes * b);
     P[b].w = w;
     P[b].abs_w = _mm256_sign_epi8(w, w);  // -128 stays 0x80 = 128 unsigned
@@ -375,11 +392,12 @@ struct alignas(32) MinPrep {
 };
 
 template <uint32_t T>
-void prep_32_min(const uint8_t* row, int64_t nb, MinPrep* P) {
+void prep_32_min(const uint8_t* row, int64_t nb, MinPrep* P, const uint8_t* ahead) {
   constexpr int64_t bytes = ggml::block_layout(T).bytes;
   constexpr int qs_at = T == ggml::kQ5_1 ? 8 : 4;
   const __m128i low4 = _mm_set1_epi8(15);
   for (int64_t b = 0; b < nb; ++b) {
+    if (ahead) prefetch_span(ahead + bytes * b, bytes);
     const uint8_t* blk = row + bytes * b;
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + qs_at));
     __m256i w = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low4), _mm_and_si128(q, low4));
@@ -420,14 +438,6 @@ void rows_32_min(const MinPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64
     a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r][0], acc[r][1]) + reduce16(macc[r][0], macc[r][1]);
 }
 
-// Asks for weight row j + kAhead while row j is computed (one sequential stream per task).
-constexpr int kAhead = 4;
-void prefetch_row(const QArgs& a, int64_t j, int64_t j1) {
-  if (j + kAhead >= j1) return;
-  const char* p = reinterpret_cast<const char*>(a.w + (j + kAhead) * a.ldw);
-  for (int64_t o = 0; o < a.ldw; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
-}
-
 // Column j's prepared row P applied to tiles of up to N rows of x (kRows, or four for q4_K and
 // q6_K: one int32 per row and block, the rows in one 4-lane vector).
 template <int N = kRows, class Prep, class Rows>
@@ -440,8 +450,7 @@ void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   Q8Prep* P = reinterpret_cast<Q8Prep*>(scratch);
   const int64_t nb = a.k / 32;
   for (int64_t j = j0; j < j1; ++j) {
-    prefetch_row(a, j, j1);
-    prep_32<T>(a.w + j * a.ldw, nb, P);
+    prep_32<T>(a.w + j * a.ldw, nb, P, row_ahead(a, j, j1));
     each_row_tile(a, j, P, nb,
                   []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
                     rows_q8_0<MR>(p, n, q, i0, jj);
@@ -454,8 +463,7 @@ void cols_32_min(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   MinPrep* P = reinterpret_cast<MinPrep*>(scratch);
   const int64_t nb = a.k / 32;
   for (int64_t j = j0; j < j1; ++j) {
-    prefetch_row(a, j, j1);
-    prep_32_min<T>(a.w + j * a.ldw, nb, P);
+    prep_32_min<T>(a.w + j * a.ldw, nb, P, row_ahead(a, j, j1));
     each_row_tile(a, j, P, nb,
                   []<int MR>(const MinPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
                     rows_32_min<MR>(p, n, q, i0, jj);
@@ -469,8 +477,11 @@ void cols_q5_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   const int64_t nb = a.k / 256;
   for (int64_t j = j0; j < j1; ++j) {
     const uint8_t* w = a.w + j * a.ldw;
-    prefetch_row(a, j, j1);
-    for (int64_t b = 0; b < nb; ++b) prep_q5_k(w + 176 * b, P + b);
+    const uint8_t* ahead = row_ahead(a, j, j1);
+    for (int64_t b = 0; b < nb; ++b) {
+      if (ahead) prefetch_span(ahead + 176 * b, 176);
+      prep_q5_k(w + 176 * b, P + b);
+    }
     each_row_tile(a, j, P, nb,
                   []<int MR>(const KPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
                     rows_k<MR>(p, n, q, i0, jj);
@@ -487,8 +498,11 @@ void cols_one_int(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, Prep
   const int64_t nb = a.k / 256;
   for (int64_t j = j0; j < j1; ++j) {
     const uint8_t* w = a.w + j * a.ldw;
-    prefetch_row(a, j, j1);
-    for (int64_t b = 0; b < nb; ++b) prep(w + Bytes * b, P + b);
+    const uint8_t* ahead = row_ahead(a, j, j1);
+    for (int64_t b = 0; b < nb; ++b) {
+      if (ahead) prefetch_span(ahead + Bytes * b, Bytes);
+      prep(w + Bytes * b, P + b);
+    }
     each_row_tile<4>(a, j, P, nb, rows);
   }
 }
@@ -497,21 +511,19 @@ void cols_one_int(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, Prep
 // f32 vector: per block each column's isum and msum as 8 int32 lanes (as rows_q4_k forms
 // them), the four reduced together, then the block's two f32 steps for the four columns.
 // Nothing is prepared in memory: one row has no other rows to share a prepared block with.
-void four_cols_q4_k(const QArgs& a, int64_t j, bool ahead) {
+void four_cols_q4_k(const QArgs& a, int64_t j, int64_t j1) {
   const int64_t nb = a.k / 256;
   const __m256i low4 = _mm256_set1_epi8(15);
-  const uint8_t* w[4];
-  for (int c = 0; c < 4; ++c) w[c] = a.w + (j + c) * a.ldw;
+  const uint8_t *w[4], *ahead[4];
+  for (int c = 0; c < 4; ++c) {
+    w[c] = a.w + (j + c) * a.ldw;
+    ahead[c] = row_ahead(a, j + c, j1);
+  }
   __m128 acc = _mm_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const int8_t* y = a.x.q + 256 * b;
-    if (ahead)  // block b of the next four columns, while this block is worked on
-      for (int c = 0; c < 4; ++c) {
-        const char* next = reinterpret_cast<const char*>(w[c] + 4 * a.ldw + 144 * b);
-        _mm_prefetch(next, _MM_HINT_T0);
-        _mm_prefetch(next + 64, _MM_HINT_T0);
-        _mm_prefetch(next + 143, _MM_HINT_T0);
-      }
+    for (int c = 0; c < 4; ++c)
+      if (ahead[c]) prefetch_span(ahead[c] + 144 * b, 144);
     const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x.bsum16 + 16 * b));
     __m256i sc16[4], isum[4], msum[4];
     alignas(16) uint16_t d[4], dmin[4];
@@ -559,29 +571,22 @@ void four_cols_q4_k(const QArgs& a, int64_t j, bool ahead) {
 }
 
 // q4_K: one row goes four columns at a time (four_cols_q4_k); up to 4 rows (one tile) prepare
-// each block just before applying it, as q6_K does below, and ask for the block four columns
-// on while they work on it: spread over the row, those requests leave the memory less idle
-// than a whole row asked for at once. On a Zen 3 VM, one thread, the 1.5 B constructed model's
-// q4_K matmuls took 0.93x as long for one row as with the whole row prepared in the scratch
-// first and fetched at once (interleaved runs), its forward 0.95x.
+// each block just before applying it, as q6_K does below. On a Zen 3 VM, one thread, the 1.5 B
+// constructed model's q4_K matmuls took 0.93x as long for one row as with the whole row
+// prepared in the scratch first (interleaved runs).
 void cols_q4_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   if (a.m <= 4) {
     const int64_t nb = a.k / 256;
     int64_t j = j0;
     if (a.m == 1)
-      for (; j + 4 <= j1; j += 4) four_cols_q4_k(a, j, j + 8 <= j1);
+      for (; j + 4 <= j1; j += 4) four_cols_q4_k(a, j, j1);
     for (; j < j1; ++j) {
       const uint8_t* w = a.w + j * a.ldw;
-      const bool ahead = j + 4 < j1;
+      const uint8_t* ahead = row_ahead(a, j, j1);
       for_row_tiles<4>(a.m, [&]<int MR>(int64_t i0) {
         Q4KPrep p;
         rows_q4_k<MR>(nb, a, i0, j, [&](int64_t b) -> const Q4KPrep& {
-          if (ahead && i0 == 0) {  // the same block four columns on
-            const char* next = reinterpret_cast<const char*>(w + 4 * a.ldw + 144 * b);
-            _mm_prefetch(next, _MM_HINT_T0);
-            _mm_prefetch(next + 64, _MM_HINT_T0);
-            _mm_prefetch(next + 143, _MM_HINT_T0);
-          }
+          if (ahead && i0 == 0) prefetch_span(ahead + 144 * b, 144);
           prep_q4_k(w + 144 * b, &p);
           return p;
         });
@@ -598,23 +603,17 @@ void cols_q4_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
 
 // q6_K: up to 4 rows (one tile) prepare each block just before applying it, in registers and
 // the stack, instead of the whole weight row into the scratch first (with those stores and
-// loads one row of k 1024, n 4096 took 192 us on one thread, against 143), and ask for the
-// block four columns on as q4_K does (asking for a whole row at once, the 1.5 B constructed
-// model's q6_K matmuls took 1.4x as long for one row on a Zen 3 VM, one or two threads).
+// loads one row of k 1024, n 4096 took 192 us on one thread, against 143).
 void cols_q6_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   if (a.m <= 4) {
     const int64_t nb = a.k / 256;
     for (int64_t j = j0; j < j1; ++j) {
       const uint8_t* w = a.w + j * a.ldw;
-      const bool ahead = j + 4 < j1;
+      const uint8_t* ahead = row_ahead(a, j, j1);
       for_row_tiles<4>(a.m, [&]<int MR>(int64_t i0) {
         Q6KPrep p;
         rows_q6_k<MR>(nb, a, i0, j, [&](int64_t b) -> const Q6KPrep& {
-          if (ahead && i0 == 0) {  // the same block four columns on (as q4_K)
-            const char* next = reinterpret_cast<const char*>(w + 4 * a.ldw + 210 * b);
-            for (int line = 0; line < 4; ++line) _mm_prefetch(next + 64 * line, _MM_HINT_T0);
-            _mm_prefetch(next + 209, _MM_HINT_T0);
-          }
+          if (ahead && i0 == 0) prefetch_span(ahead + 210 * b, 210);
           prep_q6_k(w + 210 * b, &p);
           return p;
         });
