@@ -9,6 +9,7 @@
 
 #include "qint/qint.hpp"
 #include "qint/qint_lowbit.hpp"
+#include "qint/qint_prefetch.hpp"
 #include "qint/qint_reduce.hpp"
 #include "qint/qint_tiles.hpp"
 #include "specd/cpp/ggml_blocks.hpp"
@@ -27,22 +28,6 @@ struct alignas(32) KPrep {
   __m256 wm[2];
   float d;
 };
-
-// Weight row j + kAhead (null past j1): its blocks are asked for block by block while row j's
-// are worked on. Spread so, the requests leave the memory less idle than a whole row asked for
-// at once (on a Zen 3 VM one row's q6_K matmuls of the 1.5 B constructed model took 0.7x as
-// long, its q4_K ones 0.96x).
-constexpr int kAhead = 4;
-const uint8_t* row_ahead(const QArgs& a, int64_t j, int64_t j1) {
-  return j + kAhead < j1 ? a.w + (j + kAhead) * a.ldw : nullptr;
-}
-
-// Asks for the cache lines of bytes [p, p + n) of a row.
-inline void prefetch_span(const uint8_t* p, int64_t n) {
-  const char* c = reinterpret_cast<const char*>(p);
-  for (int64_t o = 0; o < n; o += 64) _mm_prefetch(c + o, _MM_HINT_T0);
-  _mm_prefetch(c + n - 1, _MM_HINT_T0);
-}
 
 // A binary16 field to f32, exactly (F16C).
 float f16(const uint8_t* p) {

@@ -8,6 +8,7 @@
 
 #include "qint/qint_lowbit.hpp"
 #include "qint/qint_lowbit_simd.hpp"
+#include "qint/qint_prefetch.hpp"
 #include "qint/qint_reduce.hpp"
 
 namespace specd::cpu::qint {
@@ -154,14 +155,6 @@ void rows(const Prep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
   }
 }
 
-// Asks for weight row j + kAhead while row j is computed (one sequential stream per task).
-constexpr int kAhead = 4;
-void prefetch_row(const QArgs& a, int64_t j, int64_t j1) {
-  if (j + kAhead >= j1) return;
-  const char* p = reinterpret_cast<const char*>(a.w + (j + kAhead) * a.ldw);
-  for (int64_t o = 0; o < a.ldw; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
-}
-
 template <uint32_t T>
 void cols(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   static_assert(sizeof(Prep) <= 4 * 256, "a prepared block must fit qint::scratch_bytes");
@@ -170,8 +163,11 @@ void cols(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   const int64_t nb = a.k / 256;
   for (int64_t j = j0; j < j1; ++j) {
     const uint8_t* w = a.w + j * a.ldw;
-    prefetch_row(a, j, j1);
-    for (int64_t b = 0; b < nb; ++b) prep<T>(w + bytes * b, P + b);
+    const uint8_t* ahead = row_ahead(a, j, j1);
+    for (int64_t b = 0; b < nb; ++b) {
+      if (ahead) prefetch_span(ahead + bytes * b, bytes);
+      prep<T>(w + bytes * b, P + b);
+    }
     for (int64_t i0 = 0; i0 < a.m; i0 += kRows) {
       if (a.m - i0 >= 2)
         rows<T, 2>(P, nb, a, i0, j);
