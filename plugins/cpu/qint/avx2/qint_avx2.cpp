@@ -500,6 +500,26 @@ void cols_one_int(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, Prep
   }
 }
 
+// q4_K and q6_K for up to 4 rows (one tile), columns j .. j1 - 1: each block (Bytes long) is
+// prepared with prep just before rows applies it, in registers and the stack, and the same block
+// of the row kAhead on is asked for meanwhile.
+template <class Prep, int64_t Bytes, class PrepBlock, class Rows>
+void cols_prepared_in_place(const QArgs& a, int64_t j, int64_t j1, PrepBlock prep, Rows rows) {
+  const int64_t nb = a.k / 256;
+  for (; j < j1; ++j) {
+    const uint8_t* w = a.w + j * a.ldw;
+    const uint8_t* ahead = row_ahead(a, j, j1);
+    for_row_tiles<4>(a.m, [&]<int MR>(int64_t i0) {
+      Prep p;
+      rows.template operator()<MR>(nb, a, i0, j, [&](int64_t b) -> const Prep& {
+        if (ahead && i0 == 0) prefetch_span(ahead + Bytes * b, Bytes);
+        prep(w + Bytes * b, &p);
+        return p;
+      });
+    });
+  }
+}
+
 // One row of x against 4 q4_K weight rows (columns j .. j + 3) at once, in the lanes of one
 // f32 vector: per block each column's isum and msum as 8 int32 lanes (as rows_q4_k forms
 // them), the four reduced together, then the block's two f32 steps for the four columns.
@@ -569,22 +589,14 @@ void four_cols_q4_k(const QArgs& a, int64_t j, int64_t j1) {
 // prepared in the scratch first (interleaved runs).
 void cols_q4_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   if (a.m <= 4) {
-    const int64_t nb = a.k / 256;
     int64_t j = j0;
     if (a.m == 1)
       for (; j + 4 <= j1; j += 4) four_cols_q4_k(a, j, j1);
-    for (; j < j1; ++j) {
-      const uint8_t* w = a.w + j * a.ldw;
-      const uint8_t* ahead = row_ahead(a, j, j1);
-      for_row_tiles<4>(a.m, [&]<int MR>(int64_t i0) {
-        Q4KPrep p;
-        rows_q4_k<MR>(nb, a, i0, j, [&](int64_t b) -> const Q4KPrep& {
-          if (ahead && i0 == 0) prefetch_span(ahead + 144 * b, 144);
-          prep_q4_k(w + 144 * b, &p);
-          return p;
+    cols_prepared_in_place<Q4KPrep, 144>(
+        a, j, j1, [](const uint8_t* blk, Q4KPrep* p) { prep_q4_k(blk, p); },
+        []<int MR, class B>(int64_t n, const QArgs& q, int64_t i0, int64_t jj, B block) {
+          rows_q4_k<MR>(n, q, i0, jj, block);
         });
-      });
-    }
     return;
   }
   cols_one_int<Q4KPrep, 144, 8>(
@@ -599,19 +611,11 @@ void cols_q4_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
 // loads one row of k 1024, n 4096 took 192 us on one thread, against 143).
 void cols_q6_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   if (a.m <= 4) {
-    const int64_t nb = a.k / 256;
-    for (int64_t j = j0; j < j1; ++j) {
-      const uint8_t* w = a.w + j * a.ldw;
-      const uint8_t* ahead = row_ahead(a, j, j1);
-      for_row_tiles<4>(a.m, [&]<int MR>(int64_t i0) {
-        Q6KPrep p;
-        rows_q6_k<MR>(nb, a, i0, j, [&](int64_t b) -> const Q6KPrep& {
-          if (ahead && i0 == 0) prefetch_span(ahead + 210 * b, 210);
-          prep_q6_k(w + 210 * b, &p);
-          return p;
+    cols_prepared_in_place<Q6KPrep, 210>(
+        a, j0, j1, [](const uint8_t* blk, Q6KPrep* p) { prep_q6_k(blk, p); },
+        []<int MR, class B>(int64_t n, const QArgs& q, int64_t i0, int64_t jj, B block) {
+          rows_q6_k<MR>(n, q, i0, jj, block);
         });
-      });
-    }
     return;
   }
   cols_one_int<Q6KPrep, 210, 4>(
