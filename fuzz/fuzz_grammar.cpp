@@ -2,6 +2,10 @@
 // when it starts with '{', a JSON Schema), a NUL byte, then a text. A grammar that parses
 // is run over the text byte by byte, and its token mask over a small vocabulary is checked
 // against advancing each token on its own: the trie walk must agree with the plain matcher.
+//
+// One input makes up to 65 x 73 matcher calls, so each call gets a smaller budget than the
+// server's and the input stops once its calls together pass kInputWork: an ambiguous grammar
+// then exercises the "too ambiguous" refusal instead of reading as a hang.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -13,6 +17,13 @@
 #include "grammar/grammar_matcher.hpp"
 #include "grammar/json_schema_grammar.hpp"
 #include "grammar/token_trie.hpp"
+
+namespace {
+
+constexpr uint64_t kCallWork = 1'000'000;
+constexpr uint64_t kInputWork = 5'000'000;
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string input(reinterpret_cast<const char*>(data), size);
@@ -26,8 +37,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       source = specd::json_schema_gbnf(schema, "schema");
     }
     const specd::Grammar grammar = specd::parse_gbnf(source);
-    specd::GrammarMatcher matcher(grammar);
+    specd::GrammarMatcher matcher(grammar, kCallWork);
     specd::GrammarState state = matcher.initial();
+    uint64_t work = matcher.work_done();
     // Pieces: each byte of the text, each pair, and a few fixed ones (multi-byte included).
     std::vector<std::string> pieces = {"{", "\"", " ", "a", "\xC3\xA9", "\xC3", "\xA9", "ab"};
     for (size_t i = 0; i < text.size() && pieces.size() < 64; ++i) {
@@ -38,10 +50,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (size_t i = 0; i <= text.size() && i < 64; ++i) {
       std::vector<uint8_t> allowed;
       matcher.allowed_tokens(state, trie, allowed);
+      work += matcher.work_done();
       for (size_t t = 0; t < pieces.size(); ++t) {
         specd::GrammarState copy = state;
         const bool ok = matcher.advance(copy, pieces[t]);
+        work += matcher.work_done();
         if (ok != (allowed[t] != 0)) std::abort();  // the trie walk disagrees
+        if (work > kInputWork) return 0;
       }
       if (i == text.size() || !matcher.advance(state, text.substr(i, 1))) break;
     }

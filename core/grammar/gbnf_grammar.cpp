@@ -9,36 +9,42 @@
 namespace specd {
 
 bool GrammarElement::matches(uint32_t cp) const {
-  bool in = false;
-  for (const auto& [lo, hi] : ranges)
-    if (cp >= lo && cp <= hi) {
-      in = true;
-      break;
-    }
-  return in != negated;
+  return matches_any(cp, cp);
 }
 
 bool GrammarElement::matches_any(uint32_t lo, uint32_t hi) const {
-  if (!negated) {
-    for (const auto& [a, b] : ranges)
-      if (a <= hi && b >= lo) return true;
-    return false;
-  }
-  // Some point of [lo, hi] lies outside every range: walk it upwards past covering ranges.
-  uint32_t at = lo;
-  for (bool moved = true; moved;) {
-    moved = false;
-    for (const auto& [a, b] : ranges)
-      if (at >= a && at <= b) {
-        if (b >= hi) return false;
-        at = b + 1;
-        moved = true;
-      }
-  }
-  return true;
+  // The first range that does not end below lo; [lo, hi] meets it, or no range.
+  const auto it = std::lower_bound(ranges.begin(), ranges.end(), lo,
+                                   [](const auto& range, uint32_t v) { return range.second < v; });
+  return it != ranges.end() && it->first <= hi;
 }
 
 namespace {
+
+constexpr uint32_t kMaxCodePoint = 0x10FFFF;
+
+// A class's ranges sorted and merged (overlapping or adjacent ones joined); with `negated`,
+// the code points outside them instead.
+std::vector<std::pair<uint32_t, uint32_t>> normalized(
+    std::vector<std::pair<uint32_t, uint32_t>> ranges, bool negated) {
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<std::pair<uint32_t, uint32_t>> merged;
+  for (const auto& r : ranges) {
+    if (!merged.empty() && r.first <= merged.back().second + 1)
+      merged.back().second = std::max(merged.back().second, r.second);
+    else
+      merged.push_back(r);
+  }
+  if (!negated) return merged;
+  std::vector<std::pair<uint32_t, uint32_t>> outside;
+  uint32_t next = 0;  // the lowest code point not yet covered or placed
+  for (const auto& [a, b] : merged) {
+    if (a > next) outside.emplace_back(next, a - 1);
+    next = b + 1;
+  }
+  if (next <= kMaxCodePoint) outside.emplace_back(next, kMaxCodePoint);
+  return outside;
+}
 
 constexpr uint32_t kMaxRepetition = 10000;
 constexpr size_t kMaxElements = 1'000'000;
@@ -207,9 +213,11 @@ class Parser {
     return static_cast<uint32_t>(v);
   }
 
+  // A class counts once per range: repetition copies it whole.
   void add(Sequence& seq, GrammarElement e) {
-    if (++element_count_ > kMaxElements)
-      fail(pos_, "the grammar expands to more than 1000000 elements");
+    element_count_ += std::max<size_t>(1, e.ranges.size());
+    if (element_count_ > kMaxElements)
+      fail(pos_, "the grammar expands to more than 1000000 elements (a class counts its ranges)");
     seq.push_back(std::move(e));
   }
 
@@ -278,8 +286,9 @@ class Parser {
         last = seq.size();
         GrammarElement e;
         e.kind = GrammarElement::kChars;
+        bool negated = false;
         if (!at_end() && text_[pos_] == '^') {
-          e.negated = true;
+          negated = true;
           ++pos_;
         }
         while (!at_end() && text_[pos_] != ']') {
@@ -294,13 +303,14 @@ class Parser {
         }
         if (at_end()) fail(at, "the character class is not closed");
         ++pos_;
+        e.ranges = normalized(std::move(e.ranges), negated);
         add(seq, std::move(e));
       } else if (c == '.') {
         ++pos_;
         last = seq.size();
         GrammarElement e;
         e.kind = GrammarElement::kChars;
-        e.negated = true;  // outside no range: any code point
+        e.ranges.emplace_back(0, kMaxCodePoint);  // any code point
         add(seq, std::move(e));
       } else if (is_name_char(c)) {
         last = seq.size();

@@ -12,7 +12,7 @@
 //
 // Refused, with the line and column: syntax errors, undefined rules, a missing `root`,
 // left recursion (the matcher could not expand it), repetition counts above 10000 and
-// programs above 1,000,000 elements.
+// programs above 1,000,000 elements (a class counts once per range).
 #pragma once
 
 #include <cstdint>
@@ -34,9 +34,11 @@ class GrammarError : public UsageError {
 struct GrammarElement {
   enum Kind : uint8_t { kChars, kRule, kEnd };
   Kind kind = kEnd;
-  bool negated = false;  // kChars: matches code points outside `ranges`
-  uint32_t rule = 0;     // kRule: the rule referred to
-  std::vector<std::pair<uint32_t, uint32_t>> ranges;  // kChars: inclusive code point ranges
+  uint32_t rule = 0;  // kRule: the rule referred to
+  // kChars: the code points matched, as inclusive ranges sorted, disjoint and not adjacent
+  // (the parser merges a class's ranges and turns [^...] and `.` into their complement, so
+  // both lookups below are binary searches however the class was written).
+  std::vector<std::pair<uint32_t, uint32_t>> ranges;
 
   bool matches(uint32_t cp) const;
   // Whether some code point in [lo, hi] matches (for a character not yet complete).

@@ -1,6 +1,7 @@
 #include "grammar/grammar_matcher.hpp"
 
 #include <algorithm>
+#include <bit>
 
 namespace specd {
 namespace {
@@ -9,14 +10,11 @@ namespace {
 // memory: parses alive at once, and stack nodes made while advancing one state.
 constexpr size_t kMaxParses = 10000;
 constexpr size_t kMaxNodes = 1u << 22;
-// Stack nodes made and stacks compared in one call (advance, allowed_tokens): a JSON
-// grammar's mask over a 150,000-token vocabulary takes about a million; a grammar built to
-// keep thousands of parses alive would otherwise hold the scheduler for minutes per row.
-constexpr uint64_t kMaxWork = 40'000'000;
 
 }  // namespace
 
-GrammarMatcher::GrammarMatcher(const Grammar& grammar) : grammar_(grammar) {}
+GrammarMatcher::GrammarMatcher(const Grammar& grammar, uint64_t max_work)
+    : grammar_(grammar), max_work_(max_work) {}
 
 int32_t GrammarMatcher::node(uint32_t pos, int32_t parent) {
   if (arena_.size() >= kMaxNodes)
@@ -59,8 +57,9 @@ void GrammarMatcher::expand(int32_t start, std::vector<int32_t>& out) {
   }
 }
 
-bool GrammarMatcher::same_stack(int32_t a, int32_t b) const {
+bool GrammarMatcher::same_stack(int32_t a, int32_t b) {
   while (a != b) {
+    spend();  // deep stacks of equal content cost their depth
     if (a == kComplete || b == kComplete) return false;
     const Node& x = arena_[static_cast<size_t>(a)];
     const Node& y = arena_[static_cast<size_t>(b)];
@@ -72,16 +71,20 @@ bool GrammarMatcher::same_stack(int32_t a, int32_t b) const {
 }
 
 void GrammarMatcher::reset() {
-  arena_.clear();
-  sets_.clear();
+  clear_scratch();
   work_done_ = 0;
 }
 
-void GrammarMatcher::spend() {
-  ++work_done_;
-  if (work_done_ > kMaxWork)
-    throw GrammarError(
-        "grammar: too ambiguous (masking one position took more than 40000000 parse steps)");
+void GrammarMatcher::clear_scratch() {
+  arena_.clear();
+  sets_.clear();
+}
+
+void GrammarMatcher::spend(uint64_t units) {
+  work_done_ += units;
+  if (work_done_ > max_work_)
+    throw GrammarError("grammar: too ambiguous (masking one position took more than " +
+                       std::to_string(max_work_) + " parse steps)");
 }
 
 void GrammarMatcher::dedupe(size_t begin) {
@@ -91,6 +94,8 @@ void GrammarMatcher::dedupe(size_t begin) {
   const auto top = [&](int32_t n) -> int64_t {
     return n == kComplete ? -1 : static_cast<int64_t>(arena_[static_cast<size_t>(n)].pos);
   };
+  const uint64_t n = sets_.size() - begin;
+  spend(n * static_cast<uint64_t>(std::bit_width(n)));  // the sort's comparisons
   std::sort(sets_.begin() + static_cast<ptrdiff_t>(begin), sets_.end(), [&](int32_t a, int32_t b) {
     const int64_t ta = top(a), tb = top(b);
     return ta < tb || (ta == tb && a < b);
@@ -99,7 +104,6 @@ void GrammarMatcher::dedupe(size_t begin) {
   for (size_t i = begin; i < sets_.size(); ++i) {
     bool duplicate = false;
     for (size_t j = out; j-- > begin && top(sets_[j]) == top(sets_[i]);) {
-      spend();
       if (same_stack(sets_[j], sets_[i])) {
         duplicate = true;
         break;
@@ -230,6 +234,11 @@ GrammarState GrammarMatcher::initial() {
 
 bool GrammarMatcher::advance(GrammarState& state, std::string_view bytes) {
   reset();
+  return advance_within_call(state, bytes);
+}
+
+bool GrammarMatcher::advance_within_call(GrammarState& state, std::string_view bytes) {
+  clear_scratch();
   size_t begin = load(state);
   size_t end = sets_.size();
   Utf8Pending pending = state.pending;
@@ -271,10 +280,10 @@ bool GrammarMatcher::allowed_tokens(const GrammarState& state, const TokenTrie& 
   trie_ = &trie;
   allowed_ = &allowed;
   walk(0, begin, end, state.pending, 0);
-  // Tokens too long for the trie: one by one.
+  // Tokens too long for the trie: one by one, within this call's budget.
   for (const int32_t token : trie.long_tokens()) {
     GrammarState copy = state;
-    allowed[static_cast<size_t>(token)] = advance(copy, trie.piece(token)) ? 1 : 0;
+    allowed[static_cast<size_t>(token)] = advance_within_call(copy, trie.piece(token)) ? 1 : 0;
   }
   return std::find(allowed.begin(), allowed.end(), 1) != allowed.end();
 }

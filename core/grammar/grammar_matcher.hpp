@@ -40,13 +40,22 @@ struct GrammarState {
 
 class GrammarMatcher {
  public:
-  explicit GrammarMatcher(const Grammar& grammar);
+  // Units of work in one call (advance, allowed_tokens; see spend): a JSON
+  // grammar's mask over a 150,000-token vocabulary takes about a million; a grammar built to
+  // keep thousands of parses alive would otherwise hold the scheduler for minutes per row.
+  static constexpr uint64_t kDefaultMaxWork = 40'000'000;
+
+  // `max_work`: the units of work one call may take before it throws GrammarError ("too
+  // ambiguous"); a smaller budget suits callers that make many calls per request.
+  explicit GrammarMatcher(const Grammar& grammar, uint64_t max_work = kDefaultMaxWork);
 
   GrammarState initial();
   // The state after `bytes`; false (and `state` unchanged) when the grammar refuses them.
   bool advance(GrammarState& state, std::string_view bytes);
   // Whether the text so far is a complete match (end of sequence allowed).
   static bool can_end(const GrammarState& state);
+  // The units of work the last call took (initial, advance or allowed_tokens).
+  uint64_t work_done() const { return work_done_; }
   // Marks in `allowed` (one byte per token, set to 0/1) every token of `trie` whose bytes the
   // grammar accepts after `state`. Returns false when none is (end of sequence aside).
   bool allowed_tokens(const GrammarState& state, const TokenTrie& trie,
@@ -65,9 +74,14 @@ class GrammarMatcher {
   // Sets live in sets_: [begin, end) ranges. Appends the set after `cp` and returns its end.
   size_t step(size_t begin, size_t end, uint32_t cp);
   void dedupe(size_t begin);
-  bool same_stack(int32_t a, int32_t b) const;
-  void spend();  // one unit of work against kMaxWork (GrammarError past it)
-  void reset();  // empties the arena and the sets at the start of a call
+  bool same_stack(int32_t a, int32_t b);
+  // Units of work (a node made, a stack level compared, a sort comparison) against
+  // max_work_: GrammarError past it.
+  void spend(uint64_t units = 1);
+  void reset();          // at the start of a call: clear_scratch and no work done
+  void clear_scratch();  // empties the arena and the sets
+  // advance without starting a new call: the work counts against the current one.
+  bool advance_within_call(GrammarState& state, std::string_view bytes);
   // One byte: pending's update, and a step when it completes a character ([begin, end)
   // becomes the new set). Returns false when the byte is refused: not UTF-8, no parse takes
   // the character, or no parse could take any character starting with the pending bytes.
@@ -81,6 +95,7 @@ class GrammarMatcher {
   std::vector<Node> arena_;
   std::vector<int32_t> sets_;
   std::vector<int32_t> work_;
+  uint64_t max_work_;
   uint64_t work_done_ = 0;  // since the current call began
   const TokenTrie* trie_ = nullptr;
   std::vector<uint8_t>* allowed_ = nullptr;

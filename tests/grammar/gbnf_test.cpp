@@ -1,6 +1,7 @@
 // GBNF: parsing (and its errors, with line and column) and matching texts byte by byte.
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,46 @@ TEST_CASE("gbnf: classes, negation, any character, escapes and Unicode") {
   CHECK(match("root ::= [\\]\\[-]", "-") == Match::kComplete);
 }
 
+TEST_CASE("gbnf: a class's ranges in any order, overlapping or negated, match as written") {
+  // Ranges written out of order, overlapping, adjacent, repeated; then the same negated.
+  const std::string ranges = "x-zb-da-cq-qk-mn-ot-u";
+  const auto written = [](uint32_t cp) {
+    return (cp >= 'a' && cp <= 'd') || (cp >= 'k' && cp <= 'o') || cp == 'q' ||
+           (cp >= 't' && cp <= 'u') || (cp >= 'x' && cp <= 'z');
+  };
+  for (const bool negated : {false, true}) {
+    CAPTURE(negated);
+    const Grammar g = parse_gbnf("root ::= [" + std::string(negated ? "^" : "") + ranges + "]");
+    const GrammarElement& e = g.elements[g.rule_alternatives[g.root][0]];
+    for (uint32_t lo = 0; lo < 130; ++lo)
+      for (uint32_t hi = lo; hi < 130; ++hi) {
+        bool any = false;
+        for (uint32_t cp = lo; cp <= hi; ++cp) any = any || (written(cp) != negated);
+        if (lo == hi) CHECK(e.matches(lo) == any);
+        CHECK(e.matches_any(lo, hi) == any);
+      }
+    CHECK(e.matches(0x10FFFF) == negated);
+  }
+  CHECK(match(R"(root ::= [^\x00-\U0010FFFF]?)", "a") == Match::kNo);
+  CHECK(match("root ::= .", "\xF4\x8F\xBF\xBF") == Match::kComplete);  // U+10FFFF
+}
+
+TEST_CASE("gbnf: a negated class of many ranges written downwards stays a lookup") {
+  // Each range is checked once, not once per range below it: 20,000 ranges written from the
+  // top down used to make every character a 20,000-pass walk.
+  std::string cls = "root ::= [^";
+  for (uint32_t cp = 0x5000 + 2 * 20000; cp > 0x5000; cp -= 2) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "\\u%04X", cp);
+    cls += buf;
+  }
+  cls += "]+";
+  std::string text;
+  for (int i = 0; i < 2000; ++i) text += "\xE5\x80\x81";  // U+5001, between two ranges
+  CHECK(match(cls, text) == Match::kComplete);
+  CHECK(match(cls, "\xE5\x80\x82") == Match::kNo);  // U+5002 is one of them
+}
+
 TEST_CASE("gbnf: comments, line continuation inside groups and after |") {
   const std::string g = "# a comment\nroot ::= ( \"a\"\n  | \"b\" ) |  # trailing\n  \"c\"\n";
   CHECK(match(g, "a") == Match::kComplete);
@@ -119,6 +160,30 @@ TEST_CASE("gbnf: a grammar that keeps thousands of parses alive fails fast, with
   // A few levels are fine.
   GrammarState s = m.initial();
   CHECK(m.advance(s, "(((x)])"));
+}
+
+TEST_CASE("gbnf: a bounded repetition of a maybe-empty item costs work, within the budget") {
+  // Found by fuzzing: each of the 95 nested optional levels can be skipped, so every
+  // character reaches all the levels after it. The work is counted (nodes, stack levels
+  // compared, the dedupe's sort) and a budget refuses the call instead of running on.
+  const Grammar g = parse_gbnf("root ::= (\"ab\"? | \"a\" [b-z]){,95} \"!\"");
+  std::vector<std::string> pieces;
+  for (const char* p : {"a", "b", "c", "ab", "ac", "!", "ba"}) pieces.emplace_back(p);
+  const TokenTrie trie(pieces);
+  GrammarMatcher m(g);
+  GrammarState s = m.initial();
+  REQUIRE(m.advance(s, "abacab"));
+  std::vector<uint8_t> allowed;
+  CHECK(m.allowed_tokens(s, trie, allowed));
+  const uint64_t mask_work = m.work_done();
+  CHECK(mask_work > 1000);
+  // After whole items only an item or the end may follow: "a", "ab", "ac", "!".
+  CHECK(allowed == std::vector<uint8_t>{1, 0, 0, 1, 1, 1, 0});
+  GrammarMatcher small(g, mask_work / 2);
+  const GrammarState s2 = s;  // a state is plain data: any matcher of the grammar takes it
+  const std::string reason = "more than " + std::to_string(mask_work / 2) + " parse steps";
+  CHECK_THROWS_WITH_AS(small.allowed_tokens(s2, trie, allowed), doctest::Contains(reason.c_str()),
+                       GrammarError);
 }
 
 TEST_CASE("gbnf: errors say where") {
