@@ -264,6 +264,38 @@ void Device::set_rows(const View& src, const View& indices, const View& dst) {
   backend_->check(vt().set_rows(handle_, src.raw(), indices.raw(), dst.raw()), nullptr);
 }
 
+bool Device::has_hybrid_ops() const {
+  return SPECD_BACKEND_HAS(&vt(), mul_sigmoid) && vt().gated_delta_net && vt().mul_sigmoid;
+}
+
+void Device::require_hybrid_ops(const std::string& what) const {
+  backend_->require_minor(7, what);
+  if (!has_hybrid_ops())
+    throw UsageError(backend_->label() + " does not implement gated_delta_net and mul_sigmoid " +
+                     "(ABI 0.7 ops), which " + what + " needs");
+}
+
+void Device::gated_delta_net(const View& qkv, const View& alpha, const View& beta,
+                             const View& conv_weight, const View& dt_bias, const View& a,
+                             const View& conv_states, const View& ssm_states, const View& state_in,
+                             const View& state_out, const specd_delta_net_params& params,
+                             const View& out) {
+  require_hybrid_ops("a gated DeltaNet layer");
+  specd_recurrent_rows rows{};
+  rows.struct_size = sizeof(rows);
+  rows.state_in = state_in.raw();
+  rows.state_out = state_out.raw();
+  backend_->check(vt().gated_delta_net(handle_, qkv.raw(), alpha.raw(), beta.raw(),
+                                       conv_weight.raw(), dt_bias.raw(), a.raw(), conv_states.raw(),
+                                       ssm_states.raw(), &rows, &params, out.raw()),
+                  nullptr);
+}
+
+void Device::mul_sigmoid(const View& x, const View& gate, const View& y) {
+  require_hybrid_ops("a gated attention output");
+  backend_->check(vt().mul_sigmoid(handle_, x.raw(), gate.raw(), y.raw()), nullptr);
+}
+
 void Device::copy_bytes(Buffer& dst, uint64_t dst_offset, const Buffer& src, uint64_t src_offset,
                         uint64_t size) {
   backend_->check(vt().buffer_copy(handle_, dst.get(), dst_offset, src.get(), src_offset, size),

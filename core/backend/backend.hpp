@@ -155,6 +155,19 @@ class Device {
                        int32_t block_rows, const View& block_table, const View& table_begin,
                        const specd_attention_params& params, const View& out);
   void set_rows(const View& src, const View& indices, const View& dst);
+  // ABI 0.7 (hybrid models): a gated DeltaNet layer over recurrent state slots
+  // (specd_recurrent_rows: state_in and state_out int32 [1, m]) and a sigmoid-gated product.
+  // Both throw UsageError naming the backend when it lacks them.
+  void gated_delta_net(const View& qkv, const View& alpha, const View& beta,
+                       const View& conv_weight, const View& dt_bias, const View& a,
+                       const View& conv_states, const View& ssm_states, const View& state_in,
+                       const View& state_out, const specd_delta_net_params& params,
+                       const View& out);
+  void mul_sigmoid(const View& x, const View& gate, const View& y);
+  bool has_hybrid_ops() const;
+  // Throws UsageError "<backend> ... needs ABI 0.7" / "does not implement ..., which <what>
+  // needs" unless the device has both ABI 0.7 ops.
+  void require_hybrid_ops(const std::string& what) const;
   // Device-side copy of `size` bytes between buffers (ranges may overlap).
   void copy_bytes(Buffer& dst, uint64_t dst_offset, const Buffer& src, uint64_t src_offset,
                   uint64_t size);

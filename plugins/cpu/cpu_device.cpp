@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gemm/decode.hpp"
+#include "ops/delta_net.hpp"
 #include "ops/ops.hpp"
 #include "qint/packed_weights.hpp"
 #include "runtime/huge_pages.hpp"
@@ -394,6 +395,56 @@ void CpuDevice::set_rows(const specd_view& sv, const specd_view& iv, const specd
   sdk::check_scatter_ids(ix, s.rows, d.rows);
   if (overlaps(s, d) || overlaps(idx, d)) fail("set_rows", "dst overlaps src or indices");
   cpu::set_rows(s, ix, d, static_cast<int64_t>(sdk::dtype_row_bytes(s.dtype, s.cols)));
+}
+
+void CpuDevice::gated_delta_net(const specd_view& qkv, const specd_view& alpha,
+                                const specd_view& beta, const specd_view& conv_weight,
+                                const specd_view& dt_bias, const specd_view& a,
+                                const specd_view& conv_states, const specd_view& ssm_states,
+                                const specd_view& state_in, const specd_view& state_out,
+                                const specd_delta_net_params& p, const specd_view& out) {
+  const char* op = "gated_delta_net";
+  const OpTimer timer(profile_.get(), op, &qkv);
+  const std::initializer_list<specd_dtype> f32 = {SPECD_DTYPE_F32};
+  DeltaNetCall c;
+  c.qkv = check_view(&qkv, op, "qkv", f32);
+  c.alpha = check_view(&alpha, op, "alpha", f32);
+  c.beta = check_view(&beta, op, "beta", f32);
+  c.conv_weight = check_view(&conv_weight, op, "conv_weight", f32);
+  c.dt_bias = check_view(&dt_bias, op, "dt_bias", f32);
+  c.a = check_view(&a, op, "a", f32);
+  c.conv_states = check_view(&conv_states, op, "conv_states", f32, true);
+  c.ssm_states = check_view(&ssm_states, op, "ssm_states", f32, true);
+  c.out = check_view(&out, op, "out", f32, true);
+  const Mat in = check_view(&state_in, op, "rows.state_in", {SPECD_DTYPE_I32});
+  const Mat outs = check_view(&state_out, op, "rows.state_out", {SPECD_DTYPE_I32});
+  c.state_in = in.i32_row(0);
+  c.state_out = outs.i32_row(0);
+  c.p = p;
+  if (p.conv_kernel > 9)
+    throw sdk::PluginError(SPECD_STATUS_UNSUPPORTED,
+                           "gated_delta_net: conv_kernel above 9 is not implemented here");
+  sdk::check_state_slots(c.state_in, c.state_out, c.qkv.rows, c.conv_states.rows);
+  const std::initializer_list<const Mat*> inputs = {&c.qkv,         &c.dt_bias, &c.alpha, &c.beta,
+                                                    &c.conv_weight, &c.a,       &in,      &outs};
+  for (const Mat* input : inputs)
+    for (const Mat* written : {&c.out, &c.conv_states, &c.ssm_states})
+      if (overlaps(*input, *written)) fail(op, "an output overlaps an input");
+  if (overlaps(c.out, c.conv_states) || overlaps(c.out, c.ssm_states) ||
+      overlaps(c.conv_states, c.ssm_states))
+    fail(op, "out, conv_states and ssm_states overlap");
+  cpu::gated_delta_net(*pool_, c);
+}
+
+void CpuDevice::mul_sigmoid(const specd_view& xv, const specd_view& gv, const specd_view& yv) {
+  const OpTimer timer(profile_.get(), "mul_sigmoid", &xv);
+  const Mat x = check_view(&xv, "mul_sigmoid", "x", {SPECD_DTYPE_F32});
+  const Mat g = check_view(&gv, "mul_sigmoid", "gate", {SPECD_DTYPE_F32});
+  const Mat y = check_view(&yv, "mul_sigmoid", "y", {SPECD_DTYPE_F32}, true);
+  if (overlaps(y, g)) fail("mul_sigmoid", "y overlaps gate");
+  if (overlaps(y, x) && (y.p != x.p || y.stride != x.stride))
+    fail("mul_sigmoid", "y overlaps x without being x");
+  cpu::mul_sigmoid(*pool_, x, g, y);
 }
 
 void CpuDevice::swiglu(const specd_view& gv, const specd_view& uv, const specd_view& yv) {

@@ -60,4 +60,17 @@ struct AttentionArgs {
   int* error;  // set to nonzero by a block whose mask row (or table) is invalid
 };
 
+// A gated DeltaNet call (backend.h, gated_delta_net); the views were validated. `c` [m, C] and
+// `work` [n_value_heads * head_dim^2] are device scratch.
+struct DeltaNetArgs {
+  Mat qkv, alpha, beta, conv_weight, dt_bias, a, conv_states, ssm_states, out;
+  const int32_t* state_in;   // [m]
+  const int32_t* state_out;  // [m]
+  float* c;
+  float* work;
+  int64_t m;
+  int64_t n_key_heads, n_value_heads, head_dim, conv_kernel;
+  float eps;
+};
+
 }  // namespace specd::gpu

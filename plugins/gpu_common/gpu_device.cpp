@@ -330,6 +330,71 @@ void GpuDevice::set_rows(const specd_view& sv, const specd_view& iv, const specd
       launch_set_rows(s, i32(idx), d, static_cast<int64_t>(row_bytes(s)), error_, stream_));
 }
 
+void GpuDevice::gated_delta_net(const specd_view& qkv, const specd_view& alpha,
+                                const specd_view& beta, const specd_view& conv_weight,
+                                const specd_view& dt_bias, const specd_view& av,
+                                const specd_view& conv_states, const specd_view& ssm_states,
+                                const specd_view& state_in, const specd_view& state_out,
+                                const specd_delta_net_params& p, const specd_view& out) {
+  const char* op = "gated_delta_net";
+  const std::initializer_list<specd_dtype> f32 = {SPECD_DTYPE_F32};
+  DeltaNetArgs a{};
+  a.qkv = check_view(&qkv, op, "qkv", f32);
+  a.alpha = check_view(&alpha, op, "alpha", f32);
+  a.beta = check_view(&beta, op, "beta", f32);
+  a.conv_weight = check_view(&conv_weight, op, "conv_weight", f32);
+  a.dt_bias = check_view(&dt_bias, op, "dt_bias", f32);
+  a.a = check_view(&av, op, "a", f32);
+  a.conv_states = check_view(&conv_states, op, "conv_states", f32);
+  a.ssm_states = check_view(&ssm_states, op, "ssm_states", f32);
+  a.out = check_view(&out, op, "out", f32);
+  const Mat in = check_view(&state_in, op, "rows.state_in", {SPECD_DTYPE_I32});
+  const Mat outs = check_view(&state_out, op, "rows.state_out", {SPECD_DTYPE_I32});
+  if (p.conv_kernel > 9)
+    throw sdk::PluginError(SPECD_STATUS_UNSUPPORTED,
+                           "gated_delta_net: conv_kernel above 9 is not implemented here");
+  const std::initializer_list<const Mat*> inputs = {&a.qkv,         &a.dt_bias, &a.alpha, &a.beta,
+                                                    &a.conv_weight, &a.a,       &in,      &outs};
+  for (const Mat* input : inputs)
+    for (const Mat* written : {&a.out, &a.conv_states, &a.ssm_states})
+      if (overlaps(*input, *written)) fail(op, "an output overlaps an input");
+  if (overlaps(a.out, a.conv_states) || overlaps(a.out, a.ssm_states) ||
+      overlaps(a.conv_states, a.ssm_states))
+    fail(op, "out, conv_states and ssm_states overlap");
+  a.m = a.qkv.rows;
+  if (a.m == 0) return;
+  // The slots are read on the host once (a synchronization): a kernel that wrote outside the
+  // pool would corrupt other sequences' states.
+  const std::vector<int32_t> ins = read_i32_row(in), outs_host = read_i32_row(outs);
+  sdk::check_state_slots(ins.data(), outs_host.data(), a.m, a.conv_states.rows);
+  a.state_in = i32(in);
+  a.state_out = i32(outs);
+  a.n_key_heads = p.n_key_heads;
+  a.n_value_heads = p.n_value_heads;
+  a.head_dim = p.head_dim;
+  a.conv_kernel = p.conv_kernel;
+  a.eps = p.eps;
+  const uint64_t c_bytes = static_cast<uint64_t>(a.m * a.qkv.cols) * 4;
+  const uint64_t work_bytes = static_cast<uint64_t>(a.n_value_heads * a.head_dim * a.head_dim) * 4;
+  auto* scratch = static_cast<uint8_t*>(scratch_->get(c_bytes + work_bytes));
+  a.c = reinterpret_cast<float*>(scratch);
+  a.work = reinterpret_cast<float*>(scratch + c_bytes);
+  bind();
+  SPECD_GPU_CHECK(launch_gated_delta_net(a, stream_));
+}
+
+void GpuDevice::mul_sigmoid(const specd_view& xv, const specd_view& gv, const specd_view& yv) {
+  const Mat x = check_view(&xv, "mul_sigmoid", "x", {SPECD_DTYPE_F32});
+  const Mat g = check_view(&gv, "mul_sigmoid", "gate", {SPECD_DTYPE_F32});
+  const Mat y = check_view(&yv, "mul_sigmoid", "y", {SPECD_DTYPE_F32});
+  if (overlaps(y, g)) fail("mul_sigmoid", "y overlaps gate");
+  if (overlaps(y, x) && (y.p != x.p || y.stride_bytes != x.stride_bytes))
+    fail("mul_sigmoid", "y overlaps x without being x");
+  if (x.rows == 0) return;
+  bind();
+  SPECD_GPU_CHECK(launch_mul_sigmoid(x, g, y, stream_));
+}
+
 void GpuDevice::swiglu(const specd_view& gv, const specd_view& uv, const specd_view& yv) {
   const Mat g = check_view(&gv, "swiglu", "gate", {SPECD_DTYPE_F32});
   const Mat u = check_view(&uv, "swiglu", "up", {SPECD_DTYPE_F32});

@@ -49,6 +49,13 @@ class GpuDevice {
                        const specd_attention_mask& mask, const specd_kv_pages& pages,
                        const specd_attention_params& p, const specd_view& out);
   void set_rows(const specd_view& src, const specd_view& indices, const specd_view& dst);
+  void gated_delta_net(const specd_view& qkv, const specd_view& alpha, const specd_view& beta,
+                       const specd_view& conv_weight, const specd_view& dt_bias,
+                       const specd_view& a, const specd_view& conv_states,
+                       const specd_view& ssm_states, const specd_view& state_in,
+                       const specd_view& state_out, const specd_delta_net_params& p,
+                       const specd_view& out);
+  void mul_sigmoid(const specd_view& x, const specd_view& gate, const specd_view& y);
 
  private:
   void bind();  // makes this device current for the calling thread

@@ -35,6 +35,11 @@ cudaError_t launch_set_rows(const Mat& src, const int32_t* indices, const Mat& d
 cudaError_t launch_set_rows_encoded(const Mat& src, const int32_t* indices, const Mat& dst,
                                     int* error, cudaStream_t stream);
 
+// The gated DeltaNet layer (delta_net.cuh): convolution, L2 norms, recurrence; conv_kernel
+// <= 9. y = x * sigmoid(gate).
+cudaError_t launch_gated_delta_net(const DeltaNetArgs& a, cudaStream_t stream);
+cudaError_t launch_mul_sigmoid(const Mat& x, const Mat& gate, const Mat& y, cudaStream_t stream);
+
 // Attention (attention.cuh); head_dim <= kMaxHeadDim.
 constexpr int kMaxHeadDim = 512;
 cudaError_t launch_attention(const AttentionArgs& a, cudaStream_t stream);

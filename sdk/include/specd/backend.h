@@ -161,6 +161,35 @@ typedef struct specd_rope_params {
   const specd_view* freq_factors;
 } specd_rope_params;
 
+/* Recurrent state (ABI 0.7). A recurrent op reads and writes per-sequence states kept in a
+ * state pool: a view of `slots` rows, one state per row ("slot"), that the host allocates,
+ * zeroes for a new sequence and never interprets. Row i of the op's call starts from the
+ * state in slot state_in[0, i], or, when that is -1, from the state row i - 1 left (i > 0);
+ * after row i, its state is written to slot state_out[0, i] unless that is -1. Rows run in
+ * the order given: a slot written by an earlier row of the call is read with that write, so
+ * a chain needs state_in only at its first row, and a draft tree gives each node's row its
+ * parent's output slot. A slot that a row reads may be the one it writes (the state is read
+ * before it is written). Rows of different sequences may share a call; they never read each
+ * other's slots. */
+typedef struct specd_recurrent_rows {
+  uint32_t struct_size;
+  uint32_t reserved;           /* 0 */
+  const specd_view* state_in;  /* int32 [1, m]: slot, or -1 (row 0: never -1) */
+  const specd_view* state_out; /* int32 [1, m]: slot, or -1 (not written) */
+} specd_recurrent_rows;
+
+/* Shape of a gated DeltaNet layer (Qwen3-Next, Qwen3.5; llama.cpp's ggml_ssm_conv,
+ * ggml_l2_norm and ggml_gated_delta_net in sequence). H_k key heads and H_v value heads
+ * (H_v a multiple of H_k) of S values each; C = 2 H_k S + H_v S conv channels. */
+typedef struct specd_delta_net_params {
+  uint32_t struct_size;
+  uint32_t n_key_heads;   /* H_k */
+  uint32_t n_value_heads; /* H_v; value head h reads key head h % H_k */
+  uint32_t head_dim;      /* S: the size of a key head and of a value head */
+  uint32_t conv_kernel;   /* K: taps of the causal convolution, >= 2 */
+  float eps;              /* the L2 norm's floor */
+} specd_delta_net_params;
+
 typedef struct specd_device_params {
   uint32_t struct_size;
   uint32_t device_index; /* which device of this backend (GPU ordinal); 0 for the CPU */
@@ -344,6 +373,45 @@ typedef struct specd_backend_vtable {
    * or indices. [same-thread] */
   specd_status* (*set_rows)(void* device, const specd_view* src, const specd_view* indices,
                             const specd_view* dst);
+
+  /* ---- ABI 0.7 ---------------------------------------------------------------------------
+   * Optional (NULL allowed; read only when struct_size covers them). The host refuses a
+   * hybrid model (gated DeltaNet layers, gated attention) on a backend without them, naming
+   * the backend and what it lacks.
+   *
+   * A gated DeltaNet layer between its projections and its output norm, over m rows
+   * (specd_recurrent_rows: each row's state in and out). For row i, with its state (conv
+   * rows W of K - 1 rows of C values, oldest first; matrices M_h of S x S values):
+   *   c[j]  = silu(sum_{t < K-1} W[t][j] conv_weight[j, t] + qkv[i, j] conv_weight[j, K-1])
+   *   W     = the last K - 1 of (W rows, qkv[i, :])
+   *   q_g, k_g = c's key heads g (c[g S ..], c[H_k S + g S ..]), each scaled by
+   *           1 / max(||.||_2, eps); v_h = c[2 H_k S + h S ..]
+   *   gate_h = softplus(alpha[i, h] + dt_bias[0, h]) * a[0, h]    (softplus(x) = log(1 + e^x),
+   *           and x above 20)
+   *   beta_h = sigmoid(beta[i, h])
+   *   for every value head h, k = k_{h % H_k}, q = q_{h % H_k}:
+   *     M_h  = exp(gate_h) M_h
+   *     d    = beta_h (v_h - M_h^T k)       M_h[x][y]: key index x, value index y
+   *     M_h += k d^T
+   *     out[i, h S + y] = (M_h^T q)[y] / sqrt(S)
+   * qkv f32 [m, C]; alpha, beta f32 [m, H_v]; conv_weight f32 [C, K]; dt_bias, a f32
+   * [1, H_v]; out f32 [m, H_v S], not overlapping any input. conv_states f32 [slots,
+   * (K - 1) C] (row t C + j of a slot = W[t][j]); ssm_states f32 [slots, H_v S S] (slot
+   * element (h S + y) S + x = M_h[x][y]); a zeroed slot is the empty state. Batch invariance:
+   * row i's output and states depend only on its inputs and the state it starts from.
+   * [same-thread] */
+  specd_status* (*gated_delta_net)(void* device, const specd_view* qkv, const specd_view* alpha,
+                                   const specd_view* beta, const specd_view* conv_weight,
+                                   const specd_view* dt_bias, const specd_view* a,
+                                   const specd_view* conv_states, const specd_view* ssm_states,
+                                   const specd_recurrent_rows* rows,
+                                   const specd_delta_net_params* params, const specd_view* out);
+
+  /* Gated output: y = x * sigmoid(gate) elementwise, sigmoid(g) = 1 / (1 + exp(-g)). All f32
+   * [m, n] (gate may be a strided view, e.g. the gate half of a fused projection); y may
+   * equal x. [same-thread] */
+  specd_status* (*mul_sigmoid)(void* device, const specd_view* x, const specd_view* gate,
+                               const specd_view* y);
 } specd_backend_vtable;
 
 /* True when vtable `vt` (struct_size as built) has slot `field`. */
@@ -376,6 +444,11 @@ SPECD_STATIC_ASSERT(offsetof(specd_kv_pages, block_table) == 8, "frozen layout")
 SPECD_STATIC_ASSERT(sizeof(specd_kv_pages) == 24, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, attention_paged) == 192, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, set_rows) == 200, "frozen layout");
+/* Layout of ABI 0.7 additions. */
+SPECD_STATIC_ASSERT(offsetof(specd_recurrent_rows, state_out) == 16, "frozen layout");
+SPECD_STATIC_ASSERT(sizeof(specd_delta_net_params) == 24, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, gated_delta_net) == 208, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, mul_sigmoid) == 216, "frozen layout");
 #endif
 
 SPECD_EXTERN_C_END

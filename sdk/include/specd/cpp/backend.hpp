@@ -29,6 +29,14 @@
 //                          const specd_kv_pages& pages, const specd_attention_params& p,
 //                          const specd_view& out);
 //     void set_rows(const specd_view& src, const specd_view& indices, const specd_view& dst);
+//     // ABI 0.7, needed by hybrid models (gated DeltaNet layers, gated attention):
+//     void gated_delta_net(const specd_view& qkv, const specd_view& alpha,
+//                          const specd_view& beta, const specd_view& conv_weight,
+//                          const specd_view& dt_bias, const specd_view& a,
+//                          const specd_view& conv_states, const specd_view& ssm_states,
+//                          const specd_view& state_in, const specd_view& state_out,
+//                          const specd_delta_net_params& p, const specd_view& out);
+//     void mul_sigmoid(const specd_view& x, const specd_view& gate, const specd_view& y);
 //     // optional:
 //     specd_buffer* wrap_host(const void* data, uint64_t size);
 //     specd_buffer* wrap_weights(const void* data, uint64_t size, specd_dtype dtype,
@@ -309,6 +317,42 @@ struct BackendAdapter {
     }
   }
 
+  static constexpr bool has_gated_delta_net =
+      requires(Device & dev, const specd_view& v, const specd_delta_net_params& p) {
+    dev.gated_delta_net(v, v, v, v, v, v, v, v, v, v, p, v);
+  };
+  static specd_status* gated_delta_net(void* d, const specd_view* qkv, const specd_view* alpha,
+                                       const specd_view* beta, const specd_view* conv_weight,
+                                       const specd_view* dt_bias, const specd_view* a,
+                                       const specd_view* conv_states, const specd_view* ssm_states,
+                                       const specd_recurrent_rows* rows,
+                                       const specd_delta_net_params* p, const specd_view* out) {
+    if constexpr (has_gated_delta_net) {
+      return call(d, [&](Device& dev) {
+        contract::gated_delta_net(qkv, alpha, beta, conv_weight, dt_bias, a, conv_states,
+                                  ssm_states, rows, p, out);
+        dev.gated_delta_net(*qkv, *alpha, *beta, *conv_weight, *dt_bias, *a, *conv_states,
+                            *ssm_states, *rows->state_in, *rows->state_out, *p, *out);
+      });
+    } else {
+      return nullptr;
+    }
+  }
+  static constexpr bool has_mul_sigmoid = requires(Device & dev, const specd_view& v) {
+    dev.mul_sigmoid(v, v, v);
+  };
+  static specd_status* mul_sigmoid(void* d, const specd_view* x, const specd_view* gate,
+                                   const specd_view* y) {
+    if constexpr (has_mul_sigmoid) {
+      return call(d, [&](Device& dev) {
+        contract::mul_sigmoid(x, gate, y);
+        dev.mul_sigmoid(*x, *gate, *y);
+      });
+    } else {
+      return nullptr;
+    }
+  }
+
   static specd_backend_vtable make_vtable(uint64_t flags) {
     specd_backend_vtable vt{};
     vt.struct_size = sizeof(vt);
@@ -335,6 +379,8 @@ struct BackendAdapter {
     vt.buffer_wrap_weights = has_wrap_weights ? &wrap_weights : nullptr;
     vt.attention_paged = has_attention_paged ? &attention_paged : nullptr;
     vt.set_rows = has_set_rows ? &set_rows : nullptr;
+    vt.gated_delta_net = has_gated_delta_net ? &gated_delta_net : nullptr;
+    vt.mul_sigmoid = has_mul_sigmoid ? &mul_sigmoid : nullptr;
     return vt;
   }
 };

@@ -270,6 +270,56 @@ inline void check_scatter_ids(const int32_t* ids, int64_t m, int64_t rows) {
                              " appears twice (rows would be written twice)");
 }
 
+// The shape rules of `gated_delta_net` (backend.h, ABI 0.7) for a backend's matrix type M:
+// qkv [m, C], alpha and beta [m, H_v], conv_weight [C, K], dt_bias and a [1, H_v], out
+// [m, H_v S], conv_states [slots, (K - 1) C] and ssm_states [slots, H_v S S] with the same
+// slots, state_in and state_out [1, m]; H_v a multiple of H_k, S >= 1, K >= 2, eps >= 0.
+// Throws INVALID_ARGUMENT. [any thread]
+template <class M>
+void check_delta_net_shapes(const M& qkv, const M& alpha, const M& beta, const M& conv_weight,
+                            const M& dt_bias, const M& a, const M& conv_states, const M& ssm_states,
+                            const M& state_in, const M& state_out, const specd_delta_net_params& p,
+                            const M& out) {
+  auto fail = [](const std::string& what) { throw invalid_argument("gated_delta_net: " + what); };
+  const int64_t hk = p.n_key_heads, hv = p.n_value_heads, S = p.head_dim, K = p.conv_kernel;
+  if (hk < 1 || hv < 1 || hv % hk != 0)
+    fail("n_value_heads must be a positive multiple of n_key_heads");
+  if (S < 1) fail("head_dim must be >= 1");
+  if (K < 2) fail("conv_kernel must be >= 2");
+  if (!(p.eps >= 0)) fail("eps must be >= 0");
+  const int64_t C = 2 * hk * S + hv * S, m = qkv.rows;
+  auto shape = [&](const M& v, const char* name, int64_t rows, int64_t cols) {
+    if (v.rows != rows || v.cols != cols)
+      fail(std::string(name) + " is [" + std::to_string(v.rows) + ", " + std::to_string(v.cols) +
+           "], expected [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
+  };
+  shape(qkv, "qkv", m, C);
+  shape(alpha, "alpha", m, hv);
+  shape(beta, "beta", m, hv);
+  shape(conv_weight, "conv_weight", C, K);
+  shape(dt_bias, "dt_bias", 1, hv);
+  shape(a, "a", 1, hv);
+  shape(out, "out", m, hv * S);
+  shape(conv_states, "conv_states", conv_states.rows, (K - 1) * C);
+  shape(ssm_states, "ssm_states", conv_states.rows, hv * S * S);
+  shape(state_in, "rows.state_in", 1, m);
+  shape(state_out, "rows.state_out", 1, m);
+}
+
+// gated_delta_net's slot values, for backends whose index views are host memory: each in
+// [0, slots) or -1; state_in[0] is not -1. Throws INVALID_ARGUMENT. [any thread]
+inline void check_state_slots(const int32_t* state_in, const int32_t* state_out, int64_t m,
+                              int64_t slots) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (const int32_t* ids : {state_in, state_out})
+      if (ids[i] < -1 || ids[i] >= slots)
+        throw invalid_argument("gated_delta_net: slot " + std::to_string(ids[i]) + " at row " +
+                               std::to_string(i) + " outside [0, " + std::to_string(slots) + ")");
+    if (i == 0 && state_in[0] == -1)
+      throw invalid_argument("gated_delta_net: row 0 has no state to start from (state_in -1)");
+  }
+}
+
 namespace contract {
 
 // The view an op received, present and as large as the ABI's struct (its other fields are
@@ -374,6 +424,28 @@ inline void copy_rows(const specd_view* src, const specd_view* indices, const sp
 inline void set_rows(const specd_view* src, const specd_view* indices, const specd_view* dst) {
   check_set_rows_shapes(view(src, "set_rows", "src"), view(indices, "set_rows", "indices"),
                         view(dst, "set_rows", "dst"));
+}
+
+inline void gated_delta_net(const specd_view* qkv, const specd_view* alpha, const specd_view* beta,
+                            const specd_view* conv_weight, const specd_view* dt_bias,
+                            const specd_view* a, const specd_view* conv_states,
+                            const specd_view* ssm_states, const specd_recurrent_rows* rows,
+                            const specd_delta_net_params* p, const specd_view* out) {
+  const char* op = "gated_delta_net";
+  const specd_recurrent_rows& r = params(rows, op, "rows");
+  check_delta_net_shapes(view(qkv, op, "qkv"), view(alpha, op, "alpha"), view(beta, op, "beta"),
+                         view(conv_weight, op, "conv_weight"), view(dt_bias, op, "dt_bias"),
+                         view(a, op, "a"), view(conv_states, op, "conv_states"),
+                         view(ssm_states, op, "ssm_states"), view(r.state_in, op, "rows.state_in"),
+                         view(r.state_out, op, "rows.state_out"), params(p, op, "params"),
+                         view(out, op, "out"));
+}
+
+// x, gate, y [m, n].
+inline void mul_sigmoid(const specd_view* x, const specd_view* gate, const specd_view* y) {
+  const specd_view& xv = view(x, "mul_sigmoid", "x");
+  check_same_shape(xv, view(gate, "mul_sigmoid", "gate"), "mul_sigmoid", "x", "gate");
+  check_same_shape(xv, view(y, "mul_sigmoid", "y"), "mul_sigmoid", "x", "y");
 }
 
 }  // namespace contract

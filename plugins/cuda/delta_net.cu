@@ -1,0 +1,2 @@
+// nvcc translation unit of plugins/gpu_common/delta_net.cuh.
+#include "../gpu_common/delta_net.cuh"
