@@ -72,6 +72,11 @@ ConstructedSpec constructed_draft(double agreement, const std::string& size) {
   return s;
 }
 
+void check_constructed_architecture(const std::string& a) {
+  if (a != "llama" && a != "qwen35")
+    throw UsageError("unknown constructed architecture '" + a + "' (llama, qwen35)");
+}
+
 void check_constructed_vocab(uint64_t vocab) {
   if (vocab < kSmallVocab || vocab > (uint64_t{1} << 20))
     throw UsageError("constructed model: a vocabulary of " + std::to_string(vocab) +
@@ -79,10 +84,26 @@ void check_constructed_vocab(uint64_t vocab) {
                      ", 1048576] (the byte tokenizer takes 258, the planted map 264)");
 }
 
+namespace {
+
+// A hybrid's gated DeltaNet width: heads of S = min(128, d / 4) values, keys and values each
+// 2 d wide (Qwen3.5-0.8B: d 1024, 16 heads of 128).
+uint32_t hybrid_head_dim(const ConstructedSpec& s) {
+  return std::min(128u, s.n_embd / 4);
+}
+
+}  // namespace
+
 uint64_t constructed_parameters(const ConstructedSpec& s) {
   const uint64_t d = s.n_embd, head = d / s.n_head;
-  const uint64_t layer = d * d * 2 + 2 * d * head * s.n_head_kv + 3 * d * s.n_ff + 2 * d;
-  return 2 * d * s.vocab + s.n_layer * layer + d;
+  const uint64_t ffn = 3 * d * s.n_ff + 2 * d;
+  const uint64_t attention = d * d * 2 + 2 * d * head * s.n_head_kv;
+  if (s.architecture != "qwen35") return 2 * d * s.vocab + s.n_layer * (attention + ffn) + d;
+  // Gated attention doubles q; DeltaNet layers: qkv 6 d^2, gate and out 2 d^2 each.
+  const uint64_t gated = attention + d * d, delta = 10 * d * d;
+  const uint64_t n_attention = s.n_layer / 4, n_delta = s.n_layer - n_attention;
+  return 2 * d * s.vocab + n_delta * (delta + ffn) + n_attention * (gated + ffn) +
+         (gated + ffn + 2 * d * d) + d;
 }
 
 GgmlType constructed_tensor_type(const ConstructedSpec& s, const std::string& name,
@@ -152,7 +173,10 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
     throw UsageError("constructed model: n_embd must be a multiple of 32 and of n_head");
   check_constructed_vocab(s.vocab);
   const uint32_t d = s.n_embd, kVocab = s.vocab;
+  check_constructed_architecture(s.architecture);
+  const bool hybrid = s.architecture == "qwen35";
   LlamaLayout layout;
+  layout.architecture = s.architecture;
   layout.name = s.name;
   layout.n_ctx = s.n_ctx;
   layout.n_embd = d;
@@ -161,6 +185,15 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
   layout.n_head = s.n_head;
   layout.n_head_kv = s.n_head_kv;
   layout.vocab = kVocab;
+  if (hybrid) {
+    const uint32_t S = hybrid_head_dim(s);
+    layout.head_dim = d / s.n_head;
+    layout.rope_dim = std::max(2u, layout.head_dim / 4 / 2 * 2);  // Qwen3.5: a quarter
+    layout.ssm_head_dim = S;
+    layout.ssm_key_heads = layout.ssm_value_heads = 2 * d / S;
+    layout.n_nextn = 1;
+    layout.mtp_output = s.mtp_agreement < 1.0;
+  }
   GgufWriter w;
   set_llama_metadata(w, layout);
   w.set_u32("general.file_type", weight_preset(s.weights).file_type);  // llama_ftype
@@ -178,30 +211,62 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
       for (uint32_t i = 0; i < d; ++i) out[size_t(t) * d + i] = small(rng);
   }
 
-  // Norms are ones; attention and FFN matrices small Gaussians (kLayerScale).
+  // The MTP layer's own LM head: the map on mtp_agreement of the cycle.
+  std::vector<float> mtp_out;
+  if (layout.mtp_output) {
+    ConstructedSpec m = s;
+    m.agreement = s.mtp_agreement;
+    mtp_out = constructed_output(m, embd);
+    std::copy(out.begin() + size_t(kSmallVocab) * d, out.end(),
+              mtp_out.begin() + size_t(kSmallVocab) * d);
+  }
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  // Norms are ones; attention, DeltaNet and FFN matrices small Gaussians (kLayerScale).
   for (const LlamaTensor& t : llama_tensors(layout)) {
+    const size_t n = static_cast<size_t>(t.ne[0]) * (t.ne.size() > 1 ? t.ne[1] : 1);
+    std::vector<float> v(n);
     switch (t.role) {
       case LlamaTensorRole::kEmbedding:
         w.add_tensor_f32(t.name, constructed_tensor_type(s, t.name, t.ne[0]), t.ne, embd.data());
         break;
       case LlamaTensorRole::kOutput:
-        w.add_tensor_f32(t.name, constructed_tensor_type(s, t.name, t.ne[0]), t.ne, out.data());
+        w.add_tensor_f32(t.name, constructed_tensor_type(s, t.name, t.ne[0]), t.ne,
+                         t.name.find("nextn.") != std::string::npos ? mtp_out.data() : out.data());
         break;
-      case LlamaTensorRole::kNorm: {
-        const std::vector<float> v(d, 1.0f);
+      case LlamaTensorRole::kConv:  // taps in [-0.5, 0.5): a mixing of recent rows
+        for (float& x : v) x = unit(rng) - 0.5f;
         w.add_tensor_f32(t.name, GgmlType::kF32, t.ne, v.data());
         break;
+      case LlamaTensorRole::kDecayBias:  // softplus^-1 of step sizes in [0.001, 0.1), as trained
+        for (float& x : v) x = std::log(std::expm1(0.001f + 0.099f * unit(rng)));
+        w.add_tensor_f32(t.name, GgmlType::kF32, t.ne, v.data());
+        break;
+      case LlamaTensorRole::kDecay:  // -exp(A_log), A in [1, 16)
+        for (float& x : v) x = -(1.0f + 15.0f * unit(rng));
+        w.add_tensor_f32(t.name, GgmlType::kF32, t.ne, v.data());
+        break;
+      case LlamaTensorRole::kMtpProjection: {
+        // [d, 2d]: the next token's (normed) embedding carried through, the target's feature
+        // weighted by kLayerScale, so the MTP layer predicts the map from the token.
+        std::normal_distribution<float> g(0.0f, float(kLayerScale / std::sqrt(double(t.ne[0]))));
+        for (float& x : v) x = g(rng);
+        for (uint32_t i = 0; i < d; ++i) v[size_t(i) * 2 * d + i] += 1.0f;
+        w.add_tensor_f32(t.name, constructed_tensor_type(s, t.name, t.ne[0]), t.ne, v.data());
+        break;
       }
+      case LlamaTensorRole::kNorm:
+        std::fill(v.begin(), v.end(), 1.0f);
+        w.add_tensor_f32(t.name, GgmlType::kF32, t.ne, v.data());
+        break;
       case LlamaTensorRole::kMatrix: {
         std::normal_distribution<float> g(0.0f, float(kLayerScale / std::sqrt(double(t.ne[0]))));
-        std::vector<float> v(static_cast<size_t>(t.ne[0] * t.ne[1]));
         for (float& x : v) x = g(rng);
         w.add_tensor_f32(t.name, constructed_tensor_type(s, t.name, t.ne[0]), t.ne, v.data());
         break;
       }
       case LlamaTensorRole::kBias:
       case LlamaTensorRole::kRopeFactors:
-        throw Error("constructed model: the llama layout has no tensor " + t.name);
+        throw Error("constructed model: the layout has no tensor " + t.name);
     }
   }
   w.write(path);
@@ -214,11 +279,13 @@ namespace {
 std::string spec_text(const ConstructedSpec& s) {
   char text[512];
   std::snprintf(text, sizeof text,
-                "constructed-model 2\nname %s\nshape %u %u %u %u %u %u\nweights %s\n"
-                "map_seed %llu\nagreement %.17g\nseed %llu\nvocab %u\n",
+                "constructed-model 3\nname %s\nshape %u %u %u %u %u %u\nweights %s\n"
+                "map_seed %llu\nagreement %.17g\nseed %llu\nvocab %u\narchitecture %s\n"
+                "mtp_agreement %.17g\n",
                 s.name.c_str(), s.n_embd, s.n_layer, s.n_head, s.n_head_kv, s.n_ff, s.n_ctx,
                 s.weights.c_str(), static_cast<unsigned long long>(s.map_seed), s.agreement,
-                static_cast<unsigned long long>(s.seed), s.vocab);
+                static_cast<unsigned long long>(s.seed), s.vocab, s.architecture.c_str(),
+                s.mtp_agreement);
   return text;
 }
 

@@ -102,6 +102,11 @@ specd_status* model_open(void* host_context, const char* path, const char* backe
     if (!path || !*path) throw UsageError("no model file given");
     auto m = open_device(run, backend, threads);
     m->model = LlamaModel::load(path, *m->device);
+    if (m->model->info().hybrid())
+      throw UsageError(std::string(path) + " is a hybrid model (recurrent gated DeltaNet " +
+                       "layers): a draft model must return to any earlier position of its " +
+                       "cache, which a recurrent state cannot; draft with its MTP layers " +
+                       "([proposer] kind = \"mtp\") or a dense model of the same vocabulary");
     m->model->set_kv_dtype(run.kv_dtype);
     m->path = path;
     m->name = m->model->info().name;
@@ -280,7 +285,7 @@ specd_status* head_forward(void*, specd_model* model, specd_model_cache* cache,
 specd_status* head_encode(void*, specd_model* model, const float* target_features, uint32_t m,
                           float* features) {
   if (model && model->head && model->head->info().kind != HeadKind::kEagle3 &&
-      model->head->info().kind != HeadKind::kDflash)
+      model->head->info().kind != HeadKind::kDflash && model->head->info().kind != HeadKind::kNextn)
     return host_table()->status_create(
         nullptr, SPECD_STATUS_UNSUPPORTED,
         ("head_encode: " + model->path + " takes the target's features as they are").c_str());

@@ -28,6 +28,11 @@ struct Architecture {
   // blk.N.ffn_up.weight [d, 2 F] holds the gate's rows then the up rows; no ffn_gate.
   bool fused_gate_up;
   Presence rope_freqs;  // rope_freqs.weight [n_rot/2]: per-pair frequency divisors (Llama 3.1)
+  // A hybrid of recurrent and attention layers (qwen35): every <name>.full_attention_interval-th
+  // layer is gated attention (attn_q gives each head's q and then its gate; the attention output
+  // is multiplied by sigmoid(gate)); the others are gated DeltaNet layers (ssm_* tensors,
+  // recurrent state: recurrent_pool.hpp). The FFN norm is named post_attention_norm.
+  bool hybrid = false;
 };
 
 // The architecture named `name`, or nullptr.

@@ -32,6 +32,19 @@ void norm_heads(Device& dev, const View& v, int64_t heads, const View& weight, f
   }
 }
 
+// The heads of packed rows v [m, heads * width] (or of [m, heads * stride] rows, each head's
+// values at `offset` of its stride) as one view [m * heads, width].
+View as_heads(const View& v, int64_t heads, int64_t width, int64_t stride, int64_t offset = 0) {
+  specd_view r = *v.raw();
+  if (r.row_stride != r.cols * 4 || r.cols != heads * stride)
+    throw Error("decoder block: rows do not split into packed heads");
+  r.offset += static_cast<uint64_t>(offset) * 4;
+  r.rows *= heads;
+  r.cols = width;
+  r.row_stride = stride * 4;
+  return View(r);
+}
+
 specd_rope_params rope_params(const BlockShape& s, const BlockWeights& w, int32_t heads) {
   specd_rope_params r{};
   r.struct_size = sizeof(specd_rope_params);
@@ -68,7 +81,8 @@ BlockWeights load_block(WeightLoader& loader, const std::string& p, const BlockS
     w.wk = qkv.slice_rows(qd, kvd);
     w.wv = qkv.slice_rows(qd + kvd, kvd);
   } else {
-    w.wq = loader.matrix(p + "attn_q.weight", in, qd);   // [H*hd, in]
+    // [H*hd, in]; gated: [2 H*hd, in], each head's q rows then its gate rows
+    w.wq = loader.matrix(p + "attn_q.weight", in, s.gated_attention ? 2 * qd : qd);
     w.wk = loader.matrix(p + "attn_k.weight", in, kvd);  // [Hkv*hd, in]
     w.wv = loader.matrix(p + "attn_v.weight", in, kvd);  // [Hkv*hd, in]
   }
@@ -87,7 +101,8 @@ BlockWeights load_block(WeightLoader& loader, const std::string& p, const BlockS
     w.k_norm = loader.vector(p + "attn_k_norm.weight", hd);  // [1, hd]
   }
   w.wo = loader.matrix(p + "attn_output.weight", qd, d);  // [d, H*hd]
-  w.ffn_norm = loader.vector(p + "ffn_norm.weight", d);   // [1, d]
+  w.ffn_norm = loader.vector(p + (arch.hybrid ? "post_attention_norm.weight" : "ffn_norm.weight"),
+                             d);  // [1, d]
   if (arch.fused_gate_up) {
     const View gate_up = loader.matrix(p + "ffn_up.weight", d, 2 * F);  // [2F, d]: gate, up
     w.w_gate = gate_up.slice_rows(0, F);
@@ -97,6 +112,28 @@ BlockWeights load_block(WeightLoader& loader, const std::string& p, const BlockS
     w.w_up = loader.matrix(p + "ffn_up.weight", d, F);      // [F, d]
   }
   w.w_down = loader.matrix(p + "ffn_down.weight", F, d);  // [d, F]
+  return w;
+}
+
+BlockWeights load_delta_block(WeightLoader& loader, const std::string& p, const BlockShape& s) {
+  const int64_t d = s.n_embd, F = s.n_ff, C = s.dn_channels(), vd = s.dn_value_dim();
+  const int64_t hv = s.dn_value_heads;
+  BlockWeights w;
+  w.attn_norm = loader.vector(p + "attn_norm.weight", d);
+  DeltaNetWeights& n = w.dn;
+  n.qkv = loader.matrix(p + "attn_qkv.weight", d, C);
+  n.gate = loader.matrix(p + "attn_gate.weight", d, vd);
+  n.beta = loader.matrix(p + "ssm_beta.weight", d, hv);
+  n.alpha = loader.matrix(p + "ssm_alpha.weight", d, hv);
+  n.conv = loader.small_matrix(p + "ssm_conv1d.weight", s.dn_conv, C);
+  n.dt_bias = loader.vector(p + "ssm_dt.bias", hv);
+  n.a = loader.vector(p + "ssm_a", hv);
+  n.norm = loader.vector(p + "ssm_norm.weight", s.dn_head_dim);
+  n.out = loader.matrix(p + "ssm_out.weight", vd, d);
+  w.ffn_norm = loader.vector(p + "post_attention_norm.weight", d);
+  w.w_gate = loader.matrix(p + "ffn_gate.weight", d, F);
+  w.w_up = loader.matrix(p + "ffn_up.weight", d, F);
+  w.w_down = loader.matrix(p + "ffn_down.weight", F, d);
   return w;
 }
 
@@ -123,6 +160,14 @@ void BlockScratch::ensure(Device& device, const BlockShape& shape, int64_t m) {
   up = device.alloc(m * F * 4);
   k = device.alloc(m * kvd * 4);
   v = device.alloc(m * kvd * 4);
+  if (shape.gated_attention) qg = device.alloc(m * 2 * qd * 4);
+  if (shape.dn_value_heads > 0) {
+    qkv = device.alloc(m * shape.dn_channels() * 4);
+    z = device.alloc(m * shape.dn_value_dim() * 4);
+    o = device.alloc(m * shape.dn_value_dim() * 4);
+    alpha = device.alloc(m * shape.dn_value_heads * 4);
+    beta = device.alloc(m * shape.dn_value_heads * 4);
+  }
   rows_ = m;
 }
 
@@ -142,6 +187,8 @@ void DecoderBlock::run(const View& x, const PagedBatch& b, const View& k_pool, c
   const View u_all = scratch.up.view(SPECD_DTYPE_F32, M, s.n_ff);       // [M, F]
   const View k_all = scratch.k.view(SPECD_DTYPE_F32, M, kvd);           // [M, Hkv*hd]
   const View v_all = scratch.v.view(SPECD_DTYPE_F32, M, kvd);           // [M, Hkv*hd]
+  const View qg_all = s.gated_attention ? scratch.qg.view(SPECD_DTYPE_F32, M, 2 * s.q_dim())
+                                        : View();  // [M, 2 H*hd]
   Device& dev = *device_;
   // Before attention, piece by piece.
   for (int64_t r = 0; r < M; r += piece) {
@@ -149,7 +196,7 @@ void DecoderBlock::run(const View& x, const PagedBatch& b, const View& k_pool, c
     const View in = attn_input ? attn_input->slice_rows(r, p) : View();
     project(x.slice_rows(r, p), attn_input ? &in : nullptr, b.positions.slice_cols(r, p),
             h_all.slice_rows(r, p), q_all.slice_rows(r, p), k_all.slice_rows(r, p),
-            v_all.slice_rows(r, p));
+            v_all.slice_rows(r, p), s.gated_attention ? qg_all.slice_rows(r, p) : View());
   }
   // The new K and V rows into their sequences' blocks, then attention over every row at once.
   dev.set_rows(k_all, b.write_rows, k_pool);
@@ -160,8 +207,65 @@ void DecoderBlock::run(const View& x, const PagedBatch& b, const View& k_pool, c
   // After attention, piece by piece.
   for (int64_t r = 0; r < M; r += piece) {
     const int64_t p = std::min(piece, M - r);
-    finish(x.slice_rows(r, p), a_all.slice_rows(r, p), h_all.slice_rows(r, p),
-           g_all.slice_rows(r, p), u_all.slice_rows(r, p));
+    const View a = a_all.slice_rows(r, p);
+    if (s.gated_attention) {  // attn *= sigmoid(gate), each head by its own gate half
+      const View heads = as_heads(a, s.n_head, s.head_dim, s.head_dim);
+      dev.mul_sigmoid(
+          heads,
+          as_heads(qg_all.slice_rows(r, p), s.n_head, s.head_dim, 2 * s.head_dim, s.head_dim),
+          heads);
+    }
+    finish(x.slice_rows(r, p), a, w_.wo, h_all.slice_rows(r, p), g_all.slice_rows(r, p),
+           u_all.slice_rows(r, p));
+  }
+}
+
+void DecoderBlock::run_delta(const View& x, const PagedBatch& b, const View& conv_states,
+                             const View& ssm_states, int64_t piece, BlockScratch& scratch) const {
+  const int64_t M = x.rows();
+  if (scratch.rows() < M) throw Error("decoder block: the scratch holds fewer than M rows");
+  if (piece < 1) throw Error("decoder block: a pass needs pieces of at least 1 row");
+  if (!w_.recurrent()) throw Error("decoder block: run_delta on an attention layer");
+  if (b.state_in.empty()) throw Error("decoder block: a recurrent layer's pass has no state slots");
+  const BlockShape& s = shape_;
+  const DeltaNetWeights& n = w_.dn;
+  const int64_t d = s.n_embd, vd = s.dn_value_dim(), hv = s.dn_value_heads, S = s.dn_head_dim;
+  const View h_all = scratch.h.view(SPECD_DTYPE_F32, M, d);
+  const View qkv_all = scratch.qkv.view(SPECD_DTYPE_F32, M, s.dn_channels());
+  const View z_all = scratch.z.view(SPECD_DTYPE_F32, M, vd);
+  const View o_all = scratch.o.view(SPECD_DTYPE_F32, M, vd);
+  const View alpha_all = scratch.alpha.view(SPECD_DTYPE_F32, M, hv);
+  const View beta_all = scratch.beta.view(SPECD_DTYPE_F32, M, hv);
+  const View g_all = scratch.gate.view(SPECD_DTYPE_F32, M, s.n_ff);
+  const View u_all = scratch.up.view(SPECD_DTYPE_F32, M, s.n_ff);
+  Device& dev = *device_;
+  for (int64_t r = 0; r < M; r += piece) {
+    const int64_t p = std::min(piece, M - r);
+    const View h = h_all.slice_rows(r, p);
+    dev.rms_norm(x.slice_rows(r, p), w_.attn_norm, s.rms_eps, h);
+    dev.matmul(h, n.qkv, qkv_all.slice_rows(r, p));
+    dev.matmul(h, n.gate, z_all.slice_rows(r, p));
+    dev.matmul(h, n.beta, beta_all.slice_rows(r, p));
+    dev.matmul(h, n.alpha, alpha_all.slice_rows(r, p));
+  }
+  specd_delta_net_params params{};
+  params.struct_size = sizeof(params);
+  params.n_key_heads = static_cast<uint32_t>(s.dn_key_heads);
+  params.n_value_heads = static_cast<uint32_t>(hv);
+  params.head_dim = static_cast<uint32_t>(S);
+  params.conv_kernel = static_cast<uint32_t>(s.dn_conv);
+  params.eps = s.rms_eps;
+  dev.gated_delta_net(qkv_all, alpha_all, beta_all, n.conv, n.dt_bias, n.a, conv_states, ssm_states,
+                      b.state_in, b.state_out, params, o_all);
+  for (int64_t r = 0; r < M; r += piece) {
+    const int64_t p = std::min(piece, M - r);
+    // The output gate: RMSNorm of each value head, times silu(z).
+    const View o = o_all.slice_rows(r, p);
+    const View heads = as_heads(o, hv, S, S);
+    dev.rms_norm(heads, n.norm, s.rms_eps, heads);
+    dev.swiglu(z_all.slice_rows(r, p), o, o);
+    finish(x.slice_rows(r, p), o, n.out, h_all.slice_rows(r, p), g_all.slice_rows(r, p),
+           u_all.slice_rows(r, p));
   }
 }
 
@@ -181,18 +285,33 @@ void DecoderBlock::write_kv(const View& input, const PagedBatch& b, const View& 
     const int64_t p = std::min(piece, M - r);
     const View in = input.slice_rows(r, p);
     project(in, &in, b.positions.slice_cols(r, p), h_all.slice_rows(r, p), q_all.slice_rows(r, p),
-            k_all.slice_rows(r, p), v_all.slice_rows(r, p));
+            k_all.slice_rows(r, p), v_all.slice_rows(r, p),
+            shape_.gated_attention
+                ? scratch.qg.view(SPECD_DTYPE_F32, M, 2 * s.q_dim()).slice_rows(r, p)
+                : View());
   }
   device_->set_rows(k_all, b.write_rows, k_pool);
   device_->set_rows(v_all, b.write_rows, v_pool);
 }
 
 void DecoderBlock::project(const View& x, const View* in, const View& positions, const View& h,
-                           const View& q, const View& k, const View& v) const {
+                           const View& q, const View& k, const View& v, const View& qg) const {
   const BlockShape& s = shape_;
   Device& dev = *device_;
   if (!in) dev.rms_norm(x, w_.attn_norm, s.rms_eps, h);
   const View& a = in ? *in : h;
+  if (s.gated_attention) {
+    // [q_h | gate_h] per head; q's halves normed per head straight into q (the gate stays).
+    dev.matmul(a, w_.wq, qg);
+    dev.matmul(a, w_.wk, k);
+    dev.matmul(a, w_.wv, v);
+    const View q_heads = as_heads(q, s.n_head, s.head_dim, s.head_dim);
+    dev.rms_norm(as_heads(qg, s.n_head, s.head_dim, 2 * s.head_dim), w_.q_norm, s.rms_eps, q_heads);
+    norm_heads(dev, k, s.n_head_kv, w_.k_norm, s.rms_eps);
+    dev.rope(q, positions, rope_params(s, w_, s.n_head));
+    dev.rope(k, positions, rope_params(s, w_, s.n_head_kv));
+    return;
+  }
   dev.matmul(a, w_.wq, q);
   dev.matmul(a, w_.wk, k);
   dev.matmul(a, w_.wv, v);
@@ -209,11 +328,11 @@ void DecoderBlock::project(const View& x, const View* in, const View& positions,
   dev.rope(k, positions, rope_params(s, w_, s.n_head_kv));
 }
 
-void DecoderBlock::finish(const View& x, const View& attn, const View& h, const View& gate,
-                          const View& up) const {
+void DecoderBlock::finish(const View& x, const View& mixed, const View& w_out, const View& h,
+                          const View& gate, const View& up) const {
   const BlockShape& s = shape_;
   Device& dev = *device_;
-  dev.matmul(attn, w_.wo, h);
+  dev.matmul(mixed, w_out, h);
   dev.add(x, h, x);
   dev.rms_norm(x, w_.ffn_norm, s.rms_eps, h);
   dev.matmul(h, w_.w_gate, gate);

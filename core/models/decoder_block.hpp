@@ -1,9 +1,11 @@
 // One decoder block of the llama family (train/FORMATS.md, section 1) over the backend ops:
 // pre-norm attention with RoPE and GQA over a KV cache, then a SwiGLU FFN, both residual.
 // The op sequence is written once (DecoderBlock::run); the steps some architectures add
-// (q/k/v biases, per-head q/k RMSNorm, NEOX RoPE, rope frequency factors and scaling) are
-// optional parts of it, chosen by the Architecture the weights were loaded with. The layers
-// of LlamaModel and the blocks of the EAGLE and MTP heads are all DecoderBlocks.
+// (q/k/v biases, per-head q/k RMSNorm, NEOX RoPE, rope frequency factors and scaling, a gated
+// attention output) are optional parts of it, chosen by the Architecture the weights were
+// loaded with. A hybrid model's recurrent layers are DecoderBlocks whose mixer is a gated
+// DeltaNet over recurrent state (run_delta) instead of attention. The layers of LlamaModel
+// and the blocks of the EAGLE and MTP heads are all DecoderBlocks.
 #pragma once
 
 #include <cstdint>
@@ -29,13 +31,38 @@ struct BlockShape {
   uint32_t rope_mode = SPECD_ROPE_NORMAL;  // the architecture's pairing
   float rope_freq_scale = 1.0f;            // linear rope scaling: 1 / rope.scaling.factor
   int32_t attn_in = 0;  // width of the q/k/v projections' input; 0 = n_embd (EAGLE-3: 2 n_embd)
+  // Gated attention (qwen35): attn_q gives [q | gate] for each head, and the attention output
+  // is multiplied by sigmoid(gate) before attn_output.
+  bool gated_attention = false;
+  // A hybrid model's gated DeltaNet layers (0 when it has none): key heads, value heads, their
+  // size and the convolution's taps (backend.h, specd_delta_net_params).
+  int32_t dn_key_heads = 0, dn_value_heads = 0, dn_head_dim = 0, dn_conv = 0;
+  int64_t dn_channels() const {
+    return (2 * static_cast<int64_t>(dn_key_heads) + dn_value_heads) * dn_head_dim;
+  }
+  int64_t dn_value_dim() const { return static_cast<int64_t>(dn_value_heads) * dn_head_dim; }
   int64_t attn_in_dim() const { return attn_in ? attn_in : n_embd; }
   int64_t kv_dim() const { return static_cast<int64_t>(n_head_kv) * head_dim; }
   int64_t q_dim() const { return static_cast<int64_t>(n_head) * head_dim; }
 };
 
+// A gated DeltaNet mixer's weights (llama.cpp's blk.N.attn_qkv, attn_gate, ssm_*).
+struct DeltaNetWeights {
+  View qkv;      // [C, d]: q, k, v of every head before the convolution
+  View gate;     // [H_v S, d]: z, the output gate
+  View beta;     // [H_v, d]
+  View alpha;    // [H_v, d]
+  View conv;     // f32 [C, K]: the causal convolution's taps
+  View dt_bias;  // [1, H_v]
+  View a;        // [1, H_v]: -exp(A_log)
+  View norm;     // [1, S]: RMSNorm of each value head's output
+  View out;      // [d, H_v S]
+};
+
 struct BlockWeights {
   View attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
+  DeltaNetWeights dn;  // a hybrid model's recurrent layer: its mixer (else empty)
+  bool recurrent() const { return !dn.qkv.empty(); }
   // Optional steps: an empty view (View::empty) skips the step.
   View bq, bk, bv;      // biases [1, H*hd], [1, Hkv*hd], [1, Hkv*hd]
   View q_norm, k_norm;  // per-head RMSNorm weights [1, hd]
@@ -49,15 +76,21 @@ struct BlockWeights {
 // views). rope_factors is the caller's to set (it is not a per-block tensor).
 BlockWeights load_block(WeightLoader& loader, const std::string& prefix, const BlockShape& shape,
                         const Architecture& arch);
+// A hybrid model's recurrent layer: `prefix`attn_norm.weight, the DeltaNet mixer's tensors and
+// the FFN (post_attention_norm).
+BlockWeights load_delta_block(WeightLoader& loader, const std::string& prefix,
+                              const BlockShape& shape);
 
 // The activations of one block's pass, reused by every block of a model (one pass runs at
-// a time): h [m, d], q and attn [m, H*hd], gate and up [m, F], k and v [m, Hkv*hd].
+// a time): h [m, d], q and attn [m, H*hd], gate and up [m, F], k and v [m, Hkv*hd]; with gated
+// attention qg [m, 2 H*hd]; with DeltaNet layers qkv [m, C], z and o [m, H_v S], alpha and
+// beta [m, H_v].
 class BlockScratch {
  public:
   // Grows the buffers to hold m rows of `shape` on `device` (never shrinks).
   void ensure(Device& device, const BlockShape& shape, int64_t m);
   int64_t rows() const { return rows_; }
-  Buffer h, q, attn, gate, up, k, v;
+  Buffer h, q, attn, gate, up, k, v, qg, qkv, z, o, alpha, beta;
 
  private:
   int64_t rows_ = 0;
@@ -87,15 +120,20 @@ class DecoderBlock {
   // layer's K/V of target features. Nothing else runs.
   void write_kv(const View& input, const PagedBatch& b, const View& k_pool, const View& v_pool,
                 int64_t piece, BlockScratch& scratch) const;
+  // A recurrent layer (weights().recurrent()): run() with a gated DeltaNet mixer over this
+  // layer's recurrent state slots (recurrent_pool.hpp; each row's slots in b.state_in and
+  // b.state_out) in place of attention. The DeltaNet op runs once over every row.
+  void run_delta(const View& x, const PagedBatch& b, const View& conv_states,
+                 const View& ssm_states, int64_t piece, BlockScratch& scratch) const;
 
  private:
   // The ops before attention on m rows: attention norm of x into h (or `in` as given), the
   // q/k/v projections (biases, per-head q/k norm), rope at `positions` [1, m].
   void project(const View& x, const View* in, const View& positions, const View& h, const View& q,
-               const View& k, const View& v) const;
-  // The ops after attention on m rows: output projection and residual, FFN norm, SwiGLU FFN
-  // and residual, x updated in place; h, gate, up are scratch.
-  void finish(const View& x, const View& attn, const View& h, const View& gate,
+               const View& k, const View& v, const View& qg) const;
+  // The ops after the mixer on m rows: output projection of `mixed` by `w_out` and residual,
+  // FFN norm, SwiGLU FFN and residual, x updated in place; h, gate, up are scratch.
+  void finish(const View& x, const View& mixed, const View& w_out, const View& h, const View& gate,
               const View& up) const;
 
   Device* device_;

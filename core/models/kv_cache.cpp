@@ -19,6 +19,29 @@ KvCache::~KvCache() {
   // pool evicts a prefix's tail before its head.
   for (auto b = blocks_.rbegin(); b != blocks_.rend(); ++b) pool_->release(*b);
   pool_->unpromise(promised_blocks());
+  if (RecurrentPool* r = pool_->recurrent()) {
+    release_pending_states();
+    if (state_ >= 0) r->release(state_);
+  }
+}
+
+int32_t KvCache::state_slot() {
+  RecurrentPool* r = pool_->recurrent();
+  if (!r) throw Error("KV cache: the model has no recurrent state");
+  if (state_ < 0) state_ = r->take();
+  return state_;
+}
+
+void KvCache::release_pending_states() {
+  RecurrentPool* r = pool_->recurrent();
+  for (int32_t s : pending_states_)
+    if (s >= 0) r->release(s);
+  pending_states_.clear();
+}
+
+void KvCache::set_pending_states(std::vector<int32_t> slots) {
+  release_pending_states();
+  pending_states_ = std::move(slots);
 }
 
 int32_t KvCache::promised_blocks() const {
@@ -64,9 +87,20 @@ void KvCache::commit(std::span<const int32_t> kept) {
     from.push_back(pool_row(committed_ + kept[j]));
     to.push_back(pool_row(committed_ + j));
   }
+  if (RecurrentPool* r = pool_->recurrent(); r && k > 0) {
+    // The state after the path's last row becomes the committed one.
+    const size_t last = static_cast<size_t>(kept[k - 1]);
+    if (last >= pending_states_.size() || pending_states_[last] < 0)
+      throw Error("commit: the pass kept no recurrent state at row " + std::to_string(last) +
+                  " (a hybrid model's commit ends at the last row or at a row with logits)");
+    if (state_ >= 0) r->release(state_);
+    state_ = pending_states_[last];
+    pending_states_[last] = -1;
+  }
   pool_->move_rows(from, to);
   committed_ += k;
   parents_.clear();
+  if (pool_->recurrent()) release_pending_states();
 }
 
 void KvCache::truncate(int32_t n) {
@@ -85,12 +119,23 @@ void KvCache::truncate(int32_t n) {
     shared_ = n / B;
     publishing_ = true;
   }
+  if (RecurrentPool* r = pool_->recurrent()) {
+    if (n != committed_ && n != 0)
+      throw Error("truncate: a recurrent model's state cannot go back to row " + std::to_string(n) +
+                  " of " + std::to_string(committed_) + " (only all rows or none are kept)");
+    release_pending_states();
+    if (n == 0 && state_ >= 0) {
+      r->release(state_);
+      state_ = -1;
+    }
+  }
   committed_ = n;
   parents_.clear();
 }
 
 int32_t KvCache::adopt_prefix(std::span<const int32_t> tokens, int32_t max_rows) {
   if (!parents_.empty()) throw Error("KV cache: adopting a prefix while rows are pending");
+  if (recurrent()) return committed_;  // blocks hold no recurrent state: nothing to share
   const int32_t B = pool_->block_rows();
   if (committed_ != shared_ * B || shared_ != static_cast<int32_t>(blocks_.size()))
     return committed_;  // rows of its own (or a partial block): what follows is not shared
@@ -111,6 +156,7 @@ int32_t KvCache::adopt_prefix(std::span<const int32_t> tokens, int32_t max_rows)
 
 bool KvCache::publish_next(std::span<const int32_t> tokens) {
   const int32_t B = pool_->block_rows();
+  if (recurrent()) return false;
   const int32_t end = (shared_ + 1) * B;
   if (!publishing_ || end > committed_ || end > static_cast<int32_t>(tokens.size())) return false;
   const int32_t parent = shared_ ? blocks_[static_cast<size_t>(shared_ - 1)] : -1;

@@ -13,6 +13,12 @@
 // read-only: the cache's leading `shared_blocks()` blocks are never written again, and
 // truncate() refuses to cut into them except at a block boundary (which lets them go).
 //
+// Recurrent state (a hybrid model's pool has a RecurrentPool): the cache also holds the slot
+// with the state after its last committed row, and a slot for each pending row whose state
+// the pass kept (paged_batch.hpp). A commit keeps the slot of the row its path ends at, which
+// must be one of those; the state cannot go back, so truncate() keeps every committed row or
+// none, and no prefix blocks are shared (adopt_prefix and publish_next do nothing).
+//
 // Thread rule: its model's (the device's) — one thread at a time.
 #pragma once
 
@@ -70,15 +76,28 @@ class KvCache {
   bool publish_next(std::span<const int32_t> tokens);
   int32_t shared_blocks() const { return shared_; }
 
+  // Recurrent state (only when the pool has one). The slot of the state after the committed
+  // rows (taken, empty, on first use); the slot each pending row's state was written to (-1
+  // where the pass kept none).
+  bool recurrent() const { return pool_->recurrent() != nullptr; }
+  int32_t state_slot();
+  const std::vector<int32_t>& pending_states() const { return pending_states_; }
+  // Gives back the slots of the pending rows' states (a new pass replaces them).
+  void release_pending_states();
+  // After a pass: the slots its rows' states were written to (the cache owns them now).
+  void set_pending_states(std::vector<int32_t> slots);
+
  private:
   int32_t promised_blocks() const;
   std::shared_ptr<KvPool> pool_;
   int32_t capacity_;
   int32_t committed_ = 0;
-  std::vector<int32_t> parents_;  // of the pending rows
-  std::vector<int32_t> blocks_;   // block table
-  int32_t shared_ = 0;            // leading blocks adopted or published: read-only
-  bool publishing_ = true;        // false once a block could not be published
+  std::vector<int32_t> parents_;         // of the pending rows
+  std::vector<int32_t> blocks_;          // block table
+  int32_t shared_ = 0;                   // leading blocks adopted or published: read-only
+  bool publishing_ = true;               // false once a block could not be published
+  int32_t state_ = -1;                   // recurrent: the committed state's slot
+  std::vector<int32_t> pending_states_;  // recurrent: per pending row, its state's slot or -1
 };
 
 }  // namespace specd

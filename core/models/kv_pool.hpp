@@ -31,6 +31,7 @@
 
 #include "backend/backend.hpp"
 #include "models/prefix_index.hpp"
+#include "models/recurrent_pool.hpp"
 
 namespace specd {
 
@@ -91,6 +92,11 @@ class KvPool {
   View v(int32_t layer) const;
   Device& device() const { return *device_; }
 
+  // A hybrid model's recurrent state (its gated DeltaNet layers), beside the attention layers'
+  // rows: null for models without recurrent layers. Caches of this pool hold its slots.
+  RecurrentPool* recurrent() const { return recurrent_.get(); }
+  void set_recurrent(std::unique_ptr<RecurrentPool> pool) { recurrent_ = std::move(pool); }
+
  private:
   void resize(int32_t blocks);
 
@@ -107,6 +113,7 @@ class KvPool {
   uint64_t evictions_ = 0;
   int64_t promised_ = 0;
   Buffer move_index_, move_rows_;  // move_rows' indices and the rows in transit
+  std::unique_ptr<RecurrentPool> recurrent_;
 };
 
 }  // namespace specd

@@ -21,6 +21,7 @@ void LlamaModel::forward_batch(std::span<const ForwardEntry> entries) {
     if (!en.cache) throw Error("forward_batch: entry " + std::to_string(e) + " has no cache");
     check_entry(*en.cache, en.tokens, en.positions, en.parents, en.logits, en.first_logit_row);
     rows[e] = {en.cache, en.tokens, en.positions, en.parents, false};
+    rows[e].keep_states_from = en.first_logit_row;  // a commit ends at a row with logits
     M += static_cast<int32_t>(en.tokens.size());
     logit_rows += static_cast<int32_t>(en.tokens.size()) - en.first_logit_row;
   }
@@ -32,7 +33,7 @@ void LlamaModel::forward_batch(std::span<const ForwardEntry> entries) {
 
   // One upload of every int32 input: the pass's (paged_batch.hpp), then the rows whose
   // logits are wanted [L].
-  const PagedBatchInputs inputs(rows);
+  PagedBatchInputs inputs(rows);
   std::vector<int32_t> ints = inputs.ints();
   const size_t logit_at = ints.size();
   {
@@ -93,7 +94,12 @@ void LlamaModel::forward_batch(std::span<const ForwardEntry> entries) {
   KvPool& pool = *kv_pool_;
   for (int32_t l = 0; l < in.n_layer; ++l) {
     take_features(l);
-    layers_[l].run(x, batch, pool.k(l), pool.v(l), piece, s_.block);
+    const int32_t at = kv_index_[static_cast<size_t>(l)];
+    if (layers_[l].weights().recurrent())
+      layers_[l].run_delta(x, batch, pool.recurrent()->conv(at), pool.recurrent()->ssm(at), piece,
+                           s_.block);
+    else
+      layers_[l].run(x, batch, pool.k(at), pool.v(at), piece, s_.block);
   }
   take_features(in.n_layer);
   if (logit_rows > 0) {

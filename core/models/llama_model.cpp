@@ -1,5 +1,6 @@
 #include "models/llama_model.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -16,6 +17,63 @@
 namespace specd {
 
 LlamaModel::LlamaModel(GgufFile file, Device& device) : file_(std::move(file)), device_(&device) {}
+
+bool is_mtp_tensor(std::string_view name, int32_t n_trunk) {
+  if (!name.starts_with("blk.")) return false;
+  name.remove_prefix(4);
+  int64_t layer = 0;
+  size_t digits = 0;
+  while (digits < name.size() && digits < 9 && name[digits] >= '0' && name[digits] <= '9')
+    layer = layer * 10 + (name[digits++] - '0');
+  return digits > 0 && digits < name.size() && name[digits] == '.' && layer >= n_trunk;
+}
+
+void LlamaModel::read_hybrid_hyperparameters() {
+  ModelInfo& in = info_;
+  const GgufFile& f = file_;
+  const std::string a = std::string(arch_->name) + ".";
+  const std::string& path = f.path();
+  in.ssm_conv = positive_int_key(f, a + "ssm.conv_kernel");
+  in.ssm_head_dim = positive_int_key(f, a + "ssm.state_size");
+  in.ssm_key_heads = positive_int_key(f, a + "ssm.group_count");
+  in.ssm_value_heads = positive_int_key(f, a + "ssm.time_step_rank");
+  const int32_t inner = positive_int_key(f, a + "ssm.inner_size");
+  if (in.ssm_value_heads % in.ssm_key_heads != 0)
+    throw Error(path + ": " + a + "ssm.time_step_rank " + std::to_string(in.ssm_value_heads) +
+                " (value heads) is not a multiple of " + a + "ssm.group_count " +
+                std::to_string(in.ssm_key_heads) + " (key heads)");
+  if (static_cast<int64_t>(in.ssm_value_heads) * in.ssm_head_dim != inner)
+    throw Error(path + ": " + a + "ssm.inner_size " + std::to_string(inner) + " is not " + a +
+                "ssm.time_step_rank x ssm.state_size (value heads of the key heads' size)");
+  if (in.ssm_conv < 2 || in.ssm_conv > 9)
+    throw Error(path + ": " + a + "ssm.conv_kernel " + std::to_string(in.ssm_conv) +
+                " is outside [2, 9]");
+  // Which layers are recurrent: an explicit list, else every layer but each interval-th.
+  in.recurrent.assign(static_cast<size_t>(in.n_layer), false);
+  if (const GgufValue* list = f.get_array_opt(a + "attention.recurrent_layers", GgufType::kBool)) {
+    if (list->array_size() < static_cast<size_t>(in.n_layer))
+      throw Error(path + ": " + a + "attention.recurrent_layers lists " +
+                  std::to_string(list->array_size()) + " layers, fewer than " +
+                  std::to_string(in.n_layer));
+    for (int32_t l = 0; l < in.n_layer; ++l) in.recurrent[l] = list->uint_at(l) != 0;
+  } else {
+    const int32_t interval = positive_int_key_or(f, a + "full_attention_interval", 4);
+    for (int32_t l = 0; l < in.n_layer; ++l) in.recurrent[l] = (l + 1) % interval != 0;
+  }
+  // Interleaved MRoPE: for text every section has the token's position, which is NEOX RoPE
+  // over n_rot values; the sections must still be there and fit, as llama.cpp asks.
+  const GgufValue& sections = f.get_array(a + "rope.dimension_sections");
+  int64_t covered = 0;
+  for (size_t i = 0; i < sections.array_size(); ++i) {
+    const int64_t v = sections.int_at(i);
+    if (v < 0) throw Error(path + ": " + a + "rope.dimension_sections has a negative section");
+    covered += v;
+  }
+  if (sections.array_size() > 4 || covered > in.n_rot / 2)
+    throw Error(path + ": " + a + "rope.dimension_sections (" + std::to_string(covered) +
+                " pairs in " + std::to_string(sections.array_size()) +
+                " sections) does not fit rope.dimension_count " + std::to_string(in.n_rot));
+}
 LlamaModel::~LlamaModel() = default;
 
 std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& gguf_path, Device& device) {
@@ -41,13 +99,22 @@ void LlamaModel::read_hyperparameters() {
   in.name = f.get_string_opt("general.name").value_or("");
   in.n_embd = positive_int_key(f, a + "embedding_length");
   in.n_layer = positive_int_key(f, a + "block_count");
-  // llama.cpp counts a file's MTP layers (blk.N.nextn.*) in block_count: run as ordinary
-  // layers they would change every output, so such a file is refused, not misread.
-  if (const auto nextn = f.get_u32_opt(a + "nextn_predict_layers"); nextn && *nextn > 0)
-    throw UsageError(path + ": its last " + std::to_string(*nextn) + " of " +
-                     std::to_string(in.n_layer) + " blocks are MTP (" + a +
-                     "nextn_predict_layers) layers, which specd does not run from a target "
-                     "file; MTP drafting takes a specd-mtp head ([proposer] kind = \"mtp\")");
+  // llama.cpp counts a file's MTP layers (blk.N.nextn.*) in block_count. A hybrid model's
+  // trunk stops before them (the mtp proposer runs them); for other architectures, run as
+  // ordinary layers they would change every output, so such a file is refused, not misread.
+  if (const auto nextn = f.get_u32_opt(a + "nextn_predict_layers"); nextn && *nextn > 0) {
+    if (!arch_->hybrid)
+      throw UsageError(path + ": its last " + std::to_string(*nextn) + " of " +
+                       std::to_string(in.n_layer) + " blocks are MTP (" + a +
+                       "nextn_predict_layers) layers, which specd runs from " +
+                       "qwen35 files only; MTP drafting for '" + in.architecture +
+                       "' takes a specd-mtp head ([proposer] kind = \"mtp\")");
+    if (static_cast<int64_t>(*nextn) >= in.n_layer)
+      throw Error(path + ": " + a + "nextn_predict_layers " + std::to_string(*nextn) +
+                  " leaves no trunk layers of " + a + "block_count " + std::to_string(in.n_layer));
+    in.n_nextn = static_cast<int32_t>(*nextn);
+    in.n_layer -= in.n_nextn;
+  }
   in.n_ff = positive_int_key(f, a + "feed_forward_length");
   in.n_head = positive_int_key(f, a + "attention.head_count");
   in.n_head_kv = positive_int_key_or(f, a + "attention.head_count_kv", in.n_head);
@@ -71,6 +138,7 @@ void LlamaModel::read_hyperparameters() {
   in.rms_eps = positive_float_key_or(f, a + "attention.layer_norm_rms_epsilon", 1e-5f);
   in.rope_mode = arch_->rope_mode;
   in.rope_freq_scale = rope_freq_scale(f, a);
+  if (arch_->hybrid) read_hybrid_hyperparameters();
 }
 
 void LlamaModel::load_weights() {
@@ -91,6 +159,13 @@ void LlamaModel::load_weights() {
                    in.n_ff,   in.n_rot,  in.rope_base, in.rms_eps};
   shape.rope_mode = in.rope_mode;
   shape.rope_freq_scale = in.rope_freq_scale;
+  if (in.hybrid()) {
+    shape.gated_attention = true;
+    shape.dn_key_heads = in.ssm_key_heads;
+    shape.dn_value_heads = in.ssm_value_heads;
+    shape.dn_head_dim = in.ssm_head_dim;
+    shape.dn_conv = in.ssm_conv;
+  }
   WeightLoader load(file_, *device_, buffers_);
   tok_embd_ = load.matrix("token_embd.weight", d, V);  // [V, d]
   View rope_factors;
@@ -105,15 +180,22 @@ void LlamaModel::load_weights() {
     in.rope_freqs = true;
   }
   for (int32_t l = 0; l < in.n_layer; ++l) {
-    BlockWeights w = load_block(load, "blk." + std::to_string(l) + ".", shape, *arch_);
+    const std::string prefix = "blk." + std::to_string(l) + ".";
+    BlockWeights w = in.hybrid() && in.recurrent[l] ? load_delta_block(load, prefix, shape)
+                                                    : load_block(load, prefix, shape, *arch_);
     w.rope_factors = rope_factors;
     layers_.emplace_back(*device_, shape, w);
   }
+  // The MTP layers after the trunk are the mtp proposer's (heads/mtp_layer.cpp).
+  for (const GgufTensor& t : file_.tensors())
+    if (is_mtp_tensor(t.name, in.n_layer)) load.mark_read(t.name);
   output_norm_ = load.vector("output_norm.weight", d);
   in.tied_output = file_.tensor("output.weight") == nullptr;
   output_ = in.tied_output ? tok_embd_ : load.matrix("output.weight", d, V);  // [V, d]
   in.weight_type =
-      dtype_name(layers_.empty() ? tok_embd_.dtype() : layers_[0].weights().wq.dtype());
+      dtype_name(layers_.empty()                    ? tok_embd_.dtype()
+                 : layers_[0].weights().recurrent() ? layers_[0].weights().dn.qkv.dtype()
+                                                    : layers_[0].weights().wq.dtype());
   load.refuse_unread("a " + std::to_string(in.n_layer) + "-layer " + in.architecture +
                      " model (a wrong block_count, or a feature this runtime does not support)");
   in.n_params = load.n_params();
@@ -121,13 +203,28 @@ void LlamaModel::load_weights() {
   if (!layers_.empty() && layers_[0].weights().needs_abi_0_2(shape, &features))
     device_->backend().require_minor(
         2, in.path + " (architecture '" + in.architecture + "': " + features + ")");
+  if (in.hybrid())
+    device_->require_hybrid_ops(in.path + " (architecture '" + in.architecture +
+                                "': gated DeltaNet layers and gated attention)");
 }
 
 KvPool& LlamaModel::kv_pool() {
-  if (!kv_pool_)
-    kv_pool_ = std::make_shared<KvPool>(*device_, info_.n_layer,
-                                        static_cast<int64_t>(info_.n_head_kv) * info_.head_dim,
-                                        kKvBlockRows, kv_dtype_);
+  if (kv_pool_) return *kv_pool_;
+  // Attention layers keep KV rows, recurrent layers a state per sequence (kv_index_ maps a
+  // layer to its place in either pool).
+  int32_t n_kv = 0, n_state = 0;
+  kv_index_.clear();
+  for (int32_t l = 0; l < info_.n_layer; ++l)
+    kv_index_.push_back(layers_[l].weights().recurrent() ? n_state++ : n_kv++);
+  kv_pool_ = std::make_shared<KvPool>(*device_, std::max(n_kv, 1),
+                                      static_cast<int64_t>(info_.n_head_kv) * info_.head_dim,
+                                      kKvBlockRows, kv_dtype_);
+  if (n_state > 0) {
+    const BlockShape& s = layers_[0].shape();
+    kv_pool_->set_recurrent(
+        std::make_unique<RecurrentPool>(*device_, n_state, (s.dn_conv - 1) * s.dn_channels(),
+                                        s.dn_value_dim() * static_cast<int64_t>(s.dn_head_dim)));
+  }
   return *kv_pool_;
 }
 

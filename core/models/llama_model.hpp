@@ -1,6 +1,6 @@
 // A model of the llama family, written once over the backend ops: RMSNorm, RoPE, grouped-query
 // attention, SwiGLU. Every supported GGUF architecture (models/architecture.hpp: llama,
-// qwen2, qwen3, phi3) loads through it; what differs between them (metadata prefix, RoPE
+// qwen2, qwen3, phi3, qwen35) loads through it; what differs between them (metadata prefix, RoPE
 // pairing, optional tensors and steps) comes from its Architecture.
 //
 // Typical use by the engine:
@@ -27,6 +27,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/backend.hpp"
@@ -36,6 +37,10 @@
 #include "models/model_info.hpp"
 
 namespace specd {
+
+// Whether tensor `name` belongs to a layer at or after `n_trunk` ("blk.<N>." with N >= n_trunk):
+// a hybrid model file's MTP layers.
+bool is_mtp_tensor(std::string_view name, int32_t n_trunk);
 
 // One sequence's part of a batched forward (LlamaModel::forward_batch): the arguments of
 // forward() for its own cache. The spans and pointers are borrowed for the call.
@@ -130,6 +135,7 @@ class LlamaModel {
 
   LlamaModel(GgufFile file, Device& device);
   void read_hyperparameters();
+  void read_hybrid_hyperparameters();
   void load_weights();
   void ensure_scratch(int32_t m, int32_t logit_rows, size_t n_ints);
   void check_entry(const KvCache& cache, std::span<const int32_t> tokens,
@@ -145,6 +151,7 @@ class LlamaModel {
   View tok_embd_, output_norm_, output_;
   std::vector<DecoderBlock> layers_;
   std::shared_ptr<KvPool> kv_pool_;
+  std::vector<int32_t> kv_index_;  // per layer: its KV pool layer, or its recurrent pool layer
   specd_dtype kv_dtype_ = SPECD_DTYPE_F32;
   std::vector<int32_t> feature_layers_;  // empty = the last hidden state
   std::vector<float> feature_rows_;      // one layer's residual stream, for hidden

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace specd {
 
@@ -27,6 +28,13 @@ struct ModelInfo {
   bool tied_output = false;      // no output.weight: logits use token_embd.weight
   std::string weight_type;       // type of the attention/FFN matrices, e.g. "f16"
   int64_t n_params = 0;          // elements of all tensors
+  // A hybrid model (architecture.hpp): which layers are recurrent (gated DeltaNet), their
+  // shape (<arch>.ssm.*: conv taps, key heads, value heads, head size), and the MTP layers
+  // (<arch>.nextn_predict_layers) that follow the n_layer trunk layers in the file.
+  std::vector<bool> recurrent;  // per layer; empty for a model without recurrent layers
+  int32_t ssm_conv = 0, ssm_key_heads = 0, ssm_value_heads = 0, ssm_head_dim = 0;
+  int32_t n_nextn = 0;
+  bool hybrid() const { return !recurrent.empty(); }
 };
 
 }  // namespace specd

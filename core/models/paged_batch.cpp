@@ -10,7 +10,7 @@ namespace {
 
 // Offsets (in int32 elements) of each part of the array.
 struct Layout {
-  int64_t tokens, positions, prefix, begin, extra, table_begin, tables, write;
+  int64_t tokens, positions, prefix, begin, extra, table_begin, tables, write, state_in, state_out;
 };
 
 Layout layout_of(int64_t m, int64_t n_extra, int64_t n_table) {
@@ -23,6 +23,8 @@ Layout layout_of(int64_t m, int64_t n_extra, int64_t n_table) {
   l.table_begin = l.extra + n_extra;
   l.tables = l.table_begin + m;
   l.write = l.tables + n_table;
+  l.state_in = l.write + m;
+  l.state_out = l.state_in + m;
   return l;
 }
 
@@ -31,9 +33,12 @@ Layout layout_of(int64_t m, int64_t n_extra, int64_t n_table) {
 PagedBatchInputs::PagedBatchInputs(std::span<const PagedRows> seqs) : seqs_(seqs) {
   if (seqs.empty()) throw Error("forward: no sequences");
   std::vector<int32_t> tokens, positions, prefix, begin{0}, extra, table_begin, tables, write;
+  std::vector<int32_t> state_in, state_out;
   const KvPool* pool = &seqs[0].cache->pool();
   block_rows_ = pool->block_rows();
+  recurrent_ = pool->recurrent() != nullptr;
   pending_.resize(seqs.size());
+  states_.resize(seqs.size());
   for (size_t s = 0; s < seqs.size(); ++s) {
     const PagedRows& in = seqs[s];
     KvCache& cache = *in.cache;
@@ -72,14 +77,62 @@ PagedBatchInputs::PagedBatchInputs(std::span<const PagedRows> seqs) : seqs_(seqs
     }
     extra.insert(extra.end(), mask.extra_slots.begin() + e0, mask.extra_slots.end());
     tables.insert(tables.end(), cache.blocks().begin(), cache.blocks().end());
+    if (recurrent_) {
+      try {
+        add_states(in, cache, states_[s], state_in, state_out);
+      } catch (...) {
+        release_states();  // the destructor does not run for a constructor that throws
+        throw;
+      }
+    }
   }
   m_ = static_cast<int64_t>(tokens.size());
   n_extra_ = static_cast<int64_t>(extra.size());
   n_table_ = static_cast<int64_t>(tables.size());
   ints_.reserve(static_cast<size_t>(6 * m_ + 1 + n_extra_ + n_table_));
-  for (const auto* part :
-       {&tokens, &positions, &prefix, &begin, &extra, &table_begin, &tables, &write})
+  for (const auto* part : {&tokens, &positions, &prefix, &begin, &extra, &table_begin, &tables,
+                           &write, &state_in, &state_out})
     ints_.insert(ints_.end(), part->begin(), part->end());
+}
+
+PagedBatchInputs::~PagedBatchInputs() {
+  if (!finished_) release_states();
+}
+
+void PagedBatchInputs::release_states() {
+  if (!recurrent_) return;
+  RecurrentPool& r = *seqs_[0].cache->pool().recurrent();
+  for (std::vector<int32_t>& slots : states_) {
+    for (int32_t s : slots)
+      if (s >= 0) r.release(s);
+    slots.clear();
+  }
+}
+
+void PagedBatchInputs::add_states(const PagedRows& in, KvCache& cache, std::vector<int32_t>& kept,
+                                  std::vector<int32_t>& state_in, std::vector<int32_t>& state_out) {
+  if (in.append) throw Error("forward: a recurrent model's rows replace its pending rows");
+  RecurrentPool& r = *cache.pool().recurrent();
+  cache.release_pending_states();  // this pass replaces the pending rows
+  const int32_t m = static_cast<int32_t>(in.tokens.size());
+  kept.assign(static_cast<size_t>(m), -1);
+  for (int32_t i = 0; i < m; ++i) {
+    const int32_t parent = in.parents[i];
+    // From the committed state, from the row before (a chain), or from a branch point's slot.
+    int32_t from = -1;
+    if (parent < 0) {
+      from = cache.state_slot();
+    } else if (parent != i - 1) {
+      from = kept[static_cast<size_t>(parent)];
+      if (from < 0)
+        throw Error("forward: row " + std::to_string(i) + "'s parent " + std::to_string(parent) +
+                    " keeps no recurrent state (a tree's rows must be at or after "
+                    "keep_states_from)");
+    }
+    if (i >= in.keep_states_from || i == m - 1) kept[static_cast<size_t>(i)] = r.take();
+    state_in.push_back(from);
+    state_out.push_back(kept[static_cast<size_t>(i)]);
+  }
 }
 
 PagedBatch PagedBatchInputs::views(const Buffer& buffer, uint64_t offset) const {
@@ -95,6 +148,10 @@ PagedBatch PagedBatchInputs::views(const Buffer& buffer, uint64_t offset) const 
   b.table_begin = at(l.table_begin, m_);
   b.block_table = at(l.tables, n_table_);
   b.write_rows = at(l.write, m_);
+  if (recurrent_) {
+    b.state_in = at(l.state_in, m_);
+    b.state_out = at(l.state_out, m_);
+  }
   b.block_rows = block_rows_;
   return b;
 }
@@ -103,8 +160,12 @@ View PagedBatchInputs::tokens(const Buffer& buffer, uint64_t offset) const {
   return buffer.view(SPECD_DTYPE_I32, 1, m_, offset);
 }
 
-void PagedBatchInputs::finish() const {
-  for (size_t s = 0; s < seqs_.size(); ++s) seqs_[s].cache->set_pending(pending_[s]);
+void PagedBatchInputs::finish() {
+  for (size_t s = 0; s < seqs_.size(); ++s) {
+    seqs_[s].cache->set_pending(pending_[s]);
+    if (recurrent_) seqs_[s].cache->set_pending_states(std::move(states_[s]));
+  }
+  finished_ = true;
 }
 
 }  // namespace specd

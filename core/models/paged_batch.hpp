@@ -3,6 +3,7 @@
 //
 //   tokens [M], positions [M], prefix_len [M], extra_begin [M + 1], extra_slots [X],
 //   table_begin [M], block tables [T], write_rows [M]
+//   and for a hybrid model's caches (recurrent state): state_in [M], state_out [M]
 //
 // Row i of the pass belongs to one sequence; its attention mask is that sequence's
 // (batch_mask.hpp: the committed prefix, then its ancestors among the pending rows), in the
@@ -31,11 +32,16 @@ struct PagedRows {
   // Every row attends to the committed rows and to all of these rows, later ones included
   // (a DFlash block); the rows must be a chain after the committed rows, none pending before.
   bool bidirectional = false;
+  // Recurrent state (hybrid models): rows from this one on, and the last row, keep the state
+  // they leave (a commit may end there); earlier rows keep none (a prefill's rows are
+  // committed together, so only its last state is wanted).
+  int32_t keep_states_from = 0;
 };
 
 // Views of the uploaded inputs, as the decoder block's batched pass reads them.
 struct PagedBatch {
   View positions, prefix_len, extra_begin, extra_slots, table_begin, block_table, write_rows;
+  View state_in, state_out;  // recurrent models only (backend.h, specd_recurrent_rows)
   int32_t block_rows = 0;
   bool has_extra() const { return !extra_slots.empty(); }
 };
@@ -45,21 +51,35 @@ class PagedBatchInputs {
   // Builds the inputs of `seqs` (no two share a cache, all in one pool) and makes each cache
   // hold blocks for its new rows. Throws specd::Error for bad parents or a full cache.
   explicit PagedBatchInputs(std::span<const PagedRows> seqs);
+  // Gives back the recurrent state slots taken for a pass that did not finish.
+  ~PagedBatchInputs();
+  PagedBatchInputs(const PagedBatchInputs&) = delete;
+  PagedBatchInputs& operator=(const PagedBatchInputs&) = delete;
 
   const std::vector<int32_t>& ints() const { return ints_; }
   int64_t rows() const { return m_; }
   // The views into `buffer`, where ints() was uploaded at byte `offset`.
   PagedBatch views(const Buffer& buffer, uint64_t offset = 0) const;
   View tokens(const Buffer& buffer, uint64_t offset = 0) const;
-  // After the pass: each cache records its pending rows' parents.
-  void finish() const;
+  // After the pass: each cache records its pending rows' parents (and recurrent state slots).
+  void finish();
 
  private:
+  // A recurrent cache's rows: where each reads its state from and writes it to (slots taken
+  // into `kept`, one per row or -1).
+  static void add_states(const PagedRows& in, KvCache& cache, std::vector<int32_t>& kept,
+                         std::vector<int32_t>& state_in, std::vector<int32_t>& state_out);
+
+  void release_states();
+
   std::span<const PagedRows> seqs_;
   std::vector<std::vector<int32_t>> pending_;  // each cache's pending parents after the pass
+  std::vector<std::vector<int32_t>> states_;   // recurrent: each cache's pending rows' slots
   std::vector<int32_t> ints_;
   int64_t m_ = 0, n_extra_ = 0, n_table_ = 0;
   int32_t block_rows_ = 0;
+  bool recurrent_ = false;
+  bool finished_ = false;
 };
 
 }  // namespace specd

@@ -55,8 +55,8 @@ View WeightLoader::matrix(const std::string& name, int64_t cols, int64_t rows) {
   return view;
 }
 
-View WeightLoader::vector(const std::string& name, int64_t n, std::vector<float>* values) {
-  const GgufTensor& t = require(name, {n});
+View WeightLoader::to_f32(const GgufTensor& t, int64_t rows, int64_t n, const char* what,
+                          std::vector<float>* values) {
   std::vector<float> v(static_cast<size_t>(n));
   if (t.type == GgmlType::kF32) {
     std::memcpy(v.data(), t.data, v.size() * 4);
@@ -65,15 +65,23 @@ View WeightLoader::vector(const std::string& name, int64_t n, std::vector<float>
     for (int64_t i = 0; i < n; ++i)
       v[i] = t.type == GgmlType::kF16 ? f16_to_f32(h[i]) : bf16_to_f32(h[i]);
   } else {
-    throw Error(file_.path() + ": tensor '" + name + "' has type " + ggml_type_name(t.type) +
-                "; 1-D tensors (norms, biases, rope factors) must be f32, f16 or bf16");
+    throw Error(file_.path() + ": tensor '" + t.name + "' has type " + ggml_type_name(t.type) +
+                "; " + what + " must be f32, f16 or bf16");
   }
   Buffer b = device_.alloc(v.size() * 4);
   b.upload(v.data(), v.size() * 4);
-  View view = b.view(SPECD_DTYPE_F32, 1, n);
+  View view = b.view(SPECD_DTYPE_F32, rows, n / rows);
   buffers_.push_back(std::move(b));
   if (values) *values = std::move(v);
   return view;
+}
+
+View WeightLoader::vector(const std::string& name, int64_t n, std::vector<float>* values) {
+  return to_f32(require(name, {n}), 1, n, "1-D tensors (norms, biases, rope factors)", values);
+}
+
+View WeightLoader::small_matrix(const std::string& name, int64_t cols, int64_t rows) {
+  return to_f32(require(name, {cols, rows}), rows, cols * rows, "convolution kernels", nullptr);
 }
 
 void WeightLoader::refuse_unread(const std::string& reader) const {

@@ -27,11 +27,15 @@ class WeightLoader {
   View matrix(const std::string& name, int64_t cols, int64_t rows);
   // A vector of n elements: an f32 [1, n] view; `values` (optional) receives them in f32.
   View vector(const std::string& name, int64_t n, std::vector<float>* values = nullptr);
+  // A small matrix (a convolution kernel) of ne = [cols, rows] stored f32, f16 or bf16: an f32
+  // [rows, cols] copy.
+  View small_matrix(const std::string& name, int64_t cols, int64_t rows);
 
   // Whether the file has a tensor of that name (loaded or not).
   bool has(const std::string& name) const { return file_.tensor(name) != nullptr; }
   // Counts a tensor the caller reads itself (not a weight: an index table) as used.
   void mark_read(const std::string& name) { loaded_.insert(name); }
+  bool was_read(const std::string& name) const { return loaded_.count(name) > 0; }
 
   // The total number of elements of the tensors loaded so far.
   int64_t n_params() const { return n_params_; }
@@ -43,6 +47,10 @@ class WeightLoader {
 
  private:
   const GgufTensor& require(const std::string& name, std::vector<int64_t> ne);
+  // The tensor's n values as f32 on the device, [rows, n / rows]; `what` names the kind of
+  // tensor in the message for another type.
+  View to_f32(const GgufTensor& t, int64_t rows, int64_t n, const char* what,
+              std::vector<float>* values);
   const GgufFile& file_;
   Device& device_;
   std::vector<Buffer>& buffers_;

@@ -1,5 +1,7 @@
 #include "writers/llama_writer.hpp"
 
+#include <algorithm>
+
 #include "common/error.hpp"
 #include "models/architecture.hpp"
 #include "models/architectures/architectures.hpp"
@@ -15,11 +17,65 @@ int64_t head_dim_of(const LlamaLayout& l) {
   return l.head_dim ? l.head_dim : l.n_embd / l.n_head;
 }
 
+// A hybrid architecture's tensors (qwen35).
+std::vector<LlamaTensor> hybrid_tensors(const LlamaLayout& l) {
+  const int64_t d = l.n_embd, f = l.n_ff, head_dim = head_dim_of(l);
+  const int64_t q = l.n_head * head_dim, kv = l.n_head_kv * head_dim;
+  const int64_t S = l.ssm_head_dim, hv = l.ssm_value_heads, vd = hv * S;
+  const int64_t C = (2 * static_cast<int64_t>(l.ssm_key_heads) + hv) * S;
+  using R = LlamaTensorRole;
+  std::vector<LlamaTensor> t = {{"token_embd.weight", {d, l.vocab}, R::kEmbedding}};
+  auto attention = [&](const std::string& p) {
+    t.push_back({p + "attn_q.weight", {d, 2 * q}, R::kMatrix});
+    t.push_back({p + "attn_k.weight", {d, kv}, R::kMatrix});
+    t.push_back({p + "attn_v.weight", {d, kv}, R::kMatrix});
+    t.push_back({p + "attn_q_norm.weight", {head_dim}, R::kNorm});
+    t.push_back({p + "attn_k_norm.weight", {head_dim}, R::kNorm});
+    t.push_back({p + "attn_output.weight", {q, d}, R::kMatrix});
+  };
+  auto ffn = [&](const std::string& p) {
+    t.push_back({p + "post_attention_norm.weight", {d}, R::kNorm});
+    t.push_back({p + "ffn_gate.weight", {d, f}, R::kMatrix});
+    t.push_back({p + "ffn_up.weight", {d, f}, R::kMatrix});
+    t.push_back({p + "ffn_down.weight", {f, d}, R::kMatrix});
+  };
+  for (uint32_t i = 0; i < l.n_layer + l.n_nextn; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    t.push_back({p + "attn_norm.weight", {d}, R::kNorm});
+    if (i < l.n_layer && (i + 1) % l.full_attention_interval != 0) {
+      t.push_back({p + "attn_qkv.weight", {d, C}, R::kMatrix});
+      t.push_back({p + "attn_gate.weight", {d, vd}, R::kMatrix});
+      t.push_back({p + "ssm_conv1d.weight", {l.ssm_conv, C}, R::kConv});
+      t.push_back({p + "ssm_dt.bias", {hv}, R::kDecayBias});
+      t.push_back({p + "ssm_a", {hv}, R::kDecay});
+      t.push_back({p + "ssm_alpha.weight", {d, hv}, R::kMatrix});
+      t.push_back({p + "ssm_beta.weight", {d, hv}, R::kMatrix});
+      t.push_back({p + "ssm_norm.weight", {S}, R::kNorm});
+      t.push_back({p + "ssm_out.weight", {vd, d}, R::kMatrix});
+    } else {
+      attention(p);
+    }
+    ffn(p);
+    if (i >= l.n_layer) {
+      t.push_back({p + "nextn.eh_proj.weight", {2 * d, d}, R::kMtpProjection});
+      t.push_back({p + "nextn.enorm.weight", {d}, R::kNorm});
+      t.push_back({p + "nextn.hnorm.weight", {d}, R::kNorm});
+      t.push_back({p + "nextn.shared_head_norm.weight", {d}, R::kNorm});
+      if (l.mtp_output)
+        t.push_back({p + "nextn.shared_head_head.weight", {d, l.vocab}, R::kOutput});
+    }
+  }
+  t.push_back({"output_norm.weight", {d}, R::kNorm});
+  if (!l.tied_output) t.push_back({"output.weight", {d, l.vocab}, R::kOutput});
+  return t;
+}
+
 }  // namespace
 
 std::vector<LlamaTensor> llama_tensors(const LlamaLayout& l) {
   const Architecture* found = find_architecture(l.architecture);
   const Architecture& arch = found ? *found : architectures::kLlama;
+  if (arch.hybrid) return hybrid_tensors(l);
   const int64_t d = l.n_embd, f = l.n_ff, head_dim = head_dim_of(l);
   const int64_t q = l.n_head * head_dim, kv = l.n_head_kv * head_dim;
   using R = LlamaTensorRole;
@@ -72,7 +128,9 @@ void set_llama_metadata(GgufWriter& w, const LlamaLayout& l) {
   w.set_string("general.name", l.name);
   w.set_u32(a + "context_length", l.n_ctx);
   w.set_u32(a + "embedding_length", l.n_embd);
-  w.set_u32(a + "block_count", l.n_layer);
+  const Architecture* arch = find_architecture(l.architecture);
+  const bool hybrid = arch && arch->hybrid;
+  w.set_u32(a + "block_count", l.n_layer + (hybrid ? l.n_nextn : 0));
   w.set_u32(a + "feed_forward_length", l.n_ff);
   w.set_u32(a + "attention.head_count", l.n_head);
   w.set_u32(a + "attention.head_count_kv", l.n_head_kv);
@@ -80,7 +138,8 @@ void set_llama_metadata(GgufWriter& w, const LlamaLayout& l) {
     w.set_u32(a + "attention.key_length", l.head_dim);
     w.set_u32(a + "attention.value_length", l.head_dim);
   }
-  w.set_u32(a + "rope.dimension_count", static_cast<uint32_t>(head_dim));
+  const uint32_t rope_dim = l.rope_dim ? l.rope_dim : static_cast<uint32_t>(head_dim);
+  w.set_u32(a + "rope.dimension_count", rope_dim);
   w.set_f32(a + "rope.freq_base", 10000.0f);
   if (l.rope_scale > 0.0f) {
     w.set_string(a + "rope.scaling.type", "linear");
@@ -88,6 +147,19 @@ void set_llama_metadata(GgufWriter& w, const LlamaLayout& l) {
   }
   w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
   w.set_u32(a + "vocab_size", l.vocab);
+  if (!hybrid) return;
+  // Interleaved MRoPE sections as Qwen3.5 writes them, scaled to rope_dim / 2 pairs.
+  const uint32_t pairs = rope_dim / 2, t = (pairs * 11 + 31) / 32, h = (pairs * 11 + 31) / 32;
+  w.set(a + "rope.dimension_sections",
+        GgufValue::int32_array({static_cast<int32_t>(t), static_cast<int32_t>(h),
+                                static_cast<int32_t>(pairs - std::min(pairs, t + h)), 0}));
+  w.set_u32(a + "ssm.conv_kernel", l.ssm_conv);
+  w.set_u32(a + "ssm.state_size", l.ssm_head_dim);
+  w.set_u32(a + "ssm.group_count", l.ssm_key_heads);
+  w.set_u32(a + "ssm.time_step_rank", l.ssm_value_heads);
+  w.set_u32(a + "ssm.inner_size", l.ssm_value_heads * l.ssm_head_dim);
+  w.set_u32(a + "full_attention_interval", l.full_attention_interval);
+  if (l.n_nextn) w.set_u32(a + "nextn_predict_layers", l.n_nextn);
 }
 
 std::vector<float> sample_rope_factors(int64_t n) {

@@ -28,10 +28,31 @@ struct LlamaLayout {
   bool qkv_bias = false;      // write q/k/v biases where they are optional (llama)
   bool separate_qkv = false;  // attn_q/k/v where attn_qkv is optional (phi3)
   float rope_scale = 0.0f;    // > 0: rope.scaling.type "linear" with this factor
+  // Hybrid architectures (qwen35): gated DeltaNet layers but every full_attention_interval-th
+  // (ssm.* keys: key heads, value heads, their size, convolution taps), RoPE over rope_dim
+  // values of each head (0: all), and n_nextn MTP layers after the trunk.
+  uint32_t ssm_key_heads = 2, ssm_value_heads = 4, ssm_head_dim = 16, ssm_conv = 4;
+  uint32_t full_attention_interval = 4;
+  uint32_t rope_dim = 0;
+  uint32_t n_nextn = 0;
+  bool mtp_output = false;  // the MTP layers have their own LM head (nextn.shared_head_head)
 };
 
-// kBias: q/k/v biases; kRopeFactors: rope_freqs.weight (values must be > 0).
-enum class LlamaTensorRole { kEmbedding, kNorm, kMatrix, kOutput, kBias, kRopeFactors };
+// kBias: q/k/v biases; kRopeFactors: rope_freqs.weight (values must be > 0). Hybrid layers:
+// kConv, the causal convolution's taps [C, K] (stored f32); kDecayBias, ssm_dt.bias; kDecay,
+// ssm_a (values must be < 0); kMtpProjection, an MTP layer's eh_proj.
+enum class LlamaTensorRole {
+  kEmbedding,
+  kNorm,
+  kMatrix,
+  kOutput,
+  kBias,
+  kRopeFactors,
+  kConv,
+  kDecayBias,
+  kDecay,
+  kMtpProjection
+};
 
 struct LlamaTensor {
   std::string name;
@@ -43,7 +64,12 @@ struct LlamaTensor {
 // per block attn_norm, attn_q, attn_k, attn_v (or the fused attn_qkv), their biases, the q/k
 // norms, attn_output, ffn_norm, ffn_gate, ffn_up (or the fused gate+up ffn_up), ffn_down;
 // output_norm; output (unless tied). The optional parts follow the layout's architecture
-// (an unknown architecture name gets llama's tensors, for tests of refusals).
+// (an unknown architecture name gets llama's tensors, for tests of refusals). A hybrid
+// architecture's recurrent layers have attn_norm, attn_qkv, attn_gate, ssm_conv1d, ssm_dt.bias,
+// ssm_a, ssm_alpha, ssm_beta, ssm_norm, ssm_out, its attention layers a [q | gate] attn_q, and
+// both post_attention_norm before the FFN; MTP layers (blk.<n_layer + i>) are attention layers
+// with nextn.eh_proj, enorm, hnorm and shared_head_norm (and shared_head_head, role kOutput,
+// with mtp_output).
 std::vector<LlamaTensor> llama_tensors(const LlamaLayout& layout);
 
 // general.architecture, general.name and the <architecture>.* hyperparameters (rope over

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -59,14 +60,22 @@ uint32_t write_random_llama(const std::string& path, const RandomLlamaSpec& s) {
     size_t n = 1;
     for (int64_t e : t.ne) n *= static_cast<size_t>(e);
     std::vector<float> v(n);
-    const bool norm = t.role == LlamaTensorRole::kNorm;
-    const bool vec = norm || t.role == LlamaTensorRole::kBias;
-    if (t.role == LlamaTensorRole::kRopeFactors) {
+    using R = LlamaTensorRole;
+    const bool norm = t.role == R::kNorm;
+    const bool vec = norm || t.role == R::kBias || t.role == R::kDecayBias || t.role == R::kDecay;
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    if (t.role == R::kRopeFactors) {
       v = sample_rope_factors(static_cast<int64_t>(n));
+    } else if (t.role == R::kConv) {  // convolution taps in [-0.5, 0.5)
+      for (float& x : v) x = unit(rng) - 0.5f;
+    } else if (t.role == R::kDecayBias) {  // softplus^-1 of step sizes in [0.001, 0.1)
+      for (float& x : v) x = std::log(std::expm1(0.001f + 0.099f * unit(rng)));
+    } else if (t.role == R::kDecay) {  // -exp(A_log), A in [1, 16)
+      for (float& x : v) x = -(1.0f + 15.0f * unit(rng));
     } else {
       for (float& x : v) x = (norm ? 1.0f : 0.0f) + normal(rng);
     }
-    const bool f32 = vec || t.role == LlamaTensorRole::kRopeFactors;
+    const bool f32 = vec || t.role == R::kRopeFactors || t.role == R::kConv;
     w.add_tensor_f32(t.name, f32 ? GgmlType::kF32 : s.weight_type, t.ne, v.data());
   }
   w.write(path);

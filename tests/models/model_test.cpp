@@ -459,7 +459,7 @@ TEST_CASE("architecture files with missing parts, unsupported keys or an old bac
   mamba.architecture = "mamba";
   msg = message_of(write_fixture(mamba, "mamba.gguf"), cpu_device());
   CHECK(msg.find("mamba.gguf: architecture 'mamba' is not supported (supported: llama, qwen2, "
-                 "qwen3, phi3)") != std::string::npos);
+                 "qwen3, phi3, qwen35)") != std::string::npos);
   // An embedding of 0 rows: no vocabulary, said with the file.
   FixtureSpec empty_vocab;
   empty_vocab.vocab = 0;

@@ -9,5 +9,6 @@ extern const Architecture kLlama;
 extern const Architecture kQwen2;
 extern const Architecture kQwen3;
 extern const Architecture kPhi3;
+extern const Architecture kQwen35;
 
 }  // namespace specd::architectures

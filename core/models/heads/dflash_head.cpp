@@ -129,7 +129,7 @@ void HeadModel::forward_dflash(std::span<const Entry> entries, int64_t piece) {
     rows[i] = {e.cache, inject ? e.positions : e.tokens, e.positions, e.parents, true, !inject};
     M += e.m;
   }
-  const PagedBatchInputs inputs(rows);
+  PagedBatchInputs inputs(rows);
   upload_pass(inputs, M);
   block_scratch_.ensure(*device_, info_.block, M);
   const int64_t d = info_.n_embd, V = info_.vocab_size;

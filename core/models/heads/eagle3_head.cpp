@@ -214,8 +214,9 @@ void HeadModel::load_eagle3() {
 }
 
 void HeadModel::encode(const float* target_features, int32_t m, float* features) {
-  if (info_.kind != HeadKind::kEagle3 && info_.kind != HeadKind::kDflash)
-    throw Error(info_.path + ": only EAGLE-3 and DFlash heads fuse target features");
+  if (info_.kind != HeadKind::kEagle3 && info_.kind != HeadKind::kDflash &&
+      info_.kind != HeadKind::kNextn)
+    throw Error(info_.path + ": only EAGLE-3, DFlash and MTP-layer heads fuse target features");
   if (m <= 0) throw Error("encode: no rows");
   const int64_t din = info_.input_dim, d = info_.n_embd;
   // Pieces of invariant rows: a row's bits do not depend on how many were fused with it,
@@ -229,7 +230,10 @@ void HeadModel::encode(const float* target_features, int32_t m, float* features)
     const int64_t p = std::min<int64_t>(piece, m - r);
     enc_.upload(target_features + r * din, static_cast<uint64_t>(p) * din * 4);
     const View out = enc_out_.view(SPECD_DTYPE_F32, p, d);
-    device_->matmul(enc_.view(SPECD_DTYPE_F32, p, din), fc3_, out);
+    if (info_.kind == HeadKind::kNextn)  // h = output_norm(hidden), as the target's LM head sees
+      device_->rms_norm(enc_.view(SPECD_DTYPE_F32, p, din), output_norm_, target_eps_, out);
+    else
+      device_->matmul(enc_.view(SPECD_DTYPE_F32, p, din), fc3_, out);
     if (info_.kind == HeadKind::kDflash)
       device_->rms_norm(out, enc_norm_, info_.block.rms_eps, out);
     enc_out_.download(features + r * d, static_cast<uint64_t>(p) * d * 4);
@@ -239,7 +243,7 @@ void HeadModel::encode(const float* target_features, int32_t m, float* features)
 void HeadModel::forward_eagle3(std::span<const Entry> entries, int64_t piece) {
   int64_t M = 0;
   const std::vector<PagedRows> rows = paged_rows(entries, M);
-  const PagedBatchInputs inputs(rows);  // keeps a view of rows
+  PagedBatchInputs inputs(rows);  // keeps a view of rows
   upload_pass(inputs, M);
 
   const int64_t d = info_.n_embd, V = info_.vocab_size, Vd = info_.draft_vocab;

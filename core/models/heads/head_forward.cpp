@@ -92,6 +92,8 @@ void HeadModel::forward_batch(std::span<const Entry> entries) {
   }
   if (info_.kind == HeadKind::kEagle3)
     forward_eagle3(entries, piece);
+  else if (info_.kind == HeadKind::kNextn)
+    forward_nextn(entries, piece);
   else
     forward_blocks(entries, piece);
 }
@@ -191,7 +193,7 @@ void HeadModel::output_logits(const View& x, int64_t n_out, int64_t piece) {
 void HeadModel::forward_blocks(std::span<const Entry> entries, int64_t piece) {
   int64_t M = 0;
   const std::vector<PagedRows> rows = paged_rows(entries, M);
-  const PagedBatchInputs inputs(rows);  // keeps a view of rows
+  PagedBatchInputs inputs(rows);  // keeps a view of rows
   upload_pass(inputs, M);
 
   const int64_t d = info_.n_embd, V = info_.vocab_size;

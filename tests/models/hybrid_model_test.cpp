@@ -1,0 +1,236 @@
+// A hybrid model (qwen35: gated DeltaNet layers with recurrent state, gated attention) through
+// LlamaModel: verifying rows and committing any accepted path leaves exactly the state that
+// decoding the path one token at a time leaves (the next step's logits are the same bits), in
+// chains, trees and batches of several sequences; what a recurrent state cannot do is refused.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../backend/backend_test_util.hpp"
+#include "common/error.hpp"
+#include "models/llama_model.hpp"
+#include "random_llama.hpp"
+
+using namespace specd;
+using namespace specd::test;
+
+namespace {
+
+Device& hybrid_device() {
+  static OpenBackend cpu = open_cpu(2);
+  return *cpu.device;
+}
+
+std::string hybrid_file(GgmlType type = GgmlType::kF16, uint32_t n_nextn = 0) {
+  RandomLlamaSpec s;
+  s.architecture = "qwen35";
+  s.n_layer = 4;  // three gated DeltaNet layers, then gated attention
+  s.head_dim = 16;
+  s.rope_dim = 8;
+  s.n_nextn = n_nextn;
+  s.weight_type = type;
+  s.weight_scale = 0.15f;
+  s.seed = 35;
+  const std::string path = temp_dir("hybrid") + "/qwen35-" + std::to_string(int(type)) + "-" +
+                           std::to_string(n_nextn) + ".gguf";
+  write_random_llama(path, s);
+  return path;
+}
+
+std::vector<int32_t> iota(int32_t n, int32_t start) {
+  std::vector<int32_t> v(n);
+  for (int32_t i = 0; i < n; ++i) v[i] = start + i;
+  return v;
+}
+
+std::vector<int32_t> tokens(std::mt19937& rng, int32_t n, int32_t vocab) {
+  std::uniform_int_distribution<int32_t> u(2, vocab - 1);
+  std::vector<int32_t> t(n);
+  for (int32_t& x : t) x = u(rng);
+  return t;
+}
+
+// Runs `toks` as a chain after the cache's committed rows, commits them all, returns the last
+// row's logits.
+std::vector<float> run_chain(LlamaModel& model, KvCache& cache, const std::vector<int32_t>& toks) {
+  const int32_t n = static_cast<int32_t>(toks.size()), V = model.info().vocab_size;
+  std::vector<float> logits(static_cast<size_t>(V));
+  model.forward(cache, toks, iota(n, cache.size()), iota(n, -1), logits.data(), nullptr, n - 1);
+  model.commit(cache, iota(n, 0));
+  return logits;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("a hybrid model loads as llama.cpp lays qwen35 out") {
+  auto model = LlamaModel::load(hybrid_file(), hybrid_device());
+  const ModelInfo& in = model->info();
+  CHECK(in.architecture == "qwen35");
+  REQUIRE(in.hybrid());
+  CHECK(in.recurrent == std::vector<bool>{true, true, true, false});
+  CHECK(in.ssm_value_heads == 4);
+  CHECK(in.ssm_key_heads == 2);
+  CHECK(in.n_rot == 8);
+}
+
+TEST_CASE(
+    "a hybrid model's verified chain, committed at any length, leaves the state that "
+    "decoding it one token at a time leaves") {
+  for (GgmlType type : {GgmlType::kF16, GgmlType::kQ8_0}) {
+    auto model = LlamaModel::load(hybrid_file(type), hybrid_device());
+    const int32_t V = model->info().vocab_size;
+    std::mt19937 rng(7);
+    const auto prompt = tokens(rng, 9, V);
+    const auto draft = tokens(rng, 6, V);
+    const int32_t next = tokens(rng, 1, V)[0];
+    for (int32_t kept = 1; kept <= 6; ++kept) {
+      CAPTURE(kept);
+      // Verify all six rows, keep the first `kept`, then one more token.
+      auto spec = model->new_cache(64);
+      run_chain(*model, *spec, prompt);
+      std::vector<float> rows(static_cast<size_t>(6) * V);
+      model->forward(*spec, draft, iota(6, spec->size()), iota(6, -1), rows.data());
+      model->commit(*spec, iota(kept, 0));
+      const auto after = run_chain(*model, *spec, {next});
+      // The same tokens one at a time.
+      auto plain = model->new_cache(64);
+      run_chain(*model, *plain, prompt);
+      for (int32_t i = 0; i < kept; ++i) {
+        const auto one = run_chain(*model, *plain, {draft[i]});
+        CHECK(std::memcmp(one.data(), rows.data() + static_cast<size_t>(i) * V, V * 4) == 0);
+      }
+      CHECK(same_bits(run_chain(*model, *plain, {next}), after));
+    }
+  }
+}
+
+TEST_CASE("a hybrid model's draft tree: every node's logits and any committed path are exact") {
+  auto model = LlamaModel::load(hybrid_file(), hybrid_device());
+  const int32_t V = model->info().vocab_size;
+  std::mt19937 rng(8);
+  const auto prompt = tokens(rng, 5, V);
+  //        0
+  //      /   \      (rows; 0 is the root)
+  //     1     2
+  //    / \    |
+  //   3   4   5
+  const std::vector<int32_t> parents = {-1, 0, 0, 1, 1, 2};
+  const auto toks = tokens(rng, 6, V);
+  std::vector<int32_t> positions;
+  for (int32_t p : parents) positions.push_back(p < 0 ? 5 : positions[p] + 1);
+  for (const std::vector<int32_t>& path :
+       std::vector<std::vector<int32_t>>{{0, 1, 4}, {0, 2, 5}, {0, 2}}) {
+    CAPTURE(path.back());
+    auto spec = model->new_cache(64);
+    run_chain(*model, *spec, prompt);
+    std::vector<float> rows(static_cast<size_t>(6) * V);
+    model->forward(*spec, toks, positions, parents, rows.data());
+    model->commit(*spec, path);
+    auto plain = model->new_cache(64);
+    run_chain(*model, *plain, prompt);
+    for (int32_t r : path) {
+      const auto one = run_chain(*model, *plain, {toks[r]});
+      CHECK(std::memcmp(one.data(), rows.data() + static_cast<size_t>(r) * V, V * 4) == 0);
+    }
+    CHECK(same_bits(run_chain(*model, *plain, {7}), run_chain(*model, *spec, {7})));
+  }
+}
+
+TEST_CASE("a hybrid model's rows in a batch of sequences equal each sequence alone") {
+  auto model = LlamaModel::load(hybrid_file(GgmlType::kQ8_0), hybrid_device());
+  const int32_t V = model->info().vocab_size;
+  std::mt19937 rng(9);
+  struct Seq {
+    std::vector<int32_t> prompt, draft;
+    std::unique_ptr<KvCache> cache;
+    std::vector<float> logits;
+  };
+  std::vector<Seq> seqs(4);
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    seqs[s].prompt = tokens(rng, 3 + 4 * static_cast<int32_t>(s), V);
+    seqs[s].draft = tokens(rng, 1 + static_cast<int32_t>(s), V);
+    seqs[s].cache = model->new_cache(64);
+    run_chain(*model, *seqs[s].cache, seqs[s].prompt);
+    seqs[s].logits.resize(seqs[s].draft.size() * static_cast<size_t>(V));
+  }
+  std::vector<std::vector<int32_t>> positions(seqs.size()), parents(seqs.size());
+  std::vector<ForwardEntry> entries;
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    const int32_t m = static_cast<int32_t>(seqs[s].draft.size());
+    positions[s] = iota(m, seqs[s].cache->size());
+    parents[s] = iota(m, -1);
+    ForwardEntry e;
+    e.cache = seqs[s].cache.get();
+    e.tokens = seqs[s].draft;
+    e.positions = positions[s];
+    e.parents = parents[s];
+    e.logits = seqs[s].logits.data();
+    entries.push_back(e);
+  }
+  model->forward_batch(entries);
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    CAPTURE(s);
+    auto alone = model->new_cache(64);
+    run_chain(*model, *alone, seqs[s].prompt);
+    const int32_t m = static_cast<int32_t>(seqs[s].draft.size());
+    std::vector<float> logits(seqs[s].logits.size());
+    model->forward(*alone, seqs[s].draft, iota(m, alone->size()), iota(m, -1), logits.data());
+    CHECK(same_bits(logits, seqs[s].logits));
+    // Committing a shorter path in the batched cache equals committing it alone.
+    model->commit(*seqs[s].cache, iota((m + 1) / 2, 0));
+    model->commit(*alone, iota((m + 1) / 2, 0));
+    CHECK(same_bits(run_chain(*model, *seqs[s].cache, {5}), run_chain(*model, *alone, {5})));
+  }
+}
+
+TEST_CASE("a recurrent state cannot go back: truncation, prefix sharing and commits it refuses") {
+  auto model = LlamaModel::load(hybrid_file(), hybrid_device());
+  const int32_t V = model->info().vocab_size;
+  std::mt19937 rng(10);
+  auto cache = model->new_cache(64);
+  const auto prompt = tokens(rng, 20, V);
+  run_chain(*model, *cache, prompt);
+  try {
+    model->truncate(*cache, 10);
+    FAIL("truncated a recurrent state");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("cannot go back to row 10") != std::string::npos);
+  }
+  model->truncate(*cache, 20);  // keeps every row: nothing to undo
+  CHECK(cache->size() == 20);
+  CHECK(!cache->publish_next(prompt));
+  auto other = model->new_cache(64);
+  CHECK(other->adopt_prefix(prompt, 20) == 0);
+  // A prefill keeps the state of its last row only: a commit ending before it is refused.
+  const auto more = tokens(rng, 4, V);
+  model->forward(*cache, more, iota(4, 20), iota(4, -1), nullptr, nullptr, 4);
+  try {
+    model->commit(*cache, iota(2, 0));
+    FAIL("committed a path whose state the pass did not keep");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("kept no recurrent state at row 1") != std::string::npos);
+  }
+  model->truncate(*cache, 0);  // back to the empty state
+  auto fresh = model->new_cache(64);
+  CHECK(same_bits(run_chain(*model, *cache, prompt), run_chain(*model, *fresh, prompt)));
+}
+
+TEST_CASE("a hybrid model file with MTP layers loads its trunk; the slots are given back") {
+  auto model = LlamaModel::load(hybrid_file(GgmlType::kF16, 1), hybrid_device());
+  CHECK(model->info().n_layer == 4);
+  CHECK(model->info().n_nextn == 1);
+  {
+    auto cache = model->new_cache(64);
+    run_chain(*model, *cache, {3, 4, 5});
+    CHECK(model->kv_pool().recurrent()->used_slots() == 1);
+  }
+  CHECK(model->kv_pool().recurrent()->used_slots() == 0);
+}
