@@ -59,10 +59,11 @@ class BoundHead {
 
   const specd_model_info& info() const { return info_; }
   // The width of the target features the head takes, and whether it fuses them into its own
-  // width first (EAGLE-3, DFlash: head_encode).
+  // width first (EAGLE-3, DFlash: head_encode; MTP layers: the target's output_norm).
   uint32_t input_dim() const { return info_.input_dim ? info_.input_dim : info_.hidden_dim; }
   bool fuses() const {
-    return input_dim() != info_.hidden_dim || std::string(info_.architecture) == "dflash";
+    const std::string a = info_.architecture;
+    return input_dim() != info_.hidden_dim || a == "dflash" || a == "nextn";
   }
   specd_model* model() const { return model_; }
   const specd_model_api* api() const { return api_; }

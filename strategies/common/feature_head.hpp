@@ -9,6 +9,11 @@
 // A cache holds the elements built from true features (committed); elements a proposer
 // drafts from the head's own output features stay pending and are dropped by the next
 // catch_up. Thread rule: like its proposer, used by one thread at a time.
+//
+// Element i of a sequence is built from feature i and, by default, token i + 1 (specd's
+// heads: the feature of a position predicts with the next token). With `shifted` (llama.cpp's
+// MTP layers) it is token i, and feature 0 is a row of zeros: element i pairs the token at
+// position i with the feature of position i - 1. Element i sits at RoPE position i either way.
 #pragma once
 
 #include <algorithm>
@@ -59,7 +64,8 @@ class FeatureHead {
               uint32_t extra_capacity)
       : head_(host, who, architectures, model_path, context),
         capacity_(std::max<uint32_t>(4096, 2 * head_.info().context_length) + extra_capacity),
-        piece_(std::max<uint32_t>(head_.info().invariant_max_rows, 1)) {}
+        piece_(std::max<uint32_t>(head_.info().invariant_max_rows, 1)),
+        shifted_(std::string(head_.info().architecture) == "nextn") {}
   FeatureHead(const FeatureHead&) = delete;
   FeatureHead& operator=(const FeatureHead&) = delete;
 
@@ -67,10 +73,17 @@ class FeatureHead {
   uint32_t vocab() const { return head_.info().vocab_size; }  // the head's output rows
   uint32_t dim() const { return head_.info().hidden_dim; }
   uint32_t capacity() const { return capacity_; }
-  // True target features a state received so far: one per sequence element but the last.
+  // Features a state holds: one per sequence element but the last (shifted: one per element,
+  // the first a row of zeros).
   uint32_t n_features(const State& s) const {
     return static_cast<uint32_t>(s.features.size() / dim());
   }
+  // Whether a state's features cover a sequence of `tokens` tokens, its elements then running
+  // up to the last token.
+  bool covers(const State& s, size_t tokens) const {
+    return n_features(s) + (shifted_ ? 0 : 1) == tokens;
+  }
+  bool shifted() const { return shifted_; }
 
   std::unique_ptr<State> open() const {
     auto s = std::make_unique<State>();
@@ -83,6 +96,7 @@ class FeatureHead {
   void begin(State& s, std::span<const specd_token> prompt, const float* hidden) const {
     check(head_.api()->truncate(head_.context(), head_.model(), s.cache, 0));
     s.features.clear();
+    if (shifted_) s.features.assign(dim(), 0.0f);
     if (hidden && prompt.size() > 1) append(s, hidden, prompt.size() - 1);
   }
 
@@ -93,7 +107,8 @@ class FeatureHead {
 
   // For each job: runs and commits the elements whose true features are not in its cache yet
   // (the last is re-run when all are, so its outputs are at hand) and writes the last one's
-  // logits and output feature. Element i pairs feature i with token sequence[i + 1].
+  // logits and output feature. Element i pairs feature i with token sequence[i + 1]
+  // (shifted: sequence[i]).
   void catch_up(std::span<CatchUp> jobs) {
     struct Pending {
       CatchUp* job;
@@ -119,7 +134,7 @@ class FeatureHead {
         r.state = p.job->state;
         r.features = p.job->state->features.data() + static_cast<size_t>(p.next) * dim();
         for (uint32_t i = 0; i < m; ++i) {
-          r.tokens.push_back(p.job->sequence[p.next + i + 1]);
+          r.tokens.push_back(p.job->sequence[p.next + i + (shifted_ ? 0 : 1)]);
           r.positions.push_back(static_cast<int32_t>(p.next + i));
           r.parents.push_back(static_cast<int32_t>(i) - 1);
         }
@@ -193,6 +208,7 @@ class FeatureHead {
   BoundHead head_;
   uint32_t capacity_;
   uint32_t piece_;  // rows of one sequence per catch-up pass
+  bool shifted_;    // llama.cpp's MTP layers: element i pairs feature i with token i
 };
 
 }  // namespace specd::strategies

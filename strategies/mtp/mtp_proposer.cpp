@@ -1,9 +1,14 @@
 // MTP (DeepSeek-V3 style multi-token prediction, train/FORMATS.md section 6): a module on
 // the target's last hidden state (BEFORE its final norm) and the embedding of the next
 // token predicts the token after; drafting chains by feeding the module's own output
-// feature back as the next element's hidden state, at the next RoPE position.
+// feature back as the next element's hidden state, at the next RoPE position. The MTP layers
+// a qwen35 model file carries (llama.cpp's blk.N.nextn.*, in the target file or a separate
+// MTP file) run the same way, as llama.cpp's draft-mtp runs them: a layer element pairs a
+// token with the feature of the position before (FeatureHead's `shifted`), the target's
+// features after its output_norm.
 //
-// Parameters ([proposer]): model = the specd-mtp GGUF (bound to the run's target);
+// Parameters ([proposer]): model = the specd-mtp GGUF (bound to the run's target), or a file
+// with MTP layers; left out, the target file's own MTP layers;
 // mode = "sample" (default: each token drawn from q, the module's distribution after the
 // run's sampling transform) or "greedy" (the argmax of q, reported with a one-hot q). q is
 // returned either way; the exact `rejection` rule is the default.
@@ -33,7 +38,8 @@ class MtpProposer {
         vocab_(context.vocab_size),
         greedy_((params.require_known({"mode"}),
                  params.get_choice("mode", {"sample", "greedy"}) == "greedy")),
-        head_(host, "mtp", {"specd-mtp"}, model_path, context, 0) {}
+        head_(host, "mtp", {"specd-mtp", "nextn"},
+              model_path && *model_path ? model_path : context.target_path, context, 0) {}
 
   std::unique_ptr<Sequence> open() { return head_.open(); }
 
@@ -62,7 +68,9 @@ class MtpProposer {
       item.out.scheme = SPECD_SIBLINGS_IID;
       item.out.has_q = 1;
       const uint32_t n_feat = head_.n_features(item.sequence);
-      if (n_feat == 0 || n_feat + 1 != item.tokens.size() || n_feat > head_.capacity()) continue;
+      if (n_feat == 0 || !head_.covers(item.sequence, item.tokens.size()) ||
+          n_feat > head_.capacity())
+        continue;
       uint32_t want = std::min<uint32_t>(k_, item.out.capacity);
       want = std::min<uint32_t>(want, head_.capacity() - n_feat);
       if (want == 0) continue;
@@ -140,7 +148,7 @@ class MtpProposer {
 }  // namespace
 
 SPECD_BATCH_PROPOSER_PLUGIN(MtpProposer, "org.specd.propose.mtp", "mtp", "1.1.0",
-                            "MTP module (DeepSeek-V3 style) on target features drafting a chain "
-                            "of k, one batched pass per draft step",
+                            "MTP module (specd-mtp heads, or a qwen35 file's MTP layers) on target "
+                            "features drafting a chain of k, one batched pass per draft step",
                             SPECD_PROPOSER_NEEDS_TARGET_HIDDEN | SPECD_PROPOSER_PROVIDES_Q,
                             "rejection")

@@ -40,11 +40,17 @@ def copy_tokenizer(w, target):
 
 
 def start_server(binary, target, draft, spec_type, n_draft, port, log):
-    cmd = [str(binary), "-m", str(target), "-md", str(draft), "--spec-type", spec_type,
-           "--spec-draft-n-max", str(n_draft), "--spec-draft-n-min", "0",
-           "--spec-draft-p-min", "0", "-ctk", "f32", "-ctv", "f32", "-ctkd", "f32",
-           "-ctvd", "f32", "-fa", "off", "-c", "512", "-np", "1", "-t", "2", "--verbose",
-           "--no-warmup", "--host", "127.0.0.1", "--port", str(port)]
+    """llama-server on `target`; `draft` a draft file or None (MTP from the target's own
+    layers), `spec_type` None for no speculation."""
+    cmd = [str(binary), "-m", str(target)]
+    if draft is not None:
+        cmd += ["-md", str(draft)]
+    if spec_type is not None:
+        cmd += ["--spec-type", spec_type, "--spec-draft-n-max", str(n_draft),
+                "--spec-draft-n-min", "0", "--spec-draft-p-min", "0", "-ctkd", "f32",
+                "-ctvd", "f32"]
+    cmd += ["-ctk", "f32", "-ctv", "f32", "-fa", "off", "-c", "512", "-np", "1", "-t", "2",
+            "--verbose", "--no-warmup", "--host", "127.0.0.1", "--port", str(port)]
     server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     for _ in range(600):
         try:
@@ -57,10 +63,13 @@ def start_server(binary, target, draft, spec_type, n_draft, port, log):
     sys.exit(f"{' '.join(cmd)} did not start")
 
 
-def complete(port, prompt, n_predict):
-    body = json.dumps({"prompt": prompt, "n_predict": n_predict, "temperature": 0,
-                       "top_k": 1, "seed": 1, "cache_prompt": False, "return_tokens": True,
-                       "ignore_eos": True}).encode()
+def complete(port, prompt, n_predict, n_probs=0):
+    """Greedy completion; with n_probs, each token's top n_probs log-probabilities too."""
+    fields = {"prompt": prompt, "n_predict": n_predict, "temperature": 0, "top_k": 1, "seed": 1,
+              "cache_prompt": False, "return_tokens": True, "ignore_eos": True}
+    if n_probs:
+        fields["n_probs"] = n_probs
+    body = json.dumps(fields).encode()
     request = urllib.request.Request(f"http://127.0.0.1:{port}/completion", data=body,
                                      headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=120) as r:

@@ -25,13 +25,15 @@ const Architecture kHeadBlock = {
 };
 
 HeadKind kind_of(const GgufFile& f, const std::string& arch) {
+  if (has_mtp_layers(f)) return HeadKind::kNextn;
   if (arch == "specd-medusa") return HeadKind::kMedusa;
   if (arch == "specd-eagle") return HeadKind::kEagle;
   if (arch == "specd-mtp") return HeadKind::kMtp;
   if (arch == "eagle3") return HeadKind::kEagle3;
   if (arch == "dflash") return HeadKind::kDflash;
   throw Error(f.path() + ": architecture '" + arch +
-              "' is not a head (expected specd-medusa, specd-eagle, specd-mtp, eagle3 or dflash)");
+              "' is not a head (expected specd-medusa, specd-eagle, specd-mtp, eagle3, dflash or a "
+              "qwen35 file with MTP layers)");
 }
 
 }  // namespace
@@ -49,13 +51,16 @@ std::unique_ptr<HeadModel> HeadModel::load(const std::string& head_path,
   GgufFile target = GgufFile::open(target_path);
   architecture_of(target);  // any supported model architecture can be a head's target
   // EAGLE-3 and DFlash files name no target: they are bound by shape and vocabulary.
-  if (kind != HeadKind::kEagle3 && kind != HeadKind::kDflash) check_target_binding(head, target);
+  if (kind != HeadKind::kEagle3 && kind != HeadKind::kDflash && kind != HeadKind::kNextn)
+    check_target_binding(head, target);
   std::unique_ptr<HeadModel> model(new HeadModel(std::move(head), std::move(target), device));
   model->info_.path = head_path;
-  model->info_.architecture = *arch;
+  model->info_.architecture = kind == HeadKind::kNextn ? "nextn" : *arch;
   model->info_.kind = kind;
   if (kind == HeadKind::kEagle3) {
     model->load_eagle3();
+  } else if (kind == HeadKind::kNextn) {
+    model->load_nextn();
   } else if (kind == HeadKind::kDflash) {
     model->load_dflash();
   } else {

@@ -7,7 +7,9 @@
 // convert_hf_to_gguf.py writes them; eagle3_head.cpp): their features are the inputs of a few
 // target layers, fused by encode() into the head's width before forward. DFlash block
 // drafters (general.architecture "dflash", dflash_head.cpp) fuse the same kind of features
-// into K/V rows of each of their layers, and draft a whole block in one pass.
+// into K/V rows of each of their layers, and draft a whole block in one pass. The MTP layer of
+// a qwen35 file (blk.N.nextn.*, llama.cpp's layout; nextn_head.cpp) drafts as a head too:
+// architecture "nextn", its features the target's hidden states after output_norm (encode).
 //
 // Feature rows given to forward are the target's hidden_t (BEFORE output_norm), as the
 // engine hands them to proposers; Medusa applies the target's output_norm itself.
@@ -30,7 +32,7 @@
 
 namespace specd {
 
-enum class HeadKind { kMedusa, kEagle, kMtp, kEagle3, kDflash };
+enum class HeadKind { kMedusa, kEagle, kMtp, kEagle3, kDflash, kNextn };
 
 struct HeadInfo {
   std::string name;          // general.name of the head
@@ -61,6 +63,10 @@ struct HeadInfo {
 // file), empty for a head on the last hidden state. Throws Error naming the file when the
 // key is malformed.
 std::vector<int32_t> head_target_layers(const GgufFile& head);
+
+// Whether a model file carries MTP layers specd runs as a head (qwen35 with
+// nextn_predict_layers > 0): the target file itself, or llama.cpp's separate MTP file.
+bool has_mtp_layers(const GgufFile& file);
 
 class HeadModel {
  public:
@@ -113,7 +119,7 @@ class HeadModel {
 
   // EAGLE-3: fuses m rows of target features [m, input_dim] into the head's features
   // [m, n_embd] (its fc projection), which forward then takes; DFlash: its fc projection and
-  // encoder norm. Other heads: throws.
+  // encoder norm; nextn: the target's output_norm. Other heads: throws.
   void encode(const float* target_features, int32_t m, float* features);
 
   // Keeps the pending elements listed (in order, each the child of the previous, the first
@@ -147,6 +153,8 @@ class HeadModel {
   void read_block_shape(const std::string& a, int32_t d, float eps);
   void load_eagle3();  // eagle3_head.cpp: the head and what it takes from the target
   void load_dflash();  // dflash_head.cpp
+  void load_nextn();   // nextn_head.cpp
+  void forward_nextn(std::span<const Entry> entries, int64_t piece);
   void forward_dflash(std::span<const Entry> entries, int64_t piece);
   void forward_eagle3(std::span<const Entry> entries, int64_t piece);
   void forward_medusa(std::span<const Entry> entries, int64_t piece);
@@ -178,6 +186,7 @@ class HeadModel {
   std::vector<MedusaHead> medusa_;
   View fc_, fc_bias_;                // EAGLE: [d, 2d], [1, d]
   View hnorm_, enorm_, eh_;          // MTP: [1, d], [1, d], [d, 2d]
+  View head_norm_;                   // nextn: shared_head_norm (or output_norm) [1, d]
   View fc3_, gnorm_;                 // EAGLE-3: [d, input_dim], [1, d] (blk.0.attn_norm_2)
   std::vector<int32_t> d2t_;         // EAGLE-3: target id of each draft-vocabulary row, or empty
   std::vector<float> draft_logits_;  // EAGLE-3 with d2t: [m, draft_vocab] before scatter
