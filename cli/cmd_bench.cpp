@@ -1,5 +1,5 @@
 // specd bench|ab -c FILE --out DIR [--set section.key=value]... [--plugin-path DIR]...
-// specd bench --construct --out DIR [--size S] [--type T] [--draft-size S] [--vocab N]
+// specd bench --construct --out DIR [--arch A] [--size S] [--type T] [--draft-size S] [--vocab N]
 //             [--context N]
 //                                   [--agreement A]...
 #include "cmd_bench.hpp"
@@ -33,7 +33,7 @@ namespace {
 const char* kHelp =
     "usage: specd bench -c FILE --out DIR [options]\n"
     "       specd ab    -c FILE --out DIR [options]\n"
-    "       specd bench --construct --out DIR [--size S] [--type T] [--draft-size S]\n"
+    "       specd bench --construct --out DIR [--arch A] [--size S] [--type T] [--draft-size S]\n"
     "                   [--draft-type T] [--vocab N] [--context N] [--agreement A]...\n"
     "       specd bench --quantize IN --type T --out FILE\n"
     "\n"
@@ -56,7 +56,9 @@ const char* kHelp =
     "                      one small layer, or --draft-size's shape (e.g. 0.1b), and\n"
     "                      draft-A-shuffled.gguf, the same draft in a shuffled vocabulary,\n"
     "                      eagle3-A.gguf, an EAGLE-3 head for the target, dflash-A.gguf,\n"
-    "                      a DFlash drafter for it (its first token counts); --vocab N\n"
+    "                      a DFlash drafter for it (its first token counts); --arch qwen35:\n"
+    "                      the target a Qwen3.5 hybrid (gated DeltaNet layers) with an MTP\n"
+    "                      layer agreeing on the first --agreement; --vocab N\n"
     "                      tokens in both (default 264; e.g. 32000, 128256, 151936);\n"
     "                      --context N: their context length (default 1024, 64..131072)\n"
     "  --quantize IN       only write a copy of the GGUF model IN with its matrices in --type\n"
@@ -65,20 +67,29 @@ const char* kHelp =
     "  llama.cpp's presets f32, f16, bf16, q8_0, q6_K, q5_K_M, q5_K_S, q5_1, q5_0, q4_K_M,\n"
     "  q4_K_S, q4_1, q4_0, iq4_xs, iq4_nl, q3_K_L, q3_K_M, q3_K_S, q2_K.\n";
 
-int construct_only(const std::string& out, const std::string& size, const std::string& type,
-                   const std::string& draft_size, const std::string& draft_type, uint32_t vocab,
-                   uint32_t context, std::vector<double> agreements) {
+int construct_only(const std::string& out, const std::string& arch, const std::string& size,
+                   const std::string& type, const std::string& draft_size,
+                   const std::string& draft_type, uint32_t vocab, uint32_t context,
+                   std::vector<double> agreements) {
   std::filesystem::create_directories(out);
+  if (agreements.empty()) agreements = {1.0};
   specd::bench::ConstructedSpec target = specd::bench::constructed_preset(size);
   target.weights = specd::bench::weight_preset(type).name;
   target.vocab = vocab;
   target.n_ctx = context;
+  target.architecture = arch;
+  target.mtp_agreement = agreements.front();  // a hybrid's MTP layer: the first agreement
   const std::string path = out + "/target.gguf";
   const bool wrote = specd::bench::ensure_constructed_model(path, target);
-  std::printf("%s  (%s %s, %.1f M parameters, constructed model%s)\n", path.c_str(), size.c_str(),
-              target.weights.c_str(), double(specd::bench::constructed_parameters(target)) / 1e6,
+  std::printf("%s  (%s%s %s, %.1f M parameters, constructed model%s)\n", path.c_str(),
+              arch == "llama" ? "" : (arch + " ").c_str(), size.c_str(), target.weights.c_str(),
+              double(specd::bench::constructed_parameters(target)) / 1e6,
               wrote ? "" : ", already there");
-  if (agreements.empty()) agreements = {1.0};
+  if (arch == "qwen35")
+    std::printf(
+        "  its MTP layer (blk.%u.nextn) agrees on %.0f%% of the map: [proposer] kind = "
+        "\"mtp\" drafts with it\n",
+        target.n_layer, target.mtp_agreement * 100);
   for (double a : agreements) {
     char name[64];
     std::snprintf(name, sizeof name, "/draft-%.2f.gguf", a);
@@ -98,6 +109,7 @@ int construct_only(const std::string& out, const std::string& size, const std::s
       specd::bench::write_shuffled_vocabulary(out + name, out + shuffled, 1);
     std::printf("%s%s  (the same draft with its token ids shuffled: another vocabulary)\n",
                 out.c_str(), shuffled);
+    if (arch != "llama") continue;  // the heads below are made for llama targets
     std::snprintf(name, sizeof name, "/dflash-%.2f.gguf", a);
     specd::bench::write_constructed_dflash(out + name, target, a);
     std::printf(
@@ -117,8 +129,8 @@ int construct_only(const std::string& out, const std::string& size, const std::s
 int run_bench_command(int argc, char** argv) {
   const std::string mode = argv[0];
   specd::cli::Args args(argc, argv);
-  std::string config_path, out, models_dir, quantize, size = "tiny", type = "f16",
-                                                      draft_type = "f16", draft_size;
+  std::string config_path, out, models_dir, quantize,
+      size = "tiny", type = "f16", draft_type = "f16", draft_size, arch = "llama";
   uint32_t vocab = 264, context = 1024;
   std::vector<std::string> sets, plugin_paths;
   std::vector<double> agreements;
@@ -153,6 +165,9 @@ int run_bench_command(int argc, char** argv) {
       construct = true;
     } else if (args.match("--size")) {
       size = args.value();
+    } else if (args.match("--arch")) {
+      arch = args.value();
+      specd::bench::check_constructed_architecture(arch);
     } else if (args.match("--type")) {
       type = args.value();
     } else if (args.match("--draft-type")) {
@@ -184,7 +199,8 @@ int run_bench_command(int argc, char** argv) {
   }
   if (out.empty()) throw specd::UsageError(mode + ": --out DIR is required");
   if (construct)
-    return construct_only(out, size, type, draft_size, draft_type, vocab, context, agreements);
+    return construct_only(out, arch, size, type, draft_size, draft_type, vocab, context,
+                          agreements);
   if (!quantize.empty()) {
     const specd::bench::WeightPreset preset = specd::bench::weight_preset(type);
     const size_t n = specd::bench::write_weight_copy(quantize, out, preset);

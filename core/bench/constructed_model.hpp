@@ -10,6 +10,12 @@
 // residual stream a little without moving the argmax. Greedy decoding from t therefore
 // walks the cycle. A draft is the same construction, tiny, with the same map on a chosen
 // fraction of the cycle's tokens and a different next token elsewhere.
+//
+// With architecture "qwen35" the target is a hybrid as Qwen3.5 lays it out (llama.cpp's
+// qwen35): gated DeltaNet layers (small Gaussian projections, realistic convolution taps and
+// decays) with every fourth layer gated attention, and one MTP layer after the trunk whose
+// projection carries the next token's embedding through and whose LM head follows the map on
+// `mtp_agreement` of the cycle (its own head, nextn.shared_head_head, below 1).
 #pragma once
 
 #include <cstdint>
@@ -30,11 +36,15 @@ struct ConstructedSpec {
   double agreement = 1.0;       // fraction of cycle tokens where this model follows the map
   uint64_t seed = 1;            // weights
   uint32_t vocab = 264;         // tokens (>= 264): 258 byte-tokenizer ones, the rest unused
+  std::string architecture = "llama";  // or "qwen35" (a hybrid with an MTP layer)
+  double mtp_agreement = 1.0;          // qwen35: the MTP layer's agreement with the map
 };
 
 // Presets by size: "tiny" (≈1.4 M), "0.1b", "95m" (d 1024, 8 layers, 16 heads, 8 KV heads,
 // FFN 2816), "0.5b", "1.5b" (parameter counts approximate).
 ConstructedSpec constructed_preset(const std::string& size);
+// The architectures --arch takes: "llama", "qwen35".
+void check_constructed_architecture(const std::string& architecture);
 // The drafts' shape: one small layer, or with `size` a preset's (e.g. "0.1b" beside a 1.5b
 // target). `agreement` must lie in [0, 1]; throws UsageError otherwise.
 ConstructedSpec constructed_draft(double agreement, const std::string& size = "");
