@@ -220,8 +220,34 @@ void DecoderBlock::run(const View& x, const PagedBatch& b, const View& k_pool, c
   }
 }
 
-void DecoderBlock::run_delta(const View& x, const PagedBatch& b, const View& conv_states,
-                             const View& ssm_states, int64_t piece, BlockScratch& scratch) const {
+namespace {
+
+specd_delta_net_params delta_params(const BlockShape& s) {
+  specd_delta_net_params params{};
+  params.struct_size = sizeof(params);
+  params.n_key_heads = static_cast<uint32_t>(s.dn_key_heads);
+  params.n_value_heads = static_cast<uint32_t>(s.dn_value_heads);
+  params.head_dim = static_cast<uint32_t>(s.dn_head_dim);
+  params.conv_kernel = static_cast<uint32_t>(s.dn_conv);
+  params.eps = s.rms_eps;
+  return params;
+}
+
+}  // namespace
+
+void DecoderBlock::replay_delta(const DeltaState& state, const View& state_in,
+                                const View& state_out, BlockScratch& scratch) const {
+  const int64_t rows = state.store_qkv.rows();
+  if (scratch.rows() < rows)
+    throw Error("decoder block: the scratch holds fewer rows than a replay");
+  const View o = scratch.o.view(SPECD_DTYPE_F32, rows, shape_.dn_value_dim());
+  device_->gated_delta_net(state.store_qkv, state.store_alpha, state.store_beta, w_.dn.conv,
+                           w_.dn.dt_bias, w_.dn.a, state.conv, state.ssm, state_in, state_out,
+                           delta_params(shape_), o);
+}
+
+void DecoderBlock::run_delta(const View& x, const PagedBatch& b, const DeltaState& state,
+                             int64_t piece, BlockScratch& scratch) const {
   const int64_t M = x.rows();
   if (scratch.rows() < M) throw Error("decoder block: the scratch holds fewer than M rows");
   if (piece < 1) throw Error("decoder block: a pass needs pieces of at least 1 row");
@@ -248,15 +274,13 @@ void DecoderBlock::run_delta(const View& x, const PagedBatch& b, const View& con
     dev.matmul(h, n.beta, beta_all.slice_rows(r, p));
     dev.matmul(h, n.alpha, alpha_all.slice_rows(r, p));
   }
-  specd_delta_net_params params{};
-  params.struct_size = sizeof(params);
-  params.n_key_heads = static_cast<uint32_t>(s.dn_key_heads);
-  params.n_value_heads = static_cast<uint32_t>(hv);
-  params.head_dim = static_cast<uint32_t>(S);
-  params.conv_kernel = static_cast<uint32_t>(s.dn_conv);
-  params.eps = s.rms_eps;
-  dev.gated_delta_net(qkv_all, alpha_all, beta_all, n.conv, n.dt_bias, n.a, conv_states, ssm_states,
-                      b.state_in, b.state_out, params, o_all);
+  dev.gated_delta_net(qkv_all, alpha_all, beta_all, n.conv, n.dt_bias, n.a, state.conv, state.ssm,
+                      b.state_in, b.state_out, delta_params(s), o_all);
+  if (!b.replay_rows.empty()) {  // the rows a commit may run again
+    dev.copy_rows(qkv_all, b.replay_rows, state.store_qkv);
+    dev.copy_rows(alpha_all, b.replay_rows, state.store_alpha);
+    dev.copy_rows(beta_all, b.replay_rows, state.store_beta);
+  }
   for (int64_t r = 0; r < M; r += piece) {
     const int64_t p = std::min(piece, M - r);
     // The output gate: RMSNorm of each value head, times silu(z).

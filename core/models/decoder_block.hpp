@@ -120,11 +120,22 @@ class DecoderBlock {
   // layer's K/V of target features. Nothing else runs.
   void write_kv(const View& input, const PagedBatch& b, const View& k_pool, const View& v_pool,
                 int64_t piece, BlockScratch& scratch) const;
+  // A recurrent layer's state (recurrent_pool.hpp): its slots and its replay store's rows.
+  struct DeltaState {
+    View conv, ssm;                           // [slots, ...] of this layer
+    View store_qkv, store_alpha, store_beta;  // the pass's replay rows, when it stores any
+  };
   // A recurrent layer (weights().recurrent()): run() with a gated DeltaNet mixer over this
-  // layer's recurrent state slots (recurrent_pool.hpp; each row's slots in b.state_in and
-  // b.state_out) in place of attention. The DeltaNet op runs once over every row.
-  void run_delta(const View& x, const PagedBatch& b, const View& conv_states,
-                 const View& ssm_states, int64_t piece, BlockScratch& scratch) const;
+  // layer's recurrent state slots (each row's slots in b.state_in and b.state_out) in place of
+  // attention. The DeltaNet op runs once over every row; the rows b.replay_rows lists have
+  // their op inputs copied into the replay store.
+  void run_delta(const View& x, const PagedBatch& b, const DeltaState& state, int64_t piece,
+                 BlockScratch& scratch) const;
+  // Runs stored rows (state.store_*: a chain's first `rows`) through the DeltaNet op again,
+  // from the slot of state_in [1, rows] to that of state_out [1, rows]: a replay (the
+  // outputs, in scratch, are not used).
+  void replay_delta(const DeltaState& state, const View& state_in, const View& state_out,
+                    BlockScratch& scratch) const;
 
  private:
   // The ops before attention on m rows: attention norm of x into h (or `in` as given), the

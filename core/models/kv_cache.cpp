@@ -37,11 +37,25 @@ void KvCache::release_pending_states() {
   for (int32_t s : pending_states_)
     if (s >= 0) r->release(s);
   pending_states_.clear();
+  replay_ = {};
 }
 
-void KvCache::set_pending_states(std::vector<int32_t> slots) {
+void KvCache::set_pending_states(std::vector<int32_t> slots, Replay replay) {
   release_pending_states();
   pending_states_ = std::move(slots);
+  replay_ = replay;
+}
+
+int32_t KvCache::replay_rows(std::span<const int32_t> kept) const {
+  if (!recurrent() || kept.empty()) return 0;
+  const int32_t last = kept.back();
+  if (last >= 0 && static_cast<size_t>(last) < pending_states_.size() &&
+      pending_states_[static_cast<size_t>(last)] >= 0)
+    return 0;
+  if (last < 0 || last >= replay_.rows)
+    throw Error("commit: the pass kept no recurrent state at row " + std::to_string(last) +
+                " (a hybrid model's commit ends at the last row or at a row with logits)");
+  return last + 1;
 }
 
 int32_t KvCache::promised_blocks() const {
@@ -67,6 +81,14 @@ int32_t KvCache::pool_row(int32_t r) const {
 }
 
 void KvCache::commit(std::span<const int32_t> kept) {
+  commit_rows(kept, false);
+}
+
+void KvCache::commit_replayed(std::span<const int32_t> kept) {
+  commit_rows(kept, true);
+}
+
+void KvCache::commit_rows(std::span<const int32_t> kept, bool replayed) {
   const int32_t k = static_cast<int32_t>(kept.size());
   for (int32_t j = 0; j < k; ++j) {
     const int32_t r = kept[j];
@@ -87,7 +109,7 @@ void KvCache::commit(std::span<const int32_t> kept) {
     from.push_back(pool_row(committed_ + kept[j]));
     to.push_back(pool_row(committed_ + j));
   }
-  if (RecurrentPool* r = pool_->recurrent(); r && k > 0) {
+  if (RecurrentPool* r = pool_->recurrent(); r && k > 0 && !replayed) {
     // The state after the path's last row becomes the committed one.
     const size_t last = static_cast<size_t>(kept[k - 1]);
     if (last >= pending_states_.size() || pending_states_[last] < 0)

@@ -15,9 +15,11 @@
 //
 // Recurrent state (a hybrid model's pool has a RecurrentPool): the cache also holds the slot
 // with the state after its last committed row, and a slot for each pending row whose state
-// the pass kept (paged_batch.hpp). A commit keeps the slot of the row its path ends at, which
-// must be one of those; the state cannot go back, so truncate() keeps every committed row or
-// none, and no prefix blocks are shared (adopt_prefix and publish_next do nothing).
+// the pass kept (paged_batch.hpp). A commit keeps the slot of the row its path ends at; a path
+// ending at a row whose state was not kept is run again from the committed state first
+// (replay, LlamaModel::commit: the pass stored those rows' inputs). The state cannot go back,
+// so truncate() keeps every committed row or none, and no prefix blocks are shared
+// (adopt_prefix and publish_next do nothing).
 //
 // Thread rule: its model's (the device's) — one thread at a time.
 #pragma once
@@ -60,6 +62,8 @@ class KvCache {
   // the previous, the first a child of the committed prefix) and drops the other pending rows;
   // the kept rows become committed, in that order. An empty list just drops the pending rows.
   void commit(std::span<const int32_t> kept);
+  // The same after the path's state was brought into the committed slot by a replay.
+  void commit_replayed(std::span<const int32_t> kept);
   // Keeps the first n committed rows (n <= size()); drops pending rows. Blocks past n are
   // given back when n falls inside the shared blocks (it must then be a block boundary).
   void truncate(int32_t n);
@@ -84,8 +88,18 @@ class KvCache {
   const std::vector<int32_t>& pending_states() const { return pending_states_; }
   // Gives back the slots of the pending rows' states (a new pass replaces them).
   void release_pending_states();
-  // After a pass: the slots its rows' states were written to (the cache owns them now).
-  void set_pending_states(std::vector<int32_t> slots);
+  // After a pass: the slots its rows' states were written to (the cache owns them now), and
+  // where the pass stored its rows for replay (`first` in the pool's replay store of pass
+  // `pass`; rows 0; none).
+  struct Replay {
+    uint64_t pass = 0;
+    int32_t first = 0, rows = 0;
+  };
+  void set_pending_states(std::vector<int32_t> slots, Replay replay);
+  // The rows a commit of `kept` must run again before it (a path ending at a row whose state
+  // was not kept: that row + 1), or 0; throws when the pass did not store them.
+  int32_t replay_rows(std::span<const int32_t> kept) const;
+  const Replay& replay() const { return replay_; }
 
  private:
   int32_t promised_blocks() const;
@@ -98,6 +112,8 @@ class KvCache {
   bool publishing_ = true;               // false once a block could not be published
   int32_t state_ = -1;                   // recurrent: the committed state's slot
   std::vector<int32_t> pending_states_;  // recurrent: per pending row, its state's slot or -1
+  Replay replay_;                        // recurrent: where the pending rows were stored
+  void commit_rows(std::span<const int32_t> kept, bool replayed);
 };
 
 }  // namespace specd

@@ -96,8 +96,8 @@ void LlamaModel::forward_batch(std::span<const ForwardEntry> entries) {
     take_features(l);
     const int32_t at = kv_index_[static_cast<size_t>(l)];
     if (layers_[l].weights().recurrent())
-      layers_[l].run_delta(x, batch, pool.recurrent()->conv(at), pool.recurrent()->ssm(at), piece,
-                           s_.block);
+      layers_[l].run_delta(x, batch, delta_state(at, 0, static_cast<int32_t>(inputs.replay_rows())),
+                           piece, s_.block);
     else
       layers_[l].run(x, batch, pool.k(at), pool.v(at), piece, s_.block);
   }

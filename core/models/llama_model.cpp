@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -16,7 +17,16 @@
 
 namespace specd {
 
-LlamaModel::LlamaModel(GgufFile file, Device& device) : file_(std::move(file)), device_(&device) {}
+LlamaModel::LlamaModel(GgufFile file, Device& device) : file_(std::move(file)), device_(&device) {
+  // The restore a hybrid model uses; snapshot is the alternative measured against it.
+  if (const char* e = std::getenv("SPECD_RECURRENT_RESTORE")) {
+    const std::string v = e;
+    if (v == "snapshot")
+      restore_ = RecurrentRestore::kSnapshot;
+    else if (v != "replay" && !v.empty())
+      throw UsageError("SPECD_RECURRENT_RESTORE='" + v + "': expected replay or snapshot");
+  }
+}
 
 bool is_mtp_tensor(std::string_view name, int32_t n_trunk) {
   if (!name.starts_with("blk.")) return false;
@@ -221,9 +231,12 @@ KvPool& LlamaModel::kv_pool() {
                                       kKvBlockRows, kv_dtype_);
   if (n_state > 0) {
     const BlockShape& s = layers_[0].shape();
-    kv_pool_->set_recurrent(
-        std::make_unique<RecurrentPool>(*device_, n_state, (s.dn_conv - 1) * s.dn_channels(),
-                                        s.dn_value_dim() * static_cast<int64_t>(s.dn_head_dim)));
+    RecurrentShape shape;
+    shape.channels = s.dn_channels();
+    shape.value_heads = s.dn_value_heads;
+    shape.head_dim = s.dn_head_dim;
+    shape.conv_taps = s.dn_conv;
+    kv_pool_->set_recurrent(std::make_unique<RecurrentPool>(*device_, n_state, shape, restore_));
   }
   return *kv_pool_;
 }
@@ -320,8 +333,56 @@ void LlamaModel::forward(KvCache& cache, std::span<const int32_t> tokens,
   forward_batch(std::span<const ForwardEntry>(&e, 1));
 }
 
+void LlamaModel::set_recurrent_restore(RecurrentRestore restore) {
+  if (kv_pool_ && restore != restore_)
+    throw Error(info_.path + ": the recurrent restore is set before the first cache is made");
+  restore_ = restore;
+}
+
+DecoderBlock::DeltaState LlamaModel::delta_state(int32_t at, int32_t first, int32_t rows) const {
+  const RecurrentPool& r = *kv_pool_->recurrent();
+  DecoderBlock::DeltaState s;
+  s.conv = r.conv(at);
+  s.ssm = r.ssm(at);
+  if (rows > 0) {
+    s.store_qkv = r.replay_qkv(at, first, rows);
+    s.store_alpha = r.replay_alpha(at, first, rows);
+    s.store_beta = r.replay_beta(at, first, rows);
+  }
+  return s;
+}
+
+void LlamaModel::replay(KvCache& cache, int32_t rows) {
+  const RecurrentPool& r = *kv_pool_->recurrent();
+  const KvCache::Replay& stored = cache.replay();
+  if (stored.pass != r.pass())
+    throw Error(
+        "commit: a later pass replaced the rows this commit runs again (commit each "
+        "pass's rows before the next pass)");
+  // From the committed state to the committed slot (read before written): row 0 from it,
+  // the last row into it.
+  const int32_t slot = cache.state_slot();
+  std::vector<int32_t> ints(static_cast<size_t>(2 * rows), -1);
+  ints[0] = slot;
+  ints[static_cast<size_t>(2 * rows - 1)] = slot;
+  if (!replay_ints_ || replay_ints_.size() < ints.size() * 4)
+    replay_ints_ = device_->alloc(ints.size() * 4 * 2);
+  replay_ints_.upload(ints.data(), ints.size() * 4);
+  const View in = replay_ints_.view(SPECD_DTYPE_I32, 1, rows);
+  const View out = replay_ints_.view(SPECD_DTYPE_I32, 1, rows, static_cast<uint64_t>(rows) * 4);
+  s_.block.ensure(*device_, layers_.front().shape(), rows);
+  for (int32_t l = 0; l < info_.n_layer; ++l)
+    if (layers_[l].weights().recurrent())
+      layers_[l].replay_delta(delta_state(kv_index_[l], stored.first, rows), in, out, s_.block);
+}
+
 void LlamaModel::commit(KvCache& cache, std::span<const int32_t> kept_rows) {
   check_cache(cache, "commit");
+  if (const int32_t rows = cache.replay_rows(kept_rows)) {
+    replay(cache, rows);
+    cache.commit_replayed(kept_rows);
+    return;
+  }
   cache.commit(kept_rows);
 }
 

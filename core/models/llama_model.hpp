@@ -118,8 +118,15 @@ class LlamaModel {
 
   // Keeps the pending rows listed (batch indices, in order, each the child of the previous,
   // the first a child of the prefix) and drops the other pending rows; the kept rows become
-  // committed, in that order. An empty list just drops the pending rows.
+  // committed, in that order. An empty list just drops the pending rows. A hybrid model's
+  // commit that ends before a chain's last row runs the path's rows through its recurrent
+  // layers again, from the committed state (replay, recurrent_pool.hpp): commit a pass's
+  // rows before the next pass.
   void commit(KvCache& cache, std::span<const int32_t> kept_rows);
+  // How a hybrid model restores a recurrent state after a commit that drops rows (default
+  // replay; $SPECD_RECURRENT_RESTORE=snapshot keeps a state per row instead). Set before the
+  // first cache is made.
+  void set_recurrent_restore(RecurrentRestore restore);
 
   // Keeps the first n_committed committed rows (n_committed <= cache.size()); drops pending.
   void truncate(KvCache& cache, int32_t n_committed);
@@ -142,6 +149,10 @@ class LlamaModel {
                    std::span<const int32_t> positions, std::span<const int32_t> parents,
                    const float* logits, int32_t first_logit_row) const;
   void check_cache(const KvCache& cache, const char* op) const;
+  // Recurrent layer `at`'s state, with its replay store rows [first, first + rows).
+  DecoderBlock::DeltaState delta_state(int32_t at, int32_t first, int32_t rows) const;
+  // Runs the first `rows` stored rows of the cache's last pass again from its committed state.
+  void replay(KvCache& cache, int32_t rows);
 
   GgufFile file_;  // keeps the mapping alive: weights may refer to it
   Device* device_;
@@ -152,6 +163,8 @@ class LlamaModel {
   std::vector<DecoderBlock> layers_;
   std::shared_ptr<KvPool> kv_pool_;
   std::vector<int32_t> kv_index_;  // per layer: its KV pool layer, or its recurrent pool layer
+  RecurrentRestore restore_ = RecurrentRestore::kReplay;
+  Buffer replay_ints_;  // a replay's state_in and state_out
   specd_dtype kv_dtype_ = SPECD_DTYPE_F32;
   std::vector<int32_t> feature_layers_;  // empty = the last hidden state
   std::vector<float> feature_rows_;      // one layer's residual stream, for hidden

@@ -10,7 +10,8 @@ namespace {
 
 // Offsets (in int32 elements) of each part of the array.
 struct Layout {
-  int64_t tokens, positions, prefix, begin, extra, table_begin, tables, write, state_in, state_out;
+  int64_t tokens, positions, prefix, begin, extra, table_begin, tables, write, state_in, state_out,
+      replay;
 };
 
 Layout layout_of(int64_t m, int64_t n_extra, int64_t n_table) {
@@ -25,6 +26,7 @@ Layout layout_of(int64_t m, int64_t n_extra, int64_t n_table) {
   l.write = l.tables + n_table;
   l.state_in = l.write + m;
   l.state_out = l.state_in + m;
+  l.replay = l.state_out + m;
   return l;
 }
 
@@ -33,12 +35,13 @@ Layout layout_of(int64_t m, int64_t n_extra, int64_t n_table) {
 PagedBatchInputs::PagedBatchInputs(std::span<const PagedRows> seqs) : seqs_(seqs) {
   if (seqs.empty()) throw Error("forward: no sequences");
   std::vector<int32_t> tokens, positions, prefix, begin{0}, extra, table_begin, tables, write;
-  std::vector<int32_t> state_in, state_out;
+  std::vector<int32_t> state_in, state_out, replay_rows;
   const KvPool* pool = &seqs[0].cache->pool();
   block_rows_ = pool->block_rows();
   recurrent_ = pool->recurrent() != nullptr;
   pending_.resize(seqs.size());
   states_.resize(seqs.size());
+  replays_.resize(seqs.size());
   for (size_t s = 0; s < seqs.size(); ++s) {
     const PagedRows& in = seqs[s];
     KvCache& cache = *in.cache;
@@ -66,6 +69,7 @@ PagedBatchInputs::PagedBatchInputs(std::span<const PagedRows> seqs) : seqs_(seqs
     const BatchMask mask = build_batch_mask(cache.size(), all);
     const int32_t e0 = mask.extra_begin[p0], base = static_cast<int32_t>(extra.size());
     const int32_t table_at = static_cast<int32_t>(tables.size());
+    const int32_t row0 = static_cast<int32_t>(tokens.size());
     tokens.insert(tokens.end(), in.tokens.begin(), in.tokens.end());
     positions.insert(positions.end(), in.positions.begin(), in.positions.end());
     for (int32_t i = 0; i < m; ++i) {
@@ -79,7 +83,7 @@ PagedBatchInputs::PagedBatchInputs(std::span<const PagedRows> seqs) : seqs_(seqs
     tables.insert(tables.end(), cache.blocks().begin(), cache.blocks().end());
     if (recurrent_) {
       try {
-        add_states(in, cache, states_[s], state_in, state_out);
+        add_states(in, cache, row0, states_[s], replays_[s], state_in, state_out, replay_rows);
       } catch (...) {
         release_states();  // the destructor does not run for a constructor that throws
         throw;
@@ -87,11 +91,18 @@ PagedBatchInputs::PagedBatchInputs(std::span<const PagedRows> seqs) : seqs_(seqs
     }
   }
   m_ = static_cast<int64_t>(tokens.size());
+  n_replay_ = static_cast<int64_t>(replay_rows.size());
+  if (recurrent_ && n_replay_ > 0) {
+    RecurrentPool& r = *pool->recurrent();
+    r.begin_pass(static_cast<int32_t>(n_replay_));
+    for (KvCache::Replay& replay : replays_)
+      if (replay.rows > 0) replay.pass = r.pass();
+  }
   n_extra_ = static_cast<int64_t>(extra.size());
   n_table_ = static_cast<int64_t>(tables.size());
   ints_.reserve(static_cast<size_t>(6 * m_ + 1 + n_extra_ + n_table_));
   for (const auto* part : {&tokens, &positions, &prefix, &begin, &extra, &table_begin, &tables,
-                           &write, &state_in, &state_out})
+                           &write, &state_in, &state_out, &replay_rows})
     ints_.insert(ints_.end(), part->begin(), part->end());
 }
 
@@ -109,13 +120,27 @@ void PagedBatchInputs::release_states() {
   }
 }
 
-void PagedBatchInputs::add_states(const PagedRows& in, KvCache& cache, std::vector<int32_t>& kept,
-                                  std::vector<int32_t>& state_in, std::vector<int32_t>& state_out) {
+void PagedBatchInputs::add_states(const PagedRows& in, KvCache& cache, int32_t row0,
+                                  std::vector<int32_t>& kept, KvCache::Replay& replay,
+                                  std::vector<int32_t>& state_in, std::vector<int32_t>& state_out,
+                                  std::vector<int32_t>& replay_rows) {
   if (in.append) throw Error("forward: a recurrent model's rows replace its pending rows");
   RecurrentPool& r = *cache.pool().recurrent();
   cache.release_pending_states();  // this pass replaces the pending rows
   const int32_t m = static_cast<int32_t>(in.tokens.size());
   kept.assign(static_cast<size_t>(m), -1);
+  bool chain = true;
+  for (int32_t i = 0; i < m; ++i) chain = chain && in.parents[i] == i - 1;
+  // A chain that a commit may cut before its end is stored for replay (its last state alone
+  // kept); trees, and every chain under kSnapshot, keep the state of each row that may end a
+  // commit.
+  const bool replays =
+      chain && in.keep_states_from < m - 1 && r.restore() == RecurrentRestore::kReplay;
+  if (replays) {
+    replay.first = static_cast<int32_t>(replay_rows.size());
+    replay.rows = m;
+    for (int32_t i = 0; i < m; ++i) replay_rows.push_back(row0 + i);
+  }
   for (int32_t i = 0; i < m; ++i) {
     const int32_t parent = in.parents[i];
     // From the committed state, from the row before (a chain), or from a branch point's slot.
@@ -129,7 +154,8 @@ void PagedBatchInputs::add_states(const PagedRows& in, KvCache& cache, std::vect
                     " keeps no recurrent state (a tree's rows must be at or after "
                     "keep_states_from)");
     }
-    if (i >= in.keep_states_from || i == m - 1) kept[static_cast<size_t>(i)] = r.take();
+    if (i == m - 1 || (!replays && i >= in.keep_states_from))
+      kept[static_cast<size_t>(i)] = r.take();
     state_in.push_back(from);
     state_out.push_back(kept[static_cast<size_t>(i)]);
   }
@@ -151,6 +177,7 @@ PagedBatch PagedBatchInputs::views(const Buffer& buffer, uint64_t offset) const 
   if (recurrent_) {
     b.state_in = at(l.state_in, m_);
     b.state_out = at(l.state_out, m_);
+    if (n_replay_ > 0) b.replay_rows = at(l.replay, n_replay_);
   }
   b.block_rows = block_rows_;
   return b;
@@ -163,7 +190,7 @@ View PagedBatchInputs::tokens(const Buffer& buffer, uint64_t offset) const {
 void PagedBatchInputs::finish() {
   for (size_t s = 0; s < seqs_.size(); ++s) {
     seqs_[s].cache->set_pending(pending_[s]);
-    if (recurrent_) seqs_[s].cache->set_pending_states(std::move(states_[s]));
+    if (recurrent_) seqs_[s].cache->set_pending_states(std::move(states_[s]), replays_[s]);
   }
   finished_ = true;
 }

@@ -3,7 +3,8 @@
 //
 //   tokens [M], positions [M], prefix_len [M], extra_begin [M + 1], extra_slots [X],
 //   table_begin [M], block tables [T], write_rows [M]
-//   and for a hybrid model's caches (recurrent state): state_in [M], state_out [M]
+//   and for a hybrid model's caches (recurrent state): state_in [M], state_out [M],
+//   replay_rows [R] (the rows whose DeltaNet inputs the pass stores for a replay)
 //
 // Row i of the pass belongs to one sequence; its attention mask is that sequence's
 // (batch_mask.hpp: the committed prefix, then its ancestors among the pending rows), in the
@@ -42,6 +43,7 @@ struct PagedRows {
 struct PagedBatch {
   View positions, prefix_len, extra_begin, extra_slots, table_begin, block_table, write_rows;
   View state_in, state_out;  // recurrent models only (backend.h, specd_recurrent_rows)
+  View replay_rows;          // recurrent, replay restore: rows to store, in store order
   int32_t block_rows = 0;
   bool has_extra() const { return !extra_slots.empty(); }
 };
@@ -58,6 +60,8 @@ class PagedBatchInputs {
 
   const std::vector<int32_t>& ints() const { return ints_; }
   int64_t rows() const { return m_; }
+  // Rows the pass stores for replay (the recurrent pool's store must hold them).
+  int64_t replay_rows() const { return n_replay_; }
   // The views into `buffer`, where ints() was uploaded at byte `offset`.
   PagedBatch views(const Buffer& buffer, uint64_t offset = 0) const;
   View tokens(const Buffer& buffer, uint64_t offset = 0) const;
@@ -67,16 +71,20 @@ class PagedBatchInputs {
  private:
   // A recurrent cache's rows: where each reads its state from and writes it to (slots taken
   // into `kept`, one per row or -1).
-  static void add_states(const PagedRows& in, KvCache& cache, std::vector<int32_t>& kept,
-                         std::vector<int32_t>& state_in, std::vector<int32_t>& state_out);
+  // With replay (recurrent_pool.hpp) a chain keeps only its last row's state and its rows go
+  // to the replay store (their pass rows appended to `replay_rows`, from pass row `row0`).
+  void add_states(const PagedRows& in, KvCache& cache, int32_t row0, std::vector<int32_t>& kept,
+                  KvCache::Replay& replay, std::vector<int32_t>& state_in,
+                  std::vector<int32_t>& state_out, std::vector<int32_t>& replay_rows);
 
   void release_states();
 
   std::span<const PagedRows> seqs_;
   std::vector<std::vector<int32_t>> pending_;  // each cache's pending parents after the pass
   std::vector<std::vector<int32_t>> states_;   // recurrent: each cache's pending rows' slots
+  std::vector<KvCache::Replay> replays_;       // recurrent: where each cache's rows were stored
   std::vector<int32_t> ints_;
-  int64_t m_ = 0, n_extra_ = 0, n_table_ = 0;
+  int64_t m_ = 0, n_extra_ = 0, n_table_ = 0, n_replay_ = 0;
   int32_t block_rows_ = 0;
   bool recurrent_ = false;
   bool finished_ = false;

@@ -7,11 +7,17 @@
 
 namespace specd {
 
-RecurrentPool::RecurrentPool(Device& device, int32_t n_layer, int64_t conv_width, int64_t ssm_width)
-    : device_(&device), n_layer_(n_layer), conv_width_(conv_width), ssm_width_(ssm_width) {
-  if (n_layer <= 0 || conv_width <= 0 || ssm_width <= 0)
+RecurrentPool::RecurrentPool(Device& device, int32_t n_layer, const RecurrentShape& shape,
+                             RecurrentRestore restore)
+    : device_(&device),
+      n_layer_(n_layer),
+      shape_(shape),
+      restore_(restore),
+      conv_width_(shape.conv_width()),
+      ssm_width_(shape.ssm_width()) {
+  if (n_layer <= 0 || conv_width_ <= 0 || ssm_width_ <= 0)
     throw Error("recurrent state pool: layers and state widths must be positive");
-  zeros_.assign(static_cast<size_t>(std::max(conv_width, ssm_width)), 0.0f);
+  zeros_.assign(static_cast<size_t>(std::max(conv_width_, ssm_width_)), 0.0f);
 }
 
 uint64_t RecurrentPool::bytes_per_slot() const {
@@ -76,6 +82,39 @@ void RecurrentPool::copy(int32_t from, int32_t to) {
                         static_cast<uint64_t>(from) * ssm_width_ * 4,
                         static_cast<uint64_t>(ssm_width_) * 4);
   }
+}
+
+void RecurrentPool::begin_pass(int32_t rows) {
+  ++pass_;
+  if (rows <= replay_rows_) return;
+  const int32_t want = std::max(rows, 2 * replay_rows_);
+  const uint64_t width = static_cast<uint64_t>(shape_.channels + 2 * shape_.value_heads);
+  replay_.clear();
+  for (int32_t l = 0; l < n_layer_; ++l)
+    replay_.push_back(device_->alloc(static_cast<uint64_t>(want) * width * 4));
+  replay_rows_ = want;
+}
+
+View RecurrentPool::replay_qkv(int32_t layer, int32_t first, int32_t rows) const {
+  const int64_t width = shape_.channels + 2 * shape_.value_heads;
+  return replay_.at(static_cast<size_t>(layer))
+      .view(SPECD_DTYPE_F32, rows, shape_.channels, static_cast<uint64_t>(first * width) * 4,
+            width * 4);
+}
+
+View RecurrentPool::replay_alpha(int32_t layer, int32_t first, int32_t rows) const {
+  const int64_t width = shape_.channels + 2 * shape_.value_heads;
+  return replay_.at(static_cast<size_t>(layer))
+      .view(SPECD_DTYPE_F32, rows, shape_.value_heads,
+            static_cast<uint64_t>(first * width + shape_.channels) * 4, width * 4);
+}
+
+View RecurrentPool::replay_beta(int32_t layer, int32_t first, int32_t rows) const {
+  const int64_t width = shape_.channels + 2 * shape_.value_heads;
+  return replay_.at(static_cast<size_t>(layer))
+      .view(SPECD_DTYPE_F32, rows, shape_.value_heads,
+            static_cast<uint64_t>(first * width + shape_.channels + shape_.value_heads) * 4,
+            width * 4);
 }
 
 View RecurrentPool::conv(int32_t layer) const {

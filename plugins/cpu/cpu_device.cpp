@@ -421,9 +421,10 @@ void CpuDevice::gated_delta_net(const specd_view& qkv, const specd_view& alpha,
   c.state_in = in.i32_row(0);
   c.state_out = outs.i32_row(0);
   c.p = p;
-  if (p.conv_kernel > 9)
+  if (p.conv_kernel > 9 || p.head_dim > 256)
     throw sdk::PluginError(SPECD_STATUS_UNSUPPORTED,
-                           "gated_delta_net: conv_kernel above 9 is not implemented here");
+                           "gated_delta_net: conv_kernel above 9 or head_dim above 256 is not "
+                           "implemented here");
   sdk::check_state_slots(c.state_in, c.state_out, c.qkv.rows, c.conv_states.rows);
   const std::initializer_list<const Mat*> inputs = {&c.qkv,         &c.dt_bias, &c.alpha, &c.beta,
                                                     &c.conv_weight, &c.a,       &in,      &outs};

@@ -66,8 +66,8 @@ __global__ void delta_l2_kernel(DeltaNetArgs a) {
   for (int64_t j = t; j < S; j += kNormThreads) x[j] *= scale;
 }
 
-// Block h (a value head), thread y (a value row of its state, kept in `work` transposed so that
-// neighbouring threads read neighbouring floats).
+// Block h (a value head), thread y (a value column of its state: element x S + y of the slot and
+// of `work`, so neighbouring threads read neighbouring floats).
 __global__ void delta_recurrence_kernel(DeltaNetArgs a) {
   const int64_t h = blockIdx.x, S = a.head_dim, C = a.qkv.cols, Hk = a.n_key_heads;
   const int64_t kh = h % Hk;
@@ -77,8 +77,8 @@ __global__ void delta_recurrence_kernel(DeltaNetArgs a) {
   for (int64_t y = threadIdx.x; y < S; y += blockDim.x) {
     for (int64_t i = 0; i < a.m; ++i) {
       if (a.state_in[i] >= 0) {
-        const float* s = f32_at(a.ssm_states, a.state_in[i]) + (h * S + y) * S;
-        for (int64_t x = 0; x < S; ++x) work[x * S + y] = s[x];
+        const float* s = f32_at(a.ssm_states, a.state_in[i]) + h * S * S;
+        for (int64_t x = 0; x < S; ++x) work[x * S + y] = s[x * S + y];
       }
       const float* row = a.c + i * C;
       const float* q = row + kh * S;
@@ -103,8 +103,8 @@ __global__ void delta_recurrence_kernel(DeltaNetArgs a) {
       }
       f32_at(a.out, i)[h * S + y] = o * scale;
       if (a.state_out[i] >= 0) {
-        float* s = f32_at(a.ssm_states, a.state_out[i]) + (h * S + y) * S;
-        for (int64_t x = 0; x < S; ++x) s[x] = work[x * S + y];
+        float* s = f32_at(a.ssm_states, a.state_out[i]) + h * S * S;
+        for (int64_t x = 0; x < S; ++x) s[x * S + y] = work[x * S + y];
       }
     }
   }

@@ -12,13 +12,20 @@ using namespace specd::test;
 
 namespace {
 
-constexpr int64_t kHk = 2, kHv = 4, kS = 16, kK = 4;
-constexpr int64_t kC = (2 * kHk + kHv) * kS;
+// The head size under test: 16 (the CPU's generic loops), 64 and 128 (its unrolled ones).
+int64_t kS = 16;
+constexpr int64_t kHk = 2, kHv = 4, kK = 4;
+int64_t kC = (2 * kHk + kHv) * kS;
 constexpr int64_t kSlots = 8;
 
+void set_head_size(int64_t s) {
+  kS = s;
+  kC = (2 * kHk + kHv) * kS;
+}
+
 struct State {  // one slot, as doubles
-  std::vector<double> conv = std::vector<double>((kK - 1) * kC, 0.0);
-  std::vector<double> ssm = std::vector<double>(kHv * kS * kS, 0.0);
+  std::vector<double> conv = std::vector<double>(static_cast<size_t>((kK - 1) * kC), 0.0);
+  std::vector<double> ssm = std::vector<double>(static_cast<size_t>(kHv * kS * kS), 0.0);
 };
 
 // backend.h's definition for one row, in double: updates `s`, returns the row's output.
@@ -49,13 +56,13 @@ std::vector<double> reference_row(State& s, const float* qkv, const float* alpha
     const double z = double(alpha[h]) + dt[h];
     const double decay = std::exp(std::log1p(std::exp(z)) * a[h]);
     const double b = 1 / (1 + std::exp(-double(beta[h])));
-    double* m = s.ssm.data() + h * kS * kS;  // (y, x) at y * S + x
+    double* m = s.ssm.data() + h * kS * kS;  // (x, y) at x * S + y
     for (int64_t y = 0; y < kS; ++y) {
       double dot = 0;
-      for (int64_t x = 0; x < kS; ++x) dot += (m[y * kS + x] *= decay) * k[x];
+      for (int64_t x = 0; x < kS; ++x) dot += (m[x * kS + y] *= decay) * k[x];
       const double d = (v[y] - dot) * b;
       double o = 0;
-      for (int64_t x = 0; x < kS; ++x) o += (m[y * kS + x] += k[x] * d) * q[x];
+      for (int64_t x = 0; x < kS; ++x) o += (m[x * kS + y] += k[x] * d) * q[x];
       out[h * kS + y] = o / std::sqrt(double(kS));
     }
   }
@@ -93,7 +100,7 @@ struct Layer {
     idx.insert(idx.end(), out.begin(), out.end());
     ints = upload_vec(*dev, idx);
     Buffer bo = dev->alloc(m * kHv * kS * 4);
-    specd_delta_net_params p{sizeof(p), kHk, kHv, kS, kK, 1e-6f};
+    specd_delta_net_params p{sizeof(p), kHk, kHv, static_cast<uint32_t>(kS), kK, 1e-6f};
     dev->gated_delta_net(bq.view(SPECD_DTYPE_F32, m, kC), bal.view(SPECD_DTYPE_F32, m, kHv),
                          bbe.view(SPECD_DTYPE_F32, m, kHv), bw.view(SPECD_DTYPE_F32, kC, kK),
                          bdt.view(SPECD_DTYPE_F32, 1, kHv), ba.view(SPECD_DTYPE_F32, 1, kHv),
@@ -135,50 +142,49 @@ std::vector<float> concat(std::vector<float> a, const std::vector<float>& b) {
 
 TEST_CASE("gated_delta_net equals its definition, outputs and the states in the slots") {
   std::mt19937 rng(51);
-  for (auto& ob : open_backends()) {
-    Device& dev = *ob.device;
-    if (!dev.has_hybrid_ops()) {
-      MESSAGE("skipping backend '" << dev.backend().name() << "': no ABI 0.7 ops");
-      continue;
+  for (int64_t S : {16, 64, 128})
+    for (auto& ob : open_backends()) {
+      set_head_size(S);
+      CAPTURE(S);
+      Device& dev = *ob.device;
+      if (!dev.has_hybrid_ops()) {
+        MESSAGE("skipping backend '" << dev.backend().name() << "': no ABI 0.7 ops");
+        continue;
+      }
+      Layer layer(dev, rng);
+      // Two sequences in one call: a chain of 5 rows from slot 1 (empty) into slot 2, then a
+      // chain of 3 rows from slot 3 (empty), each row's state kept in slots 4..6.
+      const Rows rows(rng, 8);
+      const std::vector<float> got =
+          layer.run(rows.qkv, rows.alpha, rows.beta, {1, -1, -1, -1, -1, 3, -1, -1},
+                    {-1, -1, -1, -1, 2, 4, 5, 6});
+      State s1, s2;
+      std::vector<double> want, scale;
+      std::vector<State> kept;
+      for (int64_t i = 0; i < 8; ++i) {
+        State& s = i < 5 ? s1 : s2;
+        const auto o = reference_row(s, rows.qkv.data() + i * kC, rows.alpha.data() + i * kHv,
+                                     rows.beta.data() + i * kHv, layer.w, layer.dt, layer.a);
+        want.insert(want.end(), o.begin(), o.end());
+        if (i >= 5) kept.push_back(s);
+      }
+      double worst = 0;
+      for (size_t e = 0; e < want.size(); ++e)
+        worst = std::max(worst, std::fabs(got[e] - want[e]) / (std::fabs(want[e]) + 1e-3));
+      INFO(dev.backend().name() << ": worst relative output error " << worst);
+      CHECK(worst < 1e-4);
+      auto check_state = [&](int32_t slot, const State& s) {
+        const std::vector<float> m = layer.ssm_slot(slot);
+        double err = 0;
+        for (int64_t e = 0; e < kHv * kS * kS; ++e)
+          err = std::max(err, std::fabs(m[e] - s.ssm[e]) / (std::fabs(s.ssm[e]) + 1e-3));
+        INFO("slot " << slot);
+        CHECK(err < 1e-4);
+      };
+      check_state(2, s1);
+      for (int32_t j = 0; j < 3; ++j) check_state(4 + j, kept[static_cast<size_t>(j)]);
+      check_state(1, State{});  // read, never written
     }
-    Layer layer(dev, rng);
-    // Two sequences in one call: a chain of 5 rows from slot 1 (empty) into slot 2, then a
-    // chain of 3 rows from slot 3 (empty), each row's state kept in slots 4..6.
-    const Rows rows(rng, 8);
-    const std::vector<float> got =
-        layer.run(rows.qkv, rows.alpha, rows.beta, {1, -1, -1, -1, -1, 3, -1, -1},
-                  {-1, -1, -1, -1, 2, 4, 5, 6});
-    State s1, s2;
-    std::vector<double> want, scale;
-    std::vector<State> kept;
-    for (int64_t i = 0; i < 8; ++i) {
-      State& s = i < 5 ? s1 : s2;
-      const auto o = reference_row(s, rows.qkv.data() + i * kC, rows.alpha.data() + i * kHv,
-                                   rows.beta.data() + i * kHv, layer.w, layer.dt, layer.a);
-      want.insert(want.end(), o.begin(), o.end());
-      if (i >= 5) kept.push_back(s);
-    }
-    double worst = 0;
-    for (size_t e = 0; e < want.size(); ++e)
-      worst = std::max(worst, std::fabs(got[e] - want[e]) / (std::fabs(want[e]) + 1e-3));
-    INFO(dev.backend().name() << ": worst relative output error " << worst);
-    CHECK(worst < 1e-4);
-    auto check_state = [&](int32_t slot, const State& s) {
-      const std::vector<float> m = layer.ssm_slot(slot);
-      double err = 0;
-      for (int64_t h = 0; h < kHv; ++h)
-        for (int64_t y = 0; y < kS; ++y)
-          for (int64_t x = 0; x < kS; ++x) {
-            const double w = s.ssm[(h * kS + y) * kS + x];
-            err = std::max(err, std::fabs(m[(h * kS + y) * kS + x] - w) / (std::fabs(w) + 1e-3));
-          }
-      INFO("slot " << slot);
-      CHECK(err < 1e-4);
-    };
-    check_state(2, s1);
-    for (int32_t j = 0; j < 3; ++j) check_state(4 + j, kept[static_cast<size_t>(j)]);
-    check_state(1, State{});  // read, never written
-  }
 }
 
 TEST_CASE(
@@ -214,6 +220,7 @@ TEST_CASE(
 
 TEST_CASE("gated_delta_net refuses slots outside the pool and a first row without a state") {
   std::mt19937 rng(53);
+  set_head_size(16);
   for (auto& ob : open_backends()) {
     Device& dev = *ob.device;
     if (!dev.has_hybrid_ops()) continue;

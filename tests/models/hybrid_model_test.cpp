@@ -149,46 +149,71 @@ TEST_CASE("a hybrid model's rows in a batch of sequences equal each sequence alo
   const int32_t V = model->info().vocab_size;
   std::mt19937 rng(9);
   struct Seq {
-    std::vector<int32_t> prompt, draft;
+    std::vector<int32_t> prompt, draft, positions, parents;
     std::unique_ptr<KvCache> cache;
-    std::vector<float> logits;
+    std::vector<float> logits, alone, alone_next;
   };
   std::vector<Seq> seqs(4);
   for (size_t s = 0; s < seqs.size(); ++s) {
-    seqs[s].prompt = tokens(rng, 3 + 4 * static_cast<int32_t>(s), V);
-    seqs[s].draft = tokens(rng, 1 + static_cast<int32_t>(s), V);
-    seqs[s].cache = model->new_cache(64);
-    run_chain(*model, *seqs[s].cache, seqs[s].prompt);
-    seqs[s].logits.resize(seqs[s].draft.size() * static_cast<size_t>(V));
+    Seq& q = seqs[s];
+    q.prompt = tokens(rng, 3 + 4 * static_cast<int32_t>(s), V);
+    q.draft = tokens(rng, 1 + static_cast<int32_t>(s), V);
+    const int32_t m = static_cast<int32_t>(q.draft.size());
+    // Alone: its rows, then half of them committed and one more token.
+    auto alone = model->new_cache(64);
+    run_chain(*model, *alone, q.prompt);
+    q.alone.resize(static_cast<size_t>(m) * V);
+    model->forward(*alone, q.draft, iota(m, alone->size()), iota(m, -1), q.alone.data());
+    model->commit(*alone, iota((m + 1) / 2, 0));
+    q.alone_next = run_chain(*model, *alone, {5});
+    q.cache = model->new_cache(64);
+    run_chain(*model, *q.cache, q.prompt);
+    q.logits.resize(q.alone.size());
+    q.positions = iota(m, q.cache->size());
+    q.parents = iota(m, -1);
   }
-  std::vector<std::vector<int32_t>> positions(seqs.size()), parents(seqs.size());
+  // Together: one pass, then each commits half of its rows (before the next pass).
   std::vector<ForwardEntry> entries;
-  for (size_t s = 0; s < seqs.size(); ++s) {
-    const int32_t m = static_cast<int32_t>(seqs[s].draft.size());
-    positions[s] = iota(m, seqs[s].cache->size());
-    parents[s] = iota(m, -1);
+  for (Seq& q : seqs) {
     ForwardEntry e;
-    e.cache = seqs[s].cache.get();
-    e.tokens = seqs[s].draft;
-    e.positions = positions[s];
-    e.parents = parents[s];
-    e.logits = seqs[s].logits.data();
+    e.cache = q.cache.get();
+    e.tokens = q.draft;
+    e.positions = q.positions;
+    e.parents = q.parents;
+    e.logits = q.logits.data();
     entries.push_back(e);
   }
   model->forward_batch(entries);
+  for (Seq& q : seqs)
+    model->commit(*q.cache, iota((static_cast<int32_t>(q.draft.size()) + 1) / 2, 0));
   for (size_t s = 0; s < seqs.size(); ++s) {
     CAPTURE(s);
-    auto alone = model->new_cache(64);
-    run_chain(*model, *alone, seqs[s].prompt);
-    const int32_t m = static_cast<int32_t>(seqs[s].draft.size());
-    std::vector<float> logits(seqs[s].logits.size());
-    model->forward(*alone, seqs[s].draft, iota(m, alone->size()), iota(m, -1), logits.data());
-    CHECK(same_bits(logits, seqs[s].logits));
-    // Committing a shorter path in the batched cache equals committing it alone.
-    model->commit(*seqs[s].cache, iota((m + 1) / 2, 0));
-    model->commit(*alone, iota((m + 1) / 2, 0));
-    CHECK(same_bits(run_chain(*model, *seqs[s].cache, {5}), run_chain(*model, *alone, {5})));
+    CHECK(same_bits(seqs[s].logits, seqs[s].alone));
+    CHECK(same_bits(run_chain(*model, *seqs[s].cache, {5}), seqs[s].alone_next));
   }
+}
+
+TEST_CASE("a commit that needs a replay after a later pass is refused, naming the rule") {
+  auto model = LlamaModel::load(hybrid_file(), hybrid_device());
+  if (model->kv_pool().recurrent()->restore() != RecurrentRestore::kReplay) return;
+  const int32_t V = model->info().vocab_size;
+  std::mt19937 rng(12);
+  auto a = model->new_cache(64), b = model->new_cache(64);
+  run_chain(*model, *a, tokens(rng, 4, V));
+  const auto draft = tokens(rng, 3, V);
+  std::vector<float> logits(3 * static_cast<size_t>(V));
+  model->forward(*a, draft, iota(3, 4), iota(3, -1), logits.data());
+  run_chain(*model, *b, tokens(rng, 4, V));  // a pass that stores no rows leaves them
+  model->forward(*b, draft, iota(3, 4), iota(3, -1), logits.data());  // one that does
+  try {
+    model->commit(*a, iota(2, 0));
+    FAIL("replayed rows a later pass replaced");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("commit each pass's rows before the next pass") !=
+          std::string::npos);
+  }
+  model->commit(*a, iota(3, 0));  // the whole chain needs no replay
+  CHECK(a->size() == 7);
 }
 
 TEST_CASE("a recurrent state cannot go back: truncation, prefix sharing and commits it refuses") {

@@ -10,38 +10,57 @@
 namespace specd::cpu {
 namespace {
 
-constexpr int kLanes = 16;
-
-// Sum of a[j] * b[j] over 16 lanes (element j into lane j % 16, in order), then the lanes
-// added pairwise: one fixed sequence of f32 operations however the clone vectorizes it (the
-// plugin builds with -ffp-contract=off).
-[[gnu::target_clones("avx512f", "avx2", "default")]] float dot_lanes(const float* a, const float* b,
-                                                                     int64_t n) {
-  float acc[kLanes] = {};
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) acc[l] += a[j + l] * b[j + l];
-  for (int l = 0; j < n; ++j, ++l) acc[l] += a[j] * b[j];
-  for (int w = kLanes / 2; w > 0; w /= 2)
-    for (int l = 0; l < w; ++l) acc[l] += acc[l + w];
-  return acc[0];
+// The state of a head is kept key row by key row (backend.h: element x S + y is M[x][y]), so a
+// step is row updates over the value index with nothing summed across lanes: lane y of `acc`
+// sums over x in order, one fixed sequence of f32 operations however a clone vectorizes it and
+// whether S is known at compile time (the common head sizes are, so `acc` stays in registers).
+//   pass 1: row *= decay, acc += row * k[x]        (acc = M^T k after the decay)
+//   d = beta (v - acc)
+//   pass 2: row += d * k[x], acc += row * q[x]     (acc = M^T q after the update)
+template <int64_t kS>
+[[gnu::always_inline]] inline void head_step(float* state, int64_t S_, float decay, float beta,
+                                             const float* k, const float* q, const float* v,
+                                             float* d, float* out) {
+  const int64_t S = kS ? kS : S_;
+  float acc[kS ? kS : 256];
+  for (int64_t y = 0; y < S; ++y) acc[y] = 0.0f;
+  for (int64_t x = 0; x < S; ++x) {
+    float* row = state + x * S;
+    const float kx = k[x];
+    for (int64_t y = 0; y < S; ++y) {
+      row[y] *= decay;
+      acc[y] += row[y] * kx;
+    }
+  }
+  for (int64_t y = 0; y < S; ++y) d[y] = (v[y] - acc[y]) * beta;
+  for (int64_t y = 0; y < S; ++y) acc[y] = 0.0f;
+  for (int64_t x = 0; x < S; ++x) {
+    float* row = state + x * S;
+    const float kx = k[x], qx = q[x];
+    for (int64_t y = 0; y < S; ++y) {
+      row[y] += d[y] * kx;
+      acc[y] += row[y] * qx;
+    }
+  }
+  for (int64_t y = 0; y < S; ++y) out[y] = acc[y];
 }
 
-// One value row of a head's state for one token (backend.h): row *= decay; d = beta (v -
-// row . k); row += d k; returns row . q (before the 1 / sqrt(S) scale).
-[[gnu::target_clones("avx512f", "avx2", "default")]] float update_row(float* row, float decay,
-                                                                      const float* k,
-                                                                      const float* q, float v,
-                                                                      float beta, int64_t n) {
-  for (int64_t x = 0; x < n; ++x) row[x] *= decay;
-  const float d = (v - dot_lanes(row, k, n)) * beta;
-  for (int64_t x = 0; x < n; ++x) row[x] += k[x] * d;
-  return dot_lanes(row, q, n);
+// One token of one head (S <= 256, checked by the device), for the head sizes models use.
+[[gnu::target_clones("avx512f", "avx2", "default")]] void step_head(float* state, int64_t S,
+                                                                    float decay, float beta,
+                                                                    const float* k, const float* q,
+                                                                    const float* v, float* d,
+                                                                    float* out) {
+  switch (S) {
+    case 64:
+      return head_step<64>(state, S, decay, beta, k, q, v, d, out);
+    case 128:
+      return head_step<128>(state, S, decay, beta, k, q, v, d, out);
+    default:
+      return head_step<0>(state, S, decay, beta, k, q, v, d, out);
+  }
 }
 
-float silu(float x) {
-  return x / (1.0f + exp_ref(-x));
-}
 float sigmoid(float x) {
   return 1.0f / (1.0f + exp_ref(-x));
 }
@@ -59,6 +78,13 @@ void l2_normalize(float* x, int64_t n, float eps) {
 
 constexpr int64_t kConvChannels = 256;  // channels per convolution task
 
+// sum[j] += window[j] * taps[j] for one tap over a channel range (vectorized; each channel's
+// sum adds its taps in order).
+[[gnu::target_clones("avx512f", "avx2", "default")]] void add_tap(float* sum, const float* window,
+                                                                  const float* taps, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) sum[j] += window[j] * taps[j];
+}
+
 // Phase 1: the causal convolution and SiLU of every row into c [m, C], channel range by
 // channel range; each row's window comes from its state_in slot or the row before, and goes
 // to its state_out slot.
@@ -68,20 +94,23 @@ void convolve(ThreadPool& pool, const DeltaNetCall& call, float* c) {
   pool.run(tasks, [&](int64_t task) {
     const int64_t j0 = task * kConvChannels, n = std::min(kConvChannels, C - j0);
     float window[8 * kConvChannels];  // (K - 1) x n, oldest tap first; K <= 9 (checked)
+    float taps[9 * kConvChannels];    // K x n: tap t of each channel
+    float sum[kConvChannels], e[kConvChannels];
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t t = 0; t < K; ++t) taps[t * n + j] = call.conv_weight.f32_row(j0 + j)[t];
     for (int64_t i = 0; i < m; ++i) {
       if (call.state_in[i] >= 0) {
         const float* s = call.conv_states.f32_row(call.state_in[i]);
         for (int64_t t = 0; t + 1 < K; ++t) std::memcpy(window + t * n, s + t * C + j0, n * 4);
       }
       const float* x = call.qkv.f32_row(i) + j0;
+      std::fill(sum, sum + n, 0.0f);
+      for (int64_t t = 0; t + 1 < K; ++t) add_tap(sum, window + t * n, taps + t * n, n);
+      add_tap(sum, x, taps + (K - 1) * n, n);
+      for (int64_t j = 0; j < n; ++j) e[j] = -sum[j];
+      exp_array(e, e, n);  // silu(s) = s / (1 + exp(-s)), exp with exp_ref's bits
       float* out = c + i * C + j0;
-      for (int64_t j = 0; j < n; ++j) {
-        const float* w = call.conv_weight.f32_row(j0 + j);
-        float sum = 0.0f;
-        for (int64_t t = 0; t + 1 < K; ++t) sum += window[t * n + j] * w[t];
-        sum += x[j] * w[K - 1];
-        out[j] = silu(sum);
-      }
+      for (int64_t j = 0; j < n; ++j) out[j] = sum[j] / (1.0f + e[j]);
       for (int64_t t = 0; t + 2 < K; ++t) std::memcpy(window + t * n, window + (t + 1) * n, n * 4);
       std::memcpy(window + (K - 2) * n, x, n * 4);
       if (call.state_out[i] >= 0) {
@@ -110,12 +139,15 @@ void gated_delta_net(ThreadPool& pool, const DeltaNetCall& call) {
   // Phase 3: the recurrence, value head by value head; rows in order within a head.
   const float scale = 1.0f / std::sqrt(static_cast<float>(S));
   pool.run(Hv, [&](int64_t h) {
-    std::vector<float> state(static_cast<size_t>(S * S));  // M_h, value rows of key columns
+    static thread_local std::vector<float> work;  // M_h, then the sums and d
+    work.resize(static_cast<size_t>(S * S + S));
+    float* state = work.data();
+    float* d = state + S * S;
     const int64_t kh = h % Hk;
     const float dt = call.dt_bias.f32_row(0)[h], a = call.a.f32_row(0)[h];
     for (int64_t i = 0; i < m; ++i) {
       if (call.state_in[i] >= 0)
-        std::memcpy(state.data(), call.ssm_states.f32_row(call.state_in[i]) + h * S * S, S * S * 4);
+        std::memcpy(state, call.ssm_states.f32_row(call.state_in[i]) + h * S * S, S * S * 4);
       const float* row = c + i * C;
       const float* q = row + kh * S;
       const float* k = row + Hk * S + kh * S;
@@ -123,11 +155,10 @@ void gated_delta_net(ThreadPool& pool, const DeltaNetCall& call) {
       const float decay = exp_ref(softplus(call.alpha.f32_row(i)[h] + dt) * a);
       const float beta = sigmoid(call.beta.f32_row(i)[h]);
       float* o = call.out.f32_row(i) + h * S;
-      for (int64_t y = 0; y < S; ++y)
-        o[y] = update_row(state.data() + y * S, decay, k, q, v[y], beta, S) * scale;
+      step_head(state, S, decay, beta, k, q, v, d, o);
+      for (int64_t y = 0; y < S; ++y) o[y] *= scale;
       if (call.state_out[i] >= 0)
-        std::memcpy(call.ssm_states.f32_row(call.state_out[i]) + h * S * S, state.data(),
-                    S * S * 4);
+        std::memcpy(call.ssm_states.f32_row(call.state_out[i]) + h * S * S, state, S * S * 4);
     }
   });
 }

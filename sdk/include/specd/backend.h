@@ -397,7 +397,7 @@ typedef struct specd_backend_vtable {
    * qkv f32 [m, C]; alpha, beta f32 [m, H_v]; conv_weight f32 [C, K]; dt_bias, a f32
    * [1, H_v]; out f32 [m, H_v S], not overlapping any input. conv_states f32 [slots,
    * (K - 1) C] (row t C + j of a slot = W[t][j]); ssm_states f32 [slots, H_v S S] (slot
-   * element (h S + y) S + x = M_h[x][y]); a zeroed slot is the empty state. Batch invariance:
+   * element (h S + x) S + y = M_h[x][y]); a zeroed slot is the empty state. Batch invariance:
    * row i's output and states depend only on its inputs and the state it starts from.
    * [same-thread] */
   specd_status* (*gated_delta_net)(void* device, const specd_view* qkv, const specd_view* alpha,
