@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "common/json_writer.hpp"
+#include "server/qwen35_chat.hpp"
 
 namespace specd::server {
 namespace {
@@ -90,7 +91,7 @@ std::string llama3_tools_preamble(const std::vector<ToolFunction>& tools) {
 
 bool family_has_tools(ChatFamily family) {
   return family == ChatFamily::chatml || family == ChatFamily::llama3 ||
-         family == ChatFamily::mistral;
+         family == ChatFamily::mistral || family == ChatFamily::qwen35;
 }
 
 std::string chat_family_name(ChatFamily family) {
@@ -105,6 +106,8 @@ std::string chat_family_name(ChatFamily family) {
       return "phi3";
     case ChatFamily::gemma:
       return "gemma";
+    case ChatFamily::qwen35:
+      return "qwen3.5";
   }
   return "?";
 }
@@ -115,14 +118,18 @@ std::optional<ChatFamily> chat_family_by_name(std::string_view name) {
   if (name == "mistral") return ChatFamily::mistral;
   if (name == "phi3") return ChatFamily::phi3;
   if (name == "gemma") return ChatFamily::gemma;
+  if (name == "qwen3.5") return ChatFamily::qwen35;
   return std::nullopt;
 }
 
 std::string chat_family_names() {
-  return "chatml (qwen), llama3, mistral, phi3, gemma";
+  return "chatml (qwen), llama3, mistral, phi3, gemma, qwen3.5";
 }
 
 std::optional<ChatFamily> detect_chat_family(std::string_view t) {
+  // Qwen3.5: ChatML whose tool calls are XML (<function=...>) and whose turns think.
+  if (has(t, "<|im_start|>") && has(t, "<function=") && has(t, "<think>"))
+    return ChatFamily::qwen35;
   if (has(t, "<|im_start|>")) return ChatFamily::chatml;
   if (has(t, "<|start_header_id|>") && has(t, "<|end_header_id|>")) return ChatFamily::llama3;
   if (has(t, "<start_of_turn>")) return ChatFamily::gemma;
@@ -150,6 +157,8 @@ std::vector<ChatSegment> render_chat_segments(ChatFamily family,
     if (!text.empty()) out.push_back({text, false});
   };
   switch (family) {
+    case ChatFamily::qwen35:
+      return render_qwen35(messages, tools);
     case ChatFamily::chatml:
       for (size_t i = 0; i < messages.size(); ++i) {
         const ChatMessage& m = messages[i];

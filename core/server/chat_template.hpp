@@ -10,7 +10,7 @@
 
 namespace specd::server {
 
-enum class ChatFamily { chatml, llama3, mistral, phi3, gemma };
+enum class ChatFamily { chatml, llama3, mistral, phi3, gemma, qwen35 };
 
 // A function call the assistant made (OpenAI's tool_calls[i]).
 struct ToolCall {
@@ -33,7 +33,8 @@ struct ChatMessage {
   std::string tool_call_id = {};          // tool: the call this answers
 };
 
-// "chatml", "llama3", "mistral", "phi3", "gemma".
+// "chatml", "llama3", "mistral", "phi3", "gemma", "qwen3.5" (ChatML with a <think> block and
+// XML tool calls, qwen35_chat.hpp).
 std::string chat_family_name(ChatFamily family);
 // The family a name stands for ("qwen" is ChatML); nullopt for anything else.
 std::optional<ChatFamily> chat_family_by_name(std::string_view name);
@@ -51,7 +52,7 @@ struct ChatSegment {
 };
 
 // Whether the family's templates define a tool-call format (chatml as Qwen2.5/Hermes,
-// llama3 as Llama 3.1's JSON calls, mistral as its v3 [TOOL_CALLS]).
+// llama3 as Llama 3.1's JSON calls, mistral as its v3 [TOOL_CALLS], qwen3.5 as its XML).
 bool family_has_tools(ChatFamily family);
 
 // The conversation as the family lays it out, ending with the assistant's turn opened,

@@ -1,5 +1,6 @@
 #include "server/tool_calls.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 #include <nlohmann/json.hpp>
@@ -96,6 +97,103 @@ std::optional<ParsedToolCalls> parse_hermes(std::string_view text,
   return out;
 }
 
+// Qwen3.5's XML calls: <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...
+// </function>\n</tool_call>. A value is a string where the tool's schema says so, else JSON
+// where it parses as JSON, else a string.
+std::optional<ToolCall> xml_call_of(std::string_view body, const std::vector<ToolFunction>& tools) {
+  constexpr std::string_view kFunction = "<function=", kFunctionEnd = "</function>";
+  constexpr std::string_view kParam = "<parameter=", kParamEnd = "</parameter>";
+  body = trim(body);
+  if (body.substr(0, kFunction.size()) != kFunction || body.size() < kFunctionEnd.size() ||
+      body.substr(body.size() - kFunctionEnd.size()) != kFunctionEnd)
+    return std::nullopt;
+  const size_t name_end = body.find('>');
+  ToolCall call;
+  call.name = std::string(body.substr(kFunction.size(), name_end - kFunction.size()));
+  const ToolFunction* tool = nullptr;
+  for (const ToolFunction& t : tools)
+    if (t.name == call.name) tool = &t;
+  if (!tool) return std::nullopt;
+  const json schema = json::parse(tool->parameters, nullptr, false);
+  const json* props =
+      schema.is_object() && schema.contains("properties") && schema["properties"].is_object()
+          ? &schema["properties"]
+          : nullptr;
+  nlohmann::ordered_json args = nlohmann::ordered_json::object();
+  std::string_view rest =
+      body.substr(name_end + 1, body.size() - kFunctionEnd.size() - name_end - 1);
+  while (!(rest = trim(rest)).empty()) {
+    if (rest.substr(0, kParam.size()) != kParam) return std::nullopt;
+    const size_t key_end = rest.find('>');
+    const size_t end = rest.find(kParamEnd);
+    if (key_end == std::string_view::npos || end == std::string_view::npos || end < key_end)
+      return std::nullopt;
+    const std::string key(rest.substr(kParam.size(), key_end - kParam.size()));
+    std::string_view value = rest.substr(key_end + 1, end - key_end - 1);
+    if (!value.empty() && value.front() == '\n') value.remove_prefix(1);
+    if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
+    const bool text = props && props->contains(key) && (*props)[key].is_object() &&
+                      (*props)[key].value("type", json()) == "string";
+    std::optional<json> parsed = text ? std::nullopt : parse(value);
+    args[key] = parsed ? nlohmann::ordered_json::parse(parsed->dump())
+                       : nlohmann::ordered_json(std::string(value));
+    rest = rest.substr(end + kParamEnd.size());
+  }
+  call.arguments = args.dump(-1, ' ', false, json::error_handler_t::replace);
+  return call;
+}
+
+std::optional<ParsedToolCalls> parse_qwen35(std::string_view text,
+                                            const std::vector<ToolFunction>& tools) {
+  ParsedToolCalls out;
+  std::string content;
+  size_t at = 0;
+  while (true) {
+    const size_t open = text.find(kHermesOpen, at);
+    if (open == std::string_view::npos) break;
+    const size_t start = open + kHermesOpen.size();
+    const size_t close = text.find(kHermesClose, start);
+    if (close == std::string_view::npos) return std::nullopt;  // cut off: not a call
+    std::optional<ToolCall> call = xml_call_of(text.substr(start, close - start), tools);
+    if (!call) return std::nullopt;
+    out.calls.push_back(std::move(*call));
+    content += text.substr(at, open - at);
+    at = close + kHermesClose.size();
+  }
+  if (out.calls.empty()) return std::nullopt;
+  content += text.substr(at);
+  out.content = std::string(trim(content));
+  return out;
+}
+
+// GBNF of one XML call to `tool` (rule `rule`): its schema's properties in order, the
+// required ones always and the others optionally; a string value is text without "</", any
+// other value the JSON its schema allows.
+std::string xml_call_rule(const ToolFunction& tool, const std::string& rule,
+                          const std::string& where, std::string& rules) {
+  const json schema = json::parse(tool.parameters);
+  std::string body = gbnf_literal("<function=" + tool.name + ">\n");
+  if (schema.is_object() && schema.contains("properties") && schema["properties"].is_object()) {
+    std::vector<std::string> required;
+    if (schema.contains("required") && schema["required"].is_array())
+      for (const json& r : schema["required"])
+        if (r.is_string()) required.push_back(r.get<std::string>());
+    size_t n = 0;
+    for (const auto& [key, property] : schema["properties"].items()) {
+      const std::string value =
+          property.is_object() && property.value("type", json()) == "string"
+              ? "xml-text"
+              : json_schema_expression(property, where + ".properties." + key,
+                                       rule + "p" + std::to_string(n++) + "-", rules);
+      const std::string part = gbnf_literal("<parameter=" + key + ">\n") + " " + value + " " +
+                               gbnf_literal("\n</parameter>\n");
+      const bool needed = std::find(required.begin(), required.end(), key) != required.end();
+      body += " " + (needed ? part : "( " + part + " )?");
+    }
+  }
+  return rule + " ::= " + body + " " + gbnf_literal("</function>") + "\n";
+}
+
 std::optional<ParsedToolCalls> parse_whole(std::string_view text, std::string_view tag, bool list,
                                            const std::vector<ToolFunction>& tools) {
   text = trim(text);
@@ -121,6 +219,8 @@ std::optional<ParsedToolCalls> parse_tool_calls(ChatFamily family, std::string_v
   std::optional<ParsedToolCalls> out;
   if (family == ChatFamily::chatml)
     out = parse_hermes(text, tools);
+  else if (family == ChatFamily::qwen35)
+    out = parse_qwen35(text, tools);
   else if (family == ChatFamily::llama3)
     out = parse_whole(text, kPythonTag, false, tools);
   else if (family == ChatFamily::mistral)
@@ -131,6 +231,29 @@ std::optional<ParsedToolCalls> parse_tool_calls(ChatFamily family, std::string_v
 }
 
 std::string tool_call_grammar(ChatFamily family, const ToolRequest& request) {
+  if (family == ChatFamily::qwen35) {
+    std::string rules, alternatives;
+    for (size_t i = 0; i < request.tools.size(); ++i) {
+      const ToolFunction& tool = request.tools[i];
+      if (request.choice == ToolRequest::Choice::named && tool.name != request.named) continue;
+      const std::string index = std::to_string(i);
+      const std::string where = "tools[" + index + "].function.parameters";
+      const std::string rule = std::string("f").append(index);
+      try {
+        rules += xml_call_rule(tool, rule, where, rules);
+      } catch (const GrammarError& e) {
+        throw RequestError(
+            400, where, std::string("tool_choice forces a call with a grammar, and ") + e.what());
+      }
+      alternatives += (alternatives.empty() ? "" : " | ") + rule;
+    }
+    std::string text = "root ::= call" + std::string(request.parallel ? " ( \"\\n\" call )*" : "") +
+                       "\ncall ::= " + gbnf_literal("<tool_call>\n") + " ( " + alternatives +
+                       " ) " + gbnf_literal("\n</tool_call>") +
+                       "\nxml-text ::= ( [^<] | \"<\" [^/] )*\n" + rules + json_value_gbnf_rules();
+    parse_gbnf(text);
+    return text;
+  }
   const char* key = family == ChatFamily::llama3 ? "parameters" : "arguments";
   std::string rules, alternatives;
   for (size_t i = 0; i < request.tools.size(); ++i) {
@@ -173,7 +296,7 @@ std::string ToolCallStream::feed(const std::string& piece) {
   if (!active_ || streaming_) return piece;
   held_ += piece;
   if (holding_) return "";
-  if (family_ == ChatFamily::chatml) {
+  if (family_ == ChatFamily::chatml || family_ == ChatFamily::qwen35) {
     const size_t at = held_.find(kHermesOpen);
     size_t keep;  // held back: the marker and what follows, or what may begin it
     if (at != std::string::npos) {

@@ -4,7 +4,9 @@
 //   llama3 (Llama 3.1):       the whole answer is {"name": ..., "parameters": {...}}
 //                             (after an optional <|python_tag|>);
 //   mistral (v3):             the whole answer is [{"name": ..., "arguments": {...}}, ...]
-//                             (after an optional [TOOL_CALLS]).
+//                             (after an optional [TOOL_CALLS]);
+//   qwen3.5:                  <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>
+//                             ...</function>\n</tool_call> blocks, as chatml's around them.
 // A call must name one of the request's tools and carry an object of arguments; an output
 // that does not hold well-formed calls is plain content (a model may answer in words).
 // `tool_choice` "required" or a named function forces calls with a grammar over exactly

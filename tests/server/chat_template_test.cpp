@@ -2,6 +2,10 @@
 // family renders.
 #include <doctest/doctest.h>
 
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "server/chat_template.hpp"
 
 using namespace specd::server;
@@ -98,4 +102,41 @@ TEST_CASE("a system message alone still reaches families without a system role")
   std::vector<ChatMessage> only_system = {{"system", "Rules."}};
   CHECK(render_chat(ChatFamily::gemma, only_system) ==
         "<start_of_turn>user\nRules.<end_of_turn>\n<start_of_turn>model\n");
+}
+
+TEST_CASE("qwen3.5: recognised, and rendered as its template renders (tools, calls, thinking)") {
+  // qwen35_chat/qwen35_chat_reference.json: Qwen3.5's template rendered by Jinja2 as
+  // transformers sets it up (make_qwen35_chat_reference.py).
+  std::ifstream in(std::string(SPECD_SOURCE_DIR) +
+                   "/tests/server/qwen35_chat/qwen35_chat_reference.json");
+  REQUIRE(in.good());
+  const nlohmann::ordered_json ref = nlohmann::ordered_json::parse(in);
+  CHECK(detect_chat_family("{{- '<|im_start|>system\\n' }}<tool_call>\\n<function=...>"
+                           "{{- '<think>\\n' }}") == ChatFamily::qwen35);
+  CHECK(chat_family_by_name("qwen3.5") == ChatFamily::qwen35);
+  int cases = 0;
+  for (const auto& c : ref["cases"]) {
+    std::vector<ChatMessage> messages;
+    for (const auto& m : c["messages"]) {
+      ChatMessage msg{m["role"].get<std::string>(), m["content"].get<std::string>()};
+      if (m.contains("tool_calls"))
+        for (const auto& call : m["tool_calls"])
+          msg.tool_calls.push_back({"", call["function"]["name"].get<std::string>(),
+                                    call["function"]["arguments"].dump()});
+      messages.push_back(msg);
+    }
+    std::vector<ToolFunction> tools;
+    if (c.contains("tools"))
+      for (const auto& t : c["tools"])
+        tools.push_back({t["function"]["name"].get<std::string>(),
+                         t["function"]["description"].get<std::string>(),
+                         t["function"]["parameters"].dump()});
+    CAPTURE(cases);
+    CHECK(render_chat(ChatFamily::qwen35, messages, tools) == c["rendered"].get<std::string>());
+    ++cases;
+  }
+  CHECK(cases == 6);
+  // The template's refusals: no user query; a system message after the first.
+  CHECK_THROWS(render_chat(ChatFamily::qwen35, {{"system", "x"}}));
+  CHECK_THROWS(render_chat(ChatFamily::qwen35, {{"user", "a"}, {"system", "b"}}));
 }

@@ -326,3 +326,48 @@ TEST_CASE("calls answer in OpenAI's message and stream shapes") {
   CHECK(j["choices"][0]["delta"]["tool_calls"][0]["index"] == 0);
   CHECK(j["choices"][0]["delta"]["tool_calls"][0]["function"]["name"] == "get_time");
 }
+
+TEST_CASE("qwen3.5's XML calls: found in outputs, typed by the schema, forced by a grammar") {
+  const CompletionRequest r = chat_request("");
+  const std::string oslo =
+      "<tool_call>\n<function=get_weather>\n<parameter=city>\n42 Oslo\n</parameter>\n"
+      "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>";
+  const std::string utc =
+      "<tool_call>\n<function=get_time>\n<parameter=zone>\n\"UTC\"\n</parameter>\n</function>\n"
+      "</tool_call>";
+  auto parsed = parse_tool_calls(ChatFamily::qwen35, "Checking.\n\n" + oslo + "\n" + utc,
+                                 r.tools.tools, "seed");
+  REQUIRE(parsed);
+  CHECK(parsed->content == "Checking.");
+  REQUIRE(parsed->calls.size() == 2);
+  CHECK(parsed->calls[0].name == "get_weather");
+  // city is a string by its schema (even one that reads as a number); days parses as JSON.
+  CHECK(parsed->calls[0].arguments == R"({"city":"42 Oslo","days":3})");
+  CHECK(parsed->calls[1].arguments == R"({"zone":"UTC"})");
+  // A call to a tool the request lacks, or a block cut off, is plain content.
+  CHECK_FALSE(parse_tool_calls(ChatFamily::qwen35,
+                               "<tool_call>\n<function=get_stock>\n</function>\n</tool_call>",
+                               r.tools.tools, "s"));
+  CHECK_FALSE(parse_tool_calls(ChatFamily::qwen35, oslo.substr(0, 40), r.tools.tools, "s"));
+  // Rendering a call and parsing it back gives the call.
+  const ToolCall call{"", "get_weather", R"({"city":"Bergen","days":2})"};
+  const std::string rendered =
+      render_chat(ChatFamily::qwen35, {{"user", "?"}, {"assistant", "", {call}}}, r.tools.tools);
+  const size_t at = rendered.rfind("<tool_call>");  // after the instructions' example
+  REQUIRE(at != std::string::npos);
+  const std::string block = rendered.substr(at, rendered.rfind("</tool_call>") + 12 - at);
+  auto back = parse_tool_calls(ChatFamily::qwen35, block, r.tools.tools, "s");
+  REQUIRE(back);
+  CHECK(back->calls[0].arguments == call.arguments);
+  // The forcing grammar: required parameters, string values as text, others by schema.
+  const std::string g = tool_call_grammar(ChatFamily::qwen35, r.tools);
+  CHECK(matches(g, oslo));
+  CHECK(matches(g, oslo + "\n" + utc));
+  CHECK_FALSE(matches(g, "Sure! " + oslo));
+  CHECK_FALSE(matches(  // city is required
+      g, "<tool_call>\n<function=get_weather>\n</function>\n</tool_call>"));
+  CHECK_FALSE(matches(  // days must be an integer
+      g,
+      "<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n"
+      "<parameter=days>\nthree\n</parameter>\n</function>\n</tool_call>"));
+}
