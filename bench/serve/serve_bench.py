@@ -58,9 +58,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import side_by_side  # noqa: E402
 import specd_server as ss  # noqa: E402
 
+# "on" and "auto" keep the configured proposer and rule (the shipped draft model, or e.g. a
+# hybrid target's own MTP layer) and set only k.
 MODES = {
-    "on": {"proposer": "draft-model", "k": 3, "rule": "rejection"},
-    "auto": {"proposer": "draft-model", "k": "auto", "rule": "rejection"},
+    "on": {"k": 3},
+    "auto": {"k": "auto"},
     "off": {"proposer": "none"},
 }
 

@@ -13,6 +13,7 @@
 #include "common/json_text.hpp"
 #include "config/config.hpp"
 #include "config/did_you_mean.hpp"
+#include "config/proposer_kind.hpp"
 #include "config/toml_text.hpp"
 #include "grammar/gbnf_grammar.hpp"
 #include "grammar/json_schema_grammar.hpp"
@@ -678,6 +679,7 @@ Config parse_table(toml::table root, const std::string& name, const std::string&
   if (!c.problems.empty()) throw UsageError(c.problems.text());
   resolve_paths(cfg);
   load_grammar(cfg);
+  resolve_auto_proposer(cfg);
   return cfg;
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/constructed_model.hpp"
 #include "bench/shuffled_vocabulary.hpp"
 #include "config/config.hpp"
 #include "models/llama_model.hpp"
@@ -252,6 +253,36 @@ TEST_CASE("greedy output alone equals output among 15 others: DFlash in llama.cp
       {"draft-model", "none"},
       {"target.model=\"" + compat + "\"", "proposer.kind=\"dflash\"",
        "proposer.model=\"" + drafter + "\"", "acceptance.rule=\"exact-match\""});
+}
+
+TEST_CASE("a hybrid target (qwen35) with its MTP layer: alone equals among 15 others") {
+  // Recurrent state per sequence beside the paged KV: each sequence's rejected drafts are
+  // undone by a replay of its own rows, whatever shares the passes; MTP drafting from the
+  // target file's own layer, ngram and plain requests in one batch.
+  const std::string qwen35 = std::string(SPECD_SOURCE_DIR) + "/tests/compat/qwen35/qwen35-f16.gguf";
+  const std::vector<std::string> mtp = {"target.model=\"" + qwen35 + "\"", "proposer.kind=\"mtp\"",
+                                        "proposer.mode=\"greedy\"",
+                                        "proposer.model=\"" + qwen35 + "\""};
+  check_alone_equals_batched({"draft-model", "ngram", "none"}, mtp);
+  // A constructed hybrid whose MTP layer agrees on 70% of its map: most rounds accept part of
+  // their draft, so most commits replay rows.
+  bench::ConstructedSpec spec = bench::constructed_preset("tiny");
+  spec.architecture = "qwen35";
+  spec.mtp_agreement = 0.7;
+  const std::string built = ::specd::test::temp_dir("scheduler-hybrid") + "/qwen35.gguf";
+  bench::write_constructed_model(built, spec);
+  check_alone_equals_batched({"draft-model", "none"},
+                             {"target.model=\"" + built + "\"", "proposer.kind=\"mtp\"",
+                              "proposer.mode=\"greedy\"", "proposer.model=\"" + built + "\""});
+  // And a dense draft model of the same vocabulary, sampled with a fixed seed.
+  const std::string dense = std::string(SPECD_SOURCE_DIR) + "/../shared/compat/arch/llama.gguf";
+  if (!std::filesystem::exists(dense)) {
+    ::specd::test::skip_missing(dense, " is missing (the shared compat data)");
+    return;
+  }
+  check_alone_equals_batched({"draft-model"},
+                             {"target.model=\"" + qwen35 + "\"", "proposer.model=\"" + dense + "\"",
+                              "sampling.temperature=0.8"});
 }
 
 TEST_CASE("a draft of another vocabulary: alone equals among 15 others, greedy and seeded") {
