@@ -572,6 +572,63 @@ TEST_CASE("audit -c: the configured speculative run against plain sampling on re
   CHECK_THROWS_AS(audit_config(make_config(target, {}), f.registry, o), UsageError);
 }
 
+TEST_CASE("a hybrid target (recurrent state): greedy speculative output equals plain, and "
+          "sampled MTP speculation draws plain decoding's distribution") {
+  // A random qwen35 (gated DeltaNet layers, a gated attention layer, an MTP layer): every
+  // rejected draft's state is restored by a replay (chains) or a node's snapshot (trees).
+  Fixture f;
+  test::RandomLlamaSpec spec;
+  spec.architecture = "qwen35";
+  spec.n_layer = 4;
+  spec.head_dim = 16;
+  spec.rope_dim = 8;
+  spec.n_nextn = 1;
+  spec.weight_scale = 0.15f;
+  spec.seed = 51;
+  const std::string model = f.dir + "/qwen35.gguf";
+  test::write_random_llama(model, spec);
+  Engine plain(make_config(model, {"sampling.max_tokens=32"}), f.registry);
+  Engine ngram(make_config(model, {"sampling.max_tokens=32", "proposer.kind=ngram", "proposer.k=5",
+                                   "acceptance.rule=greedy"}),
+               f.registry);
+  Engine mtp(make_config(model, {"sampling.max_tokens=32", "proposer.kind=auto", "proposer.k=3",
+                                 "proposer.mode=greedy"}),
+             f.registry);
+  for (const std::string& prompt : kPrompts) {
+    CAPTURE(prompt);
+    const GenerationResult base = plain.generate(prompt);
+    CHECK(join(ngram.generate(prompt).tokens) == join(base.tokens));
+    CHECK(join(mtp.generate(prompt).tokens) == join(base.tokens));
+    const size_t prompt_length = plain.tokenizer().encode(prompt).size();
+    for (bool tree : {false, true}) {
+      CAPTURE(tree);
+      Engine oracle(
+          make_config(model, {"sampling.max_tokens=32", "proposer.kind=oracle", "proposer.k=6",
+                              "proposer.oracle=\"" + join(base.tokens) + "\"",
+                              "proposer.prompt_length=" + std::to_string(prompt_length),
+                              std::string("proposer.tree=") + (tree ? "true" : "false"),
+                              "acceptance.rule=exact-match"}),
+          f.registry);
+      const GenerationResult out = oracle.generate(prompt);
+      CHECK(join(out.tokens) == join(base.tokens));
+      CHECK(out.stats.accepted > 0);
+      CHECK(out.stats.accepted < out.stats.drafted);  // rejections: states restored
+    }
+  }
+  // Sampled: the MTP layer's draws under the exact rule against plain sampling.
+  ConfigAuditOptions o;
+  o.prompt = "ab";
+  o.tokens = 2;
+  o.samples = SPECD_SANITIZED ? 150 : 400;
+  const Config sampled =
+      make_config(model, {"sampling.temperature=1", "proposer.kind=mtp", "proposer.k=3",
+                          "proposer.model=\"" + model + "\""});
+  const ConfigAuditResult r = audit_config(sampled, f.registry, o);
+  CHECK(r.label == "exact");
+  CHECK(r.verdict == "lossless");
+  CHECK(r.p_value >= o.alpha);
+}
+
 TEST_CASE("an interrupt ends generation between rounds with what was generated") {
   Fixture f;
   std::string model = f.dir + "/interrupt.gguf";
