@@ -354,11 +354,16 @@ specd_status* model_forward_batch(void*, specd_model* model,
              en.hidden};
         continue;
       }
-      if (!en.features || !en.logits)
+      if (!en.features || (!en.logits && en.first_logit_row < en.m))
         throw UsageError("forward_batch: entry " + std::to_string(e) + " lacks features or logits");
+      if (en.first_logit_row > en.m)
+        throw UsageError("forward_batch: entry " + std::to_string(e) + ": first_logit_row " +
+                         std::to_string(en.first_logit_row) + " is past its " +
+                         std::to_string(en.m) + " rows");
       h.features = en.features;
       h.m = static_cast<int32_t>(en.m);
       h.logits = en.logits;
+      h.first_logit_row = static_cast<int32_t>(en.first_logit_row);
       if (medusa) {
         if (en.cache || en.tokens || en.positions || en.parents || en.hidden)
           throw UsageError("forward_batch: a Medusa head takes features only");

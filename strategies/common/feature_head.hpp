@@ -44,8 +44,9 @@ class FeatureHead {
     const float* features = nullptr;  // [m, dim]
     std::vector<specd_token> tokens;
     std::vector<int32_t> positions, parents;
-    float* logits = nullptr;  // [m, vocab]
+    float* logits = nullptr;  // [m - first_logit_row, vocab]
     float* hidden = nullptr;  // [m, dim] or null
+    uint32_t first_logit_row = 0;
   };
 
   // What catch_up brings up to date: a state, its whole accepted sequence, and where the last
@@ -65,7 +66,8 @@ class FeatureHead {
       : head_(host, who, architectures, model_path, context),
         capacity_(std::max<uint32_t>(4096, 2 * head_.info().context_length) + extra_capacity),
         piece_(std::max<uint32_t>(head_.info().invariant_max_rows, 1)),
-        shifted_(std::string(head_.info().architecture) == "nextn") {}
+        shifted_(std::string(head_.info().architecture) == "nextn"),
+        skips_logits_(host.raw()->abi_minor >= 7) {}
   FeatureHead(const FeatureHead&) = delete;
   FeatureHead& operator=(const FeatureHead&) = delete;
 
@@ -144,9 +146,14 @@ class FeatureHead {
       logits.resize(rows.size());
       hidden.resize(rows.size());
       for (size_t e = 0; e < rows.size(); ++e) {
-        logits[e].resize(rows[e].tokens.size() * vocab());
-        hidden[e].resize(rows[e].tokens.size() * dim());
-        rows[e].logits = logits[e].data();
+        // Only the job's last element's logits are used: a host of minor >= 7 computes no
+        // others (the head's LM head is the dear part of its pass).
+        const uint32_t m = static_cast<uint32_t>(rows[e].tokens.size());
+        const bool last = in_pass[e]->next + m == in_pass[e]->end;
+        rows[e].first_logit_row = skips_logits_ ? (last ? m - 1 : m) : 0;
+        logits[e].resize((m - rows[e].first_logit_row) * vocab());
+        hidden[e].resize(m * dim());
+        rows[e].logits = logits[e].empty() ? nullptr : logits[e].data();
         rows[e].hidden = hidden[e].data();
       }
       forward(rows);
@@ -180,7 +187,7 @@ class FeatureHead {
                     r.positions.data(),
                     r.parents.data(),
                     r.features,
-                    0,
+                    r.first_logit_row,
                     0,
                     r.logits,
                     r.hidden};
@@ -207,8 +214,9 @@ class FeatureHead {
 
   BoundHead head_;
   uint32_t capacity_;
-  uint32_t piece_;  // rows of one sequence per catch-up pass
-  bool shifted_;    // llama.cpp's MTP layers: element i pairs feature i with token i
+  uint32_t piece_;     // rows of one sequence per catch-up pass
+  bool shifted_;       // llama.cpp's MTP layers: element i pairs feature i with token i
+  bool skips_logits_;  // the host computes a head's logits for the rows asked only
 };
 
 }  // namespace specd::strategies

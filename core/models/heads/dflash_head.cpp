@@ -157,7 +157,7 @@ void HeadModel::forward_dflash(std::span<const Entry> entries, int64_t piece) {
   for (size_t l = 0; l < layers_.size(); ++l)
     layers_[l]->run(x, b, kv_pool_->k(static_cast<int32_t>(l)),
                     kv_pool_->v(static_cast<int32_t>(l)), piece, block_scratch_);
-  output_logits(x, V, piece);
+  output_logits(x, V, piece, &output_norm_);
   download_outputs(entries, V);
   inputs.finish();
 }

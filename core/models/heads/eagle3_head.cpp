@@ -273,25 +273,28 @@ void HeadModel::forward_eagle3(std::span<const Entry> entries, int64_t piece) {
       dev.rms_norm(x.slice_rows(r, p), gnorm_, eps, x.slice_rows(r, p));
   }
   block_and_output(x, inputs, Vd, piece, &uu);
-  int64_t row0 = 0;
+  int64_t row0 = 0, logit0 = 0;
   for (const Entry& e : entries) {
     if (e.hidden)
       x_.download(e.hidden, static_cast<uint64_t>(e.m) * d * 4,
                   static_cast<uint64_t>(row0) * d * 4);
-    const uint64_t count = static_cast<uint64_t>(e.m) * Vd;
-    if (d2t_.empty()) {
-      logits_.download(e.logits, count * 4, static_cast<uint64_t>(row0) * Vd * 4);
+    const int32_t wanted = e.m - e.first_logit_row;
+    const uint64_t count = static_cast<uint64_t>(wanted) * Vd;
+    if (count > 0 && d2t_.empty()) {
+      logits_.download(e.logits, count * 4, static_cast<uint64_t>(logit0) * Vd * 4);
       check_finite(e.logits, count);
-    } else {
+    } else if (count > 0) {
       draft_logits_.resize(count);
-      logits_.download(draft_logits_.data(), count * 4, static_cast<uint64_t>(row0) * Vd * 4);
+      logits_.download(draft_logits_.data(), count * 4, static_cast<uint64_t>(logit0) * Vd * 4);
       check_finite(draft_logits_.data(), count);
-      std::fill_n(e.logits, static_cast<size_t>(e.m) * V, -std::numeric_limits<float>::infinity());
-      for (int32_t i = 0; i < e.m; ++i)
+      std::fill_n(e.logits, static_cast<size_t>(wanted) * V,
+                  -std::numeric_limits<float>::infinity());
+      for (int32_t i = 0; i < wanted; ++i)
         for (int64_t k = 0; k < Vd; ++k)
           e.logits[i * V + d2t_[k]] = draft_logits_[static_cast<size_t>(i * Vd + k)];
     }
     row0 += e.m;
+    logit0 += wanted;
   }
   inputs.finish();
 }

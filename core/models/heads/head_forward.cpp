@@ -66,6 +66,12 @@ void HeadModel::forward_batch(std::span<const Entry> entries) {
   // several sequences share the pass, one piece for one sequence.
   const int64_t invariant = std::max<uint32_t>(device_->info().invariant_max_rows, 1);
   const int64_t piece = entries.size() == 1 ? std::max<int64_t>(invariant, M) : invariant;
+  for (const Entry& e : entries)
+    if (e.first_logit_row < 0 || e.first_logit_row > e.m ||
+        (e.first_logit_row > 0 && info_.kind == HeadKind::kMedusa))
+      throw Error("forward: first_logit_row " + std::to_string(e.first_logit_row) +
+                  " is outside [0, " + std::to_string(e.m) + "] (Medusa: 0)");
+  select_logit_rows(entries);
   if (info_.kind == HeadKind::kMedusa) {
     for (const Entry& e : entries)
       if (e.cache || e.hidden)
@@ -176,17 +182,36 @@ void HeadModel::block_and_output(const View& x, const PagedBatchInputs& inputs, 
   block_scratch_.ensure(*device_, info_.block, M);
   block_->run(x, inputs.views(ints_), kv_pool_->k(0), kv_pool_->v(0), piece, block_scratch_,
               attn_input);
-  output_logits(x, n_out, piece);
+  output_logits(x, n_out, piece, &output_norm_);
 }
 
-void HeadModel::output_logits(const View& x, int64_t n_out, int64_t piece) {
-  const int64_t M = x.rows();
-  const View h = h_.view(SPECD_DTYPE_F32, M, info_.n_embd);
-  const View out = logits_.view(SPECD_DTYPE_F32, M, n_out);  // [M, n_out]
-  for (int64_t r = 0; r < M; r += piece) {
-    const int64_t p = std::min(piece, M - r);
-    device_->rms_norm(x.slice_rows(r, p), output_norm_, target_eps_, h.slice_rows(r, p));
-    device_->matmul(h.slice_rows(r, p), output_, out.slice_rows(r, p));
+void HeadModel::select_logit_rows(std::span<const Entry> entries) {
+  logit_rows_.clear();
+  int32_t row0 = 0;
+  for (const Entry& e : entries) {
+    for (int32_t i = e.first_logit_row; i < e.m; ++i) logit_rows_.push_back(row0 + i);
+    row0 += e.m;
+  }
+}
+
+void HeadModel::output_logits(const View& x, int64_t n_out, int64_t piece, const View* norm) {
+  const int64_t M = x.rows(), R = static_cast<int64_t>(logit_rows_.size()), d = info_.n_embd;
+  if (R == 0) return;
+  View rows = x;  // the wanted rows, gathered when not all are
+  if (R < M) {
+    if (!logit_ids_ || logit_ids_.size() < static_cast<uint64_t>(R) * 4)
+      logit_ids_ = device_->alloc(static_cast<uint64_t>(R) * 4 * 2);
+    logit_ids_.upload(logit_rows_.data(), static_cast<uint64_t>(R) * 4);
+    rows = t_.view(SPECD_DTYPE_F32, R, d);
+    device_->copy_rows(x, logit_ids_.view(SPECD_DTYPE_I32, 1, R), rows);
+  }
+  const View h = h_.view(SPECD_DTYPE_F32, R, d);
+  const View out = logits_.view(SPECD_DTYPE_F32, R, n_out);  // [R, n_out]
+  for (int64_t r = 0; r < R; r += piece) {
+    const int64_t p = std::min(piece, R - r);
+    const View in = rows.slice_rows(r, p);
+    if (norm) device_->rms_norm(in, *norm, target_eps_, h.slice_rows(r, p));
+    device_->matmul(norm ? h.slice_rows(r, p) : in, output_, out.slice_rows(r, p));
   }
 }
 
@@ -233,15 +258,19 @@ void HeadModel::forward_blocks(std::span<const Entry> entries, int64_t piece) {
 
 void HeadModel::download_outputs(std::span<const Entry> entries, int64_t n_out) {
   const int64_t d = info_.n_embd;
-  int64_t row0 = 0;
+  int64_t row0 = 0, logit0 = 0;
   for (const Entry& e : entries) {
     if (e.hidden)
       x_.download(e.hidden, static_cast<uint64_t>(e.m) * d * 4,
                   static_cast<uint64_t>(row0) * d * 4);
-    const uint64_t count = static_cast<uint64_t>(e.m) * n_out;
-    logits_.download(e.logits, count * 4, static_cast<uint64_t>(row0) * n_out * 4);
-    check_finite(e.logits, count);
+    const uint64_t rows = static_cast<uint64_t>(e.m - e.first_logit_row);
+    const uint64_t count = rows * n_out;
+    if (count) {
+      logits_.download(e.logits, count * 4, static_cast<uint64_t>(logit0) * n_out * 4);
+      check_finite(e.logits, count);
+    }
     row0 += e.m;
+    logit0 += static_cast<int64_t>(rows);
   }
 }
 

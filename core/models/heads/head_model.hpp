@@ -108,8 +108,11 @@ class HeadModel {
     const float* features = nullptr;
     int32_t m = 0;
     std::span<const int32_t> tokens, positions, parents;
-    float* logits = nullptr;
+    float* logits = nullptr;  // [m - first_logit_row, n_out]
     float* hidden = nullptr;
+    // Logits for rows [first_logit_row, m) only (not Medusa): a catch-up's rows before its
+    // last need none, and the LM head is the dearest part of a head's pass.
+    int32_t first_logit_row = 0;
   };
   // forward() for several sequences in one pass (no two entries share a cache): the rows go
   // through the row-wise ops together in pieces of at most the device's invariant_max_rows,
@@ -168,8 +171,12 @@ class HeadModel {
   // norm and matmul into logits_ [M, n_out].
   void block_and_output(const View& x, const PagedBatchInputs& inputs, int64_t n_out, int64_t piece,
                         const View* attn_input);
-  // The output norm and matmul of x [M, d] into logits_ [M, n_out], piece by piece.
-  void output_logits(const View& x, int64_t n_out, int64_t piece);
+  // The pass rows whose logits are wanted (each entry's from its first_logit_row), into
+  // logit_rows_.
+  void select_logit_rows(std::span<const Entry> entries);
+  // The norm (`norm`, or none when x is normed already) and output matmul of the wanted rows
+  // of x [M, d] into logits_ [R, n_out], R = logit_rows_.size(), piece by piece.
+  void output_logits(const View& x, int64_t n_out, int64_t piece, const View* norm);
   // Each entry's rows of x_ (its hidden, when asked for) and of logits_ [M, n_out], checked
   // finite, in entry order.
   void download_outputs(std::span<const Entry> entries, int64_t n_out);
@@ -199,6 +206,8 @@ class HeadModel {
   BlockScratch block_scratch_;
   int64_t rows_ = 0;
   Buffer u_, x_, h_, t_, logits_, ones_, zero_ids_, ints_;
+  std::vector<int32_t> logit_rows_;  // the pass's rows whose logits are wanted
+  Buffer logit_ids_;                 // the same on the device
 };
 
 }  // namespace specd

@@ -131,7 +131,6 @@ void HeadModel::forward_nextn(std::span<const Entry> entries, int64_t piece) {
   const View ue = u_.view(SPECD_DTYPE_F32, M, d, 0, 2 * d * 4);      // [M, d] embedding half
   const View uf = u_.view(SPECD_DTYPE_F32, M, d, d * 4, 2 * d * 4);  // [M, d] feature half
   const View x = x_.view(SPECD_DTYPE_F32, M, d);
-  const View h = h_.view(SPECD_DTYPE_F32, M, d);
   const View tokens = inputs.tokens(ints_);
   for (int64_t r = 0; r < M; r += piece) {
     const int64_t p = std::min(piece, M - r);
@@ -142,22 +141,14 @@ void HeadModel::forward_nextn(std::span<const Entry> entries, int64_t piece) {
   }
   block_scratch_.ensure(*device_, info_.block, M);
   block_->run(x, inputs.views(ints_), kv_pool_->k(0), kv_pool_->v(0), piece, block_scratch_);
-  const View out = logits_.view(SPECD_DTYPE_F32, M, V);
+  // h = shared_head_norm(x) for every row (the next elements' features), the LM head for the
+  // rows whose logits are wanted.
   for (int64_t r = 0; r < M; r += piece) {
     const int64_t p = std::min(piece, M - r);
-    dev.rms_norm(x.slice_rows(r, p), head_norm_, eps, h.slice_rows(r, p));
-    dev.matmul(h.slice_rows(r, p), output_, out.slice_rows(r, p));
+    dev.rms_norm(x.slice_rows(r, p), head_norm_, eps, x.slice_rows(r, p));
   }
-  int64_t row0 = 0;
-  for (const Entry& e : entries) {
-    if (e.hidden)
-      h_.download(e.hidden, static_cast<uint64_t>(e.m) * d * 4,
-                  static_cast<uint64_t>(row0) * d * 4);
-    const uint64_t count = static_cast<uint64_t>(e.m) * V;
-    logits_.download(e.logits, count * 4, static_cast<uint64_t>(row0) * V * 4);
-    check_finite(e.logits, count);
-    row0 += e.m;
-  }
+  output_logits(x, V, piece, nullptr);
+  download_outputs(entries, V);
   inputs.finish();
 }
 

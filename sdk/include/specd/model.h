@@ -55,11 +55,12 @@ typedef struct specd_model_batch_entry {
   const int32_t* positions;  /* [m] (NULL for a Medusa head) */
   const int32_t* parents;    /* [m] as in forward (NULL for a Medusa head) */
   const float* features;     /* heads: [m, hidden_dim] as in head_forward; NULL otherwise */
-  uint32_t first_logit_row;  /* llama models: logits for rows [first_logit_row, m) only;
-                                heads: 0 */
+  uint32_t first_logit_row;  /* llama models, and heads with a cache from hosts of minor
+                                >= 7: logits for rows [first_logit_row, m) only (logits may
+                                be NULL when that is none); Medusa and older hosts' heads: 0 */
   uint32_t reserved;         /* 0 */
-  float* logits;             /* llama: [m - first_logit_row, vocab_size]; heads: as
-                                head_forward's (Medusa [m, head_count, vocab_size]) */
+  float* logits;             /* [m - first_logit_row, vocab_size] (Medusa [m, head_count,
+                                vocab_size]) */
   float* hidden;             /* [m, hidden_dim] or NULL (Medusa: NULL) */
 } specd_model_batch_entry;
 
