@@ -1,6 +1,7 @@
 #include "models/llama_model.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
@@ -379,11 +380,24 @@ void LlamaModel::replay(KvCache& cache, int32_t rows) {
 void LlamaModel::commit(KvCache& cache, std::span<const int32_t> kept_rows) {
   check_cache(cache, "commit");
   if (const int32_t rows = cache.replay_rows(kept_rows)) {
+    const auto t0 = std::chrono::steady_clock::now();
     replay(cache, rows);
+    device_->synchronize();
+    constexpr size_t kKept = 15;
+    if (replay_times_.size() == kKept) replay_times_.erase(replay_times_.begin());
+    replay_times_.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     cache.commit_replayed(kept_rows);
     return;
   }
   cache.commit(kept_rows);
+}
+
+double LlamaModel::replay_seconds() const {
+  if (replay_times_.empty()) return 0.0;
+  std::vector<double> t = replay_times_;
+  std::nth_element(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(t.size() / 2), t.end());
+  return t[t.size() / 2];
 }
 
 void LlamaModel::truncate(KvCache& cache, int32_t n_committed) {

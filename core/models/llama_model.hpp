@@ -127,6 +127,9 @@ class LlamaModel {
   // replay; $SPECD_RECURRENT_RESTORE=snapshot keeps a state per row instead). Set before the
   // first cache is made.
   void set_recurrent_restore(RecurrentRestore restore);
+  // A hybrid model's recent replay: the median seconds of the last few commits that ran rows
+  // again (0 before any); what a rejected draft costs beyond its pass.
+  double replay_seconds() const;
 
   // Keeps the first n_committed committed rows (n_committed <= cache.size()); drops pending.
   void truncate(KvCache& cache, int32_t n_committed);
@@ -164,7 +167,8 @@ class LlamaModel {
   std::shared_ptr<KvPool> kv_pool_;
   std::vector<int32_t> kv_index_;  // per layer: its KV pool layer, or its recurrent pool layer
   RecurrentRestore restore_ = RecurrentRestore::kReplay;
-  Buffer replay_ints_;  // a replay's state_in and state_out
+  Buffer replay_ints_;                // a replay's state_in and state_out
+  std::vector<double> replay_times_;  // the last replays' seconds, oldest first
   specd_dtype kv_dtype_ = SPECD_DTYPE_F32;
   std::vector<int32_t> feature_layers_;  // empty = the last hidden state
   std::vector<float> feature_rows_;      // one layer's residual stream, for hidden

@@ -32,7 +32,7 @@ double step_seconds(std::span<const PlanSequence> seqs, const std::vector<uint32
 }  // namespace
 
 StepPlan plan_step(std::span<const PlanSequence> seqs, const PassTime& pass,
-                   std::span<const DraftTime* const> drafts) {
+                   std::span<const DraftTime* const> drafts, double restore_seconds) {
   StepPlan plan;
   plan.k.assign(seqs.size(), 0);
   uint32_t rows = 0, prefill_rows = 0;
@@ -55,7 +55,7 @@ StepPlan plan_step(std::span<const PlanSequence> seqs, const PassTime& pass,
                                : pass.time(std::max<uint32_t>(rows, 1)) -
                                      pass.time(std::max<uint32_t>(rows - prefill_rows, 1));
   std::vector<uint32_t> k(seqs.size(), 0);
-  double best_rate = -1;
+  double best_rate = -1, restore = 0;
   for (size_t n = 0;; ++n) {
     if (n > 0) {
       const Candidate& c = candidates[n - 1];
@@ -63,8 +63,12 @@ StepPlan plan_step(std::span<const PlanSequence> seqs, const PassTime& pass,
       k[c.sequence] = c.j;
       tokens += c.gain;
       ++rows;
+      // Its share of the expected restore: the chance of a rejection it adds.
+      const std::vector<double>& g = seqs[c.sequence].gains;
+      restore += restore_seconds * ((c.j == 1 ? 1.0 : g[c.j - 2]) - g[c.j - 1]);
     }
-    const double seconds = step_seconds(seqs, k, std::max<uint32_t>(rows, 1), pass, drafts);
+    const double seconds =
+        step_seconds(seqs, k, std::max<uint32_t>(rows, 1), pass, drafts) + restore;
     if (n == 0) plan.plain_seconds = seconds;
     const double decoding_s = seconds - prefill_s;
     const double rate = decoding_s > 0 ? tokens / decoding_s : 0;

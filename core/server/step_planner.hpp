@@ -14,6 +14,11 @@
 // proposer's catch-up rows (tokens appended since it last drafted). Sequences with a fixed k
 // and plain ones put fixed rows and tokens in the step.
 //
+// A hybrid target's rejected draft also costs a replay at commit (its recurrent state run
+// again over the accepted rows: `restore_seconds`). A sequence drafting k tokens rejects one
+// with probability 1 − P(all k accepted), so its j-th token adds restore_seconds × (P(first
+// j − 1 accepted) − P(first j accepted)) to the step: that goes with its gain.
+//
 // Prefill chunks put rows in the pass but no tokens, and their seconds are not the drafts'
 // to beat: the rate leaves out what the chunks add to the pass, T(fixed rows) − T(fixed rows
 // without the chunks). A drafted row still costs the pass's slope where the chunks put it,
@@ -53,6 +58,6 @@ struct StepPlan {
 };
 
 StepPlan plan_step(std::span<const PlanSequence> sequences, const PassTime& pass,
-                   std::span<const DraftTime* const> drafts);
+                   std::span<const DraftTime* const> drafts, double restore_seconds = 0.0);
 
 }  // namespace specd::server

@@ -231,3 +231,20 @@ TEST_CASE("KV admission: reservations, capped by the context and the budget") {
   kv.release(60);
   CHECK(kv.used() == 0u);
 }
+
+TEST_CASE("step plan: a hybrid target's restore cost shortens the drafts it prices") {
+  // Alone on the memory-bound curve at 0.7 acceptance: free of restore costs a long draft
+  // pays; when a rejection costs a replay as dear as a pass, the plan drafts less, and when
+  // it costs three passes, not at all.
+  const PassTime t = calibrated(&cpu_pass_s);
+  DraftTime draft;
+  for (int i = 0; i < 50; ++i) draft.observe(1 + i % 4, 1 + i % 4, 0.2e-3 * (1 + i % 4));
+  const std::vector<const DraftTime*> drafts = {&draft};
+  const std::vector<PlanSequence> one = {auto_seq(0.7)};
+  const uint32_t free_k = plan_step(one, t, drafts).k[0];
+  const server::StepPlan priced = plan_step(one, t, drafts, cpu_pass_s(1));
+  CHECK(free_k >= 3);
+  CHECK(priced.k[0] < free_k);
+  CHECK(priced.seconds > cpu_pass_s(1 + priced.k[0]));  // the expected replay is in the step
+  CHECK(plan_step(one, t, drafts, 3 * cpu_pass_s(1)).k[0] == 0);
+}
