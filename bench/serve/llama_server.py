@@ -25,8 +25,9 @@ def find_binary(build_dir, name="llama-server"):
 class LlamaServer:
     """llama-server serving `target` with `slots` parallel sequences of `context` tokens
     each, `threads` threads, KV caches of `kv_type` (-ctk/-ctv); with `draft`, speculative
-    decoding with that draft model (--spec-type draft-simple), drafting up to `draft_max`
-    tokens. stop() ends it."""
+    decoding with that draft model (--spec-type draft-simple), or with `draft` "mtp" with the
+    target's own MTP layers (--spec-type draft-mtp), drafting up to `draft_max` tokens.
+    stop() ends it."""
 
     def __init__(self, binary, target, threads, slots, context, kv_type="f16", draft=None,
                  draft_max=4, timeout=300):
@@ -36,7 +37,10 @@ class LlamaServer:
         cmd = [binary, "-m", target, "-t", str(threads), "-tb", str(threads),
                "-c", str(context * slots), "-np", str(slots), "--host", "127.0.0.1",
                "--port", "0", "--no-webui", "-ctk", kv_type, "-ctv", kv_type]
-        if draft:
+        if draft == "mtp":
+            cmd += ["--spec-type", "draft-mtp", "--spec-draft-n-max", str(draft_max),
+                    "-ctkd", kv_type, "-ctvd", kv_type]
+        elif draft:
             cmd += ["-md", draft, "--spec-type", "draft-simple", "--spec-draft-n-max",
                     str(draft_max), "-td", str(threads), "-tbd", str(threads),
                     "-ctkd", kv_type, "-ctvd", kv_type]

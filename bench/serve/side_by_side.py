@@ -4,7 +4,8 @@ clients (python3 standard library only).
 
 Four arms: specd plain ({"proposer": "none"}), specd speculative (the draft model, k as
 given, default "auto", the exact rejection rule), llama-server plain, llama-server with the
-draft (-md --spec-type draft-simple --spec-draft-n-max K). Both engines get the same threads,
+draft (-md --spec-type draft-simple --spec-draft-n-max K). With --draft mtp both draft with
+the target file's own MTP layers (specd's mtp proposer, llama-server's --spec-type draft-mtp). Both engines get the same threads,
 the same KV cache type, and for each concurrency level c servers started afresh with c slots
 of --context tokens each (llama-server's prompt cache and specd's prefix cache are off: the
 repeats resend the same prompts). For each concurrency level every arm runs once
@@ -29,19 +30,21 @@ ARMS = ("specd off", "specd draft", "llama.cpp off", "llama.cpp draft")
 
 def write_specd_config(path, target, draft, threads, slots, k, context, kv_type):
     k_text = '"auto"' if k == "auto" else str(int(k))
+    kind = "mtp" if draft == "mtp" else "draft-model"
+    draft = target if draft == "mtp" else draft
     with open(path, "w") as f:
         f.write(
             '[engine]\nbackend = "cpu"\nthreads = %d\nseed = 1\ncontext = %d\nkv_type = "%s"\n'
             '[target]\nmodel = "%s"\n'
-            '[proposer]\nkind = "draft-model"\nmodel = "%s"\nk = %s\n'
+            '[proposer]\nkind = "%s"\nmodel = "%s"\nk = %s\n'
             '[acceptance]\nrule = "rejection"\n'
             "[sampling]\ntemperature = 0.0\n"
             # The prefix cache off, as llama-server's prompt cache is (the repeats resend the
             # same prompts: a cache would serve them from the first run).
             "[server]\nport = 0\nmax_sequences = %d\nqueue_limit = %d\nmax_engines = 4\n"
             "prefix_cache = false\n"
-            % (threads, context, kv_type, os.path.abspath(target), os.path.abspath(draft), k_text, slots,
-               max(slots, 16)))
+            % (threads, context, kv_type, os.path.abspath(target), kind, os.path.abspath(draft),
+               k_text, slots, max(slots, 16)))
     return path
 
 
@@ -72,8 +75,9 @@ def start_servers(args, binary, work, slots, servers):
     # prompts, so that would time prefill once per cell for it only.
     return {
         "specd off": (specd.port, {"speculative": {"proposer": "none"}}),
-        "specd draft": (specd.port, {"speculative": {"proposer": "draft-model", "k": k,
-                                                     "rule": "rejection"}}),
+        "specd draft": (specd.port, {"speculative": {
+            "proposer": "mtp" if args.draft == "mtp" else "draft-model", "k": k,
+            "rule": "rejection"}}),
         "llama.cpp off": (plain.port, {"cache_prompt": False}),
         "llama.cpp draft": (spec.port, {"cache_prompt": False}),
     }
@@ -190,7 +194,7 @@ def write_markdown(path, report):
             a["target"], a["draft"], a["threads"], a["context"], a["kv_type"], a["max_tokens"],
             report["requests_per_cell"], a["repeats"]), "",
         "specd draft: `k = %s`, rule `rejection`. llama.cpp draft: `-md --spec-type "
-        "draft-simple --spec-draft-n-max %d` (its other speculative settings at their "
+        "draft-simple --spec-draft-n-max %d`, or `--spec-type draft-mtp` with --draft mtp (its other speculative settings at their "
         "defaults)." % (
             a["k"], a["peer_draft_max"]), "",
         "| c | arm | tok/s (min–max) | vs specd off | vs llama.cpp off | specd draft ÷ "
