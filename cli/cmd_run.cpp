@@ -77,12 +77,13 @@ void write_stats(JsonWriter& w, const GenerationStats& s) {
   w.key("draft_s").value(s.draft_s);
   w.key("verify_s").value(s.verify_s);
   w.key("accept_s").value(s.accept_s);
+  w.key("commit_s").value(s.commit_s);
   w.end_object();
 }
 
 void print_stats(const Engine& engine, const GenerationResult& r) {
   const GenerationStats& s = r.stats;
-  double total = s.draft_s + s.verify_s + s.accept_s;
+  double total = s.draft_s + s.verify_s + s.accept_s + s.commit_s;
   auto share = [&](double x) { return total > 0 ? 100.0 * x / total : 0.0; };
   std::fprintf(stderr, "\n--- specd: %s on %s", engine.proposer_name().c_str(),
                engine.backend_name().c_str());
@@ -99,9 +100,11 @@ void print_stats(const Engine& engine, const GenerationResult& r) {
     for (double a : s.per_position()) std::fprintf(stderr, " %.3f", a);
     std::fprintf(stderr, "\n");
   }
-  std::fprintf(stderr, "time: draft %.3fs (%.0f%%), verify %.3fs (%.0f%%), accept %.3fs (%.0f%%)\n",
+  std::fprintf(stderr,
+               "time: draft %.3fs (%.0f%%), verify %.3fs (%.0f%%), accept %.3fs (%.0f%%), "
+               "commit %.3fs (%.0f%%)\n",
                s.draft_s, share(s.draft_s), s.verify_s, share(s.verify_s), s.accept_s,
-               share(s.accept_s));
+               share(s.accept_s), s.commit_s, share(s.commit_s));
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ CellResult aggregate_cell(const std::vector<RunSample>& arm, const std::vector<R
     c.draft_s += g.draft_s;
     c.verify_s += g.verify_s;
     c.accept_s += g.accept_s;
+    c.commit_s += g.commit_s;
     c.generate_s += g.generate_s;
     if (drafted_at.size() < g.drafted_at.size()) {
       drafted_at.resize(g.drafted_at.size(), 0);

@@ -44,7 +44,7 @@ struct CellResult {
   // compared with plain decoding's for the same prompt and repeat: runs compared, and how
   // many differed (which would be a bug). 0 compared elsewhere.
   uint32_t output_compared = 0, output_differs = 0;
-  double draft_s = 0, verify_s = 0, accept_s = 0, generate_s = 0;
+  double draft_s = 0, verify_s = 0, accept_s = 0, commit_s = 0, generate_s = 0;
 };
 
 struct ArmResult {

@@ -45,7 +45,8 @@ void cell_json(JsonWriter& w, const CellResult& c) {
   w.key("generated").value(c.generated).key("rounds").value(c.rounds);
   w.key("drafted").value(c.drafted).key("accepted").value(c.accepted);
   w.key("draft_s").value(c.draft_s).key("verify_s").value(c.verify_s);
-  w.key("accept_s").value(c.accept_s).key("generate_s").value(c.generate_s);
+  w.key("accept_s").value(c.accept_s).key("commit_s").value(c.commit_s);
+  w.key("generate_s").value(c.generate_s);
   w.end_object();
   w.key("run_tokens_per_s").begin_array();
   for (double v : c.run_tokens_per_s) w.value(v);

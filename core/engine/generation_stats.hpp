@@ -22,6 +22,7 @@ struct GenerationStats {
   double draft_s = 0;        // proposer time
   double verify_s = 0;       // target passes + the sampling transform of their logits
   double accept_s = 0;       // acceptance rule
+  double commit_s = 0;       // the accepted path's commit (a hybrid target's state restore)
   double generate_s = 0;     // everything after the prompt
   double first_token_s = 0;  // from the start of the request to the first generated token
 

@@ -235,7 +235,9 @@ void Sequence::end_round(double pass_s) {
             "grammar: no token of the vocabulary can continue the output here (the "
             "grammar needs a character no token spells)");
   }
+  const auto t3 = Clock::now();
   parts_.verifier->commit(accepted.path);
+  stats.commit_s += seconds(Clock::now() - t3);
   // The controller is charged the whole per-row cost of the round: the pass, then turning
   // every row's logits into a distribution and accepting (on small models, as much again).
   if (parts_.adaptive)
