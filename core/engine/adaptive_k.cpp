@@ -31,6 +31,13 @@ constexpr double kRepayFactor = 2;
 constexpr double kCheckShare = 1.0 / 64;
 // The optimism of S⁺: standard deviations of β above its mean.
 constexpr double kOptimism = 1;
+// A depth's acceptance prior: the estimate of the depth above, worth this many rounds (one
+// early rejection then leaves a deep position plausible instead of ruling it out).
+constexpr double kPriorRounds = 2;
+// Passes of a row count timed before its median stands alone; until then the estimate is
+// the lower of that median and what the settled row counts around it predict, so that one
+// slow first pass does not rule a draft length out for good.
+constexpr uint32_t kSettledSamples = 3;
 
 }  // namespace
 
@@ -162,16 +169,15 @@ double AdaptiveK::expected_tokens(uint32_t k) const {
 }
 
 double AdaptiveK::expected_tokens(uint32_t k, double z) const {
-  // β_d ~ Beta(accepted + 1, rejected + 1): its mean, plus z standard deviations.
-  auto beta_at = [z](double accepted, double tested) {
-    const double n = tested + 2, m = (accepted + 1) / n;
-    return std::min(1.0, m + z * std::sqrt(m * (1 - m) / (n + 1)));
-  };
-  double e = 1, reach = 1, beta = beta_at(0, 0);
+  // β_d ~ Beta with the mean of the depth above (β_0: 1/2) as its prior, worth
+  // kPriorRounds rounds: its posterior mean, plus z standard deviations. An untested depth
+  // takes the estimate above it.
+  double e = 1, reach = 1, prior = 0.5;
   for (uint32_t d = 0; d < k && d < options_.k_max; ++d) {
-    // Depths never tested borrow the deepest estimate above them.
-    if (tested_[d] > 0.5) beta = beta_at(accepted_[d], tested_[d]);
-    reach *= beta;
+    const double n = tested_[d] + kPriorRounds;
+    const double m = (accepted_[d] + kPriorRounds * prior) / n;
+    prior = m;
+    reach *= std::min(1.0, m + z * std::sqrt(m * (1 - m) / (n + 1)));
     e += reach;
   }
   return e;
@@ -186,18 +192,26 @@ double AdaptiveK::compute_ratio(uint32_t rows) const {
   if (rows <= 1) return 1;
   // More rows never cost less than one (a noisy sample may say so).
   auto at = [&](uint32_t r) { return r == 1 ? 1.0 : std::max(1.0, ratio_[r].median()); };
-  if (rows < ratio_.size() && ratio_[rows].count()) return at(rows);
-  // Interpolate between the nearest timed row counts; past the last one, extend its line.
+  auto settled = [&](uint32_t r) { return ratio_[r].count() >= kSettledSamples; };
+  const bool timed = rows < ratio_.size() && ratio_[rows].count();
+  if (timed && settled(rows)) return at(rows);
+  // Interpolate between the nearest settled row counts; past the last one, extend its line
+  // (from one row at kPriorRowCost while none is settled).
   uint32_t lo = 1, hi = 0;
   for (uint32_t r = 2; r < ratio_.size(); ++r) {
-    if (!ratio_[r].count()) continue;
+    if (!settled(r)) continue;
     if (r < rows) lo = r;
     if (r > rows && hi == 0) hi = r;
   }
-  if (hi) return at(lo) + std::max(0.0, at(hi) - at(lo)) * double(rows - lo) / double(hi - lo);
-  double slope = kPriorRowCost;
-  if (lo > 1) slope = (at(lo) - 1) / double(lo - 1);
-  return at(lo) + slope * double(rows - lo);
+  double estimate;
+  if (hi) {
+    estimate = at(lo) + std::max(0.0, at(hi) - at(lo)) * double(rows - lo) / double(hi - lo);
+  } else {
+    double slope = kPriorRowCost;
+    if (lo > 1) slope = (at(lo) - 1) / double(lo - 1);
+    estimate = at(lo) + slope * double(rows - lo);
+  }
+  return timed ? std::min(estimate, at(rows)) : estimate;
 }
 
 double AdaptiveK::verify_cost(uint32_t k) const {

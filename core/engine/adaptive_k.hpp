@@ -3,7 +3,8 @@
 // drafts nothing (k = 0, plain decoding) when no k is predicted to beat plain decoding.
 //
 //   E(k)  expected tokens per round: 1 + Σ_{j=1..k} Π_{d<j} β_d, with β_d the measured
-//         probability that the node at depth d is accepted given that its parent was
+//         probability that the node at depth d is accepted given that its parent was (its
+//         prior: the estimate of the depth above, worth two rounds)
 //   v(k)  verify cost: time of a target pass over k+1 rows ÷ time of a 1-row pass
 //   c     draft cost: proposer time per drafted token ÷ time of a 1-row pass
 //
@@ -16,7 +17,9 @@
 // Acceptance counts decay exponentially (weight `decay` per drafting round) so that they
 // follow the text (code vs prose, a copied passage). Times are medians of their last 8
 // samples (RecentMedian: a descheduled pass on a shared machine is ignored), and costs are
-// kept as ratios to the 1-row time measured just before them: a (k+1)-row pass as
+// kept as ratios to the 1-row time measured just before them (a row count timed fewer than
+// three times counts as the lower of its median and what the settled counts around it
+// predict, so one slow pass does not rule a length out): a (k+1)-row pass as
 // pass ÷ 1-row time, a drafted token as seconds ÷ 1-row time. When the machine is busy for
 // a while, every pass slows alike and the ratios hold; a 1-row time from a busy plain
 // stretch set against pass times from a quiet one would make every draft look cheap. A

@@ -51,6 +51,10 @@ TEST_CASE("adaptive k: first four plain rounds (one untimed), then the starting 
   CHECK(a.next_k() == 3);
   // The 1-row time is their median: the descheduled pass does not make rows look cheap.
   a.observe({3, 0, 3e-4, 2e-3});
+  // One pass of 4 rows is not settled: the prior line (0.3 a row) is lower.
+  CHECK(a.verify_cost(3) == doctest::Approx(1.9));
+  a.observe({3, 0, 3e-4, 2e-3});
+  a.observe({3, 0, 3e-4, 2e-3});
   CHECK(a.verify_cost(3) == doctest::Approx(2.0));
   CHECK(AdaptiveK().next_k() == 0);
   CHECK(AdaptiveKOptions().k_start == 1);  // a blind first draft is short
@@ -314,8 +318,9 @@ TEST_CASE("adaptive k: the catch-up is charged once, apart from the draft cost")
   a.observe({1, 0, 0.3e-3, 1.4e-3, 0, 1});
   CHECK(a.draft_cost() == doctest::Approx(0.3).epsilon(0.01));
   CHECK(a.catch_up_cost() == doctest::Approx(0.03).epsilon(0.01));
-  CHECK(a.verify_cost(1) == doctest::Approx(1.4));
-  // Drafting loses (E(1) ≈ 1.25 against 1.7): plain decoding for the rest.
+  // Two 2-row passes at 1.4: not settled, so the prior line (1.3) stands.
+  CHECK(a.verify_cost(1) == doctest::Approx(1.3));
+  // Drafting loses (E(1) ≈ 1.25 against 1.6): plain decoding for the rest.
   CHECK(a.best_k() == 0);
 }
 
@@ -392,9 +397,34 @@ TEST_CASE("adaptive k: a 1-row time from a busy spell that ended is timed afresh
     CHECK(a.next_k() == 0);
     a.observe({0, 0, 0, 1e-3});
   }
-  a.observe({1, 0, 0.3e-3, 1.4e-3});
-  CHECK(a.verify_cost(1) == doctest::Approx(1.4));
+  a.observe({1, 0, 0.3e-3, 1.2e-3});
+  CHECK(a.verify_cost(1) == doctest::Approx(1.2));  // counted now (under the prior line)
   CHECK(a.draft_cost() == doctest::Approx(0.3));
+}
+
+TEST_CASE("adaptive k: one slow pass or one early rejection does not rule a length out") {
+  AdaptiveK a;
+  a.observe({0, 0, 0, 9e-3});  // warm-up
+  for (int i = 0; i < 3; ++i) a.observe({0, 0, 0, 1e-3});
+  // k = 1 pays: 2-row passes at 1.15, the first token accepted 19 times in 20.
+  for (int i = 0; i < 20; ++i) a.observe({1, i == 7 ? 0u : 1u, 0.1e-3, 1.15e-3});
+  CHECK(a.verify_cost(1) == doctest::Approx(1.15));
+  // One k = 2 round: its 3-row pass is slow (descheduled) and its second token rejected.
+  a.observe({2, 1, 0.2e-3, 2.0e-3});
+  // The slow pass stands against the settled 2-row line (1.3), not alone...
+  CHECK(a.verify_cost(2) == doctest::Approx(1.3));
+  // ...and the second position keeps the first's estimate as its prior: β_1 ≈ 0.6, not 1/3.
+  const double beta0 = a.expected_tokens(1) - 1;
+  const double beta1 = (a.expected_tokens(2) - a.expected_tokens(1)) / beta0;
+  CHECK(beta1 > 0.55);
+  CHECK(beta1 < beta0);
+  // So k = 2 is tried again rather than k = 1 kept for good.
+  CHECK(a.best_k() == 2);
+  // Three slow 3-row passes settle it: k = 2 then loses to k = 1.
+  a.observe({2, 2, 0.2e-3, 2.0e-3});
+  a.observe({2, 2, 0.2e-3, 2.0e-3});
+  CHECK(a.verify_cost(2) == doctest::Approx(2.0));
+  CHECK(a.best_k() == 1);
 }
 
 TEST_CASE("adaptive k: drafting that pays still waits where a sequence cannot repay its catch-up") {
