@@ -56,6 +56,7 @@ struct ProposerConfig {
   std::string model;                // draft GGUF or head GGUF, for proposers that take one
   int k = 4;                        // draft length (tokens per round)
   bool k_auto = false;              // k = "auto"
+  bool kind_auto = false;           // kind = "auto", replaced by the kind the file calls for
   std::string backend;              // empty = the target's backend
   std::string kv_type;              // its model's KV cache; empty = [engine] kv_type
   std::vector<PluginParam> params;  // every other key, for the plugin

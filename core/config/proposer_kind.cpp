@@ -43,6 +43,7 @@ std::string detect_proposer_kind(const std::string& model, const std::string& ta
 
 void resolve_auto_proposer(Config& config) {
   if (config.proposer.kind != "auto") return;
+  config.proposer.kind_auto = true;
   config.proposer.kind = detect_proposer_kind(config.proposer.model, config.target.model,
                                               config.where("proposer.kind"));
   if (config.proposer.model.empty() && config.proposer.kind == "mtp")
