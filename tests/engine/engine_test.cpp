@@ -572,8 +572,9 @@ TEST_CASE("audit -c: the configured speculative run against plain sampling on re
   CHECK_THROWS_AS(audit_config(make_config(target, {}), f.registry, o), UsageError);
 }
 
-TEST_CASE("a hybrid target (recurrent state): greedy speculative output equals plain, and "
-          "sampled MTP speculation draws plain decoding's distribution") {
+TEST_CASE(
+    "a hybrid target (recurrent state): greedy speculative output equals plain, and "
+    "sampled MTP speculation draws plain decoding's distribution") {
   // A random qwen35 (gated DeltaNet layers, a gated attention layer, an MTP layer): every
   // rejected draft's state is restored by a replay (chains) or a node's snapshot (trees).
   Fixture f;
@@ -620,13 +621,56 @@ TEST_CASE("a hybrid target (recurrent state): greedy speculative output equals p
   o.prompt = "ab";
   o.tokens = 2;
   o.samples = SPECD_SANITIZED ? 150 : 400;
-  const Config sampled =
-      make_config(model, {"sampling.temperature=1", "proposer.kind=mtp", "proposer.k=3",
-                          "proposer.model=\"" + model + "\""});
+  const Config sampled = make_config(model, {"sampling.temperature=1", "proposer.kind=mtp",
+                                             "proposer.k=3", "proposer.model=\"" + model + "\""});
   const ConfigAuditResult r = audit_config(sampled, f.registry, o);
   CHECK(r.label == "exact");
   CHECK(r.verdict == "lossless");
   CHECK(r.p_value >= o.alpha);
+}
+
+TEST_CASE("a hybrid target with f16 and q8_0 KV caches: its MTP drafts keep greedy output exact") {
+  // The attention layers' rows in the cache's type, the recurrent state in f32 beside them.
+  Fixture f;
+  test::RandomLlamaSpec spec;
+  spec.architecture = "qwen35";
+  spec.n_layer = 4;
+  spec.head_dim = 32;  // a q8_0 row holds whole blocks of 32
+  spec.rope_dim = 8;
+  spec.n_nextn = 1;
+  spec.weight_scale = 0.15f;
+  spec.seed = 52;
+  const std::string model = f.dir + "/qwen35-kv.gguf";
+  test::write_random_llama(model, spec);
+  // Greedy text hardly moves with the cache's rounding on so small a model; sampled text
+  // (the same seed) shows that the type took effect.
+  const std::vector<std::string> sampled = {"sampling.max_tokens=32", "sampling.temperature=1",
+                                            "engine.seed=5"};
+  Engine f32(make_config(model, sampled), f.registry);
+  for (const char* kv : {"f16", "q8_0"}) {
+    CAPTURE(kv);
+    const std::string type = std::string("engine.kv_type=\"") + kv + "\"";
+    Engine plain(make_config(model, {"sampling.max_tokens=32", type}), f.registry);
+    Engine mtp(make_config(model, {"sampling.max_tokens=32", "proposer.kind=mtp", "proposer.k=3",
+                                   "proposer.mode=greedy", type}),
+               f.registry);
+    std::vector<std::string> typed = sampled;
+    typed.push_back(type);
+    Engine plain_sampled(make_config(model, typed), f.registry);
+    bool differs_from_f32 = false;
+    for (const std::string& prompt : kPrompts) {
+      CAPTURE(prompt);
+      const GenerationResult base = plain.generate(prompt);
+      differs_from_f32 =
+          differs_from_f32 || plain_sampled.generate(prompt).tokens != f32.generate(prompt).tokens;
+      const GenerationResult out = mtp.generate(prompt);
+      CHECK(join(out.tokens) == join(base.tokens));
+      CHECK(out.stats.drafted > 0);
+    }
+    // The type took effect on the attention layers' rows (q8_0 certainly; f16 rounds this
+    // model's rows too little to change a draw).
+    if (std::string(kv) == "q8_0") CHECK(differs_from_f32);
+  }
 }
 
 TEST_CASE("an interrupt ends generation between rounds with what was generated") {
