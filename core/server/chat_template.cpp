@@ -139,6 +139,18 @@ std::optional<ChatFamily> detect_chat_family(std::string_view t) {
   return std::nullopt;
 }
 
+void append_scaffolding(std::vector<ChatSegment>& out, const std::string& text) {
+  if (text.empty()) return;
+  if (!out.empty() && out.back().scaffolding)
+    out.back().text += text;
+  else
+    out.push_back({text, true});
+}
+
+void append_content(std::vector<ChatSegment>& out, const std::string& text) {
+  if (!text.empty()) out.push_back({text, false});
+}
+
 std::vector<ChatSegment> render_chat_segments(ChatFamily family,
                                               const std::vector<ChatMessage>& messages,
                                               const std::vector<ToolFunction>& tools) {
@@ -146,16 +158,8 @@ std::vector<ChatSegment> render_chat_segments(ChatFamily family,
     throw std::invalid_argument("the " + chat_family_name(family) +
                                 " chat template defines no tool-call format");
   std::vector<ChatSegment> out;
-  auto frame = [&](const std::string& text) {
-    if (text.empty()) return;
-    if (!out.empty() && out.back().scaffolding)
-      out.back().text += text;
-    else
-      out.push_back({text, true});
-  };
-  auto content = [&](const std::string& text) {
-    if (!text.empty()) out.push_back({text, false});
-  };
+  auto frame = [&](const std::string& text) { append_scaffolding(out, text); };
+  auto content = [&](const std::string& text) { append_content(out, text); };
   switch (family) {
     case ChatFamily::qwen35:
       return render_qwen35(messages, tools);

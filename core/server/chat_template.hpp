@@ -51,6 +51,11 @@ struct ChatSegment {
   bool scaffolding = false;
 };
 
+// Appends the template's own text (merged into the scaffolding segment before it) or a
+// message's content (a segment of its own); empty text adds nothing.
+void append_scaffolding(std::vector<ChatSegment>& out, const std::string& text);
+void append_content(std::vector<ChatSegment>& out, const std::string& text);
+
 // Whether the family's templates define a tool-call format (chatml as Qwen2.5/Hermes,
 // llama3 as Llama 3.1's JSON calls, mistral as its v3 [TOOL_CALLS], qwen3.5 as its XML).
 bool family_has_tools(ChatFamily family);

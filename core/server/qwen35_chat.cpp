@@ -83,16 +83,8 @@ std::string qwen35_call_body(const ToolCall& call) {
 std::vector<ChatSegment> render_qwen35(const std::vector<ChatMessage>& messages,
                                        const std::vector<ToolFunction>& tools) {
   std::vector<ChatSegment> out;
-  auto frame = [&](const std::string& text) {
-    if (text.empty()) return;
-    if (!out.empty() && out.back().scaffolding)
-      out.back().text += text;
-    else
-      out.push_back({text, true});
-  };
-  auto content = [&](const std::string& text) {
-    if (!text.empty()) out.push_back({text, false});
-  };
+  auto frame = [&](const std::string& text) { append_scaffolding(out, text); };
+  auto content = [&](const std::string& text) { append_content(out, text); };
   const bool system_first = !messages.empty() && messages.front().role == "system";
   if (!tools.empty()) {
     frame("<|im_start|>system\n");

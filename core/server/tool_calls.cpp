@@ -72,8 +72,10 @@ std::optional<ToolCall> call_of(const json& j, const std::vector<ToolFunction>& 
   return call;
 }
 
-std::optional<ParsedToolCalls> parse_hermes(std::string_view text,
-                                            const std::vector<ToolFunction>& tools) {
+// Calls in <tool_call>...</tool_call> blocks, each body read by `call_in` (nullopt: the
+// output is not calls); the text around them is the content.
+template <class CallIn>
+std::optional<ParsedToolCalls> parse_tool_call_blocks(std::string_view text, CallIn call_in) {
   ParsedToolCalls out;
   std::string content;
   size_t at = 0;
@@ -83,9 +85,7 @@ std::optional<ParsedToolCalls> parse_hermes(std::string_view text,
     const size_t start = open + kHermesOpen.size();
     const size_t close = text.find(kHermesClose, start);
     if (close == std::string_view::npos) return std::nullopt;  // cut off: not a call
-    const std::optional<json> j = parse(trim(text.substr(start, close - start)));
-    if (!j) return std::nullopt;
-    std::optional<ToolCall> call = call_of(*j, tools);
+    std::optional<ToolCall> call = call_in(text.substr(start, close - start));
     if (!call) return std::nullopt;
     out.calls.push_back(std::move(*call));
     content += text.substr(at, open - at);
@@ -95,6 +95,15 @@ std::optional<ParsedToolCalls> parse_hermes(std::string_view text,
   content += text.substr(at);
   out.content = std::string(trim(content));
   return out;
+}
+
+std::optional<ParsedToolCalls> parse_hermes(std::string_view text,
+                                            const std::vector<ToolFunction>& tools) {
+  return parse_tool_call_blocks(text, [&](std::string_view body) -> std::optional<ToolCall> {
+    const std::optional<json> j = parse(trim(body));
+    if (!j) return std::nullopt;
+    return call_of(*j, tools);
+  });
 }
 
 // Qwen3.5's XML calls: <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...
@@ -145,25 +154,8 @@ std::optional<ToolCall> xml_call_of(std::string_view body, const std::vector<Too
 
 std::optional<ParsedToolCalls> parse_qwen35(std::string_view text,
                                             const std::vector<ToolFunction>& tools) {
-  ParsedToolCalls out;
-  std::string content;
-  size_t at = 0;
-  while (true) {
-    const size_t open = text.find(kHermesOpen, at);
-    if (open == std::string_view::npos) break;
-    const size_t start = open + kHermesOpen.size();
-    const size_t close = text.find(kHermesClose, start);
-    if (close == std::string_view::npos) return std::nullopt;  // cut off: not a call
-    std::optional<ToolCall> call = xml_call_of(text.substr(start, close - start), tools);
-    if (!call) return std::nullopt;
-    out.calls.push_back(std::move(*call));
-    content += text.substr(at, open - at);
-    at = close + kHermesClose.size();
-  }
-  if (out.calls.empty()) return std::nullopt;
-  content += text.substr(at);
-  out.content = std::string(trim(content));
-  return out;
+  return parse_tool_call_blocks(text,
+                                [&](std::string_view body) { return xml_call_of(body, tools); });
 }
 
 // GBNF of one XML call to `tool` (rule `rule`): its schema's properties in order, the
