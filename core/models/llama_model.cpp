@@ -74,6 +74,9 @@ void LlamaModel::read_hybrid_hyperparameters() {
   // Interleaved MRoPE: for text every section has the token's position, which is NEOX RoPE
   // over n_rot values; the sections must still be there and fit, as llama.cpp asks.
   const GgufValue& sections = f.get_array(a + "rope.dimension_sections");
+  if (!gguf_is_integer(sections.elem_type))
+    throw Error(path + ": " + a + "rope.dimension_sections holds " +
+                gguf_type_name(sections.elem_type) + " values, not integers");
   int64_t covered = 0;
   for (size_t i = 0; i < sections.array_size(); ++i) {
     const int64_t v = sections.int_at(i);

@@ -120,14 +120,17 @@ std::vector<Mutation> mutations_of(const GgufFile& file) {
     const GgufTensor& t = tensors[i];
     const auto at = static_cast<std::ptrdiff_t>(i);
     // output.weight may go: llama.cpp's convention ties the output to the embedding then;
-    // so may llama's rope_freqs.weight (Llama 3.1 without it is plain llama rope).
+    // so may llama's rope_freqs.weight (Llama 3.1 without it is plain llama rope), and an
+    // MTP layer's shared_head_norm (its head then normalises with output_norm).
+    const bool optional = t.name == "output.weight" || t.name == "rope_freqs.weight" ||
+                          t.name.find(".nextn.shared_head_norm.") != std::string::npos;
     out.push_back({"tensor " + t.name + " removed",
                    {},
                    [at](auto& ts, auto& data) {
                      ts.erase(ts.begin() + at);
                      data.erase(data.begin() + at);
                    },
-                   t.name != "output.weight" && t.name != "rope_freqs.weight"});
+                   !optional});
     out.push_back({"tensor " + t.name + " filled with NaN", {}, [i](auto&, auto& data) {
                      std::memset(data[i].data(), 0xFF, data[i].size());
                    }});
@@ -288,6 +291,30 @@ TEST_CASE("every mutation of qwen2, qwen3, phi3 and rope_freqs llama targets is 
       return std::vector<std::string>{"target.model=" + quoted(p)};
     });
   }
+}
+
+TEST_CASE("every mutation of a qwen35 hybrid target and its MTP layer is handled") {
+  // The recurrent layers' tensors and keys (conv kernel, ssm_*, attn_gate, the DeltaNet
+  // widths, full_attention_interval), the gated attention's, and the MTP layer's, as a target
+  // and as the drafter the target file carries.
+  Files f;
+  test::RandomLlamaSpec t;
+  t.architecture = "qwen35";
+  t.n_layer = 4;
+  t.head_dim = 16;
+  t.rope_dim = 8;
+  const std::string target = f.dir + "/qwen35-target.gguf";
+  test::write_random_llama(target, t);
+  sweep(f.dir, target,
+        [](const std::string& p) { return std::vector<std::string>{"target.model=" + quoted(p)}; });
+  // With its MTP layer, which the trunk does not read but the drafter does.
+  t.n_nextn = 1;
+  const std::string with_mtp = f.dir + "/qwen35-mtp.gguf";
+  test::write_random_llama(with_mtp, t);
+  sweep(f.dir, with_mtp, [](const std::string& p) {
+    return std::vector<std::string>{"target.model=" + quoted(p), "proposer.kind=\"mtp\"",
+                                    "proposer.k=2"};
+  });
 }
 
 TEST_CASE("every mutation of a draft model generates or is refused naming the file") {
