@@ -3,7 +3,6 @@
 #include "common/error.hpp"
 #include "gguf/gguf_reader.hpp"
 #include "models/architecture.hpp"
-#include "models/heads/head_model.hpp"
 
 namespace specd {
 

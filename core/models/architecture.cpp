@@ -27,6 +27,13 @@ std::string supported_architectures() {
   return s;
 }
 
+bool has_mtp_layers(const GgufFile& file) {
+  const auto arch = file.get_string_opt("general.architecture");
+  if (!arch || *arch != architectures::kQwen35.name) return false;
+  const auto n = file.get_u32_opt(*arch + ".nextn_predict_layers");
+  return n && *n > 0;
+}
+
 const Architecture& architecture_of(const GgufFile& file) {
   const auto name = file.get_string_opt("general.architecture");
   if (!name) throw Error(file.path() + ": no general.architecture: not a model file");

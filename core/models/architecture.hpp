@@ -39,6 +39,10 @@ struct Architecture {
 const Architecture* find_architecture(std::string_view name);
 // "llama, qwen2, qwen3, phi3": every supported name, in the registry's order.
 std::string supported_architectures();
+
+// Whether a model file carries MTP layers specd runs as a head (qwen35 with
+// nextn_predict_layers > 0): the target file itself, or llama.cpp's separate MTP file.
+bool has_mtp_layers(const GgufFile& file);
 // The architecture of a model file: throws specd::Error naming the file and its
 // general.architecture when it is absent or not supported (listing the supported ones).
 const Architecture& architecture_of(const GgufFile& file);

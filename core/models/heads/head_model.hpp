@@ -64,10 +64,6 @@ struct HeadInfo {
 // key is malformed.
 std::vector<int32_t> head_target_layers(const GgufFile& head);
 
-// Whether a model file carries MTP layers specd runs as a head (qwen35 with
-// nextn_predict_layers > 0): the target file itself, or llama.cpp's separate MTP file.
-bool has_mtp_layers(const GgufFile& file);
-
 class HeadModel {
  public:
   // Loads the head at `head_path` and the parts of the target at `target_path` it uses,

@@ -24,13 +24,6 @@
 
 namespace specd {
 
-bool has_mtp_layers(const GgufFile& file) {
-  const auto arch = file.get_string_opt("general.architecture");
-  if (!arch || *arch != architectures::kQwen35.name) return false;
-  const auto n = file.get_u32_opt(*arch + ".nextn_predict_layers");
-  return n && *n > 0;
-}
-
 void HeadModel::load_nextn() {
   const GgufFile& f = head_file_;
   const GgufFile& t = target_file_;
