@@ -55,7 +55,7 @@
 // sequence whose earlier probes showed that drafting loses decodes plainly.
 //
 // Planned (a scheduler batching many sequences, set_plan): the pass is shared, so the
-// scheduler chooses every sequence's k together (core/server/step_planner.hpp) from the
+// scheduler chooses every sequence's k together (core/batching/step_planner.hpp) from the
 // measured cost of a pass by its rows and each sequence's acceptance estimates
 // (expected_tokens), and next_k returns that choice. observe() then keeps acceptance and
 // draft time only: a shared pass's time says nothing of this sequence's own rounds.

@@ -1,4 +1,4 @@
-// What a scheduler's step costs, for planning its drafts (core/server/step_planner.hpp).
+// What a scheduler's step costs, for planning its drafts (core/batching/step_planner.hpp).
 //
 // PassTime: the target pass over M rows, T(M). Its shape is measured once (calibrate(): a
 // few passes at each of a set of row counts, the median of each) because it is far from a

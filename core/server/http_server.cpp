@@ -22,24 +22,29 @@
 #include <cstdio>
 #include <cstring>
 
+#include "batching/scheduler.hpp"
+#include "batching/shared_engine.hpp"
 #include "common/error.hpp"
 #include "gguf/gguf_reader.hpp"
 #include "models/llama_model.hpp"
 #include "server/chat_template.hpp"
 #include "server/connection_guard.hpp"
-#include "server/engine_cache.hpp"
 #include "server/metrics.hpp"
 #include "server/peer_socket.hpp"
 #include "server/prompt.hpp"
 #include "server/request.hpp"
 #include "server/responses.hpp"
-#include "server/scheduler.hpp"
 #include "server/server_checks.hpp"
 #include "server/tool_calls.hpp"
 #include "server/verify_endpoint.hpp"
 #include "tokenizer/unicode.hpp"
 
 namespace specd::server {
+
+using batching::Job;
+using batching::Scheduler;
+using batching::SharedEngine;
+
 namespace {
 
 // What the worker hands a handler: the start, the stream's events, the end, for each of the
@@ -138,7 +143,7 @@ struct HttpServer::Impl {
   std::string chat_note;     // where the template came from, or why there is none
   std::string chat_refusal;  // the 400 message for chat requests when there is none
   Metrics metrics;
-  EngineCache engines;
+  SharedEngine engines;
   Scheduler scheduler;
   httplib::Server http;
   std::atomic<int> listen_fd{-1};  // the socket the library last created to bind
@@ -178,7 +183,7 @@ struct HttpServer::Impl {
       // On the worker, which owns the engines; the configured strategy is built too, so
       // that a bad [proposer] or [acceptance] fails the load rather than the first request.
       scheduler.run_exclusive([this] {
-        Engine& engine = engines.get(SpeculativeRequest{});
+        Engine& engine = engines.get(batching::StrategyChoice{});
         tokenizer = std::make_unique<Tokenizer>(engine.tokenizer());
         encoder = std::make_unique<PromptEncoder>(*tokenizer);
         context_length = engine.context_length();
@@ -293,8 +298,7 @@ struct HttpServer::Impl {
 
   // The prompt's tokens, checked against the context; max_tokens is clamped to the room
   // left (the context, or kv_budget when smaller), so generation ends with "length".
-  void prepare_prompt(Job& job) {
-    CompletionRequest& r = job.request;
+  void prepare_prompt(CompletionRequest& r) {
     const std::string field = r.chat ? "messages" : "prompt";
     if (r.chat) {
       std::vector<ChatSegment> segments;
@@ -310,11 +314,8 @@ struct HttpServer::Impl {
                                "llama3 or mistral template ([server] chat_template)");
       }
       if (r.tools.forced()) r.sampling.grammar = tool_call_grammar(*chat_family, r.tools);
-      job.prompt_text.clear();
-      for (const ChatSegment& seg : segments) job.prompt_text += seg.text;
       r.prompt_tokens = encoder->encode_chat(segments);
     } else {
-      job.prompt_text = r.prompt;
       r.prompt_tokens = encoder->encode_completion(r.prompt);
     }
     const size_t n = r.prompt_tokens.size();
@@ -427,27 +428,32 @@ struct HttpServer::Impl {
       send_error(res, 503, "the server is shutting down", "", "shutting_down");
       return;
     }
-    auto job = std::make_shared<Job>();
+    // Checked once, here: parsed, encoded and bounded before the scheduler sees it.
+    CompletionRequest request;
     try {
-      job->request = parse_completion_request(req.body, chat, config.sampling);
-      if (!job->request.model.empty() && job->request.model != model_id)
+      request = parse_completion_request(req.body, chat, config.sampling);
+      if (!request.model.empty() && request.model != model_id)
         throw RequestError(
             404, "model",
-            "'model': this server serves '" + model_id + "', not '" + job->request.model + "'",
+            "'model': this server serves '" + model_id + "', not '" + request.model + "'",
             "model_not_found");
-      if (job->request.n > config.server.max_n)
+      if (request.n > config.server.max_n)
         throw RequestError(400, "n",
-                           "'n' = " + std::to_string(job->request.n) + " is more than " +
+                           "'n' = " + std::to_string(request.n) + " is more than " +
                                config.where("server.max_n") + " allows (" +
                                std::to_string(config.server.max_n) + ")");
       if (chat && !chat_family) throw RequestError(400, "messages", chat_refusal, "chat_template");
-      prepare_prompt(*job);
-      engines.config_for(job->request.speculative);  // a refused allow_lossy: 400 now
+      prepare_prompt(request);
+      engines.config_for(request.speculative);  // a refused allow_lossy: 400 now
     } catch (const RequestError& e) {
       send_error(res, e.status, e.what(), e.param, e.code);
       return;
+    } catch (const batching::Refusal& e) {
+      const RequestError error = request_error(e, chat);
+      send_error(res, error.status, error.what(), error.param, error.code);
+      return;
     }
-    job->kv_budget = config.server.kv_budget;
+    const batching::GenerationRequest generation = request.generation();
 
     ResponseInfo info;
     info.chat = chat;
@@ -455,9 +461,9 @@ struct HttpServer::Impl {
     info.created = unix_now();
     info.id = std::string(chat ? "chatcmpl-" : "cmpl-") + std::to_string(info.created) + "-" +
               std::to_string(next_id++);
-    const bool stream = job->request.stream, include_usage = job->request.include_usage;
-    const bool logprobs = job->request.logprobs >= 0;
-    const size_t n = static_cast<size_t>(job->request.n);
+    const bool stream = request.stream, include_usage = request.include_usage;
+    const bool logprobs = request.logprobs >= 0;
+    const size_t n = static_cast<size_t>(request.n);
 
     // n choices: one job each, from one prompt. Choice i draws from its own generator (the
     // request's seed, or [engine] seed, for choice 0; a seed derived from it for the others),
@@ -466,24 +472,19 @@ struct HttpServer::Impl {
     ch->n = n;
     ch->results.resize(n);
     std::vector<std::shared_ptr<Job>> jobs(n);
-    const uint64_t seed = job->request.seed ? *job->request.seed : config.engine.seed;
+    const uint64_t seed = request.seed ? *request.seed : config.engine.seed;
     for (size_t i = 0; i < n; ++i) {
-      jobs[i] = i == 0 ? job : std::make_shared<Job>();
+      jobs[i] = std::make_shared<Job>();
       Job& jb = *jobs[i];
-      if (i > 0) {
-        jb.request = job->request;
-        jb.prompt_text = job->prompt_text;
-        jb.prompt_tokens = job->prompt_tokens;
-        jb.kv_budget = job->kv_budget;
-        if (config.server.prefix_cache) jb.wait_for_prefill = job;
-      }
+      jb.request = generation;
+      if (i > 0 && config.server.prefix_cache) jb.wait_for_prefill = jobs[0];
       jb.request.seed = choice_seed(seed, i);
       ResponseInfo choice_info = info;
       choice_info.index = static_cast<int>(i);
-      jb.on_start = [ch](const RequestError* e) {
+      jb.on_start = [ch, chat](const batching::Refusal* e) {
         std::lock_guard<std::mutex> lock(ch->mutex);
         ++ch->started;
-        if (e && !ch->start_error) ch->start_error = *e;
+        if (e && !ch->start_error) ch->start_error = request_error(*e, chat);
         ch->changed.notify_all();
       };
       // Streamed logprobs: the entries of the tokens emitted since the last chunk (worker).
@@ -504,12 +505,12 @@ struct HttpServer::Impl {
       };
       // With tools, text that may be a call is held back until the output ends.
       auto calls = std::make_shared<ToolCallStream>(chat ? *chat_family : ChatFamily::chatml,
-                                                    chat && job->request.tools.active());
+                                                    chat && request.tools.active());
       const std::string id_seed = info.id + "-" + std::to_string(i);
       // The events that end a streamed choice: its held text as calls or content, then the
       // finish chunk.
       auto ending = [this, choice_info, calls, chunk, first, id_seed,
-                     tools = job->request.tools.tools](const GenerationResult& r) {
+                     tools = request.tools.tools](const GenerationResult& r) {
         std::vector<std::string> events;
         std::string finish = finish_reason(r.stop_reason);
         if (!calls->held().empty()) {
@@ -538,9 +539,10 @@ struct HttpServer::Impl {
       };
       // The job outlives its callbacks (the worker holds it while calling them).
       const Job* self = &jb;
-      jb.on_done = [this, ch, info, stream, include_usage, self, ending, i](
-                       const GenerationResult* r, const RequestError* e) {
-        std::optional<RequestError> shut_down;
+      jb.on_done = [this, ch, info, stream, include_usage, self, ending, i, chat](
+                       const GenerationResult* r, const batching::Refusal* failure) {
+        std::optional<RequestError> error;
+        if (failure) error = request_error(*failure, chat);
         if (r) {
           metrics.generation(i == 0 ? r->stats.prompt_tokens : 0, r->tokens.size(),
                              r->stats.drafted, r->stats.accepted, r->stats.rounds);
@@ -548,27 +550,27 @@ struct HttpServer::Impl {
           // Cut short by the drain deadline: an error, so that no client takes the text so
           // far for a finished answer (OpenAI has no finish_reason for it; 503 is retryable).
           if (r->stop_reason == "cancelled" && self->shut_down) {
-            shut_down.emplace(
+            error.emplace(
                 503, "",
                 "the server shut down before this request finished: cancelled at the drain "
                 "deadline ([server] drain_timeout_s) after " +
                     std::to_string(r->tokens.size()) + " generated tokens; retry it",
                 "drain_timeout");
             r = nullptr;
-            e = &*shut_down;
           }
         }
         std::vector<std::string> last;
         if (r && stream) last = ending(*r);
         std::lock_guard<std::mutex> lock(ch->mutex);
         if (r) ch->results[i] = *r;
-        if (e && !ch->error) ch->error = *e;
+        if (error && !ch->error) ch->error = *error;
         if (stream) {
           if (r)
             for (std::string& event : last) ch->events.push_back(std::move(event));
           else
             ch->events.push_back(
-                "data: " + error_json(e->what(), error_type(e->status), e->param, e->code) +
+                "data: " +
+                error_json(error->what(), error_type(error->status), error->param, error->code) +
                 "\n\n");
         }
         if (++ch->done == ch->n && stream) {
@@ -588,7 +590,7 @@ struct HttpServer::Impl {
     const int connection = find_connection_socket(req.remote_addr, req.remote_port, req.local_port);
     auto wait_watching = [&](std::unique_lock<std::mutex>& lock, auto ready) {
       while (!ch->changed.wait_for(lock, std::chrono::milliseconds(100), ready))
-        if (!job->cancelled && peer_closed(connection)) cancel_all_choices();
+        if (!jobs[0]->cancelled && peer_closed(connection)) cancel_all_choices();
     };
 
     for (size_t i = 0; i < n; ++i) {
@@ -622,9 +624,9 @@ struct HttpServer::Impl {
       if (logprobs)
         for (const auto& r : ch->results) texts.push_back(render_logprobs(r->logprobs));
       std::vector<std::optional<ParsedToolCalls>> calls(n);
-      if (chat && job->request.tools.active())
+      if (chat && request.tools.active())
         for (size_t i = 0; i < n; ++i)
-          calls[i] = parse_tool_calls(*chat_family, ch->results[i]->text, job->request.tools.tools,
+          calls[i] = parse_tool_calls(*chat_family, ch->results[i]->text, request.tools.tools,
                                       info.id + "-" + std::to_string(i));
       res.set_content(completion_json(info, ch->choices(), logprobs ? &texts : nullptr, &calls),
                       "application/json");
@@ -633,7 +635,8 @@ struct HttpServer::Impl {
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [ch, job, guard, connection, cancel_all_choices](size_t, httplib::DataSink& sink) {
+        [ch, job = jobs[0], guard, connection, cancel_all_choices](size_t,
+                                                                   httplib::DataSink& sink) {
           std::deque<std::string> events;
           bool done;
           {

@@ -93,10 +93,10 @@ std::vector<ChatMessage> messages(const json& v) {
   return out;
 }
 
-SpeculativeRequest speculative(const json& v) {
+batching::StrategyChoice speculative(const json& v) {
   if (!v.is_object()) bad("speculative", std::string("must be an object, not ") + kind_of(v));
   check_known(v, {"proposer", "k", "rule", "allow_lossy"}, "speculative.");
-  SpeculativeRequest s;
+  batching::StrategyChoice s;
   if (v.contains("proposer")) {
     s.proposer = string("speculative.proposer", v["proposer"]);
     if (s.proposer->empty()) bad("speculative.proposer", "must not be empty");
@@ -301,6 +301,34 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
   if (j.contains("speculative") && !j["speculative"].is_null())
     r.speculative = speculative(j["speculative"]);
   return r;
+}
+
+batching::GenerationRequest CompletionRequest::generation() const {
+  batching::GenerationRequest g;
+  g.prompt = prompt_tokens;
+  g.max_tokens = max_tokens;
+  g.sampling = sampling;
+  g.seed = seed;
+  g.logprobs = logprobs;
+  g.strategy = speculative;
+  return g;
+}
+
+RequestError request_error(const batching::Refusal& refusal, bool chat) {
+  using Kind = batching::Refusal::Kind;
+  const std::string field = refusal.field == "prompt" && chat ? "messages" : refusal.field;
+  switch (refusal.kind) {
+    case Kind::invalid_request:
+      return RequestError(400, field, refusal.what(),
+                          refusal.code.empty() ? "invalid_request_error" : refusal.code);
+    case Kind::retry_later:
+      return RequestError(503, field, refusal.what(),
+                          refusal.code.empty() ? "unavailable" : refusal.code);
+    case Kind::internal_failure:
+      break;
+  }
+  return RequestError(500, field, refusal.what(),
+                      refusal.code.empty() ? "server_error" : refusal.code);
 }
 
 }  // namespace specd::server

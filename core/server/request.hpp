@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "batching/generation_request.hpp"
+#include "batching/refusal.hpp"
 #include "config/config.hpp"
 #include "server/chat_template.hpp"
 #include "server/tool_request.hpp"
@@ -29,15 +31,6 @@ class RequestError : public std::runtime_error {
   std::string code;
 };
 
-// The `speculative` extension: per-request proposer and acceptance settings.
-struct SpeculativeRequest {
-  std::optional<std::string> proposer;  // a proposer plugin id or name, or "none"
-  std::optional<int> k;                 // draft length, 1..64
-  bool k_auto = false;                  // k = "auto"
-  std::optional<std::string> rule;      // an acceptance rule id
-  bool allow_lossy = false;             // needed for a lossy rule; the server must allow it
-};
-
 struct CompletionRequest {
   bool chat = false;
   std::string model;                  // "" when not given
@@ -53,12 +46,19 @@ struct CompletionRequest {
   // chat's `logprobs: true` with `top_logprobs: N`.
   int logprobs = -1;
   int n = 1;  // choices from the one prompt (1..128; [server] max_n caps it)
-  SpeculativeRequest speculative;
+  batching::StrategyChoice speculative;  // the `speculative` extension
   // The prompt as the engine reads it, set by the HTTP handler before queueing (chat
   // content encoded as plain text, never as special tokens); max_tokens is then already
-  // clamped to the room the context leaves. Empty: the scheduler encodes the text itself.
+  // clamped to the room the context leaves.
   std::vector<int32_t> prompt_tokens;
+
+  // What the batching layer runs of it (prompt_tokens set).
+  batching::GenerationRequest generation() const;
 };
+
+// The HTTP answer to the batching layer's refusal: 400 for an invalid request, 503 to retry
+// later, 500 for an internal failure. A chat request's prompt is its `messages`.
+RequestError request_error(const batching::Refusal& refusal, bool chat);
 
 // Parses a body of POST /v1/completions (chat = false) or /v1/chat/completions (chat = true).
 // `defaults` supplies what the request leaves out. Throws RequestError (400) naming the field.

@@ -1,7 +1,7 @@
 #include "server/verify_endpoint.hpp"
 
+#include "batching/failure_log.hpp"
 #include "server/connection_guard.hpp"
-#include "server/server_log.hpp"
 
 #include "server/json_body.hpp"
 
@@ -17,19 +17,23 @@
 #include <optional>
 
 #include "backend/backend.hpp"
+#include "batching/scheduler.hpp"
+#include "batching/shared_engine.hpp"
 #include "common/error.hpp"
 #include "engine/engine.hpp"
 #include "engine/vocab_digest.hpp"
 #include "models/llama_model.hpp"
-#include "server/engine_cache.hpp"
 #include "server/metrics.hpp"
 #include "server/request.hpp"
 #include "server/responses.hpp"
-#include "server/scheduler.hpp"
 #include "server/verify_sessions.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace specd::server {
+
+using batching::Scheduler;
+using batching::SharedEngine;
+
 namespace {
 
 using nlohmann::json;
@@ -194,7 +198,7 @@ void commit_pending(VerifySession& s, const VerifyRequest& r) {
 
 struct VerifyEndpoint::Impl {
   const Config& config;
-  EngineCache& engines;
+  SharedEngine& engines;
   Scheduler& scheduler;
   Metrics& metrics;
   const std::atomic<bool>& draining;
@@ -203,7 +207,7 @@ struct VerifyEndpoint::Impl {
   std::optional<VerifySessions> open_sessions;
   std::optional<ModelFacts> facts;  // read on the worker at the first request
 
-  Impl(const Config& c, EngineCache& e, Scheduler& s, Metrics& m, const std::atomic<bool>& d)
+  Impl(const Config& c, SharedEngine& e, Scheduler& s, Metrics& m, const std::atomic<bool>& d)
       : config(c), engines(e), scheduler(s), metrics(m), draining(d) {
     // A completion waiting for KV that sessions hold frees those unused for verify_yield_s.
     scheduler.set_reclaim([this] {
@@ -228,7 +232,7 @@ struct VerifyEndpoint::Impl {
 
   // On the worker: the configured engine's model (pinned in the cache, so the sessions'
   // caches never outlive it).
-  Engine& engine() { return engines.get(SpeculativeRequest{}); }
+  Engine& engine() { return engines.get(batching::StrategyChoice{}); }
 
   const ModelFacts& model_facts() {
     if (!facts) {
@@ -384,18 +388,18 @@ struct VerifyEndpoint::Impl {
       if (draining)
         fail(503, e.what(), "", "shutting_down");
       else {
-        log_server_error(e.what());
+        batching::log_request_failure(e.what());
         fail(500, e.what(), "", "server_error");
       }
     } catch (const std::exception& e) {
-      log_server_error(e.what());
+      batching::log_request_failure(e.what());
       fail(500, e.what(), "", "server_error");
     }
     metrics.request("/v1/verify", res.status == -1 ? 200 : res.status);
   }
 };
 
-VerifyEndpoint::VerifyEndpoint(const Config& config, EngineCache& engines, Scheduler& scheduler,
+VerifyEndpoint::VerifyEndpoint(const Config& config, SharedEngine& engines, Scheduler& scheduler,
                                Metrics& metrics, const std::atomic<bool>& draining)
     : impl_(std::make_unique<Impl>(config, engines, scheduler, metrics, draining)) {}
 

@@ -22,16 +22,20 @@ namespace httplib {
 class Server;
 }
 
+namespace specd::batching {
+class SharedEngine;
+class Scheduler;
+}  // namespace specd::batching
+
 namespace specd::server {
 
-class EngineCache;
-class Scheduler;
 class Metrics;
 class ConnectionGuard;
 
 class VerifyEndpoint {
  public:
-  VerifyEndpoint(const Config& config, EngineCache& engines, Scheduler& scheduler, Metrics& metrics,
+  VerifyEndpoint(const Config& config, batching::SharedEngine& engines,
+                 batching::Scheduler& scheduler, Metrics& metrics,
                  const std::atomic<bool>& draining);
   ~VerifyEndpoint();
   // Registers POST /v1/verify on `http`; its handler tells `guard` that a request arrived.

@@ -6,14 +6,14 @@
 #include <algorithm>
 #include <vector>
 
+#include "batching/kv_admission.hpp"
+#include "batching/step_planner.hpp"
 #include "engine/adaptive_k.hpp"
 #include "engine/step_cost.hpp"
-#include "server/kv_admission.hpp"
-#include "server/step_planner.hpp"
 
 using namespace specd;
-using server::plan_step;
-using server::PlanSequence;
+using batching::plan_step;
+using batching::PlanSequence;
 
 namespace {
 
@@ -134,7 +134,7 @@ TEST_CASE("step plan: drafts long alone, short or not at all under a compute-bou
   const std::vector<const DraftTime*> drafts = {&draft};
   // Alone at 0.9 acceptance: a pass stays near 10 ms up to 8 rows, so a long draft pays.
   const std::vector<PlanSequence> one = {auto_seq(0.9)};
-  const server::StepPlan alone = plan_step(one, t, drafts);
+  const batching::StepPlan alone = plan_step(one, t, drafts);
   CHECK(alone.k[0] >= 6);
   CHECK(alone.tokens / alone.seconds > 2.5 / cpu_pass_s(1));
   CHECK(alone.plain_seconds == doctest::Approx(cpu_pass_s(1)));  // what it weighed against
@@ -148,13 +148,13 @@ TEST_CASE("step plan: drafts long alone, short or not at all under a compute-bou
   CHECK(total(plan_step(sure, t, drafts).k) == 0);
   // 4 sequences: 4 rows, memory bound; 4 more rows (one each) are nearly free.
   const std::vector<PlanSequence> four(4, auto_seq(0.9));
-  const server::StepPlan p4 = plan_step(four, t, drafts);
+  const batching::StepPlan p4 = plan_step(four, t, drafts);
   CHECK(total(p4.k) >= 4);
   CHECK(total(p4.k) <= 8);  // past 8 rows compute bound: no more than that
   // Sequences that accept more get the draft tokens first.
   std::vector<PlanSequence> mixed(4, auto_seq(0.3));
   mixed[2] = auto_seq(0.95);
-  const server::StepPlan pm = plan_step(mixed, t, drafts);
+  const batching::StepPlan pm = plan_step(mixed, t, drafts);
   CHECK(pm.k[2] > pm.k[0]);
 }
 
@@ -175,7 +175,7 @@ TEST_CASE("step plan: fixed rows (prefill, fixed k) and a dear draft model weigh
     with_fixed[i].fixed_tokens = 1 + 3 * 0.8;
   }
   const std::vector<const DraftTime*> cheap_only = {&cheap};
-  const server::StepPlan pf = plan_step(with_fixed, t, cheap_only);
+  const batching::StepPlan pf = plan_step(with_fixed, t, cheap_only);
   CHECK(total(pf.k) == 0);
   CHECK(pf.seconds >= cpu_pass_s(26));
   // A prefill chunk makes the step long, but its seconds are not the drafts' to beat: eight
@@ -187,7 +187,7 @@ TEST_CASE("step plan: fixed rows (prefill, fixed k) and a dear draft model weigh
   std::vector<PlanSequence> with_prefill(8, auto_seq(0.9));
   CHECK(total(plan_step(with_prefill, t, cheap_only).k) == 0);
   with_prefill.push_back(prefill);
-  const server::StepPlan pp = plan_step(with_prefill, t, cheap_only);
+  const batching::StepPlan pp = plan_step(with_prefill, t, cheap_only);
   CHECK(total(pp.k) == 0);
   CHECK(pp.seconds == doctest::Approx(cpu_pass_s(72)));  // the chunk's share is in the step
   // Where the chunk leaves the pass bound by reading the weights (a GPU's pass up to 128
@@ -218,7 +218,7 @@ TEST_CASE("adaptive k with a plan: the scheduler's k, its pass times kept out of
 }
 
 TEST_CASE("KV admission: reservations, capped by the context and the budget") {
-  using server::KvAdmission;
+  using batching::KvAdmission;
   KvAdmission kv(100);
   CHECK(kv.reservation(10, 20, false, 64, 1000) == 30u);
   CHECK(kv.reservation(10, 20, true, 64, 1000) == 93u);     // room for one round's draft
@@ -242,7 +242,7 @@ TEST_CASE("step plan: a hybrid target's restore cost shortens the drafts it pric
   const std::vector<const DraftTime*> drafts = {&draft};
   const std::vector<PlanSequence> one = {auto_seq(0.7)};
   const uint32_t free_k = plan_step(one, t, drafts).k[0];
-  const server::StepPlan priced = plan_step(one, t, drafts, cpu_pass_s(1));
+  const batching::StepPlan priced = plan_step(one, t, drafts, cpu_pass_s(1));
   CHECK(free_k >= 3);
   CHECK(priced.k[0] < free_k);
   CHECK(priced.seconds > cpu_pass_s(1 + priced.k[0]));  // the expected replay is in the step

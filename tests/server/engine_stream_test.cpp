@@ -6,11 +6,11 @@
 #include <filesystem>
 #include <string>
 
+#include "batching/shared_engine.hpp"
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
 #include "plugin/registry.hpp"
-#include "server/engine_cache.hpp"
 #include "test_skip.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -132,7 +132,7 @@ TEST_CASE("the server's engine holds the shared parts only: no verifier or propo
   CHECK(whole.use() == EngineUse::generate);
   CHECK(whole.proposer_name() == "draft-model");
 
-  server::EngineCache cache(c, registry);
+  batching::SharedEngine cache(c, registry);
   Engine& shared = cache.engine();
   CHECK(shared.use() == EngineUse::shared);
   // No proposer or rule built for the engine itself (the scheduler's strategies own them)...
@@ -150,6 +150,6 @@ TEST_CASE("the server's engine holds the shared parts only: no verifier or propo
   CHECK(shared.invariant_rows() == whole.invariant_rows());
   CHECK(shared.tokenizer().n_tokens() == whole.tokenizer().n_tokens());
   // The strategy's proposer is built on it as on a whole engine.
-  server::Strategy& s = cache.strategy(server::SpeculativeRequest{});
+  batching::Strategy& s = cache.strategy(batching::StrategyChoice{});
   CHECK(s.proposer_name == "draft-model");
 }

@@ -13,16 +13,17 @@
 #include <string>
 #include <vector>
 
+#include "batching/scheduler.hpp"
+#include "batching/shared_engine.hpp"
 #include "config/config.hpp"
+#include "encode_prompt.hpp"
 #include "engine/engine.hpp"
 #include "plugin/registry.hpp"
-#include "server/engine_cache.hpp"
-#include "server/scheduler.hpp"
 #include "test_skip.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 using namespace specd;
-using namespace specd::server;
+using namespace specd::batching;
 
 namespace {
 
@@ -68,22 +69,21 @@ struct Outcome {
 };
 
 std::vector<Outcome> serve(const Config& c) {
-  EngineCache engines(c, registry());
+  SharedEngine engines(c, registry());
   Scheduler scheduler(engines, c.server.queue_limit);
   std::vector<std::promise<Outcome>> done(kPrompts.size());
   std::vector<std::shared_ptr<Job>> jobs;
   for (size_t i = 0; i < kPrompts.size(); ++i) {
     auto job = std::make_shared<Job>();
-    job->request.prompt = kPrompts[i];
+    job->request.prompt = test::encode_prompt(scheduler, kPrompts[i]);
     job->request.sampling = c.sampling;
     job->request.max_tokens = c.sampling.max_tokens;
-    job->prompt_text = kPrompts[i];
     auto* d = &done[i];
-    job->on_start = [d](const RequestError* e) {
+    job->on_start = [d](const Refusal* e) {
       if (e) d->set_value(Outcome{{}, e->what(), 0});
     };
     job->on_text = [](const std::string&) {};
-    job->on_done = [d](const GenerationResult* r, const RequestError* e) {
+    job->on_done = [d](const GenerationResult* r, const Refusal* e) {
       d->set_value(r ? Outcome{r->tokens, "", r->stats.drafted} : Outcome{{}, e->what(), 0});
     };
     jobs.push_back(job);

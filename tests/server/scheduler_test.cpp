@@ -15,18 +15,19 @@
 #include <string>
 #include <vector>
 
+#include "batching/scheduler.hpp"
+#include "batching/shared_engine.hpp"
 #include "bench/constructed_model.hpp"
 #include "bench/shuffled_vocabulary.hpp"
 #include "config/config.hpp"
+#include "encode_prompt.hpp"
 #include "models/llama_model.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
-#include "server/engine_cache.hpp"
-#include "server/scheduler.hpp"
 #include "test_skip.hpp"
 
 using namespace specd;
-using namespace specd::server;
+using namespace specd::batching;
 
 namespace {
 
@@ -58,8 +59,8 @@ Config config(const std::vector<std::string>& extra = {}) {
 }
 
 // A speculative setting of a request.
-SpeculativeRequest setting(const std::string& name) {
-  SpeculativeRequest s;
+StrategyChoice setting(const std::string& name) {
+  StrategyChoice s;
   if (name == "none") {
     s.proposer = "none";
   } else if (name == "ngram") {
@@ -106,18 +107,16 @@ struct Probe {
   std::atomic<size_t> max_running{0};
 };
 
-std::shared_ptr<Job> make_job(const std::string& prompt, const SpeculativeRequest& spec,
+std::shared_ptr<Job> make_job(const std::string& prompt, const StrategyChoice& spec,
                               const Config& c, std::promise<Outcome>& done, Scheduler& scheduler,
                               Probe& probe) {
   auto job = std::make_shared<Job>();
-  job->request.prompt = prompt;
+  job->request.prompt = test::encode_prompt(scheduler, prompt);
   job->request.sampling = c.sampling;
   job->request.seed = 1000 + prompt.size();  // its own seed (used when it samples)
   job->request.max_tokens = c.sampling.max_tokens;
-  job->request.speculative = spec;
-  job->prompt_text = prompt;
-  job->kv_budget = c.server.kv_budget;
-  job->on_start = [&done](const RequestError* e) {
+  job->request.strategy = spec;
+  job->on_start = [&done](const Refusal* e) {
     if (e) done.set_value(Outcome{{}, "", "", e->what(), 0});
   };
   job->on_text = [&scheduler, &probe](const std::string&) {
@@ -125,7 +124,7 @@ std::shared_ptr<Job> make_job(const std::string& prompt, const SpeculativeReques
     while (now > seen && !probe.max_running.compare_exchange_weak(seen, now)) {
     }
   };
-  job->on_done = [&done](const GenerationResult* r, const RequestError* e) {
+  job->on_done = [&done](const GenerationResult* r, const Refusal* e) {
     if (r)
       done.set_value(Outcome{r->tokens, r->text, r->stop_reason, "", r->stats.drafted});
     else
@@ -138,7 +137,7 @@ std::shared_ptr<Job> make_job(const std::string& prompt, const SpeculativeReques
 // first), and returns their outcomes in order.
 std::vector<Outcome> run_together(Scheduler& scheduler, const Config& c,
                                   const std::vector<std::string>& texts,
-                                  const std::vector<SpeculativeRequest>& specs, Probe& probe) {
+                                  const std::vector<StrategyChoice>& specs, Probe& probe) {
   std::vector<std::promise<Outcome>> done(texts.size());
   std::vector<std::shared_ptr<Job>> jobs;
   for (size_t i = 0; i < texts.size(); ++i)
@@ -152,7 +151,7 @@ std::vector<Outcome> run_together(Scheduler& scheduler, const Config& c,
 }
 
 Outcome run_alone(Scheduler& scheduler, const Config& c, const std::string& text,
-                  const SpeculativeRequest& spec) {
+                  const StrategyChoice& spec) {
   Probe probe;
   return run_together(scheduler, c, {text}, {spec}, probe).front();
 }
@@ -163,11 +162,11 @@ void check_alone_equals_batched(const std::vector<std::string>& names,
                                 const PassTime* pass = nullptr) {
   const Config c = config(extra);
   PluginRegistry registry{std::vector<std::string>{}};
-  EngineCache engines(c, registry);
+  SharedEngine engines(c, registry);
   Scheduler scheduler(engines, c.server.queue_limit);
   if (pass) scheduler.run_exclusive([&] { scheduler.set_pass_time(*pass); });
   const std::vector<std::string> texts = prompts();
-  std::vector<SpeculativeRequest> specs;
+  std::vector<StrategyChoice> specs;
   for (size_t i = 0; i < texts.size(); ++i) specs.push_back(setting(names[i % names.size()]));
   std::vector<Outcome> alone;
   for (size_t i = 0; i < texts.size(); ++i) {
@@ -332,7 +331,7 @@ TEST_CASE("k = auto: a request's first token waits for no draft; its later round
     // A scheduler of its own: the draft's cost is unmeasured, hence taken as free for its
     // first calls, so the second round drafts whatever this machine's timings (with the
     // shipped pair's costs measured, drafting may rightly not pay, under load most of all).
-    EngineCache engines(c, registry);
+    SharedEngine engines(c, registry);
     Scheduler scheduler(engines, c.server.queue_limit);
     scheduler.run_exclusive([&] { scheduler.set_pass_time(pass); });
     std::promise<Outcome> done;
@@ -361,10 +360,10 @@ TEST_CASE("max_prefill_rows: one chunk a step, the earliest request first; outpu
     // Without the prefix cache: a prompt the runs alone published would need no prefill.
     const Config c = config({"server.max_prefill_rows=" + budget, "server.prefix_cache=false"});
     PluginRegistry registry{std::vector<std::string>{}};
-    EngineCache engines(c, registry);
+    SharedEngine engines(c, registry);
     Scheduler scheduler(engines, c.server.queue_limit);
     const std::vector<std::string> texts = prompts();
-    const std::vector<SpeculativeRequest> specs(texts.size(), setting("draft-model"));
+    const std::vector<StrategyChoice> specs(texts.size(), setting("draft-model"));
     std::vector<Outcome> alone;
     for (size_t i = 0; i < texts.size(); ++i)
       alone.push_back(run_alone(scheduler, c, texts[i], specs[i]));
@@ -420,11 +419,11 @@ TEST_CASE("requests beyond max_sequences or the KV budget wait, then run with th
     INFO(limit);
     const Config c = config({limit});
     PluginRegistry registry{std::vector<std::string>{}};
-    EngineCache engines(c, registry);
+    SharedEngine engines(c, registry);
     Scheduler scheduler(engines, c.server.queue_limit);
     const std::vector<std::string> all = prompts();
     const std::vector<std::string> texts(all.begin(), all.begin() + 5);
-    const std::vector<SpeculativeRequest> specs(texts.size(), setting("draft-model"));
+    const std::vector<StrategyChoice> specs(texts.size(), setting("draft-model"));
     std::vector<Outcome> alone;
     for (size_t i = 0; i < texts.size(); ++i)
       alone.push_back(run_alone(scheduler, c, texts[i], specs[i]));
@@ -449,14 +448,14 @@ TEST_CASE("prefix cache: requests that take cached blocks give the tokens they g
   for (const std::string temperature : {"0", "0.8"}) {
     for (const std::string name : {"none", "draft-model"}) {
       INFO("temperature " << temperature << ", " << name);
-      const std::vector<SpeculativeRequest> specs(texts.size(), setting(name));
+      const std::vector<StrategyChoice> specs(texts.size(), setting(name));
       const std::string t = "sampling.temperature=" + temperature;
       // Without the cache, each request alone.
       const Config off = config({t, "server.prefix_cache=false"});
       PluginRegistry registry{std::vector<std::string>{}};
       std::vector<Outcome> want;
       {
-        EngineCache engines(off, registry);
+        SharedEngine engines(off, registry);
         Scheduler scheduler(engines, off.server.queue_limit);
         for (size_t i = 0; i < texts.size(); ++i)
           want.push_back(run_alone(scheduler, off, texts[i], specs[i]));
@@ -466,7 +465,7 @@ TEST_CASE("prefix cache: requests that take cached blocks give the tokens they g
       // the last the whole prompt's), then all together (sharing blocks among running
       // sequences too).
       const Config on = config({t});
-      EngineCache engines(on, registry);
+      SharedEngine engines(on, registry);
       Scheduler scheduler(engines, on.server.queue_limit);
       for (size_t i = 0; i < texts.size(); ++i) {
         const Outcome got = run_alone(scheduler, on, texts[i], specs[i]);
@@ -495,12 +494,12 @@ TEST_CASE("prefix cache: a burst behind a prefill budget takes what the first on
   const std::vector<std::string> texts = {
       system + ". Q: what is two plus two? A:", system + ". Q: name a long river. A:",
       system + ". Q: who wrote Hamlet? A:"};
-  const std::vector<SpeculativeRequest> specs(texts.size(), setting("draft-model"));
+  const std::vector<StrategyChoice> specs(texts.size(), setting("draft-model"));
   PluginRegistry registry{std::vector<std::string>{}};
   std::vector<Outcome> want;
   {
     const Config off = config({"server.prefix_cache=false"});
-    EngineCache engines(off, registry);
+    SharedEngine engines(off, registry);
     Scheduler scheduler(engines, off.server.queue_limit);
     for (size_t i = 0; i < texts.size(); ++i)
       want.push_back(run_alone(scheduler, off, texts[i], specs[i]));
@@ -508,7 +507,7 @@ TEST_CASE("prefix cache: a burst behind a prefill budget takes what the first on
   for (const std::string budget : {"0", "1"}) {
     INFO("max_prefill_rows " << budget);
     const Config c = config({"server.max_prefill_rows=" + budget});
-    EngineCache engines(c, registry);
+    SharedEngine engines(c, registry);
     Scheduler scheduler(engines, c.server.queue_limit);
     Probe probe;
     const std::vector<Outcome> got = run_together(scheduler, c, texts, specs, probe);
@@ -532,11 +531,11 @@ TEST_CASE("prefix cache: a full pool evicts cached blocks, oldest first, and out
   // cached, and those are evicted rather than the pool grown.
   const Config c = config({"server.kv_budget=256"});
   PluginRegistry registry{std::vector<std::string>{}};
-  EngineCache engines(c, registry);
+  SharedEngine engines(c, registry);
   Scheduler scheduler(engines, c.server.queue_limit);
   const std::vector<std::string> all = prompts();
   const std::string& long_prompt = all.back();
-  const SpeculativeRequest spec = setting("draft-model");
+  const StrategyChoice spec = setting("draft-model");
   const Outcome first = run_alone(scheduler, c, long_prompt, spec);
   REQUIRE_MESSAGE(first.error.empty(), first.error);
   std::string other = "Far away in the hills there lived a miller who";
@@ -553,7 +552,7 @@ TEST_CASE("a cancelled request ends at its next step and frees its place; run_ex
   if (!have_models()) return;
   const Config c = config({"server.max_sequences=1"});
   PluginRegistry registry{std::vector<std::string>{}};
-  EngineCache engines(c, registry);
+  SharedEngine engines(c, registry);
   Scheduler scheduler(engines, c.server.queue_limit);
   Probe probe;
   std::promise<Outcome> first_done, second_done;
@@ -593,7 +592,7 @@ TEST_CASE("a request cancelled while its prompt prefills ends at once, prefillin
     INFO("max_prefill_rows " << budget);
     const Config c = config({"server.max_prefill_rows=" + budget, "server.prefix_cache=false"});
     PluginRegistry registry{std::vector<std::string>{}};
-    EngineCache engines(c, registry);
+    SharedEngine engines(c, registry);
     Scheduler scheduler(engines, c.server.queue_limit);
     Probe probe;
     std::promise<Outcome> long_done, short_done;
@@ -604,7 +603,7 @@ TEST_CASE("a request cancelled while its prompt prefills ends at once, prefillin
     auto short_job =
         make_job("The quick brown fox", setting("draft-model"), c, short_done, scheduler, probe);
     for (Job* job : {long_job.get(), short_job.get()})
-      job->on_start = [job](const RequestError* e) {
+      job->on_start = [job](const Refusal* e) {
         REQUIRE(e == nullptr);
         job->cancelled = true;
       };
@@ -628,16 +627,16 @@ TEST_CASE("throughput of 1, 8 and 16 concurrent greedy sequences" * doctest::ski
   if (!have_models()) return;
   const Config c = config({"sampling.max_tokens=128"});
   PluginRegistry registry{std::vector<std::string>{}};
-  EngineCache engines(c, registry);
+  SharedEngine engines(c, registry);
   Scheduler scheduler(engines, c.server.queue_limit);
   const std::vector<std::string> all = prompts();
   std::printf("| speculation | 1 seq tok/s | 8 seq tok/s | 16 seq tok/s |\n|---|---|---|---|\n");
   for (const std::string name : {"none", "ngram", "draft-model", "auto"}) {
-    const SpeculativeRequest spec = setting(name);
+    const StrategyChoice spec = setting(name);
     std::printf("| %s |", name.c_str());
     for (size_t level : {1u, 8u, 16u}) {
       const std::vector<std::string> texts(all.begin(), all.begin() + level);
-      const std::vector<SpeculativeRequest> specs(level, spec);
+      const std::vector<StrategyChoice> specs(level, spec);
       Probe probe;
       run_together(scheduler, c, texts, specs, probe);  // warm: proposer instances made
       const auto t0 = std::chrono::steady_clock::now();

@@ -36,7 +36,7 @@
 
 #include "engine/step_cost.hpp"
 
-namespace specd::server {
+namespace specd::batching {
 
 struct PlanSequence {
   bool prefill = false;      // its rows are a prefill chunk (no tokens)
@@ -60,4 +60,4 @@ struct StepPlan {
 StepPlan plan_step(std::span<const PlanSequence> sequences, const PassTime& pass,
                    std::span<const DraftTime* const> drafts, double restore_seconds = 0.0);
 
-}  // namespace specd::server
+}  // namespace specd::batching

@@ -1,4 +1,4 @@
-#include "server/scheduler.hpp"
+#include "batching/scheduler.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -8,6 +8,8 @@
 #include <tuple>
 #include <vector>
 
+#include "batching/failure_log.hpp"
+#include "batching/step_planner.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "engine/adaptive_k.hpp"
@@ -16,11 +18,9 @@
 #include "engine/sequence.hpp"
 #include "models/llama_model.hpp"
 #include "plugin/host_services.hpp"
-#include "server/server_log.hpp"
-#include "server/step_planner.hpp"
 #include "tokenizer/tokenizer.hpp"
 
-namespace specd::server {
+namespace specd::batching {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -28,7 +28,7 @@ using Clock = std::chrono::steady_clock;
 // k = "auto": a sequence the step plan kept plain this many steps in a row drafts one token.
 constexpr uint32_t kProbeGap = 32;
 
-uint64_t budget_rows(EngineCache& engines) {
+uint64_t budget_rows(SharedEngine& engines) {
   const ServerConfig& s = engines.config().server;
   if (s.kv_budget > 0) return static_cast<uint64_t>(s.kv_budget);
   return static_cast<uint64_t>(std::max(s.max_sequences, 1)) * engines.engine().context_length();
@@ -56,7 +56,7 @@ struct Scheduler::Running {
   double draft_share = 0;    // its share of its strategy's propose time this step
 };
 
-Scheduler::Scheduler(EngineCache& engines, int queue_limit)
+Scheduler::Scheduler(SharedEngine& engines, int queue_limit)
     : engines_(engines),
       queue_limit_(static_cast<size_t>(queue_limit)),
       max_sequences_(static_cast<size_t>(std::max(engines.config().server.max_sequences, 1))),
@@ -209,39 +209,23 @@ const AdaptiveK* Scheduler::most_experienced(const Strategy& strategy) const {
 }
 
 bool Scheduler::admit(std::shared_ptr<Job>& job) {
-  const CompletionRequest& r = job->request;
+  const GenerationRequest& r = job->request;
   // A later choice of an n > 1 request waits for the first's prefill (not when cancelled).
   if (job->wait_for_prefill && !job->wait_for_prefill->prefilled && !job->cancelled) return false;
-  const char* prompt_param = r.chat ? "messages" : "prompt";
   auto run = std::make_unique<Running>();
+  std::optional<Refusal> refusal;
   try {
     Engine& engine = engines_.engine();
-    Strategy& strategy = engines_.strategy(r.speculative);
+    Strategy& strategy = engines_.strategy(r.strategy);
     engines_.check_sampling(strategy, r);
-    // The HTTP handler encodes the prompt (chat content as plain text, core/server/prompt.*);
-    // a job queued without tokens is encoded as `specd run` encodes a prompt.
-    if (job->prompt_tokens.empty()) job->prompt_tokens = r.prompt_tokens;
-    if (job->prompt_tokens.empty()) {
-      job->prompt_tokens = engine.tokenizer().encode(job->prompt_text, /*add_special=*/true,
-                                                     /*parse_special=*/r.chat);
-      if (job->prompt_tokens.empty())
-        throw RequestError(400, prompt_param,
-                           std::string("'") + prompt_param +
-                               "' is empty and the model adds no BOS token to start from");
-    }
-    const std::vector<int32_t>& prompt = job->prompt_tokens;
-    if (prompt.size() >= engine.context_length())
-      throw RequestError(400, prompt_param,
-                         std::string("'") + prompt_param + "' has " +
-                             std::to_string(prompt.size()) + " tokens; the context holds " +
-                             std::to_string(engine.context_length()) +
-                             ", leaving no room to generate");
-    if (job->kv_budget > 0 && prompt.size() + size_t(r.max_tokens) > size_t(job->kv_budget))
-      throw RequestError(400, "max_tokens",
-                         "'max_tokens': the prompt's " + std::to_string(prompt.size()) +
-                             " tokens plus max_tokens = " + std::to_string(r.max_tokens) +
-                             " exceed the server's kv_budget of " + std::to_string(job->kv_budget) +
-                             " tokens");
+    const std::vector<int32_t>& prompt = r.prompt;
+    // The layer above bounds the prompt (GenerationRequest); one the target cannot start
+    // from is refused rather than run.
+    if (prompt.empty() || prompt.size() >= engine.context_length())
+      throw Refusal(Refusal::Kind::invalid_request, "prompt",
+                    "the prompt has " + std::to_string(prompt.size()) +
+                        " tokens; the target starts from 1 to " +
+                        std::to_string(engine.context_length() - 1));
     const bool drafts = strategy.config.proposer.kind != "none";
     const uint32_t rows = kv().reservation(prompt.size(), r.max_tokens, drafts,
                                            engine.invariant_rows(), engine.context_length());
@@ -255,11 +239,11 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
         if (!job->blocked_since) job->blocked_since = now;
         const double waited = std::chrono::duration<double>(now - *job->blocked_since).count();
         if (waited > engines_.config().server.kv_wait_s)
-          throw RequestError(503, "",
-                             "the KV budget is held by /v1/verify sessions in use; waited " +
-                                 std::to_string(static_cast<int>(waited)) +
-                                 " s ([server] kv_wait_s): retry later",
-                             "kv_budget_full");
+          throw Refusal(Refusal::Kind::retry_later, "",
+                        "the KV budget is held by /v1/verify sessions in use; waited " +
+                            std::to_string(static_cast<int>(waited)) +
+                            " s ([server] kv_wait_s): retry later",
+                        "kv_budget_full");
       }
       return false;
     }
@@ -303,32 +287,23 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
     std::lock_guard<std::mutex> lock(steps_mutex_);
     steps_.prompt_rows += prompt.size() - 1;
     steps_.prefix_hit_rows += run->kv->prefix_hit_rows();
-  } catch (const RequestError& e) {
-    if (run->strategy) {
-      kv().release(run->reserved);
-      engines_.give_back(*run->strategy, std::move(run->proposer));
-    }
-    job->prefilled = true;
-    job->on_start(&e);
-    return true;
-  } catch (const UsageError& e) {
-    if (run->strategy) {
-      kv().release(run->reserved);
-      engines_.give_back(*run->strategy, std::move(run->proposer));
-    }
-    RequestError error(400, prompt_param, e.what());
-    job->prefilled = true;
-    job->on_start(&error);
-    return true;
+  } catch (const Refusal& e) {
+    refusal = e;
+  } catch (const UsageError& e) {  // a plugin refusing what the request asks of it
+    refusal.emplace(Refusal::Kind::invalid_request, "prompt", e.what());
   } catch (const std::exception& e) {
+    log_request_failure(e.what());
+    refusal.emplace(Refusal::Kind::internal_failure, "", e.what());
+  }
+  if (refusal) {
     if (run->strategy) {
       kv().release(run->reserved);
-      engines_.give_back(*run->strategy, nullptr);
+      // A proposer sequence that failed is not reused.
+      const bool failed = refusal->kind == Refusal::Kind::internal_failure;
+      engines_.give_back(*run->strategy, failed ? nullptr : std::move(run->proposer));
     }
-    log_server_error(e.what());
-    RequestError error(500, "", e.what(), "server_error");
     job->prefilled = true;
-    job->on_start(&error);
+    job->on_start(&*refusal);
     return true;
   }
   job->proposer = run->strategy->proposer_name;
@@ -338,11 +313,11 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
   return true;
 }
 
-void Scheduler::finish(Running& run, const RequestError* error) {
+void Scheduler::finish(Running& run, const Refusal* failure) {
   Job& job = *run.job;
   job.prefilled = true;  // choices waiting for it go on, prefilling what they must
-  if (error) {
-    job.on_done(nullptr, error);
+  if (failure) {
+    job.on_done(nullptr, failure);
     // A proposer that failed mid-round is not reused.
     engines_.give_back(*run.strategy, nullptr);
   } else {
@@ -570,10 +545,9 @@ void Scheduler::step() {
   entries.reserve(active_.size());
   auto fail = [&](std::list<std::unique_ptr<Running>>::iterator& it, const std::exception& e) {
     const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
-    if (!usage) log_server_error(e.what());
-    RequestError error =
-        usage ? RequestError(400, (*it)->job->request.chat ? "messages" : "prompt", e.what())
-              : RequestError(500, "", e.what(), "server_error");
+    if (!usage) log_request_failure(e.what());
+    const Refusal error = usage ? Refusal(Refusal::Kind::invalid_request, "prompt", e.what())
+                                : Refusal(Refusal::Kind::internal_failure, "", e.what());
     finish(**it, &error);
     it = active_.erase(it);
   };
@@ -744,4 +718,4 @@ void Scheduler::step() {
   steps_.rounds_seconds += rounds_s;
 }
 
-}  // namespace specd::server
+}  // namespace specd::batching

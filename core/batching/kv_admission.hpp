@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace specd::server {
+namespace specd::batching {
 
 class KvAdmission {
  public:
@@ -37,4 +37,4 @@ class KvAdmission {
   uint64_t used_ = 0;
 };
 
-}  // namespace specd::server
+}  // namespace specd::batching

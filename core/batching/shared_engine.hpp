@@ -1,4 +1,4 @@
-// The server's engine and the strategies of per-request `speculative` settings.
+// The one engine every sequence shares, and the strategies requests ask for over it.
 //
 // One Engine holds what every sequence shares: backend, device, tokenizer and the target
 // model, loaded ONCE (target()). Each (proposer, k, rule, allow_lossy) setting a request
@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "batching/generation_request.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
 #include "engine/step_cost.hpp"
 #include "plugin/registry.hpp"
-#include "server/request.hpp"
 
 namespace specd {
 class AcceptanceRule;
@@ -32,7 +32,7 @@ class Proposer;
 class ProposerSequence;
 }  // namespace specd
 
-namespace specd::server {
+namespace specd::batching {
 
 struct Strategy {
   std::string key;
@@ -49,32 +49,34 @@ struct Strategy {
   bool k_auto = false;
 };
 
-class EngineCache {
+class SharedEngine {
  public:
-  EngineCache(const Config& config, const PluginRegistry& registry);
-  ~EngineCache();
+  SharedEngine(const Config& config, const PluginRegistry& registry);
+  ~SharedEngine();
 
-  // The configuration a request's settings give: the server's with the request's proposer,
-  // k and rule. Throws RequestError (400) for a lossy request the server does not allow.
-  Config config_for(const SpeculativeRequest& request) const;
+  // The configuration a request's choice gives: the server's with the request's proposer,
+  // k and rule. Throws Refusal (invalid_request, "speculative.allow_lossy") for a lossy
+  // request the server does not allow.
+  Config config_for(const StrategyChoice& choice) const;
   // The shared engine (target, tokenizer, device), loaded on first use with the server's
   // configuration.
   Engine& engine();
   // engine(), once the request's settings are known to build (strategy()).
-  Engine& get(const SpeculativeRequest& request);
+  Engine& get(const StrategyChoice& choice);
   // The strategy for those settings, built on first use (one proposer instance is made to
-  // check them). A UsageError from building it (an unknown proposer or rule, a lossy rule
-  // without allow_lossy) becomes a RequestError.
-  Strategy& strategy(const SpeculativeRequest& request);
+  // check them). A UsageError from building a request's choice (an unknown proposer or
+  // rule, a lossy rule without allow_lossy) becomes a Refusal naming the field; one from the
+  // configured strategy is the configuration's and is rethrown as it is.
+  Strategy& strategy(const StrategyChoice& choice);
   // A proposer sequence of the strategy (null for "none"): an idle one, or a new one.
   std::unique_ptr<ProposerSequence> take_proposer(Strategy& strategy);
   // Returns it (null: a sequence that failed mid-round, not reused).
   void give_back(Strategy& strategy, std::unique_ptr<ProposerSequence> sequence);
   // The target model every sequence runs on (for exclusive use through the scheduler).
   LlamaModel& target();
-  // Refuses (400 naming temperature) sampling the strategy's rule makes no claim for: a
+  // Refuses (Refusal naming temperature) sampling the strategy's rule makes no claim for: a
   // greedy-exact rule at temperature > 0, unless the request and the server allow lossy.
-  void check_sampling(const Strategy& strategy, const CompletionRequest& request) const;
+  void check_sampling(const Strategy& strategy, const GenerationRequest& request) const;
   const Config& config() const { return config_; }
   size_t size() const { return strategies_.size(); }
 
@@ -85,4 +87,4 @@ class EngineCache {
   std::list<Strategy> strategies_;  // most recently used first
 };
 
-}  // namespace specd::server
+}  // namespace specd::batching

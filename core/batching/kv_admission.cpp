@@ -1,8 +1,8 @@
-#include "server/kv_admission.hpp"
+#include "batching/kv_admission.hpp"
 
 #include <algorithm>
 
-namespace specd::server {
+namespace specd::batching {
 
 uint32_t KvAdmission::reservation(size_t prompt, int max_tokens, bool drafts, uint32_t round_rows,
                                   uint32_t context) const {
@@ -12,4 +12,4 @@ uint32_t KvAdmission::reservation(size_t prompt, int max_tokens, bool drafts, ui
   return static_cast<uint32_t>(std::max<uint64_t>(rows, 1));
 }
 
-}  // namespace specd::server
+}  // namespace specd::batching

@@ -1,24 +1,24 @@
-#include "server/engine_cache.hpp"
+#include "batching/shared_engine.hpp"
 
 #include "acceptance/acceptance_rule.hpp"
 #include "acceptance/labels.hpp"
+#include "batching/refusal.hpp"
 #include "common/error.hpp"
 #include "engine/adaptive_k.hpp"
 #include "engine/proposer.hpp"
 
-namespace specd::server {
+namespace specd::batching {
 
-EngineCache::EngineCache(const Config& config, const PluginRegistry& registry)
+SharedEngine::SharedEngine(const Config& config, const PluginRegistry& registry)
     : config_(config), registry_(registry) {}
 
-EngineCache::~EngineCache() = default;
+SharedEngine::~SharedEngine() = default;
 
-Config EngineCache::config_for(const SpeculativeRequest& r) const {
+Config SharedEngine::config_for(const StrategyChoice& r) const {
   if (r.allow_lossy && !config_.acceptance.allow_lossy)
-    throw RequestError(400, "speculative.allow_lossy",
-                       "'speculative.allow_lossy' is refused: the server's configuration (" +
-                           config_.where("acceptance.allow_lossy") +
-                           ") does not allow lossy rules");
+    throw Refusal(Refusal::Kind::invalid_request, "speculative.allow_lossy",
+                  "'speculative.allow_lossy' is refused: the server's configuration (" +
+                      config_.where("acceptance.allow_lossy") + ") does not allow lossy rules");
   Config c = config_;
   if (r.proposer && *r.proposer != c.proposer.kind) {
     c.proposer.kind = *r.proposer;
@@ -41,22 +41,22 @@ Config EngineCache::config_for(const SpeculativeRequest& r) const {
   return c;
 }
 
-Engine& EngineCache::engine() {
+Engine& SharedEngine::engine() {
   // The shared parts only: each sequence has its own batch verifier, proposer and rule.
   if (!engine_) engine_ = std::make_unique<Engine>(config_, registry_, EngineUse::shared);
   return *engine_;
 }
 
-Engine& EngineCache::get(const SpeculativeRequest& r) {
+Engine& SharedEngine::get(const StrategyChoice& r) {
   strategy(r);
   return engine();
 }
 
-LlamaModel& EngineCache::target() {
+LlamaModel& SharedEngine::target() {
   return engine().target();
 }
 
-Strategy& EngineCache::strategy(const SpeculativeRequest& r) {
+Strategy& SharedEngine::strategy(const StrategyChoice& r) {
   Engine& shared = engine();
   Config c = config_for(r);
   const std::string key = c.proposer.kind + "|" +
@@ -75,12 +75,11 @@ Strategy& EngineCache::strategy(const SpeculativeRequest& r) {
     s.rule = shared.make_rule(c, registry_);
     if (s.proposer) s.proposer_name = s.proposer->name();
   } catch (const UsageError& e) {
-    const bool configured = !r.proposer && !r.k && !r.k_auto && !r.rule && !r.allow_lossy;
-    if (configured) throw;  // the configuration's own problem, located in the file
+    if (r.configured()) throw;  // the configuration's own problem, located in the file
     std::string param = r.rule       ? "speculative.rule"
                         : r.proposer ? "speculative.proposer"
                                      : "speculative";
-    throw RequestError(400, param, "'" + param + "': " + e.what());
+    throw Refusal(Refusal::Kind::invalid_request, param, "'" + param + "': " + e.what());
   }
   if (s.rule) {
     s.rule_name = s.rule->name();
@@ -99,7 +98,7 @@ Strategy& EngineCache::strategy(const SpeculativeRequest& r) {
   return strategies_.front();
 }
 
-std::unique_ptr<ProposerSequence> EngineCache::take_proposer(Strategy& s) {
+std::unique_ptr<ProposerSequence> SharedEngine::take_proposer(Strategy& s) {
   std::unique_ptr<ProposerSequence> p;
   if (s.proposer) {
     if (!s.idle.empty()) {
@@ -113,18 +112,18 @@ std::unique_ptr<ProposerSequence> EngineCache::take_proposer(Strategy& s) {
   return p;
 }
 
-void EngineCache::give_back(Strategy& s, std::unique_ptr<ProposerSequence> sequence) {
+void SharedEngine::give_back(Strategy& s, std::unique_ptr<ProposerSequence> sequence) {
   --s.lent;
   if (sequence) s.idle.push_back(std::move(sequence));
 }
 
-void EngineCache::check_sampling(const Strategy& s, const CompletionRequest& r) const {
+void SharedEngine::check_sampling(const Strategy& s, const GenerationRequest& r) const {
   if (s.rule_label != "greedy-exact" || r.sampling.temperature == 0) return;
-  if (r.speculative.allow_lossy && config_.acceptance.allow_lossy) return;
-  throw RequestError(400, "temperature",
-                     "'temperature' must be 0 with rule '" + s.rule_name +
-                         "': it is lossless only for greedy decoding (choose an exact rule in "
-                         "speculative.rule, or allow lossy output)");
+  if (r.strategy.allow_lossy && config_.acceptance.allow_lossy) return;
+  throw Refusal(Refusal::Kind::invalid_request, "temperature",
+                "'temperature' must be 0 with rule '" + s.rule_name +
+                    "': it is lossless only for greedy decoding (choose an exact rule in "
+                    "speculative.rule, or allow lossy output)");
 }
 
-}  // namespace specd::server
+}  // namespace specd::batching

@@ -1,8 +1,8 @@
-#include "server/step_planner.hpp"
+#include "batching/step_planner.hpp"
 
 #include <algorithm>
 
-namespace specd::server {
+namespace specd::batching {
 namespace {
 
 struct Candidate {
@@ -83,4 +83,4 @@ StepPlan plan_step(std::span<const PlanSequence> seqs, const PassTime& pass,
   return plan;
 }
 
-}  // namespace specd::server
+}  // namespace specd::batching

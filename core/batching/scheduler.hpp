@@ -11,9 +11,12 @@
 //   4. then, per sequence: accept, commit, emit (Job::on_text), and ends the finished and
 //      cancelled ones (Job::on_done), freeing their KV and returning their proposer.
 //
+// It takes requests already checked and encoded by the layer above (GenerationRequest) and
+// answers what it refuses with a typed Refusal; it knows nothing of HTTP or its formats.
+//
 // A request's output does not depend on what shares its steps: each sequence's rows are
 // batch invariant (forward_batch) and its draws come from its own generator. Requests with
-// different `speculative` settings share the batch (EngineCache strategies).
+// different strategy choices share the batch (SharedEngine strategies).
 //
 // Thread rules: submit(), cancel flags, queued(), busy() and run_exclusive() may be called
 // from any thread; a job's callbacks run on the worker thread.
@@ -33,33 +36,32 @@
 #include <thread>
 #include <vector>
 
+#include "batching/generation_request.hpp"
+#include "batching/kv_admission.hpp"
+#include "batching/refusal.hpp"
+#include "batching/shared_engine.hpp"
+#include "batching/step_totals.hpp"
 #include "engine/generation_stats.hpp"
 #include "engine/step_cost.hpp"
-#include "server/engine_cache.hpp"
-#include "server/kv_admission.hpp"
-#include "server/metrics.hpp"
-#include "server/request.hpp"
 
 namespace specd {
 class AdaptiveK;
 }
 
-namespace specd::server {
+namespace specd::batching {
 
 struct Job {
-  CompletionRequest request;
-  std::string prompt_text;  // the completion prompt, or the rendered chat
-  int kv_budget = 0;        // tokens (prompt + max_tokens) allowed; 0 = no limit here
+  GenerationRequest request;
 
-  // Worker → handler. `on_start` is called once before the first token, with nullptr when the
-  // generation starts, else with the error that refused it (then nothing else follows).
-  std::function<void(const RequestError*)> on_start;
+  // Worker → submitter. `on_start` is called once before the first token, with nullptr when
+  // the generation starts, else with the refusal (then nothing else follows).
+  std::function<void(const Refusal*)> on_start;
   std::function<void(const std::string&)> on_text;
   // With request.logprobs >= 0: each generated token's entry, before its text (on_text).
   std::function<void(const TokenLogprob&)> on_logprob;
-  // Called once at the end of a started job: the result, or an error (status 400 for a
-  // request the engine refused, 500 for a runtime failure).
-  std::function<void(const GenerationResult*, const RequestError* error)> on_done;
+  // Called once at the end of a started job: the result, or why it failed (invalid_request
+  // for what the engine refused mid-run, internal_failure for a runtime failure).
+  std::function<void(const GenerationResult*, const Refusal* failure)> on_done;
 
   std::atomic<bool> cancelled{false};  // set by the handler when its client went away
   // Set (before `cancelled`) when the SIGTERM drain deadline cancels it: its answer is then
@@ -70,7 +72,6 @@ struct Job {
   std::shared_ptr<Job> wait_for_prefill;
   std::atomic<bool> prefilled{false};  // set by the scheduler: the prompt is in the KV cache
   std::string proposer, rule;          // what ran it (set before on_start)
-  std::vector<int32_t> prompt_tokens;  // the scheduler's: the encoded prompt
   // The scheduler's: since when the job waits for KV rows that only verify sessions hold.
   std::optional<std::chrono::steady_clock::time_point> blocked_since;
 };
@@ -79,7 +80,7 @@ class Scheduler {
  public:
   // max_sequences and the KV budget come from the engines' configuration ([server]). The
   // engine is not touched here: it loads at the first job or run_exclusive that needs it.
-  Scheduler(EngineCache& engines, int queue_limit);
+  Scheduler(SharedEngine& engines, int queue_limit);
   ~Scheduler();  // drains
 
   // Queues a job; false when queue_limit jobs already wait (the caller answers 503).
@@ -87,12 +88,14 @@ class Scheduler {
   // Stops taking jobs, runs those queued and running to their end, and joins the worker.
   void drain();
   size_t queued() const;
+  // The engine its sequences run on (what SharedEngine allows on the worker: run_exclusive).
+  SharedEngine& engines() { return engines_; }
   bool busy() const { return running_ > 0; }
   size_t running() const { return running_; }
   // The step counters so far (for /metrics). Any thread.
   StepTotals steps() const;
   // Runs fn on the worker between two steps (no sequence's pass is in flight, so fn may use
-  // the target model, EngineCache::target(), alone) and returns once it has run, rethrowing
+  // the target model, SharedEngine::target(), alone) and returns once it has run, rethrowing
   // what it threw. Called on the worker itself, or after drain(), it runs fn at once.
   void run_exclusive(std::function<void()> fn);
   // The KV budget the running sequences reserve from, for other holders of KV rows on the
@@ -129,11 +132,11 @@ class Scheduler {
   // rounds, or null.
   const AdaptiveK* most_experienced(const Strategy& strategy) const;
   void calibrate_pass_time();
-  void finish(Running& r, const RequestError* error);
+  void finish(Running& r, const Refusal* failure);
   void run_exclusive_tasks();
   KvAdmission& kv();  // the worker's: sized from the loaded engine at first use
 
-  EngineCache& engines_;
+  SharedEngine& engines_;
   const size_t queue_limit_;
   const size_t max_sequences_;
   std::optional<KvAdmission> kv_;
@@ -154,4 +157,4 @@ class Scheduler {
   std::thread worker_;
 };
 
-}  // namespace specd::server
+}  // namespace specd::batching
