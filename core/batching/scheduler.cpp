@@ -43,8 +43,8 @@ struct Scheduler::Running {
   std::unique_ptr<ProposerSequence> proposer;  // its state in the strategy's proposer
   std::unique_ptr<AdaptiveK> adaptive;
   std::unique_ptr<specd_rng> rng;
-  std::unique_ptr<Verifier> verifier;  // the host adapter over kv, which it owns
-  BatchVerifier* kv = nullptr;
+  std::unique_ptr<Verifier> verifier;       // the host adapter over batch_verifier, which it owns
+  BatchVerifier* batch_verifier = nullptr;  // its rows and KV cache (owned by verifier)
   std::unique_ptr<Sequence> sequence;
   uint32_t reserved = 0;  // KV rows held against the budget
   bool in_pass = false;
@@ -111,7 +111,7 @@ void Scheduler::run_exclusive(std::function<void()> fn) {
   done.get();
 }
 
-KvAdmission& Scheduler::kv() {
+KvBudget& Scheduler::kv() {
   // Reservations are counted in the target's KV blocks, and its pool holds the whole budget
   // from the start (as vLLM sizes its cache at startup): no admission or pass ever grows it.
   // On the CPU that is address space, backed as rows are first written.
@@ -268,8 +268,9 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
     // Each request draws from its own generator: its seed, else the configured one, so
     // what it samples never depends on the requests before or beside it.
     run->rng = std::make_unique<specd_rng>(r.seed ? *r.seed : engines_.config().engine.seed);
-    run->verifier = make_batch_verifier(engine.target(), rows, engine.invariant_rows(), &run->kv,
-                                        engines_.config().server.prefix_cache);
+    run->verifier =
+        make_batch_verifier(engine.target(), rows, engine.invariant_rows(), &run->batch_verifier,
+                            engines_.config().server.prefix_cache);
     SequenceParts parts;
     parts.tokenizer = &engine.tokenizer();
     parts.verifier = run->verifier.get();
@@ -283,10 +284,11 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
         std::make_unique<Sequence>(parts, prompt, r.sampling, r.max_tokens, job->on_text);
     if (r.logprobs >= 0) run->sequence->set_logprobs(r.logprobs, job->on_logprob);
     run->sequence->start();
-    if (!run->kv->prefilling()) job->prefilled = true;  // nothing to prefill, or all cached
+    if (!run->batch_verifier->prefilling())
+      job->prefilled = true;  // nothing to prefill, or all cached
     std::lock_guard<std::mutex> lock(steps_mutex_);
     steps_.prompt_rows += prompt.size() - 1;
-    steps_.prefix_hit_rows += run->kv->prefix_hit_rows();
+    steps_.prefix_hit_rows += run->batch_verifier->prefix_hit_rows();
   } catch (const Refusal& e) {
     refusal = e;
   } catch (const UsageError& e) {  // a plugin refusing what the request asks of it
@@ -327,7 +329,7 @@ void Scheduler::finish(Running& run, const Refusal* failure) {
     if (run.adaptive) run.strategy->idle_adaptive.push_back(std::move(run.adaptive));
   }
   kv().release(run.reserved);
-  run.kv = nullptr;
+  run.batch_verifier = nullptr;
   run.verifier.reset();  // frees its KV cache now
   run.sequence.reset();
 }
@@ -402,14 +404,14 @@ void Scheduler::choose_prefill_chunks() {
   for (auto& r : active_) {
     Running& run = *r;
     run.waits = false;
-    if (!run.kv->prefilling()) continue;
+    if (!run.batch_verifier->prefilling()) continue;
     // What a request ahead with the same start published since (one it waited behind).
-    adopted += run.kv->take_published();
-    if (!run.kv->prefilling()) {
+    adopted += run.batch_verifier->take_published();
+    if (!run.batch_verifier->prefilling()) {
       run.job->prefilled = true;
       continue;
     }
-    const uint32_t rows = run.kv->next_chunk_rows();
+    const uint32_t rows = run.batch_verifier->next_chunk_rows();
     if (budget > 0 && taken > 0 && taken + rows > budget) {
       run.waits = true;
       continue;
@@ -435,9 +437,9 @@ void Scheduler::plan_drafts() {
     Running& run = *r;
     if (run.sequence->done() || run.waits) continue;
     PlanSequence q;
-    if (run.kv->prefilling()) {
+    if (run.batch_verifier->prefilling()) {
       q.prefill = true;
-      q.fixed_rows = run.kv->next_chunk_rows();
+      q.fixed_rows = run.batch_verifier->next_chunk_rows();
     } else {
       q.fixed_rows = 1;
       q.fixed_tokens = 1;
@@ -560,7 +562,7 @@ void Scheduler::step() {
     run.call = ProposeCall{};
     // Cancelled before its first token: it ends now, not after the rest of its prefill (a
     // long prompt's chunks would only delay the others).
-    if (run.job->cancelled && run.kv->prefilling()) {
+    if (run.job->cancelled && run.batch_verifier->prefilling()) {
       run.sequence->stop("cancelled");
       finish(run, nullptr);
       it = active_.erase(it);
@@ -572,7 +574,7 @@ void Scheduler::step() {
     }
     try {
       if (run.job->cancelled) run.sequence->stop("cancelled");
-      run.prefill = run.kv->prefilling();
+      run.prefill = run.batch_verifier->prefilling();
       run.unseen = run.prefill ? 0 : run.sequence->unseen();
       if (!run.prefill && (run.sequence->done() || !run.sequence->prepare_round(run.call))) {
         finish(run, nullptr);
@@ -631,7 +633,7 @@ void Scheduler::step() {
     }
     try {
       if (!run.prefill) run.sequence->submit_round(run.call, run.draft_share);
-      entries.push_back(run.kv->entry());
+      entries.push_back(run.batch_verifier->entry());
     } catch (const std::exception& e) {
       fail(it, e);
       continue;
@@ -665,9 +667,9 @@ void Scheduler::step() {
       continue;
     }
     try {
-      run.kv->pass_done();
+      run.batch_verifier->pass_done();
       if (run.prefill) {
-        if (!run.kv->prefilling()) run.job->prefilled = true;
+        if (!run.batch_verifier->prefilling()) run.job->prefilled = true;
         run.sequence->stats().prefill_s += pass_s;
         prefill = true;
       } else {

@@ -4,7 +4,7 @@
 //   1. runs the functions given to run_exclusive (they see the target between steps);
 //   2. admits waiting requests in order while fewer than [server] max_sequences run and the
 //      KV budget holds their reservation (a request that does not fit yet waits; the budget
-//      also holds the verify sessions' caches, kv_admission());
+//      also holds the verify sessions' caches, kv_budget());
 //   3. gives each running sequence either its next prefill chunk or a round (its proposer
 //      drafts; its rows are the root and the draft tree) and runs them all as ONE
 //      LlamaModel::forward_batch;
@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "batching/generation_request.hpp"
-#include "batching/kv_admission.hpp"
+#include "batching/kv_budget.hpp"
 #include "batching/refusal.hpp"
 #include "batching/shared_engine.hpp"
 #include "batching/step_totals.hpp"
@@ -101,7 +101,7 @@ class Scheduler {
   // The KV budget the running sequences reserve from, for other holders of KV rows on the
   // target (verify sessions) to reserve from too. Only on the worker (run_exclusive); sized
   // from the loaded engine at first use.
-  KvAdmission& kv_admission() { return kv(); }
+  KvBudget& kv_budget() { return kv(); }
   // Called on the worker while the first waiting job does not fit in the KV budget and no
   // sequence runs (so only other holders keep it out): may free idle holders. Call before
   // submitting jobs.
@@ -134,12 +134,12 @@ class Scheduler {
   void calibrate_pass_time();
   void finish(Running& r, const Refusal* failure);
   void run_exclusive_tasks();
-  KvAdmission& kv();  // the worker's: sized from the loaded engine at first use
+  KvBudget& kv();  // the worker's: sized from the loaded engine at first use
 
   SharedEngine& engines_;
   const size_t queue_limit_;
   const size_t max_sequences_;
-  std::optional<KvAdmission> kv_;
+  std::optional<KvBudget> kv_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;

@@ -12,7 +12,7 @@
 #include "common/file_io.hpp"
 #include "engine/adaptive_k.hpp"
 #include "engine/backend_selection.hpp"
-#include "engine/kv_budget.hpp"
+#include "engine/kv_cache_size.hpp"
 #include "engine/model_service.hpp"
 #include "engine/padding_mask.hpp"
 #include "engine/plugin_checks.hpp"

@@ -1,5 +1,5 @@
-// The engine: the speculative round (BRIEF §3) over a verifier, an optional proposer and
-// an acceptance rule, all chosen from the configuration.
+// The engine: the speculative round (ARCHITECTURE.md, "The round") over a verifier, an
+// optional proposer and an acceptance rule, all chosen from the configuration.
 //
 //   propose → verify (one target pass over root + tree) → accept → commit → emit
 //

@@ -1,4 +1,5 @@
-// What one generation measured (definitions follow vLLM and Spec-Bench; see docs/METRICS.md).
+// What one generation measured (the definitions follow vLLM and Spec-Bench; docs/BENCH.md,
+// "How the numbers are made").
 #pragma once
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 
 #include "common/error.hpp"
 #include "config/did_you_mean.hpp"
-#include "engine/kv_budget.hpp"
+#include "engine/kv_cache_size.hpp"
 #include "engine/plugin_params.hpp"
 #include "engine/vocab_digest.hpp"
 #include "models/llama_model.hpp"

@@ -189,7 +189,7 @@ struct HttpServer::Impl {
         context_length = engine.context_length();
         // What the KV budget buys: the operator's first question about memory.
         const KvPool& pool = engines.target().kv_pool();
-        const uint64_t tokens = scheduler.kv_admission().budget();
+        const uint64_t tokens = scheduler.kv_budget().budget();
         const uint64_t bytes = tokens * pool.bytes_per_token();
         char line[256];
         std::snprintf(

@@ -221,7 +221,7 @@ struct VerifyEndpoint::Impl {
   VerifySessions& sessions() {
     if (!open_sessions)
       open_sessions.emplace(static_cast<size_t>(config.server.verify_sessions),
-                            config.server.verify_idle_s, scheduler.kv_admission());
+                            config.server.verify_idle_s, scheduler.kv_budget());
     return *open_sessions;
   }
 

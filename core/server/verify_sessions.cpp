@@ -26,7 +26,7 @@ std::string new_id() {
 
 }  // namespace
 
-VerifySessions::VerifySessions(size_t max_sessions, double idle_s, batching::KvAdmission& kv)
+VerifySessions::VerifySessions(size_t max_sessions, double idle_s, batching::KvBudget& kv)
     : max_sessions_(max_sessions), idle_(idle_s), kv_(kv) {}
 
 VerifySessions::~VerifySessions() {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "batching/kv_admission.hpp"
+#include "batching/kv_budget.hpp"
 #include "engine/verifier.hpp"
 
 namespace specd::server {
@@ -36,7 +36,7 @@ class VerifySessions {
  public:
   // `kv`: the budget the sessions' caches are reserved from (the scheduler's), outliving
   // this; every open session's rows go back to it when it is freed, or at destruction.
-  VerifySessions(size_t max_sessions, double idle_s, batching::KvAdmission& kv);
+  VerifySessions(size_t max_sessions, double idle_s, batching::KvBudget& kv);
   ~VerifySessions();
   VerifySessions(const VerifySessions&) = delete;
   VerifySessions& operator=(const VerifySessions&) = delete;
@@ -63,7 +63,7 @@ class VerifySessions {
 
   size_t max_sessions_;
   std::chrono::duration<double> idle_;
-  batching::KvAdmission& kv_;
+  batching::KvBudget& kv_;
   Map sessions_;
 };
 

@@ -1,4 +1,4 @@
-// One test per edge case every rule must handle (BRIEF §4), through the loaded plugins.
+// One test per edge case every rule must handle, through the loaded plugins.
 #include <doctest/doctest.h>
 
 #include <cmath>

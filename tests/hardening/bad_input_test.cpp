@@ -365,7 +365,7 @@ TEST_CASE("backend = \"cuda\" without a GPU names cuda and the reason" * SPECD_M
   INFO("stderr: " << r.err);
   CHECK(r.err.rfind("specd: error: ", 0) == 0);
   if (access(plugin.c_str(), F_OK) == 0) {
-    // Built with CUDA: the plugin loads and reports why it cannot run (BRIEF §10).
+    // Built with CUDA: the plugin loads and reports why it cannot run (a missing GPU is named, never a silent fallback).
     CHECK(r.status == 1);
     CHECK(r.err.find("backend 'cuda' (org.specd.backend.cuda) cannot run here: ") !=
           std::string::npos);

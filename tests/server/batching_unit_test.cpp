@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "batching/kv_admission.hpp"
+#include "batching/kv_budget.hpp"
 #include "batching/step_planner.hpp"
 #include "engine/adaptive_k.hpp"
 #include "engine/step_cost.hpp"
@@ -218,8 +218,8 @@ TEST_CASE("adaptive k with a plan: the scheduler's k, its pass times kept out of
 }
 
 TEST_CASE("KV admission: reservations, capped by the context and the budget") {
-  using batching::KvAdmission;
-  KvAdmission kv(100);
+  using batching::KvBudget;
+  KvBudget kv(100);
   CHECK(kv.reservation(10, 20, false, 64, 1000) == 30u);
   CHECK(kv.reservation(10, 20, true, 64, 1000) == 93u);     // room for one round's draft
   CHECK(kv.reservation(10, 20, true, 64, 50) == 50u);       // the context

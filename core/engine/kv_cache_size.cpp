@@ -1,4 +1,4 @@
-#include "engine/kv_budget.hpp"
+#include "engine/kv_cache_size.hpp"
 
 #include <algorithm>
 

@@ -12,9 +12,9 @@
 
 namespace specd::batching {
 
-class KvAdmission {
+class KvBudget {
  public:
-  explicit KvAdmission(uint64_t budget_rows, uint32_t block_rows = 1)
+  explicit KvBudget(uint64_t budget_rows, uint32_t block_rows = 1)
       : block_(block_rows ? block_rows : 1), budget_(blocks_of(budget_rows) * block_) {}
 
   // The rows a request reserves: its prompt and max_tokens, plus room for one round's draft
