@@ -280,9 +280,21 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
     parts.adaptive = run->adaptive.get();
     parts.rng = run->rng.get();
     parts.target_path = engines_.config().target.model;
-    run->sequence =
-        std::make_unique<Sequence>(parts, prompt, r.sampling, r.max_tokens, job->on_text);
-    if (r.logprobs >= 0) run->sequence->set_logprobs(r.logprobs, job->on_logprob);
+    Job* target = job.get();  // the running sequence holds the job, so it outlives these
+    run->sequence = std::make_unique<Sequence>(parts, prompt, r.sampling, r.max_tokens,
+                                               [target](const std::string& text) {
+                                                 RequestEvent e;
+                                                 e.kind = RequestEvent::Kind::text;
+                                                 e.text = text;
+                                                 target->emit(std::move(e));
+                                               });
+    if (r.logprobs >= 0)
+      run->sequence->set_logprobs(r.logprobs, [target](const TokenLogprob& entry) {
+        RequestEvent e;
+        e.kind = RequestEvent::Kind::logprob;
+        e.logprob = entry;
+        target->emit(std::move(e));
+      });
     run->sequence->start();
     if (!run->batch_verifier->prefilling())
       job->prefilled = true;  // nothing to prefill, or all cached
@@ -305,12 +317,17 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
       engines_.give_back(*run->strategy, failed ? nullptr : std::move(run->proposer));
     }
     job->prefilled = true;
-    job->on_start(&*refusal);
+    RequestEvent e;
+    e.kind = RequestEvent::Kind::refused;
+    e.refusal = std::move(refusal);
+    job->emit(std::move(e));
     return true;
   }
   job->proposer = run->strategy->proposer_name;
   job->rule = run->strategy->rule_name;
-  job->on_start(nullptr);
+  RequestEvent started;
+  started.kind = RequestEvent::Kind::started;
+  job->emit(std::move(started));
   active_.push_back(std::move(run));
   return true;
 }
@@ -318,13 +335,17 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
 void Scheduler::finish(Running& run, const Refusal* failure) {
   Job& job = *run.job;
   job.prefilled = true;  // choices waiting for it go on, prefilling what they must
+  RequestEvent end;
   if (failure) {
-    job.on_done(nullptr, failure);
+    end.kind = RequestEvent::Kind::failed;
+    end.refusal = *failure;
+    job.emit(std::move(end));
     // A proposer that failed mid-round is not reused.
     engines_.give_back(*run.strategy, nullptr);
   } else {
-    GenerationResult result = run.sequence->finish();
-    job.on_done(&result, nullptr);
+    end.kind = RequestEvent::Kind::done;
+    end.result = std::make_shared<const GenerationResult>(run.sequence->finish());
+    job.emit(std::move(end));
     engines_.give_back(*run.strategy, std::move(run.proposer));
     if (run.adaptive) run.strategy->idle_adaptive.push_back(std::move(run.adaptive));
   }

@@ -8,8 +8,8 @@
 //   3. gives each running sequence either its next prefill chunk or a round (its proposer
 //      drafts; its rows are the root and the draft tree) and runs them all as ONE
 //      LlamaModel::forward_batch;
-//   4. then, per sequence: accept, commit, emit (Job::on_text), and ends the finished and
-//      cancelled ones (Job::on_done), freeing their KV and returning their proposer.
+//   4. then, per sequence: accept, commit, emit (a text event), and ends the finished and
+//      cancelled ones (a done event), freeing their KV and returning their proposer.
 //
 // It takes requests already checked and encoded by the layer above (GenerationRequest) and
 // answers what it refuses with a typed Refusal; it knows nothing of HTTP or its formats.
@@ -19,7 +19,7 @@
 // different strategy choices share the batch (SharedEngine strategies).
 //
 // Thread rules: submit(), cancel flags, queued(), busy() and run_exclusive() may be called
-// from any thread; a job's callbacks run on the worker thread.
+// from any thread; a job's events are pushed on the worker thread (request_events.hpp).
 #pragma once
 
 #include <atomic>
@@ -39,6 +39,7 @@
 #include "batching/generation_request.hpp"
 #include "batching/kv_budget.hpp"
 #include "batching/refusal.hpp"
+#include "batching/request_events.hpp"
 #include "batching/shared_engine.hpp"
 #include "batching/step_totals.hpp"
 #include "engine/generation_stats.hpp"
@@ -53,15 +54,16 @@ namespace specd::batching {
 struct Job {
   GenerationRequest request;
 
-  // Worker → submitter. `on_start` is called once before the first token, with nullptr when
-  // the generation starts, else with the refusal (then nothing else follows).
-  std::function<void(const Refusal*)> on_start;
-  std::function<void(const std::string&)> on_text;
-  // With request.logprobs >= 0: each generated token's entry, before its text (on_text).
-  std::function<void(const TokenLogprob&)> on_logprob;
-  // Called once at the end of a started job: the result, or why it failed (invalid_request
-  // for what the engine refused mid-run, internal_failure for a runtime failure).
-  std::function<void(const GenerationResult*, const Refusal* failure)> on_done;
+  // Worker → submitter: started or refused, then its logprobs, texts and its end
+  // (RequestEvent, tagged with `choice`). A failure mid-run is invalid_request for what the
+  // engine refused, internal_failure for a runtime failure.
+  std::shared_ptr<EventSink> events;
+  size_t choice = 0;  // which of one request's jobs (n choices share a sink)
+  // The worker's: tags the event with `choice` and pushes it.
+  void emit(RequestEvent event) {
+    event.choice = choice;
+    if (events) events->push(std::move(event));
+  }
 
   std::atomic<bool> cancelled{false};  // set by the handler when its client went away
   // Set (before `cancelled`) when the SIGTERM drain deadline cancels it: its answer is then
@@ -71,7 +73,7 @@ struct Job {
   // takes the prompt's blocks from the prefix cache instead of prefilling them too.
   std::shared_ptr<Job> wait_for_prefill;
   std::atomic<bool> prefilled{false};  // set by the scheduler: the prompt is in the KV cache
-  std::string proposer, rule;          // what ran it (set before on_start)
+  std::string proposer, rule;          // what ran it (set before its started event)
   // The scheduler's: since when the job waits for KV rows that only verify sessions hold.
   std::optional<std::chrono::steady_clock::time_point> blocked_since;
 };

@@ -28,6 +28,7 @@
 #include "gguf/gguf_reader.hpp"
 #include "models/llama_model.hpp"
 #include "server/chat_template.hpp"
+#include "server/completion_stream.hpp"
 #include "server/connection_guard.hpp"
 #include "server/metrics.hpp"
 #include "server/peer_socket.hpp"
@@ -47,25 +48,23 @@ using batching::SharedEngine;
 
 namespace {
 
-// What the worker hands a handler: the start, the stream's events, the end, for each of the
-// request's n choices (one job each).
-struct Channel {
-  std::mutex mutex;
-  std::condition_variable changed;
-  size_t n = 1;
-  size_t started = 0;
-  std::optional<RequestError> start_error;  // the first choice refused
-  std::deque<std::string> events;           // SSE events not yet written
-  size_t done = 0;
-  std::vector<std::optional<GenerationResult>> results;  // by choice
-  std::optional<RequestError> error;                     // the first choice that failed
-  // The results, in order (all done, none failed).
-  std::vector<const GenerationResult*> choices() const {
-    std::vector<const GenerationResult*> out;
-    for (const auto& r : results)
-      if (r) out.push_back(&*r);
-    return out;
+// The event queue of one request's jobs. Each finished generation is counted in the metrics
+// as the worker ends it, also when its client has gone and nobody takes the event.
+class CountedEvents : public batching::EventQueue {
+ public:
+  explicit CountedEvents(Metrics& metrics) : metrics_(metrics) {}
+  void push(batching::RequestEvent e) override {
+    if (e.kind == batching::RequestEvent::Kind::done) {
+      const GenerationResult& r = *e.result;
+      metrics_.generation(e.choice == 0 ? r.stats.prompt_tokens : 0, r.tokens.size(),
+                          r.stats.drafted, r.stats.accepted, r.stats.rounds);
+      if (r.stop_reason == "cancelled") metrics_.cancelled();
+    }
+    EventQueue::push(std::move(e));
   }
+
+ private:
+  Metrics& metrics_;
 };
 
 // Choice i's seed: the request's for the first, then a splitmix64 step away from it for each
@@ -82,14 +81,6 @@ int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::string error_type(int status) {
-  if (status == 401) return "authentication_error";
-  if (status == 404) return "not_found_error";
-  if (status == 503) return "server_overloaded";
-  if (status >= 500) return "server_error";
-  return "invalid_request_error";
 }
 
 void send_error(httplib::Response& res, int status, const std::string& message,
@@ -209,20 +200,6 @@ struct HttpServer::Impl {
     }
     LoadState expected = LoadState::loading;  // not ready if abandon_load() came first
     state.compare_exchange_strong(expected, LoadState::ready);
-  }
-
-  // Logprob entries with their tokens' texts (the target's tokenizer: loaded by now).
-  std::vector<LogprobText> render_logprobs(const std::vector<TokenLogprob>& entries) const {
-    std::vector<LogprobText> out;
-    out.reserve(entries.size());
-    for (const TokenLogprob& e : entries) {
-      LogprobText t;
-      t.token = tokenizer->token_to_piece(e.token);
-      t.logprob = e.logprob;
-      for (const auto& [id, lp] : e.top) t.top.emplace_back(tokenizer->token_to_piece(id), lp);
-      out.push_back(std::move(t));
-    }
-    return out;
   }
 
   // The 503 for a request that needs the model before it is loaded; false when it is.
@@ -461,136 +438,53 @@ struct HttpServer::Impl {
     info.created = unix_now();
     info.id = std::string(chat ? "chatcmpl-" : "cmpl-") + std::to_string(info.created) + "-" +
               std::to_string(next_id++);
-    const bool stream = request.stream, include_usage = request.include_usage;
-    const bool logprobs = request.logprobs >= 0;
-    const size_t n = static_cast<size_t>(request.n);
+    CompletionFormat format;
+    format.info = info;
+    format.stream = request.stream;
+    format.include_usage = request.include_usage;
+    format.logprobs = request.logprobs >= 0;
+    format.family = chat ? *chat_family : ChatFamily::chatml;
+    format.tools = chat && request.tools.active();
+    format.functions = request.tools.tools;
+    format.tokenizer = tokenizer.get();
 
-    // n choices: one job each, from one prompt. Choice i draws from its own generator (the
-    // request's seed, or [engine] seed, for choice 0; a seed derived from it for the others),
-    // and with the prefix cache the others wait for choice 0's prefill to share its blocks.
-    auto ch = std::make_shared<Channel>();
-    ch->n = n;
-    ch->results.resize(n);
+    // n choices: one job each, from one prompt, their events into one queue. Choice i draws
+    // from its own generator (the request's seed, or [engine] seed, for choice 0; a seed
+    // derived from it for the others), and with the prefix cache the others wait for
+    // choice 0's prefill to share its blocks.
+    const size_t n = static_cast<size_t>(request.n);
+    auto events = std::make_shared<CountedEvents>(metrics);
     std::vector<std::shared_ptr<Job>> jobs(n);
     const uint64_t seed = request.seed ? *request.seed : config.engine.seed;
     for (size_t i = 0; i < n; ++i) {
       jobs[i] = std::make_shared<Job>();
-      Job& jb = *jobs[i];
-      jb.request = generation;
-      if (i > 0 && config.server.prefix_cache) jb.wait_for_prefill = jobs[0];
-      jb.request.seed = choice_seed(seed, i);
-      ResponseInfo choice_info = info;
-      choice_info.index = static_cast<int>(i);
-      jb.on_start = [ch, chat](const batching::Refusal* e) {
-        std::lock_guard<std::mutex> lock(ch->mutex);
-        ++ch->started;
-        if (e && !ch->start_error) ch->start_error = request_error(*e, chat);
-        ch->changed.notify_all();
-      };
-      // Streamed logprobs: the entries of the tokens emitted since the last chunk (worker).
-      auto first = std::make_shared<bool>(true);
-      auto pending = std::make_shared<std::vector<TokenLogprob>>();
-      auto cursor = std::make_shared<LogprobCursor>();
-      if (logprobs && stream)
-        jb.on_logprob = [pending](const TokenLogprob& e) { pending->push_back(e); };
-      auto chunk = [this, choice_info, logprobs, pending, cursor, first](
-                       const std::string& piece, const std::string& finish) {
-        std::vector<LogprobText> texts;
-        if (logprobs) texts = render_logprobs(*pending);
-        pending->clear();
-        std::string event = chunk_event(choice_info, piece, *first, finish,
-                                        logprobs ? &texts : nullptr, cursor.get());
-        *first = false;
-        return event;
-      };
-      // With tools, text that may be a call is held back until the output ends.
-      auto calls = std::make_shared<ToolCallStream>(chat ? *chat_family : ChatFamily::chatml,
-                                                    chat && request.tools.active());
-      const std::string id_seed = info.id + "-" + std::to_string(i);
-      // The events that end a streamed choice: its held text as calls or content, then the
-      // finish chunk.
-      auto ending = [this, choice_info, calls, chunk, first, id_seed,
-                     tools = request.tools.tools](const GenerationResult& r) {
-        std::vector<std::string> events;
-        std::string finish = finish_reason(r.stop_reason);
-        if (!calls->held().empty()) {
-          std::optional<ParsedToolCalls> parsed =
-              parse_tool_calls(*chat_family, calls->held(), tools, id_seed);
-          if (parsed) {
-            events.push_back(tool_calls_event(choice_info, parsed->calls, *first));
-            *first = false;
-            if (!parsed->content.empty()) events.push_back(chunk(parsed->content, ""));
-            finish = "tool_calls";
-          } else {
-            events.push_back(chunk(calls->held(), ""));
-          }
-        }
-        events.push_back(chunk("", finish));
-        return events;
-      };
-      jb.on_text = [ch, stream, chunk, calls](const std::string& text) {
-        if (!stream) return;
-        const std::string piece = calls->feed(text);
-        if (piece.empty() && !text.empty()) return;
-        std::string event = chunk(piece, "");
-        std::lock_guard<std::mutex> lock(ch->mutex);
-        ch->events.push_back(std::move(event));
-        ch->changed.notify_all();
-      };
-      // The job outlives its callbacks (the worker holds it while calling them).
-      const Job* self = &jb;
-      jb.on_done = [this, ch, info, stream, include_usage, self, ending, i, chat](
-                       const GenerationResult* r, const batching::Refusal* failure) {
-        std::optional<RequestError> error;
-        if (failure) error = request_error(*failure, chat);
-        if (r) {
-          metrics.generation(i == 0 ? r->stats.prompt_tokens : 0, r->tokens.size(),
-                             r->stats.drafted, r->stats.accepted, r->stats.rounds);
-          if (r->stop_reason == "cancelled") metrics.cancelled();
-          // Cut short by the drain deadline: an error, so that no client takes the text so
-          // far for a finished answer (OpenAI has no finish_reason for it; 503 is retryable).
-          if (r->stop_reason == "cancelled" && self->shut_down) {
-            error.emplace(
-                503, "",
-                "the server shut down before this request finished: cancelled at the drain "
-                "deadline ([server] drain_timeout_s) after " +
-                    std::to_string(r->tokens.size()) + " generated tokens; retry it",
-                "drain_timeout");
-            r = nullptr;
-          }
-        }
-        std::vector<std::string> last;
-        if (r && stream) last = ending(*r);
-        std::lock_guard<std::mutex> lock(ch->mutex);
-        if (r) ch->results[i] = *r;
-        if (error && !ch->error) ch->error = *error;
-        if (stream) {
-          if (r)
-            for (std::string& event : last) ch->events.push_back(std::move(event));
-          else
-            ch->events.push_back(
-                "data: " +
-                error_json(error->what(), error_type(error->status), error->param, error->code) +
-                "\n\n");
-        }
-        if (++ch->done == ch->n && stream) {
-          if (include_usage && !ch->error)
-            ch->events.push_back(usage_event(info, combined_usage(ch->choices())));
-          ch->events.push_back(done_event());
-        }
-        ch->changed.notify_all();
-      };
+      Job& job = *jobs[i];
+      job.request = generation;
+      job.request.seed = choice_seed(seed, i);
+      if (i > 0 && config.server.prefix_cache) job.wait_for_prefill = jobs[0];
+      job.events = events;
+      job.choice = i;
       track(jobs[i]);
     }
+    auto answer = std::make_shared<CompletionStream>(std::move(format), jobs);
     auto cancel_all_choices = [jobs] {
       for (const auto& j : jobs) j->cancelled = true;
     };
     // The client's connection, watched while the request waits so that a client that
     // hangs up cancels its sequences (-1 when not found: then only a failed write tells).
     const int connection = find_connection_socket(req.remote_addr, req.remote_port, req.local_port);
-    auto wait_watching = [&](std::unique_lock<std::mutex>& lock, auto ready) {
-      while (!ch->changed.wait_for(lock, std::chrono::milliseconds(100), ready))
-        if (!jobs[0]->cancelled && peer_closed(connection)) cancel_all_choices();
+    // Takes the events that came (waiting up to 100 ms for one) into the answer, and looks
+    // at the connection every 100 ms, events or not.
+    auto last_look = std::make_shared<std::chrono::steady_clock::time_point>();
+    auto pump = [events, answer, jobs, connection, cancel_all_choices, last_look] {
+      constexpr std::chrono::milliseconds kLookEvery{100};
+      std::vector<batching::RequestEvent> got;
+      events->take(got, kLookEvery);
+      for (const batching::RequestEvent& e : got) answer->add(e);
+      const auto now = std::chrono::steady_clock::now();
+      if (now - *last_look < kLookEvery) return;
+      *last_look = now;
+      if (!jobs[0]->cancelled && peer_closed(connection)) cancel_all_choices();
     };
 
     for (size_t i = 0; i < n; ++i) {
@@ -603,57 +497,38 @@ struct HttpServer::Impl {
                  "", "queue_full");
       return;
     }
-    {
-      std::unique_lock<std::mutex> lock(ch->mutex);
-      wait_watching(lock, [&] { return ch->started == ch->n || ch->start_error; });
-      if (ch->start_error) {
-        cancel_all_choices();
-        const RequestError& e = *ch->start_error;
-        send_error(res, e.status, e.what(), e.param, e.code);
-        return;
-      }
+    while (!answer->settled()) pump();
+    if (const std::optional<RequestError>& e = answer->refusal()) {
+      cancel_all_choices();
+      send_error(res, e->status, e->what(), e->param, e->code);
+      return;
     }
-    if (!stream) {
-      std::unique_lock<std::mutex> lock(ch->mutex);
-      wait_watching(lock, [&] { return ch->done == ch->n; });
-      if (ch->error) {
-        send_error(res, ch->error->status, ch->error->what(), ch->error->param, ch->error->code);
+    if (!request.stream) {
+      while (!answer->ended()) pump();
+      if (const std::optional<RequestError>& e = answer->error()) {
+        send_error(res, e->status, e->what(), e->param, e->code);
         return;
       }
-      std::vector<std::vector<LogprobText>> texts;
-      if (logprobs)
-        for (const auto& r : ch->results) texts.push_back(render_logprobs(r->logprobs));
-      std::vector<std::optional<ParsedToolCalls>> calls(n);
-      if (chat && request.tools.active())
-        for (size_t i = 0; i < n; ++i)
-          calls[i] = parse_tool_calls(*chat_family, ch->results[i]->text, request.tools.tools,
-                                      info.id + "-" + std::to_string(i));
-      res.set_content(completion_json(info, ch->choices(), logprobs ? &texts : nullptr, &calls),
-                      "application/json");
+      res.set_content(answer->body(), "application/json");
       return;
     }
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [ch, job = jobs[0], guard, connection, cancel_all_choices](size_t,
-                                                                   httplib::DataSink& sink) {
-          std::deque<std::string> events;
-          bool done;
-          {
-            std::unique_lock<std::mutex> lock(ch->mutex);
-            while (!ch->changed.wait_for(lock, std::chrono::milliseconds(100),
-                                         [&] { return ch->done == ch->n || !ch->events.empty(); }))
-              if (!job->cancelled && peer_closed(connection)) cancel_all_choices();
-            events.swap(ch->events);
-            done = ch->done == ch->n;
+        [answer, pump, guard, cancel_all_choices](size_t, httplib::DataSink& sink) {
+          std::deque<std::string> out = answer->take_events();
+          while (out.empty() && !answer->ended()) {
+            pump();
+            out = answer->take_events();
           }
-          for (const std::string& e : events) {
+          for (const std::string& e : out) {
             if (!sink.write(e.data(), e.size())) {
               cancel_all_choices();  // the client went away: end its generations
               return false;
             }
           }
-          if (done) sink.done();
+          // Every choice's last event is in `out`: nothing follows the end.
+          if (answer->ended()) sink.done();
           return true;
         },
         [cancel_all_choices](bool success) {

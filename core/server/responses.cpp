@@ -187,4 +187,12 @@ std::string error_json(const std::string& message, const std::string& type,
   return dump(json{{"error", e}});
 }
 
+std::string error_type(int status) {
+  if (status == 401) return "authentication_error";
+  if (status == 404) return "not_found_error";
+  if (status == 503) return "server_overloaded";
+  if (status >= 500) return "server_error";
+  return "invalid_request_error";
+}
+
 }  // namespace specd::server

@@ -67,6 +67,9 @@ std::string chunk_event(const ResponseInfo& info, const std::string& text, bool 
 // combined_usage for n > 1).
 std::string usage_event(const ResponseInfo& info, const GenerationResult& result);
 std::string done_event();  // "data: [DONE]\n\n"
+// OpenAI's error type for an HTTP status: authentication_error, not_found_error,
+// server_overloaded (503), server_error, invalid_request_error.
+std::string error_type(int status);
 // {"error": {"message", "type", "param", "code"}}
 std::string error_json(const std::string& message, const std::string& type,
                        const std::string& param, const std::string& code);

@@ -15,8 +15,8 @@
 
 #include "batching/scheduler.hpp"
 #include "batching/shared_engine.hpp"
+#include "batching_jobs.hpp"
 #include "config/config.hpp"
-#include "encode_prompt.hpp"
 #include "engine/engine.hpp"
 #include "plugin/registry.hpp"
 #include "test_skip.hpp"
@@ -74,16 +74,16 @@ std::vector<Outcome> serve(const Config& c) {
   std::vector<std::promise<Outcome>> done(kPrompts.size());
   std::vector<std::shared_ptr<Job>> jobs;
   for (size_t i = 0; i < kPrompts.size(); ++i) {
-    auto job = std::make_shared<Job>();
+    auto job = test::job_with_callbacks();
     job->request.prompt = test::encode_prompt(scheduler, kPrompts[i]);
     job->request.sampling = c.sampling;
     job->request.max_tokens = c.sampling.max_tokens;
     auto* d = &done[i];
-    job->on_start = [d](const Refusal* e) {
+    test::callbacks(*job).on_start = [d](const Refusal* e) {
       if (e) d->set_value(Outcome{{}, e->what(), 0});
     };
-    job->on_text = [](const std::string&) {};
-    job->on_done = [d](const GenerationResult* r, const Refusal* e) {
+    test::callbacks(*job).on_text = [](const std::string&) {};
+    test::callbacks(*job).on_done = [d](const GenerationResult* r, const Refusal* e) {
       d->set_value(r ? Outcome{r->tokens, "", r->stats.drafted} : Outcome{{}, e->what(), 0});
     };
     jobs.push_back(job);

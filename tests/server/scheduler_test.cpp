@@ -17,10 +17,10 @@
 
 #include "batching/scheduler.hpp"
 #include "batching/shared_engine.hpp"
+#include "batching_jobs.hpp"
 #include "bench/constructed_model.hpp"
 #include "bench/shuffled_vocabulary.hpp"
 #include "config/config.hpp"
-#include "encode_prompt.hpp"
 #include "models/llama_model.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
@@ -110,21 +110,21 @@ struct Probe {
 std::shared_ptr<Job> make_job(const std::string& prompt, const StrategyChoice& spec,
                               const Config& c, std::promise<Outcome>& done, Scheduler& scheduler,
                               Probe& probe) {
-  auto job = std::make_shared<Job>();
+  auto job = test::job_with_callbacks();
   job->request.prompt = test::encode_prompt(scheduler, prompt);
   job->request.sampling = c.sampling;
   job->request.seed = 1000 + prompt.size();  // its own seed (used when it samples)
   job->request.max_tokens = c.sampling.max_tokens;
   job->request.strategy = spec;
-  job->on_start = [&done](const Refusal* e) {
+  test::callbacks(*job).on_start = [&done](const Refusal* e) {
     if (e) done.set_value(Outcome{{}, "", "", e->what(), 0});
   };
-  job->on_text = [&scheduler, &probe](const std::string&) {
+  test::callbacks(*job).on_text = [&scheduler, &probe](const std::string&) {
     size_t now = scheduler.running(), seen = probe.max_running.load();
     while (now > seen && !probe.max_running.compare_exchange_weak(seen, now)) {
     }
   };
-  job->on_done = [&done](const GenerationResult* r, const Refusal* e) {
+  test::callbacks(*job).on_done = [&done](const GenerationResult* r, const Refusal* e) {
     if (r)
       done.set_value(Outcome{r->tokens, r->text, r->stop_reason, "", r->stats.drafted});
     else
@@ -340,7 +340,9 @@ TEST_CASE("k = auto: a request's first token waits for no draft; its later round
     // Each token's step (steps() counts the steps done; a round's tokens share one).
     std::vector<uint64_t> step_of;
     job->request.logprobs = 0;
-    job->on_logprob = [&](const TokenLogprob&) { step_of.push_back(scheduler.steps().steps); };
+    test::callbacks(*job).on_logprob = [&](const TokenLogprob&) {
+      step_of.push_back(scheduler.steps().steps);
+    };
     scheduler.run_exclusive([&] { REQUIRE(scheduler.submit(job)); });
     const Outcome out = done.get_future().get();
     REQUIRE_MESSAGE(out.error.empty(), out.error);
@@ -377,7 +379,7 @@ TEST_CASE("max_prefill_rows: one chunk a step, the earliest request first; outpu
     Probe probe;
     for (size_t i = 0; i < texts.size(); ++i) {
       jobs.push_back(make_job(texts[i], specs[i], c, done[i], scheduler, probe));
-      jobs.back()->on_text = [&, i](const std::string&) {
+      test::callbacks(*jobs.back()).on_text = [&, i](const std::string&) {
         if (!first_step[i]) first_step[i] = scheduler.steps().steps - start + 1;
       };
     }
@@ -561,7 +563,7 @@ TEST_CASE("a cancelled request ends at its next step and frees its place; run_ex
   first->request.sampling.max_tokens = 2000;
   // Cancel from inside the stream, after a few pieces.
   auto pieces = std::make_shared<int>(0);
-  first->on_text = [first_raw = first.get(), pieces](const std::string&) {
+  test::callbacks(*first).on_text = [first_raw = first.get(), pieces](const std::string&) {
     if (++*pieces == 3) first_raw->cancelled = true;
   };
   auto second = make_job("The quick brown fox", setting("none"), c, second_done, scheduler, probe);
@@ -603,7 +605,7 @@ TEST_CASE("a request cancelled while its prompt prefills ends at once, prefillin
     auto short_job =
         make_job("The quick brown fox", setting("draft-model"), c, short_done, scheduler, probe);
     for (Job* job : {long_job.get(), short_job.get()})
-      job->on_start = [job](const Refusal* e) {
+      test::callbacks(*job).on_start = [job](const Refusal* e) {
         REQUIRE(e == nullptr);
         job->cancelled = true;
       };

@@ -1,0 +1,155 @@
+#include "server/completion_stream.hpp"
+
+#include <utility>
+
+#include "tokenizer/tokenizer.hpp"
+
+namespace specd::server {
+
+using batching::RequestEvent;
+
+// One choice's stream: its chunks' index, whether its first chunk is out, the logprob
+// entries since its last chunk, text held back while it may be a tool call, its result.
+struct CompletionStream::Choice {
+  ResponseInfo info;
+  bool first = true;
+  std::vector<TokenLogprob> pending;
+  LogprobCursor cursor;
+  ToolCallStream calls;
+  std::shared_ptr<const GenerationResult> result;
+  Choice(const CompletionFormat& f, size_t index) : info(f.info), calls(f.family, f.tools) {
+    info.index = static_cast<int>(index);
+  }
+};
+
+CompletionStream::CompletionStream(CompletionFormat format,
+                                   std::vector<std::shared_ptr<batching::Job>> jobs)
+    : format_(std::move(format)), jobs_(std::move(jobs)), n_(jobs_.size()) {
+  for (size_t i = 0; i < n_; ++i) choices_.push_back(std::make_unique<Choice>(format_, i));
+}
+
+CompletionStream::~CompletionStream() = default;
+
+std::vector<LogprobText> CompletionStream::render(const std::vector<TokenLogprob>& entries) const {
+  std::vector<LogprobText> out;
+  out.reserve(entries.size());
+  for (const TokenLogprob& e : entries) {
+    LogprobText t;
+    t.token = format_.tokenizer->token_to_piece(e.token);
+    t.logprob = e.logprob;
+    for (const auto& [id, lp] : e.top)
+      t.top.emplace_back(format_.tokenizer->token_to_piece(id), lp);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::string CompletionStream::chunk(Choice& c, const std::string& text, const std::string& finish) {
+  std::vector<LogprobText> texts;
+  if (format_.logprobs) texts = render(c.pending);
+  c.pending.clear();
+  std::string event =
+      chunk_event(c.info, text, c.first, finish, format_.logprobs ? &texts : nullptr, &c.cursor);
+  c.first = false;
+  return event;
+}
+
+// The events that end a streamed choice: its held text as calls or content, then the
+// finish chunk.
+void CompletionStream::finish(Choice& c, const GenerationResult& result) {
+  std::string reason = finish_reason(result.stop_reason);
+  if (!c.calls.held().empty()) {
+    std::optional<ParsedToolCalls> parsed =
+        parse_tool_calls(format_.family, c.calls.held(), format_.functions,
+                         format_.info.id + "-" + std::to_string(c.info.index));
+    if (parsed) {
+      events_.push_back(tool_calls_event(c.info, parsed->calls, c.first));
+      c.first = false;
+      if (!parsed->content.empty()) events_.push_back(chunk(c, parsed->content, ""));
+      reason = "tool_calls";
+    } else {
+      events_.push_back(chunk(c, c.calls.held(), ""));
+    }
+  }
+  events_.push_back(chunk(c, "", reason));
+}
+
+void CompletionStream::add(const RequestEvent& e) {
+  if (e.choice >= n_) return;
+  Choice& c = *choices_[e.choice];
+  const bool chat = format_.info.chat;
+  std::optional<RequestError> failure;
+  switch (e.kind) {
+    case RequestEvent::Kind::started:
+      ++started_;
+      return;
+    case RequestEvent::Kind::refused:
+      if (!refusal_) refusal_ = request_error(*e.refusal, chat);
+      return;
+    case RequestEvent::Kind::logprob:
+      if (format_.stream && format_.logprobs) c.pending.push_back(e.logprob);
+      return;
+    case RequestEvent::Kind::text: {
+      if (!format_.stream) return;
+      const std::string piece = c.calls.feed(e.text);
+      if (piece.empty() && !e.text.empty()) return;
+      events_.push_back(chunk(c, piece, ""));
+      return;
+    }
+    case RequestEvent::Kind::done:
+      // Cut short by the drain deadline: an error, so that no client takes the text so far
+      // for a finished answer (OpenAI has no finish_reason for it; 503 is retryable).
+      if (e.result->stop_reason == "cancelled" && jobs_[e.choice]->shut_down) {
+        failure.emplace(503, "",
+                        "the server shut down before this request finished: cancelled at the "
+                        "drain deadline ([server] drain_timeout_s) after " +
+                            std::to_string(e.result->tokens.size()) + " generated tokens; retry it",
+                        "drain_timeout");
+      } else {
+        c.result = e.result;
+        if (format_.stream) finish(c, *c.result);
+      }
+      break;
+    case RequestEvent::Kind::failed:
+      failure = request_error(*e.refusal, chat);
+      break;
+  }
+  if (failure) {
+    if (!error_) error_ = failure;
+    if (format_.stream)
+      events_.push_back(
+          "data: " +
+          error_json(failure->what(), error_type(failure->status), failure->param, failure->code) +
+          "\n\n");
+  }
+  if (++ended_ == n_ && format_.stream) {
+    if (format_.include_usage && !error_) {
+      std::vector<const GenerationResult*> results;
+      for (const auto& ch : choices_) results.push_back(ch->result.get());
+      events_.push_back(usage_event(format_.info, combined_usage(results)));
+    }
+    events_.push_back(done_event());
+  }
+}
+
+std::deque<std::string> CompletionStream::take_events() {
+  std::deque<std::string> out;
+  out.swap(events_);
+  return out;
+}
+
+std::string CompletionStream::body() const {
+  std::vector<const GenerationResult*> results;
+  for (const auto& c : choices_) results.push_back(c->result.get());
+  std::vector<std::vector<LogprobText>> texts;
+  if (format_.logprobs)
+    for (const GenerationResult* r : results) texts.push_back(render(r->logprobs));
+  std::vector<std::optional<ParsedToolCalls>> calls(n_);
+  if (format_.tools)
+    for (size_t i = 0; i < n_; ++i)
+      calls[i] = parse_tool_calls(format_.family, results[i]->text, format_.functions,
+                                  format_.info.id + "-" + std::to_string(i));
+  return completion_json(format_.info, results, format_.logprobs ? &texts : nullptr, &calls);
+}
+
+}  // namespace specd::server
