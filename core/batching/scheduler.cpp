@@ -43,8 +43,7 @@ struct Scheduler::Running {
   std::unique_ptr<ProposerSequence> proposer;  // its state in the strategy's proposer
   std::unique_ptr<AdaptiveK> adaptive;
   std::unique_ptr<specd_rng> rng;
-  std::unique_ptr<Verifier> verifier;       // the host adapter over batch_verifier, which it owns
-  BatchVerifier* batch_verifier = nullptr;  // its rows and KV cache (owned by verifier)
+  std::unique_ptr<BatchVerifier> batch_verifier;  // its rows and KV cache; its Verifier
   std::unique_ptr<Sequence> sequence;
   uint32_t reserved = 0;  // KV rows held against the budget
   bool in_pass = false;
@@ -268,12 +267,11 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
     // Each request draws from its own generator: its seed, else the configured one, so
     // what it samples never depends on the requests before or beside it.
     run->rng = std::make_unique<specd_rng>(r.seed ? *r.seed : engines_.config().engine.seed);
-    run->verifier =
-        make_batch_verifier(engine.target(), rows, engine.invariant_rows(), &run->batch_verifier,
-                            engines_.config().server.prefix_cache);
+    run->batch_verifier = std::make_unique<BatchVerifier>(
+        engine.target(), rows, engine.invariant_rows(), engines_.config().server.prefix_cache);
     SequenceParts parts;
     parts.tokenizer = &engine.tokenizer();
-    parts.verifier = run->verifier.get();
+    parts.verifier = run->batch_verifier.get();
     parts.proposer = strategy.proposer.get();
     parts.proposer_sequence = run->proposer.get();
     parts.rule = strategy.rule.get();
@@ -350,9 +348,8 @@ void Scheduler::finish(Running& run, const Refusal* failure) {
     if (run.adaptive) run.strategy->idle_adaptive.push_back(std::move(run.adaptive));
   }
   kv().release(run.reserved);
-  run.batch_verifier = nullptr;
-  run.verifier.reset();  // frees its KV cache now
   run.sequence.reset();
+  run.batch_verifier.reset();  // frees its KV cache now
 }
 
 void Scheduler::calibrate_pass_time() {

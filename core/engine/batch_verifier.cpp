@@ -4,40 +4,29 @@
 #include <string>
 
 #include "common/error.hpp"
-#include "engine/host_verifier_vtable.hpp"
 
 namespace specd {
 
 BatchVerifier::BatchVerifier(LlamaModel& model, uint32_t max_rows, uint32_t chunk_rows,
                              bool prefix_cache)
-    : model_(model), max_rows_(max_rows), chunk_rows_(chunk_rows), prefix_cache_(prefix_cache) {
+    : Verifier("verifier 'target' (batched)"),
+      model_(model),
+      max_rows_(max_rows),
+      chunk_rows_(chunk_rows),
+      prefix_cache_(prefix_cache) {
   if (max_rows_ == 0 || chunk_rows_ == 0)
     throw Error("batch verifier: rows and chunk sizes must be positive");
   cache_ = model_.new_cache(static_cast<int32_t>(max_rows_));
-}
-
-void BatchVerifier::info(specd_verifier_info& info) const {
-  info.vocab_size = vocab_size();
-  info.hidden_dim = hidden_dim();
+  specd_verifier_info info{};
+  info.struct_size = sizeof(info);
+  info.vocab_size = static_cast<uint32_t>(model_.info().vocab_size);
+  info.hidden_dim = static_cast<uint32_t>(model_.feature_dim());
   info.context_length = max_rows_;
-  if (info.struct_size >= offsetof(specd_verifier_info, last_overhead_s) + sizeof(double)) {
-    info.vocab_digest = 0;  // the host's own model and tokenizer: nothing to compare
-    info.last_overhead_s = 0;
-  }
+  info.vocab_digest = 0;  // the host's own model and tokenizer: nothing to compare
+  set_info(info);
 }
 
-uint32_t BatchVerifier::vocab_size() const {
-  return static_cast<uint32_t>(model_.info().vocab_size);
-}
-uint32_t BatchVerifier::hidden_dim() const {
-  return static_cast<uint32_t>(model_.feature_dim());
-}
-
-void BatchVerifier::begin(std::span<const specd_token> prompt, float* hidden) {
-  if (prompt.empty()) throw UsageError("the prompt is empty");
-  if (prompt.size() > max_rows_)
-    throw UsageError("the prompt has " + std::to_string(prompt.size()) +
-                     " tokens, more than the context of " + std::to_string(max_rows_));
+void BatchVerifier::do_begin(std::span<const specd_token> prompt, float* hidden) {
   model_.truncate(*cache_, 0);
   prompt_.assign(prompt.begin(), prompt.end() - 1);
   prompt_hidden_ = hidden;
@@ -60,16 +49,16 @@ uint32_t BatchVerifier::take_published() {
   return taken;
 }
 
-void BatchVerifier::verify(specd_token root, const specd_draft_tree& tree, float* logits,
-                           float* hidden) {
+void BatchVerifier::do_verify(specd_token root, const specd_draft_tree& tree, float* logits,
+                              float* hidden) {
   if (prefilling()) throw Error("batch verifier: a round before the prompt was processed");
   const size_t m = tree.n_nodes + 1;
-  if (committed() + m > max_rows_) throw Error("verifier: the draft does not fit the context");
+  if (cached_rows() + m > max_rows_) throw Error("verifier: the draft does not fit the context");
   tokens_.resize(m);
   positions_.resize(m);
   parents_.resize(m);
   tokens_[0] = root;
-  positions_[0] = static_cast<int32_t>(committed());
+  positions_[0] = static_cast<int32_t>(cached_rows());
   parents_[0] = -1;
   for (size_t i = 1; i < m; ++i) {
     const int32_t parent = tree.parents[i - 1];  // node id; row index equals node id
@@ -103,8 +92,8 @@ ForwardEntry BatchVerifier::entry() {
   } else {
     throw Error("batch verifier: no rows wait for a pass");
   }
-  if (committed() + tokens_.size() > max_rows_)
-    throw Error("batch verifier: " + std::to_string(committed() + tokens_.size()) +
+  if (cached_rows() + tokens_.size() > max_rows_)
+    throw Error("batch verifier: " + std::to_string(cached_rows() + tokens_.size()) +
                 " rows exceed the " + std::to_string(max_rows_) + " reserved for this sequence");
   e.tokens = tokens_;
   e.positions = positions_;
@@ -126,19 +115,10 @@ void BatchVerifier::pass_done() {
   }
 }
 
-void BatchVerifier::commit(std::span<const int32_t> path) {
+void BatchVerifier::do_commit(std::span<const int32_t> path) {
   rows_.assign(1, 0);
   rows_.insert(rows_.end(), path.begin(), path.end());
   model_.commit(*cache_, rows_);
-}
-
-std::unique_ptr<Verifier> make_batch_verifier(LlamaModel& model, uint32_t max_rows,
-                                              uint32_t chunk_rows, BatchVerifier** object,
-                                              bool prefix_cache) {
-  auto* verifier = new BatchVerifier(model, max_rows, chunk_rows, prefix_cache);
-  *object = verifier;
-  return std::make_unique<Verifier>(host_verifier_vtable<BatchVerifier>(), verifier,
-                                    "verifier 'target' (batched)");
 }
 
 }  // namespace specd

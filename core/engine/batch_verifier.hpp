@@ -1,7 +1,8 @@
-// A sequence's KV side when a scheduler batches it with other sequences: a verifier (behind
-// specd_verifier_vtable like every verifier, make_batch_verifier) whose begin() and verify()
-// only record the rows to run. The scheduler gathers every sequence's
-// entry() into one LlamaModel::forward_batch, then calls pass_done(). commit() runs at once.
+// A sequence's KV side when a scheduler batches it with other sequences: a Verifier whose
+// begin() and verify() only record the rows to run. The scheduler gathers every sequence's
+// entry() into one LlamaModel::forward_batch, which writes the logits (and features) into
+// the buffers given to verify(); then it calls pass_done(). commit() runs at once. The
+// scheduler holds the one object and the sequence uses it as its Verifier.
 //
 // The prompt (all but its last token) is prefilled in chunks of `chunk_rows` rows, one chunk
 // per pass, so prefill interleaves with other sequences' rounds; the chunk size depends on
@@ -31,19 +32,11 @@
 
 namespace specd {
 
-class BatchVerifier {
+class BatchVerifier final : public Verifier {
  public:
+  // `max_rows` is also the context_length() this sequence sees.
   BatchVerifier(LlamaModel& model, uint32_t max_rows, uint32_t chunk_rows,
                 bool prefix_cache = false);
-
-  void info(specd_verifier_info& info) const;
-  uint32_t vocab_size() const;
-  uint32_t hidden_dim() const;
-  uint32_t context_length() const { return max_rows_; }
-  uint32_t committed() const { return static_cast<uint32_t>(cache_->size()); }
-  void begin(std::span<const specd_token> prompt, float* hidden);
-  void verify(specd_token root, const specd_draft_tree& tree, float* logits, float* hidden);
-  void commit(std::span<const int32_t> path);
 
   bool prefilling() const { return prefilled_ < prompt_.size(); }
   // The rows of the next prefill chunk (0 when the prompt is processed).
@@ -67,6 +60,12 @@ class BatchVerifier {
   uint32_t take_published();
 
  private:
+  void do_begin(std::span<const specd_token> prompt, float* hidden) override;
+  void do_verify(specd_token root, const specd_draft_tree& tree, float* logits,
+                 float* hidden) override;
+  void do_commit(std::span<const int32_t> path) override;
+  uint32_t cached_rows() const { return static_cast<uint32_t>(cache_->size()); }
+
   LlamaModel& model_;
   uint32_t max_rows_, chunk_rows_;
   bool prefix_cache_;
@@ -81,11 +80,5 @@ class BatchVerifier {
   float* logits_ = nullptr;
   float* hidden_ = nullptr;
 };
-
-// The host adapter over a new BatchVerifier (which it owns); `object` receives the
-// BatchVerifier for the scheduler's entry()/pass_done() calls, valid while the adapter lives.
-std::unique_ptr<Verifier> make_batch_verifier(LlamaModel& model, uint32_t max_rows,
-                                              uint32_t chunk_rows, BatchVerifier** object,
-                                              bool prefix_cache = false);
 
 }  // namespace specd

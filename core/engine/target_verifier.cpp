@@ -1,36 +1,32 @@
 // The built-in verifier: the target model's forward pass over [root, draft nodes] with a
-// tree mask, one pass per round. It implements specd_verifier_vtable like a plugin, so the
-// engine reaches it only through the host adapter (verifier.hpp); its object is made by the
-// host (make_target_verifier), since it runs on the host's already loaded model.
+// tree mask, one pass per round, on the host's already loaded model.
 #include <vector>
 
 #include "common/error.hpp"
-#include "engine/host_verifier_vtable.hpp"
 #include "engine/verifier.hpp"
 #include "models/llama_model.hpp"
 
 namespace specd {
 namespace {
 
-class TargetVerifier {
+class TargetVerifier final : public Verifier {
  public:
-  TargetVerifier(LlamaModel& model, uint32_t context) : model_(model) {
+  TargetVerifier(LlamaModel& model, uint32_t context)
+      : Verifier("verifier 'target'"), model_(model) {
     uint32_t model_ctx = static_cast<uint32_t>(model.info().n_ctx);
     capacity_ = context == 0 ? model_ctx : std::min(context, model_ctx);
     cache_ = model.new_cache(static_cast<int32_t>(capacity_));
-  }
-
-  void info(specd_verifier_info& info) const {
+    specd_verifier_info info{};
+    info.struct_size = sizeof(info);
     info.vocab_size = static_cast<uint32_t>(model_.info().vocab_size);
     info.hidden_dim = static_cast<uint32_t>(model_.feature_dim());
     info.context_length = capacity_;
-    if (info.struct_size >= offsetof(specd_verifier_info, last_overhead_s) + sizeof(double)) {
-      info.vocab_digest = 0;  // the host's own tokenizer and model: nothing to compare
-      info.last_overhead_s = 0;
-    }
+    info.vocab_digest = 0;  // the host's own tokenizer and model: nothing to compare
+    set_info(info);
   }
 
-  void begin(std::span<const specd_token> prompt, float* hidden) {
+ private:
+  void do_begin(std::span<const specd_token> prompt, float* hidden) override {
     model_.truncate(*cache_, 0);
     committed_ = 0;
     size_t n = prompt.size() - 1;
@@ -48,7 +44,8 @@ class TargetVerifier {
     committed_ = static_cast<uint32_t>(n);
   }
 
-  void verify(specd_token root, const specd_draft_tree& tree, float* logits, float* hidden) {
+  void do_verify(specd_token root, const specd_draft_tree& tree, float* logits,
+                 float* hidden) override {
     size_t m = tree.n_nodes + 1;
     if (committed_ + m > capacity_) throw Error("verifier: the draft does not fit the context");
     tokens_.resize(m);
@@ -66,14 +63,13 @@ class TargetVerifier {
     model_.forward(*cache_, tokens_, positions_, parents_, logits, hidden);
   }
 
-  void commit(std::span<const int32_t> path) {
+  void do_commit(std::span<const int32_t> path) override {
     rows_.assign(1, 0);
     rows_.insert(rows_.end(), path.begin(), path.end());
     model_.commit(*cache_, rows_);
     committed_ += static_cast<uint32_t>(rows_.size());
   }
 
- private:
   LlamaModel& model_;
   std::unique_ptr<KvCache> cache_;
   uint32_t capacity_ = 0;
@@ -84,8 +80,7 @@ class TargetVerifier {
 }  // namespace
 
 std::unique_ptr<Verifier> make_target_verifier(LlamaModel& model, uint32_t context) {
-  return std::make_unique<Verifier>(host_verifier_vtable<TargetVerifier>(),
-                                    new TargetVerifier(model, context), "verifier 'target'");
+  return std::make_unique<TargetVerifier>(model, context);
 }
 
 }  // namespace specd

@@ -1,46 +1,18 @@
-// The host adapter over specd_verifier_vtable: status objects become exceptions naming the
-// verifier, the committed count is kept here, the info is read through struct_size.
+// The checks every verifier gets (verifier.hpp), and the one adapter over a plugin's
+// specd_verifier_vtable.
 #include "engine/verifier.hpp"
 
 #include "common/error.hpp"
 #include "plugin/host_services.hpp"
 
 namespace specd {
-namespace {
 
-// Builds the error context only when there is an error: these run every round.
-void check(specd_status* status, const std::string& what, const char* step) {
-  if (status) throw_runtime_if_error(status, what + ": " + step);
-}
-
-specd_verifier_info read_info(const specd_verifier_vtable* vtable, void* object,
-                              const std::string& what) {
-  specd_verifier_info info{};
-  info.struct_size = sizeof(info);
-  check(vtable->info(object, &info), what, "info");
-  return info;
-}
-
-}  // namespace
-
-Verifier::Verifier(const specd_verifier_vtable* vtable, void* object, std::string what)
-    : vtable_(vtable), object_(object), what_(std::move(what)) {
-  try {
-    if (vtable_->struct_size < offsetof(specd_verifier_vtable, commit) + sizeof(vtable_->commit))
-      throw Error(what_ + ": verifier vtable is too small");
-    info_ = read_info(vtable_, object_, what_);
-    if (info_.vocab_size == 0) throw Error(what_ + " reports a vocabulary of 0 tokens");
-    if (info_.context_length < 2)
-      throw Error(what_ + " reports a context of " + std::to_string(info_.context_length) +
-                  " tokens (at least 2 are needed)");
-  } catch (...) {
-    vtable_->destroy(object_);
-    throw;
-  }
-}
-
-Verifier::~Verifier() {
-  vtable_->destroy(object_);
+void Verifier::set_info(const specd_verifier_info& info) {
+  info_ = info;
+  if (info_.vocab_size == 0) throw Error(what_ + " reports a vocabulary of 0 tokens");
+  if (info_.context_length < 2)
+    throw Error(what_ + " reports a context of " + std::to_string(info_.context_length) +
+                " tokens (at least 2 are needed)");
 }
 
 void Verifier::begin(std::span<const specd_token> prompt, float* hidden) {
@@ -49,8 +21,7 @@ void Verifier::begin(std::span<const specd_token> prompt, float* hidden) {
     throw UsageError("the prompt has " + std::to_string(prompt.size()) +
                      " tokens, more than the context of " + std::to_string(info_.context_length));
   committed_ = 0;
-  check(vtable_->begin(object_, prompt.data(), static_cast<uint32_t>(prompt.size()), hidden), what_,
-        "begin");
+  do_begin(prompt, hidden);
   committed_ = static_cast<uint32_t>(prompt.size() - 1);
 }
 
@@ -58,19 +29,76 @@ void Verifier::verify(specd_token root, const specd_draft_tree& tree, float* log
                       float* hidden) {
   if (committed_ + tree.n_nodes + 1 > info_.context_length)
     throw Error(what_ + ": the draft does not fit the context");
-  check(vtable_->verify(object_, root, &tree, logits, hidden), what_, "verify");
   last_overhead_s_ = 0;
-  if (info_.struct_size >= offsetof(specd_verifier_info, last_overhead_s) + sizeof(double)) {
-    const specd_verifier_info now = read_info(vtable_, object_, what_);
-    if (now.struct_size >= offsetof(specd_verifier_info, last_overhead_s) + sizeof(double) &&
-        now.last_overhead_s > 0)
-      last_overhead_s_ = now.last_overhead_s;
-  }
+  do_verify(root, tree, logits, hidden);
 }
 
 void Verifier::commit(std::span<const int32_t> path) {
-  check(vtable_->commit(object_, path.data(), static_cast<uint32_t>(path.size())), what_, "commit");
+  do_commit(path);
   committed_ += static_cast<uint32_t>(path.size() + 1);
+}
+
+namespace {
+
+// Builds the error context only when there is an error: these run every round.
+void check(specd_status* status, const std::string& what, const char* step) {
+  if (status) throw_runtime_if_error(status, what + ": " + step);
+}
+
+bool has_overhead(const specd_verifier_info& info) {
+  return info.struct_size >= offsetof(specd_verifier_info, last_overhead_s) + sizeof(double);
+}
+
+class PluginVerifier final : public Verifier {
+ public:
+  PluginVerifier(const specd_verifier_vtable* vtable, void* object, std::string what)
+      : Verifier(std::move(what)), vtable_(vtable), object_(object) {
+    try {
+      if (vtable_->struct_size < offsetof(specd_verifier_vtable, commit) + sizeof(vtable_->commit))
+        throw Error(this->what() + ": verifier vtable is too small");
+      info_struct_ = read_info();
+      set_info(info_struct_);
+    } catch (...) {
+      vtable_->destroy(object_);
+      throw;
+    }
+  }
+  ~PluginVerifier() override { vtable_->destroy(object_); }
+
+ private:
+  specd_verifier_info read_info() const {
+    specd_verifier_info info{};
+    info.struct_size = sizeof(info);
+    check(vtable_->info(object_, &info), what(), "info");
+    return info;
+  }
+  void do_begin(std::span<const specd_token> prompt, float* hidden) override {
+    check(vtable_->begin(object_, prompt.data(), static_cast<uint32_t>(prompt.size()), hidden),
+          what(), "begin");
+  }
+  void do_verify(specd_token root, const specd_draft_tree& tree, float* logits,
+                 float* hidden) override {
+    check(vtable_->verify(object_, root, &tree, logits, hidden), what(), "verify");
+    if (has_overhead(info_struct_)) {
+      const specd_verifier_info now = read_info();
+      if (has_overhead(now) && now.last_overhead_s > 0) last_overhead_s_ = now.last_overhead_s;
+    }
+  }
+  void do_commit(std::span<const int32_t> path) override {
+    check(vtable_->commit(object_, path.data(), static_cast<uint32_t>(path.size())), what(),
+          "commit");
+  }
+
+  const specd_verifier_vtable* vtable_;
+  void* object_;
+  specd_verifier_info info_struct_{};  // as first read: which fields the plugin fills
+};
+
+}  // namespace
+
+std::unique_ptr<Verifier> make_plugin_verifier(const specd_verifier_vtable* vtable, void* object,
+                                               std::string what) {
+  return std::make_unique<PluginVerifier>(vtable, object, std::move(what));
 }
 
 }  // namespace specd

@@ -93,7 +93,7 @@ std::unique_ptr<Verifier> make_verifier(const Config& config, const PluginRegist
     throw UsageError(config.where("verifier.kind") + ": " + text);
   }
   if (!object) throw Error(what + " (" + plugin->path + ") created no object");
-  auto verifier = std::make_unique<Verifier>(vtable, object, what);
+  auto verifier = make_plugin_verifier(vtable, object, what);
   check_vocabulary(config, *verifier, tokenizer);
   return verifier;
 }
