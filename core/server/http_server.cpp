@@ -273,45 +273,6 @@ struct HttpServer::Impl {
     return n;
   }
 
-  // The prompt's tokens, checked against the context; max_tokens is clamped to the room
-  // left (the context, or kv_budget when smaller), so generation ends with "length".
-  void prepare_prompt(CompletionRequest& r) {
-    const std::string field = r.chat ? "messages" : "prompt";
-    if (r.chat) {
-      std::vector<ChatSegment> segments;
-      try {
-        segments = render_chat_segments(*chat_family, r.messages,
-                                        r.tools.choice == ToolRequest::Choice::none
-                                            ? std::vector<ToolFunction>{}
-                                            : r.tools.tools);
-      } catch (const std::invalid_argument& e) {
-        throw RequestError(400, r.tools.tools.empty() ? "messages" : "tools",
-                           std::string(e.what()) +
-                               ": tools, tool calls and tool messages need a chatml (qwen), "
-                               "llama3 or mistral template ([server] chat_template)");
-      }
-      if (r.tools.forced()) r.sampling.grammar = tool_call_grammar(*chat_family, r.tools);
-      r.prompt_tokens = encoder->encode_chat(segments);
-    } else {
-      r.prompt_tokens = encoder->encode_completion(r.prompt);
-    }
-    const size_t n = r.prompt_tokens.size();
-    if (n == 0)
-      throw RequestError(400, field,
-                         "'" + field + "' is empty and the model adds no BOS token to start from");
-    size_t limit = context_length;
-    std::string what = "the context holds " + std::to_string(context_length);
-    if (config.server.kv_budget > 0 && size_t(config.server.kv_budget) < limit) {
-      limit = size_t(config.server.kv_budget);
-      what = "the server's kv_budget is " + std::to_string(limit);
-    }
-    if (n >= limit)
-      throw RequestError(400, field,
-                         "'" + field + "' has " + std::to_string(n) + " tokens; " + what +
-                             ", leaving no room to generate");
-    r.max_tokens = int(std::min<size_t>(size_t(r.max_tokens), limit - n));
-  }
-
   void routes() {
     // Each request holds a handler thread while it waits or runs: enough for the queue, the
     // sequences running and a few health or metrics probes, so that queue_limit (not the
@@ -420,7 +381,8 @@ struct HttpServer::Impl {
                                config.where("server.max_n") + " allows (" +
                                std::to_string(config.server.max_n) + ")");
       if (chat && !chat_family) throw RequestError(400, "messages", chat_refusal, "chat_template");
-      prepare_prompt(request);
+      prepare_prompt(request, *encoder, chat ? *chat_family : ChatFamily::chatml, context_length,
+                     config.server.kv_budget);
       engines.config_for(request.speculative);  // a refused allow_lossy: 400 now
     } catch (const RequestError& e) {
       send_error(res, e.status, e.what(), e.param, e.code);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "server/tool_calls.hpp"
+
 namespace specd::server {
 namespace {
 
@@ -85,6 +87,44 @@ std::vector<int32_t> PromptEncoder::encode_chat(const std::vector<ChatSegment>& 
   }
   if (tokenizer_.add_eos()) out.push_back(tokenizer_.eos_id());
   return out;
+}
+
+void prepare_prompt(CompletionRequest& r, const PromptEncoder& encoder, ChatFamily family,
+                    uint32_t context_length, int kv_budget) {
+  const std::string field = r.chat ? "messages" : "prompt";
+  if (r.chat) {
+    std::vector<ChatSegment> segments;
+    try {
+      segments = render_chat_segments(family, r.messages,
+                                      r.tools.choice == ToolRequest::Choice::none
+                                          ? std::vector<ToolFunction>{}
+                                          : r.tools.tools);
+    } catch (const std::invalid_argument& e) {
+      throw RequestError(400, r.tools.tools.empty() ? "messages" : "tools",
+                         std::string(e.what()) +
+                             ": tools, tool calls and tool messages need a chatml (qwen), "
+                             "llama3 or mistral template ([server] chat_template)");
+    }
+    if (r.tools.forced()) r.sampling.grammar = tool_call_grammar(family, r.tools);
+    r.prompt_tokens = encoder.encode_chat(segments);
+  } else {
+    r.prompt_tokens = encoder.encode_completion(r.prompt);
+  }
+  const size_t n = r.prompt_tokens.size();
+  if (n == 0)
+    throw RequestError(400, field,
+                       "'" + field + "' is empty and the model adds no BOS token to start from");
+  size_t limit = context_length;
+  std::string what = "the context holds " + std::to_string(context_length);
+  if (kv_budget > 0 && size_t(kv_budget) < limit) {
+    limit = size_t(kv_budget);
+    what = "the server's kv_budget is " + std::to_string(limit);
+  }
+  if (n >= limit)
+    throw RequestError(400, field,
+                       "'" + field + "' has " + std::to_string(n) + " tokens; " + what +
+                           ", leaving no room to generate");
+  r.max_tokens = int(std::min<size_t>(size_t(r.max_tokens), limit - n));
 }
 
 }  // namespace specd::server

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "server/chat_template.hpp"
+#include "server/request.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace specd::server {
@@ -30,5 +31,13 @@ class PromptEncoder {
   const Tokenizer& tokenizer_;
   std::vector<int32_t> control_by_length_;  // control-token ids, longest text first
 };
+
+// Sets request.prompt_tokens: a chat rendered with `family` (a forced tool call sets the
+// grammar), or the completion prompt. Checks them against the room the target has
+// (`context_length`, or `kv_budget` tokens when that is positive and smaller) and clamps
+// max_tokens to the room left, so generation ends with "length". Throws RequestError (400)
+// naming the field.
+void prepare_prompt(CompletionRequest& request, const PromptEncoder& encoder, ChatFamily family,
+                    uint32_t context_length, int kv_budget);
 
 }  // namespace specd::server
