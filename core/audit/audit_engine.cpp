@@ -6,7 +6,7 @@
 
 #include "acceptance/labels.hpp"
 #include "audit/audit_case.hpp"
-#include "audit/statistics.hpp"
+#include "audit/distribution_tests.hpp"
 #include "common/error.hpp"
 
 namespace specd {

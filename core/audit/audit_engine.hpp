@@ -12,15 +12,15 @@
 //   - Monte-Carlo: `samples` runs of the real sampler (`accept`, host RNG, fixed seed);
 //     mc_tv is the plug-in TV of the empirical distribution (biased upward by about
 //     sqrt(outcomes / samples); the exact TV is the authoritative number) with a
-//     distribution-free 95% interval (statistics.hpp, tv_interval), and p_value is a G-test
+//     distribution-free 95% interval (distribution_tests.hpp, tv_interval), and p_value is a G-test
 //     against the target's exact distribution (outcomes with expected count < 5 pooled).
 //   - Verdict: a rule declared exact (or greedy-exact, at temperature 0) is "label-wrong"
 //     when exact_tv > 1e-9 or p_value < alpha / (number of cases) (Bonferroni: alpha is the
 //     family-wise false-alarm rate of one audit run); otherwise "lossless" when the rule has
 //     outcomes (the exact TV proves it), and "not-rejected" when it has none: the G-test
 //     alone cannot prove a label, so the report says which TV it would have detected with
-//     95% power (statistics.hpp, detectable_tv); `detect_tv` raises the sample count of such
-//     cases until that TV is reached. Lossy rules are "lossy" whatever they measure.
+//     95% power (distribution_tests.hpp, detectable_tv); `detect_tv` raises the sample count of
+//     such cases until that TV is reached. Lossy rules are "lossy" whatever they measure.
 //     Greedy-exact rules at temperature > 0 make no claim: those cases are reported as not
 //     applicable, and the audit adds temperature-0 cases. A case whose rule fails (an error
 //     from the plugin, an invalid answer) is "error" with the message; the audit goes on.

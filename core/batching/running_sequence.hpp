@@ -27,12 +27,12 @@ struct Scheduler::Running {
   std::unique_ptr<Sequence> sequence;
   uint32_t reserved = 0;  // KV rows held against the budget
   bool in_pass = false;
-  bool prefill = false;      // its rows in the pass are a prefill chunk
-  bool waits = false;        // prefilling, but this step's prefill rows are spent
-  ProposeCall call;          // this step's drafting (capacity 0: none)
-  uint32_t unseen = 0;       // its proposer's catch-up this step (tokens since it last drafted)
-  uint32_t plain_steps = 0;  // k = "auto": steps in a row the plan kept it plain
-  double draft_share = 0;    // its share of its strategy's propose time this step
+  bool prefill = false;       // its rows in the pass are a prefill chunk
+  bool waits = false;         // prefilling, but this step's prefill rows are spent
+  ProposeCall call;           // this step's drafting (capacity 0: none)
+  uint32_t proposer_lag = 0;  // its proposer's catch-up this step (tokens since it last drafted)
+  uint32_t plain_steps = 0;   // k = "auto": steps in a row the plan kept it plain
+  double draft_share = 0;     // its share of its strategy's propose time this step
 };
 
 }  // namespace specd::batching

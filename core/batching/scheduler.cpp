@@ -193,7 +193,7 @@ void Scheduler::step() {
     try {
       if (run.job->cancelled) run.sequence->stop("cancelled");
       run.prefill = run.batch_verifier->prefilling();
-      run.unseen = run.prefill ? 0 : run.sequence->unseen();
+      run.proposer_lag = run.prefill ? 0 : run.sequence->proposer_lag();
       if (!run.prefill && (run.sequence->done() || !run.sequence->prepare_round(run.call))) {
         finish(run, nullptr);
         it = active_.erase(it);
@@ -230,7 +230,7 @@ void Scheduler::step() {
     for (size_t i = 0; i < calls.size(); ++i) {
       nodes += calls[i].draft->n_nodes;
       longest = std::max(longest, calls[i].draft->n_nodes);
-      catch_up += runs[i]->unseen;
+      catch_up += runs[i]->proposer_lag;
     }
     if (failed.empty())
       runs.front()->strategy->draft_time.observe(std::max<uint32_t>(longest, 1),

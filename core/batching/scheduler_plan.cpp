@@ -157,11 +157,10 @@ void Scheduler::plan_drafts() {
           // round: charged to this step in full, it would keep a sequence that fell behind
           // from ever drafting again, its catch-up growing while it stays plain. So the plan
           // charges that part spread over the rounds left (at two tokens a round).
-          const uint32_t unseen = run.sequence->unseen(), steady = most + 1;
+          const uint32_t lag = run.sequence->proposer_lag(), steady = most + 1;
           const uint32_t rounds_left = std::max<uint32_t>(1, (room + 1) / 2);
-          q.catch_up = unseen <= steady
-                           ? unseen
-                           : steady + (unseen - steady + rounds_left - 1) / rounds_left;
+          q.catch_up =
+              lag <= steady ? lag : steady + (lag - steady + rounds_left - 1) / rounds_left;
         } else {
           // A fixed k: its rows, and its tokens at its acceptance so far.
           const GenerationStats& st = run.sequence->stats();

@@ -3,8 +3,8 @@
 #include <map>
 #include <utility>
 
+#include "bench/bootstrap_intervals.hpp"
 #include "bench/prediction.hpp"
-#include "bench/statistics.hpp"
 
 namespace specd::bench {
 

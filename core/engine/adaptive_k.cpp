@@ -64,7 +64,7 @@ uint32_t AdaptiveK::next_k(const AdaptiveKHorizon& horizon) {
     // A cold round measured the catch-up, not c: one warm k = 1 round measures c (unless a
     // new sequence began in between: its first round is cold again).
     follow_up_ = false;
-    if (!cold(horizon.unseen)) k = 1;
+    if (!cold(horizon.proposer_lag)) k = 1;
   } else if (!draft_seen_) {
     // Then one speculative round to start the estimates, if the sequence can repay it.
     if (worth_catching_up(horizon, true)) k = options_.k_start;
@@ -81,7 +81,7 @@ uint32_t AdaptiveK::next_k(const AdaptiveKHorizon& horizon) {
     } else if (++since_refresh_ >= refresh_gap()) {
       since_refresh_ = 0;
       k = 0;
-    } else if (cold(horizon.unseen) && !worth_catching_up(horizon, false)) {
+    } else if (cold(horizon.proposer_lag) && !worth_catching_up(horizon, false)) {
       k = 0;  // drafting pays, but not enough to repay this catch-up before the end
     }
   }
@@ -129,15 +129,15 @@ void AdaptiveK::observe(const AdaptiveKRound& round) {
     settle_probe();
     return;
   }
-  if (!cold(round.unseen)) {
+  if (!cold(round.proposer_lag)) {
     const double per_token = round.draft_s / round.drafted;
     draft_.add(per_token);
     if (step > 0) draft_ratio_.add(per_token / step);
   } else {
-    // The catch-up is charged apart, per unseen token: the chunked pass over them ends at
+    // The catch-up is charged apart, per token of proposer lag: the chunked pass over them ends at
     // the root, so the round's other drafted tokens cost c each.
     const double steps = double(round.drafted - 1) * draft_.median();
-    const double per_token = std::max(0.0, round.draft_s - steps) / round.unseen;
+    const double per_token = std::max(0.0, round.draft_s - steps) / round.proposer_lag;
     catch_up_.add(per_token);
     if (step > 0) catch_up_ratio_.add(per_token / step);
     if (!draft_.count()) follow_up_ = true;
@@ -255,7 +255,7 @@ bool AdaptiveK::worth_catching_up(const AdaptiveKHorizon& horizon, bool probe) c
   // In 1-row pass times: the catch-up, then the round's extra rows and draft (twice for a
   // probe whose follow-up measures c).
   const double round = std::max(0.0, verify_cost(1) - 1) + draft_cost();
-  const double cost = (cold(horizon.unseen) ? horizon.unseen * catch_up_cost() : 0) +
+  const double cost = (cold(horizon.proposer_lag) ? horizon.proposer_lag * catch_up_cost() : 0) +
                       round * (probe && !draft_.count() ? 2 : 1);
   const double remaining = horizon.remaining, s = optimistic_speedup();
   const double gain = remaining * (1 - 1 / s);

@@ -40,12 +40,12 @@
 // Catch-up (the horizon, next_k's AdaptiveKHorizon): a proposer that keeps state (a draft
 // model's KV cache) first catches up on the tokens appended since it last drafted — the
 // whole prompt on a sequence's first draft — in one chunked pass. That is a one-time cost,
-// u per unseen token, kept apart from the per-round draft cost c: c comes from rounds that
-// follow a draft round ("warm", few unseen tokens), u from the others ("cold"). After the
+// u per token of proposer lag, kept apart from the per-round draft cost c: c comes from rounds that
+// follow a draft round ("warm", a short proposer lag), u from the others ("cold"). After the
 // first cold round, one warm k = 1 round follows to measure c. A cold round (a probe, or
 // resuming a draft on a new sequence) is run only when the remaining tokens can repay it:
 //
-//   gain = R · (1 − 1/S⁺)  ≥  2 · (unseen · u + v(1) − 1 + c)   (in 1-row pass times)
+//   gain = R · (1 − 1/S⁺)  ≥  2 · (lag · u + v(1) − 1 + c)   (in 1-row pass times)
 //
 // with R the tokens the sequence may still emit (a probe needs 16) and S⁺ the optimistic
 // prediction (each β_d at its posterior mean plus one standard deviation); or, where S⁺
@@ -80,19 +80,19 @@ struct AdaptiveKOptions {
 
 // What one round did, as the engine measured it.
 struct AdaptiveKRound {
-  uint32_t drafted = 0;   // chain length proposed (0 = a plain round)
-  uint32_t accepted = 0;  // draft nodes accepted (≤ drafted)
-  double draft_s = 0;     // proposer time
-  double verify_s = 0;    // target pass over drafted + 1 rows (wall time, round trip included)
-  double overhead_s = 0;  // the part of verify_s spent outside computing (a remote round trip)
-  uint32_t unseen = 0;    // tokens the proposer caught up on (AdaptiveKHorizon::unseen)
+  uint32_t drafted = 0;       // chain length proposed (0 = a plain round)
+  uint32_t accepted = 0;      // draft nodes accepted (≤ drafted)
+  double draft_s = 0;         // proposer time
+  double verify_s = 0;        // target pass over drafted + 1 rows (wall time, round trip included)
+  double overhead_s = 0;      // the part of verify_s spent outside computing (a remote round trip)
+  uint32_t proposer_lag = 0;  // tokens the proposer caught up on (AdaptiveKHorizon::proposer_lag)
 };
 
 // Where the sequence stands before a round (Sequence::prepare_round says it).
 struct AdaptiveKHorizon {
   uint32_t remaining = UINT32_MAX;  // tokens it may still emit (max_tokens, context room)
-  uint32_t unseen = 0;  // tokens appended since the proposer last drafted in this sequence
-                        // (all of it before its first draft): its catch-up if it drafts now
+  uint32_t proposer_lag = 0;  // tokens appended since the proposer last drafted in this sequence
+                              // (all of it before its first draft): its catch-up if it drafts now
 };
 
 class AdaptiveK {
@@ -118,7 +118,7 @@ class AdaptiveK {
   // The optimistic prediction S⁺ (β at its posterior mean + one standard deviation), at
   // the best k.
   double optimistic_speedup() const;
-  // Whether a round that catches up on `horizon.unseen` tokens is repaid (see above); a
+  // Whether a round that catches up on `horizon.proposer_lag` tokens is repaid (see above); a
   // probe also needs 16 tokens to go and, before c is measured, pays for its follow-up.
   bool worth_catching_up(const AdaptiveKHorizon& horizon, bool probe) const;
   // The k with the highest prediction (0 when none beats min_speedup).
@@ -132,18 +132,19 @@ class AdaptiveK {
   double step_s() const;                       // a 1-row pass
   double speedup(uint32_t k, double z) const;  // the prediction, β at mean + z·sd
   void settle_probe();
-  bool cold(uint32_t unseen) const { return unseen > options_.k_max + 2; }
+  bool cold(uint32_t proposer_lag) const { return proposer_lag > options_.k_max + 2; }
 
   AdaptiveKOptions options_;
   // β_d as decayed counts: accepted_[d] / tested_[d], with a Beta(1, 1) prior.
   std::vector<double> tested_, accepted_;
   // Times are medians of recent samples (RecentMedian). Costs relative to the 1-row pass
   // are kept as ratios to the 1-row time of their moment (see above).
-  RecentMedian t1_;                         // seconds of a 1-row pass, round trip excluded
-  std::vector<RecentMedian> ratio_;         // [rows ≥ 2]: pass time ÷ the 1-row time
-  RecentMedian overhead_;                   // seconds of round trip per verify call
-  RecentMedian draft_, draft_ratio_;        // c: seconds per drafted token (warm rounds); ÷ step
-  RecentMedian catch_up_, catch_up_ratio_;  // u: seconds per unseen token (cold rounds); ÷ step
+  RecentMedian t1_;                   // seconds of a 1-row pass, round trip excluded
+  std::vector<RecentMedian> ratio_;   // [rows ≥ 2]: pass time ÷ the 1-row time
+  RecentMedian overhead_;             // seconds of round trip per verify call
+  RecentMedian draft_, draft_ratio_;  // c: seconds per drafted token (warm rounds); ÷ step
+  RecentMedian catch_up_,
+      catch_up_ratio_;  // u: seconds per token of proposer lag (cold rounds); ÷ step
   bool draft_seen_ = false;
   uint32_t retime_ = 0;         // plain rounds still to run to time the 1-row pass afresh
   bool follow_up_ = false;      // a cold round left c unmeasured: the next round drafts k = 1

@@ -127,13 +127,13 @@ bool Sequence::prepare_round(ProposeCall& call) {
   uint32_t capacity = draft_room();
   // Tokens the proposer has not drafted after: a stateful one (a draft model) catches up on
   // them before drafting, a one-time cost the controller weighs against what remains.
-  unseen_ = static_cast<uint32_t>(sequence_.size() - proposed_at_);
+  proposer_lag_ = static_cast<uint32_t>(sequence_.size() - proposed_at_);
   if (parts_.adaptive) {
     const size_t emitted = sequence_.size() - prompt_size_;
     AdaptiveKHorizon horizon;
     horizon.remaining = static_cast<uint32_t>(
         std::min<size_t>(max_tokens_ > emitted ? max_tokens_ - emitted : 0, room));
-    horizon.unseen = unseen_;
+    horizon.proposer_lag = proposer_lag_;
     capacity = std::min(capacity, parts_.adaptive->next_k(horizon));
   }
   if (capacity == 0) return true;
@@ -243,7 +243,7 @@ void Sequence::end_round(double pass_s) {
   if (parts_.adaptive)
     parts_.adaptive->observe({draft_.n_nodes, static_cast<uint32_t>(accepted.path.size()), draft_s_,
                               pass_s_ + seconds(Clock::now() - t1),
-                              parts_.verifier->last_overhead_s(), unseen_});
+                              parts_.verifier->last_overhead_s(), proposer_lag_});
   ++stats.rounds;
   stats.drafted += draft_.n_nodes;
   stats.accepted += accepted.path.size();

@@ -90,7 +90,7 @@ class Sequence {
   // context's room after the root, and the tokens it may still emit less one), and the
   // tokens its proposer has not drafted after (its catch-up when it drafts now).
   uint32_t draft_room() const;
-  uint32_t unseen() const { return static_cast<uint32_t>(sequence_.size() - proposed_at_); }
+  uint32_t proposer_lag() const { return static_cast<uint32_t>(sequence_.size() - proposed_at_); }
 
  private:
   SequenceParts parts_;
@@ -113,8 +113,8 @@ class Sequence {
   std::vector<int32_t> sequence_;  // prompt, then every emitted token
   size_t prompt_size_ = 0;
   size_t max_tokens_ = 0;
-  size_t proposed_at_ = 0;  // the sequence's length when the proposer last drafted (0: never)
-  uint32_t unseen_ = 0;     // this round's catch-up for the proposer (AdaptiveKHorizon)
+  size_t proposed_at_ = 0;     // the sequence's length when the proposer last drafted (0: never)
+  uint32_t proposer_lag_ = 0;  // this round's catch-up for the proposer (AdaptiveKHorizon)
   uint32_t vocab_ = 0;
   uint32_t hidden_dim_ = 0;  // features the proposer needs (0: none)
   bool proposer_started_ = false;

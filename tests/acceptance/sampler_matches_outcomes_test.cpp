@@ -8,7 +8,7 @@
 
 #include <map>
 
-#include "audit/statistics.hpp"
+#include "audit/distribution_tests.hpp"
 #include "rule_fixture.hpp"
 
 namespace {

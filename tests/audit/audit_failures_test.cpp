@@ -19,7 +19,7 @@
 #include "audit/audit_engine.hpp"
 #include "audit/audit_report.hpp"
 #include "audit/config_audit.hpp"
-#include "audit/statistics.hpp"
+#include "audit/distribution_tests.hpp"
 #include "audited_tables.hpp"
 #include "cmd_audit.hpp"
 #include "config/config.hpp"

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "audit/statistics.hpp"
+#include "audit/distribution_tests.hpp"
 
 TEST_CASE("chi-square upper tail matches tables") {
   CHECK(specd::chi2_survival(3.841458820694124, 1) == doctest::Approx(0.05).epsilon(1e-6));

@@ -232,15 +232,15 @@ struct SyntheticPair {
     while (emitted < max_tokens) {
       AdaptiveKHorizon h;
       h.remaining = max_tokens - emitted;
-      h.unseen = static_cast<uint32_t>(length - proposed_at);
+      h.proposer_lag = static_cast<uint32_t>(length - proposed_at);
       const uint32_t k = a.next_k(h);
       AdaptiveKRound r;
       r.drafted = k;
-      r.unseen = h.unseen;
+      r.proposer_lag = h.proposer_lag;
       if (k > 0) {
         proposed_at = length;
-        const bool cold = h.unseen > 10;
-        r.draft_s = t1 * ((cold ? h.unseen * catch_up : draft) + (k - 1) * draft);
+        const bool cold = h.proposer_lag > 10;
+        r.draft_s = t1 * ((cold ? h.proposer_lag * catch_up : draft) + (k - 1) * draft);
         r.draft_s *= noise(calls++);
         while (r.accepted < k && accept(calls++)) ++r.accepted;
         ++draft_rounds;

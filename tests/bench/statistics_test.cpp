@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "bench/prediction.hpp"
-#include "bench/statistics.hpp"
+#include "bench/bootstrap_intervals.hpp"
 
 using namespace specd::bench;
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "audit/config_audit.hpp"
-#include "audit/statistics.hpp"
+#include "audit/distribution_tests.hpp"
 #include "bench/shuffled_vocabulary.hpp"
 #include "common/error.hpp"
 #include "config/config.hpp"

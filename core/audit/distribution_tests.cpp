@@ -1,4 +1,4 @@
-#include "audit/statistics.hpp"
+#include "audit/distribution_tests.hpp"
 
 #include <algorithm>
 #include <cmath>

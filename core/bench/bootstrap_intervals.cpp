@@ -1,4 +1,4 @@
-#include "bench/statistics.hpp"
+#include "bench/bootstrap_intervals.hpp"
 
 #include <algorithm>
 #include <cmath>
