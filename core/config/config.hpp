@@ -108,7 +108,7 @@ struct ServerConfig {
   int max_sequences = 16;                 // sequences decoded at once (one batch)
   int max_prefill_rows = 0;               // a step's prefill rows (whole chunks); 0 = no limit
   int queue_limit = 16;                   // requests waiting beyond it get 503 (0..1024)
-  int kv_budget = 0;                      // tokens per sequence (prompt + output); 0 = no cap
+  int kv_budget = 0;                      // KV rows all sequences share (0: max_seqs × context)
   int64_t max_body_bytes = 1 << 20;       // request bodies above it get 413
   std::string api_key;                    // set: requests need "Authorization: Bearer <key>"
   std::string model_name;                 // the id /v1/models lists; "" = the target file's stem
