@@ -16,16 +16,8 @@ std::string label_name(specd_lossless_label label) {
 }
 
 std::string scheme_name(specd_sibling_scheme scheme) {
-  switch (scheme) {
-    case SPECD_SIBLINGS_DETERMINISTIC:
-      return "deterministic";
-    case SPECD_SIBLINGS_IID:
-      return "iid";
-    case SPECD_SIBLINGS_WITHOUT_REPLACEMENT:
-      return "without-replacement";
-    default:
-      return "unknown(" + std::to_string(scheme) + ")";
-  }
+  const char* name = specd_sibling_scheme_name(scheme);
+  return name ? name : "unknown(" + std::to_string(scheme) + ")";
 }
 
 std::string supported_schemes(uint64_t flags) {

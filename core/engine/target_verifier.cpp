@@ -16,13 +16,7 @@ class TargetVerifier final : public Verifier {
     uint32_t model_ctx = static_cast<uint32_t>(model.info().n_ctx);
     capacity_ = context == 0 ? model_ctx : std::min(context, model_ctx);
     cache_ = model.new_cache(static_cast<int32_t>(capacity_));
-    specd_verifier_info info{};
-    info.struct_size = sizeof(info);
-    info.vocab_size = static_cast<uint32_t>(model_.info().vocab_size);
-    info.hidden_dim = static_cast<uint32_t>(model_.feature_dim());
-    info.context_length = capacity_;
-    info.vocab_digest = 0;  // the host's own tokenizer and model: nothing to compare
-    set_info(info);
+    set_info(model_, capacity_);
   }
 
  private:

@@ -3,6 +3,7 @@
 #include "engine/verifier.hpp"
 
 #include "common/error.hpp"
+#include "models/llama_model.hpp"
 #include "plugin/host_services.hpp"
 
 namespace specd {
@@ -13,6 +14,16 @@ void Verifier::set_info(const specd_verifier_info& info) {
   if (info_.context_length < 2)
     throw Error(what_ + " reports a context of " + std::to_string(info_.context_length) +
                 " tokens (at least 2 are needed)");
+}
+
+void Verifier::set_info(const LlamaModel& model, uint32_t context_length) {
+  specd_verifier_info info{};
+  info.struct_size = sizeof(info);
+  info.vocab_size = static_cast<uint32_t>(model.info().vocab_size);
+  info.hidden_dim = static_cast<uint32_t>(model.feature_dim());
+  info.context_length = context_length;
+  info.vocab_digest = 0;
+  set_info(info);
 }
 
 void Verifier::begin(std::span<const specd_token> prompt, float* hidden) {

@@ -58,6 +58,9 @@ class Verifier {
   // Sets what the verifier offers; throws Error for a vocabulary of 0 tokens or a context
   // under 2. Called once, by the constructor of the implementation.
   void set_info(const specd_verifier_info& info);
+  // The same for the host's own target `model` with a context of `context_length` rows: its
+  // vocabulary and feature width, no vocabulary digest (nothing to compare).
+  void set_info(const LlamaModel& model, uint32_t context_length);
 
   virtual void do_begin(std::span<const specd_token> prompt, float* hidden) = 0;
   virtual void do_verify(specd_token root, const specd_draft_tree& tree, float* logits,

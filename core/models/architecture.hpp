@@ -20,14 +20,17 @@ enum class Presence : uint8_t { kAbsent, kOptional, kRequired };
 struct Architecture {
   const char* name;    // general.architecture, and the prefix of its metadata keys
   uint32_t rope_mode;  // SPECD_ROPE_NORMAL (pairs 2j, 2j+1) or SPECD_ROPE_NEOX (j, j + n_rot/2)
-  Presence qkv_bias;   // blk.N.attn_{q,k,v}.bias [out]: added after each projection
-  Presence qk_norm;    // blk.N.attn_{q,k}_norm.weight [head_dim]: RMSNorm per head before RoPE
+  // The rest default to the plain llama block; a record names only where it departs from it.
+  Presence qkv_bias = Presence::kAbsent;  // blk.N.attn_{q,k,v}.bias [out]: added after projecting
+  Presence qk_norm =
+      Presence::kAbsent;  // blk.N.attn_{q,k}_norm.weight [head_dim]: per-head RMSNorm
   // blk.N.attn_qkv.weight [d, q + 2 kv]: the rows of q, then k, then v in one tensor.
   // kOptional: either that or separate attn_q/k/v; kAbsent: separate tensors only.
-  Presence fused_qkv;
+  Presence fused_qkv = Presence::kAbsent;
   // blk.N.ffn_up.weight [d, 2 F] holds the gate's rows then the up rows; no ffn_gate.
-  bool fused_gate_up;
-  Presence rope_freqs;  // rope_freqs.weight [n_rot/2]: per-pair frequency divisors (Llama 3.1)
+  bool fused_gate_up = false;
+  Presence rope_freqs =
+      Presence::kAbsent;  // rope_freqs.weight [n_rot/2]: per-pair frequency divisors (Llama 3.1)
   // A hybrid of recurrent and attention layers (qwen35): every <name>.full_attention_interval-th
   // layer is gated attention (attn_q gives each head's q and then its gate; the attention output
   // is multiplied by sigmoid(gate)); the others are gated DeltaNet layers (ssm_* tensors,

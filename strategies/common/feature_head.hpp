@@ -219,4 +219,27 @@ class FeatureHead {
   bool skips_logits_;  // the host computes a head's logits for the rows asked only
 };
 
+// The sequence half of the SDK's proposer protocol for a proposer that drafts with a
+// FeatureHead: open, begin and commit hand each sequence to the head, which keeps its cache
+// and true features. `Proposer` holds the head as `head_` and befriends this class.
+template <class Proposer>
+class FeatureHeadSequences {
+ public:
+  using Sequence = FeatureHead::State;
+
+  std::unique_ptr<Sequence> open() { return head().open(); }
+
+  void begin(Sequence& s, std::span<const specd_token> prompt, const float* hidden) {
+    head().begin(s, prompt, hidden);
+  }
+
+  void commit(Sequence& s, std::span<const specd_token> accepted, specd_token,
+              const float* hidden) {
+    head().commit(s, accepted, hidden);
+  }
+
+ private:
+  FeatureHead& head() { return static_cast<Proposer&>(*this).head_; }
+};
+
 }  // namespace specd::strategies

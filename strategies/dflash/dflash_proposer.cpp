@@ -24,10 +24,8 @@
 
 namespace {
 
-class DflashProposer {
+class DflashProposer : public specd::strategies::FeatureHeadSequences<DflashProposer> {
  public:
-  using Sequence = specd::strategies::FeatureHead::State;
-
   DflashProposer(specd::sdk::Host host, const specd::sdk::Params& params, const char* model_path,
                  const specd_proposer_context& context, const specd_transform&)
       : p_min_((params.require_known({"p_min"}), params.get_float("p_min", 0.0))),
@@ -54,23 +52,10 @@ class DflashProposer {
           std::to_string(info.block_size - 1) + " drafted tokens)");
   }
 
-  std::unique_ptr<Sequence> open() { return head_.open(); }
-
-  void begin(Sequence& s, std::span<const specd_token> prompt, const float* hidden) {
-    head_.begin(s, prompt, hidden);
-  }
-
-  void commit(Sequence& s, std::span<const specd_token> accepted, specd_token,
-              const float* hidden) {
-    head_.commit(s, accepted, hidden);
-  }
-
   void propose(std::span<specd::sdk::ProposeItem<Sequence>> items) {
     std::vector<Job> jobs;
     for (auto& item : items) {
-      item.out.n_nodes = 0;
-      item.out.scheme = SPECD_SIBLINGS_DETERMINISTIC;
-      item.out.has_q = 0;
+      item.start_draft(SPECD_SIBLINGS_DETERMINISTIC, false);
       const uint32_t n_feat = head_.n_features(item.sequence);
       const uint32_t want = std::min(k_, item.out.capacity);
       if (want == 0 || n_feat == 0 || n_feat + 1 != item.tokens.size()) continue;
@@ -89,6 +74,7 @@ class DflashProposer {
   }
 
  private:
+  friend FeatureHeadSequences;
   struct Job {
     specd::sdk::ProposeItem<Sequence>* item = nullptr;
     uint32_t n_feat = 0, want = 0;

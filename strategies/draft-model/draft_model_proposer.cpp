@@ -133,9 +133,7 @@ class DraftModelProposer {
     // What each item drafts: its sequence's catch-up, then `want` tokens.
     std::vector<Work> work;
     for (auto& item : items) {
-      item.out.n_nodes = 0;
-      item.out.scheme = SPECD_SIBLINGS_IID;
-      item.out.has_q = 1;
+      item.start_draft(SPECD_SIBLINGS_IID, true);
       Sequence& s = item.sequence;
       // What the draft model reads: the sequence itself, or its text in the draft's tokens.
       const std::span<const specd_token> context =

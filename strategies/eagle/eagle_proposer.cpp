@@ -35,10 +35,8 @@ uint32_t positive(const specd::sdk::Params& params, const char* key, int64_t fal
   return static_cast<uint32_t>(v);
 }
 
-class EagleProposer {
+class EagleProposer : public specd::strategies::FeatureHeadSequences<EagleProposer> {
  public:
-  using Sequence = specd::strategies::FeatureHead::State;
-
   EagleProposer(specd::sdk::Host host, const specd::sdk::Params& params, const char* model_path,
                 const specd_proposer_context& context, const specd_transform&)
       // Unknown keys are reported before any value is read.
@@ -52,25 +50,12 @@ class EagleProposer {
     top_k_ = std::min(top_k_, vocab_);
   }
 
-  std::unique_ptr<Sequence> open() { return head_.open(); }
-
-  void begin(Sequence& s, std::span<const specd_token> prompt, const float* hidden) {
-    head_.begin(s, prompt, hidden);
-  }
-
-  void commit(Sequence& s, std::span<const specd_token> accepted, specd_token,
-              const float* hidden) {
-    head_.commit(s, accepted, hidden);
-  }
-
   // Catch-up for every drafting sequence in batched passes, then the trees grow level by
   // level, one batched head pass per level over every sequence's expanded nodes.
   void propose(std::span<specd::sdk::ProposeItem<Sequence>> items) {
     std::vector<Tree> trees;
     for (auto& item : items) {
-      item.out.n_nodes = 0;
-      item.out.scheme = SPECD_SIBLINGS_DETERMINISTIC;
-      item.out.has_q = 0;
+      item.start_draft(SPECD_SIBLINGS_DETERMINISTIC, false);
       const uint32_t n_feat = head_.n_features(item.sequence);
       if (n_feat == 0 || n_feat + 1 != item.tokens.size()) continue;
       if (n_feat + depth_ * top_k_ > head_.capacity()) continue;
@@ -105,6 +90,7 @@ class EagleProposer {
   }
 
  private:
+  friend FeatureHeadSequences;
   struct Node {
     specd_token token;
     int32_t parent;        // index into nodes, -1 = the root

@@ -79,9 +79,7 @@ class MedusaProposer {
   void propose(std::span<specd::sdk::ProposeItem<Sequence>> items) {
     std::vector<specd::sdk::ProposeItem<Sequence>*> drafting;
     for (auto& item : items) {
-      item.out.n_nodes = 0;
-      item.out.scheme = SPECD_SIBLINGS_DETERMINISTIC;
-      item.out.has_q = 0;
+      item.start_draft(SPECD_SIBLINGS_DETERMINISTIC, false);
       if (!item.sequence.feature.empty()) drafting.push_back(&item);
     }
     if (drafting.empty()) return;

@@ -26,10 +26,8 @@
 
 namespace {
 
-class MtpProposer {
+class MtpProposer : public specd::strategies::FeatureHeadSequences<MtpProposer> {
  public:
-  using Sequence = specd::strategies::FeatureHead::State;
-
   MtpProposer(specd::sdk::Host host, const specd::sdk::Params& params, const char* model_path,
               const specd_proposer_context& context, const specd_transform& transform)
       : host_(host.raw()),
@@ -40,17 +38,6 @@ class MtpProposer {
                  params.get_choice("mode", {"sample", "greedy"}) == "greedy")),
         head_(host, "mtp", {"specd-mtp", "nextn"},
               model_path && *model_path ? model_path : context.target_path, context, 0) {}
-
-  std::unique_ptr<Sequence> open() { return head_.open(); }
-
-  void begin(Sequence& s, std::span<const specd_token> prompt, const float* hidden) {
-    head_.begin(s, prompt, hidden);
-  }
-
-  void commit(Sequence& s, std::span<const specd_token> accepted, specd_token,
-              const float* hidden) {
-    head_.commit(s, accepted, hidden);
-  }
 
   // Catch-up for every drafting sequence in batched passes, then one batched pass per draft
   // step: each sequence's next element is the module's own output feature and the drafted
@@ -64,9 +51,7 @@ class MtpProposer {
     };
     std::vector<Work> work;
     for (auto& item : items) {
-      item.out.n_nodes = 0;
-      item.out.scheme = SPECD_SIBLINGS_IID;
-      item.out.has_q = 1;
+      item.start_draft(SPECD_SIBLINGS_IID, true);
       const uint32_t n_feat = head_.n_features(item.sequence);
       if (n_feat == 0 || !head_.covers(item.sequence, item.tokens.size()) ||
           n_feat > head_.capacity())
@@ -112,6 +97,7 @@ class MtpProposer {
   }
 
  private:
+  friend FeatureHeadSequences;
   void check(specd_status* status) const { head_.check(status); }
 
   // Draft token i of an item from q (the module's logits after the run's transform; head

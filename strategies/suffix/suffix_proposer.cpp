@@ -84,9 +84,7 @@ class SuffixProposer {
 
   void propose(std::span<specd::sdk::ProposeItem<Sequence>> items) {
     for (auto& item : items) {
-      item.out.n_nodes = 0;
-      item.out.scheme = SPECD_SIBLINGS_DETERMINISTIC;
-      item.out.has_q = 0;
+      item.start_draft(SPECD_SIBLINGS_DETERMINISTIC, false);
       sync(item.sequence, item.tokens);
       std::vector<Drafted> best = draft(item.sequence.trie, item.tokens, item.out.capacity);
       if (global_) {

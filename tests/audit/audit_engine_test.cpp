@@ -8,32 +8,15 @@
 #include "audit/audit_case.hpp"
 #include "audit/audit_engine.hpp"
 #include "audit/audit_report.hpp"
+#include "audited_rules.hpp"
 #include "audited_tables.hpp"
 #include "common/error.hpp"
 #include "plugin/registry.hpp"
 
 namespace {
 
-struct Rules {
-  specd::PluginRegistry registry;
-  std::vector<std::unique_ptr<specd::AcceptanceRule>> owned;
-  std::vector<const specd::AcceptanceRule*> views;
-
-  explicit Rules(const std::string& dir) : registry({dir}) {
-    for (const auto* p : registry.of_kind(SPECD_KIND_ACCEPTANCE))
-      if (p->path.find(dir) == 0) {
-        owned.push_back(std::make_unique<specd::AcceptanceRule>(*p, nullptr));
-        views.push_back(owned.back().get());
-      }
-  }
-};
-
-const specd::RuleAudit& find(const specd::AuditReport& r, const std::string& name) {
-  for (const auto& x : r.rules)
-    if (x.name == name) return x;
-  FAIL("rule not audited: " << name);
-  return r.rules.front();
-}
+using specd::test::audited_rule;
+using Rules = specd::test::AuditedRules;
 
 specd::AuditOptions quick() {
   specd::AuditOptions o;
@@ -52,7 +35,7 @@ TEST_CASE("the bundled rules' labels hold on the built-in tables") {
   const specd::AuditReport report = specd::run_audit(rules.views, tables, quick());
   CHECK_FALSE(report.any_label_wrong());
   for (const char* exact : {"rejection", "tree-rejection", "exact-match"}) {
-    const auto& r = find(report, exact);
+    const auto& r = audited_rule(report, exact);
     INFO(exact);
     CHECK(r.verdict == "lossless");
     CHECK(r.exact_tv < 1e-12);
@@ -63,7 +46,7 @@ TEST_CASE("the bundled rules' labels hold on the built-in tables") {
       INFO(r.name << " " << c.table << " " << c.constraint << " " << c.scheme);
       CHECK_FALSE(c.sampler_disagrees);
     }
-  const auto& greedy = find(report, "greedy");
+  const auto& greedy = audited_rule(report, "greedy");
   CHECK(greedy.verdict == "lossless");
   // T=1 (not applicable) and T=0, for each of its three sibling schemes and constraints; on a
   // two-vocabulary table, i.i.d. chains by text and by intersection, under each constraint.
@@ -72,7 +55,7 @@ TEST_CASE("the bundled rules' labels hold on the built-in tables") {
   CHECK(greedy.cases.size() ==
         (2 * 3 * (tables.size() - two) + 2 * 2 * two) * specd::default_audit_constraints().size());
   for (const char* lossy : {"typical", "relaxed-topk"}) {
-    const auto& r = find(report, lossy);
+    const auto& r = audited_rule(report, lossy);
     CHECK(r.verdict == "lossy");
     CHECK(r.exact_tv > 0.1);
   }
@@ -99,7 +82,7 @@ TEST_CASE("tree drafts, temperature 0 and the truncating transforms keep exact r
   report = specd::run_audit(rules.views, tables, o);
   CHECK_FALSE(report.any_label_wrong());
   // Three schemes, each constraint.
-  CHECK(find(report, "greedy").cases.size() == 3 * tables.size() * o.constraints.size());
+  CHECK(audited_rule(report, "greedy").cases.size() == 3 * tables.size() * o.constraints.size());
 }
 
 TEST_CASE("audit constraints mask and penalise the target per path, and exact rules hold") {
@@ -150,7 +133,7 @@ TEST_CASE("audit constraints mask and penalise the target per path, and exact ru
     CHECK_FALSE(report.any_label_wrong());
     for (const char* exact : {"rejection", "tree-rejection", "exact-match", "greedy"}) {
       INFO(exact << " at T=" << temperature);
-      CHECK(find(report, exact).verdict == "lossless");
+      CHECK(audited_rule(report, exact).verdict == "lossless");
     }
   }
   CHECK_THROWS_WITH_AS(specd::audit_constraint("grammar"),
@@ -161,7 +144,7 @@ TEST_CASE("a lossy rule labelled exact is caught by the exact TV") {
   Rules rules(SPECD_AUDIT_TEST_PLUGIN_DIR);
   const specd::AuditReport report =
       specd::run_audit(rules.views, specd::builtin_markov_models(), quick());
-  const auto& r = find(report, "test-mislabelled");
+  const auto& r = audited_rule(report, "test-mislabelled");
   CHECK(r.verdict == "label-wrong");
   CHECK(r.exact_tv > 1e-3);
   CHECK(report.any_label_wrong());
@@ -173,7 +156,7 @@ TEST_CASE("a sampler that disagrees with its outcomes is caught by the p-value")
   Rules rules(SPECD_AUDIT_TEST_PLUGIN_DIR);
   const specd::AuditReport report =
       specd::run_audit(rules.views, specd::builtin_markov_models(), quick());
-  const auto& r = find(report, "test-lying-sampler");
+  const auto& r = audited_rule(report, "test-lying-sampler");
   CHECK(r.exact_tv < 1e-12);  // its outcomes are exact-match's, which are exact
   CHECK(r.verdict == "label-wrong");
   CHECK(r.p_value < report.alpha_per_case);

@@ -20,6 +20,7 @@
 #include "audit/audit_report.hpp"
 #include "audit/config_audit.hpp"
 #include "audit/distribution_tests.hpp"
+#include "audited_rules.hpp"
 #include "audited_tables.hpp"
 #include "cmd_audit.hpp"
 #include "config/config.hpp"
@@ -36,25 +37,11 @@ bool contains(const std::string& text, const std::string& part) {
 }
 
 // The named rules of the failing-plugins folder (and the bundled ones), created.
-struct Rules {
-  specd::PluginRegistry registry{{kFailing}};
-  std::vector<std::unique_ptr<specd::AcceptanceRule>> owned;
-  std::vector<const specd::AcceptanceRule*> views;
-  explicit Rules(const std::vector<std::string>& names) {
-    for (const std::string& n : names) {
-      owned.push_back(std::make_unique<specd::AcceptanceRule>(
-          registry.require(n, SPECD_KIND_ACCEPTANCE), nullptr));
-      views.push_back(owned.back().get());
-    }
-  }
+struct Rules : specd::test::AuditedRules {
+  explicit Rules(const std::vector<std::string>& names) : AuditedRules(kFailing, names) {}
 };
 
-const specd::RuleAudit& row(const specd::AuditReport& r, const std::string& name) {
-  for (const auto& x : r.rules)
-    if (x.name == name) return x;
-  FAIL("rule not audited: " << name);
-  return r.rules.front();
-}
+using specd::test::audited_rule;
 
 struct CommandResult {
   int status = -1;
@@ -101,13 +88,13 @@ TEST_CASE("the default audit runs trees: a rule wrong only with several children
   REQUIRE(specd::AuditOptions{}.tree == std::vector<uint32_t>{2, 2});  // the default shape
   o.tree = {2, 2};
   const specd::AuditReport on_trees = specd::run_audit(rules.views, tables, o);
-  const specd::RuleAudit& wrong = row(on_trees, "test-sibling-blind");
+  const specd::RuleAudit& wrong = audited_rule(on_trees, "test-sibling-blind");
   CHECK(wrong.verdict == "label-wrong");
   CHECK(wrong.exact_tv > 1e-3);
   // On chains alone it is exact, and the report says trees were not audited.
   o.tree.clear();
   const specd::AuditReport on_chains = specd::run_audit(rules.views, tables, o);
-  const specd::RuleAudit& chains = row(on_chains, "test-sibling-blind");
+  const specd::RuleAudit& chains = audited_rule(on_chains, "test-sibling-blind");
   CHECK(chains.verdict == "lossless");
   CHECK(contains(chains.summary, "on chains only"));
   // The command's default catches it too.
@@ -134,7 +121,7 @@ TEST_CASE("a rule is audited under every sibling scheme it declares") {
   Rules rules({"test-two-scheme"});
   const auto tables = specd::builtin_markov_models();
   const specd::AuditReport report = specd::run_audit(rules.views, tables, quick());
-  const specd::RuleAudit& r = row(report, "test-two-scheme");
+  const specd::RuleAudit& r = audited_rule(report, "test-two-scheme");
   CHECK(r.verdict == "label-wrong");
   CHECK(contains(r.summary, "iid drafts"));
   size_t deterministic = 0, iid = 0;
@@ -163,13 +150,13 @@ TEST_CASE("a rule is audited under every sibling scheme it declares") {
 TEST_CASE("a rule that fails to run is an error row; the others are still audited") {
   Rules rules({"test-failing-accept", "test-two-scheme", "test-sampler-only"});
   const auto report = specd::run_audit(rules.views, specd::builtin_markov_models(), quick());
-  const specd::RuleAudit& failing = row(report, "test-failing-accept");
+  const specd::RuleAudit& failing = audited_rule(report, "test-failing-accept");
   CHECK(failing.verdict == "error");
   CHECK(contains(failing.summary, "could not run"));
   CHECK(contains(failing.summary, "broken on purpose"));
   CHECK(report.any_error());
-  CHECK(row(report, "test-two-scheme").verdict == "label-wrong");
-  CHECK(row(report, "test-sampler-only").verdict == "not-rejected");
+  CHECK(audited_rule(report, "test-two-scheme").verdict == "label-wrong");
+  CHECK(audited_rule(report, "test-sampler-only").verdict == "not-rejected");
   const std::string json =
       specd::format_audit_json(report, quick(), specd::builtin_markov_models());
   CHECK(contains(json, "\"verdict\": \"error\""));
@@ -206,7 +193,7 @@ TEST_CASE("a rule without outcomes is never called verified: the report says wha
   Rules rules({"test-sampler-only"});
   specd::AuditOptions o;  // the default 20000 samples
   const auto report = specd::run_audit(rules.views, audited_tables(), o);
-  const specd::RuleAudit& r = row(report, "test-sampler-only");
+  const specd::RuleAudit& r = audited_rule(report, "test-sampler-only");
   CHECK(r.verdict == "not-rejected");
   CHECK_FALSE(contains(r.summary, "lossless"));
   CHECK(contains(r.summary, "not rejected at 20000 samples"));
@@ -222,10 +209,10 @@ TEST_CASE("--detect-tv raises the samples until a small bias is caught") {
   specd::AuditOptions o;
   o.constraints = {specd::audit_constraint("none")};  // the bias is the same under any
   const auto plain = specd::run_audit(rules.views, tables, o);
-  CHECK_FALSE(contains(row(plain, "test-biased-sampler").summary, "lossless"));
+  CHECK_FALSE(contains(audited_rule(plain, "test-biased-sampler").summary, "lossless"));
   o.detect_tv = 0.02;
   const auto report = specd::run_audit(rules.views, tables, o);
-  const specd::RuleAudit& r = row(report, "test-biased-sampler");
+  const specd::RuleAudit& r = audited_rule(report, "test-biased-sampler");
   CHECK(r.verdict == "label-wrong");
   for (const specd::AuditCase& c : r.cases) {
     CHECK(c.samples >= o.samples);

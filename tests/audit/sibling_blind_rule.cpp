@@ -13,22 +13,15 @@ using specd::accept::Round;
 
 class SiblingBlindRule : public specd::accept::RuleBase<SiblingBlindRule> {
  public:
-  SiblingBlindRule(specd::sdk::Host host, const specd::sdk::Params& params) : RuleBase(host) {
-    params.require_known({});
-  }
+  using RuleBase::RuleBase;
 
   template <class C>
-  void decide(C& c, const Round& round) const {
-    walk(c, round, 0);
-  }
-
- private:
-  template <class C>
-  static void walk(C& c, const Round& round, uint32_t r) {
+  static void decide(C& c, const Round& round, uint32_t r = 0) {
     if (round.children(r).empty()) return c.choose(round.p(r), [&](uint32_t y) { c.finish(y); });
     try_sibling(c, round, r, 0);
   }
 
+ private:
   template <class C>
   static void try_sibling(C& c, const Round& round, uint32_t r, size_t i) {
     const auto& kids = round.children(r);
@@ -42,9 +35,7 @@ class SiblingBlindRule : public specd::accept::RuleBase<SiblingBlindRule> {
     const specd_token x = round.token(node);
     c.bernoulli(specd::accept::acceptance_probability(p[x], q[x]), [&](bool accepted) {
       if (!accepted) return try_sibling(c, round, r, i + 1);  // the bug: p, not the residual
-      c.enter(node);
-      walk(c, round, node);
-      c.leave();
+      specd::accept::descend(c, node, [&] { decide(c, round, node); });
     });
   }
 };

@@ -13,18 +13,10 @@ using specd::accept::Round;
 
 class TwoSchemeRule : public specd::accept::RuleBase<TwoSchemeRule> {
  public:
-  TwoSchemeRule(specd::sdk::Host host, const specd::sdk::Params& params) : RuleBase(host) {
-    params.require_known({});
-  }
+  using RuleBase::RuleBase;
 
   template <class C>
-  void decide(C& c, const Round& round) const {
-    walk(c, round, 0);
-  }
-
- private:
-  template <class C>
-  static void walk(C& c, const Round& round, uint32_t r) {
+  static void decide(C& c, const Round& round, uint32_t r = 0) {
     const auto& kids = round.children(r);
     if (kids.empty()) return c.choose(round.p(r), [&](uint32_t y) { c.finish(y); });
     const uint32_t node = kids.front();
@@ -34,9 +26,7 @@ class TwoSchemeRule : public specd::accept::RuleBase<TwoSchemeRule> {
                          : round.p(r)[x];
     c.bernoulli(a, [&](bool accepted) {
       if (accepted) {
-        c.enter(node);
-        walk(c, round, node);
-        c.leave();
+        specd::accept::descend(c, node, [&] { decide(c, round, node); });
         return;
       }
       std::vector<double> rest(round.p(r).begin(), round.p(r).end());

@@ -12,6 +12,7 @@
 
 #include "audit/audit_engine.hpp"
 #include "audit/translated_drafts.hpp"
+#include "audited_rules.hpp"
 #include "plugin/registry.hpp"
 #include "specd/cpp/vocabulary_bridge.hpp"
 
@@ -27,17 +28,9 @@ const MarkovModel& two_vocabularies_table() {
   return tables.front();
 }
 
-struct Rules {
-  PluginRegistry registry;
-  std::vector<std::unique_ptr<AcceptanceRule>> owned;
-  std::vector<const AcceptanceRule*> views;
-  explicit Rules(const std::string& dir, const std::string& only) : registry({dir}) {
-    for (const auto* p : registry.of_kind(SPECD_KIND_ACCEPTANCE))
-      if (p->path.find(dir) == 0 && p->name == only) {
-        owned.push_back(std::make_unique<AcceptanceRule>(*p, nullptr));
-        views.push_back(owned.back().get());
-      }
-  }
+// The rule `name` of the plugins in `dir`.
+struct Rules : test::AuditedRules {
+  Rules(const std::string& dir, const std::string& name) : AuditedRules(dir, {name}) {}
 };
 
 }  // namespace

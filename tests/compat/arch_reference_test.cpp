@@ -15,17 +15,13 @@
 #include "../bench/json_parse.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
+#include "engine_config.hpp"
 #include "plugin/registry.hpp"
 #include "test_skip.hpp"
 
 using namespace specd;
 
 namespace {
-
-std::string test_backend() {
-  const char* b = std::getenv("SPECD_TEST_BACKEND");
-  return b && *b ? b : "cpu";
-}
 
 std::string compat_dir() {
   return std::string(SPECD_SOURCE_DIR) + "/../shared/compat/arch";
@@ -69,11 +65,11 @@ TEST_CASE("greedy continuations equal llama.cpp's for every architecture layout"
     CAPTURE(file);
     const std::string path = dir + "/" + file;
     REQUIRE(std::filesystem::exists(path));
-    const Config config =
-        parse_config("", "compat.toml",
-                     {"target.model=\"" + path + "\"", "engine.backend=\"" + test_backend() + "\"",
-                      "engine.threads=1", "sampling.temperature=0", "sampling.ignore_eos=true",
-                      "sampling.max_tokens=" + std::to_string(n_predict)});
+    const Config config = parse_config(
+        "", "compat.toml",
+        {"target.model=\"" + path + "\"", "engine.backend=\"" + test::test_backend() + "\"",
+         "engine.threads=1", "sampling.temperature=0", "sampling.ignore_eos=true",
+         "sampling.max_tokens=" + std::to_string(n_predict)});
     Engine engine(config, registry);
     for (const test::Json& c : cases.a) {
       const std::string& prompt = c["prompt"].s;

@@ -16,6 +16,7 @@
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
+#include "engine_config.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
 #include "test_skip.hpp"
@@ -25,11 +26,7 @@ using namespace specd;
 namespace {
 
 Config config(const std::string& target, const std::vector<std::string>& extra) {
-  std::vector<std::string> all = {
-      "target.model=\"" + target + "\"", "engine.backend=cpu",       "engine.threads=1",
-      "sampling.temperature=0",          "sampling.ignore_eos=true", "sampling.max_tokens=48"};
-  all.insert(all.end(), extra.begin(), extra.end());
-  return parse_config("", "test.toml", all);
+  return test::greedy_config(target, extra, 48);
 }
 
 }  // namespace

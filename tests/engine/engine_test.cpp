@@ -17,6 +17,7 @@
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
+#include "engine_config.hpp"
 #include "gguf/gguf_reader.hpp"
 #include "grammar/grammar_matcher.hpp"
 #include "grammar/json_schema_grammar.hpp"
@@ -29,38 +30,7 @@ using namespace specd;
 
 namespace {
 
-std::string join(const std::vector<int32_t>& ids) {
-  std::string s;
-  for (int32_t t : ids) {
-    if (!s.empty()) s += ',';
-    s += std::to_string(t);
-  }
-  return s;
-}
-
-// The backend under test: cpu, or the one SPECD_TEST_BACKEND names (bench/gpu-check.sh runs
-// this suite on a GPU that way).
-std::string test_backend() {
-  const char* b = std::getenv("SPECD_TEST_BACKEND");
-  return b && *b ? b : "cpu";
-}
-
-Config make_config(const std::string& model, const std::vector<std::string>& overrides) {
-  std::vector<std::string> all = {"target.model=\"" + model + "\"",
-                                  "engine.backend=" + test_backend(), "engine.threads=1",
-                                  "sampling.temperature=0", "sampling.ignore_eos=true"};
-  all.insert(all.end(), overrides.begin(), overrides.end());
-  return parse_config("", "test.toml", all);
-}
-
-const std::vector<std::string> kPrompts = {
-    "def fibonacci(n):",
-    "The quick brown fox",
-    "import os\nimport sys\n\nfor",
-    "aaaa bbbb aaaa bbbb aaaa",
-    "x",
-    "Speculative decoding verifies several tokens in one pass.",
-};
+const std::vector<std::string>& kPrompts = test::kEnginePrompts;
 
 struct Fixture {
   std::string dir = test::temp_dir("engine");
@@ -82,7 +52,7 @@ TEST_CASE("greedy speculative output equals plain greedy output, every proposer 
     spec.tied_output = type == GgmlType::kQ8_0;
     std::string model = f.dir + "/random-" + type_name + ".gguf";
     test::write_random_llama(model, spec);
-    Engine plain(make_config(model, {"sampling.max_tokens=40"}), f.registry);
+    Engine plain(test::greedy_config(model, {"sampling.max_tokens=40"}), f.registry);
     for (const std::string& prompt : kPrompts) {
       CAPTURE(type_name);
       CAPTURE(prompt);
@@ -90,25 +60,25 @@ TEST_CASE("greedy speculative output equals plain greedy output, every proposer 
       REQUIRE(base.tokens.size() == 40);
       CHECK(base.stats.rounds == 40);
 
-      Engine ngram(make_config(model, {"sampling.max_tokens=40", "proposer.kind=ngram",
-                                       "proposer.k=5", "acceptance.rule=greedy"}),
+      Engine ngram(test::greedy_config(model, {"sampling.max_tokens=40", "proposer.kind=ngram",
+                                               "proposer.k=5", "acceptance.rule=greedy"}),
                    f.registry);
       GenerationResult spec_out = ngram.generate(prompt);
-      CHECK(join(spec_out.tokens) == join(base.tokens));
+      CHECK(test::join_ids(spec_out.tokens) == test::join_ids(base.tokens));
       CHECK(spec_out.text == base.text);
 
       size_t prompt_length = plain.tokenizer().encode(prompt).size();
       for (bool tree : {false, true}) {
         CAPTURE(tree);
-        Engine oracle(
-            make_config(model, {"sampling.max_tokens=40", "proposer.kind=oracle", "proposer.k=6",
-                                "proposer.oracle=\"" + join(base.tokens) + "\"",
-                                "proposer.prompt_length=" + std::to_string(prompt_length),
-                                std::string("proposer.tree=") + (tree ? "true" : "false"),
-                                "acceptance.rule=exact-match"}),
-            f.registry);
+        Engine oracle(test::greedy_config(
+                          model, {"sampling.max_tokens=40", "proposer.kind=oracle", "proposer.k=6",
+                                  "proposer.oracle=\"" + test::join_ids(base.tokens) + "\"",
+                                  "proposer.prompt_length=" + std::to_string(prompt_length),
+                                  std::string("proposer.tree=") + (tree ? "true" : "false"),
+                                  "acceptance.rule=exact-match"}),
+                      f.registry);
         GenerationResult out = oracle.generate(prompt);
-        CHECK(join(out.tokens) == join(base.tokens));
+        CHECK(test::join_ids(out.tokens) == test::join_ids(base.tokens));
         // Rounds accept different lengths, so the KV cache was compacted at many positions.
         CHECK(out.stats.rounds < base.stats.rounds);
         CHECK(out.stats.accepted > 0);
@@ -133,26 +103,26 @@ TEST_CASE("greedy speculative output equals plain greedy output with f16 and q8_
   for (const char* kv : {"f16", "q8_0"}) {
     CAPTURE(kv);
     const std::string type = std::string("engine.kv_type=\"") + kv + "\"";
-    Engine plain(make_config(model, {"sampling.max_tokens=40", type}), f.registry);
-    Engine f32(make_config(model, {"sampling.max_tokens=40"}), f.registry);
+    Engine plain(test::greedy_config(model, {"sampling.max_tokens=40", type}), f.registry);
+    Engine f32(test::greedy_config(model, {"sampling.max_tokens=40"}), f.registry);
     bool differs_from_f32 = false;
     for (const std::string& prompt : kPrompts) {
       CAPTURE(prompt);
       const GenerationResult base = plain.generate(prompt);
       differs_from_f32 = differs_from_f32 || base.tokens != f32.generate(prompt).tokens;
-      Engine ngram(make_config(model, {"sampling.max_tokens=40", "proposer.kind=ngram",
-                                       "proposer.k=5", "acceptance.rule=greedy", type}),
+      Engine ngram(test::greedy_config(model, {"sampling.max_tokens=40", "proposer.kind=ngram",
+                                               "proposer.k=5", "acceptance.rule=greedy", type}),
                    f.registry);
-      CHECK(join(ngram.generate(prompt).tokens) == join(base.tokens));
+      CHECK(test::join_ids(ngram.generate(prompt).tokens) == test::join_ids(base.tokens));
       const size_t prompt_length = plain.tokenizer().encode(prompt).size();
-      Engine oracle(
-          make_config(model, {"sampling.max_tokens=40", "proposer.kind=oracle", "proposer.k=6",
-                              "proposer.oracle=\"" + join(base.tokens) + "\"",
-                              "proposer.prompt_length=" + std::to_string(prompt_length),
-                              "proposer.tree=true", "acceptance.rule=exact-match", type}),
-          f.registry);
+      Engine oracle(test::greedy_config(
+                        model, {"sampling.max_tokens=40", "proposer.kind=oracle", "proposer.k=6",
+                                "proposer.oracle=\"" + test::join_ids(base.tokens) + "\"",
+                                "proposer.prompt_length=" + std::to_string(prompt_length),
+                                "proposer.tree=true", "acceptance.rule=exact-match", type}),
+                    f.registry);
       const GenerationResult out = oracle.generate(prompt);
-      CHECK(join(out.tokens) == join(base.tokens));
+      CHECK(test::join_ids(out.tokens) == test::join_ids(base.tokens));
       CHECK(out.stats.accepted > 0);
     }
     // The type took effect: on six prompts of 40 tokens its greedy text departs from f32's
@@ -173,40 +143,40 @@ TEST_CASE(
   const std::vector<std::string> penalties = {
       "sampling.max_tokens=40", "sampling.presence_penalty=0.9", "sampling.frequency_penalty=0.7",
       "sampling.repeat_penalty=1.3", "sampling.repeat_last_n=16"};
-  Config penalised = make_config(model, penalties);
+  Config penalised = test::greedy_config(model, penalties);
   penalised.sampling.logit_bias = {{7, -100.f}, {11, 4.f}};
   Engine plain(penalised, f.registry);
-  Engine unpenalised(make_config(model, {"sampling.max_tokens=40"}), f.registry);
+  Engine unpenalised(test::greedy_config(model, {"sampling.max_tokens=40"}), f.registry);
   size_t differ = 0;
   for (const std::string& prompt : kPrompts) {
     CAPTURE(prompt);
     const GenerationResult base = plain.generate(prompt);
     REQUIRE(base.tokens.size() == 40);
     CHECK(std::count(base.tokens.begin(), base.tokens.end(), 7) == 0);  // biased out
-    differ += join(unpenalised.generate(prompt).tokens) != join(base.tokens);
+    differ += test::join_ids(unpenalised.generate(prompt).tokens) != test::join_ids(base.tokens);
 
     std::vector<std::string> ngram_o = penalties;
     ngram_o.insert(ngram_o.end(),
                    {"proposer.kind=ngram", "proposer.k=5", "acceptance.rule=greedy"});
-    Config ngram_c = make_config(model, ngram_o);
+    Config ngram_c = test::greedy_config(model, ngram_o);
     ngram_c.sampling.logit_bias = penalised.sampling.logit_bias;
     Engine ngram(ngram_c, f.registry);
-    CHECK(join(ngram.generate(prompt).tokens) == join(base.tokens));
+    CHECK(test::join_ids(ngram.generate(prompt).tokens) == test::join_ids(base.tokens));
 
     const size_t prompt_length = plain.tokenizer().encode(prompt).size();
     for (bool tree : {false, true}) {
       CAPTURE(tree);
       std::vector<std::string> o = penalties;
       o.insert(o.end(), {"proposer.kind=oracle", "proposer.k=6",
-                         "proposer.oracle=\"" + join(base.tokens) + "\"",
+                         "proposer.oracle=\"" + test::join_ids(base.tokens) + "\"",
                          "proposer.prompt_length=" + std::to_string(prompt_length),
                          std::string("proposer.tree=") + (tree ? "true" : "false"),
                          "acceptance.rule=exact-match"});
-      Config c = make_config(model, o);
+      Config c = test::greedy_config(model, o);
       c.sampling.logit_bias = penalised.sampling.logit_bias;
       Engine oracle(c, f.registry);
       const GenerationResult out = oracle.generate(prompt);
-      CHECK(join(out.tokens) == join(base.tokens));
+      CHECK(test::join_ids(out.tokens) == test::join_ids(base.tokens));
       CHECK(out.stats.accepted > 0);  // rows deep in the drafts were penalised and accepted
     }
   }
@@ -225,13 +195,13 @@ TEST_CASE("grammar: greedy speculative output equals plain, and it matches the g
   const std::string gbnf = json_object_gbnf();
   const auto config = [&](std::vector<std::string> o) {
     o.insert(o.end(), {"sampling.max_tokens=40", "sampling.ignore_eos=false"});
-    Config c = make_config(model, o);
+    Config c = test::greedy_config(model, o);
     c.sampling.grammar = gbnf;
     return c;
   };
   const Grammar grammar = parse_gbnf(gbnf);
   Engine plain(config({}), f.registry);
-  Engine free(make_config(model, {"sampling.max_tokens=40"}), f.registry);
+  Engine free(test::greedy_config(model, {"sampling.max_tokens=40"}), f.registry);
   for (const std::string& prompt : kPrompts) {
     CAPTURE(prompt);
     const GenerationResult base = plain.generate(prompt);
@@ -245,7 +215,7 @@ TEST_CASE("grammar: greedy speculative output equals plain, and it matches the g
 
     Engine ngram(config({"proposer.kind=ngram", "proposer.k=5", "acceptance.rule=greedy"}),
                  f.registry);
-    CHECK(join(ngram.generate(prompt).tokens) == join(base.tokens));
+    CHECK(test::join_ids(ngram.generate(prompt).tokens) == test::join_ids(base.tokens));
     // The target as its own draft: the draft model masks its rows with the grammar too
     // (ABI 0.6 token filter), so every drafted token is the target's and all are accepted.
     // Unmasked, it would draft the free text and be refused at the first brace.
@@ -253,20 +223,20 @@ TEST_CASE("grammar: greedy speculative output equals plain, and it matches the g
                               "proposer.k=4", "acceptance.rule=rejection"}),
                       f.registry);
     const GenerationResult drafted = self_draft.generate(prompt);
-    CHECK(join(drafted.tokens) == join(base.tokens));
+    CHECK(test::join_ids(drafted.tokens) == test::join_ids(base.tokens));
     CHECK(drafted.stats.drafted > 0);
     CHECK(drafted.stats.accepted == drafted.stats.drafted);
     const size_t prompt_length = plain.tokenizer().encode(prompt).size();
     for (bool tree : {false, true}) {
       CAPTURE(tree);
       Engine oracle(config({"proposer.kind=oracle", "proposer.k=6",
-                            "proposer.oracle=\"" + join(base.tokens) + "\"",
+                            "proposer.oracle=\"" + test::join_ids(base.tokens) + "\"",
                             "proposer.prompt_length=" + std::to_string(prompt_length),
                             std::string("proposer.tree=") + (tree ? "true" : "false"),
                             "acceptance.rule=exact-match"}),
                     f.registry);
       const GenerationResult out = oracle.generate(prompt);
-      CHECK(join(out.tokens) == join(base.tokens));
+      CHECK(test::join_ids(out.tokens) == test::join_ids(base.tokens));
       CHECK(out.stats.accepted > 0);
     }
   }
@@ -289,7 +259,7 @@ TEST_CASE("grammar at temperature 1: speculative sampling draws plain decoding's
   const auto config = [&](std::vector<std::string> o) {
     o.insert(o.end(),
              {"sampling.max_tokens=3", "sampling.ignore_eos=false", "sampling.temperature=1"});
-    Config c = make_config(model, o);
+    Config c = test::greedy_config(model, o);
     c.sampling.grammar = "root ::= [a-d] [e-h]";
     return c;
   };
@@ -351,7 +321,7 @@ TEST_CASE("stop strings and max tokens cut inside accepted runs exactly as plain
   spec.seed = 5;
   std::string model = f.dir + "/stop.gguf";
   test::write_random_llama(model, spec);
-  Engine plain(make_config(model, {"sampling.max_tokens=30"}), f.registry);
+  Engine plain(test::greedy_config(model, {"sampling.max_tokens=30"}), f.registry);
   GenerationResult base = plain.generate("hello");
   REQUIRE(base.text.size() > 6);
   // A stop string taken from the middle of the plain output.
@@ -368,29 +338,30 @@ TEST_CASE("stop strings and max tokens cut inside accepted runs exactly as plain
   for (int max_tokens : {1, 7, 13, 30}) {
     CAPTURE(max_tokens);
     std::vector<std::string> common = {"sampling.max_tokens=" + std::to_string(max_tokens)};
-    Engine p2(make_config(model, common), f.registry);
+    Engine p2(test::greedy_config(model, common), f.registry);
     auto o = common;
     o.insert(o.end(), {"proposer.kind=oracle", "proposer.k=8",
-                       "proposer.oracle=\"" + join(base.tokens) + "\"",
+                       "proposer.oracle=\"" + test::join_ids(base.tokens) + "\"",
                        "proposer.prompt_length=" + std::to_string(prompt_length)});
-    Engine s2(make_config(model, o), f.registry);
+    Engine s2(test::greedy_config(model, o), f.registry);
     GenerationResult a = p2.generate("hello"), b = s2.generate("hello");
     CHECK(a.tokens.size() == static_cast<size_t>(max_tokens));
-    CHECK(join(a.tokens) == join(b.tokens));
+    CHECK(test::join_ids(a.tokens) == test::join_ids(b.tokens));
     CHECK(a.stop_reason == "length");
     CHECK(b.stop_reason == "length");
   }
   if (stop.find('\0') == std::string::npos && (stop[0] & 0x80) == 0 && (stop[1] & 0x80) == 0) {
-    Engine p3(make_config(model, {"sampling.max_tokens=30", stop_toml}), f.registry);
-    Engine s3(make_config(model, {"sampling.max_tokens=30", stop_toml, "proposer.kind=oracle",
-                                  "proposer.k=8", "proposer.oracle=\"" + join(base.tokens) + "\"",
-                                  "proposer.prompt_length=" + std::to_string(prompt_length)}),
+    Engine p3(test::greedy_config(model, {"sampling.max_tokens=30", stop_toml}), f.registry);
+    Engine s3(test::greedy_config(
+                  model, {"sampling.max_tokens=30", stop_toml, "proposer.kind=oracle",
+                          "proposer.k=8", "proposer.oracle=\"" + test::join_ids(base.tokens) + "\"",
+                          "proposer.prompt_length=" + std::to_string(prompt_length)}),
               f.registry);
     GenerationResult a = p3.generate("hello"), b = s3.generate("hello");
     CHECK(a.text == expected);
     CHECK(b.text == expected);
     CHECK(a.stop_reason == "stop");
-    CHECK(join(a.tokens) == join(b.tokens));
+    CHECK(test::join_ids(a.tokens) == test::join_ids(b.tokens));
   }
 }
 
@@ -400,7 +371,7 @@ TEST_CASE("bad requests fail cleanly and the engine goes on") {
   spec.n_ctx = 32;
   std::string model = f.dir + "/small-ctx.gguf";
   test::write_random_llama(model, spec);
-  Engine engine(make_config(model, {"sampling.max_tokens=4"}), f.registry);
+  Engine engine(test::greedy_config(model, {"sampling.max_tokens=4"}), f.registry);
   CHECK_THROWS_WITH_AS(engine.generate(std::string(100, 'a')),
                        doctest::Contains("leaving no room to generate"), UsageError);
   CHECK(engine.generate("ok").tokens.size() == 4);
@@ -416,21 +387,23 @@ TEST_CASE("configuration mistakes name the file position") {
   test::RandomLlamaSpec spec;
   std::string model = f.dir + "/cfg.gguf";
   test::write_random_llama(model, spec);
-  CHECK_THROWS_WITH_AS(Engine(make_config(model, {"proposer.kind=ngrm"}), f.registry),
+  CHECK_THROWS_WITH_AS(Engine(test::greedy_config(model, {"proposer.kind=ngrm"}), f.registry),
                        doctest::Contains("unknown proposer plugin 'ngrm'"), UsageError);
   CHECK_THROWS_WITH_AS(
-      Engine(make_config(model, {"proposer.kind=ngram", "acceptance.rule=typical"}), f.registry),
+      Engine(test::greedy_config(model, {"proposer.kind=ngram", "acceptance.rule=typical"}),
+             f.registry),
       doctest::Contains("allow_lossy"), UsageError);
   CHECK_THROWS_WITH_AS(
-      Engine(make_config(model, {"proposer.kind=ngram", "acceptance.rule=rejection"}), f.registry),
+      Engine(test::greedy_config(model, {"proposer.kind=ngram", "acceptance.rule=rejection"}),
+             f.registry),
       doctest::Contains("q"), UsageError);
   CHECK_THROWS_WITH_AS(
-      Engine(make_config(model, {"proposer.kind=ngram", "proposer.max_n=0"}), f.registry),
+      Engine(test::greedy_config(model, {"proposer.kind=ngram", "proposer.max_n=0"}), f.registry),
       doctest::Contains("key 'max_n' must be in [min_n, 64]"), UsageError);
-  CHECK_THROWS_WITH_AS(Engine(make_config(f.dir + "/missing.gguf", {}), f.registry),
+  CHECK_THROWS_WITH_AS(Engine(test::greedy_config(f.dir + "/missing.gguf", {}), f.registry),
                        doctest::Contains("missing.gguf"), Error);
   // The random model's heads are 16 wide: q8_0 rows hold whole blocks of 32.
-  CHECK_THROWS_WITH_AS(Engine(make_config(model, {"engine.kv_type=\"q8_0\""}), f.registry),
+  CHECK_THROWS_WITH_AS(Engine(test::greedy_config(model, {"engine.kv_type=\"q8_0\""}), f.registry),
                        doctest::Contains("multiple of 32 (16 here)"), UsageError);
 }
 
@@ -449,7 +422,7 @@ TEST_CASE("draft-model proposer: exact at temperature 0, its own KV rolled back 
   std::string draft = f.dir + "/dm-draft.gguf";
   test::write_random_llama(draft, draft_spec);
 
-  Engine plain(make_config(target, {"sampling.max_tokens=32"}), f.registry);
+  Engine plain(test::greedy_config(target, {"sampling.max_tokens=32"}), f.registry);
   for (const std::string& prompt : kPrompts) {
     CAPTURE(prompt);
     GenerationResult base = plain.generate(prompt);
@@ -457,13 +430,13 @@ TEST_CASE("draft-model proposer: exact at temperature 0, its own KV rolled back 
       for (const char* mode : {"sample", "greedy"}) {
         CAPTURE(model);
         CAPTURE(mode);
-        Engine e(make_config(target, {"sampling.max_tokens=32", "proposer.kind=draft-model",
-                                      "proposer.model=\"" + model + "\"", "proposer.k=4",
-                                      std::string("proposer.mode=") + mode}),
+        Engine e(test::greedy_config(target, {"sampling.max_tokens=32", "proposer.kind=draft-model",
+                                              "proposer.model=\"" + model + "\"", "proposer.k=4",
+                                              std::string("proposer.mode=") + mode}),
                  f.registry);
         CHECK(e.rule_name() == "rejection");
         GenerationResult out = e.generate(prompt);
-        CHECK(join(out.tokens) == join(base.tokens));
+        CHECK(test::join_ids(out.tokens) == test::join_ids(base.tokens));
         if (model == target) {  // the target drafting for itself is always right
           CHECK(out.stats.accepted == out.stats.drafted);
           CHECK(out.stats.tau() > 3.0);
@@ -485,13 +458,14 @@ TEST_CASE("draft-model proposer: a draft that claims a huge context runs") {
   huge.n_ctx = 1u << 30;
   const std::string draft = f.dir + "/huge-ctx-draft.gguf";
   test::write_random_llama(draft, huge);
-  Engine plain(make_config(target, {"sampling.max_tokens=24"}), f.registry);
-  Engine speculative(make_config(target, {"sampling.max_tokens=24", "proposer.kind=draft-model",
-                                          "proposer.model=\"" + draft + "\"", "proposer.k=3",
-                                          "acceptance.rule=greedy"}),
-                     f.registry);
+  Engine plain(test::greedy_config(target, {"sampling.max_tokens=24"}), f.registry);
+  Engine speculative(
+      test::greedy_config(
+          target, {"sampling.max_tokens=24", "proposer.kind=draft-model",
+                   "proposer.model=\"" + draft + "\"", "proposer.k=3", "acceptance.rule=greedy"}),
+      f.registry);
   const GenerationResult a = plain.generate("hello"), b = speculative.generate("hello");
-  CHECK(join(a.tokens) == join(b.tokens));
+  CHECK(test::join_ids(a.tokens) == test::join_ids(b.tokens));
   CHECK(b.stats.accepted == b.stats.drafted);  // the draft is the same model
 }
 
@@ -511,17 +485,19 @@ TEST_CASE("draft-model proposer: a draft with another vocabulary is refused clea
   small.seed = 3;
   test::write_random_llama(other, small);
   // Padding-only differences pass ...
-  CHECK_NOTHROW(
-      Engine(make_config(target, {"proposer.kind=draft-model", "proposer.model=\"" + other + "\""}),
-             f.registry));
+  CHECK_NOTHROW(Engine(test::greedy_config(target, {"proposer.kind=draft-model",
+                                                    "proposer.model=\"" + other + "\""}),
+                       f.registry));
   // ... a missing file is named ...
-  CHECK_THROWS_WITH_AS(Engine(make_config(target, {"proposer.kind=draft-model",
-                                                   "proposer.model=\"" + f.dir + "/nope.gguf\""}),
-                              f.registry),
-                       doctest::Contains("nope.gguf"), Error);
+  CHECK_THROWS_WITH_AS(
+      Engine(test::greedy_config(target, {"proposer.kind=draft-model",
+                                          "proposer.model=\"" + f.dir + "/nope.gguf\""}),
+             f.registry),
+      doctest::Contains("nope.gguf"), Error);
   // ... and so is a draft without a model.
-  CHECK_THROWS_WITH_AS(Engine(make_config(target, {"proposer.kind=draft-model"}), f.registry),
-                       doctest::Contains("needs [proposer] model"), UsageError);
+  CHECK_THROWS_WITH_AS(
+      Engine(test::greedy_config(target, {"proposer.kind=draft-model"}), f.registry),
+      doctest::Contains("needs [proposer] model"), UsageError);
 }
 
 TEST_CASE("k = \"auto\": adaptive draft length keeps greedy output exact") {
@@ -530,17 +506,18 @@ TEST_CASE("k = \"auto\": adaptive draft length keeps greedy output exact") {
   spec.seed = 31;
   std::string target = f.dir + "/auto-target.gguf";
   test::write_random_llama(target, spec);
-  Engine plain(make_config(target, {"sampling.max_tokens=48"}), f.registry);
+  Engine plain(test::greedy_config(target, {"sampling.max_tokens=48"}), f.registry);
   for (const std::string& prompt : kPrompts) {
     CAPTURE(prompt);
     GenerationResult base = plain.generate(prompt);
     for (const char* kind : {"ngram", "draft-model"}) {
       CAPTURE(kind);
-      Engine e(make_config(target, {"sampling.max_tokens=48", std::string("proposer.kind=") + kind,
+      Engine e(test::greedy_config(target,
+                                   {"sampling.max_tokens=48", std::string("proposer.kind=") + kind,
                                     "proposer.model=\"" + target + "\"", "proposer.k=auto"}),
                f.registry);
       GenerationResult out = e.generate(prompt);
-      CHECK(join(out.tokens) == join(base.tokens));
+      CHECK(test::join_ids(out.tokens) == test::join_ids(base.tokens));
       if (std::string(kind) == "draft-model") CHECK(out.stats.accepted > 0);
     }
   }
@@ -556,8 +533,8 @@ TEST_CASE("audit -c: the configured speculative run against plain sampling on re
   ConfigAuditOptions o;
   o.prompt = "ab";
   o.samples = SPECD_SANITIZED ? 150 : 400;  // the sanitizers' build runs ten times slower
-  Config exact = make_config(target, {"sampling.temperature=1", "proposer.kind=draft-model",
-                                      "proposer.model=\"" + target + "\"", "proposer.k=3"});
+  Config exact = test::greedy_config(target, {"sampling.temperature=1", "proposer.kind=draft-model",
+                                              "proposer.model=\"" + target + "\"", "proposer.k=3"});
   ConfigAuditResult r = audit_config(exact, f.registry, o);
   CHECK(r.rule == "rejection");
   CHECK(r.label == "exact");
@@ -565,11 +542,12 @@ TEST_CASE("audit -c: the configured speculative run against plain sampling on re
   CHECK(r.bins > 2);
   CHECK(r.p_value >= o.alpha);
   // A lossy rule is reported as lossy whatever it measures.
-  Config lossy = make_config(target, {"sampling.temperature=1", "proposer.kind=draft-model",
-                                      "proposer.model=\"" + target + "\"",
-                                      "acceptance.rule=typical", "acceptance.allow_lossy=true"});
+  Config lossy =
+      test::greedy_config(target, {"sampling.temperature=1", "proposer.kind=draft-model",
+                                   "proposer.model=\"" + target + "\"", "acceptance.rule=typical",
+                                   "acceptance.allow_lossy=true"});
   CHECK(audit_config(lossy, f.registry, o).verdict == "lossy");
-  CHECK_THROWS_AS(audit_config(make_config(target, {}), f.registry, o), UsageError);
+  CHECK_THROWS_AS(audit_config(test::greedy_config(target, {}), f.registry, o), UsageError);
 }
 
 TEST_CASE(
@@ -588,30 +566,30 @@ TEST_CASE(
   spec.seed = 51;
   const std::string model = f.dir + "/qwen35.gguf";
   test::write_random_llama(model, spec);
-  Engine plain(make_config(model, {"sampling.max_tokens=32"}), f.registry);
-  Engine ngram(make_config(model, {"sampling.max_tokens=32", "proposer.kind=ngram", "proposer.k=5",
-                                   "acceptance.rule=greedy"}),
+  Engine plain(test::greedy_config(model, {"sampling.max_tokens=32"}), f.registry);
+  Engine ngram(test::greedy_config(model, {"sampling.max_tokens=32", "proposer.kind=ngram",
+                                           "proposer.k=5", "acceptance.rule=greedy"}),
                f.registry);
-  Engine mtp(make_config(model, {"sampling.max_tokens=32", "proposer.kind=auto", "proposer.k=3",
-                                 "proposer.mode=greedy"}),
+  Engine mtp(test::greedy_config(model, {"sampling.max_tokens=32", "proposer.kind=auto",
+                                         "proposer.k=3", "proposer.mode=greedy"}),
              f.registry);
   for (const std::string& prompt : kPrompts) {
     CAPTURE(prompt);
     const GenerationResult base = plain.generate(prompt);
-    CHECK(join(ngram.generate(prompt).tokens) == join(base.tokens));
-    CHECK(join(mtp.generate(prompt).tokens) == join(base.tokens));
+    CHECK(test::join_ids(ngram.generate(prompt).tokens) == test::join_ids(base.tokens));
+    CHECK(test::join_ids(mtp.generate(prompt).tokens) == test::join_ids(base.tokens));
     const size_t prompt_length = plain.tokenizer().encode(prompt).size();
     for (bool tree : {false, true}) {
       CAPTURE(tree);
-      Engine oracle(
-          make_config(model, {"sampling.max_tokens=32", "proposer.kind=oracle", "proposer.k=6",
-                              "proposer.oracle=\"" + join(base.tokens) + "\"",
-                              "proposer.prompt_length=" + std::to_string(prompt_length),
-                              std::string("proposer.tree=") + (tree ? "true" : "false"),
-                              "acceptance.rule=exact-match"}),
-          f.registry);
+      Engine oracle(test::greedy_config(
+                        model, {"sampling.max_tokens=32", "proposer.kind=oracle", "proposer.k=6",
+                                "proposer.oracle=\"" + test::join_ids(base.tokens) + "\"",
+                                "proposer.prompt_length=" + std::to_string(prompt_length),
+                                std::string("proposer.tree=") + (tree ? "true" : "false"),
+                                "acceptance.rule=exact-match"}),
+                    f.registry);
       const GenerationResult out = oracle.generate(prompt);
-      CHECK(join(out.tokens) == join(base.tokens));
+      CHECK(test::join_ids(out.tokens) == test::join_ids(base.tokens));
       CHECK(out.stats.accepted > 0);
       CHECK(out.stats.accepted < out.stats.drafted);  // rejections: states restored
     }
@@ -621,8 +599,9 @@ TEST_CASE(
   o.prompt = "ab";
   o.tokens = 2;
   o.samples = SPECD_SANITIZED ? 150 : 400;
-  const Config sampled = make_config(model, {"sampling.temperature=1", "proposer.kind=mtp",
-                                             "proposer.k=3", "proposer.model=\"" + model + "\""});
+  const Config sampled =
+      test::greedy_config(model, {"sampling.temperature=1", "proposer.kind=mtp", "proposer.k=3",
+                                  "proposer.model=\"" + model + "\""});
   const ConfigAuditResult r = audit_config(sampled, f.registry, o);
   CHECK(r.label == "exact");
   CHECK(r.verdict == "lossless");
@@ -646,17 +625,17 @@ TEST_CASE("a hybrid target with f16 and q8_0 KV caches: its MTP drafts keep gree
   // (the same seed) shows that the type took effect.
   const std::vector<std::string> sampled = {"sampling.max_tokens=32", "sampling.temperature=1",
                                             "engine.seed=5"};
-  Engine f32(make_config(model, sampled), f.registry);
+  Engine f32(test::greedy_config(model, sampled), f.registry);
   for (const char* kv : {"f16", "q8_0"}) {
     CAPTURE(kv);
     const std::string type = std::string("engine.kv_type=\"") + kv + "\"";
-    Engine plain(make_config(model, {"sampling.max_tokens=32", type}), f.registry);
-    Engine mtp(make_config(model, {"sampling.max_tokens=32", "proposer.kind=mtp", "proposer.k=3",
-                                   "proposer.mode=greedy", type}),
+    Engine plain(test::greedy_config(model, {"sampling.max_tokens=32", type}), f.registry);
+    Engine mtp(test::greedy_config(model, {"sampling.max_tokens=32", "proposer.kind=mtp",
+                                           "proposer.k=3", "proposer.mode=greedy", type}),
                f.registry);
     std::vector<std::string> typed = sampled;
     typed.push_back(type);
-    Engine plain_sampled(make_config(model, typed), f.registry);
+    Engine plain_sampled(test::greedy_config(model, typed), f.registry);
     bool differs_from_f32 = false;
     for (const std::string& prompt : kPrompts) {
       CAPTURE(prompt);
@@ -664,7 +643,7 @@ TEST_CASE("a hybrid target with f16 and q8_0 KV caches: its MTP drafts keep gree
       differs_from_f32 =
           differs_from_f32 || plain_sampled.generate(prompt).tokens != f32.generate(prompt).tokens;
       const GenerationResult out = mtp.generate(prompt);
-      CHECK(join(out.tokens) == join(base.tokens));
+      CHECK(test::join_ids(out.tokens) == test::join_ids(base.tokens));
       CHECK(out.stats.drafted > 0);
     }
     // The type took effect on the attention layers' rows (q8_0 certainly; f16 rounds this
@@ -677,7 +656,7 @@ TEST_CASE("an interrupt ends generation between rounds with what was generated")
   Fixture f;
   std::string model = f.dir + "/interrupt.gguf";
   test::write_random_llama(model, test::RandomLlamaSpec{});
-  Engine engine(make_config(model, {"sampling.max_tokens=40"}), f.registry);
+  Engine engine(test::greedy_config(model, {"sampling.max_tokens=40"}), f.registry);
   const GenerationResult full = engine.generate("ok");
   REQUIRE(full.tokens.size() == 40);
   // The flag a signal handler would set, raised here by the first streamed piece.
@@ -697,7 +676,7 @@ TEST_CASE("a stop string never cuts a UTF-8 character, even one built in code") 
   Fixture f;
   std::string model = f.dir + "/utf8-stop.gguf";
   test::write_random_llama(model, test::RandomLlamaSpec{});
-  Config config = make_config(model, {"sampling.max_tokens=60"});
+  Config config = test::greedy_config(model, {"sampling.max_tokens=60"});
   const GenerationResult full = Engine(config, f.registry).generate("ok");
   // The first continuation byte of a multi-byte character in the output (random byte tokens
   // give invalid sequences, rendered as U+FFFD = EF BF BD, and real characters).
@@ -731,9 +710,10 @@ TEST_CASE("a proposer drafting in text through the host's text service" * SPECD_
   Fixture f;
   const std::string prompt =
       "def add(a, b):\n    return a + b\n\ndef add(a, b):\n    return a + b\n\ndef add(a, b):";
-  Engine plain(make_config(target, {"sampling.max_tokens=32", "engine.backend=cpu"}), f.registry);
-  Engine text(make_config(target, {"sampling.max_tokens=32", "engine.backend=cpu",
-                                   "proposer.kind=text-lookup", "proposer.k=4"}),
+  Engine plain(test::greedy_config(target, {"sampling.max_tokens=32", "engine.backend=cpu"}),
+               f.registry);
+  Engine text(test::greedy_config(target, {"sampling.max_tokens=32", "engine.backend=cpu",
+                                           "proposer.kind=text-lookup", "proposer.k=4"}),
               f.registry);
   const GenerationResult base = plain.generate(prompt);
   const GenerationResult out = text.generate(prompt);
@@ -743,6 +723,7 @@ TEST_CASE("a proposer drafting in text through the host's text service" * SPECD_
   MESSAGE("text-lookup: drafted " << out.stats.drafted << ", accepted " << out.stats.accepted);
   // A bad parameter is refused at its key.
   CHECK_THROWS_WITH_AS(
-      Engine(make_config(target, {"proposer.kind=text-lookup", "proposer.match=0"}), f.registry),
+      Engine(test::greedy_config(target, {"proposer.kind=text-lookup", "proposer.match=0"}),
+             f.registry),
       doctest::Contains("match must be in [1, 256]"), Error);
 }

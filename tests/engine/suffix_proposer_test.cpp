@@ -10,6 +10,7 @@
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
+#include "engine_config.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
 
@@ -27,11 +28,7 @@ int32_t find(const SuffixTrie& t, const std::vector<int32_t>& path) {
 }
 
 Config config(const std::string& model, const std::vector<std::string>& extra) {
-  std::vector<std::string> all = {
-      "target.model=\"" + model + "\"", "engine.backend=cpu",       "engine.threads=1",
-      "sampling.temperature=0",         "sampling.ignore_eos=true", "sampling.max_tokens=40"};
-  all.insert(all.end(), extra.begin(), extra.end());
-  return parse_config("", "test.toml", all);
+  return test::greedy_config(model, extra, 40);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "config/config.hpp"
 #include "engine/engine.hpp"
+#include "engine_config.hpp"
 #include "plugin/registry.hpp"
 #include "random_heads.hpp"
 #include "random_llama.hpp"
@@ -17,21 +18,8 @@ using namespace specd;
 
 namespace {
 
-std::string join(const std::vector<int32_t>& ids) {
-  std::string s;
-  for (int32_t t : ids) {
-    if (!s.empty()) s += ',';
-    s += std::to_string(t);
-  }
-  return s;
-}
-
 Config make_config(const std::string& model, const std::vector<std::string>& overrides) {
-  std::vector<std::string> all = {
-      "target.model=\"" + model + "\"", "engine.backend=cpu",       "engine.threads=1",
-      "sampling.temperature=0",         "sampling.ignore_eos=true", "sampling.max_tokens=32"};
-  all.insert(all.end(), overrides.begin(), overrides.end());
-  return parse_config("", "test.toml", all);
+  return test::greedy_config(model, overrides, 32);
 }
 
 const std::vector<std::string> kPrompts = {
@@ -74,7 +62,7 @@ void check_runs(const std::string& target, const std::vector<std::vector<std::st
     for (size_t i = 0; i < kPrompts.size(); ++i) {
       CAPTURE(kPrompts[i]);
       const GenerationResult out = spec.generate(kPrompts[i]);
-      CHECK(join(out.tokens) == join(base[i].tokens));
+      CHECK(test::join_ids(out.tokens) == test::join_ids(base[i].tokens));
       CHECK(out.text == base[i].text);
       CHECK(out.stats.drafted > 0);
     }

@@ -11,6 +11,7 @@
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
+#include "engine_config.hpp"
 #include "plugin/registry.hpp"
 #include "random_heads.hpp"
 #include "random_llama.hpp"
@@ -20,32 +21,12 @@ using namespace specd;
 
 namespace {
 
-std::string join(const std::vector<int32_t>& ids) {
-  std::string s;
-  for (int32_t t : ids) {
-    if (!s.empty()) s += ',';
-    s += std::to_string(t);
-  }
-  return s;
-}
-
-Config make_config(const std::string& model, const std::vector<std::string>& overrides) {
-  std::vector<std::string> all = {"target.model=\"" + model + "\"", "engine.backend=cpu",
-                                  "engine.threads=1", "sampling.temperature=0",
-                                  "sampling.ignore_eos=true"};
-  all.insert(all.end(), overrides.begin(), overrides.end());
-  return parse_config("", "test.toml", all);
-}
-
-const std::vector<std::string> kPrompts = {
-    "def fibonacci(n):",
-    "The quick brown fox",
-    "import os\nimport sys\n\nfor",
-    "aaaa bbbb aaaa bbbb aaaa",
-    "x",
-    "Speculative decoding verifies several tokens in one pass.",
-    "for i in range(10):\n    print(i)\n",
-};
+// The engine suites' prompts and a loop with indentation.
+const std::vector<std::string> kPrompts = [] {
+  std::vector<std::string> prompts = test::kEnginePrompts;
+  prompts.push_back("for i in range(10):\n    print(i)\n");
+  return prompts;
+}();
 
 // Each head proposer configuration to compare with plain decoding.
 std::vector<std::vector<std::string>> head_runs(const std::string& dir) {
@@ -66,18 +47,18 @@ void check_equivalence(const std::string& target, const std::string& head_dir,
                        const std::vector<std::string>& prompts, int max_tokens,
                        PluginRegistry& registry) {
   const std::string n = "sampling.max_tokens=" + std::to_string(max_tokens);
-  Engine plain(make_config(target, {n}), registry);
+  Engine plain(test::greedy_config(target, {n}), registry);
   std::vector<GenerationResult> base;
   for (const std::string& prompt : prompts) base.push_back(plain.generate(prompt));
   for (std::vector<std::string> run : head_runs(head_dir)) {
     run.push_back(n);
     const std::string what = run[0] + " " + run[run.size() - 2];
     CAPTURE(what);
-    Engine spec(make_config(target, run), registry);
+    Engine spec(test::greedy_config(target, run), registry);
     for (size_t i = 0; i < prompts.size(); ++i) {
       CAPTURE(prompts[i]);
       GenerationResult out = spec.generate(prompts[i]);
-      CHECK(join(out.tokens) == join(base[i].tokens));
+      CHECK(test::join_ids(out.tokens) == test::join_ids(base[i].tokens));
       CHECK(out.text == base[i].text);
       if (prompts[i].size() > 1) CHECK(out.stats.drafted > 0);
     }
@@ -150,8 +131,8 @@ TEST_CASE("the engine refuses a head bound to another target, naming both") {
   test::RandomHeadSpec hs;
   test::write_random_eagle(f.dir + "/eagle-other.gguf", other, hs);
   try {
-    Engine e(make_config(f.target, {"proposer.kind=eagle",
-                                    "proposer.model=\"" + f.dir + "/eagle-other.gguf\""}),
+    Engine e(test::greedy_config(f.target, {"proposer.kind=eagle",
+                                            "proposer.model=\"" + f.dir + "/eagle-other.gguf\""}),
              f.registry);
     FAIL("the engine accepted a head bound to another target");
   } catch (const Error& e) {
@@ -163,8 +144,9 @@ TEST_CASE("the engine refuses a head bound to another target, naming both") {
   test::RandomHeadSpec by_name;
   by_name.bind_digest = std::string(64, '0');
   test::write_random_mtp(f.dir + "/mtp-bad-digest.gguf", f.target, by_name);
-  CHECK_THROWS_AS(Engine(make_config(f.target, {"proposer.kind=mtp", "proposer.model=\"" + f.dir +
-                                                                         "/mtp-bad-digest.gguf\""}),
-                         f.registry),
-                  Error);
+  CHECK_THROWS_AS(
+      Engine(test::greedy_config(f.target, {"proposer.kind=mtp", "proposer.model=\"" + f.dir +
+                                                                     "/mtp-bad-digest.gguf\""}),
+             f.registry),
+      Error);
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../backend/backend_test_util.hpp"
 #include "backend/backend.hpp"
 #include "common/error.hpp"
 #include "models/heads/head_model.hpp"
@@ -21,32 +22,16 @@
 #include "random_heads.hpp"
 #include "random_llama.hpp"
 #include "test_skip.hpp"
+#include "token_rows.hpp"
 
 using namespace specd;
+using namespace specd::test;
 
 namespace {
 
 Device& cpu_device() {
-  static PluginRegistry registry;
-  static std::unique_ptr<Backend> backend;
-  static std::unique_ptr<Device> device;
-  if (!device) {
-    backend = std::make_unique<Backend>(registry.require("cpu", SPECD_KIND_BACKEND));
-    DeviceOptions opt;
-    opt.threads = 1;
-    device = backend->open(opt);
-  }
-  return *device;
-}
-
-std::vector<int32_t> iota_n(int32_t n, int32_t start = 0) {
-  std::vector<int32_t> v(n);
-  for (int32_t i = 0; i < n; ++i) v[i] = start + i;
-  return v;
-}
-
-std::vector<int32_t> chain(int32_t n) {
-  return iota_n(n, -1);
+  static OpenBackend cpu = open_cpu(1);
+  return *cpu.device;
 }
 
 // Every number inside the JSON array that follows "key": in `json`.
@@ -113,7 +98,7 @@ HeadRun run_head(const std::string& head_path, const std::string& target_path,
   const int32_t d = target->info().n_embd, V = target->info().vocab_size;
   auto tcache = target->new_cache(T);
   std::vector<float> tlogits(static_cast<size_t>(T) * V), hidden(static_cast<size_t>(T) * d);
-  target->forward(*tcache, tokens, iota_n(T), chain(T), tlogits.data(), hidden.data());
+  target->forward(*tcache, tokens, iota_n(T), chain_parents(T), tlogits.data(), hidden.data());
   auto head = HeadModel::load(head_path, target_path, dev);
   HeadRun r;
   r.vocab = V;
@@ -129,8 +114,8 @@ HeadRun run_head(const std::string& head_path, const std::string& target_path,
   std::vector<int32_t> next(tokens.begin() + 1, tokens.end());
   r.logits.resize(static_cast<size_t>(T - 1) * V);
   r.features.resize(static_cast<size_t>(T - 1) * d);
-  head->forward(cache.get(), hidden.data(), next, iota_n(T - 1), chain(T - 1), r.logits.data(),
-                r.features.data());
+  head->forward(cache.get(), hidden.data(), next, iota_n(T - 1), chain_parents(T - 1),
+                r.logits.data(), r.features.data());
   return r;
 }
 
@@ -238,8 +223,8 @@ TEST_CASE("a pending tree grown over several calls equals each path run alone") 
     const std::vector<int32_t> prefix_tokens = {5, 6, 7};
     std::vector<float> logits(static_cast<size_t>(3) * V);
     auto cache = head->new_cache(16);
-    head->forward(cache.get(), feats.data(), prefix_tokens, iota_n(3), chain(3), logits.data(),
-                  nullptr);
+    head->forward(cache.get(), feats.data(), prefix_tokens, iota_n(3), chain_parents(3),
+                  logits.data(), nullptr);
     head->commit(*cache, iota_n(3));
     std::vector<float> l1(2 * V), l2(2 * V), l3(V);
     head->forward(cache.get(), feats.data() + 3 * d, std::vector<int32_t>{10, 11},
@@ -250,15 +235,15 @@ TEST_CASE("a pending tree grown over several calls equals each path run alone") 
                   std::vector<int32_t>{5}, std::vector<int32_t>{2}, l3.data(), nullptr);
     // Path a, c, g alone as a chain after the prefix (rows 3, 5, 7 of feats).
     auto alone = head->new_cache(16);
-    head->forward(alone.get(), feats.data(), prefix_tokens, iota_n(3), chain(3), logits.data(),
-                  nullptr);
+    head->forward(alone.get(), feats.data(), prefix_tokens, iota_n(3), chain_parents(3),
+                  logits.data(), nullptr);
     head->commit(*alone, iota_n(3));
     std::vector<float> path_feats;
     for (int32_t row : {3, 5, 7})
       path_feats.insert(path_feats.end(), feats.begin() + row * d, feats.begin() + (row + 1) * d);
     std::vector<float> lp(static_cast<size_t>(3) * V);
     head->forward(alone.get(), path_feats.data(), std::vector<int32_t>{10, 12, 14}, iota_n(3, 3),
-                  chain(3), lp.data(), nullptr);
+                  chain_parents(3), lp.data(), nullptr);
     double worst = 0;
     for (int32_t v = 0; v < V; ++v) {
       worst = std::max<double>(worst, std::fabs(l1[v] - lp[v]));

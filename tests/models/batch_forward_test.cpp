@@ -15,6 +15,7 @@
 #include "engine/batch_verifier.hpp"
 #include "model_fixture.hpp"
 #include "models/llama_model.hpp"
+#include "token_rows.hpp"
 
 using namespace specd;
 using namespace specd::test;
@@ -22,21 +23,8 @@ using namespace specd::test;
 namespace {
 
 Device& batch_device() {
-  static std::unique_ptr<Backend> backend;
-  static std::unique_ptr<Device> device;
-  if (!device) {
-    backend = std::make_unique<Backend>(registry().require("cpu", SPECD_KIND_BACKEND));
-    DeviceOptions opt;
-    opt.threads = 2;
-    device = backend->open(opt);
-  }
-  return *device;
-}
-
-std::vector<int32_t> range(int32_t n, int32_t start) {
-  std::vector<int32_t> v(n);
-  for (int32_t i = 0; i < n; ++i) v[i] = start + i;
-  return v;
+  static OpenBackend cpu = open_cpu(2);
+  return *cpu.device;
 }
 
 std::vector<int32_t> tokens_of(std::mt19937& rng, int32_t n, int32_t vocab) {
@@ -56,8 +44,8 @@ Step chain_step(std::mt19937& rng, int32_t vocab, int32_t prompt, int32_t m, int
   Step s;
   s.prompt = tokens_of(rng, prompt, vocab);
   s.tokens = tokens_of(rng, m, vocab);
-  s.positions = range(m, prompt);
-  s.parents = range(m, -1);
+  s.positions = iota_n(m, prompt);
+  s.parents = iota_n(m, -1);
   s.first_logit_row = first;
   return s;
 }
@@ -76,8 +64,8 @@ std::unique_ptr<KvCache> prefilled(LlamaModel& model, const std::vector<int32_t>
   auto cache = model.new_cache(256);
   const int32_t n = static_cast<int32_t>(prompt.size());
   if (n == 0) return cache;
-  model.forward(*cache, prompt, range(n, 0), range(n, -1), nullptr, nullptr, n);
-  model.commit(*cache, range(n, 0));
+  model.forward(*cache, prompt, iota_n(n, 0), iota_n(n, -1), nullptr, nullptr, n);
+  model.commit(*cache, iota_n(n, 0));
   return cache;
 }
 
@@ -173,18 +161,18 @@ TEST_CASE(
   for (int32_t at = 0; at < 40; at += 5) {
     for (auto [c, toks] : {std::pair{a.get(), &prompt}, std::pair{b.get(), &other}}) {
       const std::vector<int32_t> chunk(toks->begin() + at, toks->begin() + at + 5);
-      model->forward(*c, chunk, range(5, at), range(5, -1), nullptr, nullptr, 5);
-      model->commit(*c, range(5, 0));
+      model->forward(*c, chunk, iota_n(5, at), iota_n(5, -1), nullptr, nullptr, 5);
+      model->commit(*c, iota_n(5, 0));
     }
   }
-  lone_model->forward(*lone, prompt, range(40, 0), range(40, -1), nullptr, nullptr, 40);
-  lone_model->commit(*lone, range(40, 0));
+  lone_model->forward(*lone, prompt, iota_n(40, 0), iota_n(40, -1), nullptr, nullptr, 40);
+  lone_model->commit(*lone, iota_n(40, 0));
   CHECK(a->blocks() == std::vector<int32_t>{0, 2, 4});
   CHECK(b->blocks() == std::vector<int32_t>{1, 3, 5});
   const auto next = tokens_of(rng, 30, V);
   std::vector<float> x(30 * V), y(30 * V);
-  model->forward(*a, next, range(30, 40), range(30, -1), x.data());
-  lone_model->forward(*lone, next, range(30, 40), range(30, -1), y.data());
+  model->forward(*a, next, iota_n(30, 40), iota_n(30, -1), x.data());
+  lone_model->forward(*lone, next, iota_n(30, 40), iota_n(30, -1), y.data());
   CHECK(std::memcmp(x.data(), y.data(), x.size() * 4) == 0);
 }
 
@@ -198,7 +186,7 @@ TEST_CASE("the KV pool reuses freed blocks, keeps rows when it grows, and moves 
     auto c = model->new_cache(40);
     CHECK(pool.blocks() >= 3);  // the capacity is promised up front
     const auto t = tokens_of(rng, 20, V);
-    model->forward(*c, t, range(20, 0), range(20, -1), nullptr, nullptr, 20);
+    model->forward(*c, t, iota_n(20, 0), iota_n(20, -1), nullptr, nullptr, 20);
     CHECK(c->blocks().size() == 2u);  // blocks taken as rows are written
     CHECK(pool.used_blocks() == 2);
   }
@@ -206,15 +194,15 @@ TEST_CASE("the KV pool reuses freed blocks, keeps rows when it grows, and moves 
   // A cache kept through a growth of the pool computes as before it.
   auto keep = model->new_cache(48);
   const auto t = tokens_of(rng, 30, V);
-  model->forward(*keep, t, range(30, 0), range(30, -1), nullptr, nullptr, 30);
-  model->commit(*keep, range(30, 0));
+  model->forward(*keep, t, iota_n(30, 0), iota_n(30, -1), nullptr, nullptr, 30);
+  model->commit(*keep, iota_n(30, 0));
   const auto more = tokens_of(rng, 3, V);
   std::vector<float> before(3 * V), after(3 * V);
-  model->forward(*keep, more, range(3, 30), range(3, -1), before.data());
+  model->forward(*keep, more, iota_n(3, 30), iota_n(3, -1), before.data());
   const int32_t blocks = pool.blocks();
   model->reserve_kv(int64_t{blocks} * LlamaModel::kKvBlockRows * 4);
   CHECK(pool.blocks() == blocks * 4);
-  model->forward(*keep, more, range(3, 30), range(3, -1), after.data());
+  model->forward(*keep, more, iota_n(3, 30), iota_n(3, -1), after.data());
   CHECK(std::memcmp(before.data(), after.data(), before.size() * 4) == 0);
   // A tree over a block boundary: root at row 30, two children, the second's child; keeping
   // the second branch moves its rows into sequence order, as a chain run alone would give.
@@ -228,12 +216,12 @@ TEST_CASE("the KV pool reuses freed blocks, keeps rows when it grows, and moves 
   const std::vector<int32_t> path = {more[0], more[2], more[1]};
   std::vector<int32_t> whole(t.begin(), t.end());
   whole.insert(whole.end(), path.begin(), path.end());
-  model->forward(*chain, whole, range(33, 0), range(33, -1), nullptr, nullptr, 33);
-  model->commit(*chain, range(33, 0));
+  model->forward(*chain, whole, iota_n(33, 0), iota_n(33, -1), nullptr, nullptr, 33);
+  model->commit(*chain, iota_n(33, 0));
   const std::vector<int32_t> last = {more[2]};
   std::vector<float> x(V), y(V);
-  model->forward(*keep, last, range(1, 33), range(1, -1), x.data());
-  model->forward(*chain, last, range(1, 33), range(1, -1), y.data());
+  model->forward(*keep, last, iota_n(1, 33), iota_n(1, -1), x.data());
+  model->forward(*chain, last, iota_n(1, 33), iota_n(1, -1), y.data());
   CHECK(std::memcmp(x.data(), y.data(), x.size() * 4) == 0);
 }
 
@@ -248,13 +236,13 @@ TEST_CASE("prefix cache: adopted blocks compute what a fresh prefill computes; e
   const std::vector<int32_t> next = {prompt[3]};
   std::vector<float> want(V), got(V);
   auto a = model->new_cache(64);
-  model->forward(*a, prompt, range(40, 0), range(40, -1), nullptr, nullptr, 40);
-  model->commit(*a, range(40, 0));
+  model->forward(*a, prompt, iota_n(40, 0), iota_n(40, -1), nullptr, nullptr, 40);
+  model->commit(*a, iota_n(40, 0));
   CHECK(a->publish_next(prompt));
   CHECK(a->publish_next(prompt));
   CHECK_FALSE(a->publish_next(prompt));  // 8 rows of a third block: not full
   CHECK(a->shared_blocks() == 2);
-  model->forward(*a, next, range(1, 40), range(1, -1), want.data());
+  model->forward(*a, next, iota_n(1, 40), iota_n(1, -1), want.data());
   {
     // A prompt that starts the same takes the two blocks, prefills the rest in its own
     // chunks, and computes the next token's logits bit for bit.
@@ -264,9 +252,9 @@ TEST_CASE("prefix cache: adopted blocks compute what a fresh prefill computes; e
     CHECK(b->blocks()[1] == a->blocks()[1]);
     CHECK(pool.refs(a->blocks()[0]) == 2);
     const std::vector<int32_t> rest(prompt.begin() + 2 * B, prompt.end());
-    model->forward(*b, rest, range(8, 2 * B), range(8, -1), nullptr, nullptr, 8);
-    model->commit(*b, range(8, 0));
-    model->forward(*b, next, range(1, 40), range(1, -1), got.data());
+    model->forward(*b, rest, iota_n(8, 2 * B), iota_n(8, -1), nullptr, nullptr, 8);
+    model->commit(*b, iota_n(8, 0));
+    model->forward(*b, next, iota_n(1, 40), iota_n(1, -1), got.data());
     CHECK(std::memcmp(want.data(), got.data(), want.size() * 4) == 0);
     // A prefix that differs inside the second block takes only the first; one differing in
     // the first takes nothing.
@@ -286,9 +274,9 @@ TEST_CASE("prefix cache: adopted blocks compute what a fresh prefill computes; e
     CHECK(e->shared_blocks() == 2);
     e.reset();
     const std::vector<int32_t> own(other.begin(), other.begin() + 4);
-    model->forward(*d, own, range(4, 0), range(4, -1), nullptr, nullptr, 4);
+    model->forward(*d, own, iota_n(4, 0), iota_n(4, -1), nullptr, nullptr, 4);
     CHECK_THROWS_WITH_AS(d->adopt_prefix(prompt, 40), doctest::Contains("pending"), Error);
-    model->commit(*d, range(4, 0));
+    model->commit(*d, iota_n(4, 0));
     CHECK(d->adopt_prefix(prompt, 40) == 4);
     CHECK(d->shared_blocks() == 0);
     // Shared rows are read-only: a cut inside them is refused, one at a block boundary lets

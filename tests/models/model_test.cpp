@@ -11,6 +11,7 @@
 #include "model_fixture.hpp"
 #include "models/llama_model.hpp"
 #include "test_skip.hpp"
+#include "token_rows.hpp"
 
 using namespace specd;
 using namespace specd::test;
@@ -30,18 +31,6 @@ Device& cpu_device() {
     device = backend->open(opt);
   }
   return *device;
-}
-
-std::vector<int32_t> iota_n(int32_t n, int32_t start = 0) {
-  std::vector<int32_t> v(n);
-  for (int32_t i = 0; i < n; ++i) v[i] = start + i;
-  return v;
-}
-
-std::vector<int32_t> chain_parents(int32_t n) {
-  std::vector<int32_t> p(n);
-  for (int32_t i = 0; i < n; ++i) p[i] = i - 1;
-  return p;
 }
 
 // Runs a chain of tokens from position cache.size() and commits them all.

@@ -12,6 +12,7 @@
 #include "compat_dir.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
+#include "engine_config.hpp"
 #include "plugin/registry.hpp"
 
 using namespace specd;
@@ -21,30 +22,8 @@ namespace {
 const char* const kPresets[] = {"Q2_K", "Q3_K_M", "Q4_0", "Q4_1", "Q4_K_M", "Q5_0",
                                 "Q5_1", "Q5_K_M", "Q6_K", "Q8_0", "IQ4_NL", "IQ4_XS"};
 
-std::string join(const std::vector<int32_t>& ids) {
-  std::string s;
-  for (int32_t t : ids) {
-    if (!s.empty()) s += ',';
-    s += std::to_string(t);
-  }
-  return s;
-}
-
-// The backend under test: cpu, or the one SPECD_TEST_BACKEND names (bench/gpu-check.sh).
-std::string test_backend() {
-  const char* b = std::getenv("SPECD_TEST_BACKEND");
-  return b && *b ? b : "cpu";
-}
-
 Config make_config(const std::string& model, const std::vector<std::string>& overrides) {
-  std::vector<std::string> all = {"target.model=\"" + model + "\"",
-                                  "engine.backend=" + test_backend(),
-                                  "engine.threads=1",
-                                  "sampling.temperature=0",
-                                  "sampling.ignore_eos=true",
-                                  "sampling.max_tokens=24"};
-  all.insert(all.end(), overrides.begin(), overrides.end());
-  return parse_config("", "test.toml", all);
+  return test::greedy_config(model, overrides, 24);
 }
 
 std::string preset_path(const std::string& preset) {
@@ -71,7 +50,7 @@ TEST_CASE("every llama.cpp preset generates, and greedy speculative output equal
       const GenerationResult base = plain.generate(prompt);
       REQUIRE(base.tokens.size() == 24);
       const GenerationResult spec = ngram.generate(prompt);
-      CHECK(join(spec.tokens) == join(base.tokens));
+      CHECK(test::join_ids(spec.tokens) == test::join_ids(base.tokens));
       CHECK(spec.text == base.text);
     }
   }
@@ -93,7 +72,7 @@ TEST_CASE("quantized target and draft of different presets: speculative equals p
       CAPTURE(prompt);
       const GenerationResult base = plain.generate(prompt);
       const GenerationResult out = e.generate(prompt);
-      CHECK(join(out.tokens) == join(base.tokens));
+      CHECK(test::join_ids(out.tokens) == test::join_ids(base.tokens));
       CHECK(out.stats.drafted > 0);
       if (std::string(draft) == "Q4_K_M") CHECK(out.stats.accepted == out.stats.drafted);
     }

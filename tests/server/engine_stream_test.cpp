@@ -11,6 +11,7 @@
 #include "config/config.hpp"
 #include "engine/engine.hpp"
 #include "plugin/registry.hpp"
+#include "shipped_models.hpp"
 #include "test_skip.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -18,35 +19,16 @@ using namespace specd;
 
 namespace {
 
-const std::string kModels = std::string(SPECD_SOURCE_DIR) + "/models";
-
-bool have_models() {
-  if (std::filesystem::exists(kModels + "/target.gguf") &&
-      std::filesystem::exists(kModels + "/draft.gguf"))
-    return true;
-  ::specd::test::skip_missing("the shipped models are missing from ", kModels);
-  return false;
-}
+const std::string& kModels = test::kShippedModels;
 
 Config config(const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> o = {"engine.backend=\"cpu\"",
-                                "engine.threads=1",
-                                "target.model=\"" + kModels + "/target.gguf\"",
-                                "proposer.kind=\"draft-model\"",
-                                "proposer.model=\"" + kModels + "/draft.gguf\"",
-                                "proposer.k=3",
-                                "acceptance.rule=\"rejection\"",
-                                "sampling.temperature=0",
-                                "sampling.max_tokens=40",
-                                "sampling.ignore_eos=true"};
-  o.insert(o.end(), extra.begin(), extra.end());
-  return parse_config("", "stream.toml", o);
+  return test::shipped_pair_config(40, extra);
 }
 
 }  // namespace
 
 TEST_CASE("streamed text equals the final text for every stop string cut") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   PluginRegistry registry{std::vector<std::string>{}};
   Engine engine(config(), registry);
   const std::string prompt = "Once upon a time";
@@ -77,7 +59,7 @@ TEST_CASE("streamed text equals the final text for every stop string cut") {
 }
 
 TEST_CASE("per-generation sampling replaces the configuration's") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   PluginRegistry registry{std::vector<std::string>{}};
   Engine engine(config(), registry);
   GenerateOptions o;
@@ -105,7 +87,7 @@ TEST_CASE("per-generation sampling replaces the configuration's") {
 }
 
 TEST_CASE("a cancelled generation stops at the next round") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   PluginRegistry registry{std::vector<std::string>{}};
   Engine engine(config(), registry);
   GenerateOptions o;
@@ -125,7 +107,7 @@ TEST_CASE("a cancelled generation stops at the next round") {
 }
 
 TEST_CASE("the server's engine holds the shared parts only: no verifier or proposer of its own") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   PluginRegistry registry{std::vector<std::string>{}};
   const Config c = config();
   Engine whole(c, registry);

@@ -19,6 +19,7 @@
 #include "config/config.hpp"
 #include "engine/engine.hpp"
 #include "plugin/registry.hpp"
+#include "shipped_models.hpp"
 #include "test_skip.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -27,7 +28,7 @@ using namespace specd::batching;
 
 namespace {
 
-const std::string kModels = std::string(SPECD_SOURCE_DIR) + "/models";
+const std::string& kModels = test::kShippedModels;
 
 bool have_models() {
   if (std::filesystem::exists(kModels + "/target.gguf")) return true;

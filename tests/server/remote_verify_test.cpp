@@ -28,6 +28,7 @@
 #include "engine/engine.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
+#include "shipped_models.hpp"
 #include "test_skip.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -37,23 +38,10 @@ using namespace specd;
 
 namespace {
 
-const std::string kModels = std::string(SPECD_SOURCE_DIR) + "/models";
+const std::string& kModels = test::kShippedModels;
 const char* kKey = "remote-test-key";
 const std::vector<std::string> kPrompts = {"Once upon a time",
                                            "def fibonacci(n):", "The quick brown fox"};
-
-bool have_models() {
-  if (fs::exists(kModels + "/target.gguf") && fs::exists(kModels + "/draft.gguf")) return true;
-  ::specd::test::skip_missing("the shipped models are missing from ", kModels);
-  return false;
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // `specd serve` (plain decoding, greedy) as a child process; killed at destruction.
 class Server {
@@ -79,7 +67,7 @@ class Server {
     }
     const std::string marker = "listening on http://127.0.0.1:";
     for (int i = 0; i < 2400 && port_ == 0; ++i) {  // at most 120 s
-      const std::string log = read_text(log_);
+      const std::string log = test::read_text(log_);
       const size_t at = log.find(marker);
       // The port opens before the model loads: wait for the line that says it is ready.
       if (at != std::string::npos && log.find("specd serve: ready", at) != std::string::npos) {
@@ -93,7 +81,7 @@ class Server {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    REQUIRE_MESSAGE(port_ > 0, "specd serve did not start: " << read_text(log_));
+    REQUIRE_MESSAGE(port_ > 0, "specd serve did not start: " << test::read_text(log_));
   }
   ~Server() {
     if (pid_ > 0) {
@@ -180,7 +168,7 @@ std::string error_of(const std::function<void()>& f) {
 }  // namespace
 
 TEST_CASE("greedy through the remote verifier equals plain decoding, locally and on the server") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   Server server;
   Engine local_plain(client_config(client_toml("", "none")), registry());
   Engine remote_plain(client_config(client_toml(server.url(), "none")), registry());
@@ -209,7 +197,7 @@ TEST_CASE("greedy through the remote verifier equals plain decoding, locally and
 }
 
 TEST_CASE("specd audit -c passes on a remote configuration") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   Server server;
   const fs::path path = fs::current_path() / "remote_audit.toml";
   std::ofstream(path) << client_toml(server.url(), "draft-model", 1.0);
@@ -221,7 +209,7 @@ TEST_CASE("specd audit -c passes on a remote configuration") {
 }
 
 TEST_CASE("remote verifier errors are clear and name the URL or the key") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   SUBCASE("server down") {
     // A port that was just free: nothing listens there.
     int s = socket(AF_INET, SOCK_STREAM, 0);
@@ -303,7 +291,7 @@ TEST_CASE("remote verifier errors are clear and name the URL or the key") {
 }
 
 TEST_CASE("POST /v1/verify refuses malformed requests naming the field; sessions are bounded") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   Server server("verify_sessions = 2\n");
   auto c = http(server.port());
   const json opened = post(c, {{"op", "open"}}, 200);
@@ -398,7 +386,7 @@ TEST_CASE("POST /v1/verify refuses malformed requests naming the field; sessions
 }
 
 TEST_CASE("verify sessions count in the KV budget: refused when full, completions wait for them") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   // kv_budget 256 rows: one session (its context is kv_budget) holds all of it. It is not
   // idle long enough to yield its rows here.
   Server server("kv_budget = 256\nverify_sessions = 4\nverify_yield_s = 600\n");
@@ -441,7 +429,7 @@ TEST_CASE("verify sessions count in the KV budget: refused when full, completion
 }
 
 TEST_CASE("idle verify sessions yield their rows to a waiting completion") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   // A session holds the whole budget (its context is kv_budget) and goes idle: a completion
   // does not wait for verify_idle_s (300 s) but about verify_yield_s, and the session is gone.
   Server server("kv_budget = 256\nverify_sessions = 4\nverify_yield_s = 1\n");
@@ -463,7 +451,7 @@ TEST_CASE("idle verify sessions yield their rows to a waiting completion") {
 }
 
 TEST_CASE("a completion kept out by verify sessions in use gets 503 after kv_wait_s") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   Server server("kv_budget = 256\nverify_sessions = 4\nverify_yield_s = 600\nkv_wait_s = 1\n");
   auto c = http(server.port());
   post(c, {{"op", "open"}}, 200);
@@ -477,7 +465,7 @@ TEST_CASE("a completion kept out by verify sessions in use gets 503 after kv_wai
 }
 
 TEST_CASE("an idle verify session is freed") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   Server server("verify_sessions = 1\nverify_idle_s = 1\n");
   auto c = http(server.port());
   const std::string id = post(c, {{"op", "open"}}, 200)["session"];
@@ -492,7 +480,7 @@ TEST_CASE("an idle verify session is freed") {
 }
 
 TEST_CASE("a drafter whose session the server freed opens another and goes on") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   Server server("verify_idle_s = 1\n");
   Engine local_plain(client_config(client_toml("", "none")), registry());
   Engine remote_draft(client_config(client_toml(server.url(), "draft-model")), registry());

@@ -24,6 +24,7 @@
 #include "models/llama_model.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
+#include "shipped_models.hpp"
 #include "test_skip.hpp"
 
 using namespace specd;
@@ -31,31 +32,12 @@ using namespace specd::batching;
 
 namespace {
 
-const std::string kModels = std::string(SPECD_SOURCE_DIR) + "/models";
-
-bool have_models() {
-  if (std::filesystem::exists(kModels + "/target.gguf") &&
-      std::filesystem::exists(kModels + "/draft.gguf"))
-    return true;
-  ::specd::test::skip_missing("the shipped models are missing from ", kModels);
-  return false;
-}
+const std::string& kModels = test::kShippedModels;
 
 Config config(const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> o = {"engine.backend=\"cpu\"",
-                                "engine.threads=1",
-                                "target.model=\"" + kModels + "/target.gguf\"",
-                                "proposer.kind=\"draft-model\"",
-                                "proposer.model=\"" + kModels + "/draft.gguf\"",
-                                "proposer.k=3",
-                                "acceptance.rule=\"rejection\"",
-                                "sampling.temperature=0",
-                                "sampling.max_tokens=24",
-                                "sampling.ignore_eos=true",
-                                "server.max_sequences=16",
-                                "server.queue_limit=64"};
+  std::vector<std::string> o = {"server.max_sequences=16", "server.queue_limit=64"};
   o.insert(o.end(), extra.begin(), extra.end());
-  return parse_config("", "scheduler.toml", o);
+  return test::shipped_pair_config(24, o);
 }
 
 // A speculative setting of a request.
@@ -201,22 +183,22 @@ void check_alone_equals_batched(const std::vector<std::string>& names,
 }  // namespace
 
 TEST_CASE("greedy output alone equals output among 15 others: speculation off") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   check_alone_equals_batched({"none"});
 }
 
 TEST_CASE("greedy output alone equals output among 15 others: ngram") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   check_alone_equals_batched({"ngram"});
 }
 
 TEST_CASE("greedy output alone equals output among 15 others: draft model") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   check_alone_equals_batched({"draft-model"});
 }
 
 TEST_CASE("greedy output alone equals output among 15 others: EAGLE trees over target features") {
-  if (!have_models() || !std::filesystem::exists(kModels + "/eagle.gguf")) return;
+  if (!test::have_shipped_models() || !std::filesystem::exists(kModels + "/eagle.gguf")) return;
   // The configured proposer: a tree drafter reading the target's hidden rows (prefill
   // chunks and rounds), with an exact rule.
   check_alone_equals_batched(
@@ -285,7 +267,7 @@ TEST_CASE("a hybrid target (qwen35) with its MTP layer: alone equals among 15 ot
 }
 
 TEST_CASE("a draft of another vocabulary: alone equals among 15 others, greedy and seeded") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   // The shipped draft with its ids shuffled, drafting by text and by intersection: its
   // context is re-tokenized text, and that too must not depend on the batch.
   const std::string shuffled = ::specd::test::temp_dir("scheduler-vocabulary") + "/draft.gguf";
@@ -302,7 +284,7 @@ TEST_CASE("a draft of another vocabulary: alone equals among 15 others, greedy a
 }
 
 TEST_CASE("greedy output alone equals output among 15 others: k = auto (k follows the load)") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   // Whether drafting pays on the shipped pair depends on the machine and the build (under
   // the sanitizers on a 2-core Zen 3 VM the timed curve priced a drafted row above its
   // expected gain, and k = "auto" rightly drafted nothing), so the plan starts from a pass whose
@@ -316,7 +298,7 @@ TEST_CASE("greedy output alone equals output among 15 others: k = auto (k follow
 }
 
 TEST_CASE("k = auto: a request's first token waits for no draft; its later rounds draft") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   const Config c = config();
   PluginRegistry registry{std::vector<std::string>{}};
   // Drafting pays: a pass costs about the same up to 32 rows. Decay 0: the steps set only
@@ -356,7 +338,7 @@ TEST_CASE("k = auto: a request's first token waits for no draft; its later round
 }
 
 TEST_CASE("max_prefill_rows: one chunk a step, the earliest request first; outputs unchanged") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   for (const std::string budget : {"0", "1"}) {
     INFO("max_prefill_rows " << budget);
     // Without the prefix cache: a prompt the runs alone published would need no prefill.
@@ -403,7 +385,7 @@ TEST_CASE("max_prefill_rows: one chunk a step, the earliest request first; outpu
 }
 
 TEST_CASE("a seeded sampled request alone equals itself among 15 others (fixed k, exact rule)") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   // Its draws come from its own generator and its logits are batch invariant, so at
   // temperature > 0 the same seed gives the same tokens whatever shares the batch.
   check_alone_equals_batched({"none", "draft-model"},
@@ -411,12 +393,12 @@ TEST_CASE("a seeded sampled request alone equals itself among 15 others (fixed k
 }
 
 TEST_CASE("requests with different speculative settings share one batch, outputs unchanged") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   check_alone_equals_batched({"none", "ngram", "draft-model"});
 }
 
 TEST_CASE("requests beyond max_sequences or the KV budget wait, then run with the same output") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   for (const std::string limit : {"server.max_sequences=2", "server.kv_budget=40"}) {
     INFO(limit);
     const Config c = config({limit});
@@ -441,7 +423,7 @@ TEST_CASE("requests beyond max_sequences or the KV budget wait, then run with th
 }
 
 TEST_CASE("prefix cache: requests that take cached blocks give the tokens they give without") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   std::string system = "You are a careful assistant. Answer briefly, and name the sources you used";
   while (system.size() < 360) system += ", checking every number twice";
   const std::vector<std::string> texts = {
@@ -490,7 +472,7 @@ TEST_CASE("prefix cache: requests that take cached blocks give the tokens they g
 }
 
 TEST_CASE("prefix cache: a burst behind a prefill budget takes what the first one published") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   std::string system = "You are a careful assistant. Answer briefly, and name the sources you used";
   while (system.size() < 360) system += ", checking every number twice";
   const std::vector<std::string> texts = {
@@ -528,7 +510,7 @@ TEST_CASE("prefix cache: a burst behind a prefill budget takes what the first on
 }
 
 TEST_CASE("prefix cache: a full pool evicts cached blocks, oldest first, and outputs hold") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   // 256 KV rows: sixteen blocks, so the second prompt's prefill needs blocks the first one left
   // cached, and those are evicted rather than the pool grown.
   const Config c = config({"server.kv_budget=256"});
@@ -551,7 +533,7 @@ TEST_CASE("prefix cache: a full pool evicts cached blocks, oldest first, and out
 }
 
 TEST_CASE("a cancelled request ends at its next step and frees its place; run_exclusive") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   const Config c = config({"server.max_sequences=1"});
   PluginRegistry registry{std::vector<std::string>{}};
   SharedEngine engines(c, registry);
@@ -589,7 +571,7 @@ TEST_CASE("a cancelled request ends at its next step and frees its place; run_ex
 }
 
 TEST_CASE("a request cancelled while its prompt prefills ends at once, prefilling no more") {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   for (const std::string budget : {"0", "1"}) {
     INFO("max_prefill_rows " << budget);
     const Config c = config({"server.max_prefill_rows=" + budget, "server.prefix_cache=false"});
@@ -626,7 +608,7 @@ TEST_CASE("a request cancelled while its prompt prefills ends at once, prefillin
 // Not run by default (a measurement, no assertion on time):
 //   build/bin/scheduler_test -tc="*throughput*" --no-skip
 TEST_CASE("throughput of 1, 8 and 16 concurrent greedy sequences" * doctest::skip()) {
-  if (!have_models()) return;
+  if (!test::have_shipped_models()) return;
   const Config c = config({"sampling.max_tokens=128"});
   PluginRegistry registry{std::vector<std::string>{}};
   SharedEngine engines(c, registry);

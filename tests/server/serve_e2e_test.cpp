@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "shipped_models.hpp"
 #include "test_skip.hpp"
 
 namespace fs = std::filesystem;
@@ -31,15 +32,9 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kModels = std::string(SPECD_SOURCE_DIR) + "/models";
+const std::string& kModels = specd::test::kShippedModels;
 const std::string kPrompt = "Once upon a time";
 const char* kKey = "test-key-123";
-
-bool have_models() {
-  if (fs::exists(kModels + "/target.gguf") && fs::exists(kModels + "/draft.gguf")) return true;
-  ::specd::test::skip_missing("the shipped models are missing from ", kModels);
-  return false;
-}
 
 // A configuration like configs/default.toml with absolute model paths and a [server] part.
 std::string write_config(const std::string& name, const std::string& server_section) {
@@ -53,13 +48,6 @@ std::string write_config(const std::string& name, const std::string& server_sect
       << "[server]\nport = 0\n"
       << server_section;
   return path.string();
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // `specd serve` as a child process; killed at destruction if still running.
@@ -88,7 +76,7 @@ class ServerProcess {
     // Wait (at most 120 s) for the line that names the bound port, and then for the one that
     // says the model is loaded (the port opens first).
     for (int i = 0; i < 2400 && port_ == 0; ++i) {
-      std::string log = read_text(log_);
+      std::string log = specd::test::read_text(log_);
       size_t at = log.find("listening on http://127.0.0.1:");
       if (at != std::string::npos && log.find("specd serve: ready", at) != std::string::npos) {
         port_ = std::stoi(log.substr(at + std::string("listening on http://127.0.0.1:").size()));
@@ -109,7 +97,7 @@ class ServerProcess {
     }
   }
   int port() const { return port_; }
-  std::string log() const { return read_text(log_); }
+  std::string log() const { return specd::test::read_text(log_); }
 
   // SIGTERM, then the exit status (waits at most 60 s, then kills: -1).
   int terminate() {
@@ -209,7 +197,7 @@ Stream parse_sse(const std::string& body, bool chat) {
 }  // namespace
 
 TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and drains") {
-  if (!have_models()) return;
+  if (!specd::test::have_shipped_models()) return;
   std::string config = write_config("serve_e2e.toml", std::string("api_key = \"") + kKey +
                                                           "\"\nchat_template = \"chatml\"\n"
                                                           "max_body_bytes = 65536\n");
@@ -733,7 +721,7 @@ TEST_CASE("slow clients are cut: health and completions answer while 40 connecti
 }
 
 TEST_CASE("a plugin failing inside serve: the request gets 500 and the server logs why") {
-  if (!have_models()) return;
+  if (!specd::test::have_shipped_models()) return;
   const std::string config = write_config("serve_plugin_error.toml", "");
   ServerProcess server(config, {"plugins.paths=[\"" SPECD_HARDENING_PLUGINS "\"]",
                                 "acceptance.rule=bad-rule", "acceptance.mode=\"fail\""});
@@ -752,7 +740,7 @@ TEST_CASE("a plugin failing inside serve: the request gets 500 and the server lo
 }
 
 TEST_CASE("past the queue limit a request gets 503 with an OpenAI error body") {
-  if (!have_models()) return;
+  if (!specd::test::have_shipped_models()) return;
   ServerProcess server(write_config("serve_queue.toml", "queue_limit = 0\n"));
   REQUIRE_MESSAGE(server.port() > 0, server.log());
   httplib::Client c = client(server.port());
@@ -767,7 +755,7 @@ TEST_CASE("past the queue limit a request gets 503 with an OpenAI error body") {
 
 TEST_CASE(
     "k = \"auto\" in the configuration: the passes are timed before ready, not in a request") {
-  if (!have_models()) return;
+  if (!specd::test::have_shipped_models()) return;
   const std::vector<std::string> info = {"SPECD_LOG_LEVEL=info"};  // logs the timing line
   const std::string timed = "the target's pass timed for k = \"auto\"";
   {
@@ -792,7 +780,7 @@ TEST_CASE(
 }
 
 TEST_CASE("chat is refused with a clear error when the model has no template") {
-  if (!have_models()) return;
+  if (!specd::test::have_shipped_models()) return;
   ServerProcess server(write_config("serve_notemplate.toml", ""));
   REQUIRE_MESSAGE(server.port() > 0, server.log());
   httplib::Client c = client(server.port());
@@ -807,7 +795,7 @@ TEST_CASE("chat is refused with a clear error when the model has no template") {
 
 TEST_CASE(
     "a target file name that is not UTF-8: /v1/models and verify answer, the id uses U+FFFD") {
-  if (!have_models()) return;
+  if (!specd::test::have_shipped_models()) return;
   // TOML text is UTF-8, so such a path comes from a --set value that is not TOML.
   const fs::path odd = fs::current_path() / "t\xff\xfe.gguf";
   fs::copy_file(kModels + "/target.gguf", odd, fs::copy_options::overwrite_existing);
@@ -833,7 +821,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a chat template file is recognised, or refused at startup naming the file") {
-  if (!have_models()) return;
+  if (!specd::test::have_shipped_models()) return;
   {
     std::ofstream(fs::current_path() / "llama2.jinja")
         << "{% for m in messages %}{{ bos_token + '[INST] <<SYS>>\\n' + m['content'] + "
@@ -868,7 +856,7 @@ TEST_CASE("a chat template file is recognised, or refused at startup naming the 
 }
 
 TEST_CASE("max_tokens is clamped to the room the context or kv_budget leaves") {
-  if (!have_models()) return;
+  if (!specd::test::have_shipped_models()) return;
   ServerProcess server(write_config("serve_limits.toml", "kv_budget = 64\n"));
   REQUIRE_MESSAGE(server.port() > 0, server.log());
   httplib::Client c = client(server.port());
@@ -909,7 +897,7 @@ TEST_CASE("max_tokens is clamped to the room the context or kv_budget leaves") {
 }
 
 TEST_CASE("past drain_timeout_s, SIGTERM cancels what runs with an error, and exits 0") {
-  if (!have_models()) return;
+  if (!specd::test::have_shipped_models()) return;
   ServerProcess server(write_config("serve_deadline.toml", "drain_timeout_s = 0\n"));
   REQUIRE_MESSAGE(server.port() > 0, server.log());
   // A non-streaming request first, running before the signal (bounded wait on the gauge).
@@ -992,7 +980,7 @@ TEST_CASE("a public host needs api_key or allow_public_without_key; --host is on
   CHECK(r.err.find("listening") == std::string::npos);
 }
 TEST_CASE("serve: 16 concurrent completions over HTTP each equal the same completion alone") {
-  if (!have_models()) return;
+  if (!specd::test::have_shipped_models()) return;
   ServerProcess server(write_config("serve_batch.toml", "max_sequences = 16\n"));
   REQUIRE_MESSAGE(server.port() > 0, server.log());
   const std::vector<std::string> prompts = {"Once upon a time",         "def add(a, b):",

@@ -17,6 +17,7 @@
 #include "config/config.hpp"
 #include "plugin/registry.hpp"
 #include "server/http_server.hpp"
+#include "shipped_models.hpp"
 #include "test_skip.hpp"
 
 namespace fs = std::filesystem;
@@ -24,13 +25,7 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kModels = std::string(SPECD_SOURCE_DIR) + "/models";
-
-bool have_models() {
-  if (fs::exists(kModels + "/target.gguf") && fs::exists(kModels + "/draft.gguf")) return true;
-  ::specd::test::skip_missing("the shipped models are missing from ", kModels);
-  return false;
-}
+const std::string& kModels = specd::test::kShippedModels;
 
 specd::Config config(const std::string& draft) {
   return specd::parse_config(
@@ -77,7 +72,7 @@ httplib::Client client(int port) {
 }  // namespace
 
 TEST_CASE("serve answers 503 model_loading until load() returns, then serves") {
-  if (!have_models()) return;
+  if (!specd::test::have_shipped_models()) return;
   const specd::Config cfg = config(kModels + "/draft.gguf");
   specd::PluginRegistry registry{std::vector<std::string>{}};
   specd::server::HttpServer http(cfg, registry);
@@ -116,7 +111,7 @@ TEST_CASE("serve answers 503 model_loading until load() returns, then serves") {
 }
 
 TEST_CASE("a model that fails to load: load() throws naming it, the server stays unready") {
-  if (!have_models()) return;
+  if (!specd::test::have_shipped_models()) return;
   const fs::path garbage = fs::current_path() / "readiness_garbage.gguf";
   std::ofstream(garbage) << "this is not a GGUF file";
   specd::PluginRegistry registry{std::vector<std::string>{}};
@@ -153,7 +148,7 @@ TEST_CASE("a model that fails to load: load() throws naming it, the server stays
 }
 
 TEST_CASE("abandon_load: a server given up while loading never becomes ready") {
-  if (!have_models()) return;
+  if (!specd::test::have_shipped_models()) return;
   specd::PluginRegistry registry{std::vector<std::string>{}};
   specd::server::HttpServer http(config(kModels + "/draft.gguf"), registry);
   const int port = http.bind("127.0.0.1", 0);
@@ -174,7 +169,7 @@ TEST_CASE("abandon_load: a server given up while loading never becomes ready") {
 }
 
 TEST_CASE("specd serve: SIGTERM while the model loads ends it at once (143)") {
-  if (!have_models()) return;
+  if (!specd::test::have_shipped_models()) return;
   // k = "auto" makes the load longer (it times the target's passes); the signal goes as soon
   // as the port is open, which is before the load starts.
   const fs::path toml = fs::current_path() / "readiness_signal.toml";

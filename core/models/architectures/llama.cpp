@@ -10,9 +10,6 @@ extern const Architecture kLlama = {
     .name = "llama",
     .rope_mode = SPECD_ROPE_NORMAL,
     .qkv_bias = Presence::kOptional,
-    .qk_norm = Presence::kAbsent,
-    .fused_qkv = Presence::kAbsent,
-    .fused_gate_up = false,
     .rope_freqs = Presence::kOptional,
 };
 

@@ -11,11 +11,8 @@ namespace specd::architectures {
 extern const Architecture kPhi3 = {
     .name = "phi3",
     .rope_mode = SPECD_ROPE_NEOX,
-    .qkv_bias = Presence::kAbsent,
-    .qk_norm = Presence::kAbsent,
     .fused_qkv = Presence::kOptional,
     .fused_gate_up = true,
-    .rope_freqs = Presence::kAbsent,
 };
 
 }  // namespace specd::architectures

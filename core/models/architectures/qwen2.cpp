@@ -9,10 +9,6 @@ extern const Architecture kQwen2 = {
     .name = "qwen2",
     .rope_mode = SPECD_ROPE_NEOX,
     .qkv_bias = Presence::kRequired,
-    .qk_norm = Presence::kAbsent,
-    .fused_qkv = Presence::kAbsent,
-    .fused_gate_up = false,
-    .rope_freqs = Presence::kAbsent,
 };
 
 }  // namespace specd::architectures

@@ -14,11 +14,7 @@ namespace specd::architectures {
 extern const Architecture kQwen35 = {
     .name = "qwen35",
     .rope_mode = SPECD_ROPE_NEOX,
-    .qkv_bias = Presence::kAbsent,
     .qk_norm = Presence::kRequired,
-    .fused_qkv = Presence::kAbsent,
-    .fused_gate_up = false,
-    .rope_freqs = Presence::kAbsent,
     .hybrid = true,
 };
 

@@ -27,11 +27,7 @@ namespace {
 const Architecture kDflashLayer = {
     .name = "dflash",
     .rope_mode = SPECD_ROPE_NEOX,
-    .qkv_bias = Presence::kAbsent,
     .qk_norm = Presence::kRequired,
-    .fused_qkv = Presence::kAbsent,
-    .fused_gate_up = false,
-    .rope_freqs = Presence::kAbsent,
 };
 
 }  // namespace

@@ -30,10 +30,6 @@ namespace {
 const Architecture kEagle3Block = {
     .name = "eagle3",
     .rope_mode = SPECD_ROPE_NORMAL,
-    .qkv_bias = Presence::kAbsent,
-    .qk_norm = Presence::kAbsent,
-    .fused_qkv = Presence::kAbsent,
-    .fused_gate_up = false,
     .rope_freqs = Presence::kOptional,
 };
 

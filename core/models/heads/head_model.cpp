@@ -17,11 +17,6 @@ namespace {
 const Architecture kHeadBlock = {
     .name = "specd-head",
     .rope_mode = SPECD_ROPE_NORMAL,
-    .qkv_bias = Presence::kAbsent,
-    .qk_norm = Presence::kAbsent,
-    .fused_qkv = Presence::kAbsent,
-    .fused_gate_up = false,
-    .rope_freqs = Presence::kAbsent,
 };
 
 HeadKind kind_of(const GgufFile& f, const std::string& arch) {

@@ -94,6 +94,14 @@ struct QArgs {
 // those before any kernel runs, so reaching it is a bug, never bad input.
 [[noreturn]] void unreachable_dtype(specd_dtype dt, const char* kernel);
 
+// A kernel's dtype switch: calls f.template operator()<T>() with T the one of `Ts` equal to
+// `dt` (the run-time dtype as a compile-time one); any other dtype is unreachable_dtype.
+template <uint32_t... Ts, class F>
+void with_dtype(specd_dtype dt, const char* kernel, F&& f) {
+  const bool served = ((dt == Ts && (f.template operator()<Ts>(), true)) || ...);
+  if (!served) unreachable_dtype(dt, kernel);
+}
+
 static inline bool supports(specd_dtype dt) {
   switch (dt) {
     case SPECD_DTYPE_Q4_K:

@@ -36,13 +36,29 @@ typedef uint32_t specd_sibling_scheme;
  * drawn (no duplicates). */
 #define SPECD_SIBLINGS_WITHOUT_REPLACEMENT ((specd_sibling_scheme)3)
 
+/* The scheme's name as configs, reports and error messages spell it ("deterministic", "iid",
+ * "without-replacement"), or NULL for a value no ABI minor defines. A static string; no
+ * allocation, callable from any thread. */
+static inline const char* specd_sibling_scheme_name(specd_sibling_scheme scheme) {
+  switch (scheme) {
+    case SPECD_SIBLINGS_DETERMINISTIC:
+      return "deterministic";
+    case SPECD_SIBLINGS_IID:
+      return "iid";
+    case SPECD_SIBLINGS_WITHOUT_REPLACEMENT:
+      return "without-replacement";
+    default:
+      return NULL;
+  }
+}
+
 typedef struct specd_draft_tree {
   uint32_t struct_size;
-  uint32_t n_nodes;              /* N >= 0; N == 0 means nothing was drafted */
-  uint32_t vocab_size;           /* length of each q row */
-  specd_sibling_scheme scheme;   /* applies to every node's children */
-  const specd_token* tokens;     /* [N] token of node i at index i-1 */
-  const int32_t* parents;        /* [N] parent of node i at index i-1; 0 <= parent < i */
+  uint32_t n_nodes;            /* N >= 0; N == 0 means nothing was drafted */
+  uint32_t vocab_size;         /* length of each q row */
+  specd_sibling_scheme scheme; /* applies to every node's children */
+  const specd_token* tokens;   /* [N] token of node i at index i-1 */
+  const int32_t* parents;      /* [N] parent of node i at index i-1; 0 <= parent < i */
   /* [(N+1) * vocab_size] or NULL. Row r: the draft distribution the children of node r were
    * drawn from (transformed by the core's sampling transform). Rows of nodes without
    * children may hold anything. NULL for deterministic drafts. */
@@ -52,9 +68,9 @@ typedef struct specd_draft_tree {
 /* What the target says about a draft tree. */
 typedef struct specd_target_dists {
   uint32_t struct_size;
-  uint32_t n_rows;      /* N + 1 */
+  uint32_t n_rows; /* N + 1 */
   uint32_t vocab_size;
-  const double* p;      /* [(N+1) * vocab_size]; row r = target distribution after node r */
+  const double* p; /* [(N+1) * vocab_size]; row r = target distribution after node r */
 } specd_target_dists;
 
 #if UINTPTR_MAX == UINT64_MAX

@@ -204,6 +204,14 @@ class Enumerator {
 
 // Ends a walk at `node`: the next token is drawn from p[node] (the correction when the walk
 // stopped early, the bonus token after a fully accepted path).
+// Accepts `node` for the duration of `then` (the walk below it), on a Sampler or Enumerator.
+template <class C, class F>
+void descend(C& c, uint32_t node, F&& then) {
+  c.enter(node);
+  then();
+  c.leave();
+}
+
 template <class C>
 void finish_from_p(C& c, const Round& round, uint32_t node) {
   c.choose(round.p(node), [&](uint32_t y) { c.finish(y); });
@@ -216,16 +224,8 @@ inline void require_q(const Round& round, const char* rule) {
 }
 
 inline const char* scheme_name(specd_sibling_scheme s) {
-  switch (s) {
-    case SPECD_SIBLINGS_DETERMINISTIC:
-      return "deterministic";
-    case SPECD_SIBLINGS_IID:
-      return "iid";
-    case SPECD_SIBLINGS_WITHOUT_REPLACEMENT:
-      return "without-replacement";
-    default:
-      return "unknown";
-  }
+  const char* name = specd_sibling_scheme_name(s);
+  return name ? name : "unknown";
 }
 
 }  // namespace specd::accept

@@ -7,9 +7,13 @@
 //   class MyRule : public RuleBase<MyRule> {
 //    public:
 //     MyRule(sdk::Host host, const sdk::Params& params) : RuleBase(host) { ... }
+//     // or, for a rule without parameters: using RuleBase::RuleBase;
 //     void check(const Round& round) const;  // optional: preconditions, throw to refuse
 //     template <class C> void decide(C& c, const Round& round) const;
 //   };
+// A rule that walks the tree node by node may instead define
+//     template <class C> static void decide(C& c, const Round& round, uint32_t r = 0);
+// deciding at node r and recursing below it (descend() in round.hpp).
 #pragma once
 
 #include "common/round.hpp"
@@ -20,6 +24,8 @@ template <class Rule>
 class RuleBase {
  public:
   explicit RuleBase(sdk::Host host) : host_(host) {}
+  // For rules without parameters (`using RuleBase::RuleBase;`): any parameter is refused.
+  RuleBase(sdk::Host host, const sdk::Params& params) : host_(host) { params.require_known({}); }
 
   void accept(const specd_draft_tree& tree, const specd_target_dists& target, specd_rng* rng,
               specd_accept_result& result) const {

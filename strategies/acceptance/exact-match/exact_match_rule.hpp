@@ -12,24 +12,14 @@ namespace specd::accept {
 
 class ExactMatchRule : public RuleBase<ExactMatchRule> {
  public:
-  ExactMatchRule(sdk::Host host, const sdk::Params& params) : RuleBase(host) {
-    params.require_known({});
-  }
+  using RuleBase::RuleBase;
 
   template <class C>
-  void decide(C& c, const Round& round) const {
-    walk(c, round, 0);
-  }
-
- private:
-  template <class C>
-  static void walk(C& c, const Round& round, uint32_t r) {
+  static void decide(C& c, const Round& round, uint32_t r = 0) {
     c.choose(round.p(r), [&](uint32_t y) {
       const uint32_t child = round.child_with_token(r, static_cast<specd_token>(y));
       if (child == 0) return c.finish(y);
-      c.enter(child);
-      walk(c, round, child);
-      c.leave();
+      descend(c, child, [&] { decide(c, round, child); });
     });
   }
 };

@@ -12,18 +12,10 @@ namespace specd::accept {
 
 class GreedyRule : public RuleBase<GreedyRule> {
  public:
-  GreedyRule(sdk::Host host, const sdk::Params& params) : RuleBase(host) {
-    params.require_known({});
-  }
+  using RuleBase::RuleBase;
 
   template <class C>
-  void decide(C& c, const Round& round) const {
-    walk(c, round);
-  }
-
- private:
-  template <class C>
-  static void walk(C& c, const Round& round) {
+  static void decide(C& c, const Round& round) {
     uint32_t r = 0;
     size_t depth = 0;
     for (;;) {

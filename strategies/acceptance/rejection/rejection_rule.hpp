@@ -15,9 +15,7 @@ namespace specd::accept {
 
 class RejectionRule : public RuleBase<RejectionRule> {
  public:
-  RejectionRule(sdk::Host host, const sdk::Params& params) : RuleBase(host) {
-    params.require_known({});
-  }
+  using RuleBase::RuleBase;
 
   void check(const Round& round) const {
     if (round.n_nodes() > 0) {
@@ -35,13 +33,7 @@ class RejectionRule : public RuleBase<RejectionRule> {
   }
 
   template <class C>
-  void decide(C& c, const Round& round) const {
-    walk(c, round, 0);
-  }
-
- private:
-  template <class C>
-  static void walk(C& c, const Round& round, uint32_t r) {
+  static void decide(C& c, const Round& round, uint32_t r = 0) {
     const auto& kids = round.children(r);
     if (kids.empty()) return finish_from_p(c, round, r);
     const uint32_t node = kids.front();
@@ -49,9 +41,7 @@ class RejectionRule : public RuleBase<RejectionRule> {
     const double a = acceptance_probability(round.p(r)[x], round.q(r)[x]);
     c.bernoulli(a, [&](bool accepted) {
       if (accepted) {
-        c.enter(node);
-        walk(c, round, node);
-        c.leave();
+        descend(c, node, [&] { decide(c, round, node); });
       } else {
         const std::vector<double> res = residual(round.p(r), round.q(r));
         c.choose(res, [&](uint32_t y) { c.finish(y); });

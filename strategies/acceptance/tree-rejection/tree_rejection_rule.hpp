@@ -29,9 +29,7 @@ namespace specd::accept {
 
 class TreeRejectionRule : public RuleBase<TreeRejectionRule> {
  public:
-  TreeRejectionRule(sdk::Host host, const sdk::Params& params) : RuleBase(host) {
-    params.require_known({});
-  }
+  using RuleBase::RuleBase;
 
   void check(const Round& round) const {
     if (round.n_nodes() > 0) {
@@ -47,13 +45,7 @@ class TreeRejectionRule : public RuleBase<TreeRejectionRule> {
   }
 
   template <class C>
-  void decide(C& c, const Round& round) const {
-    walk(c, round, 0);
-  }
-
- private:
-  template <class C>
-  static void walk(C& c, const Round& round, uint32_t r) {
+  static void decide(C& c, const Round& round, uint32_t r = 0) {
     if (round.children(r).empty()) return finish_from_p(c, round, r);
     const auto p = round.p(r);
     const auto q = round.q(r);
@@ -61,6 +53,7 @@ class TreeRejectionRule : public RuleBase<TreeRejectionRule> {
                 std::vector<double>(q.begin(), q.end()));
   }
 
+ private:
   // Sibling i of node r against target `target_row`, proposal `proposal` (= Q_i).
   template <class C>
   static void try_sibling(C& c, const Round& round, uint32_t r, size_t i,
@@ -76,9 +69,7 @@ class TreeRejectionRule : public RuleBase<TreeRejectionRule> {
     const double a = acceptance_probability(target_row[x], proposal[x]);
     c.bernoulli(a, [&](bool accepted) {
       if (accepted) {
-        c.enter(node);
-        walk(c, round, node);
-        c.leave();
+        descend(c, node, [&] { decide(c, round, node); });
         return;
       }
       const std::vector<double> next_target = residual(target_row, proposal);

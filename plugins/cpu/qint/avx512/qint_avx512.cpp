@@ -629,24 +629,17 @@ void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
       return cols_q5_k(a, j0, j1, scratch);
     case SPECD_DTYPE_Q6_K:
       return cols_q6k_avx512(a, j0, j1, scratch);
-    case SPECD_DTYPE_Q4_0:
-      return cols_32<ggml::kQ4_0>(a, j0, j1, scratch);
-    case SPECD_DTYPE_Q5_0:
-      return cols_32<ggml::kQ5_0>(a, j0, j1, scratch);
-    case SPECD_DTYPE_IQ4_NL:
-      return cols_32<ggml::kIQ4_NL>(a, j0, j1, scratch);
-    case SPECD_DTYPE_Q4_1:
-      return cols_32_min<ggml::kQ4_1>(a, j0, j1, scratch);
-    case SPECD_DTYPE_Q5_1:
-      return cols_32_min<ggml::kQ5_1>(a, j0, j1, scratch);
     case SPECD_DTYPE_Q2_K:
     case SPECD_DTYPE_Q3_K:
     case SPECD_DTYPE_IQ4_XS:
       return cols_lowbit_avx512(a, j0, j1, scratch);
-    case SPECD_DTYPE_Q8_0:
-      return cols_32<ggml::kQ8_0>(a, j0, j1, scratch);
-    default:
-      unreachable_dtype(a.dtype, "cols_avx512");
+    case SPECD_DTYPE_Q4_1:
+    case SPECD_DTYPE_Q5_1:
+      return with_dtype<ggml::kQ4_1, ggml::kQ5_1>(
+          a.dtype, "cols_avx512", [&]<uint32_t T>() { cols_32_min<T>(a, j0, j1, scratch); });
+    default:  // one scale per block of 32
+      return with_dtype<ggml::kQ4_0, ggml::kQ5_0, ggml::kIQ4_NL, ggml::kQ8_0>(
+          a.dtype, "cols_avx512", [&]<uint32_t T>() { cols_32<T>(a, j0, j1, scratch); });
   }
 }
 

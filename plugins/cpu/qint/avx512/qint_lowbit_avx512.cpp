@@ -307,19 +307,8 @@ void cols(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
 }  // namespace
 
 void cols_lowbit_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
-  switch (a.dtype) {
-    case SPECD_DTYPE_Q2_K:
-      cols<ggml::kQ2_K>(a, j0, j1, scratch);
-      break;
-    case SPECD_DTYPE_Q3_K:
-      cols<ggml::kQ3_K>(a, j0, j1, scratch);
-      break;
-    case SPECD_DTYPE_IQ4_XS:
-      cols<ggml::kIQ4_XS>(a, j0, j1, scratch);
-      break;
-    default:
-      unreachable_dtype(a.dtype, "cols_lowbit_avx512");
-  }
+  with_dtype<ggml::kQ2_K, ggml::kQ3_K, ggml::kIQ4_XS>(
+      a.dtype, "cols_lowbit_avx512", [&]<uint32_t T>() { cols<T>(a, j0, j1, scratch); });
   _mm256_zeroupper();  // callers run SSE code (libm, the generic ops): no dirty upper state
 }
 

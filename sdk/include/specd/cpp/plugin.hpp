@@ -187,6 +187,13 @@ struct ProposeItem {
   // The sequence's output constraint (ABI 0.6), or null: from a host that passes none, or
   // for an unconstrained sequence.
   const specd_token_filter* filter = nullptr;
+  // Starts this sequence's draft empty, its nodes to be drawn by `scheme`, with q rows when
+  // `has_q` (what a proposer sets before drafting, so that a skipped item drafts nothing).
+  void start_draft(specd_sibling_scheme scheme, bool has_q) const {
+    out.n_nodes = 0;
+    out.scheme = scheme;
+    out.has_q = has_q ? 1 : 0;
+  }
   // Marks this sequence's draft failed with `message` (the other items still count).
   void fail(specd_status_code code, const std::string& message) const {
     const specd_host* host = detail::plugin_host();
