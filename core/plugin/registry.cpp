@@ -14,6 +14,7 @@
 #include "common/error.hpp"
 #include "plugin/host_services.hpp"
 #include "plugin/load_guard.hpp"
+#include "plugin/load_probe.hpp"
 
 // The installed plugin folder relative to the CLI's (set by cmake/SpecdInstall.cmake).
 #ifndef SPECD_PLUGINDIR_FROM_BINDIR
@@ -74,6 +75,23 @@ std::string default_plugin_folder() {
   if (fs::is_directory(exe_dir / "plugins", ec)) return (exe_dir / "plugins").string();
   return (exe_dir / SPECD_PLUGINDIR_FROM_BINDIR).lexically_normal().string();
 }
+
+namespace {
+
+// How long a library's loading code may run in the probe: 20 s (a CUDA or HIP backend loads
+// its runtime there: seconds, not tens of them), or SPECD_PLUGIN_PROBE_TIMEOUT_S.
+double load_probe_seconds() {
+  const char* text = std::getenv("SPECD_PLUGIN_PROBE_TIMEOUT_S");
+  if (!text || !*text) return 20;
+  char* end = nullptr;
+  const double s = std::strtod(text, &end);
+  if (*end != '\0' || !(s > 0) || s > 3600)
+    throw Error(std::string("SPECD_PLUGIN_PROBE_TIMEOUT_S='") + text +
+                "' is not a number of seconds from 0 (exclusive) to 3600");
+  return s;
+}
+
+}  // namespace
 
 namespace {
 
@@ -179,21 +197,30 @@ std::vector<std::string> PluginRegistry::warnings() const {
 }
 
 const LoadedPlugin* PluginRegistry::load_file(const std::string& path, bool named) {
-  bool duplicate = false;
+  bool duplicate = false, probe_refused = false;
   auto fail = [&](const std::string& message) -> const LoadedPlugin* {
-    errors_.push_back({path, path + ": " + message, named || duplicate});
+    errors_.push_back({path, path + ": " + message, named || duplicate || probe_refused});
     return nullptr;
   };
   std::error_code fec;
   if (!fs::exists(path, fec)) return fail("no such file");
   if (!has_elf_magic(path)) return fail("not a shared library (no ELF header)");
-
-  // Code of the library runs from here on (constructors at dlopen, then entry and init, and
-  // on a failure its deinit and destructors when `lib` is released): the guard outlives it.
-  LoadGuard guard(path);
-  auto lib = std::make_unique<Library>();
   // dlopen takes a name without a slash as a library to look up in the system's paths.
   const std::string open_path = path.find('/') == std::string::npos ? "./" + path : path;
+  // A library the user named (not the installation's own folder) runs its code in a child
+  // process first (load_probe.hpp): one that crashes, exits or hangs there is refused with
+  // a warning, and never runs in this process.
+  if (auto refused = named ? probe_plugin_load(open_path, load_probe_seconds()) : std::nullopt) {
+    probe_refused = true;
+    return fail(*refused);
+  }
+
+  // Code of the library runs from here on (constructors at dlopen, then entry and init, and
+  // on a failure its deinit and destructors when `lib` is released): the guard outlives it,
+  // and what the code prints goes to standard error, never into the host's output.
+  LoadGuard guard(path);
+  StdoutToStderr its_output;
+  auto lib = std::make_unique<Library>();
   dlerror();
   lib->handle = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib->handle) {
