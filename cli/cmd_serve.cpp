@@ -1,9 +1,9 @@
 // specd serve -c FILE [--host H] [--port P] [--set section.key=value]...
 // An OpenAI-compatible HTTP server over the configured engine (docs/SERVER.md). The port
 // opens first and the model loads behind it (GET /health is 503 until it is ready); a load
-// that fails ends the process with its error. SIGTERM or SIGINT during the load ends it at
-// once; once ready, it drains: requests in flight are answered, then it exits 0.
-#include <arpa/inet.h>
+// that fails ends the process with its error. SIGTERM, SIGINT or SIGHUP during the load ends
+// it at once; once ready, it drains: requests in flight are answered, then it exits 0. A
+// second signal during the drain ends it at once.
 #include <pthread.h>
 #include <signal.h>
 
@@ -35,10 +35,18 @@ const char* kServeHelp =
     "The bound address is printed to standard error as `specd serve: listening on\n"
     "http://H:P`; the model then loads (GET /health answers 503 until it has) and `specd\n"
     "serve: ready` follows. A model that fails to load ends the process with its error.\n"
-    "SIGTERM or SIGINT while it loads ends the process at once (143 or 130); once ready,\n"
-    "it stops taking requests, answers those in flight (cancelling those still running\n"
-    "after [server] drain_timeout_s) and exits 0. A host that is not loopback needs\n"
-    "[server] api_key, or allow_public_without_key = true.\n";
+    "SIGTERM, SIGINT or SIGHUP while it loads ends the process at once (128 + the signal);\n"
+    "once ready, it stops taking requests, answers those in flight (cancelling those still\n"
+    "running after [server] drain_timeout_s) and exits 0; a second signal during the drain\n"
+    "ends it at once. A host that is not loopback needs [server] api_key, or\n"
+    "allow_public_without_key = true.\n";
+
+const char* signal_name(int sig) {
+  return sig == SIGTERM  ? "SIGTERM"
+         : sig == SIGINT ? "SIGINT"
+         : sig == SIGHUP ? "SIGHUP"
+                         : "signal";
+}
 
 // `text` as a TOML basic string: quotes, backslashes and control characters escaped, so
 // that a command-line value is always taken as exactly that text.
@@ -57,16 +65,6 @@ std::string toml_string(const std::string& text) {
     }
   }
   return out + "\"";
-}
-
-// Whether `host` only accepts connections from this machine.
-bool is_loopback(const std::string& host) {
-  if (host == "localhost") return true;
-  in_addr v4{};
-  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
-  in6_addr v6{};
-  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) return IN6_IS_ADDR_LOOPBACK(&v6);
-  return false;
 }
 
 }  // namespace
@@ -96,12 +94,6 @@ int serve_command(int argc, char** argv) {
   check_required_for_run(config);
   server::check_server_host(config);
   const std::string& host = config.server.host;
-  if (!is_loopback(host) && config.server.api_key.empty() &&
-      !config.server.allow_public_without_key)
-    throw UsageError(config.where("server.host") + ": host '" + host +
-                     "' is not a loopback address and [server] api_key is not set: anyone who "
-                     "can reach it could use it. Set api_key, or allow_public_without_key = true "
-                     "in [server] to serve it without a key anyway");
 
   // Every thread started from here on inherits the blocked signals; one thread waits for them.
   // Until the server listens (plugins load, the chat template is read: either may hang on a
@@ -111,6 +103,7 @@ int serve_command(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);  // a closed terminal or session: drain, as for SIGTERM
   sigset_t early_signals = signals;
   sigaddset(&early_signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &early_signals, nullptr);
@@ -118,8 +111,7 @@ int serve_command(int argc, char** argv) {
     int sig = 0;
     sigwait(&early_signals, &sig);
     if (sig == SIGUSR1) return;
-    std::fprintf(stderr, "specd serve: %s before listening: stopped\n",
-                 sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    std::fprintf(stderr, "specd serve: %s before listening: stopped\n", signal_name(sig));
     std::fflush(stderr);
     std::_Exit(128 + sig);
   });
@@ -137,7 +129,7 @@ int serve_command(int argc, char** argv) {
     std::fprintf(stderr, "specd serve: warning: %s\n", w.c_str());
   server::HttpServer http(config, registry);
   int port = http.bind(config.server.host, config.server.port);
-  if (!is_loopback(host) && config.server.api_key.empty())
+  if (!server::is_loopback_host(host) && config.server.api_key.empty())
     std::fprintf(stderr,
                  "specd serve: warning: listening on %s without [server] api_key "
                  "(allow_public_without_key = true): anyone who can reach it can use it\n",
@@ -158,13 +150,13 @@ int serve_command(int argc, char** argv) {
     // no reason to wait for the load (minutes for a large model): end at once, as before
     // listening.
     if (!load_failed && http.abandon_load()) {
-      std::fprintf(stderr, "specd serve: %s while loading the model: stopped\n",
-                   sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      std::fprintf(stderr, "specd serve: %s while loading the model: stopped\n", signal_name(sig));
       std::fflush(stderr);
       std::_Exit(128 + sig);
     }
     if (!load_failed)  // else woken by the loader below
-      std::fprintf(stderr, "specd serve: %s: draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      std::fprintf(stderr, "specd serve: %s: draining (a second signal stops at once)\n",
+                   signal_name(sig));
     // A signal that comes before the listener runs must still stop it: repeat until it has.
     bool first = true;
     while (!served) {
@@ -174,7 +166,16 @@ int serve_command(int argc, char** argv) {
                      "specd serve: drain_timeout_s passed: cancelled %d request(s) in flight\n",
                      cancelled);
       first = false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      // Waits 50 ms for a second signal: an operator who sends one means "now", whatever
+      // is still in flight.
+      const timespec wait = {0, 50'000'000};
+      const int again = sigtimedwait(&signals, nullptr, &wait);
+      if (again > 0 && !served && !load_failed) {
+        std::fprintf(stderr, "specd serve: second %s while draining: stopped\n",
+                     signal_name(again));
+        std::fflush(stderr);
+        std::_Exit(128 + again);
+      }
     }
   });
   // The model loads while the port answers probes; a failure stops the listener (through the

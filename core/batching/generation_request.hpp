@@ -37,6 +37,9 @@ struct GenerationRequest {
   // Alternatives per token in the logprob entries (0..20); -1: no logprobs.
   int logprobs = -1;
   StrategyChoice strategy;
+  // The prefix-cache partition its prompt shares blocks in: 0, the shared one, or a key of
+  // the request's cache_salt, so that only requests with the same salt share (and time).
+  uint64_t prefix_partition = 0;
 };
 
 }  // namespace specd::batching

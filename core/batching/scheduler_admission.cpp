@@ -52,6 +52,18 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
   const GenerationRequest& r = job->request;
   // A later choice of an n > 1 request waits for the first's prefill (not when cancelled).
   if (job->wait_for_prefill && !job->wait_for_prefill->prefilled && !job->cancelled) return false;
+  // Cancelled while it queued: it ends here, holding nothing. (Let in to end at its first
+  // step, it would hold KV rows past the budget, and the pool would grow for them.)
+  if (job->cancelled) {
+    job->prefilled = true;
+    RequestEvent end;
+    end.kind = RequestEvent::Kind::done;
+    auto result = std::make_shared<GenerationResult>();
+    result->stop_reason = "cancelled";
+    end.result = std::move(result);
+    job->emit(std::move(end));
+    return true;
+  }
   auto run = std::make_unique<Running>();
   std::optional<Refusal> refusal;
   try {
@@ -70,8 +82,7 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
     const uint32_t rows = kv().reservation(prompt.size(), r.max_tokens, drafts,
                                            engine.invariant_rows(), engine.context_length());
     // A reservation is at most the budget, so with nothing else holding rows it fits.
-    // (A cancelled job is let in to end at its next step, not kept waiting for room.)
-    if (!kv().fits(rows) && !job->cancelled) {
+    if (!kv().fits(rows)) {
       // Nothing runs, so only /v1/verify sessions in use hold the rows (idle ones yield
       // them): wait at most [server] kv_wait_s, then answer.
       if (active_.empty()) {
@@ -108,8 +119,9 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
     // Each request draws from its own generator: its seed, else the configured one, so
     // what it samples never depends on the requests before or beside it.
     run->rng = std::make_unique<specd_rng>(r.seed ? *r.seed : engines_.config().engine.seed);
-    run->batch_verifier = std::make_unique<BatchVerifier>(
-        engine.target(), rows, engine.invariant_rows(), engines_.config().server.prefix_cache);
+    run->batch_verifier =
+        std::make_unique<BatchVerifier>(engine.target(), rows, engine.invariant_rows(),
+                                        engines_.config().server.prefix_cache, r.prefix_partition);
     SequenceParts parts;
     parts.tokenizer = &engine.tokenizer();
     parts.verifier = run->batch_verifier.get();

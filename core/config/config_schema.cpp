@@ -329,7 +329,7 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
   };
   sampling["repeat_penalty"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_float(c, k, n, cfg.sampling.repeat_penalty, [](double v) {
-      return v > 0 && v <= 10 ? std::string() : std::string("0 < repeat_penalty <= 10; 1 = off");
+      return v >= 0.01 && v <= 10 ? std::string() : std::string("0.01 to 10; 1 = off");
     });
   };
   sampling["repeat_last_n"] = [&](Context& c, const std::string& k, const toml::node& n) {

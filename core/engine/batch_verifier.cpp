@@ -8,7 +8,7 @@
 namespace specd {
 
 BatchVerifier::BatchVerifier(LlamaModel& model, uint32_t max_rows, uint32_t chunk_rows,
-                             bool prefix_cache)
+                             bool prefix_cache, uint64_t prefix_partition)
     : Verifier("verifier 'target' (batched)"),
       model_(model),
       max_rows_(max_rows),
@@ -17,13 +17,8 @@ BatchVerifier::BatchVerifier(LlamaModel& model, uint32_t max_rows, uint32_t chun
   if (max_rows_ == 0 || chunk_rows_ == 0)
     throw Error("batch verifier: rows and chunk sizes must be positive");
   cache_ = model_.new_cache(static_cast<int32_t>(max_rows_));
-  specd_verifier_info info{};
-  info.struct_size = sizeof(info);
-  info.vocab_size = static_cast<uint32_t>(model_.info().vocab_size);
-  info.hidden_dim = static_cast<uint32_t>(model_.feature_dim());
-  info.context_length = max_rows_;
-  info.vocab_digest = 0;  // the host's own model and tokenizer: nothing to compare
-  set_info(info);
+  cache_->set_prefix_partition(prefix_partition);
+  set_info(model_, max_rows_);
 }
 
 void BatchVerifier::do_begin(std::span<const specd_token> prompt, float* hidden) {

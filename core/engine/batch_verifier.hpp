@@ -35,8 +35,9 @@ namespace specd {
 class BatchVerifier final : public Verifier {
  public:
   // `max_rows` is also the context_length() this sequence sees.
+  // With `prefix_cache`, prompts share blocks within `prefix_partition` (kv_cache.hpp).
   BatchVerifier(LlamaModel& model, uint32_t max_rows, uint32_t chunk_rows,
-                bool prefix_cache = false);
+                bool prefix_cache = false, uint64_t prefix_partition = 0);
 
   bool prefilling() const { return prefilled_ < prompt_.size(); }
   // The rows of the next prefill chunk (0 when the prompt is processed).

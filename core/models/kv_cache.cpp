@@ -165,7 +165,8 @@ int32_t KvCache::adopt_prefix(std::span<const int32_t> tokens, int32_t max_rows)
       std::min<int32_t>({static_cast<int32_t>(tokens.size()), max_rows, capacity_});
   int32_t parent = blocks_.empty() ? -1 : blocks_.back();
   while ((committed_ + B) <= limit) {
-    const int32_t b = pool_->find(parent, tokens.subspan(static_cast<size_t>(committed_), B));
+    const int32_t b =
+        pool_->find(parent, tokens.subspan(static_cast<size_t>(committed_), B), partition_);
     if (b < 0) break;
     pool_->retain(b);
     blocks_.push_back(b);
@@ -183,7 +184,7 @@ bool KvCache::publish_next(std::span<const int32_t> tokens) {
   if (!publishing_ || end > committed_ || end > static_cast<int32_t>(tokens.size())) return false;
   const int32_t parent = shared_ ? blocks_[static_cast<size_t>(shared_ - 1)] : -1;
   if (!pool_->publish(blocks_[static_cast<size_t>(shared_)], parent,
-                      tokens.subspan(static_cast<size_t>(shared_) * B, B))) {
+                      tokens.subspan(static_cast<size_t>(shared_) * B, B), partition_)) {
     publishing_ = false;
     return false;
   }

@@ -79,6 +79,9 @@ class KvCache {
   // the pool has that prefix in another block (then nothing after it is published either).
   bool publish_next(std::span<const int32_t> tokens);
   int32_t shared_blocks() const { return shared_; }
+  // The prefix-cache partition this cache adopts from and publishes to (0: the shared one;
+  // a request's cache_salt gives it one of its own). Set before adopting or publishing.
+  void set_prefix_partition(uint64_t partition) { partition_ = partition; }
 
   // Recurrent state (only when the pool has one). The slot of the state after the committed
   // rows (taken, empty, on first use); the slot each pending row's state was written to (-1
@@ -110,6 +113,7 @@ class KvCache {
   std::vector<int32_t> blocks_;          // block table
   int32_t shared_ = 0;                   // leading blocks adopted or published: read-only
   bool publishing_ = true;               // false once a block could not be published
+  uint64_t partition_ = 0;               // the prefix-cache partition
   int32_t state_ = -1;                   // recurrent: the committed state's slot
   std::vector<int32_t> pending_states_;  // recurrent: per pending row, its state's slot or -1
   Replay replay_;                        // recurrent: where the pending rows were stored

@@ -115,12 +115,13 @@ void KvPool::release(int32_t block) {
     free_.push_back(block);
 }
 
-bool KvPool::publish(int32_t block, int32_t parent, std::span<const int32_t> tokens) {
+bool KvPool::publish(int32_t block, int32_t parent, std::span<const int32_t> tokens,
+                     uint64_t partition) {
   if (static_cast<int32_t>(tokens.size()) != block_rows_)
     throw Error("KV pool: a published block holds " + std::to_string(block_rows_) + " tokens");
   if (refs_.at(static_cast<size_t>(block)) <= 0)
     throw Error("KV pool: publishing block " + std::to_string(block) + ", which is free");
-  return prefix_.insert(block, parent, tokens);
+  return prefix_.insert(block, parent, tokens, partition);
 }
 
 void KvPool::move_rows(std::span<const int32_t> from, std::span<const int32_t> to) {

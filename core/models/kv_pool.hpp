@@ -71,14 +71,15 @@ class KvPool {
   // Drops one reference; a block without any is parked when published, else freed.
   void release(int32_t block);
 
-  // The prefix index. find: the published block holding `tokens` (block_rows of them) after
-  // block `parent` (-1: the start), or -1. publish: publishes a block in use, full with
-  // `tokens` after `parent` (a published block or -1); false when that prefix is published
-  // already (in another block) or `parent` is not.
-  int32_t find(int32_t parent, std::span<const int32_t> tokens) const {
-    return prefix_.find(parent, tokens);
+  // The prefix index (prefix_index.hpp), per partition. find: the published block holding
+  // `tokens` (block_rows of them) after block `parent` (-1: the start), or -1. publish:
+  // publishes a block in use, full with `tokens` after `parent` (a published block or -1);
+  // false when that prefix is published already (in another block) or `parent` is not.
+  int32_t find(int32_t parent, std::span<const int32_t> tokens, uint64_t partition = 0) const {
+    return prefix_.find(parent, tokens, partition);
   }
-  bool publish(int32_t block, int32_t parent, std::span<const int32_t> tokens);
+  bool publish(int32_t block, int32_t parent, std::span<const int32_t> tokens,
+               uint64_t partition = 0);
   bool published(int32_t block) const { return prefix_.indexed(block); }
   int32_t refs(int32_t block) const { return refs_.at(static_cast<size_t>(block)); }
 

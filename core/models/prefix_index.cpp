@@ -4,8 +4,9 @@
 
 namespace specd {
 
-uint64_t PrefixIndex::key_of(int32_t parent, std::span<const int32_t> tokens) {
-  // FNV-1a over the parent id and the tokens: it only picks the bucket (find compares).
+uint64_t PrefixIndex::key_of(int32_t parent, std::span<const int32_t> tokens, uint64_t partition) {
+  // FNV-1a over the partition, the parent id and the tokens: it only picks the bucket (find
+  // compares).
   uint64_t h = 1469598103934665603ull;
   auto mix = [&h](uint32_t v) {
     for (int i = 0; i < 4; ++i) {
@@ -13,28 +14,33 @@ uint64_t PrefixIndex::key_of(int32_t parent, std::span<const int32_t> tokens) {
       h *= 1099511628211ull;
     }
   };
+  mix(static_cast<uint32_t>(partition));
+  mix(static_cast<uint32_t>(partition >> 32));
   mix(static_cast<uint32_t>(parent));
   for (int32_t t : tokens) mix(static_cast<uint32_t>(t));
   return h;
 }
 
-int32_t PrefixIndex::find(int32_t parent, std::span<const int32_t> tokens) const {
-  const auto [first, last] = by_key_.equal_range(key_of(parent, tokens));
+int32_t PrefixIndex::find(int32_t parent, std::span<const int32_t> tokens,
+                          uint64_t partition) const {
+  const auto [first, last] = by_key_.equal_range(key_of(parent, tokens, partition));
   for (auto it = first; it != last; ++it) {
     const Entry& e = entries_.at(it->second);
-    if (e.parent == parent &&
+    if (e.parent == parent && e.partition == partition &&
         std::equal(e.tokens.begin(), e.tokens.end(), tokens.begin(), tokens.end()))
       return it->second;
   }
   return -1;
 }
 
-bool PrefixIndex::insert(int32_t block, int32_t parent, std::span<const int32_t> tokens) {
-  if (indexed(block) || find(parent, tokens) >= 0) return false;
+bool PrefixIndex::insert(int32_t block, int32_t parent, std::span<const int32_t> tokens,
+                         uint64_t partition) {
+  if (indexed(block) || find(parent, tokens, partition) >= 0) return false;
   if (parent >= 0 && !indexed(parent)) return false;  // its prefix is not indexed
   Entry e;
   e.parent = parent;
-  e.key = key_of(parent, tokens);
+  e.partition = partition;
+  e.key = key_of(parent, tokens, partition);
   e.tokens.assign(tokens.begin(), tokens.end());
   by_key_.emplace(e.key, block);
   if (parent >= 0) entries_.at(parent).children.push_back(block);

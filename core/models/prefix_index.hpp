@@ -2,6 +2,9 @@
 // content-addressed by (the block holding the tokens before them, their own tokens), and the
 // least-recently-used order of those that no cache holds any more.
 //
+// Every block belongs to a partition (0, or a request's cache_salt as a 64-bit key): a lookup
+// finds only blocks published in its own partition, so prompts are shared within it only.
+//
 // Keying a block by its parent block rather than by a hash of the whole prefix makes a hit
 // exact by construction: a lookup walks from the sequence's start, block by block, comparing
 // tokens (the 64-bit hash only picks the bucket), so two prefixes that collide in the hash
@@ -25,12 +28,13 @@ namespace specd {
 
 class PrefixIndex {
  public:
-  // The indexed block holding `tokens` right after block `parent` (-1: at the sequence's
-  // start), or -1.
-  int32_t find(int32_t parent, std::span<const int32_t> tokens) const;
-  // Indexes `block` as holding `tokens` after `parent`. False (nothing changes) when that key
-  // already names a block, or `block` is indexed already.
-  bool insert(int32_t block, int32_t parent, std::span<const int32_t> tokens);
+  // The indexed block of `partition` holding `tokens` right after block `parent` (-1: at the
+  // sequence's start), or -1.
+  int32_t find(int32_t parent, std::span<const int32_t> tokens, uint64_t partition = 0) const;
+  // Indexes `block` as holding `tokens` after `parent` in `partition`. False (nothing changes)
+  // when that key already names a block, or `block` is indexed already.
+  bool insert(int32_t block, int32_t parent, std::span<const int32_t> tokens,
+              uint64_t partition = 0);
   bool indexed(int32_t block) const { return entries_.count(block) != 0; }
   size_t size() const { return entries_.size(); }
 
@@ -50,13 +54,14 @@ class PrefixIndex {
  private:
   struct Entry {
     int32_t parent;
+    uint64_t partition;
     uint64_t key;
     std::vector<int32_t> tokens;
     std::vector<int32_t> children;
     bool parked = false;
     std::list<int32_t>::iterator lru;
   };
-  static uint64_t key_of(int32_t parent, std::span<const int32_t> tokens);
+  static uint64_t key_of(int32_t parent, std::span<const int32_t> tokens, uint64_t partition);
 
   std::unordered_map<int32_t, Entry> entries_;         // by block
   std::unordered_multimap<uint64_t, int32_t> by_key_;  // key -> block

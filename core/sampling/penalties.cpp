@@ -12,8 +12,9 @@ Penalties::Penalties(PenaltyParams params, uint32_t vocab) : params_(std::move(p
   if (!(std::fabs(params_.presence) <= 2)) throw UsageError("presence_penalty must lie in [-2, 2]");
   if (!(std::fabs(params_.frequency) <= 2))
     throw UsageError("frequency_penalty must lie in [-2, 2]");
-  if (!(params_.repeat > 0 && params_.repeat <= 10))
-    throw UsageError("repeat_penalty must lie in (0, 10]");
+  // Below 0.01 a positive logit divided by it overflows to infinity in f32.
+  if (!(params_.repeat >= 0.01 && params_.repeat <= 10))
+    throw UsageError("repeat_penalty must lie in [0.01, 10]");
   if (params_.repeat_last_n < -1) throw UsageError("repeat_last_n must be -1, 0 or more");
   for (const auto& [token, value] : params_.bias) {
     if (token < 0 || static_cast<uint32_t>(token) >= vocab)

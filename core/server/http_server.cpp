@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include <strings.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -27,6 +28,7 @@
 #include "common/error.hpp"
 #include "gguf/gguf_reader.hpp"
 #include "models/llama_model.hpp"
+#include "server/body_framing.hpp"
 #include "server/chat_template.hpp"
 #include "server/completion_stream.hpp"
 #include "server/connection_guard.hpp"
@@ -87,6 +89,15 @@ void send_error(httplib::Response& res, int status, const std::string& message,
                 const std::string& param = "", const std::string& code = "") {
   res.status = status;
   res.set_content(error_json(message, error_type(status), param, code), "application/json");
+}
+
+BodyHeaders body_headers(const httplib::Request& req) {
+  BodyHeaders h;
+  for (auto [at, end] = req.headers.equal_range("Content-Length"); at != end; ++at)
+    h.content_length.push_back(at->second);
+  for (auto [at, end] = req.headers.equal_range("Transfer-Encoding"); at != end; ++at)
+    h.transfer_encoding.push_back(at->second);
+  return h;
 }
 
 // The status a handler leaves: the library fills in 200 after it returns.
@@ -249,7 +260,13 @@ struct HttpServer::Impl {
   bool authorized(const httplib::Request& req) const {
     const std::string& key = config.server.api_key;
     if (key.empty()) return true;
-    return same_secret(req.get_header_value("Authorization"), "Bearer " + key);
+    // "Bearer" is an auth scheme, and schemes are case-insensitive (RFC 9110 section 11.1).
+    std::string given = req.get_header_value("Authorization");
+    if (given.size() > 7 && given[6] == ' ') {
+      const std::string scheme = given.substr(0, 6);
+      if (strcasecmp(scheme.c_str(), "bearer") == 0) given.replace(0, 6, "Bearer");
+    }
+    return same_secret(given, "Bearer " + key);
   }
 
   void track(const std::shared_ptr<Job>& job) {
@@ -291,6 +308,12 @@ struct HttpServer::Impl {
       listen_fd = fd;
     });
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      // Before the body is read: its framing and size (body_framing.hpp).
+      if (auto refused = check_body_framing(body_headers(req), config.server.max_body_bytes)) {
+        send_error(res, refused->status, refused->message, "", refused->code);
+        metrics.request(endpoint_label(req.path), refused->status);
+        return httplib::Server::HandlerResponse::Handled;
+      }
       if (req.path != "/health" && !authorized(req)) {
         send_error(res, 401, "missing or wrong API key (send Authorization: Bearer <key>)", "",
                    "invalid_api_key");
@@ -375,11 +398,19 @@ struct HttpServer::Impl {
             404, "model",
             "'model': this server serves '" + model_id + "', not '" + request.model + "'",
             "model_not_found");
+      // (Client answers name the server's settings, never its files.)
       if (request.n > config.server.max_n)
         throw RequestError(400, "n",
-                           "'n' = " + std::to_string(request.n) + " is more than " +
-                               config.where("server.max_n") + " allows (" +
+                           "'n' = " + std::to_string(request.n) +
+                               " is more than the server's max_n allows (" +
                                std::to_string(config.server.max_n) + ")");
+      // The n choices wait in the queue together: more than it holds could never be let in.
+      if (request.n > 1 && request.n > config.server.queue_limit)
+        throw RequestError(400, "n",
+                           "'n' = " + std::to_string(request.n) +
+                               " is more than the server's queue_limit (" +
+                               std::to_string(config.server.queue_limit) +
+                               "), and a request's choices wait in its queue together");
       if (chat && !chat_family) throw RequestError(400, "messages", chat_refusal, "chat_template");
       prepare_prompt(request, *encoder, chat ? *chat_family : ChatFamily::chatml, context_length,
                      config.server.kv_budget);

@@ -3,6 +3,7 @@
 #include "grammar/gbnf_grammar.hpp"
 #include "grammar/json_schema_grammar.hpp"
 #include "sampling/sampling_ranges.hpp"
+#include "server/cache_salt.hpp"
 #include "server/json_body.hpp"
 #include "server/request_fields.hpp"
 #include "server/tool_request.hpp"
@@ -200,7 +201,8 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
                                  "repeat_last_n",
                                  "logit_bias",
                                  "response_format",
-                                 "grammar"};
+                                 "grammar",
+                                 "cache_salt"};
   if (chat)
     for (const char* key : {"top_logprobs", "tools", "tool_choice", "parallel_tool_calls"})
       known.insert(key);
@@ -247,9 +249,7 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
           number(key, j[key], -2, 2, "-2 to 2");
   if (j.contains("repeat_penalty") && !j["repeat_penalty"].is_null()) {
     r.sampling.repeat_penalty =
-        number("repeat_penalty", j["repeat_penalty"], 0, 10, "0 < repeat_penalty <= 10; 1 = off");
-    if (r.sampling.repeat_penalty <= 0)
-      bad("repeat_penalty", "is out of range (0 < repeat_penalty <= 10; 1 = off)");
+        number("repeat_penalty", j["repeat_penalty"], 0.01, 10, "0.01 to 10; 1 = off");
   }
   if (j.contains("repeat_last_n") && !j["repeat_last_n"].is_null())
     r.sampling.repeat_last_n = int(integer("repeat_last_n", j["repeat_last_n"], -1, 1 << 24,
@@ -259,12 +259,15 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
     if (!b.is_object()) bad("logit_bias", std::string("must be an object, not ") + kind_of(b));
     if (b.size() > 1024) bad("logit_bias", "has more than 1024 entries");
     for (const auto& [key, value] : b.items()) {
-      // OpenAI's keys are token ids written as strings.
-      char* end = nullptr;
-      errno = 0;
-      const long id = std::strtol(key.c_str(), &end, 10);
-      if (key.empty() || *end != '\0' || errno != 0 || id < 0 || id > INT32_MAX)
-        bad("logit_bias", "keys must be token ids (\"" + key.substr(0, 32) + "\" is not)");
+      // OpenAI's keys are token ids written as strings: decimal digits, no sign, space or
+      // leading zero, so that two keys never name one token.
+      const bool canonical = !key.empty() && key.size() <= 10 &&
+                             key.find_first_not_of("0123456789") == std::string::npos &&
+                             (key == "0" || key[0] != '0');
+      const long long id = canonical ? std::stoll(key) : -1;
+      if (!canonical || id > INT32_MAX)
+        bad("logit_bias",
+            "keys must be token ids written in decimal (\"" + key.substr(0, 32) + "\" is not)");
       r.sampling.logit_bias.emplace_back(
           static_cast<int32_t>(id),
           static_cast<float>(number("logit_bias." + key, value, -100, 100, "-100 to 100")));
@@ -298,6 +301,11 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
       r.include_usage = boolean("stream_options.include_usage", so["include_usage"]);
   }
   if (j.contains("user") && !j["user"].is_null()) string("user", j["user"]);
+  if (j.contains("cache_salt") && !j["cache_salt"].is_null()) {
+    r.cache_salt = string("cache_salt", j["cache_salt"]);
+    if (r.cache_salt.empty() || r.cache_salt.size() > 1024)
+      bad("cache_salt", "must be 1 to 1024 bytes long");
+  }
   if (j.contains("speculative") && !j["speculative"].is_null())
     r.speculative = speculative(j["speculative"]);
   return r;
@@ -311,6 +319,7 @@ batching::GenerationRequest CompletionRequest::generation() const {
   g.seed = seed;
   g.logprobs = logprobs;
   g.strategy = speculative;
+  g.prefix_partition = cache_salt_partition(cache_salt);
   return g;
 }
 

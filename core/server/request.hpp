@@ -47,6 +47,9 @@ struct CompletionRequest {
   int logprobs = -1;
   int n = 1;  // choices from the one prompt (1..128; [server] max_n caps it)
   batching::StrategyChoice speculative;  // the `speculative` extension
+  // Shares cached prompt blocks only with requests of the same salt (vLLM's field; "": with
+  // every unsalted request). See cache_salt.hpp.
+  std::string cache_salt;
   // The prompt as the engine reads it, set by the HTTP handler before queueing (chat
   // content encoded as plain text, never as special tokens); max_tokens is then already
   // clamped to the room the context leaves.

@@ -1,5 +1,7 @@
 #include "server/server_checks.hpp"
 
+#include <arpa/inet.h>
+
 #include "common/error.hpp"
 #include "common/file_io.hpp"
 
@@ -28,14 +30,40 @@ std::optional<ChatFamily> configured_chat_family(const Config& config) {
   return family;
 }
 
+namespace {
+
+bool has_space_or_control(const std::string& text) {
+  for (unsigned char c : text)
+    if (c <= ' ' || c == 0x7f) return true;
+  return false;
+}
+
+}  // namespace
+
+bool is_loopback_host(const std::string& host) {
+  if (host == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) return IN6_IS_ADDR_LOOPBACK(&v6);
+  return false;
+}
+
 void check_server_host(const Config& config) {
-  const std::string& host = config.server.host;
-  bool bad = host.empty();
-  for (unsigned char c : host) bad = bad || c <= ' ' || c == 0x7f;
-  if (bad)
-    throw UsageError(config.where("server.host") + ": host '" + host +
+  const ServerConfig& s = config.server;
+  if (s.host.empty() || has_space_or_control(s.host))
+    throw UsageError(config.where("server.host") + ": host '" + s.host +
                      "' is not an address or a name (empty, or holding spaces or control "
                      "characters)");
+  if (has_space_or_control(s.api_key))
+    throw UsageError(config.where("server.api_key") +
+                     ": the key holds spaces or control characters, which no Authorization "
+                     "header carries: no request could be let in");
+  if (!is_loopback_host(s.host) && s.api_key.empty() && !s.allow_public_without_key)
+    throw UsageError(config.where("server.host") + ": host '" + s.host +
+                     "' is not a loopback address and [server] api_key is not set: anyone who "
+                     "can reach it could use it. Set api_key, or allow_public_without_key = true "
+                     "in [server] to serve it without a key anyway");
 }
 
 }  // namespace specd::server

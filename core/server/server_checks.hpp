@@ -18,8 +18,14 @@ namespace specd::server {
 // the key's position.
 std::optional<ChatFamily> configured_chat_family(const Config& config);
 
-// Refuses a [server] host that is empty or holds spaces or control characters (a name or
-// an address is never spelled so; the resolver's error would not say why). UsageError.
+// Whether `host` only accepts connections from this machine (127.0.0.0/8, ::1, localhost).
+bool is_loopback_host(const std::string& host);
+
+// Refuses, with UsageError naming the key's position: a [server] host that is empty or holds
+// spaces or control characters (a name or an address is never spelled so; the resolver's
+// error would not say why); an api_key holding them (no Authorization header carries it, so
+// no request could be let in); a host that is not loopback without api_key, unless
+// allow_public_without_key says to serve it open.
 void check_server_host(const Config& config);
 
 }  // namespace specd::server

@@ -265,6 +265,12 @@ TEST_CASE("prefix cache: adopted blocks compute what a fresh prefill computes; e
     other[2] = (other[2] + 1) % V;
     auto d = model->new_cache(64);
     CHECK(d->adopt_prefix(other, 40) == 0);
+    // Another partition (a request's cache_salt) sees none of the blocks; its own are its.
+    auto salted = model->new_cache(64);
+    salted->set_prefix_partition(0x5a17);
+    CHECK(salted->adopt_prefix(prompt, 40) == 0);
+    CHECK(pool.find(-1, std::span(prompt).first(B), 0x5a17) == -1);
+    CHECK(pool.find(-1, std::span(prompt).first(B)) == a->blocks()[0]);
     // A cache that holds shared blocks only takes more as they are published (a prefill that
     // waited behind one with the same start); one holding rows of its own takes none.
     auto e = model->new_cache(64);

@@ -199,6 +199,7 @@ TEST_CASE("each bad field is named") {
   CHECK(refused(R"({"prompt":"x","presence_penalty":2.5})") == "presence_penalty");
   CHECK(refused(R"({"prompt":"x","frequency_penalty":"x"})") == "frequency_penalty");
   CHECK(refused(R"({"prompt":"x","repeat_penalty":0})") == "repeat_penalty");
+  CHECK(refused(R"({"prompt":"x","repeat_penalty":1e-300})") == "repeat_penalty");
   CHECK(refused(R"({"prompt":"x","repeat_penalty":11})") == "repeat_penalty");
   CHECK(refused(R"({"prompt":"x","repeat_last_n":-2})") == "repeat_last_n");
   CHECK(parse_completion_request(R"({"prompt":"x","repeat_penalty":1.1,"repeat_last_n":-1})", false,
@@ -207,6 +208,13 @@ TEST_CASE("each bad field is named") {
   CHECK(refused(R"({"prompt":"x","logit_bias":[1]})") == "logit_bias");
   CHECK(refused(R"({"prompt":"x","logit_bias":{"a":1}})") == "logit_bias");
   CHECK(refused(R"({"prompt":"x","logit_bias":{"-1":1}})") == "logit_bias");
+  // One spelling per token: no sign, space or leading zero ("05" and "5" would both apply).
+  for (const char* key : {" 5", "+5", "05", "5 ", "0x5", "2147483648", ""})
+    CHECK(refused(std::string(R"({"prompt":"x","logit_bias":{")") + key + R"(":1}})") ==
+          "logit_bias");
+  CHECK(parse_completion_request(R"({"prompt":"x","logit_bias":{"0":1,"2147483647":2}})", false,
+                                 defaults())
+            .sampling.logit_bias.size() == 2);
   CHECK(refused(R"({"prompt":"x","logit_bias":{"5":101}})") == "logit_bias.5");
   CHECK(refused(R"({"prompt":"x","logit_bias":{"5":"up"}})") == "logit_bias.5");
   CHECK(refused(R"({"prompt":"x","grammar":"root ::= foo"})") == "grammar");

@@ -570,6 +570,37 @@ TEST_CASE("a cancelled request ends at its next step and frees its place; run_ex
   CHECK(ran);
 }
 
+TEST_CASE(
+    "a request cancelled while it waits for KV ends without holding any: the pool keeps its size") {
+  if (!test::have_shipped_models()) return;
+  const Config c = config({"server.kv_budget=64"});
+  PluginRegistry registry{std::vector<std::string>{}};
+  SharedEngine engines(c, registry);
+  Scheduler scheduler(engines, c.server.queue_limit);
+  Probe probe;
+  std::promise<Outcome> first_done, second_done;
+  // The first takes the whole budget (a reservation is at most the budget); the second waits.
+  auto first = make_job("Once upon a time", setting("none"), c, first_done, scheduler, probe);
+  first->request.max_tokens = 2000;
+  first->request.sampling.max_tokens = 2000;
+  auto second = make_job("The quick brown fox", setting("none"), c, second_done, scheduler, probe);
+  int64_t blocks_while_running = -1;
+  auto pieces = std::make_shared<int>(0);
+  test::callbacks(*first).on_text = [&, first_raw = first.get(), pieces](const std::string&) {
+    if (++*pieces == 2) {
+      blocks_while_running = engines.target().kv_pool().blocks();
+      second->cancelled = true;  // gone while queued behind the full budget
+    }
+    if (*pieces == 8) first_raw->cancelled = true;
+  };
+  REQUIRE(scheduler.submit(first));
+  REQUIRE(scheduler.submit(second));
+  CHECK(first_done.get_future().get().stop_reason == "cancelled");
+  CHECK(second_done.get_future().get().stop_reason == "cancelled");
+  CHECK(blocks_while_running == 4);  // 64 rows of 16
+  CHECK(engines.target().kv_pool().blocks() == blocks_while_running);
+}
+
 TEST_CASE("a request cancelled while its prompt prefills ends at once, prefilling no more") {
   if (!test::have_shipped_models()) return;
   for (const std::string budget : {"0", "1"}) {

@@ -135,6 +135,38 @@ httplib::Headers auth() {
   return {{"Authorization", std::string("Bearer ") + kKey}};
 }
 
+// A streamed completion of `max_tokens` that sends `sig` to the server at its first chunk;
+// returns the stream as received.
+std::string stream_signalled(ServerProcess& server, int max_tokens, int sig) {
+  httplib::Client c = client(server.port());
+  json body = {{"prompt", kPrompt}, {"max_tokens", max_tokens}, {"stream", true}};
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.headers = auth();  // a server without api_key ignores it
+  req.set_header("Content-Type", "application/json");
+  req.body = body.dump();
+  std::string received;
+  bool signalled = false;
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    received.append(data, n);
+    if (!signalled) server.signal(sig);
+    signalled = true;
+    return true;
+  };
+  c.send(req);
+  return received;
+}
+
+// The server's specd_prefix_hit_rows_total.
+double prefix_hit_rows(httplib::Client& c) {
+  auto res = c.Get("/metrics", auth());
+  REQUIRE(res);
+  const std::string name = "\nspecd_prefix_hit_rows_total ";
+  REQUIRE_MESSAGE(res->body.find(name) != std::string::npos, res->body);
+  return std::stod(res->body.substr(res->body.find(name) + name.size()));
+}
+
 json post(httplib::Client& c, const std::string& path, const json& body, int expect) {
   auto res = c.Post(path.c_str(), auth(), body.dump(), "application/json");
   REQUIRE_MESSAGE(res, "POST " << path << ": " << httplib::to_string(res.error()));
@@ -232,6 +264,13 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
     REQUIRE(models);
     CHECK(models->status == 200);
     CHECK(json::parse(models->body)["data"][0]["id"] == "target");
+    // The scheme is case-insensitive (RFC 9110); the key is not.
+    auto lower = c.Get("/v1/models", {{"Authorization", std::string("bearer ") + kKey}});
+    REQUIRE(lower);
+    CHECK(lower->status == 200);
+    auto upper_key = c.Get("/v1/models", {{"Authorization", std::string("BEARER TEST-KEY-123")}});
+    REQUIRE(upper_key);
+    CHECK(upper_key->status == 401);
   }
 
   SUBCASE("a greedy completion equals specd run's, streamed or not") {
@@ -420,15 +459,30 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
     CHECK(after["usage"]["prompt_tokens"].get<int>() > r["usage"]["prompt_tokens"].get<int>());
   }
 
+  SUBCASE("cache_salt: cached prompt blocks are shared only with the same salt") {
+    std::string prompt = "Salted: the archivist catalogued every letter that arrived";
+    while (prompt.size() < 240) prompt += ", with its date and its sender";
+    auto hit_rows = [&c] { return prefix_hit_rows(c); };
+    auto hits_of = [&](const char* salt) {
+      json body = {{"prompt", prompt}, {"max_tokens", 2}};
+      if (salt) body["cache_salt"] = salt;
+      const double before = hit_rows();
+      post(c, "/v1/completions", body, 200);
+      return hit_rows() - before;
+    };
+    CHECK(hits_of("tenant-a") == 0);  // the first: nothing cached
+    CHECK(hits_of("tenant-b") == 0);  // another salt: nothing of tenant-a's
+    CHECK(hits_of(nullptr) == 0);     // unsalted: the shared partition, empty of this prompt
+    CHECK(hits_of("tenant-a") > 0);   // the same salt: its own blocks
+    CHECK(hits_of(nullptr) > 0);
+    json bad = post(c, "/v1/completions", json{{"prompt", "x"}, {"cache_salt", ""}}, 400);
+    CHECK(bad["error"]["param"] == "cache_salt");
+  }
+
   SUBCASE("n choices: one prompt prefilled once, a generator each, streamed by index") {
     std::string prompt = "The lighthouse keeper wrote in his log every evening";
     while (prompt.size() < 200) prompt += ", noting the wind and the ships";
-    auto hit_rows = [&c] {
-      const std::string m = c.Get("/metrics", auth())->body;
-      const std::string name = "\nspecd_prefix_hit_rows_total ";
-      REQUIRE_MESSAGE(m.find(name) != std::string::npos, m);
-      return std::stod(m.substr(m.find(name) + name.size()));
-    };
+    auto hit_rows = [&c] { return prefix_hit_rows(c); };
     const double hits0 = hit_rows();
     json body = {
         {"prompt", prompt}, {"max_tokens", 16}, {"n", 3}, {"temperature", 0.9}, {"seed", 7}};
@@ -469,7 +523,10 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
     CHECK(by_index[0] == a["choices"][0]["text"]);
     CHECK(by_index[1] == a["choices"][1]["text"]);
     body["n"] = 9;  // [server] max_n is 8
-    CHECK(post(c, "/v1/completions", body, 400)["error"]["param"] == "n");
+    const json too_many = post(c, "/v1/completions", body, 400);
+    CHECK(too_many["error"]["param"] == "n");
+    // The server's settings by name, never its files.
+    CHECK(too_many["error"]["message"].get<std::string>().find(".toml") == std::string::npos);
   }
 
   SUBCASE("chat with the configured template, streamed equal to whole") {
@@ -537,30 +594,9 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
   }
 
   SUBCASE("SIGTERM drains a request in flight and exits 0") {
-    json body = {{"prompt", kPrompt}, {"max_tokens", 24}, {"stream", true}};
-    httplib::Request req;
-    req.method = "POST";
-    req.path = "/v1/completions";
-    req.headers = auth();
-    req.set_header("Content-Type", "application/json");
-    req.body = body.dump();
-    std::string received;
-    bool signalled = false;
-    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
-      received.append(data, n);
-      if (!signalled) {  // the first chunk is here: the request is in flight
-        server.signal(SIGTERM);
-        signalled = true;
-      }
-      return true;
-    };
-    auto res = c.send(req);
-    REQUIRE_MESSAGE(res, httplib::to_string(res.error())
-                             << "; received: " << received << "; log: " << server.log());
-    CHECK(res->status == 200);
-    CHECK(signalled);
-    Stream s = parse_sse(received, false);
-    CHECK(s.done);
+    // The signal comes with the first chunk: the request is in flight.
+    Stream s = parse_sse(stream_signalled(server, 24, SIGTERM), false);
+    CHECK_MESSAGE(s.done, server.log());
     CHECK(s.text == greedy);
     CHECK(server.wait_exit() == 0);
     CHECK(server.log().find("draining") != std::string::npos);
@@ -660,8 +696,66 @@ struct SlowClient {
   }
 };
 
+// Sends `bytes` on a fresh loopback connection and returns what the server sends back until
+// it closes the connection or stays silent for 8 s.
+std::string raw_exchange(int port, const std::string& bytes) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(fd);
+    return "";
+  }
+  const timeval wait{8, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+  send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  std::string got;
+  char buf[4096];
+  for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return got;
+}
+
+TEST_CASE("request framing: refused from the headers, before the body is read") {
+  if (!specd::test::have_shipped_models()) return;
+  ServerProcess server(write_config("serve_framing.toml", "max_body_bytes = 4096\n"));
+  REQUIRE_MESSAGE(server.port() > 0, server.log());
+  const std::string head =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+      "Content-Type: application/json\r\n";
+  const std::string body = "{\"prompt\": \"a\", \"max_tokens\": 1}";
+  const std::string chunk = "1f\r\n" + body + "\r\n0\r\n\r\n";
+  auto starts = [](const std::string& answer, const char* status) {
+    return answer.rfind(status, 0) == 0;
+  };
+  // A chunked body however large is never read: 411, whatever follows the headers.
+  std::string a = raw_exchange(
+      server.port(), head + "Transfer-Encoding: chunked\r\n\r\n" + std::string(100000, 'x'));
+  CHECK_MESSAGE(starts(a, "HTTP/1.1 411"), a);
+  CHECK(a.find("length_required") != std::string::npos);
+  a = raw_exchange(server.port(),
+                   head + "Content-Length: 31\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk);
+  CHECK_MESSAGE(starts(a, "HTTP/1.1 400"), a);
+  CHECK(a.find("both Content-Length and Transfer-Encoding") != std::string::npos);
+  for (const std::string length : {"-1", "18446744073709551616", "0x10", "1 2", "12, 13"}) {
+    CAPTURE(length);
+    a = raw_exchange(server.port(), head + "Content-Length: " + length + "\r\n\r\n");
+    CHECK_MESSAGE(starts(a, "HTTP/1.1 400"), a);
+  }
+  // Over max_body_bytes: 413 at once, the body never sent.
+  a = raw_exchange(server.port(), head + "Content-Length: 1000000000\r\n\r\n");
+  CHECK_MESSAGE(starts(a, "HTTP/1.1 413"), a);
+  // A well-framed request still works.
+  a = raw_exchange(server.port(), head + "Connection: close\r\nContent-Length: " +
+                                      std::to_string(body.size()) + "\r\n\r\n" + body);
+  CHECK_MESSAGE(starts(a, "HTTP/1.1 200"), a);
+  CHECK(server.terminate() == 0);
+}
+
 TEST_CASE("slow clients are cut: health and completions answer while 40 connections dribble") {
-  if (!have_models()) return;
+  if (!specd::test::have_shipped_models()) return;
   const std::string config =
       write_config("serve_slow.toml",
                    "queue_limit = 4\nmax_sequences = 4\nrequest_timeout_s = 3\n"
@@ -750,6 +844,11 @@ TEST_CASE("past the queue limit a request gets 503 with an OpenAI error body") {
   json j = json::parse(res->body);
   CHECK(j["error"]["code"] == "queue_full");
   CHECK(j["error"]["message"].get<std::string>().find("queue_limit") != std::string::npos);
+  // n choices that the queue could never hold together: a 400 naming n, not "retry later".
+  res = c.Post("/v1/completions", R"({"prompt":"x","n":2})", "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 400);
+  CHECK(json::parse(res->body)["error"]["param"] == "n");
   CHECK(server.terminate() == 0);
 }
 
@@ -922,25 +1021,9 @@ TEST_CASE("past drain_timeout_s, SIGTERM cancels what runs with an error, and ex
     if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   CHECK(running);
-  json body = {{"prompt", kPrompt}, {"max_tokens", 480}, {"stream", true}};
-  httplib::Request req;
-  req.method = "POST";
-  req.path = "/v1/completions";
-  req.set_header("Content-Type", "application/json");
-  req.body = body.dump();
-  std::string received;
-  bool signalled = false;
-  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
-    received.append(data, n);
-    if (!signalled) {
-      server.signal(SIGTERM);
-      signalled = true;
-    }
-    return true;
-  };
-  auto res = c.send(req);
+  const std::string received = stream_signalled(server, 480, SIGTERM);
   whole_client.join();
-  REQUIRE_MESSAGE(res, httplib::to_string(res.error()) << "; log: " << server.log());
+  REQUIRE_MESSAGE(!received.empty(), server.log());
   // The stream ends with an error event (code drain_timeout) and [DONE], never with a
   // finish_reason that would pass the text so far for a finished answer.
   Stream s = parse_sse(received, false);
@@ -962,8 +1045,37 @@ TEST_CASE("past drain_timeout_s, SIGTERM cancels what runs with an error, and ex
       server.log());
 }
 
+TEST_CASE("SIGHUP drains like SIGTERM; a second signal during a drain ends the server at once") {
+  if (!specd::test::have_shipped_models()) return;
+  SUBCASE("SIGHUP: the stream in flight ends with [DONE], then exit 0") {
+    ServerProcess server(write_config("serve_hup.toml", ""));
+    REQUIRE_MESSAGE(server.port() > 0, server.log());
+    Stream s = parse_sse(stream_signalled(server, 24, SIGHUP), false);
+    CHECK(s.done);
+    CHECK(s.finish_reason == "length");
+    CHECK(server.wait_exit() == 0);
+    CHECK_MESSAGE(server.log().find("SIGHUP: draining") != std::string::npos, server.log());
+  }
+  SUBCASE("a second SIGTERM while a long request drains: exit 143 without waiting for it") {
+    ServerProcess server(write_config("serve_second.toml", "drain_timeout_s = 600\n"));
+    REQUIRE_MESSAGE(server.port() > 0, server.log());
+    std::thread second([&] {
+      // The first SIGTERM comes with the stream's first chunk; the drain would then wait
+      // for all 480 tokens.
+      for (int i = 0; i < 600 && server.log().find("draining") == std::string::npos; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      server.signal(SIGTERM);
+    });
+    stream_signalled(server, 480, SIGTERM);
+    second.join();
+    CHECK(server.wait_exit() == 128 + SIGTERM);
+    CHECK_MESSAGE(server.log().find("second SIGTERM while draining: stopped") != std::string::npos,
+                  server.log());
+  }
+}
+
 TEST_CASE("a public host needs api_key or allow_public_without_key; --host is only a host") {
-  if (!have_models()) return;
+  if (!specd::test::have_shipped_models()) return;
   std::string config = write_config("serve_public.toml", "");
   specd::test::CliResult open_bind = specd::test::run_program(
       {"timeout", "60", SPECD_CLI, "serve", "-c", config, "--host", "0.0.0.0"});

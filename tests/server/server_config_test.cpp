@@ -5,6 +5,7 @@
 
 #include "common/error.hpp"
 #include "config/config.hpp"
+#include "server/server_checks.hpp"
 
 namespace {
 
@@ -79,4 +80,29 @@ TEST_CASE("[server] problems name file, line and column") {
         "serve.toml:2:20: 'max_prefill_rows' must be an integer, not a string");
   CHECK(problems("[server]\nqueue_limt = 2\n") ==
         "serve.toml:2:1: unknown key 'queue_limt' in [server] (did you mean 'queue_limit'?)");
+}
+
+TEST_CASE("[server] host and key: what no request could use is refused before serving") {
+  auto host_problem = [](const std::string& server_section) -> std::string {
+    try {
+      specd::server::check_server_host(
+          specd::parse_config("[server]\n" + server_section, "serve.toml"));
+    } catch (const specd::UsageError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  CHECK(host_problem("") == "");
+  CHECK(host_problem("api_key = \"k-1\"\n") == "");
+  CHECK(host_problem("host = \"0.0.0.0\"\napi_key = \"k\"\n") == "");
+  CHECK(host_problem("host = \"0.0.0.0\"\nallow_public_without_key = true\n") == "");
+  CHECK(host_problem("host = \"0.0.0.0\"\n")
+            .find("serve.toml:2:8: host '0.0.0.0' is not a "
+                  "loopback address") == 0);
+  CHECK(host_problem("api_key = \" \"\n").find("serve.toml:2:11: the key holds spaces") == 0);
+  CHECK(host_problem("api_key = \"a\\nb\"\n").find("serve.toml:2:11:") == 0);
+  CHECK(host_problem("host = \"a b\"\n").find("serve.toml:2:8: host 'a b'") == 0);
+  CHECK(specd::server::is_loopback_host("127.8.0.1"));
+  CHECK(specd::server::is_loopback_host("::1"));
+  CHECK_FALSE(specd::server::is_loopback_host("128.0.0.1"));
 }

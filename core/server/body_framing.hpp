@@ -1,0 +1,34 @@
+// How a request frames its body, checked from its headers before any byte of the body is
+// read, so that every byte a client sends counts against max_body_bytes (RFC 9112 §6):
+//   - Content-Length and Transfer-Encoding together: refused, 400 (§6.3: the conflict is how
+//     one request hides inside another behind a proxy that trusts the other header);
+//   - Transfer-Encoding (chunked) alone: refused, 411 Length Required (§6.3 lets a server
+//     require a length; every OpenAI client sends one), so a body's size is known before it
+//     is read;
+//   - a Content-Length that is not one decimal number (or several that disagree): 400;
+//   - a Content-Length over max_body_bytes: 413, without reading the body.
+// Thread rule: a pure function.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace specd::server {
+
+struct BodyHeaders {
+  std::vector<std::string> content_length;     // every Content-Length value, as sent
+  std::vector<std::string> transfer_encoding;  // every Transfer-Encoding value, as sent
+};
+
+struct FramingRefusal {
+  int status;
+  std::string message;
+  std::string code;
+};
+
+std::optional<FramingRefusal> check_body_framing(const BodyHeaders& headers,
+                                                 uint64_t max_body_bytes);
+
+}  // namespace specd::server
