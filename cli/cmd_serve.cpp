@@ -103,7 +103,11 @@ int serve_command(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGHUP);  // a closed terminal or session: drain, as for SIGTERM
+  // A closed terminal or session: drain, as for SIGTERM; unless SIGHUP is ignored (nohup),
+  // which it stays.
+  struct sigaction hangup {};
+  sigaction(SIGHUP, nullptr, &hangup);
+  if (hangup.sa_handler != SIG_IGN) sigaddset(&signals, SIGHUP);
   sigset_t early_signals = signals;
   sigaddset(&early_signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &early_signals, nullptr);
@@ -157,6 +161,22 @@ int serve_command(int argc, char** argv) {
     if (!load_failed)  // else woken by the loader below
       std::fprintf(stderr, "specd serve: %s: draining (a second signal stops at once)\n",
                    signal_name(sig));
+    // A second signal while the drain runs ends the process at once: an operator who sends
+    // one means "now", whatever is still in flight. Watched on a thread of its own, since
+    // stop() blocks for the whole drain.
+    std::atomic<bool> drained{false};
+    std::thread second_signal([&] {
+      while (!drained && !load_failed) {
+        const timespec wait = {0, 50'000'000};
+        const int again = sigtimedwait(&signals, nullptr, &wait);
+        if (again > 0 && !served && !load_failed) {
+          std::fprintf(stderr, "specd serve: second %s while draining: stopped\n",
+                       signal_name(again));
+          std::fflush(stderr);
+          std::_Exit(128 + again);
+        }
+      }
+    });
     // A signal that comes before the listener runs must still stop it: repeat until it has.
     bool first = true;
     while (!served) {
@@ -166,17 +186,10 @@ int serve_command(int argc, char** argv) {
                      "specd serve: drain_timeout_s passed: cancelled %d request(s) in flight\n",
                      cancelled);
       first = false;
-      // Waits 50 ms for a second signal: an operator who sends one means "now", whatever
-      // is still in flight.
-      const timespec wait = {0, 50'000'000};
-      const int again = sigtimedwait(&signals, nullptr, &wait);
-      if (again > 0 && !served && !load_failed) {
-        std::fprintf(stderr, "specd serve: second %s while draining: stopped\n",
-                     signal_name(again));
-        std::fflush(stderr);
-        std::_Exit(128 + again);
-      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+    drained = true;
+    second_signal.join();
   });
   // The model loads while the port answers probes; a failure stops the listener (through the
   // watcher, which repeats stop() until it has) and is rethrown once serving has ended.

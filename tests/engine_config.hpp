@@ -18,13 +18,14 @@ inline std::string test_backend() {
   return b && *b ? b : "cpu";
 }
 
-// `model` decoded greedily on the backend under test with one thread, ignoring EOS, for
-// `max_tokens` tokens (0: the config's default), then `overrides` (key=value, as --set).
+// `model` decoded greedily on `backend` (by default the one under test) with one thread,
+// ignoring EOS, for `max_tokens` tokens (0: the config's default), then `overrides`
+// (key=value, as --set).
 inline Config greedy_config(const std::string& model, const std::vector<std::string>& overrides,
-                            int max_tokens = 0) {
-  std::vector<std::string> all = {"target.model=\"" + model + "\"",
-                                  "engine.backend=" + test_backend(), "engine.threads=1",
-                                  "sampling.temperature=0", "sampling.ignore_eos=true"};
+                            int max_tokens = 0, const std::string& backend = test_backend()) {
+  std::vector<std::string> all = {"target.model=\"" + model + "\"", "engine.backend=" + backend,
+                                  "engine.threads=1", "sampling.temperature=0",
+                                  "sampling.ignore_eos=true"};
   if (max_tokens > 0) all.push_back("sampling.max_tokens=" + std::to_string(max_tokens));
   all.insert(all.end(), overrides.begin(), overrides.end());
   return parse_config("", "test.toml", all);

@@ -53,9 +53,13 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
   // A later choice of an n > 1 request waits for the first's prefill (not when cancelled).
   if (job->wait_for_prefill && !job->wait_for_prefill->prefilled && !job->cancelled) return false;
   // Cancelled while it queued: it ends here, holding nothing. (Let in to end at its first
-  // step, it would hold KV rows past the budget, and the pool would grow for them.)
+  // step, it would hold KV rows past the budget, and the pool would grow for them.) Started,
+  // then done, as every job that is not refused: the HTTP side waits for both.
   if (job->cancelled) {
     job->prefilled = true;
+    RequestEvent started;
+    started.kind = RequestEvent::Kind::started;
+    job->emit(std::move(started));
     RequestEvent end;
     end.kind = RequestEvent::Kind::done;
     auto result = std::make_shared<GenerationResult>();

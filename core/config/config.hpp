@@ -90,7 +90,7 @@ struct SamplingConfig {
   double presence_penalty = 0;                        // OpenAI's, -2..2 (sampling/penalties.hpp)
   double frequency_penalty = 0;                       // OpenAI's, -2..2
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id, -100..100 (requests only)
-  double repeat_penalty = 1.0;   // llama.cpp's, (0, 10]; 1 = off (sampling/penalties.hpp)
+  double repeat_penalty = 1.0;   // llama.cpp's, [0.01, 10]; 1 = off (sampling/penalties.hpp)
   int repeat_last_n = 64;        // its window; 0 = off, -1 = the whole context
   std::string grammar;           // GBNF the output must match (grammar/gbnf_grammar.hpp); "" = none
   std::string grammar_file;      // a file holding GBNF: read into `grammar`

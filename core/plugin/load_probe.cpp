@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,7 +21,14 @@ namespace {
 
 // The child: loads the library as the host would and writes one byte when all of its code
 // has returned. Never returns.
-[[noreturn]] void probe_child(const std::string& open_path, int report_fd) {
+[[noreturn]] void probe_child(const std::string& open_path, int report_fd, pid_t parent) {
+  // Dies with the host (a host killed while it waits must not leave a hung child behind),
+  // and takes signals even where the host blocks them for its own watcher thread.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(4);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
   const int null_fd = ::open("/dev/null", O_WRONLY);
   if (null_fd >= 0) {
     ::dup2(null_fd, STDOUT_FILENO);
@@ -64,6 +72,7 @@ std::optional<std::string> probe_plugin_load(const std::string& open_path, doubl
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) return std::nullopt;  // no probe: load as before
   std::fflush(nullptr);                                      // nothing buffered is written twice
+  const pid_t parent = ::getpid();
   const pid_t child = ::fork();
   if (child < 0) {
     ::close(report[0]);
@@ -72,7 +81,7 @@ std::optional<std::string> probe_plugin_load(const std::string& open_path, doubl
   }
   if (child == 0) {
     ::close(report[0]);
-    probe_child(open_path, report[1]);
+    probe_child(open_path, report[1], parent);
   }
   ::close(report[1]);
   char ok = 0;
@@ -103,10 +112,13 @@ std::optional<std::string> probe_plugin_load(const std::string& open_path, doubl
   if (answered && ok == 1) return std::nullopt;
   const std::string where = " while it was being loaded (a constructor or its " +
                             std::string(SPECD_PLUGIN_ENTRY_SYMBOL) + "/init/get_vtable)";
-  if (timed_out)
-    return "did not finish loading within " + std::to_string(static_cast<int>(timeout_s)) +
+  if (timed_out) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%g", timeout_s);
+    return std::string("did not finish loading within ") + seconds +
            " s (a constructor or its " SPECD_PLUGIN_ENTRY_SYMBOL
            "/init/get_vtable never returned): refused";
+  }
   if (WIFSIGNALED(status))
     return "crashed" + where + " (" + signal_text(WTERMSIG(status)) + "): refused";
   return "called exit(" + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")" +

@@ -34,7 +34,7 @@ struct PenaltyParams {
   double presence = 0;                          // OpenAI presence_penalty, -2..2
   double frequency = 0;                         // OpenAI frequency_penalty, -2..2
   std::vector<std::pair<int32_t, float>> bias;  // OpenAI logit_bias: token id, -100..100
-  double repeat = 1;                            // llama.cpp repeat_penalty, (0, 10]; 1 = off
+  double repeat = 1;                            // llama.cpp repeat_penalty, [0.01, 10]; 1 = off
   int repeat_last_n = 64;  // its window in tokens; 0 = off, -1 = the whole context
   bool repeats() const { return repeat != 1 && repeat_last_n != 0; }
   bool active() const { return presence != 0 || frequency != 0 || !bias.empty() || repeats(); }

@@ -91,6 +91,10 @@ void send_error(httplib::Response& res, int status, const std::string& message,
   res.set_content(error_json(message, error_type(status), param, code), "application/json");
 }
 
+// Set by the pre-routing handler when it answers without reading the body; the logger, which
+// runs on the same handler thread once the answer is written, then ends the connection.
+thread_local bool close_after_answer = false;
+
 BodyHeaders body_headers(const httplib::Request& req) {
   BodyHeaders h;
   for (auto [at, end] = req.headers.equal_range("Content-Length"); at != end; ++at)
@@ -310,13 +314,19 @@ struct HttpServer::Impl {
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       // Before the body is read: its framing and size (body_framing.hpp).
       if (auto refused = check_body_framing(body_headers(req), config.server.max_body_bytes)) {
+        res.set_header("Connection", "close");
         send_error(res, refused->status, refused->message, "", refused->code);
         metrics.request(endpoint_label(req.path), refused->status);
+        close_after_answer = true;
         return httplib::Server::HandlerResponse::Handled;
       }
       if (req.path != "/health" && !authorized(req)) {
         send_error(res, 401, "missing or wrong API key (send Authorization: Bearer <key>)", "",
                    "invalid_api_key");
+        // Its body is not read.
+        const BodyHeaders body = body_headers(req);
+        close_after_answer = !body.transfer_encoding.empty() ||
+                             (!body.content_length.empty() && body.content_length[0] != "0");
         metrics.request(endpoint_label(req.path), 401);
         return httplib::Server::HandlerResponse::Handled;
       }
@@ -380,6 +390,12 @@ struct HttpServer::Impl {
     // Every answer, routed or not, ends with the logger: the connection waits again.
     http.set_logger([this](const httplib::Request& req, const httplib::Response&) {
       guard.idle(req.remote_addr, req.remote_port);
+      // A refusal from the headers left the body unread: what follows is not a request.
+      if (close_after_answer) {
+        close_after_answer = false;
+        const int fd = find_connection_socket(req.remote_addr, req.remote_port, req.local_port);
+        if (fd >= 0) close_after_refusal(fd);
+      }
     });
   }
 

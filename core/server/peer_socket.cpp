@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -84,6 +85,22 @@ bool peer_closed(int fd) {
   ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   if (n == 0) return true;  // end of stream: the client closed
   return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
+
+void close_after_refusal(int fd) {
+  ::shutdown(fd, SHUT_WR);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  char buffer[16384];
+  for (size_t dropped = 0; dropped < (size_t{1} << 20);) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    const ssize_t n = ::recv(fd, buffer, sizeof buffer, MSG_DONTWAIT);
+    if (n <= 0) break;
+    dropped += static_cast<size_t>(n);
+  }
+  ::shutdown(fd, SHUT_RD);
 }
 
 }  // namespace specd::server

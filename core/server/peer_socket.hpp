@@ -38,4 +38,12 @@ int find_connection_socket(const std::string& remote_addr, int remote_port, int 
 // half-closes (shutdown of its write side) while still reading counts as gone.
 bool peer_closed(int fd);
 
+// Ends a connection whose request was answered without its body being read (a refusal from
+// the headers): sends FIN after the answer, reads and drops what the client still sends for
+// at most 1 s or 1 MiB (so that closing with unread data does not reset the connection
+// before the client has read the answer, as nginx's lingering close), then shuts the reading
+// side, so the library sees the end of the connection instead of taking the body for the
+// next request. Blocks for at most that second.
+void close_after_refusal(int fd);
+
 }  // namespace specd::server

@@ -26,7 +26,7 @@ using namespace specd;
 namespace {
 
 Config config(const std::string& target, const std::vector<std::string>& extra) {
-  return test::greedy_config(target, extra, 48);
+  return test::greedy_config(target, extra, 48, "cpu");
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ int32_t find(const SuffixTrie& t, const std::vector<int32_t>& path) {
 }
 
 Config config(const std::string& model, const std::vector<std::string>& extra) {
-  return test::greedy_config(model, extra, 40);
+  return test::greedy_config(model, extra, 40, "cpu");
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ using namespace specd;
 namespace {
 
 Config make_config(const std::string& model, const std::vector<std::string>& overrides) {
-  return test::greedy_config(model, overrides, 32);
+  return test::greedy_config(model, overrides, 32, "cpu");
 }
 
 const std::vector<std::string> kPrompts = {

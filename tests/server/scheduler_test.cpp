@@ -585,6 +585,12 @@ TEST_CASE(
   first->request.sampling.max_tokens = 2000;
   auto second = make_job("The quick brown fox", setting("none"), c, second_done, scheduler, probe);
   int64_t blocks_while_running = -1;
+  bool second_started = false;  // every job that is not refused starts before it is done
+  test::callbacks(*second).on_start =
+      [&, refused = test::callbacks(*second).on_start](const Refusal* refusal) {
+        second_started = refusal == nullptr;
+        refused(refusal);
+      };
   auto pieces = std::make_shared<int>(0);
   test::callbacks(*first).on_text = [&, first_raw = first.get(), pieces](const std::string&) {
     if (++*pieces == 2) {
@@ -597,6 +603,7 @@ TEST_CASE(
   REQUIRE(scheduler.submit(second));
   CHECK(first_done.get_future().get().stop_reason == "cancelled");
   CHECK(second_done.get_future().get().stop_reason == "cancelled");
+  CHECK(second_started);
   CHECK(blocks_while_running == 4);  // 64 rows of 16
   CHECK(engines.target().kv_pool().blocks() == blocks_while_running);
 }

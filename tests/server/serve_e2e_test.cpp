@@ -727,8 +727,14 @@ TEST_CASE("request framing: refused from the headers, before the body is read") 
       "Content-Type: application/json\r\n";
   const std::string body = "{\"prompt\": \"a\", \"max_tokens\": 1}";
   const std::string chunk = "1f\r\n" + body + "\r\n0\r\n\r\n";
+  // One answer with this status, then the connection closes: nothing after the headers is
+  // taken for another request.
   auto starts = [](const std::string& answer, const char* status) {
-    return answer.rfind(status, 0) == 0;
+    size_t answers = 0;
+    for (size_t at = answer.find("HTTP/1.1 "); at != std::string::npos;
+         at = answer.find("HTTP/1.1 ", at + 1))
+      ++answers;
+    return answer.rfind(status, 0) == 0 && answers == 1;
   };
   // A chunked body however large is never read: 411, whatever follows the headers.
   std::string a = raw_exchange(
@@ -751,6 +757,50 @@ TEST_CASE("request framing: refused from the headers, before the body is read") 
   a = raw_exchange(server.port(), head + "Connection: close\r\nContent-Length: " +
                                       std::to_string(body.size()) + "\r\n\r\n" + body);
   CHECK_MESSAGE(starts(a, "HTTP/1.1 200"), a);
+  CHECK(server.terminate() == 0);
+}
+
+// Polls /metrics (at most 30 s) until it holds `line`.
+bool metrics_show(httplib::Client& c, const std::string& line) {
+  for (int i = 0; i < 600; ++i) {
+    auto m = c.Get("/metrics");
+    if (m && m->body.find("\n" + line + "\n") != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+TEST_CASE("a client that leaves while its request is queued: it ends, and the server drains") {
+  if (!specd::test::have_shipped_models()) return;
+  ServerProcess server(write_config("serve_leave.toml", "max_sequences = 1\n"),
+                       {"sampling.ignore_eos=true"});
+  REQUIRE_MESSAGE(server.port() > 0, server.log());
+  httplib::Client c = client(server.port());
+  std::thread running([&] {
+    httplib::Client rc = client(server.port());
+    rc.Post("/v1/completions", R"({"prompt":"x","max_tokens":100000})", "application/json");
+  });
+  CHECK(metrics_show(c, "specd_running 1"));
+  // Queued behind it, then gone.
+  const std::string body = R"({"prompt":"y","max_tokens":8})";
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(server.port()));
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  const std::string request =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(request.size()));
+  CHECK(metrics_show(c, "specd_queue_depth 1"));
+  close(fd);
+  running.join();
+  // Its handler ended once the job did (started, then done as cancelled), so the drain has
+  // nothing left to wait for.
+  CHECK(metrics_show(c, "specd_cancelled_total 1"));
   CHECK(server.terminate() == 0);
 }
 
@@ -1057,7 +1107,8 @@ TEST_CASE("SIGHUP drains like SIGTERM; a second signal during a drain ends the s
     CHECK_MESSAGE(server.log().find("SIGHUP: draining") != std::string::npos, server.log());
   }
   SUBCASE("a second SIGTERM while a long request drains: exit 143 without waiting for it") {
-    ServerProcess server(write_config("serve_second.toml", "drain_timeout_s = 600\n"));
+    ServerProcess server(write_config("serve_second.toml", "drain_timeout_s = 600\n"),
+                         {"sampling.ignore_eos=true"});
     REQUIRE_MESSAGE(server.port() > 0, server.log());
     std::thread second([&] {
       // The first SIGTERM comes with the stream's first chunk; the drain would then wait
@@ -1066,9 +1117,10 @@ TEST_CASE("SIGHUP drains like SIGTERM; a second signal during a drain ends the s
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       server.signal(SIGTERM);
     });
-    stream_signalled(server, 480, SIGTERM);
+    const Stream s = parse_sse(stream_signalled(server, 480, SIGTERM), false);
     second.join();
     CHECK(server.wait_exit() == 128 + SIGTERM);
+    CHECK_FALSE(s.done);  // cut short: the drain was not waited for
     CHECK_MESSAGE(server.log().find("second SIGTERM while draining: stopped") != std::string::npos,
                   server.log());
   }

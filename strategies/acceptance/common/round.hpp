@@ -202,8 +202,6 @@ class Enumerator {
   std::vector<int32_t> path_;
 };
 
-// Ends a walk at `node`: the next token is drawn from p[node] (the correction when the walk
-// stopped early, the bonus token after a fully accepted path).
 // Accepts `node` for the duration of `then` (the walk below it), on a Sampler or Enumerator.
 template <class C, class F>
 void descend(C& c, uint32_t node, F&& then) {
@@ -211,6 +209,9 @@ void descend(C& c, uint32_t node, F&& then) {
   then();
   c.leave();
 }
+
+// Ends a walk at `node`: the next token is drawn from p[node] (the correction when the walk
+// stopped early, the bonus token after a fully accepted path).
 
 template <class C>
 void finish_from_p(C& c, const Round& round, uint32_t node) {
