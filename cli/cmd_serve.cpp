@@ -163,12 +163,17 @@ int serve_command(int argc, char** argv) {
                    signal_name(sig));
     // A second signal while the drain runs ends the process at once: an operator who sends
     // one means "now", whatever is still in flight. Watched on a thread of its own, since
-    // stop() blocks for the whole drain.
+    // stop() blocks for the whole drain. One within 200 ms of the first is the same request
+    // delivered twice (timeout(1) signals its child and then the child's process group).
+    const auto first_signal_at = std::chrono::steady_clock::now();
     std::atomic<bool> drained{false};
     std::thread second_signal([&] {
       while (!drained && !load_failed) {
         const timespec wait = {0, 50'000'000};
         const int again = sigtimedwait(&signals, nullptr, &wait);
+        if (again > 0 &&
+            std::chrono::steady_clock::now() - first_signal_at < std::chrono::milliseconds(200))
+          continue;
         if (again > 0 && !served && !load_failed) {
           std::fprintf(stderr, "specd serve: second %s while draining: stopped\n",
                        signal_name(again));

@@ -1106,23 +1106,52 @@ TEST_CASE("SIGHUP drains like SIGTERM; a second signal during a drain ends the s
     CHECK(server.wait_exit() == 0);
     CHECK_MESSAGE(server.log().find("SIGHUP: draining") != std::string::npos, server.log());
   }
-  SUBCASE("a second SIGTERM while a long request drains: exit 143 without waiting for it") {
-    ServerProcess server(write_config("serve_second.toml", "drain_timeout_s = 600\n"),
-                         {"sampling.ignore_eos=true"});
+  SUBCASE("a second SIGTERM while the queue drains: exit 143 without waiting for it") {
+    // 48 requests of 480 tokens, one sequence at a time: seconds of work to drain.
+    ServerProcess server(
+        write_config("serve_second.toml",
+                     "drain_timeout_s = 600\nmax_sequences = 1\nqueue_limit = 64\n"),
+        {"sampling.ignore_eos=true", "proposer.kind=\"none\""});
     REQUIRE_MESSAGE(server.port() > 0, server.log());
-    std::thread second([&] {
-      // The first SIGTERM comes with the stream's first chunk; the drain would then wait
-      // for all 480 tokens.
-      for (int i = 0; i < 600 && server.log().find("draining") == std::string::npos; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      server.signal(SIGTERM);
-    });
-    const Stream s = parse_sse(stream_signalled(server, 480, SIGTERM), false);
-    second.join();
+    std::atomic<int> answered{0};
+    std::vector<std::thread> clients;
+    for (int i = 0; i < 48; ++i)
+      clients.emplace_back([&] {
+        httplib::Client rc = client(server.port());
+        auto r =
+            rc.Post("/v1/completions", R"({"prompt":"x","max_tokens":480})", "application/json");
+        if (r && r->status == 200) ++answered;
+      });
+    httplib::Client c = client(server.port());
+    int queued = 0;
+    for (int i = 0; i < 600 && queued < 16; ++i) {
+      auto m = c.Get("/metrics");
+      const std::string name = "\nspecd_queue_depth ";
+      if (m && m->body.find(name) != std::string::npos)
+        queued = std::stoi(m->body.substr(m->body.find(name) + name.size()));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    CHECK(queued >= 16);
+    server.signal(SIGTERM);
+    for (int i = 0; i < 600 && server.log().find("draining") == std::string::npos; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // Later than the 200 ms in which a signal is taken for the first delivered twice.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    server.signal(SIGTERM);
     CHECK(server.wait_exit() == 128 + SIGTERM);
-    CHECK_FALSE(s.done);  // cut short: the drain was not waited for
+    for (std::thread& t : clients) t.join();
+    CHECK(answered.load() < 48);  // cut short: the drain was not waited for
     CHECK_MESSAGE(server.log().find("second SIGTERM while draining: stopped") != std::string::npos,
                   server.log());
+  }
+  SUBCASE("SIGTERM twice at once (timeout(1) signals the child and its group): one drain") {
+    ServerProcess server(write_config("serve_twice.toml", ""));
+    REQUIRE_MESSAGE(server.port() > 0, server.log());
+    httplib::Client c = client(server.port());
+    CHECK(c.Get("/health"));
+    server.signal(SIGTERM);
+    server.signal(SIGTERM);
+    CHECK(server.wait_exit() == 0);
   }
 }
 
