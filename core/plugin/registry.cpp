@@ -91,10 +91,6 @@ double load_probe_seconds() {
   return s;
 }
 
-}  // namespace
-
-namespace {
-
 bool has_elf_magic(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   char magic[4] = {};

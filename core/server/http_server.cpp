@@ -313,7 +313,8 @@ struct HttpServer::Impl {
     });
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       // Before the body is read: its framing and size (body_framing.hpp).
-      if (auto refused = check_body_framing(body_headers(req), config.server.max_body_bytes)) {
+      const BodyHeaders body = body_headers(req);
+      if (auto refused = check_body_framing(body, config.server.max_body_bytes)) {
         res.set_header("Connection", "close");
         send_error(res, refused->status, refused->message, "", refused->code);
         metrics.request(endpoint_label(req.path), refused->status);
@@ -324,7 +325,6 @@ struct HttpServer::Impl {
         send_error(res, 401, "missing or wrong API key (send Authorization: Bearer <key>)", "",
                    "invalid_api_key");
         // Its body is not read.
-        const BodyHeaders body = body_headers(req);
         close_after_answer = !body.transfer_encoding.empty() ||
                              (!body.content_length.empty() && body.content_length[0] != "0");
         metrics.request(endpoint_label(req.path), 401);
