@@ -14,6 +14,13 @@ namespace {
 
 constexpr double kExactTolerance = 1e-9;
 
+// FNV-1a 64: a rule's id picks its random stream.
+uint64_t text_hash(const std::string& text) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
 struct Plan {
   const AcceptanceRule* rule;
   const MarkovModel* table;
@@ -206,7 +213,7 @@ AuditReport run_audit(const std::vector<const AcceptanceRule*>& rules,
   if (options.constraints.empty()) throw UsageError("--constraints needs at least one constraint");
   for (const MarkovModel& t : tables) sequence_space(t.vocab, options.tokens, 1u << 22);
 
-  // Plan every case first: the per-case significance depends on how many there are.
+  // Plan every case first: the per-case significance depends on how many a rule has.
   std::vector<std::vector<Plan>> plans(rules.size());
   size_t n_cases = 0;
   for (size_t i = 0; i < rules.size(); ++i) {
@@ -234,9 +241,7 @@ AuditReport run_audit(const std::vector<const AcceptanceRule*>& rules,
   }
   AuditReport report;
   report.cases = n_cases;
-  report.alpha_per_case = options.alpha / static_cast<double>(std::max<size_t>(n_cases, 1));
 
-  uint64_t case_no = 0;
   for (size_t i = 0; i < rules.size(); ++i) {
     const AcceptanceRule& rule = *rules[i];
     if (plans[i].empty()) {
@@ -248,6 +253,11 @@ AuditReport run_audit(const std::vector<const AcceptanceRule*>& rules,
     ra.id = rule.id();
     ra.name = rule.name();
     ra.label = label_name(rule.label());
+    // Bonferroni over this rule's cases, and a random stream of the rule's own: the verdict
+    // is the same whichever rules are audited beside it.
+    ra.alpha_per_case = options.alpha / static_cast<double>(plans[i].size());
+    const uint64_t rule_stream = options.seed * 0x9E3779B97F4A7C15ull + text_hash(rule.id());
+    uint64_t case_no = 0;
     for (const Plan& plan : plans[i]) {
       AuditCase c;
       c.table = plan.table->name;
@@ -269,18 +279,18 @@ AuditReport run_audit(const std::vector<const AcceptanceRule*>& rules,
       const bool exact_claim = rule.label() == SPECD_LABEL_EXACT ||
                                (rule.label() == SPECD_LABEL_GREEDY_EXACT && c.temperature == 0);
       c.applicable = exact_claim;
-      Rng rng(options.seed * 0x9E3779B97F4A7C15ull + (++case_no));
+      Rng rng(rule_stream + (++case_no));
       const std::vector<double> target = target_distribution(setup);
       c.samples = options.samples;
       if (options.detect_tv > 0 && exact_claim && !rule.has_outcomes()) {
-        c.samples = samples_to_detect(target, options.detect_tv, report.alpha_per_case, kAuditPower,
+        c.samples = samples_to_detect(target, options.detect_tv, ra.alpha_per_case, kAuditPower,
                                       options.samples, options.max_samples);
         if (c.samples == 0)
           throw UsageError("--detect-tv " + format_tv(options.detect_tv) + " needs more than " +
                            std::to_string(options.max_samples) + " samples on table '" + c.table +
                            "'; ask for a larger distance");
       }
-      c.detectable_tv = detectable_tv(target, c.samples, report.alpha_per_case, kAuditPower).tv;
+      c.detectable_tv = detectable_tv(target, c.samples, ra.alpha_per_case, kAuditPower).tv;
       CaseNumbers n;
       try {
         n = measure_case(rule, setup, c.samples, rng);
@@ -305,7 +315,7 @@ AuditReport run_audit(const std::vector<const AcceptanceRule*>& rules,
       c.p_value = g_test(n.target, n.counts).p_value;
       if (n.has_exact && c.samples > 0) {
         c.outcomes_p_value = g_test(n.exact, n.counts).p_value;
-        c.sampler_disagrees = c.outcomes_p_value < report.alpha_per_case;
+        c.sampler_disagrees = c.outcomes_p_value < ra.alpha_per_case;
       }
       if (c.sampler_disagrees && !exact_claim) {
         c.verdict = "error";
@@ -313,8 +323,7 @@ AuditReport run_audit(const std::vector<const AcceptanceRule*>& rules,
                   format_tv(c.outcomes_p_value) + "), so its measured TV cannot be trusted";
       } else if (exact_claim) {
         const bool wrong = (c.has_exact && c.exact_tv > kExactTolerance) ||
-                           (c.samples > 0 && c.p_value < report.alpha_per_case) ||
-                           c.sampler_disagrees;
+                           (c.samples > 0 && c.p_value < ra.alpha_per_case) || c.sampler_disagrees;
         c.verdict = wrong ? "label-wrong" : c.has_exact ? "lossless" : "not-rejected";
       } else {
         c.verdict = rule.label() == SPECD_LABEL_GREEDY_EXACT ? "not-applicable" : "lossy";

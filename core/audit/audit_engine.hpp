@@ -15,8 +15,10 @@
 //     distribution-free 95% interval (distribution_tests.hpp, tv_interval), and p_value is a G-test
 //     against the target's exact distribution (outcomes with expected count < 5 pooled).
 //   - Verdict: a rule declared exact (or greedy-exact, at temperature 0) is "label-wrong"
-//     when exact_tv > 1e-9 or p_value < alpha / (number of cases) (Bonferroni: alpha is the
-//     family-wise false-alarm rate of one audit run); otherwise "lossless" when the rule has
+//     when exact_tv > 1e-9 or p_value < alpha / (the rule's number of cases) (Bonferroni per
+//     rule: alpha is the false-alarm rate over one rule's cases, and each rule draws its own
+//     random stream, so a rule's verdict never depends on which other rules are audited with
+//     it); otherwise "lossless" when the rule has
 //     outcomes (the exact TV proves it), and "not-rejected" when it has none: the G-test
 //     alone cannot prove a label, so the report says which TV it would have detected with
 //     95% power (distribution_tests.hpp, detectable_tv); `detect_tv` raises the sample count of
@@ -69,7 +71,7 @@ struct AuditOptions {
   std::vector<AuditConstraint> constraints = default_audit_constraints();
   uint64_t samples = 20000;  // Monte-Carlo runs per case (at least)
   uint64_t seed = 1;
-  double alpha = 1e-3;  // family-wise significance of the whole audit
+  double alpha = 1e-3;  // family-wise significance per rule (over that rule's cases)
   // For rules without outcomes: raise a case's samples until every TV >= detect_tv would be
   // detected with probability kAuditPower (0 = keep `samples`). At most max_samples.
   double detect_tv = 0;
@@ -113,8 +115,9 @@ struct RuleAudit {
   double mc_tv = 0;
   std::pair<double, double> mc_tv_ci{0, 0};
   double p_value = 1;
-  uint64_t samples = 0;      // smallest sample count among the cases
-  double detectable_tv = 1;  // largest detectable TV among the cases (see AuditCase)
+  uint64_t samples = 0;       // smallest sample count among the cases
+  double detectable_tv = 1;   // largest detectable TV among the cases (see AuditCase)
+  double alpha_per_case = 0;  // alpha / cases.size(): the threshold of each p-value
   // "lossless", "not-rejected", "lossy", "label-wrong", "error" (the rule could not run)
   std::string verdict;
   std::string summary;  // human text, e.g. "lossless (verified)"
@@ -122,8 +125,7 @@ struct RuleAudit {
 
 struct AuditReport {
   std::vector<RuleAudit> rules;
-  size_t cases = 0;
-  double alpha_per_case = 0;
+  size_t cases = 0;  // over all rules
   bool any_label_wrong() const;
   bool any_error() const;
 };

@@ -78,9 +78,10 @@ std::string settings_line(const AuditReport& report, const AuditOptions& o,
     s += " (more for rules without outcomes, until a TV of " + num(o.detect_tv) +
          " is detected with 95% power)";
   s += ", seed " + std::to_string(o.seed) + "\n";
-  s += "significance: alpha " + num(o.alpha) + " for the whole run, " + num(report.alpha_per_case) +
-       " per case (" + std::to_string(report.cases) +
-       " cases, Bonferroni); exact TV tolerance 1e-9\n";
+  s += "significance: alpha " + num(o.alpha) +
+       " per rule, Bonferroni over the rule's own cases (alpha / cases per case, " +
+       std::to_string(report.cases) +
+       " cases in all): other rules never change a rule's verdict; exact TV tolerance 1e-9\n";
   return s;
 }
 
@@ -135,6 +136,7 @@ std::string format_audit_json(const AuditReport& report, const AuditOptions& o,
            ", " + json_num(r.mc_tv_ci.second) + "], \"p_value\": " + json_num(r.p_value) +
            ", \"samples\": " + std::to_string(r.samples) +
            ", \"detectable_tv\": " + json_num(r.detectable_tv) +
+           ", \"alpha_per_case\": " + json_num(r.alpha_per_case) +
            ", \"verdict\": " + json_str(r.verdict) + ", \"summary\": " + json_str(r.summary) +
            ", \"cases\": [";
     for (size_t j = 0; j < r.cases.size(); ++j) {
@@ -164,7 +166,7 @@ std::string format_audit_json(const AuditReport& report, const AuditOptions& o,
       ", \"top_p\": " + json_num(o.sampling.top_p) + ", \"min_p\": " + json_num(o.sampling.min_p) +
       ", \"samples\": " + std::to_string(o.samples) + ", \"detect_tv\": " + json_num(o.detect_tv) +
       ", \"seed\": " + std::to_string(o.seed) + ", \"alpha\": " + json_num(o.alpha) +
-      ", \"alpha_per_case\": " + json_num(report.alpha_per_case) + ", \"constraints\": [";
+      ", \"correction\": \"bonferroni per rule\", \"constraints\": [";
   for (size_t i = 0; i < o.constraints.size(); ++i)
     out += (i ? ", " : "") + json_str(o.constraints[i].name);
   out += "], \"tables\": [";

@@ -159,7 +159,7 @@ TEST_CASE("a sampler that disagrees with its outcomes is caught by the p-value")
   const auto& r = audited_rule(report, "test-lying-sampler");
   CHECK(r.exact_tv < 1e-12);  // its outcomes are exact-match's, which are exact
   CHECK(r.verdict == "label-wrong");
-  CHECK(r.p_value < report.alpha_per_case);
+  CHECK(r.p_value < r.alpha_per_case);
   // Named as what it is: the rule contradicts itself.
   CHECK(r.summary.find("its sampler disagrees with its own outcomes") != std::string::npos);
 }

@@ -203,6 +203,37 @@ TEST_CASE("a rule without outcomes is never called verified: the report says wha
   CHECK(r.samples == 20000);
 }
 
+TEST_CASE("a rule's verdict is its own: the same numbers alone or among other rules") {
+  specd::AuditOptions o;
+  o.samples = 3000;
+  o.tree = {};
+  o.constraints = {specd::audit_constraint("none"), specd::audit_constraint("mask")};
+  const auto tables = audited_tables();
+  Rules alone({"test-biased-sampler"});
+  Rules among({"rejection", "test-two-scheme", "test-biased-sampler", "exact-match",
+               "test-sampler-only", "greedy"});
+  const auto a = specd::run_audit(alone.views, tables, o);
+  const auto b = specd::run_audit(among.views, tables, o);
+  REQUIRE(b.cases > 3 * a.cases);
+  const specd::RuleAudit& x = audited_rule(a, "test-biased-sampler");
+  const specd::RuleAudit& y = audited_rule(b, "test-biased-sampler");
+  // Bonferroni over the rule's own cases, and a random stream of its own.
+  CHECK(x.alpha_per_case == doctest::Approx(o.alpha / static_cast<double>(x.cases.size())));
+  CHECK(y.alpha_per_case == x.alpha_per_case);
+  CHECK(y.verdict == x.verdict);
+  REQUIRE(y.cases.size() == x.cases.size());
+  for (size_t i = 0; i < x.cases.size(); ++i) {
+    CHECK(y.cases[i].p_value == x.cases[i].p_value);
+    CHECK(y.cases[i].mc_tv == x.cases[i].mc_tv);
+    CHECK(y.cases[i].verdict == x.cases[i].verdict);
+  }
+  // The report states the correction.
+  CHECK(contains(specd::format_audit_text(b, o, tables, false),
+                 "per rule, Bonferroni over the rule's own cases"));
+  CHECK(
+      contains(specd::format_audit_json(b, o, tables), "\"correction\": \"bonferroni per rule\""));
+}
+
 TEST_CASE("--detect-tv raises the samples until a small bias is caught") {
   Rules rules({"test-biased-sampler"});
   const auto tables = audited_tables();
