@@ -41,6 +41,12 @@ int plugins_command(int argc, char** argv) {
       w.key("version").value(info.plugin->version);
       w.key("abi").value(std::to_string(info.plugin->abi_major) + "." +
                          std::to_string(info.plugin->abi_minor));
+      w.key("built_abi")
+          .value(std::to_string(info.plugin->abi_major) + "." +
+                 std::to_string(info.plugin->built_minor));
+      w.key("min_host_abi")
+          .value(std::to_string(info.plugin->abi_major) + "." +
+                 std::to_string(info.plugin->min_host_minor));
       w.key("path").value(info.plugin->path);
       w.key("description").value(info.plugin->description);
       if (!info.label.empty()) w.key("label").value(info.label);
@@ -68,16 +74,21 @@ int plugins_command(int argc, char** argv) {
     return 0;
   }
 
-  std::printf("%-12s %-36s %-9s %-5s %s\n", "KIND", "ID", "VERSION", "ABI", "DETAILS");
+  // ABI: what the plugin was built against; "0.8>=0.6" when it declares it runs on older
+  // hosts (min_host_abi_minor).
+  std::printf("%-12s %-36s %-9s %-8s %s\n", "KIND", "ID", "VERSION", "ABI", "DETAILS");
   for (const PluginInfo& info : infos) {
     const std::string details = info.details();
-    std::printf("%-12s %-36s %-9s %u.%-3u %s\n", kind_name(info.plugin->kind),
-                info.plugin->id.c_str(), info.plugin->version.c_str(), info.plugin->abi_major,
-                info.plugin->abi_minor, details.c_str());
+    const LoadedPlugin& p = *info.plugin;
+    std::string abi = std::to_string(p.abi_major) + "." + std::to_string(p.built_minor);
+    if (p.min_host_minor != p.built_minor)
+      abi += ">=" + std::to_string(p.abi_major) + "." + std::to_string(p.min_host_minor);
+    std::printf("%-12s %-36s %-9s %-8s %s\n", kind_name(p.kind), p.id.c_str(), p.version.c_str(),
+                abi.c_str(), details.c_str());
     std::printf("%-12s %s\n", "", info.plugin->path.c_str());
   }
   // Not a file: the default of [verifier] kind, for completeness of the verifier choices.
-  std::printf("%-12s %-36s %-9s %-5s %s\n", "verifier", "target (built in)", "-", "-",
+  std::printf("%-12s %-36s %-9s %-8s %s\n", "verifier", "target (built in)", "-", "-",
               "the [target] model in this process ([verifier] kind default)");
   for (const auto& e : registry.errors())
     std::fprintf(stderr, "specd: warning: %s\n", e.message.c_str());

@@ -288,6 +288,8 @@ const LoadedPlugin* PluginRegistry::load_file(const std::string& path, bool name
   // Driven as the newest minor both know (a plugin built against a newer minor that runs on
   // this host, per min_host_abi_minor, is this host's minor to it).
   p.abi_minor = std::min<uint32_t>(d->abi_minor, SPECD_ABI_VERSION_MINOR);
+  p.built_minor = d->abi_minor;
+  p.min_host_minor = needs;
   p.descriptor = d;
 
   if (d->init) {
@@ -349,6 +351,20 @@ const LoadedPlugin* PluginRegistry::find(std::string_view id_or_name,
 const LoadedPlugin& PluginRegistry::require(std::string_view id_or_name,
                                             specd_plugin_kind kind) const {
   if (const LoadedPlugin* p = find(id_or_name, kind)) return *p;
+  // A plugin that was found but refused (a newer ABI, a failing init): its reason first.
+  // It is named by its id in the message, or by the file name the SDK's CMake gives it.
+  const std::string wanted(id_or_name);
+  const char* prefix = kind == SPECD_KIND_ACCEPTANCE ? "accept"
+                       : kind == SPECD_KIND_PROPOSER ? "propose"
+                       : kind == SPECD_KIND_VERIFIER ? "verify"
+                                                     : "backend";
+  for (const auto& e : errors_) {
+    const std::string stem = std::filesystem::path(e.path).stem().string();
+    if (!wanted.empty() && (e.message.find("'" + wanted + "'") != std::string::npos ||
+                            stem == std::string("specd-") + prefix + "-" + wanted))
+      throw UsageError(std::string(kind_name(kind)) + " plugin '" + wanted +
+                       "' was found but not loaded: " + e.message);
+  }
   std::string known;
   for (const LoadedPlugin* p : of_kind(kind))
     known += (known.empty() ? "" : ", ") + p->name + " (" + p->id + ")";

@@ -31,7 +31,9 @@ struct LoadedPlugin {
   std::string description;
   std::string path;  // the library file it came from
   specd_plugin_kind kind = 0;
-  uint32_t abi_major = 0, abi_minor = 0;
+  uint32_t abi_major = 0, abi_minor = 0;  // the ABI it is driven as (the newer one: the host's)
+  uint32_t built_minor = 0;               // SPECD_ABI_VERSION_MINOR it was built against
+  uint32_t min_host_minor = 0;            // the oldest host minor it declares it runs on
   const specd_plugin_descriptor* descriptor = nullptr;
   const void* vtable = nullptr;  // the kind's vtable, e.g. const specd_acceptance_vtable*
 };

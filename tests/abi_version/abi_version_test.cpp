@@ -101,6 +101,15 @@ TEST_CASE("a plugin of a newer minor is refused unless it declares that it runs 
     REQUIRE(reg.errors().size() == 1);
     CHECK(reg.errors()[0].message.find("plugin needs ABI " + next + ", newer than the host's") !=
           std::string::npos);
+    // Asked for by id, the refused plugin's reason is the answer, not "unknown plugin".
+    try {
+      reg.require("org.specd.test.version-next-minor", SPECD_KIND_ACCEPTANCE);
+      FAIL("a refused plugin was found");
+    } catch (const specd::UsageError& e) {
+      const std::string m = e.what();
+      CHECK(m.find("was found but not loaded") != std::string::npos);
+      CHECK(m.find("newer than the host's") != std::string::npos);
+    }
   }
   {
     PluginRegistry reg({plugin_file("next-minor-runs-here")}, false);
@@ -109,6 +118,9 @@ TEST_CASE("a plugin of a newer minor is refused unless it declares that it runs 
     REQUIRE(p != nullptr);
     CHECK(p->abi_minor == SPECD_ABI_VERSION_MINOR);  // driven as this host's minor
     CHECK(create_error(*p, p->abi_minor) == "");
+    // What `specd plugins` shows: the minor it was built against and the oldest host.
+    CHECK(p->built_minor == SPECD_ABI_VERSION_MINOR + 1);
+    CHECK(p->min_host_minor <= SPECD_ABI_VERSION_MINOR);
   }
   {
     PluginRegistry reg({plugin_file("min-above-own")}, false);

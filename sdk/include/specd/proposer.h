@@ -111,6 +111,13 @@ typedef struct specd_text_service {
                                specd_token* tokens, uint32_t capacity, uint32_t* out_count);
 } specd_text_service;
 
+/* True when the host's text service has `field` (appended after 0.6: encode_with). A
+ * capability rather than a minor, so test it before calling; specd::sdk::TextService's
+ * has_flags() does. */
+#define SPECD_TEXT_SERVICE_HAS(service, field)                                                 \
+  ((service)->struct_size >= offsetof(specd_text_service, field) + sizeof((service)->field) && \
+   (service)->field != NULL)
+
 #define SPECD_ENCODE_BOS ((uint32_t)1)
 #define SPECD_ENCODE_CONTINUATION ((uint32_t)2)
 

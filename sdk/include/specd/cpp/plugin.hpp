@@ -122,10 +122,7 @@ class TextService {
   explicit TextService(const specd_text_service* service) : service_(service) {}
   bool available() const { return service_ != nullptr; }
   // Whether encode takes flags (a host newer than 0.6's first text service).
-  bool has_flags() const {
-    return service_ && service_->struct_size > offsetof(specd_text_service, encode_with) &&
-           service_->encode_with;
-  }
+  bool has_flags() const { return service_ && SPECD_TEXT_SERVICE_HAS(service_, encode_with); }
 
   // The ids of `text` on its own (specd_text_service.encode), or with `flags`
   // (SPECD_ENCODE_BOS, SPECD_ENCODE_CONTINUATION; encode_with, which has_flags() says the

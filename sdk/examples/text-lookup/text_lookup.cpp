@@ -1,7 +1,7 @@
 // A proposer that drafts in text through the host's text service (specd_text_service): it
 // decodes the sequence, finds the latest earlier occurrence of its last `match` bytes, and
 // drafts the ids of the text that followed it, as encoded on its own. What it proves: a
-// text-based proposer needs no tokenizer of its own.
+// text-based proposer needs no tokenizer of its own, so it drafts for any target.
 //
 // Parameters: match (int, bytes of the tail to look up; default 6).
 #include <specd/cpp/plugin.hpp>
@@ -60,6 +60,5 @@ class TextLookupProposer {
 
 }  // namespace
 
-SPECD_PROPOSER_PLUGIN(TextLookupProposer, "org.specd.test.text-lookup", "text-lookup", "0.0.1",
-                      "test proposer: prompt lookup in text through the host's text service", 0,
-                      "exact-match")
+SPECD_PROPOSER_PLUGIN(TextLookupProposer, "com.example.propose.text-lookup", "text-lookup", "0.1.0",
+                      "prompt lookup in text through the host's text service", 0, "exact-match")
