@@ -24,7 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     specd::server::CompletionRequest r =
         specd::server::parse_completion_request(body, chat, defaults);
     specd::server::ResponseInfo info{"id", "model", 0, chat};
-    std::string text = r.prompt;
+    std::string text;
+    for (const auto& p : r.prompts) text += p.text;
     for (auto family : {specd::server::ChatFamily::chatml, specd::server::ChatFamily::llama3,
                         specd::server::ChatFamily::mistral, specd::server::ChatFamily::phi3,
                         specd::server::ChatFamily::gemma}) {

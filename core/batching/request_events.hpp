@@ -34,6 +34,7 @@ struct RequestEvent {
   Kind kind = Kind::text;
   size_t choice = 0;  // the job's Job::choice: which of one request's jobs
   std::string text;
+  size_t tokens = 0;  // text: the tokens generated when this piece came out
   TokenLogprob logprob;
   std::shared_ptr<const GenerationResult> result;
   std::optional<Refusal> refusal;

@@ -135,12 +135,14 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
     parts.adaptive = run->adaptive.get();
     parts.rng = run->rng.get();
     parts.target_path = engines_.config().target.model;
-    Job* target = job.get();  // the running sequence holds the job, so it outlives these
+    Job* target = job.get();             // the running sequence holds the job, so it outlives these
+    const Running* running = run.get();  // its sequence emits only once it is set
     run->sequence = std::make_unique<Sequence>(parts, prompt, r.sampling, r.max_tokens,
-                                               [target](const std::string& text) {
+                                               [target, running](const std::string& text) {
                                                  RequestEvent e;
                                                  e.kind = RequestEvent::Kind::text;
                                                  e.text = text;
+                                                 e.tokens = running->sequence->generated();
                                                  target->emit(std::move(e));
                                                });
     if (r.logprobs >= 0)

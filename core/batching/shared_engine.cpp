@@ -17,14 +17,21 @@ SharedEngine::~SharedEngine() = default;
 Config SharedEngine::config_for(const StrategyChoice& r) const {
   if (r.allow_lossy && !config_.acceptance.allow_lossy)
     throw Refusal(Refusal::Kind::invalid_request, "speculative.allow_lossy",
-                  "'speculative.allow_lossy' is refused: the server's configuration (" +
-                      config_.where("acceptance.allow_lossy") + ") does not allow lossy rules");
+                  "'speculative.allow_lossy' is refused: the server's configuration does not "
+                  "allow lossy rules ([acceptance] allow_lossy)");
   Config c = config_;
+  bool rule_changed = false;
   if (r.proposer && *r.proposer != c.proposer.kind) {
     c.proposer.kind = *r.proposer;
-    // The configured kind's own keys and model file do not apply to another kind.
+    // The configured kind's own keys and model file do not apply to another kind, nor its
+    // rule: the request's proposer takes its own default unless the request names one.
     c.proposer.params.clear();
     c.proposer.model.clear();
+    if (!r.rule) {
+      c.acceptance.rule.clear();
+      c.acceptance.params.clear();
+      rule_changed = true;
+    }
   }
   if (r.k) {
     c.proposer.k = *r.k;
@@ -35,9 +42,10 @@ Config SharedEngine::config_for(const StrategyChoice& r) const {
     c.acceptance.rule = *r.rule;
     c.acceptance.params.clear();
   }
-  // A rule the request names is lossy only when the request says so; the configured rule
-  // keeps the configuration's permission.
-  c.acceptance.allow_lossy = config_.acceptance.allow_lossy && (r.allow_lossy || !r.rule);
+  rule_changed = rule_changed || r.rule;
+  // A rule the request chose (by name, or as its proposer's default) is lossy only when the
+  // request says so; the configured rule keeps the configuration's permission.
+  c.acceptance.allow_lossy = config_.acceptance.allow_lossy && (r.allow_lossy || !rule_changed);
   return c;
 }
 
@@ -79,7 +87,14 @@ Strategy& SharedEngine::strategy(const StrategyChoice& r) {
     std::string param = r.rule       ? "speculative.rule"
                         : r.proposer ? "speculative.proposer"
                                      : "speculative";
-    throw Refusal(Refusal::Kind::invalid_request, param, "'" + param + "': " + e.what());
+    // The message leads with where the configuration set the key; the request set it here.
+    std::string message = e.what();
+    for (const auto& [key, location] : c.locations)
+      if (message.rfind(location + ": ", 0) == 0) {
+        message.erase(0, location.size() + 2);
+        break;
+      }
+    throw Refusal(Refusal::Kind::invalid_request, param, "'" + param + "': " + message);
   }
   if (s.rule) {
     s.rule_name = s.rule->name();

@@ -87,6 +87,8 @@ struct SamplingConfig {
   int max_tokens = 128;
   std::vector<std::string> stop;  // stop strings; the output ends before them
   bool ignore_eos = false;
+  bool render_special = false;  // control tokens appear in the text (requests' skip_special_tokens)
+  int min_tokens = 0;  // before this many tokens no end of sequence or stop string (requests)
   double presence_penalty = 0;                        // OpenAI's, -2..2 (sampling/penalties.hpp)
   double frequency_penalty = 0;                       // OpenAI's, -2..2
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id, -100..100 (requests only)

@@ -26,9 +26,10 @@ class Emitter {
       : tokenizer_(tokenizer),
         stops_(sampling.stop),
         ignore_eos_(sampling.ignore_eos),
+        min_tokens_(sampling.min_tokens),
         max_tokens_(max_tokens),
         on_text_(on_text),
-        detok_(tokenizer, false, prompt) {}
+        detok_(tokenizer, sampling.render_special, prompt) {}
 
   // Returns false when generation must end after this token.
   bool push(int32_t token, GenerationResult& result) {
@@ -44,7 +45,8 @@ class Emitter {
     // generation already).
     size_t cut = std::string::npos;
     for (const std::string& stop : stops_) {
-      if (stop.empty()) continue;
+      // Before min_tokens no stop string ends the output (vLLM's rule).
+      if (stop.empty() || count_ < min_tokens_) continue;
       const size_t from = before >= stop.size() ? before - stop.size() + 1 : 0;
       // A match never starts inside a UTF-8 character (the configuration refuses stop
       // strings that are not whole characters; a Config built in code is held to it here).
@@ -104,6 +106,7 @@ class Emitter {
   const Tokenizer& tokenizer_;
   const std::vector<std::string>& stops_;
   bool ignore_eos_;
+  int min_tokens_;
   int max_tokens_;
   const std::function<void(const std::string&)>& on_text_;
   StreamingDetokenizer detok_;

@@ -54,6 +54,10 @@ Sequence::Sequence(const SequenceParts& parts, std::vector<int32_t> prompt,
       throw UsageError(
           "ignore_eos cannot be combined with a grammar (the grammar decides where "
           "the output may end)");
+    if (sampling.min_tokens > 0)
+      throw UsageError(
+          "min_tokens cannot be combined with a grammar (the grammar decides where the output "
+          "may end)");
     constraint_ = std::make_unique<TokenConstraint>(sampling.grammar, *parts_.tokenizer);
     filter_ = {sizeof(specd_token_filter), 0, this, &Sequence::filter_apply};
   }
@@ -290,6 +294,16 @@ void Sequence::end_round(double pass_s) {
 }
 
 void Sequence::mask_row(std::span<float> row, size_t r) {
+  // min_tokens: a row whose token would come before that many bars the end of sequence (by
+  // its position: the committed tokens and its depth in the draft), as plain decoding does.
+  const int32_t eos = parts_.tokenizer->eos_id();
+  if (sampling_config_.min_tokens > 0 && !sampling_config_.ignore_eos && eos >= 0 &&
+      static_cast<uint32_t>(eos) < row.size()) {
+    size_t depth = 0;
+    for (size_t node = r; node != 0; node = static_cast<size_t>(draft_.parents[node - 1])) ++depth;
+    if (result_.tokens.size() + depth < static_cast<size_t>(sampling_config_.min_tokens))
+      row[static_cast<size_t>(eos)] = -std::numeric_limits<float>::infinity();
+  }
   if (!penalties_->active() && !constraint_) return;
   if (constraint_ && r == 0) dead_rows_.assign(draft_.n_nodes + 1, 0);
   // Row r verifies node r: its path is the draft tokens from the root's child to it.

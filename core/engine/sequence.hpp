@@ -86,6 +86,7 @@ class Sequence {
   GenerationResult finish();
   GenerationStats& stats() { return result_.stats; }
   size_t prompt_size() const { return prompt_size_; }
+  size_t generated() const { return result_.tokens.size(); }  // tokens emitted so far
   // For a scheduler planning the next round's draft: the most nodes it may draft (the
   // context's room after the root, and the tokens it may still emit less one), and the
   // tokens its proposer has not drafted after (its catch-up when it drafts now).

@@ -1,5 +1,6 @@
 #include "server/completion_stream.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "tokenizer/tokenizer.hpp"
@@ -82,6 +83,9 @@ void CompletionStream::add(const RequestEvent& e) {
   switch (e.kind) {
     case RequestEvent::Kind::started:
       ++started_;
+      c.info.prompt_tokens = jobs_[e.choice]->request.prompt.size();
+      if (format_.stream && !echo_of(e.choice).empty())
+        events_.push_back(chunk(c, echo_of(e.choice), ""));
       return;
     case RequestEvent::Kind::refused:
       if (!refusal_) refusal_ = request_error(*e.refusal, chat);
@@ -91,6 +95,7 @@ void CompletionStream::add(const RequestEvent& e) {
       return;
     case RequestEvent::Kind::text: {
       if (!format_.stream) return;
+      c.info.completion_tokens = e.tokens;
       const std::string piece = c.calls.feed(e.text);
       if (piece.empty() && !e.text.empty()) return;
       events_.push_back(chunk(c, piece, ""));
@@ -107,6 +112,7 @@ void CompletionStream::add(const RequestEvent& e) {
                         "drain_timeout");
       } else {
         c.result = e.result;
+        c.info.completion_tokens = c.result->tokens.size();
         if (format_.stream) finish(c, *c.result);
       }
       break;
@@ -126,7 +132,8 @@ void CompletionStream::add(const RequestEvent& e) {
     if (format_.include_usage && !error_) {
       std::vector<const GenerationResult*> results;
       for (const auto& ch : choices_) results.push_back(ch->result.get());
-      events_.push_back(usage_event(format_.info, combined_usage(results)));
+      events_.push_back(
+          usage_event(format_.info, combined_usage(results, format_.info.per_prompt)));
     }
     events_.push_back(done_event());
   }
@@ -138,9 +145,23 @@ std::deque<std::string> CompletionStream::take_events() {
   return out;
 }
 
+const std::string& CompletionStream::echo_of(size_t choice) const {
+  static const std::string none;
+  const size_t prompt = choice / std::max<size_t>(format_.info.per_prompt, 1);
+  return prompt < format_.echo.size() ? format_.echo[prompt] : none;
+}
+
 std::string CompletionStream::body() const {
   std::vector<const GenerationResult*> results;
-  for (const auto& c : choices_) results.push_back(c->result.get());
+  std::vector<GenerationResult> echoed;  // `echo`: copies with the prompt's text first
+  echoed.reserve(n_);
+  for (size_t i = 0; i < n_; ++i) {
+    results.push_back(choices_[i]->result.get());
+    if (echo_of(i).empty()) continue;
+    echoed.push_back(*results.back());
+    echoed.back().text = echo_of(i) + echoed.back().text;
+    results.back() = &echoed.back();
+  }
   std::vector<std::vector<LogprobText>> texts;
   if (format_.logprobs)
     for (const GenerationResult* r : results) texts.push_back(render(r->logprobs));

@@ -1,5 +1,6 @@
-// One completion request's answer, assembled from its n choices' batching events
-// (batching/request_events.hpp) on the HTTP handler's thread: the SSE chunks as the events
+// One completion request's answer, assembled from its choices' batching events (n for each
+// prompt; choice i answers prompt i / n, as OpenAI indexes a batch)
+// (batching/request_events.hpp), on the HTTP handler's thread: the SSE chunks as the events
 // come (text held back while it may be a tool call, logprob entries with their token
 // texts), the finish chunk of each choice, usage and [DONE]; or, not streamed, the whole
 // body at the end. A choice cut short by the server's drain deadline ends in an error, not
@@ -37,6 +38,8 @@ struct CompletionFormat {
   bool tools = false;                      // chat with tools: calls are parsed out
   std::vector<ToolFunction> functions;
   const Tokenizer* tokenizer = nullptr;  // the target's: logprob entries' texts
+  // Completions' `echo`: per prompt, its text, put before each of its choices' text.
+  std::vector<std::string> echo;
 };
 
 class CompletionStream {
@@ -64,6 +67,7 @@ class CompletionStream {
   std::string chunk(Choice& c, const std::string& text, const std::string& finish);
   void finish(Choice& c, const GenerationResult& result);
   std::vector<LogprobText> render(const std::vector<TokenLogprob>& entries) const;
+  const std::string& echo_of(size_t choice) const;
 
   CompletionFormat format_;
   std::vector<std::shared_ptr<batching::Job>> jobs_;

@@ -30,6 +30,7 @@
 #include "models/llama_model.hpp"
 #include "server/body_framing.hpp"
 #include "server/chat_template.hpp"
+#include "server/client_redaction.hpp"
 #include "server/completion_stream.hpp"
 #include "server/connection_guard.hpp"
 #include "server/metrics.hpp"
@@ -38,6 +39,7 @@
 #include "server/request.hpp"
 #include "server/responses.hpp"
 #include "server/server_checks.hpp"
+#include "server/token_routes.hpp"
 #include "server/tool_calls.hpp"
 #include "server/verify_endpoint.hpp"
 #include "tokenizer/unicode.hpp"
@@ -51,22 +53,60 @@ using batching::SharedEngine;
 namespace {
 
 // The event queue of one request's jobs. Each finished generation is counted in the metrics
-// as the worker ends it, also when its client has gone and nobody takes the event.
+// as the worker ends it, also when its client has gone and nobody takes the event, and its
+// latencies are timed as the worker pushes its events (created just before submission).
 class CountedEvents : public batching::EventQueue {
  public:
-  explicit CountedEvents(Metrics& metrics) : metrics_(metrics) {}
+  // `choices` in all, `per_prompt` to a prompt (its first counts the prompt's tokens).
+  CountedEvents(Metrics& metrics, size_t choices, size_t per_prompt)
+      : metrics_(metrics), per_prompt_(per_prompt), choices_(choices) {}
   void push(batching::RequestEvent e) override {
-    if (e.kind == batching::RequestEvent::Kind::done) {
-      const GenerationResult& r = *e.result;
-      metrics_.generation(e.choice == 0 ? r.stats.prompt_tokens : 0, r.tokens.size(),
-                          r.stats.drafted, r.stats.accepted, r.stats.rounds);
-      if (r.stop_reason == "cancelled") metrics_.cancelled();
+    using Kind = batching::RequestEvent::Kind;
+    if (e.choice < choices_.size()) {
+      Timing& t = choices_[e.choice];
+      const Clock::time_point now = Clock::now();
+      if (e.kind == Kind::started) {
+        metrics_.observe(Latency::queue, seconds(now - submitted_));
+      } else if (e.kind == Kind::text && e.tokens > t.tokens) {
+        const auto since = t.tokens == 0 ? submitted_ : t.last;
+        if (t.tokens == 0)
+          metrics_.observe(Latency::time_to_first_token, seconds(now - since));
+        else
+          metrics_.observe(Latency::inter_token,
+                           seconds(now - since) / static_cast<double>(e.tokens - t.tokens),
+                           e.tokens - t.tokens);
+        t.tokens = e.tokens;
+        t.last = now;
+      } else if (e.kind == Kind::done) {
+        const GenerationResult& r = *e.result;
+        metrics_.generation(e.choice % per_prompt_ == 0 ? r.stats.prompt_tokens : 0,
+                            r.tokens.size(), r.stats.drafted, r.stats.accepted, r.stats.rounds);
+        if (r.stop_reason == "cancelled") {
+          metrics_.cancelled();
+        } else {
+          metrics_.observe(Latency::end_to_end, seconds(now - submitted_));
+          metrics_.observe(Latency::prefill, r.stats.prefill_s);
+          metrics_.observe(Latency::decode, r.stats.generate_s);
+          if (r.stats.drafted > 0)
+            metrics_.observe(Latency::acceptance,
+                             double(r.stats.accepted) / double(r.stats.drafted));
+        }
+      }
     }
     EventQueue::push(std::move(e));
   }
 
  private:
+  using Clock = std::chrono::steady_clock;
+  struct Timing {
+    size_t tokens = 0;  // generated when its last text came
+    Clock::time_point last;
+  };
+  static double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
   Metrics& metrics_;
+  size_t per_prompt_;
+  const Clock::time_point submitted_ = Clock::now();
+  std::vector<Timing> choices_;  // touched by the scheduler's worker only
 };
 
 // Choice i's seed: the request's for the first, then a splitmix64 step away from it for each
@@ -113,7 +153,7 @@ int status_of(const httplib::Response& res) {
 // arbitrary paths cannot grow the label set).
 std::string endpoint_label(const std::string& path) {
   for (const char* route : {"/health", "/metrics", "/v1/models", "/v1/completions",
-                            "/v1/chat/completions", "/v1/verify"})
+                            "/v1/chat/completions", "/v1/verify", "/tokenize", "/detokenize"})
     if (path == route) return path;
   return "other";
 }
@@ -175,6 +215,7 @@ struct HttpServer::Impl {
 
   Impl(const Config& c, const PluginRegistry& registry)
       : config(c), engines(config, registry), scheduler(engines, config.server.queue_limit) {
+    hide_from_clients(config);
     // A file name need not be UTF-8; the id is JSON text, so invalid bytes become U+FFFD
     // (and a request naming the model sends it back that way).
     model_id = valid_utf8(config.server.model_name.empty()
@@ -331,7 +372,8 @@ struct HttpServer::Impl {
         return httplib::Server::HandlerResponse::Handled;
       }
       const bool needs_model = req.path == "/v1/completions" ||
-                               req.path == "/v1/chat/completions" || req.path == "/v1/verify";
+                               req.path == "/v1/chat/completions" || req.path == "/v1/verify" ||
+                               req.path == "/tokenize" || req.path == "/detokenize";
       if (needs_model && !draining && refuse_unready(res)) {
         metrics.request(endpoint_label(req.path), 503);
         return httplib::Server::HandlerResponse::Handled;
@@ -369,13 +411,43 @@ struct HttpServer::Impl {
     });
     http.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
       guard.busy(req.remote_addr, req.remote_port);
-      nlohmann::json model = {
-          {"id", model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "specd"}};
-      nlohmann::json body = {{"object", "list"}, {"data", nlohmann::json::array({model})}};
+      nlohmann::json body = {{"object", "list"}, {"data", nlohmann::json::array({model_json()})}};
       res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                       "application/json");
       metrics.request("/v1/models", 200);
     });
+    // The openai client's models.retrieve(id).
+    http.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+      guard.busy(req.remote_addr, req.remote_port);
+      if (req.matches[1] == model_id)
+        res.set_content(model_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                        "application/json");
+      else
+        send_error(
+            res, 404,
+            "this server serves '" + model_id + "', not '" + valid_utf8(req.matches[1].str()) + "'",
+            "model", "model_not_found");
+      metrics.request("/v1/models", status_of(res));
+    });
+    for (const char* route : {"/tokenize", "/detokenize"}) {
+      const bool tokenize = route == std::string("/tokenize");
+      http.Post(route,
+                [this, route, tokenize](const httplib::Request& req, httplib::Response& res) {
+                  guard.busy(req.remote_addr, req.remote_port);
+                  // The pre-routing check lets every request through while draining: the tokenizer
+                  // may still be loading.
+                  if (!refuse_unready(res)) {
+                    try {
+                      res.set_content(tokenize ? tokenize_json(*tokenizer, req.body)
+                                               : detokenize_json(*tokenizer, req.body),
+                                      "application/json");
+                    } catch (const RequestError& e) {
+                      send_error(res, e.status, e.what(), e.param, e.code);
+                    }
+                  }
+                  metrics.request(route, status_of(res));
+                });
+    }
     http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
       guard.busy(req.remote_addr, req.remote_port);
       complete(req, res, false);
@@ -397,6 +469,10 @@ struct HttpServer::Impl {
         if (fd >= 0) close_after_refusal(fd);
       }
     });
+  }
+
+  nlohmann::json model_json() const {
+    return {{"id", model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "specd"}};
   }
 
   void complete(const httplib::Request& req, httplib::Response& res, bool chat) {
@@ -421,10 +497,19 @@ struct HttpServer::Impl {
                                " is more than the server's max_n allows (" +
                                std::to_string(config.server.max_n) + ")");
       // The n choices wait in the queue together: more than it holds could never be let in.
-      if (request.n > 1 && request.n > config.server.queue_limit)
-        throw RequestError(400, "n",
-                           "'n' = " + std::to_string(request.n) +
-                               " is more than the server's queue_limit (" +
+      // A batch of prompts has n choices each; all count against max_n.
+      const size_t choices = request.choices();
+      if (choices > size_t(config.server.max_n))
+        throw RequestError(400, "prompt",
+                           std::to_string(request.prompts.size()) + " prompts with 'n' = " +
+                               std::to_string(request.n) + " are " + std::to_string(choices) +
+                               " choices, more than the server's max_n allows (" +
+                               std::to_string(config.server.max_n) + ")");
+      // The choices wait in the queue together: more than it holds could never be let in.
+      if (choices > 1 && choices > size_t(config.server.queue_limit))
+        throw RequestError(400, request.n > 1 ? "n" : "prompt",
+                           std::to_string(choices) +
+                               " choices are more than the server's queue_limit (" +
                                std::to_string(config.server.queue_limit) +
                                "), and a request's choices wait in its queue together");
       if (chat && !chat_family) throw RequestError(400, "messages", chat_refusal, "chat_template");
@@ -439,14 +524,14 @@ struct HttpServer::Impl {
       send_error(res, error.status, error.what(), error.param, error.code);
       return;
     }
-    const batching::GenerationRequest generation = request.generation();
-
     ResponseInfo info;
     info.chat = chat;
     info.model = model_id;
     info.created = unix_now();
     info.id = std::string(chat ? "chatcmpl-" : "cmpl-") + std::to_string(info.created) + "-" +
               std::to_string(next_id++);
+    info.per_prompt = static_cast<size_t>(request.n);
+    info.running_usage = request.stream && request.continuous_usage;
     CompletionFormat format;
     format.info = info;
     format.stream = request.stream;
@@ -456,21 +541,24 @@ struct HttpServer::Impl {
     format.tools = chat && request.tools.active();
     format.functions = request.tools.tools;
     format.tokenizer = tokenizer.get();
+    for (const PreparedPrompt& p : request.prepared) format.echo.push_back(p.echo);
 
-    // n choices: one job each, from one prompt, their events into one queue. Choice i draws
-    // from its own generator (the request's seed, or [engine] seed, for choice 0; a seed
-    // derived from it for the others), and with the prefix cache the others wait for
-    // choice 0's prefill to share its blocks.
-    const size_t n = static_cast<size_t>(request.n);
-    auto events = std::make_shared<CountedEvents>(metrics);
+    // n choices for each prompt: one job each, their events into one queue. Choice i answers
+    // prompt i / n and draws from its own generator (the request's seed, or [engine] seed,
+    // for choice 0; a seed derived from it for the others); with the prefix cache a prompt's
+    // other choices wait for its first one's prefill to share its blocks.
+    const size_t per_prompt = static_cast<size_t>(request.n);
+    const size_t n = request.choices();
+    auto events = std::make_shared<CountedEvents>(metrics, n, per_prompt);
     std::vector<std::shared_ptr<Job>> jobs(n);
     const uint64_t seed = request.seed ? *request.seed : config.engine.seed;
     for (size_t i = 0; i < n; ++i) {
       jobs[i] = std::make_shared<Job>();
       Job& job = *jobs[i];
-      job.request = generation;
+      const size_t first = i - i % per_prompt;
+      job.request = request.generation(i / per_prompt);
       job.request.seed = choice_seed(seed, i);
-      if (i > 0 && config.server.prefix_cache) job.wait_for_prefill = jobs[0];
+      if (i > first && config.server.prefix_cache) job.wait_for_prefill = jobs[first];
       job.events = events;
       job.choice = i;
       track(jobs[i]);

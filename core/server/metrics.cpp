@@ -1,8 +1,56 @@
 #include "server/metrics.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 namespace specd::server {
+namespace {
+
+// Bucket bounds: seconds from a millisecond (a tiny model's token) to two hours, and
+// fractions for acceptance.
+const std::vector<double> kSeconds = {0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
+                                      0.15,  0.2,    0.3,   0.4,  0.5,  0.75, 1,    2.5,  5,
+                                      7.5,   10,     20,    40,   80,   160,  640,  2560, 7680};
+const std::vector<double> kFractions = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1};
+
+struct Series {
+  const char* name;
+  const char* help;
+};
+
+constexpr Series kSeries[] = {
+    {"specd_time_to_first_token_seconds",
+     "From a request's submission to its first generated text (per choice)."},
+    {"specd_inter_token_latency_seconds",
+     "Between generated tokens (tokens that come out together share the interval)."},
+    {"specd_e2e_request_latency_seconds", "From submission to the last token (per choice)."},
+    {"specd_request_queue_time_seconds", "From submission to admission by the scheduler."},
+    {"specd_request_prefill_seconds", "Prompt processing per sequence."},
+    {"specd_request_decode_seconds", "Generation after the prompt per sequence."},
+    {"specd_request_acceptance_ratio",
+     "Accepted over drafted tokens, per sequence that drafted (vLLM's acceptance rate)."},
+};
+
+}  // namespace
+
+Metrics::Metrics() {
+  for (size_t i = 0; i < histograms_.size(); ++i) {
+    Histogram& h = histograms_[i];
+    h.bounds = i == static_cast<size_t>(Latency::acceptance) ? &kFractions : &kSeconds;
+    h.counts.assign(h.bounds->size() + 1, 0);
+  }
+}
+
+void Metrics::observe(Latency series, double value, uint64_t count) {
+  if (!(value >= 0) || count == 0) return;  // NaN or negative: a clock that went back
+  std::lock_guard<std::mutex> lock(mutex_);
+  Histogram& h = histograms_[static_cast<size_t>(series)];
+  const size_t bucket =
+      std::lower_bound(h.bounds->begin(), h.bounds->end(), value) - h.bounds->begin();
+  h.counts[bucket] += count;
+  h.sum += value * static_cast<double>(count);
+  h.total += count;
+}
 
 void Metrics::request(const std::string& endpoint, int status) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -80,6 +128,19 @@ std::string Metrics::render(size_t queued, size_t running, const StepTotals& ste
     << "# TYPE specd_queue_depth gauge\nspecd_queue_depth " << queued << "\n"
     << "# HELP specd_running Sequences being decoded.\n"
     << "# TYPE specd_running gauge\nspecd_running " << running << "\n";
+  for (size_t i = 0; i < histograms_.size(); ++i) {
+    const Histogram& h = histograms_[i];
+    const char* name = kSeries[i].name;
+    o << "# HELP " << name << " " << kSeries[i].help << "\n# TYPE " << name << " histogram\n";
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b < h.bounds->size(); ++b) {
+      cumulative += h.counts[b];
+      o << name << "_bucket{le=\"" << (*h.bounds)[b] << "\"} " << cumulative << "\n";
+    }
+    o << name << "_bucket{le=\"+Inf\"} " << h.total << "\n"
+      << name << "_sum " << h.sum << "\n"
+      << name << "_count " << h.total << "\n";
+  }
   return o.str();
 }
 

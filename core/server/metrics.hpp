@@ -2,10 +2,12 @@
 // Thread-safe: handlers and the scheduler's worker update it concurrently.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "batching/step_totals.hpp"
 
@@ -13,9 +15,25 @@ namespace specd::server {
 
 using batching::StepTotals;
 
+// The latencies operators chart, as Prometheus histograms (seconds, but `acceptance`: the
+// share of a request's drafted tokens accepted).
+enum class Latency {
+  time_to_first_token,  // from submission to the first generated text
+  inter_token,          // between generated tokens (a piece of several counts each token)
+  end_to_end,           // from submission to the last token
+  queue,                // from submission to admission
+  prefill,              // the prompt's processing
+  decode,               // everything after the prompt
+  acceptance,           // accepted / drafted, per request that drafted
+  count_
+};
+
 class Metrics {
  public:
+  Metrics();
   void request(const std::string& endpoint, int status);  // one answered request
+  // `count` observations of `value` (inter-token: each token of a piece).
+  void observe(Latency series, double value, uint64_t count = 1);
   void generation(uint64_t prompt_tokens, uint64_t completion_tokens, uint64_t drafted,
                   uint64_t accepted, uint64_t rounds);
   void cancelled();
@@ -28,6 +46,13 @@ class Metrics {
   std::map<std::pair<std::string, int>, uint64_t> requests_;
   uint64_t prompt_tokens_ = 0, completion_tokens_ = 0, drafted_ = 0, accepted_ = 0, rounds_ = 0;
   uint64_t cancelled_ = 0;
+  struct Histogram {
+    const std::vector<double>* bounds = nullptr;
+    std::vector<uint64_t> counts;  // per bucket (not cumulative), then +Inf
+    double sum = 0;
+    uint64_t total = 0;
+  };
+  std::array<Histogram, static_cast<size_t>(Latency::count_)> histograms_;
 };
 
 }  // namespace specd::server

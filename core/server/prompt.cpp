@@ -89,9 +89,36 @@ std::vector<int32_t> PromptEncoder::encode_chat(const std::vector<ChatSegment>& 
   return out;
 }
 
+namespace {
+
+// Checks one prompt against the room the target has and clamps max_tokens to what is left.
+PreparedPrompt bounded(std::vector<int32_t> tokens, int max_tokens, const std::string& field,
+                       uint32_t context_length, int kv_budget) {
+  const size_t n = tokens.size();
+  if (n == 0)
+    throw RequestError(400, field,
+                       "'" + field + "' is empty and the model adds no BOS token to start from");
+  size_t limit = context_length;
+  std::string what = "the context holds " + std::to_string(context_length);
+  if (kv_budget > 0 && size_t(kv_budget) < limit) {
+    limit = size_t(kv_budget);
+    what = "the server's kv_budget is " + std::to_string(limit);
+  }
+  if (n >= limit)
+    throw RequestError(400, field,
+                       "'" + field + "' has " + std::to_string(n) + " tokens; " + what +
+                           ", leaving no room to generate");
+  PreparedPrompt p;
+  p.tokens = std::move(tokens);
+  p.max_tokens = int(std::min<size_t>(size_t(max_tokens), limit - n));
+  return p;
+}
+
+}  // namespace
+
 void prepare_prompt(CompletionRequest& r, const PromptEncoder& encoder, ChatFamily family,
                     uint32_t context_length, int kv_budget) {
-  const std::string field = r.chat ? "messages" : "prompt";
+  r.prepared.clear();
   if (r.chat) {
     std::vector<ChatSegment> segments;
     try {
@@ -106,25 +133,26 @@ void prepare_prompt(CompletionRequest& r, const PromptEncoder& encoder, ChatFami
                              "llama3 or mistral template ([server] chat_template)");
     }
     if (r.tools.forced()) r.sampling.grammar = tool_call_grammar(family, r.tools);
-    r.prompt_tokens = encoder.encode_chat(segments);
-  } else {
-    r.prompt_tokens = encoder.encode_completion(r.prompt);
+    r.prepared.push_back(bounded(encoder.encode_chat(segments), r.max_tokens, "messages",
+                                 context_length, kv_budget));
+    return;
   }
-  const size_t n = r.prompt_tokens.size();
-  if (n == 0)
-    throw RequestError(400, field,
-                       "'" + field + "' is empty and the model adds no BOS token to start from");
-  size_t limit = context_length;
-  std::string what = "the context holds " + std::to_string(context_length);
-  if (kv_budget > 0 && size_t(kv_budget) < limit) {
-    limit = size_t(kv_budget);
-    what = "the server's kv_budget is " + std::to_string(limit);
+  const Tokenizer& tokenizer = encoder.tokenizer();
+  for (size_t i = 0; i < r.prompts.size(); ++i) {
+    const PromptInput& in = r.prompts[i];
+    const std::string field = r.prompts.size() > 1 ? "prompt[" + std::to_string(i) + "]" : "prompt";
+    if (in.is_ids)
+      for (int32_t id : in.ids)
+        if (id >= tokenizer.n_tokens())
+          throw RequestError(400, field,
+                             "'" + field + "' holds token id " + std::to_string(id) +
+                                 "; the vocabulary has " + std::to_string(tokenizer.n_tokens()) +
+                                 " tokens");
+    PreparedPrompt p = bounded(in.is_ids ? in.ids : encoder.encode_completion(in.text),
+                               r.max_tokens, field, context_length, kv_budget);
+    if (r.echo) p.echo = in.is_ids ? tokenizer.decode(in.ids, r.sampling.render_special) : in.text;
+    r.prepared.push_back(std::move(p));
   }
-  if (n >= limit)
-    throw RequestError(400, field,
-                       "'" + field + "' has " + std::to_string(n) + " tokens; " + what +
-                           ", leaving no room to generate");
-  r.max_tokens = int(std::min<size_t>(size_t(r.max_tokens), limit - n));
 }
 
 }  // namespace specd::server

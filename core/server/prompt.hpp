@@ -26,17 +26,18 @@ class PromptEncoder {
   // token only inside scaffolding segments. Without special text in the content this equals
   // encoding the concatenated text with special-token parsing.
   std::vector<int32_t> encode_chat(const std::vector<ChatSegment>& segments) const;
+  const Tokenizer& tokenizer() const { return tokenizer_; }
 
  private:
   const Tokenizer& tokenizer_;
   std::vector<int32_t> control_by_length_;  // control-token ids, longest text first
 };
 
-// Sets request.prompt_tokens: a chat rendered with `family` (a forced tool call sets the
-// grammar), or the completion prompt. Checks them against the room the target has
-// (`context_length`, or `kv_budget` tokens when that is positive and smaller) and clamps
-// max_tokens to the room left, so generation ends with "length". Throws RequestError (400)
-// naming the field.
+// Sets request.prepared: a chat rendered with `family` (a forced tool call sets the
+// grammar), or each completion prompt (token ids checked against the vocabulary). Checks
+// each against the room the target has (`context_length`, or `kv_budget` tokens when that
+// is positive and smaller) and clamps its max_tokens to the room left, so generation ends
+// with "length". Throws RequestError (400) naming the field ("prompt[i]" in a batch).
 void prepare_prompt(CompletionRequest& request, const PromptEncoder& encoder, ChatFamily family,
                     uint32_t context_length, int kv_budget);
 

@@ -48,10 +48,17 @@ std::string content(const std::string& param, const json& v) {
     std::string p = param + "[" + std::to_string(i) + "]";
     const json& part = v[i];
     if (!part.is_object()) bad(p, std::string("must be an object, not ") + kind_of(part));
-    check_known(part, {"type", "text"}, p + ".");
     if (!part.contains("type")) bad(p + ".type", "is required");
     std::string type = string(p + ".type", part["type"]);
+    for (const char* media :
+         {"image_url", "input_image", "image", "input_audio", "audio", "video_url", "file"})
+      if (type == media)
+        throw RequestError(400, p + ".type",
+                           "'" + p + ".type': \"" + type +
+                               "\" is not supported: this server serves a text-only model",
+                           "unsupported_content");
     if (type != "text") bad(p + ".type", "must be \"text\" (this server reads text only)");
+    check_known(part, {"type", "text"}, p + ".");
     if (!part.contains("text")) bad(p + ".text", "is required");
     text += string(p + ".text", part["text"]);
   }
@@ -70,9 +77,12 @@ std::vector<ChatMessage> messages(const json& v) {
     if (!m.contains("role")) bad(p + ".role", "is required");
     ChatMessage msg;
     msg.role = string(p + ".role", m["role"]);
+    // OpenAI's newer name for the system message: the same place in every template.
+    if (msg.role == "developer") msg.role = "system";
     if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool")
       bad(p + ".role",
-          "must be \"system\", \"user\", \"assistant\" or \"tool\", not \"" + msg.role + "\"");
+          "must be \"system\", \"developer\", \"user\", \"assistant\" or \"tool\", not \"" +
+              msg.role + "\"");
     const bool calls =
         msg.role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].is_null();
     if (calls) msg.tool_calls = parse_message_tool_calls(p + ".tool_calls", m["tool_calls"]);
@@ -90,6 +100,41 @@ std::vector<ChatMessage> messages(const json& v) {
     }
     if (m.contains("name")) string(p + ".name", m["name"]);
     out.push_back(std::move(msg));
+  }
+  return out;
+}
+
+std::vector<int32_t> token_ids(const std::string& param, const json& v) {
+  std::vector<int32_t> ids;
+  ids.reserve(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    ids.push_back(int32_t(
+        integer(param + "[" + std::to_string(i) + "]", v[i], 0, INT32_MAX, "a token id, >= 0")));
+  return ids;
+}
+
+// OpenAI's four forms: a string, an array of strings, an array of token ids, an array of
+// arrays of token ids. More than one prompt is a batch: n choices for each.
+std::vector<PromptInput> prompts(const json& v) {
+  constexpr size_t kMaxPrompts = 128;
+  const std::string shapes = "a string, an array of strings, or token ids";
+  if (v.is_string()) return {PromptInput{v.get<std::string>(), {}, false}};
+  if (!v.is_array()) bad("prompt", "must be " + shapes + ", not " + kind_of(v));
+  if (v.empty()) bad("prompt", "must not be an empty array");
+  if (v[0].is_number()) return {PromptInput{"", token_ids("prompt", v), true}};
+  if (v.size() > kMaxPrompts)
+    bad("prompt", "holds more than " + std::to_string(kMaxPrompts) + " prompts");
+  std::vector<PromptInput> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string p = "prompt[" + std::to_string(i) + "]";
+    if (v[i].is_string()) {
+      out.push_back({v[i].get<std::string>(), {}, false});
+    } else if (v[i].is_array() && !v[i].empty()) {
+      out.push_back({"", token_ids(p, v[i]), true});
+    } else {
+      bad(p,
+          std::string("must be a string or a non-empty array of token ids, not ") + kind_of(v[i]));
+    }
   }
   return out;
 }
@@ -181,32 +226,20 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
   if (!j.is_object())
     throw RequestError(400, "",
                        std::string("the request body must be a JSON object, not ") + kind_of(j));
-  std::set<std::string> known = {"model",
-                                 "max_tokens",
-                                 "temperature",
-                                 "top_p",
-                                 "top_k",
-                                 "min_p",
-                                 "stop",
-                                 "seed",
-                                 "n",
-                                 "stream",
-                                 "stream_options",
-                                 "user",
-                                 "speculative",
-                                 "logprobs",
-                                 "presence_penalty",
-                                 "frequency_penalty",
-                                 "repeat_penalty",
-                                 "repeat_last_n",
-                                 "logit_bias",
-                                 "response_format",
-                                 "grammar",
-                                 "cache_salt"};
+  std::set<std::string> known = {"model", "max_tokens", "temperature", "top_p", "top_k", "min_p",
+                                 "stop", "seed", "n", "stream", "stream_options", "user",
+                                 "speculative", "logprobs", "presence_penalty", "frequency_penalty",
+                                 "repeat_penalty", "repeat_last_n", "logit_bias", "response_format",
+                                 "grammar", "cache_salt",
+                                 // What llama-server's and vLLM's clients send (SERVER.md's
+                                 // compatibility table): honoured exactly, or refused by name.
+                                 "n_predict", "min_tokens", "repetition_penalty",
+                                 "skip_special_tokens", "cache_prompt", "id_slot", "best_of"};
   if (chat)
     for (const char* key : {"top_logprobs", "tools", "tool_choice", "parallel_tool_calls"})
       known.insert(key);
   known.insert(chat ? "messages" : "prompt");
+  if (!chat) known.insert("echo");
   if (chat) known.insert("max_completion_tokens");
   check_known(j, known, "");
 
@@ -221,13 +254,22 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
     r.tools = parse_tool_request(j);
   } else {
     if (!j.contains("prompt")) bad("prompt", "is required");
-    if (!j["prompt"].is_string())
-      bad("prompt", std::string("must be a string, not ") + kind_of(j["prompt"]));
-    r.prompt = j["prompt"].get<std::string>();
+    r.prompts = prompts(j["prompt"]);
   }
-  for (const char* key : {"max_tokens", "max_completion_tokens"})
-    if (j.contains(key) && !j[key].is_null())
-      r.max_tokens = int(integer(key, j[key], 1, 1 << 24, "1 to 16777216"));
+  std::string max_tokens_field;  // the one of the synonyms given
+  for (const char* key : {"max_tokens", "max_completion_tokens", "n_predict"}) {
+    if (!j.contains(key) || j[key].is_null()) continue;
+    // llama-server's n_predict: -1 = until the context ends (the room it leaves).
+    const int n = key == std::string("n_predict")
+                      ? int(integer(key, j[key], -1, 1 << 24, "-1 (no limit) or 1 to 16777216"))
+                      : int(integer(key, j[key], 1, 1 << 24, "1 to 16777216"));
+    if (n == 0) bad(key, "is out of range (-1 (no limit) or 1 to 16777216)");
+    const int tokens = n < 0 ? 1 << 24 : n;
+    if (!max_tokens_field.empty() && tokens != r.max_tokens)
+      bad(key, "differs from '" + max_tokens_field + "': give one of them");
+    max_tokens_field = key;
+    r.max_tokens = tokens;
+  }
   if (j.contains("temperature") && !j["temperature"].is_null())
     r.sampling.temperature = number("temperature", j["temperature"], 0, 2, "0 to 2");
   if (const std::string range = temperature_range(r.sampling.temperature); !range.empty())
@@ -251,6 +293,17 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
     r.sampling.repeat_penalty =
         number("repeat_penalty", j["repeat_penalty"], 0.01, 10, "0.01 to 10; 1 = off");
   }
+  // vLLM's repetition_penalty is llama.cpp's formula over every token of the prompt and the
+  // output: repeat_penalty with the whole context as its window unless one is given.
+  if (j.contains("repetition_penalty") && !j["repetition_penalty"].is_null()) {
+    const double v =
+        number("repetition_penalty", j["repetition_penalty"], 0.01, 10, "0.01 to 10; 1 = off");
+    if (j.contains("repeat_penalty") && !j["repeat_penalty"].is_null() &&
+        v != r.sampling.repeat_penalty)
+      bad("repetition_penalty", "differs from 'repeat_penalty': give one of them");
+    r.sampling.repeat_penalty = v;
+    if (!j.contains("repeat_last_n") || j["repeat_last_n"].is_null()) r.sampling.repeat_last_n = -1;
+  }
   if (j.contains("repeat_last_n") && !j["repeat_last_n"].is_null())
     r.sampling.repeat_last_n = int(integer("repeat_last_n", j["repeat_last_n"], -1, 1 << 24,
                                            "-1 = the whole context, 0 = off, else tokens"));
@@ -273,7 +326,16 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
           static_cast<float>(number("logit_bias." + key, value, -100, 100, "-100 to 100")));
     }
   }
+  if (j.contains("min_tokens") && !j["min_tokens"].is_null()) {
+    r.sampling.min_tokens = int(integer("min_tokens", j["min_tokens"], 0, 1 << 24, ">= 0"));
+    if (r.sampling.min_tokens > r.max_tokens)
+      bad("min_tokens", "is more than max_tokens (" + std::to_string(r.max_tokens) + ")");
+  }
   r.sampling.grammar = grammar(j, defaults.grammar);
+  if (r.sampling.min_tokens > 0 && (!r.sampling.grammar.empty() || r.tools.forced()))
+    bad("min_tokens",
+        "cannot be combined with a grammar, a response_format or a forced tool call (the "
+        "grammar decides where the output may end)");
   if (r.tools.forced() && !r.sampling.grammar.empty())
     bad("tool_choice",
         "forces a call through a grammar, so it cannot be combined with another one "
@@ -296,11 +358,37 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
     const json& so = j["stream_options"];
     if (!so.is_object())
       bad("stream_options", std::string("must be an object, not ") + kind_of(so));
-    check_known(so, {"include_usage"}, "stream_options.");
+    check_known(so, {"include_usage", "continuous_usage_stats"}, "stream_options.");
     if (so.contains("include_usage"))
       r.include_usage = boolean("stream_options.include_usage", so["include_usage"]);
+    // vLLM's: the usage so far in every chunk.
+    if (so.contains("continuous_usage_stats"))
+      r.continuous_usage =
+          boolean("stream_options.continuous_usage_stats", so["continuous_usage_stats"]);
   }
   if (j.contains("user") && !j["user"].is_null()) string("user", j["user"]);
+  if (j.contains("skip_special_tokens") && !j["skip_special_tokens"].is_null())
+    r.sampling.render_special = !boolean("skip_special_tokens", j["skip_special_tokens"]);
+  // llama-server's slot hints: the prefix cache reuses any request's prompt blocks already,
+  // whichever sequence ran it, so both are checked and need nothing more.
+  if (j.contains("cache_prompt") && !j["cache_prompt"].is_null())
+    boolean("cache_prompt", j["cache_prompt"]);
+  if (j.contains("id_slot") && !j["id_slot"].is_null())
+    integer("id_slot", j["id_slot"], -1, INT32_MAX, "-1 (any) or a slot number");
+  if (j.contains("best_of") && !j["best_of"].is_null() &&
+      integer("best_of", j["best_of"], 1, 128, "1 to 128") != 1)
+    throw RequestError(400, "best_of",
+                       "'best_of' above 1 is not supported: specd returns every choice it "
+                       "samples (use 'n') and never ranks them by likelihood",
+                       "unsupported_field");
+  if (!chat && j.contains("echo") && !j["echo"].is_null()) {
+    r.echo = boolean("echo", j["echo"]);
+    if (r.echo && r.logprobs >= 0)
+      throw RequestError(400, "echo",
+                         "'echo' with 'logprobs' is not supported: the prompt's tokens get no "
+                         "log-probabilities here",
+                         "unsupported_field");
+  }
   if (j.contains("cache_salt") && !j["cache_salt"].is_null()) {
     r.cache_salt = string("cache_salt", j["cache_salt"]);
     if (r.cache_salt.empty() || r.cache_salt.size() > 1024)
@@ -311,10 +399,10 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
   return r;
 }
 
-batching::GenerationRequest CompletionRequest::generation() const {
+batching::GenerationRequest CompletionRequest::generation(size_t index) const {
   batching::GenerationRequest g;
-  g.prompt = prompt_tokens;
-  g.max_tokens = max_tokens;
+  g.prompt = prepared.at(index).tokens;
+  g.max_tokens = prepared.at(index).max_tokens;
   g.sampling = sampling;
   g.seed = seed;
   g.logprobs = logprobs;

@@ -2,6 +2,7 @@
 // Every problem is a RequestError naming the field (OpenAI's "param"), never a crash.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -31,17 +32,35 @@ class RequestError : public std::runtime_error {
   std::string code;
 };
 
+// A completion prompt as sent: text, or token ids (OpenAI's arrays of integers), taken as
+// given (no BOS added).
+struct PromptInput {
+  std::string text;
+  std::vector<int32_t> ids;
+  bool is_ids = false;
+};
+
+// One prompt as the engine reads it, set by prepare_prompt before queueing.
+struct PreparedPrompt {
+  // Chat content encoded as plain text, never as special tokens.
+  std::vector<int32_t> tokens;
+  int max_tokens = 0;  // the request's, clamped to the room this prompt leaves
+  std::string echo;    // completions with `echo`: the prompt's text, put before each choice's
+};
+
 struct CompletionRequest {
   bool chat = false;
   std::string model;                  // "" when not given
-  std::string prompt;                 // completions
+  std::vector<PromptInput> prompts;   // completions: one, or several answered as one batch
   std::vector<ChatMessage> messages;  // chat
   ToolRequest tools;                  // chat: the functions the model may call
   SamplingConfig sampling;            // the server's [sampling] with the request's overrides
   int max_tokens = 0;
   std::optional<uint64_t> seed;
   bool stream = false;
-  bool include_usage = false;  // stream_options.include_usage
+  bool include_usage = false;     // stream_options.include_usage
+  bool continuous_usage = false;  // stream_options.continuous_usage_stats (vLLM)
+  bool echo = false;              // completions: the prompt's text before each choice's
   // Alternatives per token in `logprobs` (0..20); -1: no logprobs. Completions' `logprobs: N`,
   // chat's `logprobs: true` with `top_logprobs: N`.
   int logprobs = -1;
@@ -50,13 +69,13 @@ struct CompletionRequest {
   // Shares cached prompt blocks only with requests of the same salt (vLLM's field; "": with
   // every unsalted request). See cache_salt.hpp.
   std::string cache_salt;
-  // The prompt as the engine reads it, set by the HTTP handler before queueing (chat
-  // content encoded as plain text, never as special tokens); max_tokens is then already
-  // clamped to the room the context leaves.
-  std::vector<int32_t> prompt_tokens;
+  // One per prompt (a chat has one), set by prepare_prompt.
+  std::vector<PreparedPrompt> prepared;
 
-  // What the batching layer runs of it (prompt_tokens set).
-  batching::GenerationRequest generation() const;
+  // Choices in all: n for each prompt.
+  size_t choices() const { return std::max<size_t>(prompts.size(), 1) * static_cast<size_t>(n); }
+  // What the batching layer runs of prompt `index` (prepared set).
+  batching::GenerationRequest generation(size_t index = 0) const;
 };
 
 // The HTTP answer to the batching layer's refusal: 400 for an invalid request, 503 to retry

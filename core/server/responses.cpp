@@ -1,6 +1,11 @@
 #include "server/responses.hpp"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
+
+#include "common/log.hpp"
+#include "server/client_redaction.hpp"
 
 namespace specd::server {
 namespace {
@@ -17,11 +22,16 @@ json usage(const GenerationStats& s, size_t completion_tokens) {
 }
 
 json head(const ResponseInfo& info, bool chunk) {
-  return {{"id", info.id},
-          {"object",
-           info.chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion"},
-          {"created", info.created},
-          {"model", info.model}};
+  json j = {{"id", info.id},
+            {"object",
+             info.chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion"},
+            {"created", info.created},
+            {"model", info.model}};
+  if (chunk && info.running_usage)
+    j["usage"] = {{"prompt_tokens", info.prompt_tokens},
+                  {"completion_tokens", info.completion_tokens},
+                  {"total_tokens", info.prompt_tokens + info.completion_tokens}};
+  return j;
 }
 
 // Invalid UTF-8 never reaches here (the detokenizer shows it as U+FFFD), but a dump must
@@ -77,10 +87,12 @@ std::string usage_json(const GenerationStats& stats, size_t completion_tokens) {
   return dump(usage(stats, completion_tokens));
 }
 
-GenerationResult combined_usage(const std::vector<const GenerationResult*>& choices) {
+GenerationResult combined_usage(const std::vector<const GenerationResult*>& choices,
+                                size_t per_prompt) {
   GenerationResult all;
-  if (choices.empty()) return all;
-  all.stats.prompt_tokens = choices.front()->stats.prompt_tokens;
+  per_prompt = std::max<size_t>(per_prompt, 1);
+  for (size_t i = 0; i < choices.size(); i += per_prompt)
+    all.stats.prompt_tokens += choices[i]->stats.prompt_tokens;
   for (const GenerationResult* r : choices) {
     all.tokens.insert(all.tokens.end(), r->tokens.begin(), r->tokens.end());
     all.stats.drafted += r->stats.drafted;
@@ -129,7 +141,7 @@ std::string completion_json(const ResponseInfo& info,
     list.push_back(choice);
   }
   j["choices"] = list;
-  const GenerationResult all = combined_usage(choices);
+  const GenerationResult all = combined_usage(choices, info.per_prompt);
   j["usage"] = usage(all.stats, all.tokens.size());
   return dump(j);
 }
@@ -180,7 +192,9 @@ std::string done_event() {
 
 std::string error_json(const std::string& message, const std::string& type,
                        const std::string& param, const std::string& code) {
-  json e = {{"message", message},
+  const std::string shown = redact_for_client(message);
+  if (shown != message) log_message(LogLevel::info, "answered a client, paths hidden: " + message);
+  json e = {{"message", shown},
             {"type", type},
             {"param", param.empty() ? json(nullptr) : json(param)},
             {"code", code.empty() ? json(nullptr) : json(code)}};

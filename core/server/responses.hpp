@@ -18,7 +18,11 @@ struct ResponseInfo {
   std::string model;
   int64_t created = 0;  // Unix seconds
   bool chat = false;
-  int index = 0;  // the choice a chunk belongs to (n > 1)
+  int index = 0;          // the choice a chunk belongs to (n > 1)
+  size_t per_prompt = 1;  // choices per prompt (n): a batch of prompts has n choices each
+  // vLLM's continuous_usage_stats: each chunk carries the choice's usage so far.
+  bool running_usage = false;
+  uint64_t prompt_tokens = 0, completion_tokens = 0;
 };
 
 // A generated token's logprob entry with the texts of its token and alternatives (the
@@ -41,7 +45,7 @@ std::string usage_json(const GenerationStats& stats, size_t completion_tokens);
 // The whole non-streamed response, a choice per result (index in order); `logprobs` (per
 // choice, one entry per generated token) when asked for: chat's {"content": [{token,
 // logprob, bytes, top_logprobs}]}, completions' {tokens, token_logprobs, top_logprobs,
-// text_offset}. Usage sums the choices' completions (the prompt counted once). With
+// text_offset}. Usage sums the choices' completions (each prompt counted once). With
 // `tool_calls` (per choice; nullopt: none found), a chat choice that made calls carries
 // them in its message (content null when there is no other text), finish_reason
 // "tool_calls".
@@ -53,9 +57,10 @@ std::string completion_json(
 // {name, arguments}}] (OpenAI's stream shape, each call in one delta).
 std::string tool_calls_event(const ResponseInfo& info, const std::vector<ToolCall>& calls,
                              bool first);
-// The choices' results as one, for usage: the first's prompt, every choice's tokens and
-// drafting counts.
-GenerationResult combined_usage(const std::vector<const GenerationResult*>& choices);
+// The choices' results as one, for usage: each prompt's tokens once (choices come
+// `per_prompt` to a prompt, in order), every choice's tokens and drafting counts.
+GenerationResult combined_usage(const std::vector<const GenerationResult*>& choices,
+                                size_t per_prompt = 1);
 // One SSE event "data: <json>\n\n" carrying `text` (the first chat chunk also carries the
 // role), or the last one with finish_reason when `finish` is non-empty; with `logprobs`, the
 // entries of the tokens emitted since the previous chunk.
@@ -70,7 +75,8 @@ std::string done_event();  // "data: [DONE]\n\n"
 // OpenAI's error type for an HTTP status: authentication_error, not_found_error,
 // server_overloaded (503), server_error, invalid_request_error.
 std::string error_type(int status);
-// {"error": {"message", "type", "param", "code"}}
+// {"error": {"message", "type", "param", "code"}}, the message with the server's paths hidden
+// (client_redaction.hpp; the log keeps the original).
 std::string error_json(const std::string& message, const std::string& type,
                        const std::string& param, const std::string& code);
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include "batching/refusal.hpp"
 #include "batching/shared_engine.hpp"
 #include "common/error.hpp"
 #include "config/config.hpp"
@@ -134,4 +135,29 @@ TEST_CASE("the server's engine holds the shared parts only: no verifier or propo
   // The strategy's proposer is built on it as on a whole engine.
   batching::Strategy& s = cache.strategy(batching::StrategyChoice{});
   CHECK(s.proposer_name == "draft-model");
+}
+
+TEST_CASE("a proposer chosen per request takes its own default rule unless one is named") {
+  if (!test::have_shipped_models()) return;
+  PluginRegistry registry{std::vector<std::string>{}};
+  const Config c = config();  // draft-model with rejection; the cache refers to it
+  batching::SharedEngine cache(c, registry);
+  batching::StrategyChoice ngram;
+  ngram.proposer = "ngram";  // provides no q: rejection could not pair with it
+  batching::Strategy& s = cache.strategy(ngram);
+  CHECK(s.proposer_name == "ngram");
+  CHECK(s.rule_name == "exact-match");
+  CHECK(s.rule_label == "exact");
+  // A rule the request names is still taken, and refused with the request's field named.
+  ngram.rule = "rejection";
+  try {
+    cache.strategy(ngram);
+    FAIL("rejection paired with a proposer that gives no q");
+  } catch (const batching::Refusal& e) {
+    CHECK(e.field == "speculative.rule");
+    const std::string message = e.what();
+    INFO(message);
+    CHECK(message.rfind("'speculative.rule': rule 'rejection' needs the draft distributions q",
+                        0) == 0);
+  }
 }

@@ -37,7 +37,9 @@ std::string refused(const std::string& body, bool chat = false, int* status = nu
 
 TEST_CASE("a minimal completion takes the server's defaults") {
   CompletionRequest r = parse_completion_request(R"({"prompt":"Hi"})", false, defaults());
-  CHECK(r.prompt == "Hi");
+  REQUIRE(r.prompts.size() == 1);
+  CHECK(r.prompts[0].text == "Hi");
+  CHECK_FALSE(r.prompts[0].is_ids);
   CHECK_FALSE(r.chat);
   CHECK(r.max_tokens == 32);
   CHECK(r.sampling.temperature == 0.0);
@@ -157,7 +159,11 @@ TEST_CASE("malformed JSON says why and where; deep nesting is refused before par
 TEST_CASE("each bad field is named") {
   CHECK(refused(R"({})") == "prompt");
   CHECK(refused(R"({"prompt":5})") == "prompt");
-  CHECK(refused(R"({"prompt":["a","b"]})") == "prompt");
+  CHECK(refused(R"({"prompt":[]})") == "prompt");
+  CHECK(refused(R"({"prompt":["a",5]})") == "prompt[1]");
+  CHECK(refused(R"({"prompt":["a",[]]})") == "prompt[1]");
+  CHECK(refused(R"({"prompt":[1,-2]})") == "prompt[1]");
+  CHECK(refused(R"({"prompt":[[1],[2,"x"]]})") == "prompt[1][1]");
   CHECK(refused(R"({"prompt":"x","bogus":1})") == "bogus");
   CHECK(refused(R"({"prompt":"x","messages":[]})") == "messages");  // chat's field
   CHECK(refused(R"({"prompt":"x","model":3})") == "model");
@@ -269,4 +275,82 @@ TEST_CASE("each bad chat field is named") {
   CHECK(refused(R"({"messages":[{"role":"user","content":"a","extra":1}]})", true) ==
         "messages[0].extra");
   CHECK(refused(R"({"messages":[{"role":"user","content":"a"}],"prompt":"x"})", true) == "prompt");
+}
+
+TEST_CASE("what llama-server's and vLLM's clients send is read exactly, or refused by name") {
+  auto parse = [](const std::string& body, bool chat = false) {
+    return parse_completion_request(body, chat, defaults());
+  };
+  // Prompts: a batch of strings, token ids, a batch of token ids.
+  CompletionRequest batch = parse(R"({"prompt":["a","b","c"],"n":2})");
+  REQUIRE(batch.prompts.size() == 3);
+  CHECK(batch.prompts[2].text == "c");
+  CHECK(batch.choices() == 6);
+  CompletionRequest ids = parse(R"({"prompt":[5,6,7]})");
+  REQUIRE(ids.prompts.size() == 1);
+  CHECK(ids.prompts[0].is_ids);
+  CHECK(ids.prompts[0].ids == std::vector<int32_t>{5, 6, 7});
+  CHECK(parse(R"({"prompt":[[1,2],[3]]})").prompts.size() == 2);
+  std::string many = R"({"prompt":["a")";
+  for (int i = 0; i < 128; ++i) many += R"(,"a")";
+  CHECK(refused(many + "]}") == "prompt");  // 129 prompts
+  // n_predict is max_tokens (-1: until the context ends); both must agree.
+  CHECK(parse(R"({"prompt":"x","n_predict":7})").max_tokens == 7);
+  CHECK(parse(R"({"prompt":"x","n_predict":-1})").max_tokens == 1 << 24);
+  CHECK(parse(R"({"prompt":"x","n_predict":7,"max_tokens":7})").max_tokens == 7);
+  CHECK(refused(R"({"prompt":"x","n_predict":7,"max_tokens":8})") == "n_predict");
+  CHECK(refused(R"({"prompt":"x","n_predict":0})") == "n_predict");
+  CHECK(refused(R"({"prompt":"x","n_predict":-2})") == "n_predict");
+  // repetition_penalty: llama.cpp's formula over the whole context, as vLLM applies it.
+  CompletionRequest rep = parse(R"({"prompt":"x","repetition_penalty":1.3})");
+  CHECK(rep.sampling.repeat_penalty == doctest::Approx(1.3));
+  CHECK(rep.sampling.repeat_last_n == -1);
+  CHECK(parse(R"({"prompt":"x","repetition_penalty":1.3,"repeat_last_n":16})")
+            .sampling.repeat_last_n == 16);
+  CHECK(refused(R"({"prompt":"x","repetition_penalty":1.3,"repeat_penalty":1.1})") ==
+        "repetition_penalty");
+  CHECK(refused(R"({"prompt":"x","repetition_penalty":0})") == "repetition_penalty");
+  // min_tokens: at most max_tokens, never with a grammar.
+  CHECK(parse(R"({"prompt":"x","min_tokens":5,"max_tokens":8})").sampling.min_tokens == 5);
+  CHECK(refused(R"({"prompt":"x","min_tokens":9,"max_tokens":8})") == "min_tokens");
+  CHECK(refused(R"({"prompt":"x","min_tokens":-1})") == "min_tokens");
+  CHECK(refused(R"({"prompt":"x","min_tokens":2,"response_format":{"type":"json_object"}})") ==
+        "min_tokens");
+  // skip_special_tokens (default true) and llama-server's slot hints.
+  CHECK_FALSE(parse(R"({"prompt":"x"})").sampling.render_special);
+  CHECK(parse(R"({"prompt":"x","skip_special_tokens":false})").sampling.render_special);
+  CHECK(refused(R"({"prompt":"x","skip_special_tokens":"no"})") == "skip_special_tokens");
+  CHECK(refused(R"({"prompt":"x","cache_prompt":true,"id_slot":-1})") == "<none>");
+  CHECK(refused(R"({"prompt":"x","cache_prompt":1})") == "cache_prompt");
+  CHECK(refused(R"({"prompt":"x","id_slot":-2})") == "id_slot");
+  // echo (completions only; not with logprobs) and continuous usage.
+  CHECK(parse(R"({"prompt":"x","echo":true})").echo);
+  CHECK(refused(R"({"prompt":"x","echo":true,"logprobs":2})") == "echo");
+  CHECK(refused(R"({"messages":[{"role":"user","content":"a"}],"echo":true})", true) == "echo");
+  CHECK(parse(R"({"prompt":"x","stream":true,
+                  "stream_options":{"include_usage":true,"continuous_usage_stats":true}})")
+            .continuous_usage);
+  // best_of above 1 and images: refused saying so.
+  CHECK(refused(R"({"prompt":"x","best_of":1})") == "<none>");
+  try {
+    parse(R"({"prompt":"x","best_of":3})");
+    FAIL("best_of 3 accepted");
+  } catch (const RequestError& e) {
+    CHECK(e.param == "best_of");
+    CHECK(std::string(e.what()).find("not supported") != std::string::npos);
+  }
+  try {
+    parse(
+        R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]})",
+        true);
+    FAIL("an image accepted");
+  } catch (const RequestError& e) {
+    CHECK(e.param == "messages[0].content[0].type");
+    CHECK(std::string(e.what()).find("not supported") != std::string::npos);
+  }
+  // The developer role is the system message.
+  CompletionRequest dev = parse(
+      R"({"messages":[{"role":"developer","content":"be brief"},{"role":"user","content":"a"}]})",
+      true);
+  CHECK(dev.messages[0].role == "system");
 }

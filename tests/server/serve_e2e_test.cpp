@@ -273,6 +273,102 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
     CHECK(upper_key->status == 401);
   }
 
+  SUBCASE("what llama-server's and vLLM's clients send runs, and stays exact") {
+    const std::string other = "def fibonacci(n):";
+    json one = {{"prompt", other}, {"max_tokens", 24}};
+    const std::string other_greedy = post(c, "/v1/completions", one, 200)["choices"][0]["text"];
+    // A batch of prompts: n choices each, choice i answering prompt i / n.
+    json batch = {{"prompt", {kPrompt, other}}, {"max_tokens", 24}, {"n", 2}};
+    json b = post(c, "/v1/completions", batch, 200);
+    REQUIRE(b["choices"].size() == 4u);
+    for (int i = 0; i < 4; ++i) {
+      CHECK(b["choices"][i]["index"] == i);
+      CHECK(b["choices"][i]["text"] == (i < 2 ? greedy : other_greedy));
+    }
+    json plain_one = post(c, "/v1/completions", one, 200);
+    CHECK(b["usage"]["prompt_tokens"] == expected["stats"]["prompt_tokens"].get<int>() +
+                                             plain_one["usage"]["prompt_tokens"].get<int>());
+    // Token ids, from /tokenize, give the text prompt's output; /detokenize reads them back.
+    json ids = post(c, "/tokenize", {{"content", kPrompt}, {"add_special", true}}, 200);
+    REQUIRE(ids["tokens"].size() == expected["stats"]["prompt_tokens"].get<size_t>());
+    CHECK(post(c, "/v1/completions", {{"prompt", ids["tokens"]}, {"max_tokens", 24}},
+               200)["choices"][0]["text"] == greedy);
+    json pieces = post(c, "/tokenize", {{"content", kPrompt}, {"with_pieces", true}}, 200);
+    std::string joined;
+    for (const json& p : pieces["tokens"]) joined += p["piece"].get<std::string>();
+    CHECK(joined == kPrompt);
+    json plain_ids = post(c, "/tokenize", {{"content", kPrompt}}, 200);
+    CHECK(post(c, "/detokenize", {{"tokens", plain_ids["tokens"]}}, 200)["content"] == kPrompt);
+    CHECK(post(c, "/detokenize", {{"tokens", {1 << 30}}}, 400)["error"]["param"] == "tokens[0]");
+    CHECK(post(c, "/v1/completions", {{"prompt", {1 << 30}}}, 400)["error"]["param"] == "prompt");
+    // n_predict, echo, the developer role, slot hints.
+    json np =
+        post(c, "/v1/completions",
+             {{"prompt", kPrompt}, {"n_predict", 24}, {"cache_prompt", true}, {"id_slot", 0}}, 200);
+    CHECK(np["choices"][0]["text"] == greedy);
+    json echo =
+        post(c, "/v1/completions", {{"prompt", kPrompt}, {"max_tokens", 24}, {"echo", true}}, 200);
+    CHECK(echo["choices"][0]["text"] == kPrompt + greedy);
+    auto streamed_echo = c.Post(
+        "/v1/completions", auth(),
+        json({{"prompt", kPrompt}, {"max_tokens", 24}, {"echo", true}, {"stream", true}}).dump(),
+        "application/json");
+    REQUIRE(streamed_echo);
+    CHECK(parse_sse(streamed_echo->body, false).text == kPrompt + greedy);
+    json chat_dev = {{"messages",
+                      {{{"role", "developer"}, {"content", "Be brief."}},
+                       {{"role", "user"}, {"content", "Hi"}}}},
+                     {"max_tokens", 8}};
+    json chat_sys = chat_dev;
+    chat_sys["messages"][0]["role"] = "system";
+    CHECK(post(c, "/v1/chat/completions", chat_dev, 200)["choices"][0]["message"]["content"] ==
+          post(c, "/v1/chat/completions", chat_sys, 200)["choices"][0]["message"]["content"]);
+    // min_tokens and repetition_penalty: the draft model's text equals plain decoding's.
+    for (const json& extra : {json{{"min_tokens", 20}}, json{{"repetition_penalty", 1.4}}}) {
+      json spec = {{"prompt", kPrompt}, {"max_tokens", 24}};
+      spec.update(extra);
+      json none = spec;
+      none["speculative"] = {{"proposer", "none"}};
+      json a = post(c, "/v1/completions", spec, 200);
+      INFO(extra.dump());
+      CHECK(a["choices"][0]["text"] == post(c, "/v1/completions", none, 200)["choices"][0]["text"]);
+      CHECK(a["usage"]["drafted_tokens"].get<int>() > 0);
+    }
+    // Continuous usage: every chunk counts the tokens so far; the last equals the total.
+    auto cont = c.Post("/v1/completions", auth(),
+                       json({{"prompt", kPrompt},
+                             {"max_tokens", 24},
+                             {"stream", true},
+                             {"stream_options", {{"continuous_usage_stats", true}}}})
+                           .dump(),
+                       "application/json");
+    REQUIRE(cont);
+    int last = -1, chunks = 0;
+    for (size_t at = cont->body.find("data: {"); at != std::string::npos;
+         at = cont->body.find("data: {", at + 1)) {
+      const json chunk =
+          json::parse(cont->body.substr(at + 6, cont->body.find("\n\n", at) - at - 6));
+      REQUIRE(chunk.contains("usage"));
+      CHECK(chunk["usage"]["prompt_tokens"] == expected["stats"]["prompt_tokens"]);
+      CHECK(chunk["usage"]["completion_tokens"].get<int>() >= last);
+      last = chunk["usage"]["completion_tokens"];
+      ++chunks;
+    }
+    CHECK(chunks > 2);
+    CHECK(last == int(expected["tokens"].size()));
+    // What cannot be honoured is refused saying so.
+    CHECK(post(c, "/v1/completions", {{"prompt", kPrompt}, {"best_of", 2}},
+               400)["error"]["param"] == "best_of");
+    // The openai client's models.retrieve.
+    auto model = c.Get("/v1/models/target", auth());
+    REQUIRE(model);
+    CHECK(model->status == 200);
+    CHECK(json::parse(model->body)["id"] == "target");
+    auto missing = c.Get("/v1/models/gpt-4o", auth());
+    REQUIRE(missing);
+    CHECK(missing->status == 404);
+  }
+
   SUBCASE("a greedy completion equals specd run's, streamed or not") {
     json body = {{"model", "target"}, {"prompt", kPrompt}, {"max_tokens", 24}};
     json r = post(c, "/v1/completions", body, 200);
@@ -324,12 +420,30 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
     body["speculative"] = {{"proposer", "ngram"}, {"rule", "exact-match"}, {"k", 2}};
     json ngram = post(c, "/v1/completions", body, 200);
     CHECK(ngram["choices"][0]["text"] == greedy);
+    // A proposer without a rule takes its own default (exact-match for ngram), not the
+    // configured draft model's rejection.
+    body["speculative"] = {{"proposer", "ngram"}};
+    CHECK(post(c, "/v1/completions", body, 200)["choices"][0]["text"] == greedy);
+    // Refusals name the request's field, never the server's files or lines.
+    auto no_server_paths = [](const json& answer) {
+      const std::string message = answer["error"]["message"].get<std::string>();
+      INFO(message);
+      CHECK(message.find(".toml") == std::string::npos);
+      CHECK(message.find(".gguf") == std::string::npos);
+      CHECK(message.find('/') == std::string::npos);
+    };
+    body["speculative"] = {{"proposer", "ngram"}, {"rule", "rejection"}};
+    json unpaired = post(c, "/v1/completions", body, 400);
+    CHECK(unpaired["error"]["param"] == "speculative.rule");
+    no_server_paths(unpaired);
     body["speculative"] = {{"rule", "typical"}};
     json lossy = post(c, "/v1/completions", body, 400);
     CHECK(lossy["error"]["param"] == "speculative.rule");
+    no_server_paths(lossy);
     body["speculative"] = {{"rule", "typical"}, {"allow_lossy", true}};
     lossy = post(c, "/v1/completions", body, 400);
     CHECK(lossy["error"]["param"] == "speculative.allow_lossy");
+    no_server_paths(lossy);
     body["speculative"] = {{"rule", "greedy"}};
     body["temperature"] = 0.7;
     json hot = post(c, "/v1/completions", body, 400);
@@ -338,6 +452,7 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
     body["speculative"] = {{"proposer", "no-such-proposer"}};
     json unknown = post(c, "/v1/completions", body, 400);
     CHECK(unknown["error"]["param"] == "speculative.proposer");
+    no_server_paths(unknown);
   }
 
   SUBCASE("penalties and logit_bias: the draft model's text equals plain decoding's") {
@@ -591,6 +706,27 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
       REQUIRE(at != std::string::npos);
       CHECK(std::stod(metrics->body.substr(at + 1 + std::strlen(counter))) > 0);
     }
+    // Latency histograms: every finished choice observed once (the greedy request above had
+    // 24 tokens, so 23 inter-token intervals at least from it), the +Inf bucket equal to the
+    // count, and the draft model's acceptance as a fraction.
+    auto value = [&](const std::string& line) {
+      const size_t at = metrics->body.find("\n" + line + " ");
+      REQUIRE_MESSAGE(at != std::string::npos, line);
+      return std::stod(metrics->body.substr(at + line.size() + 2));
+    };
+    for (const char* h : {"specd_time_to_first_token_seconds", "specd_e2e_request_latency_seconds",
+                          "specd_request_queue_time_seconds", "specd_request_prefill_seconds",
+                          "specd_request_decode_seconds", "specd_request_acceptance_ratio",
+                          "specd_inter_token_latency_seconds"}) {
+      INFO(h);
+      const std::string name = h;
+      CHECK(value(name + "_count") >= 1);
+      CHECK(value(name + "_bucket{le=\"+Inf\"}") == value(name + "_count"));
+      CHECK(value(name + "_sum") >= 0);
+    }
+    CHECK(value("specd_inter_token_latency_seconds_count") >= 23);
+    CHECK(value("specd_request_acceptance_ratio_bucket{le=\"1\"}") ==
+          value("specd_request_acceptance_ratio_count"));
   }
 
   SUBCASE("SIGTERM drains a request in flight and exits 0") {
