@@ -89,7 +89,7 @@ Strategy& SharedEngine::strategy(const StrategyChoice& r) {
                                      : "speculative";
     // The message leads with where the configuration set the key; the request set it here.
     std::string message = e.what();
-    for (const auto& [key, location] : c.locations)
+    for (const auto& [setting, location] : c.locations)
       if (message.rfind(location + ": ", 0) == 0) {
         message.erase(0, location.size() + 2);
         break;

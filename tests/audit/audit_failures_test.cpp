@@ -119,7 +119,7 @@ TEST_CASE("a plugin path that contributes no rule fails the audit instead of pas
 
 TEST_CASE("a rule is audited under every sibling scheme it declares") {
   Rules rules({"test-two-scheme"});
-  const auto tables = specd::builtin_markov_models();
+  const auto tables = audited_tables();
   const specd::AuditReport report = specd::run_audit(rules.views, tables, quick());
   const specd::RuleAudit& r = audited_rule(report, "test-two-scheme");
   CHECK(r.verdict == "label-wrong");
@@ -149,7 +149,8 @@ TEST_CASE("a rule is audited under every sibling scheme it declares") {
 
 TEST_CASE("a rule that fails to run is an error row; the others are still audited") {
   Rules rules({"test-failing-accept", "test-two-scheme", "test-sampler-only"});
-  const auto report = specd::run_audit(rules.views, specd::builtin_markov_models(), quick());
+  const auto tables = audited_tables();
+  const auto report = specd::run_audit(rules.views, tables, quick());
   const specd::RuleAudit& failing = audited_rule(report, "test-failing-accept");
   CHECK(failing.verdict == "error");
   CHECK(contains(failing.summary, "could not run"));
@@ -157,16 +158,17 @@ TEST_CASE("a rule that fails to run is an error row; the others are still audite
   CHECK(report.any_error());
   CHECK(audited_rule(report, "test-two-scheme").verdict == "label-wrong");
   CHECK(audited_rule(report, "test-sampler-only").verdict == "not-rejected");
-  const std::string json =
-      specd::format_audit_json(report, quick(), specd::builtin_markov_models());
+  const std::string json = specd::format_audit_json(report, quick(), tables);
   CHECK(contains(json, "\"verdict\": \"error\""));
   CHECK(contains(json, "\"error\": true"));
 }
 
 TEST_CASE("exit statuses: label wrong 1, could not run 3, both: 1") {
-  // The statuses do not depend on the constraints: one of them keeps the four audits short.
+  // The statuses do not depend on the constraints or the tree's shape: one constraint and the
+  // smallest tree with siblings keep the four audits short.
   const std::vector<std::string> base = {"--plugin-path", kFailing, "--plugin-path", kPlugins,
-                                         "--samples",     "500",    "--constraints", "none"};
+                                         "--samples",     "500",    "--constraints", "none",
+                                         "--tree",        "2,1"};
   auto with = [&](std::vector<std::string> more) {
     std::vector<std::string> a = base;
     a.insert(a.end(), more.begin(), more.end());
@@ -205,7 +207,7 @@ TEST_CASE("a rule without outcomes is never called verified: the report says wha
 
 TEST_CASE("a rule's verdict is its own: the same numbers alone or among other rules") {
   specd::AuditOptions o;
-  o.samples = 3000;
+  o.samples = SPECD_SANITIZED ? 600 : 3000;
   o.tree = {};
   o.constraints = {specd::audit_constraint("none"), specd::audit_constraint("mask")};
   const auto tables = audited_tables();

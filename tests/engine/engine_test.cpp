@@ -533,6 +533,8 @@ TEST_CASE("audit -c: the configured speculative run against plain sampling on re
   ConfigAuditOptions o;
   o.prompt = "ab";
   o.samples = SPECD_SANITIZED ? 150 : 400;  // the sanitizers' build runs ten times slower
+  // The rule's Markov audit is audit_test's subject; here it runs its paths, not its power.
+  if (SPECD_SANITIZED) o.rule_samples = 2000;
   Config exact = test::greedy_config(target, {"sampling.temperature=1", "proposer.kind=draft-model",
                                               "proposer.model=\"" + target + "\"", "proposer.k=3"});
   ConfigAuditResult r = audit_config(exact, f.registry, o);
@@ -599,6 +601,7 @@ TEST_CASE(
   o.prompt = "ab";
   o.tokens = 2;
   o.samples = SPECD_SANITIZED ? 150 : 400;
+  if (SPECD_SANITIZED) o.rule_samples = 2000;  // as above: the rule's own audit is not the subject
   const Config sampled =
       test::greedy_config(model, {"sampling.temperature=1", "proposer.kind=mtp", "proposer.k=3",
                                   "proposer.model=\"" + model + "\""});

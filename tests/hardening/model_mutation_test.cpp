@@ -305,8 +305,12 @@ TEST_CASE("every mutation of a qwen35 hybrid target and its MTP layer is handled
   t.rope_dim = 8;
   const std::string target = f.dir + "/qwen35-target.gguf";
   test::write_random_llama(target, t);
-  sweep(f.dir, target,
-        [](const std::string& p) { return std::vector<std::string>{"target.model=" + quoted(p)}; });
+  // Under the sanitizers the sweep with the MTP layer below loads every one of these
+  // tensors and keys too (and runs the drafter): the plain build runs both.
+  if (!SPECD_SANITIZED)
+    sweep(f.dir, target, [](const std::string& p) {
+      return std::vector<std::string>{"target.model=" + quoted(p)};
+    });
   // With its MTP layer, which the trunk does not read but the drafter does.
   t.n_nextn = 1;
   const std::string with_mtp = f.dir + "/qwen35-mtp.gguf";
