@@ -66,7 +66,7 @@ class CountedEvents : public batching::EventQueue {
       Timing& t = choices_[e.choice];
       const Clock::time_point now = Clock::now();
       if (e.kind == Kind::started) {
-        metrics_.observe(Latency::queue, seconds(now - submitted_));
+        t.started = now;  // observed once it ends other than cancelled (admitted for real)
       } else if (e.kind == Kind::text && e.tokens > t.tokens) {
         const auto since = t.tokens == 0 ? submitted_ : t.last;
         if (t.tokens == 0)
@@ -84,6 +84,7 @@ class CountedEvents : public batching::EventQueue {
         if (r.stop_reason == "cancelled") {
           metrics_.cancelled();
         } else {
+          metrics_.observe(Latency::queue, seconds(t.started - submitted_));
           metrics_.observe(Latency::end_to_end, seconds(now - submitted_));
           metrics_.observe(Latency::prefill, r.stats.prefill_s);
           metrics_.observe(Latency::decode, r.stats.generate_s);
@@ -100,7 +101,7 @@ class CountedEvents : public batching::EventQueue {
   using Clock = std::chrono::steady_clock;
   struct Timing {
     size_t tokens = 0;  // generated when its last text came
-    Clock::time_point last;
+    Clock::time_point started, last;
   };
   static double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
   Metrics& metrics_;
@@ -215,7 +216,7 @@ struct HttpServer::Impl {
 
   Impl(const Config& c, const PluginRegistry& registry)
       : config(c), engines(config, registry), scheduler(engines, config.server.queue_limit) {
-    hide_from_clients(config);
+    hide_from_clients(config, registry.search_path());
     // A file name need not be UTF-8; the id is JSON text, so invalid bytes become U+FFFD
     // (and a request naming the model sends it back that way).
     model_id = valid_utf8(config.server.model_name.empty()
@@ -545,8 +546,9 @@ struct HttpServer::Impl {
 
     // n choices for each prompt: one job each, their events into one queue. Choice i answers
     // prompt i / n and draws from its own generator (the request's seed, or [engine] seed,
-    // for choice 0; a seed derived from it for the others); with the prefix cache a prompt's
-    // other choices wait for its first one's prefill to share its blocks.
+    // for a prompt's first choice; a seed derived from it for the others, the same whichever
+    // place the prompt has in a batch); with the prefix cache a prompt's other choices wait
+    // for its first one's prefill to share its blocks.
     const size_t per_prompt = static_cast<size_t>(request.n);
     const size_t n = request.choices();
     auto events = std::make_shared<CountedEvents>(metrics, n, per_prompt);
@@ -557,7 +559,7 @@ struct HttpServer::Impl {
       Job& job = *jobs[i];
       const size_t first = i - i % per_prompt;
       job.request = request.generation(i / per_prompt);
-      job.request.seed = choice_seed(seed, i);
+      job.request.seed = choice_seed(seed, i - first);  // as if its prompt came alone
       if (i > first && config.server.prefix_cache) job.wait_for_prefill = jobs[first];
       job.events = events;
       job.choice = i;

@@ -75,6 +75,7 @@ void Metrics::cancelled() {
 std::string Metrics::render(size_t queued, size_t running, const StepTotals& steps) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::ostringstream o;
+  o.precision(15);  // sums of seconds: rate() over them needs more than six digits
   auto counter = [&](const char* name, const char* help, uint64_t v) {
     o << "# HELP " << name << " " << help << "\n# TYPE " << name << " counter\n"
       << name << " " << v << "\n";

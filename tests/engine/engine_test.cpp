@@ -183,6 +183,52 @@ TEST_CASE(
   CHECK(differ > 0);  // the penalties changed what plain decoding says
 }
 
+TEST_CASE("min_tokens: each verified row bars the end of sequence by its own position") {
+  // The end of sequence pushed to the top: plain decoding ends right after min_tokens. An
+  // oracle drafting that output (cut at a random depth, under many seeds) has rounds whose
+  // accepted rows straddle the boundary, so a row masked by its round's start instead of
+  // its own depth would show.
+  Fixture f;
+  test::RandomLlamaSpec spec;
+  spec.seed = 31;
+  const std::string model = f.dir + "/random-min-tokens.gguf";
+  test::write_random_llama(model, spec);
+  auto configured = [&](std::vector<std::string> overrides) {
+    overrides.push_back("sampling.max_tokens=16");
+    Config c = test::greedy_config(model, overrides);
+    c.sampling.ignore_eos = false;
+    c.sampling.min_tokens = 6;
+    return c;
+  };
+  Config plain_c = configured({});
+  Engine probe(plain_c, f.registry);
+  const int32_t eos = probe.tokenizer().eos_id();
+  REQUIRE(eos >= 0);
+  plain_c.sampling.logit_bias = {{eos, 100.f}};
+  Engine plain(plain_c, f.registry);
+  for (const std::string& prompt : kPrompts) {
+    CAPTURE(prompt);
+    const GenerationResult base = plain.generate(prompt);
+    REQUIRE(base.tokens.size() == 6);
+    CHECK(base.stop_reason == "eos");
+    uint64_t accepted = 0;
+    for (int seed = 1; seed <= 8; ++seed) {
+      CAPTURE(seed);
+      Config oracle_c = configured(
+          {"proposer.kind=oracle", "proposer.k=8", "proposer.seed=" + std::to_string(seed),
+           "proposer.oracle=\"" + test::join_ids(base.tokens) + "\"",
+           "proposer.prompt_length=" + std::to_string(plain.tokenizer().encode(prompt).size()),
+           "acceptance.rule=exact-match"});
+      oracle_c.sampling.logit_bias = plain_c.sampling.logit_bias;
+      const GenerationResult out = Engine(oracle_c, f.registry).generate(prompt);
+      CHECK(test::join_ids(out.tokens) == test::join_ids(base.tokens));
+      CHECK(out.stop_reason == "eos");
+      accepted += out.stats.accepted;
+    }
+    CHECK(accepted > 8);
+  }
+}
+
 TEST_CASE("grammar: greedy speculative output equals plain, and it matches the grammar") {
   // Each verified row is masked by the grammar's state after its own path, so chains, trees
   // and lookup drafts all give plain decoding's tokens; the draft knows nothing of the

@@ -323,17 +323,37 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
     chat_sys["messages"][0]["role"] = "system";
     CHECK(post(c, "/v1/chat/completions", chat_dev, 200)["choices"][0]["message"]["content"] ==
           post(c, "/v1/chat/completions", chat_sys, 200)["choices"][0]["message"]["content"]);
-    // min_tokens and repetition_penalty: the draft model's text equals plain decoding's.
-    for (const json& extra : {json{{"min_tokens", 20}}, json{{"repetition_penalty", 1.4}}}) {
+    // min_tokens: with the end of sequence pushed to the top (logit_bias), plain decoding
+    // ends right after min_tokens; a stop string is not looked for before them either. Each
+    // time the draft model's tokens equal plain decoding's.
+    json eos = post(c, "/tokenize", {{"content", "</s>"}, {"parse_special", true}}, 200);
+    REQUIRE(eos["tokens"].size() == 1u);
+    const std::string eos_id = std::to_string(eos["tokens"][0].get<int>());
+    const std::string early_stop = greedy.substr(0, 2);
+    for (const json& extra :
+         {json{{"min_tokens", 5}, {"logit_bias", {{eos_id, 100}}}},
+          json{{"min_tokens", 9}, {"logit_bias", {{eos_id, 100}}}, {"n", 1}},
+          json{{"min_tokens", 10}, {"stop", early_stop}}, json{{"repetition_penalty", 1.4}}}) {
       json spec = {{"prompt", kPrompt}, {"max_tokens", 24}};
       spec.update(extra);
       json none = spec;
       none["speculative"] = {{"proposer", "none"}};
       json a = post(c, "/v1/completions", spec, 200);
+      json p = post(c, "/v1/completions", none, 200);
       INFO(extra.dump());
-      CHECK(a["choices"][0]["text"] == post(c, "/v1/completions", none, 200)["choices"][0]["text"]);
+      CHECK(a["choices"][0]["text"] == p["choices"][0]["text"]);
+      CHECK(a["usage"]["completion_tokens"] == p["usage"]["completion_tokens"]);
       CHECK(a["usage"]["drafted_tokens"].get<int>() > 0);
+      if (extra.contains("logit_bias")) {
+        CHECK(p["usage"]["completion_tokens"] == extra["min_tokens"]);
+        CHECK(p["choices"][0]["finish_reason"] == "stop");
+      }
+      if (extra.contains("stop")) CHECK(p["usage"]["completion_tokens"].get<int>() >= 10);
     }
+    // The stop string ends the output early without min_tokens (so the case above is one).
+    json early = post(c, "/v1/completions",
+                      {{"prompt", kPrompt}, {"max_tokens", 24}, {"stop", early_stop}}, 200);
+    CHECK(early["usage"]["completion_tokens"].get<int>() < 10);
     // Continuous usage: every chunk counts the tokens so far; the last equals the total.
     auto cont = c.Post("/v1/completions", auth(),
                        json({{"prompt", kPrompt},
@@ -1016,6 +1036,27 @@ TEST_CASE("a plugin failing inside serve: the request gets 500 and the server lo
   const size_t at = log.find("specd: error: serve: request failed: ");
   REQUIRE_MESSAGE(at != std::string::npos, log);
   CHECK(log.find("asked to fail", at) != std::string::npos);
+  CHECK(server.terminate() == 0);
+}
+
+TEST_CASE("a request naming a plugin refused at startup gets its reason, without server paths") {
+  if (!specd::test::have_shipped_models()) return;
+  ServerProcess server(write_config("serve_refused_plugin.toml", ""), {},
+                       {"SPECD_PLUGIN_PATH=" SPECD_VERSION_PLUGINS});
+  REQUIRE_MESSAGE(server.port() > 0, server.log());
+  httplib::Client c = client(server.port());
+  json body = {
+      {"prompt", kPrompt}, {"max_tokens", 4}, {"speculative", {{"rule", "version-next-minor"}}}};
+  auto res = c.Post("/v1/completions", body.dump(), "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 400);
+  const std::string message = json::parse(res->body)["error"]["message"];
+  INFO(message);
+  CHECK(message.find("was found but not loaded") != std::string::npos);
+  CHECK(message.find("newer than the host's") != std::string::npos);
+  CHECK(message.find("a plugin folder") != std::string::npos);
+  CHECK(message.find(SPECD_VERSION_PLUGINS) == std::string::npos);
+  CHECK(message.find(".toml") == std::string::npos);
   CHECK(server.terminate() == 0);
 }
 
