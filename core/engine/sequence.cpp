@@ -296,12 +296,12 @@ void Sequence::end_round(double pass_s) {
 void Sequence::mask_row(std::span<float> row, size_t r) {
   // min_tokens: a row whose token would come before that many bars the end of sequence (by
   // its position: the committed tokens and its depth in the draft), as plain decoding does.
-  const int32_t eos = parts_.tokenizer->eos_id();
-  if (sampling_config_.min_tokens > 0 && !sampling_config_.ignore_eos && eos >= 0 &&
-      static_cast<uint32_t>(eos) < row.size()) {
+  if (sampling_config_.min_tokens > 0 && !sampling_config_.ignore_eos) {
+    const int32_t eos = parts_.tokenizer->eos_id();
     size_t depth = 0;
     for (size_t node = r; node != 0; node = static_cast<size_t>(draft_.parents[node - 1])) ++depth;
-    if (result_.tokens.size() + depth < static_cast<size_t>(sampling_config_.min_tokens))
+    if (eos >= 0 && static_cast<size_t>(eos) < row.size() &&
+        result_.tokens.size() + depth < static_cast<size_t>(sampling_config_.min_tokens))
       row[static_cast<size_t>(eos)] = -std::numeric_limits<float>::infinity();
   }
   if (!penalties_->active() && !constraint_) return;

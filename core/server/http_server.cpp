@@ -68,13 +68,11 @@ class CountedEvents : public batching::EventQueue {
       if (e.kind == Kind::started) {
         t.started = now;  // observed once it ends other than cancelled (admitted for real)
       } else if (e.kind == Kind::text && e.tokens > t.tokens) {
-        const auto since = t.tokens == 0 ? submitted_ : t.last;
+        const size_t arrived = e.tokens - t.tokens;
         if (t.tokens == 0)
-          metrics_.observe(Latency::time_to_first_token, seconds(now - since));
+          metrics_.observe(Latency::time_to_first_token, seconds(now - submitted_));
         else
-          metrics_.observe(Latency::inter_token,
-                           seconds(now - since) / static_cast<double>(e.tokens - t.tokens),
-                           e.tokens - t.tokens);
+          metrics_.observe(Latency::inter_token, seconds(now - t.last) / double(arrived), arrived);
         t.tokens = e.tokens;
         t.last = now;
       } else if (e.kind == Kind::done) {
@@ -430,24 +428,23 @@ struct HttpServer::Impl {
             "model", "model_not_found");
       metrics.request("/v1/models", status_of(res));
     });
-    for (const char* route : {"/tokenize", "/detokenize"}) {
-      const bool tokenize = route == std::string("/tokenize");
-      http.Post(route,
-                [this, route, tokenize](const httplib::Request& req, httplib::Response& res) {
-                  guard.busy(req.remote_addr, req.remote_port);
-                  // The pre-routing check lets every request through while draining: the tokenizer
-                  // may still be loading.
-                  if (!refuse_unready(res)) {
-                    try {
-                      res.set_content(tokenize ? tokenize_json(*tokenizer, req.body)
-                                               : detokenize_json(*tokenizer, req.body),
-                                      "application/json");
-                    } catch (const RequestError& e) {
-                      send_error(res, e.status, e.what(), e.param, e.code);
-                    }
-                  }
-                  metrics.request(route, status_of(res));
-                });
+    using TokenRoute = std::string (*)(const Tokenizer&, std::string_view);
+    for (const auto& [route, answer] :
+         {std::pair<const char*, TokenRoute>{"/tokenize", tokenize_json},
+          std::pair<const char*, TokenRoute>{"/detokenize", detokenize_json}}) {
+      http.Post(route, [this, route, answer](const httplib::Request& req, httplib::Response& res) {
+        guard.busy(req.remote_addr, req.remote_port);
+        // The pre-routing check lets every request through while draining: the tokenizer
+        // may still be loading.
+        if (!refuse_unready(res)) {
+          try {
+            res.set_content(answer(*tokenizer, req.body), "application/json");
+          } catch (const RequestError& e) {
+            send_error(res, e.status, e.what(), e.param, e.code);
+          }
+        }
+        metrics.request(route, status_of(res));
+      });
     }
     http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
       guard.busy(req.remote_addr, req.remote_port);
