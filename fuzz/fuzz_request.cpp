@@ -3,14 +3,15 @@
 // every family (a family without a tool format refuses tools with std::invalid_argument),
 // its tools give a call grammar or a RequestError, every message's text goes through the
 // tool-call parsers and the stream splitter, and any text (invalid UTF-8 included) encodes
-// into an SSE chunk. Input
-// layout: one byte choosing completions (even) or chat (odd), then the body.
+// into an SSE chunk. Input layout: one byte choosing completions (bit 0 clear) or chat (set),
+// and for completions llama-server's /completion body (bit 1 set), then the body.
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include "server/chat_template.hpp"
+#include "server/llama_completion.hpp"
 #include "server/request.hpp"
 #include "server/responses.hpp"
 #include "server/tool_calls.hpp"
@@ -19,10 +20,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const bool chat = data[0] & 1;
   std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
+  const bool llama = !chat && (data[0] & 2);
   specd::SamplingConfig defaults;
   try {
-    specd::server::CompletionRequest r =
-        specd::server::parse_completion_request(body, chat, defaults);
+    std::string translated;
+    if (llama) translated = specd::server::llama_completion_request(body).openai_body;
+    specd::server::CompletionRequest r = specd::server::parse_completion_request(
+        llama ? std::string_view(translated) : body, chat, defaults);
     specd::server::ResponseInfo info{"id", "model", 0, chat};
     std::string text;
     for (const auto& p : r.prompts) text += p.text;
@@ -38,6 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!specd::server::family_has_tools(family)) continue;
       for (const auto& m : r.messages) {
         (void)specd::server::parse_tool_calls(family, m.content, r.tools.tools, "id");
+        (void)specd::server::forced_tool_calls(family, m.content, r.tools.tools, "id");
         specd::server::ToolCallStream stream(family, true);
         for (size_t i = 0; i < m.content.size(); i += 3)
           text += stream.feed(m.content.substr(i, 3));

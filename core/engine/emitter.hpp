@@ -44,6 +44,7 @@ class Emitter {
     // The earliest stop string that ends in the new text (an older match would have ended
     // generation already).
     size_t cut = std::string::npos;
+    const std::string* matched = nullptr;
     for (const std::string& stop : stops_) {
       // Before min_tokens no stop string ends the output (vLLM's rule).
       if (stop.empty() || count_ < min_tokens_) continue;
@@ -53,7 +54,10 @@ class Emitter {
       for (size_t at = result.text.find(stop, from); at != std::string::npos;
            at = result.text.find(stop, at + 1))
         if (!continuation_byte(result.text[at])) {
-          cut = std::min(cut, at);
+          if (at < cut) {
+            cut = at;
+            matched = &stop;
+          }
           break;
         }
     }
@@ -61,6 +65,7 @@ class Emitter {
       result.text.resize(cut);
       emit_up_to(result.text, cut);
       result.stop_reason = "stop";
+      result.stop_string = *matched;
       stopped_ = true;
       return false;
     }

@@ -54,6 +54,7 @@ struct GenerationResult {
   std::string text;             // the continuation only
   std::vector<int32_t> tokens;  // its token ids
   std::string stop_reason;      // "eos", "stop", "length", "context", "interrupted"
+  std::string stop_string;      // stop_reason "stop": the stop string that ended it
   GenerationStats stats;
   std::vector<TokenLogprob> logprobs;  // one per token, when asked for (Sequence::set_logprobs)
 };

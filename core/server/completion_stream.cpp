@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "server/llama_completion.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace specd::server {
@@ -18,7 +19,8 @@ struct CompletionStream::Choice {
   LogprobCursor cursor;
   ToolCallStream calls;
   std::shared_ptr<const GenerationResult> result;
-  Choice(const CompletionFormat& f, size_t index) : info(f.info), calls(f.family, f.tools) {
+  Choice(const CompletionFormat& f, size_t index)
+      : info(f.info), calls(f.family, f.tools, f.forced_calls) {
     info.index = static_cast<int>(index);
   }
 };
@@ -58,16 +60,22 @@ std::string CompletionStream::chunk(Choice& c, const std::string& text, const st
 // The events that end a streamed choice: its held text as calls or content, then the
 // finish chunk.
 void CompletionStream::finish(Choice& c, const GenerationResult& result) {
+  if (format_.llama) {
+    events_.push_back("data: " + llama_final_json(c.info, result, true, format_.return_tokens) +
+                      "\n\n");
+    return;
+  }
   std::string reason = finish_reason(result.stop_reason);
   if (!c.calls.held().empty()) {
     std::optional<ParsedToolCalls> parsed =
-        parse_tool_calls(format_.family, c.calls.held(), format_.functions,
-                         format_.info.id + "-" + std::to_string(c.info.index));
+        calls_in(c.calls.held(), static_cast<size_t>(c.info.index));
     if (parsed) {
-      events_.push_back(tool_calls_event(c.info, parsed->calls, c.first));
-      c.first = false;
+      if (!parsed->calls.empty()) {
+        events_.push_back(tool_calls_event(c.info, parsed->calls, c.first));
+        c.first = false;
+      }
       if (!parsed->content.empty()) events_.push_back(chunk(c, parsed->content, ""));
-      reason = "tool_calls";
+      reason = finish_reason(result.stop_reason, *parsed);
     } else {
       events_.push_back(chunk(c, c.calls.held(), ""));
     }
@@ -98,7 +106,7 @@ void CompletionStream::add(const RequestEvent& e) {
       c.info.completion_tokens = e.tokens;
       const std::string piece = c.calls.feed(e.text);
       if (piece.empty() && !e.text.empty()) return;
-      events_.push_back(chunk(c, piece, ""));
+      events_.push_back(format_.llama ? llama_chunk_event(c.info, piece) : chunk(c, piece, ""));
       return;
     }
     case RequestEvent::Kind::done:
@@ -128,7 +136,7 @@ void CompletionStream::add(const RequestEvent& e) {
           error_json(failure->what(), error_type(failure->status), failure->param, failure->code) +
           "\n\n");
   }
-  if (++ended_ == n_ && format_.stream) {
+  if (++ended_ == n_ && format_.stream && !format_.llama) {
     if (format_.include_usage && !error_) {
       std::vector<const GenerationResult*> results;
       for (const auto& ch : choices_) results.push_back(ch->result.get());
@@ -145,6 +153,13 @@ std::deque<std::string> CompletionStream::take_events() {
   return out;
 }
 
+std::optional<ParsedToolCalls> CompletionStream::calls_in(std::string_view text,
+                                                          size_t choice) const {
+  const std::string seed = format_.info.id + "-" + std::to_string(choice);
+  if (format_.forced_calls) return forced_tool_calls(format_.family, text, format_.functions, seed);
+  return parse_tool_calls(format_.family, text, format_.functions, seed);
+}
+
 const std::string& CompletionStream::echo_of(size_t choice) const {
   static const std::string none;
   const size_t prompt = choice / std::max<size_t>(format_.info.per_prompt, 1);
@@ -152,6 +167,13 @@ const std::string& CompletionStream::echo_of(size_t choice) const {
 }
 
 std::string CompletionStream::body() const {
+  if (format_.llama) {  // one object, or an array of them for a batch of prompts
+    std::string all;
+    for (const auto& c : choices_)
+      all += (all.empty() ? "" : ",") +
+             llama_final_json(c->info, *c->result, false, format_.return_tokens);
+    return n_ == 1 ? all : "[" + all + "]";
+  }
   std::vector<const GenerationResult*> results;
   std::vector<GenerationResult> echoed;  // `echo`: copies with the prompt's text first
   echoed.reserve(n_);
@@ -167,9 +189,7 @@ std::string CompletionStream::body() const {
     for (const GenerationResult* r : results) texts.push_back(render(r->logprobs));
   std::vector<std::optional<ParsedToolCalls>> calls(n_);
   if (format_.tools)
-    for (size_t i = 0; i < n_; ++i)
-      calls[i] = parse_tool_calls(format_.family, results[i]->text, format_.functions,
-                                  format_.info.id + "-" + std::to_string(i));
+    for (size_t i = 0; i < n_; ++i) calls[i] = calls_in(results[i]->text, i);
   return completion_json(format_.info, results, format_.logprobs ? &texts : nullptr, &calls);
 }
 

@@ -36,10 +36,15 @@ struct CompletionFormat {
   bool logprobs = false;
   ChatFamily family = ChatFamily::chatml;  // chat: how tool calls are written
   bool tools = false;                      // chat with tools: calls are parsed out
+  bool forced_calls = false;  // tool_choice required or named: the output is calls alone
   std::vector<ToolFunction> functions;
   const Tokenizer* tokenizer = nullptr;  // the target's: logprob entries' texts
   // Completions' `echo`: per prompt, its text, put before each of its choices' text.
   std::vector<std::string> echo;
+  // llama-server's /completion: its answer shapes (llama_completion.hpp), no usage chunk
+  // and no [DONE]; `return_tokens` answers the token ids.
+  bool llama = false;
+  bool return_tokens = false;
 };
 
 class CompletionStream {
@@ -68,6 +73,8 @@ class CompletionStream {
   void finish(Choice& c, const GenerationResult& result);
   std::vector<LogprobText> render(const std::vector<TokenLogprob>& entries) const;
   const std::string& echo_of(size_t choice) const;
+  // A choice's calls in its output (forced: always a value; else nullopt for none).
+  std::optional<ParsedToolCalls> calls_in(std::string_view text, size_t choice) const;
 
   CompletionFormat format_;
   std::vector<std::shared_ptr<batching::Job>> jobs_;

@@ -33,6 +33,7 @@
 #include "server/client_redaction.hpp"
 #include "server/completion_stream.hpp"
 #include "server/connection_guard.hpp"
+#include "server/llama_completion.hpp"
 #include "server/metrics.hpp"
 #include "server/peer_socket.hpp"
 #include "server/prompt.hpp"
@@ -151,8 +152,9 @@ int status_of(const httplib::Response& res) {
 // The metrics label of a path: the routes by name, anything else as "other" (so that
 // arbitrary paths cannot grow the label set).
 std::string endpoint_label(const std::string& path) {
-  for (const char* route : {"/health", "/metrics", "/v1/models", "/v1/completions",
-                            "/v1/chat/completions", "/v1/verify", "/tokenize", "/detokenize"})
+  for (const char* route :
+       {"/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions",
+        "/v1/verify", "/tokenize", "/detokenize", "/completion", "/completions"})
     if (path == route) return path;
   return "other";
 }
@@ -372,7 +374,8 @@ struct HttpServer::Impl {
       }
       const bool needs_model = req.path == "/v1/completions" ||
                                req.path == "/v1/chat/completions" || req.path == "/v1/verify" ||
-                               req.path == "/tokenize" || req.path == "/detokenize";
+                               req.path == "/tokenize" || req.path == "/detokenize" ||
+                               req.path == "/completion" || req.path == "/completions";
       if (needs_model && !draining && refuse_unready(res)) {
         metrics.request(endpoint_label(req.path), 503);
         return httplib::Server::HandlerResponse::Handled;
@@ -456,6 +459,13 @@ struct HttpServer::Impl {
       complete(req, res, true);
       metrics.request("/v1/chat/completions", status_of(res));
     });
+    // llama-server's own route (and its alias).
+    for (const char* route : {"/completion", "/completions"})
+      http.Post(route, [this, route](const httplib::Request& req, httplib::Response& res) {
+        guard.busy(req.remote_addr, req.remote_port);
+        complete(req, res, false, true);
+        metrics.request(route, status_of(res));
+      });
     verify.add_route(http, guard);
     // Every answer, routed or not, ends with the logger: the connection waits again.
     http.set_logger([this](const httplib::Request& req, const httplib::Response&) {
@@ -473,7 +483,9 @@ struct HttpServer::Impl {
     return {{"id", model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "specd"}};
   }
 
-  void complete(const httplib::Request& req, httplib::Response& res, bool chat) {
+  // `llama`: llama-server's /completion (llama_completion.hpp), else OpenAI's routes.
+  void complete(const httplib::Request& req, httplib::Response& res, bool chat,
+                bool llama = false) {
     auto guard = std::make_shared<InFlight>(in_flight);
     if (draining) {
       send_error(res, 503, "the server is shutting down", "", "shutting_down");
@@ -481,8 +493,14 @@ struct HttpServer::Impl {
     }
     // Checked once, here: parsed, encoded and bounded before the scheduler sees it.
     CompletionRequest request;
+    LlamaCompletion llama_request;
     try {
-      request = parse_completion_request(req.body, chat, config.sampling);
+      if (llama) {
+        llama_request = llama_completion_request(req.body);
+        request = parse_completion_request(llama_request.openai_body, false, config.sampling);
+      } else {
+        request = parse_completion_request(req.body, chat, config.sampling);
+      }
       if (!request.model.empty() && request.model != model_id)
         throw RequestError(
             404, "model",
@@ -514,7 +532,8 @@ struct HttpServer::Impl {
       prepare_prompt(request, *encoder, chat ? *chat_family : ChatFamily::chatml, context_length,
                      config.server.kv_budget);
       engines.config_for(request.speculative);  // a refused allow_lossy: 400 now
-    } catch (const RequestError& e) {
+    } catch (const RequestError& error) {
+      const RequestError e = llama ? in_llama_names(error) : error;
       send_error(res, e.status, e.what(), e.param, e.code);
       return;
     } catch (const batching::Refusal& e) {
@@ -537,9 +556,12 @@ struct HttpServer::Impl {
     format.logprobs = request.logprobs >= 0;
     format.family = chat ? *chat_family : ChatFamily::chatml;
     format.tools = chat && request.tools.active();
+    format.forced_calls = chat && request.tools.forced();
     format.functions = request.tools.tools;
     format.tokenizer = tokenizer.get();
     for (const PreparedPrompt& p : request.prepared) format.echo.push_back(p.echo);
+    format.llama = llama;
+    format.return_tokens = llama_request.return_tokens;
 
     // n choices for each prompt: one job each, their events into one queue. Choice i answers
     // prompt i / n and draws from its own generator (the request's seed, or [engine] seed,

@@ -6,6 +6,7 @@
 #include "server/cache_salt.hpp"
 #include "server/json_body.hpp"
 #include "server/request_fields.hpp"
+#include "server/sampler_switches.hpp"
 #include "server/tool_request.hpp"
 
 #include <nlohmann/json.hpp>
@@ -226,15 +227,17 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
   if (!j.is_object())
     throw RequestError(400, "",
                        std::string("the request body must be a JSON object, not ") + kind_of(j));
-  std::set<std::string> known = {"model", "max_tokens", "temperature", "top_p", "top_k", "min_p",
-                                 "stop", "seed", "n", "stream", "stream_options", "user",
-                                 "speculative", "logprobs", "presence_penalty", "frequency_penalty",
-                                 "repeat_penalty", "repeat_last_n", "logit_bias", "response_format",
-                                 "grammar", "cache_salt",
-                                 // What llama-server's and vLLM's clients send (SERVER.md's
-                                 // compatibility table): honoured exactly, or refused by name.
-                                 "n_predict", "min_tokens", "repetition_penalty",
-                                 "skip_special_tokens", "cache_prompt", "id_slot", "best_of"};
+  // llama-server's clients send its sampler switches, off, on these routes too.
+  drop_switches_left_off(j);
+  std::set<std::string> known = {
+      "model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "stop", "seed", "n",
+      "stream", "stream_options", "user", "speculative", "logprobs", "presence_penalty",
+      "frequency_penalty", "repeat_penalty", "repeat_last_n", "logit_bias", "response_format",
+      "grammar", "cache_salt",
+      // What llama-server's and vLLM's clients send (SERVER.md's
+      // compatibility table): honoured exactly, or refused by name.
+      "n_predict", "min_tokens", "repetition_penalty", "skip_special_tokens", "cache_prompt",
+      "id_slot", "best_of", "ignore_eos"};
   if (chat)
     for (const char* key : {"top_logprobs", "tools", "tool_choice", "parallel_tool_calls"})
       known.insert(key);
@@ -278,8 +281,10 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
     r.sampling.top_p = number("top_p", j["top_p"], 0, 1, "0 < top_p <= 1");
     if (r.sampling.top_p <= 0) bad("top_p", "is out of range (0 < top_p <= 1)");
   }
+  // vLLM's clients send -1 for off (its default before 0 was).
   if (j.contains("top_k") && !j["top_k"].is_null())
-    r.sampling.top_k = int(integer("top_k", j["top_k"], 0, INT32_MAX, "0 = off, else >= 1"));
+    r.sampling.top_k =
+        std::max(0, int(integer("top_k", j["top_k"], -1, INT32_MAX, "0 or -1 = off, else >= 1")));
   if (j.contains("min_p") && !j["min_p"].is_null()) {
     r.sampling.min_p = number("min_p", j["min_p"], 0, 1, "0 <= min_p < 1");
     if (r.sampling.min_p >= 1) bad("min_p", "is out of range (0 <= min_p < 1)");
@@ -331,9 +336,17 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
     if (r.sampling.min_tokens > r.max_tokens)
       bad("min_tokens", "is more than max_tokens (" + std::to_string(r.max_tokens) + ")");
   }
+  // vLLM's and llama-server's ignore_eos, as [sampling] ignore_eos.
+  if (j.contains("ignore_eos") && !j["ignore_eos"].is_null())
+    r.sampling.ignore_eos = boolean("ignore_eos", j["ignore_eos"]);
   r.sampling.grammar = grammar(j, defaults.grammar);
   if (r.sampling.min_tokens > 0 && (!r.sampling.grammar.empty() || r.tools.forced()))
     bad("min_tokens",
+        "cannot be combined with a grammar, a response_format or a forced tool call (the "
+        "grammar decides where the output may end)");
+  if (r.sampling.ignore_eos && j.contains("ignore_eos") &&
+      (!r.sampling.grammar.empty() || r.tools.forced()))
+    bad("ignore_eos",
         "cannot be combined with a grammar, a response_format or a forced tool call (the "
         "grammar decides where the output may end)");
   if (r.tools.forced() && !r.sampling.grammar.empty())

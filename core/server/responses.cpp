@@ -83,6 +83,11 @@ std::string finish_reason(const std::string& stop_reason) {
   return stop_reason == "length" || stop_reason == "context" ? "length" : "stop";
 }
 
+std::string finish_reason(const std::string& stop_reason, const ParsedToolCalls& calls) {
+  const std::string plain = finish_reason(stop_reason);
+  return calls.calls.empty() || plain == "length" ? plain : "tool_calls";
+}
+
 std::string usage_json(const GenerationStats& stats, size_t completion_tokens) {
   return dump(usage(stats, completion_tokens));
 }
@@ -128,9 +133,9 @@ std::string completion_json(const ResponseInfo& info,
     if (calls) {
       choice["message"] = {
           {"role", "assistant"},
-          {"content", calls->content.empty() ? json(nullptr) : json(calls->content)},
-          {"tool_calls", calls_json(calls->calls, false)}};
-      choice["finish_reason"] = "tool_calls";
+          {"content", calls->content.empty() ? json(nullptr) : json(calls->content)}};
+      if (!calls->calls.empty()) choice["message"]["tool_calls"] = calls_json(calls->calls, false);
+      choice["finish_reason"] = finish_reason(r.stop_reason, *calls);
     } else if (info.chat)
       choice["message"] = {{"role", "assistant"}, {"content", r.text}};
     else

@@ -39,6 +39,9 @@ struct LogprobCursor {
 
 // OpenAI's finish_reason for an engine stop reason: "stop" (eos, stop string), "length".
 std::string finish_reason(const std::string& stop_reason);
+// With calls parsed from the output: "tool_calls" when it holds calls and ended by itself,
+// else the stop reason's ("length" for calls cut by max_tokens).
+std::string finish_reason(const std::string& stop_reason, const ParsedToolCalls& calls);
 // {"prompt_tokens", "completion_tokens", "total_tokens", "drafted_tokens",
 //  "accepted_tokens", "tau"}
 std::string usage_json(const GenerationStats& stats, size_t completion_tokens);
@@ -46,9 +49,8 @@ std::string usage_json(const GenerationStats& stats, size_t completion_tokens);
 // choice, one entry per generated token) when asked for: chat's {"content": [{token,
 // logprob, bytes, top_logprobs}]}, completions' {tokens, token_logprobs, top_logprobs,
 // text_offset}. Usage sums the choices' completions (each prompt counted once). With
-// `tool_calls` (per choice; nullopt: none found), a chat choice that made calls carries
-// them in its message (content null when there is no other text), finish_reason
-// "tool_calls".
+// `tool_calls` (per choice; nullopt: none found, the text is content), a chat choice's
+// message carries its calls, if any, and content null when there is no other text.
 std::string completion_json(
     const ResponseInfo& info, const std::vector<const GenerationResult*>& choices,
     const std::vector<std::vector<LogprobText>>* logprobs = nullptr,

@@ -222,7 +222,29 @@ std::optional<ParsedToolCalls> parse_tool_calls(ChatFamily family, std::string_v
   return out;
 }
 
+ParsedToolCalls forced_tool_calls(ChatFamily family, std::string_view text,
+                                  const std::vector<ToolFunction>& tools,
+                                  const std::string& id_seed) {
+  std::optional<ParsedToolCalls> out = parse_tool_calls(family, text, tools, id_seed);
+  if (!out && (family == ChatFamily::chatml || family == ChatFamily::qwen35)) {
+    // Cut inside a call: the calls before it are whole (the grammar made them). The cut
+    // call's start is the last marker that leaves whole calls before it (a marker may also
+    // stand inside an argument's string); a few tries, as a hostile output may hold many.
+    size_t at = text.size();
+    for (int tries = 0; tries < 16 && !out && at > 0; ++tries) {
+      at = text.rfind(kHermesOpen, at - 1);
+      if (at == std::string_view::npos || at == 0) break;
+      out = parse_tool_calls(family, text.substr(0, at), tools, id_seed);
+    }
+  }
+  if (!out) return {};
+  out->content.clear();
+  return std::move(*out);
+}
+
 std::string tool_call_grammar(ChatFamily family, const ToolRequest& request) {
+  const bool many = request.parallel && request.choice == ToolRequest::Choice::required &&
+                    family != ChatFamily::llama3;
   if (family == ChatFamily::qwen35) {
     std::string rules, alternatives;
     for (size_t i = 0; i < request.tools.size(); ++i) {
@@ -239,7 +261,7 @@ std::string tool_call_grammar(ChatFamily family, const ToolRequest& request) {
       }
       alternatives += (alternatives.empty() ? "" : " | ") + rule;
     }
-    std::string text = "root ::= call" + std::string(request.parallel ? " ( \"\\n\" call )*" : "") +
+    std::string text = "root ::= call" + std::string(many ? " ( \"\\n\" call )*" : "") +
                        "\ncall ::= " + gbnf_literal("<tool_call>\n") + " ( " + alternatives +
                        " ) " + gbnf_literal("\n</tool_call>") +
                        "\nxml-text ::= ( [^<] | \"<\" [^/] )*\n" + rules + json_value_gbnf_rules();
@@ -268,7 +290,6 @@ std::string tool_call_grammar(ChatFamily family, const ToolRequest& request) {
   }
   const std::string object = gbnf_literal("{\"name\": ") + " ( " + alternatives + " ) \"}\"";
   std::string top;
-  const bool many = request.parallel && family != ChatFamily::llama3;
   if (family == ChatFamily::chatml) {
     top = "root ::= call" + std::string(many ? " ( \"\\n\" call )*" : "") +
           "\ncall ::= " + gbnf_literal("<tool_call>\n") + " " + object + " " +

@@ -10,7 +10,9 @@
 // A call must name one of the request's tools and carry an object of arguments; an output
 // that does not hold well-formed calls is plain content (a model may answer in words).
 // `tool_choice` "required" or a named function forces calls with a grammar over exactly
-// these shapes, each call's arguments constrained by its function's JSON Schema.
+// these shapes, each call's arguments constrained by its function's JSON Schema: a named
+// choice allows one call, "required" one or (with parallel_tool_calls) more, and the
+// grammar then allows only the end of the turn.
 //
 // Thread rule: pure functions; a ToolCallStream is one choice's, one thread at a time.
 #pragma once
@@ -36,17 +38,26 @@ std::optional<ParsedToolCalls> parse_tool_calls(ChatFamily family, std::string_v
                                                 const std::vector<ToolFunction>& tools,
                                                 const std::string& id_seed);
 
+// The calls in an output that a forcing grammar produced: every whole call (for chatml and
+// qwen3.5, whose calls are blocks; for llama3 and mistral a cut output has none); a call
+// cut off by the length limit is dropped and nothing of it becomes content. `content` is
+// always empty.
+ParsedToolCalls forced_tool_calls(ChatFamily family, std::string_view text,
+                                  const std::vector<ToolFunction>& tools,
+                                  const std::string& id_seed);
+
 // GBNF whose sentences are calls of the family's format to the request's tools (only the
-// named one for a named tool_choice; one call unless parallel_tool_calls, and always one
-// for llama3). Throws RequestError (400, "tools[i].function.parameters") for a schema the
+// named one for a named tool_choice; one call for a named choice, for llama3, and unless
+// parallel_tool_calls). Throws RequestError (400, "tools[i].function.parameters") for a schema the
 // grammar cannot enforce.
 std::string tool_call_grammar(ChatFamily family, const ToolRequest& request);
 
 // Streaming: content goes out as it comes until the output may be a call, then the rest is
-// held back, to be parsed when the output ends.
+// held back, to be parsed when the output ends. With `forced` calls everything is held.
 class ToolCallStream {
  public:
-  ToolCallStream(ChatFamily family, bool active) : family_(family), active_(active) {}
+  ToolCallStream(ChatFamily family, bool active, bool forced = false)
+      : family_(family), active_(active), holding_(active && forced) {}
   // The part of the text so far that can be streamed now as content.
   std::string feed(const std::string& piece);
   // What was held back (a call, or text that looked like the start of one).
@@ -55,7 +66,7 @@ class ToolCallStream {
  private:
   ChatFamily family_;
   bool active_;
-  bool holding_ = false;    // a call has started: hold everything
+  bool holding_;            // a call has started (or is forced): hold everything
   bool streaming_ = false;  // the answer is words: stream everything
   std::string held_;
 };

@@ -178,8 +178,15 @@ TEST_CASE("each bad field is named") {
   CHECK(refused(R"({"prompt":"x","temperature":1e-7})") == "temperature");  // was "prompt"
   CHECK(refused(R"({"prompt":"x","top_p":0})") == "top_p");
   CHECK(refused(R"({"prompt":"x","top_p":1.01})") == "top_p");
-  CHECK(refused(R"({"prompt":"x","top_k":-1})") == "top_k");
+  CHECK(refused(R"({"prompt":"x","top_k":-2})") == "top_k");
+  // vLLM's -1 is off, as 0.
+  CHECK(parse_completion_request(R"({"prompt":"x","top_k":-1})", false, specd::SamplingConfig{})
+            .sampling.top_k == 0);
   CHECK(refused(R"({"prompt":"x","top_k":true})") == "top_k");
+  CHECK(parse_completion_request(R"({"prompt":"x","ignore_eos":true})", false,
+                                 specd::SamplingConfig{})
+            .sampling.ignore_eos);
+  CHECK(refused(R"({"prompt":"x","ignore_eos":true,"grammar":"root ::= \"a\""})") == "ignore_eos");
   CHECK(refused(R"({"prompt":"x","min_p":1})") == "min_p");
   CHECK(refused(R"({"prompt":"x","stop":5})") == "stop");
   CHECK(refused(R"({"prompt":"x","stop":""})") == "stop");

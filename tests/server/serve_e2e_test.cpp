@@ -167,6 +167,51 @@ double prefix_hit_rows(httplib::Client& c) {
   return std::stod(res->body.substr(res->body.find(name) + name.size()));
 }
 
+// What an answer says, whoever produced it: per choice, its text (concatenated over a
+// stream's events), finish reason or stop type, tool calls, logprobs and token ids; without
+// ids, times, usage and speculation counts.
+json answer_digest(const std::string& body) {
+  json out = json::object();
+  auto add = [&out](const json& e) {
+    const std::string index = std::to_string(e.value("index", 0));
+    json& d = out[index];
+    if (!d.is_object()) d = json::object();
+    for (const char* key : {"text", "content"})
+      if (e.contains(key) && e[key].is_string())
+        d["text"] = d.value("text", std::string()) + e[key].get<std::string>();
+    for (const char* part : {"message", "delta"})
+      if (e.contains(part) && e[part].is_object()) {
+        const json& m = e[part];
+        if (m.contains("content") && m["content"].is_string())
+          d["text"] = d.value("text", std::string()) + m["content"].get<std::string>();
+        if (m.contains("tool_calls")) d["tool_calls"].push_back(m["tool_calls"]);
+      }
+    for (const char* key : {"finish_reason", "stop_type", "stopping_word", "tokens"})
+      if (e.contains(key) && !e[key].is_null() && !(e[key].is_array() && e[key].empty()))
+        d[key] = e[key];
+    if (e.contains("logprobs") && !e["logprobs"].is_null()) d["logprobs"].push_back(e["logprobs"]);
+  };
+  auto add_all = [&add](const json& j) {
+    if (j.contains("choices"))
+      for (const json& c : j["choices"]) add(c);
+    else if (!j.contains("usage"))
+      add(j);  // llama-server's shape (a usage-only chunk adds nothing)
+  };
+  if (body.rfind("data: ", 0) != 0) {
+    const json j = json::parse(body);
+    if (j.is_array())
+      for (const json& e : j) add_all(e);
+    else
+      add_all(j);
+    return out;
+  }
+  for (size_t at = body.find("data: "); at != std::string::npos; at = body.find("data: ", at + 1)) {
+    const std::string event = body.substr(at + 6, body.find("\n\n", at) - at - 6);
+    if (event != "[DONE]") add_all(json::parse(event));
+  }
+  return out;
+}
+
 json post(httplib::Client& c, const std::string& path, const json& body, int expect) {
   auto res = c.Post(path.c_str(), auth(), body.dump(), "application/json");
   REQUIRE_MESSAGE(res, "POST " << path << ": " << httplib::to_string(res.error()));
@@ -389,6 +434,83 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
     CHECK(missing->status == 404);
   }
 
+  SUBCASE("llama-server's /completion: its fields, its shapes, the same greedy text") {
+    json r = post(c, "/completion",
+                  {{"prompt", kPrompt}, {"n_predict", 24}, {"return_tokens", true}}, 200);
+    CHECK(r["content"] == greedy);
+    CHECK(r["tokens"] == expected["tokens"]);
+    CHECK(r["stop"] == true);
+    CHECK(r["stop_type"] == "limit");
+    CHECK(r["tokens_evaluated"] == expected["stats"]["prompt_tokens"]);
+    CHECK(r["timings"]["draft_n"].get<int>() > 0);
+    CHECK(r["timings"]["draft_n_accepted"].get<int>() <= r["timings"]["draft_n"].get<int>());
+    // A stop word: named in the answer, the text cut before it.
+    size_t mid = greedy.size() / 2;  // three ASCII bytes: whole characters
+    while (mid + 3 < greedy.size() &&
+           (static_cast<unsigned char>(greedy[mid]) | static_cast<unsigned char>(greedy[mid + 1]) |
+            static_cast<unsigned char>(greedy[mid + 2])) >= 0x80)
+      ++mid;
+    const std::string word = greedy.substr(mid, 3);
+    r = post(c, "/completion", {{"prompt", kPrompt}, {"n_predict", 24}, {"stop", {word}}}, 200);
+    CHECK(r["stop_type"] == "word");
+    CHECK(r["stopping_word"] == word);
+    CHECK(r["content"] == greedy.substr(0, greedy.find(word)));
+    // Streamed: pieces with stop false, then one object with stop true; no [DONE].
+    auto res = c.Post("/completion", auth(),
+                      json({{"prompt", kPrompt}, {"n_predict", 24}, {"stream", true}}).dump(),
+                      "application/json");
+    REQUIRE(res);
+    CHECK(res->body.find("[DONE]") == std::string::npos);
+    std::string text;
+    int finals = 0;
+    for (size_t at = res->body.find("data: "); at != std::string::npos;
+         at = res->body.find("data: ", at + 1)) {
+      const json e = json::parse(res->body.substr(at + 6, res->body.find("\n\n", at) - at - 6));
+      text += e["content"].get<std::string>();
+      if (e["stop"] == true) {
+        ++finals;
+        CHECK(e["stop_type"] == "limit");
+        CHECK(e["tokens_predicted"] == 24);
+      }
+    }
+    CHECK(finals == 1);
+    CHECK(text == greedy);
+    // What it cannot honour is refused by name.
+    CHECK(post(c, "/completion", {{"prompt", kPrompt}, {"mirostat", 2}}, 400)["error"]["param"] ==
+          "mirostat");
+    CHECK(post(c, "/completion", {{"prompt", kPrompt}, {"json_schema", {{"type", "strin"}}}},
+               400)["error"]["param"]
+              .get<std::string>()
+              .rfind("json_schema", 0) == 0);
+  }
+
+  SUBCASE("each client's typical requests run unchanged; greedy ones equal plain decoding") {
+    for (const char* file : {"llama-server.json", "vllm.json"}) {
+      std::ifstream in(fs::path(SPECD_CLIENT_SCRIPTS) / file);
+      REQUIRE(in);
+      const json script = json::parse(in);
+      for (const json& step : script["requests"]) {
+        const std::string route = step["route"];
+        json body = step["body"];
+        INFO(file << " " << route << " " << body.dump());
+        const bool greedy_request = body.value("temperature", 1.0) == 0.0;
+        auto answer = [&](const json& b) {
+          auto got = c.Post(route, auth(), b.dump(), "application/json");
+          REQUIRE(got);
+          CHECK(got->status == 200);
+          if (got->status != 200) MESSAGE(got->body);
+          return got->body;
+        };
+        const std::string spec = answer(body);
+        if (!greedy_request || route.find("tokenize") != std::string::npos) continue;
+        body["speculative"] = {{"proposer", "none"}};
+        const json digest = answer_digest(spec);
+        CHECK(digest["0"].contains("text"));
+        CHECK(digest == answer_digest(answer(body)));
+      }
+    }
+  }
+
   SUBCASE("a greedy completion equals specd run's, streamed or not") {
     json body = {{"model", "target"}, {"prompt", kPrompt}, {"max_tokens", 24}};
     json r = post(c, "/v1/completions", body, 200);
@@ -582,6 +704,27 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
     REQUIRE(st.tool_calls.size() == 1);
     CHECK(st.tool_calls[0]["function"] == call["function"]);
     CHECK(st.text.empty());
+    // A named choice: one call, whatever parallel_tool_calls says; cut by max_tokens inside
+    // it, no content and no call, finish_reason length, streamed or not.
+    json named = body;
+    named["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
+    named["parallel_tool_calls"] = true;
+    named["stream"] = false;
+    const json one = post(c, "/v1/chat/completions", named, 200);
+    CHECK(one["choices"][0]["message"]["tool_calls"].size() == 1);
+    CHECK(one["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "get_weather");
+    named["max_tokens"] = 6;
+    const json cut = post(c, "/v1/chat/completions", named, 200);
+    CHECK(cut["choices"][0]["finish_reason"] == "length");
+    CHECK(cut["choices"][0]["message"]["content"].is_null());
+    CHECK_FALSE(cut["choices"][0]["message"].contains("tool_calls"));
+    named["stream"] = true;
+    res = c.Post("/v1/chat/completions", auth(), named.dump(), "application/json");
+    REQUIRE(res);
+    const Stream cut_stream = parse_sse(res->body, true);
+    CHECK(cut_stream.text.empty());
+    CHECK(cut_stream.tool_calls.empty());
+    CHECK(cut_stream.finish_reason == "length");
     // A tool result goes back into the conversation.
     body["stream"] = false;
     body["tool_choice"] = "auto";

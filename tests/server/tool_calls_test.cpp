@@ -250,6 +250,21 @@ TEST_CASE("the forcing grammar accepts exactly calls to the request's tools") {
   CHECK(matches(g, utc));
   CHECK_FALSE(matches(g, oslo));
   CHECK_FALSE(matches(g, utc + "\n" + utc));
+  // A named choice is one call, whatever parallel_tool_calls says.
+  r = chat_request(R"(,"tool_choice":{"type":"function","function":{"name":"get_time"}},)"
+                   R"("parallel_tool_calls":true)");
+  for (ChatFamily family : {ChatFamily::chatml, ChatFamily::mistral}) {
+    g = tool_call_grammar(family, r.tools);
+    const std::string one = family == ChatFamily::chatml
+                                ? utc
+                                : "[{\"name\": \"get_time\", \"arguments\": {\"zone\": \"UTC\"}}]";
+    CHECK(matches(g, one));
+    CHECK_FALSE(matches(g, family == ChatFamily::chatml
+                               ? utc + "\n" + utc
+                               : "[{\"name\": \"get_time\", \"arguments\": {\"zone\": "
+                                 "\"UTC\"}}, {\"name\": \"get_time\", \"arguments\": "
+                                 "{\"zone\": \"UTC\"}}]"));
+  }
   g = tool_call_grammar(ChatFamily::llama3, r.tools);
   CHECK(matches(g, "{\"name\": \"get_time\", \"parameters\": {\"zone\": \"CET\"}}"));
   CHECK_FALSE(matches(g, "{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}"));
@@ -274,6 +289,51 @@ TEST_CASE("the forcing grammar accepts exactly calls to the request's tools") {
     CHECK(e.param == "tools[1].function.parameters");
     CHECK(std::string(e.what()).find("pattern") != std::string::npos);
   }
+}
+
+TEST_CASE("forced calls cut by max_tokens: the whole calls, never the cut text as content") {
+  CompletionRequest r = chat_request(R"(,"tool_choice":"required")");
+  const std::string oslo =
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>";
+  ParsedToolCalls p = forced_tool_calls(
+      ChatFamily::chatml, oslo + "\n<tool_call>\n{\"name\": \"get_ti", r.tools.tools, "s");
+  REQUIRE(p.calls.size() == 1);
+  CHECK(p.calls[0].name == "get_weather");
+  CHECK(p.content.empty());
+  p = forced_tool_calls(ChatFamily::chatml, "<tool_call>\n{\"name\": \"get_weather\", \"argu",
+                        r.tools.tools, "s");
+  CHECK(p.calls.empty());
+  CHECK(p.content.empty());
+  p = forced_tool_calls(ChatFamily::mistral, "[{\"name\": \"get_time\", \"argu", r.tools.tools,
+                        "s");
+  CHECK(p.calls.empty());
+  // Whole output: as parse_tool_calls finds it.
+  CHECK(forced_tool_calls(ChatFamily::chatml, oslo, r.tools.tools, "s").calls.size() == 1);
+
+  // Answers: a cut call leaves content null and no calls, finish_reason "length"; whole
+  // calls then a cut one keep the whole ones, still "length" (the output was cut).
+  specd::GenerationResult result;
+  result.text = "<tool_call>\n{\"name\": \"get_weather\", \"argu";
+  result.stop_reason = "length";
+  ResponseInfo info{"chatcmpl-1", "m", 0, true};
+  std::vector<std::optional<ParsedToolCalls>> calls = {ParsedToolCalls{}};
+  json j = json::parse(completion_json(info, {&result}, nullptr, &calls));
+  CHECK(j["choices"][0]["message"]["content"].is_null());
+  CHECK_FALSE(j["choices"][0]["message"].contains("tool_calls"));
+  CHECK(j["choices"][0]["finish_reason"] == "length");
+  calls[0] = forced_tool_calls(ChatFamily::chatml, oslo + "\n<tool", r.tools.tools, "s");
+  j = json::parse(completion_json(info, {&result}, nullptr, &calls));
+  CHECK(j["choices"][0]["message"]["tool_calls"].size() == 1);
+  CHECK(j["choices"][0]["finish_reason"] == "length");
+  result.stop_reason = "eos";
+  j = json::parse(completion_json(info, {&result}, nullptr, &calls));
+  CHECK(j["choices"][0]["finish_reason"] == "tool_calls");
+
+  // A forced stream holds everything from its first byte.
+  ToolCallStream forced(ChatFamily::chatml, true, true);
+  CHECK(forced.feed("Sure") == "");
+  CHECK(forced.feed("<tool_call>") == "");
+  CHECK(forced.held() == "Sure<tool_call>");
 }
 
 TEST_CASE("a stream holds back only what may be a call") {
@@ -360,7 +420,8 @@ TEST_CASE("qwen3.5's XML calls: found in outputs, typed by the schema, forced by
   REQUIRE(back);
   CHECK(back->calls[0].arguments == call.arguments);
   // The forcing grammar: required parameters, string values as text, others by schema.
-  const std::string g = tool_call_grammar(ChatFamily::qwen35, r.tools);
+  const std::string g =
+      tool_call_grammar(ChatFamily::qwen35, chat_request(R"(,"tool_choice":"required")").tools);
   CHECK(matches(g, oslo));
   CHECK(matches(g, oslo + "\n" + utc));
   CHECK_FALSE(matches(g, "Sure! " + oslo));
