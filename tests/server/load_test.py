@@ -130,7 +130,7 @@ BAD = [
     ("/v1/completions", '{"prompt": "x", "seed": "s"}', 400, "seed"),
     ("/v1/completions", '{"prompt": "x", "temperature": 3}', 400, "temperature"),
     ("/v1/completions", '{"prompt": "x", "top_p": 0}', 400, "top_p"),
-    ("/v1/completions", '{"prompt": "x", "top_k": -1}', 400, "top_k"),
+    ("/v1/completions", '{"prompt": "x", "top_k": -2}', 400, "top_k"),
     ("/v1/completions", '{"prompt": "x", "min_p": 1}', 400, "min_p"),
     ("/v1/completions", '{"prompt": "x", "max_tokens": 0}', 400, "max_tokens"),
     ("/v1/completions", '{"prompt": "x", "max_tokens": 1e30}', 400, "max_tokens"),
