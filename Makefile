@@ -28,9 +28,11 @@ PREFIX ?= /usr/local
 # compiler so the HIP backend builds everywhere.
 DEPS_BUILD := build-essential cmake pkg-config libboost-dev libboost-filesystem-dev \
               libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libtomlplusplus-dev doctest-dev \
-              ccache libcpp-httplib-dev nlohmann-json3-dev
+              ccache libcpp-httplib-dev nlohmann-json3-dev libzmq3-dev cppzmq-dev \
+              libmsgpack-cxx-dev
 DEPS_TEST  := python3 python3-numpy python3-torch libopenblas0-pthread python3-regex \
-              python3.11-doc libpython3.11-stdlib valgrind haproxy
+              python3.11-doc libpython3.11-stdlib valgrind haproxy python3-zmq \
+              python3-msgpack python3-yaml
 DEPS_GPU   := hipcc libamdhip64-dev
 
 .PHONY: all deps deps-build build test demo clean format models models-smoke install install-sdk build-release \

@@ -325,6 +325,7 @@ void Scheduler::step() {
   const KvPool& pool = engines_.target().kv_pool();
   std::lock_guard<std::mutex> lock(steps_mutex_);
   steps_.kv_blocks = static_cast<uint64_t>(pool.blocks());
+  steps_.kv_block_rows = static_cast<uint64_t>(pool.block_rows());
   steps_.kv_blocks_free = static_cast<uint64_t>(pool.free_blocks());
   steps_.kv_blocks_cached = static_cast<uint64_t>(pool.parked_blocks());
   steps_.kv_evictions = pool.evictions();

@@ -127,6 +127,11 @@ struct ServerConfig {
   double kv_wait_s = 30;  // a completion kept out by verify sessions in use gets 503 after it
   double request_timeout_s = 10;  // a connection's whole request (headers, body) must arrive in it
   int max_waiting_per_client = 32;  // connections of one address still sending a request; 0 = any
+  // KV-cache events for prefix-aware routers (docs/SCALING.md): a ZeroMQ endpoint to publish
+  // on ("" = off), one to answer replay requests on ("" = none), and the topic.
+  std::string kv_events_endpoint;
+  std::string kv_events_replay_endpoint;
+  std::string kv_events_topic = "kv-events";
 };
 
 struct Config {

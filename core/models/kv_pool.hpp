@@ -81,6 +81,9 @@ class KvPool {
   bool publish(int32_t block, int32_t parent, std::span<const int32_t> tokens,
                uint64_t partition = 0);
   bool published(int32_t block) const { return prefix_.indexed(block); }
+  // The prefix index's chain hashes and listener (prefix_index.hpp).
+  std::vector<uint64_t> published_hashes() const { return prefix_.hashes(); }
+  void set_prefix_listener(PrefixListener* listener) { prefix_.set_listener(listener); }
   int32_t refs(int32_t block) const { return refs_.at(static_cast<size_t>(block)); }
 
   // Copies pool rows from[i] to to[i] in every layer's K and V (all reads before any write,

@@ -1,6 +1,9 @@
 #include "models/prefix_index.hpp"
 
 #include <algorithm>
+#include <string>
+
+#include "models/heads/sha256.hpp"
 
 namespace specd {
 
@@ -19,6 +22,22 @@ uint64_t PrefixIndex::key_of(int32_t parent, std::span<const int32_t> tokens, ui
   mix(static_cast<uint32_t>(parent));
   for (int32_t t : tokens) mix(static_cast<uint32_t>(t));
   return h;
+}
+
+uint64_t PrefixIndex::chain_hash(uint64_t parent_hash, std::span<const int32_t> tokens) {
+  std::string bytes;
+  bytes.reserve(8 + 4 * tokens.size());
+  for (int i = 7; i >= 0; --i) bytes += static_cast<char>((parent_hash >> (8 * i)) & 0xffu);
+  for (int32_t t : tokens)
+    for (int i = 0; i < 4; ++i) bytes += static_cast<char>((uint32_t(t) >> (8 * i)) & 0xffu);
+  return std::stoull(sha256_hex(bytes.data(), bytes.size()).substr(0, 16), nullptr, 16);
+}
+
+std::vector<uint64_t> PrefixIndex::hashes() const {
+  std::vector<uint64_t> out;
+  out.reserve(entries_.size());
+  for (const auto& [block, e] : entries_) out.push_back(e.hash);
+  return out;
 }
 
 int32_t PrefixIndex::find(int32_t parent, std::span<const int32_t> tokens,
@@ -42,6 +61,10 @@ bool PrefixIndex::insert(int32_t block, int32_t parent, std::span<const int32_t>
   e.partition = partition;
   e.key = key_of(parent, tokens, partition);
   e.tokens.assign(tokens.begin(), tokens.end());
+  const std::optional<uint64_t> parent_hash =
+      parent >= 0 ? std::optional<uint64_t>(entries_.at(parent).hash) : std::nullopt;
+  e.hash = chain_hash(parent_hash.value_or(partition), tokens);
+  if (listener_) listener_->stored(e.hash, parent_hash, tokens);
   by_key_.emplace(e.key, block);
   if (parent >= 0) entries_.at(parent).children.push_back(block);
   entries_.emplace(block, std::move(e));
@@ -69,6 +92,7 @@ void PrefixIndex::erase(int32_t block, std::vector<int32_t>& removed) {
         break;
       }
     if (e->second.parked) lru_.erase(e->second.lru);
+    if (listener_) listener_->removed(e->second.hash);
     entries_.erase(e);
     removed.push_back(b);
   }

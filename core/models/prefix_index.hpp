@@ -20,14 +20,37 @@
 
 #include <cstdint>
 #include <list>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
 
 namespace specd {
 
+// Told of every block that enters or leaves an index (the server's KV-cache events), on the
+// index's thread, while the index changes: keep it short.
+class PrefixListener {
+ public:
+  virtual ~PrefixListener() = default;
+  // A block indexed: its chain hash, its parent's (nullopt at a sequence's start), its tokens.
+  virtual void stored(uint64_t hash, std::optional<uint64_t> parent,
+                      std::span<const int32_t> tokens) = 0;
+  virtual void removed(uint64_t hash) = 0;
+};
+
 class PrefixIndex {
  public:
+  // A block's chain hash, which a router can compute from a prompt's tokens alone: the first
+  // 8 bytes (big-endian) of SHA-256 over the parent's chain hash (8 bytes, big-endian; for a
+  // sequence's first block the partition: 0 without a cache_salt) and the block's tokens
+  // (4 bytes each, little-endian).
+  static uint64_t chain_hash(uint64_t parent_hash, std::span<const int32_t> tokens);
+  uint64_t hash_of(int32_t block) const { return entries_.at(block).hash; }
+  // Every indexed block's chain hash, in no order.
+  std::vector<uint64_t> hashes() const;
+  // Null: nobody listens. The listener must outlive the index or be unset first.
+  void set_listener(PrefixListener* listener) { listener_ = listener; }
+
   // The indexed block of `partition` holding `tokens` right after block `parent` (-1: at the
   // sequence's start), or -1.
   int32_t find(int32_t parent, std::span<const int32_t> tokens, uint64_t partition = 0) const;
@@ -56,6 +79,7 @@ class PrefixIndex {
     int32_t parent;
     uint64_t partition;
     uint64_t key;
+    uint64_t hash;  // chain_hash
     std::vector<int32_t> tokens;
     std::vector<int32_t> children;
     bool parked = false;
@@ -66,6 +90,7 @@ class PrefixIndex {
   std::unordered_map<int32_t, Entry> entries_;         // by block
   std::unordered_multimap<uint64_t, int32_t> by_key_;  // key -> block
   std::list<int32_t> lru_;                             // parked blocks, oldest first
+  PrefixListener* listener_ = nullptr;
 };
 
 }  // namespace specd

@@ -33,6 +33,7 @@
 #include "server/client_redaction.hpp"
 #include "server/completion_stream.hpp"
 #include "server/connection_guard.hpp"
+#include "server/kv_events.hpp"
 #include "server/llama_completion.hpp"
 #include "server/metrics.hpp"
 #include "server/peer_socket.hpp"
@@ -78,8 +79,8 @@ class CountedEvents : public batching::EventQueue {
         t.last = now;
       } else if (e.kind == Kind::done) {
         const GenerationResult& r = *e.result;
-        metrics_.generation(e.choice % per_prompt_ == 0 ? r.stats.prompt_tokens : 0,
-                            r.tokens.size(), r.stats.drafted, r.stats.accepted, r.stats.rounds);
+        metrics_.generation(r.stats, e.choice % per_prompt_ == 0 ? r.stats.prompt_tokens : 0,
+                            r.tokens.size());
         if (r.stop_reason == "cancelled") {
           metrics_.cancelled();
         } else {
@@ -190,6 +191,9 @@ struct HttpServer::Impl {
   std::string chat_note;     // where the template came from, or why there is none
   std::string chat_refusal;  // the 400 message for chat requests when there is none
   Metrics metrics;
+  // [server] kv_events_endpoint: publishes the target pool's prefix index (kv_events.hpp).
+  // Declared before the engines so that it outlives the pool that tells it.
+  std::unique_ptr<KvEventPublisher> kv_events;
   SharedEngine engines;
   Scheduler scheduler;
   httplib::Server http;
@@ -223,6 +227,18 @@ struct HttpServer::Impl {
                               ? std::filesystem::path(config.target.model).stem().string()
                               : config.server.model_name);
     resolve_chat_template();
+    if (!config.server.kv_events_endpoint.empty()) {
+      KvEventsSettings events;
+      events.endpoint = config.server.kv_events_endpoint;
+      events.replay_endpoint = config.server.kv_events_replay_endpoint;
+      events.topic = config.server.kv_events_topic;
+      events.medium = config.engine.backend == "cpu" ? "CPU" : "GPU";
+      try {
+        kv_events = std::make_unique<KvEventPublisher>(events);
+      } catch (const Error& e) {
+        throw Error(config.where("server.kv_events_endpoint") + ": " + e.what());
+      }
+    }
     routes();
   }
 
@@ -248,6 +264,11 @@ struct HttpServer::Impl {
             static_cast<unsigned long long>(tokens), double(bytes) / (1ull << 30),
             static_cast<unsigned long long>(tokens / std::max(1u, context_length)), context_length);
         kv_summary = line;
+        if (kv_events) {
+          KvPool& target_pool = engines.target().kv_pool();
+          kv_events->set_block_size(static_cast<uint32_t>(target_pool.block_rows()));
+          target_pool.set_prefix_listener(kv_events.get());
+        }
         scheduler.prepare_step_plan();
       });
     } catch (...) {
@@ -257,6 +278,19 @@ struct HttpServer::Impl {
     }
     LoadState expected = LoadState::loading;  // not ready if abandon_load() came first
     state.compare_exchange_strong(expected, LoadState::ready);
+  }
+
+  // Why a new request would not be taken now ("" when it would): loading, failed, draining,
+  // queue_full (queue_limit requests wait), kv_full (no KV block free or evictable).
+  std::string unready_reason() const {
+    const LoadState s = state.load();
+    if (s == LoadState::loading) return "loading";
+    if (s == LoadState::failed) return "failed";
+    if (draining || s == LoadState::abandoned) return "draining";
+    if (scheduler.queued() >= size_t(config.server.queue_limit)) return "queue_full";
+    const StepTotals kv = scheduler.steps();
+    if (kv.kv_blocks > 0 && kv.kv_blocks_free == 0) return "kv_full";
+    return "";
   }
 
   // The 503 for a request that needs the model before it is loaded; false when it is.
@@ -363,7 +397,8 @@ struct HttpServer::Impl {
         close_after_answer = true;
         return httplib::Server::HandlerResponse::Handled;
       }
-      if (req.path != "/health" && !authorized(req)) {
+      if (req.path != "/health" && req.path != "/livez" && req.path != "/readyz" &&
+          !authorized(req)) {
         send_error(res, 401, "missing or wrong API key (send Authorization: Bearer <key>)", "",
                    "invalid_api_key");
         // Its body is not read.
@@ -405,11 +440,49 @@ struct HttpServer::Impl {
       }
       metrics.request("/health", status_of(res));
     });
+    // Kubernetes' probes: liveness answers while the process serves HTTP at all (loading and
+    // draining included, so that neither restarts the pod); readiness says whether a new
+    // request would be taken now, and fails first on SIGTERM.
+    http.Get("/livez", [this](const httplib::Request& req, httplib::Response& res) {
+      guard.busy(req.remote_addr, req.remote_port);
+      res.set_content("{\"status\":\"alive\"}", "application/json");
+      metrics.request("/livez", 200);
+    });
+    http.Get("/readyz", [this](const httplib::Request& req, httplib::Response& res) {
+      guard.busy(req.remote_addr, req.remote_port);
+      const std::string why = unready_reason();
+      res.status = why.empty() ? 200 : 503;
+      res.set_content("{\"status\":\"" + (why.empty() ? std::string("ready") : why) + "\"}",
+                      "application/json");
+      metrics.request("/readyz", res.status);
+    });
     http.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
       guard.busy(req.remote_addr, req.remote_port);
-      res.set_content(metrics.render(scheduler.queued(), scheduler.running(), scheduler.steps()),
-                      "text/plain; version=0.0.4");
+      res.set_content(
+          metrics.render(scheduler.queued(), scheduler.running(), scheduler.steps(), model_id),
+          "text/plain; version=0.0.4");
       metrics.request("/metrics", 200);
+    });
+    // With KV events on: the prefix index's chain hashes now, for a subscriber to check the
+    // index it rebuilt from the events against (sorted; taken between two steps), and how
+    // many batches carry the events that built it.
+    http.Get("/kv_events/blocks", [this](const httplib::Request& req, httplib::Response& res) {
+      guard.busy(req.remote_addr, req.remote_port);
+      if (!kv_events) {
+        send_error(res, 404, "KV events are off ([server] kv_events_endpoint)", "", "not_found");
+      } else if (!refuse_unready(res)) {
+        std::vector<uint64_t> hashes;
+        uint64_t batches = 0;
+        scheduler.run_exclusive([&] {
+          hashes = engines.target().kv_pool().published_hashes();
+          batches = kv_events->batches_through_now();
+        });
+        std::sort(hashes.begin(), hashes.end());
+        // "batches": the index equals what the events of batches 0 .. batches - 1 build.
+        res.set_content(nlohmann::json({{"hashes", hashes}, {"batches", batches}}).dump(),
+                        "application/json");
+      }
+      metrics.request("/kv_events/blocks", status_of(res));
     });
     http.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
       guard.busy(req.remote_addr, req.remote_port);

@@ -57,14 +57,18 @@ void Metrics::request(const std::string& endpoint, int status) {
   ++requests_[{endpoint, status}];
 }
 
-void Metrics::generation(uint64_t prompt_tokens, uint64_t completion_tokens, uint64_t drafted,
-                         uint64_t accepted, uint64_t rounds) {
+void Metrics::generation(const GenerationStats& stats, uint64_t prompt_tokens,
+                         uint64_t completion_tokens) {
   std::lock_guard<std::mutex> lock(mutex_);
   prompt_tokens_ += prompt_tokens;
   completion_tokens_ += completion_tokens;
-  drafted_ += drafted;
-  accepted_ += accepted;
-  rounds_ += rounds;
+  drafted_ += stats.drafted;
+  accepted_ += stats.accepted;
+  rounds_ += stats.rounds;
+  if (!stats.drafted_at.empty()) drafts_ += stats.drafted_at[0];
+  if (accepted_at_.size() < stats.accepted_at.size())
+    accepted_at_.resize(stats.accepted_at.size(), 0);
+  for (size_t d = 0; d < stats.accepted_at.size(); ++d) accepted_at_[d] += stats.accepted_at[d];
 }
 
 void Metrics::cancelled() {
@@ -72,7 +76,8 @@ void Metrics::cancelled() {
   ++cancelled_;
 }
 
-std::string Metrics::render(size_t queued, size_t running, const StepTotals& steps) const {
+std::string Metrics::render(size_t queued, size_t running, const StepTotals& steps,
+                            const std::string& model_name) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::ostringstream o;
   o.precision(15);  // sums of seconds: rate() over them needs more than six digits
@@ -119,7 +124,7 @@ std::string Metrics::render(size_t queued, size_t running, const StepTotals& ste
     o << "# HELP " << name << " " << help << "\n# TYPE " << name << " gauge\n"
       << name << " " << v << "\n";
   };
-  gauge("specd_kv_blocks", "Blocks of the target's KV pool (16 rows each).", steps.kv_blocks);
+  gauge("specd_kv_blocks", "Blocks of the target's KV pool.", steps.kv_blocks);
   gauge("specd_kv_blocks_free",
         "Of those, blocks no sequence holds (free, or cached prefixes kept until evicted).",
         steps.kv_blocks_free);
@@ -142,7 +147,52 @@ std::string Metrics::render(size_t queued, size_t running, const StepTotals& ste
       << name << "_sum " << h.sum << "\n"
       << name << "_count " << h.total << "\n";
   }
+  render_gateway(o, queued, running, steps, model_name);
   return o.str();
+}
+
+// vLLM's series as prometheus_client writes them (a counter's samples and its HELP/TYPE lines
+// end in _total), each labelled with the served model's name.
+void Metrics::render_gateway(std::ostream& o, size_t queued, size_t running,
+                             const StepTotals& steps, const std::string& model_name) const {
+  std::string label = "model_name=\"";
+  for (char c : model_name) {  // the exposition format's escapes
+    if (c == '\\' || c == '"') label += '\\';
+    label += c == '\n' ? std::string("\\n") : std::string(1, c);
+  }
+  label += "\"";
+  auto head = [&](const std::string& name, const char* type, const char* help) {
+    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+  };
+  auto gauge = [&](const char* name, const char* help, double v) {
+    head(name, "gauge", help);
+    o << name << "{" << label << "} " << v << "\n";
+  };
+  auto counter = [&](const std::string& name, const char* help, uint64_t v) {
+    head(name, "counter", help);
+    o << name << "{" << label << "} " << v << "\n";
+  };
+  gauge("vllm:num_requests_running", "Number of requests in model execution batches.",
+        double(running));
+  gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", double(queued));
+  const uint64_t used = steps.kv_blocks - std::min(steps.kv_blocks_free, steps.kv_blocks);
+  gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
+        steps.kv_blocks ? double(used) / double(steps.kv_blocks) : 0.0);
+  head("vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig.");
+  if (steps.kv_block_rows > 0)  // known from the first step on
+    o << "vllm:cache_config_info{" << label << ",block_size=\"" << steps.kv_block_rows
+      << "\",num_gpu_blocks=\"" << steps.kv_blocks << "\",num_cpu_blocks=\"0\"} 1\n";
+  counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", prompt_tokens_);
+  counter("vllm:generation_tokens_total", "Number of generation tokens processed.",
+          completion_tokens_);
+  counter("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", drafts_);
+  counter("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.", drafted_);
+  counter("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.", accepted_);
+  head("vllm:spec_decode_num_accepted_tokens_per_pos_total", "counter",
+       "Accepted tokens per draft position.");
+  for (size_t d = 0; d < accepted_at_.size(); ++d)
+    o << "vllm:spec_decode_num_accepted_tokens_per_pos_total{" << label << ",position=\"" << d
+      << "\"} " << accepted_at_[d] << "\n";
 }
 
 }  // namespace specd::server

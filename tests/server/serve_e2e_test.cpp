@@ -15,6 +15,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -137,7 +139,9 @@ httplib::Headers auth() {
 
 // A streamed completion of `max_tokens` that sends `sig` to the server at its first chunk;
 // returns the stream as received.
-std::string stream_signalled(ServerProcess& server, int max_tokens, int sig) {
+// `after`: called once with the next chunk after the signal (the request still in flight).
+std::string stream_signalled(ServerProcess& server, int max_tokens, int sig,
+                             const std::function<void()>& after = {}) {
   httplib::Client c = client(server.port());
   json body = {{"prompt", kPrompt}, {"max_tokens", max_tokens}, {"stream", true}};
   httplib::Request req;
@@ -148,8 +152,13 @@ std::string stream_signalled(ServerProcess& server, int max_tokens, int sig) {
   req.body = body.dump();
   std::string received;
   bool signalled = false;
+  bool after_called = false;
   req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
     received.append(data, n);
+    if (signalled && after && !after_called) {
+      after_called = true;
+      after();
+    }
     if (!signalled) server.signal(sig);
     signalled = true;
     return true;
@@ -509,6 +518,45 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
         CHECK(digest == answer_digest(answer(body)));
       }
     }
+  }
+
+  SUBCASE("the gateway's vLLM-named metrics agree with specd's own") {
+    for (int i = 0; i < 2; ++i) post(c, "/v1/completions", {{"prompt", kPrompt}}, 200);
+    auto res = c.Get("/metrics", auth());
+    REQUIRE(res);
+    // Each sample line: its name with labels -> value.
+    std::map<std::string, double> m;
+    std::istringstream lines(res->body);
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty() && line[0] != '#')
+        m[line.substr(0, line.rfind(' '))] = std::stod(line.substr(line.rfind(' ') + 1));
+    const std::string model = "{model_name=\"target\"}";
+    auto vllm = [&](const std::string& name) {
+      REQUIRE_MESSAGE(m.count("vllm:" + name + model), name);
+      return m["vllm:" + name + model];
+    };
+    CHECK(vllm("spec_decode_num_draft_tokens_total") == m["specd_drafted_tokens_total"]);
+    CHECK(vllm("spec_decode_num_accepted_tokens_total") == m["specd_accepted_tokens_total"]);
+    CHECK(vllm("generation_tokens_total") == m["specd_completion_tokens_total"]);
+    CHECK(vllm("prompt_tokens_total") == m["specd_prompt_tokens_total"]);
+    CHECK(vllm("spec_decode_num_drafts_total") > 0);
+    CHECK(vllm("spec_decode_num_drafts_total") <= m["specd_target_passes_total"]);
+    double per_position = 0;
+    for (const auto& [key, v] : m)
+      if (key.rfind("vllm:spec_decode_num_accepted_tokens_per_pos_total{", 0) == 0)
+        per_position += v;
+    CHECK(per_position == vllm("spec_decode_num_accepted_tokens_total"));
+    CHECK(vllm("num_requests_running") == m["specd_running"]);
+    CHECK(vllm("num_requests_waiting") == m["specd_queue_depth"]);
+    const double blocks = m["specd_kv_blocks"];
+    REQUIRE(blocks > 0);
+    CHECK(vllm("kv_cache_usage_perc") ==
+          doctest::Approx((blocks - m["specd_kv_blocks_free"]) / blocks));
+    const std::string info =
+        "vllm:cache_config_info{model_name=\"target\",block_size=\"16\","
+        "num_gpu_blocks=\"" +
+        std::to_string(int64_t(blocks)) + "\",num_cpu_blocks=\"0\"}";
+    CHECK_MESSAGE(m[info] == 1, res->body);
   }
 
   SUBCASE("a greedy completion equals specd run's, streamed or not") {
@@ -894,7 +942,21 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
 
   SUBCASE("SIGTERM drains a request in flight and exits 0") {
     // The signal comes with the first chunk: the request is in flight.
-    Stream s = parse_sse(stream_signalled(server, 24, SIGTERM), false);
+    // While it drains: not ready (the probe fails first), still alive.
+    std::string ready_status, live_status;
+    auto probe = [&] {
+      httplib::Client p = client(server.port());
+      for (int i = 0; i < 100 && ready_status != "draining"; ++i) {  // at most 2 s
+        auto r = p.Get("/readyz");
+        ready_status = r ? json::parse(r->body)["status"].get<std::string>() : "";
+        if (ready_status != "draining") std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      auto l = p.Get("/livez");
+      live_status = l && l->status == 200 ? "alive" : "";
+    };
+    Stream s = parse_sse(stream_signalled(server, 24, SIGTERM, probe), false);
+    CHECK(ready_status == "draining");
+    CHECK(live_status == "alive");
     CHECK_MESSAGE(s.done, server.log());
     CHECK(s.text == greedy);
     CHECK(server.wait_exit() == 0);

@@ -69,6 +69,14 @@ httplib::Client client(int port) {
   return c;
 }
 
+// A probe's answer: its status and {"status": word}.
+void check_probe(httplib::Client& c, const char* path, int status, const char* word) {
+  auto res = c.Get(path);
+  REQUIRE(res);
+  CHECK(res->status == status);
+  CHECK(json::parse(res->body)["status"] == word);
+}
+
 }  // namespace
 
 TEST_CASE("serve answers 503 model_loading until load() returns, then serves") {
@@ -83,6 +91,9 @@ TEST_CASE("serve answers 503 model_loading until load() returns, then serves") {
 
   CHECK_FALSE(http.ready());
   check_unready(c.Get("/health"), "model_loading");
+  // Kubernetes' probes: alive while loading, not ready.
+  check_probe(c, "/livez", 200, "alive");
+  check_probe(c, "/readyz", 503, "loading");
   const std::string body = R"({"prompt":"Once upon a time","max_tokens":4})";
   check_unready(c.Post("/v1/completions", body, "application/json"), "model_loading");
   check_unready(
@@ -100,6 +111,7 @@ TEST_CASE("serve answers 503 model_loading until load() returns, then serves") {
   REQUIRE(health);
   CHECK(health->status == 200);
   CHECK(json::parse(health->body) == json{{"status", "ok"}});
+  check_probe(c, "/readyz", 200, "ready");
   auto res = c.Post("/v1/completions", body, "application/json");
   REQUIRE(res);
   CHECK_MESSAGE(res->status == 200, res->body);
@@ -108,6 +120,10 @@ TEST_CASE("serve answers 503 model_loading until load() returns, then serves") {
   REQUIRE(metrics);
   CHECK(metrics->body.find("specd_requests_total{endpoint=\"/health\",status=\"503\"} 1") !=
         std::string::npos);
+  // The gateway's series: the pool's shape once a step has run, the tokens counted.
+  CHECK(metrics->body.find("vllm:cache_config_info{model_name=\"") != std::string::npos);
+  CHECK(metrics->body.find("vllm:generation_tokens_total{model_name=\"") != std::string::npos);
+  CHECK(metrics->body.find("vllm:num_requests_waiting{model_name=\"") != std::string::npos);
 }
 
 TEST_CASE("a model that fails to load: load() throws naming it, the server stays unready") {
@@ -130,6 +146,8 @@ TEST_CASE("a model that fails to load: load() throws naming it, the server stays
   check_unready(c.Get("/health"), "model_load_failed");
   check_unready(c.Post("/v1/completions", R"({"prompt":"x"})", "application/json"),
                 "model_load_failed");
+  check_probe(c, "/livez", 200, "alive");
+  check_probe(c, "/readyz", 503, "failed");
 
   // The CLI: it listened, then ends with the error and a non-zero status.
   const fs::path toml = fs::current_path() / "readiness_garbage.toml";
@@ -161,6 +179,7 @@ TEST_CASE("abandon_load: a server given up while loading never becomes ready") {
   check_unready(c.Get("/health"), "shutting_down");
   check_unready(c.Post("/v1/completions", R"({"prompt":"x"})", "application/json"),
                 "shutting_down");
+  check_probe(c, "/readyz", 503, "draining");
 
   specd::server::HttpServer loaded(config(kModels + "/draft.gguf"), registry);
   loaded.load();
