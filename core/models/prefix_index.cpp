@@ -36,7 +36,8 @@ uint64_t PrefixIndex::chain_hash(uint64_t parent_hash, std::span<const int32_t> 
 std::vector<uint64_t> PrefixIndex::hashes() const {
   std::vector<uint64_t> out;
   out.reserve(entries_.size());
-  for (const auto& [block, e] : entries_) out.push_back(e.hash);
+  for (const auto& [block, e] : entries_)
+    if (e.partition == 0) out.push_back(e.hash);
   return out;
 }
 
@@ -64,7 +65,7 @@ bool PrefixIndex::insert(int32_t block, int32_t parent, std::span<const int32_t>
   const std::optional<uint64_t> parent_hash =
       parent >= 0 ? std::optional<uint64_t>(entries_.at(parent).hash) : std::nullopt;
   e.hash = chain_hash(parent_hash.value_or(partition), tokens);
-  if (listener_) listener_->stored(e.hash, parent_hash, tokens);
+  if (listener_ && partition == 0) listener_->stored(e.hash, parent_hash, tokens);
   by_key_.emplace(e.key, block);
   if (parent >= 0) entries_.at(parent).children.push_back(block);
   entries_.emplace(block, std::move(e));
@@ -92,7 +93,7 @@ void PrefixIndex::erase(int32_t block, std::vector<int32_t>& removed) {
         break;
       }
     if (e->second.parked) lru_.erase(e->second.lru);
-    if (listener_) listener_->removed(e->second.hash);
+    if (listener_ && e->second.partition == 0) listener_->removed(e->second.hash);
     entries_.erase(e);
     removed.push_back(b);
   }

@@ -27,8 +27,9 @@
 
 namespace specd {
 
-// Told of every block that enters or leaves an index (the server's KV-cache events), on the
-// index's thread, while the index changes: keep it short.
+// Told of every block of partition 0 (no cache_salt) that enters or leaves an index (the
+// server's KV-cache events), on the index's thread, while the index changes: keep it short.
+// A salted partition's blocks are never told: their tokens are that tenant's.
 class PrefixListener {
  public:
   virtual ~PrefixListener() = default;
@@ -42,11 +43,12 @@ class PrefixIndex {
  public:
   // A block's chain hash, which a router can compute from a prompt's tokens alone: the first
   // 8 bytes (big-endian) of SHA-256 over the parent's chain hash (8 bytes, big-endian; for a
-  // sequence's first block the partition: 0 without a cache_salt) and the block's tokens
+  // sequence's first block the partition, 0 without a cache_salt) and the block's tokens
   // (4 bytes each, little-endian).
   static uint64_t chain_hash(uint64_t parent_hash, std::span<const int32_t> tokens);
   uint64_t hash_of(int32_t block) const { return entries_.at(block).hash; }
-  // Every indexed block's chain hash, in no order.
+  // The chain hash of every indexed block of partition 0 (what the listener is told of), in
+  // no order.
   std::vector<uint64_t> hashes() const;
   // Null: nobody listens. The listener must outlive the index or be unset first.
   void set_listener(PrefixListener* listener) { listener_ = listener; }

@@ -232,7 +232,6 @@ struct HttpServer::Impl {
       events.endpoint = config.server.kv_events_endpoint;
       events.replay_endpoint = config.server.kv_events_replay_endpoint;
       events.topic = config.server.kv_events_topic;
-      events.medium = config.engine.backend == "cpu" ? "CPU" : "GPU";
       try {
         kv_events = std::make_unique<KvEventPublisher>(events);
       } catch (const Error& e) {
@@ -281,13 +280,14 @@ struct HttpServer::Impl {
   }
 
   // Why a new request would not be taken now ("" when it would): loading, failed, draining,
-  // queue_full (queue_limit requests wait), kv_full (no KV block free or evictable).
+  // kv_full (no KV block free or evictable). A full queue is left to the gateway (it reads
+  // vllm:num_requests_waiting, and a 503 queue_full is retried), so that readiness does not
+  // flap with the load.
   std::string unready_reason() const {
     const LoadState s = state.load();
     if (s == LoadState::loading) return "loading";
     if (s == LoadState::failed) return "failed";
     if (draining || s == LoadState::abandoned) return "draining";
-    if (scheduler.queued() >= size_t(config.server.queue_limit)) return "queue_full";
     const StepTotals kv = scheduler.steps();
     if (kv.kv_blocks > 0 && kv.kv_blocks_free == 0) return "kv_full";
     return "";

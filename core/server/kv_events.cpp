@@ -9,6 +9,7 @@
 #include <zmq_addon.hpp>
 
 #include "common/error.hpp"
+#include "common/log.hpp"
 
 namespace specd::server {
 namespace {
@@ -50,8 +51,9 @@ KvEventPublisher::KvEventPublisher(KvEventsSettings settings)
   bind(sockets_->pub, settings_.endpoint, "publisher");
   if (!settings_.replay_endpoint.empty()) {
     sockets_->replay.emplace(sockets_->context, zmq::socket_type::router);
-    // A replay of every kept batch must not meet the high-water mark (ROUTER drops there).
-    sockets_->replay->set(zmq::sockopt::sndhwm, 0);
+    // One replay of every kept batch fits under the high-water mark; a client that asks
+    // again and again without reading has the rest dropped (ROUTER drops at the mark).
+    sockets_->replay->set(zmq::sockopt::sndhwm, static_cast<int>(settings_.kept_batches + 2));
     bind(*sockets_->replay, settings_.replay_endpoint, "replay");
   }
   pending_.push_back(Event{Event::Kind::cleared, {}, std::nullopt, {}});
@@ -120,53 +122,65 @@ std::string KvEventPublisher::encode(const std::vector<Event>& events) const {
   return std::string(buffer.data(), buffer.size());
 }
 
+void KvEventPublisher::answer_replay() {
+  Sockets& s = *sockets_;
+  zmq::multipart_t request;
+  if (!request.recv(*s.replay, ZMQ_DONTWAIT)) return;
+  // [client id, "", first sequence]; anything else is ignored.
+  if (request.size() != 3) return;
+  const zmq::message_t id = request.pop();
+  const int64_t first = from_big_endian(request.at(1));
+  auto send = [&](int64_t seq, const std::string& payload) {
+    zmq::multipart_t reply;
+    reply.addmem(id.data(), id.size());
+    reply.addstr("");
+    reply.addstr(big_endian(seq));
+    reply.addstr(payload);
+    reply.send(*s.replay, ZMQ_DONTWAIT);  // past the high-water mark: dropped
+  };
+  if (first >= 0)
+    for (const auto& [seq, payload] : s.kept)
+      if (seq >= first) send(seq, payload);
+  send(-1, "");
+}
+
+void KvEventPublisher::send_pending() {
+  Sockets& s = *sockets_;
+  std::vector<Event> events;
+  int64_t seq = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    events.swap(pending_);
+    if (events.empty()) return;
+    seq = static_cast<int64_t>(next_sequence_++);
+  }
+  // Kept before it is sent: a batch the socket fails to send can still be replayed.
+  s.kept.emplace_back(seq, encode(events));
+  if (s.kept.size() > settings_.kept_batches) s.kept.pop_front();
+  zmq::multipart_t message;
+  message.addstr(settings_.topic);
+  message.addstr(big_endian(seq));
+  message.addstr(s.kept.back().second);
+  message.send(s.pub);  // PUB never blocks: a slow subscriber drops, then replays
+}
+
 void KvEventPublisher::run() {
   Sockets& s = *sockets_;
-  auto answer_replay = [&s] {
-    zmq::multipart_t request;
-    if (!request.recv(*s.replay, ZMQ_DONTWAIT)) return;
-    // [client id, "", first sequence]; anything else is ignored.
-    if (request.size() != 3) return;
-    const zmq::message_t id = request.pop();
-    const int64_t first = from_big_endian(request.at(1));
-    auto send = [&](int64_t seq, const std::string& payload) {
-      zmq::multipart_t reply;
-      reply.addmem(id.data(), id.size());
-      reply.addstr("");
-      reply.addstr(big_endian(seq));
-      reply.addstr(payload);
-      reply.send(*s.replay, ZMQ_DONTWAIT);  // a client that does not read loses the rest
-    };
-    if (first >= 0)
-      for (const auto& [seq, payload] : s.kept)
-        if (seq >= first) send(seq, payload);
-    send(-1, "");
-  };
   while (true) {
     const bool stopping = stop_.load();
-    if (s.replay) {
-      zmq::pollitem_t item{static_cast<void*>(*s.replay), 0, ZMQ_POLLIN, 0};
-      zmq::poll(&item, 1, std::chrono::milliseconds(stopping ? 0 : 10));
-      if (item.revents & ZMQ_POLLIN) answer_replay();
-    } else if (!stopping) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    std::vector<Event> events;
-    int64_t seq = 0;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      events.swap(pending_);
-      if (!events.empty()) seq = static_cast<int64_t>(next_sequence_++);
-    }
-    if (!events.empty()) {
-      std::string payload = encode(events);
-      zmq::multipart_t message;
-      message.addstr(settings_.topic);
-      message.addstr(big_endian(seq));
-      message.addstr(payload);
-      message.send(s.pub);  // PUB never blocks: a slow subscriber drops, then replays
-      s.kept.emplace_back(seq, std::move(payload));
-      if (s.kept.size() > settings_.kept_batches) s.kept.pop_front();
+    // An error (a socket's, an allocation's) is logged and the loop goes on: the server
+    // never ends for its events, and a subscriber that missed a batch asks for it again.
+    try {
+      if (s.replay) {
+        zmq::pollitem_t item{static_cast<void*>(*s.replay), 0, ZMQ_POLLIN, 0};
+        zmq::poll(&item, 1, std::chrono::milliseconds(stopping ? 0 : 10));
+        if (item.revents & ZMQ_POLLIN) answer_replay();
+      } else if (!stopping) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      send_pending();
+    } catch (const std::exception& e) {
+      log_message(LogLevel::warn, std::string("KV events: ") + e.what());
     }
     if (stopping) break;
   }

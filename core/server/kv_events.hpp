@@ -1,7 +1,8 @@
 // KV-cache events for prefix-aware routers (the Kubernetes inference gateway's scorers,
 // llm-d, Dynamo), in vLLM's format, so that a router that reads vLLM's events reads specd's:
 //   - a ZeroMQ PUB socket sends multipart messages [topic, sequence number (8 bytes,
-//     big-endian), payload], one every 10 ms at most while the prefix index changes;
+//     big-endian), payload], one every 10 ms at most while the prefix index changes (blocks
+//     of a cache_salt partition are never published: their tokens are that tenant's);
 //   - the payload is a msgpack array [timestamp (seconds, float), events], each event an
 //     array whose first element names it: ["BlockStored", [hash], parent hash or nil,
 //     [token ids], block size, nil (LoRA), medium], ["BlockRemoved", [hash, ...], medium],
@@ -9,6 +10,8 @@
 //   - a ROUTER socket answers replay requests: a client (DEALER) sends ["", first sequence
 //     number (8 bytes, big-endian)] and gets ["", sequence, payload] for every kept batch from
 //     there (the last 10,000), then ["", -1 (8 bytes), ""].
+// `medium` is "GPU" for the engine's own pool whatever the device: vLLM's name for the
+// primary KV cache (its "CPU" marks offloaded copies, which routers may score lower).
 // Block hashes are PrefixIndex::chain_hash (prefix_index.hpp): a router computes them from a
 // prompt's tokens alone.
 //
@@ -64,6 +67,8 @@ class KvEventPublisher : public PrefixListener {
   };
   struct Sockets;
   void run();
+  void answer_replay();  // one request on the replay socket
+  void send_pending();   // the events told since the last batch, as one batch
   std::string encode(const std::vector<Event>& events) const;
 
   KvEventsSettings settings_;

@@ -61,7 +61,8 @@ def main():
     with open(os.path.join(ss.ROOT, "deploy", "kubernetes", "specd.yaml")) as f:
         docs = [d for d in yaml.safe_load_all(f) if d]
     by_kind = {d["kind"]: d for d in docs}
-    for kind in ("ConfigMap", "Deployment", "Service", "InferencePool", "InferenceObjective"):
+    for kind in ("ConfigMap", "Deployment", "Service", "NetworkPolicy", "InferencePool",
+                 "InferenceObjective"):
         check(kind in by_kind, "no %s in deploy/kubernetes/specd.yaml" % kind)
     toml_text = by_kind["ConfigMap"]["data"]["serve.toml"]
     config = tomllib.loads(toml_text)
@@ -89,6 +90,12 @@ def main():
           "the InferencePool's target port is not [server] port")
     for p in by_kind["Service"]["spec"]["ports"]:
         check(p["targetPort"] in ports, "the Service targets an unnamed port %r" % p["targetPort"])
+    policy = by_kind["NetworkPolicy"]["spec"]
+    check(policy["podSelector"]["matchLabels"].items() <= labels.items(),
+          "the NetworkPolicy does not select the pods")
+    guarded = {p["port"] for rule in policy["ingress"] if "from" in rule for p in rule["ports"]}
+    check(guarded == {ports["kv-events"], ports["kv-replay"]},
+          "the NetworkPolicy does not guard the KV events' ports")
     pre_stop = int(container["lifecycle"]["preStop"]["exec"]["command"][-1])
     check(pod["spec"]["terminationGracePeriodSeconds"] > pre_stop + server["drain_timeout_s"] + 5,
           "the grace period does not cover preStop + drain_timeout_s + 5 s")

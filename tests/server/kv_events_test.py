@@ -8,7 +8,8 @@
   2. a second subscriber that drops every fifth batch recovers each through the replay
      socket and ends with the same index;
   3. the hashes of a prompt's full blocks, computed from its tokens alone (/tokenize and
-     the chain hash of docs/SCALING.md), are in the index after the prompt ran.
+     the chain hash of docs/SCALING.md), are in the index after the prompt ran;
+  4. a prompt sent with a cache_salt is never published (no event carries its tokens).
 
 Usage: kv_events_test.py SPECD [REQUESTS]  (exit 77 = skipped: no python3-zmq or
 python3-msgpack, or no shipped models)
@@ -74,6 +75,7 @@ class Subscriber(threading.Thread):
         self.replay.connect(replay_endpoint)
         self.drop_every = drop_every
         self.index = {}  # hash -> parent hash
+        self.token_blocks = set()  # every stored block's tokens, as tuples
         self.last = -1
         self.missed = 0  # sequence numbers never recovered
         self.replayed = 0
@@ -92,6 +94,8 @@ class Subscriber(threading.Thread):
                 hashes, parent, tokens, block_size, lora, medium = e[1:]
                 if block_size != BLOCK or len(tokens) != BLOCK * len(hashes) or lora is not None:
                     self.errors.append("BlockStored %r" % (e,))
+                for i in range(len(hashes)):
+                    self.token_blocks.add(tuple(tokens[i * BLOCK:(i + 1) * BLOCK]))
                 for h in hashes:
                     if h in self.index:
                         self.errors.append("stored twice: %d" % h)
@@ -201,6 +205,16 @@ def main():
                             {"content": prompt, "add_special": True})
         # Published: the full blocks of the prompt less its last token.
         expected = chain_hashes(tok["tokens"][:-1])
+        # A salted prompt's blocks are never published (its tokens are that tenant's).
+        salted = "Tenant secret: the vault code is " + " ".join(str(i) for i in range(40))
+        check(ss.request(server.port, "POST", "/v1/completions",
+                         {"prompt": salted, "max_tokens": 1, "cache_salt": "tenant-a"})[0] == 200,
+              "salted prompt")
+        _, salted_tok = ss.request(server.port, "POST", "/tokenize",
+                                   {"content": salted, "add_special": True})
+        salted_blocks = [tuple(salted_tok["tokens"][i:i + BLOCK])
+                         for i in range(0, len(salted_tok["tokens"]) - BLOCK, BLOCK)]
+        check(len(salted_blocks) >= 2, "the salted prompt is too short to fill blocks")
 
         status, blocks = ss.request(server.port, "GET", "/kv_events/blocks")
         check(status == 200, "GET /kv_events/blocks: %s %s" % (status, blocks))
@@ -226,6 +240,9 @@ def main():
         check(set(s.index) == server_index,
               "%s: rebuilt %d blocks, the server has %d (%d differ)" %
               (name, len(s.index), len(server_index), len(set(s.index) ^ server_index)))
+    for s in subscribers:
+        check(not any(b in s.token_blocks for b in salted_blocks),
+              "a salted prompt's tokens were published")
     check(subscribers[1].dropped > 0 and subscribers[1].replayed >= subscribers[1].dropped,
           "the dropping subscriber replayed %d of %d dropped batches" %
           (subscribers[1].replayed, subscribers[1].dropped))
