@@ -390,13 +390,15 @@ std::map<std::string, SectionSchema> make_schema(Config& cfg) {
   server["prefix_cache"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_bool(c, k, n, cfg.server.prefix_cache);
   };
-  for (auto [key, field] :
+  for (const auto& entry :
        {std::pair{"kv_events_endpoint", &cfg.server.kv_events_endpoint},
         std::pair{"kv_events_replay_endpoint", &cfg.server.kv_events_replay_endpoint},
-        std::pair{"kv_events_topic", &cfg.server.kv_events_topic}})
-    server[key] = [&cfg, field](Context& c, const std::string& k, const toml::node& n) {
+        std::pair{"kv_events_topic", &cfg.server.kv_events_topic}}) {
+    std::string* field = entry.second;  // (a structured binding cannot be captured in C++17)
+    server[entry.first] = [field](Context& c, const std::string& k, const toml::node& n) {
       read_string(c, k, n, *field);
     };
+  }
   server["verify_sessions"] = [&](Context& c, const std::string& k, const toml::node& n) {
     read_int(c, k, n, cfg.server.verify_sessions, 0, 1024, "0 = no /v1/verify, up to 1024");
   };
