@@ -10,12 +10,13 @@ specd_prefix_prompt_rows_total, summed over the replicas) and the share of the r
 be (the shared system prompts' full blocks).
 
 Workload: --prompts system prompts of about 200 tokens each, every request one of them plus
-a short question of its own, --clients closed-loop clients, --requests in all.
+a short question of its own, --clients closed-loop clients, --requests in all; each replica's
+KV budget (--kv-budget rows) holds about half of the system prompts.
 
 Then the cost of publishing: one replica's completion tokens a second with the events on and
 off, interleaved --cost-repeats times, the median ratio.
 
-Usage: kv_router_bench.py SPECD [--requests 256] [--clients 16] [--prompts 8]
+Usage: kv_router_bench.py SPECD [--requests 256] [--clients 16] [--prompts 12]
 (needs Debian's python3-zmq and python3-msgpack)
 """
 
@@ -98,7 +99,8 @@ def run(specd, args, routed):
             pub = free_port()
             config = ss.write_config(
                 os.path.join(work, "replica%d.toml" % r),
-                'kv_events_endpoint = "tcp://127.0.0.1:%d"\nqueue_limit = 64\n' % pub,
+                'kv_events_endpoint = "tcp://127.0.0.1:%d"\nqueue_limit = 64\n'
+                "kv_budget = %d\n" % (pub, args.kv_budget),
                 max_tokens=args.max_tokens)
             index = ReplicaIndex(ctx, "tcp://127.0.0.1:%d" % pub)
             index.start()
@@ -167,6 +169,7 @@ def run(specd, args, routed):
     finally:
         for i in indexes:
             i.stop = True
+            i.join()
         for s in servers:
             s.kill()
         ctx.destroy(linger=0)
@@ -213,8 +216,11 @@ def main():
     p.add_argument("specd")
     p.add_argument("--requests", type=int, default=256)
     p.add_argument("--clients", type=int, default=16)
-    p.add_argument("--prompts", type=int, default=8)
+    p.add_argument("--prompts", type=int, default=12)
     p.add_argument("--max-tokens", type=int, default=8)
+    p.add_argument("--kv-budget", type=int, default=2048,
+                   help="each replica's [server] kv_budget in rows: too small to cache every "
+                        "system prompt, so that where a request goes matters")
     p.add_argument("--cost-repeats", type=int, default=3,
                    help="interleaved runs of one replica with events on and off (0: none)")
     args = p.parse_args()
