@@ -21,10 +21,8 @@ Usage: kv_router_bench.py SPECD [--requests 256] [--clients 16] [--prompts 12]
 """
 
 import argparse
-import hashlib
 import os
 import random
-import socket
 import sys
 import tempfile
 import threading
@@ -35,24 +33,9 @@ import zmq
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import specd_server as ss  # noqa: E402
+from specd_server import free_port, chain_hashes  # noqa: E402
 
 BLOCK = 16
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def chain_hashes(tokens):
-    out, parent = [], 0
-    for start in range(0, len(tokens) - len(tokens) % BLOCK, BLOCK):
-        data = parent.to_bytes(8, "big") + b"".join(
-            t.to_bytes(4, "little", signed=True) for t in tokens[start:start + BLOCK])
-        parent = int.from_bytes(hashlib.sha256(data).digest()[:8], "big")
-        out.append(parent)
-    return out
 
 
 class ReplicaIndex(threading.Thread):

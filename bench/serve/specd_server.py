@@ -1,18 +1,52 @@
 """Start `specd serve` on a loopback port and talk to it (python3 standard library only).
 
-Used by bench/serve/serve_bench.py and tests/server/load_test.py.
+Used by the serving benchmarks in bench/serve/ and the Python tests of tests/server/ and
+tests/deploy/ (with their check(), free_port() and the KV events' chain_hashes()).
 """
 
+import hashlib
 import http.client
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+# A test's failures: check() records and prints each and the test goes on; the test's exit
+# status is 1 when any was recorded.
+FAILURES = []
+
+
+def check(ok, message):
+    if not ok:
+        FAILURES.append(message)
+        print("FAIL:", message, flush=True)
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def chain_hashes(tokens, partition=0, block=16):
+    """The KV-cache events' hash of each full block of `tokens` (docs/SCALING.md, "KV-cache
+    events"): SHA-256 over the parent's hash (8 bytes big-endian) and the block's tokens (4
+    bytes each, little-endian), its first 8 bytes as a big-endian integer."""
+    out, parent = [], partition
+    for start in range(0, len(tokens) - len(tokens) % block, block):
+        data = parent.to_bytes(8, "big") + b"".join(
+            t.to_bytes(4, "little", signed=True) for t in tokens[start:start + block])
+        parent = int.from_bytes(hashlib.sha256(data).digest()[:8], "big")
+        out.append(parent)
+    return out
 
 
 def write_config(path, server_keys="", max_tokens=64):

@@ -14,7 +14,6 @@ Usage: manifests_test.py SPECD  (exit 77 = skipped: no python3-yaml, or no shipp
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,26 +22,13 @@ import tomllib
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
                                 "serve"))
 import specd_server as ss  # noqa: E402
+from specd_server import FAILURES, check, free_port  # noqa: E402
 
 try:
     import yaml
 except ImportError as e:
     print("skipped: %s (apt-get install python3-yaml)" % e)
     sys.exit(77)
-
-FAILURES = []
-
-
-def check(ok, message):
-    if not ok:
-        FAILURES.append(message)
-        print("FAIL:", message, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def port_of(endpoint):

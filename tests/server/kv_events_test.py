@@ -15,10 +15,8 @@ Usage: kv_events_test.py SPECD [REQUESTS]  (exit 77 = skipped: no python3-zmq or
 python3-msgpack, or no shipped models)
 """
 
-import hashlib
 import os
 import random
-import socket
 import sys
 import tempfile
 import threading
@@ -27,6 +25,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
                                 "serve"))
 import specd_server as ss  # noqa: E402
+from specd_server import FAILURES, check, free_port, chain_hashes  # noqa: E402
 
 try:
     import msgpack
@@ -35,31 +34,7 @@ except ImportError as e:
     print("skipped: %s (apt-get install python3-zmq python3-msgpack)" % e)
     sys.exit(77)
 
-FAILURES = []
 BLOCK = 16
-
-
-def check(ok, message):
-    if not ok:
-        FAILURES.append(message)
-        print("FAIL:", message, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def chain_hashes(tokens, partition=0):
-    """The chain hash of each full block of `tokens` (docs/SCALING.md, "KV-cache events")."""
-    out, parent = [], partition
-    for start in range(0, len(tokens) - len(tokens) % BLOCK, BLOCK):
-        data = parent.to_bytes(8, "big") + b"".join(
-            t.to_bytes(4, "little", signed=True) for t in tokens[start:start + BLOCK])
-        parent = int.from_bytes(hashlib.sha256(data).digest()[:8], "big")
-        out.append(parent)
-    return out
 
 
 class Subscriber(threading.Thread):

@@ -14,7 +14,6 @@ Usage: replica_test.py SPECD  (exit 77 = skipped: no haproxy, or no shipped mode
 """
 
 import os
-import re
 import shutil
 import signal
 import socket
@@ -27,21 +26,9 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
                                 "serve"))
 import specd_server as ss  # noqa: E402
+from specd_server import FAILURES, check, free_port  # noqa: E402
 
-FAILURES = []
 CLIENT_TIMEOUT = 60  # a request not answered by then counts as a hang
-
-
-def check(ok, message):
-    if not ok:
-        FAILURES.append(message)
-        print("FAIL:", message, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_proxy(haproxy, work, frontend, ports):
