@@ -73,6 +73,17 @@ class ReplicaIndex(threading.Thread):
             return n
 
 
+def closed_loop(client, clients):
+    """Runs `clients` threads of `client` (each takes jobs until none are left); seconds."""
+    start = time.monotonic()
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.monotonic() - start
+
+
 def run(specd, args, routed):
     work = tempfile.mkdtemp(prefix="specd-kv-router-")
     ctx = zmq.Context()
@@ -136,13 +147,7 @@ def run(specd, args, routed):
                 if status != 200:
                     print("request failed: %s" % status, file=sys.stderr)
 
-        start = time.monotonic()
-        threads = [threading.Thread(target=client) for _ in range(args.clients)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        seconds = time.monotonic() - start
+        seconds = closed_loop(client, args.clients)
         hit = rows = 0.0
         for s in servers:
             _, text = ss.request(s.port, "GET", "/metrics")
@@ -185,13 +190,8 @@ def throughput(specd, args, events):
                 with lock:
                     done[0] += body["usage"]["completion_tokens"]
 
-        start = time.monotonic()
-        threads = [threading.Thread(target=client) for _ in range(args.clients)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        return done[0] / (time.monotonic() - start)
+        seconds = closed_loop(client, args.clients)  # (before done[0] is read)
+        return done[0] / seconds
 
 
 def main():
