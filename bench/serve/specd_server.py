@@ -29,6 +29,15 @@ def check(ok, message):
         print("FAIL:", message, flush=True)
 
 
+def verdict(name):
+    """A test's exit status from check()'s failures, said on the last line."""
+    if FAILURES:
+        print("%d failure(s)" % len(FAILURES))
+        return 1
+    print("%s: ok" % name)
+    return 0
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket() as s:

@@ -22,7 +22,7 @@ import tomllib
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
                                 "serve"))
 import specd_server as ss  # noqa: E402
-from specd_server import FAILURES, check, free_port  # noqa: E402
+from specd_server import check, verdict, free_port  # noqa: E402
 
 try:
     import yaml
@@ -119,11 +119,7 @@ def main():
     check(len(used) >= 2, "the Containerfile's make targets were not found")
     for target in used:
         check(target in targets, "the Containerfile runs `make %s`, which is no target" % target)
-    if FAILURES:
-        print("%d failure(s)" % len(FAILURES))
-        return 1
-    print("manifests_test: ok")
-    return 0
+    return verdict("manifests_test")
 
 
 if __name__ == "__main__":

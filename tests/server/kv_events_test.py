@@ -25,7 +25,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
                                 "serve"))
 import specd_server as ss  # noqa: E402
-from specd_server import FAILURES, check, free_port, chain_hashes  # noqa: E402
+from specd_server import check, verdict, free_port, chain_hashes  # noqa: E402
 
 try:
     import msgpack
@@ -226,11 +226,7 @@ def main():
           "replayed %d batches" % (requests, sent, len(server_index), evictions,
                                    subscribers[1].replayed))
     ctx.destroy(linger=0)
-    if FAILURES:
-        print("%d failure(s)" % len(FAILURES))
-        return 1
-    print("kv_events_test: ok")
-    return 0
+    return verdict("kv_events_test")
 
 
 if __name__ == "__main__":

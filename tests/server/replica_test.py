@@ -26,7 +26,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench",
                                 "serve"))
 import specd_server as ss  # noqa: E402
-from specd_server import FAILURES, check, free_port  # noqa: E402
+from specd_server import FAILURES, check, verdict, free_port  # noqa: E402
 
 CLIENT_TIMEOUT = 60  # a request not answered by then counts as a hang
 
@@ -258,11 +258,7 @@ def main():
                 proxy.kill()
             for r in replicas:
                 r.kill()
-    if FAILURES:
-        print("%d failure(s)" % len(FAILURES))
-        return 1
-    print("ok")
-    return 0
+    return verdict("replica_test")
 
 
 if __name__ == "__main__":
