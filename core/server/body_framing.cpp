@@ -14,7 +14,44 @@ std::optional<uint64_t> parse_length(const std::string& value) {
   return n;
 }
 
+bool same_name(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const char x = a[i] >= 'A' && a[i] <= 'Z' ? char(a[i] - 'A' + 'a') : a[i];
+    const char y = b[i] >= 'A' && b[i] <= 'Z' ? char(b[i] - 'A' + 'a') : b[i];
+    if (x != y) return false;
+  }
+  return true;
+}
+
+std::string_view trimmed(std::string_view v) {
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  return v;
+}
+
 }  // namespace
+
+BodyHeaders scan_body_headers(std::string_view head) {
+  BodyHeaders found;
+  size_t at = head.find("\r\n");  // past the request line
+  while (at != std::string_view::npos && at + 2 < head.size()) {
+    const size_t start = at + 2;
+    const size_t end = head.find("\r\n", start);
+    const std::string_view line =
+        head.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    at = end;
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    const std::string_view name = line.substr(0, colon);
+    const std::string_view value = trimmed(line.substr(colon + 1));
+    if (same_name(name, "content-length"))
+      found.content_length.emplace_back(value);
+    else if (same_name(name, "transfer-encoding"))
+      found.transfer_encoding.emplace_back(value);
+  }
+  return found;
+}
 
 std::optional<FramingRefusal> check_body_framing(const BodyHeaders& headers,
                                                  uint64_t max_body_bytes) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace specd::server {
@@ -21,6 +22,12 @@ struct BodyHeaders {
   std::vector<std::string> content_length;     // every Content-Length value, as sent
   std::vector<std::string> transfer_encoding;  // every Transfer-Encoding value, as sent
 };
+
+// The Content-Length and Transfer-Encoding values of a request head as received (the request
+// line, then header lines, each ended by CRLF; names case-insensitive, values without the
+// spaces around them), read before any HTTP parser sees the head so that a conflict is
+// refused with its own message rather than a parser's.
+BodyHeaders scan_body_headers(std::string_view head);
 
 struct FramingRefusal {
   int status;

@@ -1,7 +1,5 @@
 #include "server/http_server.hpp"
 
-#include <httplib.h>
-
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -14,25 +12,23 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include <strings.h>
-#include <sys/socket.h>
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 
 #include "batching/scheduler.hpp"
 #include "batching/shared_engine.hpp"
 #include "common/error.hpp"
 #include "gguf/gguf_reader.hpp"
 #include "models/llama_model.hpp"
-#include "server/body_framing.hpp"
 #include "server/chat_template.hpp"
 #include "server/client_redaction.hpp"
 #include "server/completion_stream.hpp"
-#include "server/connection_guard.hpp"
+#include "server/http_listener.hpp"
 #include "server/kv_events.hpp"
 #include "server/llama_completion.hpp"
 #include "server/metrics.hpp"
@@ -126,37 +122,20 @@ int64_t unix_now() {
       .count();
 }
 
-void send_error(httplib::Response& res, int status, const std::string& message,
+void send_error(HttpResponse& res, int status, const std::string& message,
                 const std::string& param = "", const std::string& code = "") {
   res.status = status;
   res.set_content(error_json(message, error_type(status), param, code), "application/json");
 }
 
-// Set by the pre-routing handler when it answers without reading the body; the logger, which
-// runs on the same handler thread once the answer is written, then ends the connection.
-thread_local bool close_after_answer = false;
-
-BodyHeaders body_headers(const httplib::Request& req) {
-  BodyHeaders h;
-  for (auto [at, end] = req.headers.equal_range("Content-Length"); at != end; ++at)
-    h.content_length.push_back(at->second);
-  for (auto [at, end] = req.headers.equal_range("Transfer-Encoding"); at != end; ++at)
-    h.transfer_encoding.push_back(at->second);
-  return h;
-}
-
-// The status a handler leaves: the library fills in 200 after it returns.
-int status_of(const httplib::Response& res) {
-  return res.status == -1 ? 200 : res.status;
-}
-
 // The metrics label of a path: the routes by name, anything else as "other" (so that
 // arbitrary paths cannot grow the label set).
 std::string endpoint_label(const std::string& path) {
-  for (const char* route :
-       {"/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions",
-        "/v1/verify", "/tokenize", "/detokenize", "/completion", "/completions"})
+  for (const char* route : {"/health", "/livez", "/readyz", "/metrics", "/kv_events/blocks",
+                            "/v1/models", "/v1/completions", "/v1/chat/completions", "/v1/verify",
+                            "/tokenize", "/detokenize", "/completion", "/completions"})
     if (path == route) return path;
+  if (path.rfind("/v1/models/", 0) == 0) return "/v1/models";
   return "other";
 }
 
@@ -167,7 +146,7 @@ bool same_secret(const std::string& a, const std::string& b) {
 }
 
 // Counts a request from its handler's start until its response is gone (for a stream, until
-// the library drops the content provider holding this).
+// the listener drops the stream holding this).
 class InFlight {
  public:
   explicit InFlight(std::atomic<int>& count) : count_(count) { ++count_; }
@@ -196,11 +175,8 @@ struct HttpServer::Impl {
   std::unique_ptr<KvEventPublisher> kv_events;
   SharedEngine engines;
   Scheduler scheduler;
-  httplib::Server http;
-  std::atomic<int> listen_fd{-1};  // the socket the library last created to bind
-  int port = 0;                    // the port bound
-  // Cuts connections whose request is slow to arrive, or too many waiting from one address.
-  ConnectionGuard guard{config.server.request_timeout_s, config.server.max_waiting_per_client};
+  std::unique_ptr<HttpListener> http;  // the connections (made by routes())
+  int port = 0;                        // the port bound
   std::atomic<bool> draining{false};
   // Set (release) once tokenizer, encoder and context_length below are; handlers that use
   // them, or the engine, read it first (acquire) and answer 503 until it is `ready`.
@@ -216,7 +192,7 @@ struct HttpServer::Impl {
   // The jobs of requests not yet answered, for cancelling them at the drain deadline.
   std::mutex live_mutex;
   std::vector<std::weak_ptr<Job>> live;
-  VerifyEndpoint verify{config, engines, scheduler, metrics, draining};  // POST /v1/verify
+  VerifyEndpoint verify{config, engines, scheduler, draining};  // POST /v1/verify
 
   Impl(const Config& c, const PluginRegistry& registry)
       : config(c), engines(config, registry), scheduler(engines, config.server.queue_limit) {
@@ -294,7 +270,7 @@ struct HttpServer::Impl {
   }
 
   // The 503 for a request that needs the model before it is loaded; false when it is.
-  bool refuse_unready(httplib::Response& res) {
+  bool refuse_unready(HttpResponse& res) {
     const LoadState s = state.load();
     if (s == LoadState::ready) return false;
     if (s == LoadState::loading)
@@ -337,11 +313,11 @@ struct HttpServer::Impl {
                 " tokenizer.chat_template";
   }
 
-  bool authorized(const httplib::Request& req) const {
+  bool authorized(const HttpRequest& req) const {
     const std::string& key = config.server.api_key;
     if (key.empty()) return true;
     // "Bearer" is an auth scheme, and schemes are case-insensitive (RFC 9110 section 11.1).
-    std::string given = req.get_header_value("Authorization");
+    std::string given = req.header("Authorization");
     if (given.size() > 7 && given[6] == ' ') {
       const std::string scheme = given.substr(0, 6);
       if (strcasecmp(scheme.c_str(), "bearer") == 0) given.replace(0, 6, "Bearer");
@@ -371,185 +347,130 @@ struct HttpServer::Impl {
   }
 
   void routes() {
+    HttpListenerSettings settings;
     // Each request holds a handler thread while it waits or runs: enough for the queue, the
     // sequences running and a few health or metrics probes, so that queue_limit (not the
     // pool) decides 503s. The configuration bounds queue_limit, and so the pool.
-    const size_t threads =
+    settings.handler_threads =
         size_t(config.server.queue_limit) + size_t(config.server.max_sequences) + 4;
-    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-    http.set_payload_max_length(static_cast<size_t>(config.server.max_body_bytes));
-    http.set_read_timeout(30, 0);
-    http.set_write_timeout(30, 0);
-    // Not the library's default options, which add SO_REUSEPORT: with it a second server on
-    // the same port binds too and silently takes half the connections.
-    http.set_socket_options([this](int fd) {
-      const int yes = 1;
-      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-      listen_fd = fd;
-    });
-    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      // Before the body is read: its framing and size (body_framing.hpp).
-      const BodyHeaders body = body_headers(req);
-      if (auto refused = check_body_framing(body, config.server.max_body_bytes)) {
-        res.set_header("Connection", "close");
-        send_error(res, refused->status, refused->message, "", refused->code);
-        metrics.request(endpoint_label(req.path), refused->status);
-        close_after_answer = true;
-        return httplib::Server::HandlerResponse::Handled;
-      }
-      if (req.path != "/health" && req.path != "/livez" && req.path != "/readyz" &&
-          !authorized(req)) {
+    settings.max_body_bytes = config.server.max_body_bytes;
+    settings.request_timeout_s = config.server.request_timeout_s;
+    settings.max_waiting_per_client = config.server.max_waiting_per_client;
+    HttpHandlers handlers;
+    // From the head, before the body is read (the listener has checked its framing).
+    handlers.before_body = [this](const HttpRequest& req, HttpResponse& res) {
+      const std::string& path = req.path;
+      if (path != "/health" && path != "/livez" && path != "/readyz" && !authorized(req)) {
         send_error(res, 401, "missing or wrong API key (send Authorization: Bearer <key>)", "",
                    "invalid_api_key");
-        // Its body is not read.
-        close_after_answer = !body.transfer_encoding.empty() ||
-                             (!body.content_length.empty() && body.content_length[0] != "0");
-        metrics.request(endpoint_label(req.path), 401);
-        return httplib::Server::HandlerResponse::Handled;
+        metrics.request(endpoint_label(path), 401);
+        return true;
       }
-      const bool needs_model = req.path == "/v1/completions" ||
-                               req.path == "/v1/chat/completions" || req.path == "/v1/verify" ||
-                               req.path == "/tokenize" || req.path == "/detokenize" ||
-                               req.path == "/completion" || req.path == "/completions";
+      const bool needs_model = path == "/v1/completions" || path == "/v1/chat/completions" ||
+                               path == "/v1/verify" || path == "/tokenize" ||
+                               path == "/detokenize" || path == "/completion" ||
+                               path == "/completions";
       if (needs_model && !draining && refuse_unready(res)) {
-        metrics.request(endpoint_label(req.path), 503);
-        return httplib::Server::HandlerResponse::Handled;
+        metrics.request(endpoint_label(path), 503);
+        return true;
       }
-      return httplib::Server::HandlerResponse::Unhandled;
-    });
-    http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (!res.body.empty()) return;
-      if (res.status == 413)
-        send_error(res, 413,
-                   "the request body exceeds the server's max_body_bytes of " +
-                       std::to_string(config.server.max_body_bytes),
-                   "", "request_too_large");
-      else if (res.status == 404)
-        send_error(res, 404, "no route for " + req.method + " " + req.path, "", "not_found");
-      else
-        send_error(res, res.status, "HTTP " + std::to_string(res.status));
+      return false;
+    };
+    handlers.handle = [this](const HttpRequest& req, HttpResponse& res) {
+      route(req, res);
       metrics.request(endpoint_label(req.path), res.status);
-    });
-    http.Get("/health", [this](const httplib::Request& req, httplib::Response& res) {
-      guard.busy(req.remote_addr, req.remote_port);
+    };
+    handlers.refuse = [this](const HttpRequest& req, int status, const std::string& message,
+                             const std::string& code, HttpResponse& res) {
+      send_error(res, status, message, "", code);
+      metrics.request(endpoint_label(req.path), status);
+    };
+    http = std::make_unique<HttpListener>(settings, std::move(handlers));
+  }
+
+  // Answers a whole request on a handler thread.
+  void route(const HttpRequest& req, HttpResponse& res) {
+    const std::string& path = req.path;
+    const bool get = req.method == "GET";
+    const bool post = req.method == "POST";
+    if (get && path == "/health") {
       if (draining) {
         res.status = 503;
         res.set_content("{\"status\":\"draining\"}", "application/json");
       } else if (!refuse_unready(res)) {
         res.set_content("{\"status\":\"ok\"}", "application/json");
       }
-      metrics.request("/health", status_of(res));
-    });
-    // Kubernetes' probes: liveness answers while the process serves HTTP at all (loading and
-    // draining included, so that neither restarts the pod); readiness says whether a new
-    // request would be taken now, and fails first on SIGTERM.
-    http.Get("/livez", [this](const httplib::Request& req, httplib::Response& res) {
-      guard.busy(req.remote_addr, req.remote_port);
+    } else if (get && path == "/livez") {
+      // Kubernetes' probes: liveness answers while the process serves HTTP at all (loading
+      // and draining included, so that neither restarts the pod); readiness says whether a
+      // new request would be taken now, and fails first on SIGTERM.
       res.set_content("{\"status\":\"alive\"}", "application/json");
-      metrics.request("/livez", 200);
-    });
-    http.Get("/readyz", [this](const httplib::Request& req, httplib::Response& res) {
-      guard.busy(req.remote_addr, req.remote_port);
+    } else if (get && path == "/readyz") {
       const std::string why = unready_reason();
       res.status = why.empty() ? 200 : 503;
       res.set_content("{\"status\":\"" + (why.empty() ? std::string("ready") : why) + "\"}",
                       "application/json");
-      metrics.request("/readyz", res.status);
-    });
-    http.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
-      guard.busy(req.remote_addr, req.remote_port);
+    } else if (get && path == "/metrics") {
       res.set_content(
           metrics.render(scheduler.queued(), scheduler.running(), scheduler.steps(), model_id),
           "text/plain; version=0.0.4");
-      metrics.request("/metrics", 200);
-    });
-    // With KV events on: the prefix index's chain hashes now, for a subscriber to check the
-    // index it rebuilt from the events against (sorted; taken between two steps), and how
-    // many batches carry the events that built it.
-    http.Get("/kv_events/blocks", [this](const httplib::Request& req, httplib::Response& res) {
-      guard.busy(req.remote_addr, req.remote_port);
-      if (!kv_events) {
-        send_error(res, 404, "KV events are off ([server] kv_events_endpoint)", "", "not_found");
-      } else if (!refuse_unready(res)) {
-        std::vector<uint64_t> hashes;
-        uint64_t batches = 0;
-        scheduler.run_exclusive([&] {
-          hashes = engines.target().kv_pool().published_hashes();
-          batches = kv_events->batches_through_now();
-        });
-        std::sort(hashes.begin(), hashes.end());
-        // "batches": the index equals what the events of batches 0 .. batches - 1 build.
-        res.set_content(nlohmann::json({{"hashes", hashes}, {"batches", batches}}).dump(),
-                        "application/json");
-      }
-      metrics.request("/kv_events/blocks", status_of(res));
-    });
-    http.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
-      guard.busy(req.remote_addr, req.remote_port);
+    } else if (get && path == "/kv_events/blocks") {
+      kv_event_blocks(res);
+    } else if (get && path == "/v1/models") {
       nlohmann::json body = {{"object", "list"}, {"data", nlohmann::json::array({model_json()})}};
       res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                       "application/json");
-      metrics.request("/v1/models", 200);
-    });
-    // The openai client's models.retrieve(id).
-    http.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
-      guard.busy(req.remote_addr, req.remote_port);
-      if (req.matches[1] == model_id)
+    } else if (get && path.rfind("/v1/models/", 0) == 0 && path.size() > 11) {
+      // The openai client's models.retrieve(id).
+      const std::string id = path.substr(11);
+      if (id == model_id)
         res.set_content(model_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                         "application/json");
       else
-        send_error(
-            res, 404,
-            "this server serves '" + model_id + "', not '" + valid_utf8(req.matches[1].str()) + "'",
-            "model", "model_not_found");
-      metrics.request("/v1/models", status_of(res));
-    });
-    using TokenRoute = std::string (*)(const Tokenizer&, std::string_view);
-    for (const auto& [route, answer] :
-         {std::pair<const char*, TokenRoute>{"/tokenize", tokenize_json},
-          std::pair<const char*, TokenRoute>{"/detokenize", detokenize_json}}) {
-      http.Post(route, [this, route, answer](const httplib::Request& req, httplib::Response& res) {
-        guard.busy(req.remote_addr, req.remote_port);
-        // The pre-routing check lets every request through while draining: the tokenizer
-        // may still be loading.
-        if (!refuse_unready(res)) {
-          try {
-            res.set_content(answer(*tokenizer, req.body), "application/json");
-          } catch (const RequestError& e) {
-            send_error(res, e.status, e.what(), e.param, e.code);
-          }
+        send_error(res, 404, "this server serves '" + model_id + "', not '" + valid_utf8(id) + "'",
+                   "model", "model_not_found");
+    } else if (post && (path == "/tokenize" || path == "/detokenize")) {
+      // The head's check lets every request through while draining: the tokenizer may
+      // still be loading.
+      if (!refuse_unready(res)) {
+        try {
+          res.set_content(path == "/tokenize" ? tokenize_json(*tokenizer, req.body)
+                                              : detokenize_json(*tokenizer, req.body),
+                          "application/json");
+        } catch (const RequestError& e) {
+          send_error(res, e.status, e.what(), e.param, e.code);
         }
-        metrics.request(route, status_of(res));
-      });
-    }
-    http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-      guard.busy(req.remote_addr, req.remote_port);
-      complete(req, res, false);
-      metrics.request("/v1/completions", status_of(res));
-    });
-    http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-      guard.busy(req.remote_addr, req.remote_port);
-      complete(req, res, true);
-      metrics.request("/v1/chat/completions", status_of(res));
-    });
-    // llama-server's own route (and its alias).
-    for (const char* route : {"/completion", "/completions"})
-      http.Post(route, [this, route](const httplib::Request& req, httplib::Response& res) {
-        guard.busy(req.remote_addr, req.remote_port);
-        complete(req, res, false, true);
-        metrics.request(route, status_of(res));
-      });
-    verify.add_route(http, guard);
-    // Every answer, routed or not, ends with the logger: the connection waits again.
-    http.set_logger([this](const httplib::Request& req, const httplib::Response&) {
-      guard.idle(req.remote_addr, req.remote_port);
-      // A refusal from the headers left the body unread: what follows is not a request.
-      if (close_after_answer) {
-        close_after_answer = false;
-        const int fd = find_connection_socket(req.remote_addr, req.remote_port, req.local_port);
-        if (fd >= 0) close_after_refusal(fd);
       }
+    } else if (post && (path == "/v1/completions" || path == "/v1/chat/completions")) {
+      complete(req, res, path == "/v1/chat/completions");
+    } else if (post && (path == "/completion" || path == "/completions")) {
+      complete(req, res, false, true);  // llama-server's own route (and its alias)
+    } else if (post && path == "/v1/verify") {
+      verify.handle(req, res);
+    } else {
+      send_error(res, 404, "no route for " + req.method + " " + valid_utf8(path), "", "not_found");
+    }
+  }
+
+  // With KV events on: the prefix index's chain hashes now, for a subscriber to check the
+  // index it rebuilt from the events against (sorted; taken between two steps), and how many
+  // batches carry the events that built it.
+  void kv_event_blocks(HttpResponse& res) {
+    if (!kv_events) {
+      send_error(res, 404, "KV events are off ([server] kv_events_endpoint)", "", "not_found");
+      return;
+    }
+    if (refuse_unready(res)) return;
+    std::vector<uint64_t> hashes;
+    uint64_t batches = 0;
+    scheduler.run_exclusive([&] {
+      hashes = engines.target().kv_pool().published_hashes();
+      batches = kv_events->batches_through_now();
     });
+    std::sort(hashes.begin(), hashes.end());
+    // "batches": the index equals what the events of batches 0 .. batches - 1 build.
+    res.set_content(nlohmann::json({{"hashes", hashes}, {"batches", batches}}).dump(),
+                    "application/json");
   }
 
   nlohmann::json model_json() const {
@@ -557,8 +478,7 @@ struct HttpServer::Impl {
   }
 
   // `llama`: llama-server's /completion (llama_completion.hpp), else OpenAI's routes.
-  void complete(const httplib::Request& req, httplib::Response& res, bool chat,
-                bool llama = false) {
+  void complete(const HttpRequest& req, HttpResponse& res, bool chat, bool llama = false) {
     auto guard = std::make_shared<InFlight>(in_flight);
     if (draining) {
       send_error(res, 503, "the server is shutting down", "", "shutting_down");
@@ -662,8 +582,8 @@ struct HttpServer::Impl {
       for (const auto& j : jobs) j->cancelled = true;
     };
     // The client's connection, watched while the request waits so that a client that
-    // hangs up cancels its sequences (-1 when not found: then only a failed write tells).
-    const int connection = find_connection_socket(req.remote_addr, req.remote_port, req.local_port);
+    // hangs up cancels its sequences.
+    const int connection = req.socket;
     // Takes the events that came (waiting up to 100 ms for one) into the answer, and looks
     // at the connection every 100 ms, events or not.
     auto last_look = std::make_shared<std::chrono::steady_clock::time_point>();
@@ -703,28 +623,24 @@ struct HttpServer::Impl {
       res.set_content(answer->body(), "application/json");
       return;
     }
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [answer, pump, guard, cancel_all_choices](size_t, httplib::DataSink& sink) {
-          std::deque<std::string> out = answer->take_events();
-          while (out.empty() && !answer->ended()) {
-            pump();
-            out = answer->take_events();
+    res.headers.emplace_back("Cache-Control", "no-cache");
+    res.content_type = "text/event-stream";
+    res.stream = [answer, pump, guard, cancel_all_choices](const ChunkWriter& write) {
+      for (;;) {
+        std::deque<std::string> out = answer->take_events();
+        while (out.empty() && !answer->ended()) {
+          pump();
+          out = answer->take_events();
+        }
+        for (const std::string& e : out)
+          if (!write(e)) {
+            cancel_all_choices();  // the client went away: end its generations
+            return;
           }
-          for (const std::string& e : out) {
-            if (!sink.write(e.data(), e.size())) {
-              cancel_all_choices();  // the client went away: end its generations
-              return false;
-            }
-          }
-          // Every choice's last event is in `out`: nothing follows the end.
-          if (answer->ended()) sink.done();
-          return true;
-        },
-        [cancel_all_choices](bool success) {
-          if (!success) cancel_all_choices();
-        });
+        // Every choice's last event was in `out`: nothing follows the end.
+        if (answer->ended()) return;
+      }
+    };
   }
 };
 
@@ -732,12 +648,12 @@ HttpServer::HttpServer(const Config& config, const PluginRegistry& registry)
     : impl_(std::make_unique<Impl>(config, registry)) {}
 
 HttpServer::~HttpServer() {
+  impl_->http->stop();
   impl_->scheduler.drain();
 }
 
 namespace {
-// Why bind() failed, when errno says it without doubt (the library keeps bind's errno: it only
-// closes the socket after); "" otherwise, e.g. for a host name that does not resolve.
+// Why bind() failed, when the socket call's error says it without doubt; "" otherwise.
 std::string bind_failure_reason(int err) {
   switch (err) {
     case EADDRINUSE:
@@ -753,20 +669,15 @@ std::string bind_failure_reason(int err) {
 }  // namespace
 
 int HttpServer::bind(const std::string& host, int port) {
-  errno = 0;
-  int bound = port == 0 ? impl_->http.bind_to_any_port(host.c_str())
-                        : (impl_->http.bind_to_port(host.c_str(), port) ? port : -1);
-  if (bound < 0)
+  try {
+    impl_->port = impl_->http->bind(host, port);
+  } catch (const std::system_error& e) {
+    const std::string reason = bind_failure_reason(e.code().value());
     throw Error(impl_->config.where(port ? "server.port" : "server.host") + ": cannot listen on " +
-                host + ":" + std::to_string(port) + bind_failure_reason(errno));
-  impl_->port = bound;
-  // The library listens with a backlog of 5: a burst of clients overflows it, and the kernel
-  // answers the overflow with resets (SYN cookies). Listening again only deepens the queue;
-  // the kernel caps it at net.core.somaxconn. queue_limit, not the backlog, decides refusals.
-  if (::listen(impl_->listen_fd, SOMAXCONN) != 0)
-    throw Error("cannot deepen the listen queue on " + host + ":" + std::to_string(bound) + ": " +
-                std::strerror(errno));
-  return bound;
+                host + ":" + std::to_string(port) +
+                (reason.empty() ? ": " + std::string(e.what()) : reason));
+  }
+  return impl_->port;
 }
 
 void HttpServer::load() {
@@ -787,18 +698,16 @@ bool HttpServer::abandon_load() {
 }
 
 void HttpServer::serve() {
-  impl_->guard.start(impl_->port);
-  impl_->http.listen_after_bind();
-  impl_->guard.stop();
+  impl_->http->serve();
   impl_->scheduler.drain();
 }
 
 int HttpServer::stop() {
   using Clock = std::chrono::steady_clock;
   impl_->draining = true;
-  // The library cuts streams short when it stops: let those in flight finish first, up to
-  // [server] drain_timeout_s; then cancel what is left (each sequence ends at its next round
-  // with what it has) and give those answers a few seconds to go out.
+  // Let the requests in flight finish first, up to [server] drain_timeout_s; then cancel
+  // what is left (each sequence ends at its next round with what it has) and give those
+  // answers a few seconds to go out.
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(impl_->config.server.drain_timeout_s));
@@ -811,7 +720,7 @@ int HttpServer::stop() {
     while (impl_->in_flight > 0 && Clock::now() < grace)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  impl_->http.stop();
+  impl_->http->stop();
   return cancelled;
 }
 

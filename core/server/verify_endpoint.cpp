@@ -1,11 +1,8 @@
 #include "server/verify_endpoint.hpp"
 
 #include "batching/failure_log.hpp"
-#include "server/connection_guard.hpp"
 
 #include "server/json_body.hpp"
-
-#include <httplib.h>
 
 #include <nlohmann/json.hpp>
 
@@ -23,7 +20,6 @@
 #include "engine/engine.hpp"
 #include "engine/vocab_digest.hpp"
 #include "models/llama_model.hpp"
-#include "server/metrics.hpp"
 #include "server/request.hpp"
 #include "server/responses.hpp"
 #include "server/verify_sessions.hpp"
@@ -200,15 +196,14 @@ struct VerifyEndpoint::Impl {
   const Config& config;
   SharedEngine& engines;
   Scheduler& scheduler;
-  Metrics& metrics;
   const std::atomic<bool>& draining;
   // Made on the worker at the first request: the scheduler's KV budget, which the sessions
   // reserve from, is sized from the loaded engine.
   std::optional<VerifySessions> open_sessions;
   std::optional<ModelFacts> facts;  // read on the worker at the first request
 
-  Impl(const Config& c, SharedEngine& e, Scheduler& s, Metrics& m, const std::atomic<bool>& d)
-      : config(c), engines(e), scheduler(s), metrics(m), draining(d) {
+  Impl(const Config& c, SharedEngine& e, Scheduler& s, const std::atomic<bool>& d)
+      : config(c), engines(e), scheduler(s), draining(d) {
     // A completion waiting for KV that sessions hold frees those unused for verify_yield_s.
     scheduler.set_reclaim([this] {
       if (!open_sessions) return;
@@ -341,7 +336,7 @@ struct VerifyEndpoint::Impl {
     return {{"closed", closed}};
   }
 
-  void handle(const httplib::Request& req, httplib::Response& res) {
+  void handle(const HttpRequest& req, HttpResponse& res) {
     auto fail = [&](int status, const std::string& message, const std::string& param,
                     const std::string& code) {
       res.status = status;
@@ -395,24 +390,17 @@ struct VerifyEndpoint::Impl {
       batching::log_request_failure(e.what());
       fail(500, e.what(), "", "server_error");
     }
-    metrics.request("/v1/verify", res.status == -1 ? 200 : res.status);
   }
 };
 
 VerifyEndpoint::VerifyEndpoint(const Config& config, SharedEngine& engines, Scheduler& scheduler,
-                               Metrics& metrics, const std::atomic<bool>& draining)
-    : impl_(std::make_unique<Impl>(config, engines, scheduler, metrics, draining)) {}
+                               const std::atomic<bool>& draining)
+    : impl_(std::make_unique<Impl>(config, engines, scheduler, draining)) {}
 
 VerifyEndpoint::~VerifyEndpoint() = default;
 
-void VerifyEndpoint::add_route(httplib::Server& http, ConnectionGuard& guard) {
-  // A verify round trip is one small request and answer: Nagle's algorithm with delayed
-  // ACKs would add ~40 ms to each (harmless for the other routes).
-  http.set_tcp_nodelay(true);
-  http.Post("/v1/verify", [this, &guard](const httplib::Request& req, httplib::Response& res) {
-    guard.busy(req.remote_addr, req.remote_port);
-    impl_->handle(req, res);
-  });
+void VerifyEndpoint::handle(const HttpRequest& req, HttpResponse& res) {
+  impl_->handle(req, res);
 }
 
 }  // namespace specd::server

@@ -17,10 +17,7 @@
 #include <memory>
 
 #include "config/config.hpp"
-
-namespace httplib {
-class Server;
-}
+#include "server/http_message.hpp"
 
 namespace specd::batching {
 class SharedEngine;
@@ -29,17 +26,13 @@ class Scheduler;
 
 namespace specd::server {
 
-class Metrics;
-class ConnectionGuard;
-
 class VerifyEndpoint {
  public:
   VerifyEndpoint(const Config& config, batching::SharedEngine& engines,
-                 batching::Scheduler& scheduler, Metrics& metrics,
-                 const std::atomic<bool>& draining);
+                 batching::Scheduler& scheduler, const std::atomic<bool>& draining);
   ~VerifyEndpoint();
-  // Registers POST /v1/verify on `http`; its handler tells `guard` that a request arrived.
-  void add_route(httplib::Server& http, ConnectionGuard& guard);
+  // Answers one POST /v1/verify (on a handler thread; the model work waits for the worker).
+  void handle(const HttpRequest& req, HttpResponse& res);
 
  private:
   struct Impl;

@@ -39,3 +39,20 @@ TEST_CASE("body framing: refusals and their statuses") {
   CHECK(refused->code == "length_required");
   CHECK(refused->message.find("gzip, chunked") != std::string::npos);
 }
+
+TEST_CASE("body framing: the lengths and codings are read from the raw head") {
+  using specd::server::scan_body_headers;
+  const BodyHeaders h = scan_body_headers(
+      "POST /x HTTP/1.1\r\nHost: a\r\ncontent-LENGTH:  12 \r\nX-Content-Length: 9\r\n"
+      "Transfer-Encoding:\tchunked\r\nContent-Length: -1\r\n\r\n");
+  REQUIRE(h.content_length.size() == 2);
+  CHECK(h.content_length[0] == "12");
+  CHECK(h.content_length[1] == "-1");
+  REQUIRE(h.transfer_encoding.size() == 1);
+  CHECK(h.transfer_encoding[0] == "chunked");
+  // The request line is not a header, even when it looks like one.
+  CHECK(scan_body_headers("Content-Length: 5\r\n\r\n").content_length.empty());
+  CHECK(scan_body_headers("GET / HTTP/1.1\r\n\r\n").content_length.empty());
+  CHECK(status_of(scan_body_headers("POST / HTTP/1.1\r\nContent-Length: 5\r\n"
+                                    "Transfer-Encoding: chunked\r\n\r\n")) == 400);
+}

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -1118,6 +1119,34 @@ TEST_CASE("request framing: refused from the headers, before the body is read") 
   a = raw_exchange(server.port(), head + "Connection: close\r\nContent-Length: " +
                                       std::to_string(body.size()) + "\r\n\r\n" + body);
   CHECK_MESSAGE(starts(a, "HTTP/1.1 200"), a);
+  CHECK(server.terminate() == 0);
+}
+
+TEST_CASE("pipelined requests on one connection are answered, in order") {
+  if (!specd::test::have_shipped_models()) return;
+  ServerProcess server(write_config("serve_pipelined.toml", ""));
+  REQUIRE_MESSAGE(server.port() > 0, server.log());
+  const std::string body = "{\"prompt\": \"a\", \"max_tokens\": 2}";
+  // Four requests in one write; the last asks the server to close after answering it.
+  const std::string a =
+      raw_exchange(server.port(),
+                   "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+                   "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"
+                   "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                   "application/json\r\nContent-Length: " +
+                       std::to_string(body.size()) + "\r\n\r\n" + body +
+                       "GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  std::vector<size_t> at;
+  for (const char* mark :
+       {"{\"status\":\"ok\"}", "\"object\":\"list\"", "\"text_completion\"", "\"alive\""})
+    at.push_back(a.find(mark));
+  CAPTURE(a);
+  for (size_t i = 0; i < at.size(); ++i) CHECK(at[i] != std::string::npos);
+  CHECK(std::is_sorted(at.begin(), at.end()));
+  size_t answers = 0;
+  for (size_t p = a.find("HTTP/1.1 200"); p != std::string::npos; p = a.find("HTTP/1.1 200", p + 1))
+    ++answers;
+  CHECK(answers == 4);
   CHECK(server.terminate() == 0);
 }
 
