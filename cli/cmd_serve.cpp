@@ -18,6 +18,7 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "common/error.hpp"
+#include "common/memory_release.hpp"
 #include "config/config.hpp"
 #include "plugin/registry.hpp"
 #include "server/http_server.hpp"
@@ -128,6 +129,8 @@ int serve_command(int argc, char** argv) {
     }
   } hand_over{early_watcher};
 
+  // Memory a finished request freed goes back to the system (RSS stays flat after bursts).
+  trim_heap_eagerly();
   PluginRegistry registry(config.plugins.paths);
   for (const std::string& w : registry.warnings())
     std::fprintf(stderr, "specd serve: warning: %s\n", w.c_str());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "common/memory_release.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace specd {
@@ -14,7 +15,10 @@ TokenConstraint::TokenConstraint(const std::string& gbnf, const Tokenizer& token
       state_(matcher_.initial()),
       eos_(tokenizer.eos_id()) {}
 
-TokenConstraint::~TokenConstraint() = default;
+// A grammar's trie, masks and matcher are megabytes that glibc would otherwise keep.
+TokenConstraint::~TokenConstraint() {
+  release_freed_memory();
+}
 
 namespace {
 

@@ -23,6 +23,7 @@
 #include "batching/scheduler.hpp"
 #include "batching/shared_engine.hpp"
 #include "common/error.hpp"
+#include "common/memory_release.hpp"
 #include "gguf/gguf_reader.hpp"
 #include "models/llama_model.hpp"
 #include "server/chat_template.hpp"
@@ -479,6 +480,14 @@ struct HttpServer::Impl {
 
   // `llama`: llama-server's /completion (llama_completion.hpp), else OpenAI's routes.
   void complete(const HttpRequest& req, HttpResponse& res, bool chat, bool llama = false) {
+    // A large body (a schema, a grammar, tools) parses into megabytes that glibc would keep
+    // once this request is done, answered or refused.
+    struct ReleaseAfter {
+      bool large;
+      ~ReleaseAfter() {
+        if (large) release_freed_memory();
+      }
+    } release{req.body.size() > 64 * 1024};
     auto guard = std::make_shared<InFlight>(in_flight);
     if (draining) {
       send_error(res, 503, "the server is shutting down", "", "shutting_down");
