@@ -40,6 +40,9 @@ struct GenerationRequest {
   // The prefix-cache partition its prompt shares blocks in: 0, the shared one, or a key of
   // the request's cache_salt, so that only requests with the same salt share (and time).
   uint64_t prefix_partition = 0;
+  // The request field its grammar came from ("grammar", "response_format", "tools"; "" for
+  // the server's configured one), named when the grammar fails while it runs.
+  std::string grammar_field;
 };
 
 }  // namespace specd::batching

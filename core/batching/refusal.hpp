@@ -6,6 +6,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "batching/generation_request.hpp"
+#include "common/error.hpp"
+#include "grammar/gbnf_grammar.hpp"
+
 namespace specd::batching {
 
 class Refusal : public std::runtime_error {
@@ -27,5 +31,15 @@ class Refusal : public std::runtime_error {
   std::string field;
   std::string code;
 };
+
+// The refusal of a request that a UsageError ended while it ran: a grammar's error (too
+// ambiguous, no token can continue) names the field the grammar came from, any other the
+// prompt.
+inline Refusal usage_refusal(const UsageError& e, const GenerationRequest& r) {
+  const bool grammar = dynamic_cast<const GrammarError*>(&e) != nullptr;
+  return Refusal(Refusal::Kind::invalid_request,
+                 grammar ? (r.grammar_field.empty() ? "grammar" : r.grammar_field) : "prompt",
+                 e.what());
+}
 
 }  // namespace specd::batching

@@ -164,9 +164,9 @@ void Scheduler::step() {
   std::vector<ForwardEntry> entries;
   entries.reserve(active_.size());
   auto fail = [&](std::list<std::unique_ptr<Running>>::iterator& it, const std::exception& e) {
-    const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
+    const auto* usage = dynamic_cast<const UsageError*>(&e);
     if (!usage) log_request_failure(e.what());
-    const Refusal error = usage ? Refusal(Refusal::Kind::invalid_request, "prompt", e.what())
+    const Refusal error = usage ? usage_refusal(*usage, (*it)->job->request)
                                 : Refusal(Refusal::Kind::internal_failure, "", e.what());
     finish(**it, &error);
     it = active_.erase(it);

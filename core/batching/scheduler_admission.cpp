@@ -160,8 +160,8 @@ bool Scheduler::admit(std::shared_ptr<Job>& job) {
     steps_.prefix_hit_rows += run->batch_verifier->prefix_hit_rows();
   } catch (const Refusal& e) {
     refusal = e;
-  } catch (const UsageError& e) {  // a plugin refusing what the request asks of it
-    refusal.emplace(Refusal::Kind::invalid_request, "prompt", e.what());
+  } catch (const UsageError& e) {  // a plugin refusing what the request asks of it, a grammar
+    refusal.emplace(usage_refusal(e, r));
   } catch (const std::exception& e) {
     log_request_failure(e.what());
     refusal.emplace(Refusal::Kind::internal_failure, "", e.what());

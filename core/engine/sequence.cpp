@@ -235,7 +235,7 @@ void Sequence::end_round(double pass_s) {
     // A dead row is an error only where the round uses it: row 0 and the accepted nodes'.
     for (size_t i = 0; i <= accepted.path.size(); ++i)
       if (dead_rows_[i == 0 ? 0 : static_cast<size_t>(accepted.path[i - 1])])
-        throw Error(
+        throw GrammarError(  // the request's grammar, not the engine, is at fault
             "grammar: no token of the vocabulary can continue the output here (the "
             "grammar needs a character no token spells)");
   }

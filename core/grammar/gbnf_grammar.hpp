@@ -25,7 +25,8 @@
 
 namespace specd {
 
-// A grammar that does not parse: a UsageError whose message says where.
+// A grammar that does not parse (its message says where), or that fails while it runs: too
+// ambiguous, or asking for a character no token spells. A UsageError: the grammar is at fault.
 class GrammarError : public UsageError {
  public:
   explicit GrammarError(const std::string& message) : UsageError(message) {}

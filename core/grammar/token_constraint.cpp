@@ -38,7 +38,7 @@ const TokenConstraint::CachedMask& TokenConstraint::mask_for(const GrammarState&
   const uint64_t h = hash_state(state);
   ++clock_;
   for (CachedMask& c : cache_)
-    if (c.hash == h && c.state == state) {
+    if (c.valid && c.hash == h && c.state == state) {
       c.used = clock_;
       return c;
     }
@@ -49,10 +49,14 @@ const TokenConstraint::CachedMask& TokenConstraint::mask_for(const GrammarState&
     slot = &*std::min_element(cache_.begin(), cache_.end(),
                               [](const auto& a, const auto& b) { return a.used < b.used; });
   }
+  // Filled before it is marked valid: a mask that throws (a grammar too ambiguous) must not
+  // be found again as a half-written one, which would say no token can continue.
+  slot->valid = false;
+  slot->any = matcher_.allowed_tokens(state, *trie_, slot->allowed);
   slot->hash = h;
   slot->state = state;
   slot->used = clock_;
-  slot->any = matcher_.allowed_tokens(state, *trie_, slot->allowed);
+  slot->valid = true;
   return *slot;
 }
 

@@ -55,6 +55,7 @@ class TokenConstraint {
     GrammarState state;
     std::vector<uint8_t> allowed;
     bool any = false;
+    bool valid = false;  // filled by a call that returned
     uint64_t used = 0;
   };
   static constexpr size_t kCachedMasks = 32;

@@ -169,9 +169,10 @@ const std::string& CompletionStream::echo_of(size_t choice) const {
 std::string CompletionStream::body() const {
   if (format_.llama) {  // one object, or an array of them for a batch of prompts
     std::string all;
-    for (const auto& c : choices_)
-      all += (all.empty() ? "" : ",") +
-             llama_final_json(c->info, *c->result, false, format_.return_tokens);
+    for (const auto& c : choices_) {
+      if (!all.empty()) all += ',';
+      all += llama_final_json(c->info, *c->result, false, format_.return_tokens);
+    }
     return n_ == 1 ? all : "[" + all + "]";
   }
   std::vector<const GenerationResult*> results;

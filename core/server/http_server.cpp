@@ -533,6 +533,12 @@ struct HttpServer::Impl {
       if (chat && !chat_family) throw RequestError(400, "messages", chat_refusal, "chat_template");
       prepare_prompt(request, *encoder, chat ? *chat_family : ChatFamily::chatml, context_length,
                      config.server.kv_budget);
+      for (const auto& [token, bias] : request.sampling.logit_bias)
+        if (token >= tokenizer->n_tokens())
+          throw RequestError(400, "logit_bias",
+                             "'logit_bias': token " + std::to_string(token) +
+                                 " is outside the vocabulary of " +
+                                 std::to_string(tokenizer->n_tokens()) + " tokens");
       engines.config_for(request.speculative);  // a refused allow_lossy: 400 now
     } catch (const RequestError& error) {
       const RequestError e = llama ? in_llama_names(error) : error;

@@ -132,7 +132,10 @@ void prepare_prompt(CompletionRequest& r, const PromptEncoder& encoder, ChatFami
                              ": tools, tool calls and tool messages need a chatml (qwen), "
                              "llama3 or mistral template ([server] chat_template)");
     }
-    if (r.tools.forced()) r.sampling.grammar = tool_call_grammar(family, r.tools);
+    if (r.tools.forced()) {
+      r.sampling.grammar = tool_call_grammar(family, r.tools);
+      r.grammar_field = "tools";
+    }
     r.prepared.push_back(bounded(encoder.encode_chat(segments), r.max_tokens, "messages",
                                  context_length, kv_budget));
     return;

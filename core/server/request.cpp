@@ -340,6 +340,10 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
   if (j.contains("ignore_eos") && !j["ignore_eos"].is_null())
     r.sampling.ignore_eos = boolean("ignore_eos", j["ignore_eos"]);
   r.sampling.grammar = grammar(j, defaults.grammar);
+  if (j.contains("grammar") && !j["grammar"].is_null())
+    r.grammar_field = "grammar";
+  else if (r.sampling.grammar != defaults.grammar)
+    r.grammar_field = "response_format";
   if (r.sampling.min_tokens > 0 && (!r.sampling.grammar.empty() || r.tools.forced()))
     bad("min_tokens",
         "cannot be combined with a grammar, a response_format or a forced tool call (the "
@@ -421,6 +425,7 @@ batching::GenerationRequest CompletionRequest::generation(size_t index) const {
   g.logprobs = logprobs;
   g.strategy = speculative;
   g.prefix_partition = cache_salt_partition(cache_salt);
+  g.grammar_field = grammar_field;
   return g;
 }
 

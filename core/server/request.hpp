@@ -55,6 +55,7 @@ struct CompletionRequest {
   std::vector<ChatMessage> messages;  // chat
   ToolRequest tools;                  // chat: the functions the model may call
   SamplingConfig sampling;            // the server's [sampling] with the request's overrides
+  std::string grammar_field;          // where sampling.grammar came from (GenerationRequest)
   int max_tokens = 0;
   std::optional<uint64_t> seed;
   bool stream = false;

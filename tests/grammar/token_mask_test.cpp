@@ -105,6 +105,30 @@ TEST_CASE("token constraint: end of sequence only when complete, control tokens 
   if (!byte_fallback) CHECK(dead.apply(logits, {}) == TokenConstraint::Row::kDead);
 }
 
+TEST_CASE("token constraint: a mask that failed is not remembered as an empty one" *
+          SPECD_MAY_SKIP) {
+  const auto path = vocab_file("llama-spm");
+  if (!std::filesystem::exists(path)) {
+    ::specd::test::skip_missing(path, " is missing");
+    return;
+  }
+  const Tokenizer tok = Tokenizer::from_gguf(GgufFile::open(path.string()));
+  // Every "(" may close with ")" or "]": masking after ten of them walks tokens that
+  // keep tens of thousands of parses alive, past the matcher's bound.
+  TokenConstraint c("root ::= e\ne ::= \"(\" e \")\" | \"(\" e \"]\" | \"((((((((((((((((((((x\"",
+                    tok);
+  std::vector<float> logits(static_cast<size_t>(tok.n_tokens()), 0.f);
+  int32_t paren = -1;
+  for (int32_t t = 0; t < tok.n_tokens() && paren < 0; ++t)
+    if (tok.token_to_piece(t) == "(") paren = t;
+  REQUIRE(paren >= 0);
+  const std::vector<int32_t> opened(10, paren);
+  CHECK_THROWS_AS(c.apply(logits, opened), GrammarError);
+  // The same row again (a draft model's mask, then the target's): the same error, not a row
+  // that no token can continue.
+  CHECK_THROWS_AS(c.apply(logits, opened), GrammarError);
+}
+
 TEST_CASE("token mask: the cost of a row on a 32000-token vocabulary (reported)") {
   const auto path = vocab_file("llama-spm");
   if (!std::filesystem::exists(path)) return;

@@ -884,6 +884,33 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
                404)["error"]["param"] == "model");
     CHECK(post(c, "/v1/chat/completions", json{{"messages", json::array()}},
                400)["error"]["param"] == "messages");
+    CHECK(post(c, "/v1/completions", json{{"prompt", "x"}, {"logit_bias", {{"99999", 1}}}},
+               400)["error"]["param"] == "logit_bias");
+    // A grammar past the matcher's bound once the model has opened ten brackets: the same
+    // 400 naming it with the draft model as without (a failed draft mask is not remembered
+    // as an empty one).
+    const std::string ambiguous =
+        "root ::= e\ne ::= \"(\" e \")\" | \"(\" e \"]\" | \"((((((((((((((((((((x\"";
+    for (const json& speculative : {json::object(), json{{"proposer", "none"}}}) {
+      CAPTURE(speculative.dump());
+      json refused = post(c, "/v1/completions",
+                          json{{"prompt", "x"},
+                               {"max_tokens", 30},
+                               {"grammar", ambiguous},
+                               {"speculative", speculative}},
+                          400);
+      CHECK(refused["error"]["param"] == "grammar");
+      CHECK(refused["error"]["message"].get<std::string>().find("too ambiguous") !=
+            std::string::npos);
+    }
+    // A grammar no token can ever satisfy: the client's error, named, not a server error.
+    for (const char* impossible :
+         {"root ::= [^\\x00-\\U0010FFFF]", "root ::= [\\uD800-\\uDFFF]+"}) {
+      CAPTURE(impossible);
+      CHECK(post(c, "/v1/completions",
+                 json{{"prompt", "x"}, {"max_tokens", 4}, {"grammar", impossible}},
+                 400)["error"]["param"] == "grammar");
+    }
     auto broken = c.Post("/v1/completions", auth(), "{\"prompt\": ", "application/json");
     REQUIRE(broken);
     CHECK(broken->status == 400);
