@@ -38,6 +38,7 @@ int check_config_command(int argc, char** argv) {
   // would refuse is not ok).
   server::configured_chat_family(config);
   server::check_server_host(config);
+  server::check_server_limits(config);
   if (config.proposer.kind_auto)
     std::printf("[proposer] kind = \"auto\": %s\n", config.proposer.kind.c_str());
   std::printf("%s: ok\n", path.c_str());

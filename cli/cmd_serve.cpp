@@ -94,6 +94,7 @@ int serve_command(int argc, char** argv) {
   Config config = load_config(config_path, overrides);
   check_required_for_run(config);
   server::check_server_host(config);
+  server::check_server_limits(config);
   const std::string& host = config.server.host;
 
   // Every thread started from here on inherits the blocked signals; one thread waits for them.

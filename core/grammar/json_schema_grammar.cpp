@@ -2,6 +2,7 @@
 
 #include <map>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "grammar/gbnf_grammar.hpp"
@@ -61,6 +62,23 @@ class SchemaConverter {
   // The root schema's expression; its rules are then in rules().
   std::string expression() { return rule_for(root_, ""); }
   const std::string& rules() const { return rules_; }
+
+  // Parses `text`, a grammar made of this converter's rules, so that a schema that reaches
+  // its own $ref again before matching any character (left recursion in the grammar) is
+  // refused naming that $ref and where it is, not a generated rule.
+  void check(const std::string& text) const {
+    try {
+      parse_gbnf(text);
+    } catch (const GrammarError& e) {
+      const std::string what = e.what();
+      for (const auto& [rule, ref] : ref_rules_)
+        if (what.find("'" + rule + "'") != std::string::npos)
+          fail(ref.second, "$ref \"" + ref.first +
+                               "\" reaches itself again before any character is matched (a "
+                               "recursive schema must match something before it recurses)");
+      throw;
+    }
+  }
 
  private:
   [[noreturn]] void fail(const std::string& path, const std::string& what) const {
@@ -127,6 +145,7 @@ class SchemaConverter {
       // Named before it is converted, so that a recursive schema refers to itself.
       const std::string name = prefix_ + "r" + std::to_string(refs_.size() + 1);
       refs_[ref] = name;
+      ref_rules_[name] = {ref, path + ".$ref"};
       const std::string body = rule_for(resolve(ref, path + ".$ref"), path + ".$ref");
       rules_ += name + " ::= " + body + "\n";
       return name;
@@ -308,6 +327,7 @@ class SchemaConverter {
   std::string prefix_;  // of every rule name, so that several schemas share a grammar
   std::string rules_;
   std::map<std::string, std::string> refs_;
+  std::map<std::string, std::pair<std::string, std::string>> ref_rules_;  // rule: $ref, path
   int count_ = 0;
   int depth_ = 0;
 };
@@ -326,13 +346,15 @@ std::string json_schema_expression(const json& schema, const std::string& where,
                                    const std::string& prefix, std::string& rules) {
   SchemaConverter converter(schema, where, prefix);
   std::string expression = converter.expression();
+  converter.check("root ::= " + expression + "\n" + converter.rules() + kJsonRules);
   rules += converter.rules();
   return expression;
 }
 
 std::string json_schema_gbnf(const json& schema, const std::string& where) {
-  std::string text = SchemaConverter(schema, where).convert();
-  parse_gbnf(text);  // a converter bug must not reach a request as a bad grammar
+  SchemaConverter converter(schema, where);
+  std::string text = converter.convert();
+  converter.check(text);  // nor may a converter bug reach a request as a bad grammar
   return text;
 }
 

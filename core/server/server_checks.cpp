@@ -66,4 +66,15 @@ void check_server_host(const Config& config) {
                      "in [server] to serve it without a key anyway");
 }
 
+void check_server_limits(const Config& config) {
+  const ServerConfig& s = config.server;
+  // Only a max_n the user wrote: the default (8) with a small queue is the user's queue.
+  if (s.queue_limit > 0 && s.max_n > s.queue_limit && config.locations.count("server.max_n"))
+    throw UsageError(config.where("server.max_n") + ": max_n = " + std::to_string(s.max_n) +
+                     " is more than queue_limit = " + std::to_string(s.queue_limit) +
+                     ": a request's choices wait in the queue together, so n above " +
+                     std::to_string(s.queue_limit) +
+                     " could never be let in; lower max_n or raise queue_limit");
+}
+
 }  // namespace specd::server

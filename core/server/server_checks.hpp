@@ -28,4 +28,9 @@ bool is_loopback_host(const std::string& host);
 // allow_public_without_key says to serve it open.
 void check_server_host(const Config& config);
 
+// Refuses limits that leave requests the server accepts but can never run: a max_n written
+// above queue_limit (a request's n choices wait in the queue together, so n past it would be
+// refused every time).
+void check_server_limits(const Config& config);
+
 }  // namespace specd::server

@@ -42,6 +42,11 @@ ToolFunction tool(const std::string& p, const json& t) {
     if (!f["parameters"].is_object())
       bad(fp + ".parameters",
           std::string("must be a JSON Schema object, not ") + kind_of(f["parameters"]));
+    // A call's arguments are an object (OpenAI refuses any other type here too).
+    const json& type = f["parameters"].contains("type") ? f["parameters"]["type"] : json();
+    if (!type.is_null() && type != "object")
+      bad(fp + ".parameters.type",
+          "must be \"object\": a call's arguments are a JSON object, not " + type.dump());
     out.parameters = f["parameters"].dump(-1, ' ', false, json::error_handler_t::replace);
   }
   if (f.contains("strict") && !f["strict"].is_null()) boolean(fp + ".strict", f["strict"]);

@@ -112,6 +112,22 @@ TEST_CASE("json_schema: $ref to $defs, recursion") {
   CHECK_FALSE(instance(tree, R"({"children": [{}], "v": 1})"));
 }
 
+TEST_CASE("json_schema: a $ref reached again before any character is refused, naming it") {
+  CHECK(refusal(R"({"$ref": "#"})") ==
+        "response_format.json_schema.schema.$ref: $ref \"#\" reaches itself again before any "
+        "character is matched (a recursive schema must match something before it recurses)");
+  CHECK(refusal(R"({"$defs": {"a": {"anyOf": [{"$ref": "#/$defs/b"}, {"type": "null"}]},
+                              "b": {"$ref": "#/$defs/a"}},
+                    "$ref": "#/$defs/a"})")
+            .find("$ref \"#/$defs/") != std::string::npos);
+  // Tools' parameters go through the expression form: the same refusal.
+  std::string rules;
+  CHECK_THROWS_WITH_AS(json_schema_expression(json::parse(R"({"$ref": "#"})"),
+                                              "tools[0].function.parameters", "t0-", rules),
+                       doctest::Contains("tools[0].function.parameters.$ref: $ref \"#\""),
+                       GrammarError);
+}
+
 TEST_CASE("json_schema: what cannot be enforced is refused, naming the keyword's path") {
   CHECK(refusal(R"({"type": "string", "pattern": "^a"})") ==
         "response_format.json_schema.schema: the keyword \"pattern\" is not supported "

@@ -106,3 +106,20 @@ TEST_CASE("[server] host and key: what no request could use is refused before se
   CHECK(specd::server::is_loopback_host("::1"));
   CHECK_FALSE(specd::server::is_loopback_host("128.0.0.1"));
 }
+
+TEST_CASE("[server] a max_n written above queue_limit is refused before serving") {
+  auto limits_problem = [](const std::string& server_section) -> std::string {
+    try {
+      specd::server::check_server_limits(
+          specd::parse_config("[server]\n" + server_section, "serve.toml"));
+    } catch (const specd::UsageError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  CHECK(limits_problem("max_n = 16\nqueue_limit = 16\n") == "");
+  CHECK(limits_problem("queue_limit = 4\n") == "");  // the default max_n: the queue decides
+  CHECK(limits_problem("queue_limit = 0\nmax_n = 4\n") == "");  // no queue at all
+  CHECK(limits_problem("queue_limit = 8\nmax_n = 64\n")
+            .find("serve.toml:3:9: max_n = 64 is more than queue_limit = 8") == 0);
+}

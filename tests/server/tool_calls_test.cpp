@@ -98,6 +98,10 @@ TEST_CASE("tools, tool_choice and tool messages are parsed and checked") {
   CHECK(
       refused(user + R"(,"tools":[{"type":"function","function":{"name":"f","parameters":3}}]})") ==
       "tools[0].function.parameters");
+  // Arguments are an object: a string schema would make a forced call plain text.
+  CHECK(refused(user + R"(,"tools":[{"type":"function","function":{"name":"f",)"
+                       R"("parameters":{"type":"string"}}}]})") ==
+        "tools[0].function.parameters.type");
   CHECK(refused(user + R"(,"tool_choice":"required"})") == "tool_choice");
   CHECK(refused(user + R"(,"tool_choice":"sometimes","tools":[)" + kTime + "]}") == "tool_choice");
   CHECK(refused(user + R"(,"tools":[)" + kTime +
@@ -279,8 +283,8 @@ TEST_CASE("the forcing grammar accepts exactly calls to the request's tools") {
   r = parse_completion_request(
       R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required","tools":[)" +
           std::string(kTime) +
-          R"(,{"type":"function","function":{"name":"f","parameters":{"type":"string",)"
-          R"("pattern":"a+"}}}]})",
+          R"(,{"type":"function","function":{"name":"f","parameters":{"type":"object",)"
+          R"("properties":{"a":{"type":"string","pattern":"a+"}}}}}]})",
       true, specd::SamplingConfig{});
   try {
     tool_call_grammar(ChatFamily::chatml, r.tools);
