@@ -147,9 +147,22 @@ void Scheduler::work() {
       queue_.pop_front();
     }
     running_ = active_.size();
-    if (!active_.empty()) step();
+    if (!active_.empty()) {
+      step();
+      record_kv();
+    }
     running_ = active_.size();
   }
+}
+
+void Scheduler::record_kv() {
+  const KvPool& pool = engines_.target().kv_pool();
+  std::lock_guard<std::mutex> lock(steps_mutex_);
+  steps_.kv_blocks = static_cast<uint64_t>(pool.blocks());
+  steps_.kv_block_rows = static_cast<uint64_t>(pool.block_rows());
+  steps_.kv_blocks_free = static_cast<uint64_t>(pool.free_blocks());
+  steps_.kv_blocks_cached = static_cast<uint64_t>(pool.parked_blocks());
+  steps_.kv_evictions = pool.evictions();
 }
 
 StepTotals Scheduler::steps() const {
@@ -322,13 +335,7 @@ void Scheduler::step() {
   uint32_t prefill_rows = 0;
   for (const ForwardEntry& e : entries)
     if (e.first_logit_row > 0) prefill_rows += static_cast<uint32_t>(e.tokens.size());
-  const KvPool& pool = engines_.target().kv_pool();
   std::lock_guard<std::mutex> lock(steps_mutex_);
-  steps_.kv_blocks = static_cast<uint64_t>(pool.blocks());
-  steps_.kv_block_rows = static_cast<uint64_t>(pool.block_rows());
-  steps_.kv_blocks_free = static_cast<uint64_t>(pool.free_blocks());
-  steps_.kv_blocks_cached = static_cast<uint64_t>(pool.parked_blocks());
-  steps_.kv_evictions = pool.evictions();
   ++steps_.steps;
   steps_.rows += rows;
   steps_.prefill_rows += prefill_rows;

@@ -125,6 +125,10 @@ class Scheduler {
   void work();
   bool admit(std::shared_ptr<Job>& job);  // false: it does not fit yet
   void step();
+  // The target pool's blocks into the gauges (steps()): after every step, also one that
+  // ended early because every sequence in it finished or failed, so that blocks a cancelled
+  // sequence gave back show as free at once.
+  void record_kv();
   // Which prefilling sequences put their next chunk in this step ([server] max_prefill_rows):
   // the earliest admitted first, whole chunks, at least one; the others wait (Running::waits).
   void choose_prefill_chunks();

@@ -1004,12 +1004,27 @@ TEST_CASE("specd serve answers like specd run, streams, refuses bad requests and
     };
     auto gone = c.send(req);
     CHECK_FALSE(gone);
+    // Once it has ended, with nothing running, every KV block shows as free (cached prefixes
+    // are free blocks too), without another request's step to update the gauges.
+    std::string m;
+    for (int i = 0; i < 600; ++i) {  // at most 30 s
+      auto got = c.Get("/metrics", auth());
+      m = got ? got->body : "";
+      if (m.find("\nspecd_cancelled_total 1\n") != std::string::npos &&
+          m.find("\nspecd_running 0\n") != std::string::npos)
+        break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    auto gauge = [&](const std::string& name) {
+      const size_t at = m.find("\n" + name + " ");
+      return at == std::string::npos ? -1.0 : std::stod(m.substr(at + name.size() + 2));
+    };
+    CHECK(gauge("specd_cancelled_total") == 1);
+    CHECK(gauge("specd_kv_blocks") > 0);
+    CHECK(gauge("specd_kv_blocks_free") == gauge("specd_kv_blocks"));
     // One sequence at a time, first in first out: once this answers, the other has ended.
     json after = post(c, "/v1/completions", json{{"prompt", kPrompt}, {"max_tokens", 24}}, 200);
     CHECK(after["choices"][0]["text"] == greedy);
-    auto metrics = c.Get("/metrics", auth());
-    REQUIRE(metrics);
-    CHECK(metrics->body.find("specd_cancelled_total 1\n") != std::string::npos);
   }
 
   SUBCASE("special-token text in chat content stays text") {
