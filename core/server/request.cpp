@@ -70,6 +70,7 @@ std::vector<ChatMessage> messages(const json& v) {
   if (!v.is_array()) bad("messages", std::string("must be an array, not ") + kind_of(v));
   if (v.empty()) bad("messages", "must hold at least one message");
   std::vector<ChatMessage> out;
+  std::set<std::string> call_ids;  // of the calls earlier assistant messages made
   for (size_t i = 0; i < v.size(); ++i) {
     std::string p = "messages[" + std::to_string(i) + "]";
     const json& m = v[i];
@@ -87,6 +88,7 @@ std::vector<ChatMessage> messages(const json& v) {
     const bool calls =
         msg.role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].is_null();
     if (calls) msg.tool_calls = parse_message_tool_calls(p + ".tool_calls", m["tool_calls"]);
+    for (const ToolCall& call : msg.tool_calls) call_ids.insert(call.id);
     if (m.contains("tool_calls") && !m["tool_calls"].is_null() && msg.role != "assistant")
       bad(p + ".tool_calls", "belongs to assistant messages only");
     // An assistant's message that makes calls may have null or no content.
@@ -96,6 +98,11 @@ std::vector<ChatMessage> messages(const json& v) {
     if (msg.role == "tool") {
       if (!m.contains("tool_call_id")) bad(p + ".tool_call_id", "is required for a tool message");
       msg.tool_call_id = string(p + ".tool_call_id", m["tool_call_id"]);
+      // A result answers a call made before it (the template places it by that call); calls
+      // sent without ids can only be trusted.
+      if (!call_ids.count(msg.tool_call_id) && !call_ids.count(""))
+        bad(p + ".tool_call_id", "'" + msg.tool_call_id.substr(0, 64) +
+                                     "' is the id of no call an earlier assistant message made");
     } else if (m.contains("tool_call_id")) {
       bad(p + ".tool_call_id", "belongs to tool messages only");
     }

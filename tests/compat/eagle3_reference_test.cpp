@@ -101,6 +101,35 @@ TEST_CASE("an EAGLE-3 head is refused for a target it does not fit, naming both 
   }
 }
 
+TEST_CASE("an EAGLE-3 head whose vocabulary is the target's reordered is refused, naming a token") {
+  if (!std::filesystem::exists(kTarget)) {
+    ::specd::test::skip_missing(kTarget, " is not there (the shared compat data)");
+    return;
+  }
+  const std::string dir = test::temp_dir("eagle3-vocab");
+  const std::string swapped = dir + "/swapped.gguf";
+  const GgufFile target = GgufFile::open(kTarget);
+  std::vector<std::string> tokens;
+  const GgufValue& t_tokens = *target.find("tokenizer.ggml.tokens");
+  for (size_t k = 0; k < t_tokens.array_size(); ++k) tokens.emplace_back(t_tokens.string_at(k));
+  REQUIRE(tokens.size() > 20);
+  std::swap(tokens[10], tokens[20]);
+  test::rewrite_gguf(kHeads + "/eagle3-shared.gguf", swapped, [&](const GgufFile&, GgufWriter& w) {
+    w.set("tokenizer.ggml.tokens", GgufValue::string_array(tokens));
+  });
+  PluginRegistry registry{{}};
+  try {
+    Engine engine(config({"proposer.kind=\"eagle\"", "proposer.model=\"" + swapped + "\""}, 4),
+                  registry);
+    FAIL("the engine accepted a head with a reordered vocabulary");
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    CAPTURE(what);
+    CHECK(what.find("differs from the target's at token 10") != std::string::npos);
+    CHECK(what.find("swapped.gguf") != std::string::npos);
+  }
+}
+
 TEST_CASE("an EAGLE-3 head keyed as earlier converters wrote it drafts the same") {
   if (!std::filesystem::exists(kTarget)) {
     ::specd::test::skip_missing(kTarget, " is not there (the shared compat data)");

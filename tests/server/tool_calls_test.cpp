@@ -113,6 +113,16 @@ TEST_CASE("tools, tool_choice and tool messages are parsed and checked") {
   CHECK(refused(R"({"messages":[{"role":"tool","content":"x"}]})") == "messages[0].tool_call_id");
   CHECK(refused(R"({"messages":[{"role":"user","content":"x","tool_call_id":"c"}]})") ==
         "messages[0].tool_call_id");
+  // A result must answer a call made before it.
+  const std::string called =
+      R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,)"
+      R"("tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},)";
+  CHECK(refused(called + R"({"role":"tool","tool_call_id":"c1","content":"1"}]})") == "(accepted)");
+  CHECK(refused(called + R"({"role":"tool","tool_call_id":"c9","content":"1"}]})") ==
+        "messages[2].tool_call_id");
+  CHECK(refused(R"({"messages":[{"role":"user","content":"x"},)"
+                R"({"role":"tool","tool_call_id":"c1","content":"1"}]})") ==
+        "messages[1].tool_call_id");
   CHECK(refused(R"({"messages":[{"role":"user","content":"x","tool_calls":[]}]})") ==
         "messages[0].tool_calls");
   CHECK(refused(R"({"messages":[{"role":"assistant","content":null,"tool_calls":[{"function":)"

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/printable.hpp"
 #include "models/architecture.hpp"
 #include "models/heads/head_model.hpp"
 #include "models/hyperparameters.hpp"
@@ -35,6 +36,23 @@ const Architecture kEagle3Block = {
 
 std::string count_of(int64_t n, const char* what) {
   return std::to_string(n) + " " + what;
+}
+
+// How a head's tokenizer.ggml.tokens differs from the target's: its size, or (the same size,
+// another order or spelling) the first token that differs.
+std::string vocabulary_difference(const GgufValue& head, const GgufValue& target) {
+  const size_t n = head.array_size(), m = target.array_size();
+  if (n != m)
+    return "(" + count_of(static_cast<int64_t>(n), "tokens") + ") is not the target's (" +
+           count_of(static_cast<int64_t>(m), "tokens") + ")";
+  if (head.elem_type == GgufType::kString && target.elem_type == GgufType::kString)
+    for (size_t k = 0; k < n; ++k)
+      if (head.string_at(k) != target.string_at(k))
+        return "differs from the target's at token " + std::to_string(k) + ": '" +
+               printable(head.string_at(k)) + "' where the target has '" +
+               printable(target.string_at(k)) + "' (both have " +
+               count_of(static_cast<int64_t>(n), "tokens") + ")";
+  return "is not the target's";
 }
 
 }  // namespace
@@ -90,10 +108,7 @@ HeadModel::BoundTarget HeadModel::bind_by_shape(const std::string& what,
   const GgufValue* h_tokens = f.find("tokenizer.ggml.tokens");
   const GgufValue* t_tokens = t.find("tokenizer.ggml.tokens");
   if (h_tokens && t_tokens && !(*h_tokens == *t_tokens))
-    throw UsageError(what + "'s vocabulary (" +
-                     count_of(static_cast<int64_t>(h_tokens->array_size()), "tokens") +
-                     ") is not the target's (" +
-                     count_of(static_cast<int64_t>(t_tokens->array_size()), "tokens") + ")" +
+    throw UsageError(what + "'s vocabulary " + vocabulary_difference(*h_tokens, *t_tokens) +
                      bound.both);
   return bound;
 }
@@ -135,13 +150,6 @@ void HeadModel::load_eagle3() {
   if (t_hidden != n_tgt)
     throw UsageError("the EAGLE-3 head was made for a target of width " + std::to_string(t_hidden) +
                      ", the target's is " + std::to_string(n_tgt) + both);
-  const GgufValue* h_tokens = f.find("tokenizer.ggml.tokens");
-  const GgufValue* t_tokens = t.find("tokenizer.ggml.tokens");
-  if (h_tokens && t_tokens && !(*h_tokens == *t_tokens))
-    throw UsageError("the EAGLE-3 head's vocabulary (" +
-                     count_of(static_cast<int64_t>(h_tokens->array_size()), "tokens") +
-                     ") is not the target's (" +
-                     count_of(static_cast<int64_t>(t_tokens->array_size()), "tokens") + ")" + both);
 
   const int32_t d = positive_int_key(f, a + "embedding_length");
   in.n_embd = d;
