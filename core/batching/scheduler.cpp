@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "batching/failure_log.hpp"
+#include "batching/round_share.hpp"
 #include "batching/running_sequence.hpp"
 #include "batching/step_planner.hpp"
 #include "common/error.hpp"
@@ -155,6 +156,18 @@ void Scheduler::work() {
   }
 }
 
+void Scheduler::share_costly_rounds() {
+  std::vector<RoundCost> costs;
+  costs.reserve(active_.size());
+  for (const auto& r : active_) costs.push_back({r->round_s, r->waited});
+  const std::vector<bool> held = hold_costly_rounds(costs, last_pass_s_);
+  size_t i = 0;
+  for (auto& r : active_) {
+    r->held = held[i++];
+    r->waited = r->held ? r->waited + 1 : 0;
+  }
+}
+
 void Scheduler::record_kv() {
   const KvPool& pool = engines_.target().kv_pool();
   std::lock_guard<std::mutex> lock(steps_mutex_);
@@ -184,6 +197,7 @@ void Scheduler::step() {
     finish(**it, &error);
     it = active_.erase(it);
   };
+  share_costly_rounds();
   choose_prefill_chunks();
   plan_drafts();
   // 1. Each sequence's round up to drafting (or its next prefill chunk).
@@ -199,7 +213,9 @@ void Scheduler::step() {
       it = active_.erase(it);
       continue;
     }
-    if (run.waits) {  // its turn to prefill comes later
+    // Its turn to prefill comes later, or its costly round waits for its turn (a cancelled
+    // one goes on, to end now).
+    if (run.waits || (run.held && !run.job->cancelled)) {
       ++it;
       continue;
     }
@@ -287,6 +303,7 @@ void Scheduler::step() {
     return;
   }
   const double pass_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  last_pass_s_ = pass_s;
   uint32_t rows = 0;
   for (const ForwardEntry& e : entries) rows += static_cast<uint32_t>(e.tokens.size());
   bool prefill = false;
@@ -306,7 +323,8 @@ void Scheduler::step() {
       } else {
         const auto r0 = Clock::now();
         run.sequence->end_round(pass_s);
-        rounds_s += std::chrono::duration<double>(Clock::now() - r0).count();
+        run.round_s = std::chrono::duration<double>(Clock::now() - r0).count();
+        rounds_s += run.round_s;
         if (run.sequence->done()) {
           finish(run, nullptr);
           it = active_.erase(it);

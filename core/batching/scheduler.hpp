@@ -129,6 +129,8 @@ class Scheduler {
   // ended early because every sequence in it finished or failed, so that blocks a cancelled
   // sequence gave back show as free at once.
   void record_kv();
+  // Marks the sequences whose costly round work sits this step out (round_share.hpp).
+  void share_costly_rounds();
   // Which prefilling sequences put their next chunk in this step ([server] max_prefill_rows):
   // the earliest admitted first, whole chunks, at least one; the others wait (Running::waits).
   void choose_prefill_chunks();
@@ -157,6 +159,7 @@ class Scheduler {
   // The target pass's time by its rows (k = "auto": the step plan, step_planner.hpp);
   // calibrated by prepare_step_plan() or at the first step that plans.
   PassTime pass_time_;
+  double last_pass_s_ = 0;    // the last step's target pass (worker only)
   bool worker_done_ = false;  // under mutex_: the worker has returned
   mutable std::mutex steps_mutex_;
   StepTotals steps_;  // under steps_mutex_

@@ -121,7 +121,7 @@ void Scheduler::plan_drafts() {
   std::vector<const DraftTime*> drafts;
   for (auto& r : active_) {
     Running& run = *r;
-    if (run.sequence->done() || run.waits) continue;
+    if (run.sequence->done() || run.waits || run.held) continue;
     PlanSequence q;
     if (run.batch_verifier->prefilling()) {
       q.prefill = true;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "batching/kv_budget.hpp"
+#include "batching/round_share.hpp"
 #include "batching/step_planner.hpp"
 #include "engine/adaptive_k.hpp"
 #include "engine/step_cost.hpp"
@@ -247,4 +248,41 @@ TEST_CASE("step plan: a hybrid target's restore cost shortens the drafts it pric
   CHECK(priced.k[0] < free_k);
   CHECK(priced.seconds > cpu_pass_s(1 + priced.k[0]));  // the expected replay is in the step
   CHECK(plan_step(one, t, drafts, 3 * cpu_pass_s(1)).k[0] == 0);
+}
+
+TEST_CASE("round share: costly rounds beside a cheap sequence take turns, one a step") {
+  using specd::batching::hold_costly_rounds;
+  using specd::batching::RoundCost;
+  const double pass = 0.005;
+  // Nobody costly, or everybody: nobody is held.
+  std::vector<RoundCost> cheap(4, RoundCost{0.001, 0});
+  const std::vector<bool> held_cheap = hold_costly_rounds(cheap, pass);
+  CHECK(std::count(held_cheap.begin(), held_cheap.end(), true) == 0);
+  std::vector<RoundCost> all_costly(4, RoundCost{0.05, 0});
+  const std::vector<bool> none = hold_costly_rounds(all_costly, pass);
+  CHECK(std::count(none.begin(), none.end(), true) == 0);
+  // Eight grammar-heavy choices (40 ms of masks a round) beside one cheap request: one of
+  // them a step, each in turn, so every one runs once in eight steps.
+  std::vector<RoundCost> seqs(9, RoundCost{0.04, 0});
+  seqs[8] = RoundCost{0.0005, 0};
+  std::vector<int> ran(9, 0);
+  for (int step = 0; step < 16; ++step) {
+    const std::vector<bool> held = hold_costly_rounds(seqs, pass);
+    CHECK(std::count(held.begin(), held.end(), true) == 7);
+    CHECK_FALSE(held[8]);
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      seqs[i].waited = held[i] ? seqs[i].waited + 1 : 0;
+      ran[i] += held[i] ? 0 : 1;
+    }
+  }
+  for (size_t i = 0; i < 8; ++i) CHECK(ran[i] == 2);
+  CHECK(ran[8] == 16);
+  // Costly ones just past the floor: still one a step.
+  std::vector<RoundCost> small = {{0.0025, 0}, {0.0025, 3}, {0.0025, 1}, {0.0001, 0}};
+  const std::vector<bool> held_small = hold_costly_rounds(small, 0.001);
+  CHECK(held_small == std::vector<bool>{true, false, true, false});
+  // A round under the pass's time is not costly, however slow in itself.
+  std::vector<RoundCost> under = {{0.02, 0}, {0.02, 0}, {0.0001, 0}};
+  const std::vector<bool> held_under = hold_costly_rounds(under, 0.03);
+  CHECK(std::count(held_under.begin(), held_under.end(), true) == 0);
 }
