@@ -39,10 +39,10 @@ Scheduler::~Scheduler() {
   drain();
 }
 
-bool Scheduler::submit(std::shared_ptr<Job> job) {
+bool Scheduler::submit(std::shared_ptr<Job> job, bool limited) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_ || queue_.size() >= queue_limit_) return false;
+    if (stopping_ || (limited && queue_.size() >= queue_limit_)) return false;
     queue_.push_back(std::move(job));
   }
   wake_.notify_one();

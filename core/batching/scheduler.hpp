@@ -85,8 +85,10 @@ class Scheduler {
   Scheduler(SharedEngine& engines, int queue_limit);
   ~Scheduler();  // drains
 
-  // Queues a job; false when queue_limit jobs already wait (the caller answers 503).
-  bool submit(std::shared_ptr<Job> job);
+  // Queues a job; false when queue_limit jobs already wait (the caller answers 503), or
+  // the scheduler is draining. `limited` false: a job of the server's own (its self-test at
+  // load), not held to queue_limit.
+  bool submit(std::shared_ptr<Job> job, bool limited = true);
   // Stops taking jobs, runs those queued and running to their end, and joins the worker.
   void drain();
   size_t queued() const;

@@ -252,8 +252,47 @@ struct HttpServer::Impl {
       state.compare_exchange_strong(expected, LoadState::failed);
       throw;
     }
+    try {
+      self_test();
+    } catch (...) {
+      LoadState expected = LoadState::loading;
+      state.compare_exchange_strong(expected, LoadState::failed);
+      throw;
+    }
     LoadState expected = LoadState::loading;  // not ready if abandon_load() came first
     state.compare_exchange_strong(expected, LoadState::ready);
+  }
+
+  // One short greedy generation through the configured strategy, as a request runs: a model,
+  // head or plugin that loads but cannot generate (NaN weights, a failure at its first call)
+  // fails the load, naming why, rather than answering /health with 200 while every request
+  // gets 500. Four tokens after the first of the vocabulary's tokens, so that a draft is
+  // proposed and verified at least once.
+  void self_test() {
+    auto job = std::make_shared<Job>();
+    job->request.prompt = {tokenizer->bos_id() >= 0 ? tokenizer->bos_id() : 0};
+    job->request.max_tokens = 4;
+    job->request.sampling = config.sampling;
+    job->request.sampling.temperature = 0;
+    job->request.sampling.ignore_eos = true;
+    job->request.sampling.grammar.clear();
+    job->request.sampling.min_tokens = 0;
+    auto events = std::make_shared<batching::EventQueue>();
+    job->events = events;
+    if (!scheduler.submit(job, false)) throw Error("the server stopped while loading");
+    std::vector<batching::RequestEvent> got;
+    for (;;) {
+      got.clear();
+      events->take(got, std::chrono::milliseconds(1000));
+      // A signal while it runs: it ends at its next round.
+      if (state.load() == LoadState::abandoned) job->cancelled = true;
+      for (const batching::RequestEvent& e : got) {
+        if (e.kind == batching::RequestEvent::Kind::done) return;
+        if (e.refusal)
+          throw Error("the model loaded but its first generation failed: " +
+                      std::string(e.refusal->what()));
+      }
+    }
   }
 
   // Why a new request would not be taken now ("" when it would): loading, failed, draining,

@@ -2,9 +2,12 @@
 // (tests/hardening). `mode` picks the defect; "good" accepts nothing and emits token 0.
 //
 // Modes: good, node-not-in-tree, node-zero, not-a-chain, too-long, overrun,
-// next-token-too-large, next-token-negative, fail.
+// next-token-too-large, next-token-negative, fail, fail-after (fails every call after the
+// first `after` of the process, so that a server's self-test at load passes and a later
+// request fails).
 #include <specd/cpp/plugin.hpp>
 
+#include <atomic>
 #include <string>
 
 namespace {
@@ -12,8 +15,9 @@ namespace {
 class BadRule {
  public:
   BadRule(specd::sdk::Host, const specd::sdk::Params& params) {
-    params.require_known({"mode"});
+    params.require_known({"mode", "after"});
     mode_ = params.get_string("mode", "good");
+    after_ = params.get_int("after", 0);
   }
 
   void accept(const specd_draft_tree& tree, const specd_target_dists&, specd_rng*,
@@ -41,13 +45,15 @@ class BadRule {
       result.next_token = static_cast<specd_token>(tree.vocab_size);
     } else if (mode_ == "next-token-negative") {
       result.next_token = -1;
-    } else if (mode_ == "fail") {
+    } else if (mode_ == "fail" || (mode_ == "fail-after" && ++calls_ > after_)) {
       throw specd::sdk::invalid_argument("bad-rule was asked to fail");
     }
   }
 
  private:
   std::string mode_;
+  int64_t after_ = 0;
+  static inline std::atomic<int64_t> calls_{0};  // the process's, across instances
 };
 
 }  // namespace

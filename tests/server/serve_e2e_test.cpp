@@ -1299,11 +1299,13 @@ TEST_CASE("slow clients are cut: health and completions answer while 40 connecti
 TEST_CASE("a plugin failing inside serve: the request gets 500 and the server logs why") {
   if (!specd::test::have_shipped_models()) return;
   const std::string config = write_config("serve_plugin_error.toml", "");
-  ServerProcess server(config, {"plugins.paths=[\"" SPECD_HARDENING_PLUGINS "\"]",
-                                "acceptance.rule=bad-rule", "acceptance.mode=\"fail\""});
+  // It fails once the server's self-test at load has passed (a few rounds).
+  ServerProcess server(
+      config, {"plugins.paths=[\"" SPECD_HARDENING_PLUGINS "\"]", "acceptance.rule=bad-rule",
+               "acceptance.mode=\"fail-after\"", "acceptance.after=20"});
   REQUIRE_MESSAGE(server.port() > 0, server.log());
   httplib::Client c = client(server.port());
-  auto res = c.Post("/v1/completions", json{{"prompt", kPrompt}, {"max_tokens", 8}}.dump(),
+  auto res = c.Post("/v1/completions", json{{"prompt", kPrompt}, {"max_tokens", 64}}.dump(),
                     "application/json");
   REQUIRE(res);
   CHECK(res->status == 500);
@@ -1313,6 +1315,20 @@ TEST_CASE("a plugin failing inside serve: the request gets 500 and the server lo
   REQUIRE_MESSAGE(at != std::string::npos, log);
   CHECK(log.find("asked to fail", at) != std::string::npos);
   CHECK(server.terminate() == 0);
+}
+
+TEST_CASE("a strategy that fails at its first generation stops serve at load, naming why") {
+  if (!specd::test::have_shipped_models()) return;
+  const std::string config = write_config("serve_plugin_first.toml", "");
+  ServerProcess server(config, {"plugins.paths=[\"" SPECD_HARDENING_PLUGINS "\"]",
+                                "acceptance.rule=bad-rule", "acceptance.mode=\"fail\""});
+  // The port opened before the load; the server never said ready, and the process ended
+  // with the reason instead of answering every request with 500.
+  CHECK(server.port() == 0);
+  const std::string log = server.log();
+  CHECK_MESSAGE(log.find("its first generation failed") != std::string::npos, log);
+  CHECK(log.find("asked to fail") != std::string::npos);
+  CHECK(log.find("specd serve: ready") == std::string::npos);
 }
 
 TEST_CASE("a request naming a plugin refused at startup gets its reason, without server paths") {
