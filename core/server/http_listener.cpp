@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <future>
 #include <map>
 #include <mutex>
@@ -91,10 +92,12 @@ struct HttpListener::Impl {
         handlers(std::move(h)),
         waiting(s.max_waiting_per_client),
         workers(std::max<size_t>(1, s.handler_threads)) {}
-
   void accept();
   void stop();
-
+  // A slot to read a body in: true when taken now; otherwise `session` is queued and
+  // resumed (resume_body) once a slot frees.
+  bool take_body_slot(const std::shared_ptr<Session>& session);
+  void give_body_slot();
   HttpListenerSettings settings;
   HttpHandlers handlers;
   // Declared before the I/O context: sessions that its queues hold unregister on destruction.
@@ -103,6 +106,12 @@ struct HttpListener::Impl {
   uint64_t next_id = 1;
   WaitingConnections waiting;
   std::atomic<bool> stopping{false};
+  std::atomic<size_t> connections{0};  // sessions alive
+  // Bodies being read at once are bounded (each buffers up to max_body_bytes); the rest
+  // wait their turn, their request deadline running.
+  std::mutex body_mutex;
+  size_t bodies_reading = 0;
+  std::deque<std::weak_ptr<Session>> body_queue;
   net::io_context io;
   tcp::acceptor acceptor{net::make_strand(io)};
   net::steady_timer accept_pause{acceptor.get_executor()};
@@ -120,6 +129,7 @@ class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(HttpListener::Impl& owner, tcp::socket socket, uint64_t id)
       : owner_(owner), stream_(std::move(socket)), id_(id) {
+    ++owner_.connections;
     beast::error_code ec;
     const tcp::endpoint peer = stream_.socket().remote_endpoint(ec);
     if (!ec) {
@@ -128,14 +138,31 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
   ~Session() {
+    if (body_slot_) owner_.give_body_slot();
     owner_.waiting.done(id_);
+    --owner_.connections;
     std::lock_guard<std::mutex> lock(owner_.sessions_mutex);
     owner_.sessions.erase(id_);
   }
 
-  void start() {
-    net::dispatch(stream_.get_executor(),
-                  [self = shared_from_this()] { self->wait_for_request(); });
+  // `over_capacity`: the server holds max_connections already; this one is answered 503 and
+  // closed.
+  void start(bool over_capacity) {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this(), over_capacity] {
+      if (!over_capacity) return self->wait_for_request();
+      self->refuse(HttpRequest{}, 503,
+                   "the server holds " + std::to_string(self->owner_.settings.max_connections) +
+                       " connections already; retry later",
+                   "too_many_connections");
+    });
+  }
+
+  // Its turn to read a body (give_body_slot), on its strand.
+  void resume_body() {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      self->body_slot_ = true;
+      self->read_body_now();
+    });
   }
 
   // Closes the connection unless a handler has its request (a cut, or the server stopping).
@@ -220,11 +247,17 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     read_body();
   }
-
   void read_body() {
-    if (parser_->is_done()) return on_request();  // no body
+    if (parser_->is_done()) return on_request();             // no body
+    if (!owner_.take_body_slot(shared_from_this())) return;  // resumed in its turn
+    body_slot_ = true;
+    read_body_now();
+  }
+
+  void read_body_now() {
     http::async_read(
         stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+          self->release_body_slot();
           if (ec == http::error::body_limit)
             return self->refuse(self->request_, 413,
                                 "the request body exceeds the server's max_body_bytes of " +
@@ -236,6 +269,11 @@ class Session : public std::enable_shared_from_this<Session> {
                                 "invalid_request");
           self->on_request();
         });
+  }
+  void release_body_slot() {
+    if (!body_slot_) return;
+    body_slot_ = false;
+    owner_.give_body_slot();
   }
 
   void on_request() {
@@ -379,6 +417,7 @@ class Session : public std::enable_shared_from_this<Session> {
   HttpRequest request_;
   bool keep_alive_ = true;
   bool in_handler_ = false;  // on the strand only
+  bool body_slot_ = false;   // holds one of the body-reading slots (on the strand)
   const uint64_t id_;
   std::string address_;
   int port_ = 0;
@@ -396,6 +435,7 @@ void HttpListener::Impl::accept() {
     beast::error_code ignored;
     // Small answers (a verify round, an SSE event) go out at once, not after Nagle's delay.
     socket.set_option(tcp::no_delay(true), ignored);
+    const bool over_capacity = connections.load() >= settings.max_connections;
     std::shared_ptr<Session> session;
     {
       std::lock_guard<std::mutex> lock(sessions_mutex);
@@ -403,9 +443,32 @@ void HttpListener::Impl::accept() {
       session = std::make_shared<Session>(*this, std::move(socket), id);
       sessions[id] = session;
     }
-    session->start();
+    session->start(over_capacity);
     accept();
   });
+}
+
+bool HttpListener::Impl::take_body_slot(const std::shared_ptr<Session>& session) {
+  std::lock_guard<std::mutex> lock(body_mutex);
+  if (bodies_reading < std::max<size_t>(1, settings.handler_threads)) {
+    ++bodies_reading;
+    return true;
+  }
+  body_queue.push_back(session);
+  return false;
+}
+
+void HttpListener::Impl::give_body_slot() {
+  std::shared_ptr<Session> next;
+  {
+    std::lock_guard<std::mutex> lock(body_mutex);
+    while (!next && !body_queue.empty()) {
+      next = body_queue.front().lock();
+      body_queue.pop_front();
+    }
+    if (!next) --bodies_reading;  // else the slot passes to `next`
+  }
+  if (next) next->resume_body();
 }
 
 void HttpListener::Impl::stop() {

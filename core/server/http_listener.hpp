@@ -16,7 +16,9 @@
 //   - A head over 64 KiB: 431; a malformed request: 400 naming what the parser saw; both end
 //     the connection.
 //   - Each connection of an address that waits for a request counts against
-//     max_waiting_per_client (waiting_connections.hpp).
+//     max_waiting_per_client (waiting_connections.hpp); past max_connections in all, a new
+//     connection is answered 503 and closed; at most handler_threads bodies are read at
+//     once (each buffers up to max_body_bytes), the others waiting their turn.
 //   - Each write must finish within write_timeout_s (a client that stops reading a stream
 //     loses its connection, and the stream sees a failed write).
 //
@@ -38,6 +40,9 @@ struct HttpListenerSettings {
   uint64_t max_body_bytes = 1 << 20;
   double request_timeout_s = 10;
   int max_waiting_per_client = 32;  // 0: no cap
+  // Connections held at once; one more is answered 503 and closed (bounds the memory that
+  // request heads take, 64 KiB each at most).
+  size_t max_connections = 1024;
   double write_timeout_s = 30;
 };
 
