@@ -80,7 +80,11 @@ void release_freed_memory() {
 }
 
 void trim_heap_eagerly() {
-  if (std::getenv("MALLOC_TRIM_THRESHOLD_") == nullptr) mallopt(M_TRIM_THRESHOLD, 1 << 20);
+  if (std::getenv("MALLOC_TRIM_THRESHOLD_") || std::getenv("MALLOC_MMAP_THRESHOLD_")) return;
+  // Both fixed: setting one turns off glibc's dynamic mmap threshold, which would otherwise
+  // stay at 128 KiB and send every larger block (a step's buffers) to mmap and back.
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
+  mallopt(M_TRIM_THRESHOLD, 4 << 20);
 }
 
 uint64_t memory_releases() {

@@ -15,10 +15,11 @@ namespace specd {
 
 void release_freed_memory();
 
-// For a long-running server: the heap's free top is given back once it passes 1 MiB (glibc's
-// M_TRIM_THRESHOLD, which otherwise grows with the largest block freed, up to 64 MiB, and
-// applies per thread arena, so that each of many handler threads could keep tens of MiB).
-// Left as it is when MALLOC_TRIM_THRESHOLD_ is set in the environment. Call once, early.
+// For a long-running server: a heap's free top is given back once it passes 4 MiB (glibc's
+// M_TRIM_THRESHOLD, which otherwise grows with the largest block freed, up to 64 MiB, per
+// thread arena, so that each arena could keep tens of MiB), and blocks of 4 MiB or more are
+// mapped and unmapped on their own. Left as glibc has it when MALLOC_TRIM_THRESHOLD_ or
+// MALLOC_MMAP_THRESHOLD_ is set in the environment. Call once, early.
 void trim_heap_eagerly();
 
 // Trims done so far (for tests).

@@ -5,6 +5,7 @@
 #include <boost/beast/http.hpp>
 
 #include <strings.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -91,7 +92,21 @@ struct HttpListener::Impl {
       : settings(s),
         handlers(std::move(h)),
         waiting(s.max_waiting_per_client),
-        workers(std::max<size_t>(1, s.handler_threads)) {}
+        workers(std::max<size_t>(1, s.handler_threads)) {
+    // Each connection is a descriptor: the soft limit goes up to the hard one, as servers
+    // do, and the cap stays below it, so that the cap (a 503), not a failing accept, meets
+    // the surplus.
+    rlimit files{};
+    if (getrlimit(RLIMIT_NOFILE, &files) == 0) {
+      if (files.rlim_cur < files.rlim_max) {
+        rlimit raised = files;
+        raised.rlim_cur = files.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &raised) == 0) files = raised;
+      }
+      if (files.rlim_cur != RLIM_INFINITY && files.rlim_cur > 256)
+        settings.max_connections = std::min<size_t>(settings.max_connections, files.rlim_cur - 128);
+    }
+  }
   void accept();
   void stop();
   // A slot to read a body in: true when taken now; otherwise `session` is queued and
@@ -111,7 +126,7 @@ struct HttpListener::Impl {
   // wait their turn, their request deadline running.
   std::mutex body_mutex;
   size_t bodies_reading = 0;
-  std::deque<std::weak_ptr<Session>> body_queue;
+  std::deque<std::shared_ptr<Session>> body_queue;  // waiting for a slot (held alive)
   net::io_context io;
   tcp::acceptor acceptor{net::make_strand(io)};
   net::steady_timer accept_pause{acceptor.get_executor()};
@@ -232,12 +247,15 @@ class Session : public std::enable_shared_from_this<Session> {
     for (const auto& field : message)
       request_.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
     keep_alive_ = message.keep_alive();
+    http11_ = message.version() >= 11;
+    head_ = request_.method == "HEAD";
     HttpResponse early;
     if (owner_.handlers.before_body && owner_.handlers.before_body(request_, early)) {
       // Its body is never read: what follows the head is not a request.
       return answer(std::move(early), !parser_->is_done());
     }
-    if (!parser_->is_done() && strcasecmp(request_.header("Expect").c_str(), "100-continue") == 0) {
+    if (http11_ && !parser_->is_done() &&
+        strcasecmp(request_.header("Expect").c_str(), "100-continue") == 0) {
       auto go_on = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
       return net::async_write(stream_, net::buffer(*go_on),
                               [self = shared_from_this(), go_on](beast::error_code failed, size_t) {
@@ -257,7 +275,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void read_body_now() {
     http::async_read(
         stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
-          self->release_body_slot();
+          // The slot stays with a whole request until its handler returns: bodies buffered,
+          // read or waiting for a handler, stay within the slots.
+          if (ec) self->release_body_slot();
           if (ec == http::error::body_limit)
             return self->refuse(self->request_, 413,
                                 "the request body exceeds the server's max_body_bytes of " +
@@ -278,6 +298,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void on_request() {
     owner_.waiting.done(id_);
+    if (owner_.stopping) {  // the handler pool may be gone: no handler will take it
+      release_body_slot();
+      return refuse(request_, 503, "the server is shutting down", "shutting_down");
+    }
     in_handler_ = true;
     stream_.expires_never();
     request_.body = std::move(parser_->get().body());
@@ -288,16 +312,26 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // On a handler thread.
   void run_handler() {
-    HttpResponse res;
+    bool again = false;
+    // Nothing may leave a pool thread: an exception there ends the process.
     try {
-      owner_.handlers.handle(request_, res);
-    } catch (const std::exception& e) {
-      res = HttpResponse{};
-      owner_.handlers.refuse(request_, 500, e.what(), "server_error", res);
+      HttpResponse res;
+      try {
+        owner_.handlers.handle(request_, res);
+      } catch (const std::exception& e) {
+        res = HttpResponse{};
+        owner_.handlers.refuse(request_, 500, e.what(), "server_error", res);
+      }
+      // Decided before the head goes out, so that the answer never promises a connection
+      // that is then closed.
+      const bool keep = keep_alive_ && !res.close && !owner_.stopping;
+      const bool written = res.stream ? write_stream(res, keep) : write_whole(res, keep);
+      again = written && keep;
+    } catch (...) {
+      again = false;  // the answer may be cut: the connection ends
     }
-    const bool written = res.stream ? write_stream(res) : write_whole(res);
-    const bool again = written && keep_alive_ && !res.close && !owner_.stopping;
     net::post(stream_.get_executor(), [self = shared_from_this(), again] {
+      self->release_body_slot();
       if (again)
         self->wait_for_request();
       else
@@ -326,18 +360,20 @@ class Session : public std::enable_shared_from_this<Session> {
     message.keep_alive(keep_alive);
   }
 
-  bool write_whole(HttpResponse& res) {
+  bool write_whole(HttpResponse& res, bool keep) {
     http::response<http::string_body> message;
-    head_fields(message, res, keep_alive_ && !res.close);
-    message.body() = std::move(res.body);
+    head_fields(message, res, keep);
+    if (!head_) message.body() = std::move(res.body);  // HEAD: the head alone
     message.prepare_payload();
     return on_strand([&](auto done) { http::async_write(stream_, message, std::move(done)); });
   }
 
-  bool write_stream(HttpResponse& res) {
+  // Chunked for HTTP/1.1; an HTTP/1.0 client, which knows no chunks, gets the bytes as they
+  // come and the end of the connection as the end of the answer.
+  bool write_stream(HttpResponse& res, bool keep) {
     http::response<http::empty_body> head;
-    head_fields(head, res, keep_alive_ && !res.close);
-    head.chunked(true);
+    head_fields(head, res, keep && http11_);
+    if (http11_) head.chunked(true);
     http::response_serializer<http::empty_body> serializer(head);
     bool alive = on_strand(
         [&](auto done) { http::async_write_header(stream_, serializer, std::move(done)); });
@@ -345,16 +381,19 @@ class Session : public std::enable_shared_from_this<Session> {
       if (!alive) return false;
       if (piece.empty()) return true;  // an empty chunk would end the body
       alive = on_strand([&](auto done) {
-        net::async_write(stream_, http::make_chunk(net::const_buffer(piece.data(), piece.size())),
-                         std::move(done));
+        const net::const_buffer bytes(piece.data(), piece.size());
+        if (http11_)
+          net::async_write(stream_, http::make_chunk(bytes), std::move(done));
+        else
+          net::async_write(stream_, bytes, std::move(done));
       });
       return alive;
     };
     res.stream(write);  // told of a dead connection by `write`, it cancels its work
-    if (alive)
+    if (alive && http11_)
       alive = on_strand(
           [&](auto done) { net::async_write(stream_, http::make_chunk_last(), std::move(done)); });
-    return alive;
+    return alive && http11_;  // HTTP/1.0: the connection's end ends the answer
   }
 
   // An answer from the I/O thread (a refusal, or `before_body`'s): written, then the
@@ -365,7 +404,7 @@ class Session : public std::enable_shared_from_this<Session> {
     const bool keep = keep_alive_ && !body_unread && !res.close && !owner_.stopping;
     auto message = std::make_shared<http::response<http::string_body>>();
     head_fields(*message, res, keep);
-    message->body() = std::move(res.body);
+    if (!head_) message->body() = std::move(res.body);
     message->prepare_payload();
     stream_.expires_after(after(owner_.settings.write_timeout_s));
     http::async_write(stream_, *message,
@@ -417,7 +456,9 @@ class Session : public std::enable_shared_from_this<Session> {
   HttpRequest request_;
   bool keep_alive_ = true;
   bool in_handler_ = false;  // on the strand only
-  bool body_slot_ = false;   // holds one of the body-reading slots (on the strand)
+  bool body_slot_ = false;   // holds one of the body slots (on the strand, or its handler's)
+  bool http11_ = true;       // the request's version is 1.1 (chunked answers, 100 Continue)
+  bool head_ = false;        // a HEAD request: answers carry no body
   const uint64_t id_;
   std::string address_;
   int port_ = 0;
@@ -462,11 +503,12 @@ void HttpListener::Impl::give_body_slot() {
   std::shared_ptr<Session> next;
   {
     std::lock_guard<std::mutex> lock(body_mutex);
-    while (!next && !body_queue.empty()) {
-      next = body_queue.front().lock();
+    if (!stopping && !body_queue.empty()) {
+      next = std::move(body_queue.front());
       body_queue.pop_front();
+    } else {
+      --bodies_reading;  // else the slot passes to `next`
     }
-    if (!next) --bodies_reading;  // else the slot passes to `next`
   }
   if (next) next->resume_body();
 }
@@ -487,6 +529,10 @@ void HttpListener::Impl::stop() {
     }
     for (auto& s : live) s->close_if_waiting();
     live.clear();
+    {
+      std::lock_guard<std::mutex> lock(body_mutex);
+      body_queue.clear();  // their bodies will not be read: they close
+    }
     workers.join();  // the handlers finish, and their answers go out
     keep_running.reset();
     io.stop();

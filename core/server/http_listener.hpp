@@ -17,8 +17,11 @@
 //     the connection.
 //   - Each connection of an address that waits for a request counts against
 //     max_waiting_per_client (waiting_connections.hpp); past max_connections in all, a new
-//     connection is answered 503 and closed; at most handler_threads bodies are read at
-//     once (each buffers up to max_body_bytes), the others waiting their turn.
+//     connection is answered 503 and closed; at most handler_threads requests with a body
+//     are read or handled at once (each buffers up to max_body_bytes), the others waiting
+//     their turn.
+//   - HTTP/1.0 clients get streams unchunked, ended by the connection's end; HEAD requests
+//     get heads without bodies.
 //   - Each write must finish within write_timeout_s (a client that stops reading a stream
 //     loses its connection, and the stream sees a failed write).
 //
@@ -41,7 +44,8 @@ struct HttpListenerSettings {
   double request_timeout_s = 10;
   int max_waiting_per_client = 32;  // 0: no cap
   // Connections held at once; one more is answered 503 and closed (bounds the memory that
-  // request heads take, 64 KiB each at most).
+  // request heads take, 64 KiB each at most). Kept 128 below the process's descriptor limit,
+  // whose soft value the listener raises to the hard one.
   size_t max_connections = 1024;
   double write_timeout_s = 30;
 };

@@ -400,6 +400,13 @@ struct HttpServer::Impl {
     // From the head, before the body is read (the listener has checked its framing).
     handlers.before_body = [this](const HttpRequest& req, HttpResponse& res) {
       const std::string& path = req.path;
+      // Probes are answered here, on the I/O thread, never behind handlers that are busy
+      // (they block on nothing).
+      if (req.method == "GET" && (path == "/health" || path == "/livez" || path == "/readyz")) {
+        route(req, res);
+        metrics.request(path, res.status);
+        return true;
+      }
       if (path != "/health" && path != "/livez" && path != "/readyz" && !authorized(req)) {
         send_error(res, 401, "missing or wrong API key (send Authorization: Bearer <key>)", "",
                    "invalid_api_key");

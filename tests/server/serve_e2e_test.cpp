@@ -1192,6 +1192,29 @@ TEST_CASE("pipelined requests on one connection are answered, in order") {
   CHECK(server.terminate() == 0);
 }
 
+TEST_CASE("HTTP/1.0 streams come unchunked, HEAD answers carry no body") {
+  if (!specd::test::have_shipped_models()) return;
+  ServerProcess server(write_config("serve_http10.toml", ""));
+  REQUIRE_MESSAGE(server.port() > 0, server.log());
+  const std::string body = "{\"prompt\": \"a\", \"max_tokens\": 3, \"stream\": true}";
+  // HTTP/1.0 knows no chunks: the events as they are, the connection's end ends the answer.
+  std::string a = raw_exchange(server.port(), "POST /v1/completions HTTP/1.0\r\nContent-Length: " +
+                                                  std::to_string(body.size()) + "\r\n\r\n" + body);
+  CAPTURE(a);
+  CHECK(a.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(a.find("Transfer-Encoding") == std::string::npos);
+  CHECK(a.find("\r\n\r\ndata: {") != std::string::npos);
+  CHECK(a.find("data: [DONE]") != std::string::npos);
+  // HEAD: a head whose body length says nothing follows, and the connection goes on.
+  a = raw_exchange(server.port(),
+                   "HEAD /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"
+                   "GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  CHECK(a.find("Content-Length: 0\r\n") != std::string::npos);
+  CHECK(a.find("\"alive\"") != std::string::npos);
+  CHECK(a.find("\"object\"") == std::string::npos);
+  CHECK(server.terminate() == 0);
+}
+
 // Polls /metrics (at most 30 s) until it holds `line`.
 bool metrics_show(httplib::Client& c, const std::string& line) {
   for (int i = 0; i < 600; ++i) {
