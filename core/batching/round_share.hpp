@@ -4,12 +4,12 @@
 //
 // A sequence's round work is what the worker spends on it after the pass (its end_round:
 // masks, distributions, acceptance), serially with everyone's. A sequence is costly when its
-// last round took longer than the step's pass and more than kCostlyFloorSeconds. While some
-// sequence that is not costly runs, one costly sequence takes part in each step, the one
-// that has waited longest (so each progresses, in turn), and the others sit the step out: a
-// step then costs its pass plus at most one costly round, however many expensive sequences
-// run beside a cheap one. With only costly sequences running, every one takes part (holding
-// one back would protect nobody).
+// rounds (smoothed over the last few) take longer than the step's pass and more than
+// kCostlyFloorSeconds. While some sequence that is not costly runs, one costly sequence
+// takes part in each step, the one that has waited longest (so each progresses, in turn),
+// and the others sit the step out: a step then costs its pass plus at most one costly round,
+// however many expensive sequences run beside a cheap one. With only costly sequences
+// running, every one takes part (holding one back would protect nobody).
 //
 // Thread rule: a pure function.
 #pragma once
@@ -20,10 +20,10 @@
 
 namespace specd::batching {
 
-constexpr double kCostlyFloorSeconds = 0.002;
+constexpr double kCostlyFloorSeconds = 0.005;
 
 struct RoundCost {
-  double round_s = 0;   // its last round's work on the worker (0: none yet)
+  double round_s = 0;   // its rounds' work on the worker, smoothed (0: none yet)
   uint64_t waited = 0;  // steps it has sat out since it last took part
 };
 

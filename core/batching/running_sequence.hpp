@@ -30,7 +30,7 @@ struct Scheduler::Running {
   bool prefill = false;       // its rows in the pass are a prefill chunk
   bool waits = false;         // prefilling, but this step's prefill rows are spent
   bool held = false;          // its round work is costly: it sits this step out (round_share)
-  double round_s = 0;         // its last round's work on the worker after the pass
+  double round_s = 0;         // its rounds' work on the worker after the pass, smoothed
   uint64_t waited = 0;        // steps it has been held since it last took part
   ProposeCall call;           // this step's drafting (capacity 0: none)
   uint32_t proposer_lag = 0;  // its proposer's catch-up this step (tokens since it last drafted)

@@ -323,8 +323,11 @@ void Scheduler::step() {
       } else {
         const auto r0 = Clock::now();
         run.sequence->end_round(pass_s);
-        run.round_s = std::chrono::duration<double>(Clock::now() - r0).count();
-        rounds_s += run.round_s;
+        const double round_s = std::chrono::duration<double>(Clock::now() - r0).count();
+        // Smoothed, so that one round slowed by the machine (a preempted thread) does not
+        // make a sequence costly.
+        run.round_s = run.round_s > 0 ? 0.5 * run.round_s + 0.5 * round_s : round_s;
+        rounds_s += round_s;
         if (run.sequence->done()) {
           finish(run, nullptr);
           it = active_.erase(it);

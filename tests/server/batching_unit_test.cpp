@@ -277,10 +277,13 @@ TEST_CASE("round share: costly rounds beside a cheap sequence take turns, one a 
   }
   for (size_t i = 0; i < 8; ++i) CHECK(ran[i] == 2);
   CHECK(ran[8] == 16);
-  // Costly ones just past the floor: still one a step.
-  std::vector<RoundCost> small = {{0.0025, 0}, {0.0025, 3}, {0.0025, 1}, {0.0001, 0}};
+  // Costly ones just past the floor: still one a step; under the floor none is costly.
+  std::vector<RoundCost> small = {{0.006, 0}, {0.006, 3}, {0.006, 1}, {0.0001, 0}};
   const std::vector<bool> held_small = hold_costly_rounds(small, 0.001);
   CHECK(held_small == std::vector<bool>{true, false, true, false});
+  std::vector<RoundCost> hiccups = {{0.004, 0}, {0.004, 0}, {0.0001, 0}};
+  const std::vector<bool> held_hiccups = hold_costly_rounds(hiccups, 0.001);
+  CHECK(std::count(held_hiccups.begin(), held_hiccups.end(), true) == 0);
   // A round under the pass's time is not costly, however slow in itself.
   std::vector<RoundCost> under = {{0.02, 0}, {0.02, 0}, {0.0001, 0}};
   const std::vector<bool> held_under = hold_costly_rounds(under, 0.03);
