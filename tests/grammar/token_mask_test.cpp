@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,17 @@ namespace {
 std::filesystem::path vocab_file(const std::string& name) {
   return std::filesystem::path(SPECD_SOURCE_DIR) / ".." / "shared" / "compat" / "vocab" /
          ("ggml-vocab-" + name + ".gguf");
+}
+
+// The llama-spm vocabulary of the shared compat data; nullopt when it is missing (the test
+// then reports itself skipped).
+std::optional<Tokenizer> llama_spm() {
+  const auto path = vocab_file("llama-spm");
+  if (!std::filesystem::exists(path)) {
+    ::specd::test::skip_missing(path, " is missing");
+    return std::nullopt;
+  }
+  return Tokenizer::from_gguf(GgufFile::open(path.string()));
 }
 
 std::vector<uint8_t> brute_force(GrammarMatcher& m, const GrammarState& s, const TokenTrie& trie) {
@@ -71,12 +83,9 @@ TEST_CASE("token mask: the trie walk equals token-by-token checks on real vocabu
 
 TEST_CASE("token constraint: end of sequence only when complete, control tokens never" *
           SPECD_MAY_SKIP) {
-  const auto path = vocab_file("llama-spm");
-  if (!std::filesystem::exists(path)) {
-    ::specd::test::skip_missing(path, " is missing");
-    return;
-  }
-  const Tokenizer tok = Tokenizer::from_gguf(GgufFile::open(path.string()));
+  const std::optional<Tokenizer> spm = llama_spm();
+  if (!spm) return;
+  const Tokenizer& tok = *spm;
   TokenConstraint c("root ::= \" \"? ( \"yes\" | \"no\" )", tok);
   const int32_t eos = tok.eos_id(), bos = tok.bos_id();
   std::vector<float> logits(static_cast<size_t>(tok.n_tokens()), 0.f);
@@ -107,12 +116,9 @@ TEST_CASE("token constraint: end of sequence only when complete, control tokens 
 
 TEST_CASE("token constraint: a mask that failed is not remembered as an empty one" *
           SPECD_MAY_SKIP) {
-  const auto path = vocab_file("llama-spm");
-  if (!std::filesystem::exists(path)) {
-    ::specd::test::skip_missing(path, " is missing");
-    return;
-  }
-  const Tokenizer tok = Tokenizer::from_gguf(GgufFile::open(path.string()));
+  const std::optional<Tokenizer> spm = llama_spm();
+  if (!spm) return;
+  const Tokenizer& tok = *spm;
   // Every "(" may close with ")" or "]": masking after ten of them walks tokens that
   // keep tens of thousands of parses alive, past the matcher's bound.
   TokenConstraint c("root ::= e\ne ::= \"(\" e \")\" | \"(\" e \"]\" | \"((((((((((((((((((((x\"",
