@@ -147,10 +147,7 @@ class Session : public std::enable_shared_from_this<Session> {
     ++owner_.connections;
     beast::error_code ec;
     const tcp::endpoint peer = stream_.socket().remote_endpoint(ec);
-    if (!ec) {
-      address_ = peer.address().to_string();
-      port_ = peer.port();
-    }
+    if (!ec) address_ = peer.address().to_string();
   }
   ~Session() {
     if (body_slot_) owner_.give_body_slot();
@@ -224,8 +221,6 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void on_head(std::string_view head) {
     request_ = HttpRequest{};
-    request_.remote_addr = address_;
-    request_.remote_port = port_;
     read_request_line(head, request_);
     // Framing first, from the raw head (body_framing.hpp), so that a conflict is refused
     // with its own message before any parser takes a side.
@@ -461,7 +456,6 @@ class Session : public std::enable_shared_from_this<Session> {
   bool head_ = false;        // a HEAD request: answers carry no body
   const uint64_t id_;
   std::string address_;
-  int port_ = 0;
 };
 
 void HttpListener::Impl::accept() {
@@ -588,10 +582,6 @@ void HttpListener::serve() {
 
 void HttpListener::stop() {
   impl_->stop();
-}
-
-uint64_t HttpListener::cut_total() const {
-  return impl_->waiting.cut_total();
 }
 
 }  // namespace specd::server

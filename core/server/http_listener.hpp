@@ -83,9 +83,6 @@ class HttpListener {
   // serve(). Blocks until the handlers are done.
   void stop();
 
-  // Connections closed for waiting beyond max_waiting_per_client, so far.
-  uint64_t cut_total() const;
-
   struct Impl;  // the connections' shared state (http_listener.cpp)
 
  private:

@@ -19,8 +19,6 @@ struct HttpRequest {
   std::string path;                                          // the target without its query
   std::vector<std::pair<std::string, std::string>> headers;  // in the order sent
   std::string body;                                          // whole (no body: "")
-  std::string remote_addr;                                   // the peer's numeric address
-  int remote_port = 0;
   // The connection's socket while the handler runs, for peer_closed() (peer_socket.hpp);
   // -1 when there is none (tests).
   int socket = -1;

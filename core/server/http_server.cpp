@@ -177,7 +177,6 @@ struct HttpServer::Impl {
   SharedEngine engines;
   Scheduler scheduler;
   std::unique_ptr<HttpListener> http;  // the connections (made by routes())
-  int port = 0;                        // the port bound
   std::atomic<bool> draining{false};
   // Set (release) once tokenizer, encoder and context_length below are; handlers that use
   // them, or the engine, read it first (acquire) and answer 503 until it is `ready`.
@@ -247,12 +246,6 @@ struct HttpServer::Impl {
         }
         scheduler.prepare_step_plan();
       });
-    } catch (...) {
-      LoadState expected = LoadState::loading;
-      state.compare_exchange_strong(expected, LoadState::failed);
-      throw;
-    }
-    try {
       self_test();
     } catch (...) {
       LoadState expected = LoadState::loading;
@@ -266,8 +259,9 @@ struct HttpServer::Impl {
   // One short greedy generation through the configured strategy, as a request runs: a model,
   // head or plugin that loads but cannot generate (NaN weights, a failure at its first call)
   // fails the load, naming why, rather than answering /health with 200 while every request
-  // gets 500. Four tokens after the first of the vocabulary's tokens, so that a draft is
-  // proposed and verified at least once.
+  // gets 500. Four tokens after the vocabulary's first token: the target's passes, and a
+  // drafted round where the proposer drafts that early (k = "auto" keeps a first round plain;
+  // a lookup proposer finds nothing in one token).
   void self_test() {
     auto job = std::make_shared<Job>();
     job->request.prompt = {tokenizer->bos_id() >= 0 ? tokenizer->bos_id() : 0};
@@ -731,14 +725,13 @@ std::string bind_failure_reason(int err) {
 
 int HttpServer::bind(const std::string& host, int port) {
   try {
-    impl_->port = impl_->http->bind(host, port);
+    return impl_->http->bind(host, port);
   } catch (const std::system_error& e) {
     const std::string reason = bind_failure_reason(e.code().value());
     throw Error(impl_->config.where(port ? "server.port" : "server.host") + ": cannot listen on " +
                 host + ":" + std::to_string(port) +
                 (reason.empty() ? ": " + std::string(e.what()) : reason));
   }
-  return impl_->port;
 }
 
 void HttpServer::load() {

@@ -12,13 +12,10 @@ using namespace specd::server;
 
 namespace {
 
-int port_of(int fd, bool peer) {
+int local_port(int fd) {
   sockaddr_in a{};
   socklen_t len = sizeof a;
-  if (peer)
-    getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  else
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   return ntohs(a.sin_port);
 }
 
@@ -32,7 +29,7 @@ TEST_CASE("the server side of a loopback connection sees its peer's close, not i
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   REQUIRE(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
   REQUIRE(listen(listener, 4) == 0);
-  const int server_port = port_of(listener, false);
+  const int server_port = local_port(listener);
 
   int client = socket(AF_INET, SOCK_STREAM, 0);
   addr.sin_port = htons(uint16_t(server_port));
