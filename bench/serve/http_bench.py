@@ -20,11 +20,10 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from specd_server import Server, write_config  # noqa: E402
+from specd_server import Server, closed_loop, write_config  # noqa: E402
 
 PROMPT = "The quick brown fox"
 
@@ -66,15 +65,10 @@ def rate(port, kind, clients, seconds):
         finally:
             conn.close()
 
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-    start = time.monotonic()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    took = closed_loop(client, clients)
     if failed:
         raise RuntimeError("a %s request failed" % kind)
-    return sum(done) / (time.monotonic() - start)
+    return sum(done) / took
 
 
 def main():

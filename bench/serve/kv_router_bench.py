@@ -26,14 +26,13 @@ import random
 import sys
 import tempfile
 import threading
-import time
 
 import msgpack
 import zmq
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import specd_server as ss  # noqa: E402
-from specd_server import free_port, chain_hashes  # noqa: E402
+from specd_server import free_port, chain_hashes, closed_loop  # noqa: E402
 
 BLOCK = 16
 
@@ -71,17 +70,6 @@ class ReplicaIndex(threading.Thread):
             while n < len(hashes) and hashes[n] in self.blocks:
                 n += 1
             return n
-
-
-def closed_loop(client, clients):
-    """Runs `clients` threads of `client` (each takes jobs until none are left); seconds."""
-    start = time.monotonic()
-    threads = [threading.Thread(target=client) for _ in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return time.monotonic() - start
 
 
 def run(specd, args, routed):
@@ -147,7 +135,7 @@ def run(specd, args, routed):
                 if status != 200:
                     print("request failed: %s" % status, file=sys.stderr)
 
-        seconds = closed_loop(client, args.clients)
+        seconds = closed_loop(lambda _: client(), args.clients)
         hit = rows = 0.0
         for s in servers:
             _, text = ss.request(s.port, "GET", "/metrics")
@@ -190,7 +178,7 @@ def throughput(specd, args, events):
                 with lock:
                     done[0] += body["usage"]["completion_tokens"]
 
-        seconds = closed_loop(client, args.clients)  # (before done[0] is read)
+        seconds = closed_loop(lambda _: client(), args.clients)  # (before done[0] is read)
         return done[0] / seconds
 
 

@@ -178,13 +178,7 @@ def run_cell(port, prompts, concurrency, extra, max_tokens):
             with lock:
                 records.append(rec)
 
-    start = time.monotonic()
-    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.monotonic() - start
+    wall = ss.closed_loop(lambda _: worker(), concurrency)
     tokens = sum(r["usage"]["completion_tokens"] for r in records if r["usage"])
     drafted = sum(r["usage"].get("drafted_tokens", 0) for r in records if r["usage"])
     accepted = sum(r["usage"].get("accepted_tokens", 0) for r in records if r["usage"])
