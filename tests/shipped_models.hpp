@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 
 namespace specd::test {

@@ -10,6 +10,7 @@
 #include "config/config.hpp"
 #include "engine/plugin_params.hpp"
 #include "plugin/registry.hpp"
+#include "test_paths.hpp"
 
 using specd::PluginRegistry;
 

@@ -12,11 +12,12 @@
 #include "acceptance/acceptance_rule.hpp"
 #include "audit/draft_enumeration.hpp"
 #include "plugin/registry.hpp"
+#include "test_paths.hpp"
 
 namespace specd::test {
 
 inline PluginRegistry& registry() {
-  static PluginRegistry r({SPECD_BINARY_DIR "/bin/plugins"});
+  static PluginRegistry r({SPECD_BINARY_DIR + "/bin/plugins"});
   return r;
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cmd_audit.hpp"
+#include "test_paths.hpp"
 
 namespace {
 
@@ -15,14 +16,14 @@ int audit(std::vector<std::string> args) {
   return run_audit_command(static_cast<int>(argv.size()), argv.data());
 }
 
-const std::string kPlugins = SPECD_BINARY_DIR "/bin/plugins";
+const std::string kPlugins = SPECD_BINARY_DIR + "/bin/plugins";
 
 }  // namespace
 
 TEST_CASE("a passing audit exits 0") {
   CHECK(audit({"--plugin-path", kPlugins, "--rule", "rejection", "--samples", "1000"}) == 0);
   CHECK(audit({"--plugin-path", kPlugins, "--rule", "exact-match", "--samples", "500", "--json",
-               "--markov", SPECD_SOURCE_DIR "/configs/markov/q_zero.toml"}) == 0);
+               "--markov", SPECD_SOURCE_DIR + "/configs/markov/q_zero.toml"}) == 0);
 }
 
 TEST_CASE("a wrong label exits 1") {
@@ -38,6 +39,6 @@ TEST_CASE("usage errors exit 2") {
   CHECK(audit({"--tree", "2,x"}) == 2);
   CHECK(audit({"--alpha", "2"}) == 2);
   CHECK(audit({"--plugin-path", kPlugins, "--rule", "no-such-rule"}) == 2);
-  CHECK(audit({"--markov", SPECD_BINARY_DIR "/missing.toml"}) == 2);
+  CHECK(audit({"--markov", SPECD_BINARY_DIR + "/missing.toml"}) == 2);
   CHECK(audit({"--help"}) == 0);
 }

@@ -12,6 +12,7 @@
 #include "audited_tables.hpp"
 #include "common/error.hpp"
 #include "plugin/registry.hpp"
+#include "test_paths.hpp"
 
 namespace {
 
@@ -36,7 +37,7 @@ specd::AuditOptions quick_exact() {
 }  // namespace
 
 TEST_CASE("the bundled rules' labels hold on the built-in tables") {
-  Rules rules(SPECD_BINARY_DIR "/bin/plugins");
+  Rules rules(SPECD_BINARY_DIR + "/bin/plugins");
   REQUIRE(rules.views.size() >= 6);
   const auto tables = audited_tables();
   REQUIRE(tables.size() >= 3);
@@ -74,7 +75,7 @@ TEST_CASE("the bundled rules' labels hold on the built-in tables") {
 }
 
 TEST_CASE("tree drafts, temperature 0 and the truncating transforms keep exact rules exact") {
-  Rules rules(SPECD_BINARY_DIR "/bin/plugins");
+  Rules rules(SPECD_BINARY_DIR + "/bin/plugins");
   auto tables = specd::builtin_markov_models();
   tables.resize(SPECD_SANITIZED ? 1 : 3);  // one vocabulary each
   auto o = quick_exact();
@@ -129,7 +130,7 @@ TEST_CASE("audit constraints mask and penalise the target per path, and exact ru
   CHECK(reachable < masked.size() / 2);
   CHECK(moved > 0.01);  // the penalties do change the distribution
 
-  Rules rules(SPECD_BINARY_DIR "/bin/plugins");
+  Rules rules(SPECD_BINARY_DIR + "/bin/plugins");
   auto o = quick_exact();
   o.samples = SPECD_SANITIZED ? 200 : 2000;
   o.constraints.clear();

@@ -26,11 +26,12 @@
 #include "config/config.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
+#include "test_paths.hpp"
 
 namespace {
 
 const std::string kFailing = SPECD_AUDIT_FAILING_PLUGIN_DIR;
-const std::string kPlugins = SPECD_BINARY_DIR "/bin/plugins";
+const std::string kPlugins = SPECD_BINARY_DIR + "/bin/plugins";
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

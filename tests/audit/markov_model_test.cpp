@@ -7,6 +7,7 @@
 
 #include "audit/markov_model.hpp"
 #include "common/error.hpp"
+#include "test_paths.hpp"
 
 namespace {
 

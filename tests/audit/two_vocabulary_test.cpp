@@ -15,6 +15,7 @@
 #include "audited_rules.hpp"
 #include "plugin/registry.hpp"
 #include "specd/cpp/vocabulary_bridge.hpp"
+#include "test_paths.hpp"
 
 using namespace specd;
 
@@ -118,7 +119,7 @@ TEST_CASE("the exact rule stays exact across vocabularies; a mislabelled rule is
   options.samples = 4000;
   options.k = 3;
   options.constraints = {audit_constraint("none")};
-  Rules rejection(SPECD_BINARY_DIR "/bin/plugins", "rejection");
+  Rules rejection(SPECD_BINARY_DIR + "/bin/plugins", "rejection");
   REQUIRE(rejection.views.size() == 1);
   for (double temperature : {1.0, 0.6, 0.0}) {
     CAPTURE(temperature);

@@ -20,6 +20,7 @@
 #include "gguf/ggml_types.hpp"
 #include "plugin/registry.hpp"
 #include "specd/cpp/ggml_blocks.hpp"
+#include "test_paths.hpp"
 
 namespace specd::test {
 

@@ -17,6 +17,7 @@
 #include "json_parse.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
+#include "test_paths.hpp"
 
 using namespace specd;
 

@@ -13,6 +13,7 @@
 #include "gguf/gguf_reader.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
+#include "test_paths.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 using namespace specd;

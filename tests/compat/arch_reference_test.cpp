@@ -17,6 +17,7 @@
 #include "engine/engine.hpp"
 #include "engine_config.hpp"
 #include "plugin/registry.hpp"
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 
 using namespace specd;

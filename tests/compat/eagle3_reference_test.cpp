@@ -22,6 +22,7 @@
 #include "llama_rounds.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 
 using namespace specd;

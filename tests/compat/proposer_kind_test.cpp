@@ -10,6 +10,7 @@
 #include "config/config.hpp"
 #include "config/proposer_kind.hpp"
 #include "random_llama.hpp"
+#include "test_paths.hpp"
 
 using namespace specd;
 

@@ -21,6 +21,7 @@
 #include "engine/engine.hpp"
 #include "llama_rounds.hpp"
 #include "plugin/registry.hpp"
+#include "test_paths.hpp"
 
 using namespace specd;
 

@@ -19,6 +19,7 @@
 #include "engine_config.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 
 using namespace specd;

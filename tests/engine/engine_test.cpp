@@ -23,6 +23,7 @@
 #include "grammar/json_schema_grammar.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 #include "tokenizer/tokenizer.hpp"
 

@@ -14,6 +14,7 @@
 #include "grammar/json_schema_grammar.hpp"
 #include "grammar/token_constraint.hpp"
 #include "grammar/token_trie.hpp"
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 #include "tokenizer/tokenizer.hpp"
 

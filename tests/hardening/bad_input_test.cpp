@@ -16,6 +16,7 @@
 #include "gguf/gguf_reader.hpp"
 #include "gguf_rewrite.hpp"
 #include "random_llama.hpp"
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 #include "writers/gguf_writer.hpp"
 
@@ -365,7 +366,8 @@ TEST_CASE("backend = \"cuda\" without a GPU names cuda and the reason" * SPECD_M
   INFO("stderr: " << r.err);
   CHECK(r.err.rfind("specd: error: ", 0) == 0);
   if (access(plugin.c_str(), F_OK) == 0) {
-    // Built with CUDA: the plugin loads and reports why it cannot run (a missing GPU is named, never a silent fallback).
+    // Built with CUDA: the plugin loads and reports why it cannot run (a missing GPU is named,
+    // never a silent fallback).
     CHECK(r.status == 1);
     CHECK(r.err.find("backend 'cuda' (org.specd.backend.cuda) cannot run here: ") !=
           std::string::npos);

@@ -19,6 +19,7 @@
 #include "engine/engine.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
+#include "test_paths.hpp"
 
 using namespace specd;
 
@@ -94,10 +95,10 @@ std::vector<Mutant> mutants_of(const std::vector<std::string>& lines, size_t i,
 TEST_CASE("every mutated line of a shipped configuration loads or is refused at its line") {
   const std::string dir = test::temp_dir("config-mutation");
   PluginRegistry registry{{}};
-  const std::string models_dir = "\"" SPECD_SOURCE_DIR "/models/";
+  const std::string models_dir = "\"" + SPECD_SOURCE_DIR + "/models/";
   int loaded = 0, refused = 0;
   for (const std::string name : {"default", "ngram", "draft-model", "mtp", "medusa", "eagle"}) {
-    std::vector<std::string> lines = lines_of(SPECD_SOURCE_DIR "/configs/" + name + ".toml");
+    std::vector<std::string> lines = lines_of(SPECD_SOURCE_DIR + "/configs/" + name + ".toml");
     // Absolute model paths, so that the mutant can live elsewhere; one thread.
     for (std::string& l : lines) {
       replace_all(l, "\"../models/", models_dir);

@@ -16,6 +16,7 @@
 #include "gguf/gguf_reader.hpp"
 #include "gguf_rewrite.hpp"
 #include "random_llama.hpp"
+#include "test_paths.hpp"
 #include "writers/gguf_writer.hpp"
 
 using namespace specd;

@@ -10,6 +10,7 @@
 
 #include "cli_runner.hpp"
 #include "random_llama.hpp"
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 
 using namespace specd;
@@ -56,7 +57,7 @@ TEST_CASE("specd run leaks nothing: plain, ngram and draft-model") {
               "--errors-for-leak-kinds=definite,indirect",
               "--error-exitcode=99",
               "--quiet",
-              "--suppressions=" SPECD_SOURCE_DIR "/tests/hardening/valgrind.supp"};
+              "--suppressions=" + SPECD_SOURCE_DIR + "/tests/hardening/valgrind.supp"};
     argv.insert(argv.end(), {SPECD_CLI, "run", "-c", config, "-p", "def f(x): return x"});
     for (const std::string& s : run.sets) argv.insert(argv.end(), {"--set", s});
     test::CliResult r = test::run_program(argv);

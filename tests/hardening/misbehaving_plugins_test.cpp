@@ -15,6 +15,7 @@
 #include "gguf/gguf_reader.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
+#include "test_paths.hpp"
 #include "writers/gguf_writer.hpp"
 
 using namespace specd;

@@ -18,6 +18,7 @@
 #include "common/error.hpp"
 #include "common/file_io.hpp"
 #include "random_llama.hpp"
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 
 using namespace specd;

@@ -11,6 +11,7 @@
 
 #include "cli_runner.hpp"
 #include "random_llama.hpp"
+#include "test_paths.hpp"
 
 namespace fs = std::filesystem;
 using specd::test::CliResult;

@@ -11,6 +11,7 @@
 #include "cli_runner.hpp"
 #include "gguf/gguf_reader.hpp"
 #include "random_llama.hpp"
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 #include "writers/gguf_writer.hpp"
 
@@ -24,7 +25,7 @@ bool contains(const std::string& text, const std::string& part) {
 
 // `specd ARGS` with at most `kib` KiB of address space.
 CliResult run_limited(uint64_t kib, const std::vector<std::string>& args) {
-  std::string line = "ulimit -v " + std::to_string(kib) + " && exec '" SPECD_CLI "'";
+  std::string line = "ulimit -v " + std::to_string(kib) + " && exec '" + SPECD_CLI + "'";
   for (const std::string& a : args) line += " '" + a + "'";
   return specd::test::run_program({"/bin/sh", "-c", line});
 }

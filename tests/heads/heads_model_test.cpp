@@ -21,6 +21,7 @@
 #include "plugin/registry.hpp"
 #include "random_heads.hpp"
 #include "random_llama.hpp"
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 #include "token_rows.hpp"
 

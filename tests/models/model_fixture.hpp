@@ -11,6 +11,7 @@
 
 #include "gguf/ggml_types.hpp"
 #include "gguf/gguf_reader.hpp"
+#include "test_paths.hpp"
 #include "writers/gguf_writer.hpp"
 #include "writers/llama_writer.hpp"
 

@@ -10,6 +10,7 @@
 #include "../backend/backend_test_util.hpp"
 #include "model_fixture.hpp"
 #include "models/llama_model.hpp"
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 #include "token_rows.hpp"
 

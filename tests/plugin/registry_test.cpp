@@ -13,6 +13,7 @@
 #include "plugin/registry.hpp"
 #include "specd/acceptance.h"
 #include "specd/version.h"
+#include "test_paths.hpp"
 
 namespace fs = std::filesystem;
 using specd::PluginRegistry;

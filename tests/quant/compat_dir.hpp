@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <string>
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 
 namespace specd::test {

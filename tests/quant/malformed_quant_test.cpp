@@ -16,6 +16,7 @@
 #include "engine/engine.hpp"
 #include "gguf/gguf_reader.hpp"
 #include "plugin/registry.hpp"
+#include "test_paths.hpp"
 #include "writers/gguf_writer.hpp"
 
 using namespace specd;

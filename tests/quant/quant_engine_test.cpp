@@ -14,6 +14,7 @@
 #include "engine/engine.hpp"
 #include "engine_config.hpp"
 #include "plugin/registry.hpp"
+#include "test_paths.hpp"
 
 using namespace specd;
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/chat_template.hpp"
+#include "test_paths.hpp"
 
 using namespace specd::server;
 

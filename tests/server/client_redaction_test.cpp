@@ -7,6 +7,7 @@
 #include "config/config.hpp"
 #include "server/client_redaction.hpp"
 #include "server/responses.hpp"
+#include "test_paths.hpp"
 
 using specd::server::redact_for_client;
 
@@ -21,7 +22,7 @@ TEST_CASE("the configuration's file, its lines and the files it names are hidden
   // A plugin parameter is hidden when it names a file that exists: this test's own source.
   specd::PluginParam head;
   head.key = "heads";
-  head.string_value = SPECD_SOURCE_DIR "/tests/server/client_redaction_test.cpp";
+  head.string_value = SPECD_SOURCE_DIR + "/tests/server/client_redaction_test.cpp";
   c.proposer.params.push_back(head);
   specd::PluginParam pattern;  // not a file: a value like this stays visible
   pattern.key = "pattern";

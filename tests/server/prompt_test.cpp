@@ -10,6 +10,7 @@
 #include "gguf/gguf_reader.hpp"
 #include "server/chat_template.hpp"
 #include "server/prompt.hpp"
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 #include "tokenizer/tokenizer.hpp"
 

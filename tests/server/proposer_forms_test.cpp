@@ -20,6 +20,7 @@
 #include "engine/engine.hpp"
 #include "plugin/registry.hpp"
 #include "shipped_models.hpp"
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 #include "tokenizer/tokenizer.hpp"
 

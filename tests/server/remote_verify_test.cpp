@@ -29,6 +29,7 @@
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
 #include "shipped_models.hpp"
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -58,11 +59,12 @@ class Server {
                            << "[server]\nport = 0\napi_key = \"" << kKey << "\"\n"
                            << extra;
     fs::remove(log_);
+    const std::string cli = SPECD_CLI;
     pid_ = fork();
     if (pid_ == 0) {
       FILE* f = std::freopen(log_.c_str(), "w", stderr);
       (void)f;
-      execl(SPECD_CLI, SPECD_CLI, "serve", "-c", config_.c_str(), static_cast<char*>(nullptr));
+      execl(cli.c_str(), cli.c_str(), "serve", "-c", config_.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
     const std::string marker = "listening on http://127.0.0.1:";

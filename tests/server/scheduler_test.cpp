@@ -25,6 +25,7 @@
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
 #include "shipped_models.hpp"
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 
 using namespace specd;

@@ -28,6 +28,7 @@
 
 #include "cli_runner.hpp"
 #include "shipped_models.hpp"
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 
 namespace fs = std::filesystem;
@@ -63,17 +64,18 @@ class ServerProcess {
     static int started = 0;
     log_ = config + "." + std::to_string(++started) + ".log";
     fs::remove(log_);  // never read a previous server's port
+    const std::string cli = SPECD_CLI;
     pid_ = fork();
     if (pid_ == 0) {
       FILE* f = std::freopen(log_.c_str(), "w", stderr);
       (void)f;
       for (const std::string& e : env) putenv(strdup(e.c_str()));
-      std::vector<std::string> args = {SPECD_CLI, "serve", "-c", config};
+      std::vector<std::string> args = {cli, "serve", "-c", config};
       for (const std::string& o : set) args.insert(args.end(), {"--set", o});
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
-      execv(SPECD_CLI, argv.data());
+      execv(cli.c_str(), argv.data());
       _exit(127);
     }
     // Wait (at most 120 s) for the line that names the bound port, and then for the one that
@@ -1324,7 +1326,7 @@ TEST_CASE("a plugin failing inside serve: the request gets 500 and the server lo
   const std::string config = write_config("serve_plugin_error.toml", "");
   // It fails once the server's self-test at load has passed (a few rounds).
   ServerProcess server(
-      config, {"plugins.paths=[\"" SPECD_HARDENING_PLUGINS "\"]", "acceptance.rule=bad-rule",
+      config, {"plugins.paths=[\"" + SPECD_HARDENING_PLUGINS + "\"]", "acceptance.rule=bad-rule",
                "acceptance.mode=\"fail-after\"", "acceptance.after=20"});
   REQUIRE_MESSAGE(server.port() > 0, server.log());
   httplib::Client c = client(server.port());
@@ -1343,7 +1345,7 @@ TEST_CASE("a plugin failing inside serve: the request gets 500 and the server lo
 TEST_CASE("a strategy that fails at its first generation stops serve at load, naming why") {
   if (!specd::test::have_shipped_models()) return;
   const std::string config = write_config("serve_plugin_first.toml", "");
-  ServerProcess server(config, {"plugins.paths=[\"" SPECD_HARDENING_PLUGINS "\"]",
+  ServerProcess server(config, {"plugins.paths=[\"" + SPECD_HARDENING_PLUGINS + "\"]",
                                 "acceptance.rule=bad-rule", "acceptance.mode=\"fail\""});
   // The port opened before the load; the server never said ready, and the process ended
   // with the reason instead of answering every request with 500.
@@ -1357,7 +1359,7 @@ TEST_CASE("a strategy that fails at its first generation stops serve at load, na
 TEST_CASE("a request naming a plugin refused at startup gets its reason, without server paths") {
   if (!specd::test::have_shipped_models()) return;
   ServerProcess server(write_config("serve_refused_plugin.toml", ""), {},
-                       {"SPECD_PLUGIN_PATH=" SPECD_VERSION_PLUGINS});
+                       {"SPECD_PLUGIN_PATH=" + SPECD_VERSION_PLUGINS});
   REQUIRE_MESSAGE(server.port() > 0, server.log());
   httplib::Client c = client(server.port());
   json body = {

@@ -18,6 +18,7 @@
 #include "plugin/registry.hpp"
 #include "server/http_server.hpp"
 #include "shipped_models.hpp"
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 
 namespace fs = std::filesystem;

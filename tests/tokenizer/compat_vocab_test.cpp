@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gguf/gguf_reader.hpp"
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "tokenizer_fixtures.hpp"

@@ -14,6 +14,7 @@
 #include "cli_runner.hpp"
 #include "gguf/gguf_reader.hpp"
 #include "random_llama.hpp"
+#include "test_paths.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "tokenizer/unicode.hpp"
 #include "writers/gguf_writer.hpp"

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 #include "tokenizer/unicode.hpp"
 #include "tokenizer_fixtures.hpp"

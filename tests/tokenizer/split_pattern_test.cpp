@@ -11,6 +11,7 @@
 
 #include "common/error.hpp"
 #include "gguf/gguf_reader.hpp"
+#include "test_paths.hpp"
 #include "test_skip.hpp"
 #include "tokenizer/pretokenizer.hpp"
 #include "tokenizer/tokenizer.hpp"
