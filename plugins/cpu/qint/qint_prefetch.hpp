@@ -28,5 +28,18 @@ inline void prefetch_span(const uint8_t* p, int64_t n) {
   _mm_prefetch(c + n - 1, _MM_HINT_T0);
 }
 
+// Column j's weight row prepared block by block into P (nb blocks of Bytes) with
+// prep(block, Prep*), the same blocks of the row ahead asked for meanwhile.
+template <int64_t Bytes, class Prep, class PrepBlock>
+inline void prepare_row(const QArgs& a, int64_t j, int64_t j1, int64_t nb, Prep* P,
+                        PrepBlock prep) {
+  const uint8_t* w = a.w + j * a.ldw;
+  const uint8_t* ahead = row_ahead(a, j, j1);
+  for (int64_t b = 0; b < nb; ++b) {
+    if (ahead) prefetch_span(ahead + Bytes * b, Bytes);
+    prep(w + Bytes * b, P + b);
+  }
+}
+
 }  // namespace
 }  // namespace specd::cpu::qint

@@ -467,12 +467,7 @@ void cols_q5_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   KPrep* P = reinterpret_cast<KPrep*>(scratch);
   const int64_t nb = a.k / 256;
   for (int64_t j = j0; j < j1; ++j) {
-    const uint8_t* w = a.w + j * a.ldw;
-    const uint8_t* ahead = row_ahead(a, j, j1);
-    for (int64_t b = 0; b < nb; ++b) {
-      if (ahead) prefetch_span(ahead + 176 * b, 176);
-      prep_q5_k(w + 176 * b, P + b);
-    }
+    prepare_row<176>(a, j, j1, nb, P, [](const uint8_t* blk, KPrep* p) { prep_q5_k(blk, p); });
     each_row_tile(a, j, P, nb,
                   []<int MR>(const KPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
                     rows_k<MR>(p, n, q, i0, jj);
@@ -490,12 +485,7 @@ void cols_one_int(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, Prep
   Prep* P = reinterpret_cast<Prep*>(scratch);
   const int64_t nb = a.k / 256;
   for (int64_t j = j0; j < j1; ++j) {
-    const uint8_t* w = a.w + j * a.ldw;
-    const uint8_t* ahead = row_ahead(a, j, j1);
-    for (int64_t b = 0; b < nb; ++b) {
-      if (ahead) prefetch_span(ahead + Bytes * b, Bytes);
-      prep(w + Bytes * b, P + b);
-    }
+    prepare_row<Bytes>(a, j, j1, nb, P, prep);
     each_row_tile<Tile>(a, j, P, nb, rows);
   }
 }
@@ -583,45 +573,44 @@ void four_cols_q4_k(const QArgs& a, int64_t j, int64_t j1) {
   for (int c = 0; c < 4; ++c) a.y[j + c] = out[c];
 }
 
-// q4_K: one row goes four columns at a time (four_cols_q4_k); up to 4 rows (one tile) prepare
-// each block just before applying it, as q6_K does below. On a Zen 3 VM, one thread, the 1.5 B
-// constructed model's q4_K matmuls took 0.93x as long for one row as with the whole row
-// prepared in the scratch first (interleaved runs).
-void cols_q4_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+// q4_K and q6_K: up to 4 rows (one tile) prepare each block just before applying it, in
+// registers and the stack (cols_prepared_in_place), more rows prepare each weight row once
+// into the scratch and apply it Tile rows at a time (cols_one_int). rows<MR>(n, q, i0, j,
+// block) is the kernel for both. For q6_K the whole row prepared first took 192 us for one
+// row of k 1024, n 4096 on one thread, against 143 prepared in place.
+template <class Prep, int64_t Bytes, int Tile, class PrepBlock, class Rows>
+void cols_k_one_int(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, PrepBlock prep,
+                    Rows rows) {
   if (a.m <= 4) {
-    int64_t j = j0;
-    if (a.m == 1)
-      for (; j + 4 <= j1; j += 4) four_cols_q4_k(a, j, j1);
-    cols_prepared_in_place<Q4KPrep, 144>(
-        a, j, j1, [](const uint8_t* blk, Q4KPrep* p) { prep_q4_k(blk, p); },
-        []<int MR, class B>(int64_t n, const QArgs& q, int64_t i0, int64_t jj, B block) {
-          rows_q4_k<MR>(n, q, i0, jj, block);
-        });
+    cols_prepared_in_place<Prep, Bytes>(a, j0, j1, prep, rows);
     return;
   }
-  cols_one_int<Q4KPrep, 144, 8>(
-      a, j0, j1, scratch, [](const uint8_t* blk, Q4KPrep* p) { prep_q4_k(blk, p); },
-      []<int MR>(const Q4KPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
-        rows_q4_k<MR>(n, q, i0, jj, [p](int64_t b) -> const Q4KPrep& { return p[b]; });
+  cols_one_int<Prep, Bytes, Tile>(
+      a, j0, j1, scratch, prep,
+      [rows]<int MR>(const Prep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
+        rows.template operator()<MR>(n, q, i0, jj, [p](int64_t b) -> const Prep& { return p[b]; });
       });
 }
 
-// q6_K: up to 4 rows (one tile) prepare each block just before applying it, in registers and
-// the stack, instead of the whole weight row into the scratch first (with those stores and
-// loads one row of k 1024, n 4096 took 192 us on one thread, against 143).
+// q4_K: one row goes four columns at a time (four_cols_q4_k). On a Zen 3 VM, one thread, the
+// 1.5 B constructed model's q4_K matmuls took 0.93x as long for one row with each block
+// prepared in place as with the whole row prepared in the scratch first (interleaved runs).
+void cols_q4_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
+  int64_t j = j0;
+  if (a.m == 1)
+    for (; j + 4 <= j1; j += 4) four_cols_q4_k(a, j, j1);
+  cols_k_one_int<Q4KPrep, 144, 8>(
+      a, j, j1, scratch, [](const uint8_t* blk, Q4KPrep* p) { prep_q4_k(blk, p); },
+      []<int MR, class B>(int64_t n, const QArgs& q, int64_t i0, int64_t jj, B block) {
+        rows_q4_k<MR>(n, q, i0, jj, block);
+      });
+}
+
 void cols_q6_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
-  if (a.m <= 4) {
-    cols_prepared_in_place<Q6KPrep, 210>(
-        a, j0, j1, [](const uint8_t* blk, Q6KPrep* p) { prep_q6_k(blk, p); },
-        []<int MR, class B>(int64_t n, const QArgs& q, int64_t i0, int64_t jj, B block) {
-          rows_q6_k<MR>(n, q, i0, jj, block);
-        });
-    return;
-  }
-  cols_one_int<Q6KPrep, 210, 4>(
+  cols_k_one_int<Q6KPrep, 210, 4>(
       a, j0, j1, scratch, [](const uint8_t* blk, Q6KPrep* p) { prep_q6_k(blk, p); },
-      []<int MR>(const Q6KPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
-        rows_q6_k<MR>(n, q, i0, jj, [p](int64_t b) -> const Q6KPrep& { return p[b]; });
+      []<int MR, class B>(int64_t n, const QArgs& q, int64_t i0, int64_t jj, B block) {
+        rows_q6_k<MR>(n, q, i0, jj, block);
       });
 }
 

@@ -162,12 +162,7 @@ void cols(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   Prep* P = reinterpret_cast<Prep*>(scratch);
   const int64_t nb = a.k / 256;
   for (int64_t j = j0; j < j1; ++j) {
-    const uint8_t* w = a.w + j * a.ldw;
-    const uint8_t* ahead = row_ahead(a, j, j1);
-    for (int64_t b = 0; b < nb; ++b) {
-      if (ahead) prefetch_span(ahead + bytes * b, bytes);
-      prep<T>(w + bytes * b, P + b);
-    }
+    prepare_row<bytes>(a, j, j1, nb, P, [](const uint8_t* blk, Prep* p) { prep<T>(blk, p); });
     for (int64_t i0 = 0; i0 < a.m; i0 += kRows) {
       if (a.m - i0 >= 2)
         rows<T, 2>(P, nb, a, i0, j);
