@@ -197,6 +197,26 @@ void Scheduler::step() {
     finish(**it, &error);
     it = active_.erase(it);
   };
+  // fn(run) on each sequence in this step's pass: one that throws ends with the error, one
+  // for which fn returns false has been finished by it and leaves.
+  auto each_in_pass = [&](auto fn) {
+    for (auto it = active_.begin(); it != active_.end();) {
+      if (!(*it)->in_pass) {
+        ++it;
+        continue;
+      }
+      try {
+        if (!fn(**it)) {
+          it = active_.erase(it);
+          continue;
+        }
+      } catch (const std::exception& e) {
+        fail(it, e);
+        continue;
+      }
+      ++it;
+    }
+  };
   share_costly_rounds();
   choose_prefill_chunks();
   plan_drafts();
@@ -272,21 +292,11 @@ void Scheduler::step() {
     }
   }
   // 3. Each sequence's rows for the pass: its round (root and draft) or its prefill chunk.
-  for (auto it = active_.begin(); it != active_.end();) {
-    Running& run = **it;
-    if (!run.in_pass) {
-      ++it;
-      continue;
-    }
-    try {
-      if (!run.prefill) run.sequence->submit_round(run.call, run.draft_share);
-      entries.push_back(run.batch_verifier->entry());
-    } catch (const std::exception& e) {
-      fail(it, e);
-      continue;
-    }
-    ++it;
-  }
+  each_in_pass([&](Running& run) {
+    if (!run.prefill) run.sequence->submit_round(run.call, run.draft_share);
+    entries.push_back(run.batch_verifier->entry());
+    return true;
+  });
   if (entries.empty()) return;
   const auto t0 = Clock::now();
   try {
@@ -308,38 +318,25 @@ void Scheduler::step() {
   for (const ForwardEntry& e : entries) rows += static_cast<uint32_t>(e.tokens.size());
   bool prefill = false;
   double rounds_s = 0;  // turning the rounds' rows into distributions, accepting, emitting
-  for (auto it = active_.begin(); it != active_.end();) {
-    Running& run = **it;
-    if (!run.in_pass) {
-      ++it;
-      continue;
+  each_in_pass([&](Running& run) {
+    run.batch_verifier->pass_done();
+    if (run.prefill) {
+      if (!run.batch_verifier->prefilling()) run.job->prefilled = true;
+      run.sequence->stats().prefill_s += pass_s;
+      prefill = true;
+      return true;
     }
-    try {
-      run.batch_verifier->pass_done();
-      if (run.prefill) {
-        if (!run.batch_verifier->prefilling()) run.job->prefilled = true;
-        run.sequence->stats().prefill_s += pass_s;
-        prefill = true;
-      } else {
-        const auto r0 = Clock::now();
-        run.sequence->end_round(pass_s);
-        const double round_s = std::chrono::duration<double>(Clock::now() - r0).count();
-        // Smoothed, so that one round slowed by the machine (a preempted thread) does not
-        // make a sequence costly.
-        run.round_s = run.round_s > 0 ? 0.5 * run.round_s + 0.5 * round_s : round_s;
-        rounds_s += round_s;
-        if (run.sequence->done()) {
-          finish(run, nullptr);
-          it = active_.erase(it);
-          continue;
-        }
-      }
-    } catch (const std::exception& e) {
-      fail(it, e);
-      continue;
-    }
-    ++it;
-  }
+    const auto r0 = Clock::now();
+    run.sequence->end_round(pass_s);
+    const double round_s = std::chrono::duration<double>(Clock::now() - r0).count();
+    // Smoothed, so that one round slowed by the machine (a preempted thread) does not make a
+    // sequence costly.
+    run.round_s = run.round_s > 0 ? 0.5 * run.round_s + 0.5 * round_s : round_s;
+    rounds_s += round_s;
+    if (!run.sequence->done()) return true;
+    finish(run, nullptr);
+    return false;
+  });
   // A step's cost by its rows keeps the plan's pass time current: the pass and the per-row
   // work after it. Steps with a prefill chunk are left out: a chunk's rows cost less each
   // than a round's (no logits, no rules), so they would make drafted rows look cheap.

@@ -125,12 +125,7 @@ void write_constructed_dflash(const std::string& path, const ConstructedSpec& ta
 
   GgufWriter g;
   const std::string a = "dflash.";
-  g.set_string("general.architecture", "dflash");
-  g.set_string("general.name", target.name + "-dflash");
-  g.set_u32(a + "context_length", target.n_ctx);
-  g.set_u32(a + "embedding_length", static_cast<uint32_t>(d));
-  g.set_u32(a + "block_count", 1);
-  g.set_u32(a + "feed_forward_length", static_cast<uint32_t>(n_ff));
+  set_one_layer_metadata(g, "dflash", target.name + "-dflash", target.n_ctx, d, n_ff);
   g.set_u32(a + "attention.head_count", static_cast<uint32_t>(H));
   g.set_u32(a + "attention.head_count_kv", static_cast<uint32_t>(H));
   g.set_u32(a + "attention.key_length", static_cast<uint32_t>(hd));

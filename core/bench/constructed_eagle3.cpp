@@ -35,12 +35,7 @@ void write_constructed_eagle3(const std::string& path, const ConstructedSpec& ta
 
   GgufWriter w;
   const std::string a = "eagle3.";
-  w.set_string("general.architecture", "eagle3");
-  w.set_string("general.name", target.name + "-eagle3");
-  w.set_u32(a + "context_length", target.n_ctx);
-  w.set_u32(a + "embedding_length", static_cast<uint32_t>(d));
-  w.set_u32(a + "block_count", 1);
-  w.set_u32(a + "feed_forward_length", static_cast<uint32_t>(n_ff));
+  set_one_layer_metadata(w, "eagle3", target.name + "-eagle3", target.n_ctx, d, n_ff);
   w.set_u32(a + "attention.head_count", target.n_head);
   w.set_u32(a + "attention.head_count_kv", target.n_head);
   w.set_f32(a + "rope.freq_base", 10000.0f);

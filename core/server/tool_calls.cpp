@@ -242,25 +242,45 @@ ParsedToolCalls forced_tool_calls(ChatFamily family, std::string_view text,
   return std::move(*out);
 }
 
+namespace {
+
+// The rules of the tools a request lets the model call (every tool, or the named one): tool i's
+// rule is named f<i> and its text is rule_text(tool, "i", where, "f<i>", rules), which may add
+// helper rules to rules first; the names' alternation goes to alternatives. A schema a grammar
+// cannot express is the client's 400, at the tool's parameters.
+template <class RuleText>
+void offered_tool_rules(const ToolRequest& request, RuleText rule_text, std::string& rules,
+                        std::string& alternatives) {
+  for (size_t i = 0; i < request.tools.size(); ++i) {
+    const ToolFunction& tool = request.tools[i];
+    if (request.choice == ToolRequest::Choice::named && tool.name != request.named) continue;
+    const std::string index = std::to_string(i);
+    const std::string where = "tools[" + index + "].function.parameters";
+    const std::string rule = std::string("f").append(index);
+    try {
+      const std::string text = rule_text(tool, index, where, rule, rules);
+      rules += text;
+    } catch (const GrammarError& e) {
+      throw RequestError(400, where,
+                         std::string("tool_choice forces a call with a grammar, and ") + e.what());
+    }
+    alternatives += (alternatives.empty() ? "" : " | ") + rule;
+  }
+}
+
+}  // namespace
+
 std::string tool_call_grammar(ChatFamily family, const ToolRequest& request) {
   const bool many = request.parallel && request.choice == ToolRequest::Choice::required &&
                     family != ChatFamily::llama3;
   if (family == ChatFamily::qwen35) {
     std::string rules, alternatives;
-    for (size_t i = 0; i < request.tools.size(); ++i) {
-      const ToolFunction& tool = request.tools[i];
-      if (request.choice == ToolRequest::Choice::named && tool.name != request.named) continue;
-      const std::string index = std::to_string(i);
-      const std::string where = "tools[" + index + "].function.parameters";
-      const std::string rule = std::string("f").append(index);
-      try {
-        rules += xml_call_rule(tool, rule, where, rules);
-      } catch (const GrammarError& e) {
-        throw RequestError(
-            400, where, std::string("tool_choice forces a call with a grammar, and ") + e.what());
-      }
-      alternatives += (alternatives.empty() ? "" : " | ") + rule;
-    }
+    offered_tool_rules(
+        request,
+        [](const ToolFunction& tool, const std::string&, const std::string& where,
+           const std::string& rule,
+           std::string& helpers) { return xml_call_rule(tool, rule, where, helpers); },
+        rules, alternatives);
     std::string text = "root ::= call" + std::string(many ? " ( \"\\n\" call )*" : "") +
                        "\ncall ::= " + gbnf_literal("<tool_call>\n") + " ( " + alternatives +
                        " ) " + gbnf_literal("\n</tool_call>") +
@@ -270,24 +290,17 @@ std::string tool_call_grammar(ChatFamily family, const ToolRequest& request) {
   }
   const char* key = family == ChatFamily::llama3 ? "parameters" : "arguments";
   std::string rules, alternatives;
-  for (size_t i = 0; i < request.tools.size(); ++i) {
-    const ToolFunction& tool = request.tools[i];
-    if (request.choice == ToolRequest::Choice::named && tool.name != request.named) continue;
-    const std::string index = std::to_string(i);
-    const std::string where = "tools[" + index + "].function.parameters";
-    std::string arguments;
-    try {
-      arguments = json_schema_expression(json::parse(tool.parameters), where,
-                                         std::string("t").append(index).append("-"), rules);
-    } catch (const GrammarError& e) {
-      throw RequestError(400, where,
-                         std::string("tool_choice forces a call with a grammar, and ") + e.what());
-    }
-    const std::string rule = std::string("f").append(index);
-    rules += rule + " ::= " + gbnf_literal("\"" + tool.name + "\", \"" + key + "\": ") + " " +
-             arguments + "\n";
-    alternatives += (alternatives.empty() ? "" : " | ") + rule;
-  }
+  offered_tool_rules(
+      request,
+      [key](const ToolFunction& tool, const std::string& index, const std::string& where,
+            const std::string& rule, std::string& helpers) {
+        const std::string arguments =
+            json_schema_expression(json::parse(tool.parameters), where,
+                                   std::string("t").append(index).append("-"), helpers);
+        return rule + " ::= " + gbnf_literal("\"" + tool.name + "\", \"" + key + "\": ") + " " +
+               arguments + "\n";
+      },
+      rules, alternatives);
   const std::string object = gbnf_literal("{\"name\": ") + " ( " + alternatives + " ) \"}\"";
   std::string top;
   if (family == ChatFamily::chatml) {

@@ -2,19 +2,13 @@
 #include <string>
 #include <vector>
 
+#include "tokenizer/pair_merges.hpp"
 #include "tokenizer/unicode.hpp"
 #include "tokenizer/vocab.hpp"
 
 namespace specd {
 
 namespace {
-
-struct Symbol {
-  int prev;
-  int next;
-  size_t start;  // byte range of the word
-  size_t len;
-};
 
 struct Bigram {
   int32_t rank;
@@ -55,7 +49,7 @@ void bpe_encode_word(const Vocab& vocab, std::string_view word, std::vector<int3
       return;
     }
   }
-  std::vector<Symbol> sym;
+  std::vector<MergeSymbol> sym;
   sym.reserve(word.size());
   for (size_t k = 0; k < word.size(); ++k) {
     sym.push_back(
@@ -64,33 +58,18 @@ void bpe_encode_word(const Vocab& vocab, std::string_view word, std::vector<int3
   std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue;
   auto try_add = [&](int left, int right) {
     if (left < 0 || right < 0) return;
-    const Symbol& l = sym[left];
-    const Symbol& r = sym[right];
+    const MergeSymbol& l = sym[left];
+    const MergeSymbol& r = sym[right];
     key.assign(text_of(l.start, l.len));
     key += ' ';
     key.append(text_of(r.start, r.len));
     auto it = vocab.merge_rank.find(key);
     if (it != vocab.merge_rank.end()) queue.push({it->second, left, right, l.len + r.len});
   };
-  for (size_t k = 1; k < sym.size(); ++k) try_add(static_cast<int>(k) - 1, static_cast<int>(k));
-
-  while (!queue.empty()) {
-    const Bigram b = queue.top();
-    queue.pop();
-    Symbol& l = sym[b.left];
-    Symbol& r = sym[b.right];
-    // Stale entries: one side was merged away or grew since the pair was queued.
-    if (l.len == 0 || r.len == 0 || l.next != b.right || l.len + r.len != b.len) continue;
-    l.len += r.len;
-    l.next = r.next;
-    if (r.next >= 0) sym[r.next].prev = b.left;
-    r.len = 0;
-    try_add(l.prev, b.left);
-    try_add(b.left, l.next);
-  }
+  merge_pairs(sym, queue, try_add);
 
   for (int k = 0; k >= 0; k = sym[k].next) {
-    const Symbol& s = sym[k];
+    const MergeSymbol& s = sym[k];
     key.assign(text_of(s.start, s.len));
     const int32_t id = vocab.find(key);
     if (id >= 0) {

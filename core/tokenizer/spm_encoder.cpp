@@ -2,19 +2,13 @@
 #include <string>
 #include <vector>
 
+#include "tokenizer/pair_merges.hpp"
 #include "tokenizer/unicode.hpp"
 #include "tokenizer/vocab.hpp"
 
 namespace specd {
 
 namespace {
-
-struct Symbol {
-  int prev;
-  int next;
-  size_t start;
-  size_t len;
-};
 
 struct Bigram {
   float score;
@@ -42,20 +36,7 @@ class SpmSession {
       if (k > 0) sym_[k - 1].next = k;
       pos += len;
     }
-    for (size_t k = 1; k < sym_.size(); ++k) try_add(static_cast<int>(k) - 1, static_cast<int>(k));
-    while (!queue_.empty()) {
-      const Bigram b = queue_.top();
-      queue_.pop();
-      Symbol& l = sym_[b.left];
-      Symbol& r = sym_[b.right];
-      if (l.len == 0 || r.len == 0 || l.next != b.right || l.len + r.len != b.len) continue;
-      l.len += r.len;
-      l.next = r.next;
-      if (r.next >= 0) sym_[r.next].prev = b.left;
-      r.len = 0;
-      try_add(l.prev, b.left);
-      try_add(b.left, l.next);
-    }
+    merge_pairs(sym_, queue_, [this](int left, int right) { try_add(left, right); });
     for (int k = sym_.empty() ? -1 : 0; k >= 0; k = sym_[k].next) {
       resegment(text_.substr(sym_[k].start, sym_[k].len), out);
     }
@@ -91,7 +72,7 @@ class SpmSession {
 
   const Vocab& vocab_;
   std::string_view text_;
-  std::vector<Symbol> sym_;
+  std::vector<MergeSymbol> sym_;
   std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder> queue_;
 };
 

@@ -168,6 +168,17 @@ std::vector<float> sample_rope_factors(int64_t n) {
   return v;
 }
 
+void set_one_layer_metadata(GgufWriter& w, const std::string& architecture, const std::string& name,
+                            uint32_t n_ctx, int64_t n_embd, int64_t n_ff) {
+  const std::string a = architecture + ".";
+  w.set_string("general.architecture", architecture);
+  w.set_string("general.name", name);
+  w.set_u32(a + "context_length", n_ctx);
+  w.set_u32(a + "embedding_length", static_cast<uint32_t>(n_embd));
+  w.set_u32(a + "block_count", 1);
+  w.set_u32(a + "feed_forward_length", static_cast<uint32_t>(n_ff));
+}
+
 void set_byte_tokenizer(GgufWriter& w, uint32_t vocab) {
   if (vocab < 258) throw Error("llama writer: a byte tokenizer needs at least 258 tokens");
   std::vector<std::string> tokens = {"<s>", "</s>"};

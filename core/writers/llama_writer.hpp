@@ -77,6 +77,12 @@ std::vector<LlamaTensor> llama_tensors(const LlamaLayout& layout);
 // set, linear rope scaling when rope_scale > 0).
 void set_llama_metadata(GgufWriter& w, const LlamaLayout& layout);
 
+// The start of a one-layer drafter file's metadata (EAGLE-3, DFlash): general.architecture
+// and general.name, and <architecture>.context_length, embedding_length, block_count (1) and
+// feed_forward_length.
+void set_one_layer_metadata(GgufWriter& w, const std::string& architecture, const std::string& name,
+                            uint32_t n_ctx, int64_t n_embd, int64_t n_ff);
+
 // Rope frequency divisors for generated rope_freqs.weight tensors, shaped like Llama 3.1's:
 // 1 for the first (high-frequency) half of the n pairs, then 2, 3, ... for the rest.
 std::vector<float> sample_rope_factors(int64_t n);
