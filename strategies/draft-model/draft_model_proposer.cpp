@@ -44,6 +44,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/draft_row.hpp"
+
 namespace {
 
 class DraftModelProposer {
@@ -273,23 +275,9 @@ class DraftModelProposer {
     if (item.filter &&
         !item.filter->apply(item.filter->context, item.out.tokens, i, logits.data(), n))
       return false;
-    std::vector<double> scratch;
-    double* q_row = item.out.q ? item.out.q + static_cast<size_t>(i) * vocab_
-                               : (scratch.resize(vocab_), scratch.data());
-    check(transform_.apply(transform_.context, logits.data(), n, q_row));
-    std::fill(q_row + n, q_row + vocab_, 0.0);
-    const specd_token token =
-        greedy_
-            ? specd::sdk::argmax_index(q_row, vocab_)
-            : specd::sdk::sample_index(q_row, vocab_, host_->rng_uniform(host_->context, item.rng));
-    if (greedy_) {  // the point mass the token was taken from
-      std::fill(q_row, q_row + vocab_, 0.0);
-      q_row[token] = 1.0;
-    }
-    item.out.tokens[i] = token;
-    item.out.parents[i] = static_cast<int32_t>(i);
-    item.out.n_nodes = i + 1;
-    drafted = token;
+    drafted = specd::strategies::draft_chain_token(item, i, logits.data(), n, vocab_, greedy_,
+                                                   transform_, *host_,
+                                                   [this](specd_status* status) { check(status); });
     return true;
   }
 

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/draft_row.hpp"
 #include "common/feature_head.hpp"
 
 namespace {
@@ -104,24 +105,9 @@ class MtpProposer : public specd::strategies::FeatureHeadSequences<MtpProposer> 
   // ids beyond the target's vocabulary impossible): a draw, or the argmax as a point mass.
   specd_token draw(specd::sdk::ProposeItem<Sequence>& item, uint32_t i,
                    const std::vector<float>& logits) {
-    std::vector<double> scratch;
-    double* q_row = item.out.q ? item.out.q + static_cast<size_t>(i) * vocab_
-                               : (scratch.resize(vocab_), scratch.data());
-    const uint32_t n = std::min(head_.vocab(), vocab_);
-    check(transform_.apply(transform_.context, logits.data(), n, q_row));
-    std::fill(q_row + n, q_row + vocab_, 0.0);
-    const specd_token token =
-        greedy_
-            ? specd::sdk::argmax_index(q_row, vocab_)
-            : specd::sdk::sample_index(q_row, vocab_, host_->rng_uniform(host_->context, item.rng));
-    if (greedy_) {
-      std::fill(q_row, q_row + vocab_, 0.0);
-      q_row[token] = 1.0;
-    }
-    item.out.tokens[i] = token;
-    item.out.parents[i] = static_cast<int32_t>(i);
-    item.out.n_nodes = i + 1;
-    return token;
+    return specd::strategies::draft_chain_token(
+        item, i, logits.data(), std::min(head_.vocab(), vocab_), vocab_, greedy_, transform_,
+        *host_, [this](specd_status* status) { check(status); });
   }
 
   const specd_host* host_;

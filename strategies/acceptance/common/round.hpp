@@ -111,23 +111,37 @@ inline std::vector<double> residual(std::span<const double> p, std::span<const d
   return r;
 }
 
+// The tree nodes a walk has accepted so far, in order (the Sampler's and the Enumerator's).
+class AcceptedPath {
+ public:
+  void enter(uint32_t node) { path_.push_back(static_cast<int32_t>(node)); }
+  void leave() { path_.pop_back(); }
+
+ protected:
+  std::vector<int32_t> path_;
+};
+
+// The total mass of a row to choose from. A row with negative, NaN or infinite entries or no
+// mass is the plugin's internal error; `use` names what the row was for.
+inline double row_mass(std::span<const double> weights, const char* use) {
+  const sdk::RowCheck c = sdk::check_row(weights);
+  if (!c.ok())
+    throw sdk::PluginError(SPECD_STATUS_INTERNAL,
+                           std::string("a distribution to ") + use + ": " + c.problem);
+  return c.total;
+}
+
 // Draws branches with the host RNG; writes the result of `accept`.
-class Sampler {
+class Sampler : public AcceptedPath {
  public:
   Sampler(sdk::Host host, specd_rng* rng, specd_accept_result& result)
       : host_(host), rng_(rng), result_(result) {}
 
-  void enter(uint32_t node) { path_.push_back(static_cast<int32_t>(node)); }
-  void leave() { path_.pop_back(); }
-
   // Picks index i with probability weights[i] / sum(weights): the SDK's one draw (inverse
-  // CDF, one uniform), which refuses rows with negative, NaN or infinite entries or no mass.
+  // CDF, one uniform), after row_mass's checks.
   template <class F>
   void choose(std::span<const double> weights, F&& cont) {
-    const sdk::RowCheck c = sdk::check_row(weights);
-    if (!c.ok())
-      throw sdk::PluginError(SPECD_STATUS_INTERNAL, "a distribution to sample: " + c.problem);
-    cont(sdk::draw_checked(weights, c.total, host_.uniform(rng_)));
+    cont(sdk::draw_checked(weights, row_mass(weights, "sample"), host_.uniform(rng_)));
   }
 
   // Calls cont(true) with probability a, else cont(false); draws nothing when a is 0 or 1.
@@ -152,27 +166,21 @@ class Sampler {
   sdk::Host host_;
   specd_rng* rng_;
   specd_accept_result& result_;
-  std::vector<int32_t> path_;
 };
 
 // Follows every branch; reports each outcome with the product of its branch probabilities.
-class Enumerator {
+class Enumerator : public AcceptedPath {
  public:
   Enumerator(specd_outcome_fn emit, void* user) : emit_(emit), user_(user) {}
-
-  void enter(uint32_t node) { path_.push_back(static_cast<int32_t>(node)); }
-  void leave() { path_.pop_back(); }
 
   // Every index the Sampler's choose could pick, with its probability (the same checks).
   template <class F>
   void choose(std::span<const double> weights, F&& cont) {
-    const sdk::RowCheck c = sdk::check_row(weights);
-    if (!c.ok())
-      throw sdk::PluginError(SPECD_STATUS_INTERNAL, "a distribution to enumerate: " + c.problem);
+    const double total = row_mass(weights, "enumerate");
     const double saved = weight_;
     for (uint32_t i = 0; i < weights.size(); ++i) {
       if (!(weights[i] > 0)) continue;
-      weight_ = saved * (weights[i] / c.total);
+      weight_ = saved * (weights[i] / total);
       cont(i);
     }
     weight_ = saved;
@@ -199,7 +207,6 @@ class Enumerator {
   specd_outcome_fn emit_;
   void* user_;
   double weight_ = 1.0;
-  std::vector<int32_t> path_;
 };
 
 // Accepts `node` for the duration of `then` (the walk below it), on a Sampler or Enumerator.
