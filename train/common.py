@@ -23,6 +23,18 @@ def load_config(path):
         return tomllib.load(f)
 
 
+def add_run_args(ap):
+    """The options every training script takes: data, outputs, and how long to train."""
+    ap.add_argument("--data", default="train/work/data")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--metrics", required=True)
+    ap.add_argument("--minutes", type=float, default=None)
+    ap.add_argument("--max-steps", type=int, default=None)
+    ap.add_argument("--eval-windows", type=int, default=None)
+    ap.add_argument("--batch-size", type=int, default=None, help="override (smoke tests)")
+    ap.add_argument("--seq-len", type=int, default=None, help="override (smoke tests)")
+
+
 def setup_threads(n=None):
     n = n or int(os.environ.get("SPECD_TRAIN_THREADS", "2"))
     torch.set_num_threads(n)

@@ -3,7 +3,6 @@ import hashlib
 import os
 import sys
 
-import numpy as np
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -218,11 +217,16 @@ def export_medusa(heads, c: LlamaConfig, name, target_reader, path):
     w.write(path)
 
 
-def export_eagle(m, name, target_reader, path):
-    arch = "specd-eagle"
+def _one_block_head(arch, m, name, target_reader):
+    """A writer holding a one-block head's common metadata and block hyperparameters."""
     w = GGUFWriter()
     _head_common(w, arch, name, target_reader)
     add_block_hparams(w, arch, m.c, 1)
+    return w
+
+
+def export_eagle(m, name, target_reader, path):
+    w = _one_block_head("specd-eagle", m, name, target_reader)
     w.add_tensor("eagle.fc.weight", _np(m.fc.weight))
     w.add_tensor("eagle.fc.bias", _np(m.fc.bias))
     add_block(w, "eagle.blk.0", m.block)
@@ -231,9 +235,7 @@ def export_eagle(m, name, target_reader, path):
 
 def export_mtp(m, name, target_reader, path):
     arch = "specd-mtp"
-    w = GGUFWriter()
-    _head_common(w, arch, name, target_reader)
-    add_block_hparams(w, arch, m.c, 1)
+    w = _one_block_head(arch, m, name, target_reader)
     w.add(f"{arch}.predict_offset", U32(2))
     w.add_tensor("mtp.hnorm.weight", _np(m.hnorm.weight))
     w.add_tensor("mtp.enorm.weight", _np(m.enorm.weight))
