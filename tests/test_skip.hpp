@@ -15,6 +15,16 @@
 
 namespace specd::test {
 
+namespace detail {
+// The parts written one after another to a stream: a skip's reason.
+template <class... Parts>
+std::string streamed_text(const Parts&... parts) {
+  std::ostringstream s;
+  (s << ... << parts);
+  return s.str();
+}
+}  // namespace detail
+
 // ctest's SKIP_RETURN_CODE for every suite (the automake convention).
 inline constexpr int kSkipReturnCode = 77;
 
@@ -24,9 +34,7 @@ inline constexpr int kSkipReturnCode = 77;
 void skip_missing_reason(const std::string& why);
 template <class... Parts>
 void skip_missing(const Parts&... why) {
-  std::ostringstream s;
-  (s << ... << why);
-  skip_missing_reason(s.str());
+  skip_missing_reason(detail::streamed_text(why...));
 }
 
 // This machine or build cannot run the case (root reads every file, no /dev/full, a
@@ -34,9 +42,7 @@ void skip_missing(const Parts&... why) {
 void skip_here_reason(const std::string& why);
 template <class... Parts>
 void skip_here(const Parts&... why) {
-  std::ostringstream s;
-  (s << ... << why);
-  skip_here_reason(s.str());
+  skip_here_reason(detail::streamed_text(why...));
 }
 
 // How many times a case of this process skipped (the exit code's reason).

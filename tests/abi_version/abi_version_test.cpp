@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "../plugin/plugin_test_support.hpp"
 #include "acceptance/acceptance_rule.hpp"
 #include "common/error.hpp"
 #include "config/config.hpp"
@@ -13,6 +14,8 @@
 #include "test_paths.hpp"
 
 using specd::PluginRegistry;
+using specd::test::loaded_cleanly;
+using specd::test::NoPluginPathEnv;
 
 namespace {
 
@@ -40,19 +43,12 @@ std::string create_error(const specd::LoadedPlugin& plugin, uint32_t minor) {
   return "";
 }
 
-struct NoPluginPathEnv {
-  NoPluginPathEnv() { unsetenv("SPECD_PLUGIN_PATH"); }
-};
-
 }  // namespace
 
 TEST_CASE("a plugin built against ABI 0.1 loads and gets arrays as TOML text") {
   NoPluginPathEnv env;
   PluginRegistry reg({plugin_file("old-minor")}, false);
-  CHECK(reg.errors().empty());
-  const specd::LoadedPlugin* p =
-      reg.find("org.specd.test.version-old-minor", SPECD_KIND_ACCEPTANCE);
-  REQUIRE(p != nullptr);
+  const specd::LoadedPlugin* p = &loaded_cleanly(reg, "org.specd.test.version-old-minor");
   CHECK(p->abi_minor == 1);
   CHECK(create_error(*p, p->abi_minor) == "");
   // What the plugin checks can fail: given the typed array it does not know, it refuses.
@@ -63,9 +59,7 @@ TEST_CASE("a plugin built against ABI 0.1 loads and gets arrays as TOML text") {
 TEST_CASE("a plugin of the current minor gets arrays typed") {
   NoPluginPathEnv env;
   PluginRegistry reg({plugin_file("current")}, false);
-  CHECK(reg.errors().empty());
-  const specd::LoadedPlugin* p = reg.find("version-current", SPECD_KIND_ACCEPTANCE);
-  REQUIRE(p != nullptr);
+  const specd::LoadedPlugin* p = &loaded_cleanly(reg, "version-current");
   CHECK(p->abi_minor == SPECD_ABI_VERSION_MINOR);
   CHECK(create_error(*p, p->abi_minor) == "");
   CHECK(create_error(*p, 1).find("choices arrived as type 4") != std::string::npos);
@@ -114,9 +108,7 @@ TEST_CASE("a plugin of a newer minor is refused unless it declares that it runs 
   }
   {
     PluginRegistry reg({plugin_file("next-minor-runs-here")}, false);
-    CHECK(reg.errors().empty());
-    const specd::LoadedPlugin* p = reg.find("version-next-minor-runs-here", SPECD_KIND_ACCEPTANCE);
-    REQUIRE(p != nullptr);
+    const specd::LoadedPlugin* p = &loaded_cleanly(reg, "version-next-minor-runs-here");
     CHECK(p->abi_minor == SPECD_ABI_VERSION_MINOR);  // driven as this host's minor
     CHECK(create_error(*p, p->abi_minor) == "");
     // What `specd plugins` shows: the minor it was built against and the oldest host.

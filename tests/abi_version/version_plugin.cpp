@@ -9,6 +9,7 @@
 // create() checks how the key `choices` arrives: as TOML text for 0.1, as an array after.
 #include <string>
 
+#include "../plugin/accept_nothing_rule.hpp"
 #include "specd/acceptance.h"
 #include "specd/entry.h"
 
@@ -54,21 +55,8 @@ specd_status* create(const specd_host* host, const specd_params* params, void** 
   }
   return nullptr;
 }
-void destroy(void*) {}
-specd_status* accept(void*, const specd_draft_tree*, const specd_target_dists*, specd_rng*,
-                     specd_accept_result* result) {
-  result->path_length = 0;
-  result->next_token = 0;
-  return nullptr;
-}
 
-const specd_acceptance_vtable g_vtable = {sizeof(specd_acceptance_vtable),
-                                          SPECD_LABEL_LOSSY,
-                                          SPECD_ACCEPT_SCHEME_BIT(SPECD_SIBLINGS_IID),
-                                          &create,
-                                          &destroy,
-                                          &accept,
-                                          nullptr};
+constexpr specd_acceptance_vtable g_vtable = accept_nothing_vtable(&create);
 
 const void* get_vtable(specd_plugin_kind kind) {
   return kind == SPECD_KIND_ACCEPTANCE ? &g_vtable : nullptr;

@@ -44,6 +44,25 @@ uint32_t node_count(const std::vector<uint32_t>& branching) {
   return total;
 }
 
+using WeightedSequences = std::vector<std::pair<std::vector<specd_token>, double>>;
+
+// Every sequence of `frontier` extended by each token the target gives positive
+// probability, weighted by that probability.
+WeightedSequences extend_by_target(const WeightedSequences& frontier, RandomModel& model,
+                                   uint32_t V) {
+  WeightedSequences next;
+  for (const auto& [prefix, pr] : frontier) {
+    const std::vector<double> row = model.p(prefix);
+    for (uint32_t y = 0; y < V; ++y) {
+      if (!(row[y] > 0)) continue;
+      auto ext = prefix;
+      ext.push_back(static_cast<specd_token>(y));
+      next.push_back({ext, pr * row[y]});
+    }
+  }
+  return next;
+}
+
 Check check_exact(const AcceptanceRule& rule, const specd::DraftSpec& spec, RandomModel& model) {
   const uint32_t V = spec.vocab;
   const size_t D = spec.branching.size();
@@ -66,40 +85,16 @@ Check check_exact(const AcceptanceRule& rule, const specd::DraftSpec& spec, Rand
   for (const auto& [e, prob] : emitted) {
     first[e[0]] += prob;
     // Continue e with the target up to D+1 tokens.
-    std::vector<std::pair<std::vector<specd_token>, double>> frontier{{e, prob}};
-    while (frontier.front().first.size() < D + 1) {
-      std::vector<std::pair<std::vector<specd_token>, double>> next;
-      for (const auto& [prefix, pr] : frontier) {
-        const std::vector<double> row = model.p(prefix);
-        for (uint32_t y = 0; y < V; ++y) {
-          if (!(row[y] > 0)) continue;
-          auto ext = prefix;
-          ext.push_back(static_cast<specd_token>(y));
-          next.push_back({ext, pr * row[y]});
-        }
-      }
-      frontier = std::move(next);
-    }
+    WeightedSequences frontier{{e, prob}};
+    while (frontier.front().first.size() < D + 1) frontier = extend_by_target(frontier, model, V);
     for (const auto& [seq, pr] : frontier) spec_joint[seq] += pr;
   }
   const std::vector<double> root = model.p({});
   for (uint32_t y = 0; y < V; ++y)
     c.first_token_error = std::max(c.first_token_error, std::fabs(first[y] - root[y]));
   // Target joint over V^(D+1) by the chain rule; compare on the union of supports.
-  std::vector<std::pair<std::vector<specd_token>, double>> frontier{{{}, 1.0}};
-  for (size_t j = 0; j <= D; ++j) {
-    std::vector<std::pair<std::vector<specd_token>, double>> next;
-    for (const auto& [prefix, pr] : frontier) {
-      const std::vector<double> row = model.p(prefix);
-      for (uint32_t y = 0; y < V; ++y) {
-        if (!(row[y] > 0)) continue;
-        auto ext = prefix;
-        ext.push_back(static_cast<specd_token>(y));
-        next.push_back({ext, pr * row[y]});
-      }
-    }
-    frontier = std::move(next);
-  }
+  WeightedSequences frontier{{{}, 1.0}};
+  for (size_t j = 0; j <= D; ++j) frontier = extend_by_target(frontier, model, V);
   for (const auto& [seq, pr] : frontier) {
     auto it = spec_joint.find(seq);
     const double got = it == spec_joint.end() ? 0.0 : it->second;
@@ -161,32 +156,33 @@ Check run_cases(const AcceptanceRule& rule, bool one_hot_p, int cases, uint64_t 
   return worst;
 }
 
-}  // namespace
-
-TEST_CASE("every exact rule preserves the target distribution on random small cases") {
-  int exact_rules = 0;
+// Runs `cases` random cases of every installed rule labelled `label` that gives its outcomes
+// (the n-th such rule seeded with seed_base + n), reporting each one's worst errors; returns
+// how many rules ran.
+int run_rules_labelled(specd_lossless_label label, bool one_hot_p, int cases, uint64_t seed_base) {
+  int rules = 0;
   for (const specd::LoadedPlugin* plugin : specd::test::acceptance_plugins()) {
     AcceptanceRule rule(*plugin, nullptr);
-    if (rule.label() != SPECD_LABEL_EXACT || !rule.has_outcomes()) continue;
-    ++exact_rules;
+    if (rule.label() != label || !rule.has_outcomes()) continue;
+    ++rules;
     int run = 0;
-    const Check worst = run_cases(rule, false, 400, 0x5eed0001 + exact_rules, run);
+    const Check worst = run_cases(rule, one_hot_p, cases, seed_base + rules, run);
     MESSAGE(rule.name(), ": ", run, " cases, worst first-token error ", worst.first_token_error,
             ", worst joint error ", worst.joint_error);
   }
+  return rules;
+}
+
+}  // namespace
+
+TEST_CASE("every exact rule preserves the target distribution on random small cases") {
+  const int exact_rules = run_rules_labelled(SPECD_LABEL_EXACT, false, 400, 0x5eed0001);
   CHECK(exact_rules >= 3);  // rejection, tree-rejection, exact-match at least
 }
 
 TEST_CASE("every greedy-exact rule preserves the target distribution at temperature 0") {
   // At temperature 0 the target rows are one-hot (argmax); the draft rows stay arbitrary.
-  int greedy_rules = 0;
-  for (const specd::LoadedPlugin* plugin : specd::test::acceptance_plugins()) {
-    AcceptanceRule rule(*plugin, nullptr);
-    if (rule.label() != SPECD_LABEL_GREEDY_EXACT || !rule.has_outcomes()) continue;
-    ++greedy_rules;
-    int run = 0;
-    run_cases(rule, true, 300, 0x5eed1000 + greedy_rules, run);
-  }
+  const int greedy_rules = run_rules_labelled(SPECD_LABEL_GREEDY_EXACT, true, 300, 0x5eed1000);
   CHECK(greedy_rules >= 1);
 }
 

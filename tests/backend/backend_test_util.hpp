@@ -262,6 +262,19 @@ std::vector<T> download_vec(const Buffer& b, size_t n) {
   return v;
 }
 
+// The f32 products of each row of `x` with `w` taken alone (one m = 1 matmul a row), made in
+// `y` (room for one output row) and gathered row after row.
+inline std::vector<float> matmul_row_by_row(Device& dev, const View& x, const View& w,
+                                            const Buffer& y) {
+  const int64_t n = w.rows();
+  std::vector<float> out(x.rows() * n);
+  for (int64_t i = 0; i < x.rows(); ++i) {
+    dev.matmul(x.slice_rows(i, 1), w, y.view(SPECD_DTYPE_F32, 1, n));
+    y.download(out.data() + i * n, n * 4);
+  }
+  return out;
+}
+
 constexpr specd_dtype kWeightTypes[] = {
     SPECD_DTYPE_F32,  SPECD_DTYPE_F16,  SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0,   SPECD_DTYPE_Q4_0,
     SPECD_DTYPE_Q4_1, SPECD_DTYPE_Q5_0, SPECD_DTYPE_Q5_1, SPECD_DTYPE_Q2_K,   SPECD_DTYPE_Q3_K,

@@ -237,24 +237,47 @@ std::vector<float> run_attention(Device& dev, const std::vector<float>& q,
   return download_vec<float>(bo, m * qc);
 }
 
+// A random attention problem: a tree of `parents` appended after `P` cache rows (of `cap`),
+// random queries (a row per node), keys and values, scores scaled by 1 / sqrt(head_dim).
+struct TreeAttention {
+  specd_attention_params p;
+  int64_t P, cap;
+  TreeMask t;
+  std::vector<float> q, k, v;
+
+  TreeAttention(std::mt19937& rng, uint32_t n_head, uint32_t n_kv, uint32_t hd, int64_t P_,
+                int64_t cap_, const std::vector<int32_t>& parents)
+      : p{sizeof(p), n_head, n_kv, hd, 1.0f / std::sqrt(float(hd))},
+        P(P_),
+        cap(cap_),
+        t(tree_mask(static_cast<int32_t>(P_), parents)),
+        q(random_floats(rng, int64_t(parents.size()) * n_head * hd)),
+        k(random_floats(rng, cap_ * n_kv * hd)),
+        v(random_floats(rng, cap_ * n_kv * hd)) {}
+
+  int64_t rows() const { return static_cast<int64_t>(t.prefix.size()); }
+  // Attention of the query rows `queries` over this problem's keys and values under `mask`.
+  std::vector<float> run(Device& dev, const std::vector<float>& queries,
+                         const TreeMask& mask) const {
+    return run_attention(dev, queries, k, v, cap, mask, p);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("attention with GQA and a tree mask matches the reference") {
   std::mt19937 rng(6);
   for (auto& ob : open_backends()) {
-    Device& dev = *ob.device;
-    const uint32_t n_head = 4, n_kv = 2, hd = 32;
-    const int64_t P = 9, cap = 32;
-    const std::vector<int32_t> parents = {-1, 0, 0, 1, 2, 4};
-    const int64_t m = parents.size();
-    const TreeMask t = tree_mask(P, parents);
-    auto q = random_floats(rng, m * n_head * hd);
-    auto k = random_floats(rng, cap * n_kv * hd);
-    auto v = random_floats(rng, cap * n_kv * hd);
-    specd_attention_params p{sizeof(p), n_head, n_kv, hd, 1.0f / std::sqrt(float(hd))};
-    auto out = run_attention(dev, q, k, v, cap, t, p);
+    const TreeAttention problem(rng, /*n_head=*/4, /*n_kv=*/2, /*hd=*/32, /*P=*/9, /*cap=*/32,
+                                {-1, 0, 0, 1, 2, 4});
+    const uint32_t n_head = problem.p.n_head, n_kv = problem.p.n_head_kv, hd = problem.p.head_dim;
+    const TreeMask& t = problem.t;
+    const std::vector<float>& q = problem.q;
+    const std::vector<float>& k = problem.k;
+    const std::vector<float>& v = problem.v;
+    auto out = problem.run(*ob.device, q, t);
     std::vector<double> ref(out.size()), scale(out.size());
-    for (int64_t i = 0; i < m; ++i)
+    for (int64_t i = 0; i < problem.rows(); ++i)
       for (uint32_t h = 0; h < n_head; ++h) {
         std::vector<int64_t> keys;
         for (int64_t j = 0; j < t.prefix[i]; ++j) keys.push_back(j);
@@ -266,7 +289,7 @@ TEST_CASE("attention with GQA and a tree mask matches the reference") {
           double d = 0;
           for (uint32_t c = 0; c < hd; ++c)
             d += double(q[(i * n_head + h) * hd + c]) * k[(keys[j] * n_kv + kh) * hd + c];
-          s[j] = d * p.scale;
+          s[j] = d * problem.p.scale;
           mx = std::max(mx, s[j]);
         }
         for (double& x : s) sum += (x = std::exp(x - mx));
@@ -288,25 +311,22 @@ TEST_CASE("attention row results are batch invariant and chain masks equal tree 
   std::mt19937 rng(7);
   for (auto& ob : open_backends()) {
     Device& dev = *ob.device;
-    const uint32_t n_head = 4, n_kv = 1, hd = 64;
-    const int64_t P = 20, cap = 64;
-    const std::vector<int32_t> parents = {-1, 0, 1, 0, 3, 2, 5};
-    const int64_t m = parents.size();
-    auto q = random_floats(rng, m * n_head * hd);
-    auto k = random_floats(rng, cap * n_kv * hd);
-    auto v = random_floats(rng, cap * n_kv * hd);
-    specd_attention_params p{sizeof(p), n_head, n_kv, hd, 0.125f};
-    const TreeMask t = tree_mask(P, parents);
-    auto all = run_attention(dev, q, k, v, cap, t, p);
-    const int64_t qc = n_head * hd;
-    for (int64_t i = 0; i < m; ++i) {
+    // hd = 64: the scale is 0.125.
+    const TreeAttention a(rng, /*n_head=*/4, /*n_kv=*/1, /*hd=*/64, /*P=*/20, /*cap=*/64,
+                          {-1, 0, 1, 0, 3, 2, 5});
+    const TreeMask& t = a.t;
+    const std::vector<float>& q = a.q;
+    const int64_t P = a.P;
+    auto all = a.run(dev, q, t);
+    const int64_t qc = a.p.n_head * a.p.head_dim;
+    for (int64_t i = 0; i < a.rows(); ++i) {
       // Row i alone, with the same key sequence.
       TreeMask one;
       one.prefix = {t.prefix[i]};
       one.begin = {0, t.begin[i + 1] - t.begin[i]};
       one.extra.assign(t.extra.begin() + t.begin[i], t.extra.begin() + t.begin[i + 1]);
       std::vector<float> qi(q.begin() + i * qc, q.begin() + (i + 1) * qc);
-      auto alone = run_attention(dev, qi, k, v, cap, one, p);
+      auto alone = a.run(dev, qi, one);
       CHECK(std::memcmp(alone.data(), all.data() + i * qc, qc * 4) == 0);
     }
     // A chain expressed as a prefix equals the same keys listed as extras.
@@ -314,9 +334,9 @@ TEST_CASE("attention row results are batch invariant and chain masks equal tree 
     TreeMask as_extra{
         {static_cast<int32_t>(P)}, {0, 3}, {int32_t(P), int32_t(P + 1), int32_t(P + 2)}};
     std::vector<float> q0(q.begin(), q.begin() + qc);
-    auto a = run_attention(dev, q0, k, v, cap, as_prefix, p);
-    auto b = run_attention(dev, q0, k, v, cap, as_extra, p);
-    CHECK(std::memcmp(a.data(), b.data(), qc * 4) == 0);
+    auto by_prefix = a.run(dev, q0, as_prefix);
+    auto by_extra = a.run(dev, q0, as_extra);
+    CHECK(std::memcmp(by_prefix.data(), by_extra.data(), qc * 4) == 0);
   }
 }
 

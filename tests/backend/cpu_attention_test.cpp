@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <utility>
+#include <vector>
 
 #include "backend_test_util.hpp"
 #include "ops/vexp.hpp"
@@ -19,10 +22,7 @@ namespace {
 
 float dot16(const float* a, const float* b, int64_t n) {
   float lane[16] = {};
-  int64_t k = 0;
-  for (; k + 16 <= n; k += 16)
-    for (int l = 0; l < 16; ++l) lane[l] += a[k + l] * b[k + l];
-  for (int l = 0; k + l < n; ++l) lane[l] += a[k + l] * b[k + l];
+  for (int64_t k = 0; k < n; ++k) lane[k % 16] += a[k] * b[k];  // lane l: k = l, l + 16, ...
   for (int width = 8; width >= 1; width /= 2)
     for (int l = 0; l < width; ++l) lane[l] += lane[l + width];
   return lane[0];
@@ -85,21 +85,57 @@ int attention_differences(Device& dev, std::mt19937& rng, uint32_t hd, uint32_t 
   return differ;
 }
 
+// Runs `check` on a 2-thread CPU device of every kernel this CPU has, the kernel named in the
+// messages of its checks.
+void on_every_kernel(const std::function<void(Device&)>& check) {
+  for (const char* kernel : {"generic", "avx2", "avx512"}) {
+    const OpenBackend cpu = open_cpu_kernel(kernel, 2);
+    if (!cpu.device) continue;
+    INFO("kernel " << kernel);
+    check(*cpu.device);
+  }
+}
+
+// Attention calls over every head_dim, head grouping and prefix case, in that nesting.
+struct AttentionSweep {
+  std::vector<uint32_t> head_dims;
+  std::vector<std::pair<uint32_t, uint32_t>> heads;  // (query heads, KV heads)
+  std::vector<std::vector<int32_t>> prefixes;
+  size_t zero_case;  // the prefix case whose row `zero_row` has a zero query
+  int64_t zero_row;
+  bool chain;
+  const char* case_name;  // what the messages call a prefix case
+};
+
+void check_sweep(Device& dev, std::mt19937& rng, const AttentionSweep& s) {
+  for (uint32_t hd : s.head_dims)
+    for (const auto& [n_head, n_kv] : s.heads)
+      for (size_t c = 0; c < s.prefixes.size(); ++c) {
+        const int64_t zero_row = c == s.zero_case ? s.zero_row : -1;
+        const int differ =
+            attention_differences(dev, rng, hd, n_head, n_kv, s.prefixes[c], zero_row, s.chain);
+        CHECK_MESSAGE(differ == 0, "head_dim " << hd << ", " << n_head << " heads, " << n_kv
+                                               << " KV heads, " << s.case_name << " case " << c
+                                               << ": " << differ << " values differ");
+      }
+}
+
+std::vector<int32_t> chain_prefix(int32_t first, int rows) {
+  std::vector<int32_t> p;
+  for (int i = 0; i < rows; ++i) p.push_back(first + i);
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("cpu attention: every head_dim gives the bits of the fixed-order definition") {
   std::mt19937 rng(31);
-  for (const char* kernel : {"generic", "avx2", "avx512"}) {
-    const OpenBackend cpu = open_cpu_kernel(kernel, 2);
-    if (!cpu.device) continue;
-    Device* const dev = cpu.device.get();
-    INFO("kernel " << kernel);
+  on_every_kernel([&](Device& dev) {
     for (uint32_t hd : {32u, 64u, 80u, 96u, 128u, 256u}) {
-      const int differ =
-          attention_differences(*dev, rng, hd, 4, 2, std::vector<int32_t>(5, 37), -1);
+      const int differ = attention_differences(dev, rng, hd, 4, 2, std::vector<int32_t>(5, 37), -1);
       CHECK_MESSAGE(differ == 0, "head_dim " << hd << ": " << differ << " values differ");
     }
-  }
+  });
 }
 
 // The AVX-512 kernels take 16 keys at a time, the AVX2 ones 8, and both the query heads of a KV
@@ -108,30 +144,20 @@ TEST_CASE("cpu attention: every head_dim gives the bits of the fixed-order defin
 // groups of 1 to 4 query heads per KV head and a row whose scores are all zero.
 TEST_CASE("cpu attention: key blocks, GQA groups and rows of different lengths keep the bits") {
   std::mt19937 rng(47);
-  for (const char* kernel : {"generic", "avx2", "avx512"}) {
-    const OpenBackend cpu = open_cpu_kernel(kernel, 2);
-    if (!cpu.device) continue;
-    Device* const dev = cpu.device.get();
-    INFO("kernel " << kernel);
-    const std::vector<std::vector<int32_t>> prefixes = {{0},
-                                                        {15},
-                                                        {16},
-                                                        {31, 31},
-                                                        {1, 14, 15, 16, 17, 32, 33, 47, 48, 64},
-                                                        {64, 48, 33, 33, 17, 2, 1, 0, 16, 16},
-                                                        {7, 8, 9, 23, 24, 25}};
-    const uint32_t heads[][2] = {{4, 4}, {4, 2}, {6, 2}, {8, 2}};
-    for (uint32_t hd : {32u, 64u, 128u})
-      for (const auto& h : heads)
-        for (size_t c = 0; c < prefixes.size(); ++c) {
-          const int64_t zero_row = c == 4 ? 3 : -1;
-          const int differ =
-              attention_differences(*dev, rng, hd, h[0], h[1], prefixes[c], zero_row);
-          CHECK_MESSAGE(differ == 0, "head_dim " << hd << ", " << h[0] << " heads, " << h[1]
-                                                 << " KV heads, prefix case " << c << ": " << differ
-                                                 << " values differ");
-        }
-  }
+  const AttentionSweep sweep{{32, 64, 128},
+                             {{4, 4}, {4, 2}, {6, 2}, {8, 2}},
+                             {{0},
+                              {15},
+                              {16},
+                              {31, 31},
+                              {1, 14, 15, 16, 17, 32, 33, 47, 48, 64},
+                              {64, 48, 33, 33, 17, 2, 1, 0, 16, 16},
+                              {7, 8, 9, 23, 24, 25}},
+                             /*zero_case=*/4,
+                             /*zero_row=*/3,
+                             /*chain=*/false,
+                             "prefix"};
+  on_every_kernel([&](Device& dev) { check_sweep(dev, rng, sweep); });
 }
 
 // Rows that see their prefix only (decoding and chain verification) go as lanes of (row, query
@@ -141,29 +167,17 @@ TEST_CASE("cpu attention: key blocks, GQA groups and rows of different lengths k
 // calls just below and at the size that switches to lanes, and a row whose scores are all zero.
 TEST_CASE("cpu attention: chain rows as lanes of a KV head keep the bits") {
   std::mt19937 rng(53);
-  for (const char* kernel : {"generic", "avx2", "avx512"}) {
-    const OpenBackend cpu = open_cpu_kernel(kernel, 2);
-    if (!cpu.device) continue;
-    Device* const dev = cpu.device.get();
-    INFO("kernel " << kernel);
-    auto chain = [](int32_t first, int rows) {
-      std::vector<int32_t> p;
-      for (int i = 0; i < rows; ++i) p.push_back(first + i);
-      return p;
-    };
-    const std::vector<std::vector<int32_t>> prefixes = {
-        chain(65, 8), chain(1, 20),   chain(30, 3),
-        chain(30, 4), chain(100, 17), {5, 70, 2, 33, 1, 16, 17, 64}};
-    const uint32_t heads[][2] = {{16, 16}, {16, 8}, {16, 4}, {6, 2}, {16, 2}, {16, 1}, {8, 1}};
-    for (uint32_t hd : {64u, 128u, 80u})
-      for (const auto& h : heads)
-        for (size_t c = 0; c < prefixes.size(); ++c) {
-          const int64_t zero_row = c == 1 ? 5 : -1;
-          const int differ =
-              attention_differences(*dev, rng, hd, h[0], h[1], prefixes[c], zero_row, true);
-          CHECK_MESSAGE(differ == 0, "head_dim " << hd << ", " << h[0] << " heads, " << h[1]
-                                                 << " KV heads, chain case " << c << ": " << differ
-                                                 << " values differ");
-        }
-  }
+  const AttentionSweep sweep{{64, 128, 80},
+                             {{16, 16}, {16, 8}, {16, 4}, {6, 2}, {16, 2}, {16, 1}, {8, 1}},
+                             {chain_prefix(65, 8),
+                              chain_prefix(1, 20),
+                              chain_prefix(30, 3),
+                              chain_prefix(30, 4),
+                              chain_prefix(100, 17),
+                              {5, 70, 2, 33, 1, 16, 17, 64}},
+                             /*zero_case=*/1,
+                             /*zero_row=*/5,
+                             /*chain=*/true,
+                             "chain"};
+  on_every_kernel([&](Device& dev) { check_sweep(dev, rng, sweep); });
 }

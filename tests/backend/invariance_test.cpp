@@ -23,12 +23,8 @@ void check_gemm_invariance(Device& dev, std::mt19937& rng) {
     auto wd = decode(dt, wb, n, k);
     Buffer bx = upload_vec(dev, x), bw = upload_vec(dev, wb), by = dev.alloc(max_m * n * 4);
     const View w = bw.view(dt, n, k);
-    std::vector<float> single(max_m * n);
-    for (uint32_t i = 0; i < max_m; ++i) {
-      dev.matmul(bx.view(SPECD_DTYPE_F32, max_m, k).slice_rows(i, 1), w,
-                 by.view(SPECD_DTYPE_F32, 1, n));
-      by.download(single.data() + i * n, n * 4);
-    }
+    const std::vector<float> single =
+        matmul_row_by_row(dev, bx.view(SPECD_DTYPE_F32, max_m, k), w, by);
     // The single rows are also accurate (so a broken kernel cannot pass by being constant).
     double worst = 0;
     for (uint32_t i = 0; i < max_m; ++i)

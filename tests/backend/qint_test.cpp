@@ -83,15 +83,27 @@ int weight_int(specd_dtype dt, const uint8_t* b, unsigned i) {
   }
 }
 
+// Super-block b (256 elements of `bytes` bytes) of weight row `w` against row i of `a`: the
+// block's bytes, the activation quants, their sums over 16 and the activation scale.
+struct SuperBlock {
+  const uint8_t* blk;
+  const int8_t* y;
+  const int* bsum16;
+  float dy;
+};
+
+SuperBlock super_block(const uint8_t* w, uint32_t bytes, const RefAct& a, int64_t i, int64_t k,
+                       int64_t b) {
+  return {w + bytes * b, a.q.data() + i * k + 256 * b, a.bsum.data() + i * (k / 16) + 16 * b,
+          a.d[i * (k / 256) + b]};
+}
+
 // q2_K, q3_K, iq4_xs: 16 lanes of scale * integer * y sums per block; q2_K's mins over bsum16.
 float reference_lowbit(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, int64_t k) {
   std::vector<float> acc(16, 0.0f), macc(8, 0.0f);
   const uint32_t bytes = ggml::block_layout(dt).bytes;
   for (int64_t b = 0; b < k / 256; ++b) {
-    const uint8_t* blk = w + bytes * b;
-    const int8_t* y = a.q.data() + i * k + 256 * b;
-    const int* bs = a.bsum.data() + i * (k / 16) + 16 * b;
-    const float dy = a.d[i * (k / 256) + b];
+    const auto [blk, y, bs, dy] = super_block(w, bytes, a, i, k, b);
     int isum[16] = {};
     for (unsigned e = 0; e < 256; ++e) {
       int coef;
@@ -132,10 +144,7 @@ float reference_lowbit(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_
 float reference_q4_k(const uint8_t* w, const RefAct& a, int64_t i, int64_t k) {
   float acc = 0.0f;
   for (int64_t b = 0; b < k / 256; ++b) {
-    const uint8_t* blk = w + 144 * b;
-    const int8_t* y = a.q.data() + i * k + 256 * b;
-    const int* bs = a.bsum.data() + i * (k / 16) + 16 * b;
-    const float dy = a.d[i * (k / 256) + b];
+    const auto [blk, y, bs, dy] = super_block(w, 144, a, i, k, b);
     int isum = 0, msum = 0;
     for (unsigned e = 0; e < 256; ++e) {
       unsigned sc, mn;
@@ -202,10 +211,7 @@ float reference(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, in
   if (dt == SPECD_DTYPE_Q4_K) return reference_q4_k(w, a, i, k);
   if (dt == SPECD_DTYPE_Q6_K) return reference_q6_k(w, a, i, k);
   for (int64_t b = 0; b < k / 256; ++b) {  // q5_K: 16 lanes, scale and min
-    const uint8_t* blk = w + bytes * b;
-    const int8_t* y = a.q.data() + i * k + 256 * b;
-    const int* bs = a.bsum.data() + i * (k / 16) + 16 * b;
-    const float dy = a.d[i * (k / 256) + b];
+    const auto [blk, y, bs, dy] = super_block(w, bytes, a, i, k, b);
     int isum[16] = {};
     for (unsigned e = 0; e < 256; ++e) {
       unsigned sc, mn;
@@ -273,12 +279,8 @@ void check_kernel(Device& dev, const std::string& kernel, std::mt19937& rng) {
       const RefAct act = quantize(x, max_m, k, kb);
       Buffer bx = upload_vec(dev, x), bw = upload_vec(dev, wb), by = dev.alloc(max_m * n * 4);
       const View w = bw.view(dt, n, k);
-      std::vector<float> single(max_m * n);
-      for (int64_t i = 0; i < max_m; ++i) {
-        dev.matmul(bx.view(SPECD_DTYPE_F32, max_m, k).slice_rows(i, 1), w,
-                   by.view(SPECD_DTYPE_F32, 1, n));
-        by.download(single.data() + i * n, n * 4);
-      }
+      const std::vector<float> single =
+          matmul_row_by_row(dev, bx.view(SPECD_DTYPE_F32, max_m, k), w, by);
       int differ = 0;
       double worst = 0;  // error / bound
       for (int64_t i = 0; i < max_m; ++i)
@@ -569,6 +571,20 @@ void check_every_kernel(specd_dtype dtype, const std::vector<uint8_t>& block,
   }
 }
 
+// The reference and every kernel give `want` for rows x, -x, x, -x, x against `block`
+// (row -x has the same y and d_y of the opposite sign, so it gives -want).
+void check_block_on_alternating_rows(specd_dtype dtype, const std::vector<uint8_t>& block,
+                                     const std::vector<float>& x256, float want,
+                                     const std::string& what) {
+  std::vector<float> x(5 * 256);
+  for (int64_t i = 0; i < 5; ++i)
+    for (int e = 0; e < 256; ++e) x[i * 256 + e] = i % 2 ? -x256[e] : x256[e];
+  const RefAct act = quantize(x, 2, 256, true);
+  CHECK_MESSAGE(reference(dtype, block.data(), act, 0, 256) == want, what);
+  CHECK_MESSAGE(reference(dtype, block.data(), act, 1, 256) == -want, what);
+  check_every_kernel(dtype, block, x, want, what);
+}
+
 }  // namespace
 
 TEST_CASE("cpu int8 family: hand-checked q4_K blocks (one integer per block) on every kernel") {
@@ -577,14 +593,7 @@ TEST_CASE("cpu int8 family: hand-checked q4_K blocks (one integer per block) on 
     const float formula = std::fma(-c.dm, static_cast<float>(c.msum),
                                    std::fma(c.dd, static_cast<float>(c.isum), 0.0f));
     CHECK_MESSAGE(formula == c.want, c.what << ": the formula gives " << formula);
-    // Rows x, -x, x, -x, x: row -x has the same y and d_y of the opposite sign.
-    std::vector<float> x(5 * 256);
-    for (int64_t i = 0; i < 5; ++i)
-      for (int e = 0; e < 256; ++e) x[i * 256 + e] = i % 2 ? -c.x[e] : c.x[e];
-    const RefAct act = quantize(x, 2, 256, true);
-    CHECK_MESSAGE(reference(SPECD_DTYPE_Q4_K, c.block.data(), act, 0, 256) == c.want, c.what);
-    CHECK_MESSAGE(reference(SPECD_DTYPE_Q4_K, c.block.data(), act, 1, 256) == -c.want, c.what);
-    check_every_kernel(SPECD_DTYPE_Q4_K, c.block, x, c.want, c.what);
+    check_block_on_alternating_rows(SPECD_DTYPE_Q4_K, c.block, c.x, c.want, c.what);
   }
 }
 
@@ -645,13 +654,6 @@ TEST_CASE("cpu int8 family: hand-checked q6_K blocks (one integer per block) on 
     double exact = 0;
     for (int e = 0; e < 256; ++e) exact += double(decoded[e]) * c.x[e];
     CHECK_MESSAGE(exact == c.exact, c.what << ": the exact decode gives " << exact);
-    // Rows x, -x, x, -x, x: row -x has the same y and d_y of the opposite sign.
-    std::vector<float> x(5 * 256);
-    for (int64_t i = 0; i < 5; ++i)
-      for (int e = 0; e < 256; ++e) x[i * 256 + e] = i % 2 ? -c.x[e] : c.x[e];
-    const RefAct act = quantize(x, 2, 256, true);
-    CHECK_MESSAGE(reference(SPECD_DTYPE_Q6_K, c.block.data(), act, 0, 256) == c.want, c.what);
-    CHECK_MESSAGE(reference(SPECD_DTYPE_Q6_K, c.block.data(), act, 1, 256) == -c.want, c.what);
-    check_every_kernel(SPECD_DTYPE_Q6_K, c.block, x, c.want, c.what);
+    check_block_on_alternating_rows(SPECD_DTYPE_Q6_K, c.block, c.x, c.want, c.what);
   }
 }

@@ -258,6 +258,22 @@ struct SyntheticPair {
   }
 };
 
+// Accepts `tenths` of every 10 draft tokens, spread by a fixed hash of the call index.
+std::function<bool(uint64_t)> accepts_tenths(uint64_t tenths) {
+  return [tenths](uint64_t i) { return i * 2654435761u % 10 < tenths; };
+}
+
+// A pair with the given per-row, per-draft-token and per-catch-up-token costs (in 1-row
+// times) whose draft is accepted `tenths` of the time.
+SyntheticPair pair_costing(double row_cost, double draft, double catch_up, uint64_t tenths) {
+  SyntheticPair pair;
+  pair.row_cost = row_cost;
+  pair.draft = draft;
+  pair.catch_up = catch_up;
+  pair.accept = accepts_tenths(tenths);
+  return pair;
+}
+
 // Every 4th timed call descheduled (3 × its cost), and ±10% jitter.
 double shared_machine(uint64_t i) {
   return (i % 4 == 3 ? 3.0 : 1.0) * (1.0 + 0.1 * double(int(i * 7919 % 21) - 10) / 10.0);
@@ -330,7 +346,7 @@ TEST_CASE("adaptive k: where drafting loses, the probes stop costing time") {
   // sequences through one controller (as `specd ab` runs an arm), on a noisy machine.
   AdaptiveK a;
   SyntheticPair pair;
-  pair.accept = [](uint64_t i) { return i * 2654435761u % 10 < 3; };
+  pair.accept = accepts_tenths(3);
   pair.noise = shared_machine;
   for (int s = 0; s < 24; ++s) pair.run(a, 80, 64);
   // Of 1536 rounds, a handful draft, and the catch-up (80+ tokens, 2.4 passes) is paid at
@@ -345,11 +361,7 @@ TEST_CASE("adaptive k: a memory-bound pair speculates from its first sequence on
   // Extra rows nearly free, a draft token 2% of a pass, the catch-up 0.002 per token,
   // β = 0.9: drafting pays about 3×. 64-token sequences behind 100-token prompts.
   AdaptiveK a;
-  SyntheticPair pair;
-  pair.row_cost = 0.1;
-  pair.draft = 0.02;
-  pair.catch_up = 0.002;
-  pair.accept = [](uint64_t i) { return i * 2654435761u % 10 < 9; };
+  SyntheticPair pair = pair_costing(0.1, 0.02, 0.002, 9);
   pair.noise = shared_machine;
   pair.run(a, 100, 64);
   CHECK(pair.draft_rounds >= pair.rounds / 2);
@@ -368,7 +380,7 @@ TEST_CASE("adaptive k: a busy spell in a plain stretch does not make drafting lo
   // their moment, are unchanged and the controller stays plain.
   AdaptiveK a;
   SyntheticPair pair;
-  pair.accept = [](uint64_t i) { return i * 2654435761u % 10 < 3; };
+  pair.accept = accepts_tenths(3);
   pair.run(a, 80, 64);
   REQUIRE(a.best_k() == 0);
   const double before = a.predicted_speedup(1);
@@ -432,11 +444,7 @@ TEST_CASE("adaptive k: drafting that pays still waits where a sequence cannot re
   // pass per token): a new 2000-token prompt with 20 tokens to go decodes plainly, the
   // same prompt with 1000 tokens to go drafts from its first round.
   AdaptiveK a;
-  SyntheticPair pair;
-  pair.row_cost = 0.2;
-  pair.draft = 0.1;
-  pair.catch_up = 0.05;
-  pair.accept = [](uint64_t i) { return i * 2654435761u % 10 < 8; };
+  SyntheticPair pair = pair_costing(0.2, 0.1, 0.05, 8);
   pair.run(a, 50, 200);
   REQUIRE(a.best_k() > 0);
   CHECK_FALSE(a.worth_catching_up({20, 2000}, false));

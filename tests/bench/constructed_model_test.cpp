@@ -33,6 +33,62 @@ Config plain_config(const std::string& model, int max_tokens,
   return parse_config("", "test.toml", all);
 }
 
+// The "tiny" preset, widened so that the planted map survives quantisation.
+bench::ConstructedSpec tiny_wide_spec() {
+  bench::ConstructedSpec spec = bench::constructed_preset("tiny");
+  spec.n_embd = 128;
+  spec.n_ff = 256;
+  return spec;
+}
+
+// Every token of `tokens` is the planted successor of the one before it, starting from the
+// last token of `prompt`.
+void check_walks_map(Engine& engine, const std::string& prompt, const std::vector<int32_t>& tokens,
+                     const std::vector<int32_t>& next) {
+  int32_t prev = engine.tokenizer().encode(prompt, true).back();
+  for (int32_t t : tokens) {
+    CHECK(t == next[prev]);
+    prev = t;
+  }
+}
+
+// A constructed proposer for the widened tiny target: how it is written and run.
+struct ConstructedProposer {
+  std::string dir_name;  // of the scratch directory
+  std::string file;      // the proposer's file name there
+  void (*write)(const std::string& path, const bench::ConstructedSpec& target, double agreement);
+  double refused_agreement;           // one that `write` must refuse
+  std::vector<std::string> settings;  // of the proposer, but for its model file
+  double max_rate_at_half;            // the acceptance rate stays under this at agreement 0.5
+};
+
+// Built to agree with the map on fraction a (1 and 0.5), the proposer leaves plain greedy
+// decoding's output as it is; every draft is accepted at a = 1, and at a = 0.5 some are,
+// at a rate under `max_rate_at_half`.
+void check_constructed_proposer(const ConstructedProposer& c) {
+  const std::string dir = test::temp_dir(c.dir_name);
+  PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
+  const bench::ConstructedSpec spec = tiny_wide_spec();
+  bench::write_constructed_model(dir + "/target.gguf", spec);
+  CHECK_THROWS_AS(c.write(dir + "/bad.gguf", spec, c.refused_agreement), UsageError);
+  Engine plain(plain_config(dir + "/target.gguf", 48), registry);
+  for (double a : {1.0, 0.5}) {
+    CAPTURE(a);
+    const std::string path = dir + "/" + c.file;
+    c.write(path, spec, a);
+    std::vector<std::string> overrides = c.settings;
+    overrides.push_back("proposer.model=\"" + path + "\"");
+    Engine speculative(plain_config(dir + "/target.gguf", 48, overrides), registry);
+    for (const std::string prompt : {"abc", "Q"}) {
+      GenerationResult r = speculative.generate(prompt);
+      CHECK(r.tokens == plain.generate(prompt).tokens);
+      if (a == 1.0) CHECK(r.stats.acceptance_rate() == doctest::Approx(1.0));
+      if (a == 0.5) CHECK(r.stats.acceptance_rate() < c.max_rate_at_half);
+      if (a == 0.5) CHECK(r.stats.accepted > 0);
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("constructed model: plain greedy decoding walks the planted map") {
@@ -40,9 +96,7 @@ TEST_CASE("constructed model: plain greedy decoding walks the planted map") {
   PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
   for (const char* type : {"f16", "q8_0"}) {
     CAPTURE(type);
-    bench::ConstructedSpec spec = bench::constructed_preset("tiny");
-    spec.n_embd = 128;
-    spec.n_ff = 256;
+    bench::ConstructedSpec spec = tiny_wide_spec();
     spec.weights = type;
     const std::string path = dir + "/target-" + type + ".gguf";
     bench::write_constructed_model(path, spec);
@@ -51,11 +105,7 @@ TEST_CASE("constructed model: plain greedy decoding walks the planted map") {
     for (const std::string prompt : {"a", "def", "Q"}) {
       GenerationResult r = engine.generate(prompt);
       REQUIRE(r.tokens.size() == 24);
-      int32_t prev = engine.tokenizer().encode(prompt, true).back();
-      for (int32_t t : r.tokens) {
-        CHECK(t == next[prev]);
-        prev = t;
-      }
+      check_walks_map(engine, prompt, r.tokens, next);
     }
   }
 }
@@ -77,9 +127,7 @@ TEST_CASE("constructed drafts agree with the map on the stated fraction") {
 TEST_CASE("constructed draft: greedy speculative decoding accepts what the draft agrees on") {
   const std::string dir = test::temp_dir("bench-constructed-draft");
   PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
-  bench::ConstructedSpec spec = bench::constructed_preset("tiny");
-  spec.n_embd = 128;
-  spec.n_ff = 256;
+  const bench::ConstructedSpec spec = tiny_wide_spec();
   bench::write_constructed_model(dir + "/target.gguf", spec);
   bench::write_constructed_model(dir + "/draft.gguf", bench::constructed_draft(1.0));
   Engine engine(
@@ -93,79 +141,38 @@ TEST_CASE("constructed draft: greedy speculative decoding accepts what the draft
 }
 
 TEST_CASE("constructed EAGLE-3 head: drafts the map where it agrees, output equals plain") {
-  const std::string dir = test::temp_dir("bench-constructed-eagle3");
-  PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
-  bench::ConstructedSpec spec = bench::constructed_preset("tiny");
-  spec.n_embd = 128;
-  spec.n_ff = 256;
-  bench::write_constructed_model(dir + "/target.gguf", spec);
-  CHECK_THROWS_AS(bench::write_constructed_eagle3(dir + "/bad.gguf", spec, 1.5), UsageError);
-  Engine plain(plain_config(dir + "/target.gguf", 48), registry);
-  for (double a : {1.0, 0.5}) {
-    CAPTURE(a);
-    const std::string head = dir + "/eagle3.gguf";
-    bench::write_constructed_eagle3(head, spec, a);
-    Engine engine(
-        plain_config(dir + "/target.gguf", 48,
-                     {"proposer.kind=\"eagle\"", "proposer.model=\"" + head + "\"", "proposer.k=4",
-                      "proposer.depth=4", "proposer.top_k=1", "proposer.max_nodes=4"}),
-        registry);
-    for (const std::string prompt : {"abc", "Q"}) {
-      GenerationResult r = engine.generate(prompt);
-      CHECK(r.tokens == plain.generate(prompt).tokens);
-      // Every draft is right where the head follows the map: all of them at a = 1, and a
-      // first token right about half the time at a = 0.5.
-      if (a == 1.0) CHECK(r.stats.acceptance_rate() == doctest::Approx(1.0));
-      if (a == 0.5) CHECK(r.stats.acceptance_rate() < 0.6);
-      if (a == 0.5) CHECK(r.stats.accepted > 0);
-    }
-  }
+  check_constructed_proposer(
+      {.dir_name = "bench-constructed-eagle3",
+       .file = "eagle3.gguf",
+       .write = bench::write_constructed_eagle3,
+       .refused_agreement = 1.5,
+       .settings = {"proposer.kind=\"eagle\"", "proposer.k=4", "proposer.depth=4",
+                    "proposer.top_k=1", "proposer.max_nodes=4"},
+       // Every draft is right where the head follows the map: all of them at a = 1, and a
+       // first token right about half the time at a = 0.5.
+       .max_rate_at_half = 0.6});
 }
 
 TEST_CASE("constructed DFlash drafter: its first token follows the map, output equals plain") {
-  const std::string dir = test::temp_dir("bench-constructed-dflash");
-  PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
-  bench::ConstructedSpec spec = bench::constructed_preset("tiny");
-  spec.n_embd = 128;
-  spec.n_ff = 256;
-  bench::write_constructed_model(dir + "/target.gguf", spec);
-  CHECK_THROWS_AS(bench::write_constructed_dflash(dir + "/bad.gguf", spec, -0.5), UsageError);
-  Engine plain(plain_config(dir + "/target.gguf", 48), registry);
-  for (double a : {1.0, 0.5}) {
-    CAPTURE(a);
-    const std::string drafter = dir + "/dflash.gguf";
-    bench::write_constructed_dflash(drafter, spec, a);
-    Engine engine(plain_config(dir + "/target.gguf", 48,
-                               {"proposer.kind=\"dflash\"", "proposer.model=\"" + drafter + "\"",
-                                "proposer.k=1", "acceptance.rule=\"exact-match\""}),
-                  registry);
-    for (const std::string prompt : {"abc", "Q"}) {
-      GenerationResult r = engine.generate(prompt);
-      CHECK(r.tokens == plain.generate(prompt).tokens);
-      if (a == 1.0) CHECK(r.stats.acceptance_rate() == doctest::Approx(1.0));
-      if (a == 0.5) CHECK(r.stats.acceptance_rate() < 0.7);
-      if (a == 0.5) CHECK(r.stats.accepted > 0);
-    }
-  }
+  check_constructed_proposer(
+      {.dir_name = "bench-constructed-dflash",
+       .file = "dflash.gguf",
+       .write = bench::write_constructed_dflash,
+       .refused_agreement = -0.5,
+       .settings = {"proposer.kind=\"dflash\"", "proposer.k=1", "acceptance.rule=\"exact-match\""},
+       .max_rate_at_half = 0.7});
 }
 
 TEST_CASE("weight copy: q8_0 copy of a model still walks the planted map") {
   const std::string dir = test::temp_dir("bench-weight-copy");
   PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
-  bench::ConstructedSpec spec = bench::constructed_preset("tiny");
-  spec.n_embd = 128;
-  spec.n_ff = 256;
+  const bench::ConstructedSpec spec = tiny_wide_spec();
   bench::write_constructed_model(dir + "/f16.gguf", spec);
   CHECK(bench::write_weight_copy(dir + "/f16.gguf", dir + "/q8.gguf", GgmlType::kQ8_0) ==
         2 + 7 * spec.n_layer);
   const std::vector<int32_t> next = bench::constructed_next(spec);
   Engine engine(plain_config(dir + "/q8.gguf", 16), registry);
-  GenerationResult r = engine.generate("x");
-  int32_t prev = engine.tokenizer().encode("x", true).back();
-  for (int32_t t : r.tokens) {
-    CHECK(t == next[prev]);
-    prev = t;
-  }
+  check_walks_map(engine, "x", engine.generate("x").tokens, next);
 }
 
 TEST_CASE("q4_K_M (llama.cpp's mix of q4_K and q6_K): constructed model and weight copy") {
@@ -192,11 +199,6 @@ TEST_CASE("q4_K_M (llama.cpp's mix of q4_K and q6_K): constructed model and weig
   for (const char* file : {"q4km.gguf", "copy.gguf"}) {
     CAPTURE(file);
     Engine engine(plain_config(dir + "/" + file, 16), registry);
-    GenerationResult r = engine.generate("x");
-    int32_t prev = engine.tokenizer().encode("x", true).back();
-    for (int32_t t : r.tokens) {
-      CHECK(t == next[prev]);
-      prev = t;
-    }
+    check_walks_map(engine, "x", engine.generate("x").tokens, next);
   }
 }

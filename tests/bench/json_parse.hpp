@@ -68,6 +68,21 @@ class JsonParser {
     }
     return false;
   }
+  // Steps over an object's or array's opening bracket; true (and past `close`) where it is
+  // empty.
+  bool opens_empty(char close) {
+    ++i_;
+    ws();
+    if (t_[i_] != close) return false;
+    ++i_;
+    return true;
+  }
+  // After an element: true past a ',' (another follows), false past `close`; else throws.
+  bool another_element(char close) {
+    ws();
+    if (t_[i_] != ',' && t_[i_] != close) fail(std::string("expected , or ") + close);
+    return t_[i_++] == ',';
+  }
   std::string str() {
     if (t_[i_] != '"') fail("expected string");
     ++i_;
@@ -113,45 +128,23 @@ class JsonParser {
     char c = t_[i_];
     if (c == '{') {
       v.kind = Json::Kind::object;
-      ++i_;
-      ws();
-      if (t_[i_] == '}') return ++i_, v;
-      for (;;) {
+      if (opens_empty('}')) return v;
+      do {
         ws();
         std::string k = str();
         ws();
         if (t_[i_++] != ':') fail("expected :");
         v.o[k] = value();
-        ws();
-        if (t_[i_] == ',') {
-          ++i_;
-          continue;
-        }
-        if (t_[i_] == '}') {
-          ++i_;
-          return v;
-        }
-        fail("expected , or }");
-      }
+      } while (another_element('}'));
+      return v;
     }
     if (c == '[') {
       v.kind = Json::Kind::array;
-      ++i_;
-      ws();
-      if (t_[i_] == ']') return ++i_, v;
-      for (;;) {
+      if (opens_empty(']')) return v;
+      do {
         v.a.push_back(value());
-        ws();
-        if (t_[i_] == ',') {
-          ++i_;
-          continue;
-        }
-        if (t_[i_] == ']') {
-          ++i_;
-          return v;
-        }
-        fail("expected , or ]");
-      }
+      } while (another_element(']'));
+      return v;
     }
     if (c == '"') {
       v.kind = Json::Kind::string;

@@ -18,6 +18,7 @@
 #include "common/error.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
+#include "engine_config.hpp"
 #include "gguf_rewrite.hpp"
 #include "llama_rounds.hpp"
 #include "plugin/registry.hpp"
@@ -40,23 +41,32 @@ std::string read_file(const std::string& path) {
 }
 
 Config config(const std::vector<std::string>& extra, int n_predict) {
-  std::vector<std::string> all = {"target.model=\"" + kTarget + "\"",
-                                  "engine.backend=cpu",
-                                  "engine.threads=1",
-                                  "sampling.temperature=0",
-                                  "sampling.ignore_eos=true",
-                                  "sampling.max_tokens=" + std::to_string(n_predict)};
-  all.insert(all.end(), extra.begin(), extra.end());
-  return parse_config("", "eagle3.toml", all);
+  return test::greedy_config(kTarget, extra, n_predict, "cpu");
+}
+
+// The message of the Error an engine raises for `c`; where it starts, the test fails with
+// `accepted`.
+std::string refusal_of(const Config& c, const PluginRegistry& registry, const char* accepted) {
+  try {
+    Engine engine(c, registry);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  FAIL(accepted);
+  return "";
+}
+
+// Whether the shared compat target is there; where it is not, the skip is reported.
+bool have_compat_target() {
+  if (std::filesystem::exists(kTarget)) return true;
+  ::specd::test::skip_missing(kTarget, " is not there (the shared compat data)");
+  return false;
 }
 
 }  // namespace
 
 TEST_CASE("EAGLE-3 heads in llama.cpp's layout draft what llama.cpp drafts") {
-  if (!std::filesystem::exists(kTarget)) {
-    ::specd::test::skip_missing(kTarget, " is not there (the shared compat data)");
-    return;
-  }
+  if (!have_compat_target()) return;
   const test::Json ref = test::JsonParser(read_file(kHeads + "/eagle3_reference.json")).parse();
   const int n_predict = static_cast<int>(ref["n_predict"].n);
   const int n_draft = static_cast<int>(ref["n_draft"].n);
@@ -91,24 +101,16 @@ TEST_CASE("an EAGLE-3 head is refused for a target it does not fit, naming both 
                                         "engine.threads=1", "proposer.kind=\"eagle\"",
                                         "proposer.model=\"" + kHeads + "/eagle3-shared.gguf\""};
   const Config c = parse_config("", "eagle3.toml", overrides);
-  try {
-    Engine engine(c, registry);
-    FAIL("the engine accepted an EAGLE-3 head made for another target");
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    CHECK(what.find("eagle3-shared.gguf") != std::string::npos);
-    CHECK(what.find("F16.gguf") != std::string::npos);
-    CHECK(what.find("width 128") != std::string::npos);
-  }
+  const std::string what =
+      refusal_of(c, registry, "the engine accepted an EAGLE-3 head made for another target");
+  CHECK(what.find("eagle3-shared.gguf") != std::string::npos);
+  CHECK(what.find("F16.gguf") != std::string::npos);
+  CHECK(what.find("width 128") != std::string::npos);
 }
 
 TEST_CASE("an EAGLE-3 head whose vocabulary is the target's reordered is refused, naming a token") {
-  if (!std::filesystem::exists(kTarget)) {
-    ::specd::test::skip_missing(kTarget, " is not there (the shared compat data)");
-    return;
-  }
-  const std::string dir = test::temp_dir("eagle3-vocab");
-  const std::string swapped = dir + "/swapped.gguf";
+  if (!have_compat_target()) return;
+  const std::string swapped = test::temp_dir("eagle3-vocab") + "/swapped.gguf";
   const GgufFile target = GgufFile::open(kTarget);
   std::vector<std::string> tokens;
   const GgufValue& t_tokens = *target.find("tokenizer.ggml.tokens");
@@ -119,23 +121,16 @@ TEST_CASE("an EAGLE-3 head whose vocabulary is the target's reordered is refused
     w.set("tokenizer.ggml.tokens", GgufValue::string_array(tokens));
   });
   PluginRegistry registry{{}};
-  try {
-    Engine engine(config({"proposer.kind=\"eagle\"", "proposer.model=\"" + swapped + "\""}, 4),
-                  registry);
-    FAIL("the engine accepted a head with a reordered vocabulary");
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    CAPTURE(what);
-    CHECK(what.find("differs from the target's at token 10") != std::string::npos);
-    CHECK(what.find("swapped.gguf") != std::string::npos);
-  }
+  const std::string what =
+      refusal_of(config({"proposer.kind=\"eagle\"", "proposer.model=\"" + swapped + "\""}, 4),
+                 registry, "the engine accepted a head with a reordered vocabulary");
+  CAPTURE(what);
+  CHECK(what.find("differs from the target's at token 10") != std::string::npos);
+  CHECK(what.find("swapped.gguf") != std::string::npos);
 }
 
 TEST_CASE("an EAGLE-3 head keyed as earlier converters wrote it drafts the same") {
-  if (!std::filesystem::exists(kTarget)) {
-    ::specd::test::skip_missing(kTarget, " is not there (the shared compat data)");
-    return;
-  }
+  if (!have_compat_target()) return;
   const std::string dir = test::temp_dir("eagle3-keys");
   const std::string head = kHeads + "/eagle3-shared.gguf";
   const std::string older = dir + "/extract-layers.gguf", keyless = dir + "/no-layers.gguf";
@@ -175,10 +170,7 @@ TEST_CASE("an EAGLE-3 head keyed as earlier converters wrote it drafts the same"
 // DFlash (tests/compat/dflash, made by make_dflash_reference.py there): a block drafter
 // reading two target layers' inputs, drafting 4 tokens a round in one block pass.
 TEST_CASE("DFlash drafters in llama.cpp's layout draft what llama.cpp drafts") {
-  if (!std::filesystem::exists(kTarget)) {
-    ::specd::test::skip_missing(kTarget, " is not there (the shared compat data)");
-    return;
-  }
+  if (!have_compat_target()) return;
   const std::string dir = std::string(SPECD_SOURCE_DIR) + "/tests/compat/dflash";
   const test::Json ref = test::JsonParser(read_file(dir + "/dflash_reference.json")).parse();
   const int n_predict = static_cast<int>(ref["n_predict"].n);

@@ -1,11 +1,14 @@
 """llama.cpp's llama-server as an oracle for speculative drafting (used by the scripts that make
-the reference data of tests/compat/eagle3 and tests/compat/dflash).
+the reference data of tests/compat/eagle3, tests/compat/dflash and tests/compat/qwen35), and
+what those scripts share: their target, prompts and command line, and pieces of the files
+they write.
 
 The server runs on loopback with one slot, greedy, a fixed number of drafted tokens a round,
 no confidence cut-off, f32 KV caches and no flash attention, and --verbose: its debug log names
 the first candidate of each draft position ("draft candidate 0, pos P: ID") and each round's
 verdict ("accepted X/Y draft tokens"), which rounds_of reads back.
 """
+import argparse
 import json
 import re
 import subprocess
@@ -14,6 +17,32 @@ import time
 import urllib.request
 from pathlib import Path
 
+TARGET = Path(__file__).resolve().parents[2] / ".." / "shared" / "compat" / "arch" / "llama.gguf"
+PROMPTS = ["def parse(argv):", "The quick brown fox", "import os\nimport sys\n"]
+N_PREDICT = 24
+
+# The GGUFWriter method that writes each tokenizer key with its own type.
+TOKENIZER_WRITERS = {
+    "tokenizer.ggml.model": "add_tokenizer_model",
+    "tokenizer.ggml.pre": "add_tokenizer_pre",
+    "tokenizer.ggml.tokens": "add_token_list",
+    "tokenizer.ggml.token_type": "add_token_types",
+    "tokenizer.ggml.merges": "add_token_merges",
+    "tokenizer.ggml.scores": "add_token_scores",
+}
+
+
+def parse_arguments(description, default_port):
+    """The scripts' command line; puts llama.cpp's gguf-py first on the import path."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--llama-cpp", required=True, type=Path, help="llama.cpp source tree")
+    ap.add_argument("--bin", required=True, type=Path, help="its build's bin folder")
+    ap.add_argument("--port", type=int, default=default_port, help="loopback port for llama-server")
+    ap.add_argument("--log-dir", type=Path, default=Path("/tmp"), help="where server logs go")
+    args = ap.parse_args()
+    sys.path.insert(0, str(args.llama_cpp / "gguf-py"))
+    return args
+
 
 def copy_tokenizer(w, target):
     """Copies the target's tokenizer.* keys into a draft file, as llama.cpp's converter does."""
@@ -21,22 +50,40 @@ def copy_tokenizer(w, target):
         if not name.startswith("tokenizer."):
             continue
         value = field.contents()
-        if name == "tokenizer.ggml.model":
-            w.add_tokenizer_model(value)
-        elif name == "tokenizer.ggml.pre":
-            w.add_tokenizer_pre(value)
-        elif name == "tokenizer.ggml.tokens":
-            w.add_token_list(value)
-        elif name == "tokenizer.ggml.token_type":
-            w.add_token_types(value)
-        elif name == "tokenizer.ggml.merges":
-            w.add_token_merges(value)
-        elif name == "tokenizer.ggml.scores":
-            w.add_token_scores(value)
+        if name in TOKENIZER_WRITERS:
+            getattr(w, TOKENIZER_WRITERS[name])(value)
         elif isinstance(value, bool):
             w.add_bool(name, value)
         elif isinstance(value, int):
             w.add_uint32(name, value)
+
+
+def new_writer(gguf, path, arch, d, n_layer, n_ff, n_head, n_head_kv):
+    """A GGUFWriter for `path` holding the keys every written model starts with."""
+    w = gguf.GGUFWriter(str(path), arch)
+    w.add_name(path.stem)
+    w.add_context_length(2048)
+    w.add_embedding_length(d)
+    w.add_block_count(n_layer)
+    w.add_feed_forward_length(n_ff)
+    w.add_head_count(n_head)
+    w.add_head_count_kv(n_head_kv)
+    return w
+
+
+def add_swiglu_ffn(w, prefix, d, n_ff, normal, norm):
+    """A layer's FFN norm and SwiGLU matrices, drawn in this order from `normal` and `norm`."""
+    w.add_tensor(prefix + "ffn_norm.weight", norm(d))
+    w.add_tensor(prefix + "ffn_gate.weight", normal((n_ff, d), d))
+    w.add_tensor(prefix + "ffn_up.weight", normal((n_ff, d), d))
+    w.add_tensor(prefix + "ffn_down.weight", normal((d, n_ff), n_ff))
+
+
+def write_and_close(w):
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
 
 
 def start_server(binary, target, draft, spec_type, n_draft, port, log):

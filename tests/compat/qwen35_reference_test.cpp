@@ -19,6 +19,7 @@
 #include "../bench/json_parse.hpp"
 #include "config/config.hpp"
 #include "engine/engine.hpp"
+#include "engine_config.hpp"
 #include "llama_rounds.hpp"
 #include "plugin/registry.hpp"
 #include "test_paths.hpp"
@@ -37,15 +38,11 @@ test::Json reference() {
   return test::JsonParser(s.str()).parse();
 }
 
+// Greedy on the CPU with two threads (the later override wins), then `extra`.
 Config config(const std::string& file, const std::vector<std::string>& extra, int n_predict) {
-  std::vector<std::string> all = {"target.model=\"" + kDir + "/" + file + "\"",
-                                  "engine.backend=cpu",
-                                  "engine.threads=2",
-                                  "sampling.temperature=0",
-                                  "sampling.ignore_eos=true",
-                                  "sampling.max_tokens=" + std::to_string(n_predict)};
+  std::vector<std::string> all = {"engine.threads=2"};
   all.insert(all.end(), extra.begin(), extra.end());
-  return parse_config("", "qwen35.toml", all);
+  return test::greedy_config(kDir + "/" + file, all, n_predict, "cpu");
 }
 
 }  // namespace

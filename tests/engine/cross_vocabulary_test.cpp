@@ -30,12 +30,27 @@ Config config(const std::string& target, const std::vector<std::string>& extra) 
   return test::greedy_config(target, extra, 48, "cpu");
 }
 
+// A draft-model proposer; `vocabulary` empty leaves [proposer] vocabulary unset.
+std::vector<std::string> drafting_with(const std::string& draft, const std::string& vocabulary) {
+  std::vector<std::string> extra = {"proposer.kind=\"draft-model\"",
+                                    "proposer.model=\"" + draft + "\"", "proposer.k=4"};
+  if (!vocabulary.empty()) extra.push_back("proposer.vocabulary=\"" + vocabulary + "\"");
+  return extra;
+}
+
+const std::string kShippedModels = std::string(SPECD_SOURCE_DIR) + "/models";
+const std::string kShippedTarget = kShippedModels + "/target.gguf";
+const std::string kShippedDraft = kShippedModels + "/draft.gguf";
+
+bool shipped_models_present() {
+  return std::filesystem::exists(kShippedTarget) && std::filesystem::exists(kShippedDraft);
+}
+
 }  // namespace
 
 TEST_CASE("a draft of another vocabulary: refused as shared, exact across" * SPECD_MAY_SKIP) {
-  const std::string models = std::string(SPECD_SOURCE_DIR) + "/models";
-  const std::string target = models + "/target.gguf", draft = models + "/draft.gguf";
-  if (!std::filesystem::exists(target) || !std::filesystem::exists(draft)) {
+  const std::string &target = kShippedTarget, &draft = kShippedDraft;
+  if (!shipped_models_present()) {
     ::specd::test::skip_missing(target, " or draft.gguf is missing");
     return;
   }
@@ -44,10 +59,7 @@ TEST_CASE("a draft of another vocabulary: refused as shared, exact across" * SPE
   bench::write_shuffled_vocabulary(draft, shuffled, 7);
   PluginRegistry registry{{}};
   const auto with_draft = [&](const std::string& model, const std::string& vocabulary) {
-    std::vector<std::string> extra = {"proposer.kind=\"draft-model\"",
-                                      "proposer.model=\"" + model + "\"", "proposer.k=4"};
-    if (!vocabulary.empty()) extra.push_back("proposer.vocabulary=\"" + vocabulary + "\"");
-    return config(target, extra);
+    return config(target, drafting_with(model, vocabulary));
   };
   CHECK_THROWS_WITH_AS(Engine(with_draft(shuffled, ""), registry),
                        doctest::Contains("vocabulary = \"text\""), Error);
@@ -81,19 +93,15 @@ TEST_CASE("a draft of another vocabulary: refused as shared, exact across" * SPE
 }
 
 TEST_CASE("across vocabularies at temperature 1: a fixed seed gives the same output") {
-  const std::string models = std::string(SPECD_SOURCE_DIR) + "/models";
-  const std::string target = models + "/target.gguf", draft = models + "/draft.gguf";
-  if (!std::filesystem::exists(target) || !std::filesystem::exists(draft)) return;
-  const std::string dir = test::temp_dir("cross-vocabulary-sampled");
-  const std::string shuffled = dir + "/draft-shuffled.gguf";
-  bench::write_shuffled_vocabulary(draft, shuffled, 7);
+  if (!shipped_models_present()) return;
+  const std::string shuffled = test::temp_dir("cross-vocabulary-sampled") + "/draft-shuffled.gguf";
+  bench::write_shuffled_vocabulary(kShippedDraft, shuffled, 7);
   PluginRegistry registry{{}};
   for (const std::string vocabulary : {"text", "intersection"}) {
     CAPTURE(vocabulary);
-    const Config c =
-        config(target, {"sampling.temperature=1", "engine.seed=11", "proposer.kind=\"draft-model\"",
-                        "proposer.model=\"" + shuffled + "\"", "proposer.k=4",
-                        "proposer.vocabulary=\"" + vocabulary + "\""});
+    std::vector<std::string> sampled = {"sampling.temperature=1", "engine.seed=11"};
+    for (const std::string& o : drafting_with(shuffled, vocabulary)) sampled.push_back(o);
+    const Config c = config(kShippedTarget, sampled);
     const GenerationResult a = Engine(c, registry).generate("Once upon a time");
     const GenerationResult b = Engine(c, registry).generate("Once upon a time");
     CHECK(a.tokens == b.tokens);
@@ -107,9 +115,8 @@ TEST_CASE("across vocabularies at temperature 1: a fixed seed gives the same out
 // draft's token becomes several byte tokens of the target, a byte draft's run of bytes is
 // merged by the target's BPE. Output equals plain decoding either way.
 TEST_CASE("drafts between a BPE vocabulary and a byte-level one, both ways") {
-  const std::string models = std::string(SPECD_SOURCE_DIR) + "/models";
-  const std::string bpe_target = models + "/target.gguf", bpe_draft = models + "/draft.gguf";
-  if (!std::filesystem::exists(bpe_target) || !std::filesystem::exists(bpe_draft)) return;
+  const std::string &bpe_target = kShippedTarget, &bpe_draft = kShippedDraft;
+  if (!shipped_models_present()) return;
   const std::string dir = test::temp_dir("cross-vocabulary-bytes");
   const std::string bytes = dir + "/bytes.gguf";
   test::RandomLlamaSpec spec;
@@ -125,9 +132,7 @@ TEST_CASE("drafts between a BPE vocabulary and a byte-level one, both ways") {
         Engine(config(pair.target, {}), registry).generate("def fibonacci(n):");
     for (const std::string vocabulary : {"text", "intersection"}) {
       CAPTURE(vocabulary);
-      const std::vector<std::string> across = {
-          "proposer.kind=\"draft-model\"", "proposer.model=\"" + pair.draft + "\"", "proposer.k=4",
-          "proposer.vocabulary=\"" + vocabulary + "\""};
+      const std::vector<std::string> across = drafting_with(pair.draft, vocabulary);
       const GenerationResult out =
           Engine(config(pair.target, across), registry).generate("def fibonacci(n):");
       CHECK(out.tokens == base.tokens);

@@ -36,7 +36,69 @@ const std::vector<std::string>& kPrompts = test::kEnginePrompts;
 struct Fixture {
   std::string dir = test::temp_dir("engine");
   PluginRegistry registry{{SPECD_TEST_PLUGINS}};
+
+  // Writes a random model under `file_name` in this test's folder and returns its path.
+  std::string random_model(const std::string& file_name, const test::RandomLlamaSpec& spec) {
+    const std::string path = dir + "/" + file_name;
+    test::write_random_llama(path, spec);
+    return path;
+  }
+  std::string random_model(const std::string& file_name, uint64_t seed) {
+    test::RandomLlamaSpec spec;
+    spec.seed = seed;
+    return random_model(file_name, spec);
+  }
 };
+
+std::vector<std::string> concat(std::vector<std::string> head,
+                                const std::vector<std::string>& tail) {
+  head.insert(head.end(), tail.begin(), tail.end());
+  return head;
+}
+
+const std::vector<std::string> kGreedyNgram = {"proposer.kind=ngram", "proposer.k=5",
+                                               "acceptance.rule=greedy"};
+
+// An oracle drafting plain decoding's output `base` (cut at random depths), chain or tree,
+// under the exact-match rule.
+std::vector<std::string> oracle_replaying(const GenerationResult& base, size_t prompt_length,
+                                          bool tree) {
+  return {"proposer.kind=oracle",
+          "proposer.k=6",
+          "proposer.oracle=\"" + test::join_ids(base.tokens) + "\"",
+          "proposer.prompt_length=" + std::to_string(prompt_length),
+          std::string("proposer.tree=") + (tree ? "true" : "false"),
+          "acceptance.rule=exact-match"};
+}
+
+// A small random qwen35: gated DeltaNet layers, a gated attention layer, an MTP layer.
+test::RandomLlamaSpec random_qwen35_spec(uint32_t head_dim, uint64_t seed) {
+  test::RandomLlamaSpec spec;
+  spec.architecture = "qwen35";
+  spec.n_layer = 4;
+  spec.head_dim = head_dim;
+  spec.rope_dim = 8;
+  spec.n_nextn = 1;
+  spec.weight_scale = 0.15f;
+  spec.seed = seed;
+  return spec;
+}
+
+// The oracle replaying `base` as chains and as trees gives `base` back, accepting some drafts;
+// `more_checks` sees each output. `configured` turns proposer overrides into the test's config.
+template <class Configured, class MoreChecks>
+void check_oracle_replays_plain(const Configured& configured, const PluginRegistry& registry,
+                                const std::string& prompt, const GenerationResult& base,
+                                size_t prompt_length, const MoreChecks& more_checks) {
+  for (bool tree : {false, true}) {
+    CAPTURE(tree);
+    Engine oracle(configured(oracle_replaying(base, prompt_length, tree)), registry);
+    const GenerationResult out = oracle.generate(prompt);
+    CHECK(test::join_ids(out.tokens) == test::join_ids(base.tokens));
+    CHECK(out.stats.accepted > 0);
+    more_checks(out);
+  }
+}
 
 }  // namespace
 
@@ -51,9 +113,11 @@ TEST_CASE("greedy speculative output equals plain greedy output, every proposer 
     spec.weight_type = type;
     spec.seed = 11 + static_cast<uint64_t>(type);
     spec.tied_output = type == GgmlType::kQ8_0;
-    std::string model = f.dir + "/random-" + type_name + ".gguf";
-    test::write_random_llama(model, spec);
-    Engine plain(test::greedy_config(model, {"sampling.max_tokens=40"}), f.registry);
+    const std::string model = f.random_model(std::string("random-") + type_name + ".gguf", spec);
+    const auto configured = [&](const std::vector<std::string>& proposer) {
+      return test::greedy_config(model, concat({"sampling.max_tokens=40"}, proposer));
+    };
+    Engine plain(configured({}), f.registry);
     for (const std::string& prompt : kPrompts) {
       CAPTURE(type_name);
       CAPTURE(prompt);
@@ -61,30 +125,19 @@ TEST_CASE("greedy speculative output equals plain greedy output, every proposer 
       REQUIRE(base.tokens.size() == 40);
       CHECK(base.stats.rounds == 40);
 
-      Engine ngram(test::greedy_config(model, {"sampling.max_tokens=40", "proposer.kind=ngram",
-                                               "proposer.k=5", "acceptance.rule=greedy"}),
-                   f.registry);
+      Engine ngram(configured(kGreedyNgram), f.registry);
       GenerationResult spec_out = ngram.generate(prompt);
       CHECK(test::join_ids(spec_out.tokens) == test::join_ids(base.tokens));
       CHECK(spec_out.text == base.text);
 
-      size_t prompt_length = plain.tokenizer().encode(prompt).size();
-      for (bool tree : {false, true}) {
-        CAPTURE(tree);
-        Engine oracle(test::greedy_config(
-                          model, {"sampling.max_tokens=40", "proposer.kind=oracle", "proposer.k=6",
-                                  "proposer.oracle=\"" + test::join_ids(base.tokens) + "\"",
-                                  "proposer.prompt_length=" + std::to_string(prompt_length),
-                                  std::string("proposer.tree=") + (tree ? "true" : "false"),
-                                  "acceptance.rule=exact-match"}),
-                      f.registry);
-        GenerationResult out = oracle.generate(prompt);
-        CHECK(test::join_ids(out.tokens) == test::join_ids(base.tokens));
-        // Rounds accept different lengths, so the KV cache was compacted at many positions.
-        CHECK(out.stats.rounds < base.stats.rounds);
-        CHECK(out.stats.accepted > 0);
-        CHECK(out.stats.accepted < out.stats.drafted);
-      }
+      const size_t prompt_length = plain.tokenizer().encode(prompt).size();
+      check_oracle_replays_plain(configured, f.registry, prompt, base, prompt_length,
+                                 [&](const GenerationResult& out) {
+                                   // Rounds accept different lengths, so the KV cache was
+                                   // compacted at many positions.
+                                   CHECK(out.stats.rounds < base.stats.rounds);
+                                   CHECK(out.stats.accepted < out.stats.drafted);
+                                 });
     }
   }
 }
@@ -99,8 +152,7 @@ TEST_CASE("greedy speculative output equals plain greedy output with f16 and q8_
   spec.weight_type = GgmlType::kF16;
   spec.seed = 23;
   spec.n_embd = 128;  // head_dim 32: a q8_0 row holds whole blocks of 32
-  const std::string model = f.dir + "/random-kv.gguf";
-  test::write_random_llama(model, spec);
+  const std::string model = f.random_model("random-kv.gguf", spec);
   for (const char* kv : {"f16", "q8_0"}) {
     CAPTURE(kv);
     const std::string type = std::string("engine.kv_type=\"") + kv + "\"";
@@ -111,17 +163,14 @@ TEST_CASE("greedy speculative output equals plain greedy output with f16 and q8_
       CAPTURE(prompt);
       const GenerationResult base = plain.generate(prompt);
       differs_from_f32 = differs_from_f32 || base.tokens != f32.generate(prompt).tokens;
-      Engine ngram(test::greedy_config(model, {"sampling.max_tokens=40", "proposer.kind=ngram",
-                                               "proposer.k=5", "acceptance.rule=greedy", type}),
-                   f.registry);
+      const auto configured = [&](const std::vector<std::string>& proposer) {
+        return test::greedy_config(model,
+                                   concat(concat({"sampling.max_tokens=40"}, proposer), {type}));
+      };
+      Engine ngram(configured(kGreedyNgram), f.registry);
       CHECK(test::join_ids(ngram.generate(prompt).tokens) == test::join_ids(base.tokens));
       const size_t prompt_length = plain.tokenizer().encode(prompt).size();
-      Engine oracle(test::greedy_config(
-                        model, {"sampling.max_tokens=40", "proposer.kind=oracle", "proposer.k=6",
-                                "proposer.oracle=\"" + test::join_ids(base.tokens) + "\"",
-                                "proposer.prompt_length=" + std::to_string(prompt_length),
-                                "proposer.tree=true", "acceptance.rule=exact-match", type}),
-                    f.registry);
+      Engine oracle(configured(oracle_replaying(base, prompt_length, /*tree=*/true)), f.registry);
       const GenerationResult out = oracle.generate(prompt);
       CHECK(test::join_ids(out.tokens) == test::join_ids(base.tokens));
       CHECK(out.stats.accepted > 0);
@@ -137,16 +186,16 @@ TEST_CASE(
   // Each verified row is penalised by its own path (the committed output and its draft
   // ancestors), so chains, trees and lookup drafts all give plain decoding's tokens.
   Fixture f;
-  test::RandomLlamaSpec spec;
-  spec.seed = 29;
-  const std::string model = f.dir + "/random-penalties.gguf";
-  test::write_random_llama(model, spec);
+  const std::string model = f.random_model("random-penalties.gguf", 29);
   const std::vector<std::string> penalties = {
       "sampling.max_tokens=40", "sampling.presence_penalty=0.9", "sampling.frequency_penalty=0.7",
       "sampling.repeat_penalty=1.3", "sampling.repeat_last_n=16"};
-  Config penalised = test::greedy_config(model, penalties);
-  penalised.sampling.logit_bias = {{7, -100.f}, {11, 4.f}};
-  Engine plain(penalised, f.registry);
+  const auto configured = [&](const std::vector<std::string>& proposer) {
+    Config c = test::greedy_config(model, concat(penalties, proposer));
+    c.sampling.logit_bias = {{7, -100.f}, {11, 4.f}};
+    return c;
+  };
+  Engine plain(configured({}), f.registry);
   Engine unpenalised(test::greedy_config(model, {"sampling.max_tokens=40"}), f.registry);
   size_t differ = 0;
   for (const std::string& prompt : kPrompts) {
@@ -156,30 +205,13 @@ TEST_CASE(
     CHECK(std::count(base.tokens.begin(), base.tokens.end(), 7) == 0);  // biased out
     differ += test::join_ids(unpenalised.generate(prompt).tokens) != test::join_ids(base.tokens);
 
-    std::vector<std::string> ngram_o = penalties;
-    ngram_o.insert(ngram_o.end(),
-                   {"proposer.kind=ngram", "proposer.k=5", "acceptance.rule=greedy"});
-    Config ngram_c = test::greedy_config(model, ngram_o);
-    ngram_c.sampling.logit_bias = penalised.sampling.logit_bias;
-    Engine ngram(ngram_c, f.registry);
+    Engine ngram(configured(kGreedyNgram), f.registry);
     CHECK(test::join_ids(ngram.generate(prompt).tokens) == test::join_ids(base.tokens));
 
+    // Accepted drafts: rows deep in the drafts were penalised and accepted.
     const size_t prompt_length = plain.tokenizer().encode(prompt).size();
-    for (bool tree : {false, true}) {
-      CAPTURE(tree);
-      std::vector<std::string> o = penalties;
-      o.insert(o.end(), {"proposer.kind=oracle", "proposer.k=6",
-                         "proposer.oracle=\"" + test::join_ids(base.tokens) + "\"",
-                         "proposer.prompt_length=" + std::to_string(prompt_length),
-                         std::string("proposer.tree=") + (tree ? "true" : "false"),
-                         "acceptance.rule=exact-match"});
-      Config c = test::greedy_config(model, o);
-      c.sampling.logit_bias = penalised.sampling.logit_bias;
-      Engine oracle(c, f.registry);
-      const GenerationResult out = oracle.generate(prompt);
-      CHECK(test::join_ids(out.tokens) == test::join_ids(base.tokens));
-      CHECK(out.stats.accepted > 0);  // rows deep in the drafts were penalised and accepted
-    }
+    check_oracle_replays_plain(configured, f.registry, prompt, base, prompt_length,
+                               [](const GenerationResult&) {});
   }
   CHECK(differ > 0);  // the penalties changed what plain decoding says
 }
@@ -190,10 +222,7 @@ TEST_CASE("min_tokens: each verified row bars the end of sequence by its own pos
   // accepted rows straddle the boundary, so a row masked by its round's start instead of
   // its own depth would show.
   Fixture f;
-  test::RandomLlamaSpec spec;
-  spec.seed = 31;
-  const std::string model = f.dir + "/random-min-tokens.gguf";
-  test::write_random_llama(model, spec);
+  const std::string model = f.random_model("random-min-tokens.gguf", 31);
   auto configured = [&](std::vector<std::string> overrides) {
     overrides.push_back("sampling.max_tokens=16");
     Config c = test::greedy_config(model, overrides);
@@ -235,10 +264,7 @@ TEST_CASE("grammar: greedy speculative output equals plain, and it matches the g
   // and lookup drafts all give plain decoding's tokens; the draft knows nothing of the
   // grammar and is simply rejected where it leaves it.
   Fixture f;
-  test::RandomLlamaSpec spec;
-  spec.seed = 31;
-  const std::string model = f.dir + "/random-grammar.gguf";
-  test::write_random_llama(model, spec);
+  const std::string model = f.random_model("random-grammar.gguf", 31);
   const std::string gbnf = json_object_gbnf();
   const auto config = [&](std::vector<std::string> o) {
     o.insert(o.end(), {"sampling.max_tokens=40", "sampling.ignore_eos=false"});
@@ -260,8 +286,7 @@ TEST_CASE("grammar: greedy speculative output equals plain, and it matches the g
     CHECK(base.text[0] == '{');
     CHECK(free.generate(prompt).text != base.text);  // the grammar changed the output
 
-    Engine ngram(config({"proposer.kind=ngram", "proposer.k=5", "acceptance.rule=greedy"}),
-                 f.registry);
+    Engine ngram(config(kGreedyNgram), f.registry);
     CHECK(test::join_ids(ngram.generate(prompt).tokens) == test::join_ids(base.tokens));
     // The target as its own draft: the draft model masks its rows with the grammar too
     // (ABI 0.6 token filter), so every drafted token is the target's and all are accepted.
@@ -274,18 +299,8 @@ TEST_CASE("grammar: greedy speculative output equals plain, and it matches the g
     CHECK(drafted.stats.drafted > 0);
     CHECK(drafted.stats.accepted == drafted.stats.drafted);
     const size_t prompt_length = plain.tokenizer().encode(prompt).size();
-    for (bool tree : {false, true}) {
-      CAPTURE(tree);
-      Engine oracle(config({"proposer.kind=oracle", "proposer.k=6",
-                            "proposer.oracle=\"" + test::join_ids(base.tokens) + "\"",
-                            "proposer.prompt_length=" + std::to_string(prompt_length),
-                            std::string("proposer.tree=") + (tree ? "true" : "false"),
-                            "acceptance.rule=exact-match"}),
-                    f.registry);
-      const GenerationResult out = oracle.generate(prompt);
-      CHECK(test::join_ids(out.tokens) == test::join_ids(base.tokens));
-      CHECK(out.stats.accepted > 0);
-    }
+    check_oracle_replays_plain(config, f.registry, prompt, base, prompt_length,
+                               [](const GenerationResult&) {});
   }
   Config with_eos_ignored = config({});
   with_eos_ignored.sampling.ignore_eos = true;
@@ -301,8 +316,7 @@ TEST_CASE("grammar at temperature 1: speculative sampling draws plain decoding's
   Fixture f;
   test::RandomLlamaSpec spec;
   spec.seed = 37;
-  const std::string model = f.dir + "/random-grammar-t1.gguf";
-  test::write_random_llama(model, spec);
+  const std::string model = f.random_model("random-grammar-t1.gguf", spec);
   const auto config = [&](std::vector<std::string> o) {
     o.insert(o.end(),
              {"sampling.max_tokens=3", "sampling.ignore_eos=false", "sampling.temperature=1"});
@@ -314,8 +328,7 @@ TEST_CASE("grammar at temperature 1: speculative sampling draws plain decoding's
   // A draft model that knows nothing of the grammar: another random model.
   test::RandomLlamaSpec draft_spec = spec;
   draft_spec.seed = 38;
-  const std::string draft = f.dir + "/random-grammar-draft.gguf";
-  test::write_random_llama(draft, draft_spec);
+  const std::string draft = f.random_model("random-grammar-draft.gguf", draft_spec);
   // The same draft, and its copy in a shuffled vocabulary drafting through the intersection
   // (its draws masked by the grammar mapped onto its own ids).
   const std::string shuffled = f.dir + "/random-grammar-draft-shuffled.gguf";
@@ -364,10 +377,7 @@ TEST_CASE("grammar at temperature 1: speculative sampling draws plain decoding's
 
 TEST_CASE("stop strings and max tokens cut inside accepted runs exactly as plain decoding") {
   Fixture f;
-  test::RandomLlamaSpec spec;
-  spec.seed = 5;
-  std::string model = f.dir + "/stop.gguf";
-  test::write_random_llama(model, spec);
+  const std::string model = f.random_model("stop.gguf", 5);
   Engine plain(test::greedy_config(model, {"sampling.max_tokens=30"}), f.registry);
   GenerationResult base = plain.generate("hello");
   REQUIRE(base.text.size() > 6);
@@ -416,8 +426,7 @@ TEST_CASE("bad requests fail cleanly and the engine goes on") {
   Fixture f;
   test::RandomLlamaSpec spec;
   spec.n_ctx = 32;
-  std::string model = f.dir + "/small-ctx.gguf";
-  test::write_random_llama(model, spec);
+  const std::string model = f.random_model("small-ctx.gguf", spec);
   Engine engine(test::greedy_config(model, {"sampling.max_tokens=4"}), f.registry);
   CHECK_THROWS_WITH_AS(engine.generate(std::string(100, 'a')),
                        doctest::Contains("leaving no room to generate"), UsageError);
@@ -431,9 +440,7 @@ TEST_CASE("bad requests fail cleanly and the engine goes on") {
 
 TEST_CASE("configuration mistakes name the file position") {
   Fixture f;
-  test::RandomLlamaSpec spec;
-  std::string model = f.dir + "/cfg.gguf";
-  test::write_random_llama(model, spec);
+  const std::string model = f.random_model("cfg.gguf", test::RandomLlamaSpec{});
   CHECK_THROWS_WITH_AS(Engine(test::greedy_config(model, {"proposer.kind=ngrm"}), f.registry),
                        doctest::Contains("unknown proposer plugin 'ngrm'"), UsageError);
   CHECK_THROWS_WITH_AS(
@@ -458,16 +465,14 @@ TEST_CASE("draft-model proposer: exact at temperature 0, its own KV rolled back 
   Fixture f;
   test::RandomLlamaSpec spec;
   spec.seed = 21;
-  std::string target = f.dir + "/dm-target.gguf";
-  test::write_random_llama(target, spec);
+  const std::string target = f.random_model("dm-target.gguf", spec);
   test::RandomLlamaSpec draft_spec = spec;
   draft_spec.seed = 22;
   draft_spec.n_layer = 1;
   draft_spec.n_embd = 32;
   draft_spec.n_ff = 64;
   draft_spec.vocab = 258 + 2;  // a padded vocabulary of another size is tolerated
-  std::string draft = f.dir + "/dm-draft.gguf";
-  test::write_random_llama(draft, draft_spec);
+  const std::string draft = f.random_model("dm-draft.gguf", draft_spec);
 
   Engine plain(test::greedy_config(target, {"sampling.max_tokens=32"}), f.registry);
   for (const std::string& prompt : kPrompts) {
@@ -499,12 +504,9 @@ TEST_CASE("draft-model proposer: a draft that claims a huge context runs") {
   Fixture f;
   test::RandomLlamaSpec spec;
   spec.seed = 41;
-  const std::string target = f.dir + "/huge-ctx-target.gguf";
-  test::write_random_llama(target, spec);
-  test::RandomLlamaSpec huge = spec;
-  huge.n_ctx = 1u << 30;
-  const std::string draft = f.dir + "/huge-ctx-draft.gguf";
-  test::write_random_llama(draft, huge);
+  const std::string target = f.random_model("huge-ctx-target.gguf", spec);
+  spec.n_ctx = 1u << 30;  // the same weights, claiming a huge context
+  const std::string draft = f.random_model("huge-ctx-draft.gguf", spec);
   Engine plain(test::greedy_config(target, {"sampling.max_tokens=24"}), f.registry);
   Engine speculative(
       test::greedy_config(
@@ -519,8 +521,7 @@ TEST_CASE("draft-model proposer: a draft that claims a huge context runs") {
 TEST_CASE("draft-model proposer: a draft with another vocabulary is refused clearly") {
   Fixture f;
   test::RandomLlamaSpec spec;
-  std::string target = f.dir + "/vm-target.gguf";
-  test::write_random_llama(target, spec);
+  const std::string target = f.random_model("vm-target.gguf", spec);
   // Same size, but the byte tokens are written shifted: every id means something else.
   std::string other = f.dir + "/vm-other.gguf";
   {
@@ -549,10 +550,7 @@ TEST_CASE("draft-model proposer: a draft with another vocabulary is refused clea
 
 TEST_CASE("k = \"auto\": adaptive draft length keeps greedy output exact") {
   Fixture f;
-  test::RandomLlamaSpec spec;
-  spec.seed = 31;
-  std::string target = f.dir + "/auto-target.gguf";
-  test::write_random_llama(target, spec);
+  const std::string target = f.random_model("auto-target.gguf", 31);
   Engine plain(test::greedy_config(target, {"sampling.max_tokens=48"}), f.registry);
   for (const std::string& prompt : kPrompts) {
     CAPTURE(prompt);
@@ -575,8 +573,7 @@ TEST_CASE("audit -c: the configured speculative run against plain sampling on re
   test::RandomLlamaSpec spec;
   spec.seed = 41;
   spec.weight_scale = 0.3f;  // peaked distributions: few outcomes, a powerful test
-  std::string target = f.dir + "/audit-target.gguf";
-  test::write_random_llama(target, spec);
+  const std::string target = f.random_model("audit-target.gguf", spec);
   ConfigAuditOptions o;
   o.prompt = "ab";
   o.samples = SPECD_SANITIZED ? 150 : 400;  // the sanitizers' build runs ten times slower
@@ -605,22 +602,13 @@ TEST_CASE(
   // A random qwen35 (gated DeltaNet layers, a gated attention layer, an MTP layer): every
   // rejected draft's state is restored by a replay (chains) or a node's snapshot (trees).
   Fixture f;
-  test::RandomLlamaSpec spec;
-  spec.architecture = "qwen35";
-  spec.n_layer = 4;
-  spec.head_dim = 16;
-  spec.rope_dim = 8;
-  spec.n_nextn = 1;
-  spec.weight_scale = 0.15f;
-  spec.seed = 51;
-  const std::string model = f.dir + "/qwen35.gguf";
-  test::write_random_llama(model, spec);
-  Engine plain(test::greedy_config(model, {"sampling.max_tokens=32"}), f.registry);
-  Engine ngram(test::greedy_config(model, {"sampling.max_tokens=32", "proposer.kind=ngram",
-                                           "proposer.k=5", "acceptance.rule=greedy"}),
-               f.registry);
-  Engine mtp(test::greedy_config(model, {"sampling.max_tokens=32", "proposer.kind=auto",
-                                         "proposer.k=3", "proposer.mode=greedy"}),
+  const std::string model = f.random_model("qwen35.gguf", random_qwen35_spec(16, 51));
+  const auto configured = [&](const std::vector<std::string>& proposer) {
+    return test::greedy_config(model, concat({"sampling.max_tokens=32"}, proposer));
+  };
+  Engine plain(configured({}), f.registry);
+  Engine ngram(configured(kGreedyNgram), f.registry);
+  Engine mtp(configured({"proposer.kind=auto", "proposer.k=3", "proposer.mode=greedy"}),
              f.registry);
   for (const std::string& prompt : kPrompts) {
     CAPTURE(prompt);
@@ -628,20 +616,11 @@ TEST_CASE(
     CHECK(test::join_ids(ngram.generate(prompt).tokens) == test::join_ids(base.tokens));
     CHECK(test::join_ids(mtp.generate(prompt).tokens) == test::join_ids(base.tokens));
     const size_t prompt_length = plain.tokenizer().encode(prompt).size();
-    for (bool tree : {false, true}) {
-      CAPTURE(tree);
-      Engine oracle(test::greedy_config(
-                        model, {"sampling.max_tokens=32", "proposer.kind=oracle", "proposer.k=6",
-                                "proposer.oracle=\"" + test::join_ids(base.tokens) + "\"",
-                                "proposer.prompt_length=" + std::to_string(prompt_length),
-                                std::string("proposer.tree=") + (tree ? "true" : "false"),
-                                "acceptance.rule=exact-match"}),
-                    f.registry);
-      const GenerationResult out = oracle.generate(prompt);
-      CHECK(test::join_ids(out.tokens) == test::join_ids(base.tokens));
-      CHECK(out.stats.accepted > 0);
-      CHECK(out.stats.accepted < out.stats.drafted);  // rejections: states restored
-    }
+    check_oracle_replays_plain(configured, f.registry, prompt, base, prompt_length,
+                               [](const GenerationResult& out) {
+                                 // rejections: states restored
+                                 CHECK(out.stats.accepted < out.stats.drafted);
+                               });
   }
   // Sampled: the MTP layer's draws under the exact rule against plain sampling.
   ConfigAuditOptions o;
@@ -661,16 +640,8 @@ TEST_CASE(
 TEST_CASE("a hybrid target with f16 and q8_0 KV caches: its MTP drafts keep greedy output exact") {
   // The attention layers' rows in the cache's type, the recurrent state in f32 beside them.
   Fixture f;
-  test::RandomLlamaSpec spec;
-  spec.architecture = "qwen35";
-  spec.n_layer = 4;
-  spec.head_dim = 32;  // a q8_0 row holds whole blocks of 32
-  spec.rope_dim = 8;
-  spec.n_nextn = 1;
-  spec.weight_scale = 0.15f;
-  spec.seed = 52;
-  const std::string model = f.dir + "/qwen35-kv.gguf";
-  test::write_random_llama(model, spec);
+  // head_dim 32: a q8_0 row holds whole blocks of 32
+  const std::string model = f.random_model("qwen35-kv.gguf", random_qwen35_spec(32, 52));
   // Greedy text hardly moves with the cache's rounding on so small a model; sampled text
   // (the same seed) shows that the type took effect.
   const std::vector<std::string> sampled = {"sampling.max_tokens=32", "sampling.temperature=1",
@@ -704,8 +675,7 @@ TEST_CASE("a hybrid target with f16 and q8_0 KV caches: its MTP drafts keep gree
 
 TEST_CASE("an interrupt ends generation between rounds with what was generated") {
   Fixture f;
-  std::string model = f.dir + "/interrupt.gguf";
-  test::write_random_llama(model, test::RandomLlamaSpec{});
+  const std::string model = f.random_model("interrupt.gguf", test::RandomLlamaSpec{});
   Engine engine(test::greedy_config(model, {"sampling.max_tokens=40"}), f.registry);
   const GenerationResult full = engine.generate("ok");
   REQUIRE(full.tokens.size() == 40);
@@ -724,8 +694,7 @@ TEST_CASE("an interrupt ends generation between rounds with what was generated")
 
 TEST_CASE("a stop string never cuts a UTF-8 character, even one built in code") {
   Fixture f;
-  std::string model = f.dir + "/utf8-stop.gguf";
-  test::write_random_llama(model, test::RandomLlamaSpec{});
+  const std::string model = f.random_model("utf8-stop.gguf", test::RandomLlamaSpec{});
   Config config = test::greedy_config(model, {"sampling.max_tokens=60"});
   const GenerationResult full = Engine(config, f.registry).generate("ok");
   // The first continuation byte of a multi-byte character in the output (random byte tokens

@@ -51,6 +51,13 @@ test::RawGguf one_tensor(std::vector<int64_t> ne, uint32_t type, uint64_t offset
   return r;
 }
 
+// A header announcing one metadata pair and its key "k"; the caller writes the rest.
+test::RawGguf key_k() {
+  test::RawGguf r;
+  r.header(0, 1).str("k");
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("gguf valid fixture opens") {
@@ -149,29 +156,22 @@ TEST_CASE("gguf bad metadata") {
     expect_error(r.b, "metadata key length 4611686018427387904");
   }
   SUBCASE("string value length beyond the file") {
-    test::RawGguf r;
-    r.header(0, 1).str("k").put<uint32_t>(8).put<uint64_t>(~0ull).zeros(8);
-    expect_error(r.b, "string value length");
+    expect_error(key_k().put<uint32_t>(8).put<uint64_t>(~0ull).zeros(8).b, "string value length");
   }
   SUBCASE("unknown value type") {
-    test::RawGguf r;
-    r.header(0, 1).str("k").put<uint32_t>(13).zeros(8);
-    expect_error(r.b, "key 'k' has unknown value type 13");
+    expect_error(key_k().put<uint32_t>(13).zeros(8).b, "key 'k' has unknown value type 13");
   }
   SUBCASE("unknown array element type") {
-    test::RawGguf r;
-    r.header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(99).put<uint64_t>(1).zeros(8);
-    expect_error(r.b, "unknown value type 99");
+    expect_error(key_k().put<uint32_t>(9).put<uint32_t>(99).put<uint64_t>(1).zeros(8).b,
+                 "unknown value type 99");
   }
   SUBCASE("array length beyond the file") {
-    test::RawGguf r;
-    r.header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(4).put<uint64_t>(1ull << 40).zeros(64);
-    expect_error(r.b, "key 'k' array count 1099511627776 cannot fit");
+    expect_error(key_k().put<uint32_t>(9).put<uint32_t>(4).put<uint64_t>(1ull << 40).zeros(64).b,
+                 "key 'k' array count 1099511627776 cannot fit");
   }
   SUBCASE("string array length beyond the file") {
-    test::RawGguf r;
-    r.header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(8).put<uint64_t>(100).zeros(64);
-    expect_error(r.b, "array count 100 cannot fit");
+    expect_error(key_k().put<uint32_t>(9).put<uint32_t>(8).put<uint64_t>(100).zeros(64).b,
+                 "array count 100 cannot fit");
   }
   SUBCASE("arrays nested too deep") {
     test::RawGguf r;
@@ -181,9 +181,7 @@ TEST_CASE("gguf bad metadata") {
     expect_error(r.b, "nests arrays deeper than");
   }
   SUBCASE("bool out of range") {
-    test::RawGguf r;
-    r.header(0, 1).str("k").put<uint32_t>(7).put<uint8_t>(2).zeros(8);
-    expect_error(r.b, "key 'k' has bool value 2");
+    expect_error(key_k().put<uint32_t>(7).put<uint8_t>(2).zeros(8).b, "key 'k' has bool value 2");
   }
   SUBCASE("duplicate key") {
     test::RawGguf r;

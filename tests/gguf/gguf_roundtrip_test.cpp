@@ -117,6 +117,21 @@ TEST_CASE("gguf typed getters give errors naming path, key and types") {
   CHECK_THROWS_WITH_AS(f.require_tensor("x"), (path + ": missing tensor 'x'").c_str(), Error);
 }
 
+namespace {
+
+// The first `count` values of a 16-bit float tensor, decoded by `to_f32`, are those of
+// `want` within a relative `epsilon`.
+void check_16_bit_values(const GgufTensor& t, int count, float (*to_f32)(uint16_t),
+                         const std::vector<float>& want, double epsilon) {
+  for (int k = 0; k < count; ++k) {
+    uint16_t h;
+    std::memcpy(&h, static_cast<const uint8_t*>(t.data) + 2 * k, 2);
+    CHECK(to_f32(h) == doctest::Approx(want[k]).epsilon(epsilon));
+  }
+}
+
+}  // namespace
+
 TEST_CASE("gguf tensors of every writable type round trip at the alignment") {
   std::mt19937 rng(42);
   std::normal_distribution<float> dist(0.f, 2.f);
@@ -158,20 +173,12 @@ TEST_CASE("gguf tensors of every writable type round trip at the alignment") {
 
     const GgufTensor& b = f.require_tensor("b.f16");
     CHECK(b.n_bytes == 14);
-    for (int k = 0; k < 7; ++k) {
-      uint16_t h;
-      std::memcpy(&h, static_cast<const uint8_t*>(b.data) + 2 * k, 2);
-      CHECK(f16_to_f32(h) == doctest::Approx(values[k]).epsilon(1e-3));
-    }
+    check_16_bit_values(b, 7, f16_to_f32, values, 1e-3);
 
     const GgufTensor& c = f.require_tensor("c.bf16");
     CHECK(c.n_dims == 3);
     CHECK(c.n_elements == 30);
-    for (int k = 0; k < 30; ++k) {
-      uint16_t h;
-      std::memcpy(&h, static_cast<const uint8_t*>(c.data) + 2 * k, 2);
-      CHECK(bf16_to_f32(h) == doctest::Approx(values[k]).epsilon(1e-2));
-    }
+    check_16_bit_values(c, 30, bf16_to_f32, values, 1e-2);
 
     const GgufTensor& d = f.require_tensor("d.q8_0");
     CHECK(d.n_bytes == 6 * 34);

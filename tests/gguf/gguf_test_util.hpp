@@ -2,8 +2,6 @@
 // for files the writer would refuse to make.
 #pragma once
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -11,21 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "scratch_dir.hpp"
+
 namespace specd::test {
 
 inline std::string scratch_path(const std::string& name) {
-  // Removed again when the test program exits.
-  static const struct ScratchDir {
-    std::filesystem::path path =
-        std::filesystem::temp_directory_path() / ("specd_gguf_test_" + std::to_string(::getpid()));
-    ScratchDir() { std::filesystem::create_directories(path); }
-    ~ScratchDir() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } scratch;
-  const auto& dir = scratch.path;
-  return (dir / name).string();
+  static const ScratchDir scratch("specd_gguf_test_");  // removed when the program exits
+  return scratch.file(name);
 }
 
 inline void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {

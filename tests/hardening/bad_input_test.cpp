@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_cases.hpp"
 #include "cli_runner.hpp"
 #include "gguf/gguf_reader.hpp"
 #include "gguf_rewrite.hpp"
@@ -24,9 +25,7 @@ using namespace specd;
 
 namespace {
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+using test::write_text;
 
 // Every file the table needs, written once.
 struct Files {
@@ -75,18 +74,10 @@ struct Files {
       tokens.back().str = "[RENAMED]";
       w.set("tokenizer.ggml.tokens", GgufValue::make_array(GgufType::kString, tokens));
     });
-    write_text(good, config_for(model));
-    write_text(unreadable, config_for(model));
+    write_text(good, test::cli_config(model));
+    write_text(unreadable, test::cli_config(model));
     chmod(unreadable.c_str(), 0);
     mkdir(folder.c_str(), 0755);
-  }
-
-  // A complete config for `model`; `extra` is appended (TOML tables may follow).
-  static std::string config_for(const std::string& model, const std::string& engine = "",
-                                const std::string& extra = "") {
-    return "[engine]\nbackend = \"cpu\"\nthreads = 1\n" + engine + "\n[target]\nmodel = \"" +
-           model + "\"\n\n[sampling]\ntemperature = 0.0\nmax_tokens = 4\nignore_eos = true\n" +
-           extra;
   }
 
   // Writes a config file named `name` and returns its path.
@@ -102,14 +93,7 @@ const Files& files() {
   return f;
 }
 
-struct Case {
-  std::string name;
-  std::vector<std::string> args;  // after `specd`
-  int status;
-  std::string needle;  // in stderr for failures, in stdout for successes
-  std::string stdin_text = "";
-  bool needs_non_root = false;  // root reads files whatever their mode
-};
+using Case = test::CliCase;
 
 std::vector<Case> cases() {
   const Files& f = files();
@@ -133,6 +117,12 @@ std::vector<Case> cases() {
       f.model +
       "\"\n[[arm]]\nname = \"ngram+greedy\"\nstrategy = \"ngram\"\nrule = \"greedy\"\nk = 2\n";
   const std::string& good = f.good;
+  // `specd run` on the good config with the prompt "x", each of `overrides` given by --set.
+  const auto run_setting = [&](const std::vector<std::string>& overrides) {
+    std::vector<std::string> args = {"run", "-c", good, "-p", "x"};
+    for (const std::string& o : overrides) args.insert(args.end(), {"--set", o});
+    return args;
+  };
   const std::string draft = "[proposer]\nkind = \"draft-model\"\nk = 3\nmodel = \"";
   const std::string long_prompt(400, 'a');  // one token per byte; the context holds 256
   return {
@@ -149,54 +139,52 @@ std::vector<Case> cases() {
        2,
        "syntax.toml:2:"},
       {"unknown key with its location",
-       {"run", "-c", f.config("unknown-key", Files::config_for(f.model, "threds = 1\n")), "-p",
-        "x"},
+       {"run", "-c", f.config("unknown-key", test::cli_config(f.model, "threds = 1\n")), "-p", "x"},
        2,
        "unknown-key.toml:4:1"},
       {"model of the wrong architecture",
-       {"run", "-c", f.config("gptneox", Files::config_for(f.gptneox)), "-p", "x"},
+       {"run", "-c", f.config("gptneox", test::cli_config(f.gptneox)), "-p", "x"},
        1,
        "gptneox"},
       {"truncated model",
-       {"run", "-c", f.config("truncated", Files::config_for(f.truncated)), "-p", "x"},
+       {"run", "-c", f.config("truncated", test::cli_config(f.truncated)), "-p", "x"},
        1,
        "truncated.gguf"},
       {"a text file as model",
-       {"run", "-c", f.config("text-model", Files::config_for(f.text_model)), "-p", "x"},
+       {"run", "-c", f.config("text-model", test::cli_config(f.text_model)), "-p", "x"},
        1,
        "not-a-model.gguf"},
       {"missing model file",
-       {"run", "-c", f.config("missing-model", Files::config_for(f.dir + "/nowhere.gguf")), "-p",
+       {"run", "-c", f.config("missing-model", test::cli_config(f.dir + "/nowhere.gguf")), "-p",
         "x"},
        1,
        "nowhere.gguf"},
       // Extra padding rows in the draft's embedding are common and allowed (same_vocabulary).
       {"draft vocabulary larger by padding only works",
        {"run", "-c",
-        f.config("draft-bigger", Files::config_for(f.model, "", draft + f.draft_bigger + "\"\n")),
+        f.config("draft-bigger", test::cli_config(f.model, "", draft + f.draft_bigger + "\"\n")),
         "-p", "x"},
        0,
        "tokens"},
       {"draft vocabulary with a real token the target lacks",
        {"run", "-c",
-        f.config("draft-extra", Files::config_for(f.model, "", draft + f.draft_extra + "\"\n")),
+        f.config("draft-extra", test::cli_config(f.model, "", draft + f.draft_extra + "\"\n")),
         "-p", "x"},
        2,
        "exists only in the larger vocabulary"},
       {"draft vocabulary with a different token",
        {"run", "-c",
-        f.config("draft-renamed", Files::config_for(f.model, "", draft + f.draft_renamed + "\"\n")),
+        f.config("draft-renamed", test::cli_config(f.model, "", draft + f.draft_renamed + "\"\n")),
         "-p", "x"},
        2,
        "in one vocabulary and"},
       {"draft model of the same vocabulary works",
        {"run", "-c",
-        f.config("draft-same", Files::config_for(f.model, "", draft + f.model + "\"\n")), "-p",
-        "x"},
+        f.config("draft-same", test::cli_config(f.model, "", draft + f.model + "\"\n")), "-p", "x"},
        0,
        "tokens"},
       {"empty prompt without BOS",
-       {"run", "-c", f.config("no-bos", Files::config_for(f.no_bos)), "-p", ""},
+       {"run", "-c", f.config("no-bos", test::cli_config(f.no_bos)), "-p", ""},
        2,
        "the prompt is empty"},
       {"empty prompt with BOS works", {"run", "-c", good, "-p", ""}, 0, "tokens"},
@@ -227,45 +215,26 @@ std::vector<Case> cases() {
       {"option without its value", {"run", "-c", good, "-p"}, 2, "-p"},
       {"no config", {"run", "-p", "x"}, 2, "run needs -c FILE"},
       {"unknown command", {"frobnicate"}, 2, "unknown command 'frobnicate'"},
-      {"unknown proposer",
-       {"run", "-c", good, "-p", "x", "--set", "proposer.kind=\"no-such-proposer\""},
-       2,
+      {"unknown proposer", run_setting({"proposer.kind=\"no-such-proposer\""}), 2,
        "no-such-proposer"},
-      {"unknown rule",
-       {"run", "-c", good, "-p", "x", "--set", "proposer.kind=ngram", "--set",
-        "acceptance.rule=\"no-such-rule\""},
-       2,
+      {"unknown rule", run_setting({"proposer.kind=ngram", "acceptance.rule=\"no-such-rule\""}), 2,
        "no-such-rule"},
-      {"unknown backend",
-       {"run", "-c", good, "-p", "x", "--set", "engine.backend=\"tpu\""},
-       2,
-       "tpu"},
+      {"unknown backend", run_setting({"engine.backend=\"tpu\""}), 2, "tpu"},
       {"lossy rule without allow_lossy",
-       {"run", "-c", good, "-p", "x", "--set", "proposer.kind=ngram", "--set",
-        "acceptance.rule=typical"},
-       2,
-       "allow_lossy = true"},
+       run_setting({"proposer.kind=ngram", "acceptance.rule=typical"}), 2, "allow_lossy = true"},
       {"lossy rule with allow_lossy works",
-       {"run", "-c", good, "-p", "x", "--set", "proposer.kind=ngram", "--set",
-        "acceptance.rule=typical", "--set", "acceptance.allow_lossy=true"},
-       0,
-       "tokens"},
+       run_setting(
+           {"proposer.kind=ngram", "acceptance.rule=typical", "acceptance.allow_lossy=true"}),
+       0, "tokens"},
       {"rule needing q with a deterministic proposer",
-       {"run", "-c", good, "-p", "x", "--set", "proposer.kind=ngram", "--set",
-        "acceptance.rule=rejection"},
-       2,
+       run_setting({"proposer.kind=ngram", "acceptance.rule=rejection"}), 2,
        "needs the draft distributions q"},
-      {"unknown proposer parameter",
-       {"run", "-c", good, "-p", "x", "--set", "proposer.kind=ngram", "--set",
-        "proposer.frobnicate=1"},
-       2,
-       "frobnicate"},
-      {"k out of range", {"run", "-c", good, "-p", "x", "--set", "proposer.k=0"}, 2, "proposer.k"},
+      {"unknown proposer parameter", run_setting({"proposer.kind=ngram", "proposer.frobnicate=1"}),
+       2, "frobnicate"},
+      {"k out of range", run_setting({"proposer.k=0"}), 2, "proposer.k"},
       {"greedy rule at temperature > 0, set on the command line",
-       {"run", "-c", good, "-p", "x", "--set", "proposer.kind=ngram", "--set",
-        "acceptance.rule=greedy", "--set", "sampling.temperature=0.7"},
-       2,
-       "--set sampling.temperature: rule 'greedy' is greedy-exact"},
+       run_setting({"proposer.kind=ngram", "acceptance.rule=greedy", "sampling.temperature=0.7"}),
+       2, "--set sampling.temperature: rule 'greedy' is greedy-exact"},
       {"greedy rule at temperature > 0, set in the file",
        {"run", "-c", f.config("greedy-hot", greedy_hot), "-p", "x", "--set",
         "sampling.max_tokens=2"},
@@ -277,20 +246,15 @@ std::vector<Case> cases() {
        2,
        "greedy-default.toml: [sampling] temperature is 1 when not set; rule 'greedy'"},
       {"greedy rule with a draft model at temperature > 0",
-       {"run", "-c", good, "-p", "x", "--set", "proposer.kind=draft-model", "--set",
-        "proposer.model=\"" + f.model + "\"", "--set", "acceptance.rule=greedy", "--set",
-        "sampling.temperature=0.5"},
-       2,
-       "at temperature 0.5 it is lossy"},
+       run_setting({"proposer.kind=draft-model", "proposer.model=\"" + f.model + "\"",
+                    "acceptance.rule=greedy", "sampling.temperature=0.5"}),
+       2, "at temperature 0.5 it is lossy"},
       {"greedy rule at temperature > 0 with allow_lossy works",
        {"run", "-c", f.config("greedy-hot-lossy", greedy_hot + "allow_lossy = true\n"), "-p", "x"},
        0,
        "tokens"},
       {"greedy rule at temperature 0 works",
-       {"run", "-c", good, "-p", "x", "--set", "proposer.kind=ngram", "--set",
-        "acceptance.rule=greedy"},
-       0,
-       "tokens"},
+       run_setting({"proposer.kind=ngram", "acceptance.rule=greedy"}), 0, "tokens"},
       {"check-config: greedy rule at temperature > 0",
        {"check-config", f.config("greedy-hot-check", greedy_hot)},
        2,
@@ -311,10 +275,7 @@ std::vector<Case> cases() {
         f.dir + "/bench-greedy-hot-lossy-out"},
        0,
        "reports in"},
-      {"negative temperature",
-       {"run", "-c", good, "-p", "x", "--set", "sampling.temperature=-1"},
-       2,
-       "temperature"},
+      {"negative temperature", run_setting({"sampling.temperature=-1"}), 2, "temperature"},
   };
 }
 
@@ -327,15 +288,8 @@ void check_case(const Case& c) {
   // SPECD_BAD_INPUT_PRINT=1 lists what the CLI says in every case, to review the messages.
   if (std::getenv("SPECD_BAD_INPUT_PRINT"))
     MESSAGE(c.name << " -> " << r.status << ": " << r.err.substr(0, r.err.find('\n')));
-  INFO("stdout: " << r.out.substr(0, 2000));
-  INFO("stderr: " << r.err.substr(0, 2000));
-  CHECK(r.status == c.status);
-  const std::string& where = c.status == 0 ? r.out + r.err : r.err;
-  CHECK(where.find(c.needle) != std::string::npos);
-  if (c.status != 0) {
-    // One clear line starting with "specd: error:", never a stack of internals.
-    CHECK(r.err.rfind("specd: error: ", 0) == 0);
-  }
+  // A failure: one clear line starting with "specd: error:", never a stack of internals.
+  test::check_cli_result(c, r, {"specd: error: "});
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_cases.hpp"
 #include "cli_runner.hpp"
 #include "gguf/gguf_reader.hpp"
 #include "gguf_rewrite.hpp"
@@ -23,9 +24,7 @@ using namespace specd;
 
 namespace {
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+using test::write_text;
 
 std::string repeat(const std::string& part, const std::string& sep, int n) {
   std::string out;
@@ -54,8 +53,7 @@ struct Files {
   }
 
   static std::string config_for(const std::string& model, const std::string& extra = "") {
-    return "[engine]\nbackend = \"cpu\"\nthreads = 1\n\n[target]\nmodel = \"" + model +
-           "\"\n\n[sampling]\ntemperature = 0.0\nmax_tokens = 4\nignore_eos = true\n" + extra;
+    return test::cli_config(model, "", extra);
   }
 
   // Writes `text` to a file named `name` in the test folder and returns its path.
@@ -64,6 +62,11 @@ struct Files {
     write_text(path, text);
     return path;
   }
+
+  // `check-config` of `text`, written to a file named `name`.
+  std::vector<std::string> check_config(const std::string& name, const std::string& text) const {
+    return {"check-config", file(name, text)};
+  }
 };
 
 const Files& files() {
@@ -71,12 +74,7 @@ const Files& files() {
   return f;
 }
 
-struct Case {
-  std::string name;
-  std::vector<std::string> args;  // after `specd`
-  int status;
-  std::string needle;  // in stderr for failures, in stdout or stderr for successes
-};
+using Case = test::CliCase;
 
 // Item 1: nesting that would overflow the TOML parser's stack (50 000 levels, ~100 KB).
 std::vector<Case> nesting_cases() {
@@ -93,14 +91,9 @@ std::vector<Case> nesting_cases() {
                    "']\n\n[proposer]\nkind = \"none\"\n\"" + repeat("z", ".", 300) +
                    "\" = [1.5, 2.5, 3.5]\n");
   return {
-      {"check-config: deep table header",
-       {"check-config", f.file("deep-header.toml", deep_header)},
-       2,
+      {"check-config: deep table header", f.check_config("deep-header.toml", deep_header), 2,
        "deep-header.toml:1:"},
-      {"check-config: deep dotted key",
-       {"check-config", f.file("deep-key.toml", deep_key)},
-       2,
-       needle},
+      {"check-config: deep dotted key", f.check_config("deep-key.toml", deep_key), 2, needle},
       {"run: deep dotted key",
        {"run", "-c", f.file("deep-key-run.toml", Files::config_for(f.model) + deep_key), "-p", "x"},
        2,
@@ -125,10 +118,8 @@ std::vector<Case> nesting_cases() {
        {"audit", "--markov", f.file("deep-markov.toml", deep_key)},
        2,
        needle},
-      {"dots and brackets inside strings are not nesting",
-       {"check-config", f.file("shallow.toml", shallow)},
-       0,
-       "ok"},
+      {"dots and brackets inside strings are not nesting", f.check_config("shallow.toml", shallow),
+       0, "ok"},
   };
 }
 
@@ -219,8 +210,7 @@ std::vector<Case> range_cases() {
   const Files& f = files();
   return {
       {"check-config: subnormal temperature",
-       {"check-config", f.file("subnormal.toml", "[sampling]\ntemperature = 1e-310\n")},
-       2,
+       f.check_config("subnormal.toml", "[sampling]\ntemperature = 1e-310\n"), 2,
        "subnormal.toml:2:15: 'temperature' = 1e-310 is out of range (0 = greedy, else a finite "
        "number >= 1e-06)"},
       {"run: subnormal temperature with --set",
@@ -228,20 +218,14 @@ std::vector<Case> range_cases() {
        2,
        "--set sampling.temperature: 'temperature' = 1e-310 is out of range"},
       {"check-config: temperature = inf",
-       {"check-config", f.file("inf.toml", "[sampling]\ntemperature = inf\n")},
-       2,
+       f.check_config("inf.toml", "[sampling]\ntemperature = inf\n"), 2,
        "inf.toml:2:15: 'temperature' = inf is out of range"},
       {"check-config: temperature = nan",
-       {"check-config", f.file("nan.toml", "[sampling]\ntemperature = nan\n")},
-       2,
+       f.check_config("nan.toml", "[sampling]\ntemperature = nan\n"), 2,
        "nan.toml:2:15: 'temperature'"},
-      {"check-config: threads = 1000",
-       {"check-config", f.file("threads.toml", "[engine]\nthreads = 1000\n")},
-       2,
-       "threads.toml:2:11: 'threads' = 1000 is out of range (0 = all cores, up to 256)"},
-      {"check-config: min_p = 1",
-       {"check-config", f.file("min-p.toml", "[sampling]\nmin_p = 1.0\n")},
-       2,
+      {"check-config: threads = 1000", f.check_config("threads.toml", "[engine]\nthreads = 1000\n"),
+       2, "threads.toml:2:11: 'threads' = 1000 is out of range (0 = all cores, up to 256)"},
+      {"check-config: min_p = 1", f.check_config("min-p.toml", "[sampling]\nmin_p = 1.0\n"), 2,
        "min-p.toml:2:9: 'min_p' = 1 is out of range"},
       {"temperature 1e-6 works",
        {"run", "-c", f.good, "-p", "x", "--set", "sampling.temperature=1e-6"},
@@ -265,9 +249,7 @@ std::vector<Case> silent_value_cases() {
         f.file("nul.toml", "[target]\nmodel = \"" + f.model + "\\u0000/../x.gguf\"\n")},
        2,
        "nul.toml:2:9: a NUL character (\\u0000) in a string"},
-      {"NUL escape in a key",
-       {"check-config", f.file("nul-key.toml", "[proposer]\n\"a\\u0000b\" = 1\n")},
-       2,
+      {"NUL escape in a key", f.check_config("nul-key.toml", "[proposer]\n\"a\\u0000b\" = 1\n"), 2,
        "nul-key.toml:2:1: a NUL character"},
       {"NUL in a --set value",
        {"check-config", f.good, "--set", "target.model=\"x\\u0000y\""},
@@ -407,8 +389,7 @@ std::vector<Case> third_round_cases() {
        2,
        "--set server.api_key: the value holds a line break"},
       {"engine.context = 1 (a runtime error with backwards advice before)",
-       {"check-config", f.file("context-1.toml", "[engine]\ncontext = 1\n")},
-       2,
+       f.check_config("context-1.toml", "[engine]\ncontext = 1\n"), 2,
        "context-1.toml:2:11: 'context' = 1 leaves no room to generate"},
       {"check-config: unknown [server] chat_template (ok before)",
        {"check-config", server("template-name.toml", "chat_template = \"no-such\"\n")},
@@ -447,15 +428,7 @@ void run_cases(const std::vector<Case>& cases) {
     argv.push_back(SPECD_CLI);
     argv.insert(argv.end(), c.args.begin(), c.args.end());
     test::CliResult r = test::run_program(argv, "def");
-    INFO("stdout: " << r.out.substr(0, 2000));
-    INFO("stderr: " << r.err.substr(0, 2000));
-    CHECK(r.status == c.status);
-    const std::string& where = c.status == 0 ? r.out + r.err : r.err;
-    CHECK(where.find(c.needle) != std::string::npos);
-    if (c.status != 0) {
-      // One clear message, never a crash: "specd: error: ..." ("specd audit: error: ...").
-      CHECK((r.err.rfind("specd: error: ", 0) == 0 || r.err.rfind("specd audit: error: ", 0) == 0));
-    }
+    test::check_cli_result(c, r, {"specd: error: ", "specd audit: error: "});
   }
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../bench/json_parse.hpp"
+#include "cli_cases.hpp"
 #include "cli_runner.hpp"
 #include "common/error.hpp"
 #include "common/file_io.hpp"
@@ -25,9 +26,7 @@ using namespace specd;
 
 namespace {
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+using test::write_text;
 
 struct Files {
   std::string dir = test::temp_dir("output");
@@ -36,9 +35,7 @@ struct Files {
 
   Files() {
     test::write_random_llama(model, test::RandomLlamaSpec{});
-    write_text(good,
-               "[engine]\nbackend = \"cpu\"\nthreads = 1\n\n[target]\nmodel = \"" + model +
-                   "\"\n\n[sampling]\ntemperature = 0.0\nmax_tokens = 4\nignore_eos = true\n");
+    write_text(good, test::cli_config(model));
   }
 };
 

@@ -10,6 +10,7 @@
 #include "config/config.hpp"
 #include "engine/engine.hpp"
 #include "engine_config.hpp"
+#include "head_fixtures.hpp"
 #include "plugin/registry.hpp"
 #include "random_heads.hpp"
 #include "random_llama.hpp"
@@ -72,28 +73,17 @@ void check_runs(const std::string& target, const std::vector<std::vector<std::st
 std::vector<std::vector<std::string>> every_strategy(const std::string& draft,
                                                      const std::string& heads) {
   const std::string dm = "proposer.model=\"" + draft + "\"";
-  return {
+  std::vector<std::vector<std::string>> runs = {
       {"proposer.kind=ngram", "proposer.k=5", "acceptance.rule=greedy"},
       {"proposer.kind=draft-model", dm, "proposer.k=4", "proposer.mode=sample"},
       {"proposer.kind=draft-model", dm, "proposer.k=3", "proposer.mode=greedy"},
-      {"proposer.kind=medusa", "proposer.model=\"" + heads + "/medusa.gguf\""},
-      {"proposer.kind=medusa", "proposer.model=\"" + heads + "/medusa.gguf\"",
-       "proposer.choices=[[0], [0, 0], [1], [0, 1], [2], [0, 0, 0]]"},
-      {"proposer.kind=eagle", "proposer.model=\"" + heads + "/eagle.gguf\""},
-      {"proposer.kind=eagle", "proposer.model=\"" + heads + "/eagle.gguf\"", "proposer.depth=3",
-       "proposer.top_k=2", "proposer.max_nodes=5"},
-      {"proposer.kind=mtp", "proposer.k=4", "proposer.model=\"" + heads + "/mtp.gguf\""},
-      {"proposer.kind=mtp", "proposer.k=3", "proposer.model=\"" + heads + "/mtp.gguf\"",
-       "proposer.mode=\"greedy\""},
   };
+  for (const std::vector<std::string>& run : test::head_runs(heads)) runs.push_back(run);
+  return runs;
 }
 
 void write_heads(const std::string& dir, const std::string& target) {
-  test::RandomHeadSpec hs;
-  hs.seed = 5;
-  test::write_random_medusa(dir + "/medusa.gguf", target, hs);
-  test::write_random_eagle(dir + "/eagle.gguf", target, hs);
-  test::write_random_mtp(dir + "/mtp.gguf", target, hs);
+  test::write_random_heads(dir, target, 5);
 }
 
 }  // namespace
@@ -121,7 +111,8 @@ TEST_CASE("qwen3, phi3 and llama-with-rope_freqs targets, drafts of other archit
     const std::string draft = write_model(dir, p.draft_arch, 44, true);
     write_heads(dir, target);
     const auto all = every_strategy(draft, dir);
-    // The draft model (both modes), one tree head and one chain head.
-    check_runs(target, {all[1], all[2], all[6], all[7]}, registry);
+    // The draft model (both modes), one tree head (EAGLE's small tree) and one chain head
+    // (MTP, sampled).
+    check_runs(target, {all[1], all[2], all[8], all[3]}, registry);
   }
 }

@@ -12,6 +12,7 @@
 #include "config/config.hpp"
 #include "engine/engine.hpp"
 #include "engine_config.hpp"
+#include "head_fixtures.hpp"
 #include "plugin/registry.hpp"
 #include "random_heads.hpp"
 #include "random_llama.hpp"
@@ -29,21 +30,6 @@ const std::vector<std::string> kPrompts = [] {
   return prompts;
 }();
 
-// Each head proposer configuration to compare with plain decoding.
-std::vector<std::vector<std::string>> head_runs(const std::string& dir) {
-  return {
-      {"proposer.kind=mtp", "proposer.k=4", "proposer.model=\"" + dir + "/mtp.gguf\""},
-      {"proposer.kind=mtp", "proposer.k=3", "proposer.model=\"" + dir + "/mtp.gguf\"",
-       "proposer.mode=\"greedy\""},
-      {"proposer.kind=medusa", "proposer.model=\"" + dir + "/medusa.gguf\""},
-      {"proposer.kind=medusa", "proposer.model=\"" + dir + "/medusa.gguf\"",
-       "proposer.choices=[[0], [0, 0], [1], [0, 1], [2], [0, 0, 0]]"},
-      {"proposer.kind=eagle", "proposer.model=\"" + dir + "/eagle.gguf\""},
-      {"proposer.kind=eagle", "proposer.model=\"" + dir + "/eagle.gguf\"", "proposer.depth=3",
-       "proposer.top_k=2", "proposer.max_nodes=5"},
-  };
-}
-
 void check_equivalence(const std::string& target, const std::string& head_dir,
                        const std::vector<std::string>& prompts, int max_tokens,
                        PluginRegistry& registry) {
@@ -51,7 +37,7 @@ void check_equivalence(const std::string& target, const std::string& head_dir,
   Engine plain(test::greedy_config(target, {n}), registry);
   std::vector<GenerationResult> base;
   for (const std::string& prompt : prompts) base.push_back(plain.generate(prompt));
-  for (std::vector<std::string> run : head_runs(head_dir)) {
+  for (std::vector<std::string> run : test::head_runs(head_dir)) {
     run.push_back(n);
     const std::string what = run[0] + " " + run[run.size() - 2];
     CAPTURE(what);
@@ -71,16 +57,23 @@ struct Fixture {
   std::string target = dir + "/target.gguf";
   PluginRegistry registry{{SPECD_TEST_PLUGINS}};
   Fixture() {
-    test::RandomLlamaSpec spec;
-    spec.seed = 31;
-    test::write_random_llama(target, spec);
-    test::RandomHeadSpec hs;
-    hs.seed = 4;
-    test::write_random_medusa(dir + "/medusa.gguf", target, hs);
-    test::write_random_eagle(dir + "/eagle.gguf", target, hs);
-    test::write_random_mtp(dir + "/mtp.gguf", target, hs);
+    test::write_random_target(target, 31);
+    test::write_random_heads(dir, target, 4);
   }
 };
+
+// The shipped models' folder, or "" after reporting the skip where the target or a head is
+// missing.
+std::string shipped_heads_or_skip() {
+  const std::string models = std::string(SPECD_SOURCE_DIR) + "/models";
+  for (const char* file : {"target.gguf", "medusa.gguf", "eagle.gguf", "mtp.gguf"}) {
+    if (!std::filesystem::exists(models + "/" + file)) {
+      ::specd::test::skip_missing(models, "/", file, " is not there");
+      return "";
+    }
+  }
+  return models;
+}
 
 }  // namespace
 
@@ -90,13 +83,8 @@ TEST_CASE("greedy output with every head proposer equals plain greedy output") {
 }
 
 TEST_CASE("greedy equivalence on the shipped target and heads" * SPECD_MAY_SKIP) {
-  const std::string models = std::string(SPECD_SOURCE_DIR) + "/models";
-  for (const char* file : {"target.gguf", "medusa.gguf", "eagle.gguf", "mtp.gguf"}) {
-    if (!std::filesystem::exists(models + "/" + file)) {
-      ::specd::test::skip_missing(models, "/", file, " is not there");
-      return;
-    }
-  }
+  const std::string models = shipped_heads_or_skip();
+  if (models.empty()) return;
   PluginRegistry registry{{SPECD_TEST_PLUGINS}};
   check_equivalence(models + "/target.gguf", models,
                     {"def f(x):", "import numpy as np\n", "class Stack:\n    def push(self, x):"},
@@ -105,13 +93,8 @@ TEST_CASE("greedy equivalence on the shipped target and heads" * SPECD_MAY_SKIP)
 
 TEST_CASE("heads with quantized matrices (q8_0, q4_K_M copies of the shipped heads)" *
           SPECD_MAY_SKIP) {
-  const std::string models = std::string(SPECD_SOURCE_DIR) + "/models";
-  for (const char* file : {"target.gguf", "medusa.gguf", "eagle.gguf", "mtp.gguf"}) {
-    if (!std::filesystem::exists(models + "/" + file)) {
-      ::specd::test::skip_missing(models, "/", file, " is not there");
-      return;
-    }
-  }
+  const std::string models = shipped_heads_or_skip();
+  if (models.empty()) return;
   PluginRegistry registry{{SPECD_TEST_PLUGINS}};
   for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_K}) {
     CAPTURE(ggml_type_name(type));
@@ -126,9 +109,7 @@ TEST_CASE("heads with quantized matrices (q8_0, q4_K_M copies of the shipped hea
 TEST_CASE("the engine refuses a head bound to another target, naming both") {
   Fixture f;
   const std::string other = f.dir + "/other.gguf";
-  test::RandomLlamaSpec spec;
-  spec.seed = 32;
-  test::write_random_llama(other, spec);
+  test::write_random_target(other, 32);
   test::RandomHeadSpec hs;
   test::write_random_eagle(f.dir + "/eagle-other.gguf", other, hs);
   try {

@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "../backend/backend_test_util.hpp"
+#include "../models/model_runs.hpp"
 #include "backend/backend.hpp"
 #include "common/error.hpp"
+#include "head_fixtures.hpp"
 #include "models/heads/head_model.hpp"
 #include "models/heads/sha256.hpp"
 #include "models/llama_model.hpp"
@@ -67,21 +69,7 @@ bool have_torch() {
 
 std::string run_reference(const std::string& head, const std::string& target,
                           const std::vector<int32_t>& tokens) {
-  std::string list;
-  for (int32_t t : tokens) {
-    if (!list.empty()) list += ',';
-    list += std::to_string(t);
-  }
-  const std::string cmd = "/usr/bin/python3 " + std::string(SPECD_SOURCE_DIR) +
-                          "/train/reference_forward.py " + head + " --target " + target +
-                          " --tokens " + list;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buf[65536];
-  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), pipe)) > 0;) out.append(buf, n);
-  REQUIRE(pclose(pipe) == 0);
-  return out;
+  return test::run_reference_forward(head + " --target " + target, tokens);
 }
 
 // The head's logits (Medusa: [T, K, V]; EAGLE/MTP: [T-1, V]) and, for EAGLE/MTP, output
@@ -163,11 +151,7 @@ void compare_with_reference(const std::string& head, const std::string& target,
 struct Files {
   std::string dir = test::temp_dir("heads-model");
   std::string target = dir + "/target.gguf";
-  Files() {
-    test::RandomLlamaSpec spec;
-    spec.seed = 21;
-    test::write_random_llama(target, spec);
-  }
+  Files() { test::write_random_target(target, 21); }
 };
 
 }  // namespace
@@ -271,9 +255,7 @@ TEST_CASE("a pending tree grown over several calls equals each path run alone") 
 TEST_CASE("a head bound to another target is refused, naming both") {
   Files f;
   const std::string other = f.dir + "/other.gguf";
-  test::RandomLlamaSpec spec;
-  spec.seed = 77;
-  test::write_random_llama(other, spec);
+  test::write_random_target(other, 77);
   for (std::string name : {"medusa", "eagle", "mtp"}) {
     CAPTURE(name);
     const std::string path = f.dir + "/" + name + "-other.gguf";

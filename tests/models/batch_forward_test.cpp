@@ -14,6 +14,7 @@
 #include "backend/backend.hpp"
 #include "engine/batch_verifier.hpp"
 #include "model_fixture.hpp"
+#include "model_runs.hpp"
 #include "models/llama_model.hpp"
 #include "token_rows.hpp"
 
@@ -21,18 +22,6 @@ using namespace specd;
 using namespace specd::test;
 
 namespace {
-
-Device& batch_device() {
-  static OpenBackend cpu = open_cpu(2);
-  return *cpu.device;
-}
-
-std::vector<int32_t> tokens_of(std::mt19937& rng, int32_t n, int32_t vocab) {
-  std::uniform_int_distribution<int32_t> u(0, vocab - 1);
-  std::vector<int32_t> t(n);
-  for (int32_t& x : t) x = u(rng);
-  return t;
-}
 
 // One sequence's step: its rows (a chain or a tree after a committed prompt).
 struct Step {
@@ -42,8 +31,8 @@ struct Step {
 
 Step chain_step(std::mt19937& rng, int32_t vocab, int32_t prompt, int32_t m, int32_t first) {
   Step s;
-  s.prompt = tokens_of(rng, prompt, vocab);
-  s.tokens = tokens_of(rng, m, vocab);
+  s.prompt = random_tokens(rng, prompt, vocab);
+  s.tokens = random_tokens(rng, m, vocab);
   s.positions = iota_n(m, prompt);
   s.parents = iota_n(m, -1);
   s.first_logit_row = first;
@@ -52,25 +41,42 @@ Step chain_step(std::mt19937& rng, int32_t vocab, int32_t prompt, int32_t m, int
 
 Step tree_step(std::mt19937& rng, int32_t vocab, int32_t prompt) {
   Step s;
-  s.prompt = tokens_of(rng, prompt, vocab);
+  s.prompt = random_tokens(rng, prompt, vocab);
   s.parents = {-1, 0, 0, 1, 1, 2, 3, 5};
-  s.tokens = tokens_of(rng, 8, vocab);
+  s.tokens = random_tokens(rng, 8, vocab);
   for (size_t i = 0; i < s.parents.size(); ++i)
     s.positions.push_back(s.parents[i] < 0 ? prompt : s.positions[s.parents[i]] + 1);
   return s;
+}
+
+// Runs `tokens` as a prefill from position `start` (no logits) and commits them.
+void prefill(LlamaModel& model, KvCache& cache, const std::vector<int32_t>& tokens, int32_t start) {
+  const int32_t n = static_cast<int32_t>(tokens.size());
+  model.forward(cache, tokens, iota_n(n, start), iota_n(n, -1), nullptr, nullptr, n);
+  model.commit(cache, iota_n(n, 0));
+}
+
+// Verifying `tokens` as a chain from position `start` gives the same logits, bit for bit,
+// after cache `a` of `model_a` as after cache `b` of `model_b`.
+void check_same_logits(LlamaModel& model_a, KvCache& a, LlamaModel& model_b, KvCache& b,
+                       const std::vector<int32_t>& tokens, int32_t start) {
+  const int32_t n = static_cast<int32_t>(tokens.size());
+  std::vector<float> x(static_cast<size_t>(n) * model_a.info().vocab_size), y(x.size());
+  model_a.forward(a, tokens, iota_n(n, start), iota_n(n, -1), x.data());
+  model_b.forward(b, tokens, iota_n(n, start), iota_n(n, -1), y.data());
+  CHECK(std::memcmp(x.data(), y.data(), x.size() * 4) == 0);
 }
 
 std::unique_ptr<KvCache> prefilled(LlamaModel& model, const std::vector<int32_t>& prompt) {
   auto cache = model.new_cache(256);
   const int32_t n = static_cast<int32_t>(prompt.size());
   if (n == 0) return cache;
-  model.forward(*cache, prompt, iota_n(n, 0), iota_n(n, -1), nullptr, nullptr, n);
-  model.commit(*cache, iota_n(n, 0));
+  prefill(model, *cache, prompt, 0);
   return cache;
 }
 
 void check_batch_equals_alone(const FixtureSpec& spec, const std::string& file) {
-  auto model = LlamaModel::load(write_fixture(spec, file), batch_device());
+  auto model = LlamaModel::load(write_fixture(spec, file), two_thread_cpu_device());
   const int32_t V = model->info().vocab_size, d = model->info().n_embd;
   std::mt19937 rng(11);
   // 40 + 8 + 30 + 1 + 64 rows: the pieces of 64 rows cut across sequences.
@@ -133,7 +139,7 @@ TEST_CASE("a batched forward's rows equal each sequence's forward alone, bit for
 
 TEST_CASE("a batched forward refuses two entries over one cache and a bad entry, naming it") {
   FixtureSpec s;
-  auto model = LlamaModel::load(write_fixture(s, "batch-bad.gguf"), batch_device());
+  auto model = LlamaModel::load(write_fixture(s, "batch-bad.gguf"), two_thread_cpu_device());
   auto cache = model->new_cache(16);
   const std::vector<int32_t> t = {1}, p = {0}, par = {-1};
   std::vector<float> l(model->info().vocab_size * 2);
@@ -149,11 +155,11 @@ TEST_CASE("a batched forward refuses two entries over one cache and a bad entry,
 TEST_CASE(
     "a cache whose blocks interleave with another's in the pool gives the bits of one alone") {
   FixtureSpec s;
-  auto model = LlamaModel::load(write_fixture(s, "batch-paged.gguf"), batch_device());
-  auto lone_model = LlamaModel::load(write_fixture(s, "batch-paged.gguf"), batch_device());
+  auto model = LlamaModel::load(write_fixture(s, "batch-paged.gguf"), two_thread_cpu_device());
+  auto lone_model = LlamaModel::load(write_fixture(s, "batch-paged.gguf"), two_thread_cpu_device());
   const int32_t V = model->info().vocab_size;
   std::mt19937 rng(3);
-  const auto prompt = tokens_of(rng, 40, V), other = tokens_of(rng, 40, V);
+  const auto prompt = random_tokens(rng, 40, V), other = random_tokens(rng, 40, V);
   auto a = model->new_cache(128), b = model->new_cache(128);
   auto lone = lone_model->new_cache(128);
   // Five rows at a time into a and b in turn: each takes a block of 16 every few steps, so
@@ -161,31 +167,25 @@ TEST_CASE(
   for (int32_t at = 0; at < 40; at += 5) {
     for (auto [c, toks] : {std::pair{a.get(), &prompt}, std::pair{b.get(), &other}}) {
       const std::vector<int32_t> chunk(toks->begin() + at, toks->begin() + at + 5);
-      model->forward(*c, chunk, iota_n(5, at), iota_n(5, -1), nullptr, nullptr, 5);
-      model->commit(*c, iota_n(5, 0));
+      prefill(*model, *c, chunk, at);
     }
   }
-  lone_model->forward(*lone, prompt, iota_n(40, 0), iota_n(40, -1), nullptr, nullptr, 40);
-  lone_model->commit(*lone, iota_n(40, 0));
+  prefill(*lone_model, *lone, prompt, 0);
   CHECK(a->blocks() == std::vector<int32_t>{0, 2, 4});
   CHECK(b->blocks() == std::vector<int32_t>{1, 3, 5});
-  const auto next = tokens_of(rng, 30, V);
-  std::vector<float> x(30 * V), y(30 * V);
-  model->forward(*a, next, iota_n(30, 40), iota_n(30, -1), x.data());
-  lone_model->forward(*lone, next, iota_n(30, 40), iota_n(30, -1), y.data());
-  CHECK(std::memcmp(x.data(), y.data(), x.size() * 4) == 0);
+  check_same_logits(*model, *a, *lone_model, *lone, random_tokens(rng, 30, V), 40);
 }
 
 TEST_CASE("the KV pool reuses freed blocks, keeps rows when it grows, and moves a tree's path") {
   FixtureSpec s;
-  auto model = LlamaModel::load(write_fixture(s, "batch-pool.gguf"), batch_device());
+  auto model = LlamaModel::load(write_fixture(s, "batch-pool.gguf"), two_thread_cpu_device());
   const int32_t V = model->info().vocab_size;
   std::mt19937 rng(4);
   KvPool& pool = model->kv_pool();
   {
     auto c = model->new_cache(40);
     CHECK(pool.blocks() >= 3);  // the capacity is promised up front
-    const auto t = tokens_of(rng, 20, V);
+    const auto t = random_tokens(rng, 20, V);
     model->forward(*c, t, iota_n(20, 0), iota_n(20, -1), nullptr, nullptr, 20);
     CHECK(c->blocks().size() == 2u);  // blocks taken as rows are written
     CHECK(pool.used_blocks() == 2);
@@ -193,10 +193,9 @@ TEST_CASE("the KV pool reuses freed blocks, keeps rows when it grows, and moves 
   CHECK(pool.used_blocks() == 0);  // given back with the cache
   // A cache kept through a growth of the pool computes as before it.
   auto keep = model->new_cache(48);
-  const auto t = tokens_of(rng, 30, V);
-  model->forward(*keep, t, iota_n(30, 0), iota_n(30, -1), nullptr, nullptr, 30);
-  model->commit(*keep, iota_n(30, 0));
-  const auto more = tokens_of(rng, 3, V);
+  const auto t = random_tokens(rng, 30, V);
+  prefill(*model, *keep, t, 0);
+  const auto more = random_tokens(rng, 3, V);
   std::vector<float> before(3 * V), after(3 * V);
   model->forward(*keep, more, iota_n(3, 30), iota_n(3, -1), before.data());
   const int32_t blocks = pool.blocks();
@@ -216,28 +215,22 @@ TEST_CASE("the KV pool reuses freed blocks, keeps rows when it grows, and moves 
   const std::vector<int32_t> path = {more[0], more[2], more[1]};
   std::vector<int32_t> whole(t.begin(), t.end());
   whole.insert(whole.end(), path.begin(), path.end());
-  model->forward(*chain, whole, iota_n(33, 0), iota_n(33, -1), nullptr, nullptr, 33);
-  model->commit(*chain, iota_n(33, 0));
-  const std::vector<int32_t> last = {more[2]};
-  std::vector<float> x(V), y(V);
-  model->forward(*keep, last, iota_n(1, 33), iota_n(1, -1), x.data());
-  model->forward(*chain, last, iota_n(1, 33), iota_n(1, -1), y.data());
-  CHECK(std::memcmp(x.data(), y.data(), x.size() * 4) == 0);
+  prefill(*model, *chain, whole, 0);
+  check_same_logits(*model, *keep, *model, *chain, {more[2]}, 33);
 }
 
 TEST_CASE("prefix cache: adopted blocks compute what a fresh prefill computes; eviction order") {
   FixtureSpec s;
-  auto model = LlamaModel::load(write_fixture(s, "batch-prefix.gguf"), batch_device());
+  auto model = LlamaModel::load(write_fixture(s, "batch-prefix.gguf"), two_thread_cpu_device());
   const int32_t V = model->info().vocab_size;
   const int32_t B = LlamaModel::kKvBlockRows;
   std::mt19937 rng(7);
   KvPool& pool = model->kv_pool();
-  const auto prompt = tokens_of(rng, 40, V);
+  const auto prompt = random_tokens(rng, 40, V);
   const std::vector<int32_t> next = {prompt[3]};
   std::vector<float> want(V), got(V);
   auto a = model->new_cache(64);
-  model->forward(*a, prompt, iota_n(40, 0), iota_n(40, -1), nullptr, nullptr, 40);
-  model->commit(*a, iota_n(40, 0));
+  prefill(*model, *a, prompt, 0);
   CHECK(a->publish_next(prompt));
   CHECK(a->publish_next(prompt));
   CHECK_FALSE(a->publish_next(prompt));  // 8 rows of a third block: not full
@@ -252,8 +245,7 @@ TEST_CASE("prefix cache: adopted blocks compute what a fresh prefill computes; e
     CHECK(b->blocks()[1] == a->blocks()[1]);
     CHECK(pool.refs(a->blocks()[0]) == 2);
     const std::vector<int32_t> rest(prompt.begin() + 2 * B, prompt.end());
-    model->forward(*b, rest, iota_n(8, 2 * B), iota_n(8, -1), nullptr, nullptr, 8);
-    model->commit(*b, iota_n(8, 0));
+    prefill(*model, *b, rest, 2 * B);
     model->forward(*b, next, iota_n(1, 40), iota_n(1, -1), got.data());
     CHECK(std::memcmp(want.data(), got.data(), want.size() * 4) == 0);
     // A prefix that differs inside the second block takes only the first; one differing in
@@ -320,10 +312,10 @@ TEST_CASE(
     "time") {
   FixtureSpec s;
   s.matrix_type = GgmlType::kQ8_0;
-  auto model = LlamaModel::load(write_fixture(s, "batch-verifier.gguf"), batch_device());
+  auto model = LlamaModel::load(write_fixture(s, "batch-verifier.gguf"), two_thread_cpu_device());
   const int32_t V = model->info().vocab_size, d = model->info().n_embd;
   std::mt19937 rng(8);
-  const auto prompt = tokens_of(rng, 150, V);
+  const auto prompt = random_tokens(rng, 150, V);
   BatchVerifier verifier(*model, /*max_rows=*/160, /*chunk_rows=*/64);
   CHECK(verifier.held_rows() == 0u);
   std::vector<float> hidden(149 * static_cast<size_t>(d));

@@ -12,6 +12,7 @@
 
 #include "../backend/backend_test_util.hpp"
 #include "common/error.hpp"
+#include "model_runs.hpp"
 #include "models/llama_model.hpp"
 #include "random_llama.hpp"
 
@@ -19,11 +20,6 @@ using namespace specd;
 using namespace specd::test;
 
 namespace {
-
-Device& hybrid_device() {
-  static OpenBackend cpu = open_cpu(2);
-  return *cpu.device;
-}
 
 std::string hybrid_file(GgmlType type = GgmlType::kF16, uint32_t n_nextn = 0) {
   RandomLlamaSpec s;
@@ -47,11 +43,9 @@ std::vector<int32_t> iota(int32_t n, int32_t start) {
   return v;
 }
 
+// Token ids from 2 up.
 std::vector<int32_t> tokens(std::mt19937& rng, int32_t n, int32_t vocab) {
-  std::uniform_int_distribution<int32_t> u(2, vocab - 1);
-  std::vector<int32_t> t(n);
-  for (int32_t& x : t) x = u(rng);
-  return t;
+  return random_tokens(rng, n, vocab, 2);
 }
 
 // Runs `toks` as a chain after the cache's committed rows, commits them all, returns the last
@@ -71,7 +65,7 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 }  // namespace
 
 TEST_CASE("a hybrid model loads as llama.cpp lays qwen35 out") {
-  auto model = LlamaModel::load(hybrid_file(), hybrid_device());
+  auto model = LlamaModel::load(hybrid_file(), two_thread_cpu_device());
   const ModelInfo& in = model->info();
   CHECK(in.architecture == "qwen35");
   REQUIRE(in.hybrid());
@@ -85,7 +79,7 @@ TEST_CASE(
     "a hybrid model's verified chain, committed at any length, leaves the state that "
     "decoding it one token at a time leaves") {
   for (GgmlType type : {GgmlType::kF16, GgmlType::kQ8_0}) {
-    auto model = LlamaModel::load(hybrid_file(type), hybrid_device());
+    auto model = LlamaModel::load(hybrid_file(type), two_thread_cpu_device());
     const int32_t V = model->info().vocab_size;
     std::mt19937 rng(7);
     const auto prompt = tokens(rng, 9, V);
@@ -113,7 +107,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a hybrid model's draft tree: every node's logits and any committed path are exact") {
-  auto model = LlamaModel::load(hybrid_file(), hybrid_device());
+  auto model = LlamaModel::load(hybrid_file(), two_thread_cpu_device());
   const int32_t V = model->info().vocab_size;
   std::mt19937 rng(8);
   const auto prompt = tokens(rng, 5, V);
@@ -145,7 +139,7 @@ TEST_CASE("a hybrid model's draft tree: every node's logits and any committed pa
 }
 
 TEST_CASE("a hybrid model's rows in a batch of sequences equal each sequence alone") {
-  auto model = LlamaModel::load(hybrid_file(GgmlType::kQ8_0), hybrid_device());
+  auto model = LlamaModel::load(hybrid_file(GgmlType::kQ8_0), two_thread_cpu_device());
   const int32_t V = model->info().vocab_size;
   std::mt19937 rng(9);
   struct Seq {
@@ -194,7 +188,7 @@ TEST_CASE("a hybrid model's rows in a batch of sequences equal each sequence alo
 }
 
 TEST_CASE("a commit that needs a replay after a later pass is refused, naming the rule") {
-  auto model = LlamaModel::load(hybrid_file(), hybrid_device());
+  auto model = LlamaModel::load(hybrid_file(), two_thread_cpu_device());
   if (model->kv_pool().recurrent()->restore() != RecurrentRestore::kReplay) return;
   const int32_t V = model->info().vocab_size;
   std::mt19937 rng(12);
@@ -217,7 +211,7 @@ TEST_CASE("a commit that needs a replay after a later pass is refused, naming th
 }
 
 TEST_CASE("a recurrent state cannot go back: truncation, prefix sharing and commits it refuses") {
-  auto model = LlamaModel::load(hybrid_file(), hybrid_device());
+  auto model = LlamaModel::load(hybrid_file(), two_thread_cpu_device());
   const int32_t V = model->info().vocab_size;
   std::mt19937 rng(10);
   auto cache = model->new_cache(64);
@@ -249,7 +243,7 @@ TEST_CASE("a recurrent state cannot go back: truncation, prefix sharing and comm
 }
 
 TEST_CASE("a hybrid model file with MTP layers loads its trunk; the slots are given back") {
-  auto model = LlamaModel::load(hybrid_file(GgmlType::kF16, 1), hybrid_device());
+  auto model = LlamaModel::load(hybrid_file(GgmlType::kF16, 1), two_thread_cpu_device());
   CHECK(model->info().n_layer == 4);
   CHECK(model->info().n_nextn == 1);
   {

@@ -9,6 +9,7 @@
 
 #include "../backend/backend_test_util.hpp"
 #include "model_fixture.hpp"
+#include "model_runs.hpp"
 #include "models/llama_model.hpp"
 #include "test_paths.hpp"
 #include "test_skip.hpp"
@@ -43,11 +44,23 @@ std::vector<float> run_chain(LlamaModel& model, KvCache& cache, const std::vecto
   return logits;
 }
 
-std::vector<int32_t> random_tokens(std::mt19937& rng, int32_t n, int32_t vocab) {
-  std::uniform_int_distribution<int32_t> u(0, vocab - 1);
-  std::vector<int32_t> t(n);
-  for (int32_t& x : t) x = u(rng);
-  return t;
+// Verifying `m` random tokens (drawn from `rng`) as one chain after `prompt` gives, row for
+// row, the bits of m single steps; each way in a cache of `cache_rows`.
+void check_chain_matches_steps(LlamaModel& model, std::mt19937& rng,
+                               const std::vector<int32_t>& prompt, int32_t m, int32_t cache_rows) {
+  const int32_t V = model.info().vocab_size, start = static_cast<int32_t>(prompt.size());
+  const auto draft = random_tokens(rng, m, V);
+  auto batch_cache = model.new_cache(cache_rows);
+  run_chain(model, *batch_cache, prompt);
+  std::vector<float> batch(static_cast<size_t>(m) * V);
+  model.forward(*batch_cache, draft, iota_n(m, start), chain_parents(m), batch.data());
+  auto step_cache = model.new_cache(cache_rows);
+  run_chain(model, *step_cache, prompt);
+  for (int32_t i = 0; i < m; ++i) {
+    const auto one = run_chain(model, *step_cache, {draft[i]});
+    INFO("m=" << m << " row " << i);
+    CHECK(std::memcmp(one.data(), batch.data() + static_cast<size_t>(i) * V, V * 4) == 0);
+  }
 }
 
 void compare_to_naive(const std::string& path, const std::vector<int32_t>& tokens, double tol) {
@@ -231,20 +244,7 @@ TEST_CASE("verifying a chain is bit-identical to single steps for every architec
     const int32_t V = model->info().vocab_size;
     std::mt19937 rng(10);
     const auto prompt = random_tokens(rng, 5, V);
-    for (int32_t m : {1, 4, 17}) {
-      const auto draft = random_tokens(rng, m, V);
-      auto batch_cache = model->new_cache(64);
-      run_chain(*model, *batch_cache, prompt);
-      std::vector<float> batch(static_cast<size_t>(m) * V);
-      model->forward(*batch_cache, draft, iota_n(m, 5), chain_parents(m), batch.data());
-      auto step_cache = model->new_cache(64);
-      run_chain(*model, *step_cache, prompt);
-      for (int32_t i = 0; i < m; ++i) {
-        const auto one = run_chain(*model, *step_cache, {draft[i]});
-        INFO("m=" << m << " row " << i);
-        CHECK(std::memcmp(one.data(), batch.data() + static_cast<size_t>(i) * V, V * 4) == 0);
-      }
-    }
+    for (int32_t m : {1, 4, 17}) check_chain_matches_steps(*model, rng, prompt, m, 64);
   }
 }
 
@@ -255,21 +255,8 @@ TEST_CASE("verifying a chain of m tokens is bit-identical to m single steps") {
   const int32_t V = model->info().vocab_size;
   std::mt19937 rng(5);
   const auto prompt = random_tokens(rng, 7, V);
-  for (int32_t m : {1, 2, 3, 5, 8, 16, 33, 64}) {
-    const auto draft = random_tokens(rng, m, V);
-    auto batch_cache = model->new_cache(128);
-    run_chain(*model, *batch_cache, prompt);
-    std::vector<float> batch(static_cast<size_t>(m) * V);
-    model->forward(*batch_cache, draft, iota_n(m, 7), chain_parents(m), batch.data());
-
-    auto step_cache = model->new_cache(128);
-    run_chain(*model, *step_cache, prompt);
-    for (int32_t i = 0; i < m; ++i) {
-      const auto one = run_chain(*model, *step_cache, {draft[i]});
-      INFO("m=" << m << " row " << i);
-      CHECK(std::memcmp(one.data(), batch.data() + static_cast<size_t>(i) * V, V * 4) == 0);
-    }
-  }
+  for (int32_t m : {1, 2, 3, 5, 8, 16, 33, 64})
+    check_chain_matches_steps(*model, rng, prompt, m, 128);
 }
 
 TEST_CASE("verifying a draft tree is bit-identical to decoding each path, and commit compacts") {
@@ -508,19 +495,7 @@ bool torch_available() {
 
 // max |specd - PyTorch| over the logits of `tokens` at positions 0.. (train/reference_forward.py).
 double torch_difference(const std::string& model_path, const std::vector<int32_t>& tokens) {
-  std::string list;
-  for (int32_t t : tokens) {
-    if (!list.empty()) list += ',';  // appending: GCC 12's -Wrestrict misfires on "," + string
-    list += std::to_string(t);
-  }
-  const std::string cmd = "/usr/bin/python3 " + std::string(SPECD_SOURCE_DIR) +
-                          "/train/reference_forward.py " + model_path + " --tokens " + list;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buf[65536];
-  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), pipe)) > 0;) out.append(buf, n);
-  REQUIRE(pclose(pipe) == 0);
+  const std::string out = run_reference_forward(model_path, tokens);
   std::vector<double> ref;
   for (size_t i = out.find("\"logits\""); i != std::string::npos && i < out.size();) {
     const size_t j = out.find_first_of("-0123456789", i);

@@ -2,6 +2,7 @@
 // Compiled once per fault with -DSPECD_FAULT=<name>.
 #include <stdexcept>
 
+#include "accept_nothing_rule.hpp"
 #include "specd/acceptance.h"
 #include "specd/entry.h"
 
@@ -42,22 +43,8 @@ specd_status* create(const specd_host*, const specd_params*, void** out) {
   *out = nullptr;
   return nullptr;
 }
-void destroy(void*) {}
-specd_status* accept(void*, const specd_draft_tree*, const specd_target_dists* target, specd_rng*,
-                     specd_accept_result* result) {
-  result->path_length = 0;
-  result->next_token = 0;
-  (void)target;
-  return nullptr;
-}
 
-const specd_acceptance_vtable g_vtable = {sizeof(specd_acceptance_vtable),
-                                          SPECD_LABEL_LOSSY,
-                                          SPECD_ACCEPT_SCHEME_BIT(SPECD_SIBLINGS_IID),
-                                          &create,
-                                          &destroy,
-                                          &accept,
-                                          nullptr};
+constexpr specd_acceptance_vtable g_vtable = accept_nothing_vtable(&create);
 
 const void* get_vtable(specd_plugin_kind kind) {
 #if SPECD_FAULT == FAULT_NO_VTABLE

@@ -11,12 +11,15 @@
 #include "engine/plugin_info.hpp"
 #include "plugin/host_services.hpp"
 #include "plugin/registry.hpp"
+#include "plugin_test_support.hpp"
 #include "specd/acceptance.h"
 #include "specd/version.h"
 #include "test_paths.hpp"
 
 namespace fs = std::filesystem;
 using specd::PluginRegistry;
+using specd::test::loaded_cleanly;
+using specd::test::NoPluginPathEnv;
 
 namespace {
 
@@ -34,18 +37,12 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-struct NoPluginPathEnv {
-  NoPluginPathEnv() { unsetenv("SPECD_PLUGIN_PATH"); }
-};
-
 }  // namespace
 
 TEST_CASE("a good plugin loads, is found by id and by name, and reports its fields") {
   NoPluginPathEnv env;
   PluginRegistry reg({broken("good")}, false);
-  CHECK(reg.errors().empty());
-  const specd::LoadedPlugin* p = reg.find("org.specd.test.good", SPECD_KIND_ACCEPTANCE);
-  REQUIRE(p != nullptr);
+  const specd::LoadedPlugin* p = &loaded_cleanly(reg, "org.specd.test.good");
   CHECK(reg.find("good", SPECD_KIND_ACCEPTANCE) == p);
   CHECK(reg.find("good", SPECD_KIND_BACKEND) == nullptr);
   CHECK(p->version == "0.0.1");

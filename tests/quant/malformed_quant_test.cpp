@@ -88,29 +88,43 @@ void patch_type(const std::string& path, const std::string& name, uint32_t type)
 
 const char* const kTensor = "blk.0.attn_q.weight";  // [256, 256] q4_K in Q4_K_M.gguf
 
+// Q4_K_M.gguf with tensor `name` given `type`, `ne` and `n_bytes` zero bytes, written to
+// `file` in out_dir(); returns its path.
+std::string altered_preset(const std::string& file, const std::string& name, GgmlType type,
+                           std::vector<int64_t> ne, size_t n_bytes) {
+  const std::string out = out_dir() + "/" + file;
+  write_altered(test::quant_compat_dir() + "/Q4_K_M.gguf", out, name, type, std::move(ne),
+                std::vector<uint8_t>(n_bytes, 0));
+  return out;
+}
+
+// The error of loading `model`, checked to name the file, `tensor` and `type`.
+std::string refusal_naming(const std::string& model, const std::string& tensor,
+                           const std::string& type) {
+  const std::string msg = load_error(model);
+  check_names(msg, model, tensor, type);
+  return msg;
+}
+
 }  // namespace
 
 TEST_CASE("a quantized type specd does not decode is refused naming file, tensor and type" *
           SPECD_MAY_SKIP) {
   if (!test::have_quant_compat()) return;
-  const std::string out = out_dir() + "/q8_1.gguf";
-  write_altered(test::quant_compat_dir() + "/Q4_K_M.gguf", out, kTensor, GgmlType::kQ8_1,
-                {256, 256}, std::vector<uint8_t>(256 / 32 * 36 * 256, 0));
-  const std::string msg = load_error(out);
-  check_names(msg, out, kTensor, "q8_1");
+  const std::string out =
+      altered_preset("q8_1.gguf", kTensor, GgmlType::kQ8_1, {256, 256}, 256 / 32 * 36 * 256);
+  const std::string msg = refusal_naming(out, kTensor, "q8_1");
   CHECK(msg.find("supported") != std::string::npos);
 }
 
 TEST_CASE("a row that is not a whole number of blocks is refused naming file, tensor, type" *
           SPECD_MAY_SKIP) {
   if (!test::have_quant_compat()) return;
-  const std::string out = out_dir() + "/partial-block.gguf";
   // Written as q4_0 rows of 224 (7 blocks of 32), then relabelled q4_K (blocks of 256).
-  write_altered(test::quant_compat_dir() + "/Q4_K_M.gguf", out, kTensor, GgmlType::kQ4_0,
-                {224, 256}, std::vector<uint8_t>(224 / 32 * 18 * 256, 0));
+  const std::string out = altered_preset("partial-block.gguf", kTensor, GgmlType::kQ4_0, {224, 256},
+                                         224 / 32 * 18 * 256);
   patch_type(out, kTensor, static_cast<uint32_t>(GgmlType::kQ4_K));
-  const std::string msg = load_error(out);
-  check_names(msg, out, kTensor, "q4_K");
+  const std::string msg = refusal_naming(out, kTensor, "q4_K");
   CHECK(msg.find("block size 256") != std::string::npos);
 }
 
@@ -129,15 +143,13 @@ TEST_CASE("tensor data shorter than its type requires is refused naming file, te
   REQUIRE(info.has_value());
   const uint64_t end = f.data_offset() + last->offset + last->n_bytes;
   std::filesystem::resize_file(out, end - info->type_size);
-  const std::string msg = load_error(out);
-  check_names(msg, out, last->name, ggml_type_name(last->type));
+  refusal_naming(out, last->name, ggml_type_name(last->type));
 }
 
 TEST_CASE("a norm vector stored quantized is refused naming file, tensor and type" *
           SPECD_MAY_SKIP) {
   if (!test::have_quant_compat()) return;
-  const std::string out = out_dir() + "/quantized-norm.gguf";
-  write_altered(test::quant_compat_dir() + "/Q4_K_M.gguf", out, "blk.0.attn_norm.weight",
-                GgmlType::kQ8_0, {256}, std::vector<uint8_t>(256 / 32 * 34, 0));
-  check_names(load_error(out), out, "blk.0.attn_norm.weight", "q8_0");
+  const std::string out = altered_preset("quantized-norm.gguf", "blk.0.attn_norm.weight",
+                                         GgmlType::kQ8_0, {256}, 256 / 32 * 34);
+  refusal_naming(out, "blk.0.attn_norm.weight", "q8_0");
 }

@@ -22,6 +22,19 @@ std::vector<float> random_row(uint32_t vocab, uint32_t seed) {
   return row;
 }
 
+// On random rows of seeds 1..`seeds`, `spec` given `path` adjusts each row to the bits that
+// `plain` (with the path's tokens committed) gives with no path.
+void check_path_counts_as_committed(const Penalties& spec, const Penalties& plain,
+                                    const std::vector<int32_t>& path, uint32_t vocab,
+                                    uint32_t seeds) {
+  for (uint32_t seed = 1; seed <= seeds; ++seed) {
+    std::vector<float> a = random_row(vocab, seed), b = a;
+    spec.apply(a, path);
+    plain.apply(b, {});
+    CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("penalties: a row's path counts as if its tokens were committed, bit for bit") {
@@ -36,12 +49,7 @@ TEST_CASE("penalties: a row's path counts as if its tokens were committed, bit f
   Penalties plain(params, vocab);
   for (int32_t t : committed) plain.add(t);
   for (int32_t t : path) plain.add(t);
-  for (uint32_t seed = 1; seed <= 20; ++seed) {
-    std::vector<float> a = random_row(vocab, seed), b = a;
-    spec.apply(a, path);
-    plain.apply(b, {});
-    CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-  }
+  check_path_counts_as_committed(spec, plain, path, vocab, 20);
   // The formula: z = (logit + bias) - (frequency * count + presence * (count > 0)).
   std::vector<float> row(vocab, 1.0f), want = row;
   plain.apply(row, {});
@@ -66,12 +74,7 @@ TEST_CASE("repeat penalty: the window spans prompt, output and path, bit for bit
     for (int32_t t : prompt) spec.add_context(t), plain.add_context(t);
     for (int32_t t : committed) spec.add(t), plain.add(t);
     for (int32_t t : path) plain.add(t);
-    for (uint32_t seed = 1; seed <= 10; ++seed) {
-      std::vector<float> a = random_row(vocab, seed), b = a;
-      spec.apply(a, path);
-      plain.apply(b, {});
-      CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-    }
+    check_path_counts_as_committed(spec, plain, path, vocab, 10);
   }
   // The formula: each distinct token of the window once, divided when positive, multiplied
   // otherwise; tokens outside the window untouched.

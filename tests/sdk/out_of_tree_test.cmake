@@ -7,13 +7,7 @@
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 
-function(run_checked)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}\n${err}")
-  endif()
-  set(last_output "${out}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/../install/script_checks.cmake)
 
 run_checked(${CMAKE_COMMAND} -S ${SPECD_SOURCE_DIR}/sdk -B ${WORK_DIR}/sdk-build)
 run_checked(${CMAKE_COMMAND} --install ${WORK_DIR}/sdk-build --prefix ${prefix})
@@ -105,12 +99,9 @@ set(ENV{SPECD_PLUGIN_PATH} "${plugin_path}")
 
 run_checked(${SPECD_CLI} plugins --json)
 set(listing "${last_output}")
-foreach(id com.example.accept.sample-only com.example.propose.successor
-           com.example.accept.argmax-c com.example.propose.text-lookup)
-  if(NOT listing MATCHES "\"id\":\"${id}\"")
-    message(FATAL_ERROR "specd plugins does not list the out-of-tree plugin ${id}:\n${listing}")
-  endif()
-endforeach()
+require_listed("${listing}" "specd plugins does not list the out-of-tree plugin"
+               com.example.accept.sample-only com.example.propose.successor
+               com.example.accept.argmax-c com.example.propose.text-lookup)
 # A proposer's details: its flags and default rule.
 if(NOT listing MATCHES "\"id\":\"com.example.propose.successor\"[^}]*\"trees\":true,\"provides_q\":false,\"target_features\":false,\"default_rule\":\"exact-match\"")
   message(FATAL_ERROR "the proposer's details are missing:\n${listing}")

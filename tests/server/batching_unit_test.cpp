@@ -36,6 +36,13 @@ PassTime calibrated(double (*pass)(uint32_t)) {
   return t;
 }
 
+// A draft model timed at 0.2 ms a step, one row a step.
+DraftTime cheap_draft() {
+  DraftTime draft;
+  for (int i = 0; i < 50; ++i) draft.observe(1 + i % 4, 1 + i % 4, 0.2e-3 * (1 + i % 4));
+  return draft;
+}
+
 // A sequence decoding with k = "auto" whose draft tokens are accepted with probability
 // `alpha` each (gains alpha^j), at most `most` of them.
 PlanSequence auto_seq(double alpha, uint32_t most = 8, int group = 0) {
@@ -130,8 +137,7 @@ TEST_CASE("draft time: a fixed cost per draft step and a cost per row, fitted") 
 
 TEST_CASE("step plan: drafts long alone, short or not at all under a compute-bound batch") {
   const PassTime t = calibrated(&cpu_pass_s);
-  DraftTime draft;
-  for (int i = 0; i < 50; ++i) draft.observe(1 + i % 4, 1 + i % 4, 0.2e-3 * (1 + i % 4));
+  const DraftTime draft = cheap_draft();
   const std::vector<const DraftTime*> drafts = {&draft};
   // Alone at 0.9 acceptance: a pass stays near 10 ms up to 8 rows, so a long draft pays.
   const std::vector<PlanSequence> one = {auto_seq(0.9)};
@@ -238,8 +244,7 @@ TEST_CASE("step plan: a hybrid target's restore cost shortens the drafts it pric
   // pays; when a rejection costs a replay as dear as a pass, the plan drafts less, and when
   // it costs three passes, not at all.
   const PassTime t = calibrated(&cpu_pass_s);
-  DraftTime draft;
-  for (int i = 0; i < 50; ++i) draft.observe(1 + i % 4, 1 + i % 4, 0.2e-3 * (1 + i % 4));
+  const DraftTime draft = cheap_draft();
   const std::vector<const DraftTime*> drafts = {&draft};
   const std::vector<PlanSequence> one = {auto_seq(0.7)};
   const uint32_t free_k = plan_step(one, t, drafts).k[0];

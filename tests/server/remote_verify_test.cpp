@@ -28,6 +28,7 @@
 #include "engine/engine.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
+#include "serve_child.hpp"
 #include "shipped_models.hpp"
 #include "test_paths.hpp"
 #include "test_skip.hpp"
@@ -44,6 +45,19 @@ const char* kKey = "remote-test-key";
 const std::vector<std::string> kPrompts = {"Once upon a time",
                                            "def fibonacci(n):", "The quick brown fox"};
 
+// A TCP socket bound to a free loopback port, which `port` receives.
+int bound_loopback_socket(int& port) {
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+  socklen_t len = sizeof(a);
+  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  port = ntohs(a.sin_port);
+  return s;
+}
+
 // `specd serve` (plain decoding, greedy) as a child process; killed at destruction.
 class Server {
  public:
@@ -59,46 +73,13 @@ class Server {
                            << "[server]\nport = 0\napi_key = \"" << kKey << "\"\n"
                            << extra;
     fs::remove(log_);
-    const std::string cli = SPECD_CLI;
-    pid_ = fork();
-    if (pid_ == 0) {
-      FILE* f = std::freopen(log_.c_str(), "w", stderr);
-      (void)f;
-      execl(cli.c_str(), cli.c_str(), "serve", "-c", config_.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    const std::string marker = "listening on http://127.0.0.1:";
-    for (int i = 0; i < 2400 && port_ == 0; ++i) {  // at most 120 s
-      const std::string log = test::read_text(log_);
-      const size_t at = log.find(marker);
-      // The port opens before the model loads: wait for the line that says it is ready.
-      if (at != std::string::npos && log.find("specd serve: ready", at) != std::string::npos) {
-        port_ = std::stoi(log.substr(at + marker.size()));
-        break;
-      }
-      int status;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    pid_ = test::spawn_with_log(SPECD_CLI, {"serve", "-c", config_}, log_);
+    port_ = test::wait_until_serving(log_, pid_);
     REQUIRE_MESSAGE(port_ > 0, "specd serve did not start: " << test::read_text(log_));
   }
-  ~Server() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
+  ~Server() { test::kill_child(pid_); }
   int port() const { return port_; }
-  void kill_now() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-      pid_ = -1;
-    }
-  }
+  void kill_now() { test::kill_child(pid_); }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
  private:
@@ -214,15 +195,8 @@ TEST_CASE("remote verifier errors are clear and name the URL or the key") {
   if (!test::have_shipped_models()) return;
   SUBCASE("server down") {
     // A port that was just free: nothing listens there.
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
-    socklen_t len = sizeof(a);
-    getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-    const int port = ntohs(a.sin_port);
-    close(s);
+    int port = 0;
+    close(bound_loopback_socket(port));
     const std::string url = "http://127.0.0.1:" + std::to_string(port);
     const std::string e = error_of(
         [&] { Engine engine(client_config(client_toml(url, "draft-model")), registry()); });
@@ -231,15 +205,10 @@ TEST_CASE("remote verifier errors are clear and name the URL or the key") {
   }
   SUBCASE("no answer within timeout_s") {
     // Listens (the kernel completes connections) but never answers.
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+    int port = 0;
+    const int s = bound_loopback_socket(port);
     REQUIRE(listen(s, 4) == 0);
-    socklen_t len = sizeof(a);
-    getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-    const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+    const std::string url = "http://127.0.0.1:" + std::to_string(port);
     std::string toml = client_toml(url, "none");
     toml.replace(toml.find("timeout_s = 60"), 14, "timeout_s = 1");
     const std::string e = error_of([&] { Engine engine(client_config(toml), registry()); });
@@ -416,13 +385,7 @@ TEST_CASE("verify sessions count in the KV budget: refused when full, completion
       body = res->body;
     }
   });
-  bool waiting = false;
-  for (int i = 0; i < 600 && !waiting; ++i) {  // at most 30 s
-    auto m = c.Get("/metrics");
-    waiting = m && m->body.find("\nspecd_queue_depth 1\n") != std::string::npos;
-    if (!waiting) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  CHECK(waiting);
+  CHECK(test::metrics_show(c, "specd_queue_depth 1"));
   CHECK(post(c, {{"op", "close"}, {"session", first}}, 200)["closed"] == true);
   completion.join();
   CHECK_MESSAGE(status == 200, body);

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "serve_child.hpp"
 #include "shipped_models.hpp"
 #include "test_paths.hpp"
 #include "test_skip.hpp"
@@ -54,6 +55,14 @@ std::string write_config(const std::string& name, const std::string& server_sect
   return path.string();
 }
 
+// `serve -c config`, then each of `set` as a --set override.
+std::vector<std::string> serve_arguments(const std::string& config,
+                                         const std::vector<std::string>& set) {
+  std::vector<std::string> args = {"serve", "-c", config};
+  for (const std::string& o : set) args.insert(args.end(), {"--set", o});
+  return args;
+}
+
 // `specd serve` as a child process; killed at destruction if still running.
 class ServerProcess {
  public:
@@ -64,43 +73,10 @@ class ServerProcess {
     static int started = 0;
     log_ = config + "." + std::to_string(++started) + ".log";
     fs::remove(log_);  // never read a previous server's port
-    const std::string cli = SPECD_CLI;
-    pid_ = fork();
-    if (pid_ == 0) {
-      FILE* f = std::freopen(log_.c_str(), "w", stderr);
-      (void)f;
-      for (const std::string& e : env) putenv(strdup(e.c_str()));
-      std::vector<std::string> args = {cli, "serve", "-c", config};
-      for (const std::string& o : set) args.insert(args.end(), {"--set", o});
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(cli.c_str(), argv.data());
-      _exit(127);
-    }
-    // Wait (at most 120 s) for the line that names the bound port, and then for the one that
-    // says the model is loaded (the port opens first).
-    for (int i = 0; i < 2400 && port_ == 0; ++i) {
-      std::string log = specd::test::read_text(log_);
-      size_t at = log.find("listening on http://127.0.0.1:");
-      if (at != std::string::npos && log.find("specd serve: ready", at) != std::string::npos) {
-        port_ = std::stoi(log.substr(at + std::string("listening on http://127.0.0.1:").size()));
-        break;
-      }
-      int status;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    pid_ = specd::test::spawn_with_log(SPECD_CLI, serve_arguments(config, set), log_, env);
+    port_ = specd::test::wait_until_serving(log_, pid_);
   }
-  ~ServerProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
+  ~ServerProcess() { specd::test::kill_child(pid_); }
   int port() const { return port_; }
   std::string log() const { return specd::test::read_text(log_); }
 
@@ -1217,16 +1193,6 @@ TEST_CASE("HTTP/1.0 streams come unchunked, HEAD answers carry no body") {
   CHECK(server.terminate() == 0);
 }
 
-// Polls /metrics (at most 30 s) until it holds `line`.
-bool metrics_show(httplib::Client& c, const std::string& line) {
-  for (int i = 0; i < 600; ++i) {
-    auto m = c.Get("/metrics");
-    if (m && m->body.find("\n" + line + "\n") != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
-
 TEST_CASE("a client that leaves while its request is queued: it ends, and the server drains") {
   if (!specd::test::have_shipped_models()) return;
   ServerProcess server(write_config("serve_leave.toml", "max_sequences = 1\n"),
@@ -1237,7 +1203,7 @@ TEST_CASE("a client that leaves while its request is queued: it ends, and the se
     httplib::Client rc = client(server.port());
     rc.Post("/v1/completions", R"({"prompt":"x","max_tokens":100000})", "application/json");
   });
-  CHECK(metrics_show(c, "specd_running 1"));
+  CHECK(specd::test::metrics_show(c, "specd_running 1"));
   // Queued behind it, then gone.
   const std::string body = R"({"prompt":"y","max_tokens":8})";
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -1252,12 +1218,12 @@ TEST_CASE("a client that leaves while its request is queued: it ends, and the se
       std::to_string(body.size()) + "\r\n\r\n" + body;
   REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
           static_cast<ssize_t>(request.size()));
-  CHECK(metrics_show(c, "specd_queue_depth 1"));
+  CHECK(specd::test::metrics_show(c, "specd_queue_depth 1"));
   close(fd);
   running.join();
   // Its handler ended once the job did (started, then done as cancelled), so the drain has
   // nothing left to wait for.
-  CHECK(metrics_show(c, "specd_cancelled_total 1"));
+  CHECK(specd::test::metrics_show(c, "specd_cancelled_total 1"));
   CHECK(server.terminate() == 0);
 }
 
@@ -1558,13 +1524,7 @@ TEST_CASE("past drain_timeout_s, SIGTERM cancels what runs with an error, and ex
     }
   });
   httplib::Client c = client(server.port());
-  bool running = false;
-  for (int i = 0; i < 600 && !running; ++i) {  // at most 30 s
-    auto m = c.Get("/metrics");
-    running = m && m->body.find("\nspecd_running 1\n") != std::string::npos;
-    if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  CHECK(running);
+  CHECK(specd::test::metrics_show(c, "specd_running 1"));
   const std::string received = stream_signalled(server, 480, SIGTERM);
   whole_client.join();
   REQUIRE_MESSAGE(!received.empty(), server.log());

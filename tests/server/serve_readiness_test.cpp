@@ -49,6 +49,12 @@ void check_unready(const httplib::Result& res, const std::string& code) {
     CHECK(j["error"]["message"].get<std::string>().find("model is loading") != std::string::npos);
 }
 
+// /health and a completion both get the 503 with `code`.
+void check_health_and_completions_unready(httplib::Client& c, const std::string& code) {
+  check_unready(c.Get("/health"), code);
+  check_unready(c.Post("/v1/completions", R"({"prompt":"x"})", "application/json"), code);
+}
+
 // serve() on a thread, stopped and joined at the end of the scope.
 class Serving {
  public:
@@ -144,9 +150,7 @@ TEST_CASE("a model that fails to load: load() throws naming it, the server stays
   CHECK_MESSAGE(error.find(garbage.string()) != std::string::npos, error);
   CHECK_FALSE(http.ready());
   httplib::Client c = client(port);
-  check_unready(c.Get("/health"), "model_load_failed");
-  check_unready(c.Post("/v1/completions", R"({"prompt":"x"})", "application/json"),
-                "model_load_failed");
+  check_health_and_completions_unready(c, "model_load_failed");
   check_probe(c, "/livez", 200, "alive");
   check_probe(c, "/readyz", 503, "failed");
 
@@ -177,9 +181,7 @@ TEST_CASE("abandon_load: a server given up while loading never becomes ready") {
   http.load();                       // runs to its end, as a load under way would
   CHECK_FALSE(http.ready());
   httplib::Client c = client(port);
-  check_unready(c.Get("/health"), "shutting_down");
-  check_unready(c.Post("/v1/completions", R"({"prompt":"x"})", "application/json"),
-                "shutting_down");
+  check_health_and_completions_unready(c, "shutting_down");
   check_probe(c, "/readyz", 503, "draining");
 
   specd::server::HttpServer loaded(config(kModels + "/draft.gguf"), registry);

@@ -18,6 +18,16 @@ std::string problems(const std::string& toml) {
   return "";
 }
 
+// What `check` refuses in a config of `server_section` under [server] ("" when it passes).
+std::string check_refusal(void (*check)(const specd::Config&), const std::string& server_section) {
+  try {
+    check(specd::parse_config("[server]\n" + server_section, "serve.toml"));
+  } catch (const specd::UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 }  // namespace
 
 TEST_CASE("[server] defaults bind loopback") {
@@ -83,14 +93,8 @@ TEST_CASE("[server] problems name file, line and column") {
 }
 
 TEST_CASE("[server] host and key: what no request could use is refused before serving") {
-  auto host_problem = [](const std::string& server_section) -> std::string {
-    try {
-      specd::server::check_server_host(
-          specd::parse_config("[server]\n" + server_section, "serve.toml"));
-    } catch (const specd::UsageError& e) {
-      return e.what();
-    }
-    return "";
+  auto host_problem = [](const std::string& server_section) {
+    return check_refusal(specd::server::check_server_host, server_section);
   };
   CHECK(host_problem("") == "");
   CHECK(host_problem("api_key = \"k-1\"\n") == "");
@@ -108,14 +112,8 @@ TEST_CASE("[server] host and key: what no request could use is refused before se
 }
 
 TEST_CASE("[server] a max_n written above queue_limit is refused before serving") {
-  auto limits_problem = [](const std::string& server_section) -> std::string {
-    try {
-      specd::server::check_server_limits(
-          specd::parse_config("[server]\n" + server_section, "serve.toml"));
-    } catch (const specd::UsageError& e) {
-      return e.what();
-    }
-    return "";
+  auto limits_problem = [](const std::string& server_section) {
+    return check_refusal(specd::server::check_server_limits, server_section);
   };
   CHECK(limits_problem("max_n = 16\nqueue_limit = 16\n") == "");
   CHECK(limits_problem("queue_limit = 4\n") == "");  // the default max_n: the queue decides

@@ -98,9 +98,7 @@ TEST_CASE("bpe matches a reference implementation on random text") {
                                              "\t"};
   std::mt19937 rng(99);
   for (int iter = 0; iter < 1500; ++iter) {
-    std::string s;
-    const size_t n = rng() % 20;
-    for (size_t k = 0; k < n; ++k) s += alphabet[rng() % alphabet.size()];
+    const std::string s = test::random_text(rng, alphabet, 20);
     CAPTURE(s);
     const auto ids = tok.encode(s);
     CHECK(ids == reference_bpe(tok, s));

@@ -9,6 +9,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli_runner.hpp"
@@ -117,6 +118,13 @@ uint32_t hex4(const std::string& s, size_t at) {
   return static_cast<uint32_t>(std::stoul(s.substr(at, 4), nullptr, 16));
 }
 
+// The character a one-letter JSON escape stands for ('"', '\\' and '/' stand for themselves).
+char unescaped(char letter) {
+  const std::string_view letters = "ntrbf", chars = "\n\t\r\b\f";
+  const size_t at = letters.find(letter);
+  return at == std::string_view::npos ? letter : chars[at];
+}
+
 JsonRun parse_run_json(const std::string& json) {
   JsonRun r;
   const std::string text_key = "\"text\":\"";
@@ -128,28 +136,11 @@ JsonRun parse_run_json(const std::string& json) {
       continue;
     }
     const char e = json.at(++i);
-    switch (e) {
-      case 'n':
-        r.text += '\n';
-        break;
-      case 't':
-        r.text += '\t';
-        break;
-      case 'r':
-        r.text += '\r';
-        break;
-      case 'b':
-        r.text += '\b';
-        break;
-      case 'f':
-        r.text += '\f';
-        break;
-      case 'u':
-        utf8_append(r.text, hex4(json, i + 1));
-        i += 4;
-        break;
-      default:
-        r.text += e;
+    if (e == 'u') {
+      utf8_append(r.text, hex4(json, i + 1));
+      i += 4;
+    } else {
+      r.text += unescaped(e);
     }
   }
   const std::string tokens_key = "\"tokens\":[";

@@ -16,13 +16,7 @@ const std::string kSp = "\xe2\x96\x81";
 
 std::string escape(const std::string& s) {
   std::string out;
-  for (char c : s) {
-    if (c == ' ') {
-      out += kSp;
-    } else {
-      out += c;
-    }
-  }
+  for (char c : s) out += c == ' ' ? kSp : std::string(1, c);
   return out;
 }
 
@@ -122,9 +116,7 @@ TEST_CASE("spm matches a reference implementation and round trips") {
                                              "a", "b", " ", "\xc3\xa9", "\n", "z", "\xe4\xb8\xad"};
   std::mt19937 rng(17);
   for (int iter = 0; iter < 1500; ++iter) {
-    std::string s;
-    const size_t n = rng() % 16;
-    for (size_t k = 0; k < n; ++k) s += alphabet[rng() % alphabet.size()];
+    const std::string s = test::random_text(rng, alphabet, 16);
     CAPTURE(s);
     const auto ids = tok.encode(s, false);
     CHECK(ids == (s.empty() ? std::vector<int32_t>{} : reference_spm(tok, escape(" " + s))));

@@ -2,14 +2,14 @@
 // SentencePiece-style one, written to scratch files and loaded like real models.
 #pragma once
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "gguf/gguf_reader.hpp"
+#include "scratch_dir.hpp"
 #include "tokenizer/tokenizer.hpp"
 #include "tokenizer/unicode.hpp"
 #include "writers/gguf_writer.hpp"
@@ -17,18 +17,8 @@
 namespace specd::test {
 
 inline std::string tok_scratch(const std::string& name) {
-  // Removed again when the test program exits.
-  static const struct ScratchDir {
-    std::filesystem::path path = std::filesystem::temp_directory_path() /
-                                 ("specd_tokenizer_test_" + std::to_string(::getpid()));
-    ScratchDir() { std::filesystem::create_directories(path); }
-    ~ScratchDir() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } scratch;
-  const auto& dir = scratch.path;
-  return (dir / name).string();
+  static const ScratchDir scratch("specd_tokenizer_test_");  // removed when the program exits
+  return scratch.file(name);
 }
 
 inline std::string gpt2_mapped(std::string_view bytes) {
@@ -84,22 +74,44 @@ inline int32_t id_of(const Tokenizer& t, const std::string& text) {
   return -1;
 }
 
+// A llama file's writer whose vocabulary is of tokenizer model `model`.
+inline GgufWriter vocabulary_writer(const std::string& model) {
+  GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  w.set_string("tokenizer.ggml.model", model);
+  return w;
+}
+
+// Writes `w`, first changed by `tweak` where one is given, to scratch file `name`; returns its
+// path.
+inline std::string write_tweaked(GgufWriter& w, const std::function<void(GgufWriter&)>& tweak,
+                                 const std::string& name) {
+  if (tweak) tweak(w);
+  const std::string path = tok_scratch(name);
+  w.write(path);
+  return path;
+}
+
 inline std::string write_bpe(const std::string& name,
                              const std::function<void(GgufWriter&)>& tweak = {}) {
   const BpeSpec s = bpe_spec();
-  GgufWriter w;
-  w.set_string("general.architecture", "llama");
-  w.set_string("tokenizer.ggml.model", "gpt2");
+  GgufWriter w = vocabulary_writer("gpt2");
   w.set_string("tokenizer.ggml.pre", "gpt-2");
   w.set("tokenizer.ggml.tokens", GgufValue::string_array(s.tokens));
   w.set("tokenizer.ggml.token_type", GgufValue::int32_array(s.types));
   w.set("tokenizer.ggml.merges", GgufValue::string_array(s.merges));
   w.set_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(s.tokens.size() - 2));
   w.set_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(s.tokens.size() - 2));
-  if (tweak) tweak(w);
-  const std::string path = tok_scratch(name);
-  w.write(path);
-  return path;
+  return write_tweaked(w, tweak, name);
+}
+
+// A text of fewer than `max_pieces` pieces, each drawn from `alphabet`.
+inline std::string random_text(std::mt19937& rng, const std::vector<std::string>& alphabet,
+                               size_t max_pieces) {
+  std::string s;
+  const size_t n = rng() % max_pieces;
+  for (size_t k = 0; k < n; ++k) s += alphabet[rng() % alphabet.size()];
+  return s;
 }
 
 inline Tokenizer load(const std::string& path) {
@@ -149,19 +161,14 @@ inline SpmSpec spm_spec() {
 inline std::string write_spm(const std::string& name,
                              const std::function<void(GgufWriter&)>& tweak = {}) {
   const SpmSpec s = spm_spec();
-  GgufWriter w;
-  w.set_string("general.architecture", "llama");
-  w.set_string("tokenizer.ggml.model", "llama");
+  GgufWriter w = vocabulary_writer("llama");
   w.set("tokenizer.ggml.tokens", GgufValue::string_array(s.tokens));
   w.set("tokenizer.ggml.scores", GgufValue::float32_array(s.scores));
   w.set("tokenizer.ggml.token_type", GgufValue::int32_array(s.types));
   w.set_u32("tokenizer.ggml.bos_token_id", 1);
   w.set_u32("tokenizer.ggml.eos_token_id", 2);
   w.set_u32("tokenizer.ggml.unknown_token_id", 0);
-  if (tweak) tweak(w);
-  const std::string path = tok_scratch(name);
-  w.write(path);
-  return path;
+  return write_tweaked(w, tweak, name);
 }
 
 }  // namespace specd::test

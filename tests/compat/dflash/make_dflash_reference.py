@@ -13,7 +13,6 @@ generated token ids, the tokens drafted each round, the accepted count of each r
 Usage (a llama.cpp checkout with DFlash support and a CPU build of its server):
   make_dflash_reference.py --llama-cpp DIR --bin DIR/build/bin
 """
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -22,11 +21,10 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from llama_server_oracle import copy_tokenizer, run_oracle  # noqa: E402
+from llama_server_oracle import (N_PREDICT, PROMPTS, TARGET, add_swiglu_ffn,  # noqa: E402
+                                 copy_tokenizer, new_writer, parse_arguments, run_oracle,
+                                 write_and_close)
 
-TARGET = HERE.parents[2] / ".." / "shared" / "compat" / "arch" / "llama.gguf"
-PROMPTS = ["def parse(argv):", "The quick brown fox", "import os\nimport sys\n"]
-N_PREDICT = 24
 N_DRAFT = 4
 BLOCK_SIZE = 8
 
@@ -47,14 +45,7 @@ def write_drafter(gguf, target, path, seed):
     def norm(n):
         return (1 + 0.1 * rng.standard_normal(n)).astype(np.float32)
 
-    w = gguf.GGUFWriter(str(path), "dflash")
-    w.add_name(path.stem)
-    w.add_context_length(2048)
-    w.add_embedding_length(d)
-    w.add_block_count(n_layer)
-    w.add_feed_forward_length(n_ff)
-    w.add_head_count(n_head)
-    w.add_head_count_kv(n_head_kv)
+    w = new_writer(gguf, path, "dflash", d, n_layer, n_ff, n_head, n_head_kv)
     w.add_key_length(head_dim)
     w.add_value_length(head_dim)
     w.add_rope_freq_base(10000.0)
@@ -75,24 +66,12 @@ def write_drafter(gguf, target, path, seed):
         w.add_tensor(p + "attn_output.weight", normal((d, n_head * head_dim), n_head * head_dim))
         w.add_tensor(p + "attn_q_norm.weight", norm(head_dim))
         w.add_tensor(p + "attn_k_norm.weight", norm(head_dim))
-        w.add_tensor(p + "ffn_norm.weight", norm(d))
-        w.add_tensor(p + "ffn_gate.weight", normal((n_ff, d), d))
-        w.add_tensor(p + "ffn_up.weight", normal((n_ff, d), d))
-        w.add_tensor(p + "ffn_down.weight", normal((d, n_ff), n_ff))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+        add_swiglu_ffn(w, p, d, n_ff, normal, norm)
+    write_and_close(w)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--llama-cpp", required=True, type=Path, help="llama.cpp source tree")
-    ap.add_argument("--bin", required=True, type=Path, help="its build's bin folder")
-    ap.add_argument("--port", type=int, default=18094, help="loopback port for llama-server")
-    ap.add_argument("--log-dir", type=Path, default=Path("/tmp"), help="where server logs go")
-    args = ap.parse_args()
-    sys.path.insert(0, str(args.llama_cpp / "gguf-py"))
+    args = parse_arguments(__doc__.split("\n")[0], 18094)
     import gguf  # llama.cpp's own writer, as its converter uses it
 
     target = gguf.GGUFReader(str(TARGET))

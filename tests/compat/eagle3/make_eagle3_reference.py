@@ -18,7 +18,6 @@ each round and the totals of its timings.
 Usage (a llama.cpp checkout with eagle3 support and a CPU build of its examples):
   make_eagle3_reference.py --llama-cpp DIR --bin DIR/build/bin
 """
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -27,10 +26,10 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from llama_server_oracle import copy_tokenizer, run_oracle  # noqa: E402
-TARGET = HERE.parents[2] / ".." / "shared" / "compat" / "arch" / "llama.gguf"
-PROMPTS = ["def parse(argv):", "The quick brown fox", "import os\nimport sys\n"]
-N_PREDICT = 24
+from llama_server_oracle import (N_PREDICT, PROMPTS, TARGET, add_swiglu_ffn,  # noqa: E402
+                                 copy_tokenizer, new_writer, parse_arguments, run_oracle,
+                                 write_and_close)
+
 N_DRAFT = 4
 
 
@@ -46,14 +45,10 @@ def write_head(gguf, target, path, seed, own_vocab):
     def normal(shape, fan_in):
         return (rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32)
 
-    w = gguf.GGUFWriter(str(path), "eagle3")
-    w.add_name(path.stem)
-    w.add_context_length(2048)
-    w.add_embedding_length(d)
-    w.add_block_count(1)
-    w.add_feed_forward_length(n_ff)
-    w.add_head_count(n_head)
-    w.add_head_count_kv(n_head_kv)
+    def norm(n):
+        return (1 + 0.1 * rng.standard_normal(n)).astype(np.float32)
+
+    w = new_writer(gguf, path, "eagle3", d, 1, n_ff, n_head, n_head_kv)
     w.add_rope_freq_base(10000.0)
     w.add_layer_norm_rms_eps(1e-5)
     w.add_rope_dimension_count(head_dim)
@@ -63,7 +58,7 @@ def write_head(gguf, target, path, seed, own_vocab):
     w.add_norm_before_residual(False)
     copy_tokenizer(w, target)  # the converter copies the target's tokenizer into the head
     w.add_tensor("fc.weight", normal((d, 3 * d), 3 * d))
-    w.add_tensor("output_norm.weight", (1 + 0.1 * rng.standard_normal(d)).astype(np.float32))
+    w.add_tensor("output_norm.weight", norm(d))
     if own_vocab:
         draft_vocab = 64
         ids = np.sort(rng.choice(n_vocab, size=draft_vocab, replace=False)).astype(np.int64)
@@ -71,30 +66,18 @@ def write_head(gguf, target, path, seed, own_vocab):
         w.add_tensor("output.weight", normal((draft_vocab, d), d) * 4)
         w.add_tensor("d2t", ids, raw_dtype=gguf.GGMLQuantizationType.I64)
     p = "blk.0."
-    w.add_tensor(p + "attn_norm.weight", (1 + 0.1 * rng.standard_normal(d)).astype(np.float32))
-    w.add_tensor(p + "attn_norm_2.weight", (1 + 0.1 * rng.standard_normal(d)).astype(np.float32))
+    w.add_tensor(p + "attn_norm.weight", norm(d))
+    w.add_tensor(p + "attn_norm_2.weight", norm(d))
     w.add_tensor(p + "attn_q.weight", normal((n_head * head_dim, 2 * d), 2 * d))
     w.add_tensor(p + "attn_k.weight", normal((n_head_kv * head_dim, 2 * d), 2 * d))
     w.add_tensor(p + "attn_v.weight", normal((n_head_kv * head_dim, 2 * d), 2 * d))
     w.add_tensor(p + "attn_output.weight", normal((d, n_head * head_dim), n_head * head_dim))
-    w.add_tensor(p + "ffn_norm.weight", (1 + 0.1 * rng.standard_normal(d)).astype(np.float32))
-    w.add_tensor(p + "ffn_gate.weight", normal((n_ff, d), d))
-    w.add_tensor(p + "ffn_up.weight", normal((n_ff, d), d))
-    w.add_tensor(p + "ffn_down.weight", normal((d, n_ff), n_ff))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    add_swiglu_ffn(w, p, d, n_ff, normal, norm)
+    write_and_close(w)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--llama-cpp", required=True, type=Path, help="llama.cpp source tree")
-    ap.add_argument("--bin", required=True, type=Path, help="its build's bin folder")
-    ap.add_argument("--port", type=int, default=18093, help="loopback port for llama-server")
-    ap.add_argument("--log-dir", type=Path, default=Path("/tmp"), help="where server logs go")
-    args = ap.parse_args()
-    sys.path.insert(0, str(args.llama_cpp / "gguf-py"))
+    args = parse_arguments(__doc__.split("\n")[0], 18093)
     import gguf  # llama.cpp's own writer, as its converter uses it
 
     target = gguf.GGUFReader(str(TARGET))

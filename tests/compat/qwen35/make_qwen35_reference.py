@@ -26,7 +26,6 @@ Usage (a llama.cpp checkout with qwen35 and draft-mtp, and a CPU build of llama-
 llama-quantize):
   make_qwen35_reference.py --llama-cpp DIR --bin DIR/build/bin
 """
-import argparse
 import json
 import subprocess
 import sys
@@ -37,10 +36,10 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from llama_server_oracle import complete, copy_tokenizer, rounds_of, start_server  # noqa: E402
-TARGET = HERE.parents[2] / ".." / "shared" / "compat" / "arch" / "llama.gguf"
-PROMPTS = ["def parse(argv):", "The quick brown fox", "import os\nimport sys\n"]
-N_PREDICT = 24
+from llama_server_oracle import (N_PREDICT, PROMPTS, TARGET, complete,  # noqa: E402
+                                 copy_tokenizer, new_writer, parse_arguments, rounds_of,
+                                 start_server, write_and_close)
+
 N_DRAFT = 3
 
 D, N_FF, N_TRUNK = 256, 256, 4
@@ -85,14 +84,7 @@ def write_model(gguf, target, path, seed):
     def norm(n):
         return (1 + 0.1 * rng.standard_normal(n)).astype(np.float32)
 
-    w = gguf.GGUFWriter(str(path), "qwen35")
-    w.add_name(path.stem)
-    w.add_context_length(2048)
-    w.add_embedding_length(D)
-    w.add_block_count(N_TRUNK + 1)
-    w.add_feed_forward_length(N_FF)
-    w.add_head_count(N_HEAD)
-    w.add_head_count_kv(N_HEAD_KV)
+    w = new_writer(gguf, path, "qwen35", D, N_TRUNK + 1, N_FF, N_HEAD, N_HEAD_KV)
     w.add_key_length(HEAD_DIM)
     w.add_value_length(HEAD_DIM)
     w.add_rope_dimension_count(N_ROT)
@@ -165,10 +157,7 @@ def write_model(gguf, target, path, seed):
     w.add_tensor(p + "nextn.enorm.weight", norm(D))
     w.add_tensor(p + "nextn.hnorm.weight", norm(D))
     w.add_tensor(p + "nextn.shared_head_norm.weight", norm(D))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    write_and_close(w)
 
 
 def oracle(binary, model, spec, prompt, port, log_path):
@@ -193,13 +182,7 @@ def oracle(binary, model, spec, prompt, port, log_path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--llama-cpp", required=True, type=Path, help="llama.cpp source tree")
-    ap.add_argument("--bin", required=True, type=Path, help="its build's bin folder")
-    ap.add_argument("--port", type=int, default=18095, help="loopback port for llama-server")
-    ap.add_argument("--log-dir", type=Path, default=Path("/tmp"), help="where server logs go")
-    args = ap.parse_args()
-    sys.path.insert(0, str(args.llama_cpp / "gguf-py"))
+    args = parse_arguments(__doc__.split("\n")[0], 18095)
     import gguf  # llama.cpp's own writer, as its converter uses it
 
     target = gguf.GGUFReader(str(TARGET))
