@@ -80,6 +80,18 @@ std::vector<std::string> prompts() {
   return p;
 }
 
+// Prompts that share a system prompt of several KV blocks (cached by the first), each then
+// asking its question.
+std::vector<std::string> questions_after_one_system_prompt(
+    const std::vector<std::string>& questions) {
+  std::string system = "You are a careful assistant. Answer briefly, and name the sources you used";
+  while (system.size() < 360) system += ", checking every number twice";
+  std::vector<std::string> texts;
+  for (const std::string& question : questions)
+    texts.push_back(system + ". Q: " + question + " A:");
+  return texts;
+}
+
 struct Outcome {
   std::vector<int32_t> tokens;
   std::string text, stop_reason, error;
@@ -139,6 +151,43 @@ Outcome run_alone(Scheduler& scheduler, const Config& c, const std::string& text
   return run_together(scheduler, c, {text}, {spec}, probe).front();
 }
 
+// Runs `check(budget, config)` with max_prefill_rows 0 (no limit) and 1. Without the prefix
+// cache: a prompt that an earlier run published would need no prefill.
+template <class Check>
+void for_each_prefill_budget(const Check& check) {
+  for (const std::string budget : {"0", "1"}) {
+    INFO("max_prefill_rows " << budget);
+    check(budget, config({"server.max_prefill_rows=" + budget, "server.prefix_cache=false"}));
+  }
+}
+
+// The shipped pair's engines under `c` and a scheduler over them, for one test alone.
+struct OwnScheduler {
+  const Config c;  // a copy: the engines keep a reference to it
+  PluginRegistry registry{std::vector<std::string>{}};
+  SharedEngine engines;
+  Scheduler scheduler;
+
+  explicit OwnScheduler(const Config& config)
+      : c(config), engines(c, registry), scheduler(engines, c.server.queue_limit) {}
+};
+
+// A scheduler of its own under `config`, and two requests on it not yet submitted: a long one
+// (2000 tokens, there to be cancelled) and a short one.
+struct LongThenShort : OwnScheduler {
+  Probe probe;
+  std::promise<Outcome> first_done, second_done;
+  std::shared_ptr<Job> first, second;
+
+  explicit LongThenShort(const Config& config)
+      : OwnScheduler(config),
+        first(make_job("Once upon a time", setting("none"), c, first_done, scheduler, probe)),
+        second(make_job("The quick brown fox", setting("none"), c, second_done, scheduler, probe)) {
+    first->request.max_tokens = 2000;
+    first->request.sampling.max_tokens = 2000;
+  }
+};
+
 // `pass`: the step plan's pass-time curve to start from (k = "auto"), else the timed one.
 void check_alone_equals_batched(const std::vector<std::string>& names,
                                 const std::vector<std::string>& extra = {},
@@ -151,8 +200,11 @@ void check_alone_equals_batched(const std::vector<std::string>& names,
   const std::vector<std::string> texts = prompts();
   std::vector<StrategyChoice> specs;
   for (size_t i = 0; i < texts.size(); ++i) specs.push_back(setting(names[i % names.size()]));
+  // Under the sanitizers (ten times slower) the first four requests, every setting among them,
+  // are also run alone: the batch of 16 runs whole, and the plain build compares all 16.
+  const size_t compared = SPECD_SANITIZED ? std::min<size_t>(4, texts.size()) : texts.size();
   std::vector<Outcome> alone;
-  for (size_t i = 0; i < texts.size(); ++i) {
+  for (size_t i = 0; i < compared; ++i) {
     alone.push_back(run_alone(scheduler, c, texts[i], specs[i]));
     REQUIRE_MESSAGE(alone.back().error.empty(), alone.back().error);
     CHECK(alone.back().tokens.size() == 24u);
@@ -165,20 +217,44 @@ void check_alone_equals_batched(const std::vector<std::string>& names,
   uint64_t drafted = 0;
   for (size_t i = 0; i < texts.size(); ++i) {
     const std::string& name = names[i % names.size()];
-    if (name != "none") drafted += together[i].drafted + (name == "auto" ? alone[i].drafted : 0);
+    if (name == "none") continue;
+    drafted += together[i].drafted + (name == "auto" && i < compared ? alone[i].drafted : 0);
   }
   if (names != std::vector<std::string>{"none"}) CHECK(drafted > 0);
   for (size_t i = 0; i < texts.size(); ++i) {
     INFO("request " << i << " (" << names[i % names.size()] << "): " << texts[i].substr(0, 30));
     REQUIRE_MESSAGE(together[i].error.empty(), together[i].error);
+    CHECK(together[i].stop_reason == "length");
+    if (i >= compared) continue;
     CHECK(together[i].tokens == alone[i].tokens);
     CHECK(together[i].text == alone[i].text);
     // A fixed k's drafts are batch invariant too (batched draft passes): the same drafts,
     // hence the same rounds.
     const std::string& name = names[i % names.size()];
     if (name != "auto" && name != "none") CHECK(together[i].drafted == alone[i].drafted);
-    CHECK(together[i].stop_reason == "length");
   }
+}
+
+// A llama target in llama.cpp's layout (the shared compat data), or "" after reporting the
+// skip where it is missing.
+std::string compat_llama_or_skip() {
+  const std::string compat = std::string(SPECD_SOURCE_DIR) + "/../shared/compat/arch/llama.gguf";
+  if (std::filesystem::exists(compat)) return compat;
+  ::specd::test::skip_missing(compat, " is missing (the shared compat data)");
+  return "";
+}
+
+// A drafter reading target features (`kind` "eagle" or "dflash", its file under the source
+// tree) over the compat llama target, exact, beside requests that draft nothing.
+void check_compat_drafter_alone_equals_batched(const std::string& kind,
+                                               const std::string& drafter_in_source) {
+  const std::string compat = compat_llama_or_skip();
+  if (compat.empty()) return;
+  const std::string drafter = std::string(SPECD_SOURCE_DIR) + "/" + drafter_in_source;
+  check_alone_equals_batched(
+      {"draft-model", "none"},
+      {"target.model=\"" + compat + "\"", "proposer.kind=\"" + kind + "\"",
+       "proposer.model=\"" + drafter + "\"", "acceptance.rule=\"exact-match\""});
 }
 
 }  // namespace
@@ -210,31 +286,13 @@ TEST_CASE("greedy output alone equals output among 15 others: EAGLE trees over t
 TEST_CASE("greedy output alone equals output among 15 others: EAGLE-3 in llama.cpp's layout") {
   // A head reading three target layers' inputs (tests/compat/eagle3), with a draft
   // vocabulary of its own, beside requests that draft nothing and read no features.
-  const std::string compat = std::string(SPECD_SOURCE_DIR) + "/../shared/compat/arch/llama.gguf";
-  if (!std::filesystem::exists(compat)) {
-    ::specd::test::skip_missing(compat, " is missing (the shared compat data)");
-    return;
-  }
-  const std::string head = std::string(SPECD_SOURCE_DIR) + "/tests/compat/eagle3/eagle3-d2t.gguf";
-  check_alone_equals_batched(
-      {"draft-model", "none"},
-      {"target.model=\"" + compat + "\"", "proposer.kind=\"eagle\"",
-       "proposer.model=\"" + head + "\"", "acceptance.rule=\"exact-match\""});
+  check_compat_drafter_alone_equals_batched("eagle", "tests/compat/eagle3/eagle3-d2t.gguf");
 }
 
 TEST_CASE("greedy output alone equals output among 15 others: DFlash in llama.cpp's layout") {
   // A block drafter reading two target layers' inputs (tests/compat/dflash): its injected
   // rows and its non-causal block must not depend on what shares the passes.
-  const std::string compat = std::string(SPECD_SOURCE_DIR) + "/../shared/compat/arch/llama.gguf";
-  if (!std::filesystem::exists(compat)) {
-    ::specd::test::skip_missing(compat, " is missing (the shared compat data)");
-    return;
-  }
-  const std::string drafter = std::string(SPECD_SOURCE_DIR) + "/tests/compat/dflash/dflash.gguf";
-  check_alone_equals_batched(
-      {"draft-model", "none"},
-      {"target.model=\"" + compat + "\"", "proposer.kind=\"dflash\"",
-       "proposer.model=\"" + drafter + "\"", "acceptance.rule=\"exact-match\""});
+  check_compat_drafter_alone_equals_batched("dflash", "tests/compat/dflash/dflash.gguf");
 }
 
 TEST_CASE("a hybrid target (qwen35) with its MTP layer: alone equals among 15 others") {
@@ -257,11 +315,8 @@ TEST_CASE("a hybrid target (qwen35) with its MTP layer: alone equals among 15 ot
                              {"target.model=\"" + built + "\"", "proposer.kind=\"mtp\"",
                               "proposer.mode=\"greedy\"", "proposer.model=\"" + built + "\""});
   // And a dense draft model of the same vocabulary, sampled with a fixed seed.
-  const std::string dense = std::string(SPECD_SOURCE_DIR) + "/../shared/compat/arch/llama.gguf";
-  if (!std::filesystem::exists(dense)) {
-    ::specd::test::skip_missing(dense, " is missing (the shared compat data)");
-    return;
-  }
+  const std::string dense = compat_llama_or_skip();
+  if (dense.empty()) return;
   check_alone_equals_batched({"draft-model"},
                              {"target.model=\"" + qwen35 + "\"", "proposer.model=\"" + dense + "\"",
                               "sampling.temperature=0.8"});
@@ -340,10 +395,7 @@ TEST_CASE("k = auto: a request's first token waits for no draft; its later round
 
 TEST_CASE("max_prefill_rows: one chunk a step, the earliest request first; outputs unchanged") {
   if (!test::have_shipped_models()) return;
-  for (const std::string budget : {"0", "1"}) {
-    INFO("max_prefill_rows " << budget);
-    // Without the prefix cache: a prompt the runs alone published would need no prefill.
-    const Config c = config({"server.max_prefill_rows=" + budget, "server.prefix_cache=false"});
+  for_each_prefill_budget([](const std::string& budget, const Config& c) {
     PluginRegistry registry{std::vector<std::string>{}};
     SharedEngine engines(c, registry);
     Scheduler scheduler(engines, c.server.queue_limit);
@@ -382,7 +434,7 @@ TEST_CASE("max_prefill_rows: one chunk a step, the earliest request first; outpu
       for (size_t i = 0; i + 1 < texts.size(); ++i) CHECK(first_step[i] == i + 2);
       CHECK(first_step.back() > texts.size());
     }
-  }
+  });
 }
 
 TEST_CASE("a seeded sampled request alone equals itself among 15 others (fixed k, exact rule)") {
@@ -425,11 +477,9 @@ TEST_CASE("requests beyond max_sequences or the KV budget wait, then run with th
 
 TEST_CASE("prefix cache: requests that take cached blocks give the tokens they give without") {
   if (!test::have_shipped_models()) return;
-  std::string system = "You are a careful assistant. Answer briefly, and name the sources you used";
-  while (system.size() < 360) system += ", checking every number twice";
-  const std::vector<std::string> texts = {
-      system + ". Q: what is two plus two? A:", system + ". Q: name a long river. A:",
-      system + ". Q: who wrote Hamlet? A:", system + ". Q: what is two plus two? A:"};
+  const std::vector<std::string> texts =
+      questions_after_one_system_prompt({"what is two plus two?", "name a long river.",
+                                         "who wrote Hamlet?", "what is two plus two?"});
   for (const std::string temperature : {"0", "0.8"}) {
     for (const std::string name : {"none", "draft-model"}) {
       INFO("temperature " << temperature << ", " << name);
@@ -474,11 +524,8 @@ TEST_CASE("prefix cache: requests that take cached blocks give the tokens they g
 
 TEST_CASE("prefix cache: a burst behind a prefill budget takes what the first one published") {
   if (!test::have_shipped_models()) return;
-  std::string system = "You are a careful assistant. Answer briefly, and name the sources you used";
-  while (system.size() < 360) system += ", checking every number twice";
-  const std::vector<std::string> texts = {
-      system + ". Q: what is two plus two? A:", system + ". Q: name a long river. A:",
-      system + ". Q: who wrote Hamlet? A:"};
+  const std::vector<std::string> texts = questions_after_one_system_prompt(
+      {"what is two plus two?", "name a long river.", "who wrote Hamlet?"});
   const std::vector<StrategyChoice> specs(texts.size(), setting("draft-model"));
   PluginRegistry registry{std::vector<std::string>{}};
   std::vector<Outcome> want;
@@ -515,9 +562,8 @@ TEST_CASE("prefix cache: a full pool evicts cached blocks, oldest first, and out
   // 256 KV rows: sixteen blocks, so the second prompt's prefill needs blocks the first one left
   // cached, and those are evicted rather than the pool grown.
   const Config c = config({"server.kv_budget=256"});
-  PluginRegistry registry{std::vector<std::string>{}};
-  SharedEngine engines(c, registry);
-  Scheduler scheduler(engines, c.server.queue_limit);
+  OwnScheduler own(c);
+  Scheduler& scheduler = own.scheduler;
   const std::vector<std::string> all = prompts();
   const std::string& long_prompt = all.back();
   const StrategyChoice spec = setting("draft-model");
@@ -535,33 +581,25 @@ TEST_CASE("prefix cache: a full pool evicts cached blocks, oldest first, and out
 
 TEST_CASE("a cancelled request ends at its next step and frees its place; run_exclusive") {
   if (!test::have_shipped_models()) return;
-  const Config c = config({"server.max_sequences=1"});
-  PluginRegistry registry{std::vector<std::string>{}};
-  SharedEngine engines(c, registry);
-  Scheduler scheduler(engines, c.server.queue_limit);
-  Probe probe;
-  std::promise<Outcome> first_done, second_done;
-  auto first = make_job("Once upon a time", setting("none"), c, first_done, scheduler, probe);
-  first->request.max_tokens = 2000;
-  first->request.sampling.max_tokens = 2000;
+  LongThenShort r(config({"server.max_sequences=1"}));
+  Scheduler& scheduler = r.scheduler;
   // Cancel from inside the stream, after a few pieces.
   auto pieces = std::make_shared<int>(0);
-  test::callbacks(*first).on_text = [first_raw = first.get(), pieces](const std::string&) {
+  test::callbacks(*r.first).on_text = [first_raw = r.first.get(), pieces](const std::string&) {
     if (++*pieces == 3) first_raw->cancelled = true;
   };
-  auto second = make_job("The quick brown fox", setting("none"), c, second_done, scheduler, probe);
-  second->request.max_tokens = 100;
-  REQUIRE(scheduler.submit(first));
-  REQUIRE(scheduler.submit(second));
-  const Outcome a = first_done.get_future().get();
+  r.second->request.max_tokens = 100;
+  REQUIRE(scheduler.submit(r.first));
+  REQUIRE(scheduler.submit(r.second));
+  const Outcome a = r.first_done.get_future().get();
   CHECK(a.stop_reason == "cancelled");
   CHECK(a.tokens.size() < 50u);
-  const Outcome b = second_done.get_future().get();
+  const Outcome b = r.second_done.get_future().get();
   CHECK(b.error.empty());
   CHECK(b.tokens.size() == 100u);  // ignore_eos: the whole max_tokens
   // run_exclusive: runs on the worker with the target to itself, and passes on what it throws.
   int vocab = 0;
-  scheduler.run_exclusive([&] { vocab = engines.target().info().vocab_size; });
+  scheduler.run_exclusive([&] { vocab = r.engines.target().info().vocab_size; });
   CHECK(vocab > 0);
   CHECK_THROWS_WITH(scheduler.run_exclusive([] { throw std::runtime_error("from fn"); }),
                     "from fn");
@@ -574,17 +612,10 @@ TEST_CASE("a cancelled request ends at its next step and frees its place; run_ex
 TEST_CASE(
     "a request cancelled while it waits for KV ends without holding any: the pool keeps its size") {
   if (!test::have_shipped_models()) return;
-  const Config c = config({"server.kv_budget=64"});
-  PluginRegistry registry{std::vector<std::string>{}};
-  SharedEngine engines(c, registry);
-  Scheduler scheduler(engines, c.server.queue_limit);
-  Probe probe;
-  std::promise<Outcome> first_done, second_done;
   // The first takes the whole budget (a reservation is at most the budget); the second waits.
-  auto first = make_job("Once upon a time", setting("none"), c, first_done, scheduler, probe);
-  first->request.max_tokens = 2000;
-  first->request.sampling.max_tokens = 2000;
-  auto second = make_job("The quick brown fox", setting("none"), c, second_done, scheduler, probe);
+  LongThenShort r(config({"server.kv_budget=64"}));
+  SharedEngine& engines = r.engines;
+  const std::shared_ptr<Job>&first = r.first, &second = r.second;
   int64_t blocks_while_running = -1;
   bool second_started = false;  // every job that is not refused starts before it is done
   test::callbacks(*second).on_start =
@@ -600,10 +631,10 @@ TEST_CASE(
     }
     if (*pieces == 8) first_raw->cancelled = true;
   };
-  REQUIRE(scheduler.submit(first));
-  REQUIRE(scheduler.submit(second));
-  CHECK(first_done.get_future().get().stop_reason == "cancelled");
-  CHECK(second_done.get_future().get().stop_reason == "cancelled");
+  REQUIRE(r.scheduler.submit(first));
+  REQUIRE(r.scheduler.submit(second));
+  CHECK(r.first_done.get_future().get().stop_reason == "cancelled");
+  CHECK(r.second_done.get_future().get().stop_reason == "cancelled");
   CHECK(second_started);
   CHECK(blocks_while_running == 4);  // 64 rows of 16
   CHECK(engines.target().kv_pool().blocks() == blocks_while_running);
@@ -611,9 +642,7 @@ TEST_CASE(
 
 TEST_CASE("a request cancelled while its prompt prefills ends at once, prefilling no more") {
   if (!test::have_shipped_models()) return;
-  for (const std::string budget : {"0", "1"}) {
-    INFO("max_prefill_rows " << budget);
-    const Config c = config({"server.max_prefill_rows=" + budget, "server.prefix_cache=false"});
+  for_each_prefill_budget([](const std::string&, const Config& c) {
     PluginRegistry registry{std::vector<std::string>{}};
     SharedEngine engines(c, registry);
     Scheduler scheduler(engines, c.server.queue_limit);
@@ -641,7 +670,7 @@ TEST_CASE("a request cancelled while its prompt prefills ends at once, prefillin
       CHECK(o.tokens.empty());
     }
     CHECK(scheduler.steps().prefill_rows == 0);
-  }
+  });
 }
 
 // Not run by default (a measurement, no assertion on time):
@@ -649,9 +678,8 @@ TEST_CASE("a request cancelled while its prompt prefills ends at once, prefillin
 TEST_CASE("throughput of 1, 8 and 16 concurrent greedy sequences" * doctest::skip()) {
   if (!test::have_shipped_models()) return;
   const Config c = config({"sampling.max_tokens=128"});
-  PluginRegistry registry{std::vector<std::string>{}};
-  SharedEngine engines(c, registry);
-  Scheduler scheduler(engines, c.server.queue_limit);
+  OwnScheduler own(c);
+  Scheduler& scheduler = own.scheduler;
   const std::vector<std::string> all = prompts();
   std::printf("| speculation | 1 seq tok/s | 8 seq tok/s | 16 seq tok/s |\n|---|---|---|---|\n");
   for (const std::string name : {"none", "ngram", "draft-model", "auto"}) {
