@@ -45,6 +45,7 @@ constexpr TypeEntry kTypes[] = {
     {27, {"i64", 1, 8}},
     {28, {"f64", 1, 8}},
     {30, decodable("bf16", ggml::kBF16)},
+    {39, decodable("mxfp4", ggml::kMXFP4)},
 };
 
 uint32_t float_bits(float f) {

@@ -35,6 +35,7 @@ enum class GgmlType : uint32_t {
   kI64 = ggml::kI64,
   kF64 = ggml::kF64,
   kBF16 = ggml::kBF16,
+  kMXFP4 = ggml::kMXFP4,
 };
 
 struct GgmlTypeInfo {
@@ -63,7 +64,7 @@ void quantize_q8_0(const float* x, void* out, int64_t n);
 void dequantize_q8_0(const void* in, float* y, int64_t n);
 
 // True for the weight types specd decodes (f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0,
-// q2_K..q6_K, iq4_nl, iq4_xs): those of the SDK's specd/cpp/ggml_blocks.hpp.
+// q2_K..q6_K, iq4_nl, iq4_xs, mxfp4): those of the SDK's specd/cpp/ggml_blocks.hpp.
 bool ggml_decodable(GgmlType type);
 // n values of `type` (a whole number of blocks) to f32, bit-identical to llama.cpp's gguf-py
 // dequantization; throws for a type that is not decodable or a partial block.

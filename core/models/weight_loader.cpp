@@ -15,7 +15,7 @@ std::string shape_str(const std::vector<int64_t>& ne) {
 }
 
 constexpr const char* kSupportedTypes =
-    "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs";
+    "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, mxfp4";
 
 }  // namespace
 

@@ -109,6 +109,31 @@ void quantize_iq4_nl(const float* x, uint8_t* b) {  // 18 B: d, qs[16]
   for (int t = 0; t < 32; ++t) put_nibble32(b + 2, t, nearest_iq4(x[t], d));
 }
 
+// mxfp4, 17 B: e, qs[16]. As llama.cpp's reference quantizer: the scale exponent e =
+// floor(log2(amax)) - 2 + 127 (0 for a block of zeros), so that amax / 2^(e - 127) lies in
+// [4, 8) and the largest level 6 (12 doubled) covers it up to rounding, then each value's
+// nearest level (the first of two equally near).
+void quantize_mxfp4(const float* x, uint8_t* b) {
+  float amax = 0;
+  for (int t = 0; t < 32; ++t) amax = std::max(amax, std::fabs(x[t]));
+  const float exponent = amax > 0 ? std::floor(std::log2(amax)) - 2 + 127 : 0;
+  b[0] = static_cast<uint8_t>(std::clamp(exponent, 0.0f, 255.0f));
+  const float d = ggml::e8m0_half(b[0]);
+  std::memset(b + 1, 0, 16);
+  for (int t = 0; t < 32; ++t) {
+    unsigned best = 0;
+    float best_err = std::fabs(static_cast<float>(ggml::mxfp4_level(0)) * d - x[t]);
+    for (unsigned q = 1; q < 16; ++q) {
+      const float err = std::fabs(static_cast<float>(ggml::mxfp4_level(q)) * d - x[t]);
+      if (err < best_err) {
+        best = q;
+        best_err = err;
+      }
+    }
+    put_nibble32(b + 1, t, best);
+  }
+}
+
 // q2_K, 84 B: scales[16] (low nibble scale, high nibble min), qs[64], d, dmin; per 16
 // elements x = (d·sc)·q − dmin·m, q in 0..3.
 void quantize_q2_K(const float* x, uint8_t* b) {
@@ -241,6 +266,7 @@ bool ggml_writable(GgmlType type) {
     case GgmlType::kQ6_K:
     case GgmlType::kIQ4_NL:
     case GgmlType::kIQ4_XS:
+    case GgmlType::kMXFP4:
       return true;
     default:
       return false;
@@ -297,6 +323,9 @@ void quantize_values(GgmlType type, const float* x, void* out, int64_t n) {
         break;
       case GgmlType::kIQ4_NL:
         quantize_iq4_nl(xb, b);
+        break;
+      case GgmlType::kMXFP4:
+        quantize_mxfp4(xb, b);
         break;
       case GgmlType::kQ2_K:
         quantize_q2_K(xb, b);

@@ -13,7 +13,7 @@
 namespace specd {
 
 // True for the types quantize_values writes: f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0,
-// q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs.
+// q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, mxfp4.
 bool ggml_writable(GgmlType type);
 
 // n values (a whole number of the type's blocks) to n / block elements × block bytes at

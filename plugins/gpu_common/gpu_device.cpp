@@ -11,9 +11,10 @@ namespace specd::gpu {
 namespace {
 
 constexpr std::initializer_list<specd_dtype> kWeightTypes = {
-    SPECD_DTYPE_F32,  SPECD_DTYPE_F16,  SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0,   SPECD_DTYPE_Q4_0,
-    SPECD_DTYPE_Q4_1, SPECD_DTYPE_Q5_0, SPECD_DTYPE_Q5_1, SPECD_DTYPE_Q2_K,   SPECD_DTYPE_Q3_K,
-    SPECD_DTYPE_Q4_K, SPECD_DTYPE_Q5_K, SPECD_DTYPE_Q6_K, SPECD_DTYPE_IQ4_NL, SPECD_DTYPE_IQ4_XS};
+    SPECD_DTYPE_F32,  SPECD_DTYPE_F16,    SPECD_DTYPE_BF16,   SPECD_DTYPE_Q8_0,
+    SPECD_DTYPE_Q4_0, SPECD_DTYPE_Q4_1,   SPECD_DTYPE_Q5_0,   SPECD_DTYPE_Q5_1,
+    SPECD_DTYPE_Q2_K, SPECD_DTYPE_Q3_K,   SPECD_DTYPE_Q4_K,   SPECD_DTYPE_Q5_K,
+    SPECD_DTYPE_Q6_K, SPECD_DTYPE_IQ4_NL, SPECD_DTYPE_IQ4_XS, SPECD_DTYPE_MXFP4};
 
 const float* f32(const Mat& a) {
   return reinterpret_cast<const float*>(a.p);
@@ -309,10 +310,10 @@ void GpuDevice::run_attention(const char* op, const specd_view& qv, const specd_
 
 void GpuDevice::set_rows(const specd_view& sv, const specd_view& iv, const specd_view& dv) {
   const std::initializer_list<specd_dtype> any = {
-      SPECD_DTYPE_F32,  SPECD_DTYPE_F16,    SPECD_DTYPE_BF16,   SPECD_DTYPE_Q8_0,
-      SPECD_DTYPE_Q4_0, SPECD_DTYPE_Q4_1,   SPECD_DTYPE_Q5_0,   SPECD_DTYPE_Q5_1,
-      SPECD_DTYPE_Q2_K, SPECD_DTYPE_Q3_K,   SPECD_DTYPE_Q4_K,   SPECD_DTYPE_Q5_K,
-      SPECD_DTYPE_Q6_K, SPECD_DTYPE_IQ4_NL, SPECD_DTYPE_IQ4_XS, SPECD_DTYPE_I32};
+      SPECD_DTYPE_F32,   SPECD_DTYPE_F16,  SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0,   SPECD_DTYPE_Q4_0,
+      SPECD_DTYPE_Q4_1,  SPECD_DTYPE_Q5_0, SPECD_DTYPE_Q5_1, SPECD_DTYPE_Q2_K,   SPECD_DTYPE_Q3_K,
+      SPECD_DTYPE_Q4_K,  SPECD_DTYPE_Q5_K, SPECD_DTYPE_Q6_K, SPECD_DTYPE_IQ4_NL, SPECD_DTYPE_IQ4_XS,
+      SPECD_DTYPE_MXFP4, SPECD_DTYPE_I32};
   const Mat s = check_view(&sv, "set_rows", "src", any);
   const Mat idx = check_view(&iv, "set_rows", "indices", {SPECD_DTYPE_I32});
   const Mat d = check_view(&dv, "set_rows", "dst", any);
@@ -415,10 +416,10 @@ void GpuDevice::add(const specd_view& av, const specd_view& bv, const specd_view
 
 void GpuDevice::copy_rows(const specd_view& sv, const specd_view& iv, const specd_view& dv) {
   const std::initializer_list<specd_dtype> any = {
-      SPECD_DTYPE_F32,  SPECD_DTYPE_F16,    SPECD_DTYPE_BF16,   SPECD_DTYPE_Q8_0,
-      SPECD_DTYPE_Q4_0, SPECD_DTYPE_Q4_1,   SPECD_DTYPE_Q5_0,   SPECD_DTYPE_Q5_1,
-      SPECD_DTYPE_Q2_K, SPECD_DTYPE_Q3_K,   SPECD_DTYPE_Q4_K,   SPECD_DTYPE_Q5_K,
-      SPECD_DTYPE_Q6_K, SPECD_DTYPE_IQ4_NL, SPECD_DTYPE_IQ4_XS, SPECD_DTYPE_I32};
+      SPECD_DTYPE_F32,   SPECD_DTYPE_F16,  SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0,   SPECD_DTYPE_Q4_0,
+      SPECD_DTYPE_Q4_1,  SPECD_DTYPE_Q5_0, SPECD_DTYPE_Q5_1, SPECD_DTYPE_Q2_K,   SPECD_DTYPE_Q3_K,
+      SPECD_DTYPE_Q4_K,  SPECD_DTYPE_Q5_K, SPECD_DTYPE_Q6_K, SPECD_DTYPE_IQ4_NL, SPECD_DTYPE_IQ4_XS,
+      SPECD_DTYPE_MXFP4, SPECD_DTYPE_I32};
   const Mat s = check_view(&sv, "copy_rows", "src", any);
   const Mat idx = check_view(&iv, "copy_rows", "indices", {SPECD_DTYPE_I32});
   const Mat d = check_view(&dv, "copy_rows", "dst", any);

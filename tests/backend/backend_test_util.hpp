@@ -153,8 +153,9 @@ inline bool random_block_type(specd_dtype dtype) {
          dtype != SPECD_DTYPE_Q8_0;
 }
 
-// Random blocks of a block type: random quant bits, and binary16 scale fields (d, dmin, m)
-// set to moderate values so the products stay in a sane range. `seed` picks the blocks.
+// Random blocks of a block type: random quant bits, and scale fields (binary16 d, dmin, m;
+// mxfp4's E8M0 byte) set to moderate values so the products stay in a sane range. `seed`
+// picks the blocks.
 inline std::vector<uint8_t> random_blocks(specd_dtype dtype, int64_t rows, int64_t cols,
                                           uint32_t seed) {
   const ggml::BlockLayout l = ggml::block_layout(dtype);
@@ -162,6 +163,11 @@ inline std::vector<uint8_t> random_blocks(specd_dtype dtype, int64_t rows, int64
   std::vector<uint8_t> out(static_cast<size_t>(blocks * l.bytes));
   std::mt19937 rng(seed);
   for (uint8_t& b : out) b = static_cast<uint8_t>(rng());
+  if (dtype == SPECD_DTYPE_MXFP4) {  // its E8M0 scale byte: d = 2^-10 .. 2^-4
+    std::uniform_int_distribution<int> e(118, 124);
+    for (int64_t b = 0; b < blocks; ++b) out[static_cast<size_t>(b * l.bytes)] = uint8_t(e(rng));
+    return out;
+  }
   std::vector<uint32_t> halves;  // byte offsets of binary16 fields in a block
   switch (dtype) {
     case SPECD_DTYPE_Q4_1:
@@ -276,9 +282,10 @@ inline std::vector<float> matmul_row_by_row(Device& dev, const View& x, const Vi
 }
 
 constexpr specd_dtype kWeightTypes[] = {
-    SPECD_DTYPE_F32,  SPECD_DTYPE_F16,  SPECD_DTYPE_BF16, SPECD_DTYPE_Q8_0,   SPECD_DTYPE_Q4_0,
-    SPECD_DTYPE_Q4_1, SPECD_DTYPE_Q5_0, SPECD_DTYPE_Q5_1, SPECD_DTYPE_Q2_K,   SPECD_DTYPE_Q3_K,
-    SPECD_DTYPE_Q4_K, SPECD_DTYPE_Q5_K, SPECD_DTYPE_Q6_K, SPECD_DTYPE_IQ4_NL, SPECD_DTYPE_IQ4_XS};
+    SPECD_DTYPE_F32,  SPECD_DTYPE_F16,    SPECD_DTYPE_BF16,   SPECD_DTYPE_Q8_0,
+    SPECD_DTYPE_Q4_0, SPECD_DTYPE_Q4_1,   SPECD_DTYPE_Q5_0,   SPECD_DTYPE_Q5_1,
+    SPECD_DTYPE_Q2_K, SPECD_DTYPE_Q3_K,   SPECD_DTYPE_Q4_K,   SPECD_DTYPE_Q5_K,
+    SPECD_DTYPE_Q6_K, SPECD_DTYPE_IQ4_NL, SPECD_DTYPE_IQ4_XS, SPECD_DTYPE_MXFP4};
 
 // Row lengths the matmul tests use for a dtype: odd tails for element types, one and several
 // blocks for block types.

@@ -78,6 +78,10 @@ int weight_int(specd_dtype dt, const uint8_t* b, unsigned i) {
              16;
     case SPECD_DTYPE_IQ4_NL:
       return ggml::iq4_level(ggml::nibble32(b + 2, i));
+    case SPECD_DTYPE_MXFP4: {  // OCP MX's E2M1 values, doubled
+      constexpr int kDoubledE2M1[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+      return kDoubledE2M1[ggml::nibble32(b + 1, i)];
+    }
     default:
       return static_cast<int8_t>(b[2 + i]);
   }
@@ -188,7 +192,10 @@ float reference(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, in
     for (int64_t b = 0; b < k / 32; ++b) {
       const uint8_t* blk = w + bytes * b;
       const float dy = a.d[i * (k / 32) + b];
-      const float dd = ggml::load_f16(blk) * dy;
+      // mxfp4: 2^(e - 127) halved for its doubled levels
+      const float dw = dt == SPECD_DTYPE_MXFP4 ? std::ldexp(1.0f, static_cast<int>(blk[0]) - 128)
+                                               : ggml::load_f16(blk);
+      const float dd = dw * dy;
       for (unsigned l = 0; l < 8; ++l) {
         int s = 0, s4 = 0;
         for (unsigned t = 0; t < 4; ++t) {
@@ -236,10 +243,10 @@ float reference(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, in
 
 // ---- the checks -----------------------------------------------------------------------------
 
-constexpr specd_dtype kInt8Types[] = {SPECD_DTYPE_Q4_K,   SPECD_DTYPE_Q5_K, SPECD_DTYPE_Q6_K,
-                                      SPECD_DTYPE_Q8_0,   SPECD_DTYPE_Q4_0, SPECD_DTYPE_Q5_0,
-                                      SPECD_DTYPE_IQ4_NL, SPECD_DTYPE_Q4_1, SPECD_DTYPE_Q5_1,
-                                      SPECD_DTYPE_Q2_K,   SPECD_DTYPE_Q3_K, SPECD_DTYPE_IQ4_XS};
+constexpr specd_dtype kInt8Types[] = {
+    SPECD_DTYPE_Q4_K, SPECD_DTYPE_Q5_K,   SPECD_DTYPE_Q6_K, SPECD_DTYPE_Q8_0, SPECD_DTYPE_Q4_0,
+    SPECD_DTYPE_Q5_0, SPECD_DTYPE_IQ4_NL, SPECD_DTYPE_Q4_1, SPECD_DTYPE_Q5_1, SPECD_DTYPE_Q2_K,
+    SPECD_DTYPE_Q3_K, SPECD_DTYPE_IQ4_XS, SPECD_DTYPE_MXFP4};
 
 // Activations with the cases that matter: an all-zero block, an outlier, ties of magnitude.
 std::vector<float> activations(std::mt19937& rng, int64_t m, int64_t k) {

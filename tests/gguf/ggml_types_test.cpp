@@ -17,7 +17,7 @@ TEST_CASE("ggml type layouts follow llama.cpp") {
     uint32_t block, bytes;
   };
   for (Want w : {Want{0, 1, 4}, Want{1, 1, 2}, Want{2, 32, 18}, Want{8, 32, 34}, Want{30, 1, 2},
-                 Want{12, 256, 144}, Want{14, 256, 210}}) {
+                 Want{12, 256, 144}, Want{14, 256, 210}, Want{39, 32, 17}}) {
     CAPTURE(w.id);
     auto info = ggml_type_info(w.id);
     REQUIRE(info.has_value());
@@ -28,6 +28,50 @@ TEST_CASE("ggml type layouts follow llama.cpp") {
   CHECK(!ggml_type_info(31).has_value());
   CHECK(ggml_row_size(GgmlType::kQ8_0, 64) == 68);
   CHECK(std::string(ggml_type_name(GgmlType::kBF16)) == "bf16");
+  CHECK(std::string(ggml_type_name(GgmlType::kMXFP4)) == "mxfp4");
+}
+
+namespace {
+
+// OCP Microscaling's FP4 (E2M1: sign, 2 exponent bits with bias 1, 1 mantissa bit) times the
+// block's E8M0 scale 2^(e - 127), written from the format's definition rather than from the
+// decoder's table. As ggml, the value is formed as twice the E2M1 value (an integer) times
+// 2^(e - 128), so that e = 255 (NaN in OCP's E8M0) reads as 2^128 without overflowing first.
+float ocp_mxfp4(unsigned nibble, unsigned e) {
+  const unsigned exponent = (nibble >> 1) & 3u, mantissa = nibble & 1u;
+  const float magnitude = exponent == 0 ? 0.5f * static_cast<float>(mantissa)
+                                        : (1.0f + 0.5f * static_cast<float>(mantissa)) *
+                                              std::ldexp(1.0f, static_cast<int>(exponent) - 1);
+  // E2M1's negative zero (code 8) reads as +0, as ggml's level table has it.
+  const float doubled = 2.0f * (nibble & 8u && magnitude != 0 ? -magnitude : magnitude);
+  return doubled * std::ldexp(1.0f, static_cast<int>(e) - 128);
+}
+
+}  // namespace
+
+TEST_CASE("mxfp4 blocks decode as OCP MX FP4 with an E8M0 scale, every code and scale") {
+  // Every scale byte, the subnormal scales (0, 1) and the largest (255: level 12 times 2^127
+  // is inf in f32, as in ggml) included, and every nibble in both halves of a block.
+  std::vector<uint8_t> row(17 * 256);
+  for (unsigned e = 0; e < 256; ++e) {
+    uint8_t* b = row.data() + 17 * e;
+    b[0] = static_cast<uint8_t>(e);
+    for (unsigned t = 0; t < 16; ++t) b[1 + t] = static_cast<uint8_t>(t | ((15 - t) << 4));
+  }
+  std::vector<float> out(32 * 256);
+  ggml::dequantize_row(ggml::kMXFP4, row.data(), 32 * 256, out.data());
+  for (unsigned e = 0; e < 256; ++e) {
+    for (unsigned i = 0; i < 32; ++i) {
+      CAPTURE(e);
+      CAPTURE(i);
+      const unsigned nibble = i < 16 ? i : 15 - (i - 16);
+      const float want = ocp_mxfp4(nibble, e);
+      const float got = out[32 * e + i];
+      const float element = ggml::element<ggml::kMXFP4>(row.data(), 32 * e + i);
+      CHECK(std::memcmp(&got, &want, 4) == 0);
+      CHECK(std::memcmp(&element, &want, 4) == 0);
+    }
+  }
 }
 
 TEST_CASE("f16 conversion matches IEEE half precision") {

@@ -54,6 +54,7 @@ TEST_CASE("every writable type decodes back to its input within the type's resol
       {GgmlType::kQ5_1, 0.05},   {GgmlType::kQ5_K, 0.05}, {GgmlType::kQ4_0, 0.12},
       {GgmlType::kQ4_1, 0.1},    {GgmlType::kQ4_K, 0.1},  {GgmlType::kIQ4_NL, 0.12},
       {GgmlType::kIQ4_XS, 0.12}, {GgmlType::kQ3_K, 0.25}, {GgmlType::kQ2_K, 0.5},
+      {GgmlType::kMXFP4, 0.15},
   };
   std::mt19937_64 rng(11);
   std::normal_distribution<float> g(0.0f, 1.0f);
@@ -74,9 +75,10 @@ TEST_CASE("every writable type decodes back to its input within the type's resol
 
 TEST_CASE("zeros, and values on a type's grid, come back exactly") {
   const std::vector<float> zeros(256, 0.0f);
-  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
-                     GgmlType::kQ8_0, GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K,
-                     GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS}) {
+  for (GgmlType t :
+       {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ8_0,
+        GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,
+        GgmlType::kIQ4_NL, GgmlType::kIQ4_XS, GgmlType::kMXFP4}) {
     CAPTURE(std::string(ggml_type_name(t)));
     CHECK(roundtrip(t, zeros) == zeros);
   }
@@ -87,6 +89,11 @@ TEST_CASE("zeros, and values on a type's grid, come back exactly") {
   // q5_0: halves from -16 to 15.
   for (int i = 0; i < 32; ++i) q5[i] = 0.5f * float(i - 16);
   CHECK(roundtrip(GgmlType::kQ5_0, q5) == q5);
+  // mxfp4: E2M1's values times 2^-3 (amax 0.75 gives e = 124), both signs.
+  const float e2m1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  std::vector<float> mx(32);
+  for (int i = 0; i < 32; ++i) mx[i] = (i % 16 < 8 ? 1.0f : -1.0f) * e2m1[i % 8] / 8.0f;
+  CHECK(roundtrip(GgmlType::kMXFP4, mx) == mx);
 }
 
 TEST_CASE("types without a writer and partial blocks are refused, naming the type") {

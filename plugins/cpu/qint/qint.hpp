@@ -8,8 +8,8 @@
 //     of largest magnitude (first one) `max`, iscale = -127 / max, q = min(127, rint(iscale x)),
 //     d = 1 / iscale; a block of zeros gets d = 0, q = 0. Also the 16 sums of 16 q (bsum16).
 //   q2_K, q3_K, iq4_xs: the same 256-value blocks as the k-quants (with bsum16).
-//   32-value types (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl): amax = max |x|, d = amax / 127, q =
-//   clamp(rint(x / d)) in
+//   32-value types (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, mxfp4): amax = max |x|, d = amax / 127, q
+//   = clamp(rint(x / d)) in
 //     [-127, 127] (x * (1 / d)), d = 0 for a block of zeros. Also the sums of 4 q (sum4).
 //
 // Products. Output element (i, j) keeps f32 accumulators (lanes, or one for q4_K and q6_K)
@@ -35,9 +35,10 @@
 //         form it as sum of sc * (q_e + 32) * y_e - 32 * sum over g < 16 of sc[g] * bsum16[g])
 //         acc = fma(d_w * d_y, float(isum), acc) (d_w * d_y one f32 product);   y = acc
 //         (no lanes, as q4_K)
-//   q8_0, q4_0, q5_0, iq4_nl  block b (32 values): h = b & 1, dd = d_w * d_y,
+//   q8_0, q4_0, q5_0, iq4_nl, mxfp4  block b (32 values): h = b & 1, dd = d_w * d_y (mxfp4's
+//         d_w its E8M0 scale halved, ggml::block32_scale),
 //         isum[l] = sum of w_e * y_e over e = 4l .. 4l + 3 (l < 8), w_e the block's integer
-//         (ggml::block32_int: q - 8, q - 16, the int8, the iq4 level)
+//         (ggml::block32_int: q - 8, q - 16, the int8, the iq4 level, the doubled E2M1 level)
 //         acc[8h + l] = fma(dd, float(isum[l]), acc[8h + l]);   y = reduce16(acc)
 //   q4_1, q5_1  block b (32 values): h = b & 1, dd = d_w * d_y, dm = m_w * d_y,
 //         isum[l] = sum of q_e * y_e over e = 4l .. 4l + 3 (q unsigned, x = d q + m)
@@ -116,6 +117,7 @@ static inline bool supports(specd_dtype dt) {
     case SPECD_DTYPE_Q2_K:
     case SPECD_DTYPE_Q3_K:
     case SPECD_DTYPE_IQ4_XS:
+    case SPECD_DTYPE_MXFP4:
       return true;
     default:
       return false;

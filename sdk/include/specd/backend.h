@@ -81,6 +81,8 @@ typedef uint32_t specd_dtype;
 #define SPECD_DTYPE_Q6_K ((specd_dtype)14)   /* 256 / 210: 4+2-bit q, 16 int8 scales, d */
 #define SPECD_DTYPE_IQ4_NL ((specd_dtype)20) /* 32 / 18: d, nibbles index 16 fixed levels */
 #define SPECD_DTYPE_IQ4_XS ((specd_dtype)23) /* 256 / 136: d, 6-bit scales, level nibbles */
+/* An added constant, the minor unchanged: a backend that does not list it refuses its views. */
+#define SPECD_DTYPE_MXFP4 ((specd_dtype)39) /* 32 / 17: E8M0 scale byte, E2M1 nibbles */
 
 /* Opaque device memory, created by buffer_alloc / buffer_wrap_host, released by buffer_free. */
 typedef struct specd_buffer specd_buffer;

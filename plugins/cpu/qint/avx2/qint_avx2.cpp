@@ -319,7 +319,7 @@ __m256i block32_ints(const uint8_t* b) {
   if constexpr (T == ggml::kQ8_0) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
   } else {
-    constexpr int qs_at = T == ggml::kQ5_0 ? 6 : 2;
+    constexpr int qs_at = T == ggml::kQ5_0 ? 6 : T == ggml::kMXFP4 ? 1 : 2;
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + qs_at));
     const __m128i low4 = _mm_set1_epi8(15);
     const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low4),
@@ -331,12 +331,24 @@ __m256i block32_ints(const uint8_t* b) {
           _mm256_and_si256(bytes_from_bits(ggml::load_u32(b + 2)), _mm256_set1_epi8(16));
       return _mm256_sub_epi8(_mm256_or_si256(nib, five), _mm256_set1_epi8(16));
     } else {
-      static_assert(T == ggml::kIQ4_NL);
+      static_assert(T == ggml::kIQ4_NL || T == ggml::kMXFP4);
       alignas(16) int8_t levels[16];
-      for (unsigned i = 0; i < 16; ++i) levels[i] = static_cast<int8_t>(ggml::iq4_level(i));
+      for (unsigned i = 0; i < 16; ++i)
+        levels[i] =
+            static_cast<int8_t>(T == ggml::kMXFP4 ? ggml::mxfp4_level(i) : ggml::iq4_level(i));
       const __m128i l = _mm_load_si128(reinterpret_cast<const __m128i*>(levels));
       return _mm256_shuffle_epi8(_mm256_set_m128i(l, l), nib);
     }
+  }
+}
+
+// A block's scale d (ggml::block32_scale): its f16 by F16C, or mxfp4's E8M0 byte.
+template <uint32_t T>
+float scale_32(const uint8_t* b) {
+  if constexpr (T == ggml::kMXFP4) {
+    return ggml::e8m0_half(b[0]);
+  } else {
+    return f16(b);
   }
 }
 
@@ -348,7 +360,7 @@ void prep_32(const uint8_t* row, int64_t nb, Q8Prep* P, const uint8_t* ahead) {
     const __m256i w = block32_ints<T>(row + bytes * b);
     P[b].w = w;
     P[b].abs_w = _mm256_sign_epi8(w, w);  // -128 stays 0x80 = 128 unsigned
-    P[b].d = f16(row + bytes * b);
+    P[b].d = scale_32<T>(row + bytes * b);
   }
 }
 
@@ -633,7 +645,7 @@ void cols_avx2(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
       return with_dtype<ggml::kQ4_1, ggml::kQ5_1>(
           a.dtype, "cols_avx2", [&]<uint32_t T>() { cols_32_min<T>(a, j0, j1, scratch); });
     default:  // one scale per block of 32
-      return with_dtype<ggml::kQ4_0, ggml::kQ5_0, ggml::kIQ4_NL, ggml::kQ8_0>(
+      return with_dtype<ggml::kQ4_0, ggml::kQ5_0, ggml::kIQ4_NL, ggml::kQ8_0, ggml::kMXFP4>(
           a.dtype, "cols_avx2", [&]<uint32_t T>() { cols_32<T>(a, j0, j1, scratch); });
   }
 }

@@ -70,7 +70,7 @@ __m256i block32_ints(const uint8_t* b) {
   if constexpr (T == ggml::kQ8_0) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
   } else {
-    constexpr int qs_at = T == ggml::kQ5_0 ? 6 : 2;
+    constexpr int qs_at = T == ggml::kQ5_0 ? 6 : T == ggml::kMXFP4 ? 1 : 2;
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + qs_at));
     const __m128i low4 = _mm_set1_epi8(15);
     const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low4),
@@ -81,19 +81,33 @@ __m256i block32_ints(const uint8_t* b) {
       const __m256i five = _mm256_maskz_mov_epi8(ggml::load_u32(b + 2), _mm256_set1_epi8(16));
       return _mm256_sub_epi8(_mm256_or_si256(nib, five), _mm256_set1_epi8(16));
     } else {
-      static_assert(T == ggml::kIQ4_NL);
+      static_assert(T == ggml::kIQ4_NL || T == ggml::kMXFP4);
       alignas(16) int8_t levels[16];
-      for (unsigned i = 0; i < 16; ++i) levels[i] = static_cast<int8_t>(ggml::iq4_level(i));
+      for (unsigned i = 0; i < 16; ++i)
+        levels[i] =
+            static_cast<int8_t>(T == ggml::kMXFP4 ? ggml::mxfp4_level(i) : ggml::iq4_level(i));
       const __m128i l = _mm_load_si128(reinterpret_cast<const __m128i*>(levels));
       return _mm256_shuffle_epi8(_mm256_set_m128i(l, l), nib);
     }
   }
 }
 
-// [f16 at a x 8, f16 at b x 8] (b absent: 0), exactly (F16C).
+// A block's scale d (ggml::block32_scale): its f16 by F16C, or mxfp4's E8M0 byte.
+template <uint32_t T>
+float scale_32(const uint8_t* b) {
+  if constexpr (T == ggml::kMXFP4) {
+    return ggml::e8m0_half(b[0]);
+  } else {
+    return _cvtsh_ss(ggml::load_u16(b));
+  }
+}
+
+// [d of block a x 8, d of block b x 8] (b absent: 0), exactly; T's scale_32, or (mins) the
+// f16 at a and b.
+template <uint32_t T = ggml::kQ8_0>
 __m512 scales2(const uint8_t* a, const uint8_t* b, bool two) {
-  const float fa = _cvtsh_ss(ggml::load_u16(a));
-  const float fb = two ? _cvtsh_ss(ggml::load_u16(b)) : 0.0f;
+  const float fa = scale_32<T>(a);
+  const float fb = two ? scale_32<T>(b) : 0.0f;
   return _mm512_insertf32x8(_mm512_set1_ps(fa), _mm256_set1_ps(fb), 1);
 }
 
@@ -110,7 +124,7 @@ Q8Prep pair_32(const uint8_t* row, int64_t t, int64_t nblocks) {
   p.corr = _mm512_sub_epi32(
       _mm512_setzero_si512(),
       _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(0x80)), p.w));
-  p.dw = scales2(b0, b0 + bytes, two);
+  p.dw = scales2<T>(b0, b0 + bytes, two);
   return p;
 }
 
@@ -638,7 +652,7 @@ void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
       return with_dtype<ggml::kQ4_1, ggml::kQ5_1>(
           a.dtype, "cols_avx512", [&]<uint32_t T>() { cols_32_min<T>(a, j0, j1, scratch); });
     default:  // one scale per block of 32
-      return with_dtype<ggml::kQ4_0, ggml::kQ5_0, ggml::kIQ4_NL, ggml::kQ8_0>(
+      return with_dtype<ggml::kQ4_0, ggml::kQ5_0, ggml::kIQ4_NL, ggml::kQ8_0, ggml::kMXFP4>(
           a.dtype, "cols_avx512", [&]<uint32_t T>() { cols_32<T>(a, j0, j1, scratch); });
   }
 }

@@ -121,14 +121,14 @@ float dot_q6_k(const uint8_t* w, const int8_t* y, const float* dy, int64_t nb) {
   return acc;
 }
 
-// 32-element blocks without a min (q4_0, q5_0, q8_0, iq4_nl): d at byte 0.
+// 32-element blocks without a min (q4_0, q5_0, q8_0, iq4_nl, mxfp4): d at byte 0.
 template <uint32_t T>
 float dot_32(const uint8_t* w, const int8_t* y, const float* dy, int64_t nb) {
   constexpr uint32_t bytes = ggml::block_layout(T).bytes;
   float acc[16] = {};
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = w + bytes * b;
-    const float dd = ggml::load_f16(blk) * dy[b];
+    const float dd = ggml::block32_scale<T>(blk) * dy[b];
     for (unsigned l = 0; l < 8; ++l) {
       int32_t s = 0;
       for (unsigned t = 0; t < 4; ++t)
@@ -207,6 +207,9 @@ void cols_generic(const QArgs& a, int64_t j0, int64_t j1, uint8_t*) {
           break;
         case SPECD_DTYPE_IQ4_NL:
           r = dot_32<ggml::kIQ4_NL>(w, y, d, k / 32);
+          break;
+        case SPECD_DTYPE_MXFP4:
+          r = dot_32<ggml::kMXFP4>(w, y, d, k / 32);
           break;
         case SPECD_DTYPE_Q4_1:
           r = dot_32_min<ggml::kQ4_1>(w, y, d, a.x.sum4 + i * (k / 4), k / 32);

@@ -21,6 +21,8 @@
 //   q6_K  256 / 210 B: ql[128], qh[64], scales[16] (int8), d      x = (d * s) * (q - 32)
 //   iq4_nl 32 /  18 B: d, qs[16]                 x = d * kvalue[nibble i]
 //   iq4_xs 256 / 136 B: d, scales_h (u16), scales_l[4], qs[128]   x = (d * (s - 32)) * kvalue[q]
+//   mxfp4  32 /  17 B: e (E8M0), qs[16]          x = 2^(e - 128) * level[nibble i], the levels
+//                      OCP MX's E2M1 values doubled (0, 1, 2, 3, 4, 6, 8, 12 and negated)
 // The f32 arithmetic (products and their order) is that of llama.cpp's gguf-py
 // (gguf/quants.py), so values are bit-identical to its dequantization. Compile users with
 // floating-point contraction off (-ffp-contract=off, nvcc --fmad=false): a fused d*q+m
@@ -61,6 +63,7 @@ enum : uint32_t {
   kQ6_K = SPECD_DTYPE_Q6_K,
   kIQ4_NL = SPECD_DTYPE_IQ4_NL,
   kIQ4_XS = SPECD_DTYPE_IQ4_XS,
+  kMXFP4 = SPECD_DTYPE_MXFP4,
   kBF16 = SPECD_DTYPE_BF16,
   kQ8_1 = 9,
   kQ8_K = 15,
@@ -89,6 +92,8 @@ SPECD_BLOCK_FN constexpr BlockLayout block_layout(uint32_t type) {
       return {32, 18};
     case kQ4_1:
       return {32, 20};
+    case kMXFP4:
+      return {32, 17};
     case kQ5_0:
       return {32, 22};
     case kQ5_1:
@@ -145,6 +150,8 @@ SPECD_BLOCK_FN constexpr const char* type_name(uint32_t type) {
       return "iq4_nl";
     case kIQ4_XS:
       return "iq4_xs";
+    case kMXFP4:
+      return "mxfp4";
     default:
       return "unknown";
   }
@@ -273,6 +280,22 @@ SPECD_BLOCK_FN int iq4_level(unsigned q) {
   return static_cast<int8_t>(static_cast<uint8_t>(w >> (8 * (q & 7))));
 }
 
+// mxfp4's 16 levels: the E2M1 values doubled to integers (llama.cpp kvalues_mxfp4), packed as
+// int8 bytes as iq4_level's.
+SPECD_BLOCK_FN int mxfp4_level(unsigned q) {
+  // 0, 1, 2, 3, 4, 6, 8, 12 | 0, -1, -2, -3, -4, -6, -8, -12
+  const uint64_t lo = 0x0c08060403020100ull;
+  const uint64_t hi = 0xf4f8fafcfdfeff00ull;
+  const uint64_t w = q < 8 ? lo : hi;
+  return static_cast<int8_t>(static_cast<uint8_t>(w >> (8 * (q & 7))));
+}
+
+// An E8M0 scale byte halved, as mxfp4 applies it to its doubled levels: 2^(e - 128), from its
+// bits (e < 2: a subnormal). Exact, as ggml's ggml_e8m0_to_fp32_half.
+SPECD_BLOCK_FN float e8m0_half(unsigned e) {
+  return bits_to_f32(e < 2 ? 0x00200000u << e : (e - 1u) << 23);
+}
+
 // ---- per-block pieces shared by the element and the block decoders -----------------------
 
 // q4_K / q5_K: the 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes.
@@ -353,8 +376,18 @@ SPECD_BLOCK_FN unsigned q5_k_quant(const uint8_t* b, unsigned i) {
   return q4_k_quant(b + 48, i) | (((b[16 + (i & 31)] >> (i >> 5)) & 1u) << 4);
 }
 
-// The integer of element i of a 32-element block without a min, x = d * block32_int(b, i):
-// q4_0 q - 8, q5_0 q - 16, q8_0 the int8, iq4_nl the level.
+// The scale d of a 32-element block: the f16 at byte 0, or mxfp4's E8M0 byte halved.
+template <uint32_t T>
+SPECD_BLOCK_FN float block32_scale(const uint8_t* b) {
+  if constexpr (T == kMXFP4) {
+    return e8m0_half(b[0]);
+  } else {
+    return load_f16(b);
+  }
+}
+
+// The integer of element i of a 32-element block without a min, x = block32_scale(b) *
+// block32_int(b, i): q4_0 q - 8, q5_0 q - 16, q8_0 the int8, iq4_nl and mxfp4 the level.
 template <uint32_t T>
 SPECD_BLOCK_FN int block32_int(const uint8_t* b, unsigned i) {
   if constexpr (T == kQ4_0) {
@@ -363,6 +396,8 @@ SPECD_BLOCK_FN int block32_int(const uint8_t* b, unsigned i) {
     return static_cast<int>(nibble32(b + 6, i) | (((load_u32(b + 2) >> i) & 1u) << 4)) - 16;
   } else if constexpr (T == kQ8_0) {
     return static_cast<int8_t>(b[2 + i]);
+  } else if constexpr (T == kMXFP4) {
+    return mxfp4_level(nibble32(b + 1, i));
   } else {
     static_assert(T == kIQ4_NL, "block32_int: a 32-element type without a min");
     return iq4_level(nibble32(b + 2, i));
@@ -428,6 +463,8 @@ SPECD_BLOCK_FN float block_element(const uint8_t* b, unsigned i) {
     return dl * static_cast<float>(q6_k_quant(b, i));
   } else if constexpr (T == kIQ4_NL) {
     return load_f16(b) * static_cast<float>(iq4_level(nibble32(b + 2, i)));
+  } else if constexpr (T == kMXFP4) {
+    return e8m0_half(b[0]) * static_cast<float>(mxfp4_level(nibble32(b + 1, i)));
   } else {
     static_assert(T == kIQ4_XS, "block_element: type this header does not decode");
     const float dl = load_f16(b) * static_cast<float>(iq4_xs_scale(b, i >> 5));
@@ -447,16 +484,20 @@ SPECD_BLOCK_FN float element(const uint8_t* row, int64_t c) {
 // loops over contiguous bytes with fixed shifts (so compilers vectorize them): the bits are
 // equal (the conformance tests check both against llama.cpp's).
 
-// 32-element blocks: d at 0, then (q4_1, q5_1) m at 2, then (q5_*) the 32 fifth bits, then
-// 16 bytes of nibbles (element t low, t + 16 high).
+// 32-element blocks: d at 0 (mxfp4: its E8M0 byte), then (q4_1, q5_1) m at 2, then (q5_*) the
+// 32 fifth bits, then 16 bytes of nibbles (element t low, t + 16 high).
 template <uint32_t T>
 SPECD_BLOCK_FN void dequantize_block32(const uint8_t* SPECD_RESTRICT b, float* SPECD_RESTRICT out) {
-  const float d = load_f16(b);
+  const float d = block32_scale<T>(b);
   if constexpr (T == kQ8_0) {
     for (unsigned i = 0; i < 32; ++i)
       out[i] = d * static_cast<float>(static_cast<int8_t>(b[2 + i]));
   } else {
-    constexpr unsigned qs_at = T == kQ4_1 ? 4 : T == kQ5_0 ? 6 : T == kQ5_1 ? 8 : 2;
+    constexpr unsigned qs_at = T == kQ4_1    ? 4
+                               : T == kQ5_0  ? 6
+                               : T == kQ5_1  ? 8
+                               : T == kMXFP4 ? 1
+                                             : 2;
     constexpr bool has_min = T == kQ4_1 || T == kQ5_1;
     constexpr bool five = T == kQ5_0 || T == kQ5_1;
     const float m = has_min ? load_f16(b + 2) : 0.0f;
@@ -470,6 +511,8 @@ SPECD_BLOCK_FN void dequantize_block32(const uint8_t* SPECD_RESTRICT b, float* S
         float x;
         if constexpr (T == kIQ4_NL) {
           x = d * static_cast<float>(iq4_level(q));
+        } else if constexpr (T == kMXFP4) {
+          x = d * static_cast<float>(mxfp4_level(q));
         } else if constexpr (has_min) {
           x = d * static_cast<float>(q) + m;
         } else {
@@ -606,6 +649,8 @@ static inline bool visit_type(uint32_t type, F&& f) {
       return f(Tag<kIQ4_NL>{}), true;
     case kIQ4_XS:
       return f(Tag<kIQ4_XS>{}), true;
+    case kMXFP4:
+      return f(Tag<kMXFP4>{}), true;
     default:
       return false;
   }
