@@ -6,7 +6,11 @@
 #include <deque>
 
 #include "common/memory_release.hpp"
+#include "server/completion_stream.hpp"
 #include "server/http_server_impl.hpp"
+#include "server/llama_completion.hpp"
+#include "server/peer_socket.hpp"
+#include "server/request.hpp"
 
 namespace specd::server {
 namespace {
@@ -82,6 +86,7 @@ int64_t unix_now() {
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
+
 // Counts a request from its handler's start until its response is gone (for a stream, until
 // the listener drops the stream holding this).
 class InFlight {
@@ -94,6 +99,7 @@ class InFlight {
  private:
   std::atomic<int>& count_;
 };
+
 }  // namespace
 
 void HttpServer::Impl::complete(const HttpRequest& req, HttpResponse& res, bool chat, bool llama) {

@@ -1,5 +1,19 @@
 #include "server/http_server_impl.hpp"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <system_error>
+
+#include "common/error.hpp"
+#include "gguf/gguf_reader.hpp"
+#include "models/llama_model.hpp"
+#include "server/client_redaction.hpp"
+#include "server/server_checks.hpp"
+#include "server/token_routes.hpp"
+#include "tokenizer/unicode.hpp"
+
 namespace specd::server {
 
 HttpServer::Impl::Impl(const Config& c, const PluginRegistry& registry)

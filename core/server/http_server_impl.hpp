@@ -7,46 +7,22 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <deque>
-#include <filesystem>
-#include <fstream>
+#include <memory>
 #include <mutex>
 #include <optional>
-#include <sstream>
-#include <system_error>
-#include <thread>
-
-#include <strings.h>
-
-#include <cerrno>
-#include <cstdio>
+#include <string>
+#include <vector>
 
 #include "batching/scheduler.hpp"
 #include "batching/shared_engine.hpp"
-#include "common/error.hpp"
-#include "common/memory_release.hpp"
-#include "gguf/gguf_reader.hpp"
-#include "models/llama_model.hpp"
 #include "server/chat_template.hpp"
-#include "server/client_redaction.hpp"
-#include "server/completion_stream.hpp"
 #include "server/http_listener.hpp"
 #include "server/kv_events.hpp"
-#include "server/llama_completion.hpp"
 #include "server/metrics.hpp"
-#include "server/peer_socket.hpp"
 #include "server/prompt.hpp"
-#include "server/request.hpp"
 #include "server/responses.hpp"
-#include "server/server_checks.hpp"
-#include "server/token_routes.hpp"
-#include "server/tool_calls.hpp"
 #include "server/verify_endpoint.hpp"
-#include "tokenizer/unicode.hpp"
 
 namespace specd::server {
 
@@ -59,6 +35,7 @@ inline void send_error(HttpResponse& res, int status, const std::string& message
   res.status = status;
   res.set_content(error_json(message, error_type(status), param, code), "application/json");
 }
+
 // The metrics label of a path: the routes by name, anything else as "other" (so that
 // arbitrary paths cannot grow the label set).
 inline std::string endpoint_label(const std::string& path) {
@@ -75,8 +52,10 @@ inline bool same_secret(const std::string& a, const std::string& b) {
   for (size_t i = 0; i < a.size(); ++i) diff |= a[i] ^ b[i % (b.empty() ? 1 : b.size())];
   return diff == 0;
 }
+
 // Where the server is in its life: the model loads while the port is open already.
 enum class LoadState { loading, ready, failed, abandoned };
+
 struct HttpServer::Impl {
   Config config;
   std::string model_id;

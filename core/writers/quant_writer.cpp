@@ -117,6 +117,7 @@ void quantize_mxfp4(const float* x, uint8_t* b) {
   float amax = 0;
   for (int t = 0; t < 32; ++t) amax = std::max(amax, std::fabs(x[t]));
   const float exponent = amax > 0 ? std::floor(std::log2(amax)) - 2 + 127 : 0;
+  // Clamped: ggml converts out-of-range exponents (amax below 2^-125) without a defined result.
   b[0] = static_cast<uint8_t>(std::clamp(exponent, 0.0f, 255.0f));
   const float d = ggml::e8m0_half(b[0]);
   std::memset(b + 1, 0, 16);

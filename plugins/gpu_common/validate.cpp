@@ -17,9 +17,12 @@ Mat check_view(const specd_view* v, const char* op, const char* arg,
   sdk::check_view_extent(v, op, arg, dtypes, [](const specd_buffer* b) { return b->size; });
   const std::string where = std::string(arg) + ": ";
   // Kernels load f32/i32 as 4-byte words and f16/bf16 values and block scales as 2-byte
-  // words (every block size is even); device
-  // memory faults on misaligned loads, so refuse them here (buffers are 256-byte aligned).
-  const uint64_t align = (v->dtype == SPECD_DTYPE_F32 || v->dtype == SPECD_DTYPE_I32) ? 4 : 2;
+  // words (the block sizes with such scales are even); mxfp4's 17-byte blocks are read a byte
+  // at a time. Device memory faults on misaligned loads, so refuse them here (buffers are
+  // 256-byte aligned).
+  const uint64_t align = v->dtype == SPECD_DTYPE_F32 || v->dtype == SPECD_DTYPE_I32 ? 4
+                         : v->dtype == SPECD_DTYPE_MXFP4                            ? 1
+                                                                                    : 2;
   if ((v->offset | static_cast<uint64_t>(v->row_stride)) % align != 0)
     fail(op, where + sdk::dtype_name(v->dtype) + " views must be " + std::to_string(align) +
                  "-byte aligned");

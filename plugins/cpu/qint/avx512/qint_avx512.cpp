@@ -102,9 +102,9 @@ float scale_32(const uint8_t* b) {
   }
 }
 
-// [d of block a x 8, d of block b x 8] (b absent: 0), exactly; T's scale_32, or (mins) the
-// f16 at a and b.
-template <uint32_t T = ggml::kQ8_0>
+// [scale_32<T> at a x 8, at b x 8] (b absent: 0), exactly: two blocks' d, or (q4_1, q5_1,
+// whose m is an f16 as their d) their m.
+template <uint32_t T>
 __m512 scales2(const uint8_t* a, const uint8_t* b, bool two) {
   const float fa = scale_32<T>(a);
   const float fb = two ? scale_32<T>(b) : 0.0f;
@@ -188,8 +188,8 @@ void prep_32_min(const uint8_t* row, int64_t nblocks, MinPrep* P) {
     const __m256i lo = block32_quants_min<T>(b0);
     const __m256i hi = two ? block32_quants_min<T>(b0 + bytes) : _mm256_setzero_si256();
     P[t].w = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-    P[t].dw = scales2(b0, b0 + bytes, two);
-    P[t].mw = scales2(b0 + 2, b0 + bytes + 2, two);
+    P[t].dw = scales2<T>(b0, b0 + bytes, two);
+    P[t].mw = scales2<T>(b0 + 2, b0 + bytes + 2, two);
   }
 }
 
