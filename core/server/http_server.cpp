@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include <strings.h>
+
 #include "common/error.hpp"
 #include "gguf/gguf_reader.hpp"
 #include "models/llama_model.hpp"
@@ -15,6 +17,38 @@
 #include "tokenizer/unicode.hpp"
 
 namespace specd::server {
+namespace {
+
+// The metrics label of a path: the routes by name, anything else as "other" (so that
+// arbitrary paths cannot grow the label set).
+std::string endpoint_label(const std::string& path) {
+  for (const char* route : {"/health", "/livez", "/readyz", "/metrics", "/kv_events/blocks",
+                            "/v1/models", "/v1/completions", "/v1/chat/completions", "/v1/verify",
+                            "/tokenize", "/detokenize", "/completion", "/completions"})
+    if (path == route) return path;
+  if (path.rfind("/v1/models/", 0) == 0) return "/v1/models";
+  return "other";
+}
+
+bool same_secret(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= a[i] ^ b[i % (b.empty() ? 1 : b.size())];
+  return diff == 0;
+}
+
+}  // namespace
+
+bool HttpServer::Impl::authorized(const HttpRequest& req) const {
+  const std::string& key = config.server.api_key;
+  if (key.empty()) return true;
+  // "Bearer" is an auth scheme, and schemes are case-insensitive (RFC 9110 section 11.1).
+  std::string given = req.header("Authorization");
+  if (given.size() > 7 && given[6] == ' ') {
+    const std::string scheme = given.substr(0, 6);
+    if (strcasecmp(scheme.c_str(), "bearer") == 0) given.replace(0, 6, "Bearer");
+  }
+  return same_secret(given, "Bearer " + key);
+}
 
 HttpServer::Impl::Impl(const Config& c, const PluginRegistry& registry)
     : config(c), engines(config, registry), scheduler(engines, config.server.queue_limit) {

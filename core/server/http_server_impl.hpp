@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -34,23 +35,6 @@ inline void send_error(HttpResponse& res, int status, const std::string& message
                        const std::string& param = "", const std::string& code = "") {
   res.status = status;
   res.set_content(error_json(message, error_type(status), param, code), "application/json");
-}
-
-// The metrics label of a path: the routes by name, anything else as "other" (so that
-// arbitrary paths cannot grow the label set).
-inline std::string endpoint_label(const std::string& path) {
-  for (const char* route : {"/health", "/livez", "/readyz", "/metrics", "/kv_events/blocks",
-                            "/v1/models", "/v1/completions", "/v1/chat/completions", "/v1/verify",
-                            "/tokenize", "/detokenize", "/completion", "/completions"})
-    if (path == route) return path;
-  if (path.rfind("/v1/models/", 0) == 0) return "/v1/models";
-  return "other";
-}
-
-inline bool same_secret(const std::string& a, const std::string& b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) diff |= a[i] ^ b[i % (b.empty() ? 1 : b.size())];
-  return diff == 0;
 }
 
 // Where the server is in its life: the model loads while the port is open already.
@@ -128,17 +112,8 @@ struct HttpServer::Impl {
 
   void resolve_chat_template();
 
-  bool authorized(const HttpRequest& req) const {
-    const std::string& key = config.server.api_key;
-    if (key.empty()) return true;
-    // "Bearer" is an auth scheme, and schemes are case-insensitive (RFC 9110 section 11.1).
-    std::string given = req.header("Authorization");
-    if (given.size() > 7 && given[6] == ' ') {
-      const std::string scheme = given.substr(0, 6);
-      if (strcasecmp(scheme.c_str(), "bearer") == 0) given.replace(0, 6, "Bearer");
-    }
-    return same_secret(given, "Bearer " + key);
-  }
+  // Whether the request carries the configured API key (or none is configured).
+  bool authorized(const HttpRequest& req) const;
 
   void track(const std::shared_ptr<Job>& job) {
     std::lock_guard<std::mutex> lock(live_mutex);

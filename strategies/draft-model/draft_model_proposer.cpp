@@ -276,8 +276,7 @@ class DraftModelProposer {
         !item.filter->apply(item.filter->context, item.out.tokens, i, logits.data(), n))
       return false;
     drafted = specd::strategies::draft_chain_token(item, i, logits.data(), n, vocab_, greedy_,
-                                                   transform_, *host_,
-                                                   [this](specd_status* status) { check(status); });
+                                                   transform_, *host_);
     return true;
   }
 

@@ -105,9 +105,9 @@ class MtpProposer : public specd::strategies::FeatureHeadSequences<MtpProposer> 
   // ids beyond the target's vocabulary impossible): a draw, or the argmax as a point mass.
   specd_token draw(specd::sdk::ProposeItem<Sequence>& item, uint32_t i,
                    const std::vector<float>& logits) {
-    return specd::strategies::draft_chain_token(
-        item, i, logits.data(), std::min(head_.vocab(), vocab_), vocab_, greedy_, transform_,
-        *host_, [this](specd_status* status) { check(status); });
+    return specd::strategies::draft_chain_token(item, i, logits.data(),
+                                                std::min(head_.vocab(), vocab_), vocab_, greedy_,
+                                                transform_, *host_);
   }
 
   const specd_host* host_;

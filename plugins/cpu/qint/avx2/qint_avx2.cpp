@@ -11,6 +11,7 @@
 #include "qint/qint_lowbit.hpp"
 #include "qint/qint_prefetch.hpp"
 #include "qint/qint_reduce.hpp"
+#include "qint/qint_scale.hpp"
 #include "qint/qint_tiles.hpp"
 #include "specd/cpp/ggml_blocks.hpp"
 
@@ -339,16 +340,6 @@ __m256i block32_ints(const uint8_t* b) {
       const __m128i l = _mm_load_si128(reinterpret_cast<const __m128i*>(levels));
       return _mm256_shuffle_epi8(_mm256_set_m128i(l, l), nib);
     }
-  }
-}
-
-// A block's scale d (ggml::block32_scale): its f16 by F16C, or mxfp4's E8M0 byte.
-template <uint32_t T>
-float scale_32(const uint8_t* b) {
-  if constexpr (T == ggml::kMXFP4) {
-    return ggml::e8m0_half(b[0]);
-  } else {
-    return f16(b);
   }
 }
 
