@@ -19,7 +19,7 @@
 #include "engine_config.hpp"
 #include "plugin/registry.hpp"
 #include "random_llama.hpp"
-#include "test_paths.hpp"
+#include "shipped_models.hpp"
 #include "test_skip.hpp"
 
 using namespace specd;
@@ -38,9 +38,8 @@ std::vector<std::string> drafting_with(const std::string& draft, const std::stri
   return extra;
 }
 
-const std::string kShippedModels = std::string(SPECD_SOURCE_DIR) + "/models";
-const std::string kShippedTarget = kShippedModels + "/target.gguf";
-const std::string kShippedDraft = kShippedModels + "/draft.gguf";
+const std::string kShippedTarget = test::kShippedModels + "/target.gguf";
+const std::string kShippedDraft = test::kShippedModels + "/draft.gguf";
 
 bool shipped_models_present() {
   return std::filesystem::exists(kShippedTarget) && std::filesystem::exists(kShippedDraft);

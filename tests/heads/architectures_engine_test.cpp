@@ -78,12 +78,9 @@ std::vector<std::vector<std::string>> every_strategy(const std::string& draft,
       {"proposer.kind=draft-model", dm, "proposer.k=4", "proposer.mode=sample"},
       {"proposer.kind=draft-model", dm, "proposer.k=3", "proposer.mode=greedy"},
   };
-  for (const std::vector<std::string>& run : test::head_runs(heads)) runs.push_back(run);
+  const std::vector<std::vector<std::string>> head_runs = test::head_runs(heads);
+  runs.insert(runs.end(), head_runs.begin(), head_runs.end());
   return runs;
-}
-
-void write_heads(const std::string& dir, const std::string& target) {
-  test::write_random_heads(dir, target, 5);
 }
 
 }  // namespace
@@ -93,7 +90,7 @@ TEST_CASE("a qwen2 target with a qwen2 draft: every strategy equals plain greedy
   PluginRegistry registry{{}};
   const std::string target = write_model(dir, "qwen2", 41, false);
   const std::string draft = write_model(dir, "qwen2", 42, true);
-  write_heads(dir, target);
+  test::write_random_heads(dir, target, 5);
   check_runs(target, every_strategy(draft, dir), registry);
 }
 
@@ -109,7 +106,7 @@ TEST_CASE("qwen3, phi3 and llama-with-rope_freqs targets, drafts of other archit
     const std::string dir = test::temp_dir("arch-" + p.target_arch);
     const std::string target = write_model(dir, p.target_arch, 43, false, p.target_freqs);
     const std::string draft = write_model(dir, p.draft_arch, 44, true);
-    write_heads(dir, target);
+    test::write_random_heads(dir, target, 5);
     const auto all = every_strategy(draft, dir);
     // The draft model (both modes), one tree head (EAGLE's small tree) and one chain head
     // (MTP, sampled).

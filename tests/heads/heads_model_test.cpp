@@ -163,12 +163,8 @@ TEST_CASE("head logits match the PyTorch reference (train/reference_forward.py)"
     return;
   }
   Files f;
-  test::RandomHeadSpec spec;
-  spec.seed = 3;
   const std::vector<int32_t> tokens = {0, 40, 77, 12, 200, 150, 33, 91};
-  test::write_random_medusa(f.dir + "/medusa.gguf", f.target, spec);
-  test::write_random_eagle(f.dir + "/eagle.gguf", f.target, spec);
-  test::write_random_mtp(f.dir + "/mtp.gguf", f.target, spec);
+  test::write_random_heads(f.dir, f.target, 3);
   for (std::string name : {"medusa", "eagle", "mtp"}) {
     CAPTURE(name);
     compare_with_reference(f.dir + "/" + name + ".gguf", f.target, tokens);

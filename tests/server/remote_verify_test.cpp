@@ -9,9 +9,7 @@
 #include <doctest/doctest.h>
 #include <httplib.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>

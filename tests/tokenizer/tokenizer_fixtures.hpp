@@ -2,7 +2,6 @@
 // SentencePiece-style one, written to scratch files and loaded like real models.
 #pragma once
 
-#include <filesystem>
 #include <functional>
 #include <random>
 #include <string>
