@@ -111,6 +111,7 @@ ARCHITECTURES = {
     "qwen2": dict(rope_neox=True, qkv_bias=True),
     "qwen3": dict(rope_neox=True, qk_norm=True),
     "phi3": dict(rope_neox=True),  # fused attn_qkv and gate+up ffn_up tensors
+    "qwen3moe": dict(rope_neox=True, qk_norm=True),  # ffn_gate_inp and *_exps experts
 }
 
 
@@ -122,8 +123,7 @@ def _load_arch_block(block: Block, r: GGUFReader, prefix, c: LlamaConfig):
 
     sd = {"attn_norm.weight": _t(r, f"{prefix}.attn_norm.weight"),
           "attn.wo.weight": _t(r, f"{prefix}.attn_output.weight"),
-          "ffn_norm.weight": _t(r, f"{prefix}.ffn_norm.weight"),
-          "ffn.w_down.weight": _t(r, f"{prefix}.ffn_down.weight")}
+          "ffn_norm.weight": _t(r, f"{prefix}.ffn_norm.weight")}
     q, kv = c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim
     if has("attn_qkv.weight"):
         w = _t(r, f"{prefix}.attn_qkv.weight")
@@ -138,6 +138,13 @@ def _load_arch_block(block: Block, r: GGUFReader, prefix, c: LlamaConfig):
     if c.qk_norm:
         sd["attn.q_norm.weight"] = _t(r, f"{prefix}.attn_q_norm.weight")
         sd["attn.k_norm.weight"] = _t(r, f"{prefix}.attn_k_norm.weight")
+    if c.n_experts:
+        sd["ffn.router.weight"] = _t(r, f"{prefix}.ffn_gate_inp.weight")
+        for n in ("gate", "up", "down"):
+            sd[f"ffn.{n}"] = _t(r, f"{prefix}.ffn_{n}_exps.weight")
+        block.load_state_dict(sd)
+        return
+    sd["ffn.w_down.weight"] = _t(r, f"{prefix}.ffn_down.weight")
     up = _t(r, f"{prefix}.ffn_up.weight")
     if has("ffn_gate.weight"):
         sd["ffn.w_gate.weight"], sd["ffn.w_up.weight"] = _t(r, f"{prefix}.ffn_gate.weight"), up
@@ -163,6 +170,10 @@ def load_llama(path):
     if arch == "llama" and "blk.0.attn_q.bias" in r.tensors:
         c.qkv_bias = True
     c.key_length = int(r.meta.get(f"{arch}.attention.key_length", 0))
+    if any(n.endswith(".ffn_gate_inp.weight") for n in r.tensors):
+        c.n_experts = int(r.meta[f"{arch}.expert_count"])
+        c.n_experts_used = int(r.meta[f"{arch}.expert_used_count"])
+        c.expert_ffn_dim = int(r.meta[f"{arch}.expert_feed_forward_length"])
     scaling = r.meta.get(f"{arch}.rope.scaling.type", "linear")
     factor = float(r.meta.get(f"{arch}.rope.scaling.factor",
                               r.meta.get(f"{arch}.rope.scale_linear", 0.0)))

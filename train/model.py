@@ -34,6 +34,10 @@ class LlamaConfig:
     qkv_bias: bool = False        # biases on the q, k, v projections (qwen2)
     qk_norm: bool = False         # RMSNorm over each head of q and k before RoPE (qwen3)
     rope_freq_scale: float = 1.0  # linear rope scaling: every angle times this
+    # A mixture of experts (qwen3moe) in place of the FFN: experts, experts per token, their size.
+    n_experts: int = 0
+    n_experts_used: int = 0
+    expert_ffn_dim: int = 0
 
     @property
     def head_dim(self):
@@ -127,13 +131,40 @@ class FeedForward(nn.Module):
         return self.w_down(F.silu(self.w_gate(x)) * self.w_up(x))
 
 
+class MoeFeedForward(nn.Module):
+    """qwen3moe's FFN: softmax over the router's logits, the n_experts_used most probable
+    experts (SwiGLU FFNs of expert_ffn_dim) weighted by their probabilities divided by their sum."""
+
+    def __init__(self, c: LlamaConfig):
+        super().__init__()
+        E, f = c.n_experts, c.expert_ffn_dim
+        self.k = c.n_experts_used
+        self.router = nn.Linear(c.dim, E, bias=False)
+        self.gate = nn.Parameter(torch.zeros(E, f, c.dim))
+        self.up = nn.Parameter(torch.zeros(E, f, c.dim))
+        self.down = nn.Parameter(torch.zeros(E, c.dim, f))
+
+    def forward(self, x):
+        probs = torch.softmax(self.router(x), dim=-1)
+        weights, chosen = torch.topk(probs, self.k, dim=-1)
+        weights = weights / weights.sum(dim=-1, keepdim=True)
+        out = torch.zeros_like(x)
+        for slot in range(self.k):
+            e = chosen[..., slot]
+            g = torch.einsum("...d,...fd->...f", x, self.gate[e])
+            u = torch.einsum("...d,...fd->...f", x, self.up[e])
+            y = torch.einsum("...f,...df->...d", F.silu(g) * u, self.down[e])
+            out = out + weights[..., slot:slot + 1] * y
+        return out
+
+
 class Block(nn.Module):
     def __init__(self, c: LlamaConfig):
         super().__init__()
         self.attn_norm = RMSNorm(c.dim, c.norm_eps)
         self.attn = Attention(c)
         self.ffn_norm = RMSNorm(c.dim, c.norm_eps)
-        self.ffn = FeedForward(c)
+        self.ffn = MoeFeedForward(c) if c.n_experts else FeedForward(c)
 
     def forward(self, x, cos, sin, mask):
         x = x + self.attn(self.attn_norm(x), cos, sin, mask)

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "gguf/gguf_reader.hpp"
+#include "models/moe_ffn.hpp"
 
 namespace specd {
 
@@ -36,6 +37,11 @@ struct Architecture {
   // is multiplied by sigmoid(gate)); the others are gated DeltaNet layers (ssm_* tensors,
   // recurrent state: recurrent_pool.hpp). The FFN norm is named post_attention_norm.
   bool hybrid = false;
+  // A mixture of experts (moe_ffn.hpp): every layer's FFN is blk.N.ffn_gate_inp.weight [d, E]
+  // and ffn_{gate,up,down}_exps.weight [d, F_e, E] / [F_e, d, E], routed this way;
+  // <name>.expert_count, expert_used_count and expert_feed_forward_length give E, the experts
+  // per token and F_e. kNone: a dense FFN (a file with expert_count is refused).
+  ExpertRouting experts = ExpertRouting::kNone;
 };
 
 // The architecture named `name`, or nullptr.

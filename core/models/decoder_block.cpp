@@ -103,6 +103,14 @@ BlockWeights load_block(WeightLoader& loader, const std::string& p, const BlockS
   w.wo = loader.matrix(p + "attn_output.weight", qd, d);  // [d, H*hd]
   w.ffn_norm = loader.vector(p + (arch.hybrid ? "post_attention_norm.weight" : "ffn_norm.weight"),
                              d);  // [1, d]
+  if (s.moe.active()) {
+    const int64_t E = s.moe.n_expert, Fe = s.moe.n_ff;
+    w.experts.router = loader.matrix(p + "ffn_gate_inp.weight", d, E);      // [E, d]
+    w.experts.gate = loader.experts(p + "ffn_gate_exps.weight", d, Fe, E);  // [E Fe, d]
+    w.experts.up = loader.experts(p + "ffn_up_exps.weight", d, Fe, E);      // [E Fe, d]
+    w.experts.down = loader.experts(p + "ffn_down_exps.weight", Fe, d, E);  // [E d, Fe]
+    return w;
+  }
   if (arch.fused_gate_up) {
     const View gate_up = loader.matrix(p + "ffn_up.weight", d, 2 * F);  // [2F, d]: gate, up
     w.w_gate = gate_up.slice_rows(0, F);
@@ -161,6 +169,7 @@ void BlockScratch::ensure(Device& device, const BlockShape& shape, int64_t m) {
   k = device.alloc(m * kvd * 4);
   v = device.alloc(m * kvd * 4);
   if (shape.gated_attention) qg = device.alloc(m * 2 * qd * 4);
+  if (shape.moe.active()) moe.ensure(device, shape.moe, d, m);
   if (shape.dn_value_heads > 0) {
     qkv = device.alloc(m * shape.dn_channels() * 4);
     z = device.alloc(m * shape.dn_value_dim() * 4);
@@ -216,7 +225,7 @@ void DecoderBlock::run(const View& x, const PagedBatch& b, const View& k_pool, c
           heads);
     }
     finish(x.slice_rows(r, p), a, w_.wo, h_all.slice_rows(r, p), g_all.slice_rows(r, p),
-           u_all.slice_rows(r, p));
+           u_all.slice_rows(r, p), scratch.moe);
   }
 }
 
@@ -289,7 +298,7 @@ void DecoderBlock::run_delta(const View& x, const PagedBatch& b, const DeltaStat
     dev.rms_norm(heads, n.norm, s.rms_eps, heads);
     dev.swiglu(z_all.slice_rows(r, p), o, o);
     finish(x.slice_rows(r, p), o, n.out, h_all.slice_rows(r, p), g_all.slice_rows(r, p),
-           u_all.slice_rows(r, p));
+           u_all.slice_rows(r, p), scratch.moe);
   }
 }
 
@@ -353,12 +362,16 @@ void DecoderBlock::project(const View& x, const View* in, const View& positions,
 }
 
 void DecoderBlock::finish(const View& x, const View& mixed, const View& w_out, const View& h,
-                          const View& gate, const View& up) const {
+                          const View& gate, const View& up, MoeScratch& moe) const {
   const BlockShape& s = shape_;
   Device& dev = *device_;
   dev.matmul(mixed, w_out, h);
   dev.add(x, h, x);
   dev.rms_norm(x, w_.ffn_norm, s.rms_eps, h);
+  if (s.moe.active()) {
+    dev.add(x, moe_ffn(dev, s.moe, w_.experts, h, moe), x);
+    return;
+  }
   dev.matmul(h, w_.w_gate, gate);
   dev.matmul(h, w_.w_up, up);
   dev.swiglu(gate, up, gate);

@@ -14,6 +14,7 @@
 
 #include "backend/backend.hpp"
 #include "models/architecture.hpp"
+#include "models/moe_ffn.hpp"
 #include "models/paged_batch.hpp"
 #include "models/weight_loader.hpp"
 
@@ -37,6 +38,7 @@ struct BlockShape {
   // A hybrid model's gated DeltaNet layers (0 when it has none): key heads, value heads, their
   // size and the convolution's taps (backend.h, specd_delta_net_params).
   int32_t dn_key_heads = 0, dn_value_heads = 0, dn_head_dim = 0, dn_conv = 0;
+  MoeShape moe = {};  // a mixture-of-experts FFN in place of the dense one, when active
   int64_t dn_channels() const {
     return (2 * static_cast<int64_t>(dn_key_heads) + dn_value_heads) * dn_head_dim;
   }
@@ -62,6 +64,7 @@ struct DeltaNetWeights {
 struct BlockWeights {
   View attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
   DeltaNetWeights dn;  // a hybrid model's recurrent layer: its mixer (else empty)
+  MoeWeights experts;  // a mixture-of-experts FFN (then w_gate, w_up, w_down are empty)
   bool recurrent() const { return !dn.qkv.empty(); }
   // Optional steps: an empty view (View::empty) skips the step.
   View bq, bk, bv;      // biases [1, H*hd], [1, Hkv*hd], [1, Hkv*hd]
@@ -73,7 +76,8 @@ struct BlockWeights {
 
 // Loads `prefix`attn_norm.weight ... `prefix`ffn_down.weight with the shapes of `shape` and
 // the optional tensors `arch` has (biases, q/k norms; fused qkv and gate/up tensors as row
-// views). rope_factors is the caller's to set (it is not a per-block tensor).
+// views; with shape.moe active, the router and experts in place of the dense FFN).
+// rope_factors is the caller's to set (it is not a per-block tensor).
 BlockWeights load_block(WeightLoader& loader, const std::string& prefix, const BlockShape& shape,
                         const Architecture& arch);
 // A hybrid model's recurrent layer: `prefix`attn_norm.weight, the DeltaNet mixer's tensors and
@@ -84,13 +88,14 @@ BlockWeights load_delta_block(WeightLoader& loader, const std::string& prefix,
 // The activations of one block's pass, reused by every block of a model (one pass runs at
 // a time): h [m, d], q and attn [m, H*hd], gate and up [m, F], k and v [m, Hkv*hd]; with gated
 // attention qg [m, 2 H*hd]; with DeltaNet layers qkv [m, C], z and o [m, H_v S], alpha and
-// beta [m, H_v].
+// beta [m, H_v]; with experts, the MoE FFN's (moe_ffn.hpp).
 class BlockScratch {
  public:
   // Grows the buffers to hold m rows of `shape` on `device` (never shrinks).
   void ensure(Device& device, const BlockShape& shape, int64_t m);
   int64_t rows() const { return rows_; }
   Buffer h, q, attn, gate, up, k, v, qg, qkv, z, o, alpha, beta;
+  MoeScratch moe;
 
  private:
   int64_t rows_ = 0;
@@ -143,9 +148,10 @@ class DecoderBlock {
   void project(const View& x, const View* in, const View& positions, const View& h, const View& q,
                const View& k, const View& v, const View& qg) const;
   // The ops after the mixer on m rows: output projection of `mixed` by `w_out` and residual,
-  // FFN norm, SwiGLU FFN and residual, x updated in place; h, gate, up are scratch.
+  // FFN norm, SwiGLU FFN (or the experts') and residual, x updated in place; h, gate, up and
+  // moe are scratch.
   void finish(const View& x, const View& mixed, const View& w_out, const View& h, const View& gate,
-              const View& up) const;
+              const View& up, MoeScratch& moe) const;
 
   Device* device_;
   BlockShape shape_;

@@ -153,6 +153,36 @@ void LlamaModel::read_hyperparameters() {
   in.rope_mode = arch_->rope_mode;
   in.rope_freq_scale = rope_freq_scale(f, a);
   if (arch_->hybrid) read_hybrid_hyperparameters();
+  read_expert_hyperparameters();
+}
+
+void LlamaModel::read_expert_hyperparameters() {
+  ModelInfo& in = info_;
+  const GgufFile& f = file_;
+  const std::string a = std::string(arch_->name) + ".";
+  const std::string& path = f.path();
+  const auto count = f.get_u32_opt(a + "expert_count");
+  if (arch_->experts == ExpertRouting::kNone) {
+    if (count && *count > 0)
+      throw UsageError(path + ": " + a + "expert_count is " + std::to_string(*count) +
+                       ": mixture-of-experts '" + in.architecture +
+                       "' files are not supported (mixtures of experts: qwen3moe)");
+    return;
+  }
+  // A cap far above any released model's (Qwen3-MoE 128, DeepSeek 256) that keeps a
+  // hostile count from sizing the routing buffers.
+  constexpr int32_t kMaxExperts = 4096;
+  in.n_expert = positive_int_key(f, a + "expert_count");
+  in.n_expert_used = positive_int_key(f, a + "expert_used_count");
+  if (in.n_expert > kMaxExperts)
+    throw Error(path + ": " + a + "expert_count " + std::to_string(in.n_expert) + " is above " +
+                std::to_string(kMaxExperts));
+  if (in.n_expert_used > in.n_expert)
+    throw Error(path + ": " + a + "expert_used_count " + std::to_string(in.n_expert_used) +
+                " is more than " + a + "expert_count " + std::to_string(in.n_expert));
+  // llama.cpp's default when the key is absent.
+  in.n_ff_exp = positive_int_key_or(f, a + "expert_feed_forward_length",
+                                    std::max(1, in.n_ff / in.n_expert_used));
 }
 
 void LlamaModel::load_weights() {
@@ -180,6 +210,7 @@ void LlamaModel::load_weights() {
     shape.dn_head_dim = in.ssm_head_dim;
     shape.dn_conv = in.ssm_conv;
   }
+  if (in.n_expert > 0) shape.moe = {in.n_expert, in.n_expert_used, in.n_ff_exp, arch_->experts};
   WeightLoader load(file_, *device_, buffers_);
   tok_embd_ = load.matrix("token_embd.weight", d, V);  // [V, d]
   View rope_factors;

@@ -130,6 +130,10 @@ class LlamaModel {
   // A hybrid model's recent replay: the median seconds of the last few commits that ran rows
   // again (0 before any); what a rejected draft costs beyond its pass.
   double replay_seconds() const;
+  // A mixture of experts: the experts its passes have run so far, summed over layers and
+  // pieces (a pass reads those experts' matrices: what verifying more rows costs it); 0 for a
+  // dense model.
+  int64_t experts_run() const { return s_.block.moe.experts_run; }
 
   // Keeps the first n_committed committed rows (n_committed <= cache.size()); drops pending.
   void truncate(KvCache& cache, int32_t n_committed);
@@ -145,6 +149,8 @@ class LlamaModel {
 
   LlamaModel(GgufFile file, Device& device);
   void read_hyperparameters();
+  // A mixture of experts' counts and sizes; refuses expert counts where the architecture has none.
+  void read_expert_hyperparameters();
   void read_hybrid_hyperparameters();
   void load_weights();
   void ensure_scratch(int32_t m, int32_t logit_rows, size_t n_ints);

@@ -35,6 +35,10 @@ struct ModelInfo {
   int32_t ssm_conv = 0, ssm_key_heads = 0, ssm_value_heads = 0, ssm_head_dim = 0;
   int32_t n_nextn = 0;
   bool hybrid() const { return !recurrent.empty(); }
+  // A mixture of experts: experts per layer (<arch>.expert_count; 0 for a dense model), those
+  // each token goes through (expert_used_count) and an expert's hidden size
+  // (expert_feed_forward_length).
+  int32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
 };
 
 }  // namespace specd

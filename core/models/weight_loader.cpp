@@ -15,14 +15,16 @@ std::string shape_str(const std::vector<int64_t>& ne) {
 }
 
 constexpr const char* kSupportedTypes =
-    "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, mxfp4";
+    "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, "
+    "mxfp4";
 
 }  // namespace
 
 const GgufTensor& WeightLoader::require(const std::string& name, std::vector<int64_t> ne) {
   const GgufTensor& t = file_.require_tensor(name);
   std::vector<int64_t> got(t.ne.begin(), t.ne.begin() + t.n_dims);
-  while (got.size() > ne.size() && got.back() == 1) got.pop_back();
+  while (got.size() > 1 && got.back() == 1) got.pop_back();  // trailing 1s are not dimensions
+  while (ne.size() > 1 && ne.back() == 1) ne.pop_back();
   if (got != ne)
     throw Error(file_.path() + ": tensor '" + name + "' has shape " + shape_str(got) +
                 ", expected " + shape_str(ne) + " (ne, fastest first)");
@@ -32,7 +34,16 @@ const GgufTensor& WeightLoader::require(const std::string& name, std::vector<int
 }
 
 View WeightLoader::matrix(const std::string& name, int64_t cols, int64_t rows) {
-  const GgufTensor& t = require(name, {cols, rows});
+  return rows_of(name, {cols, rows}, cols, rows);
+}
+
+View WeightLoader::experts(const std::string& name, int64_t cols, int64_t rows, int64_t n) {
+  return rows_of(name, {cols, rows, n}, cols, rows * n);
+}
+
+View WeightLoader::rows_of(const std::string& name, std::vector<int64_t> ne, int64_t cols,
+                           int64_t rows) {
+  const GgufTensor& t = require(name, std::move(ne));
   if (!ggml_decodable(t.type))
     throw Error(file_.path() + ": tensor '" + name + "' has type " + ggml_type_name(t.type) +
                 "; supported: " + kSupportedTypes);

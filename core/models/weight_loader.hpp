@@ -25,6 +25,9 @@ class WeightLoader {
   // A matrix of ne = [cols, rows] (fastest first): a [rows, cols] view. Throws specd::Error
   // naming the file and tensor on a missing tensor, wrong shape or unsupported type.
   View matrix(const std::string& name, int64_t cols, int64_t rows);
+  // A mixture-of-experts tensor of ne = [cols, rows, n] (n matrices of [rows, cols], llama.cpp's
+  // *_exps): one [n rows, cols] view, matrix i its rows [i rows, (i + 1) rows).
+  View experts(const std::string& name, int64_t cols, int64_t rows, int64_t n);
   // A vector of n elements: an f32 [1, n] view; `values` (optional) receives them in f32.
   View vector(const std::string& name, int64_t n, std::vector<float>* values = nullptr);
   // A small matrix (a convolution kernel) of ne = [cols, rows] stored f32, f16 or bf16: an f32
@@ -47,6 +50,8 @@ class WeightLoader {
 
  private:
   const GgufTensor& require(const std::string& name, std::vector<int64_t> ne);
+  // A quantizable matrix of `rows` rows of `cols` values whose ne is `ne`.
+  View rows_of(const std::string& name, std::vector<int64_t> ne, int64_t cols, int64_t rows);
   // The tensor's n values as f32 on the device, [rows, n / rows]; `what` names the kind of
   // tensor in the message for another type.
   View to_f32(const GgufTensor& t, int64_t rows, int64_t n, const char* what,

@@ -108,6 +108,14 @@ std::vector<LlamaTensor> llama_tensors(const LlamaLayout& l) {
     }
     t.push_back({p + "attn_output.weight", {q, d}, R::kMatrix});
     t.push_back({p + "ffn_norm.weight", {d}, R::kNorm});
+    if (arch.experts != ExpertRouting::kNone) {
+      const int64_t E = l.n_expert, fe = l.n_ff_exp;
+      t.push_back({p + "ffn_gate_inp.weight", {d, E}, R::kRouter});
+      t.push_back({p + "ffn_gate_exps.weight", {d, fe, E}, R::kMatrix});
+      t.push_back({p + "ffn_up_exps.weight", {d, fe, E}, R::kMatrix});
+      t.push_back({p + "ffn_down_exps.weight", {fe, d, E}, R::kMatrix});
+      continue;
+    }
     if (arch.fused_gate_up) {
       t.push_back({p + "ffn_up.weight", {d, 2 * f}, R::kMatrix});
     } else {
@@ -147,6 +155,11 @@ void set_llama_metadata(GgufWriter& w, const LlamaLayout& l) {
   }
   w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
   w.set_u32(a + "vocab_size", l.vocab);
+  if (arch && arch->experts != ExpertRouting::kNone) {
+    w.set_u32(a + "expert_count", l.n_expert);
+    w.set_u32(a + "expert_used_count", l.n_expert_used);
+    w.set_u32(a + "expert_feed_forward_length", l.n_ff_exp);
+  }
   if (!hybrid) return;
   // Interleaved MRoPE sections as Qwen3.5 writes them, scaled to rope_dim / 2 pairs.
   const uint32_t pairs = rope_dim / 2, t = (pairs * 11 + 31) / 32, h = (pairs * 11 + 31) / 32;

@@ -36,11 +36,14 @@ struct LlamaLayout {
   uint32_t rope_dim = 0;
   uint32_t n_nextn = 0;
   bool mtp_output = false;  // the MTP layers have their own LM head (nextn.shared_head_head)
+  // Mixtures of experts (qwen3moe): experts per layer, experts per token, an expert's size.
+  uint32_t n_expert = 8, n_expert_used = 2, n_ff_exp = 32;
 };
 
 // kBias: q/k/v biases; kRopeFactors: rope_freqs.weight (values must be > 0). Hybrid layers:
 // kConv, the causal convolution's taps [C, K] (stored f32); kDecayBias, ssm_dt.bias; kDecay,
-// ssm_a (values must be < 0); kMtpProjection, an MTP layer's eh_proj.
+// ssm_a (values must be < 0); kMtpProjection, an MTP layer's eh_proj. Mixtures of experts:
+// kRouter, ffn_gate_inp (stored f32, as llama-quantize leaves it); the *_exps are kMatrix.
 enum class LlamaTensorRole {
   kEmbedding,
   kNorm,
@@ -51,7 +54,8 @@ enum class LlamaTensorRole {
   kConv,
   kDecayBias,
   kDecay,
-  kMtpProjection
+  kMtpProjection,
+  kRouter
 };
 
 struct LlamaTensor {
@@ -69,12 +73,14 @@ struct LlamaTensor {
 // ssm_a, ssm_alpha, ssm_beta, ssm_norm, ssm_out, its attention layers a [q | gate] attn_q, and
 // both post_attention_norm before the FFN; MTP layers (blk.<n_layer + i>) are attention layers
 // with nextn.eh_proj, enorm, hnorm and shared_head_norm (and shared_head_head, role kOutput,
-// with mtp_output).
+// with mtp_output). A mixture of experts' layers have ffn_gate_inp, ffn_gate_exps, ffn_up_exps
+// and ffn_down_exps (ne {d, F_e, E}, {d, F_e, E}, {F_e, d, E}) in place of the dense FFN.
 std::vector<LlamaTensor> llama_tensors(const LlamaLayout& layout);
 
 // general.architecture, general.name and the <architecture>.* hyperparameters (rope over
 // the whole head with base 10000, RMS epsilon 1e-5, vocab_size, key_length when head_dim is
-// set, linear rope scaling when rope_scale > 0).
+// set, linear rope scaling when rope_scale > 0; the expert counts and size of a mixture of
+// experts).
 void set_llama_metadata(GgufWriter& w, const LlamaLayout& layout);
 
 // The start of a one-layer drafter file's metadata (EAGLE-3, DFlash): general.architecture

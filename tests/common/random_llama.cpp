@@ -75,7 +75,7 @@ uint32_t write_random_llama(const std::string& path, const RandomLlamaSpec& s) {
     } else {
       for (float& x : v) x = (norm ? 1.0f : 0.0f) + normal(rng);
     }
-    const bool f32 = vec || t.role == R::kRopeFactors || t.role == R::kConv;
+    const bool f32 = vec || t.role == R::kRopeFactors || t.role == R::kConv || t.role == R::kRouter;
     w.add_tensor_f32(t.name, f32 ? GgmlType::kF32 : s.weight_type, t.ne, v.data());
   }
   w.write(path);

@@ -137,6 +137,19 @@ TEST_CASE("a batched forward's rows equal each sequence's forward alone, bit for
   check_batch_equals_alone(s, "batch-q8.gguf");
 }
 
+TEST_CASE("a mixture of experts' batched rows equal each sequence's alone, bit for bit") {
+  // qwen3moe: the rows of a piece share experts in every combination, and each expert's matmul
+  // runs over whichever rows chose it.
+  FixtureSpec s;
+  s.architecture = "qwen3moe";
+  s.n_expert = 16;
+  s.n_expert_used = 4;
+  s.matrix_type = GgmlType::kQ8_0;
+  check_batch_equals_alone(s, "batch-moe-q8.gguf");
+  s.matrix_type = GgmlType::kF16;
+  check_batch_equals_alone(s, "batch-moe-f16.gguf");
+}
+
 TEST_CASE("a batched forward refuses two entries over one cache and a bad entry, naming it") {
   FixtureSpec s;
   auto model = LlamaModel::load(write_fixture(s, "batch-bad.gguf"), two_thread_cpu_device());

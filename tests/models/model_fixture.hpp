@@ -33,6 +33,7 @@ struct FixtureSpec {
   std::vector<std::pair<std::string, uint32_t>> u32_keys;        // likewise
   std::string skip_tensor;                                       // leave this tensor out
   std::string bad_shape_tensor;                                  // give this tensor a wrong shape
+  uint32_t n_expert = 8, n_expert_used = 2, n_ff_exp = 32;       // qwen3moe: the experts
 };
 
 inline std::string fixture_dir() {
@@ -59,6 +60,9 @@ inline std::string write_fixture(const FixtureSpec& s, const std::string& file) 
   layout.qkv_bias = s.qkv_bias;
   layout.separate_qkv = s.separate_qkv;
   layout.rope_scale = s.rope_scale;
+  layout.n_expert = s.n_expert;
+  layout.n_expert_used = s.n_expert_used;
+  layout.n_ff_exp = s.n_ff_exp;
   GgufWriter w;
   set_llama_metadata(w, layout);
   for (const auto& [key, value] : s.string_keys) w.set_string(key, value);
@@ -77,6 +81,8 @@ inline std::string write_fixture(const FixtureSpec& s, const std::string& file) 
     if (t.name.find("attn_q.") != std::string::npos || t.name.find("attn_k.") != std::string::npos)
       return 2 * ws;
     if (t.name.find("ffn_down.") != std::string::npos) return 1.0f / std::sqrt(float(s.n_ff));
+    if (t.name.find("ffn_down_exps.") != std::string::npos)
+      return 1.0f / std::sqrt(float(s.n_ff_exp));
     return ws;
   };
   for (LlamaTensor t : llama_tensors(layout)) {
@@ -89,8 +95,8 @@ inline std::string write_fixture(const FixtureSpec& s, const std::string& file) 
     std::vector<float> v(static_cast<size_t>(n));
     for (float& x : v) x = mean + scale * nd(rng);
     if (t.role == LlamaTensorRole::kRopeFactors) v = sample_rope_factors(n);
-    const bool vec =
-        norm || t.role == LlamaTensorRole::kBias || t.role == LlamaTensorRole::kRopeFactors;
+    const bool vec = norm || t.role == LlamaTensorRole::kBias ||
+                     t.role == LlamaTensorRole::kRopeFactors || t.role == LlamaTensorRole::kRouter;
     w.add_tensor_f32(t.name, vec ? GgmlType::kF32 : s.matrix_type, t.ne, v.data());
   }
   const std::string path = fixture_dir() + "/" + file;
@@ -124,6 +130,29 @@ inline std::vector<double> tensor_values(const GgufFile& f, const std::string& n
   return std::vector<double>(v.begin(), v.end());
 }
 
+// The experts a row goes to from its router logits and their weights (qwen3moe): softmax over
+// all, the expert_used_count most probable (the lower index first on a tie), weights divided
+// by their sum.
+inline std::vector<std::pair<int64_t, double>> naive_experts(const GgufFile& f,
+                                                             const std::string& a,
+                                                             const std::vector<double>& logits) {
+  const size_t k = f.get_u32(a + "expert_used_count");
+  const double mx = *std::max_element(logits.begin(), logits.end());
+  std::vector<std::pair<int64_t, double>> p;
+  double total = 0;
+  for (size_t x = 0; x < logits.size(); ++x) {
+    p.emplace_back(static_cast<int64_t>(x), std::exp(logits[x] - mx));
+    total += p.back().second;
+  }
+  std::stable_sort(p.begin(), p.end(),
+                   [](const auto& l, const auto& r) { return l.second > r.second; });
+  p.resize(k);
+  double chosen = 0;
+  for (auto& [x, w] : p) chosen += (w /= total);
+  for (auto& [x, w] : p) w /= chosen;
+  return p;
+}
+
 // logits [T][V] for tokens at positions 0..T-1 (and hidden [T][d] before the final norm), for
 // any supported architecture: its key prefix, RoPE pairing, biases, q/k norms, fused tensors
 // and rope_freqs, written out independently of the model code.
@@ -140,7 +169,7 @@ inline std::vector<std::vector<double>> naive_forward(
   const int64_t hd = f.get_u32_opt(a + "attention.key_length").value_or(d / H);
   const double eps = f.get_f32(a + "attention.layer_norm_rms_epsilon");
   const double base = f.get_f32(a + "rope.freq_base");
-  const bool neox = arch == "qwen2" || arch == "qwen3" || arch == "phi3";
+  const bool neox = arch == "qwen2" || arch == "qwen3" || arch == "phi3" || arch == "qwen3moe";
   double freq_scale = 1.0;
   if (f.get_string_opt(a + "rope.scaling.type").value_or("") == "linear")
     freq_scale = 1.0 / f.get_f32(a + "rope.scaling.factor");
@@ -185,6 +214,18 @@ inline std::vector<std::vector<double>> naive_forward(
       std::copy(n.begin(), n.end(), x.begin() + h * hd);
     }
   };
+  // A mixture of experts: E experts of Fe rows; expert x's FFN of n added to `out` times w.
+  const int64_t E = f.get_u32_opt(a + "expert_count").value_or(0);
+  const int64_t Fe = f.get_u32_opt(a + "expert_feed_forward_length").value_or(0);
+  auto swiglu_into = [&](std::vector<double>& out, const std::vector<double>& gate,
+                         const std::vector<double>& up, const std::vector<double>& down,
+                         const std::vector<double>& n, int64_t rows, int64_t x, double w) {
+    auto g = matvec(gate, n, rows, x * rows);
+    const auto u = matvec(up, n, rows, x * rows);
+    for (int64_t i = 0; i < rows; ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
+    const auto y = matvec(down, g, d, x * d);
+    for (int64_t i = 0; i < d; ++i) out[i] += w * y[i];
+  };
   std::vector<std::vector<double>> e(T);
   for (int64_t t = 0; t < T; ++t)
     e[t].assign(emb.begin() + tokens[t] * d, emb.begin() + (tokens[t] + 1) * d);
@@ -200,10 +241,18 @@ inline std::vector<std::vector<double>> naive_forward(
     const auto wv = fused_qkv ? wqkv : tensor_values(f, p + "attn_v.weight");
     const int64_t k_row = fused_qkv ? H * hd : 0, v_row = fused_qkv ? H * hd + Hkv * hd : 0;
     const auto wo = tensor_values(f, p + "attn_output.weight");
-    const bool fused_up = !has("ffn_gate.weight");
-    const auto wu = tensor_values(f, p + "ffn_up.weight");
-    const auto wg = fused_up ? wu : tensor_values(f, p + "ffn_gate.weight");
-    const auto wd = tensor_values(f, p + "ffn_down.weight");
+    const bool moe = has("ffn_gate_inp.weight");  // experts in place of the dense FFN
+    auto values_if = [&](bool want, const std::string& n) {
+      return want ? tensor_values(f, p + n) : std::vector<double>{};
+    };
+    const bool fused_up = !moe && !has("ffn_gate.weight");
+    const auto wu = values_if(!moe, "ffn_up.weight");
+    const auto wg = fused_up ? wu : values_if(!moe, "ffn_gate.weight");
+    const auto wd = values_if(!moe, "ffn_down.weight");
+    const auto router = values_if(moe, "ffn_gate_inp.weight");
+    const auto ge = values_if(moe, "ffn_gate_exps.weight"),
+               ue = values_if(moe, "ffn_up_exps.weight"),
+               de = values_if(moe, "ffn_down_exps.weight");
     const bool bias = has("attn_q.bias"), qk_norm = has("attn_q_norm.weight");
     std::vector<double> bq, bk, bv, qn, kn;
     if (bias) {
@@ -252,6 +301,11 @@ inline std::vector<std::vector<double>> naive_forward(
       const auto o = matvec(wo, at, d);
       for (int64_t i = 0; i < d; ++i) e[t][i] += o[i];
       const auto n = rmsnorm(e[t], fn);
+      if (moe) {
+        for (const auto& [x, weight] : naive_experts(f, a, matvec(router, n, E)))
+          swiglu_into(e[t], ge, ue, de, n, Fe, x, weight);
+        continue;
+      }
       auto g = matvec(wg, n, F);                          // fused: the gate is rows [0, F)
       const auto u = matvec(wu, n, F, fused_up ? F : 0);  // fused: up is rows [F, 2F)
       for (int64_t i = 0; i < F; ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];

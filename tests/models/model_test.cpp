@@ -194,6 +194,9 @@ std::vector<std::pair<std::string, FixtureSpec>> layouts() {
   v.emplace_back("qwen3", s);
   s.head_dim = 128;  // KV cache rows of 2 x 128 f32, 1 KiB: padded (models/kv_layout.hpp)
   v.emplace_back("qwen3-padded-kv-rows", s);
+  s.architecture = "qwen3moe";
+  s.head_dim = 32;
+  v.emplace_back("qwen3moe", s);
   s.architecture = "phi3";
   s.head_dim = 0;
   v.emplace_back("phi3", s);
@@ -436,7 +439,29 @@ TEST_CASE("architecture files with missing parts, unsupported keys or an old bac
   mamba.architecture = "mamba";
   msg = message_of(write_fixture(mamba, "mamba.gguf"), cpu_device());
   CHECK(msg.find("mamba.gguf: architecture 'mamba' is not supported (supported: llama, qwen2, "
-                 "qwen3, phi3, qwen35)") != std::string::npos);
+                 "qwen3, phi3, qwen35, qwen3moe)") != std::string::npos);
+  // Experts where the architecture has none (a Mixtral-style llama file) are refused by name;
+  // a mixture of experts with more experts per token than experts, or without its experts.
+  FixtureSpec mixtral;
+  mixtral.u32_keys = {{"llama.expert_count", 8}};
+  msg = message_of(write_fixture(mixtral, "mixtral.gguf"), cpu_device());
+  CHECK(msg.find("mixtral.gguf: llama.expert_count is 8: mixture-of-experts 'llama' files are not "
+                 "supported") != std::string::npos);
+  FixtureSpec moe;
+  moe.architecture = "qwen3moe";
+  moe.n_expert_used = 9;
+  msg = message_of(write_fixture(moe, "moe-too-many.gguf"), cpu_device());
+  CHECK(msg.find("moe-too-many.gguf: qwen3moe.expert_used_count 9 is more than "
+                 "qwen3moe.expert_count 8") != std::string::npos);
+  moe.n_expert_used = 2;
+  moe.skip_tensor = "blk.1.ffn_up_exps.weight";
+  msg = message_of(write_fixture(moe, "moe-no-up.gguf"), cpu_device());
+  CHECK(msg.find("blk.1.ffn_up_exps.weight") != std::string::npos);
+  moe.skip_tensor.clear();
+  moe.u32_keys = {{"qwen3moe.expert_count", 6}};  // the tensors hold 8
+  msg = message_of(write_fixture(moe, "moe-count.gguf"), cpu_device());
+  CHECK(msg.find("moe-count.gguf: tensor 'blk.0.ffn_gate_inp.weight' has shape [64, 8], expected "
+                 "[64, 6]") != std::string::npos);
   // An embedding of 0 rows: no vocabulary, said with the file.
   FixtureSpec empty_vocab;
   empty_vocab.vocab = 0;

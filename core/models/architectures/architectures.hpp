@@ -10,5 +10,6 @@ extern const Architecture kQwen2;
 extern const Architecture kQwen3;
 extern const Architecture kPhi3;
 extern const Architecture kQwen35;
+extern const Architecture kQwen3Moe;
 
 }  // namespace specd::architectures

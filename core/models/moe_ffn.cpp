@@ -1,0 +1,120 @@
+#include "models/moe_ffn.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.hpp"
+
+namespace specd {
+namespace {
+
+// Whether probability a of expert i ranks above b of expert j: higher first, then the lower
+// index; NaN ranks below every number, so a NaN logit never wins a slot over a number.
+bool ranks_above(float a, int32_t i, float b, int32_t j) {
+  if (std::isnan(a) != std::isnan(b)) return std::isnan(b);
+  if (a != b && !std::isnan(a)) return a > b;
+  return i < j;
+}
+
+}  // namespace
+
+void route_row(const MoeShape& s, const float* logits, int32_t* ids, float* weights) {
+  const int32_t E = s.n_expert, k = s.n_used;
+  // softmax over all experts (f32, as llama.cpp's), then the top k by selection: k is small.
+  float mx = -INFINITY;
+  for (int32_t e = 0; e < E; ++e) mx = std::max(mx, logits[e]);
+  std::vector<float> p(static_cast<size_t>(E));
+  float total = 0.0f;
+  for (int32_t e = 0; e < E; ++e) total += (p[e] = std::exp(logits[e] - mx));
+  for (float& v : p) v /= total;
+  float picked = 0.0f;
+  for (int32_t j = 0; j < k; ++j) {
+    int32_t best = -1;
+    for (int32_t e = 0; e < E; ++e) {
+      if (std::find(ids, ids + j, e) != ids + j) continue;
+      if (best < 0 || ranks_above(p[e], e, p[best], best)) best = e;
+    }
+    ids[j] = best;
+    weights[j] = p[best];
+    picked += p[best];
+  }
+  // llama.cpp's norm_w: divided by their sum, clamped away from 0 as it clamps it.
+  const float norm = std::max(picked, 6.103515625e-5f);
+  for (int32_t j = 0; j < k; ++j) weights[j] /= norm;
+}
+
+void MoeScratch::ensure(Device& device, const MoeShape& s, int64_t d, int64_t m) {
+  if (m <= rows_) return;
+  const int64_t n = m * s.n_used;
+  logits = device.alloc(static_cast<uint64_t>(m * s.n_expert) * 4);
+  ids = device.alloc(static_cast<uint64_t>(n) * 4);
+  picked = device.alloc(static_cast<uint64_t>(n * d) * 4);
+  gate = device.alloc(static_cast<uint64_t>(n * s.n_ff) * 4);
+  up = device.alloc(static_cast<uint64_t>(n * s.n_ff) * 4);
+  out = device.alloc(static_cast<uint64_t>(n * d) * 4);
+  sum = device.alloc(static_cast<uint64_t>(m * d) * 4);
+  rows_ = m;
+}
+
+View moe_ffn(Device& dev, const MoeShape& s, const MoeWeights& w, const View& h, MoeScratch& sc) {
+  const int64_t p = h.rows(), d = h.cols(), E = s.n_expert, k = s.n_used, F = s.n_ff;
+  const int64_t n = p * k;
+  if (sc.rows_ < p) throw Error("moe ffn: the scratch holds fewer rows than the piece");
+  const View logits = sc.logits.view(SPECD_DTYPE_F32, p, E);
+  dev.matmul(h, w.router, logits);
+  sc.host_logits.resize(static_cast<size_t>(p * E));
+  sc.logits.download(sc.host_logits.data(), sc.host_logits.size() * 4);
+  sc.chosen.resize(static_cast<size_t>(n));
+  sc.weights.resize(static_cast<size_t>(n));
+  for (int64_t r = 0; r < p; ++r)
+    route_row(s, &sc.host_logits[r * E], &sc.chosen[r * k], &sc.weights[r * k]);
+  // Group the (row, slot) pairs by expert, rows in order within each: grouped row g holds
+  // source row order[g]; slot_of maps a pair to its grouped row.
+  sc.first.assign(static_cast<size_t>(E + 1), 0);
+  for (int32_t e : sc.chosen) ++sc.first[e + 1];
+  for (int64_t e = 0; e < E; ++e) sc.first[e + 1] += sc.first[e];
+  sc.order.resize(static_cast<size_t>(n));
+  sc.slot_of.resize(static_cast<size_t>(n));
+  std::vector<int32_t> next(sc.first.begin(), sc.first.end() - 1);
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t g = next[sc.chosen[i]]++;
+    sc.order[g] = static_cast<int32_t>(i / k);
+    sc.slot_of[i] = g;
+  }
+  sc.ids.upload(sc.order.data(), static_cast<uint64_t>(n) * 4);
+  const View picked = sc.picked.view(SPECD_DTYPE_F32, n, d);
+  const View gate = sc.gate.view(SPECD_DTYPE_F32, n, F);
+  const View up = sc.up.view(SPECD_DTYPE_F32, n, F);
+  const View out = sc.out.view(SPECD_DTYPE_F32, n, d);
+  dev.copy_rows(h, sc.ids.view(SPECD_DTYPE_I32, 1, n), picked);
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t at = sc.first[e], c = sc.first[e + 1] - at;
+    if (c == 0) continue;
+    const View x = picked.slice_rows(at, c);
+    dev.matmul(x, w.gate.slice_rows(e * F, F), gate.slice_rows(at, c));
+    dev.matmul(x, w.up.slice_rows(e * F, F), up.slice_rows(at, c));
+    ++sc.experts_run;
+  }
+  dev.swiglu(gate, up, gate);
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t at = sc.first[e], c = sc.first[e + 1] - at;
+    if (c > 0)
+      dev.matmul(gate.slice_rows(at, c), w.down.slice_rows(e * d, d), out.slice_rows(at, c));
+  }
+  // Each row's weighted sum, in its slots' order.
+  sc.host_out.resize(static_cast<size_t>(n * d));
+  sc.out.download(sc.host_out.data(), sc.host_out.size() * 4);
+  sc.host_sum.assign(static_cast<size_t>(p * d), 0.0f);
+  for (int64_t r = 0; r < p; ++r) {
+    float* y = &sc.host_sum[r * d];
+    for (int64_t j = 0; j < k; ++j) {
+      const float* o = &sc.host_out[sc.slot_of[r * k + j] * d];
+      const float wj = sc.weights[r * k + j];
+      for (int64_t c = 0; c < d; ++c) y[c] += wj * o[c];
+    }
+  }
+  sc.sum.upload(sc.host_sum.data(), sc.host_sum.size() * 4);
+  return sc.sum.view(SPECD_DTYPE_F32, p, d);
+}
+
+}  // namespace specd

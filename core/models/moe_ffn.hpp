@@ -1,0 +1,71 @@
+// A mixture-of-experts FFN (llama.cpp's build_moe_ffn for the architectures specd reads): a
+// router matrix gives each row one logit per expert, the row is sent to its top n_used experts,
+// each a SwiGLU FFN of its own, and their outputs are summed with the router's weights.
+//
+// The routing runs on the host: the router logits of a piece of rows are downloaded, each row
+// picks its experts from its own logits alone, and the rows are grouped by expert so that each
+// chosen expert's weights are read once for all the rows that chose it (one matmul over a row
+// slice of the 3-D *_exps tensors). The experts' outputs come back to the host and are summed
+// for each row in its own slot order. So a row's result depends only on the row: every op is
+// row-wise (matmul's batch invariance, backend.h), and no sum mixes rows, whichever other rows
+// share its experts or the pass.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/backend.hpp"
+
+namespace specd {
+
+// How router logits become the chosen experts' weights.
+enum class ExpertRouting : uint8_t {
+  kNone,               // a dense FFN
+  kSoftmaxNormalized,  // softmax over all experts, top n_used, weights divided by their sum
+};
+
+struct MoeShape {
+  int32_t n_expert = 0;  // experts per layer
+  int32_t n_used = 0;    // experts each row goes through
+  int32_t n_ff = 0;      // an expert's hidden size
+  ExpertRouting routing = ExpertRouting::kNone;
+  bool active() const { return routing != ExpertRouting::kNone; }
+};
+
+// llama.cpp's blk.N.ffn_gate_inp and ffn_{gate,up,down}_exps, each expert's rows one after
+// another: expert e's gate is rows [e F, (e + 1) F) of `gate`, its down rows [e d, (e + 1) d).
+struct MoeWeights {
+  View router;  // [E, d]
+  View gate;    // [E F, d]
+  View up;      // [E F, d]
+  View down;    // [E d, F]
+};
+
+// The experts chosen for one row from its router logits [n_expert]: `ids` and `weights` get
+// n_used entries each, by falling weight (ties: the lower expert first).
+void route_row(const MoeShape& shape, const float* logits, int32_t* ids, float* weights);
+
+// The buffers of one MoE FFN pass of m rows (reused by every layer; one pass at a time).
+class MoeScratch {
+ public:
+  void ensure(Device& device, const MoeShape& shape, int64_t n_embd, int64_t m);
+  // Distinct experts the passes so far have run, summed over layers and pieces (a pass's
+  // weight reads are these experts' matrices), and the pieces counted.
+  int64_t experts_run = 0;
+
+ private:
+  friend View moe_ffn(Device&, const MoeShape&, const MoeWeights&, const View&, MoeScratch&);
+  int64_t rows_ = 0;
+  // Device: router logits [m, E], grouped rows' sources [1, m k], the grouped rows [m k, d],
+  // their gate and up [m k, F], the experts' outputs [m k, d], the weighted sums [m, d].
+  Buffer logits, ids, picked, gate, up, out, sum;
+  std::vector<float> host_logits, host_out, host_sum, weights;
+  std::vector<int32_t> chosen, first, order, slot_of;
+};
+
+// The experts' weighted sum for each row of h [p, d] (f32, p <= the rows ensured): a view
+// [p, d] of the scratch, valid until its next use.
+View moe_ffn(Device& device, const MoeShape& shape, const MoeWeights& w, const View& h,
+             MoeScratch& scratch);
+
+}  // namespace specd
