@@ -21,9 +21,15 @@ namespace specd::bench {
 uint64_t decode_weight_bytes(const std::string& gguf_path) {
   const GgufFile f = GgufFile::open(gguf_path);
   const bool tied = f.tensor("output.weight") == nullptr;
+  // A mixture of experts' 3-D expert tensors: a token reads expert_used_count of expert_count.
+  const std::string a = f.get_string_opt("general.architecture").value_or("") + ".";
+  const uint64_t experts = f.get_u32_opt(a + "expert_count").value_or(0);
+  const uint64_t used = f.get_u32_opt(a + "expert_used_count").value_or(0);
   uint64_t bytes = 0;
-  for (const GgufTensor& t : f.tensors())
+  for (const GgufTensor& t : f.tensors()) {
     if (t.n_dims == 2 && (t.name != "token_embd.weight" || tied)) bytes += t.n_bytes;
+    if (t.n_dims == 3 && experts > 0 && used <= experts) bytes += t.n_bytes / experts * used;
+  }
   return bytes;
 }
 

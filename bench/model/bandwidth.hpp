@@ -9,7 +9,8 @@ namespace specd::bench {
 
 // Bytes of the matrices a decode step streams: every 2-D tensor of the GGUF file except the
 // token embedding table (one row of it is gathered), which is counted when the output
-// projection is tied to it.
+// projection is tied to it. Of a mixture of experts' 3-D expert tensors, the share of the
+// experts a token goes through (expert_used_count of expert_count).
 uint64_t decode_weight_bytes(const std::string& gguf_path);
 
 // memcpy of a 256 MiB buffer, best of 5, in bytes read plus bytes written per second (as

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -173,9 +174,25 @@ struct Bench {
       par[i] = i - 1;
     }
     logits.resize(static_cast<size_t>(m) * model.info().vocab_size);
+    const int64_t experts_before = model.experts_run();
     const double t0 = now_seconds();
     model.forward(cache, t, pos, par, logits.data());
-    return now_seconds() - t0;
+    const double seconds = now_seconds() - t0;
+    ExpertCount& e = experts[m];
+    e.run += model.experts_run() - experts_before;
+    ++e.passes;
+    return seconds;
+  }
+  // A mixture of experts: per row count, the experts its forwards ran (over every layer).
+  struct ExpertCount {
+    int64_t run = 0, passes = 0;
+  };
+  std::map<int32_t, ExpertCount> experts;
+  // The mean number of experts a forward of m rows ran in each layer.
+  double experts_per_layer(int32_t m) const {
+    const auto it = experts.find(m);
+    if (it == experts.end() || it->second.passes == 0) return 0;
+    return double(it->second.run) / double(it->second.passes) / model.info().n_layer;
   }
   // Runs and commits `n` tokens from an empty cache (the prefix every timing starts after).
   void fill_prefix(KvCache& cache, int32_t n) {
@@ -348,6 +365,7 @@ int main(int argc, char** argv) {
     const double prefill_tps = n_prefill / median(prefill);
     const specd_device_info di = device->info();
     const double weight_bytes = double(bench::decode_weight_bytes(a.model));
+    const bool moe = in.n_expert > 0;
     const double copy_bw = bench::copy_bandwidth();
     if (a.json) {
       std::printf(
@@ -367,7 +385,14 @@ int main(int argc, char** argv) {
       std::printf("}, \"v\": {");
       for (size_t i = 0; i < ms.size(); ++i)
         std::printf("%s\"%d\": %.3f", i ? ", " : "", ms[i], v_m[i]);
-      std::printf("}}\n");
+      std::printf("}");
+      if (moe) {
+        std::printf(", \"experts_per_layer\": {");
+        for (size_t i = 0; i < ms.size(); ++i)
+          std::printf("%s\"%d\": %.2f", i ? ", " : "", ms[i], b.experts_per_layer(ms[i]));
+        std::printf("}");
+      }
+      std::printf("}\n");
     } else {
       std::printf("model     %s (%s, %.2f M params, %s)\n", in.path.c_str(), in.name.c_str(),
                   in.n_params / 1e6, in.weight_type.c_str());
@@ -395,9 +420,15 @@ int main(int argc, char** argv) {
           "v(m) = time(m tokens) / time(1 token), after %d committed tokens (median of ratios "
           "timed in pairs)\n",
           prefix);
-      std::printf("   m   time_ms   v(m)\n");
-      for (size_t i = 0; i < ms.size(); ++i)
-        std::printf("%4d %9.3f %6.2f\n", ms[i], t_m[i] * 1e3, v_m[i]);
+      if (moe)
+        std::printf("experts   %d of %d per token; a pass of m rows runs the union of theirs\n",
+                    in.n_expert_used, in.n_expert);
+      std::printf("   m   time_ms   v(m)%s\n", moe ? "   experts/layer" : "");
+      for (size_t i = 0; i < ms.size(); ++i) {
+        std::printf("%4d %9.3f %6.2f", ms[i], t_m[i] * 1e3, v_m[i]);
+        if (moe) std::printf(" %17.2f", b.experts_per_layer(ms[i]));
+        std::printf("\n");
+      }
     }
     return 0;
   } catch (const UsageError& e) {

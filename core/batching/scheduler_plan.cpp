@@ -23,14 +23,19 @@ constexpr uint32_t kProbeGap = 32;
 void Scheduler::calibrate_pass_time() {
   // Passes of a chain of `rows` rows after a 32-row prefix, in a cache of its own: the row-wise
   // work of a step of that many rows (its attention over one context; the steps' own times
-  // then scale the curve to what their contexts cost).
+  // then scale the curve to what their contexts cost). The tokens are spread over the
+  // vocabulary: a mixture of experts' rows then go to as many experts as a step's distinct
+  // tokens do, and a pass costs by the experts its rows wake, not by its rows alone.
   LlamaModel& target = engines_.target();
   constexpr int32_t kPrefix = 32;
   const std::vector<uint32_t> rows = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
   auto cache = target.new_cache(kPrefix + static_cast<int32_t>(rows.back()));
-  auto chain = [](int32_t n, int32_t first) {
-    std::vector<int32_t> tokens(n, 1), positions(n), parents(n);
+  const int64_t vocab = target.info().vocab_size;
+  auto chain = [vocab](int32_t n, int32_t first) {
+    std::vector<int32_t> tokens(n), positions(n), parents(n);
     for (int32_t i = 0; i < n; ++i) {
+      // A prime stride: tokens spread over the vocabulary, no pattern a model could follow.
+      tokens[i] = static_cast<int32_t>((static_cast<int64_t>(first + i) * 7919 + 1) % vocab);
       positions[i] = first + i;
       parents[i] = i - 1;
     }

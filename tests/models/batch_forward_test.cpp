@@ -150,6 +150,38 @@ TEST_CASE("a mixture of experts' batched rows equal each sequence's alone, bit f
   check_batch_equals_alone(s, "batch-moe-f16.gguf");
 }
 
+TEST_CASE("a mixture of experts counts the experts its passes run (a dense model none)") {
+  FixtureSpec s;
+  s.architecture = "qwen3moe";
+  s.n_expert = 16;
+  s.n_expert_used = 4;
+  auto model = LlamaModel::load(write_fixture(s, "moe-count.gguf"), two_thread_cpu_device());
+  CHECK(model->info().n_expert == 16);
+  CHECK(model->info().n_expert_used == 4);
+  auto cache = model->new_cache(64);
+  std::mt19937 rng(4);
+  const int32_t V = model->info().vocab_size, layers = model->info().n_layer;
+  std::vector<float> logits(static_cast<size_t>(16) * V);
+  auto experts_of_pass = [&](int32_t m) {
+    const int64_t before = model->experts_run();
+    model->forward(*cache, random_tokens(rng, m, V), iota_n(m, cache->size()), chain_parents(m),
+                   logits.data());
+    return model->experts_run() - before;
+  };
+  CHECK(experts_of_pass(1) == layers * 4);  // one row: exactly its experts in each layer
+  const int64_t sixteen = experts_of_pass(16);
+  CHECK(sixteen > layers * 4);  // 16 random rows wake more, each expert counted once
+  CHECK(sixteen <= layers * 16);
+  FixtureSpec dense;
+  auto dense_model =
+      LlamaModel::load(write_fixture(dense, "dense-count.gguf"), two_thread_cpu_device());
+  auto dense_cache = dense_model->new_cache(8);
+  std::vector<float> one(static_cast<size_t>(dense_model->info().vocab_size));
+  dense_model->forward(*dense_cache, std::vector<int32_t>{1}, std::vector<int32_t>{0},
+                       std::vector<int32_t>{-1}, one.data());
+  CHECK(dense_model->experts_run() == 0);
+}
+
 TEST_CASE("a batched forward refuses two entries over one cache and a bad entry, naming it") {
   FixtureSpec s;
   auto model = LlamaModel::load(write_fixture(s, "batch-bad.gguf"), two_thread_cpu_device());
