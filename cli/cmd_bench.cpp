@@ -58,14 +58,32 @@ const char* kHelp =
     "                      eagle3-A.gguf, an EAGLE-3 head for the target, dflash-A.gguf,\n"
     "                      a DFlash drafter for it (its first token counts); --arch qwen35:\n"
     "                      the target a Qwen3.5 hybrid (gated DeltaNet layers) with an MTP\n"
-    "                      layer agreeing on the first --agreement; --vocab N\n"
-    "                      tokens in both (default 264; e.g. 32000, 128256, 151936);\n"
-    "                      --context N: their context length (default 1024, 64..131072)\n"
+    "                      layer agreeing on the first --agreement; --arch qwen3moe: the\n"
+    "                      target a Qwen3-MoE mixture of experts, --size tiny (8 experts,\n"
+    "                      2 per token) or moe-3b (64 experts of 512, 8 per token: 3 B\n"
+    "                      parameters, 0.5 B active with --vocab 32000), drafts dense llama\n"
+    "                      models; --vocab N tokens in all (default 264; e.g. 32000,\n"
+    "                      128256, 151936); --context N: their context length (default\n"
+    "                      1024, 64..131072)\n"
     "  --quantize IN       only write a copy of the GGUF model IN with its matrices in --type\n"
     "                      to the file --out (weight precision as an axis)\n"
     "Weight types (--type, [bench] target_types / draft_types, [construct] types):\n"
     "  llama.cpp's presets f32, f16, bf16, q8_0, q6_K, q5_K_M, q5_K_S, q5_1, q5_0, q4_K_M,\n"
-    "  q4_K_S, q4_1, q4_0, iq4_xs, iq4_nl, q3_K_L, q3_K_M, q3_K_S, q2_K.\n";
+    "  q4_K_S, q4_1, q4_0, iq4_xs, iq4_nl, mxfp4_moe, q3_K_L, q3_K_M, q3_K_S, q2_K\n"
+    "  (mxfp4_moe: a mixture of experts' expert tensors in mxfp4, everything else q8_0).\n";
+
+// "12.3 M parameters", and for a mixture of experts those one token reads:
+// "2959.4 M parameters, 493.2 M active".
+std::string parameters_text(const specd::bench::ConstructedSpec& spec) {
+  const uint64_t all = specd::bench::constructed_parameters(spec);
+  const uint64_t active = specd::bench::constructed_active_parameters(spec);
+  char text[96];
+  std::snprintf(text, sizeof text, "%.1f M parameters", double(all) / 1e6);
+  std::string out = text;
+  if (active == all) return out;
+  std::snprintf(text, sizeof text, ", %.1f M active", double(active) / 1e6);
+  return out + text;
+}
 
 int construct_only(const std::string& out, const std::string& arch, const std::string& size,
                    const std::string& type, const std::string& draft_size,
@@ -73,18 +91,19 @@ int construct_only(const std::string& out, const std::string& arch, const std::s
                    std::vector<double> agreements) {
   std::filesystem::create_directories(out);
   if (agreements.empty()) agreements = {1.0};
-  specd::bench::ConstructedSpec target = specd::bench::constructed_preset(size);
+  specd::bench::ConstructedSpec target = specd::bench::constructed_preset(size, arch);
   target.weights = specd::bench::weight_preset(type).name;
   target.vocab = vocab;
   target.n_ctx = context;
-  target.architecture = arch;
   target.mtp_agreement = agreements.front();  // a hybrid's MTP layer: the first agreement
   const std::string path = out + "/target.gguf";
   const bool wrote = specd::bench::ensure_constructed_model(path, target);
-  std::printf("%s  (%s%s %s, %.1f M parameters, constructed model%s)\n", path.c_str(),
+  std::printf("%s  (%s%s %s, %s, constructed model%s)\n", path.c_str(),
               arch == "llama" ? "" : (arch + " ").c_str(), size.c_str(), target.weights.c_str(),
-              double(specd::bench::constructed_parameters(target)) / 1e6,
-              wrote ? "" : ", already there");
+              parameters_text(target).c_str(), wrote ? "" : ", already there");
+  if (target.n_expert)
+    std::printf("  %u experts of %u per layer, %u per token\n", target.n_expert, target.n_ff_exp,
+                target.n_expert_used);
   if (arch == "qwen35")
     std::printf(
         "  its MTP layer (blk.%u.nextn) agrees on %.0f%% of the map: [proposer] kind = "
@@ -174,7 +193,7 @@ int run_bench_command(int argc, char** argv) {
       draft_type = args.value();
     } else if (args.match("--draft-size")) {
       draft_size = args.value();
-      specd::bench::constructed_preset(draft_size);  // an unknown size is refused here
+      specd::bench::constructed_draft(1.0, draft_size);  // an unknown or MoE size is refused here
     } else if (args.match("--vocab")) {
       const int64_t v = args.int_value();
       specd::bench::check_constructed_vocab(v < 0 ? 0 : static_cast<uint64_t>(v));

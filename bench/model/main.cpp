@@ -187,7 +187,7 @@ struct Bench {
   struct ExpertCount {
     int64_t run = 0, passes = 0;
   };
-  std::map<int32_t, ExpertCount> experts;
+  std::map<int32_t, ExpertCount> experts = {};
   // The mean number of experts a forward of m rows ran in each layer.
   double experts_per_layer(int32_t m) const {
     const auto it = experts.find(m);

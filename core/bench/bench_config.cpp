@@ -230,6 +230,13 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& path)
     s.enabled = true;
     s.sizes = strings(c->get("sizes"), path + ": [construct] sizes");
     if (s.sizes.empty()) s.sizes = {"tiny"};
+    for (const std::string& size : s.sizes) {
+      try {
+        constructed_preset(size);  // the sweep's targets are llama models
+      } catch (const UsageError& e) {
+        throw UsageError(path + ": [construct] sizes: " + e.what());
+      }
+    }
     s.agreements = numbers<double>(c->get("agreements"), path + ": [construct] agreements");
     if (s.agreements.empty()) s.agreements = {1.0, 0.9, 0.8};
     for (int64_t k : numbers<int64_t>(c->get("k"), path + ": [construct] k"))
@@ -251,7 +258,7 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& path)
     if (auto v = (*c)["rule"].value<std::string>()) s.rule = *v;
     if (auto v = (*c)["draft_size"].value<std::string>()) {
       try {
-        constructed_preset(*v);
+        constructed_draft(1.0, *v);  // a dense size
       } catch (const UsageError& e) {
         throw UsageError(path + ": [construct] draft_size: " + e.what());
       }

@@ -34,24 +34,79 @@ std::vector<int32_t> planted_cycle(uint64_t map_seed) {
   return cycle;
 }
 
+// A preset's shape; the experts' fields are 0 for the dense ones.
+struct Shape {
+  const char* size;
+  uint32_t n_embd, n_layer, n_head, n_head_kv, n_ff;
+  uint32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
+};
+
+// Dense shapes ("95m" is the shape of the quantized-decoding benchmark).
+constexpr Shape kDenseShapes[] = {
+    {"tiny", 256, 2, 4, 4, 512},      {"0.1b", 768, 12, 12, 12, 2048},
+    {"95m", 1024, 8, 16, 8, 2816},    {"0.5b", 1536, 16, 12, 12, 4096},
+    {"1.5b", 2048, 28, 16, 16, 5632},
+};
+
+// Mixtures of experts. feed_forward_length (n_ff) is the active FFN width, n_expert_used
+// experts of n_ff_exp: what a dense layer of the same per-token cost would have (the layers
+// themselves only read the expert size). "moe-3b" is a 3B-A0.5B class: Qwen3-MoE's routing
+// (8 experts per token, no shared expert) on a smaller trunk than Qwen3-30B-A3B's (d 2048,
+// 48 layers, 128 experts of 768).
+constexpr Shape kMoeShapes[] = {
+    {"tiny", 256, 2, 4, 4, 2 * 128, 8, 2, 128},
+    {"moe-3b", 1024, 28, 16, 4, 8 * 512, 64, 8, 512},
+};
+
+template <size_t N>
+const Shape* find_shape(const Shape (&shapes)[N], const std::string& size) {
+  for (const Shape& s : shapes)
+    if (size == s.size) return &s;
+  return nullptr;
+}
+
+template <size_t N>
+std::string size_names(const Shape (&shapes)[N]) {
+  std::string out;
+  for (const Shape& s : shapes) out += (out.empty() ? "" : ", ") + std::string(s.size);
+  return out;
+}
+
+bool mixture_of_experts(const std::string& architecture) {
+  return architecture == "qwen3moe";
+}
+
+// The shape of `size` for a dense or an MoE architecture; refuses a size of the other kind
+// with what the architecture takes.
+const Shape& preset_shape(const std::string& size, const std::string& architecture) {
+  const bool moe = mixture_of_experts(architecture);
+  if (const Shape* s = moe ? find_shape(kMoeShapes, size) : find_shape(kDenseShapes, size))
+    return *s;
+  const std::string takes = moe ? size_names(kMoeShapes) : size_names(kDenseShapes);
+  if (!moe && find_shape(kMoeShapes, size))
+    throw UsageError("constructed model size '" + size +
+                     "' is a mixture of experts: it needs the architecture qwen3moe (--arch "
+                     "qwen3moe; " +
+                     architecture + " sizes: " + takes + ")");
+  if (moe && find_shape(kDenseShapes, size))
+    throw UsageError("constructed model size '" + size + "' is a dense shape; --arch " +
+                     architecture + " (a mixture of experts) takes " + takes);
+  throw UsageError("unknown constructed model size '" + size + "' (" + takes +
+                   (moe ? "" : "; " + size_names(kMoeShapes) + " with --arch qwen3moe") + ")");
+}
+
 }  // namespace
 
-ConstructedSpec constructed_preset(const std::string& size) {
+ConstructedSpec constructed_preset(const std::string& size, const std::string& architecture) {
+  check_constructed_architecture(architecture);
+  const Shape& shape = preset_shape(size, architecture);
   ConstructedSpec s;
   s.name = "constructed-" + size;
-  if (size == "tiny") {
-    s.n_embd = 256, s.n_layer = 2, s.n_head = 4, s.n_head_kv = 4, s.n_ff = 512;
-  } else if (size == "0.1b") {
-    s.n_embd = 768, s.n_layer = 12, s.n_head = 12, s.n_head_kv = 12, s.n_ff = 2048;
-  } else if (size == "95m") {  // the shape of the quantized-decoding benchmark
-    s.n_embd = 1024, s.n_layer = 8, s.n_head = 16, s.n_head_kv = 8, s.n_ff = 2816;
-  } else if (size == "0.5b") {
-    s.n_embd = 1536, s.n_layer = 16, s.n_head = 12, s.n_head_kv = 12, s.n_ff = 4096;
-  } else if (size == "1.5b") {
-    s.n_embd = 2048, s.n_layer = 28, s.n_head = 16, s.n_head_kv = 16, s.n_ff = 5632;
-  } else {
-    throw UsageError("unknown constructed model size '" + size + "' (tiny, 0.1b, 95m, 0.5b, 1.5b)");
-  }
+  s.architecture = architecture;
+  s.n_embd = shape.n_embd, s.n_layer = shape.n_layer, s.n_head = shape.n_head;
+  s.n_head_kv = shape.n_head_kv, s.n_ff = shape.n_ff;
+  s.n_expert = shape.n_expert, s.n_expert_used = shape.n_expert_used;
+  s.n_ff_exp = shape.n_ff_exp;
   return s;
 }
 
@@ -60,6 +115,10 @@ ConstructedSpec constructed_draft(double agreement, const std::string& size) {
   if (!(agreement >= 0 && agreement <= 1))
     throw UsageError("constructed draft: agreement " + std::to_string(agreement) +
                      " must lie in [0, 1]");
+  // Drafts are dense llama models: a draft's cost is its weights, all read for every token.
+  if (!size.empty() && !find_shape(kDenseShapes, size) && find_shape(kMoeShapes, size))
+    throw UsageError("constructed drafts are dense llama models: draft size '" + size +
+                     "' is a mixture of experts (draft sizes: " + size_names(kDenseShapes) + ")");
   ConstructedSpec s;
   if (!size.empty()) {
     s = constructed_preset(size);
@@ -73,8 +132,8 @@ ConstructedSpec constructed_draft(double agreement, const std::string& size) {
 }
 
 void check_constructed_architecture(const std::string& a) {
-  if (a != "llama" && a != "qwen35")
-    throw UsageError("unknown constructed architecture '" + a + "' (llama, qwen35)");
+  if (a != "llama" && a != "qwen35" && a != "qwen3moe")
+    throw UsageError("unknown constructed architecture '" + a + "' (llama, qwen35, qwen3moe)");
 }
 
 void check_constructed_vocab(uint64_t vocab) {
@@ -92,9 +151,24 @@ uint32_t hybrid_head_dim(const ConstructedSpec& s) {
   return std::min(128u, s.n_embd / 4);
 }
 
+// A qwen3moe model's weights with `experts` of each layer's experts counted: attention with
+// its q/k norms, the router, the experts, the two norms of each layer.
+uint64_t moe_parameters(const ConstructedSpec& s, uint64_t experts) {
+  const uint64_t d = s.n_embd, head = d / s.n_head;
+  const uint64_t attention = 2 * d * d + 2 * d * head * s.n_head_kv + 2 * head;
+  const uint64_t ffn = d * s.n_expert + 3 * d * s.n_ff_exp * experts + 2 * d;
+  return 2 * d * s.vocab + s.n_layer * (attention + ffn) + d;
+}
+
 }  // namespace
 
+uint64_t constructed_active_parameters(const ConstructedSpec& s) {
+  return mixture_of_experts(s.architecture) ? moe_parameters(s, s.n_expert_used)
+                                            : constructed_parameters(s);
+}
+
 uint64_t constructed_parameters(const ConstructedSpec& s) {
+  if (mixture_of_experts(s.architecture)) return moe_parameters(s, s.n_expert);
   const uint64_t d = s.n_embd, head = d / s.n_head;
   const uint64_t ffn = 3 * d * s.n_ff + 2 * d;
   const uint64_t attention = d * d * 2 + 2 * d * head * s.n_head_kv;
@@ -107,11 +181,13 @@ uint64_t constructed_parameters(const ConstructedSpec& s) {
 }
 
 GgmlType constructed_tensor_type(const ConstructedSpec& s, const std::string& name,
-                                 int64_t row_length) {
+                                 int64_t row_length, uint32_t n_dims) {
   TensorShape shape;
   shape.row_length = row_length;
+  shape.n_dims = n_dims;
   shape.n_layer = s.n_layer;
   shape.n_gqa = s.n_head / s.n_head_kv;
+  shape.n_expert = s.n_expert;
   return preset_tensor_type(weight_preset(s.weights), name, shape);
 }
 
@@ -168,12 +244,36 @@ std::vector<float> constructed_output(const ConstructedSpec& s, const std::vecto
   return out;
 }
 
+namespace {
+
+// A mixture of experts needs its expert counts and size, a dense model none: experts rows of
+// whole 32-blocks (the block of q8_0 and mxfp4, as n_embd), at least two experts and
+// 1 <= n_expert_used <= n_expert.
+void check_constructed_experts(const ConstructedSpec& s) {
+  if (!mixture_of_experts(s.architecture)) {
+    if (s.n_expert || s.n_expert_used || s.n_ff_exp)
+      throw UsageError("constructed model: experts need --arch qwen3moe; " + s.architecture +
+                       " has a dense FFN");
+    return;
+  }
+  if (s.n_expert < 2 || s.n_expert > 4096 || s.n_expert_used < 1 || s.n_expert_used > s.n_expert)
+    throw UsageError("constructed " + s.architecture + " model: " +
+                     std::to_string(s.n_expert_used) + " of " + std::to_string(s.n_expert) +
+                     " experts per token (at least 1 of 2 to 4096, and no more than there are)");
+  if (s.n_ff_exp == 0 || s.n_ff_exp % 32)
+    throw UsageError("constructed " + s.architecture + " model: the expert size " +
+                     std::to_string(s.n_ff_exp) + " must be a positive multiple of 32");
+}
+
+}  // namespace
+
 uint32_t write_constructed_model(const std::string& path, const ConstructedSpec& s) {
   if (s.n_embd % s.n_head || s.n_head % s.n_head_kv || s.n_embd % 32)
     throw UsageError("constructed model: n_embd must be a multiple of 32 and of n_head");
   check_constructed_vocab(s.vocab);
   const uint32_t d = s.n_embd, kVocab = s.vocab;
   check_constructed_architecture(s.architecture);
+  check_constructed_experts(s);
   const bool hybrid = s.architecture == "qwen35";
   LlamaLayout layout;
   layout.architecture = s.architecture;
@@ -193,6 +293,14 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
     layout.ssm_key_heads = layout.ssm_value_heads = 2 * d / S;
     layout.n_nextn = 1;
     layout.mtp_output = s.mtp_agreement < 1.0;
+  }
+  if (mixture_of_experts(s.architecture)) {
+    // qwen3moe reads the head size from attention.key_length (Qwen3's own heads are 128
+    // wide, d / n_head or not): written as the hybrid does, d / n_head.
+    layout.head_dim = d / s.n_head;
+    layout.n_expert = s.n_expert;
+    layout.n_expert_used = s.n_expert_used;
+    layout.n_ff_exp = s.n_ff_exp;
   }
   GgufWriter w;
   set_llama_metadata(w, layout);
@@ -221,9 +329,12 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
               mtp_out.begin() + size_t(kSmallVocab) * d);
   }
   std::uniform_real_distribution<float> unit(0.0f, 1.0f);
-  // Norms are ones; attention, DeltaNet and FFN matrices small Gaussians (kLayerScale).
+  // Norms (q/k norms too) are ones; attention, DeltaNet, FFN and expert matrices and the
+  // router small Gaussians (kLayerScale): each token's router logits, drawn from its own
+  // embedding, pick its own experts.
   for (const LlamaTensor& t : llama_tensors(layout)) {
-    const size_t n = static_cast<size_t>(t.ne[0]) * (t.ne.size() > 1 ? t.ne[1] : 1);
+    size_t n = 1;
+    for (int64_t e : t.ne) n *= static_cast<size_t>(e);
     std::vector<float> v(n);
     switch (t.role) {
       case LlamaTensorRole::kEmbedding:
@@ -258,10 +369,13 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
         std::fill(v.begin(), v.end(), 1.0f);
         w.add_tensor_f32(t.name, GgmlType::kF32, t.ne, v.data());
         break;
-      case LlamaTensorRole::kMatrix: {
+      case LlamaTensorRole::kMatrix:    // 2-D, or a 3-D stack of experts
+      case LlamaTensorRole::kRouter: {  // the router stays f32 under every preset
         std::normal_distribution<float> g(0.0f, float(kLayerScale / std::sqrt(double(t.ne[0]))));
         for (float& x : v) x = g(rng);
-        w.add_tensor_f32(t.name, constructed_tensor_type(s, t.name, t.ne[0]), t.ne, v.data());
+        const auto n_dims = static_cast<uint32_t>(t.ne.size());
+        w.add_tensor_f32(t.name, constructed_tensor_type(s, t.name, t.ne[0], n_dims), t.ne,
+                         v.data());
         break;
       }
       case LlamaTensorRole::kBias:
@@ -279,13 +393,13 @@ namespace {
 std::string spec_text(const ConstructedSpec& s) {
   char text[512];
   std::snprintf(text, sizeof text,
-                "constructed-model 3\nname %s\nshape %u %u %u %u %u %u\nweights %s\n"
+                "constructed-model 4\nname %s\nshape %u %u %u %u %u %u\nweights %s\n"
                 "map_seed %llu\nagreement %.17g\nseed %llu\nvocab %u\narchitecture %s\n"
-                "mtp_agreement %.17g\n",
+                "mtp_agreement %.17g\nexperts %u %u %u\n",
                 s.name.c_str(), s.n_embd, s.n_layer, s.n_head, s.n_head_kv, s.n_ff, s.n_ctx,
                 s.weights.c_str(), static_cast<unsigned long long>(s.map_seed), s.agreement,
                 static_cast<unsigned long long>(s.seed), s.vocab, s.architecture.c_str(),
-                s.mtp_agreement);
+                s.mtp_agreement, s.n_expert, s.n_expert_used, s.n_ff_exp);
   return text;
 }
 

@@ -16,6 +16,13 @@
 // decays) with every fourth layer gated attention, and one MTP layer after the trunk whose
 // projection carries the next token's embedding through and whose LM head follows the map on
 // `mtp_agreement` of the cycle (its own head, nextn.shared_head_head, below 1).
+//
+// With architecture "qwen3moe" every layer's FFN is a mixture of experts as Qwen3-MoE lays it
+// out (llama.cpp's qwen3moe: a router ffn_gate_inp kept f32 and stacks of n_expert SwiGLU
+// experts), with qwen3's per-head q/k norms: the router and the experts are small Gaussians
+// like the other layers' matrices, so each token goes through its own n_expert_used experts
+// (the weight reads of a real MoE) and the planted map still decides the output. Drafts stay
+// dense llama models of the same vocabulary.
 #pragma once
 
 #include <cstdint>
@@ -36,25 +43,39 @@ struct ConstructedSpec {
   double agreement = 1.0;       // fraction of cycle tokens where this model follows the map
   uint64_t seed = 1;            // weights
   uint32_t vocab = 264;         // tokens (>= 264): 258 byte-tokenizer ones, the rest unused
-  std::string architecture = "llama";  // or "qwen35" (a hybrid with an MTP layer)
+  std::string architecture = "llama";  // or "qwen35" (a hybrid with an MTP layer), "qwen3moe"
   double mtp_agreement = 1.0;          // qwen35: the MTP layer's agreement with the map
+  // qwen3moe: experts per layer, experts each token goes through, an expert's hidden size
+  // (all 0 for the dense architectures, whose FFN is n_ff wide).
+  uint32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
 };
 
-// Presets by size: "tiny" (≈1.4 M), "0.1b", "95m" (d 1024, 8 layers, 16 heads, 8 KV heads,
-// FFN 2816), "0.5b", "1.5b" (parameter counts approximate).
-ConstructedSpec constructed_preset(const std::string& size);
-// The architectures --arch takes: "llama", "qwen35".
+// Presets by size for `architecture` (which is checked, and set in the spec). Dense (llama,
+// qwen35): "tiny" (≈1.4 M), "0.1b", "95m" (d 1024, 8 layers, 16 heads, 8 KV heads, FFN 2816),
+// "0.5b", "1.5b" (parameter counts approximate). qwen3moe: "tiny" (d 256, 2 layers, 8 experts
+// of 128, 2 per token) and "moe-3b" (d 1024, 28 layers, 16 heads, 4 KV heads, 64 experts of
+// 512, 8 per token: 2.96 B parameters, 0.49 B per token with 32000 tokens). Throws
+// UsageError for an unknown size and for a size of the other kind (moe-3b with llama).
+ConstructedSpec constructed_preset(const std::string& size,
+                                   const std::string& architecture = "llama");
+// The architectures --arch takes: "llama", "qwen35", "qwen3moe".
 void check_constructed_architecture(const std::string& architecture);
-// The drafts' shape: one small layer, or with `size` a preset's (e.g. "0.1b" beside a 1.5b
-// target). `agreement` must lie in [0, 1]; throws UsageError otherwise.
+// The drafts' shape, always a dense llama: one small layer, or with `size` a dense preset's
+// (e.g. "0.1b" beside a 1.5b target). `agreement` must lie in [0, 1] and `size` be a dense
+// size; throws UsageError otherwise.
 ConstructedSpec constructed_draft(double agreement, const std::string& size = "");
 // Throws UsageError unless `vocab` is at least 264 and at most 2^20.
 void check_constructed_vocab(uint64_t vocab);
+// Every weight of the model (exact for llama and qwen3moe, approximate for qwen35).
 uint64_t constructed_parameters(const ConstructedSpec& spec);
-// The type a matrix of a constructed model is written in: its weight preset's choice for
-// that tensor and row length (bench/weight_presets.hpp).
+// The weights one token's forward pass reads: a mixture of experts' n_expert_used experts of
+// each layer, not all n_expert; all of them for a dense model.
+uint64_t constructed_active_parameters(const ConstructedSpec& spec);
+// The type a tensor of a constructed model is written in: its weight preset's choice for
+// that tensor, row length and number of dimensions (3: a stack of experts; the router and
+// 1-D tensors stay f32: bench/weight_presets.hpp).
 GgmlType constructed_tensor_type(const ConstructedSpec& spec, const std::string& tensor,
-                                 int64_t row_length);
+                                 int64_t row_length, uint32_t n_dims = 2);
 
 // The ids of the planted cycle's tokens: the printable byte tokens, first and last.
 std::pair<int32_t, int32_t> constructed_cycle_range();
@@ -70,6 +91,8 @@ std::vector<float> constructed_embedding(const ConstructedSpec& spec, std::mt199
 std::vector<float> constructed_output(const ConstructedSpec& spec, const std::vector<float>& embd);
 
 // Writes the GGUF (byte-level tokenizer, llama.cpp names); returns the vocabulary size.
+// Throws UsageError for a spec it cannot write: a shape that does not divide, experts on a
+// dense architecture, a mixture of experts without a valid expert count and size.
 uint32_t write_constructed_model(const std::string& path, const ConstructedSpec& spec);
 
 // The same, unless `path` already holds this spec's model: a side file `path`.spec records

@@ -42,16 +42,18 @@ size_t write_weight_copy(const std::string& in, const std::string& out,
     const uint32_t heads = u32_or(file, *arch + ".attention.head_count", 1);
     const uint32_t kv = u32_or(file, *arch + ".attention.head_count_kv", heads);
     shape.n_gqa = kv > 0 ? heads / kv : 1;
+    shape.n_expert = u32_or(file, *arch + ".expert_count", 0);
   }
   size_t converted = 0;
   std::vector<float> values;
   for (const GgufTensor& t : file.tensors()) {
     std::vector<int64_t> ne(t.ne.begin(), t.ne.begin() + t.n_dims);
-    // Matrices only: norms and biases stay as they are, as converters do.
+    // Matrices and expert stacks only: norms, biases and the router stay as they are, as
+    // llama-quantize leaves them.
     shape.row_length = t.ne[0];
     shape.n_dims = t.n_dims;
     const GgmlType want = preset_tensor_type(preset, t.name, shape);
-    if (t.n_dims == 2 && t.type != want && to_f32(t, values)) {
+    if (preset_converts(t.name, shape) && t.type != want && to_f32(t, values)) {
       w.add_tensor_f32(t.name, want, ne, values.data());
       ++converted;
     } else {
@@ -99,7 +101,7 @@ std::string matrix_type_summary(const std::string& model) {
   const GgufFile file = GgufFile::open(model);
   std::vector<std::pair<std::string, int>> counts;
   for (const GgufTensor& t : file.tensors()) {
-    if (t.n_dims != 2) continue;
+    if (t.n_dims < 2) continue;  // matrices and expert stacks
     const std::string name = ggml_type_name(t.type);
     auto it =
         std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == name; });

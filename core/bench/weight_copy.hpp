@@ -11,7 +11,8 @@
 
 namespace specd::bench {
 
-// Converts every 2-D tensor of a decodable type (f32, f16, bf16, any quantized type of
+// Converts every matrix and expert stack (2-D and 3-D tensors but the router: see
+// preset_converts) of a decodable type (f32, f16, bf16, any quantized type of
 // ggml_blocks.hpp) to the type the preset picks for it (its row length decides the
 // fallback); general.file_type becomes the preset's. Returns how many tensors were
 // converted. Throws Error naming a file that cannot be read/written.
@@ -25,8 +26,8 @@ size_t write_weight_copy(const std::string& in, const std::string& out, GgmlType
 // (path, size, modification time) and the preset. Returns true when it wrote the copy.
 bool ensure_weight_copy(const std::string& in, const std::string& out, const WeightPreset& preset);
 
-// The types of a model's matrices, most common first: "q4_K ×21, q6_K ×6, q5_0 ×4". For
-// reports: what a preset became after its per-tensor rules and fallbacks.
+// The types of a model's matrices and expert stacks, most common first: "q4_K ×21, q6_K ×6,
+// q5_0 ×4". For reports: what a preset became after its per-tensor rules and fallbacks.
 std::string matrix_type_summary(const std::string& model);
 
 }  // namespace specd::bench

@@ -9,12 +9,13 @@ using T = GgmlType;
 
 const std::vector<WeightPreset>& presets() {
   static const std::vector<WeightPreset> all = {
-      {"f32", T::kF32, 0},      {"f16", T::kF16, 1},        {"bf16", T::kBF16, 32},
-      {"q8_0", T::kQ8_0, 7},    {"q6_K", T::kQ6_K, 18},     {"q5_K_M", T::kQ5_K, 17},
-      {"q5_K_S", T::kQ5_K, 16}, {"q5_1", T::kQ5_1, 9},      {"q5_0", T::kQ5_0, 8},
-      {"q4_K_M", T::kQ4_K, 15}, {"q4_K_S", T::kQ4_K, 14},   {"q4_1", T::kQ4_1, 3},
-      {"q4_0", T::kQ4_0, 2},    {"iq4_xs", T::kIQ4_XS, 30}, {"iq4_nl", T::kIQ4_NL, 25},
-      {"q3_K_L", T::kQ3_K, 13}, {"q3_K_M", T::kQ3_K, 12},   {"q3_K_S", T::kQ3_K, 11},
+      {"f32", T::kF32, 0},          {"f16", T::kF16, 1},        {"bf16", T::kBF16, 32},
+      {"q8_0", T::kQ8_0, 7},        {"q6_K", T::kQ6_K, 18},     {"q5_K_M", T::kQ5_K, 17},
+      {"q5_K_S", T::kQ5_K, 16},     {"q5_1", T::kQ5_1, 9},      {"q5_0", T::kQ5_0, 8},
+      {"q4_K_M", T::kQ4_K, 15},     {"q4_K_S", T::kQ4_K, 14},   {"q4_1", T::kQ4_1, 3},
+      {"q4_0", T::kQ4_0, 2},        {"iq4_xs", T::kIQ4_XS, 30}, {"iq4_nl", T::kIQ4_NL, 25},
+      {"mxfp4_moe", T::kMXFP4, 38},  // llama.h's LLAMA_FTYPE_MOSTLY_MXFP4_MOE
+      {"q3_K_L", T::kQ3_K, 13},     {"q3_K_M", T::kQ3_K, 12},   {"q3_K_S", T::kQ3_K, 11},
       {"q2_K", T::kQ2_K, 10},
   };
   return all;
@@ -45,38 +46,76 @@ bool has(const std::string& tensor, const char* part) {
   return tensor.find(part) != std::string::npos;
 }
 
-// The preset's rules before the row-length fallback.
-T wanted_type(const WeightPreset& p, const std::string& t, const TensorShape& s) {
+// attn_v: more bits for the presets that raise it (GQA shares one V among heads).
+T attn_v_type(const WeightPreset& p, int layer, const TensorShape& s) {
   const std::string& f = p.name;
-  const int layer = layer_of(t), n = static_cast<int>(s.n_layer);
-  if (p.base == T::kF32 || p.base == T::kF16 || p.base == T::kBF16) return p.base;
-  if (t == "output.weight") return p.base == T::kQ8_0 ? T::kQ8_0 : T::kQ6_K;
-  if (layer < 0) return p.base;  // token_embd and anything outside the blocks
-  if (has(t, ".attn_v.")) {
-    if (f == "q2_K") return s.n_gqa >= 4 ? T::kQ4_K : T::kQ3_K;
-    if (f == "q3_K_M") return layer < 2 ? T::kQ5_K : T::kQ4_K;
-    if (f == "q3_K_L") return T::kQ5_K;
-    if ((f == "iq4_nl" || f == "iq4_xs") && s.n_gqa >= 4) return T::kQ5_K;
-    if ((f == "q4_K_M" || f == "q5_K_M") && use_more_bits(layer, n)) return T::kQ6_K;
-    if (f == "q4_K_S" && layer < 4) return T::kQ5_K;
-  } else if (has(t, ".ffn_down.")) {
-    if (f == "q2_K") return T::kQ3_K;
-    if (f == "q3_K_M") return layer < n / 16 ? T::kQ5_K : T::kQ4_K;
-    if (f == "q3_K_L") return T::kQ5_K;
-    if (f == "q4_K_M" && use_more_bits(layer, n)) return T::kQ6_K;
-    if ((f == "iq4_nl" || f == "iq4_xs") && layer < n / 8) return T::kQ5_K;
-    if (f == "q5_K_M" && use_more_bits(layer, n)) return T::kQ6_K;
-    if (f == "q4_K_S" && layer < n / 8) return T::kQ5_K;
-  } else if (has(t, ".attn_output.")) {
-    if (f == "q2_K") return T::kQ3_K;
-    if (f == "q3_K_M") return T::kQ4_K;
-    if (f == "q3_K_L") return T::kQ5_K;
-  } else if (has(t, ".attn_qkv.")) {
-    if (f == "q3_K_M" || f == "q3_K_L") return T::kQ4_K;
-    if (f == "q4_K_M") return T::kQ5_K;
-    if (f == "q5_K_M") return T::kQ6_K;
-  }
+  const int n = static_cast<int>(s.n_layer);
+  if (f == "q2_K") return s.n_gqa >= 4 ? T::kQ4_K : T::kQ3_K;
+  if (f == "q3_K_M") return layer < 2 ? T::kQ5_K : T::kQ4_K;
+  if (f == "q3_K_L") return T::kQ5_K;
+  if ((f == "iq4_nl" || f == "iq4_xs") && s.n_gqa >= 4) return T::kQ5_K;
+  if ((f == "q4_K_M" || f == "q5_K_M") && use_more_bits(layer, n)) return T::kQ6_K;
+  if (f == "q4_K_S" && layer < 4) return T::kQ5_K;
   return p.base;
+}
+
+// ffn_down, a dense layer's or the experts' ffn_down_exps alike (llama.cpp's FFN_DOWN
+// category is any name containing "ffn_down"; the layer is read from the name).
+T ffn_down_type(const WeightPreset& p, int layer, const TensorShape& s) {
+  const std::string& f = p.name;
+  const int n = static_cast<int>(s.n_layer);
+  if (f == "q2_K") return T::kQ3_K;
+  if (f == "q3_K_M") return layer < n / 16 ? T::kQ5_K : T::kQ4_K;
+  if (f == "q3_K_L") return T::kQ5_K;
+  if (f == "q4_K_M" && use_more_bits(layer, n)) return T::kQ6_K;
+  if ((f == "iq4_nl" || f == "iq4_xs") && layer < n / 8) return T::kQ5_K;
+  if (f == "q5_K_M" && use_more_bits(layer, n)) return T::kQ6_K;
+  if (f == "q4_K_S" && layer < n / 8) return T::kQ5_K;
+  return p.base;
+}
+
+// attn_output: an 8-expert model (Mixtral's shape) gets q5_K under the low-bit presets in
+// place of the dense rules.
+T attn_output_type(const WeightPreset& p, const TensorShape& s) {
+  const std::string& f = p.name;
+  if (s.n_expert == 8) {
+    const bool raised = f == "q2_K" || f == "q3_K_S" || f == "q3_K_M" || f == "iq4_nl" ||
+                        f == "q4_K_S" || f == "q4_K_M" || f == "iq4_xs";
+    return raised ? T::kQ5_K : p.base;
+  }
+  if (f == "q2_K") return T::kQ3_K;
+  if (f == "q3_K_M") return T::kQ4_K;
+  if (f == "q3_K_L") return T::kQ5_K;
+  return p.base;
+}
+
+T attn_qkv_type(const WeightPreset& p) {
+  const std::string& f = p.name;
+  if (f == "q3_K_M" || f == "q3_K_L") return T::kQ4_K;
+  if (f == "q4_K_M") return T::kQ5_K;
+  if (f == "q5_K_M") return T::kQ6_K;
+  return p.base;
+}
+
+// The preset's rules before the row-length fallback (llama-quant.cpp's
+// llama_tensor_get_type_impl, the branches for the presets above).
+T wanted_type(const WeightPreset& p, const std::string& t, const TensorShape& s) {
+  if (p.base == T::kF32 || p.base == T::kF16 || p.base == T::kBF16) return p.base;
+  // MXFP4_MOE: the expert stacks (ne[2] > 1, i.e. 3-D: ffn_{gate,up,down}_exps) in mxfp4,
+  // every other converted tensor, output.weight and token_embd included, in q8_0. A dense
+  // model is therefore q8_0 throughout, as llama-quantize makes it.
+  if (p.base == T::kMXFP4) return s.n_dims >= 3 ? T::kMXFP4 : T::kQ8_0;
+  if (t == "output.weight") return p.base == T::kQ8_0 ? T::kQ8_0 : T::kQ6_K;
+  const int layer = layer_of(t);
+  if (layer < 0) return p.base;  // token_embd and anything outside the blocks
+  // An 8-expert model's attn_v and attn_k go to q8_0 whatever the preset: beside its experts
+  // they are small, so the extra bits cost little. Other expert counts have no such rule.
+  if (has(t, ".attn_v.")) return s.n_expert == 8 ? T::kQ8_0 : attn_v_type(p, layer, s);
+  if (has(t, ".attn_k.")) return s.n_expert == 8 ? T::kQ8_0 : p.base;
+  if (has(t, ".ffn_down")) return ffn_down_type(p, layer, s);
+  if (has(t, ".attn_output.")) return attn_output_type(p, s);
+  if (has(t, ".attn_qkv.")) return attn_qkv_type(p);
+  return p.base;  // attn_q, ffn_gate, ffn_up and the experts' gate and up stacks
 }
 
 }  // namespace
@@ -98,9 +137,13 @@ WeightPreset weight_preset(const std::string& name) {
   throw UsageError("weight type '" + name + "' is not one of " + list);
 }
 
+bool preset_converts(const std::string& tensor, const TensorShape& shape) {
+  return shape.n_dims >= 2 && !has(tensor, ".ffn_gate_inp.");
+}
+
 GgmlType preset_tensor_type(const WeightPreset& preset, const std::string& tensor,
                             const TensorShape& shape) {
-  if (shape.n_dims != 2) return T::kF32;
+  if (!preset_converts(tensor, shape)) return T::kF32;
   T type = wanted_type(preset, tensor, shape);
   const auto fits = [&](T t) {
     return shape.row_length % ggml_type_info(static_cast<uint32_t>(t))->block_size == 0;
@@ -121,7 +164,7 @@ GgmlType preset_tensor_type(const WeightPreset& preset, const std::string& tenso
     case T::kQ6_K:
       type = T::kQ8_0;
       break;
-    default:
+    default:  // q8_0, mxfp4 (llama-quantize has no fallback for them and stops)
       break;
   }
   return fits(type) ? type : T::kF16;

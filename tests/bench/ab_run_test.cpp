@@ -156,6 +156,17 @@ TEST_CASE("bench config: target and draft weight types are independent axes") {
   }
   CHECK_THROWS_AS(bench::parse_bench_config("[construct]\ntypes = [\"q3\"]\n", "c.toml"),
                   UsageError);
+  // The sweep's targets and drafts are dense llama models: a mixture-of-experts size is
+  // refused when the file is read, naming the key.
+  CHECK_THROWS_WITH_AS(
+      bench::parse_bench_config("[construct]\nsizes = [\"tiny\", \"moe-3b\"]\n", "c.toml"),
+      doctest::Contains("c.toml: [construct] sizes: constructed model size 'moe-3b' is a "
+                        "mixture of experts"),
+      UsageError);
+  CHECK_THROWS_WITH_AS(
+      bench::parse_bench_config("[construct]\ndraft_size = \"moe-3b\"\n", "c.toml"),
+      doctest::Contains("c.toml: [construct] draft_size: constructed drafts are dense llama"),
+      UsageError);
 }
 
 // Every arm × cell is checked before anything runs: a greedy-exact rule in a sampled cell

@@ -202,3 +202,154 @@ TEST_CASE("q4_K_M (llama.cpp's mix of q4_K and q6_K): constructed model and weig
     check_walks_map(engine, "x", engine.generate("x").tokens, next);
   }
 }
+
+namespace {
+
+// The tiny qwen3moe: 8 experts of 128 per layer, 2 per token.
+bench::ConstructedSpec tiny_moe_spec(const std::string& weights) {
+  bench::ConstructedSpec spec = bench::constructed_preset("tiny", "qwen3moe");
+  spec.weights = weights;
+  return spec;
+}
+
+// The expert hyperparameters and tensors of a written tiny qwen3moe, and its parameter count
+// as constructed_parameters states it (every tensor's elements summed).
+void check_moe_file(const GgufFile& f, const bench::ConstructedSpec& spec) {
+  CHECK(f.get_string("general.architecture") == "qwen3moe");
+  CHECK(f.get_u32("qwen3moe.expert_count") == 8);
+  CHECK(f.get_u32("qwen3moe.expert_used_count") == 2);
+  CHECK(f.get_u32("qwen3moe.expert_feed_forward_length") == 128);
+  CHECK(f.get_u32("qwen3moe.attention.key_length") == 64);  // d / n_head
+  const GgufTensor& down = f.require_tensor("blk.1.ffn_down_exps.weight");
+  CHECK(down.n_dims == 3);
+  CHECK(down.ne[0] == 128);
+  CHECK(down.ne[1] == 256);
+  CHECK(down.ne[2] == 8);
+  CHECK(f.require_tensor("blk.0.ffn_gate_inp.weight").type == GgmlType::kF32);
+  CHECK(f.require_tensor("blk.0.attn_q_norm.weight").n_elements == 64);
+  CHECK(f.tensor("blk.0.ffn_gate.weight") == nullptr);  // no dense FFN beside the experts
+  int64_t elements = 0;
+  for (const GgufTensor& t : f.tensors()) elements += t.n_elements;
+  CHECK(uint64_t(elements) == bench::constructed_parameters(spec));
+}
+
+}  // namespace
+
+TEST_CASE("constructed qwen3moe: expert metadata, and greedy decoding walks the planted map") {
+  const std::string dir = test::temp_dir("bench-constructed-moe");
+  PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
+  for (const char* type : {"f16", "q4_K_M", "mxfp4_moe"}) {
+    CAPTURE(type);
+    const bench::ConstructedSpec spec = tiny_moe_spec(type);
+    const std::string path = dir + "/target-" + type + ".gguf";
+    bench::write_constructed_model(path, spec);
+    check_moe_file(GgufFile::open(path), spec);
+    const std::vector<int32_t> next = bench::constructed_next(spec);
+    Engine engine(plain_config(path, 24), registry);
+    for (const std::string prompt : {"a", "def", "Q"}) {
+      GenerationResult r = engine.generate(prompt);
+      REQUIRE(r.tokens.size() == 24);
+      check_walks_map(engine, prompt, r.tokens, next);
+    }
+  }
+  const GgufFile q4 = GgufFile::open(dir + "/target-q4_K_M.gguf");
+  // llama.cpp's Q4_K_M on an 8-expert model: attn_k and attn_v q8_0, attn_output q5_K; the
+  // experts' ffn_down_exps raised like ffn_down (layer 1 of 2: q6_K, rows of 128 -> q8_0;
+  // layer 0: q4_K -> q5_0), their gate and up the base q4_K.
+  CHECK(q4.require_tensor("blk.0.attn_k.weight").type == GgmlType::kQ8_0);
+  CHECK(q4.require_tensor("blk.0.attn_v.weight").type == GgmlType::kQ8_0);
+  CHECK(q4.require_tensor("blk.0.attn_output.weight").type == GgmlType::kQ5_K);
+  CHECK(q4.require_tensor("blk.0.attn_q.weight").type == GgmlType::kQ4_K);
+  CHECK(q4.require_tensor("blk.1.ffn_down_exps.weight").type == GgmlType::kQ8_0);
+  CHECK(q4.require_tensor("blk.0.ffn_down_exps.weight").type == GgmlType::kQ5_0);
+  CHECK(q4.require_tensor("blk.0.ffn_gate_exps.weight").type == GgmlType::kQ4_K);
+  const GgufFile mx = GgufFile::open(dir + "/target-mxfp4_moe.gguf");
+  CHECK(mx.get_u32("general.file_type") == 38);
+  for (const char* name :
+       {"blk.0.ffn_gate_exps.weight", "blk.1.ffn_up_exps.weight", "blk.1.ffn_down_exps.weight"})
+    CHECK(mx.require_tensor(name).type == GgmlType::kMXFP4);
+  for (const char* name : {"token_embd.weight", "output.weight", "blk.1.attn_v.weight"})
+    CHECK(mx.require_tensor(name).type == GgmlType::kQ8_0);
+}
+
+TEST_CASE("constructed qwen3moe: a dense llama draft of the same vocabulary is accepted") {
+  const std::string dir = test::temp_dir("bench-constructed-moe-draft");
+  PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
+  bench::write_constructed_model(dir + "/target.gguf", tiny_moe_spec("mxfp4_moe"));
+  const bench::ConstructedSpec draft = bench::constructed_draft(1.0);
+  CHECK(draft.architecture == "llama");
+  CHECK(draft.n_expert == 0);
+  bench::write_constructed_model(dir + "/draft.gguf", draft);
+  Engine engine(
+      plain_config(dir + "/target.gguf", 32,
+                   {"proposer.kind=\"draft-model\"", "proposer.model=\"" + dir + "/draft.gguf\"",
+                    "proposer.mode=\"greedy\"", "proposer.k=4", "acceptance.rule=\"greedy\""}),
+      registry);
+  GenerationResult r = engine.generate("abc");
+  CHECK(r.stats.acceptance_rate() == doctest::Approx(1.0));
+  CHECK(r.stats.tau() > 4.0);
+}
+
+TEST_CASE("constructed qwen3moe: parameter counts, and the spec record holds the experts") {
+  bench::ConstructedSpec big = bench::constructed_preset("moe-3b", "qwen3moe");
+  big.vocab = 32000;
+  // The 3B-A0.5B class: 2.96 B weights, 0.49 B read per token.
+  CHECK(bench::constructed_parameters(big) == 2'959'405'568);
+  CHECK(bench::constructed_active_parameters(big) == 493'154'816);
+  const bench::ConstructedSpec dense = bench::constructed_preset("0.1b");
+  CHECK(bench::constructed_active_parameters(dense) == bench::constructed_parameters(dense));
+
+  const std::string path = test::temp_dir("bench-constructed-moe-record") + "/moe.gguf";
+  bench::ConstructedSpec spec = tiny_moe_spec("f16");
+  CHECK(bench::ensure_constructed_model(path, spec));
+  CHECK_FALSE(bench::ensure_constructed_model(path, spec));
+  spec.n_expert_used = 3;  // another model: rewritten, not reused
+  CHECK(bench::ensure_constructed_model(path, spec));
+  CHECK(GgufFile::open(path).get_u32("qwen3moe.expert_used_count") == 3);
+}
+
+TEST_CASE("constructed qwen3moe: sizes, drafts and expert settings that do not fit are refused") {
+  CHECK_THROWS_WITH_AS(bench::constructed_preset("moe-3b"),
+                       doctest::Contains("'moe-3b' is a mixture of experts: it needs the "
+                                         "architecture qwen3moe"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(bench::constructed_preset("1.5b", "qwen3moe"),
+                       doctest::Contains("'1.5b' is a dense shape"), UsageError);
+  CHECK_THROWS_WITH_AS(bench::constructed_preset("7b", "qwen3moe"),
+                       doctest::Contains("unknown constructed model size '7b' (tiny, moe-3b)"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(bench::constructed_draft(1.0, "moe-3b"),
+                       doctest::Contains("constructed drafts are dense llama models"), UsageError);
+  CHECK(bench::constructed_preset("tiny").n_expert == 0);  // tiny stays dense for llama
+  const std::string dir = test::temp_dir("bench-constructed-moe-refused");
+  bench::ConstructedSpec dense_with_experts = bench::constructed_preset("tiny");
+  dense_with_experts.n_expert = 8;
+  CHECK_THROWS_WITH_AS(bench::write_constructed_model(dir + "/a.gguf", dense_with_experts),
+                       doctest::Contains("experts need --arch qwen3moe"), UsageError);
+  bench::ConstructedSpec too_many = tiny_moe_spec("f16");
+  too_many.n_expert_used = 9;
+  CHECK_THROWS_WITH_AS(bench::write_constructed_model(dir + "/b.gguf", too_many),
+                       doctest::Contains("9 of 8 experts per token"), UsageError);
+  bench::ConstructedSpec odd_experts = tiny_moe_spec("f16");
+  odd_experts.n_ff_exp = 100;
+  CHECK_THROWS_WITH_AS(bench::write_constructed_model(dir + "/c.gguf", odd_experts),
+                       doctest::Contains("expert size 100 must be a positive multiple of 32"),
+                       UsageError);
+}
+
+TEST_CASE("weight copy of a qwen3moe: mxfp4_moe converts the expert stacks, not the router") {
+  const std::string dir = test::temp_dir("bench-weight-copy-moe");
+  PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
+  const bench::ConstructedSpec spec = tiny_moe_spec("f16");
+  bench::write_constructed_model(dir + "/f16.gguf", spec);
+  // token_embd, output and per layer attn_{q,k,v,output} and the three expert stacks.
+  CHECK(bench::write_weight_copy(dir + "/f16.gguf", dir + "/mx.gguf",
+                                 bench::weight_preset("mxfp4_moe")) == 2 + 7 * spec.n_layer);
+  const GgufFile f = GgufFile::open(dir + "/mx.gguf");
+  CHECK(f.require_tensor("blk.1.ffn_down_exps.weight").type == GgmlType::kMXFP4);
+  CHECK(f.require_tensor("blk.1.ffn_gate_inp.weight").type == GgmlType::kF32);
+  CHECK(f.require_tensor("blk.1.attn_q.weight").type == GgmlType::kQ8_0);
+  CHECK(bench::matrix_type_summary(dir + "/mx.gguf") == "q8_0 ×10, mxfp4 ×6, f32 ×2");
+  Engine engine(plain_config(dir + "/mx.gguf", 16), registry);
+  check_walks_map(engine, "x", engine.generate("x").tokens, bench::constructed_next(spec));
+}

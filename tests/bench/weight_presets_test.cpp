@@ -1,6 +1,7 @@
 // llama.cpp's file-type presets as the bench writes them: the per-tensor rules of
-// llama_tensor_get_type for dense llama-like models, the fallback for rows that are not
-// whole blocks, and every preset's constructed model loading and walking its planted map.
+// llama_tensor_get_type for dense llama-like models and mixtures of experts, the fallback for
+// rows that are not whole blocks, and every preset's constructed model (llama and qwen3moe)
+// loading and walking its planted map.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -26,6 +27,18 @@ GgmlType type_of(const std::string& preset, const std::string& tensor, int64_t r
   s.row_length = row;
   s.n_layer = n_layer;
   s.n_gqa = n_gqa;
+  return bench::preset_tensor_type(bench::weight_preset(preset), tensor, s);
+}
+
+// The type of a tensor of a mixture of experts with `n_expert` experts and 32 layers: a 3-D
+// expert stack (ffn_*_exps) when `n_dims` is 3.
+GgmlType moe_type_of(const std::string& preset, const std::string& tensor, uint32_t n_dims,
+                     uint32_t n_expert = 64, int64_t row = 1024) {
+  bench::TensorShape s;
+  s.row_length = row;
+  s.n_dims = n_dims;
+  s.n_layer = 32;
+  s.n_expert = n_expert;
   return bench::preset_tensor_type(bench::weight_preset(preset), tensor, s);
 }
 
@@ -81,6 +94,49 @@ TEST_CASE("weight presets: llama-quantize's per-tensor rules") {
         T::kF32);
 }
 
+TEST_CASE("weight presets: mixtures of experts as llama-quantize types them") {
+  using T = GgmlType;
+  // MXFP4_MOE: expert stacks (3-D) mxfp4, every other converted tensor q8_0, output and
+  // token_embd included; a dense model's matrices are all 2-D, so all q8_0.
+  CHECK(bench::weight_preset("MXFP4_MOE").file_type == 38);
+  CHECK(moe_type_of("mxfp4_moe", "blk.0.ffn_gate_exps.weight", 3) == T::kMXFP4);
+  CHECK(moe_type_of("mxfp4_moe", "blk.0.ffn_up_exps.weight", 3) == T::kMXFP4);
+  CHECK(moe_type_of("mxfp4_moe", "blk.31.ffn_down_exps.weight", 3, 64, 512) == T::kMXFP4);
+  CHECK(moe_type_of("mxfp4_moe", "blk.0.attn_q.weight", 2) == T::kQ8_0);
+  CHECK(moe_type_of("mxfp4_moe", "blk.0.attn_v.weight", 2) == T::kQ8_0);
+  CHECK(moe_type_of("mxfp4_moe", "output.weight", 2) == T::kQ8_0);
+  CHECK(moe_type_of("mxfp4_moe", "token_embd.weight", 2) == T::kQ8_0);
+  CHECK(type_of("mxfp4_moe", "blk.3.ffn_down.weight") == T::kQ8_0);
+  CHECK(moe_type_of("mxfp4_moe", "blk.0.ffn_down_exps.weight", 3, 64, 48) == T::kF16);
+  // The router is never converted (f32 under every preset); norms are 1-D.
+  for (const std::string& preset : bench::weight_preset_names())
+    CHECK(moe_type_of(preset, "blk.0.ffn_gate_inp.weight", 2) == T::kF32);
+  bench::TensorShape router;
+  router.row_length = 1024;
+  CHECK_FALSE(bench::preset_converts("blk.0.ffn_gate_inp.weight", router));
+  router.n_dims = 3;
+  CHECK(bench::preset_converts("blk.0.ffn_up_exps.weight", router));
+  // ffn_down_exps is an ffn_down: Q4_K_M's use_more_bits, Q3_K_M's first sixteenth.
+  CHECK(moe_type_of("q4_K_M", "blk.6.ffn_down_exps.weight", 3) == T::kQ6_K);
+  CHECK(moe_type_of("q4_K_M", "blk.4.ffn_down_exps.weight", 3) == T::kQ4_K);
+  CHECK(moe_type_of("q4_K_M", "blk.6.ffn_gate_exps.weight", 3) == T::kQ4_K);
+  CHECK(moe_type_of("q3_K_M", "blk.1.ffn_down_exps.weight", 3) == T::kQ5_K);
+  CHECK(moe_type_of("q2_K", "blk.9.ffn_down_exps.weight", 3) == T::kQ3_K);
+  CHECK(moe_type_of("f16", "blk.9.ffn_down_exps.weight", 3) == T::kF16);
+  // 8 experts (Mixtral's count): attn_v and attn_k q8_0, attn_output q5_K for the low-bit
+  // presets and the base type for the others (q3_K_L's dense raise does not apply).
+  CHECK(moe_type_of("q4_K_M", "blk.4.attn_v.weight", 2, 8) == T::kQ8_0);
+  CHECK(moe_type_of("q2_K", "blk.4.attn_k.weight", 2, 8) == T::kQ8_0);
+  CHECK(moe_type_of("q4_K_M", "blk.4.attn_output.weight", 2, 8) == T::kQ5_K);
+  CHECK(moe_type_of("q2_K", "blk.4.attn_output.weight", 2, 8) == T::kQ5_K);
+  CHECK(moe_type_of("q3_K_L", "blk.4.attn_output.weight", 2, 8) == T::kQ3_K);
+  CHECK(moe_type_of("q4_0", "blk.4.attn_output.weight", 2, 8) == T::kQ4_0);
+  // Other expert counts keep the dense rules.
+  CHECK(moe_type_of("q4_K_M", "blk.4.attn_v.weight", 2, 64) == T::kQ4_K);
+  CHECK(moe_type_of("q4_K_M", "blk.4.attn_k.weight", 2, 64) == T::kQ4_K);
+  CHECK(moe_type_of("q2_K", "blk.4.attn_output.weight", 2, 64) == T::kQ3_K);
+}
+
 TEST_CASE("weight presets: rows that are not whole blocks fall back as llama-quantize does") {
   using T = GgmlType;
   CHECK(type_of("q4_K_M", "blk.4.attn_q.weight", 704) == T::kQ5_0);
@@ -95,7 +151,7 @@ TEST_CASE("weight presets: rows that are not whole blocks fall back as llama-qua
 }
 
 TEST_CASE("weight presets: names, case and unknown names") {
-  CHECK(bench::weight_preset_names().size() == 19);
+  CHECK(bench::weight_preset_names().size() == 20);
   CHECK(bench::weight_preset("q4_k_m").name == "q4_K_M");
   CHECK(bench::weight_preset("Q4_K_M").file_type == 15);
   CHECK(bench::weight_preset("iq4_xs").file_type == 30);
@@ -132,5 +188,37 @@ TEST_CASE(
     }
     MESSAGE(preset << ": " << followed << "/16 tokens follow the map");
     CHECK(followed == 16);  // the planted logit's margin survives even q2_K
+  }
+}
+
+TEST_CASE("every preset's constructed qwen3moe loads and walks the planted map") {
+  // Expert stacks of rows 256 (gate, up) and 128 (down: every 256-block type falls back).
+  const std::string dir = test::temp_dir("bench-presets-moe");
+  PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
+  for (const std::string& preset : bench::weight_preset_names()) {
+    CAPTURE(preset);
+    bench::ConstructedSpec spec = bench::constructed_preset("tiny", "qwen3moe");
+    spec.weights = preset;
+    const std::string path = dir + "/" + preset + ".gguf";
+    bench::write_constructed_model(path, spec);
+    const GgufFile file = GgufFile::open(path);
+    CHECK(file.require_tensor("blk.0.ffn_gate_inp.weight").type == GgmlType::kF32);
+    CHECK(file.require_tensor("blk.0.ffn_up_exps.weight").type ==
+          bench::constructed_tensor_type(spec, "blk.0.ffn_up_exps.weight", 256, 3));
+    const Config config = parse_config(
+        "", "presets.toml",
+        {"target.model=\"" + path + "\"", "engine.backend=cpu", "engine.threads=1",
+         "sampling.temperature=0", "sampling.ignore_eos=true", "sampling.max_tokens=16"});
+    Engine engine(config, registry);
+    const GenerationResult r = engine.generate("def");
+    REQUIRE(r.tokens.size() == 16);
+    const std::vector<int32_t> next = bench::constructed_next(spec);
+    int32_t prev = engine.tokenizer().encode("def", true).back();
+    int followed = 0;
+    for (int32_t t : r.tokens) {
+      followed += t == next[prev];
+      prev = t;
+    }
+    CHECK(followed == 16);
   }
 }

@@ -159,6 +159,31 @@ std::vector<Case> cli_value_cases() {
   };
 }
 
+// Constructed mixtures of experts: sizes and architectures that do not go together are
+// refused before anything is written; the tiny qwen3moe in mxfp4_moe is written with its
+// dense llama drafts.
+std::vector<Case> constructed_moe_cases() {
+  const Files& f = files();
+  auto construct = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = {"bench", "--construct", "--out", f.dir + "/constructed-moe"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  return {
+      {"--size moe-3b with the default llama", construct({"--size", "moe-3b"}), 2,
+       "size 'moe-3b' is a mixture of experts: it needs the architecture qwen3moe"},
+      {"--arch qwen3moe --size 0.5b", construct({"--arch", "qwen3moe", "--size", "0.5b"}), 2,
+       "size '0.5b' is a dense shape; --arch qwen3moe (a mixture of experts) takes tiny, moe-3b"},
+      {"--draft-size moe-3b", construct({"--arch", "qwen3moe", "--draft-size", "moe-3b"}), 2,
+       "constructed drafts are dense llama models: draft size 'moe-3b' is a mixture of experts"},
+      {"--arch mixtral", construct({"--arch", "mixtral"}), 2,
+       "unknown constructed architecture 'mixtral' (llama, qwen35, qwen3moe)"},
+      {"--arch qwen3moe --size tiny --type mxfp4_moe works",
+       construct({"--arch", "qwen3moe", "--size", "tiny", "--type", "mxfp4_moe"}), 0,
+       "target.gguf  (qwen3moe tiny mxfp4_moe, 2.2 M parameters, 1.1 M active"},
+  };
+}
+
 // Items 4 and 9: special files where a model, a configuration or a prompt belongs. Before,
 // a FIFO blocked the open forever and a directory as prompt file generated from nothing.
 std::vector<Case> special_file_cases() {
@@ -444,6 +469,7 @@ TEST_CASE("audit draft trees are bounded like chains, with a clear error") {
 
 TEST_CASE("command-line values are validated like configuration values") {
   run_cases(cli_value_cases());
+  run_cases(constructed_moe_cases());
 }
 
 TEST_CASE("special files as model, configuration or prompt: refused without blocking") {
