@@ -213,8 +213,11 @@ std::pair<int32_t, int32_t> constructed_cycle_range() {
 }
 
 std::vector<float> constructed_embedding(const ConstructedSpec& s, std::mt19937_64& rng) {
-  // One Gaussian vector per cycle token; tokens outside the cycle copy the embedding of the
-  // cycle token before cycle[0], so they lead where it leads.
+  // One Gaussian vector per cycle token; tokens outside the cycle embed as the cycle token
+  // before cycle[0] plus a smaller vector of their own, so they lead where it leads and yet
+  // differ (a mixture of experts routes them apart, as it routes a real vocabulary's tokens).
+  // Their own parts come from a generator of their own: the weights drawn after the
+  // embedding do not change with the vocabulary.
   const uint32_t d = s.n_embd;
   std::normal_distribution<float> unit(0.0f, 1.0f);
   const std::vector<int32_t> cycle = planted_cycle(s.map_seed);
@@ -222,9 +225,12 @@ std::vector<float> constructed_embedding(const ConstructedSpec& s, std::mt19937_
   for (int32_t t = kFirstPrintable; t <= kLastPrintable; ++t)
     for (uint32_t i = 0; i < d; ++i) embd[size_t(t) * d + i] = unit(rng);
   const int32_t into_cycle = cycle.back();  // its planted next is cycle[0]
+  std::mt19937_64 own(s.seed * 0x9E3779B97F4A7C15ull + 11);
+  std::normal_distribution<float> half(0.0f, 0.5f);
   for (uint32_t t = 0; t < s.vocab; ++t)
     if (int32_t(t) < kFirstPrintable || int32_t(t) > kLastPrintable)
-      std::copy_n(embd.begin() + size_t(into_cycle) * d, d, embd.begin() + size_t(t) * d);
+      for (uint32_t i = 0; i < d; ++i)
+        embd[size_t(t) * d + i] = embd[size_t(into_cycle) * d + i] + half(own);
   return embd;
 }
 
@@ -393,7 +399,7 @@ namespace {
 std::string spec_text(const ConstructedSpec& s) {
   char text[512];
   std::snprintf(text, sizeof text,
-                "constructed-model 4\nname %s\nshape %u %u %u %u %u %u\nweights %s\n"
+                "constructed-model 5\nname %s\nshape %u %u %u %u %u %u\nweights %s\n"
                 "map_seed %llu\nagreement %.17g\nseed %llu\nvocab %u\narchitecture %s\n"
                 "mtp_agreement %.17g\nexperts %u %u %u\n",
                 s.name.c_str(), s.n_embd, s.n_layer, s.n_head, s.n_head_kv, s.n_ff, s.n_ctx,
