@@ -199,6 +199,9 @@ void Device::rope(const View& x, const View& positions, const specd_rope_params&
   const sdk::RopeOptions o = sdk::rope_options(params);
   if (o.mode != SPECD_ROPE_NORMAL || o.freq_scale != 1.0f || o.freq_factors)
     backend_->require_minor(2, "rope with neox mode, frequency scaling or factors");
+  // Zeroed YaRN fields mean 0.2's rope to every backend; set ones only a 0.8 backend reads.
+  if (o.ext_factor != 0.0f || o.attn_factor != 1.0f)
+    backend_->require_minor(8, "rope with YaRN (ext_factor or attn_factor)");
   backend_->check(vt().rope(handle_, x.raw(), positions.raw(), &params), nullptr);
 }
 
@@ -206,9 +209,20 @@ void Device::get_rows(const View& table, const View& ids, const View& y) {
   backend_->check(vt().get_rows(handle_, table.raw(), ids.raw(), y.raw()), nullptr);
 }
 
+namespace {
+
+// A window or sinks only a 0.8 backend reads: an older one would attend every key.
+void require_attention_minor(const Backend& backend, const specd_attention_params& params) {
+  const sdk::AttentionOptions o = sdk::attention_options(params);
+  if (o.window != 0 || o.sinks) backend.require_minor(8, "attention with a window or sinks");
+}
+
+}  // namespace
+
 void Device::attention(const View& q, const View& k_cache, const View& v_cache,
                        const View& prefix_len, const View& extra_begin, const View* extra_slots,
                        const specd_attention_params& params, const View& out) {
+  require_attention_minor(*backend_, params);
   specd_attention_mask mask{};
   mask.struct_size = sizeof(mask);
   mask.prefix_len = prefix_len.raw();
@@ -241,6 +255,7 @@ void Device::attention_paged(const View& q, const View& k_pool, const View& v_po
     backend_->require_minor(5, "attention over a paged KV cache");
     throw UsageError(backend_->label() + ": attention_paged is not implemented (an ABI 0.5 op)");
   }
+  require_attention_minor(*backend_, params);
   specd_attention_mask mask{};
   mask.struct_size = sizeof(mask);
   mask.prefix_len = prefix_len.raw();
@@ -294,6 +309,24 @@ void Device::gated_delta_net(const View& qkv, const View& alpha, const View& bet
 void Device::mul_sigmoid(const View& x, const View& gate, const View& y) {
   require_hybrid_ops("a gated attention output");
   backend_->check(vt().mul_sigmoid(handle_, x.raw(), gate.raw(), y.raw()), nullptr);
+}
+
+// The minor counts as well as the slot: a plugin built for a later minor is driven as the
+// host's, and one driven as a minor below 8 gets no 0.8 call.
+bool Device::has_swiglu_oai() const {
+  return backend_->abi_minor() >= 8 && SPECD_BACKEND_HAS(&vt(), swiglu_oai) && vt().swiglu_oai;
+}
+
+void Device::require_swiglu_oai(const std::string& what) const {
+  backend_->require_minor(8, what);
+  if (!has_swiglu_oai())
+    throw UsageError(backend_->label() + " does not implement swiglu_oai (an ABI 0.8 op), which " +
+                     what + " needs");
+}
+
+void Device::swiglu_oai(const View& gate, const View& up, float alpha, float limit, const View& y) {
+  require_swiglu_oai("gpt-oss's clamped SwiGLU");
+  backend_->check(vt().swiglu_oai(handle_, gate.raw(), up.raw(), alpha, limit, y.raw()), nullptr);
 }
 
 void Device::copy_bytes(Buffer& dst, uint64_t dst_offset, const Buffer& src, uint64_t src_offset,

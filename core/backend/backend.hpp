@@ -138,7 +138,8 @@ class Device {
   void synchronize();
 
   // Ops (see backend.h for shapes and dtypes). rope's 0.2 fields (neox mode, freq_scale,
-  // freq_factors) and add's one-row b throw (require_minor) on a backend of minor < 2.
+  // freq_factors) and add's one-row b throw (require_minor) on a backend of minor < 2, rope's
+  // YaRN fields (ext_factor, an attn_factor other than 0 or 1) on one of minor < 8.
   void matmul(const View& x, const View& w, const View& y);
   void rms_norm(const View& x, const View& weight, float eps, const View& y);
   void rope(const View& x, const View& positions, const specd_rope_params& params);
@@ -168,6 +169,14 @@ class Device {
   // Throws UsageError "<backend> ... needs ABI 0.7" / "does not implement ..., which <what>
   // needs" unless the device has both ABI 0.7 ops.
   void require_hybrid_ops(const std::string& what) const;
+  // ABI 0.8 (gpt-oss): the clamped SwiGLU y = g / (1 + exp(-alpha g)) * (u + 1) with
+  // g = min(gate, limit), u = clamp(up, -limit, limit); throws UsageError naming the backend
+  // when it lacks the op.
+  void swiglu_oai(const View& gate, const View& up, float alpha, float limit, const View& y);
+  bool has_swiglu_oai() const;
+  // Throws UsageError "<backend> ... needs ABI 0.8" / "does not implement swiglu_oai, which
+  // <what> needs" unless the device has the op.
+  void require_swiglu_oai(const std::string& what) const;
   // Device-side copy of `size` bytes between buffers (ranges may overlap).
   void copy_bytes(Buffer& dst, uint64_t dst_offset, const Buffer& src, uint64_t src_offset,
                   uint64_t size);

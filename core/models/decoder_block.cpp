@@ -59,9 +59,13 @@ specd_rope_params rope_params(const BlockShape& s, const BlockWeights& w, int32_
 }
 
 specd_attention_params attention_params(const BlockShape& s) {
-  return {sizeof(specd_attention_params), static_cast<uint32_t>(s.n_head),
-          static_cast<uint32_t>(s.n_head_kv), static_cast<uint32_t>(s.head_dim),
-          1.0f / std::sqrt(static_cast<float>(s.head_dim))};
+  specd_attention_params p{};
+  p.struct_size = sizeof(specd_attention_params);
+  p.n_head = static_cast<uint32_t>(s.n_head);
+  p.n_head_kv = static_cast<uint32_t>(s.n_head_kv);
+  p.head_dim = static_cast<uint32_t>(s.head_dim);
+  p.scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+  return p;  // no window, no sinks: every architecture specd runs attends every key
 }
 
 }  // namespace

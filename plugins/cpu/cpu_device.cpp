@@ -296,9 +296,9 @@ void CpuDevice::rope(const specd_view& xv, const specd_view& pv, const specd_rop
     const Mat f = check_view(o.freq_factors, "rope", "freq_factors", {SPECD_DTYPE_F32});
     factors = reinterpret_cast<const float*>(f.p);
   }
-  cpu::rope(
-      *pool_, x, pos.i32_row(0),
-      {p.n_head, p.head_dim, p.n_rot, p.base, o.mode == SPECD_ROPE_NEOX, o.freq_scale, factors});
+  cpu::rope(*pool_, x, pos.i32_row(0),
+            {p.n_head, p.head_dim, p.n_rot, p.base, o.mode == SPECD_ROPE_NEOX, o.freq_scale,
+             factors, sdk::rope_yarn(p, o)});
 }
 
 void CpuDevice::get_rows(const specd_view& tv, const specd_view& iv, const specd_view& yv) {
@@ -326,6 +326,20 @@ void CpuDevice::get_rows(const specd_view& tv, const specd_view& iv, const specd
   cpu::get_rows(*pool_, rows, order.data(), y);
 }
 
+namespace {
+
+// The ABI 0.8 options of an attention call (none from an older host), its sinks view checked
+// against its buffer (the adapter checked its shape).
+AttentionExtras attention_extras(const specd_attention_params& p, const char* op) {
+  const sdk::AttentionOptions o = sdk::attention_options(p);
+  AttentionExtras x;
+  x.window = o.window;
+  if (o.sinks) x.sinks = check_view(o.sinks, op, "params.sinks", {SPECD_DTYPE_F32}).f32_row(0);
+  return x;
+}
+
+}  // namespace
+
 void CpuDevice::attention(const specd_view& qv, const specd_view& kv, const specd_view& vv,
                           const specd_attention_mask& mask, const specd_attention_params& p,
                           const specd_view& ov) {
@@ -349,7 +363,8 @@ void CpuDevice::attention(const specd_view& qv, const specd_view& kv, const spec
     extra = ex.i32_row(0);
   }
   sdk::check_attention_mask(op, m, prefix, begin, extra, n_extra, [&](int64_t) { return k.rows; });
-  cpu::attention(*pool_, kernel_, q, k, v, MaskRows{prefix, begin, extra}, p, out);
+  cpu::attention(*pool_, kernel_, q, k, v, MaskRows{prefix, begin, extra}, p,
+                 attention_extras(p, op), out);
 }
 
 void CpuDevice::attention_paged(const specd_view& qv, const specd_view& kv, const specd_view& vv,
@@ -382,7 +397,7 @@ void CpuDevice::attention_paged(const specd_view& qv, const specd_view& kv, cons
   sdk::check_attention_mask(op, m, prefix, begin, extra, n_extra,
                             [&](int64_t i) { return (tab.cols - table_begin[i]) * B; });
   cpu::attention(*pool_, kernel_, q, k, v, MaskRows{prefix, begin, extra, table, table_begin, B}, p,
-                 out);
+                 attention_extras(p, op), out);
 }
 
 void CpuDevice::set_rows(const specd_view& sv, const specd_view& iv, const specd_view& dv) {
@@ -454,6 +469,17 @@ void CpuDevice::swiglu(const specd_view& gv, const specd_view& uv, const specd_v
   const Mat u = check_view(&uv, "swiglu", "up", {SPECD_DTYPE_F32});
   const Mat y = check_view(&yv, "swiglu", "y", {SPECD_DTYPE_F32}, true);
   cpu::swiglu(*pool_, g, u, y);
+}
+
+void CpuDevice::swiglu_oai(const specd_view& gv, const specd_view& uv, float alpha, float limit,
+                           const specd_view& yv) {
+  const OpTimer timer(profile_.get(), "swiglu_oai", &gv);
+  const Mat g = check_view(&gv, "swiglu_oai", "gate", {SPECD_DTYPE_F32});
+  const Mat u = check_view(&uv, "swiglu_oai", "up", {SPECD_DTYPE_F32});
+  const Mat y = check_view(&yv, "swiglu_oai", "y", {SPECD_DTYPE_F32}, true);
+  // As for swiglu, overlap is not checked: y may be gate or up, and the halves of a fused
+  // gate/up projection interleave, so a byte-range check would refuse y = gate there.
+  cpu::swiglu_oai(*pool_, g, u, alpha, limit, y);
 }
 
 void CpuDevice::add(const specd_view& av, const specd_view& bv, const specd_view& yv) {

@@ -45,6 +45,8 @@ class CpuDevice {
                        const specd_attention_params& p, const specd_view& out);
   void set_rows(const specd_view& src, const specd_view& indices, const specd_view& dst);
   void swiglu(const specd_view& gate, const specd_view& up, const specd_view& y);
+  void swiglu_oai(const specd_view& gate, const specd_view& up, float alpha, float limit,
+                  const specd_view& y);
   void add(const specd_view& a, const specd_view& b, const specd_view& y);
   void copy_rows(const specd_view& src, const specd_view& indices, const specd_view& dst);
   void gated_delta_net(const specd_view& qkv, const specd_view& alpha, const specd_view& beta,

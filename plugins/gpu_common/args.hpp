@@ -33,6 +33,9 @@ struct RopeArgs {
   int n_head, head_dim, n_rot;
   int neox;  // pairs (j, j + n_rot/2) instead of (2j, 2j+1)
   float base, freq_scale;
+  // YaRN (ABI 0.8), from sdk::rope_yarn: pair j mixes in the unscaled angle by
+  // ext_factor (1 - clamp((j - yarn_lo) / yarn_span, 0, 1)); cos and sin are times mscale.
+  double ext_factor, yarn_lo, yarn_span, mscale;
 };
 
 // Attention over the KV cache; see backend.h. Mask arrays are int32 device rows.
@@ -57,6 +60,10 @@ struct AttentionArgs {
   int64_t m;
   int n_head, n_head_kv, head_dim;
   float scale;
+  // ABI 0.8: each row attends the last `window` keys of its sequence (0: all); sinks: one f32
+  // per query head in the softmax's denominator, or null.
+  uint32_t window;
+  const float* sinks;
   int* error;  // set to nonzero by a block whose mask row (or table) is invalid
 };
 

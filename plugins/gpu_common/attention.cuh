@@ -5,6 +5,10 @@
 // then a running-max softmax folds the tile into the output accumulators key by key. Tile
 // boundaries are positions in the logical key sequence, so a row's result depends only on
 // that sequence (not on m, other rows, or how the sequence is split into prefix and extras).
+// With a sliding window (ABI 0.8) the row attends the last `window` keys of its sequence and
+// the tiles start at the first of them, so the result depends only on the keys in the window.
+// A head's sink is folded in after the last tile, as one more term of the running softmax
+// whose value row is zero.
 //
 // The mask lives in device memory; each block validates its own row (the CPU backend's rules,
 // numeric.hpp) and, if invalid, writes NaN, raises the device error flag (reported by the next
@@ -75,7 +79,7 @@ __global__ void attention_kernel(AttentionArgs a) {
   for (int r = 0; r < kDimsPerThread; ++r) acc[r] = 0.0f;
   float run_max = -INFINITY, run_sum = 0.0f;
 
-  for (int64_t t0 = 0; t0 < n_keys; t0 += kTile) {
+  for (int64_t t0 = window_first(n_keys, a.window); t0 < n_keys; t0 += kTile) {
     const int tn = n_keys - t0 < kTile ? static_cast<int>(n_keys - t0) : kTile;
     for (int jj = warp; jj < tn; jj += kAttnWarps) {  // one key per warp
       const int64_t logical = key_slot(row, a.extra, t0 + jj);
@@ -111,6 +115,14 @@ __global__ void attention_kernel(AttentionArgs a) {
     }
     run_max = new_max;
     __syncthreads();  // score_s / slot_s are rewritten by the next tile
+  }
+  if (a.sinks) {  // e^(sink - max) joins the denominator; the accumulators rescale as for a tile
+    const float sink = a.sinks[h];
+    const float new_max = fmaxf(run_max, sink);
+    const float c = expf(run_max - new_max);
+    run_sum = run_sum * c + expf(sink - new_max);
+#pragma unroll
+    for (int r = 0; r < kDimsPerThread; ++r) acc[r] *= c;
   }
 #pragma unroll
   for (int r = 0; r < kDimsPerThread; ++r) {

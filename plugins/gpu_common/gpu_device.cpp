@@ -208,6 +208,7 @@ void GpuDevice::rope(const specd_view& xv, const specd_view& pv, const specd_rop
   }
   if (x.rows == 0 || p.n_rot == 0) return;
   bind();
+  const sdk::RopeYarn yarn = sdk::rope_yarn(p, o);
   const RopeArgs a{i32(pos),
                    factors,
                    static_cast<int>(p.n_head),
@@ -215,7 +216,11 @@ void GpuDevice::rope(const specd_view& xv, const specd_view& pv, const specd_rop
                    static_cast<int>(p.n_rot),
                    o.mode == SPECD_ROPE_NEOX ? 1 : 0,
                    p.base,
-                   o.freq_scale};
+                   o.freq_scale,
+                   yarn.ext_factor,
+                   yarn.lo,
+                   yarn.span,
+                   yarn.mscale};
   SPECD_GPU_CHECK(launch_rope(x, a, stream_));
 }
 
@@ -276,6 +281,10 @@ void GpuDevice::run_attention(const char* op, const specd_view& qv, const specd_
   Mat ex;
   if (mask.extra_slots)
     ex = check_view(mask.extra_slots, op, "mask.extra_slots", {SPECD_DTYPE_I32});
+  // ABI 0.8 (none from an older host); the adapter checked the sinks' shape.
+  const sdk::AttentionOptions o = sdk::attention_options(p);
+  Mat sinks;
+  if (o.sinks) sinks = check_view(o.sinks, op, "params.sinks", {SPECD_DTYPE_F32});
   if (m == 0) return;
   bind();
   AttentionArgs a{};
@@ -304,6 +313,8 @@ void GpuDevice::run_attention(const char* op, const specd_view& qv, const specd_
   a.n_head_kv = static_cast<int>(p.n_head_kv);
   a.head_dim = static_cast<int>(p.head_dim);
   a.scale = p.scale;
+  a.window = o.window;
+  a.sinks = sinks.p ? f32(sinks) : nullptr;
   a.error = error_;
   SPECD_GPU_CHECK(launch_attention(a, stream_));
 }
@@ -403,6 +414,19 @@ void GpuDevice::swiglu(const specd_view& gv, const specd_view& uv, const specd_v
   if (g.rows == 0) return;
   bind();
   SPECD_GPU_CHECK(launch_swiglu(g, u, y, stream_));
+}
+
+void GpuDevice::swiglu_oai(const specd_view& gv, const specd_view& uv, float alpha, float limit,
+                           const specd_view& yv) {
+  const Mat g = check_view(&gv, "swiglu_oai", "gate", {SPECD_DTYPE_F32});
+  const Mat u = check_view(&uv, "swiglu_oai", "up", {SPECD_DTYPE_F32});
+  const Mat y = check_view(&yv, "swiglu_oai", "y", {SPECD_DTYPE_F32});
+  // As for swiglu, overlap is not checked: one thread reads its element before writing it,
+  // so y may be gate or up (the halves of a fused projection interleave: a byte-range check
+  // would refuse y = gate there).
+  if (g.rows == 0) return;
+  bind();
+  SPECD_GPU_CHECK(launch_swiglu_oai(g, u, alpha, limit, y, stream_));
 }
 
 void GpuDevice::add(const specd_view& av, const specd_view& bv, const specd_view& yv) {

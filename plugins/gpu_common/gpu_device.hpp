@@ -43,6 +43,8 @@ class GpuDevice {
                  const specd_attention_mask& mask, const specd_attention_params& p,
                  const specd_view& out);
   void swiglu(const specd_view& gate, const specd_view& up, const specd_view& y);
+  void swiglu_oai(const specd_view& gate, const specd_view& up, float alpha, float limit,
+                  const specd_view& y);
   void add(const specd_view& a, const specd_view& b, const specd_view& y);
   void copy_rows(const specd_view& src, const specd_view& indices, const specd_view& dst);
   void attention_paged(const specd_view& q, const specd_view& k, const specd_view& v,

@@ -22,6 +22,9 @@ cudaError_t launch_rope(const Mat& x, const RopeArgs& a, cudaStream_t stream);
 cudaError_t launch_get_rows(const Mat& table, const int32_t* ids, const Mat& y,
                             cudaStream_t stream);
 cudaError_t launch_swiglu(const Mat& gate, const Mat& up, const Mat& y, cudaStream_t stream);
+// gpt-oss's clamped SwiGLU (backend.h, swiglu_oai); y may be gate or up.
+cudaError_t launch_swiglu_oai(const Mat& gate, const Mat& up, float alpha, float limit,
+                              const Mat& y, cudaStream_t stream);
 // b is [m, n] or one row [1, n] added to every row.
 cudaError_t launch_add(const Mat& a, const Mat& b, const Mat& y, cudaStream_t stream);
 // dst[i] = src[indices[i]] bytewise; src and dst must not overlap (the device stages in-place

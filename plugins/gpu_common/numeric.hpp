@@ -94,4 +94,10 @@ SPECD_HD inline int64_t key_count(const MaskRow& r) {
   return r.prefix + (r.end - r.begin);
 }
 
+// The first of a row's `n_keys` keys (logical order) that a sliding window of `window` keys
+// lets it attend (backend.h, ABI 0.8): its last `window` keys; 0 = every key.
+SPECD_HD inline int64_t window_first(int64_t n_keys, uint32_t window) {
+  return window != 0 && n_keys > static_cast<int64_t>(window) ? n_keys - window : 0;
+}
+
 }  // namespace specd::gpu

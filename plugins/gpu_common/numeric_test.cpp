@@ -89,3 +89,20 @@ TEST_CASE("mask rows: validity rules and key order") {
   CHECK_FALSE(gpu::mask_row_ok({0, 0, 1}, 0, high.data(), 1, cap));  // slot >= capacity
   CHECK(gpu::mask_row_ok({0, 0, 1}, 0, high.data(), 1, 17));
 }
+
+TEST_CASE("a sliding window starts at the row's last `window` keys of its logical sequence") {
+  CHECK(gpu::window_first(12, 0) == 0);     // no window: every key
+  CHECK(gpu::window_first(12, 1) == 11);    // the row's own key alone
+  CHECK(gpu::window_first(12, 5) == 7);     // keys 7 .. 11
+  CHECK(gpu::window_first(12, 12) == 0);    // exactly the sequence
+  CHECK(gpu::window_first(12, 1000) == 0);  // longer than the sequence
+  CHECK(gpu::window_first(1, 0xFFFFFFFFu) == 0);
+  // Node 3 of the tree above (12 keys, extras 9, 10, 12 after 9 prefix rows): a window of 4
+  // keeps the last prefix row and the three extras.
+  const std::vector<int32_t> extra = {9, 9, 10, 9, 10, 12};
+  const gpu::MaskRow node3{9, 3, 6};
+  std::vector<int64_t> kept;
+  for (int64_t j = gpu::window_first(gpu::key_count(node3), 4); j < gpu::key_count(node3); ++j)
+    kept.push_back(gpu::key_slot(node3, extra.data(), j));
+  CHECK(kept == std::vector<int64_t>{8, 9, 10, 12});
+}

@@ -47,6 +47,17 @@ __global__ void rms_norm_kernel(Mat x, const float* weight, float eps, Mat y) {
   for (int64_t j = threadIdx.x; j < n; j += kRowThreads) yi[j] = (xi[j] * s) * weight[j];
 }
 
+// The angle of pair p from its unscaled (YaRN's extrapolated) angle theta_e: linear scaling
+// alone, or with YaRN (ext_factor != 0) its mix with theta_e along the ramp (RopeArgs).
+__device__ inline double rope_angle(double theta_e, int64_t p, const RopeArgs& a) {
+  const double scale = static_cast<double>(a.freq_scale);
+  if (a.ext_factor == 0.0) return theta_e * scale;
+  double y = (static_cast<double>(p) - a.yarn_lo) / a.yarn_span;
+  y = y < 0.0 ? 0.0 : (y > 1.0 ? 1.0 : y);
+  const double ramp = a.ext_factor * (1.0 - y);
+  return theta_e * scale * (1.0 - ramp) + theta_e * ramp;
+}
+
 // One thread per rotated pair (row i, head h, pair p); the angle in double as on the CPU, since
 // f32 loses ~1e-5 relative accuracy at positions in the hundreds.
 __global__ void rope_kernel(Mat x, RopeArgs a) {
@@ -60,9 +71,10 @@ __global__ void rope_kernel(Mat x, RopeArgs a) {
     double theta = static_cast<double>(a.positions[i]) *
                    pow(static_cast<double>(a.base), -2.0 * static_cast<double>(p) / a.n_rot);
     if (a.freq_factors) theta /= static_cast<double>(a.freq_factors[p]);
-    theta *= static_cast<double>(a.freq_scale);
-    const float cs = static_cast<float>(cos(theta));
-    const float sn = static_cast<float>(sin(theta));
+    theta = rope_angle(theta, p, a);
+    // mscale is exactly 1 without YaRN and attn_factor: the bits are 0.2's.
+    const float cs = static_cast<float>(cos(theta) * a.mscale);
+    const float sn = static_cast<float>(sin(theta) * a.mscale);
     float* v = f32_row(x, i) + h * a.head_dim;
     float* lo = a.neox ? v + p : v + 2 * p;
     float* hi = a.neox ? lo + half : lo + 1;
@@ -90,6 +102,22 @@ __global__ void swiglu_kernel(Mat gate, Mat up, Mat y) {
     const float g = f32_row(gate, i)[c];
     const float u = f32_row(up, i)[c];
     f32_row(y, i)[c] = g / (1.0f + expf(-g)) * u;
+  }
+}
+
+// gpt-oss's clamped SwiGLU, one thread per element. The clamps are comparisons rather than
+// fminf/fmaxf, which would turn a NaN input into the limit; as on the CPU, NaN stays NaN.
+__global__ void swiglu_oai_kernel(Mat gate, Mat up, float alpha, float limit, Mat y) {
+  const int64_t total = gate.rows * gate.cols;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = e / gate.cols, c = e % gate.cols;
+    float g = f32_row(gate, i)[c];
+    float u = f32_row(up, i)[c];
+    g = limit < g ? limit : g;
+    u = -limit > u ? -limit : u;
+    u = limit < u ? limit : u;
+    f32_row(y, i)[c] = g / (1.0f + expf(-(alpha * g))) * (u + 1.0f);
   }
 }
 
@@ -182,6 +210,13 @@ cudaError_t launch_get_rows(const Mat& table, const int32_t* ids, const Mat& y,
 
 cudaError_t launch_swiglu(const Mat& gate, const Mat& up, const Mat& y, cudaStream_t stream) {
   SPECD_LAUNCH(grid_1d(gate.rows * gate.cols, 256), 256, 0, stream, swiglu_kernel)(gate, up, y);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_swiglu_oai(const Mat& gate, const Mat& up, float alpha, float limit,
+                              const Mat& y, cudaStream_t stream) {
+  SPECD_LAUNCH(grid_1d(gate.rows * gate.cols, 256), 256, 0, stream, swiglu_oai_kernel)
+  (gate, up, alpha, limit, y);
   return cudaGetLastError();
 }
 

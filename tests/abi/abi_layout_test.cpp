@@ -49,7 +49,9 @@ TEST_CASE("ABI 0.2 appends to specd_rope_params after the frozen 0.1 fields") {
   CHECK(offsetof(specd_rope_params, mode) == 20);
   CHECK(offsetof(specd_rope_params, freq_scale) == 24);
   CHECK(offsetof(specd_rope_params, freq_factors) == 32);
-  CHECK(sizeof(specd_rope_params) == 40);
+  CHECK(offsetof(specd_rope_params, ext_factor) == 40);  // 0.2 ends here (struct_size 40)
+  CHECK(offsetof(specd_rope_params, n_ctx_orig) == 56);  // ABI 0.8: YaRN
+  CHECK(sizeof(specd_rope_params) == 64);
   CHECK(SPECD_ROPE_NORMAL == 0u);  // ggml's rope type values
   CHECK(SPECD_ROPE_NEOX == 2u);
 }
@@ -59,4 +61,11 @@ TEST_CASE("ABI 0.3 appends to specd_verifier_info after the frozen 0.1 fields") 
   CHECK(offsetof(specd_verifier_info, vocab_digest) == 16);
   CHECK(offsetof(specd_verifier_info, last_overhead_s) == 24);
   CHECK(sizeof(specd_verifier_info) == 32);
+}
+
+TEST_CASE("ABI 0.8 appends window and sinks to specd_attention_params after the 0.1 fields") {
+  CHECK(offsetof(specd_attention_params, scale) == 16);  // 0.1 .. 0.7 end here (struct_size 20)
+  CHECK(offsetof(specd_attention_params, window) == 20);
+  CHECK(offsetof(specd_attention_params, sinks) == 24);
+  CHECK(sizeof(specd_attention_params) == 32);
 }

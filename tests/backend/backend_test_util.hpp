@@ -2,6 +2,7 @@
 // weight encodings and naive double-precision references.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -279,6 +280,68 @@ inline std::vector<float> matmul_row_by_row(Device& dev, const View& x, const Vi
     y.download(out.data() + i * n, n * 4);
   }
   return out;
+}
+
+// Query row i's whole key sequence (backend.h, specd_attention_mask): its prefix rows, then
+// its extra slots.
+inline std::vector<int64_t> row_keys(const std::vector<int32_t>& prefix,
+                                     const std::vector<int32_t>& begin,
+                                     const std::vector<int32_t>& extra, int64_t i) {
+  std::vector<int64_t> keys;
+  for (int64_t j = 0; j < prefix[i]; ++j) keys.push_back(j);
+  for (int32_t e = begin[i]; e < begin[i + 1]; ++e) keys.push_back(extra[e]);
+  return keys;
+}
+
+// The shape of an attention reference: heads, head_dim, scale and the ABI 0.8 options (a
+// window, 0 for none; one sink per query head, empty for none).
+struct AttentionShape {
+  uint32_t n_head, n_kv, hd;
+  float scale;
+  uint32_t window = 0;
+  std::vector<float> sinks;
+};
+
+// The double-precision reference of attention (backend.h): for each query row i (q [m,
+// n_head * hd]) and head h, the keys keys[i] (cache rows of k and v [rows, n_kv * hd], in
+// logical order) cut to their last `window`, scores scale * q.k, and
+//   out = sum_j e^(s_j - M) v_j / (sum_j e^(s_j - M) + e^(sink_h - M)),
+// M the largest of the scores and the sink (no sink: no term). `mag` gets, per element, the
+// sum of |weight * value|: the scale of an f32 result's rounding error.
+inline void attention_reference(const std::vector<float>& q, const std::vector<float>& k,
+                                const std::vector<float>& v,
+                                const std::vector<std::vector<int64_t>>& keys,
+                                const AttentionShape& a, std::vector<double>& out,
+                                std::vector<double>& mag) {
+  const int64_t m = static_cast<int64_t>(keys.size()), hd = a.hd, kc = a.n_kv * hd;
+  out.assign(m * a.n_head * hd, 0.0);
+  mag.assign(out.size(), 0.0);
+  for (int64_t i = 0; i < m; ++i) {
+    std::vector<int64_t> ks = keys[i];
+    if (a.window != 0 && ks.size() > a.window) ks.erase(ks.begin(), ks.end() - a.window);
+    for (uint32_t h = 0; h < a.n_head; ++h) {
+      const int64_t off = h / (a.n_head / a.n_kv) * hd;
+      const float* qi = q.data() + (i * a.n_head + h) * hd;
+      std::vector<double> s(ks.size());
+      double mx = a.sinks.empty() ? -INFINITY : a.sinks[h];
+      for (size_t j = 0; j < ks.size(); ++j) {
+        double d = 0;
+        for (int64_t c = 0; c < hd; ++c) d += double(qi[c]) * k[ks[j] * kc + off + c];
+        s[j] = d * a.scale;
+        mx = std::max(mx, s[j]);
+      }
+      double sum = a.sinks.empty() ? 0.0 : std::exp(double(a.sinks[h]) - mx);
+      for (double& x : s) sum += (x = std::exp(x - mx));
+      double* o = out.data() + (i * a.n_head + h) * hd;
+      double* g = mag.data() + (i * a.n_head + h) * hd;
+      for (size_t j = 0; j < ks.size(); ++j)
+        for (int64_t c = 0; c < hd; ++c) {
+          const double vj = v[ks[j] * kc + off + c];
+          o[c] += s[j] / sum * vj;
+          g[c] += s[j] / sum * std::fabs(vj);
+        }
+    }
+  }
 }
 
 constexpr specd_dtype kWeightTypes[] = {

@@ -1,7 +1,10 @@
 // Every op of every available backend against a naive double-precision reference.
 // Tolerances are relative to the magnitude of the terms summed (stated per op).
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
+#include <numeric>
+#include <utility>
 
 #include "backend_test_util.hpp"
 
@@ -151,8 +154,14 @@ TEST_CASE("rope rotates adjacent pairs at base^(-2i/n_rot), partial rotation pas
       auto x = random_floats(rng, m * n_head * hd);
       std::vector<int32_t> pos = {0, 1, 17, 500};
       Buffer bx = upload_vec(dev, x), bp = upload_vec(dev, pos);
-      specd_rope_params p{sizeof(p),         n_head, hd, n_rot,  10000.0f,
-                          SPECD_ROPE_NORMAL, 1.0f,   0,  nullptr};
+      specd_rope_params p{};
+      p.struct_size = sizeof(p);
+      p.n_head = n_head;
+      p.head_dim = hd;
+      p.n_rot = n_rot;
+      p.base = 10000.0f;
+      p.mode = SPECD_ROPE_NORMAL;
+      p.freq_scale = 1.0f;
       dev.rope(bx.view(SPECD_DTYPE_F32, m, n_head * hd), bp.view(SPECD_DTYPE_I32, 1, m), p);
       auto y = download_vec<float>(bx, x.size());
       std::vector<double> ref(x.size()), scale(x.size());
@@ -221,33 +230,41 @@ TreeMask tree_mask(int32_t P, const std::vector<int32_t>& parents) {
   return t;
 }
 
+// `p` with `sinks` (one per query head; empty: none) uploaded as its sinks view.
 std::vector<float> run_attention(Device& dev, const std::vector<float>& q,
                                  const std::vector<float>& k, const std::vector<float>& v,
-                                 int64_t cap, const TreeMask& t, const specd_attention_params& p) {
+                                 int64_t cap, const TreeMask& t, const specd_attention_params& p,
+                                 const std::vector<float>& sinks = {}) {
   const int64_t m = static_cast<int64_t>(t.prefix.size());
   const int64_t qc = p.n_head * p.head_dim, kc = p.n_head_kv * p.head_dim;
   Buffer bq = upload_vec(dev, q), bk = upload_vec(dev, k), bv = upload_vec(dev, v);
   Buffer bp = upload_vec(dev, t.prefix), bb = upload_vec(dev, t.begin);
   Buffer be = upload_vec(dev, t.extra), bo = dev.alloc(m * qc * 4);
+  Buffer bs = upload_vec(dev, sinks);
   const View ve = be.view(SPECD_DTYPE_I32, 1, std::max<int64_t>(1, t.extra.size()));
+  const View vs = bs.view(SPECD_DTYPE_F32, 1, std::max<int64_t>(1, sinks.size()));
+  specd_attention_params with_sinks = p;
+  if (!sinks.empty()) with_sinks.sinks = vs.raw();
   dev.attention(bq.view(SPECD_DTYPE_F32, m, qc), bk.view(SPECD_DTYPE_F32, cap, kc),
                 bv.view(SPECD_DTYPE_F32, cap, kc), bp.view(SPECD_DTYPE_I32, 1, m),
-                bb.view(SPECD_DTYPE_I32, 1, m + 1), t.extra.empty() ? nullptr : &ve, p,
+                bb.view(SPECD_DTYPE_I32, 1, m + 1), t.extra.empty() ? nullptr : &ve, with_sinks,
                 bo.view(SPECD_DTYPE_F32, m, qc));
   return download_vec<float>(bo, m * qc);
 }
 
 // A random attention problem: a tree of `parents` appended after `P` cache rows (of `cap`),
-// random queries (a row per node), keys and values, scores scaled by 1 / sqrt(head_dim).
+// random queries (a row per node), keys and values, scores scaled by 1 / sqrt(head_dim); no
+// window and no sinks until a test sets p.window and `sinks` (one per query head).
 struct TreeAttention {
   specd_attention_params p;
   int64_t P, cap;
   TreeMask t;
   std::vector<float> q, k, v;
+  std::vector<float> sinks;
 
   TreeAttention(std::mt19937& rng, uint32_t n_head, uint32_t n_kv, uint32_t hd, int64_t P_,
                 int64_t cap_, const std::vector<int32_t>& parents)
-      : p{sizeof(p), n_head, n_kv, hd, 1.0f / std::sqrt(float(hd))},
+      : p{sizeof(p), n_head, n_kv, hd, 1.0f / std::sqrt(float(hd)), 0, nullptr},
         P(P_),
         cap(cap_),
         t(tree_mask(static_cast<int32_t>(P_), parents)),
@@ -259,7 +276,14 @@ struct TreeAttention {
   // Attention of the query rows `queries` over this problem's keys and values under `mask`.
   std::vector<float> run(Device& dev, const std::vector<float>& queries,
                          const TreeMask& mask) const {
-    return run_attention(dev, queries, k, v, cap, mask, p);
+    return run_attention(dev, queries, k, v, cap, mask, p, sinks);
+  }
+  // The double-precision reference of run(dev, q, t) and the scale of each value's error.
+  void reference(std::vector<double>& out, std::vector<double>& mag) const {
+    std::vector<std::vector<int64_t>> keys;
+    for (int64_t i = 0; i < rows(); ++i) keys.push_back(row_keys(t.prefix, t.begin, t.extra, i));
+    const AttentionShape shape{p.n_head, p.n_head_kv, p.head_dim, p.scale, p.window, sinks};
+    attention_reference(q, k, v, keys, shape, out, mag);
   }
 };
 
@@ -270,39 +294,9 @@ TEST_CASE("attention with GQA and a tree mask matches the reference") {
   for (auto& ob : open_backends()) {
     const TreeAttention problem(rng, /*n_head=*/4, /*n_kv=*/2, /*hd=*/32, /*P=*/9, /*cap=*/32,
                                 {-1, 0, 0, 1, 2, 4});
-    const uint32_t n_head = problem.p.n_head, n_kv = problem.p.n_head_kv, hd = problem.p.head_dim;
-    const TreeMask& t = problem.t;
-    const std::vector<float>& q = problem.q;
-    const std::vector<float>& k = problem.k;
-    const std::vector<float>& v = problem.v;
-    auto out = problem.run(*ob.device, q, t);
-    std::vector<double> ref(out.size()), scale(out.size());
-    for (int64_t i = 0; i < problem.rows(); ++i)
-      for (uint32_t h = 0; h < n_head; ++h) {
-        std::vector<int64_t> keys;
-        for (int64_t j = 0; j < t.prefix[i]; ++j) keys.push_back(j);
-        for (int32_t e = t.begin[i]; e < t.begin[i + 1]; ++e) keys.push_back(t.extra[e]);
-        const int64_t kh = h / (n_head / n_kv);
-        std::vector<double> s(keys.size());
-        double mx = -1e300, sum = 0;
-        for (size_t j = 0; j < keys.size(); ++j) {
-          double d = 0;
-          for (uint32_t c = 0; c < hd; ++c)
-            d += double(q[(i * n_head + h) * hd + c]) * k[(keys[j] * n_kv + kh) * hd + c];
-          s[j] = d * problem.p.scale;
-          mx = std::max(mx, s[j]);
-        }
-        for (double& x : s) sum += (x = std::exp(x - mx));
-        for (uint32_t c = 0; c < hd; ++c) {
-          double o = 0, a = 0;
-          for (size_t j = 0; j < keys.size(); ++j) {
-            o += s[j] / sum * v[(keys[j] * n_kv + kh) * hd + c];
-            a += s[j] / sum * std::fabs(v[(keys[j] * n_kv + kh) * hd + c]);
-          }
-          ref[(i * n_head + h) * hd + c] = o;
-          scale[(i * n_head + h) * hd + c] = a;
-        }
-      }
+    auto out = problem.run(*ob.device, problem.q, problem.t);
+    std::vector<double> ref, scale;
+    problem.reference(ref, scale);
     check_close(out, ref, scale, 1e-5, ob.backend->name() + " attention");
   }
 }
@@ -337,6 +331,148 @@ TEST_CASE("attention row results are batch invariant and chain masks equal tree 
     auto by_prefix = a.run(dev, q0, as_prefix);
     auto by_extra = a.run(dev, q0, as_extra);
     CHECK(std::memcmp(by_prefix.data(), by_extra.data(), qc * 4) == 0);
+  }
+}
+
+namespace {
+
+// Sinks of the ABI 0.8 tests, one per query head: none; moderate (within the scores' range);
+// far above the scores (they take almost all the weight); far below (no weight: -1e30, -inf).
+std::vector<std::pair<const char*, std::vector<float>>> sink_cases(std::mt19937& rng,
+                                                                   uint32_t n_head) {
+  std::vector<float> below(n_head, -1e30f);
+  below[0] = -INFINITY;
+  return {{"no sinks", {}},
+          {"moderate sinks", random_floats(rng, n_head, 2.0f)},
+          {"large sinks", std::vector<float>(n_head, 30.0f)},
+          {"very negative sinks", below}};
+}
+
+}  // namespace
+
+// ABI 0.8: a window keeps each row's last `window` keys, in its logical order (prefix rows,
+// then extras): 1, windows that end inside a tree's extras, that cut at the prefix/extras
+// boundary or through the prefix, that span a 32-key tile, and larger than any sequence.
+TEST_CASE("attention with a sliding window and sinks matches the reference") {
+  std::mt19937 rng(41);
+  for (auto& ob : open_backends()) {
+    // Tree rows attend P + depth keys: 10..14 after 9 rows, 41..45 after 40.
+    TreeAttention small(rng, /*n_head=*/4, /*n_kv=*/2, /*hd=*/32, /*P=*/9, /*cap=*/32,
+                        {-1, 0, 0, 1, 2, 4, 5});
+    TreeAttention large(rng, /*n_head=*/8, /*n_kv=*/2, /*hd=*/64, /*P=*/40, /*cap=*/64,
+                        {-1, 0, 0, 1, 2, 4, 5});
+    for (TreeAttention* problem : {&small, &large}) {
+      for (const auto& [sink_name, sinks] : sink_cases(rng, problem->p.n_head)) {
+        for (uint32_t window : {0u, 1u, 2u, 3u, 5u, 6u, 33u, 43u, 1000u}) {
+          problem->p.window = window;
+          problem->sinks = sinks;
+          auto out = problem->run(*ob.device, problem->q, problem->t);
+          std::vector<double> ref, scale;
+          problem->reference(ref, scale);
+          check_close(out, ref, scale, 1e-5,
+                      ob.backend->name() + " attention, head_dim " +
+                          std::to_string(problem->p.head_dim) + ", window " +
+                          std::to_string(window) + ", " + sink_name);
+        }
+      }
+    }
+  }
+}
+
+// exp(sink - max) of a sink 88.85 above every score (all zero) would overflow f32 if the
+// maximum left the sink out; with it, each key weighs e^-88.85 (a subnormal, still within 1e-6
+// of its value) against the sink's 1. Values of 1e20 keep the products normal.
+TEST_CASE("attention: a sink above every score joins the maximum, never overflowing") {
+  std::mt19937 rng(42);
+  for (auto& ob : open_backends()) {
+    TreeAttention problem(rng, /*n_head=*/2, /*n_kv=*/1, /*hd=*/32, /*P=*/20, /*cap=*/32, {-1});
+    std::fill(problem.q.begin(), problem.q.end(), 0.0f);
+    for (float& x : problem.v) x *= 1e20f;
+    problem.sinks = {88.85f, 88.85f};
+    auto out = problem.run(*ob.device, problem.q, problem.t);
+    std::vector<double> ref, scale;
+    problem.reference(ref, scale);
+    check_close(out, ref, scale, 1e-5, ob.backend->name() + " attention, sink above the scores");
+  }
+}
+
+// Batch invariance with a window and sinks: a row alone gives the bits it gives among others,
+// and rows whose windows hold the same keys give the same bits whatever came before the
+// window (a 50-key chain, a 45-key row of prefix and extras, a 37-key tree path: their last
+// 15 keys are rows 35..49, which start at different places of their 32-key tiles).
+TEST_CASE("attention with a window and sinks: a row's bits depend on its window's keys alone") {
+  std::mt19937 rng(43);
+  for (auto& ob : open_backends()) {
+    Device& dev = *ob.device;
+    TreeAttention a(rng, /*n_head=*/4, /*n_kv=*/2, /*hd=*/64, /*P=*/40, /*cap=*/64,
+                    {-1, 0, 1, 0, 3, 2, 5});
+    a.p.window = 15;
+    a.sinks = random_floats(rng, a.p.n_head, 2.0f);
+    const TreeMask& t = a.t;
+    const int64_t qc = a.p.n_head * a.p.head_dim;
+    auto all = a.run(dev, a.q, t);
+    for (int64_t i = 0; i < a.rows(); ++i) {
+      TreeMask one{{t.prefix[i]}, {0, t.begin[i + 1] - t.begin[i]}, {}};
+      one.extra.assign(t.extra.begin() + t.begin[i], t.extra.begin() + t.begin[i + 1]);
+      std::vector<float> qi(a.q.begin() + i * qc, a.q.begin() + (i + 1) * qc);
+      auto alone = a.run(dev, qi, one);
+      CHECK_MESSAGE(std::memcmp(alone.data(), all.data() + i * qc, qc * 4) == 0,
+                    ob.backend->name() << ": row " << i << " alone differs");
+    }
+    std::vector<int32_t> tail(15);
+    std::iota(tail.begin(), tail.end(), 35);
+    TreeMask same{{50, 30, 20}, {0, 0, 15, 32}, tail};
+    same.extra.insert(same.extra.end(), {22, 30});
+    same.extra.insert(same.extra.end(), tail.begin(), tail.end());
+    std::vector<float> q3;
+    for (int r = 0; r < 3; ++r) q3.insert(q3.end(), a.q.begin(), a.q.begin() + qc);
+    auto rows = a.run(dev, q3, same);
+    CHECK_MESSAGE(std::memcmp(rows.data(), rows.data() + qc, qc * 4) == 0,
+                  ob.backend->name() << ": a chain's window and a tree row's differ");
+    CHECK_MESSAGE(std::memcmp(rows.data(), rows.data() + 2 * qc, qc * 4) == 0,
+                  ob.backend->name() << ": a chain's window and a tree path's differ");
+  }
+}
+
+// The 0.8 fields are read only when struct_size covers them: params of the 0.1 size (what a
+// host of minor 7 or older passes) mean what they meant, whatever lies past them; and sinks
+// must be f32 [1, n_head] inside their buffer, else INVALID_ARGUMENT naming them.
+TEST_CASE("attention reads params of the 0.1 size as before and checks the sinks' view") {
+  std::mt19937 rng(44);
+  for (auto& ob : open_backends()) {
+    Device& dev = *ob.device;
+    CAPTURE(ob.backend->name());
+    TreeAttention a(rng, /*n_head=*/4, /*n_kv=*/2, /*hd=*/32, /*P=*/9, /*cap=*/32, {-1, 0, 1});
+    const auto plain = a.run(dev, a.q, a.t);
+    Buffer bad = dev.alloc(16);
+    const View f16_sinks = bad.view(SPECD_DTYPE_F16, 1, 4);
+    a.p.struct_size = offsetof(specd_attention_params, window);
+    a.p.window = 1;
+    a.p.sinks = f16_sinks.raw();  // past struct_size: never read
+    const auto old = a.run(dev, a.q, a.t);
+    CHECK(std::memcmp(old.data(), plain.data(), plain.size() * 4) == 0);
+    a.p.struct_size = offsetof(specd_attention_params, window) - 1;
+    CHECK_THROWS_WITH_AS(a.run(dev, a.q, a.t),
+                         doctest::Contains("attention: params struct_size too small"), Error);
+
+    a.p = {sizeof(a.p), 4, 2, 32, 0.125f, 0, nullptr};
+    auto refused = [&](const View& sinks) {
+      a.p.sinks = sinks.raw();
+      try {
+        a.run(dev, a.q, a.t);
+      } catch (const Error& e) {
+        return std::string(e.what());
+      }
+      return std::string("no error");
+    };
+    CHECK(refused(f16_sinks).find("attention: params.sinks must be f32, not f16") !=
+          std::string::npos);
+    CHECK(refused(bad.view(SPECD_DTYPE_F32, 1, 3))
+              .find("attention: params.sinks is [1, 3], expected [1, n_head = 4]") !=
+          std::string::npos);
+    CHECK(refused(bad.view(SPECD_DTYPE_F32, 1, 4, 8))
+              .find("attention: params.sinks: view [1, 4] at offset 8 exceeds its buffer") !=
+          std::string::npos);
   }
 }
 

@@ -2,7 +2,8 @@
 // scatter that fills it. A sequence's rows read through its block table give, bit for bit,
 // what `attention` gives over the same rows laid out contiguously, with rows of several
 // sequences (different tables, tree masks, chains long enough for the CPU's lane kernel) in
-// one call; and bad tables or indices are refused naming the op.
+// one call, with and without the ABI 0.8 window and sinks; and bad tables or indices are
+// refused naming the op.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -36,6 +37,34 @@ void append_mask(const Seq& s, std::vector<int32_t>& prefix, std::vector<int32_t
   }
 }
 
+// The ABI 0.8 options a paged test runs with: a window (0: none) and sinks (empty: none).
+struct Extras {
+  uint32_t window;
+  std::vector<float> sinks;
+};
+
+std::vector<Extras> extras_cases(std::mt19937& rng, uint32_t n_head) {
+  return {{0, {}},
+          {3, {}},
+          {0, random_floats(rng, n_head, 2.0f)},
+          {1, random_floats(rng, n_head, 2.0f)},
+          {7, random_floats(rng, n_head, 2.0f)},
+          {12, std::vector<float>(n_head, 30.0f)}};
+}
+
+// `p` with extras `x`, its sinks uploaded into `buffer` (which must outlive the call) and
+// viewed through `view`.
+specd_attention_params with_extras(specd_attention_params p, const Extras& x, Device& dev,
+                                   Buffer& buffer, View& view) {
+  p.window = x.window;
+  if (!x.sinks.empty()) {
+    buffer = upload_vec(dev, x.sinks);
+    view = buffer.view(SPECD_DTYPE_F32, 1, static_cast<int64_t>(x.sinks.size()));
+    p.sinks = view.raw();
+  }
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("attention_paged over several sequences equals attention over each one's rows laid out") {
@@ -60,47 +89,65 @@ TEST_CASE("attention_paged over several sequences equals attention over each one
       m += static_cast<int64_t>(s.parents.size());
     }
     auto q = random_floats(rng, m * qc);
-    specd_attention_params p{sizeof(p), n_head, n_kv, hd, 0.125f};
     Buffer bq = upload_vec(dev, q), bk = upload_vec(dev, k), bv = upload_vec(dev, v);
     Buffer bp = upload_vec(dev, prefix), bb = upload_vec(dev, begin), be = upload_vec(dev, extra);
     Buffer bt = upload_vec(dev, table), btb = upload_vec(dev, table_begin);
     Buffer bo = dev.alloc(m * qc * 4);
-    const View ve = be.view(SPECD_DTYPE_I32, 1, static_cast<int64_t>(extra.size()));
-    const int64_t pool_rows = pool_blocks * B;
-    dev.attention_paged(bq.view(SPECD_DTYPE_F32, m, qc), bk.view(SPECD_DTYPE_F32, pool_rows, kc),
-                        bv.view(SPECD_DTYPE_F32, pool_rows, kc), bp.view(SPECD_DTYPE_I32, 1, m),
-                        bb.view(SPECD_DTYPE_I32, 1, m + 1), &ve, B,
-                        bt.view(SPECD_DTYPE_I32, 1, int64_t(table.size())),
-                        btb.view(SPECD_DTYPE_I32, 1, m), p, bo.view(SPECD_DTYPE_F32, m, qc));
-    const auto paged = download_vec<float>(bo, m * qc);
-
-    int64_t row0 = 0;
-    for (const Seq& s : seqs) {
-      // The sequence's logical rows, gathered from its blocks into a cache of its own.
-      const int64_t cap = static_cast<int64_t>(s.blocks.size()) * B;
-      std::vector<float> kk(cap * kc), vv(cap * kc);
-      for (int64_t r = 0; r < cap; ++r) {
-        const int64_t at = s.blocks[r / B] * B + r % B;
-        std::copy_n(k.begin() + at * kc, kc, kk.begin() + r * kc);
-        std::copy_n(v.begin() + at * kc, kc, vv.begin() + r * kc);
+    for (const Extras& x : extras_cases(rng, n_head)) {
+      Buffer bs;
+      View vs;
+      const specd_attention_params p =
+          with_extras({sizeof(p), n_head, n_kv, hd, 0.125f, 0, nullptr}, x, dev, bs, vs);
+      INFO(ob.backend->name() << ": window " << x.window << ", " << x.sinks.size() << " sinks");
+      const View ve = be.view(SPECD_DTYPE_I32, 1, static_cast<int64_t>(extra.size()));
+      const int64_t pool_rows = pool_blocks * B;
+      dev.attention_paged(bq.view(SPECD_DTYPE_F32, m, qc), bk.view(SPECD_DTYPE_F32, pool_rows, kc),
+                          bv.view(SPECD_DTYPE_F32, pool_rows, kc), bp.view(SPECD_DTYPE_I32, 1, m),
+                          bb.view(SPECD_DTYPE_I32, 1, m + 1), &ve, B,
+                          bt.view(SPECD_DTYPE_I32, 1, int64_t(table.size())),
+                          btb.view(SPECD_DTYPE_I32, 1, m), p, bo.view(SPECD_DTYPE_F32, m, qc));
+      const auto paged = download_vec<float>(bo, m * qc);
+      // And against the reference, each row's logical keys found through its table.
+      std::vector<std::vector<int64_t>> keys;
+      for (int64_t i = 0; i < m; ++i) {
+        keys.push_back(row_keys(prefix, begin, extra, i));
+        for (int64_t& s : keys.back()) s = table[table_begin[i] + s / B] * B + s % B;
       }
-      std::vector<int32_t> pre, beg = {0}, ext;
-      append_mask(s, pre, beg, ext);
-      const int64_t sm = static_cast<int64_t>(s.parents.size());
-      std::vector<float> qs(q.begin() + row0 * qc, q.begin() + (row0 + sm) * qc);
-      Buffer cq = upload_vec(dev, qs), ck = upload_vec(dev, kk), cv = upload_vec(dev, vv);
-      Buffer cp = upload_vec(dev, pre), cb = upload_vec(dev, beg);
-      Buffer ce = upload_vec(dev, ext.empty() ? std::vector<int32_t>{0} : ext);
-      Buffer co = dev.alloc(sm * qc * 4);
-      const View vext = ce.view(SPECD_DTYPE_I32, 1, std::max<int64_t>(1, int64_t(ext.size())));
-      dev.attention(cq.view(SPECD_DTYPE_F32, sm, qc), ck.view(SPECD_DTYPE_F32, cap, kc),
-                    cv.view(SPECD_DTYPE_F32, cap, kc), cp.view(SPECD_DTYPE_I32, 1, sm),
-                    cb.view(SPECD_DTYPE_I32, 1, sm + 1), ext.empty() ? nullptr : &vext, p,
-                    co.view(SPECD_DTYPE_F32, sm, qc));
-      const auto laid_out = download_vec<float>(co, sm * qc);
-      INFO(ob.backend->name() << ": sequence at row " << row0);
-      CHECK(std::memcmp(laid_out.data(), paged.data() + row0 * qc, sm * qc * 4) == 0);
-      row0 += sm;
+      std::vector<double> ref, mag;
+      attention_reference(q, k, v, keys, {n_head, n_kv, hd, 0.125f, x.window, x.sinks}, ref, mag);
+      double worst = 0;
+      for (size_t e = 0; e < ref.size(); ++e)
+        worst = std::max(worst, std::fabs(paged[e] - ref[e]) / (mag[e] + 1e-30));
+      CHECK_MESSAGE(worst <= 1e-5, "relative error " << worst);
+
+      int64_t row0 = 0;
+      for (const Seq& s : seqs) {
+        // The sequence's logical rows, gathered from its blocks into a cache of its own.
+        const int64_t cap = static_cast<int64_t>(s.blocks.size()) * B;
+        std::vector<float> kk(cap * kc), vv(cap * kc);
+        for (int64_t r = 0; r < cap; ++r) {
+          const int64_t at = s.blocks[r / B] * B + r % B;
+          std::copy_n(k.begin() + at * kc, kc, kk.begin() + r * kc);
+          std::copy_n(v.begin() + at * kc, kc, vv.begin() + r * kc);
+        }
+        std::vector<int32_t> pre, beg = {0}, ext;
+        append_mask(s, pre, beg, ext);
+        const int64_t sm = static_cast<int64_t>(s.parents.size());
+        std::vector<float> qs(q.begin() + row0 * qc, q.begin() + (row0 + sm) * qc);
+        Buffer cq = upload_vec(dev, qs), ck = upload_vec(dev, kk), cv = upload_vec(dev, vv);
+        Buffer cp = upload_vec(dev, pre), cb = upload_vec(dev, beg);
+        Buffer ce = upload_vec(dev, ext.empty() ? std::vector<int32_t>{0} : ext);
+        Buffer co = dev.alloc(sm * qc * 4);
+        const View vext = ce.view(SPECD_DTYPE_I32, 1, std::max<int64_t>(1, int64_t(ext.size())));
+        dev.attention(cq.view(SPECD_DTYPE_F32, sm, qc), ck.view(SPECD_DTYPE_F32, cap, kc),
+                      cv.view(SPECD_DTYPE_F32, cap, kc), cp.view(SPECD_DTYPE_I32, 1, sm),
+                      cb.view(SPECD_DTYPE_I32, 1, sm + 1), ext.empty() ? nullptr : &vext, p,
+                      co.view(SPECD_DTYPE_F32, sm, qc));
+        const auto laid_out = download_vec<float>(co, sm * qc);
+        INFO(ob.backend->name() << ": sequence at row " << row0);
+        CHECK(std::memcmp(laid_out.data(), paged.data() + row0 * qc, sm * qc * 4) == 0);
+        row0 += sm;
+      }
     }
   }
 }
@@ -150,7 +197,7 @@ TEST_CASE("cpu attention_paged and set_rows refuse tables and indices outside th
   auto k = random_floats(rng, 8 * B * kc);
   Buffer bk = upload_vec(dev, k), bv = upload_vec(dev, k);
   Buffer bq = upload_vec(dev, random_floats(rng, qc)), bo = dev.alloc(qc * 4);
-  specd_attention_params p{sizeof(p), 1, 1, 64, 0.125f};
+  specd_attention_params p{sizeof(p), 1, 1, 64, 0.125f, 0, nullptr};
   auto call = [&](std::vector<int32_t> table, int32_t prefix, int32_t table_begin) {
     Buffer bp = upload_vec(dev, std::vector<int32_t>{prefix});
     Buffer bb = upload_vec(dev, std::vector<int32_t>{0, 0});
@@ -275,27 +322,35 @@ TEST_CASE("attention_paged over f16 and q8_0 pools equals f32 attention over the
         }
         const int64_t m = static_cast<int64_t>(prefix.size());
         auto q = random_floats(rng, m * qc);
-        specd_attention_params p{sizeof(p), n_head, n_kv, hd, 1.0f / std::sqrt(float(hd))};
-        Buffer bq = upload_vec(dev, q), bp = upload_vec(dev, prefix), bb = upload_vec(dev, begin);
-        Buffer be = upload_vec(dev, extra), bt = upload_vec(dev, table);
-        Buffer btb = upload_vec(dev, table_begin), bo = dev.alloc(m * qc * 4);
-        const View ve = be.view(SPECD_DTYPE_I32, 1, static_cast<int64_t>(extra.size()));
-        dev.attention_paged(bq.view(SPECD_DTYPE_F32, m, qc), kpool, vpool,
-                            bp.view(SPECD_DTYPE_I32, 1, m), bb.view(SPECD_DTYPE_I32, 1, m + 1), &ve,
-                            B, bt.view(SPECD_DTYPE_I32, 1, int64_t(table.size())),
-                            btb.view(SPECD_DTYPE_I32, 1, m), p, bo.view(SPECD_DTYPE_F32, m, qc));
-        const auto got = download_vec<float>(bo, m * qc);
-        // The same call over an f32 pool holding the decoded values.
-        Buffer fk = upload_vec(dev, decoded);
-        const View fpool = fk.view(SPECD_DTYPE_F32, rows, kc);
-        Buffer bo2 = dev.alloc(m * qc * 4);
-        dev.attention_paged(bq.view(SPECD_DTYPE_F32, m, qc), fpool, fpool,
-                            bp.view(SPECD_DTYPE_I32, 1, m), bb.view(SPECD_DTYPE_I32, 1, m + 1), &ve,
-                            B, bt.view(SPECD_DTYPE_I32, 1, int64_t(table.size())),
-                            btb.view(SPECD_DTYPE_I32, 1, m), p, bo2.view(SPECD_DTYPE_F32, m, qc));
-        const auto want = download_vec<float>(bo2, m * qc);
-        INFO(labels[d] << " " << sdk::dtype_name(dtype) << " head_dim " << hd);
-        CHECK(std::memcmp(got.data(), want.data(), got.size() * 4) == 0);
+        for (const Extras& x :
+             std::vector<Extras>{{0, {}}, {5, random_floats(rng, n_head, 2.0f)}}) {
+          Buffer bs;
+          View vs;
+          const specd_attention_params p =
+              with_extras({sizeof(p), n_head, n_kv, hd, 1.0f / std::sqrt(float(hd)), 0, nullptr}, x,
+                          dev, bs, vs);
+          Buffer bq = upload_vec(dev, q), bp = upload_vec(dev, prefix), bb = upload_vec(dev, begin);
+          Buffer be = upload_vec(dev, extra), bt = upload_vec(dev, table);
+          Buffer btb = upload_vec(dev, table_begin), bo = dev.alloc(m * qc * 4);
+          const View ve = be.view(SPECD_DTYPE_I32, 1, static_cast<int64_t>(extra.size()));
+          dev.attention_paged(bq.view(SPECD_DTYPE_F32, m, qc), kpool, vpool,
+                              bp.view(SPECD_DTYPE_I32, 1, m), bb.view(SPECD_DTYPE_I32, 1, m + 1),
+                              &ve, B, bt.view(SPECD_DTYPE_I32, 1, int64_t(table.size())),
+                              btb.view(SPECD_DTYPE_I32, 1, m), p, bo.view(SPECD_DTYPE_F32, m, qc));
+          const auto got = download_vec<float>(bo, m * qc);
+          // The same call over an f32 pool holding the decoded values.
+          Buffer fk = upload_vec(dev, decoded);
+          const View fpool = fk.view(SPECD_DTYPE_F32, rows, kc);
+          Buffer bo2 = dev.alloc(m * qc * 4);
+          dev.attention_paged(bq.view(SPECD_DTYPE_F32, m, qc), fpool, fpool,
+                              bp.view(SPECD_DTYPE_I32, 1, m), bb.view(SPECD_DTYPE_I32, 1, m + 1),
+                              &ve, B, bt.view(SPECD_DTYPE_I32, 1, int64_t(table.size())),
+                              btb.view(SPECD_DTYPE_I32, 1, m), p, bo2.view(SPECD_DTYPE_F32, m, qc));
+          const auto want = download_vec<float>(bo2, m * qc);
+          INFO(labels[d] << " " << sdk::dtype_name(dtype) << " head_dim " << hd << " window "
+                         << x.window << ", " << x.sinks.size() << " sinks");
+          CHECK(std::memcmp(got.data(), want.data(), got.size() * 4) == 0);
+        }
       }
     }
   }

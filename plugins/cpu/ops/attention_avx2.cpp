@@ -6,9 +6,10 @@
 // shuffles, each add taking the same two lanes of the same key, the lower one first; times
 // scale. The largest score, per lane then across lanes, is the value attend_head's scan in key
 // order finds (NaN never wins either way; equal scores have equal bits but for zeros of both
-// signs, so a zero maximum is rescanned in key order); exp_ref (exp8) of each score minus it;
-// then each key's value row is read once for the query heads, whose sums of e * value go on in
-// key order, 64 floats of accumulators at a time, and the sum of e in key order.
+// signs, so a zero maximum is rescanned in key order), then the head's sink, if any
+// (attention_sinks.hpp); exp_ref (exp8) of each score minus it; then each key's value row is
+// read once for the query heads, whose sums of e * value go on in key order, 64 floats of
+// accumulators at a time, and the sum of e in key order, then the sink's weight.
 //
 // A cache row is read in its encoding and decoded in registers with kv_rows.hpp's exact
 // decoding (a half is an f32; a q8_0 value is d·q, one exact product), so every encoding gets
@@ -22,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/attention_sinks.hpp"
 #include "ops/vexp.hpp"
 #include "specd/cpp/ggml_blocks.hpp"
 
@@ -114,10 +116,11 @@ constexpr int dims_per_pass(int hd, int np) {
 template <int HD, int NP, class Row>
 [[gnu::target("avx2,f16c")]] void attend(const float* q, const uint8_t* const* krow,
                                          const uint8_t* const* vrow, int64_t n_keys, float scale,
-                                         float* scores, float* o) {
+                                         const float* sink, float* scores, float* o) {
   constexpr int64_t kBytes = Row::bytes(HD);
   const __m256 sc = _mm256_set1_ps(scale);
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  float mxs[NP];
   for (int a = 0; a < NP; ++a) {
     const float* qa = q + a * HD;
     float* sa = scores + a * n_keys;
@@ -148,6 +151,7 @@ template <int HD, int NP, class Row>
       mx = -INFINITY;
       for (int64_t j = 0; j < n_keys; ++j) mx = sa[j] > mx ? sa[j] : mx;
     }
+    mx = mxs[a] = max_with_sink(mx, sink ? sink + a : nullptr);
     const __m256 mv = _mm256_set1_ps(mx);
     int64_t j = 0;
     for (; j + 8 <= n_keys; j += 8)
@@ -176,6 +180,9 @@ template <int HD, int NP, class Row>
         for (int c = 0; c < R; ++c) acc[a][c] = _mm256_add_ps(acc[a][c], _mm256_mul_ps(ev, vv[c]));
       }
     }
+    if (d0 == 0)  // the sums of e are complete
+      for (int a = 0; a < NP; ++a)
+        sum[a] = sum_with_sink(sum[a], sink ? sink + a : nullptr, mxs[a]);
     for (int a = 0; a < NP; ++a) {
       const __m256 sv = _mm256_set1_ps(sum[a]);
       for (int c = 0; c < R; ++c)
@@ -186,14 +193,14 @@ template <int HD, int NP, class Row>
 
 template <int HD, int NP>
 void attend_dtype(specd_dtype dtype, const float* q, const uint8_t* const* krow,
-                  const uint8_t* const* vrow, int64_t n_keys, float scale, float* scores,
-                  float* o) {
+                  const uint8_t* const* vrow, int64_t n_keys, float scale, const float* sink,
+                  float* scores, float* o) {
   if (dtype == SPECD_DTYPE_F16)
-    attend<HD, NP, F16Row>(q, krow, vrow, n_keys, scale, scores, o);
+    attend<HD, NP, F16Row>(q, krow, vrow, n_keys, scale, sink, scores, o);
   else if (dtype == SPECD_DTYPE_Q8_0)
-    attend<HD, NP, Q8Row>(q, krow, vrow, n_keys, scale, scores, o);
+    attend<HD, NP, Q8Row>(q, krow, vrow, n_keys, scale, sink, scores, o);
   else
-    attend<HD, NP, F32Row>(q, krow, vrow, n_keys, scale, scores, o);
+    attend<HD, NP, F32Row>(q, krow, vrow, n_keys, scale, sink, scores, o);
 }
 
 }  // namespace
@@ -204,19 +211,19 @@ bool attend_avx2_supports(int64_t head_dim) {
 
 void attend_heads_avx2(int64_t head_dim, int np, specd_dtype dtype, const float* q,
                        const uint8_t* const* krow, const uint8_t* const* vrow, int64_t n_keys,
-                       float scale, float* scores, float* o) {
+                       float scale, const float* sink, float* scores, float* o) {
   switch (head_dim) {
     case 64:
-      return np == 2 ? attend_dtype<64, 2>(dtype, q, krow, vrow, n_keys, scale, scores, o)
-                     : attend_dtype<64, 1>(dtype, q, krow, vrow, n_keys, scale, scores, o);
+      return np == 2 ? attend_dtype<64, 2>(dtype, q, krow, vrow, n_keys, scale, sink, scores, o)
+                     : attend_dtype<64, 1>(dtype, q, krow, vrow, n_keys, scale, sink, scores, o);
     case 80:
-      return attend_dtype<80, 1>(dtype, q, krow, vrow, n_keys, scale, scores, o);
+      return attend_dtype<80, 1>(dtype, q, krow, vrow, n_keys, scale, sink, scores, o);
     case 96:
-      return attend_dtype<96, 1>(dtype, q, krow, vrow, n_keys, scale, scores, o);
+      return attend_dtype<96, 1>(dtype, q, krow, vrow, n_keys, scale, sink, scores, o);
     case 128:
-      return attend_dtype<128, 1>(dtype, q, krow, vrow, n_keys, scale, scores, o);
+      return attend_dtype<128, 1>(dtype, q, krow, vrow, n_keys, scale, sink, scores, o);
     default:
-      return attend_dtype<256, 1>(dtype, q, krow, vrow, n_keys, scale, scores, o);
+      return attend_dtype<256, 1>(dtype, q, krow, vrow, n_keys, scale, sink, scores, o);
   }
 }
 

@@ -17,10 +17,10 @@ bool attend_avx2_supports(int64_t head_dim);
 
 // np (1, or 2 when head_dim is 64) consecutive query heads q (np * head_dim floats) that share
 // one KV head: krow[j], vrow[j] point at key j's slice of that KV head in its cache row (dtype
-// f32, f16 or q8_0; a q8_0 slice starts on a block); scores: np * n_keys floats; o: np *
-// head_dim floats.
+// f32, f16 or q8_0; a q8_0 slice starts on a block); sink: the np heads' sinks, or null
+// (attention_sinks.hpp); scores: np * n_keys floats; o: np * head_dim floats.
 void attend_heads_avx2(int64_t head_dim, int np, specd_dtype dtype, const float* q,
                        const uint8_t* const* krow, const uint8_t* const* vrow, int64_t n_keys,
-                       float scale, float* scores, float* o);
+                       float scale, const float* sink, float* scores, float* o);
 
 }  // namespace specd::cpu

@@ -11,6 +11,7 @@
 #include "gemm/decode.hpp"
 #include "gemm/gemm_kernels.hpp"
 #include "ops/attention_avx2.hpp"
+#include "ops/attention_sinks.hpp"
 #include "ops/kv_rows.hpp"
 #include "ops/vexp.hpp"
 #include "runtime/work_shares.hpp"
@@ -121,8 +122,10 @@ void rms_norm(ThreadPool& pool, const Mat& x, const Mat& weight, float eps, cons
 namespace {
 
 // cos and sin of rope's angles for one RopeSpec, by position, in the double expressions rope
-// has always used (theta = pos * base^(-2j / n_rot), / freq_factors[j], * freq_scale): q and k
-// of every layer of a forward share their positions. One table per spec and thread (no lock),
+// has always used (theta = pos * base^(-2j / n_rot), / freq_factors[j], * freq_scale), or
+// YaRN's mix of that angle with the unscaled one (sdk::RopeYarn), cos and sin times its
+// mscale (exactly 1 without YaRN, so the bits stay 0.2's): q and k of every layer of a
+// forward share their positions. One table per spec and thread (no lock),
 // kSlots positions in it (position pos in slot pos % kSlots), kSpecs specs per thread.
 class RopeAngles {
  public:
@@ -133,7 +136,8 @@ class RopeAngles {
            std::memcmp(&scale_, &p.freq_scale, sizeof scale_) == 0 &&
            factors_.empty() == !p.freq_factors &&
            (factors_.empty() ||
-            std::memcmp(factors_.data(), p.freq_factors, factors_.size() * sizeof(float)) == 0);
+            std::memcmp(factors_.data(), p.freq_factors, factors_.size() * sizeof(float)) == 0) &&
+           std::memcmp(&yarn_, &p.yarn, sizeof yarn_) == 0;
   }
 
   void reset(const RopeSpec& p) {
@@ -145,6 +149,10 @@ class RopeAngles {
     inv_.resize(half);
     for (uint32_t j = 0; j < half; ++j)
       inv_[j] = std::pow(static_cast<double>(p.base), -2.0 * static_cast<double>(j) / p.n_rot);
+    yarn_ = p.yarn;
+    ramp_.clear();
+    if (yarn_.ext_factor != 0.0)
+      for (uint32_t j = 0; j < half; ++j) ramp_.push_back(yarn_.ramp(j));
     pos_.assign(kSlots, kEmpty);
     cs_sn_.resize(static_cast<size_t>(kSlots) * 2 * half);
   }
@@ -158,9 +166,13 @@ class RopeAngles {
     for (uint32_t j = 0; j < half; ++j) {
       double theta = static_cast<double>(pos) * inv_[j];
       if (!factors_.empty()) theta /= static_cast<double>(factors_[j]);
-      if (scale_ != 1.0f) theta *= static_cast<double>(scale_);
-      cs[j] = static_cast<float>(std::cos(theta));
-      sn[j] = static_cast<float>(std::sin(theta));
+      if (!ramp_.empty()) {  // theta is YaRN's extrapolated angle, theta_e
+        theta = theta * static_cast<double>(scale_) * (1.0 - ramp_[j]) + theta * ramp_[j];
+      } else if (scale_ != 1.0f) {
+        theta *= static_cast<double>(scale_);
+      }
+      cs[j] = static_cast<float>(std::cos(theta) * yarn_.mscale);
+      sn[j] = static_cast<float>(std::sin(theta) * yarn_.mscale);
     }
     pos_[slot] = pos;
     return cs;
@@ -172,6 +184,8 @@ class RopeAngles {
   float base_ = 0, scale_ = 0;
   std::vector<float> factors_;  // empty: none
   std::vector<double> inv_;     // base^(-2j / n_rot)
+  sdk::RopeYarn yarn_;          // the spec's sdk::rope_yarn
+  std::vector<double> ramp_;    // YaRN's ramp(j); empty: no YaRN
   std::vector<int64_t> pos_;    // the position in each slot, or kEmpty
   std::vector<float> cs_sn_;
 };
@@ -322,6 +336,80 @@ void swiglu(ThreadPool& pool, const Mat& gate, const Mat& up, const Mat& y) {
 
 namespace {
 
+// gpt-oss's clamped SwiGLU of one element, the definition of the bits: the gate clamped from
+// above, up from both sides, then g * sigmoid(alpha g) * (u + 1). The comparisons are written
+// as the vector min and max compute them (their first operand when the comparison holds, else
+// the second), so a NaN input stays NaN in every lane and in this loop alike.
+inline float swiglu_oai_one(float g, float u, float alpha, float limit) {
+  g = limit < g ? limit : g;
+  u = -limit > u ? -limit : u;
+  u = limit < u ? limit : u;
+  return g / (1.0f + exp_ref(-(alpha * g))) * (u + 1.0f);
+}
+
+// (GCC 12 warns about _mm512_undefined_ps() inside its own intrinsics headers.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// swiglu_oai_one over a row, 16 lanes at a time: the same operations in the same order.
+[[gnu::target("avx512f")]] void swiglu_oai_row_avx512(const float* g, const float* u, float* o,
+                                                      int64_t n, float alpha, float limit) {
+  const __m512 one = _mm512_set1_ps(1.0f), a = _mm512_set1_ps(alpha);
+  const __m512 hi = _mm512_set1_ps(limit), lo = _mm512_set1_ps(-limit);
+  const __m512i sign = _mm512_set1_epi32(INT32_MIN);
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    const __m512 gv = _mm512_min_ps(hi, _mm512_loadu_ps(g + j));
+    const __m512 uv = _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_loadu_ps(u + j)));
+    const __m512 ag = _mm512_mul_ps(a, gv);
+    const __m512 e = exp16(_mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(ag), sign)));
+    _mm512_storeu_ps(
+        o + j, _mm512_mul_ps(_mm512_div_ps(gv, _mm512_add_ps(one, e)), _mm512_add_ps(uv, one)));
+  }
+  for (; j < n; ++j) o[j] = swiglu_oai_one(g[j], u[j], alpha, limit);
+}
+#pragma GCC diagnostic pop
+
+[[gnu::target("avx2")]] void swiglu_oai_row_avx2(const float* g, const float* u, float* o,
+                                                 int64_t n, float alpha, float limit) {
+  const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+  const __m256 a = _mm256_set1_ps(alpha);
+  const __m256 hi = _mm256_set1_ps(limit), lo = _mm256_set1_ps(-limit);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 gv = _mm256_min_ps(hi, _mm256_loadu_ps(g + j));
+    const __m256 uv = _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_loadu_ps(u + j)));
+    const __m256 e = exp8(_mm256_xor_ps(_mm256_mul_ps(a, gv), sign));
+    _mm256_storeu_ps(
+        o + j, _mm256_mul_ps(_mm256_div_ps(gv, _mm256_add_ps(one, e)), _mm256_add_ps(uv, one)));
+  }
+  for (; j < n; ++j) o[j] = swiglu_oai_one(g[j], u[j], alpha, limit);
+}
+
+}  // namespace
+
+// swiglu_oai_one with exp_ref: the same bits with AVX-512, AVX2 or neither. Each element is
+// read before its output is written, so y may be gate or up.
+void swiglu_oai(ThreadPool& pool, const Mat& gate, const Mat& up, float alpha, float limit,
+                const Mat& y) {
+  const int64_t n = gate.cols;
+  const bool avx512 = avx512_available(), avx2 = avx2_available();
+  for_rows(pool, gate.rows, n, [&](int64_t i) {
+    const float* g = gate.f32_row(i);
+    const float* u = up.f32_row(i);
+    float* o = y.f32_row(i);
+    if (avx512) {
+      swiglu_oai_row_avx512(g, u, o, n, alpha, limit);
+    } else if (avx2) {
+      swiglu_oai_row_avx2(g, u, o, n, alpha, limit);
+    } else {
+      for (int64_t j = 0; j < n; ++j) o[j] = swiglu_oai_one(g[j], u[j], alpha, limit);
+    }
+  });
+}
+
+namespace {
+
 // o = a + b, element by element (o may be a). Built twice, AVX-512 and the baseline: the same
 // rounding either way.
 [[gnu::target_clones("avx512f", "default")]] void add_row(const float* a, const float* b, float* o,
@@ -381,21 +469,21 @@ constexpr int64_t kFarRows = 64;
 }
 
 // One row and head of attention: scores of the keys in logical order (krow[j], vrow[j]: key
-// j's rows, offset to the KV head), their softmax, the weighted sum of the values. The
-// definition of the bits, and the path for head_dims other than 64 and 128 or CPUs without
-// AVX-512. Built twice (AVX-512 and the baseline, chosen at load time): the lanes and the
-// order of every operation are the same, so the bits are (no contraction to fma in this file).
-[[gnu::target_clones("avx512f", "default")]] void attend_head(const float* qi,
-                                                              const float* const* krow,
-                                                              const float* const* vrow, int64_t hd,
-                                                              int64_t n_keys, float scale,
-                                                              float* scores, float* acc, float* o) {
+// j's rows, offset to the KV head), their softmax (with the head's sink, when `sink` is not
+// null: attention_sinks.hpp), the weighted sum of the values. The definition of the bits, and
+// the path for head_dims other than 64 and 128 or CPUs without AVX-512. Built twice (AVX-512
+// and the baseline, chosen at load time): the lanes and the order of every operation are the
+// same, so the bits are (no contraction to fma in this file).
+[[gnu::target_clones("avx512f", "default")]] void attend_head(
+    const float* qi, const float* const* krow, const float* const* vrow, int64_t hd, int64_t n_keys,
+    float scale, const float* sink, float* scores, float* acc, float* o) {
   float mx = -INFINITY;
   for (int64_t j = 0; j < n_keys; ++j) {
     const float s = dot16(qi, krow[j], hd) * scale;
     scores[j] = s;
     mx = s > mx ? s : mx;
   }
+  mx = max_with_sink(mx, sink);
   for (int64_t d = 0; d < hd; ++d) acc[d] = 0.0f;
   for (int64_t j = 0; j < n_keys; ++j) scores[j] = scores[j] - mx;
   exp_array(scores, scores, n_keys);
@@ -406,6 +494,7 @@ constexpr int64_t kFarRows = 64;
     const float* vj = vrow[j];
     for (int64_t d = 0; d < hd; ++d) acc[d] += e * vj[d];
   }
+  sum = sum_with_sink(sum, sink, mx);
   for (int64_t d = 0; d < hd; ++d) o[d] = acc[d] / sum;
 }
 
@@ -459,13 +548,16 @@ template <int HD>
 // Lane of dot16_x16's result that key t of its block lands in (and the key that goes in slot t).
 constexpr int kTransposed[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
 
-// krow[j], vrow[j]: key j's rows in the caches (offset to the KV head); scores: NP * n_keys.
+// krow[j], vrow[j]: key j's rows in the caches (offset to the KV head); scores: NP * n_keys;
+// sink: the NP heads' sinks, or null.
 template <int HD, int NP>
 [[gnu::target("avx512f")]] void attend_heads_avx512(const float* q, const float* const* krow,
                                                     const float* const* vrow, int64_t n_keys,
-                                                    float scale, float* scores, float* o) {
+                                                    float scale, const float* sink, float* scores,
+                                                    float* o) {
   constexpr int V = HD / 16;
   const __m512 sc = _mm512_set1_ps(scale);
+  float mxs[NP];
   for (int a = 0; a < NP; ++a) {
     __m512 qv[V];
     for (int c = 0; c < V; ++c) qv[c] = _mm512_loadu_ps(q + a * HD + 16 * c);
@@ -493,6 +585,7 @@ template <int HD, int NP>
       mx = -INFINITY;
       for (int64_t j = 0; j < n_keys; ++j) mx = sa[j] > mx ? sa[j] : mx;
     }
+    mx = mxs[a] = max_with_sink(mx, sink ? sink + a : nullptr);
     const __m512 mv = _mm512_set1_ps(mx);
     for (int64_t j0 = 0; j0 < n_keys; j0 += 16) {
       const int64_t nb = n_keys - j0 < 16 ? n_keys - j0 : 16;
@@ -520,37 +613,49 @@ template <int HD, int NP>
     }
   }
   for (int a = 0; a < NP; ++a) {
-    const __m512 sv = _mm512_set1_ps(sum[a]);
+    const __m512 sv = _mm512_set1_ps(sum_with_sink(sum[a], sink ? sink + a : nullptr, mxs[a]));
     for (int c = 0; c < V; ++c) _mm512_storeu_ps(o + a * HD + 16 * c, _mm512_div_ps(acc[a][c], sv));
   }
 }
 
+// The lanes whose key range [lo, hi) holds key j.
+[[gnu::target("avx512f"), gnu::always_inline]] inline __mmask16 lanes_at(__m512i lo, __m512i hi,
+                                                                         int64_t j) {
+  const __m512i jv = _mm512_set1_epi32(static_cast<int32_t>(j));
+  return static_cast<__mmask16>(_mm512_cmpgt_epi32_mask(hi, jv) & _mm512_cmple_epi32_mask(lo, jv));
+}
+
 // Attention of up to 16 lanes, each a (row, query head) pair of one KV head that attends the
-// first n_keys[lane] cache rows (no extra rows), with AVX-512: the bits of attend_head for each
-// lane. Every step of attend_head's chain for one (row, head) is that lane of a vector step:
-// dot16's 16 lane sums are 16 vectors of lanes (each the products of its dimensions added in k
-// order, from the first product; +0 added to the total, as in dot16_x16) reduced by vertical
-// adds in dot16's pairwise order, then times scale; the running maximum in key order
-// (vmaxps(s, mx) is s > mx ? s : mx for NaNs and zeros too); exp_ref of each score minus it
-// (exp16); the weighted values and their weights summed in key order. A key past a lane's own
-// is masked out of its maximum and sums. One query's scores for 16 keys (attend_heads_avx512)
-// need shuffles to reduce across lanes; here nothing crosses lanes, and each key row is read
-// once for all the lanes. krow[j], vrow[j]: key j's rows (offset to the KV head); qt: HD * 16
-// floats, sc: 16 per key, both 64-byte aligned scratch.
+// keys [first[lane], end[lane]) of a shared run of cache rows (a chain's prefixes, cut by a
+// window), with AVX-512: the bits of attend_head over those keys for each lane. Every step of
+// attend_head's chain for one (row, head) is that lane of a vector step: dot16's 16 lane sums are
+// 16 vectors of lanes (each the products of its dimensions added in k order, from the first
+// product; +0 added to the total, as in dot16_x16) reduced by vertical adds in dot16's pairwise
+// order, then times scale; the running maximum in key order (vmaxps(s, mx) is s > mx ? s : mx for
+// NaNs and zeros too), then the sink's turn (attention_sinks.hpp); exp_ref of each score minus it
+// (exp16); the weighted values and their weights summed in key order, then the sink's weight. A key
+// outside a lane's range is masked out of its maximum and sums, so the lane's sums start at its
+// first key as attend_head's do. One query's scores for 16 keys (attend_heads_avx512) need shuffles
+// to reduce across lanes; here nothing crosses lanes, and each key row is read once for all the
+// lanes. krow[j], vrow[j]: key j's rows (offset to the KV head); sinks: each lane's sink, or null;
+// qt: HD * 16 floats, sc: 16 per key, both 64-byte aligned scratch.
 template <int HD>
 [[gnu::target("avx512f")]] void attend_lanes_avx512(const float* const* q, float* const* o,
-                                                    const int32_t* n_keys, int lanes,
-                                                    const float* const* krow,
+                                                    const int32_t* first, const int32_t* end,
+                                                    int lanes, const float* const* krow,
                                                     const float* const* vrow, float scale,
-                                                    float* qt, float* sc) {
+                                                    const float* sinks, float* qt, float* sc) {
   constexpr int V = HD / 16;
-  alignas(64) int32_t keys[16];
+  alignas(64) int32_t lo[16], hi[16];
+  alignas(64) float sink[16];
   int64_t most = 0;
   for (int r = 0; r < 16; ++r) {
-    keys[r] = r < lanes ? n_keys[r] : 0;
-    most = std::max<int64_t>(most, keys[r]);
+    lo[r] = r < lanes ? first[r] : 0;
+    hi[r] = r < lanes ? end[r] : 0;
+    sink[r] = sinks && r < lanes ? sinks[r] : 0.0f;
+    most = std::max<int64_t>(most, hi[r]);
   }
-  const __m512i key_count = _mm512_load_si512(keys);
+  const __m512i key_lo = _mm512_load_si512(lo), key_hi = _mm512_load_si512(hi);
   for (int d = 0; d < HD; ++d)  // q transposed: qt[16 d + lane]
     for (int r = 0; r < 16; ++r) qt[16 * d + r] = r < lanes ? q[r][d] : 0.0f;
   const __m512 sv = _mm512_set1_ps(scale);
@@ -577,9 +682,10 @@ template <int HD>
       for (int t = 0; t < w; ++t) l[t] = _mm512_add_ps(l[t], l[t + w]);
     const __m512 s = _mm512_mul_ps(_mm512_add_ps(l[0], _mm512_setzero_ps()), sv);
     _mm512_store_ps(sc + 16 * j, s);
-    const __mmask16 in = _mm512_cmpgt_epi32_mask(key_count, _mm512_set1_epi32(int32_t(j)));
-    mx = _mm512_mask_max_ps(mx, in, s, mx);  // lanes whose keys go on past j
+    mx = _mm512_mask_max_ps(mx, lanes_at(key_lo, key_hi, j), s, mx);
   }
+  const __m512 sinkv = _mm512_load_ps(sink);
+  if (sinks) mx = _mm512_max_ps(sinkv, mx);  // sink > mx ? sink : mx, as max_with_sink
   for (int64_t j = 0; j < most; ++j)
     _mm512_store_ps(sc + 16 * j, exp16(_mm512_sub_ps(_mm512_load_ps(sc + 16 * j), mx)));
   __m512 sum = _mm512_setzero_ps();
@@ -588,13 +694,15 @@ template <int HD>
     __m512 acc[16];
     for (int t = 0; t < 16; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t j = 0; j < most; ++j) {
-      const __mmask16 in = _mm512_cmpgt_epi32_mask(key_count, _mm512_set1_epi32(int32_t(j)));
+      const __mmask16 in = lanes_at(key_lo, key_hi, j);
       const __m512 e = _mm512_load_ps(sc + 16 * j);
       const float* vj = vrow[j] + 16 * c;
       if (c == 0) sum = _mm512_mask_add_ps(sum, in, sum, e);
       for (int t = 0; t < 16; ++t)
         acc[t] = _mm512_mask_add_ps(acc[t], in, acc[t], _mm512_mul_ps(e, _mm512_set1_ps(vj[t])));
     }
+    if (c == 0 && sinks)  // as sum_with_sink: exp16 gives exp_ref's bits
+      sum = _mm512_add_ps(sum, exp16(_mm512_sub_ps(sinkv, mx)));
     for (int t = 0; t < 16; ++t) _mm512_store_ps(out + 16 * t, _mm512_div_ps(acc[t], sum));
     for (int r = 0; r < lanes; ++r)
       for (int t = 0; t < 16; ++t) o[r][16 * c + t] = out[16 * t + r];
@@ -658,6 +766,13 @@ void head_rows(const Mat& k, const Mat& v, int64_t kv_off, int64_t hd, int64_t n
   }
 }
 
+// The first key a row attends of its `all` keys under a sliding window (0: none): the keys it
+// attends are positions [first, all) of its own logical sequence, so they, and every block a
+// kernel cuts them into, depend on that sequence alone.
+int64_t window_first(int64_t all, uint32_t window) {
+  return window != 0 && all > int64_t{window} ? all - int64_t{window} : 0;
+}
+
 // Runs of consecutive rows that share one table (one sequence's rows): lane blocks never
 // cross them.
 std::vector<std::pair<int64_t, int64_t>> segments(const MaskRows& mask, int64_t m) {
@@ -675,7 +790,8 @@ std::vector<std::pair<int64_t, int64_t>> segments(const MaskRows& mask, int64_t 
 }  // namespace
 
 void attention(ThreadPool& pool, GemmKernel kernel, const Mat& q, const Mat& k, const Mat& v,
-               const MaskRows& mask, const specd_attention_params& p, const Mat& out) {
+               const MaskRows& mask, const specd_attention_params& p, const AttentionExtras& x,
+               const Mat& out) {
   const int64_t hd = p.head_dim;
   const uint32_t group = p.n_head / p.n_head_kv;
   // The device's kernel choice picks the instruction set (all give the same bits).
@@ -686,13 +802,19 @@ void attention(ThreadPool& pool, GemmKernel kernel, const Mat& q, const Mat& k, 
   // (row, head) goes through the same operations whatever the task, the thread or m.
   const int np = (avx512 || avx2) && hd == 64 && group % 2 == 0 ? 2 : 1;
   const int64_t head_tasks = p.n_head / np;
-  auto n_keys_of = [&](int64_t i) { return mask.prefix[i] + mask.begin[i + 1] - mask.begin[i]; };
+  // Row i attends keys [first_key(i), first_key(i) + n_keys_of(i)) of its logical sequence.
+  auto all_keys = [&](int64_t i) { return mask.prefix[i] + mask.begin[i + 1] - mask.begin[i]; };
+  auto first_key = [&](int64_t i) { return window_first(all_keys(i), x.window); };
+  auto n_keys_of = [&](int64_t i) { return all_keys(i) - first_key(i); };
   auto one = [&](int64_t i, uint32_t h) {
     const int64_t kv_off = static_cast<int64_t>(h / group) * hd;
     const int64_t prefix = mask.prefix[i];
+    const int64_t first = first_key(i);
     const int64_t n_keys = n_keys_of(i);
     const int32_t* extra = mask.extra + mask.begin[i];
     const RowMap map = row_map(mask, i);
+    const float* sink = x.sinks ? x.sinks + h : nullptr;  // np heads' from h on
+    auto slot = [&](int64_t j) { return map(key_slot(first + j, prefix, extra)); };
     thread_local std::vector<float> scores, acc;
     scores.resize(static_cast<size_t>(np * n_keys));
     const float* qi = q.f32_row(i) + h * hd;
@@ -702,30 +824,28 @@ void attention(ThreadPool& pool, GemmKernel kernel, const Mat& q, const Mat& k, 
       slices.resize(static_cast<size_t>(2 * n_keys));
       const int64_t off = kv_byte_offset(k.dtype, kv_off);
       for (int64_t j = 0; j < n_keys; ++j) {
-        const int64_t s = map(key_slot(j, prefix, extra));
+        const int64_t s = slot(j);
         slices[j] = k.row(s) + off;
         slices[n_keys + j] = v.row(s) + off;
       }
       attend_heads_avx2(hd, np, k.dtype, qi, slices.data(), slices.data() + n_keys, n_keys, p.scale,
-                        scores.data(), o);
+                        sink, scores.data(), o);
       return;
     }
     thread_local std::vector<const float*> rows;  // key j's rows: keys, then values
     rows.resize(static_cast<size_t>(2 * n_keys));
     const float** kr = rows.data();
     const float** vr = kr + n_keys;
-    head_rows(
-        k, v, kv_off, hd, n_keys, [&](int64_t j) { return map(key_slot(j, prefix, extra)); }, kr,
-        vr);
+    head_rows(k, v, kv_off, hd, n_keys, slot, kr, vr);
     if (!avx512) {
       acc.resize(static_cast<size_t>(hd));
-      attend_head(qi, kr, vr, hd, n_keys, p.scale, scores.data(), acc.data(), o);
+      attend_head(qi, kr, vr, hd, n_keys, p.scale, sink, scores.data(), acc.data(), o);
     } else if (hd == 128) {
-      attend_heads_avx512<128, 1>(qi, kr, vr, n_keys, p.scale, scores.data(), o);
+      attend_heads_avx512<128, 1>(qi, kr, vr, n_keys, p.scale, sink, scores.data(), o);
     } else if (np == 2) {
-      attend_heads_avx512<64, 2>(qi, kr, vr, n_keys, p.scale, scores.data(), o);
+      attend_heads_avx512<64, 2>(qi, kr, vr, n_keys, p.scale, sink, scores.data(), o);
     } else {
-      attend_heads_avx512<64, 1>(qi, kr, vr, n_keys, p.scale, scores.data(), o);
+      attend_heads_avx512<64, 1>(qi, kr, vr, n_keys, p.scale, sink, scores.data(), o);
     }
   };
   // Rows that attend their prefix only (a chain: plain decoding and verification) go as lanes
@@ -758,30 +878,40 @@ void attention(ThreadPool& pool, GemmKernel kernel, const Mat& q, const Mat& k, 
     const int64_t i0 = sg.i0 + u % sg.blocks * lane_rows, i1 = std::min(sg.i1, i0 + lane_rows);
     const float* ql[16];
     float* ol[16];
-    int32_t nk[16];
+    int32_t lo[16], hi[16];  // each lane's keys [lo, hi) of its prefix, from `base` on
+    float sk[16];
     int n = 0;
+    int64_t base = first_key(i0);  // the earliest key of the block's rows
+    for (int64_t i = i0 + 1; i < i1; ++i) base = std::min(base, first_key(i));
     for (int64_t i = i0; i < i1; ++i)
       for (uint32_t a = 0; a < group; ++a, ++n) {
         const int64_t h = static_cast<int64_t>(g) * group + a;
         ql[n] = q.f32_row(i) + h * hd;
         ol[n] = out.f32_row(i) + h * hd;
-        nk[n] = mask.prefix[i];
+        lo[n] = static_cast<int32_t>(first_key(i) - base);
+        hi[n] = static_cast<int32_t>(mask.prefix[i] - base);
+        sk[n] = x.sinks ? x.sinks[h] : 0.0f;
       }
     thread_local std::vector<float> scratch;
     thread_local std::vector<const float*> rows;  // key j's rows: keys, then values
     int64_t keys = 0;
-    for (int r = 0; r < n; ++r) keys = std::max<int64_t>(keys, nk[r]);
+    for (int r = 0; r < n; ++r) keys = std::max<int64_t>(keys, hi[r]);
     scratch.resize(static_cast<size_t>(16 * (hd + keys) + 16));
     float* qt = scratch.data() + (16 - reinterpret_cast<uintptr_t>(scratch.data()) / 4 % 16) % 16;
     float* sc = qt + 16 * hd;
     const int64_t kv_off = static_cast<int64_t>(g) * hd;
     const RowMap map = row_map(mask, i0);  // the segment's one table
     rows.resize(static_cast<size_t>(2 * keys));
-    head_rows(k, v, kv_off, hd, keys, map, rows.data(), rows.data() + keys);
+    head_rows(
+        k, v, kv_off, hd, keys, [&](int64_t j) { return map(base + j); }, rows.data(),
+        rows.data() + keys);
+    const float* sinks = x.sinks ? sk : nullptr;
     if (hd == 128)
-      attend_lanes_avx512<128>(ql, ol, nk, n, rows.data(), rows.data() + keys, p.scale, qt, sc);
+      attend_lanes_avx512<128>(ql, ol, lo, hi, n, rows.data(), rows.data() + keys, p.scale, sinks,
+                               qt, sc);
     else
-      attend_lanes_avx512<64>(ql, ol, nk, n, rows.data(), rows.data() + keys, p.scale, qt, sc);
+      attend_lanes_avx512<64>(ql, ol, lo, hi, n, rows.data(), rows.data() + keys, p.scale, sinks,
+                              qt, sc);
   };
   auto units = [&](int64_t u0, int64_t u1) {
     size_t s = 0;

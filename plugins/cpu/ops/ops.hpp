@@ -5,21 +5,27 @@
 #include "gemm/gemm_kernels.hpp"
 #include "runtime/cpu_buffer.hpp"
 #include "runtime/thread_pool.hpp"
+#include "specd/cpp/op_contract.hpp"
 
 namespace specd::cpu {
 
 void rms_norm(ThreadPool& pool, const Mat& x, const Mat& weight, float eps, const Mat& y);
-// RoPE as backend.h defines it; freq_factors (n_rot / 2 values) may be null.
+// RoPE as backend.h defines it; freq_factors (n_rot / 2 values) may be null; `yarn` from
+// sdk::rope_yarn (the default: none).
 struct RopeSpec {
   uint32_t n_head, head_dim, n_rot;
   float base;
   bool neox;
   float freq_scale;
   const float* freq_factors;
+  sdk::RopeYarn yarn = {};
 };
 void rope(ThreadPool& pool, const Mat& x, const int32_t* positions, const RopeSpec& p);
 void get_rows(ThreadPool& pool, const Mat& table, const int32_t* ids, const Mat& y);
 void swiglu(ThreadPool& pool, const Mat& gate, const Mat& up, const Mat& y);
+// gpt-oss's clamped SwiGLU (backend.h, swiglu_oai); y may be gate or up.
+void swiglu_oai(ThreadPool& pool, const Mat& gate, const Mat& up, float alpha, float limit,
+                const Mat& y);
 // b is [m, n] or one row [1, n] added to every row.
 void add(ThreadPool& pool, const Mat& a, const Mat& b, const Mat& y);
 // Rows moved in increasing i with memmove, so in-place compaction towards the front works.
@@ -41,8 +47,16 @@ struct MaskRows {
   const int32_t* table_begin = nullptr;
   int64_t block_rows = 0;
 };
+// The ABI 0.8 options of an attention call (backend.h): each row attends only the last
+// `window` keys of its sequence (0: all of them); `sinks` (null: none) holds one f32 sink
+// per query head.
+struct AttentionExtras {
+  uint32_t window = 0;
+  const float* sinks = nullptr;
+};
 // `kernel` (the device's GEMM kernel) picks the instruction set; the bits are the same.
 void attention(ThreadPool& pool, GemmKernel kernel, const Mat& q, const Mat& k, const Mat& v,
-               const MaskRows& mask, const specd_attention_params& p, const Mat& out);
+               const MaskRows& mask, const specd_attention_params& p, const AttentionExtras& x,
+               const Mat& out);
 
 }  // namespace specd::cpu

@@ -114,13 +114,27 @@ typedef struct specd_attention_mask {
 } specd_attention_mask;
 
 /* Shape of an attention op. Query row r holds n_head heads of head_dim values; a key/value
- * cache row holds n_head_kv heads. Query head h reads cache head h / (n_head / n_head_kv). */
+ * cache row holds n_head_kv heads. Query head h reads cache head h / (n_head / n_head_kv).
+ * ABI 0.1 ends at `scale`: a reader uses the later fields only when struct_size covers them,
+ * and the host never hands a 0.8 field to an older backend. Zeroed 0.8 fields mean what the
+ * earlier minors meant. */
 typedef struct specd_attention_params {
   uint32_t struct_size;
   uint32_t n_head;
   uint32_t n_head_kv; /* divides n_head */
   uint32_t head_dim;
   float scale; /* scores are scale * dot(q, k), usually 1 / sqrt(head_dim) */
+  /* ABI 0.8 */
+  /* A sliding window (gpt-oss, Gemma, Mistral's SWA layers): > 0, each query row attends only
+   * the last `window` keys of its key sequence (specd_attention_mask: its sequence is its
+   * positions 0.., so a row at position p attends positions p - window + 1 .. p, as
+   * llama.cpp's standard SWA); 0 = every key. */
+  uint32_t window;
+  /* Attention sinks (gpt-oss): NULL, or f32 [1, n_head] in a device buffer: head h's softmax
+   * has one more term, exp(sinks[0, h]), in its denominator (a key whose value is zero), so
+   * out = sum_j e^(s_j - M) v_j / (sum_j e^(s_j - M) + e^(sink - M)), M the largest of the
+   * scores and the sink. Borrowed for the call, like every view an op receives. */
+  const specd_view* sinks;
 } specd_attention_params;
 
 /* Paged KV (ABI 0.5). A KV pool holds the cache rows of many sequences in blocks of
@@ -161,6 +175,21 @@ typedef struct specd_rope_params {
   /* NULL, or f32 [1, n_rot / 2] in a device buffer, each > 0 (llama 3.1's rope_freqs):
    * borrowed for the call, like every view an op receives. */
   const specd_view* freq_factors;
+  /* ABI 0.8: YaRN (gpt-oss, Qwen long context), as ggml's rope_ext computes it. With
+   * ext_factor != 0, pair j's angle is theta_i (1 - r_j) + theta_e r_j, where theta_e is the
+   * angle above without freq_scale, theta_i = freq_scale theta_e and
+   *   r_j = ext_factor (1 - clamp((j - lo) / max(0.001, hi - lo), 0, 1)),
+   *   lo = max(0, floor(c(beta_fast))), hi = min(n_rot - 1, ceil(c(beta_slow))),
+   *   c(b) = n_rot ln(n_ctx_orig / (2 pi b)) / (2 ln base),
+   * and cos and sin are multiplied by attn_factor (1 + 0.1 ln(1 / freq_scale)); with
+   * ext_factor 0 by attn_factor alone. attn_factor 0 means 1, so zeroed fields mean what 0.2
+   * meant. */
+  float ext_factor;
+  float attn_factor;
+  float beta_fast;
+  float beta_slow;
+  uint32_t n_ctx_orig; /* the context the model was trained for (YaRN's original context) */
+  uint32_t reserved2;  /* 0 */
 } specd_rope_params;
 
 /* Recurrent state (ABI 0.7). A recurrent op reads and writes per-sequence states kept in a
@@ -414,6 +443,17 @@ typedef struct specd_backend_vtable {
    * equal x. [same-thread] */
   specd_status* (*mul_sigmoid)(void* device, const specd_view* x, const specd_view* gate,
                                const specd_view* y);
+
+  /* ---- ABI 0.8 ---------------------------------------------------------------------------
+   * Optional (NULL allowed; read only when struct_size covers it). The host refuses a model
+   * that needs it (gpt-oss) on a backend without it, naming the backend.
+   *
+   * gpt-oss's clamped SwiGLU (ggml's swiglu_oai): with g = min(gate, limit) and
+   * u = clamp(up, -limit, limit), y = g / (1 + exp(-alpha g)) * (u + 1) elementwise; the
+   * clamps are comparisons (unlike fminf, a NaN gate or up gives NaN). All f32
+   * [m, n]; y may equal gate or up. [same-thread] */
+  specd_status* (*swiglu_oai)(void* device, const specd_view* gate, const specd_view* up,
+                              float alpha, float limit, const specd_view* y);
 } specd_backend_vtable;
 
 /* True when vtable `vt` (struct_size as built) has slot `field`. */
@@ -438,7 +478,7 @@ SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, retired_argmax) == 176, "froz
 SPECD_STATIC_ASSERT(offsetof(specd_rope_params, mode) == 20, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_rope_params, freq_scale) == 24, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_rope_params, freq_factors) == 32, "frozen layout");
-SPECD_STATIC_ASSERT(sizeof(specd_rope_params) == 40, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_rope_params, ext_factor) == 40, "frozen layout");
 /* Layout of ABI 0.4 additions. */
 SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, buffer_wrap_weights) == 184, "frozen layout");
 /* Layout of ABI 0.5 additions. */
@@ -451,6 +491,13 @@ SPECD_STATIC_ASSERT(offsetof(specd_recurrent_rows, state_out) == 16, "frozen lay
 SPECD_STATIC_ASSERT(sizeof(specd_delta_net_params) == 24, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, gated_delta_net) == 208, "frozen layout");
 SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, mul_sigmoid) == 216, "frozen layout");
+/* Layout of ABI 0.8 additions. */
+SPECD_STATIC_ASSERT(offsetof(specd_attention_params, window) == 20, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_attention_params, sinks) == 24, "frozen layout");
+SPECD_STATIC_ASSERT(sizeof(specd_attention_params) == 32, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_rope_params, n_ctx_orig) == 56, "frozen layout");
+SPECD_STATIC_ASSERT(sizeof(specd_rope_params) == 64, "frozen layout");
+SPECD_STATIC_ASSERT(offsetof(specd_backend_vtable, swiglu_oai) == 224, "frozen layout");
 #endif
 
 SPECD_EXTERN_C_END

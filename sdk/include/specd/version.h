@@ -13,7 +13,7 @@
 #define SPECD_VERSION_H
 
 #define SPECD_ABI_VERSION_MAJOR 0u
-#define SPECD_ABI_VERSION_MINOR 7u
+#define SPECD_ABI_VERSION_MINOR 8u
 
 #if defined(_WIN32)
 #define SPECD_EXPORT __declspec(dllexport)

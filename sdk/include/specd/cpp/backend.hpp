@@ -37,6 +37,9 @@
 //                          const specd_view& state_in, const specd_view& state_out,
 //                          const specd_delta_net_params& p, const specd_view& out);
 //     void mul_sigmoid(const specd_view& x, const specd_view& gate, const specd_view& y);
+//     // ABI 0.8, needed by gpt-oss (its clamped SwiGLU):
+//     void swiglu_oai(const specd_view& gate, const specd_view& up, float alpha, float limit,
+//                     const specd_view& y);
 //     // optional:
 //     specd_buffer* wrap_host(const void* data, uint64_t size);
 //     specd_buffer* wrap_weights(const void* data, uint64_t size, specd_dtype dtype,
@@ -352,6 +355,20 @@ struct BackendAdapter {
       return nullptr;
     }
   }
+  static constexpr bool has_swiglu_oai = requires(Device & dev, const specd_view& v, float f) {
+    dev.swiglu_oai(v, v, f, f, v);
+  };
+  static specd_status* swiglu_oai(void* d, const specd_view* gate, const specd_view* up,
+                                  float alpha, float limit, const specd_view* y) {
+    if constexpr (has_swiglu_oai) {
+      return call(d, [&](Device& dev) {
+        contract::swiglu_oai(gate, up, alpha, limit, y);
+        dev.swiglu_oai(*gate, *up, alpha, limit, *y);
+      });
+    } else {
+      return nullptr;
+    }
+  }
 
   static specd_backend_vtable make_vtable(uint64_t flags) {
     specd_backend_vtable vt{};
@@ -381,6 +398,7 @@ struct BackendAdapter {
     vt.set_rows = has_set_rows ? &set_rows : nullptr;
     vt.gated_delta_net = has_gated_delta_net ? &gated_delta_net : nullptr;
     vt.mul_sigmoid = has_mul_sigmoid ? &mul_sigmoid : nullptr;
+    vt.swiglu_oai = has_swiglu_oai ? &swiglu_oai : nullptr;
     return vt;
   }
 };

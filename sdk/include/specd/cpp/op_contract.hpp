@@ -13,6 +13,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -96,12 +97,18 @@ inline void check_row_ids(const char* op, const char* what, const int32_t* ids, 
                              std::to_string(i) + " outside [0, " + std::to_string(rows) + ")");
 }
 
-// The ABI 0.2 fields of `rope` params (backend.h), or their 0.1 meaning (normal mode, no
-// scaling, no factors) when struct_size ends before them. Pure; [any thread].
+// The ABI 0.2 and 0.8 fields of `rope` params (backend.h), or their earlier meaning (normal
+// mode, no scaling, no factors, no YaRN) when struct_size ends before them: a 0.2 .. 0.7
+// host's params are 40 bytes. Pure; [any thread].
 struct RopeOptions {
   uint32_t mode = SPECD_ROPE_NORMAL;
   float freq_scale = 1.0f;
   const specd_view* freq_factors = nullptr;  // borrowed from the params
+  // YaRN (ABI 0.8): ext_factor 0 is none; attn_factor is 1 for a zeroed field.
+  float ext_factor = 0.0f;
+  float attn_factor = 1.0f;
+  float beta_fast = 0.0f, beta_slow = 0.0f;
+  uint32_t n_ctx_orig = 0;
 };
 inline RopeOptions rope_options(const specd_rope_params& p) {
   RopeOptions o;
@@ -110,12 +117,82 @@ inline RopeOptions rope_options(const specd_rope_params& p) {
     o.freq_scale = p.freq_scale == 0.0f ? 1.0f : p.freq_scale;  // 0: no scaling
     o.freq_factors = p.freq_factors;
   }
+  if (p.struct_size >= offsetof(specd_rope_params, n_ctx_orig) + sizeof(p.n_ctx_orig)) {
+    o.ext_factor = p.ext_factor;
+    o.attn_factor = p.attn_factor == 0.0f ? 1.0f : p.attn_factor;  // 0: no magnitude scaling
+    o.beta_fast = p.beta_fast;
+    o.beta_slow = p.beta_slow;
+    o.n_ctx_orig = p.n_ctx_orig;
+  }
   return o;
 }
 
+// What YaRN (backend.h, specd_rope_params) makes of a call's options, worked out once per call
+// in double so that every backend ramps the same pairs: pair j's angle is
+//   theta_i (1 - ramp(j)) + theta_e ramp(j),
+//   ramp(j) = ext_factor (1 - clamp((j - lo) / span, 0, 1)),
+// and its cos and sin are multiplied by mscale. Without YaRN (ext_factor 0) ramp is 0 and
+// mscale is attn_factor alone: the 0.2 angle, and exactly 0.2's cos and sin when it is 1.
+struct RopeYarn {
+  double ext_factor = 0.0;
+  double lo = 0.0, span = 1.0;  // span = max(0.001, hi - lo)
+  double mscale = 1.0;
+  double ramp(uint32_t j) const {
+    if (ext_factor == 0.0) return 0.0;
+    const double y = (static_cast<double>(j) - lo) / span;
+    return ext_factor * (1.0 - std::min(1.0, std::max(0.0, y)));
+  }
+};
+
+// The pair index c(beta) at which a wavelength fits `beta` times into the original context:
+// n_rot ln(n_ctx_orig / (2 pi beta)) / (2 ln base) (YaRN's correction dimension).
+inline double rope_yarn_corr_dim(uint32_t n_rot, uint32_t n_ctx_orig, double beta, double base) {
+  constexpr double kPi = 3.14159265358979323846;
+  return n_rot * std::log(n_ctx_orig / (2.0 * kPi * beta)) / (2.0 * std::log(base));
+}
+
+// The YaRN of a call: `p` and its rope_options `o`, already checked (check_rope_yarn).
+inline RopeYarn rope_yarn(const specd_rope_params& p, const RopeOptions& o) {
+  RopeYarn y;
+  y.mscale = o.attn_factor;
+  if (o.ext_factor == 0.0f) return y;
+  y.ext_factor = o.ext_factor;
+  // Interpolation shrinks attention logits; YaRN scales cos and sin back up.
+  y.mscale *= 1.0 + 0.1 * std::log(1.0 / static_cast<double>(o.freq_scale));
+  // Pairs below lo (fast, many turns in the original context) keep their angle; pairs above
+  // hi (slow) are interpolated; the ramp mixes the two in between.
+  const double lo =
+      std::max(0.0, std::floor(rope_yarn_corr_dim(p.n_rot, o.n_ctx_orig, o.beta_fast, p.base)));
+  const double hi =
+      std::min(static_cast<double>(p.n_rot) - 1.0,
+               std::ceil(rope_yarn_corr_dim(p.n_rot, o.n_ctx_orig, o.beta_slow, p.base)));
+  y.lo = lo;
+  y.span = std::max(0.001, hi - lo);
+  return y;
+}
+
+// The YaRN fields of `rope` params (ABI 0.8): attn_factor finite and > 0 (0 in the struct
+// means 1), ext_factor finite and, when it is not 0, what the correction dimensions need to
+// be finite: n_ctx_orig > 0, beta_fast and beta_slow finite and > 0, base finite and > 1.
+// Throws INVALID_ARGUMENT. [any thread]
+inline void check_rope_yarn(const specd_rope_params& p, const RopeOptions& o) {
+  auto fail = [](const std::string& what) { throw invalid_argument("rope: " + what); };
+  if (!std::isfinite(o.attn_factor) || !(o.attn_factor > 0.0f))
+    fail("attn_factor " + std::to_string(o.attn_factor) + " must be 0 (none) or finite and > 0");
+  if (!std::isfinite(o.ext_factor))
+    fail("ext_factor " + std::to_string(o.ext_factor) + " must be finite");
+  if (o.ext_factor == 0.0f) return;
+  auto positive = [](float v) { return std::isfinite(v) && v > 0.0f; };
+  if (o.n_ctx_orig == 0 || !positive(o.beta_fast) || !positive(o.beta_slow))
+    fail("YaRN (ext_factor != 0) needs n_ctx_orig > 0 and finite beta_fast, beta_slow > 0");
+  if (!std::isfinite(p.base) || !(p.base > 1.0f))
+    fail("YaRN (ext_factor != 0) needs a finite base > 1");
+}
+
 // The shape rules of `rope` (backend.h), for a backend's own matrix type M (anything with
-// rows and cols): the params' size, even head_dim and n_rot <= min(head_dim, 1024), x of
-// n_head * head_dim columns, positions [1, m]. Throws INVALID_ARGUMENT. [any thread]
+// rows and cols): the params' size, even head_dim and n_rot <= min(head_dim, 1024), the
+// YaRN fields (check_rope_yarn), x of n_head * head_dim columns, positions [1, m]. Throws
+// INVALID_ARGUMENT. [any thread]
 template <class M>
 void check_rope_shapes(const M& x, const M& positions, const specd_rope_params& p) {
   auto fail = [](const std::string& what) { throw invalid_argument("rope: " + what); };
@@ -127,6 +204,7 @@ void check_rope_shapes(const M& x, const M& positions, const specd_rope_params& 
     fail("freq_scale " + std::to_string(o.freq_scale) + " must be 0 (none) or finite and > 0");
   if (p.head_dim == 0 || p.head_dim % 2 || p.n_rot % 2 || p.n_rot > p.head_dim || p.n_rot > 1024)
     fail("need even head_dim and even n_rot <= min(head_dim, 1024)");
+  check_rope_yarn(p, o);
   const int64_t cols = static_cast<int64_t>(p.n_head) * p.head_dim;
   if (cols != x.cols)
     fail("x has " + std::to_string(x.cols) +
@@ -154,6 +232,22 @@ void check_add_shapes(const M& a, const M& b, const M& y) {
   check_same_shape(a, b, "add", "a", "b");
 }
 
+// The ABI 0.8 fields of `attention` params (backend.h), or their earlier meaning (every key,
+// no sinks) when struct_size ends before them: a 0.1 .. 0.7 host's params are 20 bytes.
+// Pure; [any thread].
+struct AttentionOptions {
+  uint32_t window = 0;                // 0: every key
+  const specd_view* sinks = nullptr;  // borrowed from the params
+};
+inline AttentionOptions attention_options(const specd_attention_params& p) {
+  AttentionOptions o;
+  if (p.struct_size >= offsetof(specd_attention_params, sinks) + sizeof(p.sinks)) {
+    o.window = p.window;
+    o.sinks = p.sinks;
+  }
+  return o;
+}
+
 // The shape rules of `attention` (backend.h) for a backend's matrix type M: the params
 // (n_head a positive multiple of n_head_kv, head_dim > 0), q and out [m, n_head * head_dim],
 // the caches [capacity, n_head_kv * head_dim], mask.prefix_len [1, m] and mask.extra_begin
@@ -163,7 +257,9 @@ template <class M>
 void check_attention_shapes(const M& q, const M& k, const M& v, const M& out, const M& prefix_len,
                             const M& extra_begin, const specd_attention_params& p) {
   auto fail = [](const std::string& what) { throw invalid_argument("attention: " + what); };
-  if (p.struct_size < sizeof(specd_attention_params)) fail("params struct_size too small");
+  // The 0.1 layout is the least a host passes; the 0.8 fields are optional (attention_options).
+  if (p.struct_size < offsetof(specd_attention_params, window))
+    fail("params struct_size too small");
   if (p.n_head == 0 || p.n_head_kv == 0 || p.n_head % p.n_head_kv || p.head_dim == 0)
     fail("need n_head a positive multiple of n_head_kv and head_dim > 0");
   if (q.cols != static_cast<int64_t>(p.n_head) * p.head_dim) fail("q cols != n_head * head_dim");
@@ -174,6 +270,21 @@ void check_attention_shapes(const M& q, const M& k, const M& v, const M& out, co
   if (prefix_len.rows != 1 || prefix_len.cols != q.rows) fail("mask.prefix_len must be [1, m]");
   if (extra_begin.rows != 1 || extra_begin.cols != q.rows + 1)
     fail("mask.extra_begin must be [1, m + 1]");
+}
+
+// The shape rules of attention's sinks (the backend's checked view of
+// attention_options(p).sinks): f32 [1, n_head]. Their values are the caller's: any float,
+// -inf for a head without a sink (they may live in device memory). Throws INVALID_ARGUMENT
+// naming `op`. [any thread]
+template <class M>
+void check_attention_sinks_shape(const M& sinks, const specd_attention_params& p, const char* op) {
+  if (sinks.dtype != SPECD_DTYPE_F32)
+    throw invalid_argument(std::string(op) + ": params.sinks must be f32, not " +
+                           dtype_name(sinks.dtype));
+  if (sinks.rows != 1 || sinks.cols != static_cast<int64_t>(p.n_head))
+    throw invalid_argument(std::string(op) + ": params.sinks is [" + std::to_string(sinks.rows) +
+                           ", " + std::to_string(sinks.cols) +
+                           "], expected [1, n_head = " + std::to_string(p.n_head) + "]");
 }
 
 // The shape rules of `attention_paged` (backend.h): attention's, with the pools in place of
@@ -371,6 +482,17 @@ inline void get_rows(const specd_view* table, const specd_view* ids, const specd
                         view(y, "get_rows", "y"));
 }
 
+// Attention params of the 0.1 size or more (a host of any minor), and their sinks' shape
+// when the params carry sinks.
+inline const specd_attention_params& attention_params(const specd_attention_params* p,
+                                                      const char* op) {
+  const specd_attention_params& ap =
+      params(p, op, "params", offsetof(specd_attention_params, window));
+  if (const specd_view* s = attention_options(ap).sinks)
+    check_attention_sinks_shape(view(s, op, "params.sinks"), ap, op);
+  return ap;
+}
+
 // attention's shapes and its mask's extra_slots.
 inline void attention(const specd_view* q, const specd_view* k, const specd_view* v,
                       const specd_attention_mask* mask, const specd_attention_params* p,
@@ -379,7 +501,7 @@ inline void attention(const specd_view* q, const specd_view* k, const specd_view
   const specd_attention_mask& mk = params(mask, op, "mask");
   check_attention_shapes(view(q, op, "q"), view(k, op, "k_cache"), view(v, op, "v_cache"),
                          view(out, op, "out"), view(mk.prefix_len, op, "mask.prefix_len"),
-                         view(mk.extra_begin, op, "mask.extra_begin"), params(p, op, "params"));
+                         view(mk.extra_begin, op, "mask.extra_begin"), attention_params(p, op));
   extra_slots(mk, op);
 }
 
@@ -390,7 +512,7 @@ inline void attention_paged(const specd_view* q, const specd_view* k, const spec
   const char* op = "attention_paged";
   const specd_attention_mask& mk = params(mask, op, "mask");
   const specd_kv_pages& pg = params(pages, op, "pages");
-  const specd_attention_params& ap = params(p, op, "params");
+  const specd_attention_params& ap = attention_params(p, op);
   const specd_view& kv = view(k, op, "k_pool");
   const specd_view& vv = view(v, op, "v_pool");
   check_attention_paged_shapes(
@@ -446,6 +568,18 @@ inline void mul_sigmoid(const specd_view* x, const specd_view* gate, const specd
   const specd_view& xv = view(x, "mul_sigmoid", "x");
   check_same_shape(xv, view(gate, "mul_sigmoid", "gate"), "mul_sigmoid", "x", "gate");
   check_same_shape(xv, view(y, "mul_sigmoid", "y"), "mul_sigmoid", "x", "y");
+}
+
+// gate, up, y [m, n]; alpha finite; limit > 0 (+inf: no clamp).
+inline void swiglu_oai(const specd_view* g, const specd_view* u, float alpha, float limit,
+                       const specd_view* y) {
+  const specd_view& gv = view(g, "swiglu_oai", "gate");
+  check_same_shape(gv, view(u, "swiglu_oai", "up"), "swiglu_oai", "gate", "up");
+  check_same_shape(gv, view(y, "swiglu_oai", "y"), "swiglu_oai", "gate", "y");
+  if (!std::isfinite(alpha))
+    throw invalid_argument("swiglu_oai: alpha " + std::to_string(alpha) + " must be finite");
+  if (!(limit > 0.0f))
+    throw invalid_argument("swiglu_oai: limit " + std::to_string(limit) + " must be > 0");
 }
 
 }  // namespace contract
