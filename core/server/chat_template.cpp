@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "common/json_writer.hpp"
+#include "server/harmony_chat.hpp"
 #include "server/qwen35_chat.hpp"
 
 namespace specd::server {
@@ -91,7 +92,12 @@ std::string llama3_tools_preamble(const std::vector<ToolFunction>& tools) {
 
 bool family_has_tools(ChatFamily family) {
   return family == ChatFamily::chatml || family == ChatFamily::llama3 ||
-         family == ChatFamily::mistral || family == ChatFamily::qwen35;
+         family == ChatFamily::mistral || family == ChatFamily::qwen35 ||
+         family == ChatFamily::harmony;
+}
+
+bool family_has_reasoning(ChatFamily family) {
+  return family == ChatFamily::qwen35 || family == ChatFamily::harmony;
 }
 
 std::string chat_family_name(ChatFamily family) {
@@ -108,6 +114,8 @@ std::string chat_family_name(ChatFamily family) {
       return "gemma";
     case ChatFamily::qwen35:
       return "qwen3.5";
+    case ChatFamily::harmony:
+      return "harmony";
   }
   return "?";
 }
@@ -119,14 +127,18 @@ std::optional<ChatFamily> chat_family_by_name(std::string_view name) {
   if (name == "phi3") return ChatFamily::phi3;
   if (name == "gemma") return ChatFamily::gemma;
   if (name == "qwen3.5") return ChatFamily::qwen35;
+  if (name == "harmony" || name == "gpt-oss") return ChatFamily::harmony;
   return std::nullopt;
 }
 
 std::string chat_family_names() {
-  return "chatml (qwen), llama3, mistral, phi3, gemma, qwen3.5";
+  return "chatml (qwen), llama3, mistral, phi3, gemma, qwen3.5, harmony (gpt-oss)";
 }
 
 std::optional<ChatFamily> detect_chat_family(std::string_view t) {
+  // gpt-oss (OpenAI's harmony): every message is <|start|>ROLE<|channel|>...<|message|>.
+  if (has(t, "<|start|>") && has(t, "<|channel|>") && has(t, "<|message|>"))
+    return ChatFamily::harmony;
   // Qwen3.5: ChatML whose tool calls are XML (<function=...>) and whose turns think.
   if (has(t, "<|im_start|>") && has(t, "<function=") && has(t, "<think>"))
     return ChatFamily::qwen35;
@@ -153,7 +165,8 @@ void append_content(std::vector<ChatSegment>& out, const std::string& text) {
 
 std::vector<ChatSegment> render_chat_segments(ChatFamily family,
                                               const std::vector<ChatMessage>& messages,
-                                              const std::vector<ToolFunction>& tools) {
+                                              const std::vector<ToolFunction>& tools,
+                                              const ChatOptions& options) {
   if (!family_has_tools(family) && uses_tools(messages, tools))
     throw std::invalid_argument("the " + chat_family_name(family) +
                                 " chat template defines no tool-call format");
@@ -163,6 +176,8 @@ std::vector<ChatSegment> render_chat_segments(ChatFamily family,
   switch (family) {
     case ChatFamily::qwen35:
       return render_qwen35(messages, tools);
+    case ChatFamily::harmony:
+      return render_harmony(messages, tools, options);
     case ChatFamily::chatml:
       for (size_t i = 0; i < messages.size(); ++i) {
         const ChatMessage& m = messages[i];
@@ -279,9 +294,9 @@ std::vector<ChatSegment> render_chat_segments(ChatFamily family,
 }
 
 std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messages,
-                        const std::vector<ToolFunction>& tools) {
+                        const std::vector<ToolFunction>& tools, const ChatOptions& options) {
   std::string out;
-  for (const ChatSegment& s : render_chat_segments(family, messages, tools)) out += s.text;
+  for (const ChatSegment& s : render_chat_segments(family, messages, tools, options)) out += s.text;
   return out;
 }
 

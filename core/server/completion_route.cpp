@@ -189,6 +189,7 @@ void HttpServer::Impl::complete(const HttpRequest& req, HttpResponse& res, bool 
   format.tools = chat && request.tools.active();
   format.forced_calls = chat && request.tools.forced();
   format.functions = request.tools.tools;
+  format.opened_call = request.opened_call;
   format.tokenizer = tokenizer.get();
   for (const PreparedPrompt& p : request.prepared) format.echo.push_back(p.echo);
   format.llama = llama;

@@ -10,18 +10,40 @@ namespace specd::server {
 
 using batching::RequestEvent;
 
+namespace {
+
+// The seed of a choice's call ids: the same streamed and not.
+std::string call_seed(const CompletionFormat& f, size_t choice) {
+  return f.info.id + "-" + std::to_string(choice);
+}
+
+bool is_harmony(const CompletionFormat& f) {
+  return f.info.chat && !f.llama && f.family == ChatFamily::harmony;
+}
+
+// What a harmony chat's output is read with: its calls only where tools are active.
+HarmonyStream harmony_reader(const CompletionFormat& f, size_t choice) {
+  return HarmonyStream(f.tools ? f.functions : std::vector<ToolFunction>{}, call_seed(f, choice),
+                       f.opened_call);
+}
+
+}  // namespace
+
 // One choice's stream: its chunks' index, whether its first chunk is out, the logprob
-// entries since its last chunk, text held back while it may be a tool call, its result.
+// entries since its last chunk, text held back while it may be a tool call (or a harmony
+// chat's reader), its result.
 struct CompletionStream::Choice {
   ResponseInfo info;
   bool first = true;
   std::vector<TokenLogprob> pending;
   LogprobCursor cursor;
   ToolCallStream calls;
+  std::optional<HarmonyStream> harmony;
   std::shared_ptr<const GenerationResult> result;
   Choice(const CompletionFormat& f, size_t index)
       : info(f.info), calls(f.family, f.tools, f.forced_calls) {
     info.index = static_cast<int>(index);
+    if (is_harmony(f)) harmony.emplace(harmony_reader(f, index));
   }
 };
 
@@ -47,14 +69,26 @@ std::vector<LogprobText> CompletionStream::render(const std::vector<TokenLogprob
   return out;
 }
 
-std::string CompletionStream::chunk(Choice& c, const std::string& text, const std::string& finish) {
+std::string CompletionStream::chunk(Choice& c, const std::string& text, const std::string& finish,
+                                    const std::string& reasoning) {
   std::vector<LogprobText> texts;
   if (format_.logprobs) texts = render(c.pending);
   c.pending.clear();
-  std::string event =
-      chunk_event(c.info, text, c.first, finish, format_.logprobs ? &texts : nullptr, &c.cursor);
+  std::string event = chunk_event(c.info, text, c.first, finish,
+                                  format_.logprobs ? &texts : nullptr, &c.cursor, reasoning);
   c.first = false;
   return event;
+}
+
+bool CompletionStream::harmony() const {
+  return is_harmony(format_);
+}
+
+// Reasoning and content in chunks of their own, in the order the model wrote them (a delta
+// holds reasoning before content: a piece ends the analysis before it starts the answer).
+void CompletionStream::push_delta(Choice& c, const HarmonyDelta& delta) {
+  if (!delta.reasoning.empty()) events_.push_back(chunk(c, "", "", delta.reasoning));
+  if (!delta.content.empty()) events_.push_back(chunk(c, delta.content, ""));
 }
 
 // The events that end a streamed choice: its held text as calls or content, then the
@@ -63,6 +97,16 @@ void CompletionStream::finish(Choice& c, const GenerationResult& result) {
   if (format_.llama) {
     events_.push_back("data: " + llama_final_json(c.info, result, true, format_.return_tokens) +
                       "\n\n");
+    return;
+  }
+  if (c.harmony) {
+    push_delta(c, c.harmony->finish());
+    const ParsedToolCalls& parsed = c.harmony->parsed();
+    if (!parsed.calls.empty()) {
+      events_.push_back(tool_calls_event(c.info, parsed.calls, c.first));
+      c.first = false;
+    }
+    events_.push_back(chunk(c, "", finish_reason(result.stop_reason, parsed)));
     return;
   }
   std::string reason = finish_reason(result.stop_reason);
@@ -104,6 +148,10 @@ void CompletionStream::add(const RequestEvent& e) {
     case RequestEvent::Kind::text: {
       if (!format_.stream) return;
       c.info.completion_tokens = e.tokens;
+      if (c.harmony) {
+        push_delta(c, c.harmony->feed(e.text));
+        return;
+      }
       const std::string piece = c.calls.feed(e.text);
       if (piece.empty() && !e.text.empty()) return;
       events_.push_back(format_.llama ? llama_chunk_event(c.info, piece) : chunk(c, piece, ""));
@@ -155,7 +203,7 @@ std::deque<std::string> CompletionStream::take_events() {
 
 std::optional<ParsedToolCalls> CompletionStream::calls_in(std::string_view text,
                                                           size_t choice) const {
-  const std::string seed = format_.info.id + "-" + std::to_string(choice);
+  const std::string seed = call_seed(format_, choice);
   if (format_.forced_calls) return forced_tool_calls(format_.family, text, format_.functions, seed);
   return parse_tool_calls(format_.family, text, format_.functions, seed);
 }
@@ -189,8 +237,16 @@ std::string CompletionStream::body() const {
   if (format_.logprobs)
     for (const GenerationResult* r : results) texts.push_back(render(r->logprobs));
   std::vector<std::optional<ParsedToolCalls>> calls(n_);
-  if (format_.tools)
-    for (size_t i = 0; i < n_; ++i) calls[i] = calls_in(results[i]->text, i);
+  for (size_t i = 0; i < n_; ++i) {
+    if (harmony()) {  // always read: the reasoning is apart from the content
+      HarmonyStream reader = harmony_reader(format_, i);
+      reader.feed(results[i]->text);
+      reader.finish();
+      calls[i] = reader.parsed();
+    } else if (format_.tools) {
+      calls[i] = calls_in(results[i]->text, i);
+    }
+  }
   return completion_json(format_.info, results, format_.logprobs ? &texts : nullptr, &calls);
 }
 

@@ -2,7 +2,8 @@
 // prompt; choice i answers prompt i / n, as OpenAI indexes a batch)
 // (batching/request_events.hpp), on the HTTP handler's thread: the SSE chunks as the events
 // come (text held back while it may be a tool call, logprob entries with their token
-// texts), the finish chunk of each choice, usage and [DONE]; or, not streamed, the whole
+// texts; a harmony chat's output read by harmony_output.hpp into reasoning_content, content
+// and calls), the finish chunk of each choice, usage and [DONE]; or, not streamed, the whole
 // body at the end. A choice cut short by the server's drain deadline ends in an error, not
 // in a finished answer.
 //
@@ -19,6 +20,7 @@
 #include "batching/request_events.hpp"
 #include "batching/scheduler.hpp"
 #include "server/chat_template.hpp"
+#include "server/harmony_output.hpp"
 #include "server/request.hpp"
 #include "server/responses.hpp"
 #include "server/tool_calls.hpp"
@@ -38,6 +40,7 @@ struct CompletionFormat {
   bool tools = false;                      // chat with tools: calls are parsed out
   bool forced_calls = false;  // tool_choice required or named: the output is calls alone
   std::vector<ToolFunction> functions;
+  std::string opened_call;  // harmony, forced: the function whose call the prompt opened
   const Tokenizer* tokenizer = nullptr;  // the target's: logprob entries' texts
   // Completions' `echo`: per prompt, its text, put before each of its choices' text.
   std::vector<std::string> echo;
@@ -69,7 +72,10 @@ class CompletionStream {
 
  private:
   struct Choice;
-  std::string chunk(Choice& c, const std::string& text, const std::string& finish);
+  std::string chunk(Choice& c, const std::string& text, const std::string& finish,
+                    const std::string& reasoning = {});
+  void push_delta(Choice& c, const HarmonyDelta& delta);
+  bool harmony() const;
   void finish(Choice& c, const GenerationResult& result);
   std::vector<LogprobText> render(const std::vector<TokenLogprob>& entries) const;
   const std::string& echo_of(size_t choice) const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "server/harmony_chat.hpp"
 #include "server/tool_calls.hpp"
 
 namespace specd::server {
@@ -119,22 +120,56 @@ PreparedPrompt bounded(std::vector<int32_t> tokens, int max_tokens, const std::s
 void prepare_prompt(CompletionRequest& r, const PromptEncoder& encoder, ChatFamily family,
                     uint32_t context_length, int kv_budget) {
   r.prepared.clear();
+  r.opened_call.clear();
   if (r.chat) {
+    const bool harmony = family == ChatFamily::harmony;
+    if (!r.reasoning_effort.empty() && !harmony)
+      throw RequestError(400, "reasoning_effort",
+                         "'reasoning_effort': the " + chat_family_name(family) +
+                             " chat template has no reasoning effort (the harmony template of "
+                             "gpt-oss models has)",
+                         "unsupported_field");
+    if (!family_has_reasoning(family))
+      for (size_t i = 0; i < r.messages.size(); ++i)
+        if (!r.messages[i].reasoning.empty()) {
+          const std::string field = "messages[" + std::to_string(i) + "].reasoning_content";
+          throw RequestError(400, field,
+                             "'" + field + "': the " + chat_family_name(family) +
+                                 " chat template has no place for an assistant's reasoning "
+                                 "(the qwen3.5 and harmony templates have); leave it out",
+                             "unsupported_field");
+        }
     std::vector<ChatSegment> segments;
     try {
-      segments = render_chat_segments(family, r.messages,
-                                      r.tools.choice == ToolRequest::Choice::none
-                                          ? std::vector<ToolFunction>{}
-                                          : r.tools.tools);
+      segments = render_chat_segments(
+          family, r.messages,
+          r.tools.choice == ToolRequest::Choice::none ? std::vector<ToolFunction>{} : r.tools.tools,
+          ChatOptions{r.reasoning_effort, ""});
     } catch (const std::invalid_argument& e) {
-      throw RequestError(400, r.tools.tools.empty() ? "messages" : "tools",
-                         std::string(e.what()) +
-                             ": tools, tool calls and tool messages need a chatml (qwen), "
-                             "llama3 or mistral template ([server] chat_template)");
+      // The families without a tool-call format refuse tools; the others refuse a message.
+      throw RequestError(
+          400, family_has_tools(family) || r.tools.tools.empty() ? "messages" : "tools",
+          family_has_tools(family) ? std::string(e.what())
+                                   : std::string(e.what()) +
+                                         ": tools, tool calls and tool messages need a chatml "
+                                         "(qwen), llama3, mistral, qwen3.5 or harmony template "
+                                         "([server] chat_template)");
+    }
+    if (harmony) {
+      // gpt-oss's channel markers are control tokens: rendered as text, so that its output can
+      // be read (harmony_output.hpp, which never passes them on); and the end of an answer
+      // (<|return|>), of a call (<|call|>) or of the text (<|endoftext|>) ends generation,
+      // whichever one EOS the vocabulary names (llama.cpp ends at all three too).
+      r.sampling.render_special = true;
+      for (const char* end : {"<|return|>", "<|call|>", "<|endoftext|>"})
+        if (std::find(r.sampling.stop.begin(), r.sampling.stop.end(), end) == r.sampling.stop.end())
+          r.sampling.stop.push_back(end);
     }
     if (r.tools.forced()) {
-      r.sampling.grammar = tool_call_grammar(family, r.tools);
+      r.sampling.grammar = tool_call_grammar(family, r.tools, &r.opened_call);
       r.grammar_field = "tools";
+      // Harmony: the prompt opens the call; the grammar forces its arguments.
+      if (!r.opened_call.empty()) append_scaffolding(segments, harmony_call_opening(r.opened_call));
     }
     r.prepared.push_back(bounded(encoder.encode_chat(segments), r.max_tokens, "messages",
                                  context_length, kv_budget));

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_writer.hpp"
+#include "server/jinja_json.hpp"
 
 namespace specd::server {
 namespace {
@@ -40,29 +41,10 @@ constexpr const char* kToolsRules =
     "no function call available, answer the question like normal with your current knowledge "
     "and do not tell the user about function calls\n</IMPORTANT>";
 
-// JSON text as the template's tojson writes it (Python's json.dumps: ", " and ": ").
-std::string to_json(const ordered_json& v) {
-  if (v.is_object()) {
-    std::string out = "{";
-    bool first = true;
-    for (const auto& [k, x] : v.items()) {
-      out += (first ? "" : ", ") + json_quote(k) + ": " + to_json(x);
-      first = false;
-    }
-    return out + "}";
-  }
-  if (v.is_array()) {
-    std::string out = "[";
-    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + to_json(v[i]);
-    return out + "]";
-  }
-  return v.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
-}
-
 // A parameter value as the template prints it: JSON for objects and arrays, a string as is,
 // and other scalars as Jinja's `string` filter does.
 std::string value_text(const ordered_json& v) {
-  if (v.is_object() || v.is_array()) return to_json(v);
+  if (v.is_object() || v.is_array()) return jinja_tojson(v);
   if (v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
   if (v.is_null()) return "None";
@@ -92,7 +74,7 @@ std::vector<ChatSegment> render_qwen35(const std::vector<ChatMessage>& messages,
     for (const ToolFunction& t : tools)
       block += "\n{\"type\": \"function\", \"function\": {\"name\": " + json_quote(t.name) +
                ", \"description\": " + json_quote(t.description) +
-               ", \"parameters\": " + to_json(ordered_json::parse(t.parameters)) + "}}";
+               ", \"parameters\": " + jinja_tojson(ordered_json::parse(t.parameters)) + "}}";
     block += kToolsRules;
     if (system_first && !trim(messages.front().content).empty())
       block += "\n\n" + trim(messages.front().content);
@@ -125,8 +107,11 @@ std::vector<ChatSegment> render_qwen35(const std::vector<ChatMessage>& messages,
       content(text);
       frame("<|im_end|>\n");
     } else if (m.role == "assistant") {
-      std::string reasoning;
-      if (const size_t end = text.find("</think>"); end != std::string::npos) {
+      // The request's reasoning_content where given (the template's message.reasoning_content:
+      // the content is then left whole), else a <think> block at the content's start.
+      std::string reasoning = trim(m.reasoning);
+      const size_t end = m.reasoning.empty() ? text.find("</think>") : std::string::npos;
+      if (end != std::string::npos) {
         std::string before = text.substr(0, end);
         while (!before.empty() && before.back() == '\n') before.pop_back();
         if (const size_t open = before.rfind("<think>"); open != std::string::npos)

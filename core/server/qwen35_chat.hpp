@@ -1,6 +1,8 @@
 // Qwen3.5's chat template (its tokenizer.chat_template, as llama.cpp's test data holds it):
 // ChatML turns, the generation prompt opening a <think> block, reasoning kept only in the
-// assistant turns after the last user query, and tool calls in XML:
+// assistant turns after the last user query (the message's reasoning_content where given,
+// its content then left whole; else a <think> block the content starts with; "" counts as
+// not given), and tool calls in XML:
 //   <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n...</function>\n</tool_call>
 // with each value a string as is, an object or array as JSON, and other scalars as the
 // template's Jinja prints them (True, False, None, numbers).

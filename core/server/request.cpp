@@ -75,7 +75,8 @@ std::vector<ChatMessage> messages(const json& v) {
     std::string p = "messages[" + std::to_string(i) + "]";
     const json& m = v[i];
     if (!m.is_object()) bad(p, std::string("must be an object, not ") + kind_of(m));
-    check_known(m, {"role", "content", "name", "tool_calls", "tool_call_id"}, p + ".");
+    check_known(m, {"role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content"},
+                p + ".");
     if (!m.contains("role")) bad(p + ".role", "is required");
     ChatMessage msg;
     msg.role = string(p + ".role", m["role"]);
@@ -107,6 +108,14 @@ std::vector<ChatMessage> messages(const json& v) {
       bad(p + ".tool_call_id", "belongs to tool messages only");
     }
     if (m.contains("name")) string(p + ".name", m["name"]);
+    // The reasoning an earlier answer of ours carried (responses' reasoning_content), sent
+    // back: the qwen3.5 and harmony templates render it; prepare_prompt refuses it for the
+    // families whose templates have no reasoning.
+    if (m.contains("reasoning_content") && !m["reasoning_content"].is_null()) {
+      if (msg.role != "assistant")
+        bad(p + ".reasoning_content", "belongs to assistant messages only");
+      msg.reasoning = string(p + ".reasoning_content", m["reasoning_content"]);
+    }
     out.push_back(std::move(msg));
   }
   return out;
@@ -246,7 +255,8 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
       "n_predict", "min_tokens", "repetition_penalty", "skip_special_tokens", "cache_prompt",
       "id_slot", "best_of", "ignore_eos"};
   if (chat)
-    for (const char* key : {"top_logprobs", "tools", "tool_choice", "parallel_tool_calls"})
+    for (const char* key :
+         {"top_logprobs", "tools", "tool_choice", "parallel_tool_calls", "reasoning_effort"})
       known.insert(key);
   known.insert(chat ? "messages" : "prompt");
   if (!chat) known.insert("echo");
@@ -261,7 +271,15 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
   if (chat) {
     if (!j.contains("messages")) bad("messages", "is required");
     r.messages = messages(j["messages"]);
-    r.tools = parse_tool_request(j);
+    // The tools' schemas in the client's key order (the parse above keeps none).
+    const bool tools = j.contains("tools") && j["tools"].is_array() && !j["tools"].empty();
+    r.tools = parse_tool_request(j, tools ? ordered_member(body, "tools") : nullptr);
+    if (j.contains("reasoning_effort") && !j["reasoning_effort"].is_null()) {
+      r.reasoning_effort = string("reasoning_effort", j["reasoning_effort"]);
+      if (r.reasoning_effort != "low" && r.reasoning_effort != "medium" &&
+          r.reasoning_effort != "high")
+        bad("reasoning_effort", "must be \"low\", \"medium\" or \"high\"");
+    }
   } else {
     if (!j.contains("prompt")) bad("prompt", "is required");
     r.prompts = prompts(j["prompt"]);

@@ -54,8 +54,11 @@ struct CompletionRequest {
   std::vector<PromptInput> prompts;   // completions: one, or several answered as one batch
   std::vector<ChatMessage> messages;  // chat
   ToolRequest tools;                  // chat: the functions the model may call
-  SamplingConfig sampling;            // the server's [sampling] with the request's overrides
-  std::string grammar_field;          // where sampling.grammar came from (GenerationRequest)
+  // chat: "low", "medium" or "high" (OpenAI's reasoning_effort; "" = not given). Only the
+  // harmony family has the setting; prepare_prompt refuses it for the others.
+  std::string reasoning_effort;
+  SamplingConfig sampling;    // the server's [sampling] with the request's overrides
+  std::string grammar_field;  // where sampling.grammar came from (GenerationRequest)
   int max_tokens = 0;
   std::optional<uint64_t> seed;
   bool stream = false;
@@ -72,6 +75,9 @@ struct CompletionRequest {
   std::string cache_salt;
   // One per prompt (a chat has one), set by prepare_prompt.
   std::vector<PreparedPrompt> prepared;
+  // Set by prepare_prompt for a harmony chat whose tool_choice forces a call: the function
+  // whose call the prompt opens (the output is then its arguments alone).
+  std::string opened_call;
 
   // Choices in all: n for each prompt.
   size_t choices() const { return std::max<size_t>(prompts.size(), 1) * static_cast<size_t>(n); }

@@ -134,6 +134,7 @@ std::string completion_json(const ResponseInfo& info,
       choice["message"] = {
           {"role", "assistant"},
           {"content", calls->content.empty() ? json(nullptr) : json(calls->content)}};
+      if (!calls->reasoning.empty()) choice["message"]["reasoning_content"] = calls->reasoning;
       if (!calls->calls.empty()) choice["message"]["tool_calls"] = calls_json(calls->calls, false);
       choice["finish_reason"] = finish_reason(r.stop_reason, *calls);
     } else if (info.chat)
@@ -153,13 +154,14 @@ std::string completion_json(const ResponseInfo& info,
 
 std::string chunk_event(const ResponseInfo& info, const std::string& text, bool first,
                         const std::string& finish, const std::vector<LogprobText>* logprobs,
-                        LogprobCursor* cursor) {
+                        LogprobCursor* cursor, const std::string& reasoning) {
   json j = head(info, true);
   json choice = {{"index", info.index}};
   if (info.chat) {
     json delta = json::object();
     if (first) delta["role"] = "assistant";
-    if (!text.empty() || finish.empty()) delta["content"] = text;
+    if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
+    if (!text.empty() || (finish.empty() && reasoning.empty())) delta["content"] = text;
     choice["delta"] = delta;
   } else {
     choice["text"] = text;

@@ -50,7 +50,8 @@ std::string usage_json(const GenerationStats& stats, size_t completion_tokens);
 // logprob, bytes, top_logprobs}]}, completions' {tokens, token_logprobs, top_logprobs,
 // text_offset}. Usage sums the choices' completions (each prompt counted once). With
 // `tool_calls` (per choice; nullopt: none found, the text is content), a chat choice's
-// message carries its calls, if any, and content null when there is no other text.
+// message carries its calls, if any, content null when there is no other text, and its
+// reasoning as reasoning_content (when there is some: harmony's analysis).
 std::string completion_json(
     const ResponseInfo& info, const std::vector<const GenerationResult*>& choices,
     const std::vector<std::vector<LogprobText>>* logprobs = nullptr,
@@ -65,11 +66,12 @@ GenerationResult combined_usage(const std::vector<const GenerationResult*>& choi
                                 size_t per_prompt = 1);
 // One SSE event "data: <json>\n\n" carrying `text` (the first chat chunk also carries the
 // role), or the last one with finish_reason when `finish` is non-empty; with `logprobs`, the
-// entries of the tokens emitted since the previous chunk.
+// entries of the tokens emitted since the previous chunk. A chat chunk with `reasoning`
+// carries it as delta.reasoning_content (and content only when `text` is not empty).
 std::string chunk_event(const ResponseInfo& info, const std::string& text, bool first,
                         const std::string& finish,
                         const std::vector<LogprobText>* logprobs = nullptr,
-                        LogprobCursor* cursor = nullptr);
+                        LogprobCursor* cursor = nullptr, const std::string& reasoning = {});
 // The usage chunk (stream_options.include_usage): empty choices and the usage (of
 // combined_usage for n > 1).
 std::string usage_event(const ResponseInfo& info, const GenerationResult& result);

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
 #include "grammar/gbnf_grammar.hpp"
 #include "grammar/json_schema_grammar.hpp"
+#include "server/harmony_output.hpp"
 #include "server/json_body.hpp"
 #include "server/request.hpp"
 
@@ -14,6 +16,7 @@ namespace specd::server {
 namespace {
 
 using nlohmann::json;
+using nlohmann::ordered_json;
 
 constexpr std::string_view kHermesOpen = "<tool_call>";
 constexpr std::string_view kHermesClose = "</tool_call>";
@@ -26,26 +29,14 @@ std::string_view trim(std::string_view s) {
   return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
-std::string dump(const json& j) {
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+std::string dump(const ordered_json& j) {
+  return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
 }
 
-// "call_" and nine base-62 characters from an FNV-1a hash of the seed and the index.
-std::string call_id(const std::string& seed, size_t index) {
-  uint64_t h = 1469598103934665603ull;
-  for (char c : seed + "#" + std::to_string(index)) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ull;
-  }
-  static const char* digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
-  std::string out = "call_";
-  for (int i = 0; i < 9; ++i, h /= 62) out += digits[h % 62];
-  return out;
-}
-
-std::optional<json> parse(std::string_view text) {
+// The model's JSON, keys in the order it wrote them (they go back to the client so).
+std::optional<ordered_json> parse(std::string_view text) {
   try {
-    return parse_json_body(text);  // with the request body's nesting limit
+    return parse_ordered_json_body(text);  // with the request body's nesting limit
   } catch (const RequestError&) {
     return std::nullopt;
   }
@@ -53,7 +44,7 @@ std::optional<json> parse(std::string_view text) {
 
 // A call object {"name": <a tool>, <arguments_key>: {...}} (arguments may also be the JSON
 // text of an object, as some models write them).
-std::optional<ToolCall> call_of(const json& j, const std::vector<ToolFunction>& tools) {
+std::optional<ToolCall> call_of(const ordered_json& j, const std::vector<ToolFunction>& tools) {
   if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return std::nullopt;
   ToolCall call;
   call.name = j["name"].get<std::string>();
@@ -61,9 +52,9 @@ std::optional<ToolCall> call_of(const json& j, const std::vector<ToolFunction>& 
   for (const ToolFunction& t : tools) known = known || t.name == call.name;
   if (!known) return std::nullopt;
   const char* key = j.contains("arguments") ? "arguments" : "parameters";
-  json args = j.contains(key) ? j[key] : json::object();
+  ordered_json args = j.contains(key) ? j[key] : ordered_json::object();
   if (args.is_string()) {
-    std::optional<json> inner = parse(args.get<std::string>());
+    std::optional<ordered_json> inner = parse(args.get<std::string>());
     if (!inner) return std::nullopt;
     args = *inner;
   }
@@ -100,7 +91,7 @@ std::optional<ParsedToolCalls> parse_tool_call_blocks(std::string_view text, Cal
 std::optional<ParsedToolCalls> parse_hermes(std::string_view text,
                                             const std::vector<ToolFunction>& tools) {
   return parse_tool_call_blocks(text, [&](std::string_view body) -> std::optional<ToolCall> {
-    const std::optional<json> j = parse(trim(body));
+    const std::optional<ordered_json> j = parse(trim(body));
     if (!j) return std::nullopt;
     return call_of(*j, tools);
   });
@@ -128,7 +119,7 @@ std::optional<ToolCall> xml_call_of(std::string_view body, const std::vector<Too
       schema.is_object() && schema.contains("properties") && schema["properties"].is_object()
           ? &schema["properties"]
           : nullptr;
-  nlohmann::ordered_json args = nlohmann::ordered_json::object();
+  ordered_json args = ordered_json::object();
   std::string_view rest =
       body.substr(name_end + 1, body.size() - kFunctionEnd.size() - name_end - 1);
   while (!(rest = trim(rest)).empty()) {
@@ -143,12 +134,11 @@ std::optional<ToolCall> xml_call_of(std::string_view body, const std::vector<Too
     if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
     const bool text = props && props->contains(key) && (*props)[key].is_object() &&
                       (*props)[key].value("type", json()) == "string";
-    std::optional<json> parsed = text ? std::nullopt : parse(value);
-    args[key] = parsed ? nlohmann::ordered_json::parse(parsed->dump())
-                       : nlohmann::ordered_json(std::string(value));
+    std::optional<ordered_json> parsed = text ? std::nullopt : parse(value);
+    args[key] = parsed ? std::move(*parsed) : ordered_json(std::string(value));
     rest = rest.substr(end + kParamEnd.size());
   }
-  call.arguments = args.dump(-1, ' ', false, json::error_handler_t::replace);
+  call.arguments = dump(args);
   return call;
 }
 
@@ -158,24 +148,24 @@ std::optional<ParsedToolCalls> parse_qwen35(std::string_view text,
                                 [&](std::string_view body) { return xml_call_of(body, tools); });
 }
 
-// GBNF of one XML call to `tool` (rule `rule`): its schema's properties in order, the
-// required ones always and the others optionally; a string value is text without "</", any
-// other value the JSON its schema allows.
+// GBNF of one XML call to `tool` (rule `rule`): its schema's properties in their order (the
+// order the prompt shows them in), the required ones always and the others optionally; a
+// string value is text without "</", any other value the JSON its schema allows.
 std::string xml_call_rule(const ToolFunction& tool, const std::string& rule,
                           const std::string& where, std::string& rules) {
-  const json schema = json::parse(tool.parameters);
+  const ordered_json schema = ordered_json::parse(tool.parameters);
   std::string body = gbnf_literal("<function=" + tool.name + ">\n");
   if (schema.is_object() && schema.contains("properties") && schema["properties"].is_object()) {
     std::vector<std::string> required;
     if (schema.contains("required") && schema["required"].is_array())
-      for (const json& r : schema["required"])
+      for (const ordered_json& r : schema["required"])
         if (r.is_string()) required.push_back(r.get<std::string>());
     size_t n = 0;
     for (const auto& [key, property] : schema["properties"].items()) {
       const std::string value =
-          property.is_object() && property.value("type", json()) == "string"
+          property.is_object() && property.value("type", ordered_json()) == "string"
               ? "xml-text"
-              : json_schema_expression(property, where + ".properties." + key,
+              : json_schema_expression(json(property), where + ".properties." + key,
                                        rule + "p" + std::to_string(n++) + "-", rules);
       const std::string part = gbnf_literal("<parameter=" + key + ">\n") + " " + value + " " +
                                gbnf_literal("\n</parameter>\n");
@@ -191,10 +181,10 @@ std::optional<ParsedToolCalls> parse_whole(std::string_view text, std::string_vi
   text = trim(text);
   if (text.substr(0, tag.size()) == tag) text = trim(text.substr(tag.size()));
   if (text.empty() || text.front() != (list ? '[' : '{')) return std::nullopt;
-  const std::optional<json> j = parse(text);
+  const std::optional<ordered_json> j = parse(text);
   if (!j) return std::nullopt;
   ParsedToolCalls out;
-  for (const json& item : list ? *j : json::array({*j})) {
+  for (const ordered_json& item : list ? *j : ordered_json::array({*j})) {
     std::optional<ToolCall> call = call_of(item, tools);
     if (!call) return std::nullopt;
     out.calls.push_back(std::move(*call));
@@ -205,9 +195,27 @@ std::optional<ParsedToolCalls> parse_whole(std::string_view text, std::string_vi
 
 }  // namespace
 
+// "call_" and nine base-62 characters from an FNV-1a hash of the seed and the index.
+std::string tool_call_id(const std::string& seed, size_t index) {
+  uint64_t h = 1469598103934665603ull;
+  for (char c : seed + "#" + std::to_string(index)) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  static const char* digits = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  std::string out = "call_";
+  for (int i = 0; i < 9; ++i, h /= 62) out += digits[h % 62];
+  return out;
+}
+
 std::optional<ParsedToolCalls> parse_tool_calls(ChatFamily family, std::string_view text,
                                                 const std::vector<ToolFunction>& tools,
                                                 const std::string& id_seed) {
+  if (family == ChatFamily::harmony) {  // ids made as it reads
+    ParsedToolCalls out = parse_harmony(text, tools, id_seed);
+    if (out.calls.empty()) return std::nullopt;
+    return out;
+  }
   std::optional<ParsedToolCalls> out;
   if (family == ChatFamily::chatml)
     out = parse_hermes(text, tools);
@@ -218,13 +226,23 @@ std::optional<ParsedToolCalls> parse_tool_calls(ChatFamily family, std::string_v
   else if (family == ChatFamily::mistral)
     out = parse_whole(text, kMistralTag, true, tools);
   if (out)
-    for (size_t i = 0; i < out->calls.size(); ++i) out->calls[i].id = call_id(id_seed, i);
+    for (size_t i = 0; i < out->calls.size(); ++i) out->calls[i].id = tool_call_id(id_seed, i);
   return out;
 }
 
 ParsedToolCalls forced_tool_calls(ChatFamily family, std::string_view text,
                                   const std::vector<ToolFunction>& tools,
-                                  const std::string& id_seed) {
+                                  const std::string& id_seed, const std::string& opened_call) {
+  if (family == ChatFamily::harmony) {
+    // The output is the opened call's arguments, read as the answer's reader reads them.
+    if (opened_call.empty())
+      throw std::invalid_argument(
+          "a forced harmony output is the arguments of the call its prompt opened: name it");
+    ParsedToolCalls out = parse_harmony(text, tools, id_seed, opened_call);
+    out.content.clear();
+    out.reasoning.clear();
+    return out;
+  }
   std::optional<ParsedToolCalls> out = parse_tool_calls(family, text, tools, id_seed);
   if (!out && (family == ChatFamily::chatml || family == ChatFamily::qwen35)) {
     // Cut inside a call: the calls before it are whole (the grammar made them). The cut
@@ -239,21 +257,25 @@ ParsedToolCalls forced_tool_calls(ChatFamily family, std::string_view text,
   }
   if (!out) return {};
   out->content.clear();
+  out->reasoning.clear();
   return std::move(*out);
 }
 
 namespace {
 
-// The rules of the tools a request lets the model call (every tool, or the named one): tool i's
-// rule is named f<i> and its text is rule_text(tool, "i", where, "f<i>", rules), which may add
-// helper rules to rules first; the names' alternation goes to alternatives. A schema a grammar
-// cannot express is the client's 400, at the tool's parameters.
+// The rules of the tools a request lets the model call (every tool, or the named one, or
+// `only` where given): tool i's rule is named f<i> and its text is
+// rule_text(tool, "i", where, "f<i>", rules), which may add helper rules to rules first; the
+// names' alternation goes to alternatives. A schema a grammar cannot express is the client's
+// 400, at the tool's parameters.
 template <class RuleText>
 void offered_tool_rules(const ToolRequest& request, RuleText rule_text, std::string& rules,
-                        std::string& alternatives) {
+                        std::string& alternatives, const std::string& only = "") {
+  const std::string& name =
+      !only.empty() || request.choice != ToolRequest::Choice::named ? only : request.named;
   for (size_t i = 0; i < request.tools.size(); ++i) {
     const ToolFunction& tool = request.tools[i];
-    if (request.choice == ToolRequest::Choice::named && tool.name != request.named) continue;
+    if (!name.empty() && tool.name != name) continue;
     const std::string index = std::to_string(i);
     const std::string where = "tools[" + index + "].function.parameters";
     const std::string rule = std::string("f").append(index);
@@ -270,7 +292,45 @@ void offered_tool_rules(const ToolRequest& request, RuleText rule_text, std::str
 
 }  // namespace
 
-std::string tool_call_grammar(ChatFamily family, const ToolRequest& request) {
+std::string harmony_forced_function(const ToolRequest& request) {
+  if (request.choice == ToolRequest::Choice::named) return request.named;
+  if (request.tools.size() == 1) return request.tools.front().name;
+  throw RequestError(
+      400, "tool_choice",
+      "tool_choice \"required\" with " + std::to_string(request.tools.size()) +
+          " tools cannot be forced in the harmony (gpt-oss) chat format: a call there starts "
+          "with control tokens that a grammar cannot produce, so the server opens the call in "
+          "the prompt, which needs the one function it calls; name it (tool_choice {\"type\": "
+          "\"function\", \"function\": {\"name\": ...}}), offer only that tool, or use "
+          "\"auto\"",
+      "unsupported_tool_choice");
+}
+
+std::string tool_call_grammar(ChatFamily family, const ToolRequest& request,
+                              std::string* opened_call) {
+  if (family == ChatFamily::harmony) {
+    // The arguments of the one call the prompt opens: the forced function's rule is the root.
+    const std::string name = harmony_forced_function(request);
+    std::string rules, alternatives;
+    offered_tool_rules(
+        request,
+        [](const ToolFunction& tool, const std::string& index, const std::string& where,
+           const std::string& rule, std::string& helpers) {
+          json schema = json::parse(tool.parameters);
+          if (!schema.contains("type")) schema["type"] = "object";  // arguments are an object
+          return rule + " ::= " +
+                 json_schema_expression(schema, where, std::string("t").append(index).append("-"),
+                                        helpers) +
+                 "\n";
+        },
+        rules, alternatives, name);
+    if (alternatives.empty())
+      throw RequestError(400, "tool_choice", "names no tool of 'tools': \"" + name + "\"");
+    std::string text = "root ::= " + alternatives + "\n" + rules + json_value_gbnf_rules();
+    parse_gbnf(text);
+    if (opened_call) *opened_call = name;
+    return text;
+  }
   const bool many = request.parallel && request.choice == ToolRequest::Choice::required &&
                     family != ChatFamily::llama3;
   if (family == ChatFamily::qwen35) {
@@ -319,7 +379,7 @@ std::string tool_call_grammar(ChatFamily family, const ToolRequest& request) {
 }
 
 std::string ToolCallStream::feed(const std::string& piece) {
-  if (!active_ || streaming_) return piece;
+  if (!active_ || streaming_ || family_ == ChatFamily::harmony) return piece;
   held_ += piece;
   if (holding_) return "";
   if (family_ == ChatFamily::chatml || family_ == ChatFamily::qwen35) {

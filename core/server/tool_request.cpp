@@ -22,7 +22,21 @@ std::string function_name(const std::string& param, const json& v) {
   return name;
 }
 
-ToolFunction tool(const std::string& p, const json& t) {
+// JSON text as the request keeps it: compact, invalid UTF-8 replaced.
+template <class Json>
+std::string compact(const Json& v) {
+  return v.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// `ordered`'s member `key`, or nullptr.
+const nlohmann::ordered_json* member(const nlohmann::ordered_json* ordered, const char* key) {
+  if (!ordered || !ordered->is_object()) return nullptr;
+  const auto it = ordered->find(key);
+  return it == ordered->end() ? nullptr : &*it;
+}
+
+// `t`: tools[i]; `ordered`: the same in the client's key order, or nullptr.
+ToolFunction tool(const std::string& p, const json& t, const nlohmann::ordered_json* ordered) {
   if (!t.is_object()) bad(p, std::string("must be an object, not ") + kind_of(t));
   check_known(t, {"type", "function"}, p + ".");
   if (!t.contains("type")) bad(p + ".type", "is required");
@@ -47,7 +61,10 @@ ToolFunction tool(const std::string& p, const json& t) {
     if (!type.is_null() && type != "object")
       bad(fp + ".parameters.type",
           "must be \"object\": a call's arguments are a JSON object, not " + type.dump());
-    out.parameters = f["parameters"].dump(-1, ' ', false, json::error_handler_t::replace);
+    // Kept in the client's key order where the ordered copy is the same schema.
+    const nlohmann::ordered_json* kept = member(member(ordered, "function"), "parameters");
+    out.parameters =
+        kept && json(*kept) == f["parameters"] ? compact(*kept) : compact(f["parameters"]);
   }
   if (f.contains("strict") && !f["strict"].is_null()) boolean(fp + ".strict", f["strict"]);
   return out;
@@ -55,7 +72,7 @@ ToolFunction tool(const std::string& p, const json& t) {
 
 }  // namespace
 
-ToolRequest parse_tool_request(const json& body) {
+ToolRequest parse_tool_request(const json& body, const nlohmann::ordered_json& ordered_tools) {
   ToolRequest r;
   if (body.contains("tools") && !body["tools"].is_null()) {
     const json& v = body["tools"];
@@ -65,7 +82,8 @@ ToolRequest parse_tool_request(const json& body) {
     std::set<std::string> names;
     for (size_t i = 0; i < v.size(); ++i) {
       const std::string p = "tools[" + std::to_string(i) + "]";
-      r.tools.push_back(tool(p, v[i]));
+      const bool same = ordered_tools.is_array() && ordered_tools.size() == v.size();
+      r.tools.push_back(tool(p, v[i], same ? &ordered_tools[i] : nullptr));
       if (!names.insert(r.tools.back().name).second)
         bad(p + ".function.name", "repeats the name \"" + r.tools.back().name + "\"");
     }
@@ -129,15 +147,15 @@ std::vector<ToolCall> parse_message_tool_calls(const std::string& param, const j
     call.arguments = "{}";
     if (f.contains("arguments")) {
       const std::string text = string(p + ".function.arguments", f["arguments"]);
-      json args;
+      nlohmann::ordered_json args;
       try {
-        args = parse_json_body(text);  // with the body's nesting limit
+        args = parse_ordered_json_body(text);  // with the body's nesting limit
       } catch (const RequestError& e) {
         bad(p + ".function.arguments",
             std::string("must be the JSON text of an object: ") + e.what());
       }
       if (!args.is_object()) bad(p + ".function.arguments", "must be the JSON text of an object");
-      call.arguments = args.dump(-1, ' ', false, json::error_handler_t::replace);
+      call.arguments = compact(args);
     }
     out.push_back(std::move(call));
   }

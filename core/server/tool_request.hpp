@@ -31,10 +31,14 @@ struct ToolRequest {
 constexpr size_t kMaxTools = 128;
 
 // `tools`, `tool_choice` and `parallel_tool_calls` of a chat body (absent: no tools).
-ToolRequest parse_tool_request(const nlohmann::json& body);
+// `ordered_tools`: the body's `tools` with their keys in the client's order (ordered_member,
+// json_body.hpp), of which each tool's parameters are kept (a template prints the schema, and
+// the model reads the properties, in that order); null: in name order.
+ToolRequest parse_tool_request(const nlohmann::json& body,
+                               const nlohmann::ordered_json& ordered_tools = nullptr);
 
 // An assistant message's `tool_calls` (`param` names the field): each call's arguments must
-// be the JSON text of an object, and come back normalised.
+// be the JSON text of an object, and come back normalised (compact, keys in their order).
 std::vector<ToolCall> parse_message_tool_calls(const std::string& param, const nlohmann::json& v);
 
 }  // namespace specd::server
