@@ -112,6 +112,10 @@ ARCHITECTURES = {
     "qwen3": dict(rope_neox=True, qk_norm=True),
     "phi3": dict(rope_neox=True),  # fused attn_qkv and gate+up ffn_up tensors
     "qwen3moe": dict(rope_neox=True, qk_norm=True),  # ffn_gate_inp and *_exps experts
+    # attn_output.bias, attn_sinks, post_attention_norm as the FFN norm, biased experts; its
+    # head size is attention.key_length, its even layers attend attention.sliding_window keys.
+    "gpt-oss": dict(rope_neox=True, qkv_bias=True, out_bias=True, attn_sinks=True,
+                    expert_biases=True, swiglu_limit=7.0),
 }
 
 
@@ -121,9 +125,14 @@ def _load_arch_block(block: Block, r: GGUFReader, prefix, c: LlamaConfig):
     def has(name):
         return f"{prefix}.{name}" in r.tensors
 
+    ffn_norm = "post_attention_norm" if has("post_attention_norm.weight") else "ffn_norm"
     sd = {"attn_norm.weight": _t(r, f"{prefix}.attn_norm.weight"),
           "attn.wo.weight": _t(r, f"{prefix}.attn_output.weight"),
-          "ffn_norm.weight": _t(r, f"{prefix}.ffn_norm.weight")}
+          "ffn_norm.weight": _t(r, f"{prefix}.{ffn_norm}.weight")}
+    if c.out_bias:
+        sd["attn.wo.bias"] = _t(r, f"{prefix}.attn_output.bias")
+    if c.attn_sinks:
+        sd["attn.sinks"] = _t(r, f"{prefix}.attn_sinks.weight")
     q, kv = c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim
     if has("attn_qkv.weight"):
         w = _t(r, f"{prefix}.attn_qkv.weight")
@@ -142,6 +151,10 @@ def _load_arch_block(block: Block, r: GGUFReader, prefix, c: LlamaConfig):
         sd["ffn.router.weight"] = _t(r, f"{prefix}.ffn_gate_inp.weight")
         for n in ("gate", "up", "down"):
             sd[f"ffn.{n}"] = _t(r, f"{prefix}.ffn_{n}_exps.weight")
+            if c.expert_biases:
+                sd[f"ffn.{n}_bias"] = _t(r, f"{prefix}.ffn_{n}_exps.bias")
+        if c.expert_biases:
+            sd["ffn.router.bias"] = _t(r, f"{prefix}.ffn_gate_inp.bias")
         block.load_state_dict(sd)
         return
     sd["ffn.w_down.weight"] = _t(r, f"{prefix}.ffn_down.weight")
@@ -174,12 +187,16 @@ def load_llama(path):
         c.n_experts = int(r.meta[f"{arch}.expert_count"])
         c.n_experts_used = int(r.meta[f"{arch}.expert_used_count"])
         c.expert_ffn_dim = int(r.meta[f"{arch}.expert_feed_forward_length"])
+    if arch == "gpt-oss":
+        c.sliding_window = int(r.meta[f"{arch}.attention.sliding_window"])
     scaling = r.meta.get(f"{arch}.rope.scaling.type", "linear")
     factor = float(r.meta.get(f"{arch}.rope.scaling.factor",
                               r.meta.get(f"{arch}.rope.scale_linear", 0.0)))
-    if scaling not in ("none", "linear"):
+    if scaling not in ("none", "linear", "yarn"):
         raise SystemExit(f"error: {path}: rope scaling '{scaling}' is not supported")
-    c.rope_freq_scale = 1.0 / factor if scaling == "linear" and factor > 0 else 1.0
+    c.rope_freq_scale = 1.0 / factor if scaling != "none" and factor > 0 else 1.0
+    if scaling == "yarn" and factor > 0:
+        c.rope_yarn_orig_ctx = int(r.meta[f"{arch}.rope.scaling.original_context_length"])
     m = Llama(c)
     with torch.no_grad():
         m.tok_embd.weight.copy_(_t(r, "token_embd.weight"))

@@ -27,17 +27,23 @@ class LlamaConfig:
     rope_base: float = 10000.0
     norm_eps: float = 1e-5
     tie_embeddings: bool = False
-    # Architecture variants (llama.cpp's qwen2, qwen3, phi3 and llama 3.1 layouts); the
-    # defaults are the plain llama block that the shipped models use.
+    # Architecture variants (llama.cpp's qwen2, qwen3, phi3, gpt-oss and llama 3.1 layouts);
+    # the defaults are the plain llama block that the shipped models use.
     key_length: int = 0           # head dim when not dim // n_heads (qwen3)
     rope_neox: bool = False       # rotate pairs (i, i + hd/2) instead of (2i, 2i+1)
     qkv_bias: bool = False        # biases on the q, k, v projections (qwen2)
     qk_norm: bool = False         # RMSNorm over each head of q and k before RoPE (qwen3)
     rope_freq_scale: float = 1.0  # linear rope scaling: every angle times this
+    rope_yarn_orig_ctx: int = 0   # > 0: YaRN over rope_freq_scale, this the original context
+    out_bias: bool = False        # a bias on the attention's output projection (gpt-oss)
+    attn_sinks: bool = False      # a learned sink logit per head in the softmax (gpt-oss)
+    sliding_window: int = 0       # > 0: the even layers attend only their last this many keys
     # A mixture of experts (qwen3moe) in place of the FFN: experts, experts per token, their size.
     n_experts: int = 0
     n_experts_used: int = 0
     expert_ffn_dim: int = 0
+    expert_biases: bool = False   # biases on the router and the experts' matrices (gpt-oss)
+    swiglu_limit: float = 0.0     # > 0: gpt-oss's clamped SwiGLU (see MoeFeedForward)
 
     @property
     def head_dim(self):
@@ -57,14 +63,26 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
-def rope_cache(head_dim, positions, base, factors=None, freq_scale=1.0):
+def rope_cache(head_dim, positions, base, factors=None, freq_scale=1.0, yarn_orig_ctx=0):
     """positions: LongTensor [T] -> cos, sin of shape [T, head_dim/2]. Pair i turns by
-    pos * freq_scale * base^(-2i/head_dim) / factors[i] (factors: llama 3.1's rope_freqs)."""
+    pos * freq_scale * base^(-2i/head_dim) / factors[i] (factors: llama 3.1's rope_freqs).
+    With yarn_orig_ctx, YaRN as ggml's rope_yarn (ext_factor 1, beta_fast 32, beta_slow 1):
+    pair i mixes the scaled angle and the unscaled one by a ramp between two corner pairs,
+    and cos and sin grow by 1 + 0.1 ln(1 / freq_scale)."""
     inv = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
     if factors is not None:
         inv = inv / factors.to(torch.float64)
-    ang = positions.to(torch.float64)[:, None] * inv[None, :] * freq_scale
-    return torch.cos(ang).float(), torch.sin(ang).float()
+    scaled, mscale = inv * freq_scale, 1.0
+    if yarn_orig_ctx:
+        def corner(beta):  # the pair that turns beta times over the original context
+            return head_dim * math.log(yarn_orig_ctx / (2 * math.pi * beta)) / (2 * math.log(base))
+        lo, hi = max(0.0, math.floor(corner(32))), min(head_dim - 1.0, math.ceil(corner(1)))
+        i = torch.arange(head_dim // 2, dtype=torch.float64)
+        ramp = 1 - ((i - lo) / max(0.001, hi - lo)).clamp(0, 1)  # 1: unscaled, 0: scaled
+        scaled = scaled * (1 - ramp) + inv * ramp
+        mscale = 1 + 0.1 * math.log(1 / freq_scale)
+    ang = positions.to(torch.float64)[:, None] * scaled[None, :]
+    return (mscale * torch.cos(ang)).float(), (mscale * torch.sin(ang)).float()
 
 
 def apply_rope(x, cos, sin, neox=False):
@@ -89,7 +107,9 @@ class Attention(nn.Module):
         self.wq = nn.Linear(c.dim, c.n_heads * hd, bias=c.qkv_bias)
         self.wk = nn.Linear(c.dim, c.n_kv_heads * hd, bias=c.qkv_bias)
         self.wv = nn.Linear(c.dim, c.n_kv_heads * hd, bias=c.qkv_bias)
-        self.wo = nn.Linear(c.n_heads * hd, c.dim, bias=False)
+        self.wo = nn.Linear(c.n_heads * hd, c.dim, bias=c.out_bias)
+        if c.attn_sinks:  # gpt-oss: one more softmax term exp(sink) per head, a zero value
+            self.sinks = nn.Parameter(torch.zeros(c.n_heads))
         if c.qk_norm:
             self.q_norm = RMSNorm(hd, c.norm_eps)
             self.k_norm = RMSNorm(hd, c.norm_eps)
@@ -114,7 +134,11 @@ class Attention(nn.Module):
         # scores = q k^T / sqrt(hd) + causal mask (fused)
         att = torch.baddbmm(mask, q.reshape(B * H, T, hd), k.reshape(B * H, T, hd).transpose(1, 2),
                             alpha=1.0 / math.sqrt(hd))
-        att = F.softmax(att, dim=-1)
+        if c.attn_sinks:  # softmax over [scores..., sink], then the sink's column dropped
+            sink = self.sinks.view(1, H, 1, 1).expand(B, H, T, 1).reshape(B * H, T, 1)
+            att = F.softmax(torch.cat((att, sink), dim=-1), dim=-1)[..., :-1]
+        else:
+            att = F.softmax(att, dim=-1)
         y = torch.bmm(att, v.reshape(B * H, T, hd)).view(B, H, T, hd).transpose(1, 2)
         y = y.reshape(B, T, H * hd)
         return self.wo(y)
@@ -133,16 +157,38 @@ class FeedForward(nn.Module):
 
 class MoeFeedForward(nn.Module):
     """qwen3moe's FFN: softmax over the router's logits, the n_experts_used most probable
-    experts (SwiGLU FFNs of expert_ffn_dim) weighted by their probabilities divided by their sum."""
+    experts (SwiGLU FFNs of expert_ffn_dim) weighted by their probabilities divided by their sum
+    (the same as a softmax over the chosen logits alone, gpt-oss's weights). gpt-oss adds
+    biases to the router and to each expert's gate, up and down, and clamps its SwiGLU:
+    g = min(g, limit), u = clamp(u, -limit, limit), act = g * sigmoid(1.702 g) * (u + 1)."""
 
     def __init__(self, c: LlamaConfig):
         super().__init__()
         E, f = c.n_experts, c.expert_ffn_dim
         self.k = c.n_experts_used
-        self.router = nn.Linear(c.dim, E, bias=False)
+        self.limit = c.swiglu_limit
+        self.router = nn.Linear(c.dim, E, bias=c.expert_biases)
         self.gate = nn.Parameter(torch.zeros(E, f, c.dim))
         self.up = nn.Parameter(torch.zeros(E, f, c.dim))
         self.down = nn.Parameter(torch.zeros(E, c.dim, f))
+        if c.expert_biases:  # row e: expert e's
+            self.gate_bias = nn.Parameter(torch.zeros(E, f))
+            self.up_bias = nn.Parameter(torch.zeros(E, f))
+            self.down_bias = nn.Parameter(torch.zeros(E, c.dim))
+
+    def expert(self, x, e):
+        """x [..., d] through the experts e [...] (one per row)."""
+        g = torch.einsum("...d,...fd->...f", x, self.gate[e])
+        u = torch.einsum("...d,...fd->...f", x, self.up[e])
+        if hasattr(self, "gate_bias"):
+            g, u = g + self.gate_bias[e], u + self.up_bias[e]
+        if self.limit:
+            g, u = g.clamp(max=self.limit), u.clamp(-self.limit, self.limit)
+            act = g * torch.sigmoid(1.702 * g) * (u + 1)
+        else:
+            act = F.silu(g) * u
+        y = torch.einsum("...f,...df->...d", act, self.down[e])
+        return y + self.down_bias[e] if hasattr(self, "down_bias") else y
 
     def forward(self, x):
         probs = torch.softmax(self.router(x), dim=-1)
@@ -150,17 +196,14 @@ class MoeFeedForward(nn.Module):
         weights = weights / weights.sum(dim=-1, keepdim=True)
         out = torch.zeros_like(x)
         for slot in range(self.k):
-            e = chosen[..., slot]
-            g = torch.einsum("...d,...fd->...f", x, self.gate[e])
-            u = torch.einsum("...d,...fd->...f", x, self.up[e])
-            y = torch.einsum("...f,...df->...d", F.silu(g) * u, self.down[e])
-            out = out + weights[..., slot:slot + 1] * y
+            out = out + weights[..., slot:slot + 1] * self.expert(x, chosen[..., slot])
         return out
 
 
 class Block(nn.Module):
-    def __init__(self, c: LlamaConfig):
+    def __init__(self, c: LlamaConfig, sliding=False):
         super().__init__()
+        self.sliding = sliding  # attends a sliding window (the caller's window mask)
         self.attn_norm = RMSNorm(c.dim, c.norm_eps)
         self.attn = Attention(c)
         self.ffn_norm = RMSNorm(c.dim, c.norm_eps)
@@ -171,8 +214,10 @@ class Block(nn.Module):
         return x + self.ffn(self.ffn_norm(x))
 
 
-def causal_mask(T, device=None):
-    return torch.full((T, T), float("-inf"), device=device).triu(1)
+def causal_mask(T, device=None, window=0):
+    """[T, T] additive mask: query i attends keys 0..i, or with a window keys i-window+1..i."""
+    m = torch.full((T, T), float("-inf"), device=device)
+    return m.triu(1) + m.tril(-window) if window else m.triu(1)
 
 
 class Llama(nn.Module):
@@ -180,7 +225,8 @@ class Llama(nn.Module):
         super().__init__()
         self.c = c
         self.tok_embd = nn.Embedding(c.vocab_size, c.dim)
-        self.blocks = nn.ModuleList([Block(c) for _ in range(c.n_layers)])
+        self.blocks = nn.ModuleList([Block(c, sliding=c.sliding_window > 0 and i % 2 == 0)
+                                     for i in range(c.n_layers)])
         self.norm = RMSNorm(c.dim, c.norm_eps)
         self.output = None if c.tie_embeddings else nn.Linear(c.dim, c.vocab_size, bias=False)
         self.rope_factors = None  # llama 3.1's rope_freqs.weight, [head_dim / 2], when loaded
@@ -205,12 +251,13 @@ class Llama(nn.Module):
         """ids [B, T] -> logits [B, T, V]; with return_hidden also the last hidden state
         before the final norm ([B, T, d])."""
         B, T = ids.shape
-        cos, sin = rope_cache(self.c.head_dim, torch.arange(T), self.c.rope_base,
-                              self.rope_factors, self.c.rope_freq_scale)
-        mask = causal_mask(T)
+        c = self.c
+        cos, sin = rope_cache(c.head_dim, torch.arange(T), c.rope_base, self.rope_factors,
+                              c.rope_freq_scale, c.rope_yarn_orig_ctx)
+        mask, window_mask = causal_mask(T), causal_mask(T, window=c.sliding_window)
         x = self.tok_embd(ids)
         for b in self.blocks:
-            x = b(x, cos, sin, mask)
+            x = b(x, cos, sin, window_mask if b.sliding else mask)
         logits = self.head(self.norm(x))
         return (logits, x) if return_hidden else logits
 

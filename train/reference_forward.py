@@ -2,9 +2,9 @@
 """Reference forward pass for specd / llama GGUF files (float32 PyTorch, F16 weights upcast).
 
   reference_forward.py MODEL.gguf --tokens 1,2,3 [--hidden]
-      model (llama, qwen2, qwen3, phi3, qwen3moe): prints {"logits": [[V floats] per position]}
-      (+ "hidden": the last-layer hidden state BEFORE output_norm, [[d floats] per
-      position], with --hidden).
+      model (llama, qwen2, qwen3, phi3, qwen3moe, gpt-oss): prints {"logits": [[V floats]
+      per position]} (+ "hidden": the last-layer hidden state BEFORE output_norm, [[d floats]
+      per position], with --hidden).
   reference_forward.py MODEL.gguf --tokenize "text" [--add-bos]
       prints {"tokens": [ids]} using the tokenizer stored in the GGUF metadata
       (no BOS unless --add-bos).

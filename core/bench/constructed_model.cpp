@@ -73,7 +73,7 @@ std::string size_names(const Shape (&shapes)[N]) {
 }
 
 bool mixture_of_experts(const std::string& architecture) {
-  return architecture == "qwen3moe";
+  return architecture == "qwen3moe" || architecture == "gpt-oss";
 }
 
 // The shape of `size` for a dense or an MoE architecture; refuses a size of the other kind
@@ -85,14 +85,15 @@ const Shape& preset_shape(const std::string& size, const std::string& architectu
   const std::string takes = moe ? size_names(kMoeShapes) : size_names(kDenseShapes);
   if (!moe && find_shape(kMoeShapes, size))
     throw UsageError("constructed model size '" + size +
-                     "' is a mixture of experts: it needs the architecture qwen3moe (--arch "
-                     "qwen3moe; " +
+                     "' is a mixture of experts: it needs the architecture qwen3moe or gpt-oss "
+                     "(--arch qwen3moe; " +
                      architecture + " sizes: " + takes + ")");
   if (moe && find_shape(kDenseShapes, size))
     throw UsageError("constructed model size '" + size + "' is a dense shape; --arch " +
                      architecture + " (a mixture of experts) takes " + takes);
   throw UsageError("unknown constructed model size '" + size + "' (" + takes +
-                   (moe ? "" : "; " + size_names(kMoeShapes) + " with --arch qwen3moe") + ")");
+                   (moe ? "" : "; " + size_names(kMoeShapes) + " with --arch qwen3moe or gpt-oss") +
+                   ")");
 }
 
 }  // namespace
@@ -132,8 +133,9 @@ ConstructedSpec constructed_draft(double agreement, const std::string& size) {
 }
 
 void check_constructed_architecture(const std::string& a) {
-  if (a != "llama" && a != "qwen35" && a != "qwen3moe")
-    throw UsageError("unknown constructed architecture '" + a + "' (llama, qwen35, qwen3moe)");
+  if (a != "llama" && a != "qwen35" && !mixture_of_experts(a))
+    throw UsageError("unknown constructed architecture '" + a +
+                     "' (llama, qwen35, qwen3moe, gpt-oss)");
 }
 
 void check_constructed_vocab(uint64_t vocab) {
@@ -151,12 +153,15 @@ uint32_t hybrid_head_dim(const ConstructedSpec& s) {
   return std::min(128u, s.n_embd / 4);
 }
 
-// A qwen3moe model's weights with `experts` of each layer's experts counted: attention with
-// its q/k norms, the router, the experts, the two norms of each layer.
+// A mixture of experts' weights with `experts` of each layer's experts counted: attention (with
+// qwen3moe's q/k norms, or gpt-oss's biases and sinks), the router, the experts (gpt-oss: and
+// their biases, and the router's), the two norms of each layer.
 uint64_t moe_parameters(const ConstructedSpec& s, uint64_t experts) {
-  const uint64_t d = s.n_embd, head = d / s.n_head;
-  const uint64_t attention = 2 * d * d + 2 * d * head * s.n_head_kv + 2 * head;
-  const uint64_t ffn = d * s.n_expert + 3 * d * s.n_ff_exp * experts + 2 * d;
+  const uint64_t d = s.n_embd, head = d / s.n_head, kv = head * s.n_head_kv, E = s.n_expert;
+  const bool oss = s.architecture == "gpt-oss";
+  const uint64_t attention = 2 * d * d + 2 * d * kv + (oss ? 2 * d + 2 * kv + s.n_head : 2 * head);
+  const uint64_t expert = 3 * d * s.n_ff_exp + (oss ? 2 * s.n_ff_exp + d : 0);
+  const uint64_t ffn = d * E + (oss ? E : 0) + expert * experts + 2 * d;
   return 2 * d * s.vocab + s.n_layer * (attention + ffn) + d;
 }
 
@@ -258,8 +263,8 @@ namespace {
 void check_constructed_experts(const ConstructedSpec& s) {
   if (!mixture_of_experts(s.architecture)) {
     if (s.n_expert || s.n_expert_used || s.n_ff_exp)
-      throw UsageError("constructed model: experts need --arch qwen3moe; " + s.architecture +
-                       " has a dense FFN");
+      throw UsageError("constructed model: experts need --arch qwen3moe or gpt-oss; " +
+                       s.architecture + " has a dense FFN");
     return;
   }
   if (s.n_expert < 2 || s.n_expert > 4096 || s.n_expert_used < 1 || s.n_expert_used > s.n_expert)
@@ -307,6 +312,11 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
     layout.n_expert = s.n_expert;
     layout.n_expert_used = s.n_expert_used;
     layout.n_ff_exp = s.n_ff_exp;
+  }
+  if (s.architecture == "gpt-oss") {  // gpt-oss's own YaRN and window
+    layout.yarn_scale = 32.0f;
+    layout.yarn_n_ctx_orig = 4096;
+    layout.sliding_window = 128;
   }
   GgufWriter w;
   set_llama_metadata(w, layout);
@@ -384,7 +394,13 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
                          v.data());
         break;
       }
-      case LlamaTensorRole::kBias:
+      case LlamaTensorRole::kBias:     // gpt-oss's biases: small, as its matrices' outputs
+      case LlamaTensorRole::kSinks: {  // and its sinks near 0: a softmax term of about e^0
+        std::normal_distribution<float> g(0.0f, float(kLayerScale / std::sqrt(double(d))));
+        for (float& x : v) x = g(rng);
+        w.add_tensor_f32(t.name, GgmlType::kF32, t.ne, v.data());
+        break;
+      }
       case LlamaTensorRole::kRopeFactors:
         throw Error("constructed model: the layout has no tensor " + t.name);
     }

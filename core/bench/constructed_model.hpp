@@ -21,8 +21,11 @@
 // out (llama.cpp's qwen3moe: a router ffn_gate_inp kept f32 and stacks of n_expert SwiGLU
 // experts), with qwen3's per-head q/k norms: the router and the experts are small Gaussians
 // like the other layers' matrices, so each token goes through its own n_expert_used experts
-// (the weight reads of a real MoE) and the planted map still decides the output. Drafts stay
-// dense llama models of the same vocabulary.
+// (the weight reads of a real MoE) and the planted map still decides the output. With
+// "gpt-oss" the same shapes take gpt-oss's layout (llama.cpp's openai-moe): q/k/v, output,
+// router and expert biases and attention sinks (small Gaussians, f32), YaRN (factor 32 over
+// 4096 positions) and a window of 128 keys on the even layers. Drafts stay dense llama models
+// of the same vocabulary.
 #pragma once
 
 #include <cstdint>
@@ -43,22 +46,23 @@ struct ConstructedSpec {
   double agreement = 1.0;       // fraction of cycle tokens where this model follows the map
   uint64_t seed = 1;            // weights
   uint32_t vocab = 264;         // tokens (>= 264): 258 byte-tokenizer ones, the rest unused
-  std::string architecture = "llama";  // or "qwen35" (a hybrid with an MTP layer), "qwen3moe"
-  double mtp_agreement = 1.0;          // qwen35: the MTP layer's agreement with the map
-  // qwen3moe: experts per layer, experts each token goes through, an expert's hidden size
+  // or "qwen35" (a hybrid with an MTP layer), "qwen3moe", "gpt-oss"
+  std::string architecture = "llama";
+  double mtp_agreement = 1.0;  // qwen35: the MTP layer's agreement with the map
+  // qwen3moe, gpt-oss: experts per layer, experts each token goes through, an expert's size
   // (all 0 for the dense architectures, whose FFN is n_ff wide).
   uint32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
 };
 
 // Presets by size for `architecture` (which is checked, and set in the spec). Dense (llama,
 // qwen35): "tiny" (≈1.4 M), "0.1b", "95m" (d 1024, 8 layers, 16 heads, 8 KV heads, FFN 2816),
-// "0.5b", "1.5b" (parameter counts approximate). qwen3moe: "tiny" (d 256, 2 layers, 8 experts
-// of 128, 2 per token) and "moe-3b" (d 1024, 28 layers, 16 heads, 4 KV heads, 64 experts of
+// "0.5b", "1.5b" (parameter counts approximate). qwen3moe, gpt-oss: "tiny" (d 256, 2 layers, 8
+// experts of 128, 2 per token) and "moe-3b" (d 1024, 28 layers, 16 heads, 4 KV heads, 64 experts of
 // 512, 8 per token: 2.96 B parameters, 0.49 B per token with 32000 tokens). Throws
 // UsageError for an unknown size and for a size of the other kind (moe-3b with llama).
 ConstructedSpec constructed_preset(const std::string& size,
                                    const std::string& architecture = "llama");
-// The architectures --arch takes: "llama", "qwen35", "qwen3moe".
+// The architectures --arch takes: "llama", "qwen35", "qwen3moe", "gpt-oss".
 void check_constructed_architecture(const std::string& architecture);
 // The drafts' shape, always a dense llama: one small layer, or with `size` a dense preset's
 // (e.g. "0.1b" beside a 1.5b target). `agreement` must lie in [0, 1] and `size` be a dense
@@ -66,7 +70,7 @@ void check_constructed_architecture(const std::string& architecture);
 ConstructedSpec constructed_draft(double agreement, const std::string& size = "");
 // Throws UsageError unless `vocab` is at least 264 and at most 2^20.
 void check_constructed_vocab(uint64_t vocab);
-// Every weight of the model (exact for llama and qwen3moe, approximate for qwen35).
+// Every weight of the model (exact for llama, qwen3moe and gpt-oss, approximate for qwen35).
 uint64_t constructed_parameters(const ConstructedSpec& spec);
 // The weights one token's forward pass reads: a mixture of experts' n_expert_used experts of
 // each layer, not all n_expert; all of them for a dense model.

@@ -9,8 +9,9 @@ namespace {
 
 // Every supported architecture; a new one adds its line here.
 const Architecture* const kArchitectures[] = {
-    &architectures::kLlama, &architectures::kQwen2,  &architectures::kQwen3,
-    &architectures::kPhi3,  &architectures::kQwen35, &architectures::kQwen3Moe,
+    &architectures::kLlama,  &architectures::kQwen2,  &architectures::kQwen3,
+    &architectures::kPhi3,   &architectures::kQwen35, &architectures::kQwen3Moe,
+    &architectures::kGptOss,
 };
 
 }  // namespace

@@ -37,16 +37,31 @@ struct Architecture {
   // is multiplied by sigmoid(gate)); the others are gated DeltaNet layers (ssm_* tensors,
   // recurrent state: recurrent_pool.hpp). The FFN norm is named post_attention_norm.
   bool hybrid = false;
+  // The FFN's norm is blk.N.post_attention_norm.weight, not ffn_norm (qwen35, gpt-oss).
+  bool post_attention_norm = false;
+  // blk.N.attn_output.bias [d]: added after the output projection (gpt-oss).
+  Presence output_bias = Presence::kAbsent;
+  // blk.N.attn_sinks.weight [n_head]: one more term in each head's softmax (backend.h).
+  Presence attention_sinks = Presence::kAbsent;
+  // Sliding-window layers, llama.cpp's set_swa_pattern(period): layer l attends only the last
+  // <name>.attention.sliding_window keys when l % period < period - 1 (period 2: the even
+  // layers). 0: every layer attends every key.
+  int32_t sliding_window_period = 0;
   // A mixture of experts (moe_ffn.hpp): every layer's FFN is blk.N.ffn_gate_inp.weight [d, E]
   // and ffn_{gate,up,down}_exps.weight [d, F_e, E] / [F_e, d, E], routed this way;
   // <name>.expert_count, expert_used_count and expert_feed_forward_length give E, the experts
   // per token and F_e. kNone: a dense FFN (a file with expert_count is refused).
   ExpertRouting experts = ExpertRouting::kNone;
+  // The experts' activation, and whether the router and each expert's matrices have biases
+  // (gpt-oss: ffn_gate_inp.bias [E], ffn_{gate,up}_exps.bias [F_e, E], ffn_down_exps.bias
+  // [d, E]).
+  ExpertActivation expert_activation = ExpertActivation::kSwiglu;
+  bool expert_biases = false;
 };
 
 // The architecture named `name`, or nullptr.
 const Architecture* find_architecture(std::string_view name);
-// "llama, qwen2, qwen3, phi3": every supported name, in the registry's order.
+// "llama, qwen2, qwen3, phi3, ...": every supported name, in the registry's order.
 std::string supported_architectures();
 
 // Whether a model file carries MTP layers specd runs as a head (qwen35 with

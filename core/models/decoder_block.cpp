@@ -55,17 +55,24 @@ specd_rope_params rope_params(const BlockShape& s, const BlockWeights& w, int32_
   r.mode = s.rope_mode;
   r.freq_scale = s.rope_freq_scale;
   r.freq_factors = w.rope_factors.empty() ? nullptr : w.rope_factors.raw();
+  r.ext_factor = s.yarn.ext_factor;
+  r.attn_factor = s.yarn.attn_factor;
+  r.beta_fast = s.yarn.beta_fast;
+  r.beta_slow = s.yarn.beta_slow;
+  r.n_ctx_orig = static_cast<uint32_t>(s.yarn.n_ctx_orig);
   return r;
 }
 
-specd_attention_params attention_params(const BlockShape& s) {
+specd_attention_params attention_params(const BlockShape& s, const BlockWeights& w) {
   specd_attention_params p{};
   p.struct_size = sizeof(specd_attention_params);
   p.n_head = static_cast<uint32_t>(s.n_head);
   p.n_head_kv = static_cast<uint32_t>(s.n_head_kv);
   p.head_dim = static_cast<uint32_t>(s.head_dim);
   p.scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
-  return p;  // no window, no sinks: every architecture specd runs attends every key
+  p.window = static_cast<uint32_t>(s.window);
+  p.sinks = w.sinks.empty() ? nullptr : w.sinks.raw();
+  return p;
 }
 
 }  // namespace
@@ -105,14 +112,30 @@ BlockWeights load_block(WeightLoader& loader, const std::string& p, const BlockS
     w.k_norm = loader.vector(p + "attn_k_norm.weight", hd);  // [1, hd]
   }
   w.wo = loader.matrix(p + "attn_output.weight", qd, d);  // [d, H*hd]
-  w.ffn_norm = loader.vector(p + (arch.hybrid ? "post_attention_norm.weight" : "ffn_norm.weight"),
-                             d);  // [1, d]
+  auto present = [&](Presence presence, const std::string& name) {
+    return presence == Presence::kRequired ||
+           (presence == Presence::kOptional && loader.has(p + name));
+  };
+  if (present(arch.output_bias, "attn_output.bias"))
+    w.bo = loader.vector(p + "attn_output.bias", d);  // [1, d]
+  if (present(arch.attention_sinks, "attn_sinks.weight"))
+    w.sinks = loader.vector(p + "attn_sinks.weight", s.n_head);  // [1, H]
+  w.ffn_norm = loader.vector(
+      p + (arch.post_attention_norm ? "post_attention_norm.weight" : "ffn_norm.weight"),
+      d);  // [1, d]
   if (s.moe.active()) {
     const int64_t E = s.moe.n_expert, Fe = s.moe.n_ff;
-    w.experts.router = loader.matrix(p + "ffn_gate_inp.weight", d, E);      // [E, d]
-    w.experts.gate = loader.experts(p + "ffn_gate_exps.weight", d, Fe, E);  // [E Fe, d]
-    w.experts.up = loader.experts(p + "ffn_up_exps.weight", d, Fe, E);      // [E Fe, d]
-    w.experts.down = loader.experts(p + "ffn_down_exps.weight", Fe, d, E);  // [E d, Fe]
+    MoeWeights& x = w.experts;
+    x.router = loader.matrix(p + "ffn_gate_inp.weight", d, E);      // [E, d]
+    x.gate = loader.experts(p + "ffn_gate_exps.weight", d, Fe, E);  // [E Fe, d]
+    x.up = loader.experts(p + "ffn_up_exps.weight", d, Fe, E);      // [E Fe, d]
+    x.down = loader.experts(p + "ffn_down_exps.weight", Fe, d, E);  // [E d, Fe]
+    if (s.moe.biases) {
+      x.router_bias = loader.vector(p + "ffn_gate_inp.bias", E);           // [1, E]
+      x.gate_bias = loader.small_matrix(p + "ffn_gate_exps.bias", Fe, E);  // [E, Fe]
+      x.up_bias = loader.small_matrix(p + "ffn_up_exps.bias", Fe, E);      // [E, Fe]
+      x.down_bias = loader.small_matrix(p + "ffn_down_exps.bias", d, E);   // [E, d]
+    }
     return w;
   }
   if (arch.fused_gate_up) {
@@ -158,6 +181,19 @@ bool BlockWeights::needs_abi_0_2(const BlockShape& s, std::string* what) const {
   note(s.rope_freq_scale != 1.0f, "linear rope scaling");
   note(!rope_factors.empty(), "rope frequency factors");
   note(!bq.empty(), "q/k/v biases");
+  if (what) *what = f;
+  return !f.empty();
+}
+
+bool BlockWeights::needs_abi_0_8(const BlockShape& s, std::string* what) const {
+  std::string f;
+  auto note = [&](bool used, const char* feature) {
+    if (used) f += (f.empty() ? "" : ", ") + std::string(feature);
+  };
+  note(s.window > 0, "sliding-window attention");
+  note(!sinks.empty(), "attention sinks");
+  note(s.yarn.ext_factor != 0.0f, "YaRN rope scaling");
+  note(s.moe.activation == ExpertActivation::kSwigluOai, "the clamped SwiGLU (swiglu_oai)");
   if (what) *what = f;
   return !f.empty();
 }
@@ -216,7 +252,7 @@ void DecoderBlock::run(const View& x, const PagedBatch& b, const View& k_pool, c
   dev.set_rows(v_all, b.write_rows, v_pool);
   dev.attention_paged(q_all, k_pool, v_pool, b.prefix_len, b.extra_begin,
                       b.has_extra() ? &b.extra_slots : nullptr, b.block_rows, b.block_table,
-                      b.table_begin, attention_params(s), a_all);
+                      b.table_begin, attention_params(s, w_), a_all);
   // After attention, piece by piece.
   for (int64_t r = 0; r < M; r += piece) {
     const int64_t p = std::min(piece, M - r);
@@ -370,6 +406,7 @@ void DecoderBlock::finish(const View& x, const View& mixed, const View& w_out, c
   const BlockShape& s = shape_;
   Device& dev = *device_;
   dev.matmul(mixed, w_out, h);
+  if (!w_.bo.empty()) dev.add(h, w_.bo, h);
   dev.add(x, h, x);
   dev.rms_norm(x, w_.ffn_norm, s.rms_eps, h);
   if (s.moe.active()) {

@@ -14,6 +14,7 @@
 
 #include "backend/backend.hpp"
 #include "models/architecture.hpp"
+#include "models/model_info.hpp"
 #include "models/moe_ffn.hpp"
 #include "models/paged_batch.hpp"
 #include "models/weight_loader.hpp"
@@ -30,7 +31,9 @@ struct BlockShape {
   float rope_base = 10000.0f;
   float rms_eps = 1e-5f;
   uint32_t rope_mode = SPECD_ROPE_NORMAL;  // the architecture's pairing
-  float rope_freq_scale = 1.0f;            // linear rope scaling: 1 / rope.scaling.factor
+  float rope_freq_scale = 1.0f;            // 1 / rope.scaling.factor (linear or YaRN)
+  Yarn yarn;                               // YaRN (ext_factor 0: none)
+  int32_t window = 0;   // a sliding-window layer: each row attends its last `window` keys
   int32_t attn_in = 0;  // width of the q/k/v projections' input; 0 = n_embd (EAGLE-3: 2 n_embd)
   // Gated attention (qwen35): attn_q gives [q | gate] for each head, and the attention output
   // is multiplied by sigmoid(gate) before attn_output.
@@ -68,15 +71,19 @@ struct BlockWeights {
   bool recurrent() const { return !dn.qkv.empty(); }
   // Optional steps: an empty view (View::empty) skips the step.
   View bq, bk, bv;      // biases [1, H*hd], [1, Hkv*hd], [1, Hkv*hd]
+  View bo;              // [1, d]: added after the output projection
+  View sinks;           // [1, H]: attention sinks (backend.h)
   View q_norm, k_norm;  // per-head RMSNorm weights [1, hd]
   View rope_factors;    // [1, n_rot / 2]: the model's rope_freqs, shared by its layers
   // Whether running the block needs ABI 0.2 ops; `what` gets the features, comma-separated.
   bool needs_abi_0_2(const BlockShape& shape, std::string* what = nullptr) const;
+  // The same for ABI 0.8 (sliding windows, sinks, YaRN, the clamped SwiGLU).
+  bool needs_abi_0_8(const BlockShape& shape, std::string* what = nullptr) const;
 };
 
 // Loads `prefix`attn_norm.weight ... `prefix`ffn_down.weight with the shapes of `shape` and
-// the optional tensors `arch` has (biases, q/k norms; fused qkv and gate/up tensors as row
-// views; with shape.moe active, the router and experts in place of the dense FFN).
+// the optional tensors `arch` has (biases, q/k norms, sinks; fused qkv and gate/up tensors as
+// row views; with shape.moe active, the router and experts in place of the dense FFN).
 // rope_factors is the caller's to set (it is not a per-block tensor).
 BlockWeights load_block(WeightLoader& loader, const std::string& prefix, const BlockShape& shape,
                         const Architecture& arch);

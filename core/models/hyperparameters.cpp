@@ -25,24 +25,37 @@ float positive_float_key_or(const GgufFile& f, const std::string& key, float fal
   return v;
 }
 
-float rope_freq_scale(const GgufFile& f, const std::string& a) {
+RopeScaling rope_scaling(const GgufFile& f, const std::string& a, int32_t n_ctx_train) {
   const std::string type_key = a + "rope.scaling.type";
   const std::string type = f.get_string_opt(type_key).value_or("linear");
-  if (type != "none" && type != "linear")
+  if (type != "none" && type != "linear" && type != "yarn")
     throw Error(f.path() + ": " + type_key + " = '" + type +
-                "' is not supported (none and linear are)");
-  const std::string attn_key = a + "rope.scaling.attn_factor";
-  if (auto af = f.get_f32_opt(attn_key); af && *af != 1.0f)
-    throw Error(f.path() + ": " + attn_key + " = " + std::to_string(*af) +
-                " is not supported (only 1)");
+                "' is not supported (none, linear and yarn are)");
+  auto refuse_unless = [&](const std::string& key, float expected) {
+    if (auto v = f.get_f32_opt(a + key); v && *v != expected)
+      throw Error(f.path() + ": " + a + key + " = " + std::to_string(*v) +
+                  " is not supported (only " + std::to_string(expected) + ")");
+  };
+  refuse_unless("rope.scaling.attn_factor", 1.0f);
   std::string factor_key = a + "rope.scaling.factor";
   if (!f.has(factor_key)) factor_key = a + "rope.scale_linear";
   const float factor = f.get_f32_opt(factor_key).value_or(0.0f);
   if (!std::isfinite(factor) || factor < 0.0f)
     throw Error(f.path() + ": " + factor_key + " = " + std::to_string(factor) +
                 " must be a finite number >= 0");
-  if (type == "none" || factor == 0.0f) return 1.0f;
-  return 1.0f / factor;
+  RopeScaling r;
+  if (type == "none" || factor == 0.0f) return r;
+  r.freq_scale = 1.0f / factor;
+  if (type != "yarn") return r;
+  refuse_unless("rope.scaling.yarn_log_multiplier", 0.0f);
+  refuse_unless("rope.scaling.yarn_ext_factor", 1.0f);
+  refuse_unless("rope.scaling.yarn_attn_factor", 1.0f);
+  r.yarn.ext_factor = 1.0f;  // llama.cpp's default for YaRN
+  r.yarn.n_ctx_orig =
+      positive_int_key_or(f, a + "rope.scaling.original_context_length", n_ctx_train);
+  r.yarn.beta_fast = positive_float_key_or(f, a + "rope.scaling.yarn_beta_fast", 32.0f);
+  r.yarn.beta_slow = positive_float_key_or(f, a + "rope.scaling.yarn_beta_slow", 1.0f);
+  return r;
 }
 
 }  // namespace specd

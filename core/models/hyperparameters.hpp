@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gguf/gguf_reader.hpp"
+#include "models/model_info.hpp"
 
 namespace specd {
 
@@ -17,10 +18,18 @@ int32_t positive_int_key_or(const GgufFile& f, const std::string& key, int32_t f
 // A finite float > 0 (rope base, norm epsilon), or `fallback` when the key is absent.
 float positive_float_key_or(const GgufFile& f, const std::string& key, float fallback);
 
-// The RoPE frequency scale of `<prefix>rope.scaling.*` as llama.cpp reads it: type "none"
-// gives 1; "linear" (the default) gives 1 / factor (rope.scaling.factor, else the older
-// rope.scale_linear; absent or 0 means no scaling). Other types (yarn, longrope, ...) and an
-// attn_factor other than 1 throw naming the file and the key.
-float rope_freq_scale(const GgufFile& f, const std::string& prefix);
+struct RopeScaling {
+  float freq_scale = 1.0f;
+  Yarn yarn;
+};
+
+// `<prefix>rope.scaling.*` as llama.cpp reads it: type "none" gives no scaling; "linear" (the
+// default) a frequency scale of 1 / factor (rope.scaling.factor, else the older
+// rope.scale_linear; absent or 0 means no scaling); "yarn" that scale and YaRN with
+// ext_factor 1, original_context_length (else n_ctx_train) and yarn_beta_fast / yarn_beta_slow
+// (else 32 and 1). Other types (longrope, ...), an attn_factor other than 1 and the YaRN keys
+// whose meaning differs by model (yarn_log_multiplier, yarn_ext_factor, yarn_attn_factor)
+// throw naming the file and the key.
+RopeScaling rope_scaling(const GgufFile& f, const std::string& prefix, int32_t n_ctx_train);
 
 }  // namespace specd

@@ -151,9 +151,15 @@ void LlamaModel::read_hyperparameters() {
   in.rope_base = positive_float_key_or(f, a + "rope.freq_base", 10000.0f);
   in.rms_eps = positive_float_key_or(f, a + "attention.layer_norm_rms_epsilon", 1e-5f);
   in.rope_mode = arch_->rope_mode;
-  in.rope_freq_scale = rope_freq_scale(f, a);
+  const RopeScaling scaling = rope_scaling(f, a, in.n_ctx);
+  in.rope_freq_scale = scaling.freq_scale;
+  in.yarn = scaling.yarn;
   if (arch_->hybrid) read_hybrid_hyperparameters();
   read_expert_hyperparameters();
+  if (const int32_t period = arch_->sliding_window_period; period > 0) {
+    in.sliding_window = positive_int_key(f, a + "attention.sliding_window");
+    for (int32_t l = 0; l < in.n_layer; ++l) in.sliding.push_back(l % period < period - 1);
+  }
 }
 
 void LlamaModel::read_expert_hyperparameters() {
@@ -166,7 +172,7 @@ void LlamaModel::read_expert_hyperparameters() {
     if (count && *count > 0)
       throw UsageError(path + ": " + a + "expert_count is " + std::to_string(*count) +
                        ": mixture-of-experts '" + in.architecture +
-                       "' files are not supported (mixtures of experts: qwen3moe)");
+                       "' files are not supported (mixtures of experts: qwen3moe, gpt-oss)");
     return;
   }
   // A cap far above any released model's (Qwen3-MoE 128, DeepSeek 256) that keeps a
@@ -199,10 +205,8 @@ void LlamaModel::load_weights() {
     throw Error(in.path + ": " + a + "vocab_size " + std::to_string(*vs) +
                 " does not match token_embd.weight (" + std::to_string(embd.ne[1]) + " rows)");
   const int64_t d = in.n_embd, V = in.vocab_size;
-  BlockShape shape{in.n_embd, in.n_head, in.n_head_kv, in.head_dim,
-                   in.n_ff,   in.n_rot,  in.rope_base, in.rms_eps};
-  shape.rope_mode = in.rope_mode;
-  shape.rope_freq_scale = in.rope_freq_scale;
+  BlockShape shape{in.n_embd,    in.n_head,  in.n_head_kv, in.head_dim,        in.n_ff, in.n_rot,
+                   in.rope_base, in.rms_eps, in.rope_mode, in.rope_freq_scale, in.yarn};
   if (in.hybrid()) {
     shape.gated_attention = true;
     shape.dn_key_heads = in.ssm_key_heads;
@@ -210,7 +214,9 @@ void LlamaModel::load_weights() {
     shape.dn_head_dim = in.ssm_head_dim;
     shape.dn_conv = in.ssm_conv;
   }
-  if (in.n_expert > 0) shape.moe = {in.n_expert, in.n_expert_used, in.n_ff_exp, arch_->experts};
+  if (in.n_expert > 0)
+    shape.moe = {in.n_expert,    in.n_expert_used,         in.n_ff_exp,
+                 arch_->experts, arch_->expert_activation, arch_->expert_biases};
   WeightLoader load(file_, *device_, buffers_);
   tok_embd_ = load.matrix("token_embd.weight", d, V);  // [V, d]
   View rope_factors;
@@ -226,10 +232,12 @@ void LlamaModel::load_weights() {
   }
   for (int32_t l = 0; l < in.n_layer; ++l) {
     const std::string prefix = "blk." + std::to_string(l) + ".";
-    BlockWeights w = in.hybrid() && in.recurrent[l] ? load_delta_block(load, prefix, shape)
-                                                    : load_block(load, prefix, shape, *arch_);
+    BlockShape layer_shape = shape;
+    if (!in.sliding.empty() && in.sliding[l]) layer_shape.window = in.sliding_window;
+    BlockWeights w = in.hybrid() && in.recurrent[l] ? load_delta_block(load, prefix, layer_shape)
+                                                    : load_block(load, prefix, layer_shape, *arch_);
     w.rope_factors = rope_factors;
-    layers_.emplace_back(*device_, shape, w);
+    layers_.emplace_back(*device_, layer_shape, w);
   }
   // The MTP layers after the trunk are the mtp proposer's (heads/mtp_layer.cpp).
   for (const GgufTensor& t : file_.tensors())
@@ -248,6 +256,14 @@ void LlamaModel::load_weights() {
   if (!layers_.empty() && layers_[0].weights().needs_abi_0_2(shape, &features))
     device_->backend().require_minor(
         2, in.path + " (architecture '" + in.architecture + "': " + features + ")");
+  for (const DecoderBlock& layer : layers_)
+    if (layer.weights().needs_abi_0_8(layer.shape(), &features)) {
+      device_->backend().require_minor(
+          8, in.path + " (architecture '" + in.architecture + "': " + features + ")");
+      break;
+    }
+  if (shape.moe.activation == ExpertActivation::kSwigluOai)
+    device_->require_swiglu_oai(in.path + " (architecture '" + in.architecture + "')");
   if (in.hybrid())
     device_->require_hybrid_ops(in.path + " (architecture '" + in.architecture +
                                 "': gated DeltaNet layers and gated attention)");

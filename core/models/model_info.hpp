@@ -7,6 +7,16 @@
 
 namespace specd {
 
+// YaRN's RoPE parameters (backend.h, specd_rope_params, with ggml's rope_ext semantics);
+// ext_factor 0: no YaRN.
+struct Yarn {
+  float ext_factor = 0.0f;
+  float attn_factor = 1.0f;
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
+  int32_t n_ctx_orig = 0;  // the context YaRN stretches from
+};
+
 struct ModelInfo {
   std::string name;          // general.name ("" when absent)
   std::string path;          // the GGUF file
@@ -23,7 +33,8 @@ struct ModelInfo {
   float rope_base = 10000.0f;
   float rms_eps = 1e-5f;
   uint32_t rope_mode = 0;        // SPECD_ROPE_NORMAL or SPECD_ROPE_NEOX (the architecture's)
-  float rope_freq_scale = 1.0f;  // linear rope scaling (1 / rope.scaling.factor)
+  float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor (linear or YaRN scaling)
+  Yarn yarn;                     // rope.scaling.type "yarn"
   bool rope_freqs = false;       // rope_freqs.weight divides the rope frequencies
   bool tied_output = false;      // no output.weight: logits use token_embd.weight
   std::string weight_type;       // type of the attention/FFN matrices, e.g. "f16"
@@ -39,6 +50,10 @@ struct ModelInfo {
   // each token goes through (expert_used_count) and an expert's hidden size
   // (expert_feed_forward_length).
   int32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
+  // Sliding-window attention: the layers that attend only the last `sliding_window` keys
+  // (<arch>.attention.sliding_window); empty when no layer does.
+  std::vector<bool> sliding;
+  int32_t sliding_window = 0;
 };
 
 }  // namespace specd

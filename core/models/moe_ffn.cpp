@@ -18,16 +18,21 @@ bool ranks_above(float a, int32_t i, float b, int32_t j) {
 
 }  // namespace
 
-void route_row(const MoeShape& s, const float* logits, int32_t* ids, float* weights) {
+void route_row(const MoeShape& s, const float* logits, int32_t* ids, float* weights,
+               std::vector<float>& p) {
   const int32_t E = s.n_expert, k = s.n_used;
-  // softmax over all experts (f32, as llama.cpp's), then the top k by selection: k is small.
-  float mx = -INFINITY;
-  for (int32_t e = 0; e < E; ++e) mx = std::max(mx, logits[e]);
-  std::vector<float> p(static_cast<size_t>(E));
-  float total = 0.0f;
-  for (int32_t e = 0; e < E; ++e) total += (p[e] = std::exp(logits[e] - mx));
-  for (float& v : p) v /= total;
-  float picked = 0.0f;
+  p.resize(static_cast<size_t>(E));
+  if (s.routing == ExpertRouting::kSoftmaxNormalized) {
+    // softmax over all experts (f32, as llama.cpp's); the top k are picked from it
+    float mx = -INFINITY;
+    for (int32_t e = 0; e < E; ++e) mx = std::max(mx, logits[e]);
+    float total = 0.0f;
+    for (int32_t e = 0; e < E; ++e) total += (p[e] = std::exp(logits[e] - mx));
+    for (float& v : p) v /= total;
+  } else {
+    std::copy(logits, logits + E, p.begin());  // the top k are picked from the logits
+  }
+  // the top k by selection: k is small
   for (int32_t j = 0; j < k; ++j) {
     int32_t best = -1;
     for (int32_t e = 0; e < E; ++e) {
@@ -36,11 +41,22 @@ void route_row(const MoeShape& s, const float* logits, int32_t* ids, float* weig
     }
     ids[j] = best;
     weights[j] = p[best];
-    picked += p[best];
   }
-  // llama.cpp's norm_w: divided by their sum, clamped away from 0 as it clamps it.
-  const float norm = std::max(picked, 6.103515625e-5f);
-  for (int32_t j = 0; j < k; ++j) weights[j] /= norm;
+  if (s.routing == ExpertRouting::kSoftmaxNormalized) {
+    // llama.cpp's norm_w: divided by their sum, clamped away from 0 as it clamps it.
+    float picked = 0.0f;
+    for (int32_t j = 0; j < k; ++j) picked += weights[j];
+    const float norm = std::max(picked, 6.103515625e-5f);
+    for (int32_t j = 0; j < k; ++j) weights[j] /= norm;
+    return;
+  }
+  // a softmax over the chosen logits (weights[0] is their maximum), as ggml's soft_max: the
+  // exponentials summed in double, then each multiplied by the sum's inverse
+  const float top = weights[0];
+  double total = 0.0;
+  for (int32_t j = 0; j < k; ++j) total += (weights[j] = std::exp(weights[j] - top));
+  const float inverse = static_cast<float>(1.0 / total);
+  for (int32_t j = 0; j < k; ++j) weights[j] *= inverse;
 }
 
 void MoeScratch::ensure(Device& device, const MoeShape& s, int64_t d, int64_t m) {
@@ -62,12 +78,13 @@ View moe_ffn(Device& dev, const MoeShape& s, const MoeWeights& w, const View& h,
   if (sc.rows_ < p) throw Error("moe ffn: the scratch holds fewer rows than the piece");
   const View logits = sc.logits.view(SPECD_DTYPE_F32, p, E);
   dev.matmul(h, w.router, logits);
+  if (s.biases) dev.add(logits, w.router_bias, logits);
   sc.host_logits.resize(static_cast<size_t>(p * E));
   sc.logits.download(sc.host_logits.data(), sc.host_logits.size() * 4);
   sc.chosen.resize(static_cast<size_t>(n));
   sc.weights.resize(static_cast<size_t>(n));
   for (int64_t r = 0; r < p; ++r)
-    route_row(s, &sc.host_logits[r * E], &sc.chosen[r * k], &sc.weights[r * k]);
+    route_row(s, &sc.host_logits[r * E], &sc.chosen[r * k], &sc.weights[r * k], sc.ranked);
   // Group the (row, slot) pairs by expert, rows in order within each: grouped row g holds
   // source row order[g]; slot_of maps a pair to its grouped row.
   sc.first.assign(static_cast<size_t>(E + 1), 0);
@@ -75,9 +92,9 @@ View moe_ffn(Device& dev, const MoeShape& s, const MoeWeights& w, const View& h,
   for (int64_t e = 0; e < E; ++e) sc.first[e + 1] += sc.first[e];
   sc.order.resize(static_cast<size_t>(n));
   sc.slot_of.resize(static_cast<size_t>(n));
-  std::vector<int32_t> next(sc.first.begin(), sc.first.end() - 1);
+  sc.next.assign(sc.first.begin(), sc.first.end() - 1);
   for (int64_t i = 0; i < n; ++i) {
-    const int32_t g = next[sc.chosen[i]]++;
+    const int32_t g = sc.next[sc.chosen[i]]++;
     sc.order[g] = static_cast<int32_t>(i / k);
     sc.slot_of[i] = g;
   }
@@ -90,16 +107,25 @@ View moe_ffn(Device& dev, const MoeShape& s, const MoeWeights& w, const View& h,
   for (int64_t e = 0; e < E; ++e) {
     const int64_t at = sc.first[e], c = sc.first[e + 1] - at;
     if (c == 0) continue;
-    const View x = picked.slice_rows(at, c);
-    dev.matmul(x, w.gate.slice_rows(e * F, F), gate.slice_rows(at, c));
-    dev.matmul(x, w.up.slice_rows(e * F, F), up.slice_rows(at, c));
+    const View x = picked.slice_rows(at, c), g = gate.slice_rows(at, c), u = up.slice_rows(at, c);
+    dev.matmul(x, w.gate.slice_rows(e * F, F), g);
+    dev.matmul(x, w.up.slice_rows(e * F, F), u);
+    if (s.biases) {  // expert e's bias row added to each of its rows
+      dev.add(g, w.gate_bias.slice_rows(e, 1), g);
+      dev.add(u, w.up_bias.slice_rows(e, 1), u);
+    }
     ++sc.experts_run;
   }
-  dev.swiglu(gate, up, gate);
+  if (s.activation == ExpertActivation::kSwigluOai)
+    dev.swiglu_oai(gate, up, kSwigluOaiAlpha, kSwigluOaiLimit, gate);
+  else
+    dev.swiglu(gate, up, gate);
   for (int64_t e = 0; e < E; ++e) {
     const int64_t at = sc.first[e], c = sc.first[e + 1] - at;
-    if (c > 0)
-      dev.matmul(gate.slice_rows(at, c), w.down.slice_rows(e * d, d), out.slice_rows(at, c));
+    if (c == 0) continue;
+    const View o = out.slice_rows(at, c);
+    dev.matmul(gate.slice_rows(at, c), w.down.slice_rows(e * d, d), o);
+    if (s.biases) dev.add(o, w.down_bias.slice_rows(e, 1), o);
   }
   // Each row's weighted sum, in its slots' order.
   sc.host_out.resize(static_cast<size_t>(n * d));

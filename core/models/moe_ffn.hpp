@@ -1,6 +1,7 @@
 // A mixture-of-experts FFN (llama.cpp's build_moe_ffn for the architectures specd reads): a
 // router matrix gives each row one logit per expert, the row is sent to its top n_used experts,
-// each a SwiGLU FFN of its own, and their outputs are summed with the router's weights.
+// each a SwiGLU FFN of its own (with biases, for gpt-oss), and their outputs are summed with
+// the router's weights.
 //
 // The routing runs on the host: the router logits of a piece of rows are downloaded, each row
 // picks its experts from its own logits alone, and the rows are grouped by expert so that each
@@ -18,32 +19,49 @@
 
 namespace specd {
 
-// How router logits become the chosen experts' weights.
+// How router logits become the chosen experts' weights (llama.cpp's gating functions).
 enum class ExpertRouting : uint8_t {
   kNone,               // a dense FFN
   kSoftmaxNormalized,  // softmax over all experts, top n_used, weights divided by their sum
+  kSoftmaxOfChosen,    // the top n_used logits, weights a softmax over those (SOFTMAX_WEIGHT)
 };
+
+// An expert's FFN: silu(gate) * up (SwiGLU), or gpt-oss's clamped form (backend.h's
+// swiglu_oai with alpha 1.702 and limit 7, llama.cpp's LLM_FFN_SWIGLU_OAI_MOE).
+enum class ExpertActivation : uint8_t { kSwiglu, kSwigluOai };
 
 struct MoeShape {
   int32_t n_expert = 0;  // experts per layer
   int32_t n_used = 0;    // experts each row goes through
   int32_t n_ff = 0;      // an expert's hidden size
   ExpertRouting routing = ExpertRouting::kNone;
+  ExpertActivation activation = ExpertActivation::kSwiglu;
+  bool biases = false;  // MoeWeights' biases are there
   bool active() const { return routing != ExpertRouting::kNone; }
 };
 
 // llama.cpp's blk.N.ffn_gate_inp and ffn_{gate,up,down}_exps, each expert's rows one after
 // another: expert e's gate is rows [e F, (e + 1) F) of `gate`, its down rows [e d, (e + 1) d).
+// With biases, expert e's are row e of gate_bias, up_bias and down_bias, added to its outputs.
 struct MoeWeights {
-  View router;  // [E, d]
-  View gate;    // [E F, d]
-  View up;      // [E F, d]
-  View down;    // [E d, F]
+  View router;       // [E, d]
+  View gate;         // [E F, d]
+  View up;           // [E F, d]
+  View down;         // [E d, F]
+  View router_bias;  // [1, E], added to the logits before routing
+  View gate_bias;    // [E, F]
+  View up_bias;      // [E, F]
+  View down_bias;    // [E, d]
 };
 
-// The experts chosen for one row from its router logits [n_expert]: `ids` and `weights` get
-// n_used entries each, by falling weight (ties: the lower expert first).
-void route_row(const MoeShape& shape, const float* logits, int32_t* ids, float* weights);
+// gpt-oss's clamped SwiGLU constants (llama.cpp's build_moe_ffn).
+constexpr float kSwigluOaiAlpha = 1.702f, kSwigluOaiLimit = 7.0f;
+
+// The experts chosen for one row from its router logits [n_expert] by shape.routing: `ids`
+// and `weights` get n_used entries each, by falling weight (ties: the lower expert first; a
+// NaN never wins a slot over a number). `ranked` is scratch (n_expert values).
+void route_row(const MoeShape& shape, const float* logits, int32_t* ids, float* weights,
+               std::vector<float>& ranked);
 
 // The buffers of one MoE FFN pass of m rows (reused by every layer; one pass at a time).
 class MoeScratch {
@@ -59,8 +77,8 @@ class MoeScratch {
   // Device: router logits [m, E], grouped rows' sources [1, m k], the grouped rows [m k, d],
   // their gate and up [m k, F], the experts' outputs [m k, d], the weighted sums [m, d].
   Buffer logits, ids, picked, gate, up, out, sum;
-  std::vector<float> host_logits, host_out, host_sum, weights;
-  std::vector<int32_t> chosen, first, order, slot_of;
+  std::vector<float> host_logits, host_out, host_sum, weights, ranked;
+  std::vector<int32_t> chosen, first, next, order, slot_of;
 };
 
 // The experts' weighted sum for each row of h [p, d] (f32, p <= the rows ensured): a view

@@ -107,13 +107,25 @@ std::vector<LlamaTensor> llama_tensors(const LlamaLayout& l) {
       t.push_back({p + "attn_k_norm.weight", {head_dim}, R::kNorm});
     }
     t.push_back({p + "attn_output.weight", {q, d}, R::kMatrix});
-    t.push_back({p + "ffn_norm.weight", {d}, R::kNorm});
+    if (arch.output_bias == Presence::kRequired)
+      t.push_back({p + "attn_output.bias", {d}, R::kBias});
+    if (arch.attention_sinks == Presence::kRequired)
+      t.push_back({p + "attn_sinks.weight", {l.n_head}, R::kSinks});
+    t.push_back({p + (arch.post_attention_norm ? "post_attention_norm.weight" : "ffn_norm.weight"),
+                 {d},
+                 R::kNorm});
     if (arch.experts != ExpertRouting::kNone) {
       const int64_t E = l.n_expert, fe = l.n_ff_exp;
       t.push_back({p + "ffn_gate_inp.weight", {d, E}, R::kRouter});
+      if (arch.expert_biases) t.push_back({p + "ffn_gate_inp.bias", {E}, R::kBias});
       t.push_back({p + "ffn_gate_exps.weight", {d, fe, E}, R::kMatrix});
       t.push_back({p + "ffn_up_exps.weight", {d, fe, E}, R::kMatrix});
       t.push_back({p + "ffn_down_exps.weight", {fe, d, E}, R::kMatrix});
+      if (arch.expert_biases) {
+        t.push_back({p + "ffn_gate_exps.bias", {fe, E}, R::kBias});
+        t.push_back({p + "ffn_up_exps.bias", {fe, E}, R::kBias});
+        t.push_back({p + "ffn_down_exps.bias", {d, E}, R::kBias});
+      }
       continue;
     }
     if (arch.fused_gate_up) {
@@ -153,6 +165,13 @@ void set_llama_metadata(GgufWriter& w, const LlamaLayout& l) {
     w.set_string(a + "rope.scaling.type", "linear");
     w.set_f32(a + "rope.scaling.factor", l.rope_scale);
   }
+  if (l.yarn_scale > 0.0f) {
+    w.set_string(a + "rope.scaling.type", "yarn");
+    w.set_f32(a + "rope.scaling.factor", l.yarn_scale);
+    w.set_u32(a + "rope.scaling.original_context_length", l.yarn_n_ctx_orig);
+  }
+  if (arch && arch->sliding_window_period > 0)
+    w.set_u32(a + "attention.sliding_window", l.sliding_window);
   w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
   w.set_u32(a + "vocab_size", l.vocab);
   if (arch && arch->experts != ExpertRouting::kNone) {

@@ -36,14 +36,21 @@ struct LlamaLayout {
   uint32_t rope_dim = 0;
   uint32_t n_nextn = 0;
   bool mtp_output = false;  // the MTP layers have their own LM head (nextn.shared_head_head)
-  // Mixtures of experts (qwen3moe): experts per layer, experts per token, an expert's size.
+  // Mixtures of experts (qwen3moe, gpt-oss): experts per layer, experts per token, an
+  // expert's size.
   uint32_t n_expert = 8, n_expert_used = 2, n_ff_exp = 32;
+  // > 0: rope.scaling.type "yarn" with this factor and original_context_length yarn_n_ctx_orig.
+  float yarn_scale = 0.0f;
+  uint32_t yarn_n_ctx_orig = 4096;
+  // The keys a sliding-window layer attends (architectures with such layers: gpt-oss).
+  uint32_t sliding_window = 8;
 };
 
 // kBias: q/k/v biases; kRopeFactors: rope_freqs.weight (values must be > 0). Hybrid layers:
 // kConv, the causal convolution's taps [C, K] (stored f32); kDecayBias, ssm_dt.bias; kDecay,
 // ssm_a (values must be < 0); kMtpProjection, an MTP layer's eh_proj. Mixtures of experts:
-// kRouter, ffn_gate_inp (stored f32, as llama-quantize leaves it); the *_exps are kMatrix.
+// kRouter, ffn_gate_inp (stored f32, as llama-quantize leaves it); the *_exps are kMatrix,
+// their biases (gpt-oss) kBias. kSinks: attention sinks, one per head (gpt-oss).
 enum class LlamaTensorRole {
   kEmbedding,
   kNorm,
@@ -55,7 +62,8 @@ enum class LlamaTensorRole {
   kDecayBias,
   kDecay,
   kMtpProjection,
-  kRouter
+  kRouter,
+  kSinks
 };
 
 struct LlamaTensor {
@@ -75,12 +83,14 @@ struct LlamaTensor {
 // with nextn.eh_proj, enorm, hnorm and shared_head_norm (and shared_head_head, role kOutput,
 // with mtp_output). A mixture of experts' layers have ffn_gate_inp, ffn_gate_exps, ffn_up_exps
 // and ffn_down_exps (ne {d, F_e, E}, {d, F_e, E}, {F_e, d, E}) in place of the dense FFN.
+// gpt-oss adds attn_output.bias, attn_sinks.weight, the router's and experts' biases, and
+// names the FFN norm post_attention_norm.
 std::vector<LlamaTensor> llama_tensors(const LlamaLayout& layout);
 
 // general.architecture, general.name and the <architecture>.* hyperparameters (rope over
 // the whole head with base 10000, RMS epsilon 1e-5, vocab_size, key_length when head_dim is
-// set, linear rope scaling when rope_scale > 0; the expert counts and size of a mixture of
-// experts).
+// set, linear rope scaling when rope_scale > 0, YaRN when yarn_scale > 0; the expert counts
+// and size of a mixture of experts; the sliding window where the architecture has one).
 void set_llama_metadata(GgufWriter& w, const LlamaLayout& layout);
 
 // The start of a one-layer drafter file's metadata (EAGLE-3, DFlash): general.architecture

@@ -9,6 +9,8 @@
 #include <limits>
 
 #include "backend_test_util.hpp"
+#include "models/llama_model.hpp"
+#include "writers/llama_writer.hpp"
 
 using namespace specd;
 using namespace specd::test;
@@ -352,4 +354,33 @@ TEST_CASE("Device refuses YaRN, swiglu_oai, windows and sinks on an older backen
                 e);
   e = usage_error_of([&] { dev2->swiglu_oai(v2, v2, kAlpha, kLimit, v2); });
   CHECK_MESSAGE(contains(e, "does not implement swiglu_oai"), e);
+
+  // A gpt-oss file is refused when it loads, naming what it needs (its weights are zeros: no
+  // pass runs).
+  LlamaLayout oss;
+  oss.architecture = "gpt-oss";
+  oss.head_dim = 8;
+  oss.yarn_scale = 32.0f;
+  GgufWriter w;
+  set_llama_metadata(w, oss);
+  for (const LlamaTensor& t : llama_tensors(oss)) {
+    int64_t n = 1;
+    for (int64_t x : t.ne) n *= x;
+    const std::vector<float> zeros(static_cast<size_t>(n), 0.0f);
+    w.add_tensor_f32(t.name, GgmlType::kF32, t.ne, zeros.data());
+  }
+  const std::string path = std::string(SPECD_BINARY_DIR) + "/abi-0-8-gpt-oss.gguf";
+  w.write(path);
+  OpenBackend current = open_cpu(1);
+  CHECK(LlamaModel::load(path, *current.device)->info().sliding_window == 8);
+  e = usage_error_of([&] { LlamaModel::load(path, *dev); });
+  CHECK_MESSAGE((contains(e,
+                          "abi-0-8-gpt-oss.gguf (architecture 'gpt-oss': sliding-window "
+                          "attention, attention sinks, YaRN rope scaling, the clamped SwiGLU") &&
+                 contains(e, "needs ABI 0.8")),
+                e);
+  e = usage_error_of([&] { LlamaModel::load(path, *dev2); });
+  CHECK_MESSAGE((contains(e, "does not implement swiglu_oai") &&
+                 contains(e, "abi-0-8-gpt-oss.gguf (architecture 'gpt-oss')")),
+                e);
 }

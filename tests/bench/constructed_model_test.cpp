@@ -205,29 +205,44 @@ TEST_CASE("q4_K_M (llama.cpp's mix of q4_K and q6_K): constructed model and weig
 
 namespace {
 
-// The tiny qwen3moe: 8 experts of 128 per layer, 2 per token.
-bench::ConstructedSpec tiny_moe_spec(const std::string& weights) {
-  bench::ConstructedSpec spec = bench::constructed_preset("tiny", "qwen3moe");
+// The tiny qwen3moe (or gpt-oss): 8 experts of 128 per layer, 2 per token.
+bench::ConstructedSpec tiny_moe_spec(const std::string& weights,
+                                     const std::string& architecture = "qwen3moe") {
+  bench::ConstructedSpec spec = bench::constructed_preset("tiny", architecture);
   spec.weights = weights;
   return spec;
 }
 
-// The expert hyperparameters and tensors of a written tiny qwen3moe, and its parameter count
-// as constructed_parameters states it (every tensor's elements summed).
+// The expert hyperparameters and tensors of a written tiny qwen3moe or gpt-oss, and its
+// parameter count as constructed_parameters states it (every tensor's elements summed).
 void check_moe_file(const GgufFile& f, const bench::ConstructedSpec& spec) {
-  CHECK(f.get_string("general.architecture") == "qwen3moe");
-  CHECK(f.get_u32("qwen3moe.expert_count") == 8);
-  CHECK(f.get_u32("qwen3moe.expert_used_count") == 2);
-  CHECK(f.get_u32("qwen3moe.expert_feed_forward_length") == 128);
-  CHECK(f.get_u32("qwen3moe.attention.key_length") == 64);  // d / n_head
+  const std::string a = spec.architecture + ".";
+  CHECK(f.get_string("general.architecture") == spec.architecture);
+  CHECK(f.get_u32(a + "expert_count") == 8);
+  CHECK(f.get_u32(a + "expert_used_count") == 2);
+  CHECK(f.get_u32(a + "expert_feed_forward_length") == 128);
+  CHECK(f.get_u32(a + "attention.key_length") == 64);  // d / n_head
   const GgufTensor& down = f.require_tensor("blk.1.ffn_down_exps.weight");
   CHECK(down.n_dims == 3);
   CHECK(down.ne[0] == 128);
   CHECK(down.ne[1] == 256);
   CHECK(down.ne[2] == 8);
   CHECK(f.require_tensor("blk.0.ffn_gate_inp.weight").type == GgmlType::kF32);
-  CHECK(f.require_tensor("blk.0.attn_q_norm.weight").n_elements == 64);
   CHECK(f.tensor("blk.0.ffn_gate.weight") == nullptr);  // no dense FFN beside the experts
+  if (spec.architecture == "gpt-oss") {  // its window, YaRN, sinks and biases, all f32
+    CHECK(f.get_u32(a + "attention.sliding_window") == 128);
+    CHECK(f.get_string(a + "rope.scaling.type") == "yarn");
+    CHECK(f.get_f32(a + "rope.scaling.factor") == 32.0f);
+    CHECK(f.get_u32(a + "rope.scaling.original_context_length") == 4096);
+    CHECK(f.require_tensor("blk.0.attn_sinks.weight").n_elements == 4);
+    for (const char* name : {"blk.1.attn_output.bias", "blk.1.ffn_gate_inp.bias",
+                             "blk.1.ffn_up_exps.bias", "blk.1.ffn_down_exps.bias"})
+      CHECK(f.require_tensor(name).type == GgmlType::kF32);
+    CHECK(f.require_tensor("blk.1.ffn_down_exps.bias").ne[1] == 8);
+    CHECK(f.tensor("blk.0.post_attention_norm.weight") != nullptr);
+  } else {
+    CHECK(f.require_tensor("blk.0.attn_q_norm.weight").n_elements == 64);
+  }
   int64_t elements = 0;
   for (const GgufTensor& t : f.tensors()) elements += t.n_elements;
   CHECK(uint64_t(elements) == bench::constructed_parameters(spec));
@@ -270,6 +285,31 @@ TEST_CASE("constructed qwen3moe: expert metadata, and greedy decoding walks the 
     CHECK(mx.require_tensor(name).type == GgmlType::kMXFP4);
   for (const char* name : {"token_embd.weight", "output.weight", "blk.1.attn_v.weight"})
     CHECK(mx.require_tensor(name).type == GgmlType::kQ8_0);
+}
+
+TEST_CASE("constructed gpt-oss: its layout, and greedy decoding walks the planted map") {
+  const std::string dir = test::temp_dir("bench-constructed-gpt-oss");
+  PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
+  for (const char* type : {"f16", "mxfp4_moe"}) {
+    CAPTURE(type);
+    const bench::ConstructedSpec spec = tiny_moe_spec(type, "gpt-oss");
+    const std::string path = dir + "/target-" + type + ".gguf";
+    bench::write_constructed_model(path, spec);
+    check_moe_file(GgufFile::open(path), spec);
+    const std::vector<int32_t> next = bench::constructed_next(spec);
+    // 200 tokens: the even layers' window of 128 slides.
+    Engine engine(plain_config(path, 200), registry);
+    for (const std::string prompt : {"a", "def"}) {
+      GenerationResult r = engine.generate(prompt);
+      REQUIRE(r.tokens.size() == 200);
+      check_walks_map(engine, prompt, r.tokens, next);
+    }
+  }
+  bench::ConstructedSpec big = bench::constructed_preset("moe-3b", "gpt-oss");
+  big.vocab = 32000;
+  // qwen3moe's moe-3b with biases and sinks in place of q/k norms.
+  CHECK(bench::constructed_parameters(big) == 2'963'145'920);
+  CHECK(bench::constructed_active_parameters(big) == 493'683'904);
 }
 
 TEST_CASE("constructed qwen3moe: a dense llama draft of the same vocabulary is accepted") {

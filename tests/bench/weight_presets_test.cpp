@@ -191,34 +191,36 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("every preset's constructed qwen3moe loads and walks the planted map") {
+TEST_CASE("every preset's constructed qwen3moe and gpt-oss loads and walks the planted map") {
   // Expert stacks of rows 256 (gate, up) and 128 (down: every 256-block type falls back).
   const std::string dir = test::temp_dir("bench-presets-moe");
   PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
-  for (const std::string& preset : bench::weight_preset_names()) {
-    CAPTURE(preset);
-    bench::ConstructedSpec spec = bench::constructed_preset("tiny", "qwen3moe");
-    spec.weights = preset;
-    const std::string path = dir + "/" + preset + ".gguf";
-    bench::write_constructed_model(path, spec);
-    const GgufFile file = GgufFile::open(path);
-    CHECK(file.require_tensor("blk.0.ffn_gate_inp.weight").type == GgmlType::kF32);
-    CHECK(file.require_tensor("blk.0.ffn_up_exps.weight").type ==
-          bench::constructed_tensor_type(spec, "blk.0.ffn_up_exps.weight", 256, 3));
-    const Config config = parse_config(
-        "", "presets.toml",
-        {"target.model=\"" + path + "\"", "engine.backend=cpu", "engine.threads=1",
-         "sampling.temperature=0", "sampling.ignore_eos=true", "sampling.max_tokens=16"});
-    Engine engine(config, registry);
-    const GenerationResult r = engine.generate("def");
-    REQUIRE(r.tokens.size() == 16);
-    const std::vector<int32_t> next = bench::constructed_next(spec);
-    int32_t prev = engine.tokenizer().encode("def", true).back();
-    int followed = 0;
-    for (int32_t t : r.tokens) {
-      followed += t == next[prev];
-      prev = t;
+  for (const std::string& preset : bench::weight_preset_names())
+    for (const std::string arch : {"qwen3moe", "gpt-oss"}) {
+      CAPTURE(preset);
+      CAPTURE(arch);
+      bench::ConstructedSpec spec = bench::constructed_preset("tiny", arch);
+      spec.weights = preset;
+      const std::string path = dir + "/" + arch + "-" + preset + ".gguf";
+      bench::write_constructed_model(path, spec);
+      const GgufFile file = GgufFile::open(path);
+      CHECK(file.require_tensor("blk.0.ffn_gate_inp.weight").type == GgmlType::kF32);
+      CHECK(file.require_tensor("blk.0.ffn_up_exps.weight").type ==
+            bench::constructed_tensor_type(spec, "blk.0.ffn_up_exps.weight", 256, 3));
+      const Config config = parse_config(
+          "", "presets.toml",
+          {"target.model=\"" + path + "\"", "engine.backend=cpu", "engine.threads=1",
+           "sampling.temperature=0", "sampling.ignore_eos=true", "sampling.max_tokens=16"});
+      Engine engine(config, registry);
+      const GenerationResult r = engine.generate("def");
+      REQUIRE(r.tokens.size() == 16);
+      const std::vector<int32_t> next = bench::constructed_next(spec);
+      int32_t prev = engine.tokenizer().encode("def", true).back();
+      int followed = 0;
+      for (int32_t t : r.tokens) {
+        followed += t == next[prev];
+        prev = t;
+      }
+      CHECK(followed == 16);
     }
-    CHECK(followed == 16);
-  }
 }

@@ -62,7 +62,8 @@ uint32_t write_random_llama(const std::string& path, const RandomLlamaSpec& s) {
     std::vector<float> v(n);
     using R = LlamaTensorRole;
     const bool norm = t.role == R::kNorm;
-    const bool vec = norm || t.role == R::kBias || t.role == R::kDecayBias || t.role == R::kDecay;
+    const bool vec = norm || t.role == R::kBias || t.role == R::kSinks || t.role == R::kDecayBias ||
+                     t.role == R::kDecay;
     std::uniform_real_distribution<float> unit(0.0f, 1.0f);
     if (t.role == R::kRopeFactors) {
       v = sample_rope_factors(static_cast<int64_t>(n));

@@ -177,10 +177,13 @@ std::vector<Case> constructed_moe_cases() {
       {"--draft-size moe-3b", construct({"--arch", "qwen3moe", "--draft-size", "moe-3b"}), 2,
        "constructed drafts are dense llama models: draft size 'moe-3b' is a mixture of experts"},
       {"--arch mixtral", construct({"--arch", "mixtral"}), 2,
-       "unknown constructed architecture 'mixtral' (llama, qwen35, qwen3moe)"},
+       "unknown constructed architecture 'mixtral' (llama, qwen35, qwen3moe, gpt-oss)"},
       {"--arch qwen3moe --size tiny --type mxfp4_moe works",
        construct({"--arch", "qwen3moe", "--size", "tiny", "--type", "mxfp4_moe"}), 0,
        "target.gguf  (qwen3moe tiny mxfp4_moe, 2.2 M parameters, 1.1 M active"},
+      {"--arch gpt-oss --size tiny --type mxfp4_moe works",
+       construct({"--arch", "gpt-oss", "--size", "tiny", "--type", "mxfp4_moe"}), 0,
+       "target.gguf  (gpt-oss tiny mxfp4_moe"},
   };
 }
 

@@ -36,7 +36,9 @@ std::string write_model(const std::string& dir, const std::string& arch, uint64_
   s.architecture = arch;
   s.seed = seed;
   s.rope_freqs = rope_freqs;
-  if (arch == "qwen3" || arch == "qwen3moe") s.head_dim = 32;  // wider q than d, as in Qwen3
+  // wider q than d, as in Qwen3 and gpt-oss
+  if (arch == "qwen3" || arch == "qwen3moe" || arch == "gpt-oss") s.head_dim = 32;
+  if (arch == "gpt-oss") s.yarn_scale = 32.0f;
   if (small) {
     s.n_layer = 1;
     s.n_embd = 32;
@@ -94,15 +96,15 @@ TEST_CASE("a qwen2 target with a qwen2 draft: every strategy equals plain greedy
   check_runs(target, every_strategy(draft, dir), registry);
 }
 
-TEST_CASE("qwen3, phi3, qwen3moe, llama-with-rope_freqs targets, drafts of other architectures") {
+TEST_CASE("qwen3, phi3, qwen3moe, gpt-oss, llama-with-rope_freqs targets, other drafts") {
   PluginRegistry registry{{}};
   struct Pair {
     std::string target_arch, draft_arch;
     bool target_freqs;
   };
-  for (const Pair& p :
-       {Pair{"qwen3", "phi3", false}, Pair{"phi3", "qwen2", false}, Pair{"llama", "qwen3", true},
-        Pair{"qwen3moe", "qwen3", false}, Pair{"qwen2", "qwen3moe", false}}) {
+  for (const Pair& p : {Pair{"qwen3", "phi3", false}, Pair{"phi3", "qwen2", false},
+                        Pair{"llama", "qwen3", true}, Pair{"qwen3moe", "qwen3", false},
+                        Pair{"qwen2", "qwen3moe", false}, Pair{"gpt-oss", "llama", false}}) {
     CAPTURE(p.target_arch);
     const std::string dir = test::temp_dir("arch-" + p.target_arch);
     const std::string target = write_model(dir, p.target_arch, 43, false, p.target_freqs);

@@ -148,6 +148,11 @@ TEST_CASE("a mixture of experts' batched rows equal each sequence's alone, bit f
   check_batch_equals_alone(s, "batch-moe-q8.gguf");
   s.matrix_type = GgmlType::kF16;
   check_batch_equals_alone(s, "batch-moe-f16.gguf");
+  // gpt-oss: biased experts, sinks, and windows of 8 that rows of long chains slide past.
+  s.architecture = "gpt-oss";
+  s.head_dim = 32;
+  s.yarn_scale = 32.0f;
+  check_batch_equals_alone(s, "batch-gpt-oss-f16.gguf");
 }
 
 TEST_CASE("a mixture of experts counts the experts its passes run (a dense model none)") {

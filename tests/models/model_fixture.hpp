@@ -34,6 +34,8 @@ struct FixtureSpec {
   std::string skip_tensor;                                       // leave this tensor out
   std::string bad_shape_tensor;                                  // give this tensor a wrong shape
   uint32_t n_expert = 8, n_expert_used = 2, n_ff_exp = 32;       // qwen3moe: the experts
+  float yarn_scale = 0;         // > 0: YaRN with this factor (original context 4096)
+  uint32_t sliding_window = 8;  // gpt-oss: the keys its even layers attend
 };
 
 inline std::string fixture_dir() {
@@ -63,6 +65,8 @@ inline std::string write_fixture(const FixtureSpec& s, const std::string& file) 
   layout.n_expert = s.n_expert;
   layout.n_expert_used = s.n_expert_used;
   layout.n_ff_exp = s.n_ff_exp;
+  layout.yarn_scale = s.yarn_scale;
+  layout.sliding_window = s.sliding_window;
   GgufWriter w;
   set_llama_metadata(w, layout);
   for (const auto& [key, value] : s.string_keys) w.set_string(key, value);
@@ -96,7 +100,8 @@ inline std::string write_fixture(const FixtureSpec& s, const std::string& file) 
     for (float& x : v) x = mean + scale * nd(rng);
     if (t.role == LlamaTensorRole::kRopeFactors) v = sample_rope_factors(n);
     const bool vec = norm || t.role == LlamaTensorRole::kBias ||
-                     t.role == LlamaTensorRole::kRopeFactors || t.role == LlamaTensorRole::kRouter;
+                     t.role == LlamaTensorRole::kSinks || t.role == LlamaTensorRole::kRopeFactors ||
+                     t.role == LlamaTensorRole::kRouter;
     w.add_tensor_f32(t.name, vec ? GgmlType::kF32 : s.matrix_type, t.ne, v.data());
   }
   const std::string path = fixture_dir() + "/" + file;
@@ -130,9 +135,10 @@ inline std::vector<double> tensor_values(const GgufFile& f, const std::string& n
   return std::vector<double>(v.begin(), v.end());
 }
 
-// The experts a row goes to from its router logits and their weights (qwen3moe): softmax over
-// all, the expert_used_count most probable (the lower index first on a tie), weights divided
-// by their sum.
+// The experts a row goes to from its router logits and their weights: softmax over all, the
+// expert_used_count most probable (the lower index first on a tie), weights divided by their
+// sum (qwen3moe); for gpt-oss, whose logits carry the router's bias, the same weights are a
+// softmax over the chosen logits, which is what this computes too.
 inline std::vector<std::pair<int64_t, double>> naive_experts(const GgufFile& f,
                                                              const std::string& a,
                                                              const std::vector<double>& logits) {
@@ -169,10 +175,26 @@ inline std::vector<std::vector<double>> naive_forward(
   const int64_t hd = f.get_u32_opt(a + "attention.key_length").value_or(d / H);
   const double eps = f.get_f32(a + "attention.layer_norm_rms_epsilon");
   const double base = f.get_f32(a + "rope.freq_base");
-  const bool neox = arch == "qwen2" || arch == "qwen3" || arch == "phi3" || arch == "qwen3moe";
+  const bool neox = arch == "qwen2" || arch == "qwen3" || arch == "phi3" || arch == "qwen3moe" ||
+                    arch == "gpt-oss";
+  const std::string scaling = f.get_string_opt(a + "rope.scaling.type").value_or("");
+  const bool yarn = scaling == "yarn";
   double freq_scale = 1.0;
-  if (f.get_string_opt(a + "rope.scaling.type").value_or("") == "linear")
-    freq_scale = 1.0 / f.get_f32(a + "rope.scaling.factor");
+  if (scaling == "linear" || yarn) freq_scale = 1.0 / f.get_f32(a + "rope.scaling.factor");
+  // YaRN (ggml's rope_yarn, ext_factor 1, beta_fast 32, beta_slow 1): pair i's angle mixes the
+  // scaled and unscaled ones by a ramp over the pairs between two corner dimensions, and cos
+  // and sin grow by 1 + 0.1 ln(factor).
+  double yarn_lo = 0, yarn_hi = 0;
+  if (yarn) {
+    const double n_orig = f.get_u32(a + "rope.scaling.original_context_length");
+    auto corner = [&](double beta) {
+      return hd * std::log(n_orig / (2 * M_PI * beta)) / (2 * std::log(base));
+    };
+    yarn_lo = std::max(0.0, std::floor(corner(32)));
+    yarn_hi = std::min(double(hd - 1), std::ceil(corner(1)));
+  }
+  // gpt-oss: the even layers attend only their last sliding_window keys.
+  const int64_t window = f.get_u32_opt(a + "attention.sliding_window").value_or(0);
   std::vector<double> factors(hd / 2, 1.0);
   if (f.tensor("rope_freqs.weight")) factors = tensor_values(f, "rope_freqs.weight");
   const auto emb = tensor_values(f, "token_embd.weight");
@@ -197,11 +219,18 @@ inline std::vector<std::vector<double>> naive_forward(
   auto rope = [&](std::vector<double>& v, int64_t heads, int64_t pos) {
     for (int64_t h = 0; h < heads; ++h)
       for (int64_t i = 0; i < hd / 2; ++i) {
-        const double th = pos * std::pow(base, -2.0 * i / hd) / factors[i] * freq_scale;
+        const double unscaled = pos * std::pow(base, -2.0 * i / hd) / factors[i];
+        double th = unscaled * freq_scale, mag = 1.0;
+        if (yarn) {
+          const double ramp =
+              1 - std::clamp((i - yarn_lo) / std::max(0.001, yarn_hi - yarn_lo), 0.0, 1.0);
+          th = th * (1 - ramp) + unscaled * ramp;
+          mag = 1 + 0.1 * std::log(1 / freq_scale);
+        }
         const int64_t i0 = h * hd + (neox ? i : 2 * i), i1 = i0 + (neox ? hd / 2 : 1);
         const double x0 = v[i0], x1 = v[i1];
-        v[i0] = x0 * std::cos(th) - x1 * std::sin(th);
-        v[i1] = x0 * std::sin(th) + x1 * std::cos(th);
+        v[i0] = mag * (x0 * std::cos(th) - x1 * std::sin(th));
+        v[i1] = mag * (x0 * std::sin(th) + x1 * std::cos(th));
       }
   };
   auto add_to = [](std::vector<double>& x, const std::vector<double>& b) {
@@ -217,13 +246,30 @@ inline std::vector<std::vector<double>> naive_forward(
   // A mixture of experts: E experts of Fe rows; expert x's FFN of n added to `out` times w.
   const int64_t E = f.get_u32_opt(a + "expert_count").value_or(0);
   const int64_t Fe = f.get_u32_opt(a + "expert_feed_forward_length").value_or(0);
+  // gpt-oss's experts have biases (row x of each *_exps.bias) and a clamped SwiGLU.
+  const bool oai = arch == "gpt-oss";
   auto swiglu_into = [&](std::vector<double>& out, const std::vector<double>& gate,
                          const std::vector<double>& up, const std::vector<double>& down,
-                         const std::vector<double>& n, int64_t rows, int64_t x, double w) {
+                         const std::vector<double>* biases, const std::vector<double>& n,
+                         int64_t rows, int64_t x, double w) {
     auto g = matvec(gate, n, rows, x * rows);
-    const auto u = matvec(up, n, rows, x * rows);
-    for (int64_t i = 0; i < rows; ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
-    const auto y = matvec(down, g, d, x * d);
+    auto u = matvec(up, n, rows, x * rows);
+    if (biases)
+      for (int64_t i = 0; i < rows; ++i) {
+        g[i] += biases[0][x * rows + i];
+        u[i] += biases[1][x * rows + i];
+      }
+    for (int64_t i = 0; i < rows; ++i) {
+      if (oai) {  // alpha 1.702, limit 7
+        const double gc = std::min(g[i], 7.0), uc = std::clamp(u[i], -7.0, 7.0);
+        g[i] = gc / (1 + std::exp(-1.702 * gc)) * (uc + 1);
+      } else {
+        g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
+      }
+    }
+    auto y = matvec(down, g, d, x * d);
+    if (biases)
+      for (int64_t i = 0; i < d; ++i) y[i] += biases[2][x * d + i];
     for (int64_t i = 0; i < d; ++i) out[i] += w * y[i];
   };
   std::vector<std::vector<double>> e(T);
@@ -233,7 +279,10 @@ inline std::vector<std::vector<double>> naive_forward(
     const std::string p = "blk." + std::to_string(l) + ".";
     auto has = [&](const std::string& n) { return f.tensor(p + n) != nullptr; };
     const auto an = tensor_values(f, p + "attn_norm.weight"),
-               fn = tensor_values(f, p + "ffn_norm.weight");
+               fn = tensor_values(
+                   f, p + (has("post_attention_norm.weight") ? "post_attention_norm.weight"
+                                                             : "ffn_norm.weight"));
+    const bool sliding = window > 0 && l % 2 == 0;
     const bool fused_qkv = has("attn_qkv.weight");
     const auto wqkv = fused_qkv ? tensor_values(f, p + "attn_qkv.weight") : std::vector<double>{};
     const auto wq = fused_qkv ? wqkv : tensor_values(f, p + "attn_q.weight");
@@ -249,7 +298,13 @@ inline std::vector<std::vector<double>> naive_forward(
     const auto wu = values_if(!moe, "ffn_up.weight");
     const auto wg = fused_up ? wu : values_if(!moe, "ffn_gate.weight");
     const auto wd = values_if(!moe, "ffn_down.weight");
+    const auto bo = values_if(has("attn_output.bias"), "attn_output.bias");
+    const auto sinks = values_if(has("attn_sinks.weight"), "attn_sinks.weight");
     const auto router = values_if(moe, "ffn_gate_inp.weight");
+    const auto router_bias = values_if(has("ffn_gate_inp.bias"), "ffn_gate_inp.bias");
+    const std::vector<double> expert_biases[3] = {values_if(oai, "ffn_gate_exps.bias"),
+                                                  values_if(oai, "ffn_up_exps.bias"),
+                                                  values_if(oai, "ffn_down_exps.bias")};
     const auto ge = values_if(moe, "ffn_gate_exps.weight"),
                ue = values_if(moe, "ffn_up_exps.weight"),
                de = values_if(moe, "ffn_down_exps.weight");
@@ -286,24 +341,29 @@ inline std::vector<std::vector<double>> naive_forward(
       std::vector<double> at(H * hd, 0.0);
       for (int64_t h = 0; h < H; ++h) {
         const int64_t kh = h / (H / Hkv);
-        std::vector<double> sc(t + 1);
-        double mx = -1e300, sum = 0;
-        for (int64_t j = 0; j <= t; ++j) {
+        const int64_t first = sliding ? std::max<int64_t>(0, t - window + 1) : 0;
+        std::vector<double> sc(t + 1, 0.0);
+        double mx = sinks.empty() ? -1e300 : sinks[h], sum = 0;
+        for (int64_t j = first; j <= t; ++j) {
           double dot = 0;
           for (int64_t c = 0; c < hd; ++c) dot += q[t][h * hd + c] * k[j][kh * hd + c];
           sc[j] = dot / std::sqrt(double(hd));
           mx = std::max(mx, sc[j]);
         }
-        for (double& x : sc) sum += (x = std::exp(x - mx));
-        for (int64_t j = 0; j <= t; ++j)
+        for (int64_t j = first; j <= t; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
+        if (!sinks.empty()) sum += std::exp(sinks[h] - mx);  // a key whose value is zero
+        for (int64_t j = first; j <= t; ++j)
           for (int64_t c = 0; c < hd; ++c) at[h * hd + c] += sc[j] / sum * v[j][kh * hd + c];
       }
-      const auto o = matvec(wo, at, d);
+      auto o = matvec(wo, at, d);
+      if (!bo.empty()) add_to(o, bo);
       for (int64_t i = 0; i < d; ++i) e[t][i] += o[i];
       const auto n = rmsnorm(e[t], fn);
       if (moe) {
-        for (const auto& [x, weight] : naive_experts(f, a, matvec(router, n, E)))
-          swiglu_into(e[t], ge, ue, de, n, Fe, x, weight);
+        auto logits = matvec(router, n, E);
+        if (!router_bias.empty()) add_to(logits, router_bias);
+        for (const auto& [x, weight] : naive_experts(f, a, logits))
+          swiglu_into(e[t], ge, ue, de, oai ? expert_biases : nullptr, n, Fe, x, weight);
         continue;
       }
       auto g = matvec(wg, n, F);                          // fused: the gate is rows [0, F)

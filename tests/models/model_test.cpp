@@ -197,6 +197,12 @@ std::vector<std::pair<std::string, FixtureSpec>> layouts() {
   s.architecture = "qwen3moe";
   s.head_dim = 32;
   v.emplace_back("qwen3moe", s);
+  // Heads of 32 as in gpt-oss (64 there, not d / n_head), YaRN with its factor and original
+  // context, a window of 8 on the even layers: 40 positions slide past it.
+  FixtureSpec oss = s;
+  oss.architecture = "gpt-oss";
+  oss.yarn_scale = 32.0f;
+  v.emplace_back("gpt-oss", oss);
   s.architecture = "phi3";
   s.head_dim = 0;
   v.emplace_back("phi3", s);
@@ -237,6 +243,21 @@ TEST_CASE("the architecture's steps change the logits (each layout differs from 
   FixtureSpec scaled = llama;
   scaled.rope_scale = 2.0f;
   CHECK(logits_of(scaled, "steps-scaled.gguf") != base);
+  FixtureSpec yarn = llama;
+  yarn.yarn_scale = 2.0f;
+  const auto yarn_logits = logits_of(yarn, "steps-yarn.gguf");
+  CHECK(yarn_logits != base);
+  CHECK(yarn_logits != logits_of(scaled, "steps-scaled.gguf"));
+  // gpt-oss's window: the same weights attending 8 keys on the even layers, or all 40.
+  FixtureSpec oss;
+  oss.architecture = "gpt-oss";
+  oss.head_dim = 32;
+  const auto windowed = logits_of(oss, "steps-oss-window.gguf");
+  oss.sliding_window = 64;
+  const auto whole = logits_of(oss, "steps-oss-whole.gguf");
+  CHECK(windowed != whole);
+  // The first 8 positions see the same keys either way.
+  CHECK(std::equal(windowed.begin(), windowed.begin() + 8 * 96, whole.begin()));
 }
 
 TEST_CASE("verifying a chain is bit-identical to single steps for every architecture layout") {
@@ -417,12 +438,19 @@ TEST_CASE("architecture files with missing parts, unsupported keys or an old bac
   msg = message_of(write_fixture(phi3_long, "phi3-long.gguf"), cpu_device());
   CHECK(msg.find("rope_factors_long.weight") != std::string::npos);
 
-  // Rope scaling types other than none and linear are refused naming the key.
-  FixtureSpec yarn;
-  yarn.string_keys = {{"llama.rope.scaling.type", "yarn"}};
-  msg = message_of(write_fixture(yarn, "yarn.gguf"), cpu_device());
-  CHECK(msg.find("yarn.gguf: llama.rope.scaling.type = 'yarn' is not supported") !=
+  // Rope scaling types other than none, linear and yarn are refused naming the key, and so are
+  // YaRN's model-specific keys.
+  FixtureSpec longrope;
+  longrope.string_keys = {{"llama.rope.scaling.type", "longrope"}};
+  msg = message_of(write_fixture(longrope, "longrope.gguf"), cpu_device());
+  CHECK(msg.find("longrope.gguf: llama.rope.scaling.type = 'longrope' is not supported") !=
         std::string::npos);
+  FixtureSpec yarn_orig;
+  yarn_orig.yarn_scale = 4.0f;
+  yarn_orig.u32_keys = {{"llama.rope.scaling.original_context_length", 0}};
+  msg = message_of(write_fixture(yarn_orig, "yarn-orig.gguf"), cpu_device());
+  CHECK(msg.find("yarn-orig.gguf: llama.rope.scaling.original_context_length = 0 is out of "
+                 "range") != std::string::npos);
   // A file whose last blocks are MTP layers (llama.cpp's nextn) is refused, not run as if
   // they were ordinary layers.
   FixtureSpec nextn;
@@ -439,7 +467,7 @@ TEST_CASE("architecture files with missing parts, unsupported keys or an old bac
   mamba.architecture = "mamba";
   msg = message_of(write_fixture(mamba, "mamba.gguf"), cpu_device());
   CHECK(msg.find("mamba.gguf: architecture 'mamba' is not supported (supported: llama, qwen2, "
-                 "qwen3, phi3, qwen35, qwen3moe)") != std::string::npos);
+                 "qwen3, phi3, qwen35, qwen3moe, gpt-oss)") != std::string::npos);
   // Experts where the architecture has none (a Mixtral-style llama file) are refused by name;
   // a mixture of experts with more experts per token than experts, or without its experts.
   FixtureSpec mixtral;

@@ -15,10 +15,12 @@ struct Routed {
   std::vector<float> weights;
 };
 
-Routed route(std::vector<float> logits, int32_t k) {
-  MoeShape s{static_cast<int32_t>(logits.size()), k, 1, ExpertRouting::kSoftmaxNormalized};
+Routed route(std::vector<float> logits, int32_t k,
+             ExpertRouting routing = ExpertRouting::kSoftmaxNormalized) {
+  MoeShape s{static_cast<int32_t>(logits.size()), k, 1, routing};
   Routed r{std::vector<int32_t>(k), std::vector<float>(k)};
-  route_row(s, logits.data(), r.ids.data(), r.weights.data());
+  std::vector<float> ranked;
+  route_row(s, logits.data(), r.ids.data(), r.weights.data(), ranked);
   return r;
 }
 
@@ -54,4 +56,23 @@ TEST_CASE("a NaN router logit still routes to distinct, valid experts") {
     CHECK(r.ids[i] < 4);
     for (int32_t j = 0; j < i; ++j) CHECK(r.ids[i] != r.ids[j]);
   }
+}
+
+TEST_CASE("gpt-oss's routing takes the top logits, weighted by a softmax over those alone") {
+  const std::vector<float> logits = {0.0f, 1.0f, 3.0f, 2.0f, -4.0f};
+  const Routed r = route(logits, 2, ExpertRouting::kSoftmaxOfChosen);
+  CHECK(r.ids == std::vector<int32_t>{2, 3});
+  const double e3 = std::exp(3.0), e2 = std::exp(2.0);
+  CHECK(r.weights[0] == doctest::Approx(e3 / (e3 + e2)).epsilon(1e-6));
+  CHECK(r.weights[1] == doctest::Approx(e2 / (e3 + e2)).epsilon(1e-6));
+  // (Mathematically the normalized softmax over all; computed from the chosen logits alone.)
+  const Routed three = route(logits, 3, ExpertRouting::kSoftmaxOfChosen);
+  CHECK(three.ids == std::vector<int32_t>{2, 3, 1});
+  const double e1 = std::exp(1.0);
+  CHECK(three.weights[2] == doctest::Approx(e1 / (e3 + e2 + e1)).epsilon(1e-6));
+  // Huge logits do not overflow: the chosen maximum is subtracted first.
+  const Routed big = route({1000.0f, 999.0f, -1000.0f}, 2, ExpertRouting::kSoftmaxOfChosen);
+  CHECK(big.ids == std::vector<int32_t>{0, 1});
+  CHECK(big.weights[0] == doctest::Approx(1.0 / (1.0 + std::exp(-1.0))).epsilon(1e-6));
+  CHECK(std::isfinite(big.weights[1]));
 }

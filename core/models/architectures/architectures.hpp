@@ -11,5 +11,6 @@ extern const Architecture kQwen3;
 extern const Architecture kPhi3;
 extern const Architecture kQwen35;
 extern const Architecture kQwen3Moe;
+extern const Architecture kGptOss;
 
 }  // namespace specd::architectures

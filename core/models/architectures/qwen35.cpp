@@ -16,6 +16,7 @@ extern const Architecture kQwen35 = {
     .rope_mode = SPECD_ROPE_NEOX,
     .qk_norm = Presence::kRequired,
     .hybrid = true,
+    .post_attention_norm = true,
 };
 
 }  // namespace specd::architectures
