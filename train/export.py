@@ -196,7 +196,10 @@ def load_llama(path):
         raise SystemExit(f"error: {path}: rope scaling '{scaling}' is not supported")
     c.rope_freq_scale = 1.0 / factor if scaling != "none" and factor > 0 else 1.0
     if scaling == "yarn" and factor > 0:
-        c.rope_yarn_orig_ctx = int(r.meta[f"{arch}.rope.scaling.original_context_length"])
+        c.rope_yarn_orig_ctx = int(r.meta.get(f"{arch}.rope.scaling.original_context_length",
+                                              c.context_length))
+        c.rope_yarn_betas = (float(r.meta.get(f"{arch}.rope.scaling.yarn_beta_fast", 32.0)),
+                             float(r.meta.get(f"{arch}.rope.scaling.yarn_beta_slow", 1.0)))
     m = Llama(c)
     with torch.no_grad():
         m.tok_embd.weight.copy_(_t(r, "token_embd.weight"))

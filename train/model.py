@@ -35,6 +35,7 @@ class LlamaConfig:
     qk_norm: bool = False         # RMSNorm over each head of q and k before RoPE (qwen3)
     rope_freq_scale: float = 1.0  # linear rope scaling: every angle times this
     rope_yarn_orig_ctx: int = 0   # > 0: YaRN over rope_freq_scale, this the original context
+    rope_yarn_betas: tuple = (32.0, 1.0)  # YaRN's beta_fast, beta_slow: its ramp's corners
     out_bias: bool = False        # a bias on the attention's output projection (gpt-oss)
     attn_sinks: bool = False      # a learned sink logit per head in the softmax (gpt-oss)
     sliding_window: int = 0       # > 0: the even layers attend only their last this many keys
@@ -63,10 +64,11 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
-def rope_cache(head_dim, positions, base, factors=None, freq_scale=1.0, yarn_orig_ctx=0):
+def rope_cache(head_dim, positions, base, factors=None, freq_scale=1.0, yarn_orig_ctx=0,
+               yarn_betas=(32.0, 1.0)):
     """positions: LongTensor [T] -> cos, sin of shape [T, head_dim/2]. Pair i turns by
     pos * freq_scale * base^(-2i/head_dim) / factors[i] (factors: llama 3.1's rope_freqs).
-    With yarn_orig_ctx, YaRN as ggml's rope_yarn (ext_factor 1, beta_fast 32, beta_slow 1):
+    With yarn_orig_ctx, YaRN as ggml's rope_yarn (ext_factor 1, yarn_betas beta_fast, beta_slow):
     pair i mixes the scaled angle and the unscaled one by a ramp between two corner pairs,
     and cos and sin grow by 1 + 0.1 ln(1 / freq_scale)."""
     inv = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
@@ -76,7 +78,8 @@ def rope_cache(head_dim, positions, base, factors=None, freq_scale=1.0, yarn_ori
     if yarn_orig_ctx:
         def corner(beta):  # the pair that turns beta times over the original context
             return head_dim * math.log(yarn_orig_ctx / (2 * math.pi * beta)) / (2 * math.log(base))
-        lo, hi = max(0.0, math.floor(corner(32))), min(head_dim - 1.0, math.ceil(corner(1)))
+        fast, slow = yarn_betas
+        lo, hi = max(0.0, math.floor(corner(fast))), min(head_dim - 1.0, math.ceil(corner(slow)))
         i = torch.arange(head_dim // 2, dtype=torch.float64)
         ramp = 1 - ((i - lo) / max(0.001, hi - lo)).clamp(0, 1)  # 1: unscaled, 0: scaled
         scaled = scaled * (1 - ramp) + inv * ramp
@@ -253,7 +256,7 @@ class Llama(nn.Module):
         B, T = ids.shape
         c = self.c
         cos, sin = rope_cache(c.head_dim, torch.arange(T), c.rope_base, self.rope_factors,
-                              c.rope_freq_scale, c.rope_yarn_orig_ctx)
+                              c.rope_freq_scale, c.rope_yarn_orig_ctx, c.rope_yarn_betas)
         mask, window_mask = causal_mask(T), causal_mask(T, window=c.sliding_window)
         x = self.tok_embd(ids)
         for b in self.blocks:

@@ -138,7 +138,10 @@ WeightPreset weight_preset(const std::string& name) {
 }
 
 bool preset_converts(const std::string& tensor, const TensorShape& shape) {
-  return shape.n_dims >= 2 && !has(tensor, ".ffn_gate_inp.");
+  // As llama-quantize: matrices named *.weight (gpt-oss's 2-D expert biases stay f32).
+  const std::string_view suffix = ".weight";
+  return shape.n_dims >= 2 && !has(tensor, ".ffn_gate_inp.") && tensor.size() > suffix.size() &&
+         tensor.compare(tensor.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 GgmlType preset_tensor_type(const WeightPreset& preset, const std::string& tensor,

@@ -131,10 +131,11 @@ BlockWeights load_block(WeightLoader& loader, const std::string& p, const BlockS
     x.up = loader.experts(p + "ffn_up_exps.weight", d, Fe, E);      // [E Fe, d]
     x.down = loader.experts(p + "ffn_down_exps.weight", Fe, d, E);  // [E d, Fe]
     if (s.moe.biases) {
-      x.router_bias = loader.vector(p + "ffn_gate_inp.bias", E);           // [1, E]
-      x.gate_bias = loader.small_matrix(p + "ffn_gate_exps.bias", Fe, E);  // [E, Fe]
-      x.up_bias = loader.small_matrix(p + "ffn_up_exps.bias", Fe, E);      // [E, Fe]
-      x.down_bias = loader.small_matrix(p + "ffn_down_exps.bias", d, E);   // [E, d]
+      x.router_bias = loader.vector(p + "ffn_gate_inp.bias", E);  // [1, E]
+      const char* what = "expert biases";
+      x.gate_bias = loader.small_matrix(p + "ffn_gate_exps.bias", Fe, E, what);  // [E, Fe]
+      x.up_bias = loader.small_matrix(p + "ffn_up_exps.bias", Fe, E, what);      // [E, Fe]
+      x.down_bias = loader.small_matrix(p + "ffn_down_exps.bias", d, E, what);   // [E, d]
     }
     return w;
   }
@@ -160,7 +161,7 @@ BlockWeights load_delta_block(WeightLoader& loader, const std::string& p, const 
   n.gate = loader.matrix(p + "attn_gate.weight", d, vd);
   n.beta = loader.matrix(p + "ssm_beta.weight", d, hv);
   n.alpha = loader.matrix(p + "ssm_alpha.weight", d, hv);
-  n.conv = loader.small_matrix(p + "ssm_conv1d.weight", s.dn_conv, C);
+  n.conv = loader.small_matrix(p + "ssm_conv1d.weight", s.dn_conv, C, "convolution kernels");
   n.dt_bias = loader.vector(p + "ssm_dt.bias", hv);
   n.a = loader.vector(p + "ssm_a", hv);
   n.norm = loader.vector(p + "ssm_norm.weight", s.dn_head_dim);

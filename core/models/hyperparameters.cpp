@@ -46,7 +46,13 @@ RopeScaling rope_scaling(const GgufFile& f, const std::string& a, int32_t n_ctx_
   RopeScaling r;
   if (type == "none" || factor == 0.0f) return r;
   r.freq_scale = 1.0f / factor;
+  if (!std::isfinite(r.freq_scale))
+    throw Error(f.path() + ": " + factor_key + " = " + std::to_string(factor) + " is too small");
   if (type != "yarn") return r;
+  // Below 1 YaRN's magnitude term 1 + 0.1 ln(factor) would shrink q and k (llama.cpp clamps it).
+  if (factor < 1.0f)
+    throw Error(f.path() + ": " + factor_key + " = " + std::to_string(factor) +
+                " must be at least 1 for yarn scaling");
   refuse_unless("rope.scaling.yarn_log_multiplier", 0.0f);
   refuse_unless("rope.scaling.yarn_ext_factor", 1.0f);
   refuse_unless("rope.scaling.yarn_attn_factor", 1.0f);

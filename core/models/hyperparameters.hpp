@@ -27,7 +27,8 @@ struct RopeScaling {
 // default) a frequency scale of 1 / factor (rope.scaling.factor, else the older
 // rope.scale_linear; absent or 0 means no scaling); "yarn" that scale and YaRN with
 // ext_factor 1, original_context_length (else n_ctx_train) and yarn_beta_fast / yarn_beta_slow
-// (else 32 and 1). Other types (longrope, ...), an attn_factor other than 1 and the YaRN keys
+// (else 32 and 1), for a factor of at least 1. Other types (longrope, ...), an attn_factor
+// other than 1 and the YaRN keys
 // whose meaning differs by model (yarn_log_multiplier, yarn_ext_factor, yarn_attn_factor)
 // throw naming the file and the key.
 RopeScaling rope_scaling(const GgufFile& f, const std::string& prefix, int32_t n_ctx_train);

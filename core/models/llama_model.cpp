@@ -11,6 +11,7 @@
 #include "common/error.hpp"
 #include "gguf/ggml_types.hpp"
 #include "models/architecture.hpp"
+#include "models/architectures/architectures.hpp"
 #include "models/batch_mask.hpp"
 #include "models/hyperparameters.hpp"
 #include "models/kv_layout.hpp"
@@ -151,6 +152,12 @@ void LlamaModel::read_hyperparameters() {
   in.rope_base = positive_float_key_or(f, a + "rope.freq_base", 10000.0f);
   in.rms_eps = positive_float_key_or(f, a + "attention.layer_norm_rms_epsilon", 1e-5f);
   in.rope_mode = arch_->rope_mode;
+  // llama.cpp's openai-moe scales attention by 1/sqrt(n_rot) and specd by 1/sqrt(head size):
+  // one value in gpt-oss, whose RoPE turns whole heads.
+  if (arch_ == &architectures::kGptOss && in.n_rot != in.head_dim)
+    throw Error(path + ": " + a + "rope.dimension_count " + std::to_string(in.n_rot) +
+                " is not the head size " + std::to_string(in.head_dim) +
+                " (gpt-oss turns whole heads)");
   const RopeScaling scaling = rope_scaling(f, a, in.n_ctx);
   in.rope_freq_scale = scaling.freq_scale;
   in.yarn = scaling.yarn;

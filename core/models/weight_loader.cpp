@@ -91,8 +91,9 @@ View WeightLoader::vector(const std::string& name, int64_t n, std::vector<float>
   return to_f32(require(name, {n}), 1, n, "1-D tensors (norms, biases, rope factors)", values);
 }
 
-View WeightLoader::small_matrix(const std::string& name, int64_t cols, int64_t rows) {
-  return to_f32(require(name, {cols, rows}), rows, cols * rows, "convolution kernels", nullptr);
+View WeightLoader::small_matrix(const std::string& name, int64_t cols, int64_t rows,
+                                const char* what) {
+  return to_f32(require(name, {cols, rows}), rows, cols * rows, what, nullptr);
 }
 
 void WeightLoader::refuse_unread(const std::string& reader) const {

@@ -30,9 +30,9 @@ class WeightLoader {
   View experts(const std::string& name, int64_t cols, int64_t rows, int64_t n);
   // A vector of n elements: an f32 [1, n] view; `values` (optional) receives them in f32.
   View vector(const std::string& name, int64_t n, std::vector<float>* values = nullptr);
-  // A small matrix (a convolution kernel) of ne = [cols, rows] stored f32, f16 or bf16: an f32
-  // [rows, cols] copy.
-  View small_matrix(const std::string& name, int64_t cols, int64_t rows);
+  // A small matrix (a convolution kernel, the experts' biases) of ne = [cols, rows] stored f32,
+  // f16 or bf16: an f32 [rows, cols] copy; `what` names the kind in the message for another type.
+  View small_matrix(const std::string& name, int64_t cols, int64_t rows, const char* what);
 
   // Whether the file has a tensor of that name (loaded or not).
   bool has(const std::string& name) const { return file_.tensor(name) != nullptr; }

@@ -392,4 +392,16 @@ TEST_CASE("weight copy of a qwen3moe: mxfp4_moe converts the expert stacks, not 
   CHECK(bench::matrix_type_summary(dir + "/mx.gguf") == "q8_0 ×10, mxfp4 ×6, f32 ×2");
   Engine engine(plain_config(dir + "/mx.gguf", 16), registry);
   check_walks_map(engine, "x", engine.generate("x").tokens, bench::constructed_next(spec));
+
+  // gpt-oss: the same matrices; its biases, 2-D for the experts, stay f32 (llama-quantize
+  // converts *.weight only), so the copy loads.
+  const bench::ConstructedSpec oss = tiny_moe_spec("f16", "gpt-oss");
+  bench::write_constructed_model(dir + "/oss-f16.gguf", oss);
+  CHECK(bench::write_weight_copy(dir + "/oss-f16.gguf", dir + "/oss-q8.gguf",
+                                 bench::weight_preset("q8_0")) == 2 + 7 * oss.n_layer);
+  const GgufFile q8 = GgufFile::open(dir + "/oss-q8.gguf");
+  CHECK(q8.require_tensor("blk.1.ffn_down_exps.bias").type == GgmlType::kF32);
+  CHECK(q8.require_tensor("blk.1.ffn_down_exps.weight").type == GgmlType::kQ8_0);
+  Engine oss_engine(plain_config(dir + "/oss-q8.gguf", 16), registry);
+  check_walks_map(oss_engine, "x", oss_engine.generate("x").tokens, bench::constructed_next(oss));
 }

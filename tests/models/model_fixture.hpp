@@ -31,6 +31,7 @@ struct FixtureSpec {
   std::string extra_tensor;   // also write this f32 vector of d / n_head / 2 ones
   std::vector<std::pair<std::string, std::string>> string_keys;  // set after the metadata
   std::vector<std::pair<std::string, uint32_t>> u32_keys;        // likewise
+  std::vector<std::pair<std::string, float>> f32_keys;           // likewise
   std::string skip_tensor;                                       // leave this tensor out
   std::string bad_shape_tensor;                                  // give this tensor a wrong shape
   uint32_t n_expert = 8, n_expert_used = 2, n_ff_exp = 32;       // qwen3moe: the experts
@@ -71,6 +72,7 @@ inline std::string write_fixture(const FixtureSpec& s, const std::string& file) 
   set_llama_metadata(w, layout);
   for (const auto& [key, value] : s.string_keys) w.set_string(key, value);
   for (const auto& [key, value] : s.u32_keys) w.set_u32(key, value);
+  for (const auto& [key, value] : s.f32_keys) w.set_f32(key, value);
   if (!s.extra_tensor.empty()) {
     const std::vector<float> ones(static_cast<size_t>(s.d / s.n_head / 2), 1.0f);
     w.add_tensor_f32(s.extra_tensor, GgmlType::kF32, {static_cast<int64_t>(ones.size())},
@@ -181,17 +183,19 @@ inline std::vector<std::vector<double>> naive_forward(
   const bool yarn = scaling == "yarn";
   double freq_scale = 1.0;
   if (scaling == "linear" || yarn) freq_scale = 1.0 / f.get_f32(a + "rope.scaling.factor");
-  // YaRN (ggml's rope_yarn, ext_factor 1, beta_fast 32, beta_slow 1): pair i's angle mixes the
-  // scaled and unscaled ones by a ramp over the pairs between two corner dimensions, and cos
-  // and sin grow by 1 + 0.1 ln(factor).
+  // YaRN (ggml's rope_yarn, ext_factor 1; beta_fast and beta_slow 32 and 1 unless the file
+  // says): pair i's angle mixes the scaled and unscaled ones by a ramp over the pairs between
+  // two corner dimensions, and cos and sin grow by 1 + 0.1 ln(factor).
   double yarn_lo = 0, yarn_hi = 0;
   if (yarn) {
     const double n_orig = f.get_u32(a + "rope.scaling.original_context_length");
     auto corner = [&](double beta) {
       return hd * std::log(n_orig / (2 * M_PI * beta)) / (2 * std::log(base));
     };
-    yarn_lo = std::max(0.0, std::floor(corner(32)));
-    yarn_hi = std::min(double(hd - 1), std::ceil(corner(1)));
+    const double fast = f.get_f32_opt(a + "rope.scaling.yarn_beta_fast").value_or(32);
+    const double slow = f.get_f32_opt(a + "rope.scaling.yarn_beta_slow").value_or(1);
+    yarn_lo = std::max(0.0, std::floor(corner(fast)));
+    yarn_hi = std::min(double(hd - 1), std::ceil(corner(slow)));
   }
   // gpt-oss: the even layers attend only their last sliding_window keys.
   const int64_t window = f.get_u32_opt(a + "attention.sliding_window").value_or(0);

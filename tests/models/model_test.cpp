@@ -203,6 +203,9 @@ std::vector<std::pair<std::string, FixtureSpec>> layouts() {
   oss.architecture = "gpt-oss";
   oss.yarn_scale = 32.0f;
   v.emplace_back("gpt-oss", oss);
+  oss.f32_keys = {{"gpt-oss.rope.scaling.yarn_beta_fast", 8.0f},  // a ramp over other pairs
+                  {"gpt-oss.rope.scaling.yarn_beta_slow", 2.0f}};
+  v.emplace_back("gpt-oss-yarn-betas", oss);
   s.architecture = "phi3";
   s.head_dim = 0;
   v.emplace_back("phi3", s);
@@ -451,6 +454,42 @@ TEST_CASE("architecture files with missing parts, unsupported keys or an old bac
   msg = message_of(write_fixture(yarn_orig, "yarn-orig.gguf"), cpu_device());
   CHECK(msg.find("yarn-orig.gguf: llama.rope.scaling.original_context_length = 0 is out of "
                  "range") != std::string::npos);
+  FixtureSpec yarn_small;  // a factor below 1 would shrink q and k
+  yarn_small.yarn_scale = 0.5f;
+  msg = message_of(write_fixture(yarn_small, "yarn-small.gguf"), cpu_device());
+  CHECK(msg.find("yarn-small.gguf: llama.rope.scaling.factor = 0.500000 must be at least 1 for "
+                 "yarn scaling") != std::string::npos);
+  FixtureSpec tiny_factor;  // 1 / factor overflows
+  tiny_factor.rope_scale = 1e-39f;
+  msg = message_of(write_fixture(tiny_factor, "tiny-factor.gguf"), cpu_device());
+  CHECK(msg.find("tiny-factor.gguf: llama.rope.scaling.factor") != std::string::npos);
+  CHECK(msg.find("is too small") != std::string::npos);
+  // gpt-oss's own tensors and keys: each missing one is named.
+  FixtureSpec oss;
+  oss.architecture = "gpt-oss";
+  oss.head_dim = 32;
+  for (const char* missing :
+       {"blk.1.attn_sinks.weight", "blk.0.attn_output.bias", "blk.1.ffn_gate_inp.bias",
+        "blk.0.ffn_down_exps.bias", "blk.0.post_attention_norm.weight"}) {
+    CAPTURE(missing);
+    oss.skip_tensor = missing;
+    msg = message_of(write_fixture(oss, "oss-missing.gguf"), cpu_device());
+    CHECK(msg.find("oss-missing.gguf") != std::string::npos);
+    CHECK(msg.find(missing) != std::string::npos);
+  }
+  oss.skip_tensor.clear();
+  oss.bad_shape_tensor = "blk.0.ffn_up_exps.bias";
+  msg = message_of(write_fixture(oss, "oss-bias-shape.gguf"), cpu_device());
+  CHECK(msg.find("tensor 'blk.0.ffn_up_exps.bias' has shape") != std::string::npos);
+  oss.bad_shape_tensor.clear();
+  oss.u32_keys = {{"gpt-oss.attention.sliding_window", 0}};
+  msg = message_of(write_fixture(oss, "oss-window.gguf"), cpu_device());
+  CHECK(msg.find("oss-window.gguf: gpt-oss.attention.sliding_window = 0 is out of range") !=
+        std::string::npos);
+  oss.u32_keys = {{"gpt-oss.rope.dimension_count", 16}};
+  msg = message_of(write_fixture(oss, "oss-rot.gguf"), cpu_device());
+  CHECK(msg.find("oss-rot.gguf: gpt-oss.rope.dimension_count 16 is not the head size 32") !=
+        std::string::npos);
   // A file whose last blocks are MTP layers (llama.cpp's nextn) is refused, not run as if
   // they were ordinary layers.
   FixtureSpec nextn;

@@ -76,3 +76,10 @@ TEST_CASE("gpt-oss's routing takes the top logits, weighted by a softmax over th
   CHECK(big.weights[0] == doctest::Approx(1.0 / (1.0 + std::exp(-1.0))).epsilon(1e-6));
   CHECK(std::isfinite(big.weights[1]));
 }
+
+TEST_CASE("gpt-oss's routing passes NaN logits over while numbers are left") {
+  const Routed r = route({NAN, 1.0f, NAN, 3.0f}, 2, ExpertRouting::kSoftmaxOfChosen);
+  CHECK(r.ids == std::vector<int32_t>{3, 1});
+  CHECK(std::isfinite(r.weights[0]));
+  CHECK(r.weights[0] + r.weights[1] == doctest::Approx(1.0));
+}

@@ -131,6 +131,10 @@ void HeadModel::read_block_shape(const std::string& a, int32_t d, float eps) {
   if (s.n_rot > s.head_dim || s.n_rot % 2 != 0)
     throw Error(f.path() + ": rope.dimension_count must be even and <= the head dim");
   s.rope_base = positive_float_key_or(f, a + "rope.freq_base", 10000.0f);
+  const RopeScaling scaling =
+      rope_scaling(f, a, positive_int_key_or(f, a + "context_length", 2048));
+  s.rope_freq_scale = scaling.freq_scale;
+  s.yarn = scaling.yarn;
   s.rms_eps = positive_float_key_or(f, a + "attention.layer_norm_rms_epsilon", eps);
   target_eps_ = s.rms_eps;  // the file's own output_norm
 }

@@ -124,6 +124,9 @@ void HeadModel::load_head() {
   s.rope_base = positive_float_key_or(f, a + "rope.freq_base", 10000.0f);
   s.rms_eps = positive_float_key_or(f, a + "attention.layer_norm_rms_epsilon", 1e-5f);
   in.n_ctx = positive_int_key_or(f, a + "context_length", in.n_ctx);
+  const RopeScaling scaling = rope_scaling(f, a, in.n_ctx);
+  s.rope_freq_scale = scaling.freq_scale;
+  s.yarn = scaling.yarn;
   if (auto blocks = f.get_u32_opt(a + "block_count"); blocks && *blocks != 1)
     throw Error(in.path + ": " + a + "block_count " + std::to_string(*blocks) +
                 " is not supported (1)");
