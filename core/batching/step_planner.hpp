@@ -10,9 +10,11 @@
 //
 //   rate(n) = (fixed tokens + the n largest gains) / (T(fixed rows + n) + Σ draft calls)
 //
-// is highest (n = 0: nobody drafts). A sequence that starts drafting also brings its
-// proposer's catch-up rows (tokens appended since it last drafted). Sequences with a fixed k
-// and plain ones put fixed rows and tokens in the step.
+// is highest (n = 0: nobody drafts), where a plan that drafts must beat plain decoding's rate
+// by 10%: the pass curve's error at row counts the steps have not confirmed (the .cpp says
+// what was measured). A sequence that starts drafting also brings its proposer's catch-up
+// rows (tokens appended since it last drafted). Sequences with a fixed k and plain ones put
+// fixed rows and tokens in the step.
 //
 // A hybrid target's rejected draft also costs a replay at commit (its recurrent state run
 // again over the accepted rows: `restore_seconds`). A sequence drafting k tokens rejects one

@@ -210,6 +210,29 @@ TEST_CASE("step plan: fixed rows (prefill, fixed k) and a dear draft model weigh
   CHECK(plan_step(one, t, cheap_only).k[0] > 0);
 }
 
+TEST_CASE("step plan: a draft that promises less than 10% over plain decoding is not taken") {
+  // A pass of 50 ms plus 10 ms a row and a free draft, 8 sequences: plain decoding makes 8
+  // tokens in 130 ms. Drafting 2 tokens each at a gain of 0.65 makes 18.4 in 290 ms, 3% more:
+  // within the curve's error, so plain. At 0.9 it makes 22.4, 26% more: drafted.
+  PassTime t;
+  const std::vector<uint32_t> rows = {1, 2, 4, 8, 16, 32, 64};
+  t.calibrate(rows, 1, [](uint32_t r) { return 0.05 + 0.01 * r; });
+  const std::vector<const DraftTime*> none = {};
+  auto seqs = [](double gain) {
+    std::vector<PlanSequence> v(8);
+    for (PlanSequence& q : v) {
+      q.fixed_rows = 1;
+      q.fixed_tokens = 1;
+      q.gains = {gain, gain};
+    }
+    return v;
+  };
+  CHECK(total(plan_step(seqs(0.65), t, none).k) == 0);
+  const batching::StepPlan worth = plan_step(seqs(0.9), t, none);
+  CHECK(total(worth.k) == 16);
+  CHECK(worth.tokens / worth.seconds > 1.2 * 8 / worth.plain_seconds);
+}
+
 TEST_CASE("adaptive k with a plan: the scheduler's k, its pass times kept out of its own") {
   AdaptiveK a;
   a.set_plan(3);
