@@ -9,9 +9,9 @@ namespace {
 
 // Every supported architecture; a new one adds its line here.
 const Architecture* const kArchitectures[] = {
-    &architectures::kLlama,  &architectures::kQwen2,  &architectures::kQwen3,
-    &architectures::kPhi3,   &architectures::kQwen35, &architectures::kQwen3Moe,
-    &architectures::kGptOss,
+    &architectures::kLlama,  &architectures::kQwen2,     &architectures::kQwen3,
+    &architectures::kPhi3,   &architectures::kQwen35,    &architectures::kQwen3Moe,
+    &architectures::kGptOss, &architectures::kQwen35Moe,
 };
 
 }  // namespace
@@ -30,7 +30,8 @@ std::string supported_architectures() {
 
 bool has_mtp_layers(const GgufFile& file) {
   const auto arch = file.get_string_opt("general.architecture");
-  if (!arch || *arch != architectures::kQwen35.name) return false;
+  const Architecture* a = arch ? find_architecture(*arch) : nullptr;
+  if (!a || !a->hybrid) return false;
   const auto n = file.get_u32_opt(*arch + ".nextn_predict_layers");
   return n && *n > 0;
 }

@@ -57,6 +57,10 @@ struct Architecture {
   // [d, E]).
   ExpertActivation expert_activation = ExpertActivation::kSwiglu;
   bool expert_biases = false;
+  // A shared expert beside the routed ones (qwen35moe): ffn_{gate,up,down}_shexp.weight, a
+  // SwiGLU of <name>.expert_shared_feed_forward_length, its output scaled by
+  // sigmoid(ffn_gate_inp_shexp.weight [d] . x) and added to the experts' sum.
+  bool shared_expert = false;
 };
 
 // The architecture named `name`, or nullptr.
@@ -64,8 +68,9 @@ const Architecture* find_architecture(std::string_view name);
 // "llama, qwen2, qwen3, phi3, ...": every supported name, in the registry's order.
 std::string supported_architectures();
 
-// Whether a model file carries MTP layers specd runs as a head (qwen35 with
-// nextn_predict_layers > 0): the target file itself, or llama.cpp's separate MTP file.
+// Whether a model file carries MTP layers specd runs as a head (a hybrid, qwen35 or
+// qwen35moe, with nextn_predict_layers > 0): the target file itself, or llama.cpp's separate
+// MTP file.
 bool has_mtp_layers(const GgufFile& file);
 // The architecture of a model file: throws specd::Error naming the file and its
 // general.architecture when it is absent or not supported (listing the supported ones).

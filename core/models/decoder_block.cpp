@@ -77,9 +77,54 @@ specd_attention_params attention_params(const BlockShape& s, const BlockWeights&
 
 }  // namespace
 
+namespace {
+
+// The FFN norm and the FFN of `shape`: a dense SwiGLU, or with shape.moe active the router,
+// the experts (their biases) and the shared expert.
+void load_ffn(WeightLoader& loader, const std::string& p, const BlockShape& s,
+              const Architecture& arch, BlockWeights& w) {
+  const int64_t d = s.n_embd, F = s.n_ff;
+  w.ffn_norm = loader.vector(
+      p + (arch.post_attention_norm ? "post_attention_norm.weight" : "ffn_norm.weight"),
+      d);  // [1, d]
+  if (s.moe.active()) {
+    const int64_t E = s.moe.n_expert, Fe = s.moe.n_ff, Fs = s.moe.n_ff_shared;
+    MoeWeights& x = w.experts;
+    x.router = loader.matrix(p + "ffn_gate_inp.weight", d, E);      // [E, d]
+    x.gate = loader.experts(p + "ffn_gate_exps.weight", d, Fe, E);  // [E Fe, d]
+    x.up = loader.experts(p + "ffn_up_exps.weight", d, Fe, E);      // [E Fe, d]
+    x.down = loader.experts(p + "ffn_down_exps.weight", Fe, d, E);  // [E d, Fe]
+    if (s.moe.biases) {
+      x.router_bias = loader.vector(p + "ffn_gate_inp.bias", E);  // [1, E]
+      const char* what = "expert biases";
+      x.gate_bias = loader.small_matrix(p + "ffn_gate_exps.bias", Fe, E, what);  // [E, Fe]
+      x.up_bias = loader.small_matrix(p + "ffn_up_exps.bias", Fe, E, what);      // [E, Fe]
+      x.down_bias = loader.small_matrix(p + "ffn_down_exps.bias", d, E, what);   // [E, d]
+    }
+    if (Fs > 0) {
+      x.shared_gate_inp = loader.vector(p + "ffn_gate_inp_shexp.weight", d);  // [1, d]
+      x.shared_gate = loader.matrix(p + "ffn_gate_shexp.weight", d, Fs);      // [Fs, d]
+      x.shared_up = loader.matrix(p + "ffn_up_shexp.weight", d, Fs);          // [Fs, d]
+      x.shared_down = loader.matrix(p + "ffn_down_shexp.weight", Fs, d);      // [d, Fs]
+    }
+    return;
+  }
+  if (arch.fused_gate_up) {
+    const View gate_up = loader.matrix(p + "ffn_up.weight", d, 2 * F);  // [2F, d]: gate, up
+    w.w_gate = gate_up.slice_rows(0, F);
+    w.w_up = gate_up.slice_rows(F, F);
+  } else {
+    w.w_gate = loader.matrix(p + "ffn_gate.weight", d, F);  // [F, d]
+    w.w_up = loader.matrix(p + "ffn_up.weight", d, F);      // [F, d]
+  }
+  w.w_down = loader.matrix(p + "ffn_down.weight", F, d);  // [d, F]
+}
+
+}  // namespace
+
 BlockWeights load_block(WeightLoader& loader, const std::string& p, const BlockShape& s,
                         const Architecture& arch) {
-  const int64_t d = s.n_embd, F = s.n_ff, qd = s.q_dim(), kvd = s.kv_dim(), hd = s.head_dim;
+  const int64_t d = s.n_embd, qd = s.q_dim(), kvd = s.kv_dim(), hd = s.head_dim;
   const int64_t in = s.attn_in_dim();
   BlockWeights w;
   w.attn_norm = loader.vector(p + "attn_norm.weight", d);  // [1, d]
@@ -120,39 +165,13 @@ BlockWeights load_block(WeightLoader& loader, const std::string& p, const BlockS
     w.bo = loader.vector(p + "attn_output.bias", d);  // [1, d]
   if (present(arch.attention_sinks, "attn_sinks.weight"))
     w.sinks = loader.vector(p + "attn_sinks.weight", s.n_head);  // [1, H]
-  w.ffn_norm = loader.vector(
-      p + (arch.post_attention_norm ? "post_attention_norm.weight" : "ffn_norm.weight"),
-      d);  // [1, d]
-  if (s.moe.active()) {
-    const int64_t E = s.moe.n_expert, Fe = s.moe.n_ff;
-    MoeWeights& x = w.experts;
-    x.router = loader.matrix(p + "ffn_gate_inp.weight", d, E);      // [E, d]
-    x.gate = loader.experts(p + "ffn_gate_exps.weight", d, Fe, E);  // [E Fe, d]
-    x.up = loader.experts(p + "ffn_up_exps.weight", d, Fe, E);      // [E Fe, d]
-    x.down = loader.experts(p + "ffn_down_exps.weight", Fe, d, E);  // [E d, Fe]
-    if (s.moe.biases) {
-      x.router_bias = loader.vector(p + "ffn_gate_inp.bias", E);  // [1, E]
-      const char* what = "expert biases";
-      x.gate_bias = loader.small_matrix(p + "ffn_gate_exps.bias", Fe, E, what);  // [E, Fe]
-      x.up_bias = loader.small_matrix(p + "ffn_up_exps.bias", Fe, E, what);      // [E, Fe]
-      x.down_bias = loader.small_matrix(p + "ffn_down_exps.bias", d, E, what);   // [E, d]
-    }
-    return w;
-  }
-  if (arch.fused_gate_up) {
-    const View gate_up = loader.matrix(p + "ffn_up.weight", d, 2 * F);  // [2F, d]: gate, up
-    w.w_gate = gate_up.slice_rows(0, F);
-    w.w_up = gate_up.slice_rows(F, F);
-  } else {
-    w.w_gate = loader.matrix(p + "ffn_gate.weight", d, F);  // [F, d]
-    w.w_up = loader.matrix(p + "ffn_up.weight", d, F);      // [F, d]
-  }
-  w.w_down = loader.matrix(p + "ffn_down.weight", F, d);  // [d, F]
+  load_ffn(loader, p, s, arch, w);
   return w;
 }
 
-BlockWeights load_delta_block(WeightLoader& loader, const std::string& p, const BlockShape& s) {
-  const int64_t d = s.n_embd, F = s.n_ff, C = s.dn_channels(), vd = s.dn_value_dim();
+BlockWeights load_delta_block(WeightLoader& loader, const std::string& p, const BlockShape& s,
+                              const Architecture& arch) {
+  const int64_t d = s.n_embd, C = s.dn_channels(), vd = s.dn_value_dim();
   const int64_t hv = s.dn_value_heads;
   BlockWeights w;
   w.attn_norm = loader.vector(p + "attn_norm.weight", d);
@@ -166,10 +185,7 @@ BlockWeights load_delta_block(WeightLoader& loader, const std::string& p, const 
   n.a = loader.vector(p + "ssm_a", hv);
   n.norm = loader.vector(p + "ssm_norm.weight", s.dn_head_dim);
   n.out = loader.matrix(p + "ssm_out.weight", vd, d);
-  w.ffn_norm = loader.vector(p + "post_attention_norm.weight", d);
-  w.w_gate = loader.matrix(p + "ffn_gate.weight", d, F);
-  w.w_up = loader.matrix(p + "ffn_up.weight", d, F);
-  w.w_down = loader.matrix(p + "ffn_down.weight", F, d);
+  load_ffn(loader, p, s, arch, w);
   return w;
 }
 

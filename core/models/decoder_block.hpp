@@ -88,9 +88,9 @@ struct BlockWeights {
 BlockWeights load_block(WeightLoader& loader, const std::string& prefix, const BlockShape& shape,
                         const Architecture& arch);
 // A hybrid model's recurrent layer: `prefix`attn_norm.weight, the DeltaNet mixer's tensors and
-// the FFN (post_attention_norm).
+// the FFN (post_attention_norm; dense or experts, as load_block's).
 BlockWeights load_delta_block(WeightLoader& loader, const std::string& prefix,
-                              const BlockShape& shape);
+                              const BlockShape& shape, const Architecture& arch);
 
 // The activations of one block's pass, reused by every block of a model (one pass runs at
 // a time): h [m, d], q and attn [m, H*hd], gate and up [m, F], k and v [m, Hkv*hd]; with gated

@@ -1,5 +1,6 @@
 #include "models/hyperparameters.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.hpp"
@@ -23,6 +24,29 @@ float positive_float_key_or(const GgufFile& f, const std::string& key, float fal
   if (!std::isfinite(v) || v <= 0.0f)
     throw Error(f.path() + ": " + key + " = " + std::to_string(v) + " must be a finite number > 0");
   return v;
+}
+
+MoeShape read_moe_shape(const GgufFile& f, const std::string& a, const Architecture& arch,
+                        int32_t n_ff) {
+  // A cap far above any released model's (Qwen3-MoE 128, DeepSeek 256) that keeps a hostile
+  // count from sizing the routing buffers.
+  constexpr int32_t kMaxExperts = 4096;
+  MoeShape m;
+  m.n_expert = positive_int_key(f, a + "expert_count");
+  m.n_used = positive_int_key(f, a + "expert_used_count");
+  if (m.n_expert > kMaxExperts)
+    throw Error(f.path() + ": " + a + "expert_count " + std::to_string(m.n_expert) + " is above " +
+                std::to_string(kMaxExperts));
+  if (m.n_used > m.n_expert)
+    throw Error(f.path() + ": " + a + "expert_used_count " + std::to_string(m.n_used) +
+                " is more than " + a + "expert_count " + std::to_string(m.n_expert));
+  m.n_ff = positive_int_key_or(f, a + "expert_feed_forward_length", std::max(1, n_ff / m.n_used));
+  if (arch.shared_expert)
+    m.n_ff_shared = positive_int_key_or(f, a + "expert_shared_feed_forward_length", n_ff);
+  m.routing = arch.experts;
+  m.activation = arch.expert_activation;
+  m.biases = arch.expert_biases;
+  return m;
 }
 
 RopeScaling rope_scaling(const GgufFile& f, const std::string& a, int32_t n_ctx_train) {

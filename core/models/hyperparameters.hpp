@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gguf/gguf_reader.hpp"
+#include "models/architecture.hpp"
 #include "models/model_info.hpp"
 
 namespace specd {
@@ -32,5 +33,12 @@ struct RopeScaling {
 // whose meaning differs by model (yarn_log_multiplier, yarn_ext_factor, yarn_attn_factor)
 // throw naming the file and the key.
 RopeScaling rope_scaling(const GgufFile& f, const std::string& prefix, int32_t n_ctx_train);
+
+// The mixture of experts of a file of `arch` (which has experts): <prefix>expert_count (at
+// most 4,096), expert_used_count (at most the count), expert_feed_forward_length (else
+// n_ff / used, llama.cpp's default) and, with a shared expert,
+// expert_shared_feed_forward_length (else n_ff); routed and activated as `arch` says.
+MoeShape read_moe_shape(const GgufFile& f, const std::string& prefix, const Architecture& arch,
+                        int32_t n_ff);
 
 }  // namespace specd

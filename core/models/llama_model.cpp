@@ -179,23 +179,15 @@ void LlamaModel::read_expert_hyperparameters() {
     if (count && *count > 0)
       throw UsageError(path + ": " + a + "expert_count is " + std::to_string(*count) +
                        ": mixture-of-experts '" + in.architecture +
-                       "' files are not supported (mixtures of experts: qwen3moe, gpt-oss)");
+                       "' files are not supported (mixtures of experts: qwen3moe, gpt-oss, "
+                       "qwen35moe)");
     return;
   }
-  // A cap far above any released model's (Qwen3-MoE 128, DeepSeek 256) that keeps a
-  // hostile count from sizing the routing buffers.
-  constexpr int32_t kMaxExperts = 4096;
-  in.n_expert = positive_int_key(f, a + "expert_count");
-  in.n_expert_used = positive_int_key(f, a + "expert_used_count");
-  if (in.n_expert > kMaxExperts)
-    throw Error(path + ": " + a + "expert_count " + std::to_string(in.n_expert) + " is above " +
-                std::to_string(kMaxExperts));
-  if (in.n_expert_used > in.n_expert)
-    throw Error(path + ": " + a + "expert_used_count " + std::to_string(in.n_expert_used) +
-                " is more than " + a + "expert_count " + std::to_string(in.n_expert));
-  // llama.cpp's default when the key is absent.
-  in.n_ff_exp = positive_int_key_or(f, a + "expert_feed_forward_length",
-                                    std::max(1, in.n_ff / in.n_expert_used));
+  const MoeShape moe = read_moe_shape(f, a, *arch_, in.n_ff);
+  in.n_expert = moe.n_expert;
+  in.n_expert_used = moe.n_used;
+  in.n_ff_exp = moe.n_ff;
+  in.n_ff_shared = moe.n_ff_shared;
 }
 
 void LlamaModel::load_weights() {
@@ -221,9 +213,7 @@ void LlamaModel::load_weights() {
     shape.dn_head_dim = in.ssm_head_dim;
     shape.dn_conv = in.ssm_conv;
   }
-  if (in.n_expert > 0)
-    shape.moe = {in.n_expert,    in.n_expert_used,         in.n_ff_exp,
-                 arch_->experts, arch_->expert_activation, arch_->expert_biases};
+  if (in.n_expert > 0) shape.moe = read_moe_shape(file_, a, *arch_, in.n_ff);
   WeightLoader load(file_, *device_, buffers_);
   tok_embd_ = load.matrix("token_embd.weight", d, V);  // [V, d]
   View rope_factors;
@@ -241,8 +231,9 @@ void LlamaModel::load_weights() {
     const std::string prefix = "blk." + std::to_string(l) + ".";
     BlockShape layer_shape = shape;
     if (!in.sliding.empty() && in.sliding[l]) layer_shape.window = in.sliding_window;
-    BlockWeights w = in.hybrid() && in.recurrent[l] ? load_delta_block(load, prefix, layer_shape)
-                                                    : load_block(load, prefix, layer_shape, *arch_);
+    BlockWeights w = in.hybrid() && in.recurrent[l]
+                         ? load_delta_block(load, prefix, layer_shape, *arch_)
+                         : load_block(load, prefix, layer_shape, *arch_);
     w.rope_factors = rope_factors;
     layers_.emplace_back(*device_, layer_shape, w);
   }

@@ -50,6 +50,7 @@ struct ModelInfo {
   // each token goes through (expert_used_count) and an expert's hidden size
   // (expert_feed_forward_length).
   int32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
+  int32_t n_ff_shared = 0;  // a shared expert's size (expert_shared_feed_forward_length), or 0
   // Sliding-window attention: the layers that attend only the last `sliding_window` keys
   // (<arch>.attention.sliding_window); empty when no layer does.
   std::vector<bool> sliding;

@@ -59,6 +59,31 @@ void route_row(const MoeShape& s, const float* logits, int32_t* ids, float* weig
   for (int32_t j = 0; j < k; ++j) weights[j] *= inverse;
 }
 
+void add_shared_expert(Device& dev, const MoeShape& s, const MoeWeights& w, const View& h,
+                       MoeScratch& sc) {
+  const int64_t p = h.rows(), d = h.cols(), F = s.n_ff_shared;
+  const View g = sc.shared_gate.view(SPECD_DTYPE_F32, p, F);
+  const View u = sc.shared_up.view(SPECD_DTYPE_F32, p, F);
+  const View o = sc.shared_out.view(SPECD_DTYPE_F32, p, d);
+  const View logit = sc.shared_logit.view(SPECD_DTYPE_F32, p, 1);
+  dev.matmul(h, w.shared_gate, g);
+  dev.matmul(h, w.shared_up, u);
+  dev.swiglu(g, u, g);
+  dev.matmul(g, w.shared_down, o);
+  dev.matmul(h, w.shared_gate_inp, logit);
+  sc.host_shared.resize(static_cast<size_t>(p * d));
+  sc.host_shared_logit.resize(static_cast<size_t>(p));
+  sc.shared_out.download(sc.host_shared.data(), sc.host_shared.size() * 4);
+  sc.shared_logit.download(sc.host_shared_logit.data(), sc.host_shared_logit.size() * 4);
+  // llama.cpp: the experts' sum plus the shared output times the sigmoid of its logit (f32).
+  for (int64_t r = 0; r < p; ++r) {
+    const float gate = 1.0f / (1.0f + std::exp(-sc.host_shared_logit[r]));
+    float* y = &sc.host_sum[r * d];
+    const float* x = &sc.host_shared[r * d];
+    for (int64_t c = 0; c < d; ++c) y[c] += x[c] * gate;
+  }
+}
+
 void MoeScratch::ensure(Device& device, const MoeShape& s, int64_t d, int64_t m) {
   if (m <= rows_) return;
   const int64_t n = m * s.n_used;
@@ -69,6 +94,12 @@ void MoeScratch::ensure(Device& device, const MoeShape& s, int64_t d, int64_t m)
   up = device.alloc(static_cast<uint64_t>(n * s.n_ff) * 4);
   out = device.alloc(static_cast<uint64_t>(n * d) * 4);
   sum = device.alloc(static_cast<uint64_t>(m * d) * 4);
+  if (s.n_ff_shared > 0) {
+    shared_logit = device.alloc(static_cast<uint64_t>(m) * 4);
+    shared_gate = device.alloc(static_cast<uint64_t>(m * s.n_ff_shared) * 4);
+    shared_up = device.alloc(static_cast<uint64_t>(m * s.n_ff_shared) * 4);
+    shared_out = device.alloc(static_cast<uint64_t>(m * d) * 4);
+  }
   rows_ = m;
 }
 
@@ -139,6 +170,7 @@ View moe_ffn(Device& dev, const MoeShape& s, const MoeWeights& w, const View& h,
       for (int64_t c = 0; c < d; ++c) y[c] += wj * o[c];
     }
   }
+  if (s.n_ff_shared > 0) add_shared_expert(dev, s, w, h, sc);
   sc.sum.upload(sc.host_sum.data(), sc.host_sum.size() * 4);
   return sc.sum.view(SPECD_DTYPE_F32, p, d);
 }

@@ -36,7 +36,8 @@ struct MoeShape {
   int32_t n_ff = 0;      // an expert's hidden size
   ExpertRouting routing = ExpertRouting::kNone;
   ExpertActivation activation = ExpertActivation::kSwiglu;
-  bool biases = false;  // MoeWeights' biases are there
+  bool biases = false;      // MoeWeights' biases are there
+  int32_t n_ff_shared = 0;  // the shared expert's hidden size (0: none)
   bool active() const { return routing != ExpertRouting::kNone; }
 };
 
@@ -52,6 +53,12 @@ struct MoeWeights {
   View gate_bias;    // [E, F]
   View up_bias;      // [E, F]
   View down_bias;    // [E, d]
+  // The shared expert (n_ff_shared > 0): a SwiGLU over every row, scaled by the sigmoid of
+  // its gate's logit.
+  View shared_gate_inp;  // [1, d]
+  View shared_gate;      // [F_s, d]
+  View shared_up;        // [F_s, d]
+  View shared_down;      // [d, F_s]
 };
 
 // gpt-oss's clamped SwiGLU constants (llama.cpp's build_moe_ffn).
@@ -73,11 +80,15 @@ class MoeScratch {
 
  private:
   friend View moe_ffn(Device&, const MoeShape&, const MoeWeights&, const View&, MoeScratch&);
+  friend void add_shared_expert(Device&, const MoeShape&, const MoeWeights&, const View&,
+                                MoeScratch&);
   int64_t rows_ = 0;
   // Device: router logits [m, E], grouped rows' sources [1, m k], the grouped rows [m k, d],
-  // their gate and up [m k, F], the experts' outputs [m k, d], the weighted sums [m, d].
-  Buffer logits, ids, picked, gate, up, out, sum;
-  std::vector<float> host_logits, host_out, host_sum, weights, ranked;
+  // their gate and up [m k, F], the experts' outputs [m k, d], the weighted sums [m, d]; the
+  // shared expert's gate logit [m, 1], gate and up [m, F_s] and output [m, d].
+  Buffer logits, ids, picked, gate, up, out, sum, shared_logit, shared_gate, shared_up, shared_out;
+  std::vector<float> host_logits, host_out, host_sum, weights, ranked, host_shared,
+      host_shared_logit;
   std::vector<int32_t> chosen, first, next, order, slot_of;
 };
 

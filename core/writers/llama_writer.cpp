@@ -17,8 +17,8 @@ int64_t head_dim_of(const LlamaLayout& l) {
   return l.head_dim ? l.head_dim : l.n_embd / l.n_head;
 }
 
-// A hybrid architecture's tensors (qwen35).
-std::vector<LlamaTensor> hybrid_tensors(const LlamaLayout& l) {
+// A hybrid architecture's tensors (qwen35, qwen35moe).
+std::vector<LlamaTensor> hybrid_tensors(const LlamaLayout& l, const Architecture& arch) {
   const int64_t d = l.n_embd, f = l.n_ff, head_dim = head_dim_of(l);
   const int64_t q = l.n_head * head_dim, kv = l.n_head_kv * head_dim;
   const int64_t S = l.ssm_head_dim, hv = l.ssm_value_heads, vd = hv * S;
@@ -35,6 +35,18 @@ std::vector<LlamaTensor> hybrid_tensors(const LlamaLayout& l) {
   };
   auto ffn = [&](const std::string& p) {
     t.push_back({p + "post_attention_norm.weight", {d}, R::kNorm});
+    if (arch.experts != ExpertRouting::kNone) {
+      const int64_t E = l.n_expert, fe = l.n_ff_exp, fs = l.n_ff_shared;
+      t.push_back({p + "ffn_gate_inp.weight", {d, E}, R::kRouter});
+      t.push_back({p + "ffn_gate_exps.weight", {d, fe, E}, R::kMatrix});
+      t.push_back({p + "ffn_up_exps.weight", {d, fe, E}, R::kMatrix});
+      t.push_back({p + "ffn_down_exps.weight", {fe, d, E}, R::kMatrix});
+      t.push_back({p + "ffn_gate_inp_shexp.weight", {d}, R::kRouter});
+      t.push_back({p + "ffn_gate_shexp.weight", {d, fs}, R::kMatrix});
+      t.push_back({p + "ffn_up_shexp.weight", {d, fs}, R::kMatrix});
+      t.push_back({p + "ffn_down_shexp.weight", {fs, d}, R::kMatrix});
+      return;
+    }
     t.push_back({p + "ffn_gate.weight", {d, f}, R::kMatrix});
     t.push_back({p + "ffn_up.weight", {d, f}, R::kMatrix});
     t.push_back({p + "ffn_down.weight", {f, d}, R::kMatrix});
@@ -75,7 +87,7 @@ std::vector<LlamaTensor> hybrid_tensors(const LlamaLayout& l) {
 std::vector<LlamaTensor> llama_tensors(const LlamaLayout& l) {
   const Architecture* found = find_architecture(l.architecture);
   const Architecture& arch = found ? *found : architectures::kLlama;
-  if (arch.hybrid) return hybrid_tensors(l);
+  if (arch.hybrid) return hybrid_tensors(l, arch);
   const int64_t d = l.n_embd, f = l.n_ff, head_dim = head_dim_of(l);
   const int64_t q = l.n_head * head_dim, kv = l.n_head_kv * head_dim;
   using R = LlamaTensorRole;
@@ -178,6 +190,7 @@ void set_llama_metadata(GgufWriter& w, const LlamaLayout& l) {
     w.set_u32(a + "expert_count", l.n_expert);
     w.set_u32(a + "expert_used_count", l.n_expert_used);
     w.set_u32(a + "expert_feed_forward_length", l.n_ff_exp);
+    if (arch->shared_expert) w.set_u32(a + "expert_shared_feed_forward_length", l.n_ff_shared);
   }
   if (!hybrid) return;
   // Interleaved MRoPE sections as Qwen3.5 writes them, scaled to rope_dim / 2 pairs.

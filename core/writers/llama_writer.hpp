@@ -39,6 +39,7 @@ struct LlamaLayout {
   // Mixtures of experts (qwen3moe, gpt-oss): experts per layer, experts per token, an
   // expert's size.
   uint32_t n_expert = 8, n_expert_used = 2, n_ff_exp = 32;
+  uint32_t n_ff_shared = 64;  // qwen35moe's shared expert
   // > 0: rope.scaling.type "yarn" with this factor and original_context_length yarn_n_ctx_orig.
   float yarn_scale = 0.0f;
   uint32_t yarn_n_ctx_orig = 4096;
@@ -82,7 +83,9 @@ struct LlamaTensor {
 // both post_attention_norm before the FFN; MTP layers (blk.<n_layer + i>) are attention layers
 // with nextn.eh_proj, enorm, hnorm and shared_head_norm (and shared_head_head, role kOutput,
 // with mtp_output). A mixture of experts' layers have ffn_gate_inp, ffn_gate_exps, ffn_up_exps
-// and ffn_down_exps (ne {d, F_e, E}, {d, F_e, E}, {F_e, d, E}) in place of the dense FFN.
+// and ffn_down_exps (ne {d, F_e, E}, {d, F_e, E}, {F_e, d, E}) in place of the dense FFN;
+// qwen35moe's (its MTP layers' too) also ffn_gate_inp_shexp {d} and the shared expert's
+// ffn_{gate,up,down}_shexp.
 // gpt-oss adds attn_output.bias, attn_sinks.weight, the router's and experts' biases, and
 // names the FFN norm post_attention_norm.
 std::vector<LlamaTensor> llama_tensors(const LlamaLayout& layout);

@@ -637,6 +637,31 @@ TEST_CASE(
   CHECK(r.p_value >= o.alpha);
 }
 
+TEST_CASE("a qwen35moe target: its MTP layer, experts and all, drafts greedy output exactly") {
+  // The trunk's FFNs and the MTP layer's are experts beside a shared expert.
+  Fixture f;
+  test::RandomLlamaSpec spec = random_qwen35_spec(16, 53);
+  spec.architecture = "qwen35moe";
+  spec.n_expert = 4;
+  spec.n_expert_used = 2;
+  spec.n_ff_exp = 32;
+  spec.n_ff_shared = 64;
+  const std::string model = f.random_model("qwen35moe.gguf", spec);
+  const auto configured = [&](const std::vector<std::string>& proposer) {
+    return test::greedy_config(model, concat({"sampling.max_tokens=32"}, proposer));
+  };
+  Engine plain(configured({}), f.registry);
+  Engine mtp(configured({"proposer.kind=auto", "proposer.k=3", "proposer.mode=greedy"}),
+             f.registry);
+  for (const std::string& prompt : kPrompts) {
+    CAPTURE(prompt);
+    const GenerationResult base = plain.generate(prompt);
+    const GenerationResult drafted = mtp.generate(prompt);
+    CHECK(test::join_ids(drafted.tokens) == test::join_ids(base.tokens));
+    CHECK(drafted.stats.drafted > 0);
+  }
+}
+
 TEST_CASE("a hybrid target with f16 and q8_0 KV caches: its MTP drafts keep greedy output exact") {
   // The attention layers' rows in the cache's type, the recurrent state in f32 beside them.
   Fixture f;

@@ -506,7 +506,7 @@ TEST_CASE("architecture files with missing parts, unsupported keys or an old bac
   mamba.architecture = "mamba";
   msg = message_of(write_fixture(mamba, "mamba.gguf"), cpu_device());
   CHECK(msg.find("mamba.gguf: architecture 'mamba' is not supported (supported: llama, qwen2, "
-                 "qwen3, phi3, qwen35, qwen3moe, gpt-oss)") != std::string::npos);
+                 "qwen3, phi3, qwen35, qwen3moe, gpt-oss, qwen35moe)") != std::string::npos);
   // Experts where the architecture has none (a Mixtral-style llama file) are refused by name;
   // a mixture of experts with more experts per token than experts, or without its experts.
   FixtureSpec mixtral;

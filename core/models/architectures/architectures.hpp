@@ -12,5 +12,6 @@ extern const Architecture kPhi3;
 extern const Architecture kQwen35;
 extern const Architecture kQwen3Moe;
 extern const Architecture kGptOss;
+extern const Architecture kQwen35Moe;
 
 }  // namespace specd::architectures

@@ -28,18 +28,21 @@ void HeadModel::load_nextn() {
   const GgufFile& f = head_file_;
   const GgufFile& t = target_file_;
   HeadInfo& in = info_;
-  const std::string a = std::string(architectures::kQwen35.name) + ".";
+  // qwen35 or qwen35moe: the file's and the target's architecture, which must be one.
+  const Architecture& arch = architecture_of(f);
+  const std::string a = std::string(arch.name) + ".";
   const std::string both = " (MTP layers " + f.path() + ", target " + t.path() + ")";
   in.name = f.get_string_opt("general.name").value_or("");
   in.target_name = t.get_string_opt("general.name").value_or("");
-  if (architecture_of(t).name != std::string(architectures::kQwen35.name))
-    throw UsageError("MTP layers of a qwen35 file draft for a qwen35 target, not '" +
-                     std::string(architecture_of(t).name) + "'" + both);
+  if (!arch.hybrid || &architecture_of(t) != &arch)
+    throw UsageError("MTP layers of a " + std::string(arch.name) + " file draft for a target of " +
+                     "the same hybrid architecture, not '" + std::string(architecture_of(t).name) +
+                     "'" + both);
   const int32_t nextn = positive_int_key(f, a + "nextn_predict_layers");
   const int32_t blocks = positive_int_key(f, a + "block_count");
   if (nextn != 1)
     throw Error(f.path() + ": " + a + "nextn_predict_layers " + std::to_string(nextn) +
-                " is not supported (qwen35 files have one MTP layer)");
+                " is not supported (" + arch.name + " files have one MTP layer)");
   if (nextn >= blocks)
     throw Error(f.path() + ": " + a + "nextn_predict_layers leaves no trunk layers");
   const int32_t layer = blocks - nextn;
@@ -57,8 +60,9 @@ void HeadModel::load_nextn() {
   in.n_ctx = positive_int_key_or(t, a + "context_length", 2048);
   read_block_shape(a, d, 1e-6f);
   BlockShape& s = in.block;
-  s.rope_mode = architectures::kQwen35.rope_mode;
+  s.rope_mode = arch.rope_mode;
   s.gated_attention = true;
+  if (arch.experts != ExpertRouting::kNone) s.moe = read_moe_shape(f, a, arch, s.n_ff);
   target_eps_ = positive_float_key_or(t, a + "attention.layer_norm_rms_epsilon", 1e-6f);
 
   WeightLoader load(f, *device_, buffers_);
@@ -94,13 +98,12 @@ void HeadModel::load_nextn() {
   eh_ = load.matrix(n + "eh_proj.weight", 2 * d, d);  // [d, 2d]: embedding half, then h half
   enorm_ = load.vector(n + "enorm.weight", d);
   hnorm_ = load.vector(n + "hnorm.weight", d);
-  block_ =
-      std::make_unique<DecoderBlock>(*device_, s, load_block(load, p, s, architectures::kQwen35));
+  block_ = std::make_unique<DecoderBlock>(*device_, s, load_block(load, p, s, arch));
   // Every tensor of the MTP layer must be one this reads (a feature it lacks is refused).
   for (const GgufTensor& tensor : f.tensors())
     if (is_mtp_tensor(tensor.name, layer) && !load.was_read(tensor.name))
       throw Error(f.path() + ": tensor '" + tensor.name + "' of the MTP layer is not used by " +
-                  "specd's qwen35 MTP (a feature it does not support)");
+                  "specd's " + arch.name + " MTP (a feature it does not support)");
 }
 
 void HeadModel::forward_nextn(std::span<const Entry> entries, int64_t piece) {
