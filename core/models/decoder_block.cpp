@@ -221,8 +221,10 @@ void BlockScratch::ensure(Device& device, const BlockShape& shape, int64_t m) {
   h = device.alloc(m * d * 4);
   q = device.alloc(m * qd * 4);
   attn = device.alloc(m * qd * 4);
-  gate = device.alloc(m * F * 4);
-  up = device.alloc(m * F * 4);
+  if (!shape.moe.active()) {  // a dense FFN's (a mixture of experts' are the MoE scratch's)
+    gate = device.alloc(m * F * 4);
+    up = device.alloc(m * F * 4);
+  }
   k = device.alloc(m * kvd * 4);
   v = device.alloc(m * kvd * 4);
   if (shape.gated_attention) qg = device.alloc(m * 2 * qd * 4);
@@ -249,10 +251,11 @@ void DecoderBlock::run(const View& x, const PagedBatch& b, const View& k_pool, c
   const View h_all = scratch.h.view(SPECD_DTYPE_F32, M, d);             // [M, d]
   const View q_all = scratch.q.view(SPECD_DTYPE_F32, M, s.q_dim());     // [M, H*hd]
   const View a_all = scratch.attn.view(SPECD_DTYPE_F32, M, s.q_dim());  // [M, H*hd]
-  const View g_all = scratch.gate.view(SPECD_DTYPE_F32, M, s.n_ff);     // [M, F]
-  const View u_all = scratch.up.view(SPECD_DTYPE_F32, M, s.n_ff);       // [M, F]
-  const View k_all = scratch.k.view(SPECD_DTYPE_F32, M, kvd);           // [M, Hkv*hd]
-  const View v_all = scratch.v.view(SPECD_DTYPE_F32, M, kvd);           // [M, Hkv*hd]
+  const bool dense = !s.moe.active();
+  const View g_all = dense ? scratch.gate.view(SPECD_DTYPE_F32, M, s.n_ff) : View();  // [M, F]
+  const View u_all = dense ? scratch.up.view(SPECD_DTYPE_F32, M, s.n_ff) : View();    // [M, F]
+  const View k_all = scratch.k.view(SPECD_DTYPE_F32, M, kvd);                         // [M, Hkv*hd]
+  const View v_all = scratch.v.view(SPECD_DTYPE_F32, M, kvd);                         // [M, Hkv*hd]
   const View qg_all = s.gated_attention ? scratch.qg.view(SPECD_DTYPE_F32, M, 2 * s.q_dim())
                                         : View();  // [M, 2 H*hd]
   Device& dev = *device_;
@@ -281,8 +284,9 @@ void DecoderBlock::run(const View& x, const PagedBatch& b, const View& k_pool, c
           as_heads(qg_all.slice_rows(r, p), s.n_head, s.head_dim, 2 * s.head_dim, s.head_dim),
           heads);
     }
-    finish(x.slice_rows(r, p), a, w_.wo, h_all.slice_rows(r, p), g_all.slice_rows(r, p),
-           u_all.slice_rows(r, p), scratch.moe);
+    finish(x.slice_rows(r, p), a, w_.wo, h_all.slice_rows(r, p),
+           dense ? g_all.slice_rows(r, p) : View(), dense ? u_all.slice_rows(r, p) : View(),
+           scratch.moe);
   }
 }
 
@@ -328,8 +332,9 @@ void DecoderBlock::run_delta(const View& x, const PagedBatch& b, const DeltaStat
   const View o_all = scratch.o.view(SPECD_DTYPE_F32, M, vd);
   const View alpha_all = scratch.alpha.view(SPECD_DTYPE_F32, M, hv);
   const View beta_all = scratch.beta.view(SPECD_DTYPE_F32, M, hv);
-  const View g_all = scratch.gate.view(SPECD_DTYPE_F32, M, s.n_ff);
-  const View u_all = scratch.up.view(SPECD_DTYPE_F32, M, s.n_ff);
+  const bool dense = !s.moe.active();
+  const View g_all = dense ? scratch.gate.view(SPECD_DTYPE_F32, M, s.n_ff) : View();
+  const View u_all = dense ? scratch.up.view(SPECD_DTYPE_F32, M, s.n_ff) : View();
   Device& dev = *device_;
   for (int64_t r = 0; r < M; r += piece) {
     const int64_t p = std::min(piece, M - r);
@@ -354,8 +359,9 @@ void DecoderBlock::run_delta(const View& x, const PagedBatch& b, const DeltaStat
     const View heads = as_heads(o, hv, S, S);
     dev.rms_norm(heads, n.norm, s.rms_eps, heads);
     dev.swiglu(z_all.slice_rows(r, p), o, o);
-    finish(x.slice_rows(r, p), o, n.out, h_all.slice_rows(r, p), g_all.slice_rows(r, p),
-           u_all.slice_rows(r, p), scratch.moe);
+    finish(x.slice_rows(r, p), o, n.out, h_all.slice_rows(r, p),
+           dense ? g_all.slice_rows(r, p) : View(), dense ? u_all.slice_rows(r, p) : View(),
+           scratch.moe);
   }
 }
 

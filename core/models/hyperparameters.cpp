@@ -26,6 +26,12 @@ float positive_float_key_or(const GgufFile& f, const std::string& key, float fal
   return v;
 }
 
+int32_t ffn_length(const GgufFile& f, const std::string& a, bool experts) {
+  const std::string key = a + "feed_forward_length";
+  if (experts && f.get_u32_opt(key).value_or(0) == 0) return 0;
+  return positive_int_key(f, key);
+}
+
 MoeShape read_moe_shape(const GgufFile& f, const std::string& a, const Architecture& arch,
                         int32_t n_ff) {
   // A cap far above any released model's (Qwen3-MoE 128, DeepSeek 256) that keeps a hostile
@@ -40,9 +46,13 @@ MoeShape read_moe_shape(const GgufFile& f, const std::string& a, const Architect
   if (m.n_used > m.n_expert)
     throw Error(f.path() + ": " + a + "expert_used_count " + std::to_string(m.n_used) +
                 " is more than " + a + "expert_count " + std::to_string(m.n_expert));
-  m.n_ff = positive_int_key_or(f, a + "expert_feed_forward_length", std::max(1, n_ff / m.n_used));
+  const std::string exp_key = a + "expert_feed_forward_length",
+                    shared_key = a + "expert_shared_feed_forward_length";
+  m.n_ff = n_ff > 0 ? positive_int_key_or(f, exp_key, std::max(1, n_ff / m.n_used))
+                    : positive_int_key(f, exp_key);
   if (arch.shared_expert)
-    m.n_ff_shared = positive_int_key_or(f, a + "expert_shared_feed_forward_length", n_ff);
+    m.n_ff_shared =
+        n_ff > 0 ? positive_int_key_or(f, shared_key, n_ff) : positive_int_key(f, shared_key);
   m.routing = arch.experts;
   m.activation = arch.expert_activation;
   m.biases = arch.expert_biases;

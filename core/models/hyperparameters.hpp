@@ -34,10 +34,15 @@ struct RopeScaling {
 // throw naming the file and the key.
 RopeScaling rope_scaling(const GgufFile& f, const std::string& prefix, int32_t n_ctx_train);
 
+// <prefix>feed_forward_length: required for a dense FFN; a mixture of experts' file may leave
+// it out or hold 0 (qwen35moe's do), which gives 0.
+int32_t ffn_length(const GgufFile& f, const std::string& prefix, bool experts);
+
 // The mixture of experts of a file of `arch` (which has experts): <prefix>expert_count (at
 // most 4,096), expert_used_count (at most the count), expert_feed_forward_length (else
 // n_ff / used, llama.cpp's default) and, with a shared expert,
-// expert_shared_feed_forward_length (else n_ff); routed and activated as `arch` says.
+// expert_shared_feed_forward_length (else n_ff); routed and activated as `arch` says. With
+// n_ff 0 (no dense width) the two lengths are required.
 MoeShape read_moe_shape(const GgufFile& f, const std::string& prefix, const Architecture& arch,
                         int32_t n_ff);
 

@@ -122,15 +122,15 @@ void LlamaModel::read_hyperparameters() {
       throw UsageError(path + ": its last " + std::to_string(*nextn) + " of " +
                        std::to_string(in.n_layer) + " blocks are MTP (" + a +
                        "nextn_predict_layers) layers, which specd runs from " +
-                       "qwen35 files only; MTP drafting for '" + in.architecture +
-                       "' takes a specd-mtp head ([proposer] kind = \"mtp\")");
+                       "hybrid (qwen35, qwen35moe) files only; MTP drafting for '" +
+                       in.architecture + "' takes a specd-mtp head ([proposer] kind = \"mtp\")");
     if (static_cast<int64_t>(*nextn) >= in.n_layer)
       throw Error(path + ": " + a + "nextn_predict_layers " + std::to_string(*nextn) +
                   " leaves no trunk layers of " + a + "block_count " + std::to_string(in.n_layer));
     in.n_nextn = static_cast<int32_t>(*nextn);
     in.n_layer -= in.n_nextn;
   }
-  in.n_ff = positive_int_key(f, a + "feed_forward_length");
+  in.n_ff = ffn_length(f, a, arch_->experts != ExpertRouting::kNone);
   in.n_head = positive_int_key(f, a + "attention.head_count");
   in.n_head_kv = positive_int_key_or(f, a + "attention.head_count_kv", in.n_head);
   in.n_ctx = positive_int_key_or(f, a + "context_length", 2048);

@@ -163,7 +163,8 @@ void set_llama_metadata(GgufWriter& w, const LlamaLayout& l) {
   const Architecture* arch = find_architecture(l.architecture);
   const bool hybrid = arch && arch->hybrid;
   w.set_u32(a + "block_count", l.n_layer + (hybrid ? l.n_nextn : 0));
-  w.set_u32(a + "feed_forward_length", l.n_ff);
+  // llama.cpp's converter writes no dense width for qwen35moe: its FFNs are all experts.
+  if (!arch || !arch->shared_expert) w.set_u32(a + "feed_forward_length", l.n_ff);
   w.set_u32(a + "attention.head_count", l.n_head);
   w.set_u32(a + "attention.head_count_kv", l.n_head_kv);
   if (l.head_dim) {

@@ -113,7 +113,7 @@ HeadModel::BoundTarget HeadModel::bind_by_shape(const std::string& what,
   return bound;
 }
 
-void HeadModel::read_block_shape(const std::string& a, int32_t d, float eps) {
+void HeadModel::read_block_shape(const std::string& a, int32_t d, float eps, bool experts) {
   const GgufFile& f = head_file_;
   BlockShape& s = info_.block;
   s.n_embd = d;
@@ -126,7 +126,7 @@ void HeadModel::read_block_shape(const std::string& a, int32_t d, float eps) {
     throw Error(f.path() + ": " + std::to_string(s.n_head) +
                 " heads do not divide embedding_length " + std::to_string(d));
   s.head_dim = positive_int_key_or(f, a + "attention.key_length", d / s.n_head);
-  s.n_ff = positive_int_key(f, a + "feed_forward_length");
+  s.n_ff = ffn_length(f, a, experts);
   s.n_rot = positive_int_key_or(f, a + "rope.dimension_count", s.head_dim);
   if (s.n_rot > s.head_dim || s.n_rot % 2 != 0)
     throw Error(f.path() + ": rope.dimension_count must be even and <= the head dim");

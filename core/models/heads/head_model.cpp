@@ -28,7 +28,7 @@ HeadKind kind_of(const GgufFile& f, const std::string& arch) {
   if (arch == "dflash") return HeadKind::kDflash;
   throw Error(f.path() + ": architecture '" + arch +
               "' is not a head (expected specd-medusa, specd-eagle, specd-mtp, eagle3, dflash or a "
-              "qwen35 file with MTP layers)");
+              "qwen35 or qwen35moe file with MTP layers)");
 }
 
 }  // namespace

@@ -149,7 +149,8 @@ class HeadModel {
                             const std::string& role);
   // Their attention block's shape from the `a`-prefixed keys for width d (rms eps `eps`
   // when the file gives none) into info_.block.
-  void read_block_shape(const std::string& a, int32_t d, float eps);
+  // `experts`: the layer's FFN is a mixture of experts (feed_forward_length may be absent).
+  void read_block_shape(const std::string& a, int32_t d, float eps, bool experts = false);
   void load_eagle3();  // eagle3_head.cpp: the head and what it takes from the target
   void load_dflash();  // dflash_head.cpp
   void load_nextn();   // nextn_head.cpp

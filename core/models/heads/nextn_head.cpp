@@ -1,6 +1,7 @@
-// MTP layers in llama.cpp's layout (src/models/qwen35.cpp, graph_mtp): the blk.L.nextn.* layer
-// after a qwen35 model's trunk (L = block_count - nextn_predict_layers), read from the target
-// file itself or from a separate file of the same layout (convert_hf_to_gguf.py --mtp-only).
+// MTP layers in llama.cpp's layout (src/models/qwen35.cpp and qwen35moe.cpp, graph_mtp): the
+// blk.L.nextn.* layer after a hybrid model's trunk (L = block_count - nextn_predict_layers),
+// read from the target file itself or from a separate file of the same layout
+// (convert_hf_to_gguf.py --mtp-only). qwen35moe's layer has the trunk's experts as its FFN.
 //
 //   encode:  h = output_norm(hidden)                                    the target's feature
 //   element at position p (token x_p, the feature h of position p - 1; zeros before the first):
@@ -58,7 +59,7 @@ void HeadModel::load_nextn() {
   in.n_embd = d;
   in.input_dim = d;
   in.n_ctx = positive_int_key_or(t, a + "context_length", 2048);
-  read_block_shape(a, d, 1e-6f);
+  read_block_shape(a, d, 1e-6f, arch.experts != ExpertRouting::kNone);
   BlockShape& s = in.block;
   s.rope_mode = arch.rope_mode;
   s.gated_attention = true;
