@@ -149,8 +149,12 @@ def _load_arch_block(block: Block, r: GGUFReader, prefix, c: LlamaConfig):
         sd["attn.k_norm.weight"] = _t(r, f"{prefix}.attn_k_norm.weight")
     if c.n_experts:
         sd["ffn.router.weight"] = _t(r, f"{prefix}.ffn_gate_inp.weight")
+        if has("ffn_gate_up_exps.weight"):  # [E, 2F, d]: each expert's gate rows, then its up
+            both = _t(r, f"{prefix}.ffn_gate_up_exps.weight")
+            sd["ffn.gate"], sd["ffn.up"] = both.chunk(2, dim=1)
         for n in ("gate", "up", "down"):
-            sd[f"ffn.{n}"] = _t(r, f"{prefix}.ffn_{n}_exps.weight")
+            if f"ffn.{n}" not in sd:
+                sd[f"ffn.{n}"] = _t(r, f"{prefix}.ffn_{n}_exps.weight")
             if c.expert_biases:
                 sd[f"ffn.{n}_bias"] = _t(r, f"{prefix}.ffn_{n}_exps.bias")
         if c.expert_biases:

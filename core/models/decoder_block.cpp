@@ -90,9 +90,16 @@ void load_ffn(WeightLoader& loader, const std::string& p, const BlockShape& s,
   if (s.moe.active()) {
     const int64_t E = s.moe.n_expert, Fe = s.moe.n_ff, Fs = s.moe.n_ff_shared;
     MoeWeights& x = w.experts;
-    x.router = loader.matrix(p + "ffn_gate_inp.weight", d, E);      // [E, d]
-    x.gate = loader.experts(p + "ffn_gate_exps.weight", d, Fe, E);  // [E Fe, d]
-    x.up = loader.experts(p + "ffn_up_exps.weight", d, Fe, E);      // [E Fe, d]
+    x.router = loader.matrix(p + "ffn_gate_inp.weight", d, E);  // [E, d]
+    if (!s.moe.biases && loader.has(p + "ffn_gate_up_exps.weight")) {
+      // one tensor: each expert's gate rows, then its up rows (llama.cpp's gate_up_exps)
+      x.gate = loader.experts(p + "ffn_gate_up_exps.weight", d, 2 * Fe, E);  // [E 2Fe, d]
+      x.up = x.gate.slice_rows(Fe, (2 * E - 1) * Fe);
+      x.expert_stride = 2 * Fe;
+    } else {
+      x.gate = loader.experts(p + "ffn_gate_exps.weight", d, Fe, E);  // [E Fe, d]
+      x.up = loader.experts(p + "ffn_up_exps.weight", d, Fe, E);      // [E Fe, d]
+    }
     x.down = loader.experts(p + "ffn_down_exps.weight", Fe, d, E);  // [E d, Fe]
     if (s.moe.biases) {
       x.router_bias = loader.vector(p + "ffn_gate_inp.bias", E);  // [1, E]

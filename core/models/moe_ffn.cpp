@@ -139,8 +139,9 @@ View moe_ffn(Device& dev, const MoeShape& s, const MoeWeights& w, const View& h,
     const int64_t at = sc.first[e], c = sc.first[e + 1] - at;
     if (c == 0) continue;
     const View x = picked.slice_rows(at, c), g = gate.slice_rows(at, c), u = up.slice_rows(at, c);
-    dev.matmul(x, w.gate.slice_rows(e * F, F), g);
-    dev.matmul(x, w.up.slice_rows(e * F, F), u);
+    const int64_t row = e * (w.expert_stride ? w.expert_stride : F);
+    dev.matmul(x, w.gate.slice_rows(row, F), g);
+    dev.matmul(x, w.up.slice_rows(row, F), u);
     if (s.biases) {  // expert e's bias row added to each of its rows
       dev.add(g, w.gate_bias.slice_rows(e, 1), g);
       dev.add(u, w.up_bias.slice_rows(e, 1), u);

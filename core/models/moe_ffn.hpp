@@ -42,17 +42,20 @@ struct MoeShape {
 };
 
 // llama.cpp's blk.N.ffn_gate_inp and ffn_{gate,up,down}_exps, each expert's rows one after
-// another: expert e's gate is rows [e F, (e + 1) F) of `gate`, its down rows [e d, (e + 1) d).
+// another: expert e's gate is rows [e S, e S + F) of `gate` (S = expert_stride: F, or 2 F when
+// gate and up are one ffn_gate_up_exps tensor and `up` is its view from row F), its up rows
+// [e S, e S + F) of `up`, its down rows [e d, (e + 1) d).
 // With biases, expert e's are row e of gate_bias, up_bias and down_bias, added to its outputs.
 struct MoeWeights {
-  View router;       // [E, d]
-  View gate;         // [E F, d]
-  View up;           // [E F, d]
-  View down;         // [E d, F]
-  View router_bias;  // [1, E], added to the logits before routing
-  View gate_bias;    // [E, F]
-  View up_bias;      // [E, F]
-  View down_bias;    // [E, d]
+  View router;                // [E, d]
+  View gate;                  // [E S, d]
+  View up;                    // [E S, d] (fused: [E S - F, d])
+  int64_t expert_stride = 0;  // S; 0 means F
+  View down;                  // [E d, F]
+  View router_bias;           // [1, E], added to the logits before routing
+  View gate_bias;             // [E, F]
+  View up_bias;               // [E, F]
+  View down_bias;             // [E, d]
   // The shared expert (n_ff_shared > 0): a SwiGLU over every row, scaled by the sigmoid of
   // its gate's logit.
   View shared_gate_inp;  // [1, d]

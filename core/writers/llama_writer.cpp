@@ -17,6 +17,18 @@ int64_t head_dim_of(const LlamaLayout& l) {
   return l.head_dim ? l.head_dim : l.n_embd / l.n_head;
 }
 
+// A mixture of experts' gate and up stacks: ffn_gate_exps and ffn_up_exps {d, F_e, E}, or
+// one ffn_gate_up_exps {d, 2 F_e, E}.
+void gate_up_experts(std::vector<LlamaTensor>& t, const std::string& p, const LlamaLayout& l) {
+  const int64_t d = l.n_embd, fe = l.n_ff_exp, E = l.n_expert;
+  if (l.fused_gate_up_exps) {
+    t.push_back({p + "ffn_gate_up_exps.weight", {d, 2 * fe, E}, LlamaTensorRole::kMatrix});
+    return;
+  }
+  t.push_back({p + "ffn_gate_exps.weight", {d, fe, E}, LlamaTensorRole::kMatrix});
+  t.push_back({p + "ffn_up_exps.weight", {d, fe, E}, LlamaTensorRole::kMatrix});
+}
+
 // A hybrid architecture's tensors (qwen35, qwen35moe).
 std::vector<LlamaTensor> hybrid_tensors(const LlamaLayout& l, const Architecture& arch) {
   const int64_t d = l.n_embd, f = l.n_ff, head_dim = head_dim_of(l);
@@ -38,8 +50,7 @@ std::vector<LlamaTensor> hybrid_tensors(const LlamaLayout& l, const Architecture
     if (arch.experts != ExpertRouting::kNone) {
       const int64_t E = l.n_expert, fe = l.n_ff_exp, fs = l.n_ff_shared;
       t.push_back({p + "ffn_gate_inp.weight", {d, E}, R::kRouter});
-      t.push_back({p + "ffn_gate_exps.weight", {d, fe, E}, R::kMatrix});
-      t.push_back({p + "ffn_up_exps.weight", {d, fe, E}, R::kMatrix});
+      gate_up_experts(t, p, l);
       t.push_back({p + "ffn_down_exps.weight", {fe, d, E}, R::kMatrix});
       t.push_back({p + "ffn_gate_inp_shexp.weight", {d}, R::kRouter});
       t.push_back({p + "ffn_gate_shexp.weight", {d, fs}, R::kMatrix});
@@ -130,8 +141,7 @@ std::vector<LlamaTensor> llama_tensors(const LlamaLayout& l) {
       const int64_t E = l.n_expert, fe = l.n_ff_exp;
       t.push_back({p + "ffn_gate_inp.weight", {d, E}, R::kRouter});
       if (arch.expert_biases) t.push_back({p + "ffn_gate_inp.bias", {E}, R::kBias});
-      t.push_back({p + "ffn_gate_exps.weight", {d, fe, E}, R::kMatrix});
-      t.push_back({p + "ffn_up_exps.weight", {d, fe, E}, R::kMatrix});
+      gate_up_experts(t, p, l);
       t.push_back({p + "ffn_down_exps.weight", {fe, d, E}, R::kMatrix});
       if (arch.expert_biases) {
         t.push_back({p + "ffn_gate_exps.bias", {fe, E}, R::kBias});

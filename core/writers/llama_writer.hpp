@@ -39,7 +39,8 @@ struct LlamaLayout {
   // Mixtures of experts (qwen3moe, gpt-oss): experts per layer, experts per token, an
   // expert's size.
   uint32_t n_expert = 8, n_expert_used = 2, n_ff_exp = 32;
-  uint32_t n_ff_shared = 64;  // qwen35moe's shared expert
+  uint32_t n_ff_shared = 64;        // qwen35moe's shared expert
+  bool fused_gate_up_exps = false;  // one ffn_gate_up_exps {d, 2 F_e, E} (newer converters)
   // > 0: rope.scaling.type "yarn" with this factor and original_context_length yarn_n_ctx_orig.
   float yarn_scale = 0.0f;
   uint32_t yarn_n_ctx_orig = 4096;

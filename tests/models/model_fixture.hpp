@@ -35,8 +35,9 @@ struct FixtureSpec {
   std::string skip_tensor;                                       // leave this tensor out
   std::string bad_shape_tensor;                                  // give this tensor a wrong shape
   uint32_t n_expert = 8, n_expert_used = 2, n_ff_exp = 32;       // qwen3moe: the experts
-  float yarn_scale = 0;         // > 0: YaRN with this factor (original context 4096)
-  uint32_t sliding_window = 8;  // gpt-oss: the keys its even layers attend
+  float yarn_scale = 0;             // > 0: YaRN with this factor (original context 4096)
+  bool fused_gate_up_exps = false;  // experts' gate and up in one ffn_gate_up_exps
+  uint32_t sliding_window = 8;      // gpt-oss: the keys its even layers attend
 };
 
 inline std::string fixture_dir() {
@@ -67,6 +68,7 @@ inline std::string write_fixture(const FixtureSpec& s, const std::string& file) 
   layout.n_expert_used = s.n_expert_used;
   layout.n_ff_exp = s.n_ff_exp;
   layout.yarn_scale = s.yarn_scale;
+  layout.fused_gate_up_exps = s.fused_gate_up_exps;
   layout.sliding_window = s.sliding_window;
   GgufWriter w;
   set_llama_metadata(w, layout);
@@ -309,9 +311,19 @@ inline std::vector<std::vector<double>> naive_forward(
     const std::vector<double> expert_biases[3] = {values_if(oai, "ffn_gate_exps.bias"),
                                                   values_if(oai, "ffn_up_exps.bias"),
                                                   values_if(oai, "ffn_down_exps.bias")};
-    const auto ge = values_if(moe, "ffn_gate_exps.weight"),
-               ue = values_if(moe, "ffn_up_exps.weight"),
-               de = values_if(moe, "ffn_down_exps.weight");
+    // A fused ffn_gate_up_exps holds each expert's gate rows, then its up rows: split here.
+    const bool fused_exps = has("ffn_gate_up_exps.weight");
+    std::vector<double> ge = values_if(moe && !fused_exps, "ffn_gate_exps.weight"),
+                        ue = values_if(moe && !fused_exps, "ffn_up_exps.weight");
+    const auto de = values_if(moe, "ffn_down_exps.weight");
+    if (fused_exps) {
+      const auto both = tensor_values(f, p + "ffn_gate_up_exps.weight");
+      const size_t half = static_cast<size_t>(Fe * d);
+      for (size_t at = 0; at < both.size(); at += 2 * half) {
+        ge.insert(ge.end(), both.begin() + at, both.begin() + at + half);
+        ue.insert(ue.end(), both.begin() + at + half, both.begin() + at + 2 * half);
+      }
+    }
     const bool bias = has("attn_q.bias"), qk_norm = has("attn_q_norm.weight");
     std::vector<double> bq, bk, bv, qn, kn;
     if (bias) {

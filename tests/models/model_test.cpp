@@ -197,6 +197,9 @@ std::vector<std::pair<std::string, FixtureSpec>> layouts() {
   s.architecture = "qwen3moe";
   s.head_dim = 32;
   v.emplace_back("qwen3moe", s);
+  FixtureSpec fused = s;
+  fused.fused_gate_up_exps = true;
+  v.emplace_back("qwen3moe-fused-gate-up-exps", fused);
   // Heads of 32 as in gpt-oss (64 there, not d / n_head), YaRN with its factor and original
   // context, a window of 8 on the even layers: 40 positions slide past it.
   FixtureSpec oss = s;
