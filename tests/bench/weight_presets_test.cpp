@@ -159,6 +159,31 @@ TEST_CASE("weight presets: names, case and unknown names") {
                        doctest::Contains("weight type 'q4_K' is not one of f32, f16"), UsageError);
 }
 
+namespace {
+
+// Of 16 greedy tokens after "def" from the constructed model at `path`, how many follow its
+// planted map.
+int tokens_following_map(const std::string& path, const bench::ConstructedSpec& spec,
+                         PluginRegistry& registry) {
+  const Config config = parse_config(
+      "", "presets.toml",
+      {"target.model=\"" + path + "\"", "engine.backend=cpu", "engine.threads=1",
+       "sampling.temperature=0", "sampling.ignore_eos=true", "sampling.max_tokens=16"});
+  Engine engine(config, registry);
+  const GenerationResult r = engine.generate("def");
+  REQUIRE(r.tokens.size() == 16);
+  const std::vector<int32_t> next = bench::constructed_next(spec);
+  int32_t prev = engine.tokenizer().encode("def", true).back();
+  int followed = 0;
+  for (int32_t t : r.tokens) {
+    followed += t == next[prev];
+    prev = t;
+  }
+  return followed;
+}
+
+}  // namespace
+
 TEST_CASE(
     "every preset's constructed model loads and generates; at 4 bits and more it walks "
     "the planted map") {
@@ -172,20 +197,7 @@ TEST_CASE(
     bench::write_constructed_model(path, spec);
     CHECK(GgufFile::open(path).get_u32("general.file_type") ==
           bench::weight_preset(preset).file_type);
-    const Config config = parse_config(
-        "", "presets.toml",
-        {"target.model=\"" + path + "\"", "engine.backend=cpu", "engine.threads=1",
-         "sampling.temperature=0", "sampling.ignore_eos=true", "sampling.max_tokens=16"});
-    Engine engine(config, registry);
-    const GenerationResult r = engine.generate("def");
-    REQUIRE(r.tokens.size() == 16);
-    const std::vector<int32_t> next = bench::constructed_next(spec);
-    int32_t prev = engine.tokenizer().encode("def", true).back();
-    int followed = 0;
-    for (int32_t t : r.tokens) {
-      followed += t == next[prev];
-      prev = t;
-    }
+    const int followed = tokens_following_map(path, spec, registry);
     MESSAGE(preset << ": " << followed << "/16 tokens follow the map");
     CHECK(followed == 16);  // the planted logit's margin survives even q2_K
   }
@@ -207,20 +219,6 @@ TEST_CASE("every preset's constructed qwen3moe and gpt-oss loads and walks the p
       CHECK(file.require_tensor("blk.0.ffn_gate_inp.weight").type == GgmlType::kF32);
       CHECK(file.require_tensor("blk.0.ffn_up_exps.weight").type ==
             bench::constructed_tensor_type(spec, "blk.0.ffn_up_exps.weight", 256, 3));
-      const Config config = parse_config(
-          "", "presets.toml",
-          {"target.model=\"" + path + "\"", "engine.backend=cpu", "engine.threads=1",
-           "sampling.temperature=0", "sampling.ignore_eos=true", "sampling.max_tokens=16"});
-      Engine engine(config, registry);
-      const GenerationResult r = engine.generate("def");
-      REQUIRE(r.tokens.size() == 16);
-      const std::vector<int32_t> next = bench::constructed_next(spec);
-      int32_t prev = engine.tokenizer().encode("def", true).back();
-      int followed = 0;
-      for (int32_t t : r.tokens) {
-        followed += t == next[prev];
-        prev = t;
-      }
-      CHECK(followed == 16);
+      CHECK(tokens_following_map(path, spec, registry) == 16);
     }
 }
