@@ -316,22 +316,36 @@ void exp_array(const float* in, float* out, int64_t n) {
   for (int64_t j = 0; j < n; ++j) out[j] = exp_ref(in[j]);
 }
 
-// SiLU(gate) * up with exp_ref (vexp.hpp): the same bits with AVX-512, AVX2 or neither.
-void swiglu(ThreadPool& pool, const Mat& gate, const Mat& up, const Mat& y) {
+namespace {
+
+// A gated activation over the rows of gate and up into y, each row by the widest of its
+// three kernels (row(g, u, o, n)) this CPU runs.
+template <class Avx512Row, class Avx2Row, class GenericRow>
+void gated_rows(ThreadPool& pool, const Mat& gate, const Mat& up, const Mat& y,
+                Avx512Row avx512_row, Avx2Row avx2_row, GenericRow generic_row) {
   const int64_t n = gate.cols;
   const bool avx512 = avx512_available(), avx2 = avx2_available();
   for_rows(pool, gate.rows, n, [&](int64_t i) {
     const float* g = gate.f32_row(i);
     const float* u = up.f32_row(i);
     float* o = y.f32_row(i);
-    if (avx512) {
-      swiglu_row_avx512(g, u, o, n);
-    } else if (avx2) {
-      swiglu_row_avx2(g, u, o, n);
-    } else {
-      for (int64_t j = 0; j < n; ++j) o[j] = g[j] / (1.0f + exp_ref(-g[j])) * u[j];
-    }
+    if (avx512)
+      avx512_row(g, u, o, n);
+    else if (avx2)
+      avx2_row(g, u, o, n);
+    else
+      generic_row(g, u, o, n);
   });
+}
+
+}  // namespace
+
+// SiLU(gate) * up with exp_ref (vexp.hpp): the same bits with AVX-512, AVX2 or neither.
+void swiglu(ThreadPool& pool, const Mat& gate, const Mat& up, const Mat& y) {
+  gated_rows(pool, gate, up, y, swiglu_row_avx512, swiglu_row_avx2,
+             [](const float* g, const float* u, float* o, int64_t n) {
+               for (int64_t j = 0; j < n; ++j) o[j] = g[j] / (1.0f + exp_ref(-g[j])) * u[j];
+             });
 }
 
 namespace {
@@ -392,20 +406,17 @@ inline float swiglu_oai_one(float g, float u, float alpha, float limit) {
 // read before its output is written, so y may be gate or up.
 void swiglu_oai(ThreadPool& pool, const Mat& gate, const Mat& up, float alpha, float limit,
                 const Mat& y) {
-  const int64_t n = gate.cols;
-  const bool avx512 = avx512_available(), avx2 = avx2_available();
-  for_rows(pool, gate.rows, n, [&](int64_t i) {
-    const float* g = gate.f32_row(i);
-    const float* u = up.f32_row(i);
-    float* o = y.f32_row(i);
-    if (avx512) {
-      swiglu_oai_row_avx512(g, u, o, n, alpha, limit);
-    } else if (avx2) {
-      swiglu_oai_row_avx2(g, u, o, n, alpha, limit);
-    } else {
-      for (int64_t j = 0; j < n; ++j) o[j] = swiglu_oai_one(g[j], u[j], alpha, limit);
-    }
-  });
+  gated_rows(
+      pool, gate, up, y,
+      [&](const float* g, const float* u, float* o, int64_t n) {
+        swiglu_oai_row_avx512(g, u, o, n, alpha, limit);
+      },
+      [&](const float* g, const float* u, float* o, int64_t n) {
+        swiglu_oai_row_avx2(g, u, o, n, alpha, limit);
+      },
+      [&](const float* g, const float* u, float* o, int64_t n) {
+        for (int64_t j = 0; j < n; ++j) o[j] = swiglu_oai_one(g[j], u[j], alpha, limit);
+      });
 }
 
 namespace {
