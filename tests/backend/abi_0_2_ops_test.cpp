@@ -78,14 +78,7 @@ TEST_CASE("rope: neox pairs, frequency factors and linear scaling match the refe
       for (size_t e = 0; e < x.size(); ++e) worst = std::max(worst, std::fabs(y[e] - ref[e]));
       CHECK_MESSAGE(worst <= 1e-5, ob.backend->name() << ": worst error " << worst);
 
-      // Each row alone gives the same bits as in the batch.
-      for (int64_t i = 0; i < m; ++i) {
-        std::vector<float> row(x.begin() + i * n_head * hd, x.begin() + (i + 1) * n_head * hd);
-        Buffer br = upload_vec(dev, row), bpi = upload_vec(dev, std::vector<int32_t>{pos[i]});
-        dev.rope(br.view(SPECD_DTYPE_F32, 1, n_head * hd), bpi.view(SPECD_DTYPE_I32, 1, 1), p);
-        const auto one = download_vec<float>(br, row.size());
-        CHECK(std::memcmp(one.data(), y.data() + i * n_head * hd, row.size() * 4) == 0);
-      }
+      check_rope_rows_alone(dev, x, pos, n_head * hd, p, y);
     }
   }
 }

@@ -269,6 +269,21 @@ std::vector<T> download_vec(const Buffer& b, size_t n) {
   return v;
 }
 
+// Each row of x [rows, width] roped alone at its position gives the bits of `roped`, the
+// rows roped together with `params`.
+inline void check_rope_rows_alone(Device& dev, const std::vector<float>& x,
+                                  const std::vector<int32_t>& positions, int64_t width,
+                                  const specd_rope_params& params,
+                                  const std::vector<float>& roped) {
+  for (size_t i = 0; i < positions.size(); ++i) {
+    const std::vector<float> row(x.begin() + i * width, x.begin() + (i + 1) * width);
+    Buffer br = upload_vec(dev, row), bp = upload_vec(dev, std::vector<int32_t>{positions[i]});
+    dev.rope(br.view(SPECD_DTYPE_F32, 1, width), bp.view(SPECD_DTYPE_I32, 1, 1), params);
+    const auto one = download_vec<float>(br, row.size());
+    CHECK(std::memcmp(one.data(), roped.data() + i * width, row.size() * 4) == 0);
+  }
+}
+
 // The f32 products of each row of `x` with `w` taken alone (one m = 1 matmul a row), made in
 // `y` (room for one output row) and gathered row after row.
 inline std::vector<float> matmul_row_by_row(Device& dev, const View& x, const View& w,
