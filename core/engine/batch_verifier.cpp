@@ -28,6 +28,9 @@ void BatchVerifier::do_begin(std::span<const specd_token> prompt, float* hidden)
   prefilled_ = 0;
   hit_rows_ = 0;
   round_pending_ = false;
+  // The prompt's blocks are published as they fill (pass_done): a sliding-window model's cache
+  // keeps their window rows until then.
+  cache_->set_publish_limit(prefix_cache_ && !hidden ? static_cast<int32_t>(prompt_.size()) : 0);
   if (prefix_cache_ && !hidden)
     prefilled_ = hit_rows_ =
         static_cast<uint32_t>(cache_->adopt_prefix(prompt_, static_cast<int32_t>(prompt_.size())));

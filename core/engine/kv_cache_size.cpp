@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "models/kv_cache.hpp"
 #include "models/kv_layout.hpp"
 
 namespace specd {
@@ -10,7 +11,15 @@ uint64_t kv_cache_bytes(const ModelInfo& info, uint64_t tokens) {
   const uint64_t per_layer =
       2ull *
       static_cast<uint64_t>(kv_row_bytes(static_cast<int64_t>(info.n_head_kv) * info.head_dim));
-  return tokens * (per_layer * static_cast<uint64_t>(info.n_layer) + sizeof(int32_t));
+  // Sliding-window layers keep about their window's rows (and the slack a truncate needs) in
+  // a pool of their own (kv_cache.hpp), however long the context.
+  const auto sliding =
+      static_cast<uint64_t>(std::count(info.sliding.begin(), info.sliding.end(), true));
+  const uint64_t window_rows =
+      std::min<uint64_t>(tokens, static_cast<uint64_t>(info.sliding_window) +
+                                     KvCache::kWindowSlack + KvCache::kRoundRows);
+  return tokens * (per_layer * (static_cast<uint64_t>(info.n_layer) - sliding) + sizeof(int32_t)) +
+         window_rows * per_layer * sliding;
 }
 
 std::string kv_cache_error(const ModelInfo& info, uint64_t tokens, int64_t context_setting,

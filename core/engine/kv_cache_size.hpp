@@ -11,7 +11,7 @@
 namespace specd {
 
 // Bytes of a llama KV cache of `tokens` rows (K and V of every layer in f32, plus the row
-// index), as LlamaModel::new_cache allocates it.
+// index; a sliding-window layer's about its window's rows), as LlamaModel::new_cache takes it.
 uint64_t kv_cache_bytes(const ModelInfo& info, uint64_t tokens);
 
 // `context_setting` is [engine] context (0 = the model's context_length) and `where` its

@@ -21,12 +21,20 @@
 // so truncate() keeps every committed row or none, and no prefix blocks are shared
 // (adopt_prefix and publish_next do nothing).
 //
+// Sliding-window layers (the pool has a window pool): a second block table, of the same length,
+// holds those layers' rows. Once a block's rows are all behind the window of every row that
+// may still be written (the last window_keys() committed rows, and kWindowSlack more for a
+// truncate), the cache gives it back and its entry names the window pool's hole block. A
+// truncate can then go back kWindowSlack rows, or to 0. Blocks the cache may yet publish (rows
+// before publish_limit()) are kept until they are published (the published block pins them).
+//
 // Thread rule: its model's (the device's) — one thread at a time.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "models/kv_pool.hpp"
@@ -46,13 +54,27 @@ class KvCache {
   int32_t capacity() const { return capacity_; }  // most rows, committed plus pending
   KvPool& pool() const { return *pool_; }
   const std::vector<int32_t>& blocks() const { return blocks_; }
+  // Sliding-window layers: the window pool's block table (same length as blocks()), or empty.
+  const std::vector<int32_t>& window_blocks() const { return window_blocks_; }
+  // Rows a truncate may go back past the window: a draft model's rejected rows ([proposer] k
+  // is at most 64), and a block to spare.
+  static constexpr int32_t kWindowSlack = 80;
+  // The most rows a round adds (k = 64 and its root): the window pool a cache promises holds
+  // the window, the slack and a round.
+  static constexpr int32_t kRoundRows = 65;
+  // The first row whose sliding-window rows the cache still holds (0 without a window pool).
+  int32_t window_from() const { return window_from_; }
+  // Committed rows before this one may yet be published (publish_next): their window blocks
+  // stay until they are. 0 (the default): none.
+  void set_publish_limit(int32_t rows) { publish_limit_ = rows; }
   // Rows the cache's blocks hold now (a multiple of the block size).
   int32_t held_rows() const;
 
   // Makes the cache hold blocks for rows [0, rows) (rows <= capacity; throws otherwise).
   void hold(int32_t rows);
-  // The pool row of logical row r (r < held_rows()).
+  // The pool row of logical row r (r < held_rows()), and its row in the window pool.
   int32_t pool_row(int32_t r) const;
+  int32_t window_row(int32_t r) const;
   // Parents of the pending rows, as given to forward: -1 for a child of the committed prefix,
   // else the index of a pending row.
   const std::vector<int32_t>& pending_parents() const { return parents_; }
@@ -67,6 +89,9 @@ class KvCache {
   // Keeps the first n committed rows (n <= size()); drops pending rows. Blocks past n are
   // given back when n falls inside the shared blocks (it must then be a block boundary).
   void truncate(int32_t n);
+  // Why truncate(n) is refused because the sliding-window layers gave back rows it needs, or
+  // empty when it is not.
+  std::string truncate_refusal(int32_t n) const;
 
   // Takes the published blocks that hold `tokens` after the rows it holds, as far as they
   // match, whole blocks only, up to `max_rows` rows; they become committed rows. Only a cache
@@ -106,6 +131,11 @@ class KvCache {
 
  private:
   int32_t promised_blocks() const;
+  int32_t promised_window_blocks() const;
+  // Gives back the window blocks behind every row that may still be written.
+  void trim_window();
+  // Drops the table entries (both tables) from block `keep` on.
+  void drop_blocks(size_t keep);
   std::shared_ptr<KvPool> pool_;
   int32_t capacity_;
   int32_t committed_ = 0;
@@ -117,6 +147,9 @@ class KvCache {
   int32_t state_ = -1;                   // recurrent: the committed state's slot
   std::vector<int32_t> pending_states_;  // recurrent: per pending row, its state's slot or -1
   Replay replay_;                        // recurrent: where the pending rows were stored
+  std::vector<int32_t> window_blocks_;   // sliding-window layers' table (hole() behind)
+  int32_t window_from_ = 0;              // rows before it name the hole in window_blocks_
+  int32_t publish_limit_ = 0;
   void commit_rows(std::span<const int32_t> kept, bool replayed);
 };
 

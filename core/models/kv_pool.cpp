@@ -72,22 +72,27 @@ void KvPool::resize(int32_t want) {
   k_ = std::move(k);
   v_ = std::move(v);
   refs_.resize(static_cast<size_t>(want), 0);
+  pins_.resize(static_cast<size_t>(want), -1);
   // Free blocks are taken from the back: the new ones lowest first.
   std::vector<int32_t> fresh;
   for (int32_t b = want - 1; b >= have; --b) fresh.push_back(b);
   free_.insert(free_.begin(), fresh.begin(), fresh.end());
 }
 
-int32_t KvPool::take() {
-  if (free_.empty() && prefix_.parked_count() > 0) {
-    // Evict the least recently parked block. Blocks published under it lose their prefix:
-    // the parked ones are freed, the held ones stay with their caches, unpublished.
-    std::vector<int32_t> removed;
-    prefix_.erase(prefix_.oldest_parked(), removed);
-    for (int32_t b : removed)
-      if (refs_[static_cast<size_t>(b)] == 0) free_.push_back(b);
-    ++evictions_;
+void KvPool::evict_oldest() {
+  // Blocks published under it lose their prefix: the parked ones are freed, the held ones stay
+  // with their caches, unpublished. Each gives back the window block it pinned.
+  std::vector<int32_t> removed;
+  prefix_.erase(prefix_.oldest_parked(), removed);
+  for (int32_t b : removed) {
+    unpin(b);
+    if (refs_[static_cast<size_t>(b)] == 0) free_.push_back(b);
   }
+  ++evictions_;
+}
+
+int32_t KvPool::take() {
+  if (free_.empty() && prefix_.parked_count() > 0) evict_oldest();
   if (free_.empty()) resize(std::max(2 * blocks(), 4));
   const int32_t b = free_.back();
   free_.pop_back();
@@ -116,12 +121,51 @@ void KvPool::release(int32_t block) {
 }
 
 bool KvPool::publish(int32_t block, int32_t parent, std::span<const int32_t> tokens,
-                     uint64_t partition) {
+                     uint64_t partition, int32_t window_block) {
   if (static_cast<int32_t>(tokens.size()) != block_rows_)
     throw Error("KV pool: a published block holds " + std::to_string(block_rows_) + " tokens");
   if (refs_.at(static_cast<size_t>(block)) <= 0)
     throw Error("KV pool: publishing block " + std::to_string(block) + ", which is free");
-  return prefix_.insert(block, parent, tokens, partition);
+  if (window_ && (window_block < 0 || window_block == hole_))
+    throw Error("KV pool: publishing block " + std::to_string(block) +
+                " without the sliding-window layers' rows of it");
+  if (!prefix_.insert(block, parent, tokens, partition)) return false;
+  if (window_) {
+    window_->promise(1);  // the pin's, so that a pass does not grow the window pool for it
+    window_->retain(window_block);
+    pins_[static_cast<size_t>(block)] = window_block;
+  }
+  return true;
+}
+
+int32_t KvPool::take_window() {
+  if (!window_) throw Error("KV pool: the model has no sliding-window layers");
+  // Cached prefixes' window rows go before the window pool grows (no cache holds a parked
+  // block, so evicting one frees the window block it pinned).
+  while (window_->free_.empty() && prefix_.parked_count() > 0) evict_oldest();
+  return window_->take();
+}
+
+int32_t KvPool::pinned_window(int32_t block) const {
+  return pins_.at(static_cast<size_t>(block));
+}
+
+void KvPool::unpin(int32_t block) {
+  int32_t& pin = pins_[static_cast<size_t>(block)];
+  if (pin < 0) return;
+  window_->release(pin);
+  window_->unpromise(1);
+  pin = -1;
+}
+
+void KvPool::set_window(std::unique_ptr<KvPool> pool, int32_t keys) {
+  if (!pool || keys <= 0) throw Error("KV pool: a window pool needs a positive window");
+  if (pool->block_rows() != block_rows_)
+    throw Error("KV pool: the window pool's blocks differ in size from the pool's");
+  window_ = std::move(pool);
+  window_keys_ = keys;
+  window_->promise(1);
+  hole_ = window_->take();  // held for good: never written, never read
 }
 
 void KvPool::move_rows(std::span<const int32_t> from, std::span<const int32_t> to) {

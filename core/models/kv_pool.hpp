@@ -19,6 +19,12 @@
 // same); it happens when a cache is made, between passes, a logarithmic number of times
 // before the pool reaches the size its traffic needs, and never after.
 //
+// Sliding-window layers (gpt-oss's even layers) keep their rows in a second pool, window(),
+// with a block table of its own in each cache: a cache gives those blocks back once they fall
+// behind the window (kv_cache.hpp), so they hold about the window's rows per sequence, not the
+// context's. A published block pins the window block of the same rows (a cache adopting the
+// prefix needs the sliding layers' rows before it too) until it is evicted.
+//
 // Thread rule: the device's — one thread at a time. Caches share ownership of the pool, so a
 // cache released after its model still returns its blocks safely; the device must outlive
 // both.
@@ -66,6 +72,9 @@ class KvPool {
   // A free block with one reference: a free one, else the least recently parked one
   // (evicted, with every block published under it); grows the pool (doubling) when neither.
   int32_t take();
+  // A free block of the window pool; parked blocks of this pool are evicted (their window
+  // blocks unpinned) before the window pool grows.
+  int32_t take_window();
   // One more reference to a block in use, or to a parked one (which a cache takes again).
   void retain(int32_t block);
   // Drops one reference; a block without any is parked when published, else freed.
@@ -78,8 +87,12 @@ class KvPool {
   int32_t find(int32_t parent, std::span<const int32_t> tokens, uint64_t partition = 0) const {
     return prefix_.find(parent, tokens, partition);
   }
+  // With a window pool, `window_block` is the window pool's block of the same rows: the
+  // published block pins it (one reference) until it leaves the index.
   bool publish(int32_t block, int32_t parent, std::span<const int32_t> tokens,
-               uint64_t partition = 0);
+               uint64_t partition = 0, int32_t window_block = -1);
+  // The window block a published block pins, or -1.
+  int32_t pinned_window(int32_t block) const;
   bool published(int32_t block) const { return prefix_.indexed(block); }
   // The prefix index's chain hashes and listener (prefix_index.hpp).
   std::vector<uint64_t> published_hashes() const { return prefix_.hashes(); }
@@ -101,8 +114,18 @@ class KvPool {
   RecurrentPool* recurrent() const { return recurrent_.get(); }
   void set_recurrent(std::unique_ptr<RecurrentPool> pool) { recurrent_ = std::move(pool); }
 
+  // The sliding-window layers' pool (null for models without such layers) and their window in
+  // keys. Its block hole() is never handed out: table entries behind the window name it (the
+  // window keeps attention from reading it).
+  KvPool* window() const { return window_.get(); }
+  int32_t window_keys() const { return window_keys_; }
+  int32_t hole() const { return hole_; }
+  void set_window(std::unique_ptr<KvPool> pool, int32_t keys);
+
  private:
   void resize(int32_t blocks);
+  void unpin(int32_t block);
+  void evict_oldest();
 
   Device* device_;
   int32_t n_layer_;
@@ -118,6 +141,9 @@ class KvPool {
   int64_t promised_ = 0;
   Buffer move_index_, move_rows_;  // move_rows' indices and the rows in transit
   std::unique_ptr<RecurrentPool> recurrent_;
+  std::unique_ptr<KvPool> window_;
+  int32_t window_keys_ = 0, hole_ = -1;
+  std::vector<int32_t> pins_;  // per block: the window block it pins, or -1
 };
 
 }  // namespace specd

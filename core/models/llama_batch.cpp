@@ -47,6 +47,7 @@ void LlamaModel::forward_batch(std::span<const ForwardEntry> entries) {
   ensure_scratch(M, logit_rows, ints.size());
   s_.ints.upload(ints.data(), ints.size() * 4);
   const PagedBatch batch = inputs.views(s_.ints);
+  const PagedBatch sliding = kv_pool_->window() ? batch.sliding() : batch;
 
   const int64_t d = in.n_embd;
   const View x = s_.x.view(SPECD_DTYPE_F32, M, d);  // residual stream of every entry [M, d]
@@ -98,6 +99,8 @@ void LlamaModel::forward_batch(std::span<const ForwardEntry> entries) {
     if (layers_[l].weights().recurrent())
       layers_[l].run_delta(x, batch, delta_state(at, 0, static_cast<int32_t>(inputs.replay_rows())),
                            piece, s_.block);
+    else if (layers_[l].shape().window > 0)
+      layers_[l].run(x, sliding, pool.window()->k(at), pool.window()->v(at), piece, s_.block);
     else
       layers_[l].run(x, batch, pool.k(at), pool.v(at), piece, s_.block);
   }

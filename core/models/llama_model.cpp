@@ -269,15 +269,20 @@ void LlamaModel::load_weights() {
 
 KvPool& LlamaModel::kv_pool() {
   if (kv_pool_) return *kv_pool_;
-  // Attention layers keep KV rows, recurrent layers a state per sequence (kv_index_ maps a
-  // layer to its place in either pool).
-  int32_t n_kv = 0, n_state = 0;
+  // Attention layers keep KV rows, sliding-window layers theirs in the window pool, recurrent
+  // layers a state per sequence (kv_index_ maps a layer to its place in its pool).
+  int32_t n_kv = 0, n_window = 0, n_state = 0;
   kv_index_.clear();
   for (int32_t l = 0; l < info_.n_layer; ++l)
-    kv_index_.push_back(layers_[l].weights().recurrent() ? n_state++ : n_kv++);
-  kv_pool_ = std::make_shared<KvPool>(*device_, std::max(n_kv, 1),
-                                      static_cast<int64_t>(info_.n_head_kv) * info_.head_dim,
-                                      kKvBlockRows, kv_dtype_);
+    kv_index_.push_back(layers_[l].weights().recurrent() ? n_state++
+                        : layers_[l].shape().window > 0  ? n_window++
+                                                         : n_kv++);
+  const int64_t kv_dim = static_cast<int64_t>(info_.n_head_kv) * info_.head_dim;
+  kv_pool_ = std::make_shared<KvPool>(*device_, std::max(n_kv, 1), kv_dim, kKvBlockRows, kv_dtype_);
+  if (n_window > 0)
+    kv_pool_->set_window(
+        std::make_unique<KvPool>(*device_, n_window, kv_dim, kKvBlockRows, kv_dtype_),
+        info_.sliding_window);
   if (n_state > 0) {
     const BlockShape& s = layers_[0].shape();
     RecurrentShape shape;

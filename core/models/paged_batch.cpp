@@ -11,10 +11,11 @@ namespace {
 // Offsets (in int32 elements) of each part of the array.
 struct Layout {
   int64_t tokens, positions, prefix, begin, extra, table_begin, tables, write, state_in, state_out,
-      replay;
+      replay, window_tables, window_write;
 };
 
-Layout layout_of(int64_t m, int64_t n_extra, int64_t n_table) {
+// n_state: m for a recurrent pool's rows, else 0 (no state_in, state_out).
+Layout layout_of(int64_t m, int64_t n_extra, int64_t n_table, int64_t n_state, int64_t n_replay) {
   Layout l;
   l.tokens = 0;
   l.positions = m;
@@ -25,8 +26,10 @@ Layout layout_of(int64_t m, int64_t n_extra, int64_t n_table) {
   l.tables = l.table_begin + m;
   l.write = l.tables + n_table;
   l.state_in = l.write + m;
-  l.state_out = l.state_in + m;
-  l.replay = l.state_out + m;
+  l.state_out = l.state_in + n_state;
+  l.replay = l.state_out + n_state;
+  l.window_tables = l.replay + n_replay;
+  l.window_write = l.window_tables + n_table;
   return l;
 }
 
@@ -35,10 +38,11 @@ Layout layout_of(int64_t m, int64_t n_extra, int64_t n_table) {
 PagedBatchInputs::PagedBatchInputs(std::span<const PagedRows> seqs) : seqs_(seqs) {
   if (seqs.empty()) throw Error("forward: no sequences");
   std::vector<int32_t> tokens, positions, prefix, begin{0}, extra, table_begin, tables, write;
-  std::vector<int32_t> state_in, state_out, replay_rows;
+  std::vector<int32_t> state_in, state_out, replay_rows, window_tables, window_write;
   const KvPool* pool = &seqs[0].cache->pool();
   block_rows_ = pool->block_rows();
   recurrent_ = pool->recurrent() != nullptr;
+  window_ = pool->window() != nullptr;
   pending_.resize(seqs.size());
   states_.resize(seqs.size());
   replays_.resize(seqs.size());
@@ -78,9 +82,12 @@ PagedBatchInputs::PagedBatchInputs(std::span<const PagedRows> seqs) : seqs_(seqs
       begin.push_back(base + mask.extra_begin[p0 + i + 1] - e0);
       table_begin.push_back(table_at);
       write.push_back(cache.pool_row(first + i));
+      if (window_) window_write.push_back(cache.window_row(first + i));
     }
     extra.insert(extra.end(), mask.extra_slots.begin() + e0, mask.extra_slots.end());
     tables.insert(tables.end(), cache.blocks().begin(), cache.blocks().end());
+    window_tables.insert(window_tables.end(), cache.window_blocks().begin(),
+                         cache.window_blocks().end());
     if (recurrent_) {
       try {
         add_states(in, cache, row0, states_[s], replays_[s], state_in, state_out, replay_rows);
@@ -101,8 +108,9 @@ PagedBatchInputs::PagedBatchInputs(std::span<const PagedRows> seqs) : seqs_(seqs
   n_extra_ = static_cast<int64_t>(extra.size());
   n_table_ = static_cast<int64_t>(tables.size());
   ints_.reserve(static_cast<size_t>(6 * m_ + 1 + n_extra_ + n_table_));
-  for (const auto* part : {&tokens, &positions, &prefix, &begin, &extra, &table_begin, &tables,
-                           &write, &state_in, &state_out, &replay_rows})
+  for (const auto* part :
+       {&tokens, &positions, &prefix, &begin, &extra, &table_begin, &tables, &write, &state_in,
+        &state_out, &replay_rows, &window_tables, &window_write})
     ints_.insert(ints_.end(), part->begin(), part->end());
 }
 
@@ -162,7 +170,7 @@ void PagedBatchInputs::add_states(const PagedRows& in, KvCache& cache, int32_t r
 }
 
 PagedBatch PagedBatchInputs::views(const Buffer& buffer, uint64_t offset) const {
-  const Layout l = layout_of(m_, n_extra_, n_table_);
+  const Layout l = layout_of(m_, n_extra_, n_table_, recurrent_ ? m_ : 0, n_replay_);
   auto at = [&](int64_t first, int64_t count) {
     return buffer.view(SPECD_DTYPE_I32, 1, count, offset + static_cast<uint64_t>(first) * 4);
   };
@@ -178,6 +186,10 @@ PagedBatch PagedBatchInputs::views(const Buffer& buffer, uint64_t offset) const 
     b.state_in = at(l.state_in, m_);
     b.state_out = at(l.state_out, m_);
     if (n_replay_ > 0) b.replay_rows = at(l.replay, n_replay_);
+  }
+  if (window_) {
+    b.window_table = at(l.window_tables, n_table_);
+    b.window_write_rows = at(l.window_write, m_);
   }
   b.block_rows = block_rows_;
   return b;

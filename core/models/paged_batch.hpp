@@ -5,6 +5,8 @@
 //   table_begin [M], block tables [T], write_rows [M]
 //   and for a hybrid model's caches (recurrent state): state_in [M], state_out [M],
 //   replay_rows [R] (the rows whose DeltaNet inputs the pass stores for a replay)
+//   and for a pool with sliding-window layers: window tables [T], window write_rows [M] (the
+//   same tables and rows in the window pool, kv_pool.hpp)
 //
 // Row i of the pass belongs to one sequence; its attention mask is that sequence's
 // (batch_mask.hpp: the committed prefix, then its ancestors among the pending rows), in the
@@ -42,10 +44,18 @@ struct PagedRows {
 // Views of the uploaded inputs, as the decoder block's batched pass reads them.
 struct PagedBatch {
   View positions, prefix_len, extra_begin, extra_slots, table_begin, block_table, write_rows;
-  View state_in, state_out;  // recurrent models only (backend.h, specd_recurrent_rows)
-  View replay_rows;          // recurrent, replay restore: rows to store, in store order
+  View state_in, state_out;              // recurrent models only (backend.h, specd_recurrent_rows)
+  View replay_rows;                      // recurrent, replay restore: rows to store, in store order
+  View window_table, window_write_rows;  // sliding-window layers' (a window pool's) tables
   int32_t block_rows = 0;
   bool has_extra() const { return !extra_slots.empty(); }
+  // The batch as the sliding-window layers read it: their tables and rows in the window pool.
+  PagedBatch sliding() const {
+    PagedBatch b = *this;
+    b.block_table = window_table;
+    b.write_rows = window_write_rows;
+    return b;
+  }
 };
 
 class PagedBatchInputs {
@@ -87,6 +97,7 @@ class PagedBatchInputs {
   int64_t m_ = 0, n_extra_ = 0, n_table_ = 0, n_replay_ = 0;
   int32_t block_rows_ = 0;
   bool recurrent_ = false;
+  bool window_ = false;
   bool finished_ = false;
 };
 

@@ -2,8 +2,10 @@
 // committed) and an independent naive double-precision llama forward to check against.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <string>
