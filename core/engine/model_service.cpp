@@ -235,6 +235,12 @@ specd_status* model_commit(void*, specd_model* model, specd_model_cache* cache, 
 }
 
 specd_status* model_truncate(void*, specd_model* model, specd_model_cache* cache, uint32_t n) {
+  if (!model->head && cache->cache) {
+    // Rows a sliding-window model gave back: the caller may start over from 0 (model.h).
+    const std::string why = cache->cache->truncate_refusal(static_cast<int32_t>(n));
+    if (!why.empty())
+      return host_table()->status_create(nullptr, SPECD_STATUS_UNSUPPORTED, why.c_str());
+  }
   return guarded([&] {
     if (model->head)
       model->head->truncate(*cache->head, static_cast<int32_t>(n));

@@ -149,7 +149,14 @@ class DraftModelProposer {
              s.cached[common] == context[common])
         ++common;
       common = std::min(common, context.size() - 1);
-      check(api_->truncate(host_->context, model_, s.cache, static_cast<uint32_t>(common)));
+      try {
+        check(api_->truncate(host_->context, model_, s.cache, static_cast<uint32_t>(common)));
+      } catch (const specd::sdk::PluginError& e) {
+        // A sliding-window draft gave back the rows a cut that far back needs: start over.
+        if (e.code() != SPECD_STATUS_UNSUPPORTED) throw;
+        check(api_->truncate(host_->context, model_, s.cache, 0));
+        common = 0;
+      }
       s.cached.resize(common);
       Work& w = work.emplace_back();
       w.item = &item;

@@ -108,7 +108,10 @@ typedef struct specd_model_api {
    * a child of the committed prefix) and drops the rest. [same-thread] */
   specd_status* (*commit)(void* host_context, specd_model* model, specd_model_cache* cache,
                           const int32_t* rows, uint32_t n);
-  /* Keeps the first n committed rows and drops pending ones. [same-thread] */
+  /* Keeps the first n committed rows and drops pending ones. A model with sliding-window
+   * layers keeps those layers' rows only near the end of the cache (the window and 80 rows
+   * more): an n that needs rows it gave back returns SPECD_STATUS_UNSUPPORTED, changing
+   * nothing; n = 0 always succeeds. [same-thread] */
   specd_status* (*truncate)(void* host_context, specd_model* model, specd_model_cache* cache,
                             uint32_t n);
 
