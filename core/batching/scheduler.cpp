@@ -176,6 +176,10 @@ void Scheduler::record_kv() {
   steps_.kv_blocks_free = static_cast<uint64_t>(pool.free_blocks());
   steps_.kv_blocks_cached = static_cast<uint64_t>(pool.parked_blocks());
   steps_.kv_evictions = pool.evictions();
+  if (const KvPool* w = pool.window()) {
+    steps_.kv_window_blocks = static_cast<uint64_t>(w->blocks());
+    steps_.kv_window_blocks_used = static_cast<uint64_t>(w->used_blocks());
+  }
 }
 
 StepTotals Scheduler::steps() const {

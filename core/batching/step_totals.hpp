@@ -16,6 +16,8 @@ struct StepTotals {
   uint64_t prompt_rows = 0, prefix_hit_rows = 0;
   uint64_t kv_blocks = 0, kv_blocks_free = 0, kv_blocks_cached = 0, kv_evictions = 0;
   uint64_t kv_block_rows = 0;
+  // Its window pool (sliding-window layers, kv_pool.hpp): blocks, and of them those in use.
+  uint64_t kv_window_blocks = 0, kv_window_blocks_used = 0;
 };
 
 }  // namespace specd::batching

@@ -95,6 +95,14 @@ void HttpServer::Impl::load() {
           static_cast<unsigned long long>(tokens), double(bytes) / (1ull << 30),
           static_cast<unsigned long long>(tokens / std::max(1u, context_length)), context_length);
       kv_summary = line;
+      if (const KvPool* w = pool.window()) {
+        std::snprintf(line, sizeof line,
+                      "; sliding-window layers apart: %llu bytes a token, for the last %d rows "
+                      "of each sequence and its cached prefix",
+                      static_cast<unsigned long long>(w->bytes_per_token()),
+                      pool.window_keys() + KvCache::kWindowSlack);
+        kv_summary += line;
+      }
       if (kv_events) {
         KvPool& target_pool = engines.target().kv_pool();
         kv_events->set_block_size(static_cast<uint32_t>(target_pool.block_rows()));

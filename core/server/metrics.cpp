@@ -130,6 +130,12 @@ std::string Metrics::render(size_t queued, size_t running, const StepTotals& ste
         steps.kv_blocks_free);
   gauge("specd_kv_blocks_cached", "Of the free blocks, cached prefixes (evictable).",
         steps.kv_blocks_cached);
+  gauge("specd_kv_window_blocks",
+        "Blocks of the sliding-window layers' pool (0: the model has none).",
+        steps.kv_window_blocks);
+  gauge("specd_kv_window_blocks_used",
+        "Of those, blocks in use: the last window of each sequence, and cached prefixes'.",
+        steps.kv_window_blocks_used);
   o << "# HELP specd_queue_depth Requests waiting for the scheduler.\n"
     << "# TYPE specd_queue_depth gauge\nspecd_queue_depth " << queued << "\n"
     << "# HELP specd_running Sequences being decoded.\n"
