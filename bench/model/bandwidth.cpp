@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "gguf/gguf_reader.hpp"
-#include "median.hpp"
 
 namespace specd::bench {
 
@@ -51,19 +50,53 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// XOR of n words in eight independent chains, so that loads, not the chain, set the pace.
-[[gnu::noinline]] uint64_t xor_words(const uint64_t* p, size_t n) {
-  uint64_t a[8] = {};
-  for (size_t i = 0; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) a[j] ^= p[i + j];
-  return a[0] ^ a[1] ^ a[2] ^ a[3] ^ a[4] ^ a[5] ^ a[6] ^ a[7];
+// XOR of n words (a multiple of 32) in four independent chains of vector loads as wide as the
+// CPU's, as the matmul kernels load weights: with 8-byte loads a core's load ports, not the
+// memory, can set the pace (at 2 loads a cycle, 48 GB/s at 3 GHz, and less while the clock
+// is still ramping up).
+template <class V>
+[[gnu::always_inline]] inline uint64_t xor_lanes(const uint64_t* p, size_t n) {
+  constexpr size_t w = sizeof(V) / 8;
+  V a{}, b{}, c{}, d{};
+  for (size_t i = 0; i + 4 * w <= n; i += 4 * w) {
+    a ^= *reinterpret_cast<const V*>(p + i);
+    b ^= *reinterpret_cast<const V*>(p + i + w);
+    c ^= *reinterpret_cast<const V*>(p + i + 2 * w);
+    d ^= *reinterpret_cast<const V*>(p + i + 3 * w);
+  }
+  const V x = a ^ b ^ c ^ d;
+  uint64_t r = 0;
+  for (size_t j = 0; j < w; ++j) r ^= x[j];
+  return r;
+}
+
+using Lanes8 = uint64_t __attribute__((vector_size(64)));
+using Lanes4 = uint64_t __attribute__((vector_size(32)));
+using Lanes2 = uint64_t __attribute__((vector_size(16)));
+
+[[gnu::target("avx512f"), gnu::noinline]] uint64_t xor_avx512(const uint64_t* p, size_t n) {
+  return xor_lanes<Lanes8>(p, n);
+}
+[[gnu::target("avx2"), gnu::noinline]] uint64_t xor_avx2(const uint64_t* p, size_t n) {
+  return xor_lanes<Lanes4>(p, n);
+}
+[[gnu::noinline]] uint64_t xor_sse2(const uint64_t* p, size_t n) {
+  return xor_lanes<Lanes2>(p, n);
+}
+
+uint64_t xor_words(const uint64_t* p, size_t n) {
+  static const auto best = __builtin_cpu_supports("avx512f") ? &xor_avx512
+                           : __builtin_cpu_supports("avx2")  ? &xor_avx2
+                                                             : &xor_sse2;
+  return best(p, n);
 }
 
 }  // namespace
 
 double read_bandwidth(int threads) {
   threads = std::max(threads, 1);
-  const size_t words = (size_t{256} << 20) / 8, slice = words / static_cast<size_t>(threads);
+  const size_t words = (size_t{256} << 20) / 8;
+  const size_t slice = words / static_cast<size_t>(threads) / 32 * 32;  // whole vector groups
   // In the pages the CPU device keeps weights in (plugins/cpu/runtime/huge_pages.hpp): 2 MiB ones,
   // unless SPECD_CPU_HUGE_PAGES=0.
   void* memory = nullptr;
@@ -77,7 +110,11 @@ double read_bandwidth(int threads) {
   for (size_t i = 0; i < words; ++i) buffer[i] = i * 0x9e3779b97f4a7c15u;  // every page mapped
   std::vector<double> passes;
   uint64_t sink = 0;
-  for (int r = 0; r < 5; ++r) {
+  // Passes in the first 0.2 s are not counted: they bring the cores' clocks up from idle (a
+  // roof taken from idle read 38 GB/s where the same machine read 64 right after decoding).
+  const auto warm_until = Clock::now() + std::chrono::milliseconds(200);
+  while (passes.size() < 7) {
+    const bool warming = Clock::now() < warm_until;
     std::vector<Clock::time_point> start(static_cast<size_t>(threads)),
         end(static_cast<size_t>(threads));
     std::vector<uint64_t> result(static_cast<size_t>(threads));
@@ -96,12 +133,13 @@ double read_bandwidth(int threads) {
     for (auto& th : others) th.join();
     const auto first = *std::min_element(start.begin(), start.end());
     const auto last = *std::max_element(end.begin(), end.end());
-    passes.push_back(double(slice * 8 * static_cast<size_t>(threads)) /
-                     std::chrono::duration<double>(last - first).count());
+    if (!warming)
+      passes.push_back(double(slice * 8 * static_cast<size_t>(threads)) /
+                       std::chrono::duration<double>(last - first).count());
     for (uint64_t x : result) sink ^= x;
   }
   asm volatile("" : : "r"(sink));  // keeps the reads observable
-  return median(passes);
+  return *std::max_element(passes.begin(), passes.end());
 }
 
 }  // namespace specd::bench

@@ -19,11 +19,11 @@ double copy_bandwidth();
 
 // Bytes per second that `threads` threads read at once, each streaming its own slice of a
 // 256 MiB buffer (far past any cache; in 2 MiB pages, as the CPU device keeps weights, unless
-// SPECD_CPU_HUGE_PAGES=0) with plain loads and nothing else: the roof that a
-// decoding step's matmuls, which stream the weights on the device's threads, run against.
-// One thread's memcpy understates it: two threads of a 2-core Zen 4 VM read 23-36 GB/s where
-// one thread copied 18-22. Median of 5 passes (this shared machine's bandwidth drifts, and a
-// median is what the decode figure beside it is).
+// SPECD_CPU_HUGE_PAGES=0) with vector loads as wide as the CPU's and nothing else: the roof
+// that a decoding step's matmuls, which stream the weights on the device's threads, run
+// against. One thread's memcpy understates it: two threads of a 2-core Zen 4 VM read 23-36
+// GB/s where one thread copied 18-22. The best of 7 passes after 0.2 s of warm-up: a roof is
+// what the memory can give, and other tenants of a shared machine only take from it.
 double read_bandwidth(int threads);
 
 }  // namespace specd::bench

@@ -304,15 +304,17 @@ int main(int argc, char** argv) {
     }
 
     // Decode: one token at a time, committed, after `prefix` tokens. On the CPU backend the
-    // memory's read roof is taken just before and just after, with the device's threads.
+    // memory's read roof is taken, with the device's threads, before each repeat and after the
+    // last: each repeat's share of the roof is against the better of the two readings beside
+    // it, so a machine whose bandwidth drifts between runs still gives the same share.
     const bool cpu = a.backend == "cpu";
     const int device_threads = static_cast<int>(device->info().threads);
     const bool read_roof = cpu && !a.decode_only;
-    const double read_before = read_roof ? bench::read_bandwidth(device_threads) : 0;
-    std::vector<double> decode;
+    std::vector<double> decode, roofs;
     const int32_t n_decode = std::min<int32_t>(64, n_ctx - prefix - 1);
     for (int r = 0; r < a.repeats; ++r) {
       b.fill_prefix(*cache, prefix);
+      if (read_roof) roofs.push_back(bench::read_bandwidth(device_threads));
       double total = 0;
       for (int32_t i = 0; i < n_decode; ++i) {
         total += b.forward_time(*cache, 1);
@@ -325,7 +327,7 @@ int main(int argc, char** argv) {
                   1.0 / median(decode), prefix, a.repeats);
       return 0;
     }
-    const double read_after = read_roof ? bench::read_bandwidth(device_threads) : 0;
+    if (read_roof) roofs.push_back(bench::read_bandwidth(device_threads));
 
     // v(m): forwards of m tokens after the same committed prefix (never committed).
     std::vector<int32_t> ms;
@@ -365,6 +367,9 @@ int main(int argc, char** argv) {
     const double prefill_tps = n_prefill / median(prefill);
     const specd_device_info di = device->info();
     const double weight_bytes = double(bench::decode_weight_bytes(a.model));
+    std::vector<double> shares;  // each repeat's weight reads over the roof beside it
+    for (size_t r = 0; r + 1 < roofs.size(); ++r)
+      shares.push_back(weight_bytes / decode[r] / std::max(roofs[r], roofs[r + 1]));
     const bool moe = in.n_expert > 0;
     const double copy_bw = bench::copy_bandwidth();
     if (a.json) {
@@ -372,13 +377,14 @@ int main(int argc, char** argv) {
           "{\"model\": \"%s\", \"params\": %lld, \"weight_type\": \"%s\", \"device\": \"%s\", "
           "\"threads\": %u, \"repeats\": %d, \"clock\": \"%s\", \"decode_tokens_per_s\": %.2f, "
           "\"prefill_tokens\": %d, \"prefill_tokens_per_s\": %.2f, \"decode_weight_bytes\": %.0f, "
-          "\"decode_bytes_per_s\": %.4g, \"read_bytes_per_s_before\": %.4g, "
-          "\"read_bytes_per_s_after\": %.4g, \"copy_bytes_per_s\": %.4g, "
+          "\"decode_bytes_per_s\": %.4g, \"read_roof_gb_per_s\": [%s], \"read_roof_share\": %.3f, "
+          "\"copy_bytes_per_s\": %.4g, "
           "\"int8_roof_gmacs_before\": [%s], \"int8_roof_gmacs_after\": [%s], \"forward_ms\": {",
           in.path.c_str(), static_cast<long long>(in.n_params), in.weight_type.c_str(), di.name,
           di.threads, a.repeats, g_cpu_time ? "cpu" : "wall", decode_tps, n_prefill, prefill_tps,
-          weight_bytes, weight_bytes * decode_tps, read_before, read_after, copy_bw,
-          roof_before.empty() ? "" : joined(roof_before, 1e9, 1).c_str(),
+          weight_bytes, weight_bytes * decode_tps,
+          roofs.empty() ? "" : joined(roofs, 1e9, 2).c_str(), shares.empty() ? 0.0 : median(shares),
+          copy_bw, roof_before.empty() ? "" : joined(roof_before, 1e9, 1).c_str(),
           roof_after.empty() ? "" : joined(roof_after, 1e9, 1).c_str());
       for (size_t i = 0; i < ms.size(); ++i)
         std::printf("%s\"%d\": %.4f", i ? ", " : "", ms[i], t_m[i] * 1e3);
@@ -403,10 +409,13 @@ int main(int argc, char** argv) {
                   weight_bytes * decode_tps / 1e9, weight_bytes / 1e6);
       if (read_roof)
         std::printf(
-            ", %.0f%% of the read roof\n"
-            "roof      %d thread%s reading at once: %.2f GB/s before decoding, %.2f after;",
-            100 * weight_bytes * decode_tps / (0.5 * (read_before + read_after)), device_threads,
-            device_threads == 1 ? "" : "s", read_before / 1e9, read_after / 1e9);
+            ", %.0f%% of the read roof (%.0f-%.0f%% over the repeats)\n"
+            "roof      %d thread%s reading at once beside each repeat: %.2f GB/s (%.2f-%.2f);",
+            100 * median(shares), 100 * *std::min_element(shares.begin(), shares.end()),
+            100 * *std::max_element(shares.begin(), shares.end()), device_threads,
+            device_threads == 1 ? "" : "s", median(roofs) / 1e9,
+            *std::min_element(roofs.begin(), roofs.end()) / 1e9,
+            *std::max_element(roofs.begin(), roofs.end()) / 1e9);
       std::printf("%s memcpy %.2f GB/s (read + write, one thread)\n", read_roof ? "" : ";",
                   copy_bw / 1e9);
       std::printf("prefill   %.1f tokens/s (%d tokens in one forward)\n", prefill_tps, n_prefill);
