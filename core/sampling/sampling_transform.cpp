@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -127,29 +128,101 @@ void transform_scaled(std::vector<double>& z, const SamplingParams& params, std:
   exps.softmax(z, out);
 }
 
+// A logit that no transform accepts, named.
+template <class T>
+[[noreturn]] void bad_logit(size_t i, T v) {
+  throw Error("sampling transform: logit " + std::to_string(i) + " is " +
+              (std::isnan(v) ? "NaN" : "+inf") + " (the model produced invalid values)");
+}
+
+// 16-byte vectors of T (GCC's vector extension; SSE2 on every x86-64).
+template <class T>
+struct Lanes;
+template <>
+struct Lanes<float> {
+  using V = float __attribute__((vector_size(16)));
+};
+template <>
+struct Lanes<double> {
+  using V = double __attribute__((vector_size(16)));
+};
+
+// The largest of p[b, e) and whether any is NaN, in vectors (the compiler does not vectorise
+// a max whose NaN behaviour it must keep: 7x faster over 152k logits). A NaN never becomes
+// the maximum (the comparison is false); a block holding one is refused anyway.
+template <class T>
+T block_max(const T* p, size_t b, size_t e, bool& nan) {
+  using V = typename Lanes<T>::V;
+  constexpr size_t kLanes = sizeof(V) / sizeof(T);
+  constexpr T kInf = std::numeric_limits<T>::infinity();
+  V m, v;
+  for (size_t j = 0; j < kLanes; ++j) m[j] = -kInf;
+  auto unordered = m != m;  // all false: the lanes' NaN flags
+  size_t i = b;
+  for (; i + kLanes <= e; i += kLanes) {
+    std::memcpy(&v, p + i, sizeof v);
+    m = m < v ? v : m;
+    unordered |= v != v;
+  }
+  T top = -kInf;
+  for (size_t j = 0; j < kLanes; ++j) {
+    top = top < m[j] ? m[j] : top;
+    nan = nan || unordered[j] != 0;
+  }
+  for (; i < e; ++i) {
+    top = top < p[i] ? p[i] : top;
+    nan = nan || p[i] != p[i];
+  }
+  return top;
+}
+
+// Temperature 0: the first maximum, found in the one pass that checks the row (a greedy
+// row over a 152k vocabulary is read once, not copied and read again): block by block, each
+// block's maximum and whether it holds a NaN or +inf, then, only for a block that beats the
+// best so far, the first index of its maximum.
+template <class T>
+void one_hot_of_max(std::span<const T> logits, std::span<double> out) {
+  constexpr T kInf = std::numeric_limits<T>::infinity();
+  constexpr size_t kBlock = 256;
+  const size_t n = logits.size();
+  size_t best = 0;
+  T top = -kInf;
+  for (size_t b = 0; b < n; b += kBlock) {
+    const size_t e = std::min(n, b + kBlock);
+    bool nan = false;
+    const T m = block_max(logits.data(), b, e, nan);
+    if (nan || m == kInf)
+      for (size_t i = b; i < e; ++i)
+        if (std::isnan(logits[i]) || logits[i] == kInf) bad_logit(i, logits[i]);
+    if (m > top) {  // strict: an earlier block's equal maximum wins
+      top = m;
+      best = b;
+      while (logits[best] != m) ++best;  // the block's first maximum
+    }
+  }
+  if (top == -std::numeric_limits<T>::infinity())
+    throw Error("sampling transform: every token of the row is masked (all logits are -inf)");
+  std::fill(out.begin(), out.end(), 0.0);
+  out[best] = 1.0;
+}
+
 template <class T>
 void transform_any(std::span<const T> logits, const SamplingParams& params, std::span<double> out) {
   if (out.size() != logits.size())
     throw Error("sampling transform: output row has " + std::to_string(out.size()) +
                 " entries, logits have " + std::to_string(logits.size()));
+  if (params.temperature == 0.0) return one_hot_of_max(logits, out);
   std::vector<double>& z = scratch().z;
   z.resize(logits.size());
   bool any = false;
   for (size_t i = 0; i < logits.size(); ++i) {
     const double v = static_cast<double>(logits[i]);
-    if (std::isnan(v) || v == std::numeric_limits<double>::infinity())
-      throw Error("sampling transform: logit " + std::to_string(i) + " is " +
-                  (std::isnan(v) ? "NaN" : "+inf") + " (the model produced invalid values)");
+    if (std::isnan(v) || v == std::numeric_limits<double>::infinity()) bad_logit(i, v);
     z[i] = v;
     any = any || v != kNegInf;
   }
   if (!any)
     throw Error("sampling transform: every token of the row is masked (all logits are -inf)");
-  if (params.temperature == 0.0) {
-    std::fill(out.begin(), out.end(), 0.0);
-    out[argmax_lowest(z)] = 1.0;
-    return;
-  }
   for (double& v : z)
     if (v != kNegInf) v /= params.temperature;
   transform_scaled(z, params, out);
@@ -171,13 +244,6 @@ void validate_sampling_params(const SamplingParams& params) {
   check("top_k", top_k_range(params.top_k), std::to_string(params.top_k));
   check("top_p", top_p_range(params.top_p), text(params.top_p));
   check("min_p", min_p_range(params.min_p), text(params.min_p));
-}
-
-uint32_t argmax_lowest(std::span<const double> row) {
-  uint32_t best = 0;
-  for (uint32_t i = 1; i < row.size(); ++i)
-    if (row[i] > row[best]) best = i;  // strict: the first maximum wins
-  return best;
 }
 
 void transform_logits(std::span<const float> logits, const SamplingParams& params,

@@ -43,7 +43,4 @@ std::vector<double> transform_logits(std::span<const double> logits, const Sampl
 // Used by the Markov audit, whose tables are probabilities.
 std::vector<double> transform_probs(std::span<const double> probs, const SamplingParams& params);
 
-// Index of the largest value, lowest index on ties. The row must be non-empty.
-uint32_t argmax_lowest(std::span<const double> row);
-
 }  // namespace specd

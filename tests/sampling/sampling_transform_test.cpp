@@ -115,6 +115,57 @@ TEST_CASE("invalid rows are clear errors") {
   }
 }
 
+TEST_CASE("temperature 0 refuses what the other temperatures refuse, float rows alike") {
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  CHECK_THROWS_WITH_AS(run({-kInf, -kInf}, greedy), doctest::Contains("masked"), specd::Error);
+  CHECK_THROWS_WITH_AS(run({0.0, std::nan("")}, greedy), doctest::Contains("logit 1 is NaN"),
+                       specd::Error);
+  CHECK_THROWS_WITH_AS(run({kInf, 0.0}, greedy), doctest::Contains("logit 0 is +inf"),
+                       specd::Error);
+  // A NaN after the maximum is still found (the one pass reads the whole row).
+  CHECK_THROWS_AS(run({5.0, 1.0, std::nan("")}, greedy), specd::Error);
+  const std::vector<float> f = {-std::numeric_limits<float>::infinity(), 2.5f, 2.5f, -1.0f};
+  std::vector<double> out(4);
+  transform_logits(std::span<const float>(f), greedy, std::span<double>(out));
+  check_row(out, {0, 1, 0, 0});
+  const std::vector<float> nan_row = {1.0f, std::numeric_limits<float>::quiet_NaN()};
+  std::vector<double> two(2);
+  CHECK_THROWS_AS(transform_logits(std::span<const float>(nan_row), greedy, std::span<double>(two)),
+                  specd::Error);
+}
+
+TEST_CASE("temperature 0 finds the first maximum and the first bad logit in any row") {
+  // Rows of 1 to 1100 logits (blocks of 256 and vectors of 4 cut anywhere), drawn from a few
+  // values so that maxima tie, with masked entries; then one NaN or +inf put in.
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  std::mt19937 rng(5);
+  const std::vector<float> values = {
+      -1.5f, 0.0f, -0.0f, 2.0f, 2.0f, 3.25f, -std::numeric_limits<float>::infinity()};
+  for (int trial = 0; trial < 400; ++trial) {
+    const size_t n = 1 + rng() % 1100;
+    std::vector<float> row(n);
+    for (float& v : row) v = values[rng() % values.size()];
+    row[rng() % n] = 1.0f;  // at least one finite logit
+    size_t want = 0;
+    for (size_t i = 1; i < n; ++i)
+      if (row[i] > row[want]) want = i;
+    std::vector<double> out(n);
+    transform_logits(std::span<const float>(row), greedy, std::span<double>(out));
+    INFO("trial " << trial << ", " << n << " logits");
+    CHECK(out[want] == 1.0);
+    CHECK(std::count(out.begin(), out.end(), 0.0) == static_cast<long>(n - 1));
+    const size_t at = rng() % n;
+    row[at] = trial % 2 ? std::numeric_limits<float>::quiet_NaN()
+                        : std::numeric_limits<float>::infinity();
+    const std::string named = "logit " + std::to_string(at) + " is";
+    CHECK_THROWS_WITH_AS(
+        transform_logits(std::span<const float>(row), greedy, std::span<double>(out)),
+        doctest::Contains(named.c_str()), specd::Error);
+  }
+}
+
 TEST_CASE("float logits take the same path") {
   const std::vector<float> f = {0.5f, 1.5f, -2.0f};
   std::vector<double> out(3);
