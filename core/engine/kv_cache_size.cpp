@@ -16,8 +16,7 @@ uint64_t kv_cache_bytes(const ModelInfo& info, uint64_t tokens) {
   const auto sliding =
       static_cast<uint64_t>(std::count(info.sliding.begin(), info.sliding.end(), true));
   const uint64_t window_rows =
-      std::min<uint64_t>(tokens, static_cast<uint64_t>(info.sliding_window) +
-                                     KvCache::kWindowSlack + KvCache::kRoundRows);
+      std::min<uint64_t>(tokens, static_cast<uint64_t>(KvCache::window_rows(info.sliding_window)));
   return tokens * (per_layer * (static_cast<uint64_t>(info.n_layer) - sliding) + sizeof(int32_t)) +
          window_rows * per_layer * sliding;
 }

@@ -69,7 +69,7 @@ int32_t KvCache::promised_blocks() const {
 // pass reads it).
 int32_t KvCache::promised_window_blocks() const {
   const int32_t B = pool_->block_rows();
-  const int32_t rows = pool_->window_keys() + kWindowSlack + kRoundRows;
+  const int32_t rows = window_rows(pool_->window_keys());
   return std::min((capacity_ + B - 1) / B, (rows + B - 1) / B + 2);
 }
 

@@ -62,6 +62,8 @@ class KvCache {
   // The most rows a round adds (k = 64 and its root): the window pool a cache promises holds
   // the window, the slack and a round.
   static constexpr int32_t kRoundRows = 65;
+  // The sliding-window rows a cache holds at most between prefills, for a window of `keys`.
+  static constexpr int32_t window_rows(int32_t keys) { return keys + kWindowSlack + kRoundRows; }
   // The first row whose sliding-window rows the cache still holds (0 without a window pool).
   int32_t window_from() const { return window_from_; }
   // Committed rows before this one may yet be published (publish_next): their window blocks

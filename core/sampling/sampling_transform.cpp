@@ -200,7 +200,7 @@ void one_hot_of_max(std::span<const T> logits, std::span<double> out) {
       while (logits[best] != m) ++best;  // the block's first maximum
     }
   }
-  if (top == -std::numeric_limits<T>::infinity())
+  if (top == -kInf)
     throw Error("sampling transform: every token of the row is masked (all logits are -inf)");
   std::fill(out.begin(), out.end(), 0.0);
   out[best] = 1.0;
