@@ -1,7 +1,6 @@
 // specd bench|ab -c FILE --out DIR [--set section.key=value]... [--plugin-path DIR]...
 // specd bench --construct --out DIR [--arch A] [--size S] [--type T] [--draft-size S] [--vocab N]
-//             [--context N]
-//                                   [--agreement A]...
+//             [--context N] [--text T] [--agreement A]...
 #include "cmd_bench.hpp"
 
 #include <unistd.h>
@@ -34,7 +33,7 @@ const char* kHelp =
     "usage: specd bench -c FILE --out DIR [options]\n"
     "       specd ab    -c FILE --out DIR [options]\n"
     "       specd bench --construct --out DIR [--arch A] [--size S] [--type T] [--draft-size S]\n"
-    "                   [--draft-type T] [--vocab N] [--context N] [--agreement A]...\n"
+    "                   [--draft-type T] [--vocab N] [--context N] [--text T] [--agreement A]...\n"
     "       specd bench --quantize IN --type T --out FILE\n"
     "\n"
     "Runs every arm of the bench file and plain decoding on the same prompts, interleaved,\n"
@@ -66,7 +65,9 @@ const char* kHelp =
     "                      out (biases, sinks, YaRN, a window of 128 on even layers);\n"
     "                      --vocab N tokens in all (default 264; e.g. 32000,\n"
     "                      128256, 151936); --context N: their context length (default\n"
-    "                      1024, 64..131072)\n"
+    "                      1024, 64..131072); --text T: the planted map spells T instead of\n"
+    "                      walking the printable bytes (its words become tokens from id 264\n"
+    "                      on: --vocab must leave room; greedy decoding writes T over and over)\n"
     "  --quantize IN       only write a copy of the GGUF model IN with its matrices in --type\n"
     "                      to the file --out (weight precision as an axis)\n"
     "Weight types (--type, [bench] target_types / draft_types, [construct] types):\n"
@@ -90,13 +91,15 @@ std::string parameters_text(const specd::bench::ConstructedSpec& spec) {
 int construct_only(const std::string& out, const std::string& arch, const std::string& size,
                    const std::string& type, const std::string& draft_size,
                    const std::string& draft_type, uint32_t vocab, uint32_t context,
-                   std::vector<double> agreements) {
+                   const std::string& text, std::vector<double> agreements) {
   std::filesystem::create_directories(out);
   if (agreements.empty()) agreements = {1.0};
   specd::bench::ConstructedSpec target = specd::bench::constructed_preset(size, arch);
   target.weights = specd::bench::weight_preset(type).name;
   target.vocab = vocab;
   target.n_ctx = context;
+  target.text = text;
+  specd::bench::check_constructed_text(target);
   target.mtp_agreement = agreements.front();  // a hybrid's MTP layer: the first agreement
   const std::string path = out + "/target.gguf";
   const bool wrote = specd::bench::ensure_constructed_model(path, target);
@@ -118,6 +121,7 @@ int construct_only(const std::string& out, const std::string& arch, const std::s
     draft.weights = specd::bench::weight_preset(draft_type).name;
     draft.vocab = vocab;
     draft.n_ctx = context;
+    draft.text = text;
     const bool wrote_draft = specd::bench::ensure_constructed_model(out + name, draft);
     std::printf("%s%s  (%s%s draft agreeing on %.0f%% of the map, %.1f M parameters%s)\n",
                 out.c_str(), name, draft_size.empty() ? "" : (draft_size + " ").c_str(),
@@ -151,7 +155,7 @@ int run_bench_command(int argc, char** argv) {
   const std::string mode = argv[0];
   specd::cli::Args args(argc, argv);
   std::string config_path, out, models_dir, quantize,
-      size = "tiny", type = "f16", draft_type = "f16", draft_size, arch = "llama";
+      size = "tiny", type = "f16", draft_type = "f16", draft_size, arch = "llama", text;
   uint32_t vocab = 264, context = 1024;
   std::vector<std::string> sets, plugin_paths;
   std::vector<double> agreements;
@@ -206,6 +210,9 @@ int run_bench_command(int argc, char** argv) {
         throw specd::UsageError("option --context " + std::to_string(n) +
                                 " must lie in [64, 131072] (the constructed models' context)");
       context = static_cast<uint32_t>(n);
+    } else if (args.match("--text")) {
+      text = args.value();
+      specd::bench::planted_words(text);  // an empty or oversized text is refused here
     } else if (args.match("--agreement")) {
       const double a = args.float_value();
       if (!(a >= 0 && a <= 1)) {
@@ -220,7 +227,7 @@ int run_bench_command(int argc, char** argv) {
   }
   if (out.empty()) throw specd::UsageError(mode + ": --out DIR is required");
   if (construct)
-    return construct_only(out, arch, size, type, draft_size, draft_type, vocab, context,
+    return construct_only(out, arch, size, type, draft_size, draft_type, vocab, context, text,
                           agreements);
   if (!quantize.empty()) {
     const specd::bench::WeightPreset preset = specd::bench::weight_preset(type);

@@ -96,10 +96,16 @@ void write_constructed_dflash(const std::string& path, const ConstructedSpec& ta
   // normed embeddings n_t and n_m · w = -1 for the mask's (w = N^T (N N^T)^-1 b; the rows
   // are independent while the cycle has fewer tokens than the width).
   const std::vector<float> m = normed(&embd[static_cast<size_t>(mask * d)], d);
-  const auto [first, last] = constructed_cycle_range();
+  std::vector<int32_t> cycle = constructed_cycle(target);
+  std::sort(cycle.begin(), cycle.end());
+  if (cycle.back() == mask)
+    throw UsageError(
+        "constructed DFlash drafter: the planted text fills the vocabulary, whose "
+        "last token it needs as its mask (--vocab " +
+        std::to_string(V) + ")");
   std::vector<std::vector<float>> rows;
   std::vector<double> b;
-  for (int32_t t = first; t <= last; ++t) {
+  for (int32_t t : cycle) {
     rows.push_back(normed(&embd[static_cast<size_t>(t * d)], d));
     b.push_back(1.0);
   }
@@ -134,7 +140,7 @@ void write_constructed_dflash(const std::string& path, const ConstructedSpec& ta
   g.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
   g.set_u32(a + "block_size", 16);
   g.set(a + "target_layers", GgufValue::int32_array({static_cast<int32_t>(target.n_layer / 2)}));
-  set_byte_tokenizer(g, static_cast<uint32_t>(V));
+  set_constructed_tokenizer(g, target);
   g.set_u32("tokenizer.ggml.mask_token_id", static_cast<uint32_t>(mask));
 
   const GgmlType q8 = GgmlType::kQ8_0;

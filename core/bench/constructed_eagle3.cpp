@@ -48,7 +48,7 @@ void write_constructed_eagle3(const std::string& path, const ConstructedSpec& ta
   w.set(a + "target_layers", GgufValue::int32_array(layers));
   w.set_u32(a + "target_hidden_size", static_cast<uint32_t>(d));
   w.set_bool(a + "norm_before_residual", true);
-  set_byte_tokenizer(w, static_cast<uint32_t>(V));
+  set_constructed_tokenizer(w, target);
 
   const GgmlType q8 = GgmlType::kQ8_0;
   const std::vector<float> zeros(static_cast<size_t>(std::max(3 * d, 2 * n_ff) * d), 0.0f);

@@ -25,12 +25,17 @@ constexpr double kPeakLogit = 12.0;
 // stream by about 1% of its size.
 constexpr double kLayerScale = 0.1;
 
-// The planted cycle over printable tokens, in visiting order.
-std::vector<int32_t> planted_cycle(uint64_t map_seed) {
-  std::vector<int32_t> cycle;
-  for (int32_t t = kFirstPrintable; t <= kLastPrintable; ++t) cycle.push_back(t);
-  std::mt19937_64 rng(map_seed);
-  std::shuffle(cycle.begin(), cycle.end(), rng);
+// The most bytes a planted text may have: a paragraph, not a corpus.
+constexpr size_t kMaxTextBytes = 4096;
+
+bool white(char c) {
+  return c == ' ' || c == '\n' || c == '\t' || c == '\r';
+}
+
+// The cycle's tokens in ascending id order: the order their embeddings are drawn and their
+// output rows summed in (for the printable cycle, the order the files always had).
+std::vector<int32_t> ascending(std::vector<int32_t> cycle) {
+  std::sort(cycle.begin(), cycle.end());
   return cycle;
 }
 
@@ -197,7 +202,7 @@ GgmlType constructed_tensor_type(const ConstructedSpec& s, const std::string& na
 }
 
 std::vector<int32_t> constructed_next(const ConstructedSpec& spec) {
-  const std::vector<int32_t> cycle = planted_cycle(spec.map_seed);
+  const std::vector<int32_t> cycle = constructed_cycle(spec);
   const size_t n = cycle.size();
   std::vector<int32_t> next(spec.vocab, cycle[0]);  // everything leads into the cycle
   for (size_t i = 0; i < n; ++i) next[cycle[i]] = cycle[(i + 1) % n];
@@ -213,8 +218,51 @@ std::vector<int32_t> constructed_next(const ConstructedSpec& spec) {
   return next;
 }
 
-std::pair<int32_t, int32_t> constructed_cycle_range() {
-  return {kFirstPrintable, kLastPrintable};
+std::vector<std::string> planted_words(const std::string& text) {
+  if (text.size() > kMaxTextBytes)
+    throw UsageError("constructed model: a planted text of " + std::to_string(text.size()) +
+                     " bytes is longer than " + std::to_string(kMaxTextBytes));
+  std::vector<std::string> words;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = i;
+    while (j < text.size() && white(text[j])) ++j;
+    if (j == text.size()) break;  // trailing white space: the last word's
+    while (j < text.size() && !white(text[j])) ++j;
+    words.push_back(text.substr(i, j - i));
+    i = j;
+  }
+  if (words.empty()) throw UsageError("constructed model: the planted text has no word");
+  words.back() += text.substr(i);
+  // A one-byte word (only the first can be one) would spell a byte token again.
+  if (words[0].size() == 1) {
+    if (words.size() == 1)
+      throw UsageError("constructed model: the planted text needs at least two bytes");
+    words[1] = words[0] + words[1];
+    words.erase(words.begin());
+  }
+  return words;
+}
+
+void check_constructed_text(const ConstructedSpec& s) {
+  if (!s.text.empty()) constructed_cycle(s);
+}
+
+std::vector<int32_t> constructed_cycle(const ConstructedSpec& spec) {
+  std::vector<int32_t> cycle;
+  if (!spec.text.empty()) {
+    const size_t n = planted_words(spec.text).size();
+    if (n > spec.vocab - std::min(spec.vocab, kSmallVocab))
+      throw UsageError("constructed model: the planted text's " + std::to_string(n) +
+                       " words need a vocabulary of at least " + std::to_string(kSmallVocab + n) +
+                       " tokens (--vocab " + std::to_string(spec.vocab) + ")");
+    for (size_t i = 0; i < n; ++i) cycle.push_back(int32_t(kSmallVocab + i));
+    return cycle;
+  }
+  for (int32_t t = kFirstPrintable; t <= kLastPrintable; ++t) cycle.push_back(t);
+  std::mt19937_64 rng(spec.map_seed);
+  std::shuffle(cycle.begin(), cycle.end(), rng);
+  return cycle;
 }
 
 std::vector<float> constructed_embedding(const ConstructedSpec& s, std::mt19937_64& rng) {
@@ -225,15 +273,18 @@ std::vector<float> constructed_embedding(const ConstructedSpec& s, std::mt19937_
   // embedding do not change with the vocabulary.
   const uint32_t d = s.n_embd;
   std::normal_distribution<float> unit(0.0f, 1.0f);
-  const std::vector<int32_t> cycle = planted_cycle(s.map_seed);
+  const std::vector<int32_t> cycle = constructed_cycle(s);
   std::vector<float> embd(static_cast<size_t>(d) * s.vocab);
-  for (int32_t t = kFirstPrintable; t <= kLastPrintable; ++t)
+  std::vector<char> in_cycle(s.vocab, 0);
+  for (int32_t t : ascending(cycle)) {
+    in_cycle[size_t(t)] = 1;
     for (uint32_t i = 0; i < d; ++i) embd[size_t(t) * d + i] = unit(rng);
+  }
   const int32_t into_cycle = cycle.back();  // its planted next is cycle[0]
   std::mt19937_64 own(s.seed * 0x9E3779B97F4A7C15ull + 11);
   std::normal_distribution<float> half(0.0f, 0.5f);
   for (uint32_t t = 0; t < s.vocab; ++t)
-    if (int32_t(t) < kFirstPrintable || int32_t(t) > kLastPrintable)
+    if (!in_cycle[t])
       for (uint32_t i = 0; i < d; ++i)
         embd[size_t(t) * d + i] = embd[size_t(into_cycle) * d + i] + half(own);
   return embd;
@@ -248,7 +299,7 @@ std::vector<float> constructed_output(const ConstructedSpec& s, const std::vecto
   const double peak = kPeakLogit + std::log(double(s.vocab) / double(kSmallVocab));
   const float scale = float(peak / double(d));
   std::vector<float> out(static_cast<size_t>(d) * s.vocab, 0.0f);
-  for (int32_t t = kFirstPrintable; t <= kLastPrintable; ++t) {
+  for (int32_t t : ascending(constructed_cycle(s))) {
     const int32_t j = next[t];
     for (uint32_t i = 0; i < d; ++i) out[size_t(j) * d + i] += scale * embd[size_t(t) * d + i];
   }
@@ -278,10 +329,17 @@ void check_constructed_experts(const ConstructedSpec& s) {
 
 }  // namespace
 
+void set_constructed_tokenizer(GgufWriter& w, const ConstructedSpec& s) {
+  // A planted text's words are tokens from kSmallVocab on.
+  set_byte_tokenizer(w, s.vocab, kSmallVocab,
+                     s.text.empty() ? std::vector<std::string>{} : planted_words(s.text));
+}
+
 uint32_t write_constructed_model(const std::string& path, const ConstructedSpec& s) {
   if (s.n_embd % s.n_head || s.n_head % s.n_head_kv || s.n_embd % 32)
     throw UsageError("constructed model: n_embd must be a multiple of 32 and of n_head");
   check_constructed_vocab(s.vocab);
+  check_constructed_text(s);
   const uint32_t d = s.n_embd, kVocab = s.vocab;
   check_constructed_architecture(s.architecture);
   check_constructed_experts(s);
@@ -321,7 +379,7 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
   GgufWriter w;
   set_llama_metadata(w, layout);
   w.set_u32("general.file_type", weight_preset(s.weights).file_type);  // llama_ftype
-  set_byte_tokenizer(w, kVocab);
+  set_constructed_tokenizer(w, s);
 
   std::mt19937_64 rng(s.seed);
   const std::vector<float> embd = constructed_embedding(s, rng);
@@ -329,10 +387,11 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
   // The unused tokens beyond the small vocabulary embed as the other tokens outside the
   // cycle do (they lead into it) and get small output rows (logits of about ±0.3): they are
   // scored, and never win.
+  const size_t first_unused = kSmallVocab + (s.text.empty() ? 0 : planted_words(s.text).size());
   {
     std::normal_distribution<float> small(0.0f, float(0.3 / double(d)));
-    for (uint32_t t = kSmallVocab; t < kVocab; ++t)
-      for (uint32_t i = 0; i < d; ++i) out[size_t(t) * d + i] = small(rng);
+    for (size_t t = first_unused; t < kVocab; ++t)
+      for (uint32_t i = 0; i < d; ++i) out[t * d + i] = small(rng);
   }
 
   // The MTP layer's own LM head: the map on mtp_agreement of the cycle.
@@ -341,8 +400,7 @@ uint32_t write_constructed_model(const std::string& path, const ConstructedSpec&
     ConstructedSpec m = s;
     m.agreement = s.mtp_agreement;
     mtp_out = constructed_output(m, embd);
-    std::copy(out.begin() + size_t(kSmallVocab) * d, out.end(),
-              mtp_out.begin() + size_t(kSmallVocab) * d);
+    std::copy(out.begin() + first_unused * d, out.end(), mtp_out.begin() + first_unused * d);
   }
   std::uniform_real_distribution<float> unit(0.0f, 1.0f);
   // Norms (q/k norms too) are ones; attention, DeltaNet, FFN and expert matrices and the
@@ -415,14 +473,14 @@ namespace {
 std::string spec_text(const ConstructedSpec& s) {
   char text[512];
   std::snprintf(text, sizeof text,
-                "constructed-model 5\nname %s\nshape %u %u %u %u %u %u\nweights %s\n"
+                "constructed-model 6\nname %s\nshape %u %u %u %u %u %u\nweights %s\n"
                 "map_seed %llu\nagreement %.17g\nseed %llu\nvocab %u\narchitecture %s\n"
                 "mtp_agreement %.17g\nexperts %u %u %u\n",
                 s.name.c_str(), s.n_embd, s.n_layer, s.n_head, s.n_head_kv, s.n_ff, s.n_ctx,
                 s.weights.c_str(), static_cast<unsigned long long>(s.map_seed), s.agreement,
                 static_cast<unsigned long long>(s.seed), s.vocab, s.architecture.c_str(),
                 s.mtp_agreement, s.n_expert, s.n_expert_used, s.n_ff_exp);
-  return text;
+  return text + ("text " + std::to_string(s.text.size()) + "\n" + s.text + "\n");
 }
 
 }  // namespace

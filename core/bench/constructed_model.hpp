@@ -3,7 +3,8 @@
 // memory like a real LLM, and their output is known in advance.
 //
 // Construction: a planted next-token map next(t), one cycle over the printable ASCII byte
-// tokens (every other token leads into the cycle). Token t embeds as a Gaussian vector E_t
+// tokens, or with a planted text over the text's words, each a token of its own from id 264 on
+// (every other token leads into the cycle). Token t embeds as a Gaussian vector E_t
 // (near-orthogonal to the others); the output matrix row of token j is s·E_prev(j), so the
 // logits of the final (normalised) residual state peak at next(t). The attention and FFN
 // weights are small Gaussians, nonzero, so every layer does its full work and perturbs the
@@ -31,10 +32,13 @@
 #include <cstdint>
 #include <random>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "gguf/ggml_types.hpp"
+
+namespace specd {
+class GgufWriter;
+}
 
 namespace specd::bench {
 
@@ -52,6 +56,10 @@ struct ConstructedSpec {
   // qwen3moe, gpt-oss: experts per layer, experts each token goes through, an expert's size
   // (all 0 for the dense architectures, whose FFN is n_ff wide).
   uint32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
+  // A planted text ("" = the printable cycle): greedy decoding spells it over and over. Each
+  // word with the white space before it (the text's trailing white space: with the last) is a
+  // token of its own, so a repeated word is two tokens of the same spelling.
+  std::string text;
 };
 
 // Presets by size for `architecture` (which is checked, and set in the spec). Dense (llama,
@@ -70,6 +78,9 @@ void check_constructed_architecture(const std::string& architecture);
 ConstructedSpec constructed_draft(double agreement, const std::string& size = "");
 // Throws UsageError unless `vocab` is at least 264 and at most 2^20.
 void check_constructed_vocab(uint64_t vocab);
+// Throws UsageError unless `spec.text` is empty or its words fit in the vocabulary beyond id
+// 264.
+void check_constructed_text(const ConstructedSpec& spec);
 // Every weight of the model (exact for llama, qwen3moe and gpt-oss, approximate for qwen35).
 uint64_t constructed_parameters(const ConstructedSpec& spec);
 // The weights one token's forward pass reads: a mixture of experts' n_expert_used experts of
@@ -81,8 +92,13 @@ uint64_t constructed_active_parameters(const ConstructedSpec& spec);
 GgmlType constructed_tensor_type(const ConstructedSpec& spec, const std::string& tensor,
                                  int64_t row_length, uint32_t n_dims = 2);
 
-// The ids of the planted cycle's tokens: the printable byte tokens, first and last.
-std::pair<int32_t, int32_t> constructed_cycle_range();
+// The planted cycle's tokens in visiting order: the printable byte tokens shuffled by
+// `spec.map_seed`, or the planted text's words (ids 264, 265, ...).
+std::vector<int32_t> constructed_cycle(const ConstructedSpec& spec);
+// The pieces of a planted text, in order: each is white space then a word, a one-byte first
+// word joined to the next (concatenated they give the text back). Throws UsageError for a
+// text that is empty, all white space, one byte or longer than 4096 bytes.
+std::vector<std::string> planted_words(const std::string& text);
 
 // The map the model computes: next[t] for every token id (the planted map where the model
 // agrees, the disagreeing token elsewhere).
@@ -93,6 +109,9 @@ std::vector<int32_t> constructed_next(const ConstructedSpec& spec);
 // `spec`'s map (the rows beyond the printable cycle left zero).
 std::vector<float> constructed_embedding(const ConstructedSpec& spec, std::mt19937_64& rng);
 std::vector<float> constructed_output(const ConstructedSpec& spec, const std::vector<float>& embd);
+
+// The byte-level tokenizer of `spec`'s vocabulary (with its planted text's words) into `w`.
+void set_constructed_tokenizer(GgufWriter& w, const ConstructedSpec& spec);
 
 // Writes the GGUF (byte-level tokenizer, llama.cpp names); returns the vocabulary size.
 // Throws UsageError for a spec it cannot write: a shape that does not divide, experts on a

@@ -235,19 +235,29 @@ void set_one_layer_metadata(GgufWriter& w, const std::string& architecture, cons
   w.set_u32(a + "feed_forward_length", static_cast<uint32_t>(n_ff));
 }
 
-void set_byte_tokenizer(GgufWriter& w, uint32_t vocab) {
+void set_byte_tokenizer(GgufWriter& w, uint32_t vocab, uint32_t first_word,
+                        const std::vector<std::string>& words) {
   if (vocab < 258) throw Error("llama writer: a byte tokenizer needs at least 258 tokens");
+  if (first_word < 258 || first_word > vocab || words.size() > vocab - first_word)
+    throw Error("llama writer: " + std::to_string(words.size()) + " word tokens from id " +
+                std::to_string(first_word) + " do not fit a byte tokenizer of " +
+                std::to_string(vocab) + " tokens");
+  auto spelled = [](const std::string& bytes) {
+    std::string spelling;
+    for (char c : bytes) utf8_append(spelling, gpt2_byte_to_codepoint(static_cast<uint8_t>(c)));
+    return spelling;
+  };
   std::vector<std::string> tokens = {"<s>", "</s>"};
   std::vector<int32_t> types = {3, 3};  // control
   for (int b = 0; b < 256; ++b) {
-    std::string spelling;
-    utf8_append(spelling, gpt2_byte_to_codepoint(static_cast<uint8_t>(b)));
-    tokens.push_back(spelling);
+    tokens.push_back(spelled(std::string(1, static_cast<char>(b))));
     types.push_back(1);  // normal
   }
   for (uint32_t i = 0; tokens.size() < vocab; ++i) {
-    tokens.push_back("[PAD" + std::to_string(i) + "]");
-    types.push_back(5);  // unused
+    const size_t id = tokens.size();
+    const bool word = id >= first_word && id - first_word < words.size();
+    tokens.push_back(word ? spelled(words[id - first_word]) : "[PAD" + std::to_string(i) + "]");
+    types.push_back(word ? 1 : 5);  // normal, unused
   }
   w.set_string("tokenizer.ggml.model", "gpt2");
   w.set_string("tokenizer.ggml.pre", "gpt-2");

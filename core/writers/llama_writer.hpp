@@ -108,7 +108,10 @@ void set_one_layer_metadata(GgufWriter& w, const std::string& architecture, cons
 std::vector<float> sample_rope_factors(int64_t n);
 
 // A byte-level GPT-2 tokenizer: <s> and </s> (control, BOS added), the 256 byte tokens in
-// GPT-2's byte-to-unicode spelling, then "[PADi]" (unused) up to `vocab` entries.
-void set_byte_tokenizer(GgufWriter& w, uint32_t vocab);
+// GPT-2's byte-to-unicode spelling, then "[PADi]" (unused) up to `vocab` entries, except
+// that `words` (texts of any bytes, spelled the same way) are normal tokens from id
+// `first_word` on (at least 258; throws Error when they do not fit).
+void set_byte_tokenizer(GgufWriter& w, uint32_t vocab, uint32_t first_word = 258,
+                        const std::vector<std::string>& words = {});
 
 }  // namespace specd

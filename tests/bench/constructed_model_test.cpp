@@ -405,3 +405,51 @@ TEST_CASE("weight copy of a qwen3moe: mxfp4_moe converts the expert stacks, not 
   Engine oss_engine(plain_config(dir + "/oss-q8.gguf", 16), registry);
   check_walks_map(oss_engine, "x", oss_engine.generate("x").tokens, bench::constructed_next(oss));
 }
+
+TEST_CASE("constructed model with a planted text: greedy decoding writes the text over and over") {
+  // " the" and " target" twice: a repeated word is two tokens of one spelling, each leading
+  // on its own way; the one-byte first word is joined to the next (a byte token spells it).
+  const std::string text = "A draft guesses, the target checks, the target keeps\n";
+  const std::vector<std::string> words = bench::planted_words(text);
+  REQUIRE(words.size() == 8);
+  CHECK(words[0] == "A draft");
+  CHECK(words[2] == " the");
+  CHECK(words[5] == " the");
+  CHECK(words[7] == " keeps\n");
+  std::string joined;
+  for (const std::string& w : words) joined += w;
+  CHECK(joined == text);
+  CHECK_THROWS_AS(bench::planted_words("A"), UsageError);
+  CHECK_THROWS_AS(bench::planted_words(" \n\t"), UsageError);
+  CHECK_THROWS_AS(bench::planted_words(""), UsageError);
+  CHECK_THROWS_AS(bench::planted_words(std::string(5000, 'a')), UsageError);
+
+  const std::string dir = test::temp_dir("bench-constructed-text");
+  PluginRegistry registry{{SPECD_TEST_PLUGIN_DIR}};
+  bench::ConstructedSpec spec = tiny_wide_spec();
+  spec.vocab = 264 + 7;  // one word short
+  spec.text = text;
+  CHECK_THROWS_AS(bench::write_constructed_model(dir + "/short.gguf", spec), UsageError);
+  spec.vocab = 300;
+  const std::vector<int32_t> cycle = bench::constructed_cycle(spec);
+  CHECK(cycle == std::vector<int32_t>{264, 265, 266, 267, 268, 269, 270, 271});
+  bench::write_constructed_model(dir + "/target.gguf", spec);
+  bench::ConstructedSpec draft = bench::constructed_draft(1.0);
+  draft.vocab = spec.vocab;
+  draft.text = text;
+  bench::write_constructed_model(dir + "/draft.gguf", draft);
+
+  Engine plain(plain_config(dir + "/target.gguf", 12), registry);
+  Engine speculative(plain_config(dir + "/target.gguf", 12,
+                                  {"proposer.kind=\"draft-model\"",
+                                   "proposer.model=\"" + dir + "/draft.gguf\"", "proposer.k=4"}),
+                     registry);
+  for (const std::string prompt : {"Q", "what does specd do?"}) {
+    CAPTURE(prompt);
+    const GenerationResult r = plain.generate(prompt);
+    CHECK(plain.tokenizer().decode(r.tokens) == text + "A draft guesses, the target");
+    const GenerationResult s = speculative.generate(prompt);
+    CHECK(s.tokens == r.tokens);
+    CHECK(s.stats.acceptance_rate() == doctest::Approx(1.0));
+  }
+}
