@@ -2,8 +2,9 @@
 #   make deps    install the Debian packages the build needs (skipped when present)
 #   make build   configure and build into build/ (CLI: build/bin/specd)
 #   make test    deps + build + every test (ctest)
-#   make demo    deps + build + the main job on the shipped default models, then a constructed
-#                q4_K_M pair plain vs speculative (its models kept in build/demo/models)
+#   make demo    deps + build + a constructed q4_K_M pair whose planted map spells a text,
+#                speculative vs plain (its models kept in build/demo/text), then the main job
+#                on the shipped default models, where speculation does not pay
 #   make models  retrain the shipped models (train/, about 2 hours on 2 cores)
 #   make install PREFIX=DIR      build, then install bin/specd, lib/specd/plugins, the SDK and
 #                                share/specd (configs, models) under DIR (default /usr/local)

@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# The main job on the shipped defaults: speculative decoding with the default config, then
-# the plain-decoding baseline on the same prompt in the same run, and the comparison
-# (at temperature 0 the two outputs must be identical token for token). Part 2 (skipped with
-# DEMO_QUANT=0): a memory-bound constructed pair in llama.cpp's Q4_K_M, plain vs speculative
-# (`specd bench -c configs/demo-quant.toml`: medians over prompts and repeats), the speedup
-# the bench's prediction model gives from the measured α, v(k) and c beside the measured
-# one, and why the two parts differ. Its models are written once into DIR/models (4th
-# argument, default build/demo) and reused by later runs.
+# make demo: what speculative decoding is for, then where it does not pay.
+# Part 1: a memory-bound pair. A constructed 95 M-parameter llama target in llama.cpp's
+# Q4_K_M with a 32000-token vocabulary (about 85 MB of weights read for every token), whose
+# planted next-token map spells a text, and a one-layer draft that follows the map on 90% of
+# the words; speculative (k = 4) vs plain on the same prompt, interleaved. Part 2: the shipped
+# 5 M pair (configs/default.toml), trained models that fit in cache, the same comparison, and
+# why the two parts differ. At temperature 0 every speculative output must equal the plain
+# one token for token. Part 1's models are written once into DIR/text (4th argument, default
+# build/demo) and reused by later runs.
 set -euo pipefail
 specd=${1:-build/bin/specd}
 config=${2:-configs/default.toml}
 prompt=${3:-def fibonacci(n):}
 work=${4:-build/demo}
-quant_config=$(realpath --relative-to="$PWD" "$(dirname "$0")/../configs/demo-quant.toml")
+here=$(dirname "$0")
 dir=$(dirname "$config")
 for model in target draft; do
   if [ ! -f "$dir/../models/$model.gguf" ]; then
@@ -20,65 +21,52 @@ for model in target draft; do
     exit 1
   fi
 done
+text="A small draft model guesses the next few tokens; the large target checks every guess \
+in one pass over its weights and keeps the longest run it agrees with, so one read of the \
+weights can yield several tokens.
+"
+mkdir -p "$work"
 echo "== specd plugins"
 "$specd" plugins
 echo
+echo "== 1. where speculation pays: a target whose weights are read from memory every token"
+echo "   a constructed 95 M-parameter target in q4_K_M, 32000 tokens, its planted map spelling a"
+echo "   text (written once, then reused), and a one-layer draft that agrees on 90% of the words"
+"$specd" bench --construct --out "$work/text" --size 95m --type q4_K_M --vocab 32000 \
+  --agreement 0.9 --text "$text" | sed 's/^/   /'
+models=$(realpath "$work")/text
+part1=(-c "$here/../configs/demo-text.toml" --set "target.model=\"$models/target.gguf\""
+       --set "proposer.model=\"$models/draft-0.90.gguf\"")
+part1_prompt="Explain speculative decoding in one sentence."
+echo
+echo "== specd run ${part1[*]} -p '$part1_prompt'   (speculative)"
+"$specd" run "${part1[@]}" -p "$part1_prompt"
+echo
+echo "== speculative vs plain, same prompt, same files"
+python3 "$here/demo_compare.py" --repeats 3 --out "$work/part1.json" -- \
+  "$specd" run "${part1[@]}" -p "$part1_prompt"
+
+[ "${DEMO_SHIPPED:-1}" = 0 ] && exit 0
+echo
+echo "== 2. where it does not: the shipped 5 M pair, trained models that fit in cache"
 echo "== specd run -c $config -p '$prompt'   (speculative)"
 "$specd" run -c "$config" -p "$prompt"
 echo
-spec_json=$("$specd" run -c "$config" -p "$prompt" --json)
-plain_json=$("$specd" run -c "$config" -p "$prompt" --json --set proposer.kind=none)
-mkdir -p "$work"
-python3 - "$spec_json" "$plain_json" "$work/part1.json" <<'PY'
-import json, sys
-spec, plain = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-s, p = spec["stats"], plain["stats"]
-print("== speculative vs plain, same prompt, same run")
-print(f"  {'':12} {'tokens/s':>10} {'tau':>6} {'alpha':>6}")
-print(f"  {'plain':12} {p['tokens_per_s']:10.1f} {p['tau']:6.2f} {'-':>6}")
-print(f"  {spec['proposer']:12} {s['tokens_per_s']:10.1f} {s['tau']:6.2f} {s['acceptance_rate']:6.2f}")
-print(f"  speedup {s['tokens_per_s'] / p['tokens_per_s']:.2f}x (one run; `specd ab` gives medians with intervals)")
-# The costs that decide it (docs/BENCH.md): v(k) = a verify pass over k+1 rows in plain
-# steps, c = a draft token in plain steps.
-step = p["verify_s"] / max(p["rounds"], 1)
-v = s["verify_s"] / max(s["rounds"], 1) / step
-c = s["draft_s"] / max(s["drafted"], 1) / step
-k = s["drafted"] / max(s["rounds"], 1)
-print(f"  verifying {k + 1:.0f} tokens costs v(k) = {v:.2f} plain steps, a draft token c = {c:.2f}")
-json.dump({"v": v, "c": c, "k": k, "tau": s["tau"]}, open(sys.argv[3], "w"))
-same = spec["tokens"] == plain["tokens"]
-print(f"  identical output: {'yes' if same else 'NO'}")
-sys.exit(0 if same else 1)
-PY
-
-[ "${DEMO_QUANT:-1}" = 0 ] && exit 0
-echo
-echo "== part 2: a constructed 95 M-parameter target in q4_K_M (its weights are read every token)"
-echo "   specd bench -c $quant_config --out $work/quant --models-dir $work/models"
-"$specd" bench -c "$quant_config" --out "$work/quant" --models-dir "$work/models"
-python3 - "$work/quant/report.json" "$work/part1.json" <<'PY'
-import json, sys
-report, part1 = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-plain, arm = report["arms"][0]["cells"][0], report["arms"][1]["cells"][0]
-lo, hi = arm["speedup_ci"]
-print(f"== q4_K_M target, draft agreeing on 90% of its map, k = 4, greedy "
-      f"({arm['prompts']} prompts x {arm['repeats']} repeats, medians)")
-print(f"  plain {plain['tokens_per_s']:.1f} tok/s, speculative {arm['tokens_per_s']:.1f} tok/s, "
-      f"tau {arm['tau']:.2f}, alpha {arm['acceptance_rate']:.2f}")
-print(f"  v(k) {arm['verify_cost']:.2f}, c {arm['draft_cost']:.3f}: "
-      f"predicted {arm['predicted_speedup']:.2f}x (from tau: {arm['predicted_from_tau']:.2f}x), "
-      f"measured {arm['speedup']:.2f}x [{lo:.2f}, {hi:.2f}]")
-same = arm["output_compared"] > 0 and arm["output_differs"] == 0
-print(f"  identical output: {'yes' if same else 'NO'} "
-      f"({arm['output_compared'] - arm['output_differs']}/{arm['output_compared']} runs)")
-cost1 = part1["v"] + part1["k"] * part1["c"]
-verdict = "more than" if cost1 > part1["tau"] else "most of"
-print(f"  Why the parts differ: the shipped 5 M target fits in cache, so verifying "
-      f"{part1['k'] + 1:.0f} tokens costs {part1['v']:.1f} plain steps and a draft token "
-      f"{part1['c']:.2f} of one ({cost1:.1f} steps a round, {verdict} its tau of "
-      f"{part1['tau']:.2f} tokens); the 95 M target's step is "
-      f"spent reading and decoding its quantized weights, which one verify pass shares among "
-      f"{arm['mean_k'] + 1:.0f} tokens ({arm['verify_cost']:.1f} steps) while the draft "
-      f"costs {100 * arm['draft_cost']:.1f}% of a step.")
-sys.exit(0 if same else 1)
+echo "== speculative vs plain, same prompt"
+python3 "$here/demo_compare.py" --repeats 3 --out "$work/part2.json" -- \
+  "$specd" run -c "$config" -p "$prompt"
+python3 - "$work/part1.json" "$work/part2.json" <<'PY'
+import json, sys, textwrap
+big, small = (json.load(open(p)) for p in sys.argv[1:3])
+round_cost = small["v"] + small["k"] * small["c"]
+verdict = "more than" if round_cost > small["tau"] else "most of"
+why = (f"Why the parts differ: the shipped 5 M target fits in cache, so its step is compute: "
+       f"verifying {small['k'] + 1:.0f} tokens costs {small['v']:.1f} plain steps and a draft "
+       f"token {small['c']:.2f} of one ({round_cost:.1f} steps a round, {verdict} the "
+       f"{small['tau']:.2f} tokens a round yields with its draft's acceptance of "
+       f"{small['alpha']:.2f}). The 95 M target's step is spent reading its quantized weights, "
+       f"which one verify pass shares among {big['k'] + 1:.0f} tokens ({big['v']:.1f} steps), "
+       f"while a draft token costs {100 * big['c']:.1f}% of a step. `specd bench` and `specd ab` "
+       f"give such figures with intervals (docs/BENCH.md).")
+print("== " + textwrap.fill(why, 92, subsequent_indent="   "))
 PY

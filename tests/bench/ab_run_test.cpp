@@ -277,8 +277,8 @@ TEST_CASE("bench: target and draft weight types as independent axes on quantized
   }
 }
 
-// make demo's part 2 (scripts/demo.sh reads arms[1].cells[0] of its report): one cell, one
-// greedy arm on the q4_K_M 95 M constructed target.
+// The memory-bound pair's benchmark (docs/PERFORMANCE.md): one cell, one greedy arm on the
+// q4_K_M 95 M constructed target.
 TEST_CASE("configs/demo-quant.toml: one q4_K_M 95m cell, one greedy arm") {
   const bench::BenchConfig cfg =
       bench::load_bench_config(std::string(SPECD_SOURCE_DIR) + "/configs/demo-quant.toml");
