@@ -277,7 +277,8 @@ TEST_CASE("set_rows encodes f32 rows as f16 and q8_0 with the SDK's encoders' bi
 TEST_CASE("attention_paged over f16 and q8_0 pools equals f32 attention over the decoded rows") {
   std::mt19937 rng(15);
   // Every backend, and the CPU backend with each kernel this CPU has (the AVX2 one reads the
-  // encoded rows itself, the others decode them first).
+  // encoded rows itself, and so does the AVX-512 one outside its lanes: the tree rows; the
+  // generic one and the AVX-512 lanes, the chain, decode them first).
   std::vector<OpenBackend> devices = open_backends();
   std::vector<std::string> labels;
   for (const OpenBackend& ob : devices) labels.push_back(ob.backend->name());
