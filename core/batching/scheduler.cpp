@@ -321,7 +321,8 @@ void Scheduler::step() {
   uint32_t rows = 0;
   for (const ForwardEntry& e : entries) rows += static_cast<uint32_t>(e.tokens.size());
   bool prefill = false;
-  double rounds_s = 0;  // turning the rounds' rows into distributions, accepting, emitting
+  uint64_t emitted = 0;  // tokens the rounds emitted (the debug line's, beside the plan's)
+  double rounds_s = 0;   // turning the rounds' rows into distributions, accepting, emitting
   each_in_pass([&](Running& run) {
     run.batch_verifier->pass_done();
     if (run.prefill) {
@@ -331,7 +332,9 @@ void Scheduler::step() {
       return true;
     }
     const auto r0 = Clock::now();
+    const size_t before = run.sequence->generated();
     run.sequence->end_round(pass_s);
+    emitted += run.sequence->generated() - before;
     const double round_s = std::chrono::duration<double>(Clock::now() - r0).count();
     // Smoothed, so that one round slowed by the machine (a preempted thread) does not make a
     // sequence costly.
@@ -348,8 +351,10 @@ void Scheduler::step() {
   if (log_level() == LogLevel::debug) {  // what the step took, beside its plan's line
     char line[160];
     std::snprintf(line, sizeof line,
-                  "serve: step done: %u rows in %.1f ms (drafting %.1f, pass %.1f, rounds %.1f)",
-                  rows, std::chrono::duration<double>(Clock::now() - step_t0).count() * 1e3,
+                  "serve: step done: %u rows, %llu tokens in %.1f ms (drafting %.1f, pass %.1f, "
+                  "rounds %.1f)",
+                  rows, static_cast<unsigned long long>(emitted),
+                  std::chrono::duration<double>(Clock::now() - step_t0).count() * 1e3,
                   draft_s * 1e3, pass_s * 1e3, rounds_s * 1e3);
     log_message(LogLevel::debug, line);
   }
