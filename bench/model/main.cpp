@@ -5,6 +5,7 @@
 //                     [--cpu-time]   (process CPU time instead of wall time)
 //                     [--prefix N]   (committed tokens before the timings; default 64)
 //                     [--kv-type T]  (the KV cache type: f32, f16, q8_0; default f32)
+//                     [--prefill N]  (tokens of the prefill timing; default 128, as pp128)
 //                     [--sequences S] (with --only-m: S sequences of M rows each in one
 //                                     batched pass, each after its own prefix: a server step)
 //   specd-model-bench --write-random OUT.gguf [--seed S]   (a ~5 M-parameter f16 model)
@@ -95,7 +96,7 @@ void write_random(const std::string& path, uint32_t seed) {
 int usage() {
   std::cerr << "usage: specd-model-bench MODEL.gguf [--backend ID] [--threads N] [--repeats R] "
                "[--json] [--cpu-time] [--decode-only] [--only-m M [--sequences S]] [--prefix N] "
-               "[--kv-type f32|f16|q8_0]\n"
+               "[--kv-type f32|f16|q8_0] [--prefill N]\n"
                "       specd-model-bench --write-random OUT.gguf [--seed S]\n";
   return 2;
 }
@@ -110,6 +111,7 @@ struct Args {
   int32_t sequences = 1;     // with only_m: that many sequences of only_m rows in one pass
   int32_t prefix = 0;  // committed tokens before decoding and each v(m) forward; 0: the default
   std::string kv_type = "f32";  // the KV cache's type: f32, f16, q8_0
+  int32_t prefill = 0;          // tokens of the prefill timing; 0: the default
 };
 
 Args parse(int argc, char** argv) {
@@ -138,6 +140,8 @@ Args parse(int argc, char** argv) {
       a.prefix = std::max(1, std::stoi(value()));
     else if (s == "--kv-type")
       a.kv_type = value();
+    else if (s == "--prefill")
+      a.prefill = std::max(1, std::stoi(value()));
     else if (s == "--cpu-time")
       g_cpu_time = true;
     else if (s == "--write-random")
@@ -258,13 +262,16 @@ int main(int argc, char** argv) {
     model->set_kv_dtype(kv_dtype(a.kv_type));
     const ModelInfo& in = model->info();
     Bench b{*model, {}};
-    const int32_t n_prefill = std::min<int32_t>(128, in.n_ctx / 2);
+    if (a.prefill > static_cast<int32_t>(in.n_ctx))
+      throw UsageError("--prefill " + std::to_string(a.prefill) + ": " + in.path + " holds " +
+                       std::to_string(in.n_ctx) + " tokens");
+    const int32_t n_prefill = a.prefill ? a.prefill : std::min<int32_t>(128, in.n_ctx / 2);
     // A given prefix needs room after it for 64 decoded tokens and the largest v(m) forward.
     if (a.prefix && a.prefix + 96 > in.n_ctx)
       throw UsageError("--prefix " + std::to_string(a.prefix) + ": " + in.path + " holds " +
                        std::to_string(in.n_ctx) +
                        " tokens, and the timings need 96 after the prefix");
-    const int32_t n_ctx = std::min<int32_t>(in.n_ctx, std::max<int32_t>(256, a.prefix + 96));
+    const int32_t n_ctx = std::min<int32_t>(in.n_ctx, std::max({256, a.prefix + 96, n_prefill}));
     const int32_t prefix = a.prefix ? a.prefix : std::min<int32_t>(64, n_ctx / 4);
 
     // Prefill: one chain of n_prefill tokens from an empty cache.
