@@ -103,6 +103,9 @@ void write_constructed_dflash(const std::string& path, const ConstructedSpec& ta
         "constructed DFlash drafter: the planted text fills the vocabulary, whose "
         "last token it needs as its mask (--vocab " +
         std::to_string(V) + ")");
+  if (static_cast<int64_t>(cycle.size()) >= d)
+    throw UsageError("constructed DFlash drafter: a map of " + std::to_string(cycle.size()) +
+                     " tokens needs a target wider than that (n_embd " + std::to_string(d) + ")");
   std::vector<std::vector<float>> rows;
   std::vector<double> b;
   for (int32_t t : cycle) {

@@ -430,6 +430,12 @@ TEST_CASE("constructed model with a planted text: greedy decoding writes the tex
   spec.vocab = 264 + 7;  // one word short
   spec.text = text;
   CHECK_THROWS_AS(bench::write_constructed_model(dir + "/short.gguf", spec), UsageError);
+  // A DFlash drafter separates the map's tokens in its width: 130 words do not fit 128.
+  bench::ConstructedSpec wide = spec;
+  wide.vocab = 400;
+  wide.text.clear();
+  for (int i = 0; i < 130; ++i) wide.text += " w" + std::to_string(i);
+  CHECK_THROWS_AS(bench::write_constructed_dflash(dir + "/dflash.gguf", wide, 1.0), UsageError);
   spec.vocab = 300;
   const std::vector<int32_t> cycle = bench::constructed_cycle(spec);
   CHECK(cycle == std::vector<int32_t>{264, 265, 266, 267, 268, 269, 270, 271});
