@@ -4,7 +4,7 @@ speculative decoding, with the ratios (python3 standard library only).
 
 usage: side_by_side.py --llama DIR --target T.gguf [--draft D.gguf] [--threads N]
                        [--repeats R] [--specd DIR] [--k K] [--tokens N] [--prefill P]
-                       [--prompt TEXT] [--json FILE]
+                       [--prompt TEXT] [--kv-type T] [--json FILE]
 
 DIR is a llama.cpp build folder holding bin/llama-bench (and, with --draft,
 bin/llama-speculative-simple); --specd is specd's bin folder (default build/bin). Each of R
@@ -19,7 +19,8 @@ machine favours neither:
                      tokens, and `llama-speculative-simple -m T -md D --spec-type
                      draft-simple --spec-draft-n-max K --temp 0 --top-k 1` on the same.
 
-It prints each round's figures and the median of each round's ratios: specd over llama.cpp
+Both engines keep their KV caches in --kv-type (default f16, llama.cpp's default). It prints
+each round's figures and the median of each round's ratios: specd over llama.cpp
 for plain decoding, prefill and speculative decoding, and each engine's speculative over its
 own plain decoding (llama.cpp's plain: its tg64). Greedy throughout; specd's speculative
 output must equal its plain output (a difference fails the run).
@@ -44,7 +45,8 @@ def run(command, what):
 
 def specd_model_bench(args):
     out = run([os.path.join(args.specd, "specd-model-bench"), args.target, "--threads",
-               str(args.threads), "--repeats", "3", "--prefill", str(args.prefill), "--json"],
+               str(args.threads), "--repeats", "3", "--prefill", str(args.prefill),
+               "--kv-type", args.kv_type, "--json"],
               "specd-model-bench").stdout
     report = json.loads(out)
     return report["decode_tokens_per_s"], report["prefill_tokens_per_s"]
@@ -52,7 +54,8 @@ def specd_model_bench(args):
 
 def llama_bench(args):
     out = run([os.path.join(args.llama, "bin", "llama-bench"), "-m", args.target, "-t",
-               str(args.threads), "-p", str(args.prefill), "-n", "64", "-r", "3", "-o", "json"],
+               str(args.threads), "-p", str(args.prefill), "-n", "64", "-r", "3", "-ctk",
+               args.kv_type, "-ctv", args.kv_type, "-o", "json"],
               "llama-bench").stdout
     decode = prefill = None
     for test in json.loads(out):
@@ -79,7 +82,8 @@ def llama_speculative(args):
                   "-md", args.draft, "--spec-type", "draft-simple", "--spec-draft-n-max",
                   str(args.k), "-p", args.prompt, "-n", str(args.tokens), "-t", str(args.threads),
                   "-td", str(args.threads), "--temp", "0", "--top-k", "1", "--seed", "1", "-c",
-                  "1024"], "llama-speculative-simple")
+                  "1024", "-ctk", args.kv_type, "-ctv", args.kv_type, "-ctkd", args.kv_type,
+                  "-ctvd", args.kv_type], "llama-speculative-simple")
     log = result.stdout + result.stderr
     speed = re.search(r"decoded\s+\d+ tokens in\s+[\d.]+ seconds, speed:\s+([\d.]+) t/s", log)
     accept = re.search(r"accept\s*=\s*([\d.]+)%", log)
@@ -96,6 +100,7 @@ def write_config(args, folder):
 backend = "cpu"
 threads = {args.threads}
 seed = 1
+kv_type = "{args.kv_type}"
 [target]
 model = "{os.path.abspath(args.target)}"
 [proposer]
@@ -124,6 +129,7 @@ def main():
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--prefill", type=int, default=512)
     parser.add_argument("--prompt", default="The quick brown fox jumps over the lazy dog.")
+    parser.add_argument("--kv-type", choices=["f32", "f16", "q8_0"], default="f16")
     parser.add_argument("--json", help="also write every round's figures here")
     args = parser.parse_args()
     rounds = []
