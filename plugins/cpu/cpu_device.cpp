@@ -174,8 +174,8 @@ specd_buffer* CpuDevice::wrap_host(const void* data, uint64_t size) {
   return b;
 }
 
-// q4_K and q6_K matrices are packed for the AVX-512 kernels; with huge pages, anything else is
-// copied as it is. Both go into the weight arena, and the host may then drop the file's pages.
+// q4_K, q6_K and q8_0 matrices are packed for the AVX-512 kernels; with huge pages, anything else
+// is copied as it is. Both go into the weight arena, and the host may then drop the file's pages.
 // Without huge pages, unpacked matrices are wrapped in place.
 specd_buffer* CpuDevice::wrap_weights(const void* data, uint64_t size, specd_dtype dtype,
                                       int64_t rows, int64_t cols, bool& copied) {

@@ -63,7 +63,7 @@ class CpuDevice {
   GemmKernel kernel_ = GemmKernel::kGeneric;
   QuantFamily quant_ = QuantFamily::kInt8;
   LargeGemm large_;
-  // Whether q4_K and q6_K weights are packed for the AVX-512 kernels (it runs here and int8 is
+  // Whether q4_K, q6_K and q8_0 weights are packed for the AVX-512 kernels (it runs here and int8 is
   // chosen).
   bool packs_ = false;
   std::unique_ptr<OpProfile> profile_;  // $SPECD_CPU_PROFILE, or null

@@ -100,7 +100,7 @@ TEST_CASE("cpu buffer_alloc: a large buffer costs what is written of it, not its
 TEST_CASE("cpu buffer_wrap_weights: unpacked matrices copied for huge pages, or wrapped with 0") {
   std::mt19937 rng(7);
   const int64_t n = 48, k = 256;
-  auto w = encode(SPECD_DTYPE_Q8_0, random_floats(rng, static_cast<size_t>(n * k)), n, k);
+  auto w = encode(SPECD_DTYPE_Q5_K, random_floats(rng, static_cast<size_t>(n * k)), n, k);
   const std::vector<uint8_t> original = w;
   const auto x = random_floats(rng, static_cast<size_t>(3 * k));
   std::vector<float> reference;
@@ -110,12 +110,12 @@ TEST_CASE("cpu buffer_wrap_weights: unpacked matrices copied for huge pages, or 
     const OpenBackend cpu = open_cpu(1);
     Device& dev = *cpu.device;
     bool copied = false;
-    Buffer given = dev.wrap_weights(w.data(), w.size(), SPECD_DTYPE_Q8_0, n, k, copied);
+    Buffer given = dev.wrap_weights(w.data(), w.size(), SPECD_DTYPE_Q5_K, n, k, copied);
     const bool expect_copy = specd::cpu::huge_pages_wanted();  // "1": the kernel's setting
     CHECK(copied == expect_copy);
     if (copied) std::fill(w.begin(), w.end(), 0);  // a copy no longer reads the caller's bytes
     Buffer bx = upload_vec(dev, x), by = dev.alloc(3 * n * 4);
-    dev.matmul(bx.view(SPECD_DTYPE_F32, 3, k), given.view(SPECD_DTYPE_Q8_0, n, k),
+    dev.matmul(bx.view(SPECD_DTYPE_F32, 3, k), given.view(SPECD_DTYPE_Q5_K, n, k),
                by.view(SPECD_DTYPE_F32, 3, n));
     const auto y = download_vec<float>(by, static_cast<size_t>(3 * n));
     if (reference.empty())

@@ -1,7 +1,7 @@
-// buffer_wrap_weights (ABI 0.4) on the CPU backend: q4_K and q6_K matrices handed over this way
-// are packed for the AVX-512 kernels (plugins/cpu/qint/packed_weights.hpp) where they run. Whatever
-// the layout, every read must give what the same matrix wrapped in place gives, bit for bit: matmul
-// at every m and row slice, get_rows and download.
+// buffer_wrap_weights (ABI 0.4) on the CPU backend: q4_K, q6_K and q8_0 matrices handed over this
+// way are packed for the AVX-512 kernels (plugins/cpu/qint/packed_weights.hpp) where they run.
+// Whatever the layout, every read must give what the same matrix wrapped in place gives, bit for
+// bit: matmul at every m and row slice, get_rows and download.
 #include <cstring>
 #include <random>
 #include <vector>
@@ -46,16 +46,21 @@ Pair hand_over(Device& dev, std::vector<uint8_t>& w, specd_dtype dtype, int64_t 
 
 }  // namespace
 
-TEST_CASE("cpu: q4_K and q6_K weights handed over with buffer_wrap_weights read as the same bits") {
+TEST_CASE(
+    "cpu: q4_K, q6_K and q8_0 weights handed over with buffer_wrap_weights read as the same bits") {
   const ScopedEnv quant("SPECD_CPU_QUANT", "int8");
   const OpenBackend cpu = open_cpu(2);
   Device* const dev = cpu.device.get();
   std::mt19937 rng(41);
   // Row counts: one group, a short last group, several groups, fewer rows than a group; three
-  // blocks per row leave q6_K groups that end off a 64-byte boundary (padded).
-  for (const specd_dtype dtype : {SPECD_DTYPE_Q4_K, SPECD_DTYPE_Q6_K})
-    for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{
-             {16, 256}, {37, 512}, {100, 1024}, {5, 256}, {37, 768}}) {
+  // blocks per row leave q6_K groups that end off a 64-byte boundary (padded); q8_0 also rows
+  // of an odd number of blocks (a last block without a pair).
+  using Shapes = std::vector<std::pair<int64_t, int64_t>>;
+  const Shapes common = {{16, 256}, {37, 512}, {100, 1024}, {5, 256}, {37, 768}};
+  Shapes q8_0 = common;
+  q8_0.insert(q8_0.end(), {{37, 96}, {20, 160}, {16, 32}});
+  for (const specd_dtype dtype : {SPECD_DTYPE_Q4_K, SPECD_DTYPE_Q6_K, SPECD_DTYPE_Q8_0})
+    for (const auto& [n, k] : dtype == SPECD_DTYPE_Q8_0 ? q8_0 : common) {
       CAPTURE(sdk::dtype_name(dtype));
       CAPTURE(n);
       CAPTURE(k);
@@ -165,8 +170,8 @@ TEST_CASE("cpu: buffer_wrap_weights wraps in place what it does not pack, and ch
   }
   auto dev = backend.open();
   bool copied = true;
-  auto q8 = encode(SPECD_DTYPE_Q8_0, random_floats(rng, static_cast<size_t>(n * k)), n, k);
-  Buffer b = dev->wrap_weights(q8.data(), q8.size(), SPECD_DTYPE_Q8_0, n, k, copied);
+  auto q5 = encode(SPECD_DTYPE_Q5_K, random_floats(rng, static_cast<size_t>(n * k)), n, k);
+  Buffer b = dev->wrap_weights(q5.data(), q5.size(), SPECD_DTYPE_Q5_K, n, k, copied);
   CHECK_FALSE(copied);
   std::string what;
   try {

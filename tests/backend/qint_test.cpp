@@ -182,10 +182,25 @@ float reference_q6_k(const uint8_t* w, const RefAct& a, int64_t i, int64_t k) {
   return acc;
 }
 
+// q8_0: one exact integer isum per block over the int8 quants, one f32 accumulator.
+float reference_q8_0(const uint8_t* w, const RefAct& a, int64_t i, int64_t k) {
+  float acc = 0.0f;
+  for (int64_t b = 0; b < k / 32; ++b) {
+    const uint8_t* blk = w + 34 * b;
+    int isum = 0;
+    for (unsigned e = 0; e < 32; ++e)
+      isum += weight_int(SPECD_DTYPE_Q8_0, blk, e) * a.q[i * k + 32 * b + e];
+    const float dd = ggml::load_f16(blk) * a.d[i * (k / 32) + b];
+    acc = std::fma(dd, static_cast<float>(isum), acc);
+  }
+  return acc;
+}
+
 // Output (i, j) of the integer family for weight row `w`.
 float reference(specd_dtype dt, const uint8_t* w, const RefAct& a, int64_t i, int64_t k) {
   std::vector<float> acc(16, 0.0f);
   const uint32_t bytes = ggml::block_layout(dt).bytes;
+  if (dt == SPECD_DTYPE_Q8_0) return reference_q8_0(w, a, i, k);
   if (ggml::block_layout(dt).elements == 32) {
     const bool with_min = dt == SPECD_DTYPE_Q4_1 || dt == SPECD_DTYPE_Q5_1;
     std::vector<float> macc16(16, 0.0f);
@@ -267,12 +282,13 @@ void check_kernel(Device& dev, const std::string& kernel, std::mt19937& rng) {
     const bool kb = ggml::block_layout(dt).elements == 256;
     const std::vector<int64_t> lengths =
         kb ? std::vector<int64_t>{256, 768} : std::vector<int64_t>{96, 160, 1024};
-    // (k, n): n not a multiple of 16; q4_K and q6_K also n = 64 + 5 (whole 16-column groups,
-    // a tail).
+    // (k, n): n not a multiple of 16; q4_K, q6_K and q8_0 also n = 64 + 5 (whole 16-column
+    // groups, a tail).
     std::vector<std::pair<int64_t, int64_t>> shapes;
     for (int64_t k : lengths) {
       shapes.push_back({k, 37});
-      if (dt == SPECD_DTYPE_Q4_K || dt == SPECD_DTYPE_Q6_K) shapes.push_back({k, 69});
+      if (dt == SPECD_DTYPE_Q4_K || dt == SPECD_DTYPE_Q6_K || dt == SPECD_DTYPE_Q8_0)
+        shapes.push_back({k, 69});
     }
     for (const auto& [k, n] : shapes) {
       const std::string what =

@@ -41,17 +41,27 @@ void q6k_pieces(int64_t col, int64_t b, int64_t nb, F f) {
   f(Piece{208, 3328 * nb + 32 * b + 2 * col, 2});
 }
 
+template <class F>
+void q8_0_pieces(int64_t col, int64_t b, int64_t nb, F f) {
+  const int64_t pair = 1088 * (b / 2), u = b % 2, n = b / 2 * 2 + 1 < nb ? 2 : 1;
+  for (int64_t i = 0; i < 8; ++i) f(Piece{2 + 4 * i, pair + 512 * u + 64 * i + 4 * col, 4});
+  f(Piece{0, pair + 512 * n + 32 * u + 2 * col, 2});
+}
+
 // Calls f(piece) for every piece of column `col`'s block b, with the piece's GGUF offset
 // relative to the row and its packed offset relative to the group.
 template <class F>
 void each_piece(specd_dtype dtype, int64_t row_bytes, int64_t col, F f) {
-  const int64_t block = dtype == SPECD_DTYPE_Q4_K ? 144 : 210, nb = row_bytes / block;
+  const int64_t block = dtype == SPECD_DTYPE_Q4_K ? 144 : dtype == SPECD_DTYPE_Q6_K ? 210 : 34;
+  const int64_t nb = row_bytes / block;
   for (int64_t b = 0; b < nb; ++b) {
     auto shifted = [&](Piece p) { f(Piece{block * b + p.gguf, p.packed, p.bytes}); };
     if (dtype == SPECD_DTYPE_Q4_K)
       q4k_pieces(col, b, nb, shifted);
-    else
+    else if (dtype == SPECD_DTYPE_Q6_K)
       q6k_pieces(col, b, nb, shifted);
+    else
+      q8_0_pieces(col, b, nb, shifted);
   }
 }
 

@@ -1,7 +1,7 @@
-// q4_K and q6_K weights kept in the layout of the AVX-512 column-interleaved kernels
-// (qint_q4k_avx512.cpp, qint_q6k_avx512.cpp), made once when the host hands the matrix over
-// (buffer_wrap_weights) instead of at every block of every forward. The same bytes as the
-// GGUF rows, plus the padding of a short last group and of each group to 64 bytes.
+// q4_K, q6_K and q8_0 weights kept in the layout of the AVX-512 column-interleaved kernels
+// (qint_q4k_avx512.cpp, qint_q6k_avx512.cpp, qint_q8_0_avx512.cpp), made once when the host hands
+// the matrix over (buffer_wrap_weights) instead of at every block of every forward. The same bytes
+// as the GGUF rows, plus the padding of a short last group and of each group to 64 bytes.
 //
 // Group G is weight rows 16G .. 16G + 15 (rows past the matrix repeat its last row) and
 // starts at G * group_bytes(row_bytes). Within it, "column" c is row 16G + c, and (h, l) =
@@ -16,9 +16,13 @@
 //   [256 + 64 (16 h + j) + 8 l, + 8) j < 16: low-nibble bytes 8 j .. 8 j + 7;
 //   [2304 + 64 (8 h + j) + 8 l, + 8) j < 8: high-pair bytes 128 + 8 j .. + 8;
 //   d of block b at 3328 nb + 32 b + 2 c (nb blocks per row).
-// So every register a kernel reads is one aligned 64-byte load. Pure byte moves: every path
-// that reads such a buffer as GGUF bytes (download, get_rows, matmul paths other than the
-// kernels) gets its rows back unchanged with unpack_rows.
+// q8_0: blocks in pairs, pair t at 1088 t holding blocks 2 t + u (u < n, n = 2, or 1 for a
+// last odd block), column c at dword c (no half or lane: the kernel needs no join):
+//   [1088 t + 512 u + 64 i + 4 c, + 4)  i < 8: quant bytes 4 i .. 4 i + 3;
+//   [1088 t + 512 n + 32 u + 2 c, + 2)  d.
+// So every register a kernel reads is one aligned 64-byte load (q8_0's d: 32 bytes). Pure byte
+// moves: every path that reads such a buffer as GGUF bytes (download, get_rows, matmul paths other
+// than the kernels) gets its rows back unchanged with unpack_rows.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +35,7 @@ constexpr int64_t kGroup = 16;
 
 // Whether matrices of `dtype` have a packed layout.
 constexpr bool packs(specd_dtype dtype) {
-  return dtype == SPECD_DTYPE_Q4_K || dtype == SPECD_DTYPE_Q6_K;
+  return dtype == SPECD_DTYPE_Q4_K || dtype == SPECD_DTYPE_Q6_K || dtype == SPECD_DTYPE_Q8_0;
 }
 
 // Bytes of one group of 16 rows of `row_bytes` (a multiple of 64).

@@ -35,10 +35,13 @@
 //         form it as sum of sc * (q_e + 32) * y_e - 32 * sum over g < 16 of sc[g] * bsum16[g])
 //         acc = fma(d_w * d_y, float(isum), acc) (d_w * d_y one f32 product);   y = acc
 //         (no lanes, as q4_K)
-//   q8_0, q4_0, q5_0, iq4_nl, mxfp4  block b (32 values): h = b & 1, dd = d_w * d_y (mxfp4's
+//   q8_0  one accumulator acc = 0, then per block b (32 values): w_e the int8 quants,
+//         isum = sum over e < 32 of w_e * y_e, dd = d_w * d_y (an f32 product),
+//         acc = fma(dd, float(isum), acc);   y = acc   (no lanes, as q4_K)
+//   q4_0, q5_0, iq4_nl, mxfp4  block b (32 values): h = b & 1, dd = d_w * d_y (mxfp4's
 //         d_w its E8M0 scale halved, ggml::block32_scale),
 //         isum[l] = sum of w_e * y_e over e = 4l .. 4l + 3 (l < 8), w_e the block's integer
-//         (ggml::block32_int: q - 8, q - 16, the int8, the iq4 level, the doubled E2M1 level)
+//         (ggml::block32_int: q - 8, q - 16, the iq4 level, the doubled E2M1 level)
 //         acc[8h + l] = fma(dd, float(isum[l]), acc[8h + l]);   y = reduce16(acc)
 //   q4_1, q5_1  block b (32 values): h = b & 1, dd = d_w * d_y, dm = m_w * d_y,
 //         isum[l] = sum of q_e * y_e over e = 4l .. 4l + 3 (q unsigned, x = d q + m)
@@ -85,7 +88,7 @@ struct QArgs {
   int64_t m, n, k;
   int64_t ldw, ldy;
   specd_dtype dtype;
-  // w is q4_K or q6_K in the packed layout (packed_weights.hpp), starting at a group; only
+  // w is q4_K, q6_K or q8_0 in the packed layout (packed_weights.hpp), starting at a group; only
   // the AVX-512 interleaved kernels read it.
   bool packed = false;
 };

@@ -13,6 +13,7 @@
 #include "qint/qint.hpp"
 #include "qint/qint_q4k.hpp"
 #include "qint/qint_q6k.hpp"
+#include "qint/qint_q8_0.hpp"
 #include "runtime/work_shares.hpp"
 #include "specd/cpp/backend.hpp"
 
@@ -101,6 +102,8 @@ void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
     scratch = std::max(scratch, qint::q4k_scratch_bytes(a.m, a.k));
   if (cols == &qint::cols_avx512 && a.dtype == SPECD_DTYPE_Q6_K)
     scratch = std::max(scratch, qint::q6k_scratch_bytes(a.m, a.k));
+  if (cols == &qint::cols_avx512 && a.dtype == SPECD_DTYPE_Q8_0)
+    scratch = std::max(scratch, qint::q8_0_scratch_bytes(a.m, a.k));
   auto columns = [&](int64_t j0, int64_t j1) {  // one scratch per thread, serial or not
     thread_local std::vector<uint8_t> buf;
     if (j0 < j1) cols(qa, j0, j1, aligned(buf, scratch));
@@ -109,7 +112,8 @@ void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
     columns(0, a.n);
   } else {
     // Columns go out in granules (the interleaved kernels' groups of 16), at least two a piece.
-    const bool interleaved = a.dtype == SPECD_DTYPE_Q4_K || a.dtype == SPECD_DTYPE_Q6_K;
+    const bool interleaved =
+        a.dtype == SPECD_DTYPE_Q4_K || a.dtype == SPECD_DTYPE_Q6_K || a.dtype == SPECD_DTYPE_Q8_0;
     const int64_t granule = interleaved ? 16 : 8;
     run_shared(pool, (a.n + granule - 1) / granule, 2, [&](int64_t u0, int64_t u1) {
       columns(std::min(a.n, u0 * granule), std::min(a.n, u1 * granule));

@@ -13,7 +13,7 @@ struct specd_buffer {
   // true: writable memory from buffer_alloc. false: read-only: host memory wrapped in place,
   // or a weight matrix the device copied into its weight arena (arena_chunk).
   bool owned = false;
-  // Not 0: a weight matrix of packed_dtype (q4_K or q6_K), rows this many bytes long, kept in
+  // Not 0: a weight matrix of packed_dtype (q4_K, q6_K or q8_0), rows this many bytes long, kept in
   // the packed layout of packed_weights.hpp (buffer_wrap_weights). `size` is its GGUF size and
   // views mean the GGUF bytes; only matmul (w), get_rows (table), download and copy (source)
   // read it.

@@ -1,10 +1,10 @@
 // The integer family on AVX2 + FMA (called only after avx2_available()): qint.hpp's lanes in
 // two 8-lane halves (lanes 0..7 and 8..15), pmaddubsw + pmaddwd for the integer sums (q5_K
-// mirrors the AVX-512 kernel's vectors in 256-bit halves, packssdw included; q4_K and q6_K have
-// no lanes: one integer per block and row, 8 (q4_K) or 4 rows per tile). Weight rows are prepared
-// into the task's scratch once and applied to all m rows (q4_K and q6_K up to 4 rows: block by
-// block, just before use; q4_K's one row four columns at a time); the bits equal the generic
-// kernel's.
+// mirrors the AVX-512 kernel's vectors in 256-bit halves, packssdw included; q4_K, q6_K and q8_0
+// have no lanes: one integer per block and row, 8 (q4_K) or 4 rows per tile). Weight rows are
+// prepared into the task's scratch once and applied to all m rows (q4_K and q6_K up to 4 rows:
+// block by block, just before use; q4_K's one row four columns at a time); the bits equal the
+// generic kernel's.
 #include <immintrin.h>
 
 #include "qint/qint.hpp"
@@ -162,12 +162,13 @@ struct alignas(32) Q4KPrep {
   }
 }
 
-// d_y of block b of rows i0 .. i0 + MR - 1 in lanes 0 .. MR - 1 (0 in the others), built in
-// registers: scalar stores loaded back as a vector stalled on store forwarding.
+// d_y of block b (of `values` values) of rows i0 .. i0 + MR - 1 in lanes 0 .. MR - 1 (0 in the
+// others), built in registers: scalar stores loaded back as a vector stalled on store forwarding.
 template <int MR>
-[[gnu::always_inline]] inline __m128 row_scales(const QArgs& a, int64_t i0, int64_t b) {
+[[gnu::always_inline]] inline __m128 row_scales(const QArgs& a, int64_t i0, int64_t b,
+                                                int64_t values = 256) {
   float v[4];
-  for (int r = 0; r < 4; ++r) v[r] = r < MR ? a.x.d[(i0 + r) * (a.k / 256) + b] : 0.0f;
+  for (int r = 0; r < 4; ++r) v[r] = r < MR ? a.x.d[(i0 + r) * (a.k / values) + b] : 0.0f;
   return _mm_setr_ps(v[0], v[1], v[2], v[3]);
 }
 
@@ -297,7 +298,8 @@ void rows_q6_k(int64_t nb, const QArgs& a, int64_t i0, int64_t j, Block block) {
   for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = out[r];
 }
 
-// A prepared q8_0 block: |w| (unsigned) and w (for the sign), and the scale.
+// A prepared block of 32 integers (q8_0, q4_0, ..): |w| (unsigned) and w (for the sign), and the
+// scale.
 struct alignas(32) Q8Prep {
   __m256i abs_w;
   __m256i w;
@@ -355,10 +357,18 @@ void prep_32(const uint8_t* row, int64_t nb, Q8Prep* P, const uint8_t* ahead) {
   }
 }
 
+// The 8 int32 lanes of row y's products with a prepared block (|w| * (y with w's sign) = w * y;
+// |w| * |y| <= 128 * 127 keeps maddubs's pairs in int16).
+[[gnu::always_inline]] inline __m256i products_32(const Q8Prep& p, const int8_t* y) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y));
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(p.abs_w, _mm256_sign_epi8(v, p.w)),
+                           _mm256_set1_epi16(1));
+}
+
+// Lanes of the 32-value types (qint.hpp): per block, 8 lanes of 4 products each.
 template <int MR>
-void rows_q8_0(const Q8Prep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
+void rows_32_lanes(const Q8Prep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
   const int64_t k = a.k;
-  const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[MR][2];
   for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
@@ -366,16 +376,31 @@ void rows_q8_0(const Q8Prep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t 
     const __m256 dw = _mm256_set1_ps(p.d);
     for (int r = 0; r < MR; ++r) {
       const int64_t row = i0 + r;
-      const __m256i y =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x.q + row * k + 32 * b));
-      // |w| * (y with w's sign) = w * y; |w| * |y| <= 128 * 127 keeps the pairs in int16.
-      const __m256i isum =
-          _mm256_madd_epi16(_mm256_maddubs_epi16(p.abs_w, _mm256_sign_epi8(y, p.w)), ones);
+      const __m256i isum = products_32(p, a.x.q + row * k + 32 * b);
       const __m256 dd = _mm256_mul_ps(dw, _mm256_set1_ps(a.x.d[row * (k / 32) + b]));
       acc[r][b & 1] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(isum), acc[r][b & 1]);
     }
   }
   for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r][0], acc[r][1]);
+}
+
+// q8_0 (qint.hpp: one integer per block, no lanes) for rows i0 .. i0 + MR - 1 (MR <= 4): each
+// row's 8 lanes reduced to its block integer, the rows in the lanes of one vector.
+template <int MR>
+void rows_q8_0(const Q8Prep* P, int64_t nb, const QArgs& a, int64_t i0, int64_t j) {
+  const int64_t k = a.k;
+  __m128 acc = _mm_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const Q8Prep& p = P[b];
+    __m256i isum[4];
+    for (int r = 0; r < 4; ++r)
+      isum[r] = r < MR ? products_32(p, a.x.q + (i0 + r) * k + 32 * b) : _mm256_setzero_si256();
+    const __m128 dd = _mm_mul_ps(_mm_set1_ps(p.d), row_scales<MR>(a, i0, b, 32));
+    acc = _mm_fmadd_ps(dd, _mm_cvtepi32_ps(sums_of_4(isum)), acc);
+  }
+  alignas(16) float out[4];
+  _mm_store_ps(out, acc);
+  for (int r = 0; r < MR; ++r) a.y[(i0 + r) * a.ldy + j] = out[r];
 }
 
 // A prepared q4_1 / q5_1 block: the unsigned quants and the scales d and m.
@@ -445,10 +470,15 @@ void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   const int64_t nb = a.k / 32;
   for (int64_t j = j0; j < j1; ++j) {
     prep_32<T>(a.w + j * a.ldw, nb, P, row_ahead(a, j, j1));
-    each_row_tile(a, j, P, nb,
-                  []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
-                    rows_q8_0<MR>(p, n, q, i0, jj);
-                  });
+    if constexpr (T == ggml::kQ8_0)
+      each_row_tile<4>(a, j, P, nb,
+                       []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0,
+                                  int64_t jj) { rows_q8_0<MR>(p, n, q, i0, jj); });
+    else
+      each_row_tile(a, j, P, nb,
+                    []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
+                      rows_32_lanes<MR>(p, n, q, i0, jj);
+                    });
   }
 }
 

@@ -1,11 +1,11 @@
-// The integer family on AVX-512 (F/BW/VL/DQ + VNNI; called only after that CPU check). q4_K
-// and q6_K have column-interleaved kernels of their own (qint_q4k_avx512.cpp,
-// qint_q6k_avx512.cpp). For m > 1, q5_K and the 32-value types without a min decode each
-// weight block (pair of blocks) into registers and apply it to up to 16 (q5_K) or 8 rows of x
-// (q5_K: 4 vpdpbusd, 2 vpackssdw, 2 vpdpwssd per row and block); q4_1 / q5_1 prepare each weight
-// row into the task's scratch and apply it four rows at a time. Either way the decoding work is
-// shared by the m rows. The arithmetic is qint.hpp's, lane for lane: the bits equal the
-// generic kernel's.
+// The integer family on AVX-512 (F/BW/VL/DQ + VNNI; called only after that CPU check). q4_K,
+// q6_K and q8_0 have column-interleaved kernels of their own (qint_q4k_avx512.cpp,
+// qint_q6k_avx512.cpp, qint_q8_0_avx512.cpp). For m > 1, q5_K and the 32-value types without a min
+// decode each weight block (pair of blocks) into registers and apply it to up to 16 (q5_K) or 8
+// rows of x (q5_K: 4 vpdpbusd, 2 vpackssdw, 2 vpdpwssd per row and block); q4_1 / q5_1 prepare each
+// weight row into the task's scratch and apply it four rows at a time. Either way the decoding work
+// is shared by the m rows. The arithmetic is qint.hpp's, lane for lane: the bits equal the generic
+// kernel's.
 #include <immintrin.h>
 
 #include "qint/avx512/qint_interleave_avx512.hpp"
@@ -13,6 +13,7 @@
 #include "qint/qint_lowbit.hpp"
 #include "qint/qint_q4k.hpp"
 #include "qint/qint_q6k.hpp"
+#include "qint/qint_q8_0.hpp"
 #include "qint/qint_reduce.hpp"
 #include "qint/qint_scale.hpp"
 #include "specd/cpp/ggml_blocks.hpp"
@@ -56,9 +57,9 @@ template <int MR>
   }
 }
 
-// A prepared pair of q8_0 blocks: the quants (block 2t in bytes 0..31, 2t + 1 in 32..63,
-// zero when absent), -128 times the sum of each 4 quants, the weight scales in lanes 0..7
-// and 8..15. With y + 128 unsigned, dpbusd(-128 sum w, y + 128, w) = sum w y exactly.
+// A prepared pair of 32-value blocks without a min: the integers (block 2t in bytes 0..31, 2t + 1
+// in 32..63, zero when absent), -128 times the sum of each 4 quants, the weight scales in lanes
+// 0..7 and 8..15. With y + 128 unsigned, dpbusd(-128 sum w, y + 128, w) = sum w y exactly.
 struct alignas(64) Q8Prep {
   __m512i w;
   __m512i corr;
@@ -68,28 +69,24 @@ struct alignas(64) Q8Prep {
 // The 32 integers of a block without a min (ggml::block32_int), as int8.
 template <uint32_t T>
 __m256i block32_ints(const uint8_t* b) {
-  if constexpr (T == ggml::kQ8_0) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
+  constexpr int qs_at = T == ggml::kQ5_0 ? 6 : T == ggml::kMXFP4 ? 1 : 2;
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + qs_at));
+  const __m128i low4 = _mm_set1_epi8(15);
+  const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low4),
+                                       _mm_and_si128(q, low4));  // element order
+  if constexpr (T == ggml::kQ4_0) {
+    return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
+  } else if constexpr (T == ggml::kQ5_0) {
+    const __m256i five = _mm256_maskz_mov_epi8(ggml::load_u32(b + 2), _mm256_set1_epi8(16));
+    return _mm256_sub_epi8(_mm256_or_si256(nib, five), _mm256_set1_epi8(16));
   } else {
-    constexpr int qs_at = T == ggml::kQ5_0 ? 6 : T == ggml::kMXFP4 ? 1 : 2;
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + qs_at));
-    const __m128i low4 = _mm_set1_epi8(15);
-    const __m256i nib = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low4),
-                                         _mm_and_si128(q, low4));  // element order
-    if constexpr (T == ggml::kQ4_0) {
-      return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
-    } else if constexpr (T == ggml::kQ5_0) {
-      const __m256i five = _mm256_maskz_mov_epi8(ggml::load_u32(b + 2), _mm256_set1_epi8(16));
-      return _mm256_sub_epi8(_mm256_or_si256(nib, five), _mm256_set1_epi8(16));
-    } else {
-      static_assert(T == ggml::kIQ4_NL || T == ggml::kMXFP4);
-      alignas(16) int8_t levels[16];
-      for (unsigned i = 0; i < 16; ++i)
-        levels[i] =
-            static_cast<int8_t>(T == ggml::kMXFP4 ? ggml::mxfp4_level(i) : ggml::iq4_level(i));
-      const __m128i l = _mm_load_si128(reinterpret_cast<const __m128i*>(levels));
-      return _mm256_shuffle_epi8(_mm256_set_m128i(l, l), nib);
-    }
+    static_assert(T == ggml::kIQ4_NL || T == ggml::kMXFP4);
+    alignas(16) int8_t levels[16];
+    for (unsigned i = 0; i < 16; ++i)
+      levels[i] =
+          static_cast<int8_t>(T == ggml::kMXFP4 ? ggml::mxfp4_level(i) : ggml::iq4_level(i));
+    const __m128i l = _mm_load_si128(reinterpret_cast<const __m128i*>(levels));
+    return _mm256_shuffle_epi8(_mm256_set_m128i(l, l), nib);
   }
 }
 
@@ -119,7 +116,7 @@ Q8Prep pair_32(const uint8_t* row, int64_t t, int64_t nblocks) {
   return p;
 }
 
-// acc += the pair's terms for one row of x (qint.hpp's q8_0 lanes).
+// acc += the pair's terms for one row of x (qint.hpp's lanes of the 32-value types).
 inline __m512 step_32(const Q8Prep& p, int64_t t, int64_t nblocks, const QArgs& a, int64_t row,
                       __m512 acc) {
   const int64_t k = a.k;
@@ -634,6 +631,8 @@ void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
       return cols_q5_k(a, j0, j1, scratch);
     case SPECD_DTYPE_Q6_K:
       return cols_q6k_avx512(a, j0, j1, scratch);
+    case SPECD_DTYPE_Q8_0:
+      return cols_q8_0_avx512(a, j0, j1, scratch);
     case SPECD_DTYPE_Q2_K:
     case SPECD_DTYPE_Q3_K:
     case SPECD_DTYPE_IQ4_XS:
@@ -643,7 +642,7 @@ void cols_avx512(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
       return with_dtype<ggml::kQ4_1, ggml::kQ5_1>(
           a.dtype, "cols_avx512", [&]<uint32_t T>() { cols_32_min<T>(a, j0, j1, scratch); });
     default:  // one scale per block of 32
-      return with_dtype<ggml::kQ4_0, ggml::kQ5_0, ggml::kIQ4_NL, ggml::kQ8_0, ggml::kMXFP4>(
+      return with_dtype<ggml::kQ4_0, ggml::kQ5_0, ggml::kIQ4_NL, ggml::kMXFP4>(
           a.dtype, "cols_avx512", [&]<uint32_t T>() { cols_32<T>(a, j0, j1, scratch); });
   }
 }

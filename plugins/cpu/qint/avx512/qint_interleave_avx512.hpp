@@ -1,8 +1,8 @@
 // Building blocks of the column-interleaved AVX-512 kernels (qint_q4k_avx512.cpp,
-// qint_q6k_avx512.cpp; qint_avx512.cpp uses the row tiles and zeroing idiom too): 16 output columns
-// per register, the weight blocks of a group of 16 columns transposed in registers to 8 columns per
-// register (a qword of each), two such halves joined by vpackssdw + vpdpwssd. Internal linkage:
-// included by AVX-512 translation units only.
+// qint_q6k_avx512.cpp, qint_q8_0_avx512.cpp; qint_avx512.cpp uses the row tiles and zeroing idiom
+// too): 16 output columns per register, the weight blocks of a group of 16 columns transposed in
+// registers to 8 columns per register (a qword of each), two such halves joined by vpackssdw +
+// vpdpwssd. Internal linkage: included by AVX-512 translation units only.
 #pragma once
 
 #include <immintrin.h>
@@ -108,6 +108,12 @@ template <int A, int B, int C, int D>
   asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
   return acc;
 }
+// dpbusd with b the 4 bytes at p broadcast to every dword (an embedded broadcast: a load, no
+// shuffle).
+[[gnu::always_inline]] inline __m512i dpbusd_bcast(__m512i acc, __m512i a, const void* p) {
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(a), "m"(*static_cast<const int32_t*>(p)));
+  return acc;
+}
 [[gnu::always_inline]] inline __m512i dpwssd(__m512i acc, __m512i a, __m512i b) {
   asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
   return acc;
@@ -150,10 +156,11 @@ inline void group_columns(const QArgs& a, int64_t g, int64_t j1, const uint8_t**
 // task's first shares asked for at its start 0.95-0.96x and 0.97x more; 1 or 3 blocks on
 // were slower than 2.
 constexpr int64_t kPackedAhead = 2;
-inline const char* share_ahead(const QArgs& a, int64_t g, int64_t j1, int64_t b, int64_t bytes) {
+inline const char* share_ahead(const QArgs& a, int64_t g, int64_t j1, int64_t b, int64_t bytes,
+                               int64_t packed_ahead = kPackedAhead) {
   const int64_t share = kGroup * bytes;
   if (a.packed) {
-    const uint8_t* at = packed_group(a, g) + share * (b + kPackedAhead);
+    const uint8_t* at = packed_group(a, g) + share * (b + packed_ahead);
     return at < packed_group(a, (j1 + kGroup - 1) / kGroup * kGroup)
                ? reinterpret_cast<const char*>(at)
                : nullptr;
@@ -185,21 +192,22 @@ inline void store_group(const QArgs& a, int64_t g, int64_t j1, const float* facc
 
 // y[:, j0:j1] group by group: facc (16 floats per row of x) zeroed, then for each block b
 // block(col, b, ahead) called (it adds the block's terms into facc and prefetches the
-// 16 * bytes at `ahead`, share_ahead's, when not null), then facc stored. `bytes`:
-// the weight type's block size.
+// 16 * bytes at `ahead`, share_ahead's, when not null), then facc stored. `bytes` and `values`:
+// the weight type's block size and the values in a block.
 template <class Block>
-void each_group(const QArgs& a, int64_t j0, int64_t j1, int64_t bytes, float* facc, Block block) {
-  const int64_t nb = a.k / 256;
-  if (a.packed) {  // the task's first kPackedAhead shares, which no earlier block asked for
+void each_group(const QArgs& a, int64_t j0, int64_t j1, int64_t bytes, float* facc, Block block,
+                int64_t values = 256, int64_t packed_ahead = kPackedAhead) {
+  const int64_t nb = a.k / values;
+  if (a.packed) {  // the task's first packed_ahead shares, which no earlier block asked for
     const char* start = reinterpret_cast<const char*>(packed_group(a, j0));
-    for (int64_t l = 0; l <= kPackedAhead * kGroup * bytes / 64; ++l)
+    for (int64_t l = 0; l <= packed_ahead * kGroup * bytes / 64; ++l)
       _mm_prefetch(start + 64 * l, _MM_HINT_T0);
   }
   for (int64_t g = j0; g < j1; g += kGroup) {
     const uint8_t* col[kGroup];
     group_columns(a, g, j1, col);
     for (int64_t i = 0; i < a.m; ++i) _mm512_store_ps(facc + 16 * i, _mm512_setzero_ps());
-    for (int64_t b = 0; b < nb; ++b) block(col, b, share_ahead(a, g, j1, b, bytes));
+    for (int64_t b = 0; b < nb; ++b) block(col, b, share_ahead(a, g, j1, b, bytes, packed_ahead));
     store_group(a, g, j1, facc);
   }
 }

@@ -121,7 +121,20 @@ float dot_q6_k(const uint8_t* w, const int8_t* y, const float* dy, int64_t nb) {
   return acc;
 }
 
-// 32-element blocks without a min (q4_0, q5_0, q8_0, iq4_nl, mxfp4): d at byte 0.
+// q8_0: one exact integer per block, one f32 accumulator.
+float dot_q8_0(const uint8_t* w, const int8_t* y, const float* dy, int64_t nb) {
+  float acc = 0.0f;
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = w + ggml::block_layout(ggml::kQ8_0).bytes * b;
+    int32_t isum = 0;
+    for (unsigned e = 0; e < 32; ++e)
+      isum += ggml::block32_int<ggml::kQ8_0>(blk, e) * y[32 * b + e];
+    acc = std::fma(ggml::block32_scale<ggml::kQ8_0>(blk) * dy[b], static_cast<float>(isum), acc);
+  }
+  return acc;
+}
+
+// 32-element blocks without a min (q4_0, q5_0, iq4_nl, mxfp4): d at byte 0.
 template <uint32_t T>
 float dot_32(const uint8_t* w, const int8_t* y, const float* dy, int64_t nb) {
   constexpr uint32_t bytes = ggml::block_layout(T).bytes;
@@ -223,7 +236,7 @@ void cols_generic(const QArgs& a, int64_t j0, int64_t j1, uint8_t*) {
           r = dot_lowbit(a.dtype, w, y, d, bs, k / 256);
           break;
         case SPECD_DTYPE_Q8_0:
-          r = dot_32<ggml::kQ8_0>(w, y, d, k / 32);
+          r = dot_q8_0(w, y, d, k / 32);
           break;
         default:
           unreachable_dtype(a.dtype, "cols_generic");
