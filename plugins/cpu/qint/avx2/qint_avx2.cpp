@@ -464,11 +464,54 @@ void each_row_tile(const QArgs& a, int64_t j, const Prep* P, int64_t nb, Rows ro
   for_row_tiles<N>(a.m, [&]<int MR>(int64_t i0) { rows.template operator()<MR>(P, nb, a, i0, j); });
 }
 
+// One row of x against 4 q8_0 weight rows (columns j .. j + 3) at once: per block each
+// column's 8 int32 lanes (as products_32 forms them), the four reduced together, then one f32
+// step for the four columns. Nothing is prepared in memory: one row has no other rows to share
+// a prepared block with.
+void four_cols_q8_0(const QArgs& a, int64_t j, int64_t j1) {
+  constexpr int64_t bytes = ggml::block_layout(ggml::kQ8_0).bytes;
+  const int64_t nb = a.k / 32;
+  const uint8_t *w[4], *ahead[4];
+  for (int c = 0; c < 4; ++c) {
+    w[c] = a.w + (j + c) * a.ldw;
+    ahead[c] = row_ahead(a, j + c, j1);
+  }
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m128 acc = _mm_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x.q + 32 * b));
+    __m256i isum[4];
+    uint16_t d[4];
+    for (int c = 0; c < 4; ++c) {
+      const uint8_t* blk = w[c] + bytes * b;
+      if (ahead[c]) prefetch_span(ahead[c] + bytes * b, bytes);
+      d[c] = ggml::load_u16(blk);
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+      isum[c] = _mm256_madd_epi16(
+          _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(y, q)), ones);
+    }
+    // The four d in registers (F16C: exact), times d_y: each column's f32 product.
+    const __m128 dw = _mm_cvtph_ps(
+        _mm_setr_epi16(static_cast<short>(d[0]), static_cast<short>(d[1]), static_cast<short>(d[2]),
+                       static_cast<short>(d[3]), 0, 0, 0, 0));
+    const __m128 dd = _mm_mul_ps(dw, _mm_set1_ps(a.x.d[b]));
+    acc = _mm_fmadd_ps(dd, _mm_cvtepi32_ps(sums_of_4(isum)), acc);
+  }
+  alignas(16) float out[4];
+  _mm_store_ps(out, acc);
+  for (int c = 0; c < 4; ++c) a.y[j + c] = out[c];
+}
+
+// q8_0: one row goes four columns at a time (four_cols_q8_0).
 template <uint32_t T>
 void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   Q8Prep* P = reinterpret_cast<Q8Prep*>(scratch);
   const int64_t nb = a.k / 32;
-  for (int64_t j = j0; j < j1; ++j) {
+  int64_t j = j0;
+  if constexpr (T == ggml::kQ8_0)
+    if (a.m == 1)
+      for (; j + 4 <= j1; j += 4) four_cols_q8_0(a, j, j1);
+  for (; j < j1; ++j) {
     prep_32<T>(a.w + j * a.ldw, nb, P, row_ahead(a, j, j1));
     if constexpr (T == ggml::kQ8_0)
       each_row_tile<4>(a, j, P, nb,
