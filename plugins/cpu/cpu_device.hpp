@@ -63,8 +63,8 @@ class CpuDevice {
   GemmKernel kernel_ = GemmKernel::kGeneric;
   QuantFamily quant_ = QuantFamily::kInt8;
   LargeGemm large_;
-  // Whether q4_K, q6_K and q8_0 weights are packed for the AVX-512 kernels (it runs here and int8 is
-  // chosen).
+  // Whether q4_K, q6_K and q8_0 weights are packed for the AVX-512 kernels (it runs here and int8
+  // is chosen).
   bool packs_ = false;
   std::unique_ptr<OpProfile> profile_;  // $SPECD_CPU_PROFILE, or null
   bool huge_pages_;  // huge_pages_wanted(): weights copied to huge pages, large buffers too
