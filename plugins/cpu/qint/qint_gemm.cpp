@@ -112,9 +112,7 @@ void gemm_small_int8(ThreadPool& pool, GemmKernel kernel, const GemmArgs& a) {
     columns(0, a.n);
   } else {
     // Columns go out in granules (the interleaved kernels' groups of 16), at least two a piece.
-    const bool interleaved =
-        a.dtype == SPECD_DTYPE_Q4_K || a.dtype == SPECD_DTYPE_Q6_K || a.dtype == SPECD_DTYPE_Q8_0;
-    const int64_t granule = interleaved ? 16 : 8;
+    const int64_t granule = packed_weights::packs(a.dtype) ? packed_weights::kGroup : 8;
     run_shared(pool, (a.n + granule - 1) / granule, 2, [&](int64_t u0, int64_t u1) {
       columns(std::min(a.n, u0 * granule), std::min(a.n, u1 * granule));
     });

@@ -357,12 +357,16 @@ void prep_32(const uint8_t* row, int64_t nb, Q8Prep* P, const uint8_t* ahead) {
   }
 }
 
-// The 8 int32 lanes of row y's products with a prepared block (|w| * (y with w's sign) = w * y;
+// The 8 int32 lanes of 32 products w * y, 4 each (|w| * (y with w's sign) = w * y;
 // |w| * |y| <= 128 * 127 keeps maddubs's pairs in int16).
-[[gnu::always_inline]] inline __m256i products_32(const Q8Prep& p, const int8_t* y) {
-  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y));
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(p.abs_w, _mm256_sign_epi8(v, p.w)),
+[[gnu::always_inline]] inline __m256i products_32(__m256i abs_w, __m256i w, __m256i y) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(y, w)),
                            _mm256_set1_epi16(1));
+}
+
+// The same for a prepared block and the 32 activation quants at y.
+[[gnu::always_inline]] inline __m256i products_32(const Q8Prep& p, const int8_t* y) {
+  return products_32(p.abs_w, p.w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y)));
 }
 
 // Lanes of the 32-value types (qint.hpp): per block, 8 lanes of 4 products each.
@@ -476,7 +480,6 @@ void four_cols_q8_0(const QArgs& a, int64_t j, int64_t j1) {
     w[c] = a.w + (j + c) * a.ldw;
     ahead[c] = row_ahead(a, j + c, j1);
   }
-  const __m256i ones = _mm256_set1_epi16(1);
   __m128 acc = _mm_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x.q + 32 * b));
@@ -487,8 +490,7 @@ void four_cols_q8_0(const QArgs& a, int64_t j, int64_t j1) {
       if (ahead[c]) prefetch_span(ahead[c] + bytes * b, bytes);
       d[c] = ggml::load_u16(blk);
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
-      isum[c] = _mm256_madd_epi16(
-          _mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(y, q)), ones);
+      isum[c] = products_32(_mm256_sign_epi8(q, q), q, y);
     }
     // The four d in registers (F16C: exact), times d_y: each column's f32 product.
     const __m128 dw = _mm_cvtph_ps(
