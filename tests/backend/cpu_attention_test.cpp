@@ -184,16 +184,19 @@ TEST_CASE("cpu attention: key blocks, GQA groups and rows of different lengths k
 }
 
 // Rows that see their prefix only (decoding and chain verification) go as lanes of (row, query
-// head) pairs of one KV head, 16 at a time, with AVX-512 when a call has enough of them: every
-// GQA group from 1 to 16 (16 / group rows per block, a partial last block), key counts that
-// differ from lane to lane within a block (the longest sets how many keys the block reads),
-// calls just below and at the size that switches to lanes, and a row whose scores are all zero.
+// head) pairs of one KV head when a call has enough of them, 16 at a time with AVX-512 (head_dim
+// 64 and 128), 8 with AVX2 (and AVX-512's other head_dims): every GQA group from 1 to 16 (width /
+// group rows per block, a partial last block; groups wider than 8 stay per head on AVX2), key
+// counts that differ from lane to lane within a block (the longest sets how many keys the block
+// reads; the keys every lane attends skip the masks), calls just below and at the sizes that
+// switch to lanes, and a row whose scores are all zero.
 TEST_CASE("cpu attention: chain rows as lanes of a KV head keep the bits") {
   std::mt19937 rng(53);
   const AttentionSweep sweep{{64, 128, 80},
                              {{16, 16}, {16, 8}, {16, 4}, {6, 2}, {16, 2}, {16, 1}, {8, 1}},
                              {chain_prefix(65, 8),
                               chain_prefix(1, 20),
+                              chain_prefix(30, 7),
                               chain_prefix(30, 3),
                               chain_prefix(30, 4),
                               chain_prefix(100, 17),

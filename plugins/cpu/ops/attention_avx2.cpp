@@ -24,49 +24,11 @@
 #include <cmath>
 
 #include "ops/attention_sinks.hpp"
+#include "ops/kv_row_loads_avx2.hpp"
 #include "ops/vexp.hpp"
-#include "specd/cpp/ggml_blocks.hpp"
 
 namespace specd::cpu {
 namespace {
-
-// Eight values of a cache row's slice from value i on (i a multiple of 8).
-struct F32Row {
-  static constexpr int64_t bytes(int64_t hd) { return 4 * hd; }
-  [[gnu::target("avx2,f16c"), gnu::always_inline]] static inline __m256 load8(const uint8_t* row,
-                                                                              int64_t i) {
-    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + i);
-  }
-};
-
-struct F16Row {
-  static constexpr int64_t bytes(int64_t hd) { return 2 * hd; }
-  [[gnu::target("avx2,f16c"), gnu::always_inline]] static inline __m256 load8(const uint8_t* row,
-                                                                              int64_t i) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * i)));
-  }
-};
-
-struct Q8Row {  // blocks of 34 bytes: an f16 d, then 32 int8 q
-  static constexpr int64_t bytes(int64_t hd) { return hd / 32 * 34; }
-  [[gnu::target("avx2,f16c"), gnu::always_inline]] static inline __m256 load8(const uint8_t* row,
-                                                                              int64_t i) {
-    const uint8_t* blk = row + 34 * (i / 32);
-    const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 2 + i % 32));
-    return _mm256_mul_ps(_mm256_set1_ps(ggml::load_f16(blk)),
-                         _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
-  }
-};
-
-template <int64_t Bytes, _mm_hint Hint = _MM_HINT_T0>
-inline void prefetch(const uint8_t* row) {
-  for (int64_t line = 0; line < Bytes; line += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(row) + line, Hint);
-}
-
-// Rows this far ahead of the one read are asked for into L2 (ops.cpp's kFarRows: past the first
-// tokens a layer's cache comes from memory, a head's slice at a time).
-constexpr int64_t kFarRows = 64;
 
 // The key that goes in slot t of dot16_x8's block: its score lands in lane t of the result.
 constexpr int kSlotKey[8] = {0, 4, 1, 5, 2, 6, 3, 7};
@@ -129,9 +91,9 @@ template <int HD, int NP, class Row>
       const int64_t nb = std::min<int64_t>(n_keys - j0, 8);
       if (a == 0) {  // the next block's key rows (the other head finds them in L1)
         for (int64_t j = j0 + 8; j < std::min(n_keys, j0 + 16); ++j) prefetch<kBytes>(krow[j]);
-        // into L2 the rows kFarRows on in the stream of key rows, then value rows
-        const int64_t far0 = j0 == 0 ? std::min<int64_t>(16, n_keys) : j0 + kFarRows;
-        for (int64_t j = far0; j < std::min(j0 + kFarRows + 8, 2 * n_keys); ++j)
+        // into L2 the rows kFarRowsAvx2 on in the stream of key rows, then value rows
+        const int64_t far0 = j0 == 0 ? std::min<int64_t>(16, n_keys) : j0 + kFarRowsAvx2;
+        for (int64_t j = far0; j < std::min(j0 + kFarRowsAvx2 + 8, 2 * n_keys); ++j)
           prefetch<kBytes, _MM_HINT_T1>(j < n_keys ? krow[j] : vrow[j - n_keys]);
       }
       const uint8_t* kp[8];
@@ -169,7 +131,7 @@ template <int HD, int NP, class Row>
     for (int64_t j = 0; j < n_keys; ++j) {  // keys in logical order
       if (d0 == 0) {
         if (j + 8 < n_keys) prefetch<kBytes>(vrow[j + 8]);
-        if (j + kFarRows < n_keys) prefetch<kBytes, _MM_HINT_T1>(vrow[j + kFarRows]);
+        if (j + kFarRowsAvx2 < n_keys) prefetch<kBytes, _MM_HINT_T1>(vrow[j + kFarRowsAvx2]);
       }
       __m256 vv[R];
       for (int c = 0; c < R; ++c) vv[c] = Row::load8(vrow[j], d0 + 8 * c);

@@ -23,4 +23,15 @@ void attend_heads_avx2(int64_t head_dim, int np, specd_dtype dtype, const float*
                        const uint8_t* const* krow, const uint8_t* const* vrow, int64_t n_keys,
                        float scale, const float* sink, float* scores, float* o);
 
+// Up to 8 lanes (lanes >= 1), each a (row, query head) pair of one KV head attending keys
+// [first[r], end[r]) of one run of cache rows: krow[j], vrow[j] point at key j's slice of that KV
+// head (dtype f32, f16 or q8_0, as above) for j below the largest end; q[r] is lane r's query
+// (head_dim floats), o[r] its output; sinks: each lane's sink, or null. Each lane gets the bits
+// of attend_heads_avx2 over its keys, each key row being read once for all the lanes. qt: 8 *
+// head_dim floats, sc: 8 per key, both the caller's 32-byte aligned scratch.
+void attend_lanes_avx2(int64_t head_dim, specd_dtype dtype, const float* const* q, float* const* o,
+                       const int32_t* first, const int32_t* end, int lanes,
+                       const uint8_t* const* krow, const uint8_t* const* vrow, float scale,
+                       const float* sinks, float* qt, float* sc);
+
 }  // namespace specd::cpu

@@ -867,12 +867,20 @@ void attention(ThreadPool& pool, GemmKernel kernel, const Mat& q, const Mat& k, 
     }
   };
   // Rows that attend their prefix only (a chain: plain decoding and verification) go as lanes
-  // of one KV head instead, 16 (row, query head) pairs of one sequence at a time
-  // (attend_lanes_avx512), when that fills at least three quarters of a vector: the same
-  // bits, each key row read once for all of them. After 900 tokens, eight rows of the
-  // constructed 95 M Q4_K_M (GQA group 2) took 0.84x as long and sixteen 0.84x; four rows
-  // (8 lanes) 1.03x, so fewer stay as they were.
-  const int64_t lane_rows = group <= 16 ? 16 / group : 1;  // rows per lane block
+  // of one KV head instead, `width` (row, query head) pairs of one sequence at a time: the same
+  // bits, each key row read once for all of them. AVX-512 takes 16 lanes (attend_lanes_avx512,
+  // over f32 rows, decoded ones for f16 and q8_0: on a Xeon 6 VM that beat 8 lanes reading them
+  // in place, 368 against 405-432 us a layer), AVX2 8 lanes of rows in their encoding
+  // (attend_lanes_avx2). After 900 tokens of the constructed 95 M Q4_K_M (GQA group 2):
+  // - AVX-512: eight rows took 0.84x as long and sixteen 0.84x (Zen 4 VM); four rows (8 lanes)
+  //   1.03x, so calls of fewer than 12 lanes stay as they were;
+  // - AVX2 (Xeon 6 VM): four rows took 0.68x (f32 cache), 0.78x (f16), 0.52x (q8_0), eight rows
+  //   0.71x, 0.69x, 0.52x; three rows (6 lanes) 1.01x and two 1.4x, so calls of fewer than 8
+  //   lanes stay as they were.
+  const bool lanes16 = avx512;
+  const bool lanes8 = avx2 && !lanes16;
+  const int64_t width = lanes16 ? 16 : 8, min_lanes = lanes16 ? 12 : 8;
+  const int64_t lane_rows = group <= width ? width / group : 1;  // rows per lane block
   struct Segment {
     int64_t i0, i1;
     bool lanes;
@@ -886,7 +894,8 @@ void attention(ThreadPool& pool, GemmKernel kernel, const Mat& q, const Mat& k, 
     for (int64_t i = i0; i < i1 && prefix_only; ++i)
       prefix_only = mask.begin[i + 1] == mask.begin[i];
     for (int64_t i = i0; i < i1; ++i) work += n_keys_of(i) + 1;
-    Segment sg{i0, i1, avx512 && prefix_only && group <= 16 && (i1 - i0) * group >= 12, 0, n_units};
+    const bool fills = group <= width && (i1 - i0) * group >= min_lanes;
+    Segment sg{i0, i1, (lanes16 || lanes8) && prefix_only && fills, 0, n_units};
     sg.blocks = sg.lanes ? (i1 - i0 + lane_rows - 1) / lane_rows : 0;
     n_units += sg.lanes ? static_cast<int64_t>(p.n_head_kv) * sg.blocks : head_tasks * (i1 - i0);
     segs.push_back(sg);
@@ -911,19 +920,32 @@ void attention(ThreadPool& pool, GemmKernel kernel, const Mat& q, const Mat& k, 
         sk[n] = x.sinks ? x.sinks[h] : 0.0f;
       }
     thread_local std::vector<float> scratch;
-    thread_local std::vector<const float*> rows;  // key j's rows: keys, then values
     int64_t keys = 0;
     for (int r = 0; r < n; ++r) keys = std::max<int64_t>(keys, hi[r]);
-    scratch.resize(static_cast<size_t>(16 * (hd + keys) + 16));
+    scratch.resize(static_cast<size_t>(width * (hd + keys) + 16));
     float* qt = scratch.data() + (16 - reinterpret_cast<uintptr_t>(scratch.data()) / 4 % 16) % 16;
-    float* sc = qt + 16 * hd;
+    float* sc = qt + width * hd;
     const int64_t kv_off = static_cast<int64_t>(g) * hd;
     const RowMap map = row_map(mask, i0);  // the segment's one table
+    const float* sinks = x.sinks ? sk : nullptr;
+    if (lanes8) {                                       // the rows in their encoding
+      thread_local std::vector<const uint8_t*> slices;  // key j's: keys, then values
+      slices.resize(static_cast<size_t>(2 * keys));
+      const int64_t off = kv_byte_offset(k.dtype, kv_off);
+      for (int64_t j = 0; j < keys; ++j) {
+        const int64_t s = map(base + j);
+        slices[j] = k.row(s) + off;
+        slices[keys + j] = v.row(s) + off;
+      }
+      attend_lanes_avx2(hd, k.dtype, ql, ol, lo, hi, n, slices.data(), slices.data() + keys,
+                        p.scale, sinks, qt, sc);
+      return;
+    }
+    thread_local std::vector<const float*> rows;  // key j's rows: keys, then values
     rows.resize(static_cast<size_t>(2 * keys));
     head_rows(
         k, v, kv_off, hd, keys, [&](int64_t j) { return map(base + j); }, rows.data(),
         rows.data() + keys);
-    const float* sinks = x.sinks ? sk : nullptr;
     if (hd == 128)
       attend_lanes_avx512<128>(ql, ol, lo, hi, n, rows.data(), rows.data() + keys, p.scale, sinks,
                                qt, sc);
