@@ -7,6 +7,8 @@
 // generic kernel's.
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "qint/qint.hpp"
 #include "qint/qint_lowbit.hpp"
 #include "qint/qint_prefetch.hpp"
@@ -461,13 +463,6 @@ void rows_32_min(const MinPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64
     a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r][0], acc[r][1]) + reduce16(macc[r][0], macc[r][1]);
 }
 
-// Column j's prepared row P applied to tiles of up to N rows of x (kRows, or four for q4_K and
-// q6_K: one int32 per row and block, the rows in one 4-lane vector).
-template <int N = kRows, class Prep, class Rows>
-void each_row_tile(const QArgs& a, int64_t j, const Prep* P, int64_t nb, Rows rows) {
-  for_row_tiles<N>(a.m, [&]<int MR>(int64_t i0) { rows.template operator()<MR>(P, nb, a, i0, j); });
-}
-
 // One row of x against 4 q8_0 weight rows (columns j .. j + 3) at once: per block each
 // column's 8 int32 lanes (as products_32 forms them), the four reduced together, then one f32
 // step for the four columns. Nothing is prepared in memory: one row has no other rows to share
@@ -513,59 +508,57 @@ void cols_32(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   if constexpr (T == ggml::kQ8_0)
     if (a.m == 1)
       for (; j + 4 <= j1; j += 4) four_cols_q8_0(a, j, j1);
-  for (; j < j1; ++j) {
-    prep_32<T>(a.w + j * a.ldw, nb, P, row_ahead(a, j, j1));
-    if constexpr (T == ggml::kQ8_0)
-      each_row_tile<4>(a, j, P, nb,
-                       []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0,
-                                  int64_t jj) { rows_q8_0<MR>(p, n, q, i0, jj); });
-    else
-      each_row_tile(a, j, P, nb,
-                    []<int MR>(const Q8Prep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
-                      rows_32_lanes<MR>(p, n, q, i0, jj);
-                    });
-  }
+  auto prepare = [&](int64_t jj, Q8Prep* p) {
+    prep_32<T>(a.w + jj * a.ldw, nb, p, row_ahead(a, jj, j1));
+  };
+  const int64_t room = scratch_bytes(a.m, a.k);
+  if constexpr (T == ggml::kQ8_0)
+    column_blocks<4>(
+        a.m, j, j1, P, nb, room, prepare,
+        [&]<int MR>(const Q8Prep* p, int64_t i0, int64_t jj) { rows_q8_0<MR>(p, nb, a, i0, jj); });
+  else
+    column_blocks<kRows>(a.m, j, j1, P, nb, room, prepare,
+                         [&]<int MR>(const Q8Prep* p, int64_t i0, int64_t jj) {
+                           rows_32_lanes<MR>(p, nb, a, i0, jj);
+                         });
 }
 
 template <uint32_t T>
 void cols_32_min(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   MinPrep* P = reinterpret_cast<MinPrep*>(scratch);
   const int64_t nb = a.k / 32;
-  for (int64_t j = j0; j < j1; ++j) {
-    prep_32_min<T>(a.w + j * a.ldw, nb, P, row_ahead(a, j, j1));
-    each_row_tile(a, j, P, nb,
-                  []<int MR>(const MinPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
-                    rows_32_min<MR>(p, n, q, i0, jj);
-                  });
-  }
+  column_blocks<kRows>(
+      a.m, j0, j1, P, nb, scratch_bytes(a.m, a.k),
+      [&](int64_t j, MinPrep* p) { prep_32_min<T>(a.w + j * a.ldw, nb, p, row_ahead(a, j, j1)); },
+      [&]<int MR>(const MinPrep* p, int64_t i0, int64_t j) { rows_32_min<MR>(p, nb, a, i0, j); });
 }
 
 // q5_K.
 void cols_q5_k(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   KPrep* P = reinterpret_cast<KPrep*>(scratch);
   const int64_t nb = a.k / 256;
-  for (int64_t j = j0; j < j1; ++j) {
-    prepare_row<176>(a, j, j1, nb, P, [](const uint8_t* blk, KPrep* p) { prep_q5_k(blk, p); });
-    each_row_tile(a, j, P, nb,
-                  []<int MR>(const KPrep* p, int64_t n, const QArgs& q, int64_t i0, int64_t jj) {
-                    rows_k<MR>(p, n, q, i0, jj);
-                  });
-  }
+  column_blocks<kRows>(
+      a.m, j0, j1, P, nb, scratch_bytes(a.m, a.k),
+      [&](int64_t j, KPrep* p) {
+        prepare_row<176>(a, j, j1, nb, p, [](const uint8_t* blk, KPrep* q) { prep_q5_k(blk, q); });
+      },
+      [&]<int MR>(const KPrep* p, int64_t i0, int64_t j) { rows_k<MR>(p, nb, a, i0, j); });
 }
 
-// q4_K and q6_K (one int32 per row and block): each weight row's blocks (Bytes long) prepared
-// once with prep, then applied to the rows of x Tile at a time by rows (q4_K 8: with tiles of 4,
-// 8 rows of the 1.5 B constructed model's q4_K matmuls took 1.1x as long on a Zen 3 VM, 5 rows
-// 1.04x).
+// q4_K and q6_K (one int32 per row and block): the weight rows' blocks (Bytes long) prepared
+// with prep a few columns at a time (column_blocks), then applied to the rows of x Tile at a time
+// by rows (q4_K 8: with tiles of 4, 8 rows of the 1.5 B constructed model's q4_K matmuls took
+// 1.1x as long on a Zen 3 VM, 5 rows 1.04x).
 template <class Prep, int64_t Bytes, int Tile, class PrepBlock, class Rows>
 void cols_one_int(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch, PrepBlock prep,
                   Rows rows) {
-  Prep* P = reinterpret_cast<Prep*>(scratch);
   const int64_t nb = a.k / 256;
-  for (int64_t j = j0; j < j1; ++j) {
-    prepare_row<Bytes>(a, j, j1, nb, P, prep);
-    each_row_tile<Tile>(a, j, P, nb, rows);
-  }
+  column_blocks<Tile>(
+      a.m, j0, j1, reinterpret_cast<Prep*>(scratch), nb, scratch_bytes(a.m, a.k),
+      [&](int64_t j, Prep* p) { prepare_row<Bytes>(a, j, j1, nb, p, prep); },
+      [&]<int MR>(const Prep* p, int64_t i0, int64_t j) {
+        rows.template operator()<MR>(p, nb, a, i0, j);
+      });
 }
 
 // q4_K and q6_K for up to 4 rows (one tile), columns j .. j1 - 1: each block (Bytes long) is

@@ -10,6 +10,7 @@
 #include "qint/qint_lowbit_simd.hpp"
 #include "qint/qint_prefetch.hpp"
 #include "qint/qint_reduce.hpp"
+#include "qint/qint_tiles.hpp"
 
 namespace specd::cpu::qint {
 namespace {
@@ -161,15 +162,12 @@ void cols(const QArgs& a, int64_t j0, int64_t j1, uint8_t* scratch) {
   constexpr int64_t bytes = ggml::block_layout(T).bytes;
   Prep* P = reinterpret_cast<Prep*>(scratch);
   const int64_t nb = a.k / 256;
-  for (int64_t j = j0; j < j1; ++j) {
-    prepare_row<bytes>(a, j, j1, nb, P, [](const uint8_t* blk, Prep* p) { prep<T>(blk, p); });
-    for (int64_t i0 = 0; i0 < a.m; i0 += kRows) {
-      if (a.m - i0 >= 2)
-        rows<T, 2>(P, nb, a, i0, j);
-      else
-        rows<T, 1>(P, nb, a, i0, j);
-    }
-  }
+  column_blocks<kRows>(
+      a.m, j0, j1, P, nb, scratch_bytes(a.m, a.k),
+      [&](int64_t j, Prep* p) {
+        prepare_row<bytes>(a, j, j1, nb, p, [](const uint8_t* blk, Prep* q) { prep<T>(blk, q); });
+      },
+      [&]<int MR>(const Prep* p, int64_t i0, int64_t j) { rows<T, MR>(p, nb, a, i0, j); });
 }
 
 }  // namespace
