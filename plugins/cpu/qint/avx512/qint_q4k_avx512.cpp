@@ -137,7 +137,7 @@ template <int MR>
       for (int h = 0; h < 2; ++h)
         for (int u = 0; u < 4; ++u) w[h][u] = p.w[j][h][u];
     }
-    if (ahead) prefetch_share<kShareLines, 8>(ahead, j);
+    if (ahead) prefetch_share<kShareLines, 8, true>(ahead, j);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const int8_t* y = a.x.q + (i0 + r) * k + 256 * b + 32 * j;

@@ -154,7 +154,7 @@ template <int MR>
     for (int c = 0; c < C; ++c) {
       const int q = q0 + c;  // values 8q .. 8q + 7, group q / 2
       const __m512i w0 = p.v[q][0], w1 = p.v[q][1];
-      if (ahead) prefetch_share<kShareLines, 32>(ahead, q);
+      if (ahead) prefetch_share<kShareLines, 32, true>(ahead, q);
 #pragma GCC unroll 8
       for (int r = 0; r < MR; ++r) {
         const __m512i y = bcast8(a.x.q + (i0 + r) * k + 256 * b + 8 * q);
@@ -214,7 +214,7 @@ template <int MR>
         qh[h][i] = _mm512_load_si512(blk + 2304 + 64 * (8 * h + 4 * H + i));
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) {
-      if (ahead) prefetch_share<kShareLines, 16>(ahead, 8 * H + i);
+      if (ahead) prefetch_share<kShareLines, 16, true>(ahead, 8 * H + i);
       __m512i va[2], vb[2];  // values 8qa .. and 8qb .. of half h
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {

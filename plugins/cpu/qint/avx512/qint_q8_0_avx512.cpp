@@ -91,7 +91,7 @@ template <int MR>
   }
 #pragma GCC unroll 8
   for (int i = 0; i < 8; ++i) {
-    if (ahead) prefetch_share<kShareLines, 8>(ahead, i);
+    if (ahead) prefetch_share<kShareLines, 8, true>(ahead, i);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r)
       isum[i % 2][r] =
