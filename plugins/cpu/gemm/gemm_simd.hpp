@@ -27,16 +27,23 @@ namespace specd::cpu::simd {
 // the panel, so an element's FMA sequence is the f32 one whatever m.
 enum { kF32 = 0, kF16 = 1, kBF16 = 2, kQ8 = 3, kBlock = 4 };
 
-// y[0:MR, 0:NR] for rows x[0:MR] and weight rows w[0:NR].
+// y[0:MR, 0:NR] for rows x[0:MR] and weight rows w[0:NR]. `ahead` (f32, f16 and bf16 rows):
+// NR weight rows whose lines are asked for into L2 as the tile reads the same offsets of its
+// own, or null. Decoding the 1.5 B constructed model's f16 weights (one row, 2 threads, Xeon 6
+// VM), a token took 0.93x as long with the next 8 rows asked for (AVX2: 0.92x).
 template <class V, int DT, int MR, int NR>
 void tile(const float* x, int64_t ldx, const uint8_t* w, int64_t ldw, float* y, int64_t ldy,
-          int64_t k) {
+          int64_t k, const uint8_t* ahead = nullptr) {
   using Reg = typename V::Reg;
+  constexpr int64_t kBytes = DT == kF32 ? 4 : 2;  // of a value, for the rows ahead
   Reg acc[MR][NR];
   for (int r = 0; r < MR; ++r)
     for (int c = 0; c < NR; ++c) acc[r][c] = V::zero();
   int64_t kk = 0;
   for (; kk + V::kLanes <= k; kk += V::kLanes) {
+    if constexpr (DT == kF32 || DT == kF16 || DT == kBF16)
+      if (ahead && kk * kBytes % 64 == 0)
+        for (int c = 0; c < NR; ++c) __builtin_prefetch(ahead + c * ldw + kk * kBytes, 0, 2);
     Reg wv[NR];
     for (int c = 0; c < NR; ++c) wv[c] = V::template load_w<DT>(w + c * ldw, kk);
     for (int r = 0; r < MR; ++r) {
@@ -62,19 +69,20 @@ void tile(const float* x, int64_t ldx, const uint8_t* w, int64_t ldw, float* y, 
 // tile<V, DT, MR, nr> for a run-time 1 <= nr <= NR.
 template <class V, int DT, int MR, int NR>
 void tile_of_width(int nr, const float* x, int64_t ldx, const uint8_t* w, int64_t ldw, float* y,
-                   int64_t ldy, int64_t k) {
-  if (nr == NR) return tile<V, DT, MR, NR>(x, ldx, w, ldw, y, ldy, k);
-  if constexpr (NR > 1) tile_of_width<V, DT, MR, NR - 1>(nr, x, ldx, w, ldw, y, ldy, k);
+                   int64_t ldy, int64_t k, const uint8_t* ahead = nullptr) {
+  if (nr == NR) return tile<V, DT, MR, NR>(x, ldx, w, ldw, y, ldy, k, ahead);
+  if constexpr (NR > 1) tile_of_width<V, DT, MR, NR - 1>(nr, x, ldx, w, ldw, y, ldy, k, ahead);
 }
 
 // MR rows of x against nr weight rows, in tiles of at most max_nr(MR) weight rows.
 template <class V, int DT, int MR>
 void tile_cols(int nr, const float* x, int64_t ldx, const uint8_t* w, int64_t ldw, float* y,
-               int64_t ldy, int64_t k) {
+               int64_t ldy, int64_t k, const uint8_t* ahead = nullptr) {
   constexpr int kMaxNr = V::max_nr(MR);
   while (nr > 0) {
     const int c = nr < kMaxNr ? nr : kMaxNr;
-    tile_of_width<V, DT, MR, kMaxNr>(c, x, ldx, w, ldw, y, ldy, k);
+    tile_of_width<V, DT, MR, kMaxNr>(c, x, ldx, w, ldw, y, ldy, k, ahead);
+    if (ahead) ahead += c * ldw;
     w += c * ldw;
     y += c;
     nr -= c;
@@ -128,6 +136,11 @@ void cols(const GemmArgs& a, int64_t j0, int64_t j1, float* panel) {
       w = reinterpret_cast<const uint8_t*>(panel);
       ldw = a.k * 4;
       decoded = true;
+    }
+    if (a.m == 1 && !decoded) {  // decoding: the next 8 weight rows asked for meanwhile
+      const uint8_t* ahead = j + 16 <= j1 ? w + 8 * a.ldw : nullptr;
+      tile_cols<V, DT, 1>(nr, a.x, a.ldx, w, ldw, a.y + j, a.ldy, a.k, ahead);
+      continue;
     }
     for (int64_t i = 0; i < a.m; i += kRows) {
       const float* x = a.x + i * a.ldx;
