@@ -21,11 +21,23 @@ inline const uint8_t* row_ahead(const QArgs& a, int64_t j, int64_t j1) {
   return j + kAhead < j1 ? a.w + (j + kAhead) * a.ldw : nullptr;
 }
 
-// Asks for the cache lines of bytes [p, p + n).
-inline void prefetch_span(const uint8_t* p, int64_t n) {
+// Asks for the cache lines of bytes [p, p + n), and with `beyond` (bytes; 0: none) those of
+// [p + beyond, p + beyond + n) into L2: the same span kAhead rows further on (beyond_rows),
+// which keeps more of the stream in flight. On a Xeon 6 VM (AVX2 kernel, 2 threads) one row of
+// a 1.5 B Q8_0 took 0.79x as long, of the 95 M Q8_0 in L3 0.67x, of a 1.5 B Q4_K_M 0.96x. That
+// span may lie past the weights: a prefetch never faults.
+inline void prefetch_span(const uint8_t* p, int64_t n, int64_t beyond = 0) {
   const char* c = reinterpret_cast<const char*>(p);
-  for (int64_t o = 0; o < n; o += 64) _mm_prefetch(c + o, _MM_HINT_T0);
+  for (int64_t o = 0; o < n; o += 64) {
+    _mm_prefetch(c + o, _MM_HINT_T0);
+    if (beyond) _mm_prefetch(c + beyond + o, _MM_HINT_T1);
+  }
   _mm_prefetch(c + n - 1, _MM_HINT_T0);
+}
+
+// prefetch_span's `beyond` for the kernels that decode one row (m = 1).
+inline int64_t beyond_rows(const QArgs& a) {
+  return a.m == 1 ? kAhead * a.ldw : 0;
 }
 
 // Column j's weight row prepared block by block into P (nb blocks of Bytes) with

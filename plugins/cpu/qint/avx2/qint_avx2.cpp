@@ -471,6 +471,7 @@ void four_cols_q8_0(const QArgs& a, int64_t j, int64_t j1) {
   constexpr int64_t bytes = ggml::block_layout(ggml::kQ8_0).bytes;
   const int64_t nb = a.k / 32;
   const uint8_t *w[4], *ahead[4];
+  const int64_t beyond = beyond_rows(a);
   for (int c = 0; c < 4; ++c) {
     w[c] = a.w + (j + c) * a.ldw;
     ahead[c] = row_ahead(a, j + c, j1);
@@ -482,7 +483,7 @@ void four_cols_q8_0(const QArgs& a, int64_t j, int64_t j1) {
     uint16_t d[4];
     for (int c = 0; c < 4; ++c) {
       const uint8_t* blk = w[c] + bytes * b;
-      if (ahead[c]) prefetch_span(ahead[c] + bytes * b, bytes);
+      if (ahead[c]) prefetch_span(ahead[c] + bytes * b, bytes, beyond);
       d[c] = ggml::load_u16(blk);
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
       isum[c] = products_32(_mm256_sign_epi8(q, q), q, y);
@@ -570,10 +571,11 @@ void cols_prepared_in_place(const QArgs& a, int64_t j, int64_t j1, PrepBlock pre
   for (; j < j1; ++j) {
     const uint8_t* w = a.w + j * a.ldw;
     const uint8_t* ahead = row_ahead(a, j, j1);
+    const int64_t beyond = beyond_rows(a);
     for_row_tiles<4>(a.m, [&]<int MR>(int64_t i0) {
       Prep p;
       rows.template operator()<MR>(nb, a, i0, j, [&](int64_t b) -> const Prep& {
-        if (ahead && i0 == 0) prefetch_span(ahead + Bytes * b, Bytes);
+        if (ahead && i0 == 0) prefetch_span(ahead + Bytes * b, Bytes, beyond);
         prep(w + Bytes * b, &p);
         return p;
       });
@@ -589,6 +591,7 @@ void four_cols_q4_k(const QArgs& a, int64_t j, int64_t j1) {
   const int64_t nb = a.k / 256;
   const __m256i low4 = _mm256_set1_epi8(15);
   const uint8_t *w[4], *ahead[4];
+  const int64_t beyond = beyond_rows(a);
   for (int c = 0; c < 4; ++c) {
     w[c] = a.w + (j + c) * a.ldw;
     ahead[c] = row_ahead(a, j + c, j1);
@@ -597,7 +600,7 @@ void four_cols_q4_k(const QArgs& a, int64_t j, int64_t j1) {
   for (int64_t b = 0; b < nb; ++b) {
     const int8_t* y = a.x.q + 256 * b;
     for (int c = 0; c < 4; ++c)
-      if (ahead[c]) prefetch_span(ahead[c] + 144 * b, 144);
+      if (ahead[c]) prefetch_span(ahead[c] + 144 * b, 144, beyond);
     const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x.bsum16 + 16 * b));
     __m256i sc16[4], isum[4], msum[4];
     alignas(16) uint16_t d[4], dmin[4];
