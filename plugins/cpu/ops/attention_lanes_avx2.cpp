@@ -14,9 +14,9 @@
 // A key outside a lane's range adds an all-zero-bits product instead (+0: the sums start at +0
 // and can never be -0, so adding +0 leaves them as they are) and is kept out of its maximum.
 // Each key row is read once for all the lanes, in its encoding (kv_row_loads_avx2.hpp), where the
-// per-head kernel reads it once per row and head pair. Value rows are taken 32 keys at a time,
-// decoded into scratch once, then summed 8 dimensions per pass, so that the passes find them in
-// L1.
+// per-head kernel reads it once per row (and query head, unless two share it). Value rows are taken
+// 32 keys at a time, decoded into scratch once, then summed 8 dimensions per pass, so that the
+// passes find them in L1.
 #include <immintrin.h>
 
 #include <algorithm>

@@ -777,6 +777,20 @@ void head_rows(const Mat& k, const Mat& v, int64_t kv_off, int64_t hd, int64_t n
   }
 }
 
+// Key j's head slices in the cache rows' own encoding for j < n (physical row slot(j)), for the
+// AVX2 kernels that read them in place: keys in out[0, n), values in out[n, 2n).
+template <class Slot>
+void encoded_slices(const Mat& k, const Mat& v, int64_t kv_off, int64_t n, Slot&& slot,
+                    std::vector<const uint8_t*>& out) {
+  out.resize(static_cast<size_t>(2 * n));
+  const int64_t off = kv_byte_offset(k.dtype, kv_off);
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t s = slot(j);
+    out[j] = k.row(s) + off;
+    out[n + j] = v.row(s) + off;
+  }
+}
+
 // The first key a row attends of its `all` keys under a sliding window (0: none): the keys it
 // attends are positions [first, all) of its own logical sequence, so they, and every block a
 // kernel cuts them into, depend on that sequence alone.
@@ -837,15 +851,9 @@ void attention(ThreadPool& pool, GemmKernel kernel, const Mat& q, const Mat& k, 
     scores.resize(static_cast<size_t>(np * n_keys));
     const float* qi = q.f32_row(i) + h * hd;
     float* o = out.f32_row(i) + h * hd;
-    if (avx2) {                                         // reads the cache rows in their encoding
-      thread_local std::vector<const uint8_t*> slices;  // key j's: keys, then values
-      slices.resize(static_cast<size_t>(2 * n_keys));
-      const int64_t off = kv_byte_offset(k.dtype, kv_off);
-      for (int64_t j = 0; j < n_keys; ++j) {
-        const int64_t s = slot(j);
-        slices[j] = k.row(s) + off;
-        slices[n_keys + j] = v.row(s) + off;
-      }
+    if (avx2) {  // reads the cache rows in their encoding
+      thread_local std::vector<const uint8_t*> slices;
+      encoded_slices(k, v, kv_off, n_keys, slot, slices);
       attend_heads_avx2(hd, np, k.dtype, qi, slices.data(), slices.data() + n_keys, n_keys, p.scale,
                         sink, scores.data(), o);
       return;
@@ -928,15 +936,10 @@ void attention(ThreadPool& pool, GemmKernel kernel, const Mat& q, const Mat& k, 
     const int64_t kv_off = static_cast<int64_t>(g) * hd;
     const RowMap map = row_map(mask, i0);  // the segment's one table
     const float* sinks = x.sinks ? sk : nullptr;
-    if (lanes8) {                                       // the rows in their encoding
-      thread_local std::vector<const uint8_t*> slices;  // key j's: keys, then values
-      slices.resize(static_cast<size_t>(2 * keys));
-      const int64_t off = kv_byte_offset(k.dtype, kv_off);
-      for (int64_t j = 0; j < keys; ++j) {
-        const int64_t s = map(base + j);
-        slices[j] = k.row(s) + off;
-        slices[keys + j] = v.row(s) + off;
-      }
+    if (lanes8) {  // the rows in their encoding
+      thread_local std::vector<const uint8_t*> slices;
+      encoded_slices(
+          k, v, kv_off, keys, [&](int64_t j) { return map(base + j); }, slices);
       attend_lanes_avx2(hd, k.dtype, ql, ol, lo, hi, n, slices.data(), slices.data() + keys,
                         p.scale, sinks, qt, sc);
       return;
