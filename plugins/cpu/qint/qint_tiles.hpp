@@ -50,7 +50,8 @@ void for_row_tiles(int64_t m, F f) {
 // before the next tile. `room`: the scratch's bytes at P. A block holds as many columns as fill
 // about half of L1 (at most 16), so that they and a tile of x stay there while every pair meets:
 // one column at a time, a prefill read all of x from L2 for each column, and 64 rows of q4_K
-// (k 1024, n 4096, one thread of an AVX2 run on a Xeon 6 VM) took 1.15x as long, of q6_K 1.22x.
+// (k 1024, n 4096, one thread of an AVX2 run on a Xeon 6 VM, interleaved) took 1.02-1.07x as
+// long, of q6_K 1.14-1.20x.
 // Each output is still one call of rows over all its blocks: the bits do not change.
 template <int N, class Prep, class Prepare, class Rows>
 void column_blocks(int64_t m, int64_t j0, int64_t j1, Prep* P, int64_t per_col, int64_t room,
