@@ -463,6 +463,24 @@ void rows_32_min(const MinPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64
     a.y[(i0 + r) * a.ldy + j] = reduce16(acc[r][0], acc[r][1]) + reduce16(macc[r][0], macc[r][1]);
 }
 
+// Weight rows j .. j + 3 of a kernel that takes one row of x four columns at a time, and the
+// rows kAhead on, asked for block by block meanwhile (prefetch_span, beyond them into L2).
+struct FourRows {
+  const uint8_t* w[4];
+  const uint8_t* ahead[4];
+  int64_t beyond;
+  FourRows(const QArgs& a, int64_t j, int64_t j1) : beyond(beyond_rows(a)) {
+    for (int c = 0; c < 4; ++c) {
+      w[c] = a.w + (j + c) * a.ldw;
+      ahead[c] = row_ahead(a, j + c, j1);
+    }
+  }
+  // Asks for bytes [off, off + n) of column c's row ahead, when it is this task's.
+  void prefetch(int c, int64_t off, int64_t n) const {
+    if (ahead[c]) prefetch_span(ahead[c] + off, n, beyond);
+  }
+};
+
 // One row of x against 4 q8_0 weight rows (columns j .. j + 3) at once: per block each
 // column's 8 int32 lanes (as products_32 forms them), the four reduced together, then one f32
 // step for the four columns. Nothing is prepared in memory: one row has no other rows to share
@@ -470,20 +488,15 @@ void rows_32_min(const MinPrep* P, int64_t nb, const QArgs& a, int64_t i0, int64
 void four_cols_q8_0(const QArgs& a, int64_t j, int64_t j1) {
   constexpr int64_t bytes = ggml::block_layout(ggml::kQ8_0).bytes;
   const int64_t nb = a.k / 32;
-  const uint8_t *w[4], *ahead[4];
-  const int64_t beyond = beyond_rows(a);
-  for (int c = 0; c < 4; ++c) {
-    w[c] = a.w + (j + c) * a.ldw;
-    ahead[c] = row_ahead(a, j + c, j1);
-  }
+  const FourRows weights(a, j, j1);
   __m128 acc = _mm_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x.q + 32 * b));
     __m256i isum[4];
     uint16_t d[4];
     for (int c = 0; c < 4; ++c) {
-      const uint8_t* blk = w[c] + bytes * b;
-      if (ahead[c]) prefetch_span(ahead[c] + bytes * b, bytes, beyond);
+      const uint8_t* blk = weights.w[c] + bytes * b;
+      weights.prefetch(c, bytes * b, bytes);
       d[c] = ggml::load_u16(blk);
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
       isum[c] = products_32(_mm256_sign_epi8(q, q), q, y);
@@ -590,22 +603,16 @@ void cols_prepared_in_place(const QArgs& a, int64_t j, int64_t j1, PrepBlock pre
 void four_cols_q4_k(const QArgs& a, int64_t j, int64_t j1) {
   const int64_t nb = a.k / 256;
   const __m256i low4 = _mm256_set1_epi8(15);
-  const uint8_t *w[4], *ahead[4];
-  const int64_t beyond = beyond_rows(a);
-  for (int c = 0; c < 4; ++c) {
-    w[c] = a.w + (j + c) * a.ldw;
-    ahead[c] = row_ahead(a, j + c, j1);
-  }
+  const FourRows weights(a, j, j1);
   __m128 acc = _mm_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const int8_t* y = a.x.q + 256 * b;
-    for (int c = 0; c < 4; ++c)
-      if (ahead[c]) prefetch_span(ahead[c] + 144 * b, 144, beyond);
+    for (int c = 0; c < 4; ++c) weights.prefetch(c, 144 * b, 144);
     const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.x.bsum16 + 16 * b));
     __m256i sc16[4], isum[4], msum[4];
     alignas(16) uint16_t d[4], dmin[4];
     for (int c = 0; c < 4; ++c) {
-      const uint8_t* blk = w[c] + 144 * b;
+      const uint8_t* blk = weights.w[c] + 144 * b;
       d[c] = ggml::load_u16(blk);
       dmin[c] = ggml::load_u16(blk + 2);
       const __m128i sm = scales_mins(blk);
@@ -622,8 +629,8 @@ void four_cols_q4_k(const QArgs& a, int64_t j, int64_t j1) {
       const __m256i pick_lo = _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * (2 * p)));
       const __m256i pick_hi = _mm256_set1_epi16(static_cast<short>(0x0100 + 0x0202 * (2 * p + 1)));
       for (int c = 0; c < 4; ++c) {
-        const __m256i q =
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[c] + 144 * b + 16 + 32 * p));
+        const __m256i q = _mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(weights.w[c] + 144 * b + 16 + 32 * p));
         const __m256i lo = _mm256_and_si256(q, low4);
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
         isum[c] =
