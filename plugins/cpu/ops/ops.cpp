@@ -885,9 +885,8 @@ void attention(ThreadPool& pool, GemmKernel kernel, const Mat& q, const Mat& k, 
   // - AVX2 (Xeon 6 VM): four rows took 0.68x (f32 cache), 0.78x (f16), 0.52x (q8_0), eight rows
   //   0.71x, 0.69x, 0.52x; three rows (6 lanes) 1.01x and two 1.4x, so calls of fewer than 8
   //   lanes stay as they were.
-  const bool lanes16 = avx512;
-  const bool lanes8 = avx2 && !lanes16;
-  const int64_t width = lanes16 ? 16 : 8, min_lanes = lanes16 ? 12 : 8;
+  const bool lanes8 = avx2 && !avx512;  // else AVX-512's 16 lanes, where it takes the head_dim
+  const int64_t width = avx512 ? 16 : 8, min_lanes = avx512 ? 12 : 8;
   const int64_t lane_rows = group <= width ? width / group : 1;  // rows per lane block
   struct Segment {
     int64_t i0, i1;
@@ -903,7 +902,7 @@ void attention(ThreadPool& pool, GemmKernel kernel, const Mat& q, const Mat& k, 
       prefix_only = mask.begin[i + 1] == mask.begin[i];
     for (int64_t i = i0; i < i1; ++i) work += n_keys_of(i) + 1;
     const bool fills = group <= width && (i1 - i0) * group >= min_lanes;
-    Segment sg{i0, i1, (lanes16 || lanes8) && prefix_only && fills, 0, n_units};
+    Segment sg{i0, i1, (avx512 || lanes8) && prefix_only && fills, 0, n_units};
     sg.blocks = sg.lanes ? (i1 - i0 + lane_rows - 1) / lane_rows : 0;
     n_units += sg.lanes ? static_cast<int64_t>(p.n_head_kv) * sg.blocks : head_tasks * (i1 - i0);
     segs.push_back(sg);
